@@ -1,0 +1,139 @@
+"""The format-neutral model both stores decode into.
+
+Invariants:
+- ``raw`` always holds the decoded document as it was stored (dicts and lists
+  straight from the JSON parser), so writers can round-trip losslessly; model
+  fields are a read-only view of it.
+- Timestamps are kept as the original strings (``created``/``updated``/
+  ``timestamp``); ``*_ts`` are the same instants as float epoch seconds (or
+  None when absent/unparseable) for sorting and filtering only.
+- ``Message.role`` is one of ROLES.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("user", "assistant", "tool", "reasoning", "system")
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(slots=True)
+class Finding:
+    """One problem found in a store: a stable code, where, and one line of why."""
+
+    code: str
+    path: str
+    reason: str
+    severity: str = ERROR
+    conversation: str | None = None
+
+    def to_dict(self) -> dict:
+        d = {"code": self.code, "severity": self.severity, "path": self.path, "reason": self.reason}
+        if self.conversation:
+            d["conversation"] = self.conversation
+        return d
+
+    def line(self) -> str:
+        return f"{self.severity}: {self.code}: {self.path}: {self.reason}"
+
+
+@dataclass(slots=True)
+class ConversationMeta:
+    store: str
+    id: str
+    title: str
+    created: str | None = None
+    updated: str | None = None
+    created_ts: float | None = None
+    updated_ts: float | None = None
+    message_count: int | None = None
+    size: int | None = None
+    pinned: bool = False
+    path: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "created": self.created,
+            "updated": self.updated,
+            "messages": self.message_count,
+            "size": self.size,
+            "pinned": self.pinned,
+            "store": self.store,
+            "path": self.path,
+        }
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str | None
+    name: str
+    arguments: Any  # a JSON string (SAM) or any JSON value (mermaid)
+
+
+@dataclass(slots=True)
+class Message:
+    role: str
+    content: str
+    timestamp: str | None = None
+    timestamp_ts: float | None = None
+    id: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_status: str | None = None
+    reasoning: str | None = None
+    kind: str | None = None  # store-specific sub-kind (mermaid ``kind``, SAM ``type``)
+    importance: float | None = None  # as stored; None when the store has none
+    hidden: bool = False  # what the owning app's UI hides (system-generated, empty)
+    pinned: bool = False
+    actions: list = field(default_factory=list)  # mermaid tool runs attached to an assistant message
+    raw: Any = None
+
+    def to_dict(self) -> dict:
+        d = {
+            "id": self.id,
+            "role": self.role,
+            "content": self.content,
+            "timestamp": self.timestamp,
+            "kind": self.kind,
+        }
+        if self.tool_calls:
+            d["tool_calls"] = [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in self.tool_calls]
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        if self.tool_name is not None:
+            d["tool_name"] = self.tool_name
+        if self.tool_status is not None:
+            d["tool_status"] = self.tool_status
+        if self.reasoning:
+            d["reasoning"] = self.reasoning
+        if self.importance is not None:
+            d["importance"] = self.importance
+        if self.actions:
+            d["actions"] = self.actions
+        d["hidden"] = self.hidden
+        d["pinned"] = self.pinned
+        return d
+
+
+@dataclass(slots=True)
+class Conversation:
+    meta: ConversationMeta
+    messages: list[Message]
+    raw: Any = None
+    model: str | None = None
+    source: str = ""  # which file the conversation came from (snapshot, log fold, ...)
+
+    def to_dict(self) -> dict:
+        d = self.meta.to_dict()
+        d["model"] = self.model
+        d["source"] = self.source
+        d["messages"] = [m.to_dict() for m in self.messages]
+        d["message_count"] = len(self.messages)
+        return d

@@ -1,0 +1,248 @@
+"""The one small module every byte samctl reads or writes goes through.
+
+Invariants:
+- A name joined onto a root is a single path component: no ``/``, ``\\``, NUL,
+  ``.`` or ``..``; callers validate ids against their store's rule first.
+- Reads never follow a symlink at the last component (``O_NOFOLLOW``), never
+  block on a FIFO (``O_NONBLOCK``), refuse anything that is not a regular file,
+  and refuse files larger than the cap *before* reading them.
+- Writes go to a temp sibling named ``.<name>.<pid>.<n>.tmp`` (the name
+  mermaid's own sweeper knows), are fsynced, renamed over the target, and the
+  directory is fsynced.  Files are created 0600, directories 0700.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import stat
+import time
+from pathlib import Path
+
+from samctl.errors import FileProblem, UnsafePath
+
+MIB = 1 << 20
+SNAPSHOT_CAP = 64 * MIB  # mermaid's own snapshot cap (67,108,864 bytes)
+LOG_CAP = 128 * MIB  # mermaid's own event-log cap (134,217,728 bytes)
+STALE_TMP_SECONDS = 3600  # mermaid's sweeper rule
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+_tmp_counter = itertools.count()
+
+# Tests set this to a callable(step: str) to inject a failure (raise) or a
+# crash (os.kill) at each write step: "tmp-write", "fsync", "rename", "dir-fsync".
+fault_hook = None
+
+
+def _step(name: str) -> None:
+    if fault_hook is not None:
+        fault_hook(name)
+
+
+def check_component(name: str) -> str:
+    """Return ``name`` if it is one safe path component, else raise UnsafePath."""
+    if (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or len(name.encode("utf-8", "surrogateescape")) > 255
+    ):
+        raise UnsafePath(f"unsafe name {name!r}: not a single file name inside the store")
+    return name
+
+
+def child(root: Path, name: str) -> Path:
+    """``root / name`` after checking ``name`` is one safe component."""
+    return root / check_component(name)
+
+
+def is_inside(root_real: str, path: str | os.PathLike) -> bool:
+    """True if ``path`` resolves (following every symlink) to a place inside ``root_real``."""
+    real = os.path.realpath(path)
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def _problem_for_oserror(exc: OSError, path) -> FileProblem:
+    if exc.errno == errno.ENOENT:
+        return FileProblem("missing", path, "file does not exist")
+    if exc.errno == errno.ELOOP:
+        return FileProblem("symlink", path, "is a symlink (samctl does not follow symlinks)")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return FileProblem("unreadable", path, "permission denied")
+    if exc.errno == errno.EISDIR:
+        return FileProblem("not-regular", path, "is a directory, not a file")
+    return FileProblem("unreadable", path, f"cannot read: {exc.strerror or exc}")
+
+
+def read_capped(path: str | os.PathLike, cap: int) -> bytes:
+    """Read a whole regular file of at most ``cap`` bytes.
+
+    Raises FileProblem with code missing/symlink/unreadable/not-regular/too-large.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _problem_for_oserror(exc, path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileProblem("not-regular", path, f"is not a regular file ({describe_mode(st.st_mode)})")
+        if st.st_size > cap:
+            raise FileProblem("too-large", path, f"{st.st_size} bytes is over the {cap}-byte cap")
+        chunks = []
+        left = cap + 1  # one more than the cap: notices a file that grew while we read
+        while left > 0:
+            try:
+                b = os.read(fd, min(left, 1 << 24))
+            except OSError as exc:
+                raise _problem_for_oserror(exc, path) from None
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        if len(data) > cap:
+            raise FileProblem("too-large", path, f"grew past the {cap}-byte cap while being read")
+        return data
+    finally:
+        os.close(fd)
+
+
+def describe_mode(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a regular file" if stat.S_ISREG(mode) else "an unknown kind of file"
+
+
+def lstat(path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def mode_problem(st: os.stat_result) -> str | None:
+    """A one-line reason if a file or folder is open to group/others, else None."""
+    perm = stat.S_IMODE(st.st_mode)
+    if perm & 0o077:
+        want = DIR_MODE if stat.S_ISDIR(st.st_mode) else FILE_MODE
+        return f"mode {perm:04o} lets group/others in (want {want:04o})"
+    return None
+
+
+def tighten_mode(path) -> int:
+    """chmod a file to 0600 or a folder to 0700 (keeping owner bits); return the new mode."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePath(f"{path}: refusing to chmod a symlink")
+    new = stat.S_IMODE(st.st_mode) & 0o700
+    if stat.S_ISDIR(st.st_mode):
+        new |= 0o700
+    else:
+        new |= 0o600
+    os.chmod(path, new, follow_symlinks=False)
+    return new
+
+
+def fsync_dir(path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def tmp_name(name: str) -> str:
+    return f".{name}.{os.getpid()}.{next(_tmp_counter)}.tmp"
+
+
+def write_atomic(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) -> None:
+    """Write ``data`` to ``path`` atomically: temp sibling, fsync, rename, dir fsync.
+
+    A crash at any instant leaves either the old file or the new one complete.
+    The target's folder must exist; it is not created here.
+    """
+    path = Path(path)
+    parent = path.parent
+    tmp = parent / tmp_name(check_component(path.name))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        try:
+            _step("tmp-write")
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fchmod(fd, mode)  # the umask may have taken bits we want, never adds any
+            _step("fsync")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _step("rename")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _step("dir-fsync")
+    fsync_dir(parent)
+
+
+def make_private_dir(path: str | os.PathLike) -> Path:
+    """mkdir -p with 0700 on every folder it creates; an existing folder is left as is."""
+    path = Path(path)
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(p, DIR_MODE)
+    return path
+
+
+def stale_temps(parent: str | os.PathLike, name: str | None = None, now: float | None = None):
+    """Paths of ``.<name>.*.tmp`` temps in ``parent`` older than mermaid's 3600 s rule.
+
+    With ``name`` None, every ``.*.tmp`` temp is considered.
+    """
+    now = time.time() if now is None else now
+    prefix = f".{name}." if name else "."
+    out = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return out
+    for e in entries:
+        if e.name.startswith(prefix) and e.name.endswith(".tmp") and len(e.name) > len(prefix) + 4:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= STALE_TMP_SECONDS:
+                out.append(Path(e.path))
+    return out
