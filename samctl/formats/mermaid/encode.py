@@ -1,0 +1,137 @@
+"""Byte-compatible writers for mermaid's files (spec §2).
+
+Invariants:
+- ``snapshot_bytes`` gives the bytes serde_json's ``to_string_pretty`` writes
+  for a ``serde_json::Value``: keys sorted bytewise at every depth, 2-space
+  indent, ``": "``, empty containers as ``[]``/``{}``, raw UTF-8 (only ``"``,
+  ``\\``, and C0 controls escaped; ``\\u00xx`` lowercase), floats in ryu
+  layout, non-finite floats as ``null``, no trailing newline.
+- ``log_line_bytes`` is the compact form of the same value plus ``\\n``.
+- ``meta_bytes`` is compact JSON in ``ConversationMeta`` struct order (not
+  sorted), nulls included, no trailing newline.
+- Integers outside the 64-bit range are written as the float serde_json would
+  have parsed them into (it has no arbitrary precision); a value that is not
+  JSON (a non-str key, a set, ...) raises ``TypeError``.
+
+orjson already produces exactly this layout (tested rule by rule in
+``tests/formats/test_mermaid_encode.py``); the only gap is big integers, which
+orjson refuses and we widen to float first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import orjson
+
+__all__ = ["format_float", "snapshot_bytes", "log_line_bytes", "meta_dict", "meta_bytes", "META_FIELDS"]
+
+_PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+_COMPACT = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
+_I64_MIN = -(1 << 63)
+_U64_MAX = (1 << 64) - 1
+
+# ConversationMeta struct order (spec §3.2); the .meta file keeps it.
+META_FIELDS = ("id", "title", "updated_at", "git_branch", "message_count", "forked_from")
+
+
+def format_float(x: float) -> str:
+    """``x`` as serde_json writes an f64 (ryu layout, spec §2.6); ``null`` if not finite.
+
+    Shortest round-trip digits D (taken from ``repr``) and exponent e with
+    value = D x 10^e, kk = len(D) + e:
+    e >= 0 and kk <= 16 -> ``D000.0``; 0 < kk <= 16 -> ``DD.DD``;
+    -5 < kk <= 0 -> ``0.000D``; else ``D.DDDe{kk-1}`` (no ``+``, no padding).
+    """
+    x = float(x)
+    if not math.isfinite(x):
+        return "null"
+    s = repr(x)
+    sign = ""
+    if s[0] == "-":
+        sign, s = "-", s[1:]
+    mant, _, exp = s.partition("e")
+    whole, _, frac = mant.partition(".")
+    digits = (whole + frac).lstrip("0")
+    e = (int(exp) if exp else 0) - len(frac)
+    if not digits:
+        return sign + "0.0"
+    trimmed = digits.rstrip("0")
+    e += len(digits) - len(trimmed)
+    digits = trimmed
+    n = len(digits)
+    kk = n + e
+    if e >= 0 and kk <= 16:
+        out = digits + "0" * e + ".0"
+    elif 0 < kk <= 16:
+        out = digits[:kk] + "." + digits[kk:]
+    elif -5 < kk <= 0:
+        out = "0." + "0" * -kk + digits
+    else:
+        out = digits[0] + ("." + digits[1:] if n > 1 else "") + "e" + str(kk - 1)
+    return sign + out
+
+
+def _widen_big_ints(v):
+    """A copy of ``v`` with integers outside i64/u64 turned into floats (as serde_json reads them)."""
+    t = type(v)
+    if t is dict:
+        return {k: _widen_big_ints(x) for k, x in v.items()}
+    if t is list or t is tuple:
+        return [_widen_big_ints(x) for x in v]
+    if t is int and not _I64_MIN <= v <= _U64_MAX:
+        try:
+            return float(v)
+        except OverflowError:
+            raise TypeError(f"integer {str(v)[:20]}... is out of the range serde_json can read") from None
+    return v
+
+
+def _dumps(v, option: int) -> bytes:
+    try:
+        return orjson.dumps(v, option=option)
+    except orjson.JSONEncodeError as exc:
+        if "64-bit" not in str(exc):
+            raise
+    # Rare path: only reached when a big integer is somewhere in the value.
+    return orjson.dumps(_widen_big_ints(v), option=option)
+
+
+def snapshot_bytes(doc) -> bytes:
+    """The bytes of a ``.json`` snapshot or ``.conflict`` file for ``doc`` (pretty, sorted, no newline)."""
+    return _dumps(doc, _PRETTY)
+
+
+def log_line_bytes(envelope) -> bytes:
+    """One ``.jsonl`` line: compact, keys sorted at every depth, then ``\\n``."""
+    return _dumps(envelope, _COMPACT)
+
+
+def meta_dict(snapshot_doc: dict) -> dict:
+    """The ``ConversationMeta`` of a snapshot document, in struct order.
+
+    ``git_branch``/``forked_from`` are None when absent; ``message_count`` is
+    the number of messages.
+    """
+    return {
+        "id": snapshot_doc["id"],
+        "title": snapshot_doc["title"],
+        "updated_at": snapshot_doc["updated_at"],
+        "git_branch": snapshot_doc.get("git_branch"),
+        "message_count": len(snapshot_doc.get("messages") or ()),
+        "forked_from": snapshot_doc.get("forked_from"),
+    }
+
+
+def meta_bytes(meta: dict) -> bytes:
+    """The bytes of a ``.meta`` file: compact, struct order, nulls included, no newline.
+
+    Keys other than the six struct fields are dropped (mermaid's struct has no
+    room for them); a missing ``message_count`` is written as 0, other missing
+    fields as null.
+    """
+    ordered = {k: meta.get(k) for k in META_FIELDS}
+    if ordered["message_count"] is None:
+        ordered["message_count"] = 0
+    return _dumps(ordered, 0)
