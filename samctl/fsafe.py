@@ -246,3 +246,21 @@ def stale_temps(parent: str | os.PathLike, name: str | None = None, now: float |
             if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= STALE_TMP_SECONDS:
                 out.append(Path(e.path))
     return out
+
+
+def cache_dir() -> Path:
+    """samctl's disposable cache folder (not created here).
+
+    ``SAMCTL_CACHE_DIR`` wins; then ``XDG_CACHE_HOME/samctl``; then the
+    platform's user cache folder.
+    """
+    env = os.environ.get("SAMCTL_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg) / "samctl"
+    home = Path.home()
+    if (home / "Library" / "Caches").is_dir():
+        return home / "Library" / "Caches" / "samctl"
+    return home / ".cache" / "samctl"

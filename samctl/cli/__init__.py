@@ -1,0 +1,122 @@
+"""The samctl command line: a click group whose commands live one per module.
+
+Commands are imported only when used, so ``samctl --help`` and ``samctl ls``
+never import numpy or zstandard.  Every SamctlError becomes one line on
+stderr (plus a hint) and its exit code; no traceback reaches a user unless
+SAMCTL_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from samctl import __version__, errors
+
+# command name -> (module, one-line help shown by `samctl --help`)
+COMMANDS = {
+    "ls": ("samctl.cli.ls", "List conversations, newest first."),
+    "show": ("samctl.cli.show", "Print one conversation's transcript."),
+    "check": ("samctl.cli.check", "Check the whole store for problems (read-only unless --fix)."),
+}
+
+
+class SamctlGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(COMMANDS[name][0])
+        return module.command
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except errors.SamctlError as exc:
+            report_error(exc)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("samctl: interrupted", err=True)
+            ctx.exit(errors.INTERRUPTED)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+            ctx.exit(errors.OK)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: no tracebacks
+            if os.environ.get("SAMCTL_DEBUG") == "1":
+                raise
+            click.echo(f"samctl: internal error: {type(exc).__name__}: {exc}", err=True)
+            click.echo("hint: this is a bug in samctl; rerun with SAMCTL_DEBUG=1 for the traceback and report it",
+                       err=True)
+            ctx.exit(errors.FAILED)
+
+
+def report_error(exc: errors.SamctlError) -> None:
+    click.echo(f"samctl: error: {exc.message}", err=True)
+    if exc.hint:
+        click.echo(f"hint: {exc.hint}", err=True)
+
+
+def _quiet_broken_pipe() -> None:
+    # The reader went away (samctl ls | head): stop quietly, like other tools.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def _parse_size(text: str) -> int:
+    units = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
+    t = text.strip().lower().rstrip("b") if text.strip().lower() not in ("kib", "mib", "gib") else text
+    num = t.rstrip("kmgi")
+    unit = t[len(num):]
+    try:
+        value = int(num)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a size like 64M or 1048576") from None
+    if unit not in units or value <= 0:
+        raise click.BadParameter(f"{text!r} is not a size like 64M or 1048576")
+    return value * units[unit]
+
+
+@click.group("samctl", cls=SamctlGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--root", envvar="SAMCTL_ROOT", metavar="PATH",
+              help="The store: a SAM base folder, a SAM conversations folder, a mermaid project folder, "
+                   "or a .mermaid/conversations folder. Default: ./.mermaid/conversations if present, "
+                   "else SAM's default location. Also SAMCTL_ROOT.")
+@click.option("--max-file-size", metavar="SIZE", default=None,
+              help="Refuse to read files larger than SIZE (e.g. 64M). Default: mermaid's own caps "
+                   "(64 MiB snapshots, 128 MiB logs).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write samctl's disposable caches.")
+@click.version_option(__version__, prog_name="samctl")
+@click.pass_context
+def cli(ctx, root, max_file_size, no_cache):
+    """samctl: list, read, search, recover, export and maintain the conversation
+    archives of SAM and mermaid-cli.
+
+    \b
+    Examples:
+      samctl ls --since 7d
+      samctl show 2026081
+      samctl --root ~/proj check
+    """
+    from samctl.cli.common import Options
+
+    ctx.obj = Options(root=root, max_file_size=_parse_size(max_file_size) if max_file_size else None,
+                      cache=not no_cache)
+
+
+def main() -> None:
+    cli.main(prog_name="samctl")

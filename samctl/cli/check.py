@@ -1,0 +1,43 @@
+"""samctl check: a read-only fsck of the whole store."""
+
+from __future__ import annotations
+
+import click
+
+from samctl import errors
+from samctl.cli.common import emit_json, examples, format_option, report_findings, store_of
+from samctl.core.check import check
+
+
+@click.command("check")
+@click.option("--fix", is_flag=True, help="Apply safe fixes only: tighten modes to 0600/0700 and rebuild "
+              "missing or stale mermaid .meta sidecars. Says what it changed.")
+@click.option("--quiet", "-q", is_flag=True, help="Only the summary (and errors) on stderr; no info lines.")
+@format_option(("text", "json"), "text")
+@examples("samctl check", "samctl check --fix", "samctl check --format json | jq '.findings[].code'")
+@click.pass_context
+def command(ctx, fix, quiet, fmt):
+    """Check every file of the store and report each problem with a code, path and reason.
+
+    Keeps going after the first problem. Exit 0 when nothing is wrong, 3 when
+    something is (info lines do not count).
+    """
+    store = store_of(ctx)
+    report = check(store, fix=fix)
+    summary = report.summary()
+    if fmt == "json":
+        emit_json({"store": store.name, "root": str(store.conv_dir), "findings": [f.to_dict() for f in report.findings],
+                   "fixes": report.fixes, "summary": summary})
+    else:
+        for line in report.fixes:
+            click.echo(f"fixed: {line}")
+        report_findings(report.findings, quiet=quiet)
+        parts = [f"{summary['errors']} errors", f"{summary['warnings']} warnings"]
+        if summary["info"]:
+            parts.append(f"{summary['info']} info")
+        if fix:
+            parts.append(f"{summary['fixed']} fixed")
+        codes = ", ".join(f"{c} {n}" for c, n in summary["by_code"].items())
+        click.echo(f"{store.describe()}: " + ", ".join(parts) + (f" ({codes})" if codes else ""), err=True)
+    if report.problems:
+        raise click.exceptions.Exit(errors.PARTIAL)

@@ -1,0 +1,102 @@
+"""What every command shares: opening the store, output formats, findings, exit codes.
+
+Commands call one core function each and hand the result to a renderer here;
+data goes to stdout, findings and progress to stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+
+import click
+import orjson
+
+from samctl import errors
+
+
+@dataclass
+class Options:
+    root: str | None = None
+    max_file_size: int | None = None
+    cache: bool = True
+    _store: object = None
+
+    def store(self):
+        if self._store is None:
+            from samctl.formats import open_store
+            from samctl.formats.base import Caps
+
+            caps = Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
+            self._store = open_store(self.root, caps, self.cache)
+        return self._store
+
+
+def store_of(ctx: click.Context):
+    return ctx.find_object(Options).store()
+
+
+def format_option(choices=("table", "json", "jsonl"), default="table"):
+    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
+                        help="Output format; json and jsonl are stable interfaces.")
+
+
+def dumps(obj) -> str:
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def emit_json(obj) -> None:
+    click.echo(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
+
+
+def emit_jsonl(rows) -> None:
+    out = sys.stdout
+    for r in rows:
+        out.write(dumps(r))
+        out.write("\n")
+    out.flush()
+
+
+def report_findings(findings, quiet: bool = False) -> None:
+    """One line per finding on stderr (info only when not quiet)."""
+    for f in findings:
+        if quiet and f.severity == "info":
+            continue
+        click.echo(f.line(), err=True)
+
+
+def exit_for(findings) -> int:
+    return errors.PARTIAL if any(f.severity != "info" for f in findings) else errors.OK
+
+
+def finish(findings) -> None:
+    """Exit with PARTIAL if any problem was met, else return normally."""
+    code = exit_for(findings)
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+def human_size(n) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "K", "M", "G", "T"):
+        if n < 1024 or unit == "T":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return str(n)
+
+
+def table(rows, headers) -> str:
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, tablefmt="plain", disable_numparse=True)
+
+
+def examples(*lines):
+    """Append an Examples block to a command's help."""
+    def deco(f):
+        text = "\n\n\b\nExamples:\n" + "\n".join(f"  {ln}" for ln in lines)
+        f.__doc__ = (f.__doc__ or "").rstrip() + text
+        return f
+    return deco

@@ -1,0 +1,68 @@
+"""samctl ls: list conversations, newest first."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import click
+
+from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, human_size, report_findings, \
+    store_of, table
+from samctl.core.listing import SORT_KEYS, ListQuery, list_conversations
+from samctl.core.timeparse import format_local, parse_when
+
+
+@click.command("ls")
+@click.option("--since", metavar="WHEN", help="Only conversations updated since WHEN (7d, 12h, 2026-08-01).")
+@click.option("--until", metavar="WHEN", help="Only conversations updated until WHEN.")
+@click.option("--pinned", is_flag=True, help="Only pinned conversations (SAM).")
+@click.option("--title", metavar="TEXT", help="Only titles containing TEXT (case-insensitive).")
+@click.option("--limit", "-n", type=click.IntRange(min=0), metavar="N", help="At most N conversations.")
+@click.option("--sort", type=click.Choice(SORT_KEYS), default="updated", show_default=True,
+              help="Order; newest/largest first (titles A-Z).")
+@click.option("--reverse", "-r", is_flag=True, help="Reverse the order.")
+@format_option()
+@examples("samctl ls --since 7d", "samctl ls --sort size -n 10", "samctl ls --format jsonl | jq .title")
+@click.pass_context
+def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
+    """List conversations: id, title, created/updated, messages, size, pinned, store."""
+    query = ListQuery(
+        since=parse_when(since) if since else None,
+        until=parse_when(until) if until else None,
+        pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse,
+    )
+    findings: list = []
+    metas = list_conversations(store_of(ctx), query, findings)
+    if fmt == "jsonl":
+        emit_jsonl(m.to_dict() for m in metas)
+    elif fmt == "json":
+        emit_json([m.to_dict() for m in metas])
+    else:
+        _table(metas)
+    report_findings(findings)
+    finish(findings)
+
+
+def _table(metas) -> None:
+    if not metas:
+        click.echo("no conversations", err=True)
+        return
+    rows = [
+        (m.id, format_local(m.created_ts), format_local(m.updated_ts), m.message_count if m.message_count is not None
+         else "-", human_size(m.size), "*" if m.pinned else "", m.store, m.title)
+        for m in metas
+    ]
+    if sys.stdout.isatty():  # clip titles to the terminal; never when piped
+        width = shutil.get_terminal_size((120, 24)).columns
+        fixed = max(len(r[0]) for r in rows) + 16 + 16 + 6 + 8 + 3 + 9 + 14
+        room = max(20, width - fixed)
+        rows = [r[:-1] + (_clip(r[-1], room),) for r in rows]
+    else:
+        rows = [r[:-1] + (" ".join(r[-1].split()),) for r in rows]
+    click.echo(table(rows, ["ID", "CREATED", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "TITLE"]))
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"

@@ -1,0 +1,73 @@
+"""samctl show: one conversation's transcript."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from samctl.cli.common import emit_json, examples, finish, report_findings, store_of
+from samctl.core import render
+from samctl.core.load import load_conversation
+
+_COLORS = {"user": "green", "assistant": "cyan", "tool": "yellow", "reasoning": "magenta", "system": "blue"}
+
+
+def _style(text, tag):
+    if tag == "title":
+        return click.style(text, bold=True)
+    if tag == "dim":
+        return click.style(text, dim=True)
+    return click.style(text, fg=_COLORS.get(tag), bold=True) if tag in _COLORS else text
+
+
+@click.command("show")
+@click.argument("conversation_id", metavar="ID")
+@click.option("--format", "fmt", type=click.Choice(("text", "markdown", "json")), default="text", show_default=True)
+@click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
+@click.option("--all", "show_all", is_flag=True, help="Also show what the app's UI hides (system-generated turns, "
+              "empty messages).")
+@click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
+              help="Only messages whose importance (SAM's score, computed where not stored) is at least X.")
+@click.option("--raw", is_flag=True, help="Print the stored file exactly as it is on disk.")
+@click.option("--pager/--no-pager", default=None, help="Page the output (default: when stdout is a terminal).")
+@examples("samctl show 20260810_1403", "samctl show 8B58 --format markdown > trip.md", "samctl show 8B58 --raw | jq .")
+@click.pass_context
+def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw, pager):
+    """Print the transcript of conversation ID (a unique prefix is enough)."""
+    store = store_of(ctx)
+    findings: list = []
+    if raw:
+        from samctl.core.load import raw_bytes
+
+        data = raw_bytes(store, conversation_id, findings)
+        if data is not None:
+            out = sys.stdout.buffer
+            out.write(data)
+            out.flush()
+        report_findings(findings)
+        finish(findings)
+        return
+    conv = load_conversation(store, conversation_id, findings)
+    if conv is not None:
+        if fmt == "json":
+            emit_json(conv.to_dict())
+        elif fmt == "markdown":
+            _page(render.to_markdown(conv, reasoning=True, include_hidden=show_all, min_importance=min_importance),
+                  pager)
+        else:
+            tty = sys.stdout.isatty()
+            text = render.to_text(conv, reasoning=reasoning, include_hidden=show_all,
+                                  style=_style if tty else render._plain, min_importance=min_importance)
+            _page(text, pager)
+    report_findings(findings)
+    finish(findings)
+
+
+def _page(text: str, pager) -> None:
+    if pager is None:
+        pager = sys.stdout.isatty()
+    if pager:
+        click.echo_via_pager(text)
+    else:
+        click.echo(text, nl=not text.endswith("\n"))

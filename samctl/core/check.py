@@ -1,0 +1,38 @@
+"""check: the read-only fsck of a whole store (``fix`` applies only safe fixes).
+
+Returns every finding (it never stops at the first) and the list of changes
+made; the caller decides the exit code: PARTIAL if any finding is an error or
+a warning, OK if there are none or only informational ones.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CheckReport:
+    findings: list = field(default_factory=list)
+    fixes: list = field(default_factory=list)
+
+    @property
+    def problems(self) -> list:
+        return [f for f in self.findings if f.severity != "info"]
+
+    def summary(self) -> dict:
+        by_sev = Counter(f.severity for f in self.findings)
+        by_code = Counter(f.code for f in self.findings)
+        return {
+            "errors": by_sev.get("error", 0),
+            "warnings": by_sev.get("warning", 0),
+            "info": by_sev.get("info", 0),
+            "fixed": len(self.fixes),
+            "by_code": dict(sorted(by_code.items())),
+        }
+
+
+def check(store, fix: bool = False) -> CheckReport:
+    report = CheckReport()
+    report.fixes = store.check(report.findings, fix=fix)
+    return report

@@ -1,0 +1,52 @@
+"""list_metas with the filters and orderings of ``samctl ls``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SORT_KEYS = ("updated", "created", "title", "messages", "size")
+
+
+@dataclass
+class ListQuery:
+    since: float | None = None
+    until: float | None = None
+    pinned: bool = False
+    title: str | None = None
+    limit: int | None = None
+    sort: str = "updated"
+    reverse: bool = False
+
+
+def _when(m) -> float:
+    return m.updated_ts if m.updated_ts is not None else (m.created_ts or 0.0)
+
+
+def list_conversations(store, query: ListQuery, findings: list) -> list:
+    """Metas of the store matching ``query``, ordered (newest/largest first unless reversed)."""
+    metas = store.list_metas(findings)
+    out = []
+    needle = query.title.casefold() if query.title else None
+    for m in metas:
+        t = _when(m)
+        if query.since is not None and t < query.since:
+            continue
+        if query.until is not None and t > query.until:
+            continue
+        if query.pinned and not m.pinned:
+            continue
+        if needle is not None and needle not in m.title.casefold():
+            continue
+        out.append(m)
+    key = {
+        "updated": _when,
+        "created": lambda m: m.created_ts or 0.0,
+        "title": lambda m: m.title.casefold(),
+        "messages": lambda m: m.message_count or 0,
+        "size": lambda m: m.size or 0,
+    }[query.sort]
+    # Titles read A..Z; every other key reads biggest/newest first.
+    out.sort(key=key, reverse=(query.sort != "title") != query.reverse)
+    if query.limit is not None:
+        out = out[: query.limit]
+    return out

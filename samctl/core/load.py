@@ -1,0 +1,37 @@
+"""load: one conversation by id or unique prefix, as the neutral model."""
+
+from __future__ import annotations
+
+from samctl import fsafe
+from samctl.core.model import ERROR, Finding
+from samctl.core.resolve import resolve_id
+from samctl.errors import FileProblem
+
+
+def load_conversation(store, text: str, findings: list):
+    """The conversation, or None when nothing of it could be read (findings say why).
+
+    Raises UsageError for an invalid or ambiguous id, NotFound when no
+    conversation has it.
+    """
+    cid = resolve_id(store, text)
+    try:
+        conv = store.load(cid, findings)
+    except FileProblem as exc:
+        findings.append(Finding(exc.code, str(exc.path), exc.message, ERROR, cid))
+        return None
+    if conv is None:
+        findings.append(Finding("unreadable-conversation", str(store.conv_dir), f"nothing of {cid} could be read; "
+                                f"try `samctl recover {cid}`", ERROR, cid))
+    return conv
+
+
+def raw_bytes(store, text: str, findings: list):
+    """The stored file's bytes as they are (capped), or None with a finding."""
+    cid = resolve_id(store, text)
+    path = store.raw_path(cid)
+    try:
+        return fsafe.read_capped(path, store.caps.snapshot)
+    except FileProblem as exc:
+        findings.append(Finding(exc.code, str(path), exc.message, ERROR, cid))
+        return None

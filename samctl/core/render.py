@@ -1,0 +1,149 @@
+"""Transcripts as text and Markdown: plain strings, no click, no terminal codes.
+
+``style`` is an optional callable(text, role_or_tag) -> text the CLI uses to
+add colour; the core never emits escape codes itself.  Message text is
+printed as stored; control characters other than newline and tab are shown
+as ``\\xNN`` so a hostile transcript cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from samctl.core.timeparse import format_local
+
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+
+
+def safe_text(s: str) -> str:
+    return _CTRL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+
+
+def _args(arguments) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments
+    if isinstance(arguments, dict):
+        return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _plain(text, tag):
+    return text
+
+
+def header_lines(conv) -> list[str]:
+    m = conv.meta
+    bits = [m.id, m.store]
+    if conv.model:
+        bits.append(conv.model)
+    bits.append(f"{format_local(m.created_ts)} → {format_local(m.updated_ts)}")
+    bits.append(f"{len(conv.messages)} messages")
+    return [m.title, " · ".join(bits)]
+
+
+def visible(messages, include_hidden: bool, min_importance: float | None = None):
+    for msg in messages:
+        if msg.hidden and not include_hidden:
+            continue
+        if min_importance is not None:
+            from samctl.core.scoring import importance
+
+            score = msg.importance if msg.importance is not None else importance(msg.content, msg.role == "user")
+            if score < min_importance:
+                continue
+        yield msg
+
+
+def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=_plain,
+            min_importance: float | None = None) -> str:
+    title, info = header_lines(conv)
+    out = [style(safe_text(title), "title"), style(safe_text(info), "dim"), ""]
+    for msg in visible(conv.messages, include_hidden, min_importance):
+        label = msg.role
+        if msg.role == "tool" and msg.tool_name:
+            label += f" {msg.tool_name}"
+            if msg.tool_status and msg.tool_status != "success":
+                label += f" [{msg.tool_status}]"
+        when = format_local(msg.timestamp_ts)
+        out.append(style(f"── {label} · {when} ──", msg.role))
+        if msg.reasoning:
+            if reasoning:
+                out.append(style("(reasoning)", "dim"))
+                out.append(style(safe_text(msg.reasoning), "dim"))
+            else:
+                n = msg.reasoning.count("\n") + 1
+                out.append(style(f"(reasoning folded: {n} line{'s' if n != 1 else ''}; --reasoning shows it)", "dim"))
+        if msg.content:
+            out.append(safe_text(msg.content))
+        for tc in msg.tool_calls:
+            out.append(style(f"  → {safe_text(tc.name)}({safe_text(_args(tc.arguments))})"
+                             + (f" [{safe_text(tc.id)}]" if tc.id else ""), "tool"))
+        for a in msg.actions:
+            if isinstance(a, dict):
+                out.append(style(f"  ⚙ {safe_text(str(a.get('action_type', '?')))} "
+                                 f"{safe_text(str(a.get('target', '')))} {_action_result(a)}", "tool"))
+        out.append("")
+    return "\n".join(out)
+
+
+def _action_result(a: dict) -> str:
+    r = a.get("result")
+    if isinstance(r, dict):
+        if isinstance(r.get("Success"), dict):
+            return "ok: " + safe_text(str(r["Success"].get("output", ""))[:120])
+        if isinstance(r.get("Error"), dict):
+            return "error: " + safe_text(str(r["Error"].get("error", ""))[:120])
+    return ""
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
+                min_importance: float | None = None) -> str:
+    m = conv.meta
+    out = [f"# {_md_inline(m.title)}", ""]
+    out.append(f"- **id:** `{m.id}` ({m.store})")
+    if conv.model:
+        out.append(f"- **model:** {_md_inline(conv.model)}")
+    out.append(f"- **created:** {m.created or '-'}")
+    out.append(f"- **updated:** {m.updated or '-'}")
+    out.append(f"- **messages:** {len(conv.messages)}")
+    out.append("")
+    for msg in visible(conv.messages, include_hidden, min_importance):
+        label = msg.role.capitalize()
+        if msg.role == "tool" and msg.tool_name:
+            label += f" `{msg.tool_name}`"
+            if msg.tool_call_id:
+                label += f" (result of `{msg.tool_call_id}`)"
+        out.append(f"## {label} · {msg.timestamp or ''}".rstrip(" ·"))
+        out.append("")
+        if msg.reasoning and reasoning:
+            out += ["<details><summary>Reasoning</summary>", "", msg.reasoning, "", "</details>", ""]
+        if msg.content:
+            if msg.role == "tool":
+                f = _fence(msg.content)
+                out += [f, msg.content.rstrip("\n"), f, ""]
+            else:
+                out += [msg.content, ""]
+        for tc in msg.tool_calls:
+            args = tc.arguments
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args)
+                except ValueError:
+                    pass
+            body = json.dumps(args, ensure_ascii=False, indent=2)
+            f = _fence(body)
+            out += [f"**Tool call** `{tc.name}`" + (f" (`{tc.id}`)" if tc.id else ""), "", f + "json", body, f, ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_inline(s: str) -> str:
+    return " ".join(s.split())

@@ -1,0 +1,96 @@
+"""Parsing of the timestamps both stores write, and of user-given dates/ages.
+
+Stored timestamps are kept verbatim everywhere; these functions only turn them
+into float epoch seconds for sorting and filtering.  They never raise on bad
+input: unparseable values give None.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timedelta, timezone
+
+from samctl.errors import UsageError
+
+# RFC 3339 / ISO-8601 with any fraction width (mermaid writes 0/3/6/9 digits,
+# SAM writes none, SQLite.swift writes 3 and no zone).
+_TS_RE = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|z|[+-]\d\d:?\d\d)?\Z"
+)
+
+
+def parse_timestamp(s, naive_tz=timezone.utc) -> float | None:
+    """Epoch seconds of an RFC 3339 string (fraction of any width), or None."""
+    if not isinstance(s, str) or len(s) > 64:
+        return None
+    m = _TS_RE.match(s)
+    if not m:
+        return None
+    y, mo, d, h, mi, sec, frac, zone = m.groups()
+    try:
+        dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(sec))
+    except ValueError:
+        return None
+    if zone is None:
+        tz = naive_tz
+    elif zone in ("Z", "z"):
+        tz = timezone.utc
+    else:
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        hh, mm = int(digits[:2]), int(digits[2:])
+        if hh > 23 or mm > 59:
+            return None
+        tz = timezone(sign * timedelta(hours=hh, minutes=mm))
+    base = dt.replace(tzinfo=tz).timestamp()
+    return base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+_AGE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|y)\Z")
+_AGE_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """Seconds in an age like ``90d``, ``12h``, ``2w``; raises UsageError."""
+    m = _AGE_RE.match(text.strip().lower())
+    if not m:
+        raise UsageError(f"{text!r} is not an age", hint="write it like 30m, 12h, 7d, 2w or 1y")
+    return float(m.group(1)) * _AGE_UNITS[m.group(2)]
+
+
+def parse_when(text: str, now: float | None = None) -> float:
+    """Epoch seconds for ``--since/--until``: an age (``7d``), a date, or a datetime.
+
+    Dates without a zone are local time, as a person typing them means.
+    """
+    now = time.time() if now is None else now
+    t = text.strip()
+    if _AGE_RE.match(t.lower()):
+        return now - parse_age(t)
+    if re.fullmatch(r"\d{4}-\d\d-\d\d", t):
+        try:
+            return datetime.strptime(t, "%Y-%m-%d").timestamp()
+        except ValueError:
+            pass
+    else:
+        local = datetime.now().astimezone().tzinfo
+        v = parse_timestamp(t, naive_tz=local)
+        if v is None and re.fullmatch(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d", t):
+            v = parse_timestamp(t + ":00", naive_tz=local)
+        if v is not None:
+            return v
+    raise UsageError(
+        f"{text!r} is not a date or an age",
+        hint="use an age like 7d or 12h, a date like 2026-08-01, or 2026-08-01T14:00",
+    )
+
+
+def format_local(ts: float | None) -> str:
+    """A short local date-time for tables: ``2026-08-10 14:03``."""
+    if ts is None:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return "-"

@@ -1,0 +1,70 @@
+"""What every store module provides.
+
+A Store is bound to one root on disk.  It validates ids before building any
+path, reads only through samctl.fsafe, and reports every problem it meets as a
+Finding instead of raising, except when the caller asked for one thing that
+cannot be had (then a SamctlError).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from samctl import fsafe
+
+
+@dataclass
+class Caps:
+    """Size caps for reads; ``--max-file-size`` sets all three to one value."""
+
+    snapshot: int = fsafe.SNAPSHOT_CAP
+    log: int = fsafe.LOG_CAP
+    other: int = fsafe.SNAPSHOT_CAP
+
+    @classmethod
+    def uniform(cls, n: int) -> "Caps":
+        return cls(n, n, n)
+
+
+class Store:
+    name = "?"
+    id_rule = ""  # one line for error messages
+
+    def __init__(self, conv_dir: Path, base: Path, caps: Caps | None = None, cache: bool = True):
+        self.conv_dir = Path(conv_dir)
+        self.base = Path(base)
+        self.caps = caps or Caps()
+        self.use_cache = cache
+        self.root_real = str(Path(conv_dir).resolve())
+
+    # ids -------------------------------------------------------------
+    def valid_id(self, text: str) -> bool:
+        raise NotImplementedError
+
+    def prefix_ok(self, text: str) -> bool:
+        """True if ``text`` could be the start of a valid id (nothing else is tried)."""
+        raise NotImplementedError
+
+    def normalize_prefix(self, text: str) -> str:
+        return text
+
+    def all_ids(self) -> list[str]:
+        raise NotImplementedError
+
+    # reading ------------------------------------------------------------
+    def list_metas(self, findings: list) -> list:
+        raise NotImplementedError
+
+    def load(self, cid: str, findings: list):
+        raise NotImplementedError
+
+    def raw_path(self, cid: str) -> Path:
+        raise NotImplementedError
+
+    def check(self, findings: list, fix: bool = False) -> list[str]:
+        """Append every finding to ``findings``; with ``fix``, return what was changed."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return f"{self.name} store at {self.conv_dir}"

@@ -1,0 +1,218 @@
+"""fsck of a mermaid conversations folder (spec §10 "verify").
+
+Keeps going after every problem.  Without ``fix`` nothing is written and no
+file is opened for writing.  With ``fix`` only safe repairs are made: modes
+tightened to 0600/0700 and ``.meta`` sidecars rebuilt from their snapshot,
+byte-compatible with mermaid's own.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+import orjson
+
+from samctl import fsafe
+from samctl.core.model import ERROR, WARNING, Finding
+from samctl.errors import FileProblem
+from samctl.formats.mermaid import decode
+from samctl.formats.mermaid.decode import MERMAID_ID_RE, Rejected
+from samctl.formats.mermaid.store import _CONFLICT_RE, _TMP_RE, INFO, _short
+
+_SAMCTL_LEFTOVER = (".torn", ".bak")
+
+
+def check_tree(store, findings: list, fix: bool) -> list[str]:
+    fixes: list[str] = []
+    root = store.conv_dir
+    _check_mode(root, fsafe.lstat(root), findings, fixes, fix)
+    try:
+        entries = list(os.scandir(root))
+    except OSError as exc:
+        findings.append(Finding("unreadable", str(root), f"cannot list the folder: {exc.strerror}"))
+        return fixes
+    by_id: dict[str, dict[str, os.DirEntry]] = {}
+    now = time.time()
+    for e in entries:
+        p = e.path
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError as exc:
+            findings.append(Finding("unreadable", p, f"cannot stat: {exc.strerror}"))
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            _symlink_finding(store, p, findings)
+            continue
+        stem, _, ext = e.name.rpartition(".")
+        if ext in ("json", "meta", "jsonl") and MERMAID_ID_RE.match(stem):
+            by_id.setdefault(stem, {})[ext] = (p, st)
+            if not stat.S_ISREG(st.st_mode):
+                findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=stem))
+            else:
+                _check_mode(p, st, findings, fixes, fix, stem)
+            continue
+        if ext in ("json", "meta", "jsonl") and stem and not stem.startswith("."):
+            findings.append(Finding("bad-id", p, f"{stem[:40]!r} is not a valid id ({store.id_rule})"))
+            continue
+        m = _CONFLICT_RE.match(e.name)
+        if m:
+            findings.append(Finding("conflict", p, "a concurrent writer's diverted copy: compare it, then adopt it "
+                                    f"with `samctl recover {m.group(1)} --use` or remove it", WARNING, m.group(1)))
+            _check_mode(p, st, findings, fixes, fix)
+            continue
+        m = _TMP_RE.match(e.name)
+        if m:
+            age = now - st.st_mtime
+            if age >= fsafe.STALE_TMP_SECONDS:
+                findings.append(Finding("stale-tmp", p, f"temp file left by an interrupted write {int(age)} s ago",
+                                        WARNING))
+            continue
+        if e.name.endswith(_SAMCTL_LEFTOVER):
+            findings.append(Finding("samctl-backup", p, "kept by samctl recover; `samctl compact` removes it later", INFO))
+            _check_mode(p, st, findings, fixes, fix)
+            continue
+        findings.append(Finding("unknown-file", p, "not a file mermaid writes; left alone", INFO))
+    for cid in sorted(by_id):
+        _check_conversation(store, cid, by_id[cid], findings, fixes, fix)
+    return fixes
+
+
+def _symlink_finding(store, p: str, findings: list) -> None:
+    target = os.readlink(p)
+    if not fsafe.is_inside(store.root_real, p):
+        findings.append(Finding("symlink-escape", p, f"symlink leads out of the store (-> {target[:80]}); never followed"))
+    else:
+        findings.append(Finding("symlink", p, f"symlink (-> {target[:80]}); samctl does not follow symlinks", WARNING))
+
+
+def _check_mode(p, st, findings, fixes, fix, cid=None) -> None:
+    if st is None:
+        return
+    why = fsafe.mode_problem(st)
+    if why is None:
+        return
+    if fix:
+        try:
+            new = fsafe.tighten_mode(p)
+            fixes.append(f"{p}: mode {stat.S_IMODE(st.st_mode):04o} -> {new:04o}")
+            return
+        except OSError as exc:
+            why += f" (could not fix: {exc.strerror})"
+    findings.append(Finding("mode", str(p), why, WARNING, cid))
+
+
+def _check_conversation(store, cid: str, files: dict, findings: list, fixes: list, fix: bool) -> None:
+    snap = files.get("json")
+    meta = files.get("meta")
+    log = files.get("jsonl")
+    doc = None
+    if snap and stat.S_ISREG(snap[1].st_mode):
+        local: list = []
+        doc = store._read_snapshot(snap[0], local)
+        for f in local:
+            f.conversation = cid
+        findings.extend(local)
+        if doc is not None and not doc["messages"]:
+            findings.append(Finding("empty", snap[0], "has no messages: mermaid never writes such a file and skips it",
+                                    WARNING, cid))
+    if meta and stat.S_ISREG(meta[1].st_mode):
+        _check_meta(store, cid, meta[0], snap, doc, findings, fixes, fix)
+    elif doc is not None and doc["messages"] and not meta:
+        if fix:
+            fixes.append(_write_meta(store, cid, doc))
+        else:
+            findings.append(Finding("meta-missing", snap[0], "no .meta sidecar: listing must parse the whole snapshot",
+                                    WARNING, cid))
+    if log and stat.S_ISREG(log[1].st_mode):
+        _check_log(store, cid, log[0], doc, findings, fixes, fix)
+
+
+def _write_meta(store, cid: str, doc: dict) -> str:
+    from samctl.formats.mermaid import encode
+
+    path = store.path(cid, "meta")
+    fsafe.write_atomic(path, encode.meta_bytes(encode.meta_dict(doc)))
+    return f"{path}: rebuilt from the snapshot"
+
+
+def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
+    try:
+        data = fsafe.read_capped(p, store.caps.other)
+        m = orjson.loads(data)
+        decode.check_meta(m)
+    except FileProblem as exc:
+        findings.append(Finding(exc.code, p, exc.message, conversation=cid))
+        return
+    except (orjson.JSONDecodeError, Rejected) as exc:
+        if doc is not None and fix:
+            fixes.append(_write_meta(store, cid, doc))
+        else:
+            findings.append(Finding("bad-meta", p, f"mermaid cannot read this sidecar: {_short(exc)}", conversation=cid))
+        return
+    if snap is None:
+        findings.append(Finding("meta-orphan", p, "sidecar without a snapshot: mermaid still lists it, but loading "
+                                f"fails unless the log folds (try `samctl recover {cid}`)", conversation=cid))
+        return
+    if doc is None:
+        return  # the snapshot's own finding says why
+    from samctl.formats.mermaid import encode
+
+    want = encode.meta_dict(doc)
+    diffs = [k for k in want if k != "title" and m.get(k) != want[k]]
+    if m.get("id") != cid:
+        diffs.insert(0, "id")
+    if diffs:
+        if fix:
+            fixes.append(_write_meta(store, cid, doc))
+        else:
+            findings.append(Finding("meta-stale", p, f"sidecar disagrees with the snapshot on {', '.join(diffs)}",
+                                    WARNING, cid))
+
+
+def _check_log(store, cid, p, doc, findings, fixes, fix) -> None:
+    from samctl.formats.mermaid import eventlog
+
+    try:
+        read = eventlog.read_log_file(p, store.caps.log)
+    except FileProblem as exc:
+        findings.append(Finding(exc.code, p, exc.message, conversation=cid))
+        return
+    if read.stop == "torn-tail":
+        findings.append(Finding("log-torn-tail", p, read.reason + f" (`samctl recover {cid}` trims it)", WARNING, cid))
+    elif read.stop is not None:
+        sev = WARNING if read.stop == "too-large" else ERROR
+        findings.append(Finding(f"log-{read.stop}", p, read.reason, sev, cid))
+    events = read.events
+    if not events:
+        return
+    first = events[0].get("event", {})
+    if first.get("type") == "started" and first.get("session_id") != cid:
+        findings.append(Finding("log-id-mismatch", p, f"first event names session {str(first.get('session_id'))[:40]!r}",
+                                conversation=cid))
+    for i, env in enumerate(events):
+        if env.get("seq") != i:
+            findings.append(Finding("log-seq-gap", p, f"line {i + 1} has seq {env.get('seq')}, expected {i}",
+                                    conversation=cid))
+            break
+    if doc is None or not read.usable:
+        return
+    folded = eventlog.fold(events)
+    if folded is None:
+        return
+    # Compare the fields both sides have: a snapshot may carry keys of newer
+    # builds (checkpoint_seq, usage_by_model) that no event produces.
+    common = set(folded) & set(doc)
+    a = {k: folded[k] for k in common}
+    b = {k: doc[k] for k in common}
+    backfilled = len(events) > 1 and events[1].get("event", {}).get("type") == "reset"
+    if backfilled:
+        a.pop("compactions", None)
+        b.pop("compactions", None)
+    if a != b:
+        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        detail = ", ".join(keys[:6])
+        if "messages" in keys:
+            detail += f" (log has {len(a.get('messages') or [])} messages, snapshot {len(b.get('messages') or [])})"
+        findings.append(Finding("log-diverged", p, f"the log's fold differs from the snapshot on {detail}", WARNING, cid))

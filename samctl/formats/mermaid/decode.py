@@ -1,0 +1,172 @@
+"""Lenient decoding of mermaid snapshots and metas into the neutral model.
+
+Reading rules follow mermaid (spec §2.8, §3, §6): unknown keys are ignored
+(and kept in ``raw``), optional fields may be absent or null, an unknown role
+reads as System, an unknown kind as "unknown".  A document mermaid itself
+would refuse (a required field missing or of the wrong type) raises
+``Rejected`` with one line saying why.
+"""
+
+from __future__ import annotations
+
+import re
+
+from samctl.core.model import ConversationMeta, Message, ToolCall
+from samctl.core.timeparse import parse_timestamp
+
+MERMAID_ID_RE = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9]{3}\Z")
+
+ROLE_MAP = {"User": "user", "Assistant": "assistant", "Tool": "tool", "System": "system"}
+KINDS = {"normal", "context_checkpoint", "run_summary", "continuation", "recovery_nudge", "context_marker"}
+
+
+class Rejected(ValueError):
+    """mermaid would refuse to load this document."""
+
+
+def valid_id(text) -> bool:
+    return isinstance(text, str) and MERMAID_ID_RE.match(text) is not None
+
+
+def _need(doc: dict, key: str, kind, where: str = ""):
+    if key not in doc:
+        raise Rejected(f"{where}{key} is missing")
+    v = doc[key]
+    if not isinstance(v, kind) or isinstance(v, bool) and kind is not bool:
+        raise Rejected(f"{where}{key} is {type(v).__name__}, not {getattr(kind, '__name__', kind)}")
+    return v
+
+
+def _need_ts(doc: dict, key: str, where: str = "") -> str:
+    v = _need(doc, key, str, where)
+    if parse_timestamp(v) is None:
+        raise Rejected(f"{where}{key} {v[:40]!r} is not an RFC 3339 timestamp")
+    return v
+
+
+def check_snapshot(doc) -> None:
+    """Raise Rejected unless mermaid would deserialize ``doc`` as ConversationHistory."""
+    if not isinstance(doc, dict):
+        raise Rejected(f"top level is {type(doc).__name__}, not an object")
+    _need(doc, "id", str)
+    _need(doc, "title", str)
+    msgs = _need(doc, "messages", list)
+    _need(doc, "model_name", str)
+    _need(doc, "project_path", str)
+    _need_ts(doc, "created_at")
+    _need_ts(doc, "updated_at")
+    for i, m in enumerate(msgs):
+        where = f"messages[{i}]."
+        if not isinstance(m, dict):
+            raise Rejected(f"messages[{i}] is not an object")
+        _need(m, "role", str, where)
+        _need(m, "content", str, where)
+        _need_ts(m, "timestamp", where)
+    for key in ("git_branch", "forked_from", "parent_session", "cli_version", "git_sha", "safety_mode"):
+        v = doc.get(key)
+        if v is not None and not isinstance(v, str):
+            raise Rejected(f"{key} is {type(v).__name__}, not a string or null")
+    for key in ("compactions", "input_history"):
+        v = doc.get(key)
+        if v is not None and not isinstance(v, list):
+            raise Rejected(f"{key} is {type(v).__name__}, not a list")
+
+
+def check_meta(doc) -> None:
+    """Raise Rejected unless mermaid would deserialize ``doc`` as ConversationMeta."""
+    if not isinstance(doc, dict):
+        raise Rejected(f"top level is {type(doc).__name__}, not an object")
+    _need(doc, "id", str)
+    _need(doc, "title", str)
+    _need_ts(doc, "updated_at")
+    mc = doc.get("message_count")
+    if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 0):
+        raise Rejected("message_count is not a non-negative integer")
+    for key in ("git_branch", "forked_from"):
+        v = doc.get(key)
+        if v is not None and not isinstance(v, str):
+            raise Rejected(f"{key} is not a string or null")
+
+
+def created_from_id(cid: str) -> str:
+    """The creation time encoded in a mermaid id (local wall clock, no zone)."""
+    return f"{cid[0:4]}-{cid[4:6]}-{cid[6:8]}T{cid[9:11]}:{cid[11:13]}:{cid[13:15]}.{cid[16:19]}"
+
+
+def meta_from_meta(doc: dict, path: str, size: int) -> ConversationMeta:
+    cid = doc["id"]
+    return ConversationMeta(
+        store="mermaid",
+        id=cid,
+        title=doc["title"],
+        created=created_from_id(cid) if valid_id(cid) else None,
+        updated=doc["updated_at"],
+        created_ts=_created_ts(cid),
+        updated_ts=parse_timestamp(doc["updated_at"]),
+        message_count=doc.get("message_count") or 0,
+        size=size,
+        path=path,
+    )
+
+
+def meta_from_snapshot(doc: dict, path: str, size: int) -> ConversationMeta:
+    cid = doc["id"]
+    return ConversationMeta(
+        store="mermaid",
+        id=cid,
+        title=doc["title"],
+        created=doc["created_at"],
+        updated=doc["updated_at"],
+        created_ts=parse_timestamp(doc["created_at"]),
+        updated_ts=parse_timestamp(doc["updated_at"]),
+        message_count=len(doc["messages"]),
+        size=size,
+        path=path,
+    )
+
+
+def _created_ts(cid: str):
+    if not valid_id(cid):
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.strptime(cid[:15], "%Y%m%d_%H%M%S").timestamp() + int(cid[16:]) / 1000
+    except ValueError:
+        return None
+
+
+def _tool_calls(v) -> list[ToolCall]:
+    out = []
+    if isinstance(v, list):
+        for tc in v:
+            if isinstance(tc, dict):
+                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                name = fn.get("name")
+                out.append(ToolCall(tc.get("id") if isinstance(tc.get("id"), str) else None,
+                                    name if isinstance(name, str) else "?", fn.get("arguments")))
+    return out
+
+
+def message(m: dict) -> Message:
+    role_raw = m["role"]
+    kind = m.get("kind")
+    if not isinstance(kind, str):
+        kind = "normal"
+    elif kind not in KINDS:
+        kind = "unknown"
+    thinking = m.get("thinking")
+    return Message(
+        role=ROLE_MAP.get(role_raw, "system"),
+        content=m["content"],
+        timestamp=m["timestamp"],
+        timestamp_ts=parse_timestamp(m["timestamp"]),
+        tool_calls=_tool_calls(m.get("tool_calls")),
+        tool_call_id=m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None,
+        tool_name=m.get("tool_name") if isinstance(m.get("tool_name"), str) else None,
+        reasoning=thinking if isinstance(thinking, str) and thinking else None,
+        kind=kind,
+        actions=m.get("actions") if isinstance(m.get("actions"), list) else [],
+        hidden=kind == "recovery_nudge",
+        raw=m,
+    )

@@ -1,0 +1,245 @@
+"""The mermaid-cli store: ``<project>/.mermaid/conversations/``.
+
+Listing is mermaid's own ``list_conversation_metas`` (spec §6): every ``*.meta``
+that parses with ``message_count > 0``, then every ``*.json`` whose stem no
+accepted meta named, newest ``updated_at`` first.  Loading is snapshot-first
+with the event-log fold as the fallback (spec §6 "Recovery").  Nothing here
+writes except ``check(fix=True)``, which only tightens modes and rebuilds
+``.meta`` sidecars byte-compatibly.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.core.model import ERROR, WARNING, Conversation, Finding
+from samctl.errors import FileProblem, NotFound
+from samctl.formats.base import Store
+from samctl.formats.mermaid import decode
+from samctl.formats.mermaid.decode import MERMAID_ID_RE, Rejected
+
+INFO = "info"
+_CONFLICT_RE = re.compile(r"([0-9]{8}_[0-9]{6}_[0-9]{3})\.\d+\.\d+\.conflict(\.jsonl)?\Z")
+_TMP_RE = re.compile(r"\.(.+)\.\d+\.\d+\.tmp\Z")
+_SLUG_RE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def project_slug(project: str) -> str:
+    """mermaid's scratch-dir slug of a path string (spec §1)."""
+    return _SLUG_RE.sub("-", project)[:96] or "project"
+
+
+class MermaidStore(Store):
+    name = "mermaid"
+    id_rule = "YYYYMMDD_HHMMSS_mmm (19 characters: 8 digits, _, 6 digits, _, 3 digits)"
+
+    # ids ---------------------------------------------------------------
+    def valid_id(self, text: str) -> bool:
+        return decode.valid_id(text)
+
+    def prefix_ok(self, text: str) -> bool:
+        return 0 < len(text) <= 19 and MERMAID_ID_RE.match(text + "20260101_000000_000"[len(text):]) is not None
+
+    def _names(self) -> list[str]:
+        try:
+            return os.listdir(self.conv_dir)
+        except OSError as exc:
+            raise NotFound(f"cannot list {self.conv_dir}: {exc.strerror}") from None
+
+    def all_ids(self) -> list[str]:
+        ids = set()
+        for n in self._names():
+            stem, dot, ext = n.rpartition(".")
+            if ext in ("json", "meta", "jsonl") and MERMAID_ID_RE.match(stem):
+                ids.add(stem)
+        return sorted(ids)
+
+    def path(self, cid: str, ext: str) -> Path:
+        if not decode.valid_id(cid):
+            raise FileProblem("bad-id", cid, "invalid conversation id")
+        return fsafe.child(self.conv_dir, f"{cid}.{ext}")
+
+    def raw_path(self, cid: str) -> Path:
+        return self.path(cid, "json")
+
+    # listing -------------------------------------------------------------
+    def list_metas(self, findings: list) -> list:
+        names = self._names()
+        name_set = set(names)
+        seen: set[str] = set()
+        metas = []
+        conv = str(self.conv_dir)
+        sep = os.sep
+
+        def size_of(stem: str, known: int) -> int:
+            total = known
+            for ext in (".json", ".jsonl"):
+                if stem + ext in name_set:
+                    try:
+                        total += os.stat(conv + sep + stem + ext, follow_symlinks=False).st_size
+                    except OSError:
+                        pass
+            return total
+
+        for n in names:
+            if not n.endswith(".meta"):
+                continue
+            p = conv + sep + n
+            try:
+                data = fsafe.read_capped(p, self.caps.other)
+                doc = orjson.loads(data)
+                decode.check_meta(doc)
+            except FileProblem as exc:
+                findings.append(Finding(exc.code, p, exc.message))
+                continue
+            except (orjson.JSONDecodeError, Rejected) as exc:
+                findings.append(Finding("bad-meta", p, f"mermaid cannot read this sidecar: {_short(exc)}"))
+                continue
+            if not decode.valid_id(doc["id"]):
+                findings.append(Finding("bad-id", p, f"sidecar names an invalid id {doc['id'][:40]!r}"))
+                continue
+            if not doc.get("message_count"):
+                continue  # mermaid skips message-less metas silently
+            seen.add(doc["id"])
+            stem = n[:-5]
+            metas.append(decode.meta_from_meta(doc, p, size_of(stem, len(data))))
+        for n in names:
+            if not n.endswith(".json"):
+                continue
+            stem = n[:-5]
+            if stem in seen:
+                continue
+            p = conv + sep + n
+            meta = self._meta_from_snapshot_file(p, stem, findings)
+            if meta is not None:
+                meta.size = size_of(stem, 0) + (
+                    _size(conv + sep + stem + ".meta") if stem + ".meta" in name_set else 0
+                )
+                metas.append(meta)
+        metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
+        return metas
+
+    def _meta_from_snapshot_file(self, p: str, stem: str, findings: list):
+        doc = self._read_snapshot(p, findings)
+        if doc is None or not doc["messages"]:
+            return None
+        return decode.meta_from_snapshot(doc, p, 0)
+
+    def _read_snapshot(self, p, findings: list, stem_must_match: bool = True):
+        """The parsed snapshot at ``p``, or None with a finding."""
+        try:
+            data = fsafe.read_capped(p, self.caps.snapshot)
+        except FileProblem as exc:
+            findings.append(Finding(exc.code, str(p), exc.message))
+            return None
+        try:
+            doc = orjson.loads(data)
+            decode.check_snapshot(doc)
+        except orjson.JSONDecodeError as exc:
+            findings.append(Finding("bad-json", str(p), f"not valid JSON: {_short(exc)}"))
+            return None
+        except Rejected as exc:
+            findings.append(Finding("bad-snapshot", str(p), f"mermaid would not load this: {exc}"))
+            return None
+        if not decode.valid_id(doc["id"]):
+            findings.append(Finding("bad-id", str(p), f"the file's id {doc['id'][:40]!r} breaks the id rule"))
+            return None
+        stem = os.path.basename(str(p))[:-5]
+        if stem_must_match and doc["id"] != stem:
+            findings.append(Finding("id-mismatch", str(p), f"the file's id {doc['id']} differs from its name"))
+        return doc
+
+    # loading ---------------------------------------------------------------
+    def load(self, cid: str, findings: list) -> Conversation:
+        snap = self.path(cid, "json")
+        log = self.path(cid, "jsonl")
+        doc = None
+        source = str(snap)
+        if fsafe.lstat(snap) is not None:
+            doc = self._read_snapshot(snap, findings)
+        if doc is None:
+            doc = self._fold(log, findings)
+            source = f"{log} (folded)"
+        if doc is None:
+            if fsafe.lstat(snap) is None and fsafe.lstat(log) is None and fsafe.lstat(self.path(cid, "meta")) is None:
+                raise NotFound(f"no conversation {cid} in {self.conv_dir}")
+            return None
+        return self.conversation_from_doc(doc, source)
+
+    def conversation_from_doc(self, doc: dict, source: str) -> Conversation:
+        size = 0
+        meta = decode.meta_from_snapshot(doc, source, size)
+        messages = [decode.message(m) for m in doc["messages"]]
+        return Conversation(meta=meta, messages=messages, raw=doc, model=doc.get("model_name"), source=source)
+
+    def _fold(self, log: Path, findings: list):
+        if fsafe.lstat(log) is None:
+            return None
+        from samctl.formats.mermaid import eventlog
+
+        try:
+            read = eventlog.read_log_file(log, self.caps.log)
+        except FileProblem as exc:
+            findings.append(Finding(exc.code, str(log), exc.message))
+            return None
+        if read.stop and read.stop != "torn-tail" or not read.usable:
+            findings.append(Finding(f"log-{read.stop or 'unusable'}", str(log), read.reason or "no usable events"))
+        elif read.stop == "torn-tail":
+            findings.append(Finding("log-torn-tail", str(log), read.reason, WARNING))
+        doc = eventlog.fold(read.events) if read.usable else None
+        if doc is not None:
+            try:
+                decode.check_snapshot(doc)
+            except Rejected as exc:
+                findings.append(Finding("log-unusable", str(log), f"the fold is not loadable: {exc}"))
+                return None
+        return doc
+
+    # liveness --------------------------------------------------------------
+    def scratch_lock_path(self, cid: str) -> Path:
+        project = str(self.base.parent)
+        uid = os.getuid()
+        return Path(tempfile.gettempdir()) / f"mermaid-{uid}" / project_slug(project) / project_slug(cid) / ".lock"
+
+    def session_is_live(self, cid: str) -> bool:
+        """True if a mermaid process holds the session's scratch ``.lock`` (spec §1)."""
+        p = self.scratch_lock_path(cid)
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+    # check -----------------------------------------------------------------
+    def check(self, findings: list, fix: bool = False) -> list[str]:
+        from samctl.formats.mermaid import checks
+
+        return checks.check_tree(self, findings, fix)
+
+
+def _size(p: str) -> int:
+    try:
+        return os.stat(p, follow_symlinks=False).st_size
+    except OSError:
+        return 0
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__

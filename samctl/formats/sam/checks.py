@@ -1,0 +1,195 @@
+"""fsck of a SAM conversations folder (spec §2, §4.5.8, §14 "verify").
+
+Errors are exactly what makes SAM skip a conversation (its rejection rules);
+everything else SAM tolerates is a warning.  Folders without a
+conversation.json are classified (spec §2): a shared-topic memory scope (info:
+normal), a stray scope (memory.db only, referenced by nobody), or a leftover.
+Without ``fix`` nothing is written; with ``fix`` only modes are tightened.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+from samctl import fsafe
+from samctl.core.model import ERROR, WARNING, Finding
+from samctl.formats.sam import decode
+from samctl.formats.sam.store import UUID_RE
+
+INFO = "info"
+DATABASES = ("memory.db", "context_archive.db")
+KNOWN_FILES = {
+    "conversation.json", "memory.db", "context_archive.db", "ltm.json", "kv_store.json", "tasks.json",
+    "memory.db-journal", "memory.db-wal", "memory.db-shm",
+    "context_archive.db-journal", "context_archive.db-wal", "context_archive.db-shm",
+}
+
+
+def check_tree(store, findings: list, fix: bool) -> list[str]:
+    fixes: list[str] = []
+    root = store.conv_dir
+    _mode(root, fsafe.lstat(root), findings, fixes, fix)
+    try:
+        entries = list(os.scandir(root))
+    except OSError as exc:
+        findings.append(Finding("unreadable", str(root), f"cannot list the folder: {exc.strerror}"))
+        return fixes
+    topic_ids: set[str] = set()
+    scopeless: list[os.DirEntry] = []
+    for e in sorted(entries, key=lambda e: e.name):
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError as exc:
+            findings.append(Finding("unreadable", e.path, f"cannot stat: {exc.strerror}"))
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            _symlink(store, e.path, findings)
+            continue
+        if e.name in ("backups", ".samctl"):
+            _mode(e.path, st, findings, fixes, fix)
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            if not stat.S_ISREG(st.st_mode):
+                findings.append(Finding("not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}"))
+            else:
+                _mode(e.path, st, findings, fixes, fix)
+                if e.name == "conversations.json":
+                    findings.append(Finding("legacy-store", e.path, "legacy single-file store: SAM migrates it on "
+                                            "its next start and keeps a copy in backups/", INFO))
+            continue
+        _mode(e.path, st, findings, fixes, fix)
+        conv = os.path.join(e.path, "conversation.json")
+        cst = fsafe.lstat(conv)
+        if cst is None:
+            scopeless.append(e)
+            _check_folder_files(store, e.path, None, findings, fixes, fix)
+            continue
+        cid = e.name.upper()
+        if not UUID_RE.match(e.name):
+            findings.append(Finding("bad-id", e.path, f"folder name is not a UUID ({store.id_rule})", WARNING))
+        elif e.name != cid:
+            findings.append(Finding("bad-id", e.path, "folder name is not uppercase: SAM saves to the uppercase "
+                                    "name and leaves a duplicate", WARNING, cid))
+        doc = _check_conversation(store, cid, e.name, conv, cst, findings, fixes, fix)
+        if doc is not None:
+            t = decode.shared_topic_id(doc)
+            if t:
+                topic_ids.add(t)
+        _check_folder_files(store, e.path, cid, findings, fixes, fix)
+    for e in scopeless:
+        _classify_scope(e, topic_ids, findings)
+    return fixes
+
+
+def _symlink(store, p, findings):
+    target = os.readlink(p)
+    if not fsafe.is_inside(store.root_real, p):
+        findings.append(Finding("symlink-escape", p, f"symlink leads out of the store (-> {target[:80]}); never followed"))
+    else:
+        findings.append(Finding("symlink", p, f"symlink (-> {target[:80]}); samctl does not follow symlinks", WARNING))
+
+
+def _mode(p, st, findings, fixes, fix, cid=None):
+    if st is None:
+        return
+    why = fsafe.mode_problem(st)
+    if why is None:
+        return
+    if fix:
+        try:
+            new = fsafe.tighten_mode(p)
+            fixes.append(f"{p}: mode {stat.S_IMODE(st.st_mode):04o} -> {new:04o}")
+            return
+        except OSError as exc:
+            why += f" (could not fix: {exc.strerror})"
+    findings.append(Finding("mode", str(p), why, WARNING, cid))
+
+
+def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
+    from samctl.formats.sam import schema
+
+    if not stat.S_ISREG(st.st_mode):
+        findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid))
+        return None
+    doc, problem = store._parse(p)
+    if problem:
+        findings.append(Finding(problem[0], p, problem[1], conversation=cid))
+        return None
+    for prob in schema.validate_conversation(doc):
+        if prob.severity == "error":
+            findings.append(Finding("sam-reject", p, f"SAM would skip this conversation: {prob.where}: {prob.reason}",
+                                    ERROR, cid))
+        else:
+            findings.append(Finding(prob.code, p, f"{prob.where}: {prob.reason}", WARNING, cid))
+    fid = doc.get("id")
+    if isinstance(fid, str) and fid.upper() != folder.upper():
+        findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM saves it "
+                                "to a second folder on its next save", ERROR, cid))
+    return doc
+
+
+def _check_folder_files(store, folder, cid, findings, fixes, fix):
+    try:
+        entries = list(os.scandir(folder))
+    except OSError as exc:
+        findings.append(Finding("unreadable", folder, f"cannot list the folder: {exc.strerror}", conversation=cid))
+        return
+    now = time.time()
+    for e in entries:
+        st = fsafe.lstat(e.path)
+        if st is None:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            _symlink(store, e.path, findings)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            if not (stat.S_ISDIR(st.st_mode)):
+                findings.append(Finding("not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}", conversation=cid))
+            continue
+        _mode(e.path, st, findings, fixes, fix, cid)
+        if e.name == "conversation.json.tmp":
+            findings.append(Finding("leftover-tmp", e.path, "SAM stopped in the middle of a save; "
+                                    f"`samctl recover {cid or ''}` can use this copy", WARNING, cid))
+        elif e.name.endswith(".tmp"):
+            if now - st.st_mtime >= fsafe.STALE_TMP_SECONDS:
+                findings.append(Finding("stale-tmp", e.path, "temp file left behind by an earlier save", WARNING, cid))
+        elif e.name in DATABASES:
+            _check_db(e.path, e.name, folder, cid, findings)
+        elif e.name.endswith(".bak") or e.name.endswith(".torn"):
+            findings.append(Finding("samctl-backup", e.path, "kept by samctl recover; `samctl compact` removes it "
+                                    "later", INFO, cid))
+
+
+def _check_db(path, name, folder, cid, findings):
+    try:
+        from samctl.formats.sam import memorydb
+    except ImportError:  # pragma: no cover
+        return
+    scope = os.path.basename(folder).upper()
+    local: list = []
+    if name == "memory.db":
+        memorydb.read_memories(path, local, scope_id=scope)
+    else:
+        memorydb.read_archives(path, local)
+    for f in local:
+        f.conversation = f.conversation or cid
+    findings.extend(local)
+
+
+def _classify_scope(e, topic_ids, findings):
+    name = e.name.upper()
+    try:
+        files = set(os.listdir(e.path))
+    except OSError:
+        files = set()
+    if name in topic_ids:
+        findings.append(Finding("scope-shared", e.path, "shared-topic memory scope used by a conversation (normal)",
+                                INFO))
+    elif files and files <= {"memory.db", "memory.db-journal"}:
+        findings.append(Finding("scope-stray", e.path, "memory scope no conversation uses (a store_memory call "
+                                "without a conversation); kept until you remove it", WARNING))
+    else:
+        findings.append(Finding("leftover-dir", e.path, "folder without conversation.json and not a shared topic: "
+                                "probably what remains of a deleted conversation", WARNING))

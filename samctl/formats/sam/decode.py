@@ -1,0 +1,118 @@
+"""Lenient decoding of SAM's conversation.json into the neutral model.
+
+Reads what SAM accepts and more (fractional dates, nulls, unknown keys, odd
+types): whatever can be shown is shown.  Whether SAM itself would load the
+file is a separate question answered by samctl.formats.sam.schema.
+"""
+
+from __future__ import annotations
+
+from samctl.core.model import ConversationMeta, Message, ToolCall
+from samctl.core.timeparse import parse_timestamp
+
+
+def _str(v, default=""):
+    return v if isinstance(v, str) else default
+
+
+def _bool(v):
+    return v is True
+
+
+def role_of(m: dict) -> str:
+    """spec §4.3 recommended mapping: user / tool / reasoning / assistant."""
+    if _bool(m.get("isFromUser")):
+        return "user"
+    t = m.get("type")
+    if t == "toolExecution":
+        return "tool"
+    if t == "thinking":
+        return "reasoning"
+    if t == "systemStatus":
+        return "system"
+    return "assistant"
+
+
+def hidden_by_ui(m: dict) -> bool:
+    """What SAM's UI hides (spec §10.4): system-generated turns and empty messages."""
+    if _bool(m.get("isSystemGenerated")):
+        return True
+    content = _str(m.get("content")).replace("<think>", "").replace("</think>", "").strip()
+    if content:
+        return False
+    if m.get("type") == "toolExecution" or _bool(m.get("isToolMessage")) and m.get("type") != "thinking":
+        return False
+    if m.get("type") == "thinking" and _str(m.get("reasoningContent")).strip():
+        return False
+    if isinstance(m.get("contentParts"), list) and m["contentParts"]:
+        return False
+    return True
+
+
+def _tool_calls(v) -> list[ToolCall]:
+    out = []
+    if isinstance(v, list):
+        for tc in v:
+            if isinstance(tc, dict):
+                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                out.append(ToolCall(tc.get("id") if isinstance(tc.get("id"), str) else None,
+                                    _str(fn.get("name"), "?"), fn.get("arguments")))
+    return out
+
+
+def message(m) -> Message | None:
+    if not isinstance(m, dict):
+        return None
+    ts = m.get("timestamp") if isinstance(m.get("timestamp"), str) else None
+    imp = m.get("importance")
+    reasoning = m.get("reasoningContent")
+    return Message(
+        role=role_of(m),
+        content=_str(m.get("content")),
+        timestamp=ts,
+        timestamp_ts=parse_timestamp(ts),
+        id=m.get("id") if isinstance(m.get("id"), str) else None,
+        tool_calls=_tool_calls(m.get("toolCalls")),
+        tool_call_id=m.get("toolCallId") if isinstance(m.get("toolCallId"), str) else None,
+        tool_name=m.get("toolName") if isinstance(m.get("toolName"), str) else None,
+        tool_status=m.get("toolStatus") if isinstance(m.get("toolStatus"), str) else None,
+        reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+        kind=_str(m.get("type"), None),
+        importance=float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) else None,
+        hidden=hidden_by_ui(m),
+        pinned=_bool(m.get("isPinned")),
+        raw=m,
+    )
+
+
+def meta(doc: dict, path: str, size: int, fallback_id: str) -> ConversationMeta:
+    msgs = doc.get("messages")
+    created = doc.get("created") if isinstance(doc.get("created"), str) else None
+    updated = doc.get("updated") if isinstance(doc.get("updated"), str) else None
+    return ConversationMeta(
+        store="sam",
+        id=doc["id"].upper() if isinstance(doc.get("id"), str) else fallback_id,
+        title=_str(doc.get("title"), "(untitled)"),
+        created=created,
+        updated=updated,
+        created_ts=parse_timestamp(created),
+        updated_ts=parse_timestamp(updated),
+        message_count=len(msgs) if isinstance(msgs, list) else 0,
+        size=size,
+        pinned=_bool(doc.get("isPinned")),
+        path=path,
+    )
+
+
+def model_name(doc: dict) -> str | None:
+    s = doc.get("settings")
+    if isinstance(s, dict) and isinstance(s.get("selectedModel"), str):
+        return s["selectedModel"]
+    return None
+
+
+def shared_topic_id(doc: dict) -> str | None:
+    s = doc.get("settings")
+    if isinstance(s, dict) and s.get("useSharedData") is True and isinstance(s.get("sharedTopicId"), str):
+        return s["sharedTopicId"].upper()
+    return None

@@ -1,0 +1,253 @@
+"""The SAM store: ``~/Library/Application Support/SAM/conversations/<UUID>/``.
+
+Listing walks ``conversations/*/conversation.json`` (skipping ``backups``) and
+merges the legacy ``conversations.json`` for ids not seen (spec §5.3, §14).
+SAM keeps no sidecars, so samctl keeps a disposable meta cache in the user's
+cache folder, keyed by (folder name, size, mtime_ns) of each conversation.json:
+a warm ``ls`` reads one file instead of every conversation.  A cache that is
+corrupt, foreign, or of another version is ignored and rewritten; entries for
+files modified in the last two seconds are not cached (their mtime could still
+change within the same tick, as git's "racy clean" problem).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import time
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.core.model import ERROR, WARNING, Conversation, ConversationMeta, Finding
+from samctl.errors import FileProblem, NotFound
+from samctl.formats.base import Store
+from samctl.formats.sam import decode
+
+UUID_RE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
+_PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
+CACHE_VERSION = 1
+RACY_SECONDS = 2.0
+
+
+class SamStore(Store):
+    name = "sam"
+    id_rule = "an uppercase UUID like 8B58CBC4-ACA7-4811-AE66-C01921690310"
+
+    def valid_id(self, text: str) -> bool:
+        return isinstance(text, str) and UUID_RE.match(text) is not None
+
+    def prefix_ok(self, text: str) -> bool:
+        return 0 < len(text) <= 36 and UUID_RE.match(text + _PREFIX_TEMPLATE[len(text):]) is not None
+
+    def normalize_prefix(self, text: str) -> str:
+        return text.upper()
+
+    def _folders(self) -> list[os.DirEntry]:
+        try:
+            return [e for e in os.scandir(self.conv_dir) if e.name != "backups" and e.is_dir(follow_symlinks=False)]
+        except OSError as exc:
+            raise NotFound(f"cannot list {self.conv_dir}: {exc.strerror}") from None
+
+    def all_ids(self) -> list[str]:
+        ids = {e.name.upper() for e in self._folders() if UUID_RE.match(e.name)}
+        ids.update(self._legacy_docs([]).keys())
+        return sorted(ids)
+
+    def folder(self, cid: str) -> Path:
+        if not self.valid_id(cid):
+            raise FileProblem("bad-id", cid, "invalid conversation id")
+        p = fsafe.child(self.conv_dir, cid.upper())
+        if fsafe.lstat(p) is None:
+            # SAM accepts any folder name; find a lowercase twin rather than guess.
+            for e in self._folders():
+                if e.name.upper() == cid.upper():
+                    return fsafe.child(self.conv_dir, e.name)
+        return p
+
+    def raw_path(self, cid: str) -> Path:
+        p = self.folder(cid) / "conversation.json"
+        if fsafe.lstat(p) is None and cid.upper() in self._legacy_docs([]):
+            return self.conv_dir / "conversations.json"
+        return p
+
+    # the meta cache ------------------------------------------------------
+    def _cache_path(self) -> Path:
+        key = hashlib.sha256(self.root_real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+        return fsafe.cache_dir() / f"sam-meta-{key}.json"
+
+    def _load_cache(self) -> dict:
+        if not self.use_cache:
+            return {}
+        try:
+            doc = orjson.loads(fsafe.read_capped(self._cache_path(), 1 << 30))
+        except (FileProblem, orjson.JSONDecodeError):
+            return {}
+        if not isinstance(doc, dict) or doc.get("v") != CACHE_VERSION or doc.get("root") != self.root_real:
+            return {}
+        entries = doc.get("entries")
+        return entries if isinstance(entries, dict) else {}
+
+    def _save_cache(self, entries: dict) -> None:
+        if not self.use_cache:
+            return
+        path = self._cache_path()
+        try:
+            fsafe.make_private_dir(path.parent)
+            data = orjson.dumps({"v": CACHE_VERSION, "root": self.root_real, "entries": entries})
+            fsafe.write_atomic(path, data)
+        except OSError:
+            pass  # a cache that cannot be written costs only time
+
+    @staticmethod
+    def _cached(entry, size: int, mtime_ns: int):
+        """The cached (meta dict, finding) for a file, or None if stale or malformed."""
+        if (
+            isinstance(entry, list)
+            and len(entry) == 4
+            and entry[0] == size
+            and entry[1] == mtime_ns
+            and (entry[2] is None or isinstance(entry[2], dict))
+            and (entry[3] is None or isinstance(entry[3], list) and len(entry[3]) == 2)
+        ):
+            return entry
+        return None
+
+    # listing ---------------------------------------------------------------
+    def list_metas(self, findings: list) -> list:
+        cache = self._load_cache()
+        fresh: dict = {}
+        metas: list[ConversationMeta] = []
+        now_ns = time.time_ns()
+        changed = False
+        seen: set[str] = set()
+        for e in self._folders():
+            p = os.path.join(e.path, "conversation.json")
+            st = fsafe.lstat(p)
+            if st is None:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file"))
+                continue
+            entry = self._cached(cache.get(e.name), st.st_size, st.st_mtime_ns)
+            if entry is None:
+                entry = self._scan(p, st, e.name)
+                changed = True
+            if (now_ns - st.st_mtime_ns) / 1e9 >= RACY_SECONDS:
+                fresh[e.name] = entry
+            meta_d, problem = entry[2], entry[3]
+            if problem:
+                findings.append(Finding(problem[0], p, problem[1], conversation=e.name.upper()))
+            if meta_d is not None:
+                m = ConversationMeta(**meta_d)
+                m.id = e.name.upper() if UUID_RE.match(e.name) else m.id
+                m.path = p
+                seen.add(m.id)
+                metas.append(m)
+        if changed or len(fresh) != len(cache):
+            self._save_cache(fresh)
+        legacy = self.conv_dir / "conversations.json"
+        for cid, doc in self._legacy_docs(findings).items():
+            if cid not in seen:
+                metas.append(decode.meta(doc, str(legacy), None, cid))
+        metas.sort(key=lambda m: m.updated_ts or m.created_ts or 0.0, reverse=True)
+        return metas
+
+    def _scan(self, p: str, st, folder: str) -> list:
+        """[size, mtime_ns, meta fields or None, [code, reason] or None] for one file."""
+        doc, problem = self._parse(p)
+        meta_d = None
+        if doc is not None:
+            m = decode.meta(doc, p, st.st_size, folder.upper())
+            meta_d = {k: getattr(m, k) for k in m.__slots__}
+            if problem is None:
+                problem = _first_rejection(doc)
+        return [st.st_size, st.st_mtime_ns, meta_d, problem]
+
+    def _parse(self, p) -> tuple[dict | None, list | None]:
+        try:
+            data = fsafe.read_capped(p, self.caps.snapshot)
+        except FileProblem as exc:
+            return None, [exc.code, exc.message]
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            return None, ["bad-json", f"not valid JSON (SAM skips the whole conversation): {_short(exc)}"]
+        if not isinstance(doc, dict):
+            return None, ["sam-reject", f"top level is {type(doc).__name__}, not an object (SAM skips it)"]
+        return doc, None
+
+    def _legacy_docs(self, findings: list) -> dict:
+        """Conversations of the legacy single-file store, by uppercase id."""
+        p = self.conv_dir / "conversations.json"
+        if fsafe.lstat(p) is None:
+            return {}
+        try:
+            arr = orjson.loads(fsafe.read_capped(p, self.caps.snapshot))
+        except FileProblem as exc:
+            findings.append(Finding(exc.code, str(p), exc.message))
+            return {}
+        except orjson.JSONDecodeError as exc:
+            findings.append(Finding("bad-json", str(p), f"legacy store is not valid JSON: {_short(exc)}"))
+            return {}
+        if not isinstance(arr, list):
+            findings.append(Finding("sam-reject", str(p), "legacy store is not a JSON array"))
+            return {}
+        out = {}
+        for d in arr:
+            if isinstance(d, dict) and isinstance(d.get("id"), str) and UUID_RE.match(d["id"]):
+                out.setdefault(d["id"].upper(), d)
+        return out
+
+    # loading ---------------------------------------------------------------
+    def load(self, cid: str, findings: list):
+        p = self.folder(cid) / "conversation.json"
+        if fsafe.lstat(p) is None:
+            legacy = self._legacy_docs(findings).get(cid.upper())
+            if legacy is not None:
+                return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
+            raise NotFound(f"no conversation {cid} in {self.conv_dir}")
+        doc, problem = self._parse(p)
+        if problem:
+            findings.append(Finding(problem[0], str(p), problem[1], conversation=cid.upper()))
+            return None
+        rejection = _first_rejection(doc)
+        if rejection:
+            findings.append(Finding(rejection[0], str(p), rejection[1], WARNING, cid.upper()))
+        return self.conversation_from_doc(doc, str(p), self.folder(cid).name.upper())
+
+    def conversation_from_doc(self, doc: dict, source: str, cid: str) -> Conversation:
+        st = fsafe.lstat(source)
+        meta = decode.meta(doc, source, st.st_size if st else None, cid)
+        meta.id = cid
+        raw_msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
+        messages = [m for m in (decode.message(x) for x in raw_msgs) if m is not None]
+        return Conversation(meta=meta, messages=messages, raw=doc, model=decode.model_name(doc), source=source)
+
+    # liveness ---------------------------------------------------------------
+    def app_is_running(self) -> bool:
+        from samctl.formats.sam.liveness import sam_is_running
+
+        return sam_is_running()
+
+    def check(self, findings: list, fix: bool = False) -> list[str]:
+        from samctl.formats.sam import checks
+
+        return checks.check_tree(self, findings, fix)
+
+
+def _first_rejection(doc: dict) -> list | None:
+    """[code, reason] of the first rule that makes SAM skip the file, or None."""
+    from samctl.formats.sam import schema
+
+    for prob in schema.validate_conversation(doc):
+        if prob.severity == "error":
+            return ["sam-reject", f"SAM would skip this conversation: {prob.where}: {prob.reason}"]
+    return None
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__

@@ -1,0 +1,187 @@
+import json
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import fingerprint
+
+MERMAID_IDS = ["20260901_170000_250", "20260812_091500_004", "20260810_140307_512"]
+SAM_IDS = ["C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B", "8B58CBC4-ACA7-4811-AE66-C01921690310",
+           "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"]
+
+
+def test_mermaid_ls_table_newest_first(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "ls")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:4] == ["ID", "CREATED", "UPDATED", "MSGS"]
+    assert [ln.split()[0] for ln in lines[1:]] == MERMAID_IDS
+    assert "Fix the flaky test in tests/parser.rs" in r.stdout
+    assert r.stderr == ""
+
+
+def test_mermaid_ls_jsonl_is_one_object_per_line(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "ls", "--format", "jsonl")
+    assert r.exit_code == 0
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["id"] for x in rows] == MERMAID_IDS
+    spec = rows[2]
+    assert spec["title"] == "Fix the flaky test in tests/parser.rs"
+    assert spec["messages"] == 4
+    assert spec["updated"] == "2026-08-10T14:04:02.655120734-04:00"
+    assert spec["store"] == "mermaid" and spec["pinned"] is False
+    assert spec["size"] > 3428  # snapshot + meta + log
+    assert set(spec) == {"id", "title", "created", "updated", "messages", "size", "pinned", "store", "path"}
+
+
+@pytest.mark.parametrize("sub", ["", ".mermaid", ".mermaid/conversations"])
+def test_root_accepts_each_mermaid_form(run, mermaid_demo, sub):
+    r = run("--root", mermaid_demo / sub if sub else mermaid_demo, "ls", "--format", "json")
+    assert r.exit_code == 0
+    assert [x["id"] for x in json.loads(r.stdout)] == MERMAID_IDS
+
+
+def test_root_from_environment(run, mermaid_demo):
+    r = run("ls", "--format", "json", env={"SAMCTL_ROOT": str(mermaid_demo)})
+    assert r.exit_code == 0 and len(json.loads(r.stdout)) == 3
+
+
+def test_default_root_is_the_mermaid_folder_of_the_cwd(run, mermaid_demo, monkeypatch):
+    monkeypatch.chdir(mermaid_demo)
+    r = run("ls", "--format", "json")
+    assert r.exit_code == 0 and len(json.loads(r.stdout)) == 3
+
+
+def test_no_store_anywhere_is_exit_4(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    r = run("ls")
+    assert r.exit_code == 4
+    assert "no store found" in r.stderr and "--root" in r.stderr
+
+
+@pytest.mark.parametrize("what", ["missing", "file", "emptydir", "otherdir"])
+def test_root_that_is_not_a_store_is_exit_4(run, tmp_path, what):
+    p = tmp_path / "x"
+    if what == "file":
+        p.write_text("hi")
+    elif what == "emptydir":
+        p.mkdir()
+    elif what == "otherdir":
+        p.mkdir()
+        (p / "notes.txt").write_text("hi")
+    r = run("--root", p, "ls")
+    assert r.exit_code == 4, r.stderr
+    assert r.stderr.startswith("samctl: error: ")
+    assert "Traceback" not in r.stderr
+
+
+def test_filters_and_sorts(run, mermaid_demo):
+    def ids(*args):
+        r = run("--root", mermaid_demo, "ls", "--format", "jsonl", *args)
+        assert r.exit_code == 0, r.stderr
+        return [json.loads(x)["id"] for x in r.stdout.splitlines()]
+
+    assert ids("--limit", "1") == MERMAID_IDS[:1]
+    assert ids("--reverse") == MERMAID_IDS[::-1]
+    assert ids("--title", "FLAKY") == ["20260810_140307_512"]
+    assert ids("--since", "2026-08-11") == MERMAID_IDS[:2]
+    assert ids("--until", "2026-08-11") == MERMAID_IDS[2:]
+    assert ids("--since", "99999d") == MERMAID_IDS
+    assert ids("--since", "1d") == []
+    assert ids("--sort", "messages") == ["20260812_091500_004", "20260810_140307_512", "20260901_170000_250"]
+    assert ids("--sort", "title") == ["20260812_091500_004", "20260810_140307_512", "20260901_170000_250"]
+    assert ids("--pinned") == []
+
+
+def test_bad_since_is_a_usage_error(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "ls", "--since", "last tuesday")
+    assert r.exit_code == 2
+    assert "not a date or an age" in r.stderr
+
+
+def test_sam_ls_every_root_form(run, sam_demo):
+    for root in (sam_demo, sam_demo / "conversations"):
+        r = run("--root", root, "ls", "--format", "json")
+        assert r.exit_code == 0, r.stderr
+        rows = json.loads(r.stdout)
+        assert [x["id"] for x in rows] == SAM_IDS
+        assert rows[0]["pinned"] is True and rows[0]["title"] == "Q3 budget"
+        assert rows[1]["messages"] == 5 and rows[1]["store"] == "sam"
+
+
+def test_sam_pinned_filter(run, sam_demo):
+    r = run("--root", sam_demo, "ls", "--pinned", "--format", "jsonl")
+    assert [json.loads(x)["id"] for x in r.stdout.splitlines()] == SAM_IDS[:1]
+
+
+def test_sam_cache_warm_equals_cold_and_is_private(run, sam_demo, tmp_path, monkeypatch):
+    cache = tmp_path / "cachedir"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    # make every file old enough to be cached (fresh files are never cached: racy mtimes)
+    for dirpath, _, files in os.walk(sam_demo):
+        for f in files:
+            os.utime(os.path.join(dirpath, f), (1.7e9, 1.7e9))
+    cold = run("--root", sam_demo, "ls", "--format", "json")
+    files = list(cache.iterdir())
+    assert len(files) == 1
+    assert oct(cache.stat().st_mode & 0o777) == "0o700"
+    assert oct(files[0].stat().st_mode & 0o777) == "0o600"
+    warm = run("--root", sam_demo, "ls", "--format", "json")
+    assert warm.stdout == cold.stdout and warm.exit_code == 0
+
+
+def test_sam_cache_is_not_trusted_when_the_file_changes(run, sam_demo, monkeypatch, tmp_path):
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "c"))
+    p = sam_demo / "conversations" / SAM_IDS[2] / "conversation.json"
+    os.utime(p, (1.7e9, 1.7e9))
+    run("--root", sam_demo, "ls")
+    p.write_text(p.read_text().replace('"API Chat"', '"Renamed chat"'))
+    os.utime(p, (1.7e9 + 5, 1.7e9 + 5))
+    r = run("--root", sam_demo, "ls", "--format", "json")
+    assert "Renamed chat" in r.stdout
+
+
+@pytest.mark.parametrize("garbage", [b"", b"{", b"[]", b'{"v": 1, "root": "/elsewhere", "entries": {}}',
+                                     b'{"v":1,"root":"R","entries":{"X":[1,2,3]}}', b"\xff\x00"])
+def test_sam_corrupt_cache_is_rebuilt_silently(run, sam_demo, monkeypatch, tmp_path, garbage):
+    cache = tmp_path / "c"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    first = run("--root", sam_demo, "ls", "--format", "json", "--no-cache")
+    run("--root", sam_demo, "ls")
+    for f in cache.iterdir():
+        f.write_bytes(garbage.replace(b"R", str((sam_demo / "conversations").resolve()).encode()))
+    r = run("--root", sam_demo, "ls", "--format", "json")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout == first.stdout
+
+
+def test_no_cache_writes_no_cache(run, sam_demo, monkeypatch, tmp_path):
+    cache = tmp_path / "c"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    assert run("--root", sam_demo, "--no-cache", "ls").exit_code == 0
+    assert not cache.exists()
+
+
+def test_ls_changes_nothing_in_the_tree(run, mermaid_broken, sam_broken):
+    for root in (mermaid_broken[0], sam_broken[0]):
+        before = fingerprint(root)
+        r = run("--root", root, "ls", "--format", "jsonl")
+        assert r.exit_code == 3
+        assert "Traceback" not in r.stderr
+        assert fingerprint(root) == before
+
+
+def test_ls_on_broken_mermaid_lists_the_good_and_reports_the_bad(run, mermaid_broken):
+    root, _ = mermaid_broken
+    r = run("--root", root, "ls", "--format", "jsonl")
+    assert r.exit_code == 3
+    ids = [json.loads(x)["id"] for x in r.stdout.splitlines()]
+    assert set(MERMAID_IDS) <= set(ids)
+    assert "20260101_000001_000" not in ids  # bad json
+    assert "20260101_000022_000" not in ids  # message-less: mermaid skips it silently
+    assert "20260101_000008_000" in ids  # stale metas are listed, as mermaid does
+    assert "bad-json" in r.stderr and "too-large" in r.stderr and "bad-meta" in r.stderr
+    for line in r.stderr.splitlines():
+        assert line.startswith(("error: ", "warning: ", "info: ")), line

@@ -1,0 +1,89 @@
+"""Shared fixtures: trees built by fixtures/make_fixtures.py into tmp_path, a
+CliRunner with separate stderr, and a tree fingerprint for read-only proofs."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("make_fixtures", REPO / "fixtures" / "make_fixtures.py")
+make_fixtures = importlib.util.module_from_spec(_spec)
+sys.modules["make_fixtures"] = make_fixtures
+_spec.loader.exec_module(make_fixtures)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory, monkeypatch):
+    """Never touch the user's cache or real stores; SAM is never 'running' unless a test says so."""
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "0")
+    monkeypatch.delenv("SAMCTL_ROOT", raising=False)
+    monkeypatch.setenv("TZ", "UTC")
+
+
+@pytest.fixture
+def mermaid_demo(tmp_path) -> Path:
+    project = tmp_path / "proj"
+    make_fixtures.build_demo_mermaid(project)
+    return project
+
+
+@pytest.fixture
+def sam_demo(tmp_path) -> Path:
+    base = tmp_path / "SAM"
+    make_fixtures.build_demo_sam(base)
+    return base
+
+
+@pytest.fixture
+def mermaid_broken(tmp_path):
+    project = tmp_path / "proj"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    expected = make_fixtures.build_broken_mermaid(project, outside)
+    return project, expected
+
+
+@pytest.fixture
+def sam_broken(tmp_path):
+    base = tmp_path / "SAM"
+    outside = tmp_path / "outside-sam"
+    outside.mkdir()
+    expected = make_fixtures.build_broken_sam(base, outside)
+    return base, expected
+
+
+def fingerprint(root: Path) -> dict:
+    """Every entry under root (not following symlinks): kind, mode, size, mtime_ns, sha256 of regular files."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames + ([] if dirpath != str(root) else ["."]):
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            digest = None
+            if stat.S_ISREG(st.st_mode) and st.st_size < 8 << 20:
+                with open(p, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_size,
+                                             st.st_mtime_ns, digest)
+    return out
+
+
+@pytest.fixture
+def run():
+    """run(*args) -> click Result with .exit_code, .stdout, .stderr."""
+    from samctl.cli import cli
+
+    def _run(*args, input=None, env=None):
+        runner = CliRunner()
+        return runner.invoke(cli, [str(a) for a in args], input=input, env=env, catch_exceptions=False)
+
+    return _run

@@ -1,0 +1,139 @@
+import os
+import stat
+import time
+
+import pytest
+
+from samctl import fsafe
+from samctl.errors import FileProblem, UnsafePath
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "../x", "a/b", "a\\b", "x\0y", "/etc/passwd", "a" * 256])
+def test_check_component_refuses_anything_but_one_plain_name(name):
+    with pytest.raises(UnsafePath):
+        fsafe.check_component(name)
+
+
+def test_check_component_accepts_plain_names():
+    assert fsafe.check_component("20260101_120000_001.json") == "20260101_120000_001.json"
+
+
+def test_read_capped_reads_a_file_at_the_cap(tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(b"x" * 100)
+    assert fsafe.read_capped(p, 100) == b"x" * 100
+
+
+def test_read_capped_refuses_one_byte_over_before_reading(tmp_path):
+    p = tmp_path / "f"
+    with open(p, "wb") as f:
+        f.truncate(fsafe.SNAPSHOT_CAP + 1)  # sparse, as mermaid's own test
+    with pytest.raises(FileProblem) as e:
+        fsafe.read_capped(p, fsafe.SNAPSHOT_CAP)
+    assert e.value.code == "too-large"
+    assert "67108865 bytes" in e.value.message
+
+
+@pytest.mark.parametrize("kind,code", [("missing", "missing"), ("symlink", "symlink"), ("fifo", "not-regular"),
+                                       ("dir", "not-regular")])
+def test_read_capped_refuses_what_is_not_a_regular_file(tmp_path, kind, code):
+    p = tmp_path / "f"
+    if kind == "symlink":
+        (tmp_path / "target").write_text("{}")
+        os.symlink(tmp_path / "target", p)
+    elif kind == "fifo":
+        os.mkfifo(p)  # must not block
+    elif kind == "dir":
+        p.mkdir()
+    with pytest.raises(FileProblem) as e:
+        fsafe.read_capped(p, 1000)
+    assert e.value.code == code
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads everything")
+def test_read_capped_reports_unreadable(tmp_path):
+    p = tmp_path / "f"
+    p.write_text("x")
+    p.chmod(0)
+    with pytest.raises(FileProblem) as e:
+        fsafe.read_capped(p, 10)
+    assert e.value.code == "unreadable"
+
+
+def test_write_atomic_creates_0600_and_leaves_no_temp(tmp_path):
+    p = tmp_path / "a.json"
+    p.write_text("old")
+    p.chmod(0o644)
+    fsafe.write_atomic(p, b"new")
+    fsafe.write_atomic(p, b"newer")
+    assert p.read_bytes() == b"newer"
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    assert sorted(os.listdir(tmp_path)) == ["a.json"]
+
+
+@pytest.mark.parametrize("step", ["tmp-write", "fsync", "rename", "dir-fsync"])
+def test_write_atomic_interrupted_at_any_step_leaves_old_or_new(tmp_path, step, monkeypatch):
+    p = tmp_path / "a.json"
+    p.write_bytes(b"old")
+
+    def boom(s):
+        if s == step:
+            raise RuntimeError("injected")
+
+    monkeypatch.setattr(fsafe, "fault_hook", boom)
+    with pytest.raises(RuntimeError):
+        fsafe.write_atomic(p, b"new")
+    assert p.read_bytes() in (b"old", b"new")
+    if step != "dir-fsync":
+        assert p.read_bytes() == b"old"
+    assert [n for n in os.listdir(tmp_path) if n.endswith(".tmp")] == []
+
+
+def test_temp_name_is_the_one_mermaids_sweeper_knows(tmp_path):
+    name = fsafe.tmp_name("20260101_120000_001.json")
+    assert name.startswith(".20260101_120000_001.json.")
+    assert name.endswith(".tmp")
+    pid, n = name[len(".20260101_120000_001.json."):-4].split(".")
+    assert int(pid) == os.getpid() and int(n) >= 0
+
+
+def test_stale_temps_only_old_temps_of_that_target(tmp_path):
+    old = tmp_path / ".x.json.1.0.tmp"
+    fresh = tmp_path / ".x.json.1.1.tmp"
+    other = tmp_path / ".y.json.1.0.tmp"
+    for p in (old, fresh, other, tmp_path / "x.json"):
+        p.write_text("")
+    t = time.time() - 4000
+    os.utime(old, (t, t))
+    os.utime(other, (t, t))
+    os.utime(tmp_path / "x.json", (t, t))
+    assert fsafe.stale_temps(tmp_path, "x.json") == [old]
+    assert sorted(fsafe.stale_temps(tmp_path)) == sorted([old, other])
+
+
+def test_mode_problem_and_tighten(tmp_path):
+    p = tmp_path / "f"
+    p.write_text("")
+    p.chmod(0o644)
+    assert "0644" in fsafe.mode_problem(p.stat())
+    assert fsafe.tighten_mode(p) == 0o600
+    assert fsafe.mode_problem(p.stat()) is None
+    d = tmp_path / "d"
+    d.mkdir(mode=0o755)
+    d.chmod(0o755)
+    assert fsafe.tighten_mode(d) == 0o700
+
+
+def test_is_inside(tmp_path):
+    root = str(tmp_path.resolve())
+    (tmp_path / "in").write_text("")
+    os.symlink("/etc", tmp_path / "out")
+    assert fsafe.is_inside(root, tmp_path / "in")
+    assert not fsafe.is_inside(root, tmp_path / "out")
+    assert not fsafe.is_inside(root + "x", tmp_path / "in")
+
+
+def test_make_private_dir(tmp_path):
+    d = fsafe.make_private_dir(tmp_path / "a" / "b")
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
