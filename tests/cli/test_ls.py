@@ -148,7 +148,7 @@ def test_sam_cache_is_not_trusted_when_the_file_changes(run, sam_demo, monkeypat
 def test_sam_corrupt_cache_is_rebuilt_silently(run, sam_demo, monkeypatch, tmp_path, garbage):
     cache = tmp_path / "c"
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
-    first = run("--root", sam_demo, "ls", "--format", "json", "--no-cache")
+    first = run("--root", sam_demo, "--no-cache", "ls", "--format", "json")
     run("--root", sam_demo, "ls")
     for f in cache.iterdir():
         f.write_bytes(garbage.replace(b"R", str((sam_demo / "conversations").resolve()).encode()))

@@ -117,6 +117,8 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
         if doc is not None and not doc["messages"]:
             findings.append(Finding("empty", snap[0], "has no messages: mermaid never writes such a file and skips it",
                                     WARNING, cid))
+    if doc is not None and doc["id"] != cid:
+        doc = None  # the snapshot names another id: a sidecar built from it would be wrong too
     if meta and stat.S_ISREG(meta[1].st_mode):
         _check_meta(store, cid, meta[0], snap, doc, findings, fixes, fix)
     elif doc is not None and doc["messages"] and not meta:

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Benchmark `samctl ls` against baselines measured in the same run.
+
+    python bench/bench_ls.py [--mermaid N] [--sam N] [--repeat R] [--out bench/out]
+
+mermaid (default 100,000 conversations): `ls --format jsonl` against
+  - the raw-read floor: list the folder and os.read every .meta, nothing else;
+  - the naive lister: parse every snapshot .json with orjson.
+SAM (default 10,000 conversations): `ls --format jsonl` with a warm meta cache
+against the cold run (cache deleted before each run).
+
+Prints medians over R repeats (after one warm-up run that fills the page
+cache) and the ratios; archives are generated once into --out and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+
+
+def generate(kind: str, n: int, out: Path) -> Path:
+    dest = out / f"{kind}-{n}"
+    marker = dest / ".complete"
+    if not marker.exists():
+        if dest.exists():
+            shutil.rmtree(dest)
+        extra = ["--memories-per-conversation", "1"] if kind == "sam" else []
+        subprocess.run([sys.executable, str(HERE / "gen_archive.py"), kind, str(dest), "--conversations", str(n),
+                        "--quiet", *extra], check=True)
+        marker.write_text("")
+    return dest
+
+
+def median_time(fn, repeat: int) -> float:
+    fn()  # warm-up: page cache, imports
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def run_samctl(args: list[str]) -> None:
+    from samctl.cli import cli
+
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        try:
+            cli.main(args, prog_name="samctl", standalone_mode=False)
+        except SystemExit:
+            pass
+
+
+def floor_read_metas(conv: str) -> None:
+    for name in os.listdir(conv):
+        if name.endswith(".meta"):
+            fd = os.open(os.path.join(conv, name), os.O_RDONLY)
+            os.read(fd, 1 << 20)
+            os.close(fd)
+
+
+def naive_parse_snapshots(conv: str) -> None:
+    rows = []
+    for name in os.listdir(conv):
+        if name.endswith(".json"):
+            with open(os.path.join(conv, name), "rb") as f:
+                doc = orjson.loads(f.read())
+            rows.append((doc["updated_at"], doc["id"], doc["title"], len(doc["messages"])))
+    rows.sort(reverse=True)
+
+
+def bench_mermaid(n: int, repeat: int, out: Path) -> None:
+    root = generate("mermaid", n, out)
+    conv = str(root / ".mermaid" / "conversations")
+    floor = median_time(lambda: floor_read_metas(conv), repeat)
+    ours = median_time(lambda: run_samctl(["--root", str(root), "ls", "--format", "jsonl"]), repeat)
+    naive = median_time(lambda: naive_parse_snapshots(conv), repeat)
+    print(f"mermaid ls --format jsonl, {n} conversations (median of {repeat}):")
+    print(f"  raw-read floor (os.read every .meta): {floor:.3f} s")
+    print(f"  samctl ls:                            {ours:.3f} s   ratio to floor {ours / floor:.2f}x (goal <= 2x)")
+    print(f"  naive (parse every snapshot):         {naive:.3f} s   samctl is {naive / ours:.1f}x faster (goal >= 10x)")
+
+
+def bench_sam(n: int, repeat: int, out: Path) -> None:
+    root = generate("sam", n, out)
+    base = next(p for p in root.rglob("conversations") if p.is_dir()).parent
+    cache = Path(tempfile.mkdtemp(prefix="samctl-bench-cache-"))
+    os.environ["SAMCTL_CACHE_DIR"] = str(cache)
+    # Generated files are brand new; samctl never caches files touched in the last 2 s.
+    time.sleep(2.1)
+    args = ["--root", str(base), "ls", "--format", "jsonl"]
+
+    def cold():
+        shutil.rmtree(cache, ignore_errors=True)
+        run_samctl(args)
+
+    cold_t = median_time(cold, repeat)
+    run_samctl(args)
+    warm_t = median_time(lambda: run_samctl(args), repeat)
+    print(f"SAM ls --format jsonl, {n} conversations (median of {repeat}):")
+    print(f"  cold (no cache):  {cold_t:.3f} s")
+    print(f"  warm (cache):     {warm_t:.3f} s   warm is {cold_t / warm_t:.1f}x faster (goal >= 20x)")
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mermaid", type=int, default=100_000)
+    ap.add_argument("--sam", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=HERE / "out")
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    if a.mermaid:
+        bench_mermaid(a.mermaid, a.repeat, a.out)
+    if a.sam:
+        bench_sam(a.sam, a.repeat, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
