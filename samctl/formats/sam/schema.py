@@ -1,0 +1,652 @@
+"""SAM's conversation.json decoder rules as a validator (spec §3, §4, §4.5.8).
+
+A ``conversation.json`` is valid for SAM iff it decodes as ``ConversationData``;
+one undecodable value anywhere hides the whole conversation.  This module states
+those rules once, as data (the ``*_KIND`` tables below), and checks a decoded
+JSON document against them.
+
+Invariants:
+- ``validate_conversation`` never raises, whatever it is given (any JSON value,
+  deep nesting, huge strings); it reports every problem, not just the first.
+- Error-severity problems are exactly SAM's rejection rules (§4.5.8): the file
+  would not load.  Warnings are the rest of §4.5.8 (orphans, duplicate ids,
+  interrupted streams, running tools, lastModified < timestamp, type/flag
+  combinations outside §4.3's derivation) plus ``renamed-key``.
+- ``Problem.where`` is a JSON path (``messages[3].toolStatus``, ``$`` for the
+  root); ``Problem.path`` is the same place as a tuple of keys and indexes.
+- Pure: no I/O, no printing; the input is never modified.
+
+Interpretations of the spec (where SAM's source leaves a choice):
+- An integral float in an Int field (``8192.0``) is an error of its own,
+  ``integral-float``: the current (swift-foundation) decoder rejects it (§3),
+  older Foundation accepted it.  Likewise ``fractional-date`` (macOS <= 15).
+- ``workingDirectoryBookmark`` is a ``Data`` field: Foundation's base64
+  decoding strategy fails the file on invalid base64 (``bad-base64``).
+- A lone UTF-16 surrogate in any string (possible from Python's ``json``, never
+  from valid UTF-8) cannot be read by SAM's parser: ``bad-string``.
+- ``thinkingEffort`` and ``SimpleToolCall.type`` are plain strings in SAM, so
+  any string is accepted; ``folderId`` and ``sessionId`` are strings, not UUIDs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+__all__ = [
+    "ERROR",
+    "WARNING",
+    "UUID_RE",
+    "CANONICAL_ID_RE",
+    "MESSAGE_TYPES",
+    "TOOL_STATUSES",
+    "PART_TYPES",
+    "IMAGE_DETAILS",
+    "ERROR_CODES",
+    "WARNING_CODES",
+    "Problem",
+    "is_uuid",
+    "parse_date",
+    "format_date",
+    "validate_conversation",
+    "message_errors",
+    "would_load",
+    "flag_problem",
+]
+
+ERROR = "error"
+WARNING = "warning"
+
+# Swift's UUID(uuidString:) parses case-insensitively; SAM writes uppercase.
+UUID_RE = re.compile(r"\A[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
+# What SAM names conversation directories: UUID.uuidString, uppercase only.
+CANONICAL_ID_RE = re.compile(r"\A[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}\Z")
+
+MESSAGE_TYPES = frozenset({"user", "assistant", "toolExecution", "subagentExecution", "systemStatus", "thinking"})
+TOOL_STATUSES = frozenset({"queued", "running", "success", "error", "userInputRequired"})
+PART_TYPES = frozenset({"text", "image_url", "video_url", "audio_url"})
+IMAGE_DETAILS = frozenset({"auto", "low", "high"})
+
+ERROR_CODES = {
+    "not-object": "an object was expected (the top level, a message, a nested record)",
+    "missing-key": "a required key is absent",
+    "null-key": "a required key is null",
+    "wrong-type": "a value of the wrong JSON kind (string for number, fraction in an Int field, ...)",
+    "integral-float": "an Int field holds a float such as 8192.0 (rejected by current Foundation)",
+    "out-of-range": "a number too big for Swift's Int (64-bit) or Double",
+    "non-finite": "NaN or Infinity",
+    "bad-uuid": "a UUID field that does not parse",
+    "bad-date": "a date that is not ISO-8601 internet date-time",
+    "fractional-date": "a date with fractional seconds (rejected by macOS <= 15)",
+    "bad-enum": "an unknown enum value (type, toolStatus, content-part type, image detail)",
+    "bad-base64": "workingDirectoryBookmark is not standard padded base64",
+    "bad-string": "a string holding a lone UTF-16 surrogate (not valid Unicode)",
+}
+WARNING_CODES = {
+    "orphan-tool-result": "a toolCallId that no toolCalls entry in the conversation has",
+    "duplicate-message-id": "two messages share an id",
+    "streaming": "isStreaming is true (an interrupted stream)",
+    "tool-running": "a tool status still running/queued (the tool never finished)",
+    "modified-before-created": "lastModified is earlier than timestamp",
+    "type-flags": "type/isFromUser/isToolMessage/reasoningContent outside SAM's derivation rules (§4.3)",
+    "renamed-key": "enabledMiniPromptIds, renamed to enabledCustomInstructionIds; SAM drops it on load",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem in a document: severity, stable kebab-case code, JSON path, one line of why."""
+
+    severity: str  # ERROR or WARNING
+    code: str
+    where: str
+    reason: str
+    path: tuple = field(default=(), compare=False, repr=False)
+
+    def line(self) -> str:
+        return f"{self.severity}: {self.code}: {self.where}: {self.reason}"
+
+
+def is_uuid(s) -> bool:
+    """True if ``s`` is a string SAM's UUID parser accepts (any case)."""
+    return isinstance(s, str) and UUID_RE.match(s) is not None
+
+
+# --- dates ---------------------------------------------------------------------
+
+_DATE_RE = re.compile(
+    r"\A(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|([+-])(\d{2}):(\d{2}))\Z",
+    re.ASCII,
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _parse_date_parts(s) -> tuple[int, str] | None:
+    """(whole UTC epoch seconds, fraction digits or "") for an ISO-8601 date, else None.
+
+    The whole seconds are exact integers, so truncating a fraction never rounds
+    up into the next second the way float arithmetic could.
+    """
+    if not isinstance(s, str):
+        return None
+    m = _DATE_RE.match(s)
+    if m is None:
+        return None
+    try:
+        dt = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), tzinfo=timezone.utc)
+    except ValueError:  # month 13, Feb 30, hour 24, second 60, year 0 ...
+        return None
+    whole = (dt - _EPOCH) // timedelta(seconds=1)
+    if m[9]:
+        hh, mm = int(m[10]), int(m[11])
+        if hh > 23 or mm > 59:
+            return None
+        offset = hh * 3600 + mm * 60
+        whole -= offset if m[9] == "+" else -offset
+    return whole, (m[7] or "")[1:]
+
+
+def parse_date(s, *, allow_fraction: bool = True) -> float | None:
+    """Epoch seconds of a SAM JSON date (``2026-08-10T14:02:11Z``), or None.
+
+    Accepts ``Z`` or a ``+HH:MM``/``-HH:MM`` offset (Foundation probably does,
+    §3).  Fractional seconds are accepted only with ``allow_fraction`` (the
+    lenient reader); SAM on macOS <= 15 rejects them.  Non-strings give None.
+    """
+    parts = _parse_date_parts(s)
+    if parts is None:
+        return None
+    whole, frac = parts
+    if frac and not allow_fraction:
+        return None
+    return whole + (float("0." + frac) if frac else 0.0)
+
+
+def format_date(epoch) -> str:
+    """``epoch`` as SAM writes dates: exactly ``%Y-%m-%dT%H:%M:%SZ``, UTC, whole seconds.
+
+    Sub-second precision is truncated (floored), as Foundation's encoder does.
+    Raises ValueError for NaN/Infinity or an instant outside years 1-9999.
+    """
+    try:
+        seconds = math.floor(epoch)
+        dt = _EPOCH + timedelta(seconds=seconds)
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise ValueError(f"cannot format {epoch!r} as a SAM date: {exc}") from None
+    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}Z"
+
+
+# --- the schema as data ----------------------------------------------------------
+# A kind is one of the leaf names below, an _Enum (a string from a set), an
+# _Array, a _Map (string keys), an _Object (key -> (kind, required)), or _PART
+# (the tagged MessageContentPart union).
+
+STRING, BOOL, INT, DOUBLE, UUID, DATE, DATA = "string", "bool", "int", "double", "uuid", "date", "data"
+
+
+class _Enum(frozenset):
+    """A string that must be one of these values."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Array:
+    item: object
+
+
+@dataclass(frozen=True, eq=False)
+class _Map:
+    value: object
+
+
+@dataclass(frozen=True, eq=False)
+class _Object:
+    name: str
+    fields: dict  # key -> (kind, required)
+
+
+_PART = "content-part"
+
+MESSAGE_TYPE_KIND = _Enum(MESSAGE_TYPES)
+TOOL_STATUS_KIND = _Enum(TOOL_STATUSES)
+_PART_TYPE_KIND = _Enum(PART_TYPES)
+
+TELEMETRY_KIND = _Object(
+    "ConversationTelemetry",
+    {
+        "archiveRecallCount": (INT, True),
+        "memoryRetrievalCount": (INT, True),
+        "compressionEventCount": (INT, True),
+        "contextOverflowCount": (INT, True),
+        "lastUpdated": (DATE, True),
+    },
+)
+SETTINGS_KIND = _Object(
+    "ConversationSettings",
+    {
+        "selectedModel": (STRING, True),
+        "temperature": (DOUBLE, True),
+        "topP": (DOUBLE, True),
+        "maxTokens": (INT, False),
+        "contextWindowSize": (INT, True),
+        "selectedSystemPromptId": (UUID, False),
+        "workspacePromptIds": (_Array(UUID), False),
+        "selectedPersonalityId": (UUID, False),
+        "enableReasoning": (BOOL, True),
+        "enableTools": (BOOL, True),
+        "thinkingEffort": (STRING, False),
+        "scrollLockEnabled": (BOOL, False),
+        "useSharedData": (BOOL, False),
+        "sharedTopicId": (UUID, False),
+        "sharedTopicName": (STRING, False),
+        "draftMessage": (STRING, False),
+        "showingMemoryPanel": (BOOL, False),
+        "showingWorkingDirectoryPanel": (BOOL, False),
+        "showAdvancedParameters": (BOOL, False),
+        "showingPerformanceMetrics": (BOOL, False),
+        "telemetry": (TELEMETRY_KIND, False),
+    },
+)
+IMAGE_URL_KIND = _Object("ImageURL", {"url": (STRING, True), "detail": (_Enum(IMAGE_DETAILS), False)})
+_PART_KINDS = {
+    "text": _Object("text part", {"type": (_PART_TYPE_KIND, True), "text": (STRING, True)}),
+    "image_url": _Object("image part", {"type": (_PART_TYPE_KIND, True), "image_url": (IMAGE_URL_KIND, True)}),
+    "video_url": _Object("video part", {"type": (_PART_TYPE_KIND, True), "video_url": (STRING, True)}),
+    "audio_url": _Object("audio part", {"type": (_PART_TYPE_KIND, True), "audio_url": (STRING, True)}),
+}
+_UNKNOWN_PART_KIND = _Object("MessageContentPart", {"type": (_PART_TYPE_KIND, True)})
+TOOL_CALL_KIND = _Object(
+    "SimpleToolCall",
+    {
+        "id": (STRING, True),
+        "type": (STRING, True),
+        "function": (_Object("function", {"name": (STRING, True), "arguments": (STRING, True)}), True),
+    },
+)
+TOOL_DISPLAY_KIND = _Object(
+    "ToolDisplayData",
+    {
+        "action": (STRING, True),
+        "actionDisplayName": (STRING, True),
+        "status": (TOOL_STATUS_KIND, True),
+        "summary": (STRING, False),
+        "details": (_Array(STRING), False),
+        "icon": (STRING, False),
+        "metadata": (_Map(STRING), False),
+    },
+)
+MESSAGE_METRICS_KIND = _Object(
+    "MessagePerformanceMetrics",
+    {
+        "tokenCount": (INT, True),
+        "timeToFirstToken": (DOUBLE, True),
+        "tokensPerSecond": (DOUBLE, True),
+        "processingTime": (DOUBLE, True),
+    },
+)
+MESSAGE_KIND = _Object(
+    "EnhancedMessage",
+    {
+        "id": (UUID, True),
+        "type": (MESSAGE_TYPE_KIND, True),
+        "content": (STRING, True),
+        "contentParts": (_Array(_PART), False),
+        "timestamp": (DATE, True),
+        "isFromUser": (BOOL, True),
+        "toolName": (STRING, False),
+        "toolStatus": (TOOL_STATUS_KIND, False),
+        "toolDisplayData": (TOOL_DISPLAY_KIND, False),
+        "toolDetails": (_Array(STRING), False),
+        "toolDuration": (DOUBLE, False),
+        "toolIcon": (STRING, False),
+        "toolCategory": (STRING, False),
+        "parentToolName": (STRING, False),
+        "toolMetadata": (_Map(STRING), False),
+        "toolCalls": (_Array(TOOL_CALL_KIND), False),
+        "toolCallId": (STRING, False),
+        "performanceMetrics": (MESSAGE_METRICS_KIND, False),
+        "processingTime": (DOUBLE, False),
+        "reasoningContent": (STRING, False),
+        "showReasoning": (BOOL, True),
+        "isStreaming": (BOOL, True),
+        "githubCopilotResponseId": (STRING, False),
+        "isPinned": (BOOL, False),
+        "importance": (DOUBLE, False),
+        "lastModified": (DATE, False),
+        "isSystemGenerated": (BOOL, False),
+        "isToolMessage": (BOOL, True),
+    },
+)
+API_METRICS_KIND = _Object(
+    "APIPerformanceMetrics",
+    {
+        "id": (UUID, True),
+        "timestamp": (DATE, True),
+        "model": (STRING, True),
+        "provider": (STRING, True),
+        "requestTokens": (INT, True),
+        "responseTokens": (INT, True),
+        "timeToFirstToken": (DOUBLE, True),
+        "totalLatency": (DOUBLE, True),
+        "success": (BOOL, True),
+        "errorMessage": (STRING, False),
+    },
+)
+CONVERSATION_KIND = _Object(
+    "ConversationData",
+    {
+        "id": (UUID, True),
+        "title": (STRING, True),
+        "created": (DATE, True),
+        "updated": (DATE, True),
+        "messages": (_Array(MESSAGE_KIND), True),
+        "settings": (SETTINGS_KIND, False),
+        "sessionId": (STRING, False),
+        "lastGitHubCopilotResponseId": (STRING, False),
+        "isPinned": (BOOL, False),
+        "workingDirectory": (STRING, False),
+        "workingDirectoryBookmark": (DATA, False),
+        "enabledCustomInstructionIds": (_Array(UUID), False),
+        "folderId": (STRING, False),
+        "isFromAPI": (BOOL, False),
+        "performanceMetrics": (_Array(API_METRICS_KIND), False),
+    },
+)
+
+
+def resolve_kind(kind, value):
+    """The concrete kind for ``value``: a content part's object kind depends on its ``type``."""
+    if kind is _PART:
+        t = value.get("type") if isinstance(value, dict) else None
+        return _PART_KINDS.get(t, _UNKNOWN_PART_KIND) if isinstance(t, str) else _UNKNOWN_PART_KIND
+    return kind
+
+
+# --- checking --------------------------------------------------------------------
+
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def where_of(path: tuple) -> str:
+    """``("messages", 3, "toolStatus")`` -> ``messages[3].toolStatus``; ``()`` -> ``$``."""
+    if not path:
+        return "$"
+    out = []
+    for c in path:
+        if isinstance(c, int) and not isinstance(c, bool):
+            out.append(f"[{c}]")
+        elif isinstance(c, str) and _IDENT.match(c):
+            out.append(("." if out else "") + c)
+        else:
+            out.append("[" + (json.dumps(c, ensure_ascii=False) if isinstance(c, str) else repr(c)) + "]")
+    return "".join(out)
+
+
+def json_kind(v) -> str:
+    """The JSON kind of a decoded value, for messages."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return "an integer"
+    if isinstance(v, float):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "an array"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def _short(v) -> str:
+    """A bounded repr for reasons (values may be megabytes long)."""
+    if isinstance(v, str) and len(v) > 40:
+        return repr(v[:40]) + "..."
+    r = repr(v)
+    return r if len(r) <= 60 else r[:60] + "..."
+
+
+def _err(out: list, code: str, path: tuple, reason: str) -> None:
+    out.append(Problem(ERROR, code, where_of(path), reason, path))
+
+
+def _check_leaf(kind: str, v, path: tuple, out: list) -> None:
+    if kind == STRING:
+        if not isinstance(v, str):
+            _err(out, "wrong-type", path, f"expected a string, got {json_kind(v)}")
+    elif kind == BOOL:
+        if not isinstance(v, bool):
+            _err(out, "wrong-type", path, f"expected a boolean, got {json_kind(v)}")
+    elif kind == INT:
+        if isinstance(v, int) and not isinstance(v, bool):
+            if not _INT_MIN <= v <= _INT_MAX:
+                _err(out, "out-of-range", path, f"{_short(v)} does not fit in a 64-bit Int")
+        elif isinstance(v, float) and math.isfinite(v) and v.is_integer():
+            _err(out, "integral-float", path, f"{v!r} in an Int field (write an integer)")
+        else:
+            what = "a fraction" if isinstance(v, float) else json_kind(v)
+            _err(out, "wrong-type", path, f"expected an integer, got {what}")
+    elif kind == DOUBLE:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            _err(out, "wrong-type", path, f"expected a number, got {json_kind(v)}")
+        elif isinstance(v, float) and not math.isfinite(v):
+            _err(out, "non-finite", path, f"{v!r} is not a finite number")
+        elif isinstance(v, int):
+            try:
+                float(v)
+            except OverflowError:
+                _err(out, "out-of-range", path, f"{_short(v)} does not fit in a Double")
+    elif kind == UUID:
+        if not isinstance(v, str):
+            _err(out, "wrong-type", path, f"expected a UUID string, got {json_kind(v)}")
+        elif not UUID_RE.match(v):
+            _err(out, "bad-uuid", path, f"{_short(v)} is not a UUID")
+    elif kind == DATE:
+        parts = _parse_date_parts(v)
+        if not isinstance(v, str):
+            _err(out, "wrong-type", path, f"expected an ISO-8601 date string, got {json_kind(v)}")
+        elif parts is None:
+            _err(out, "bad-date", path, f"{_short(v)} is not an ISO-8601 date-time")
+        elif parts[1]:
+            _err(out, "fractional-date", path, f"{_short(v)} has fractional seconds (macOS <= 15 rejects it)")
+    elif kind == DATA:
+        if not isinstance(v, str):
+            _err(out, "wrong-type", path, f"expected a base64 string, got {json_kind(v)}")
+        else:
+            try:
+                base64.b64decode(v, validate=True)
+            except (binascii.Error, ValueError):
+                _err(out, "bad-base64", path, "not standard padded base64")
+
+
+def check(kind, value, path: tuple, out: list) -> None:
+    """Append to ``out`` every decode error of ``value`` read as ``kind`` at ``path``.
+
+    Recursion follows the schema, whose depth is fixed (< 10), never the input.
+    """
+    kind = resolve_kind(kind, value)
+    if isinstance(kind, _Object):
+        if not isinstance(value, dict):
+            _err(out, "not-object", path, f"expected an object ({kind.name}), got {json_kind(value)}")
+            return
+        for key, (sub, required) in kind.fields.items():
+            if key not in value:
+                if required:
+                    _err(out, "missing-key", path + (key,), f"required key of {kind.name} is missing")
+            elif value[key] is None:
+                if required:
+                    _err(out, "null-key", path + (key,), f"required key of {kind.name} is null")
+            else:
+                check(sub, value[key], path + (key,), out)
+    elif isinstance(kind, _Array):
+        if not isinstance(value, list):
+            _err(out, "wrong-type", path, f"expected an array, got {json_kind(value)}")
+            return
+        for i, item in enumerate(value):
+            check(kind.item, item, path + (i,), out)
+    elif isinstance(kind, _Map):
+        if not isinstance(value, dict):
+            _err(out, "wrong-type", path, f"expected an object of strings, got {json_kind(value)}")
+            return
+        for k, item in value.items():
+            check(kind.value, item, path + (k,), out)
+    elif isinstance(kind, _Enum):
+        if not isinstance(value, str):
+            _err(out, "wrong-type", path, f"expected a string, got {json_kind(value)}")
+        elif value not in kind:
+            _err(out, "bad-enum", path, f"unknown value {_short(value)} (SAM knows {', '.join(sorted(kind))})")
+    else:
+        _check_leaf(kind, value, path, out)
+
+
+def check_strings(value, path: tuple, out: list) -> None:
+    """Append a ``bad-string`` error for every string (or key) holding a lone surrogate.
+
+    Iterative, so any nesting depth is fine; a node's path is kept as a link
+    to its parent's and only spelled out for a hit, so deep input stays linear.
+    """
+
+    def spell(link) -> tuple:
+        keys = []
+        while link is not None:
+            link, key = link
+            keys.append(key)
+        return path + tuple(reversed(keys))
+
+    stack = [(value, None)]
+    while stack:
+        v, link = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                _err(out, "bad-string", spell(link), "string holds a lone UTF-16 surrogate")
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                if isinstance(k, str) and _SURROGATE.search(k):
+                    _err(out, "bad-string", spell((link, k)), "key holds a lone UTF-16 surrogate")
+                stack.append((item, (link, k)))
+        elif isinstance(v, list):
+            stack.extend((item, (link, i)) for i, item in enumerate(v))
+
+
+# --- warnings ----------------------------------------------------------------------
+
+
+def flag_problem(msg) -> str | None:
+    """Why a message's type/flags could not come out of SAM's §4.3 derivation, or None.
+
+    Only judged when ``type``, ``isFromUser`` and ``isToolMessage`` decode.
+    Derivation: explicit thinking => thinking/tool; non-empty reasoningContent
+    => thinking/not tool; isToolMessage or toolExecution => toolExecution/tool;
+    isFromUser => user/not tool; else the given type, not tool.
+    """
+    if not isinstance(msg, dict):
+        return None
+    t, user, tool = msg.get("type"), msg.get("isFromUser"), msg.get("isToolMessage")
+    if not isinstance(t, str) or t not in MESSAGE_TYPES or not isinstance(user, bool) or not isinstance(tool, bool):
+        return None
+    reasoning = msg.get("reasoningContent")
+    has_reasoning = isinstance(reasoning, str) and reasoning != ""
+    if t == "thinking":
+        return None if tool or has_reasoning else "type thinking with isToolMessage false and no reasoningContent"
+    if has_reasoning:
+        return f"non-empty reasoningContent but type {t} (SAM derives thinking)"
+    if t == "toolExecution":
+        return None if tool else "type toolExecution with isToolMessage false"
+    if tool:
+        return f"isToolMessage true but type {t} (SAM derives toolExecution)"
+    if user and t != "user":
+        return f"isFromUser true but type {t} (SAM derives user)"
+    return None
+
+
+def _warn(out: list, code: str, path: tuple, reason: str) -> None:
+    out.append(Problem(WARNING, code, where_of(path), reason, path))
+
+
+def _warnings(doc: dict, out: list) -> None:
+    msgs = doc.get("messages")
+    msgs = msgs if isinstance(msgs, list) else []
+    call_ids = set()
+    for m in msgs:
+        calls = m.get("toolCalls") if isinstance(m, dict) else None
+        for c in calls if isinstance(calls, list) else ():
+            if isinstance(c, dict) and isinstance(c.get("id"), str):
+                call_ids.add(c["id"])
+    first_index = {}
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            continue
+        p = ("messages", i)
+        mid = m.get("id")
+        if is_uuid(mid):
+            j = first_index.setdefault(mid.upper(), i)
+            if j != i:
+                _warn(out, "duplicate-message-id", p + ("id",), f"same id as messages[{j}]")
+        if m.get("isStreaming") is True:
+            _warn(out, "streaming", p + ("isStreaming",), "still streaming: the stream was interrupted")
+        if m.get("toolStatus") in ("running", "queued"):
+            _warn(out, "tool-running", p + ("toolStatus",), f"tool still {m['toolStatus']}: it never finished")
+        tdd = m.get("toolDisplayData")
+        if isinstance(tdd, dict) and tdd.get("status") in ("running", "queued"):
+            _warn(out, "tool-running", p + ("toolDisplayData", "status"), f"tool card still {tdd['status']}")
+        tcid = m.get("toolCallId")
+        if isinstance(tcid, str) and tcid not in call_ids:
+            _warn(out, "orphan-tool-result", p + ("toolCallId",), f"no toolCalls entry has id {_short(tcid)}")
+        ts, lm = parse_date(m.get("timestamp")), parse_date(m.get("lastModified"))
+        if ts is not None and lm is not None and lm < ts:
+            _warn(out, "modified-before-created", p + ("lastModified",), "lastModified is earlier than timestamp")
+        why = flag_problem(m)
+        if why:
+            _warn(out, "type-flags", p + ("type",), why)
+    if "enabledMiniPromptIds" in doc:
+        _warn(
+            out,
+            "renamed-key",
+            ("enabledMiniPromptIds",),
+            "renamed to enabledCustomInstructionIds; SAM ignores it and drops it on its next save",
+        )
+
+
+# --- public entry points ------------------------------------------------------------
+
+
+def validate_conversation(doc) -> list[Problem]:
+    """Every problem SAM's decoder (errors) and samctl's verifier (warnings) find in ``doc``.
+
+    ``doc`` is any decoded JSON value.  Never raises; never modifies ``doc``.
+    """
+    out: list[Problem] = []
+    if not isinstance(doc, dict):
+        _err(out, "not-object", (), f"top level must be an object (ConversationData), got {json_kind(doc)}")
+        return out
+    check(CONVERSATION_KIND, doc, (), out)
+    check_strings(doc, (), out)
+    _warnings(doc, out)
+    return out
+
+
+def message_errors(msg, index: int | None = None) -> list[Problem]:
+    """The error-severity problems of one message alone (would it decode?).
+
+    Paths are relative to the message (``toolStatus``), or under
+    ``messages[index]`` when ``index`` is given.  Never raises.
+    """
+    path = () if index is None else ("messages", index)
+    out: list[Problem] = []
+    check(MESSAGE_KIND, msg, path, out)
+    check_strings(msg, path, out)
+    return out
+
+
+def would_load(doc) -> bool:
+    """True iff SAM would decode ``doc`` (no error-severity problem)."""
+    return not any(p.severity == ERROR for p in validate_conversation(doc))
