@@ -1,0 +1,170 @@
+"""recover: bring back a conversation whose file is missing, corrupt, or behind its history.
+
+The store module builds a RecoveryPlan (what to write, from which source,
+what changed); this module carries it out with the one write protocol every
+recovery shares, ordered so a crash at any instant leaves the old or the new
+file complete, never neither:
+
+1. cut a torn log tail: its bytes first go to a 0600 ``.torn`` sibling
+   (fsynced), then the log is truncated to its last newline; a complete but
+   unterminated last line gets its newline instead;
+2. keep the old file as a 0600 ``<name>.<UTC time>.bak`` sibling (an atomic
+   copy), which ``samctl compact`` removes after its grace period;
+3. write the new file atomically (temp, fsync, rename, dir fsync), then any
+   sidecar.
+
+``--to PATH`` writes only the recovered document, elsewhere, and touches
+nothing in the store.  ``dry_run`` writes nothing at all.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from samctl import fsafe
+from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.resolve import resolve_id
+from samctl.errors import SamctlError
+
+
+@dataclass
+class TailRepair:
+    log: Path
+    size: int  # the log's size when it was read: refuse to touch it if it changed
+    offset: int  # keep bytes [0, offset)
+    add_newline: bool  # the unterminated last line is a complete event: terminate it instead
+
+
+@dataclass
+class RecoveryPlan:
+    cid: str
+    target: Path
+    source: str
+    new_bytes: bytes | None  # None: the file is already right
+    sidecars: list = field(default_factory=list)  # (path, bytes) written after the main file
+    changes: list = field(default_factory=list)
+    messages_before: int | None = None
+    messages_after: int | None = None
+    tail: TailRepair | None = None
+    written: list = field(default_factory=list)
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return self.new_bytes is None and not self.sidecars and self.tail is None
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.cid, "target": str(self.target), "source": self.source,
+            "messages_before": self.messages_before, "messages_after": self.messages_after,
+            "changes": self.changes, "rewrites": self.new_bytes is not None,
+            "sidecars": [str(p) for p, _ in self.sidecars],
+            "trim_log": None if self.tail is None else {"log": str(self.tail.log), "keep_bytes": self.tail.offset,
+                                                         "add_newline": self.tail.add_newline},
+            "written": [str(p) for p in self.written],
+        }
+
+
+def _stamp() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def _unique(path: Path) -> Path:
+    if fsafe.lstat(path) is None:
+        return path
+    for i in range(1, 1000):
+        p = path.with_name(f"{path.name}.{i}")
+        if fsafe.lstat(p) is None:
+            return p
+    raise SamctlError(f"too many backups next to {path}", hint="run `samctl compact` to clear old ones")
+
+
+def backup_path(target: Path, suffix: str = "bak") -> Path:
+    return _unique(target.with_name(f"{target.name}.{_stamp()}.{suffix}"))
+
+
+def _repair_tail(tail: TailRepair, plan: RecoveryPlan) -> None:
+    st = fsafe.lstat(tail.log)
+    if st is None or st.st_size != tail.size:
+        raise SamctlError(f"{tail.log} changed while recovering (another writer?); nothing was trimmed",
+                          hint="make sure mermaid is not using the session, then run recover again")
+    if tail.add_newline:
+        fd = os.open(tail.log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.write(fd, b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return
+    with open(tail.log, "rb") as f:
+        f.seek(tail.offset)
+        cut = f.read()
+    torn = backup_path(tail.log, "torn")
+    fsafe.write_atomic(torn, cut)
+    plan.written.append(torn)
+    fsafe._step("truncate")
+    os.truncate(tail.log, tail.offset)
+    fd = os.open(tail.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
+    """Carry out ``plan`` (see the module docstring for the order)."""
+    if to is not None:
+        dest = Path(to)
+        if dest.is_dir():
+            dest = dest / plan.target.name
+        data = plan.new_bytes if plan.new_bytes is not None else fsafe.read_capped(plan.target, 1 << 31)
+        fsafe.write_atomic(dest, data)
+        plan.written.append(dest)
+        return plan
+    if plan.tail is not None:
+        _repair_tail(plan.tail, plan)
+    if plan.new_bytes is not None:
+        if fsafe.lstat(plan.target) is not None:
+            try:
+                old = fsafe.read_capped(plan.target, 1 << 31)
+            except Exception:  # noqa: BLE001 - a FIFO or the like: nothing to keep
+                old = None
+            if old is not None:
+                bak = backup_path(plan.target)
+                fsafe._step("bak")
+                fsafe.write_atomic(bak, old)
+                plan.written.append(bak)
+        fsafe.write_atomic(plan.target, plan.new_bytes)
+        plan.written.append(plan.target)
+    for path, data in plan.sidecars:
+        fsafe.write_atomic(path, data)
+        plan.written.append(path)
+    return plan
+
+
+def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_file=None, force: bool = False,
+            lock_wait: float = 0.0) -> RecoveryPlan:
+    """Plan and (unless ``dry_run``) carry out the recovery of one conversation."""
+    cid = resolve_id(store, text)
+    if store.name == "mermaid":
+        from samctl.formats.mermaid.recover import plan_recovery
+
+        if from_file is not None:
+            raise SamctlError("--from reads SAM export packages; for mermaid use --use PATH with a .conflict file")
+        make_plan = lambda: plan_recovery(store, cid, use=use)  # noqa: E731
+    else:
+        from samctl.formats.sam.recover import plan_recovery
+
+        if use is not None:
+            raise SamctlError("--use adopts a mermaid .conflict file; for SAM give an export package with --from")
+        make_plan = lambda: plan_recovery(store, cid, from_file=from_file)  # noqa: E731
+    plan = make_plan()  # read-only; errors surface before anything is locked or written
+    if dry_run or (plan.nothing_to_do and to is None):
+        return plan
+    if to is not None:
+        return execute(plan, to=to)
+    ensure_app_idle(store, [cid], force)
+    with store_lock(store, lock_wait):
+        return execute(make_plan())  # planned again under the lock: the files may have moved on
