@@ -21,6 +21,8 @@ COMMANDS = {
     "ls": ("samctl.cli.ls", "List conversations, newest first."),
     "show": ("samctl.cli.show", "Print one conversation's transcript."),
     "check": ("samctl.cli.check", "Check the whole store for problems (read-only unless --fix)."),
+    "log": ("samctl.cli.log", "Show a mermaid session's event log."),
+    "recover": ("samctl.cli.recover", "Bring back a conversation that is missing, corrupt, or behind its log."),
 }
 
 
