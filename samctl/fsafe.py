@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -208,6 +209,34 @@ def write_atomic(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) ->
     fsync_dir(parent)
 
 
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike, mode: int = FILE_MODE):
+    """``write_atomic`` for output written in pieces: yields a binary file.
+
+    The data appears at ``path`` (fsynced, renamed, folder fsynced) only when
+    the ``with`` block ends normally; on any exception the temp is removed and
+    the old file, if any, is left as it was.
+    """
+    path = Path(path)
+    parent = path.parent
+    tmp = parent / tmp_name(check_component(path.name))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 16) as f:
+            yield f
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(parent)
+
+
 def make_private_dir(path: str | os.PathLike) -> Path:
     """mkdir -p with 0700 on every folder it creates; an existing folder is left as is."""
     path = Path(path)
@@ -264,3 +293,137 @@ def cache_dir() -> Path:
     if (home / "Library" / "Caches").is_dir():
         return home / "Library" / "Caches" / "samctl"
     return home / ".cache" / "samctl"
+
+
+# --- pieces for multi-step moves (attic, compact) --------------------------------
+# Each function calls ``_step`` before the operation that changes the disk, so
+# the fault-injection tests can stop a command at every write step.
+
+def create_temp(path: str | os.PathLike, mode: int = FILE_MODE):
+    """Open a fresh temp sibling of ``path`` (``.<name>.<pid>.<n>.tmp``) for writing.
+
+    Returns ``(tmp_path, binary file)``.  Finish it with ``finish_temp`` and
+    then ``commit_temp`` (or ``discard_temp``); nothing appears at ``path``
+    before ``commit_temp``.
+    """
+    path = Path(path)
+    tmp = path.parent / tmp_name(check_component(path.name))
+    _step("tmp-write")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    return tmp, os.fdopen(fd, "wb", buffering=1 << 20)
+
+
+def finish_temp(f, mode: int = FILE_MODE) -> None:
+    """Flush, chmod and fsync a file from ``create_temp``, then close it."""
+    try:
+        f.flush()
+        os.fchmod(f.fileno(), mode)
+        _step("fsync")
+        os.fsync(f.fileno())
+    finally:
+        f.close()
+
+
+def commit_temp(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Rename a finished temp over ``path`` and fsync the folder."""
+    _step("rename")
+    os.replace(tmp, path)
+    _step("dir-fsync")
+    fsync_dir(Path(path).parent)
+
+
+def discard_temp(tmp: str | os.PathLike) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def write_temp(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) -> Path:
+    """A finished (fsynced) temp sibling of ``path`` holding ``data``; not yet renamed."""
+    tmp, f = create_temp(path, mode)
+    try:
+        f.write(data)
+        finish_temp(f, mode)
+    except BaseException:
+        f.close()
+        discard_temp(tmp)
+        raise
+    return tmp
+
+
+def open_regular(path: str | os.PathLike):
+    """Open a regular file for streamed reading (no symlink, no FIFO): ``(file, stat)``.
+
+    Raises FileProblem like ``read_capped``.  For files too big to read whole.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _problem_for_oserror(exc, path) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise FileProblem("not-regular", path, f"is not a regular file ({describe_mode(st.st_mode)})")
+    return os.fdopen(fd, "rb", buffering=0), st
+
+
+def remove(path: str | os.PathLike, missing_ok: bool = True) -> bool:
+    """Unlink one file (never a folder, never through a symlink). True if it was there."""
+    _step("unlink")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+        return False
+    return True
+
+
+def remove_tree(path: str | os.PathLike) -> None:
+    """rm -r without following symlinks: files first, then folders, bottom up."""
+    path = Path(path)
+    st = lstat(path)
+    if st is None:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        remove(path)
+        return
+    for dirpath, dirnames, filenames in os.walk(path, topdown=False, followlinks=False):
+        for name in filenames:
+            remove(os.path.join(dirpath, name))
+        for name in dirnames:
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p):
+                remove(p)
+            else:
+                _step("rmdir")
+                os.rmdir(p)
+    _step("rmdir")
+    os.rmdir(path)
+    fsync_dir(path.parent)
+
+
+def place_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Give the finished file ``src`` the name ``dst`` without ever replacing an existing ``dst``.
+
+    A hard link keeps the inode (bytes, mode, mtime); across file systems the
+    bytes are copied to a temp sibling of ``dst`` first.  Raises
+    FileExistsError if ``dst`` exists.  ``src`` is left in place.
+    """
+    _step("link")
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK):
+            raise
+        st = os.lstat(src)
+        with open(src, "rb") as f:
+            tmp = write_temp(dst, f.read(), stat.S_IMODE(st.st_mode))
+        try:
+            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+            _step("link")
+            os.link(tmp, dst)
+        finally:
+            discard_temp(tmp)
+    fsync_dir(Path(dst).parent)
