@@ -100,3 +100,28 @@ def examples(*lines):
         f.__doc__ = (f.__doc__ or "").rstrip() + text
         return f
     return deco
+
+
+def complete_ids(ctx, param, incomplete):
+    """shell_complete callback for conversation ID arguments: ids of the store that start with what was typed.
+
+    Reads --root/SAMCTL_ROOT from the command line being completed.  Never raises and
+    never prints: a completion that fails offers nothing.
+    """
+    try:
+        from click.shell_completion import CompletionItem
+
+        from samctl.formats import open_store
+
+        root = ctx.find_root().params.get("root")
+        store = open_store(root, cache=True)
+        text = incomplete or ""
+        want = store.normalize_prefix(text)
+        ids = [i for i in store.all_ids() if i.startswith(want) or i.startswith(text)]
+        titles = {}
+        if 0 < len(ids) <= 50:
+            titles = {m.id: m.title for m in store.list_metas([])}
+        return [CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None) for i in ids
+                if i in titles or not titles]
+    except Exception:  # noqa: BLE001 - completion must never break the user's shell
+        return []

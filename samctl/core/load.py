@@ -5,7 +5,7 @@ from __future__ import annotations
 from samctl import fsafe
 from samctl.core.model import ERROR, Finding
 from samctl.core.resolve import resolve_id
-from samctl.errors import FileProblem
+from samctl.errors import FileProblem, NotFound
 
 
 def load_conversation(store, text: str, findings: list):
@@ -14,7 +14,23 @@ def load_conversation(store, text: str, findings: list):
     Raises UsageError for an invalid or ambiguous id, NotFound when no
     conversation has it.
     """
-    cid = resolve_id(store, text)
+    return _load(store, resolve_id(store, text), findings)
+
+
+def load_resolved(store, cid: str, findings: list):
+    """``load_conversation`` for an id taken from a listing: no id lookup, never raises NotFound.
+
+    A conversation that vanished since it was listed is a finding.
+    """
+    try:
+        return _load(store, cid, findings)
+    except NotFound as exc:
+        findings.append(Finding("missing", str(store.conv_dir), f"{cid}: {exc.message} (removed while samctl ran?)",
+                                ERROR, cid))
+        return None
+
+
+def _load(store, cid: str, findings: list):
     try:
         conv = store.load(cid, findings)
     except FileProblem as exc:

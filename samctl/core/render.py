@@ -122,6 +122,10 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
             label += f" `{msg.tool_name}`"
             if msg.tool_call_id:
                 label += f" (result of `{msg.tool_call_id}`)"
+        if msg.role == "tool" and msg.tool_status and msg.tool_status != "success":
+            label += f" [{msg.tool_status}]"
+        if msg.hidden:
+            label += " (hidden in the app)"
         out.append(f"## {label} · {msg.timestamp or ''}".rstrip(" ·"))
         out.append("")
         if msg.reasoning and reasoning:
@@ -142,7 +146,27 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
             body = json.dumps(args, ensure_ascii=False, indent=2)
             f = _fence(body)
             out += [f"**Tool call** `{tc.name}`" + (f" (`{tc.id}`)" if tc.id else ""), "", f + "json", body, f, ""]
+        for a in msg.actions:
+            if isinstance(a, dict):
+                out += _md_action(a)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_action(a: dict) -> list[str]:
+    """A mermaid tool run (an ``actions`` entry) as a line and its output, fenced."""
+    r = a.get("result")
+    status, output = "", ""
+    if isinstance(r, dict):
+        if isinstance(r.get("Success"), dict):
+            status, output = "ok", r["Success"].get("output", "")
+        elif isinstance(r.get("Error"), dict):
+            status, output = "error", r["Error"].get("error", "")
+    line = f"**Tool run** {_md_inline(str(a.get('action_type', '?')))} `{_md_inline(str(a.get('target', '')))}`"
+    out = [line + (f": {status}" if status else ""), ""]
+    if isinstance(output, str) and output:
+        f = _fence(output)
+        out += [f, output.rstrip("\n"), f, ""]
+    return out
 
 
 def _md_inline(s: str) -> str:
