@@ -474,19 +474,22 @@ class _MermaidSession:
         return m
 
     def _new_tasks(self, ns: int) -> dict:
+        """A new checklist: 1-3 completed items added, at most 12 kept (next_id = last id used)."""
         rng = self.rng
         items = [dict(t) for t in self.tasks["tasks"]]
+        next_id = self.tasks["next_id"]
         for _ in range(rng.randint(1, 3)):
-            tid = self.tasks["next_id"] + 1 + len(items) - len(self.tasks["tasks"])
+            next_id += 1
             subject = _text(rng, self.corp, 20, 70, 40)
             start = ns // NS - rng.randint(30, 600)
-            items.append({"id": tid, "subject": subject, "active_form": "Working on " + subject,
+            items.append({"id": next_id, "subject": subject,
+                          "active_form": "Working on " + subject,
                           "description": _text(rng, self.corp, 50, 300, 100),
                           "status": "completed", "origin": rng.choice(["model", "user"]),
                           "started_at": start, "completed_at": start + rng.randint(5, 300),
                           "tokens_at_start": self.cum["prompt_tokens"],
                           "tokens_spent": rng.randint(100, 9000), "evidence": []})
-        self.tasks = {"next_id": max(t["id"] for t in items), "tasks": items}
+        self.tasks = {"next_id": next_id, "tasks": items[-12:]}
         return self.tasks
 
     def tool_turn(self, ns_list: list[int], calls: int) -> None:
@@ -587,18 +590,19 @@ def _play(session: _MermaidSession, plan: list[int], gaps: list[int], start_ns: 
 
 
 def mermaid_conversation(i: int, seed: int = 0, messages_mean: float = 12,
-                         corp: str | None = None) -> tuple[str, bytes, bytes, bytes]:
-    """Conversation i of an archive: (id, snapshot bytes, meta bytes, log bytes)."""
+                         corp: str | None = None) -> dict:
+    """Conversation i of an archive: {id, json, meta, jsonl (bytes), messages (count)}."""
     corp = corp if corp is not None else corpus(seed)
     rng = random.Random(f"mermaid:{seed}:{i}")
-    created = _nine(MERMAID_BASE_NS + i * MERMAID_WINDOW_NS + rng.randrange(0, 60 * NS))
+    window = MERMAID_BASE_NS + i * MERMAID_WINDOW_NS
+    created = _nine(window + rng.randrange(0, 60 * NS))
     s = _MermaidSession(rng, corp, created)
     plan = _mermaid_plan(rng, messages_mean)
-    budget = MERMAID_WINDOW_NS - (created - MERMAID_BASE_NS - i * MERMAID_WINDOW_NS) - 30 * NS
+    budget = window + MERMAID_WINDOW_NS - 30 * NS - created
     _play(s, plan, _mermaid_gaps(rng, plan, budget), created)
-    snap = orjson.dumps(s.snapshot(), option=_ORJ_PRETTY)
-    meta = orjson.dumps(s.meta())
-    return s.id, snap, meta, b"".join(s.lines)
+    return {"id": s.id, "json": orjson.dumps(s.snapshot(), option=_ORJ_PRETTY),
+            "meta": orjson.dumps(s.meta()), "jsonl": b"".join(s.lines),
+            "messages": s.message_count}
 
 
 def _mermaid_worker(chunk: range) -> dict:
@@ -606,14 +610,13 @@ def _mermaid_worker(chunk: range) -> dict:
     d = ctx["dir"]
     files = nbytes = msgs = 0
     for i in chunk:
-        cid, snap, meta, log = mermaid_conversation(i, ctx["seed"], ctx["messages_mean"],
-                                                    ctx["corpus"])
-        base = os.path.join(d, cid)
-        nbytes += _write_private(base + ".json", snap)
-        nbytes += _write_private(base + ".meta", meta)
-        nbytes += _write_private(base + ".jsonl", log)
+        c = mermaid_conversation(i, ctx["seed"], ctx["messages_mean"], ctx["corpus"])
+        base = os.path.join(d, c["id"])
+        nbytes += _write_private(base + ".json", c["json"])
+        nbytes += _write_private(base + ".meta", c["meta"])
+        nbytes += _write_private(base + ".jsonl", c["jsonl"])
         files += 3
-        msgs += orjson.loads(meta)["message_count"]
+        msgs += c["messages"]
     return {"conversations": len(chunk), "files": files, "bytes": nbytes, "messages": msgs}
 
 
@@ -648,6 +651,9 @@ def make_mermaid(outdir, n: int, *, messages_mean: float = 12, seed: int = 0, lo
         totals["bytes"] += info["bytes"]
         totals["log_path"] = path
         totals["log_messages"] = info["messages"]
+        if progress:
+            print(f"[gen mermaid] log-only conversation {info['id']}: {info['bytes']} bytes, "
+                  f"{info['lines']} lines, {info['messages']} messages", file=sys.stderr, flush=True)
     totals["seconds"] = round(prog.seconds(), 3)
     totals["dir"] = d
     if progress:
@@ -658,63 +664,55 @@ def make_mermaid(outdir, n: int, *, messages_mean: float = 12, seed: int = 0, lo
     return totals
 
 
-def make_mermaid_log(path, target_bytes: int, seed: int = 0) -> dict:
-    """Write one valid event log of at most target_bytes (at least its first batch).
+def _is_mermaid_id(stem: str) -> bool:
+    return (len(stem) == 19 and stem.isascii() and stem[8] == "_" and stem[15] == "_"
+            and (stem[:8] + stem[9:15] + stem[16:]).isdigit())
 
-    The id is the file's stem when that is a valid id, else one derived from the seed. The log starts
-    with ``started``, seqs are gapless from 0 and the last line ends in ``\\n``; batches are never cut,
-    so the log stays below a cap such as mermaid's 128 MiB when target_bytes is that cap.
-    Returns {path, id, bytes, lines, messages}.
+
+def make_mermaid_log(path, target_bytes: int, seed: int = 0) -> dict:
+    """Write one valid event log of at most target_bytes (but at least its first batch).
+
+    The session id is the file's stem when that is a valid id (and a real date), else one derived
+    from the seed.  The log starts with ``started``, seqs are gapless from 0 and the last line ends
+    in a newline; only whole turns are written, so a target such as mermaid's 128 MiB cap is never
+    exceeded.  Returns {path, id, bytes, lines, messages}.
     """
     path = os.fspath(path)
     corp = corpus(seed)
     rng = random.Random(f"mermaid-log:{seed}")
+    created = _nine(MERMAID_BASE_NS + rng.randrange(0, 60 * NS))
     stem = os.path.basename(path)
     stem = stem[:-6] if stem.endswith(".jsonl") else stem
-    created = _nine(MERMAID_BASE_NS + rng.randrange(0, 60 * NS))
-    if len(stem) == 19 and stem[8] == "_" and stem[15] == "_" and \
-            (stem[:8] + stem[9:15] + stem[16:]).isdigit():
-        tm = time.strptime(stem[:15], "%Y%m%d_%H%M%S")
-        created = _nine(calendar.timegm(tm) * NS + int(stem[16:]) * MS + rng.randrange(MS))
+    if _is_mermaid_id(stem):
+        try:
+            tm = time.strptime(stem[:15], "%Y%m%d_%H%M%S")
+            created = _nine(calendar.timegm(tm) * NS + int(stem[16:]) * MS + rng.randrange(MS))
+        except ValueError:
+            pass
     s = _MermaidSession(rng, corp, created, sink=True)
-    written = 0
-    lines = 0
-    ns = created
+    written = lines = messages = 0
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
     fd = os.open(path, _OPEN_FLAGS, 0o600)
     try:
         os.fchmod(fd, 0o600)
-        first = True
         while True:
             plan = [0] if rng.random() < 0.7 else [1 if rng.random() < 0.8 else 2]
-            _play(s, plan, _mermaid_gaps(rng, plan, None), ns)
-            ns = s.last_batch_ns
+            _play(s, plan, _mermaid_gaps(rng, plan, None), s.last_batch_ns)
             chunk = b"".join(s.lines)
-            if not first and written + len(chunk) > target_bytes:
-                break
-            first = False
             s.lines.clear()
+            if lines and written + len(chunk) > target_bytes:
+                break  # this turn is dropped whole; its seqs never reach the disk
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view):]
             written += len(chunk)
             lines = s.seq
-            os.write(fd, chunk) if len(chunk) < (1 << 30) else None
-        # Nothing of the rejected turn was written; its seqs were never used on disk.
+            messages = s.message_count
     finally:
         os.close(fd)
-    return {"path": path, "id": s.id, "bytes": written, "lines": lines,
-            "messages": _count_messages(path)}
-
-
-def _count_messages(path: str) -> int:
-    n = 0
-    with open(path, "rb") as f:
-        for line in f:
-            if b'"type":"message"},"seq"' in line:
-                n += 1
-            elif b'"type":"reset"},"seq"' in line:
-                n += line.count(b'"provider_continuation":')
-    return n
+    return {"path": path, "id": s.id, "bytes": written, "lines": lines, "messages": messages}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -746,6 +744,7 @@ SAM_INSERT = ('INSERT INTO "conversation_memories" ("id", "conversation_id", "co
               '"content_type", "embedding", "importance", "created_at", "access_count", '
               '"last_accessed", "tags") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
 
+_TITLE_WORDS = sorted({w for w in WORDS if w.isalpha() and w.isascii() and len(w) > 3})
 _ACKS = ["thanks!", "Thanks.", "ok", "okay", "Got it", "perfect", "Yes, go ahead", "Sounds good!",
          "thanks :)", "Yes, proceed with the budget option.", "Please focus on the deadline."]
 
@@ -839,11 +838,10 @@ def sam_conversation(i: int, seed: int = 0, messages_mean: float = 12, corp: str
     head = sam_header(seed, i)
     rng = random.Random(f"sam:{seed}:{i}")
     provider, model = rng.choice(SAM_MODELS)
-    title_words = [w for w in WORDS if w.isalpha() and w.isascii() and len(w) > 3]
     if rng.random() < 0.05:
         title = "New Conversation"
     else:
-        title = " ".join(rng.choice(title_words) for _ in range(rng.randint(2, 5))).capitalize()
+        title = " ".join(rng.choice(_TITLE_WORDS) for _ in range(rng.randint(2, 5))).capitalize()
     created = head["created"]
     t = created + rng.randint(2, 30)
     messages = []
@@ -939,9 +937,8 @@ def sam_conversation(i: int, seed: int = 0, messages_mean: float = 12, corp: str
             "settings": settings, "sessionId": head["id"], "isPinned": head["pinned"],
             "workingDirectory": workdir, "enabledCustomInstructionIds": [], "isFromAPI": False,
             "performanceMetrics": perf}
-    if rng.random() < 0.1:
-        conv["folderId"] = random.Random(f"sam-folder:{seed}:{rng.randrange(4)}").getrandbits(128)
-        conv["folderId"] = str(uuid.UUID(int=conv["folderId"], version=4)).upper()
+    if rng.random() < 0.1:  # filed in one of four folders (folders.json lives outside the tree)
+        conv["folderId"] = _uuid_upper(random.Random(f"sam-folder:{seed}:{rng.randrange(4)}"))
     head = dict(head, scope=scope, t_end=t)
     return conv, head
 
