@@ -215,26 +215,18 @@ def atomic_writer(path: str | os.PathLike, mode: int = FILE_MODE):
 
     The data appears at ``path`` (fsynced, renamed, folder fsynced) only when
     the ``with`` block ends normally; on any exception the temp is removed and
-    the old file, if any, is left as it was.
+    the old file, if any, is left as it was.  Built on ``create_temp``,
+    ``finish_temp`` and ``commit_temp`` (same fault-injection steps).
     """
-    path = Path(path)
-    parent = path.parent
-    tmp = parent / tmp_name(check_component(path.name))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    tmp, f = create_temp(path, mode)
     try:
-        with os.fdopen(fd, "wb", buffering=1 << 16) as f:
-            yield f
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        yield f
+        finish_temp(f, mode)
+        commit_temp(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        f.close()
+        discard_temp(tmp)
         raise
-    fsync_dir(parent)
 
 
 def make_private_dir(path: str | os.PathLike) -> Path:
