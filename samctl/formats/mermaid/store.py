@@ -227,6 +227,27 @@ class MermaidStore(Store):
         finally:
             os.close(fd)
 
+    # lifecycle: rm, restore, archive (the rules live in formats/mermaid/lifecycle.py) --------
+    def conversation_files(self, cid: str, refs=None) -> list[Path]:
+        from samctl.formats.mermaid import lifecycle
+
+        return lifecycle.conversation_files(self, cid)
+
+    def purge(self, cid: str, refs=None) -> list[str]:
+        from samctl.formats.mermaid import lifecycle
+
+        return lifecycle.purge(self, cid)
+
+    def new_id(self, taken=None) -> str:
+        from samctl.formats.mermaid import lifecycle
+
+        return lifecycle.new_id(self, taken)
+
+    def retarget(self, folder: Path, names: list[str], old: str, new: str) -> dict:
+        from samctl.formats.mermaid import lifecycle
+
+        return lifecycle.retarget(self, folder, names, old, new)
+
     # check -----------------------------------------------------------------
     def check(self, findings: list, fix: bool = False) -> list[str]:
         from samctl.formats.mermaid import checks

@@ -233,6 +233,32 @@ class SamStore(Store):
 
         return sam_is_running()
 
+    # lifecycle: rm, restore, archive (the rules live in formats/sam/lifecycle.py) --------------
+    def conversation_files(self, cid: str, refs=None) -> list[Path]:
+        from samctl.formats.sam import lifecycle
+
+        return lifecycle.conversation_files(self, cid, refs)
+
+    def topic_refs(self) -> dict:
+        from samctl.formats.sam import lifecycle
+
+        return lifecycle.topic_refs(self)
+
+    def purge(self, cid: str, refs=None) -> list[str]:
+        from samctl.formats.sam import lifecycle
+
+        return lifecycle.purge(self, cid, refs)
+
+    def new_id(self, taken=None) -> str:
+        from samctl.formats.sam import lifecycle
+
+        return lifecycle.new_id(self, taken)
+
+    def retarget(self, folder: Path, names: list[str], old: str, new: str) -> dict:
+        from samctl.formats.sam import lifecycle
+
+        return lifecycle.retarget(self, folder, names, old, new)
+
     def check(self, findings: list, fix: bool = False) -> list[str]:
         from samctl.formats.sam import checks
 

@@ -1,0 +1,182 @@
+"""What removing, purging and re-identifying a SAM conversation means (spec §2, §5.6, §7.1, §7.6).
+
+- A conversation is its folder ``CONV/<UUID>/``: ``conversation.json``,
+  ``memory.db``, ``context_archive.db``, ``ltm.json``, ``kv_store.json``,
+  leftovers.  SAM's delete removes ``conversation.json`` and then the whole
+  folder; it never removes a shared-topic scope (another folder).
+- A folder that is a shared-topic memory scope still referenced by another
+  conversation (``settings.useSharedData`` with that ``sharedTopicId``) is
+  never removed: a scope without ``conversation.json`` is refused outright;
+  if a conversation's own folder is also another's scope, its ``memory.db``
+  (and the folder) stay.
+- Pinned conversations are protected by the caller (``--include-pinned``).
+- ``new_id`` is a fresh uppercase UUID; ``retarget`` renames a staged folder
+  and rewrites ``id``/``sessionId`` in ``conversation.json`` (SAM's strict
+  writer) and ``conversation_id`` in ``memory.db``/``context_archive.db``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import uuid
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.errors import FileProblem, NotFound, SamctlError
+from samctl.formats.sam import decode
+
+SCOPE_FILES = ("memory.db", "memory.db-journal", "memory.db-wal", "memory.db-shm")
+PRIMARY = "conversation.json"
+
+
+def topic_refs(store) -> dict[str, set[str]]:
+    """Shared-topic scope id -> the ids of the conversations whose memories live there."""
+    refs: dict[str, set[str]] = {}
+    for e in store._folders():
+        p = os.path.join(e.path, PRIMARY)
+        if fsafe.lstat(p) is None:
+            continue
+        doc, problem = store._parse(p)
+        if doc is None:
+            continue
+        t = decode.shared_topic_id(doc)
+        if t:
+            refs.setdefault(t, set()).add(e.name.upper())
+    return refs
+
+
+def conversation_files(store, cid: str, refs: dict | None = None) -> list[Path]:
+    """The folder (first, when it goes too) and every file and sub-folder of ``cid``.
+
+    Raises NotFound, or SamctlError when the folder must not move (a scope
+    still in use, a conversation that lives only in the legacy file, a symlink
+    or special file inside).
+    """
+    cid = cid.upper()
+    folder = store.folder(cid)
+    st = fsafe.lstat(folder)
+    if st is None:
+        if cid in store._legacy_docs([]):
+            raise SamctlError(f"{cid} lives only in the legacy conversations.json; samctl does not rewrite that file",
+                              hint="open SAM once so it migrates the legacy file, then try again")
+        raise NotFound(f"no conversation {cid} in {store.conv_dir}")
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise FileProblem("not-regular", folder, f"{folder} is {fsafe.describe_mode(st.st_mode)}, not a folder; "
+                          "samctl does not move it")
+    refs = topic_refs(store) if refs is None else refs
+    users = refs.get(cid, set()) - {cid}
+    has_primary = fsafe.lstat(folder / PRIMARY) is not None
+    if users and not has_primary:
+        some = ", ".join(sorted(users)[:3])
+        raise SamctlError(f"{cid} is the shared-topic memory scope of {some}; it is never removed while in use",
+                          hint="remove the conversations that use it first")
+    out: list[Path] = [folder] if not users else []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames.sort()
+        for name in sorted(dirnames) + sorted(filenames):
+            p = Path(dirpath) / name
+            pst = fsafe.lstat(p)
+            if pst is None:
+                continue
+            if stat.S_ISDIR(pst.st_mode):
+                out.append(p)
+            elif stat.S_ISREG(pst.st_mode):
+                if users and Path(dirpath) == folder and name in SCOPE_FILES:
+                    continue  # another conversation's memories: they stay
+                out.append(p)
+            else:
+                raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves "
+                                  "only files and folders (see `samctl check`)")
+    return out
+
+
+def new_id(store, taken=None) -> str:
+    taken = set(store.all_ids()) if taken is None else set(taken)
+    while True:
+        cid = str(uuid.uuid4()).upper()
+        if cid not in taken:
+            return cid
+
+
+def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
+    """Rewrite a staged copy of ``old`` (member names relative to ``folder``) as conversation ``new``.
+
+    Returns {old name: new name}.
+    """
+    from samctl.formats.sam import encode
+
+    old_dir = names[0].split("/", 1)[0]
+    top = fsafe.child(folder, old_dir)
+    conv = top / PRIMARY
+    if fsafe.lstat(conv) is not None:
+        try:
+            doc = orjson.loads(fsafe.read_capped(conv, 1 << 31))
+            if not isinstance(doc, dict):
+                raise ValueError("not an object")
+            if isinstance(doc.get("id"), str) and doc["id"].upper() == old.upper():
+                doc["id"] = new
+            if isinstance(doc.get("sessionId"), str) and doc["sessionId"].upper() == old.upper():
+                doc["sessionId"] = new
+            data = encode.conversation_bytes(doc)
+        except (orjson.JSONDecodeError, ValueError, TypeError) as exc:
+            raise SamctlError(f"cannot restore {old} under a new id: its conversation.json cannot be rewritten "
+                              f"({str(exc)[:120]})", hint="restore it under its own id, then `samctl recover` it") \
+                from None
+        fsafe.write_atomic(conv, data)
+    for db, table in (("memory.db", "conversation_memories"), ("context_archive.db", "context_archives")):
+        p = top / db
+        if fsafe.lstat(p) is not None:
+            _retarget_db(p, table, old, new)
+    new_top = fsafe.child(folder, new)
+    fsafe._step("rename")
+    os.rename(top, new_top)
+    return {n: new + n[len(old_dir):] for n in names}
+
+
+def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None, timeout=0)
+    except sqlite3.Error:
+        return
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(f'UPDATE "{table}" SET conversation_id = ? WHERE upper(conversation_id) = ?', (new, old.upper()))
+        db.execute("COMMIT")
+    except sqlite3.Error:
+        pass  # not a database SAM wrote, or another schema: leave it as it was
+    finally:
+        db.close()
+
+
+def purge(store, cid: str, refs: dict | None = None) -> list[str]:
+    """Delete ``cid`` for good as SAM does: conversation.json, then the folder (never a scope in use)."""
+    files = conversation_files(store, cid, refs)
+    folder = store.folder(cid)
+    removed = []
+    primary = folder / PRIMARY
+    if fsafe.lstat(primary) is not None:
+        fsafe.remove(primary)
+        removed.append(str(primary))
+    if files and files[0] == folder:
+        fsafe.remove_tree(folder)
+        removed.append(str(folder))
+    else:
+        for p in reversed(files):
+            st = fsafe.lstat(p)
+            if st is None:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                try:
+                    os.rmdir(p)
+                except OSError:
+                    pass
+            else:
+                fsafe.remove(p)
+            removed.append(str(p))
+        fsafe.fsync_dir(folder)
+    fsafe.fsync_dir(store.conv_dir)
+    return removed
