@@ -23,7 +23,10 @@ Interpretations of the spec (where SAM's source leaves a choice):
 - ``workingDirectoryBookmark`` is a ``Data`` field: Foundation's base64
   decoding strategy fails the file on invalid base64 (``bad-base64``).
 - A lone UTF-16 surrogate in any string (possible from Python's ``json``, never
-  from valid UTF-8) cannot be read by SAM's parser: ``bad-string``.
+  from valid UTF-8) cannot be read by SAM's parser: ``bad-string``; NaN or
+  Infinity anywhere, even under an unknown key, is ``non-finite``.  So a
+  document with no error can always be written by ``encode.conversation_bytes``
+  (nesting deeper than Python's recursion limit aside).
 - ``thinkingEffort`` and ``SimpleToolCall.type`` are plain strings in SAM, so
   any string is accepted; ``folderId`` and ``sessionId`` are strings, not UUIDs.
 """
@@ -79,7 +82,7 @@ ERROR_CODES = {
     "wrong-type": "a value of the wrong JSON kind (string for number, fraction in an Int field, ...)",
     "integral-float": "an Int field holds a float such as 8192.0 (rejected by current Foundation)",
     "out-of-range": "a number too big for Swift's Int (64-bit) or Double",
-    "non-finite": "NaN or Infinity",
+    "non-finite": "NaN or Infinity (anywhere: JSON text cannot hold them)",
     "bad-uuid": "a UUID field that does not parse",
     "bad-date": "a date that is not ISO-8601 internet date-time",
     "fractional-date": "a date with fractional seconds (rejected by macOS <= 15)",
@@ -126,7 +129,7 @@ _DATE_RE = re.compile(
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def _parse_date_parts(s) -> tuple[int, str] | None:
+def parse_date_parts(s) -> tuple[int, str] | None:
     """(whole UTC epoch seconds, fraction digits or "") for an ISO-8601 date, else None.
 
     The whole seconds are exact integers, so truncating a fraction never rounds
@@ -158,7 +161,7 @@ def parse_date(s, *, allow_fraction: bool = True) -> float | None:
     §3).  Fractional seconds are accepted only with ``allow_fraction`` (the
     lenient reader); SAM on macOS <= 15 rejects them.  Non-strings give None.
     """
-    parts = _parse_date_parts(s)
+    parts = parse_date_parts(s)
     if parts is None:
         return None
     whole, frac = parts
@@ -182,40 +185,40 @@ def format_date(epoch) -> str:
 
 
 # --- the schema as data ----------------------------------------------------------
-# A kind is one of the leaf names below, an _Enum (a string from a set), an
-# _Array, a _Map (string keys), an _Object (key -> (kind, required)), or _PART
+# A kind is one of the leaf names below, a OneOf (a string from a set), an
+# Array, a Map (string keys), an Object (key -> (kind, required)), or PART
 # (the tagged MessageContentPart union).
 
 STRING, BOOL, INT, DOUBLE, UUID, DATE, DATA = "string", "bool", "int", "double", "uuid", "date", "data"
 
 
-class _Enum(frozenset):
+class OneOf(frozenset):
     """A string that must be one of these values."""
 
 
 @dataclass(frozen=True, eq=False)
-class _Array:
+class Array:
     item: object
 
 
 @dataclass(frozen=True, eq=False)
-class _Map:
+class Map:
     value: object
 
 
 @dataclass(frozen=True, eq=False)
-class _Object:
+class Object:
     name: str
     fields: dict  # key -> (kind, required)
 
 
-_PART = "content-part"
+PART = "content-part"
 
-MESSAGE_TYPE_KIND = _Enum(MESSAGE_TYPES)
-TOOL_STATUS_KIND = _Enum(TOOL_STATUSES)
-_PART_TYPE_KIND = _Enum(PART_TYPES)
+MESSAGE_TYPE_KIND = OneOf(MESSAGE_TYPES)
+TOOL_STATUS_KIND = OneOf(TOOL_STATUSES)
+_PART_TYPE_KIND = OneOf(PART_TYPES)
 
-TELEMETRY_KIND = _Object(
+TELEMETRY_KIND = Object(
     "ConversationTelemetry",
     {
         "archiveRecallCount": (INT, True),
@@ -225,7 +228,7 @@ TELEMETRY_KIND = _Object(
         "lastUpdated": (DATE, True),
     },
 )
-SETTINGS_KIND = _Object(
+SETTINGS_KIND = Object(
     "ConversationSettings",
     {
         "selectedModel": (STRING, True),
@@ -234,7 +237,7 @@ SETTINGS_KIND = _Object(
         "maxTokens": (INT, False),
         "contextWindowSize": (INT, True),
         "selectedSystemPromptId": (UUID, False),
-        "workspacePromptIds": (_Array(UUID), False),
+        "workspacePromptIds": (Array(UUID), False),
         "selectedPersonalityId": (UUID, False),
         "enableReasoning": (BOOL, True),
         "enableTools": (BOOL, True),
@@ -251,35 +254,35 @@ SETTINGS_KIND = _Object(
         "telemetry": (TELEMETRY_KIND, False),
     },
 )
-IMAGE_URL_KIND = _Object("ImageURL", {"url": (STRING, True), "detail": (_Enum(IMAGE_DETAILS), False)})
+IMAGE_URL_KIND = Object("ImageURL", {"url": (STRING, True), "detail": (OneOf(IMAGE_DETAILS), False)})
 _PART_KINDS = {
-    "text": _Object("text part", {"type": (_PART_TYPE_KIND, True), "text": (STRING, True)}),
-    "image_url": _Object("image part", {"type": (_PART_TYPE_KIND, True), "image_url": (IMAGE_URL_KIND, True)}),
-    "video_url": _Object("video part", {"type": (_PART_TYPE_KIND, True), "video_url": (STRING, True)}),
-    "audio_url": _Object("audio part", {"type": (_PART_TYPE_KIND, True), "audio_url": (STRING, True)}),
+    "text": Object("text part", {"type": (_PART_TYPE_KIND, True), "text": (STRING, True)}),
+    "image_url": Object("image part", {"type": (_PART_TYPE_KIND, True), "image_url": (IMAGE_URL_KIND, True)}),
+    "video_url": Object("video part", {"type": (_PART_TYPE_KIND, True), "video_url": (STRING, True)}),
+    "audio_url": Object("audio part", {"type": (_PART_TYPE_KIND, True), "audio_url": (STRING, True)}),
 }
-_UNKNOWN_PART_KIND = _Object("MessageContentPart", {"type": (_PART_TYPE_KIND, True)})
-TOOL_CALL_KIND = _Object(
+_UNKNOWN_PART_KIND = Object("MessageContentPart", {"type": (_PART_TYPE_KIND, True)})
+TOOL_CALL_KIND = Object(
     "SimpleToolCall",
     {
         "id": (STRING, True),
         "type": (STRING, True),
-        "function": (_Object("function", {"name": (STRING, True), "arguments": (STRING, True)}), True),
+        "function": (Object("function", {"name": (STRING, True), "arguments": (STRING, True)}), True),
     },
 )
-TOOL_DISPLAY_KIND = _Object(
+TOOL_DISPLAY_KIND = Object(
     "ToolDisplayData",
     {
         "action": (STRING, True),
         "actionDisplayName": (STRING, True),
         "status": (TOOL_STATUS_KIND, True),
         "summary": (STRING, False),
-        "details": (_Array(STRING), False),
+        "details": (Array(STRING), False),
         "icon": (STRING, False),
-        "metadata": (_Map(STRING), False),
+        "metadata": (Map(STRING), False),
     },
 )
-MESSAGE_METRICS_KIND = _Object(
+MESSAGE_METRICS_KIND = Object(
     "MessagePerformanceMetrics",
     {
         "tokenCount": (INT, True),
@@ -288,25 +291,25 @@ MESSAGE_METRICS_KIND = _Object(
         "processingTime": (DOUBLE, True),
     },
 )
-MESSAGE_KIND = _Object(
+MESSAGE_KIND = Object(
     "EnhancedMessage",
     {
         "id": (UUID, True),
         "type": (MESSAGE_TYPE_KIND, True),
         "content": (STRING, True),
-        "contentParts": (_Array(_PART), False),
+        "contentParts": (Array(PART), False),
         "timestamp": (DATE, True),
         "isFromUser": (BOOL, True),
         "toolName": (STRING, False),
         "toolStatus": (TOOL_STATUS_KIND, False),
         "toolDisplayData": (TOOL_DISPLAY_KIND, False),
-        "toolDetails": (_Array(STRING), False),
+        "toolDetails": (Array(STRING), False),
         "toolDuration": (DOUBLE, False),
         "toolIcon": (STRING, False),
         "toolCategory": (STRING, False),
         "parentToolName": (STRING, False),
-        "toolMetadata": (_Map(STRING), False),
-        "toolCalls": (_Array(TOOL_CALL_KIND), False),
+        "toolMetadata": (Map(STRING), False),
+        "toolCalls": (Array(TOOL_CALL_KIND), False),
         "toolCallId": (STRING, False),
         "performanceMetrics": (MESSAGE_METRICS_KIND, False),
         "processingTime": (DOUBLE, False),
@@ -321,7 +324,7 @@ MESSAGE_KIND = _Object(
         "isToolMessage": (BOOL, True),
     },
 )
-API_METRICS_KIND = _Object(
+API_METRICS_KIND = Object(
     "APIPerformanceMetrics",
     {
         "id": (UUID, True),
@@ -336,31 +339,31 @@ API_METRICS_KIND = _Object(
         "errorMessage": (STRING, False),
     },
 )
-CONVERSATION_KIND = _Object(
+CONVERSATION_KIND = Object(
     "ConversationData",
     {
         "id": (UUID, True),
         "title": (STRING, True),
         "created": (DATE, True),
         "updated": (DATE, True),
-        "messages": (_Array(MESSAGE_KIND), True),
+        "messages": (Array(MESSAGE_KIND), True),
         "settings": (SETTINGS_KIND, False),
         "sessionId": (STRING, False),
         "lastGitHubCopilotResponseId": (STRING, False),
         "isPinned": (BOOL, False),
         "workingDirectory": (STRING, False),
         "workingDirectoryBookmark": (DATA, False),
-        "enabledCustomInstructionIds": (_Array(UUID), False),
+        "enabledCustomInstructionIds": (Array(UUID), False),
         "folderId": (STRING, False),
         "isFromAPI": (BOOL, False),
-        "performanceMetrics": (_Array(API_METRICS_KIND), False),
+        "performanceMetrics": (Array(API_METRICS_KIND), False),
     },
 )
 
 
 def resolve_kind(kind, value):
     """The concrete kind for ``value``: a content part's object kind depends on its ``type``."""
-    if kind is _PART:
+    if kind is PART:
         t = value.get("type") if isinstance(value, dict) else None
         return _PART_KINDS.get(t, _UNKNOWN_PART_KIND) if isinstance(t, str) else _UNKNOWN_PART_KIND
     return kind
@@ -370,7 +373,7 @@ def resolve_kind(kind, value):
 
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 def where_of(path: tuple) -> str:
@@ -451,7 +454,7 @@ def _check_leaf(kind: str, v, path: tuple, out: list) -> None:
         elif not UUID_RE.match(v):
             _err(out, "bad-uuid", path, f"{_short(v)} is not a UUID")
     elif kind == DATE:
-        parts = _parse_date_parts(v)
+        parts = parse_date_parts(v)
         if not isinstance(v, str):
             _err(out, "wrong-type", path, f"expected an ISO-8601 date string, got {json_kind(v)}")
         elif parts is None:
@@ -474,7 +477,7 @@ def check(kind, value, path: tuple, out: list) -> None:
     Recursion follows the schema, whose depth is fixed (< 10), never the input.
     """
     kind = resolve_kind(kind, value)
-    if isinstance(kind, _Object):
+    if isinstance(kind, Object):
         if not isinstance(value, dict):
             _err(out, "not-object", path, f"expected an object ({kind.name}), got {json_kind(value)}")
             return
@@ -487,19 +490,19 @@ def check(kind, value, path: tuple, out: list) -> None:
                     _err(out, "null-key", path + (key,), f"required key of {kind.name} is null")
             else:
                 check(sub, value[key], path + (key,), out)
-    elif isinstance(kind, _Array):
+    elif isinstance(kind, Array):
         if not isinstance(value, list):
             _err(out, "wrong-type", path, f"expected an array, got {json_kind(value)}")
             return
         for i, item in enumerate(value):
             check(kind.item, item, path + (i,), out)
-    elif isinstance(kind, _Map):
+    elif isinstance(kind, Map):
         if not isinstance(value, dict):
             _err(out, "wrong-type", path, f"expected an object of strings, got {json_kind(value)}")
             return
         for k, item in value.items():
             check(kind.value, item, path + (k,), out)
-    elif isinstance(kind, _Enum):
+    elif isinstance(kind, OneOf):
         if not isinstance(value, str):
             _err(out, "wrong-type", path, f"expected a string, got {json_kind(value)}")
         elif value not in kind:
@@ -508,12 +511,17 @@ def check(kind, value, path: tuple, out: list) -> None:
         _check_leaf(kind, value, path, out)
 
 
-def check_strings(value, path: tuple, out: list) -> None:
-    """Append a ``bad-string`` error for every string (or key) holding a lone surrogate.
+def check_values(value, path: tuple, out: list) -> None:
+    """Append errors for values no JSON text can hold, anywhere (unknown keys too).
 
-    Iterative, so any nesting depth is fine; a node's path is kept as a link
-    to its parent's and only spelled out for a hit, so deep input stays linear.
+    A lone UTF-16 surrogate in a string or key (``bad-string``) and NaN/Infinity
+    (``non-finite``) can only come from a lenient parser; SAM cannot read them
+    and samctl's writer refuses them.  A place ``check`` already reported is
+    skipped.  Iterative, so any nesting depth is fine; a node's path is kept as
+    a link to its parent's and only spelled out for a hit, so deep input stays
+    linear.
     """
+    reported = {p.path for p in out}
 
     def spell(link) -> tuple:
         keys = []
@@ -526,11 +534,14 @@ def check_strings(value, path: tuple, out: list) -> None:
     while stack:
         v, link = stack.pop()
         if isinstance(v, str):
-            if _SURROGATE.search(v):
+            if SURROGATE_RE.search(v):
                 _err(out, "bad-string", spell(link), "string holds a lone UTF-16 surrogate")
+        elif isinstance(v, float):
+            if not math.isfinite(v) and spell(link) not in reported:
+                _err(out, "non-finite", spell(link), f"{v!r} is not a JSON number")
         elif isinstance(v, dict):
             for k, item in v.items():
-                if isinstance(k, str) and _SURROGATE.search(k):
+                if isinstance(k, str) and SURROGATE_RE.search(k):
                     _err(out, "bad-string", spell((link, k)), "key holds a lone UTF-16 surrogate")
                 stack.append((item, (link, k)))
         elif isinstance(v, list):
@@ -629,7 +640,7 @@ def validate_conversation(doc) -> list[Problem]:
         _err(out, "not-object", (), f"top level must be an object (ConversationData), got {json_kind(doc)}")
         return out
     check(CONVERSATION_KIND, doc, (), out)
-    check_strings(doc, (), out)
+    check_values(doc, (), out)
     _warnings(doc, out)
     return out
 
@@ -643,7 +654,7 @@ def message_errors(msg, index: int | None = None) -> list[Problem]:
     path = () if index is None else ("messages", index)
     out: list[Problem] = []
     check(MESSAGE_KIND, msg, path, out)
-    check_strings(msg, path, out)
+    check_values(msg, path, out)
     return out
 
 
