@@ -1,0 +1,326 @@
+"""export: conversations as Markdown, HTML, JSON, JSONL or SAM import packages.
+
+Streaming: the selection is a list of ids (from the listing, which holds only
+metas); conversations are loaded one at a time, rendered, written and dropped,
+so memory stays flat however large the archive.  Outputs that hold several
+conversations in one stream (a JSON array, JSONL, a SAM bulk package) are
+written piece by piece; the bulk package, whose header counts the
+conversations, is spooled to an anonymous temp file first.
+
+Rules:
+- Read-only for the store: nothing is written inside the store's folder (an
+  ``-o`` pointing there is refused) and the store is only read.
+- Hiding follows the app's UI (``Message.hidden``) unless ``include_hidden``;
+  SAM packages always carry every message SAM keeps (they are SAM's own backup
+  format; a package that dropped stored messages would lose data on import).
+- A conversation that cannot be read, or whose package SAM would refuse, is a
+  finding and is skipped; the rest are exported.
+- Files are written atomically (``fsafe``), 0600, in folders created 0700.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from samctl import fsafe
+from samctl.core import render
+from samctl.core.load import load_resolved
+from samctl.core.model import ERROR, Finding
+from samctl.errors import UsageError
+
+FORMATS = ("markdown", "html", "json", "jsonl", "sam-package")
+EXTENSIONS = {"markdown": ".md", "html": ".html", "json": ".json", "jsonl": ".jsonl", "sam-package": ".sam.json"}
+# Formats whose several conversations still make one stream (stdout or one file).
+MULTI_STREAM = ("json", "jsonl", "sam-package")
+
+
+@dataclass
+class ExportResult:
+    exported: int = 0
+    skipped: int = 0
+    files: list = field(default_factory=list)
+    destination: str = "-"
+
+
+@dataclass
+class Plan:
+    """Where the output goes: ``stdout``, one ``file``, or a ``folder`` of files."""
+
+    kind: str
+    path: Path | None = None
+
+
+# -- selection --------------------------------------------------------------------------------
+
+
+def select_ids(store, ids, all_: bool, since, until, findings: list) -> list[str]:
+    """The ids to export: the given ones (resolved, in order) or every listed conversation."""
+    if all_:
+        from samctl.core.listing import ListQuery, list_conversations
+
+        return [m.id for m in list_conversations(store, ListQuery(since=since, until=until), findings)]
+    from samctl.core.resolve import resolve_many
+
+    return resolve_many(store, ids)
+
+
+# -- rendering one conversation ---------------------------------------------------------------
+
+
+def shown(conv, include_hidden: bool) -> list:
+    return list(render.visible(conv.messages, include_hidden))
+
+
+def export_dict(conv, include_hidden: bool) -> dict:
+    """samctl's JSON model of a conversation (documented in the README), hidden messages filtered."""
+    msgs = shown(conv, include_hidden)
+    d = conv.to_dict()
+    d["messages"] = [m.to_dict() for m in msgs]
+    d["message_count"] = len(conv.messages)
+    d["exported_messages"] = len(msgs)
+    return d
+
+
+def jsonl_rows(conv, include_hidden: bool):
+    for i, m in enumerate(shown(conv, include_hidden)):
+        row = {"conversation_id": conv.meta.id, "store": conv.meta.store, "seq": i}
+        row.update(m.to_dict())
+        yield row
+
+
+def _json_bytes(obj, indent: bool = True) -> bytes:
+    import orjson
+
+    try:
+        return orjson.dumps(obj, option=(orjson.OPT_INDENT_2 if indent else 0) | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # an integer beyond 64 bits in a raw mermaid value
+        import json
+
+        return json.dumps(obj, ensure_ascii=False, indent=2 if indent else None,
+                          separators=None if indent else (",", ":")).encode("utf-8", "surrogateescape")
+
+
+def package_for(store, conv, findings: list, exported_at: str) -> bytes | None:
+    """The encoded §10.1 package for one conversation, or None (with a finding) if SAM would refuse it."""
+    from samctl.formats.sam import package, schema
+    from samctl.formats.sam.encode import package_bytes
+
+    if conv.meta.store == "sam":
+        doc = package.strict_conversation(conv.raw if isinstance(conv.raw, dict) else {})
+        memories = package.memories_sorted(_sam_memories(store, conv.meta.id, findings))
+    else:
+        doc = package.from_mermaid(conv)
+        memories = []
+    errors = [p for p in schema.validate_conversation(doc) if p.severity == schema.ERROR]
+    if errors:
+        first = errors[0]
+        findings.append(Finding("package-refused", conv.meta.path or str(store.conv_dir),
+                                f"SAM's import would refuse this conversation ({first.where}: {first.reason}); "
+                                f"skipped. `samctl check` shows every problem", ERROR, conv.meta.id))
+        return None
+    try:
+        return package_bytes(package.single_package(doc, memories, exported_at))
+    except ValueError as exc:
+        findings.append(Finding("package-refused", conv.meta.path or str(store.conv_dir),
+                                f"cannot be written as a SAM package: {exc}; skipped", ERROR, conv.meta.id))
+        return None
+
+
+def _sam_memories(store, cid: str, findings: list) -> list:
+    """Rows of ``CONV/<id>/memory.db`` whose conversation_id is this one (SAM's getAllMemories)."""
+    path = store.folder(cid) / "memory.db"
+    if fsafe.lstat(path) is None:
+        return []
+    from samctl.formats.sam import memorydb
+
+    rows = memorydb.read_memories(path, findings, scope_id=cid) or []
+    return [r for r in rows if str(_row_field(r, "conversation_id") or cid).upper() == cid.upper()]
+
+
+def _row_field(row, name):
+    return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
+
+
+def render_one(fmt: str, store, conv, include_hidden: bool, findings: list, exported_at: str,
+               index_link: bool = False) -> bytes | None:
+    """One conversation as the bytes of one file of ``fmt``, or None if it was refused."""
+    if fmt == "markdown":
+        return render.to_markdown(conv, reasoning=True, include_hidden=include_hidden).encode("utf-8",
+                                                                                               "surrogateescape")
+    if fmt == "html":
+        from samctl.core import html
+
+        msgs = shown(conv, include_hidden)
+        page = html.conversation_page(conv, msgs, len(conv.messages) - len(msgs), index_link)
+        return page.encode("utf-8", "surrogateescape")
+    if fmt == "json":
+        return _json_bytes(export_dict(conv, include_hidden)) + b"\n"
+    if fmt == "jsonl":
+        return b"".join(_json_bytes(r, indent=False) + b"\n" for r in jsonl_rows(conv, include_hidden))
+    if fmt == "sam-package":
+        return package_for(store, conv, findings, exported_at)
+    raise UsageError(f"unknown export format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
+
+
+# -- where the output goes ------------------------------------------------------------------------
+
+
+def plan_output(output: str | None, fmt: str, many: bool, store) -> Plan:
+    """Decide stdout / one file / a folder (see the command's help for the rules)."""
+    if output in (None, "-"):
+        if many and fmt not in MULTI_STREAM:
+            raise UsageError(f"{fmt} of several conversations needs a folder",
+                             hint="add -o FOLDER (one file per conversation), or export one conversation")
+        return Plan("stdout")
+    p = Path(output).expanduser()
+    _refuse_inside_store(p, store)
+    if p.is_dir() or output.endswith(os.sep):
+        return Plan("folder", p)
+    if p.exists() and not p.is_file():
+        raise UsageError(f"{output} is neither a folder nor a regular file", hint="give a folder or a file name")
+    if not many:
+        return Plan("file", p)
+    if fmt in MULTI_STREAM and p.suffix in (".json", ".jsonl"):
+        return Plan("file", p)
+    if p.exists():
+        raise UsageError(f"{output} is a file, but several conversations need a folder",
+                         hint="give a folder (it is created if missing)"
+                              + (", or a .json file name for one stream" if fmt in MULTI_STREAM else ""))
+    return Plan("folder", p)
+
+
+def _refuse_inside_store(p: Path, store) -> None:
+    if fsafe.is_inside(store.root_real, p):
+        raise UsageError(f"{p} is inside the store ({store.conv_dir}); export never writes into a store",
+                         hint="pick a folder outside it, e.g. -o ~/exports")
+
+
+def _now_iso() -> str:
+    from samctl.formats.sam.schema import format_date
+
+    return format_date(time.time())
+
+
+# -- the whole export -------------------------------------------------------------------------------
+
+
+def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, include_hidden: bool = False,
+           stdout=None, progress: Callable[[int, int], None] | None = None, exported_at: str | None = None,
+           as_many: bool = False) -> ExportResult:
+    """Export the conversations ``ids`` (already resolved) as ``fmt`` to ``plan``.
+
+    ``stdout`` is a binary stream (used when ``plan.kind == "stdout"``); ``progress``
+    is called with (done, total) after each conversation.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
+    exported_at = exported_at or _now_iso()
+    res = ExportResult(destination=str(plan.path) if plan.path else "-")
+    many = len(ids) > 1 or as_many
+
+    def conversations():
+        for i, cid in enumerate(ids):
+            conv = load_resolved(store, cid, findings)
+            if conv is None:
+                res.skipped += 1
+            else:
+                yield conv
+            if progress:
+                progress(i + 1, len(ids))
+
+    if plan.kind == "folder":
+        _to_folder(store, conversations(), fmt, plan.path, findings, res, include_hidden, exported_at,
+                   index=(fmt == "html" and many))
+        return res
+    if plan.kind == "file":
+        with fsafe.atomic_writer(_ensure_parent(plan.path)) as out:
+            _to_stream(store, conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
+        res.files.append(str(plan.path))
+        return res
+    _to_stream(store, conversations(), fmt, stdout, findings, res, include_hidden, exported_at, many)
+    stdout.flush()
+    return res
+
+
+def _ensure_parent(path: Path) -> Path:
+    fsafe.make_private_dir(path.parent)
+    return path
+
+
+def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, exported_at, index: bool):
+    fsafe.make_private_dir(folder)
+    entries = []
+    for conv in convs:
+        data = render_one(fmt, store, conv, include_hidden, findings, exported_at, index_link=index)
+        if data is None:
+            res.skipped += 1
+            continue
+        name = fsafe.check_component(conv.meta.id + EXTENSIONS[fmt])
+        fsafe.write_atomic(folder / name, data)
+        res.files.append(str(folder / name))
+        res.exported += 1
+        if index:
+            entries.append({"file": name, "id": conv.meta.id, "title": conv.meta.title,
+                            "updated_ts": conv.meta.updated_ts, "messages": len(shown(conv, include_hidden)),
+                            "store": conv.meta.store})
+    if index:
+        from samctl.core import html
+
+        fsafe.write_atomic(folder / "index.html", html.index_page(entries).encode("utf-8", "surrogateescape"))
+        res.files.append(str(folder / "index.html"))
+
+
+def _to_stream(store, convs, fmt, out, findings, res, include_hidden, exported_at, many: bool):
+    """Write every conversation to one binary stream ``out``."""
+    if not many:
+        for conv in convs:
+            data = render_one(fmt, store, conv, include_hidden, findings, exported_at)
+            if data is None:
+                res.skipped += 1
+            else:
+                out.write(data)
+                res.exported += 1
+        return
+    if fmt == "jsonl":
+        for conv in convs:
+            out.write(render_one(fmt, store, conv, include_hidden, findings, exported_at))
+            res.exported += 1
+    elif fmt == "json":
+        out.write(b"[")
+        for conv in convs:
+            out.write(b"\n" if res.exported == 0 else b",\n")
+            out.write(_json_bytes(export_dict(conv, include_hidden)))
+            res.exported += 1
+        out.write(b"\n]\n")
+    elif fmt == "sam-package":
+        _bulk(store, convs, out, findings, res, exported_at)
+    else:  # plan_output refuses this; kept as a guard
+        raise UsageError(f"{fmt} of several conversations needs a folder", hint="add -o FOLDER")
+
+
+def _bulk(store, convs, out, findings, res, exported_at):
+    from samctl.formats.sam.package import bulk_stream
+
+    spans = []
+    with tempfile.TemporaryFile(prefix="samctl-export-") as spool:
+        for conv in convs:
+            data = package_for(store, conv, findings, exported_at)
+            if data is None:
+                res.skipped += 1
+                continue
+            spans.append((spool.tell(), len(data)))
+            spool.write(data)
+            res.exported += 1
+
+        def chunks():
+            for off, n in spans:
+                spool.seek(off)
+                yield spool.read(n)
+
+        for piece in bulk_stream(chunks(), len(spans), exported_at):
+            out.write(piece)

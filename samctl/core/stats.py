@@ -1,0 +1,119 @@
+"""stats: how big a store is, what is largest in it, and when it was used.
+
+Read-only and cheap: everything comes from the listing (metas: counts, sizes,
+dates), one walk of the store folder for its bytes (``lstat`` only, symlinks
+not followed), and, for SAM, a row count of every ``memory.db`` opened
+read-only.  No conversation is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import Counter
+from datetime import datetime
+
+
+def _month(ts) -> str | None:
+    if ts is None:
+        return None
+    try:
+        return datetime.fromtimestamp(ts).strftime("%Y-%m")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def folder_bytes(root) -> tuple[int, int]:
+    """(bytes, files) of the regular files under ``root``; symlinks are neither followed nor counted."""
+    total = files = 0
+    stack = [str(root)]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(e.path)
+            elif stat.S_ISREG(st.st_mode):
+                total += st.st_size
+                files += 1
+    return total, files
+
+
+def memory_count(store, findings: list) -> int | None:
+    """Rows in every ``CONV/*/memory.db`` (SAM); None for stores without memories."""
+    if store.name != "sam":
+        return None
+    from samctl.formats.sam import memorydb
+
+    total = 0
+    try:
+        entries = sorted(os.scandir(store.conv_dir), key=lambda e: e.name)
+    except OSError:
+        return 0
+    for e in entries:
+        if e.name == "backups" or not e.is_dir(follow_symlinks=False):
+            continue
+        p = os.path.join(e.path, "memory.db")
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            total += len(memorydb.read_memories(p, findings, scope_id=e.name.upper()) or [])
+    return total
+
+
+def store_stats(store, findings: list, top: int = 5) -> dict:
+    metas = store.list_metas(findings)
+    size, files = folder_bytes(store.conv_dir)
+    months = Counter(m for m in (_month(x.updated_ts if x.updated_ts is not None else x.created_ts) for x in metas)
+                     if m)
+    largest = sorted(metas, key=lambda m: m.size or 0, reverse=True)[:top]
+    return {
+        "store": store.name,
+        "root": str(store.conv_dir),
+        "conversations": len(metas),
+        "messages": sum(m.message_count or 0 for m in metas),
+        "memories": memory_count(store, findings),
+        "bytes": size,
+        "files": files,
+        "conversation_bytes": sum(m.size or 0 for m in metas),
+        "largest": [{"id": m.id, "title": m.title, "size": m.size, "messages": m.message_count} for m in largest],
+        "by_month": dict(sorted(months.items())),
+    }
+
+
+def month_range(by_month: dict, last: int | None = None) -> list[tuple[str, int]]:
+    """Every month from the first to the last with activity (gaps as 0), optionally only the ``last`` n."""
+    if not by_month:
+        return []
+    keys = sorted(by_month)
+    y, m = map(int, keys[0].split("-"))
+    ey, em = map(int, keys[-1].split("-"))
+    out = []
+    while (y, m) <= (ey, em):
+        k = f"{y:04d}-{m:02d}"
+        out.append((k, by_month.get(k, 0)))
+        m += 1
+        if m == 13:
+            y, m = y + 1, 1
+    return out[-last:] if last else out
+
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(value: int, peak: int, width: int = 40) -> str:
+    """A unicode bar of ``value`` against ``peak`` in ``width`` cells (eighth-cell resolution)."""
+    if peak <= 0 or value <= 0:
+        return ""
+    eighths = max(1, round(value / peak * width * 8))
+    full, part = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[part] if part else "")
