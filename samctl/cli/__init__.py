@@ -23,6 +23,9 @@ COMMANDS = {
     "check": ("samctl.cli.check", "Check the whole store for problems (read-only unless --fix)."),
     "log": ("samctl.cli.log", "Show a mermaid session's event log."),
     "recover": ("samctl.cli.recover", "Bring back a conversation that is missing, corrupt, or behind its log."),
+    "export": ("samctl.cli.export", "Export conversations as Markdown, HTML, JSON, JSONL or SAM packages."),
+    "stats": ("samctl.cli.stats", "Counts, sizes, the largest conversations and activity per month."),
+    "completion": ("samctl.cli.completion", "Print the shell completion script (bash, zsh, fish)."),
 }
 
 

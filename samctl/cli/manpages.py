@@ -9,6 +9,7 @@ deterministic (no dates), so the pages only change when the commands do.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 
@@ -25,6 +26,23 @@ def _esc(text: str) -> str:
             ln = "\\&" + ln
         lines.append(ln)
     return "\n".join(lines)
+
+
+def _split_examples(text: str) -> tuple[str, list[str]]:
+    """(help without its Examples block, the example lines) for help written with ``examples``."""
+    keep, examples = [], []
+    for block in inspect.cleandoc(text or "").split("\n\n"):
+        body = block.strip("\n").lstrip("\b").strip("\n")
+        if block.strip("\n").startswith("\b") and body.startswith("Examples:"):
+            examples += [ln.strip() for ln in body.splitlines()[1:] if ln.strip()]
+        else:
+            keep.append(block)
+    return "\n\n".join(keep), examples
+
+
+def _examples(lines: list[str]) -> str:
+    body = "\n".join(_esc(ln) for ln in lines)
+    return f".RS 4\n.nf\n{body}\n.fi\n.RE"
 
 
 def _help_paragraphs(text: str) -> list[str]:
@@ -56,6 +74,7 @@ def page(name: str, cmd: click.Command, ctx: click.Context, see_also: list[str])
     title = name.upper()
     short = cmd.get_short_help_str(limit=80)
     usage = " ".join(cmd.collect_usage_pieces(ctx))
+    description, examples = _split_examples(cmd.help or "")
     parts = [
         f'.TH {_esc(title)} 1 "" "samctl {__version__}" "samctl manual"',
         ".SH NAME",
@@ -63,9 +82,10 @@ def page(name: str, cmd: click.Command, ctx: click.Context, see_also: list[str])
         ".SH SYNOPSIS",
         f".B {_esc(name.replace('-', ' '))}\n{_esc(usage)}",
         ".SH DESCRIPTION",
-        "\n.PP\n".join(_help_paragraphs(cmd.help or "")),
+        "\n.PP\n".join(_help_paragraphs(description)),
         ".SH OPTIONS",
         "\n".join(_options(cmd, ctx)),
+        *([".SH EXAMPLES", _examples(examples)] if examples else []),
         ".SH EXIT STATUS",
         EXIT_STATUS,
         ".SH ENVIRONMENT",

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from samctl.cli.common import emit_json, examples, finish, report_findings, store_of
+from samctl.cli.common import complete_ids, emit_json, examples, finish, report_findings, store_of
 from samctl.core import render
 from samctl.core.load import load_conversation
 
@@ -22,7 +22,7 @@ def _style(text, tag):
 
 
 @click.command("show")
-@click.argument("conversation_id", metavar="ID")
+@click.argument("conversation_id", metavar="ID", shell_complete=complete_ids)
 @click.option("--format", "fmt", type=click.Choice(("text", "markdown", "json")), default="text", show_default=True)
 @click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
 @click.option("--all", "show_all", is_flag=True, help="Also show what the app's UI hides (system-generated turns, "

@@ -1,0 +1,132 @@
+"""samctl export through the CLI: selection, destinations, exit codes, messages, read-only."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from samctl.formats.sam import package, schema
+from tests.conftest import fingerprint
+
+SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
+SPEC_MERMAID = "20260810_140307_512"
+
+
+def test_help_shows_examples(run):
+    r = run("export", "--help")
+    assert r.exit_code == 0 and "Examples:" in r.stdout and "samctl export --all --to html" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "nothing to export: give conversation IDs or --all"),
+    (("8B58", "--all"), "give conversation IDs or --all, not both"),
+    (("8B58", "--since", "7d"), "--since/--until choose from --all"),
+    (("--all", "--to", "markdown"), "markdown of several conversations needs a folder"),
+    (("--all", "-o", "{store}/conversations/out"), "export never writes into a store"),
+])
+def test_usage_errors_say_what_to_do(run, sam_demo, args, message):
+    args = [a.replace("{store}", str(sam_demo)) for a in args]
+    r = run("--root", sam_demo, "export", *args)
+    assert r.exit_code == 2, r.stderr
+    assert message in r.stderr and "hint: " in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unknown_id_is_not_found(run, sam_demo):
+    r = run("--root", sam_demo, "export", "FFFF")
+    assert r.exit_code == 4 and "no conversation matches 'FFFF'" in r.stderr
+
+
+def test_one_conversation_to_stdout(run, sam_demo, mermaid_demo):
+    r = run("--root", sam_demo, "export", "8b58", "--to", "json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["id"] == SAM_ID
+    r = run("--root", mermaid_demo, "export", "20260810", "--to", "markdown", "-o", "-")
+    assert r.exit_code == 0 and r.stdout.startswith("# Fix the flaky test in tests/parser.rs\n")
+    r = run("--root", mermaid_demo, "export", "20260810", "--to", "html")
+    assert r.exit_code == 0 and r.stdout.startswith("<!DOCTYPE html>")
+
+
+def test_all_as_jsonl_and_json_streams(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "export", "--all", "--to", "jsonl")
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert r.exit_code == 0 and len(rows) == 11
+    assert {x["conversation_id"] for x in rows} == {SPEC_MERMAID, "20260812_091500_004", "20260901_170000_250"}
+    r = run("--root", mermaid_demo, "export", "--all", "--to", "json")
+    docs = json.loads(r.stdout)
+    assert [d["id"] for d in docs] == ["20260901_170000_250", "20260812_091500_004", SPEC_MERMAID]
+
+
+def test_since_until_select_from_all(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "export", "--all", "--since", "2026-09-01", "--to", "jsonl")
+    assert {json.loads(x)["conversation_id"] for x in r.stdout.splitlines()} == {"20260901_170000_250"}
+    r = run("--root", mermaid_demo, "export", "--all", "--until", "2026-08-11", "--to", "jsonl")
+    assert {json.loads(x)["conversation_id"] for x in r.stdout.splitlines()} == {SPEC_MERMAID}
+
+
+def test_html_folder_with_index(run, sam_demo, tmp_path):
+    out = tmp_path / "site"
+    r = run("--root", sam_demo, "export", "--all", "--to", "html", "-o", out)
+    assert r.exit_code == 0, r.stderr
+    assert f"exported 3 conversations as html to {out}" in r.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert "index.html" in names and f"{SAM_ID}.html" in names and len(names) == 4
+    index = (out / "index.html").read_text()
+    assert f'href="{SAM_ID}.html"' in index and "Portland weekend trip" in index
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o700
+
+
+def test_one_conversation_to_a_file(run, sam_demo, tmp_path):
+    target = tmp_path / "sub" / "trip.md"
+    r = run("--root", sam_demo, "export", SAM_ID, "-o", target)
+    assert r.exit_code == 0 and target.read_text().startswith("# Portland weekend trip")
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+
+
+def test_sam_packages_single_and_bulk(run, sam_demo, mermaid_demo, tmp_path):
+    r = run("--root", mermaid_demo, "export", "--all", "--to", "sam-package")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["formatVersion"] == "1.0" and doc["conversationCount"] == 3
+    for pkg in package.read_package(r.stdout.encode()):
+        assert schema.would_load(pkg["conversation"])
+    r = run("--root", sam_demo, "export", "8B58", "--to", "sam-package", "-o", tmp_path / "trip.json")
+    assert r.exit_code == 0, r.stderr
+    (pkg,) = package.read_package((tmp_path / "trip.json").read_bytes())
+    assert pkg["conversation"]["id"] == SAM_ID and len(pkg["memories"]) == 2
+    r = run("--root", sam_demo, "export", "--all", "--to", "sam-package", "-o", tmp_path / "pk")
+    assert r.exit_code == 0 and len(list((tmp_path / "pk").glob("*.sam.json"))) == 3
+
+
+def test_broken_store_exports_the_rest_and_exits_partial(run, mermaid_broken, sam_broken, tmp_path):
+    for root in (mermaid_broken[0], sam_broken[0]):
+        r = run("--root", root, "export", "--all", "--to", "markdown", "-o", tmp_path / root.name)
+        assert r.exit_code == 3, r.stderr
+        assert "Traceback" not in r.stderr and "error: " in r.stderr
+        assert len(list((tmp_path / root.name).iterdir())) >= 3
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html", "json", "jsonl", "sam-package"])
+def test_export_is_read_only(run, sam_demo, mermaid_demo, tmp_path, fmt):
+    for root in (sam_demo, mermaid_demo):
+        before = fingerprint(root)
+        run("--root", root, "export", "--all", "--to", fmt, "-o", tmp_path / f"{root.name}-{fmt}")
+        run("--root", root, "export", "--all", "--to", "jsonl")
+        assert fingerprint(root) == before
+
+
+def test_progress_on_request(run, mermaid_demo, tmp_path):
+    r = run("--root", mermaid_demo, "export", "--all", "--progress", "-o", tmp_path / "md")
+    assert r.exit_code == 0 and "exporting 3/3" in r.stderr
+    r = run("--root", mermaid_demo, "export", "--all", "-o", tmp_path / "md2")
+    assert "exporting" not in r.stderr  # not a terminal
+
+
+def test_all_messages_includes_what_the_app_hides(run, sam_demo):
+    q3 = "C2A1F0E4"
+    r = run("--root", sam_demo, "export", q3, "--to", "json")
+    assert json.loads(r.stdout)["exported_messages"] == 3
+    r = run("--root", sam_demo, "export", q3, "--to", "json", "--all-messages")
+    assert json.loads(r.stdout)["exported_messages"] == 4

@@ -1,0 +1,53 @@
+"""samctl stats: counts, sizes, the largest conversations, a month chart; read-only."""
+
+from __future__ import annotations
+
+import json
+
+from samctl.core.stats import bar, month_range
+from tests.conftest import fingerprint
+
+
+def test_json_counts_for_both_stores(run, sam_demo, mermaid_demo):
+    r = run("--root", sam_demo, "stats", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    (s,) = json.loads(r.stdout)["stores"]
+    assert (s["store"], s["conversations"], s["messages"], s["memories"]) == ("sam", 3, 11, 3)
+    assert s["bytes"] > s["conversation_bytes"] > 0 and s["files"] >= 6
+    assert s["largest"][0]["id"] == "8B58CBC4-ACA7-4811-AE66-C01921690310"
+    assert s["by_month"] == {"2026-07": 1, "2026-08": 1, "2026-09": 1}
+    r = run("stats", "--format", "json", sam_demo, mermaid_demo)
+    stores = json.loads(r.stdout)["stores"]
+    assert [x["store"] for x in stores] == ["sam", "mermaid"]
+    assert stores[1]["memories"] is None and stores[1]["conversations"] == 3
+
+
+def test_text_has_a_month_chart_and_largest(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "stats", "--top", "2")
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert "conversations 3   messages 11   memories -" in out
+    assert "largest conversations" in out and out.count("2026081") == 2
+    assert "2026-08 2 " + "█" * 40 in out and "2026-09 1 " + "█" * 20 in out
+
+
+def test_stats_is_read_only_and_reports_broken_files(run, sam_broken, mermaid_broken):
+    for root in (sam_broken[0], mermaid_broken[0]):
+        before = fingerprint(root)
+        r = run("--root", root, "stats")
+        assert r.exit_code == 3 and "Traceback" not in r.stderr
+        assert fingerprint(root) == before
+
+
+def test_bar_and_month_range():
+    assert bar(0, 10) == "" and bar(10, 10, 4) == "████" and bar(1, 16, 4) == "▎" and bar(9, 16, 4) == "██▎"
+    assert bar(1, 1000, 40) == "▏"  # never invisible
+    assert month_range({"2025-11": 2, "2026-02": 1}) == [("2025-11", 2), ("2025-12", 0), ("2026-01", 0),
+                                                         ("2026-02", 1)]
+    assert month_range({"2025-11": 2, "2026-02": 1}, last=2) == [("2026-01", 0), ("2026-02", 1)]
+    assert month_range({}) == []
+
+
+def test_help_shows_examples(run):
+    r = run("stats", "--help")
+    assert r.exit_code == 0 and "Examples:" in r.stdout
