@@ -31,7 +31,7 @@ from samctl import fsafe
 from samctl.core import render
 from samctl.core.load import load_resolved
 from samctl.core.model import ERROR, Finding
-from samctl.errors import UsageError
+from samctl.errors import SamctlError, UsageError
 
 FORMATS = ("markdown", "html", "json", "jsonl", "sam-package")
 EXTENSIONS = {"markdown": ".md", "html": ".html", "json": ".json", "jsonl": ".jsonl", "sam-package": ".sam.json"}
@@ -233,15 +233,24 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
             if progress:
                 progress(i + 1, len(ids))
 
-    if plan.kind == "folder":
-        _to_folder(store, conversations(), fmt, plan.path, findings, res, include_hidden, exported_at,
-                   index=(fmt == "html" and many))
-        return res
-    if plan.kind == "file":
-        with fsafe.atomic_writer(_ensure_parent(plan.path)) as out:
-            _to_stream(store, conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
-        res.files.append(str(plan.path))
-        return res
+    try:
+        if plan.kind == "folder":
+            _to_folder(store, conversations(), fmt, plan.path, findings, res, include_hidden, exported_at,
+                       index=(fmt == "html" and many))
+            return res
+        if plan.kind == "file":
+            with fsafe.atomic_writer(_ensure_parent(plan.path)) as out:
+                _to_stream(store, conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
+            res.files.append(str(plan.path))
+            return res
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        where = exc.filename if exc.filename and not os.path.basename(str(exc.filename)).startswith(".") \
+            else plan.path  # name the file the user asked for, not our temp sibling
+        raise SamctlError(f"cannot write {where}: {exc.strerror or exc}",
+                          hint="check that the folder can be written and the disk has room; "
+                               f"{res.exported} conversation(s) were written before this") from None
     _to_stream(store, conversations(), fmt, stdout, findings, res, include_hidden, exported_at, many)
     stdout.flush()
     return res

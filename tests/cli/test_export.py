@@ -130,3 +130,10 @@ def test_all_messages_includes_what_the_app_hides(run, sam_demo):
     assert json.loads(r.stdout)["exported_messages"] == 3
     r = run("--root", sam_demo, "export", q3, "--to", "json", "--all-messages")
     assert json.loads(r.stdout)["exported_messages"] == 4
+
+
+def test_a_place_that_cannot_be_written_is_an_error_for_people(run, mermaid_demo, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    r = run("--root", mermaid_demo, "export", "--all", "-o", tmp_path / "afile" / "out")
+    assert r.exit_code == 1 and "cannot write" in r.stderr and "hint: check that the folder" in r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
