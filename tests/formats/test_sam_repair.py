@@ -695,6 +695,16 @@ def test_compact_json_truncated_and_corrupted():
 def test_damaged_header_still_finds_messages():
     text = "\x00\x00\x00" + EXAMPLE_15_1[3:]
     assert salvage_messages(text) == ORIGINAL["messages"]
+    assert salvage_top_level(text) == {k: v for k, v in ORIGINAL.items() if k not in ("messages", "created")}
+
+
+def test_another_writers_indentation():
+    text = json.dumps(ORIGINAL, indent=4, ensure_ascii=False)
+    assert salvage_top_level(text) == {k: v for k, v in ORIGINAL.items() if k != "messages"}
+    i = text.index("Saturday: 24")
+    broken = text[:i] + '"' + text[i + 1 :]
+    assert [m["id"] for m in salvage_messages(broken)] == [IDS[0], IDS[1], IDS[3], IDS[4]]
+    assert salvage_messages(text[: text.index(IDS[4])]) == ORIGINAL["messages"][:4]
 
 
 @pytest.mark.parametrize("text", ["", "{", "[]", "null", "garbage", '{"messages" : [', '{"messages":[1,"x",{}]}', "\n" * 5])

@@ -487,7 +487,10 @@ def repair_conversation(doc, *, fallback_id=None, fallback_title=None, fallback_
 # U+FFFD); a message that was cut off is lost; damage to the "messages" key
 # itself or to the line structure around an element loses the elements it
 # hides; in compact text, damage to a quote or bracket can desynchronise the
-# scan and lose the rest of the array.  A corrupt byte can also change a value
+# scan and lose the rest of the array.  If no top-level key line survives at
+# all (damaged head and truncated tail), the shallowest surviving key lines,
+# those of a message, would be taken for top-level keys: check what
+# salvage_top_level returns against the folder name and the file's mtime.  A corrupt byte can also change a value
 # and still decode: salvaged values are what the bytes say, nothing more.
 
 
@@ -502,6 +505,7 @@ _DECODERS = (
 _WS = re.compile(r"[ \t\n\r]*")
 _TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[{}\[\]:,]')
 _KEY_LINE = re.compile(r'^( +)"', re.M)
+_SAM_KEY_LINE = re.compile(r'^  "', re.M)
 
 
 def _as_text(raw) -> str:
@@ -529,9 +533,15 @@ def _unquote(raw: str):
 
 
 def _pretty_indent(text: str) -> str | None:
-    """The indentation of the top-level keys if the text is pretty-printed, else None."""
-    m = _KEY_LINE.search(text)
-    return m.group(1) if m else None
+    """The indentation of the top-level keys if the text is pretty-printed, else None.
+
+    Two spaces if any key line has them (SAM's and samctl's layout), else the
+    smallest indentation of any key line (another writer's layout).
+    """
+    if _SAM_KEY_LINE.search(text):
+        return "  "
+    widths = [len(m.group(1)) for m in _KEY_LINE.finditer(text)]
+    return " " * min(widths) if widths else None
 
 
 def _top_level_keys(text: str):
