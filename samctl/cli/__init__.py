@@ -26,6 +26,11 @@ COMMANDS = {
     "export": ("samctl.cli.export", "Export conversations as Markdown, HTML, JSON, JSONL or SAM packages."),
     "stats": ("samctl.cli.stats", "Counts, sizes, the largest conversations and activity per month."),
     "completion": ("samctl.cli.completion", "Print the shell completion script (bash, zsh, fish)."),
+    "rm": ("samctl.cli.rm", "Move conversations to the attic (restorable), or --purge them for good."),
+    "restore": ("samctl.cli.restore", "Bring a conversation back from the attic, exactly as it was."),
+    "archive": ("samctl.cli.archive", "Move idle conversations to the attic as archived."),
+    "attic": ("samctl.cli.attic", "List the attic (removed, archived, history); verify or repair it."),
+    "compact": ("samctl.cli.compact", "Maintenance for cron: purge old attic entries, shrink big logs, clean up."),
 }
 
 

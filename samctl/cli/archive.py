@@ -1,0 +1,55 @@
+"""samctl archive: move idle conversations to the attic as archived."""
+
+from __future__ import annotations
+
+import click
+
+from samctl.cli.common import examples, store_of
+from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, render, \
+    show_targets, yes_option
+from samctl.core.timeparse import parse_age
+
+
+@click.command("archive")
+@click.argument("ids", nargs=-1, metavar="[ID]...")
+@click.option("--older-than", metavar="AGE", help="Archive conversations not updated for AGE (90d, 2w, 1y).")
+@click.option("--keep-last", type=click.IntRange(min=0), metavar="N", help="Never archive the N most recently "
+              "updated conversations.")
+@click.option("--title", metavar="TEXT", help="Only conversations whose title contains TEXT.")
+@click.option("--include-pinned", is_flag=True, help="Also archive pinned SAM conversations.")
+@dry_run_option
+@yes_option
+@force_option
+@lock_wait_option
+@format_opt
+@examples("samctl archive --older-than 90d --dry-run", "samctl archive --older-than 90d --keep-last 20 --yes",
+          "samctl archive 20260810_140307")
+@click.pass_context
+def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes, force, lock_wait, fmt):
+    """Move idle conversations to the attic as archived; `samctl restore` brings them back.
+
+    Archived entries are kept until you remove them (`samctl compact` purges
+    only deleted ones). Same safety as `samctl rm`: every hash is checked
+    before the originals go, a terminal asks first (--yes for scripts),
+    pinned SAM conversations are kept unless --include-pinned, and exit 5 if
+    the owning app is using the store.
+    """
+    from samctl.core import lifecycle
+
+    store = store_of(ctx)
+    if not ids and not older_than:
+        raise click.UsageError("say which conversations: --older-than AGE, or ids")
+    age = parse_age(older_than) if older_than else None
+    sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
+    for cid, why in sel.skipped:
+        click.echo(f"kept: {cid}: {why}", err=True)
+    if not sel.targets:
+        click.echo("nothing to archive; nothing was changed", err=True)
+        return
+    if fmt == "text" and (dry_run or not sel.explicit or len(sel.targets) > 1) and not dry_run:
+        show_targets(sel.targets, "archive")
+    if not dry_run and (not sel.explicit or len(sel.targets) > 1):
+        n = len(sel.targets)
+        confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
+    report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait)
+    render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)")

@@ -1,0 +1,67 @@
+"""samctl attic: list what rm, archive and compact keep; verify or repair it."""
+
+from __future__ import annotations
+
+import click
+
+from samctl import errors
+from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, human_size, report_findings, \
+    store_of, table
+from samctl.cli.writeopts import lock_wait_option
+
+
+@click.command("attic")
+@click.option("--state", type=click.Choice(("deleted", "archived", "history")), multiple=True,
+              help="Only entries in this state (repeatable). Default: all.")
+@click.option("--verify", is_flag=True, help="Decompress every entry and check every hash (slower).")
+@click.option("--repair", is_flag=True, help="Finish or undo moves a crash interrupted (every writing samctl "
+              "command also does this first).")
+@lock_wait_option
+@format_option()
+@examples("samctl attic", "samctl attic --state archived --format json", "samctl attic --verify",
+          "samctl attic --repair")
+@click.pass_context
+def command(ctx, state, verify, repair, lock_wait, fmt):
+    """List the attic: conversations removed by `samctl rm`, archived by `samctl archive`,
+    and old event logs `samctl compact` replaced (history).
+
+    The attic is a 0700 folder beside the store that the app never lists
+    (SAM: next to conversations/; mermaid: inside .mermaid/), one compressed
+    archive plus a manifest of sha256 hashes per entry. Exit 3 if an entry is
+    damaged, incomplete or not samctl's.
+    """
+    from samctl.core import attic, lifecycle
+    from samctl.core.lock import store_lock
+    from samctl.core.timeparse import format_local
+
+    store = store_of(ctx)
+    if repair:
+        with store_lock(store, lock_wait):
+            lines = lifecycle.repair(store)
+        for line in lines:
+            click.echo(f"repaired: {line}", err=True)
+        if not lines:
+            click.echo("nothing to repair", err=True)
+    findings: list = []
+    entries = attic.list_entries(store, findings, state or attic.STATES)
+    if not repair:
+        findings.extend(lifecycle.pending(store))
+    if verify:
+        for e in entries:
+            findings.extend(attic.verify(e))
+    rows = [e.to_dict() for e in entries]
+    if fmt == "json":
+        emit_json({"attic": str(attic.attic_dir(store)), "entries": rows, "findings": [f.to_dict() for f in findings]})
+    elif fmt == "jsonl":
+        emit_jsonl(rows)
+    elif not repair or entries:
+        if not entries:
+            click.echo(f"the attic is empty ({attic.attic_dir(store)})", err=True)
+        else:
+            click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size),
+                               human_size(e.tar_size), " ".join(str(e.title or "").split())[:60])
+                              for e in entries], ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED", "TITLE"]))
+    if fmt != "json":
+        report_findings(findings)
+    if any(f.severity != "info" for f in findings):
+        raise click.exceptions.Exit(errors.PARTIAL)

@@ -1,0 +1,114 @@
+"""samctl compact: the maintenance command for cron."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from samctl import errors
+from samctl.cli.common import emit_json, examples, human_size, store_of
+from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option
+from samctl.core.timeparse import parse_age
+
+
+@click.command("compact")
+@click.option("--grace", metavar="AGE", default="30d", show_default=True,
+              help="Purge deleted attic entries, and remove samctl's .bak/.torn copies, older than AGE.")
+@click.option("--log-threshold", metavar="SIZE", default="64M", show_default=True,
+              help="Rewrite mermaid logs larger than SIZE (half mermaid's 128 MiB cap by default).")
+@dry_run_option
+@force_option
+@lock_wait_option
+@click.option("--quiet", "-q", is_flag=True, help="Say nothing unless something is wrong.")
+@click.option("--verbose", "-v", is_flag=True, help="One line per action, and what was left alone and why.")
+@format_opt
+@examples("samctl compact", "samctl compact --dry-run -v", "samctl compact --grace 7d --lock-wait 60 -q",
+          "0 3 * * *  samctl --root ~/proj compact -q   # crontab")
+@click.pass_context
+def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose, fmt):
+    """Keep the store and its attic healthy; safe to run from cron.
+
+    In one pass: finish moves a crash interrupted; purge deleted attic
+    entries past the grace period; for mermaid sessions that are not in use,
+    cut torn log tails (kept in a .torn file) and rewrite logs over the
+    threshold into a compressed history segment in the attic plus a fresh log
+    that mermaid reads as its own backfill; remove stale temp files (by the
+    store's own rule) and old .bak/.torn copies; VACUUM SAM's memory
+    databases. Ends with one summary, bytes before and after. Exit 3 if
+    something was wrong, 5 if the app or another samctl is busy.
+    """
+    from samctl.cli import _parse_size
+    from samctl.core.compact import CompactOptions, compact
+
+    store = store_of(ctx)
+    opts = CompactOptions(grace=parse_age(grace), log_threshold=_parse_size(log_threshold), dry_run=dry_run,
+                          force=force, lock_wait=lock_wait)
+    progress = _Progress() if fmt == "text" and not quiet and _stderr_is_tty() else None
+    try:
+        rep = compact(store, opts, progress)
+    finally:
+        if progress:
+            progress.clear()
+    problems = [f for f in rep.findings if f.severity != "info"]
+    if fmt == "json":
+        emit_json(rep.to_dict())
+    else:
+        for line in rep.repaired:
+            if not quiet:
+                click.echo(f"repaired: {line}", err=True)
+        if verbose:
+            for a in rep.actions:
+                size = f" ({human_size(a['bytes_before'])} -> {human_size(a['bytes_after'])})" \
+                    if a["bytes_before"] or a["bytes_after"] else ""
+                click.echo(f"{'would ' if dry_run else ''}{a['kind']}: {a['path']}{size} {a['detail']}".rstrip())
+        for f in rep.findings:
+            if f.severity != "info" or verbose:
+                click.echo(f.line(), err=True)
+        if rep.actions and not quiet or verbose:
+            click.echo(_summary(rep, store))
+    if problems:
+        raise click.exceptions.Exit(errors.PARTIAL)
+
+
+_NAMES = {"purge-entry": "attic entries purged", "rewrite-log": "logs rewritten", "trim-tail": "torn tails cut",
+          "remove-temp": "stale temps removed", "remove-backup": "old .bak/.torn removed", "vacuum": "databases "
+          "vacuumed"}
+
+
+def _summary(rep, store) -> str:
+    counts = rep.counts()
+    parts = [f"{n} {_NAMES.get(k, k)}" for k, n in counts.items()] or ["nothing to do"]
+    head = "compact (dry run): would do " if rep.dry_run else "compact: "
+    return (f"{head}{', '.join(parts)}; {store.describe()} and attic: {human_size(rep.bytes_before)} -> "
+            f"{human_size(rep.bytes_after)}{' (estimated)' if rep.dry_run else ''}")
+
+
+def _stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Progress:
+    """One self-overwriting line on stderr, at most ten times a second (terminals only)."""
+
+    def __init__(self):
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < total:
+            return
+        self.last = now
+        sys.stderr.write(f"\rcompact: {done}/{total} {what[:40]:<40}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()

@@ -1,0 +1,88 @@
+"""samctl rm: move conversations to the attic (restorable), or --purge them for good."""
+
+from __future__ import annotations
+
+import click
+
+from samctl.cli.common import examples, store_of
+from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, render, \
+    show_targets, yes_option
+from samctl.core.timeparse import parse_age
+
+
+@click.command("rm")
+@click.argument("ids", nargs=-1, metavar="[ID]...")
+@click.option("--older-than", metavar="AGE", help="Select conversations not updated for AGE (30d, 12h, 2w).")
+@click.option("--empty", is_flag=True, help="Select conversations without messages (SAM: not pinned, not using "
+              "shared data).")
+@click.option("--title", metavar="TEXT", help="Select conversations whose title contains TEXT (case-insensitive).")
+@click.option("--purge", is_flag=True, help="Remove for good, with the owning app's own delete semantics (also "
+              "the conversation's attic entries). Cannot be undone.")
+@click.option("--include-pinned", is_flag=True, help="Also remove pinned SAM conversations.")
+@dry_run_option
+@yes_option
+@force_option
+@lock_wait_option
+@format_opt
+@examples("samctl rm 20260810_140307", "samctl rm --older-than 180d --title scratch --dry-run",
+          "samctl rm --empty --yes", "samctl rm --purge 8B58CBC4")
+@click.pass_context
+def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, lock_wait, fmt):
+    """Move conversations to the attic, where `samctl restore` can bring them back.
+
+    Name them by id (or unique prefix), or select them with --older-than,
+    --empty and --title (filters combine; with ids they narrow the ids).
+    Every file of a conversation goes into one compressed archive whose
+    hashes are checked before the originals are removed. Acting on more than
+    one conversation, or purging, asks for confirmation on a terminal
+    (--yes for scripts). Pinned SAM conversations are kept unless
+    --include-pinned. Exit 5 if the owning app is using the store.
+    """
+    from samctl.core import attic, lifecycle
+
+    store = store_of(ctx)
+    age = parse_age(older_than) if older_than else None
+    if purge:
+        sel = _purge_selection(store, ids, age, empty, title, include_pinned)
+    else:
+        sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
+    for cid, why in sel.skipped:
+        click.echo(f"kept: {cid}: {why}", err=True)
+    if not sel.targets:
+        click.echo("nothing matches; nothing was changed", err=True)
+        return
+    verb = "purge" if purge else "delete"
+    if dry_run or not sel.explicit or len(sel.targets) > 1 or purge:
+        if fmt == "text" and not dry_run:
+            show_targets(sel.targets, verb)
+    if not dry_run and (purge or not sel.explicit or len(sel.targets) > 1):
+        n = len(sel.targets)
+        what = f"{n} conversation{'s' if n != 1 else ''}"
+        confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?", yes)
+    if purge:
+        report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait)
+        render(report, fmt)
+        return
+    report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait)
+    first = report.items[0]["id"] if report.items else ""
+    render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"
+                                                                if len(report.items) > 1 else "")
+           + f"; the attic is {attic.attic_dir(store)}")
+
+
+def _purge_selection(store, ids, age, empty, title, include_pinned):
+    """Store conversations through the usual selection; ids only in the attic are purged from there."""
+    from samctl.core import attic, lifecycle
+
+    if not ids:
+        return lifecycle.select(store, ids, age, empty, title, include_pinned)
+    resolved = lifecycle.resolve_for_purge(store, ids)
+    in_store = set(store.all_ids())
+    sel = lifecycle.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned) \
+        if any(i in in_store for i in resolved) else lifecycle.Selection(explicit=True)
+    entries = attic.list_entries(store, [])
+    for cid in resolved:
+        if cid not in in_store:
+            titles = [e.title for e in entries if e.id == cid]
+            sel.targets.append(lifecycle.Target(cid, titles[-1] if titles else "?"))
+    return sel

@@ -1,0 +1,87 @@
+"""What the commands that move or destroy conversations share: the safety options,
+the confirmation, and how a lifecycle report is printed."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from samctl import errors
+from samctl.cli.common import emit_json, human_size, report_findings
+
+FORMATS = click.Choice(("text", "json"))
+
+
+def lock_wait_option(f):
+    return click.option("--lock-wait", type=click.FloatRange(min=0), default=0, show_default=True,
+                        metavar="SECONDS", help="Wait up to SECONDS for another samctl that is writing to this "
+                        "store, then give up with exit 5.")(f)
+
+
+def force_option(f):
+    return click.option("--force", is_flag=True, help="Go ahead even if the owning app seems to be using the "
+                        "store (SAM running; a mermaid session's scratch lock held).")(f)
+
+
+def dry_run_option(f):
+    return click.option("--dry-run", "-n", is_flag=True, help="Only list what would be done; change nothing.")(f)
+
+
+def yes_option(f):
+    return click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (for scripts).")(f)
+
+
+def format_opt(f):
+    return click.option("--format", "fmt", type=FORMATS, default="text", show_default=True,
+                        help="json is a stable interface.")(f)
+
+
+def stdin_is_tty() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask on a terminal; refuse (usage error) when no one can answer and --yes was not given."""
+    if yes:
+        return
+    if not stdin_is_tty():
+        raise errors.UsageError(f"{question[0].lower() + question[1:]}: refusing without confirmation",
+                                hint="pass --yes to confirm from a script, or --dry-run to see the list first")
+    if not click.confirm(question, default=False, err=True):
+        click.echo("nothing was changed", err=True)
+        raise click.exceptions.Exit(errors.FAILED)
+
+
+def show_targets(targets, verb: str) -> None:
+    for t in targets:
+        pin = " (pinned)" if t.pinned else ""
+        click.echo(f"{verb}: {t.id}  {_one_line(t.title)}{pin}", err=True)
+
+
+def _one_line(text) -> str:
+    return " ".join(str(text or "").split())[:80]
+
+
+def render(report, fmt: str, undo_hint: str | None = None) -> None:
+    """Print a lifecycle report and exit with its code (1 if nothing was done and something failed)."""
+    if fmt == "json":
+        emit_json(report.to_dict())
+    else:
+        for line in report.repaired:
+            click.echo(f"repaired: {line}", err=True)
+        for it in report.items:
+            extra = ""
+            if it.get("new_id"):
+                extra = f" as {it['new_id']}"
+            if it.get("entry") and it.get("action") in ("deleted", "archived"):
+                extra = f" -> {it['entry']} ({human_size(it.get('bytes'))} -> {human_size(it.get('stored'))})"
+            click.echo(f"{it['action']}: {it.get('restored_from') or it['id']}{extra}  {_one_line(it.get('title'))}")
+        if undo_hint and report.items and not report.dry_run:
+            click.echo(undo_hint, err=True)
+    report_findings(report.findings)
+    if report.failed:
+        raise click.exceptions.Exit(errors.FAILED if not report.items else errors.PARTIAL)

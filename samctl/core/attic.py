@@ -1,0 +1,651 @@
+"""The attic: where samctl keeps what it removes, archives, or compacts away.
+
+Layout (``<store.base>/samctl-attic/``, 0700; SAM: next to ``conversations/``,
+mermaid: inside ``.mermaid/``; neither app ever lists it)::
+
+    <id>.<state>.<stamp>.tar.zst          one zstandard-compressed POSIX tar per entry
+    <id>.<state>.<stamp>.manifest.json    its manifest (0600): the entry's commit record
+    .journal/<stem>.json                  a move in progress (see core/lifecycle.py)
+    .staging/                             private scratch space for extraction and removal
+
+``state`` is ``deleted`` (``samctl rm``), ``archived`` (``samctl archive``) or
+``history`` (an event log ``samctl compact`` replaced by a fresh backfill);
+``stamp`` is the UTC time of the move (``20260901T170000Z``, ``-N`` added on a
+collision).  Tar member names are relative to the store's conversations
+folder (mermaid ``<id>.json``; SAM ``<UUID>/`` and ``<UUID>/memory.db``).
+
+The manifest records, per member, its type (file or dir), size, sha256, mode
+and mtime_ns, plus the entry's id, state, when, where from, title, and the
+size and sha256 of the compressed tar.
+
+Invariants:
+- An entry exists only once its manifest exists.  The tar is written first
+  (temp, fsync, rename), re-read and checked against the hashes taken while
+  reading the originals, and only then is the manifest written (atomically).
+  A tar without a manifest is the debris of an interrupted move.
+- Extraction never trusts the tar: the compressed bytes must match the
+  manifest's sha256 before anything is decompressed; every member must be a
+  regular file or folder named exactly as in the manifest (no absolute
+  names, no ``..``, no links or devices), of the manifest's size and sha256;
+  the decompressed stream is capped at what the manifest accounts for (and
+  an absolute cap), so a decompression bomb stops early.  Any problem is an
+  ``AtticProblem`` carrying findings, and nothing is placed anywhere.
+- ``zstandard`` is imported only inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.core.model import ERROR, WARNING, Finding
+from samctl.errors import SamctlError, UnsafePath
+
+ATTIC = "samctl-attic"
+JOURNAL = ".journal"
+STAGING = ".staging"
+STATES = ("deleted", "archived", "history")
+MANIFEST_VERSION = 1
+LEVEL = 3  # zstd's own default level
+ABSOLUTE_CAP = 64 << 30  # never decompress more than this, whatever a manifest says
+MANIFEST_CAP = 16 << 20
+TAR_SUFFIX = ".tar.zst"
+MANIFEST_SUFFIX = ".manifest.json"
+_CHUNK = 1 << 20
+_WINDOW_CAP = 1 << 27  # refuse zstd frames asking for more than 128 MiB of window
+
+
+class AtticProblem(SamctlError):
+    """An attic entry that cannot be used; ``findings`` says why, one line each."""
+
+    def __init__(self, message: str, findings: list | None = None, hint: str | None = None):
+        super().__init__(message, hint)
+        self.findings = findings or []
+
+
+@dataclass(slots=True)
+class Member:
+    name: str
+    type: str  # "file" or "dir"
+    size: int
+    sha256: str | None
+    mode: int
+    mtime_ns: int
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "type": self.type, "size": self.size, "sha256": self.sha256,
+                "mode": self.mode, "mtime_ns": self.mtime_ns}
+
+
+@dataclass
+class Entry:
+    stem: str
+    id: str
+    state: str
+    when: str
+    when_ts: float
+    store: str
+    origin: str
+    title: str | None
+    members: list
+    tar_size: int
+    tar_sha256: str
+    attic: Path
+    level: int = LEVEL
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def tar_path(self) -> Path:
+        return self.attic / (self.stem + TAR_SUFFIX)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.attic / (self.stem + MANIFEST_SUFFIX)
+
+    @property
+    def original_size(self) -> int:
+        return sum(m.size for m in self.members)
+
+    def manifest(self) -> dict:
+        d = {
+            "samctl_attic": MANIFEST_VERSION, "id": self.id, "state": self.state, "when": self.when,
+            "when_ts": self.when_ts, "store": self.store, "from": self.origin, "title": self.title,
+            "tar": {"name": self.stem + TAR_SUFFIX, "size": self.tar_size, "sha256": self.tar_sha256,
+                    "level": self.level},
+            "members": [m.to_dict() for m in self.members],
+        }
+        d.update(self.extra)
+        return d
+
+    def to_dict(self) -> dict:
+        return {"entry": self.stem, "id": self.id, "state": self.state, "when": self.when, "title": self.title,
+                "store": self.store, "from": self.origin, "files": [m.name for m in self.members if m.type == "file"],
+                "original_bytes": self.original_size, "stored_bytes": self.tar_size,
+                "path": str(self.tar_path), **{k: v for k, v in self.extra.items() if k in ("updated", "pinned")}}
+
+
+# --- where ------------------------------------------------------------------------
+
+def attic_dir(store) -> Path:
+    return store.base / ATTIC
+
+
+def ensure_attic(store) -> Path:
+    """The attic folder (created 0700), with its journal and staging folders."""
+    p = attic_dir(store)
+    st = fsafe.lstat(p)
+    if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
+        raise UnsafePath(f"{p} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder",
+                         hint="move it out of the way; samctl never writes through a symlink")
+    fsafe.make_private_dir(p)
+    if stat.S_IMODE(os.lstat(p).st_mode) != fsafe.DIR_MODE:
+        os.chmod(p, fsafe.DIR_MODE)
+    for sub in (JOURNAL, STAGING):
+        fsafe.make_private_dir(p / sub)
+    return p
+
+
+def stamp(now: float) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+
+
+def iso(now: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 1000000:06d}Z"
+
+
+def new_stem(attic: Path, cid: str, state: str, now: float) -> str:
+    base = f"{cid}.{state}.{stamp(now)}"
+    stem = base
+    n = 1
+    while any(fsafe.lstat(attic / (stem + s)) is not None for s in (TAR_SUFFIX, MANIFEST_SUFFIX)) or \
+            fsafe.lstat(attic / JOURNAL / (stem + ".json")) is not None:
+        n += 1
+        stem = f"{base}-{n}"
+    return stem
+
+
+def parse_stem(stem: str) -> tuple[str, str, str] | None:
+    parts = stem.split(".")
+    if len(parts) != 3 or parts[1] not in STATES:
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+# --- names ------------------------------------------------------------------------
+
+def safe_member_name(name, cid: str, store_name: str) -> bool:
+    """True if ``name`` is a plain relative path that can only belong to conversation ``cid``."""
+    if not isinstance(name, str) or not name or len(name) > 1024 or "\\" in name or "\0" in name:
+        return False
+    parts = name.split("/")
+    if name.startswith("/") or len(parts) > 16 or any(p in ("", ".", "..") for p in parts):
+        return False
+    try:
+        for p in parts:
+            fsafe.check_component(p)
+    except UnsafePath:
+        return False
+    if store_name == "mermaid":
+        return len(parts) == 1 and name in (f"{cid}.json", f"{cid}.meta", f"{cid}.jsonl")
+    return parts[0].upper() == cid.upper()
+
+
+# --- packing ----------------------------------------------------------------------
+
+class _HashWriter:
+    def __init__(self, f):
+        self.f = f
+        self.h = hashlib.sha256()
+        self.n = 0
+
+    def write(self, b) -> int:
+        self.h.update(b)
+        self.n += len(b)
+        return self.f.write(b)
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+class _HashReader:
+    def __init__(self, f, limit: int | None = None):
+        self.f = f
+        self.h = hashlib.sha256()
+        self.n = 0
+        self.limit = limit
+
+    def read(self, n: int = -1) -> bytes:
+        if self.limit is not None:
+            left = self.limit - self.n
+            if left <= 0:
+                return b""
+            n = left if n is None or n < 0 else min(n, left)
+        b = self.f.read(n)
+        self.h.update(b)
+        self.n += len(b)
+        return b
+
+
+class Changed(SamctlError):
+    """A file changed while samctl read it (the app, or another writer, is using it)."""
+
+
+class _Changed(Exception):
+    pass
+
+
+def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int = LEVEL,
+         now: float | None = None, stem: str | None = None) -> Entry:
+    """Archive ``paths`` (files and folders under the store) as one attic entry.
+
+    The tar is written (temp, fsync, rename), re-read and verified against the
+    hashes taken while reading the originals; the manifest is written last.
+    If an original changes while it is read, or anything fails, what was
+    written is removed and the error raised (``SamctlError`` for a change).
+    """
+    import tarfile
+
+    import zstandard
+
+    if state not in STATES:
+        raise ValueError(state)
+    attic = ensure_attic(store)
+    now = time.time() if now is None else now
+    stem = stem or new_stem(attic, cid, state, now)
+    tar_path = attic / (stem + TAR_SUFFIX)
+    members: list[Member] = []
+    tmp, f = fsafe.create_temp(tar_path)
+    try:
+        hw = _HashWriter(f)
+        zw = zstandard.ZstdCompressor(level=level).stream_writer(hw, closefd=False)
+        with tarfile.open(fileobj=zw, mode="w|", format=tarfile.PAX_FORMAT, copybufsize=_CHUNK) as tf:
+            for p in paths:
+                members.append(_add(tf, store, Path(p)))
+        zw.close()
+        fsafe.finish_temp(f)
+        fsafe.commit_temp(tmp, tar_path)
+    except BaseException as exc:
+        f.close()
+        fsafe.discard_temp(tmp)
+        if isinstance(exc, _Changed):
+            raise Changed(f"{exc}: it changed while samctl was archiving it; nothing was moved",
+                              hint="make sure the app is not using it, then try again") from None
+        raise
+    entry = Entry(stem=stem, id=cid, state=state, when=iso(now), when_ts=now, store=store.name,
+                  origin=str(store.conv_dir), title=(info or {}).get("title"), members=members,
+                  tar_size=hw.n, tar_sha256=hw.h.hexdigest(), attic=attic, level=level,
+                  extra={k: v for k, v in (info or {}).items() if k != "title"})
+    try:
+        problems = _scan(entry, sink=None)
+        if problems:
+            raise AtticProblem(f"the archive of {cid} did not read back as written; nothing was moved", problems)
+        fsafe.write_atomic(entry.manifest_path, orjson.dumps(entry.manifest(), option=orjson.OPT_INDENT_2))
+    except BaseException:
+        fsafe.remove(tar_path)
+        raise
+    return entry
+
+
+def _add(tf, store, p: Path) -> Member:
+    import tarfile
+
+    rel = p.relative_to(store.conv_dir).as_posix()
+    st = os.lstat(p)
+    ti = tarfile.TarInfo(rel)
+    ti.mode = stat.S_IMODE(st.st_mode)
+    ti.mtime = int(st.st_mtime)
+    ti.uid = ti.gid = 0
+    ti.uname = ti.gname = ""
+    if stat.S_ISDIR(st.st_mode):
+        ti.type = tarfile.DIRTYPE
+        tf.addfile(ti)
+        return Member(rel, "dir", 0, None, ti.mode, st.st_mtime_ns)
+    f, st = fsafe.open_regular(p)
+    try:
+        ti.size = st.st_size
+        ti.mode = stat.S_IMODE(st.st_mode)
+        ti.mtime = int(st.st_mtime)
+        r = _HashReader(f, st.st_size)
+        tf.addfile(ti, r)
+        after = os.fstat(f.fileno())
+    finally:
+        f.close()
+    if r.n != st.st_size or (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
+        raise _Changed(str(p))
+    return Member(rel, "file", st.st_size, r.h.hexdigest(), ti.mode, st.st_mtime_ns)
+
+
+# --- reading back -------------------------------------------------------------------
+
+class _Capped:
+    """A reader that refuses to yield more than ``cap`` bytes (the decompression-bomb guard)."""
+
+    def __init__(self, f, cap: int):
+        self.f = f
+        self.cap = cap
+        self.n = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = _CHUNK
+        b = self.f.read(min(n, self.cap - self.n + 1))
+        self.n += len(b)
+        if self.n > self.cap:
+            raise _Bomb(self.cap)
+        return b
+
+
+class _Bomb(Exception):
+    pass
+
+
+def decompressed_cap(entry: Entry, absolute_cap: int = ABSOLUTE_CAP) -> int:
+    """The most bytes the tar stream may hold: members, their headers and padding, the end blocks."""
+    return min(absolute_cap, sum(m.size + 511 for m in entry.members) + 3072 * len(entry.members) + 20 * 512 * 2)
+
+
+def tar_digest(entry: Entry) -> tuple[int, str]:
+    f, st = fsafe.open_regular(entry.tar_path)
+    try:
+        h = hashlib.sha256()
+        n = 0
+        while True:
+            b = f.read(_CHUNK)
+            if not b:
+                break
+            h.update(b)
+            n += len(b)
+    finally:
+        f.close()
+    return n, h.hexdigest()
+
+
+def _finding(entry: Entry, code: str, reason: str, severity: str = ERROR) -> Finding:
+    return Finding(code, str(entry.tar_path), reason, severity, entry.id)
+
+
+def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: bool = False) -> list:
+    """Decompress ``entry`` and check every member against the manifest; findings for each problem.
+
+    ``sink(member, ti, chunks)`` (if given) receives each member's content as an
+    iterator of chunks; it must consume it. Reading stops at the first problem.
+    """
+    import tarfile
+
+    import zstandard
+
+    if sum(m.size for m in entry.members) > absolute_cap:
+        return [_finding(entry, "attic-too-large", f"the manifest claims {entry.original_size} bytes, over the "
+                                                    f"{absolute_cap}-byte cap: not decompressed")]
+    if check_tar_first:
+        try:
+            n, digest = tar_digest(entry)
+        except SamctlError as exc:
+            return [_finding(entry, "attic-missing", exc.message)]
+        if (n, digest) != (entry.tar_size, entry.tar_sha256):
+            return [_finding(entry, "attic-tampered", "the compressed archive does not match its manifest's "
+                                                       "size and sha256: not decompressed")]
+    try:
+        f, _ = fsafe.open_regular(entry.tar_path)
+    except SamctlError as exc:
+        return [_finding(entry, "attic-missing", exc.message)]
+    want = {m.name: m for m in entry.members}
+    seen: set[str] = set()
+    problems: list = []
+    cap = decompressed_cap(entry, absolute_cap)
+    try:
+        hr = _HashReader(f)
+        dctx = zstandard.ZstdDecompressor(max_window_size=_WINDOW_CAP)
+        raw = dctx.stream_reader(hr, read_size=_CHUNK, read_across_frames=True)
+        capped = _Capped(raw, cap)
+        with tarfile.open(fileobj=capped, mode="r|", bufsize=_CHUNK) as tf:
+            for ti in tf:
+                why = _member_problem(entry, ti, want, seen)
+                if why:
+                    problems.append(_finding(entry, why[0], why[1]))
+                    break
+                seen.add(ti.name)
+                m = want[ti.name]
+                if m.type == "dir":
+                    if sink is not None:
+                        sink(m, ti, iter(()))
+                    continue
+                h = hashlib.sha256()
+                src = tf.extractfile(ti)
+
+                def chunks(src=src, h=h):
+                    left = m.size
+                    while left > 0:
+                        b = src.read(min(_CHUNK, left))
+                        if not b:
+                            raise tarfile.ReadError("unexpected end of data")
+                        left -= len(b)
+                        h.update(b)
+                        yield b
+
+                if sink is not None:
+                    ok = sink(m, ti, _verified(chunks(), h, m))
+                else:
+                    for _ in _verified(chunks(), h, m):
+                        pass
+                    ok = True
+                if ok is False:
+                    problems.append(_finding(entry, "attic-tampered", f"{m.name}: content does not match the "
+                                                                      "manifest's sha256"))
+                    break
+        if not problems:
+            missing = sorted(set(want) - seen)
+            if missing:
+                problems.append(_finding(entry, "attic-incomplete", f"members missing from the archive: "
+                                                                    f"{', '.join(missing[:5])}"))
+        if not problems and not check_tar_first:
+            while hr.read(_CHUNK):
+                pass
+            if (hr.n, hr.h.hexdigest()) != (entry.tar_size, entry.tar_sha256):
+                problems.append(_finding(entry, "attic-tampered", "the compressed archive does not match its "
+                                                                  "manifest's size and sha256"))
+    except _Bomb:
+        problems.append(_finding(entry, "attic-bomb", f"decompresses to more than the {cap} bytes its manifest "
+                                                      "accounts for: refused (a decompression bomb?)"))
+    except _Mismatch as exc:
+        problems.append(_finding(entry, "attic-tampered", f"{exc}: content does not match the manifest's sha256"))
+    except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError, ValueError) as exc:
+        problems.append(_finding(entry, "attic-corrupt", f"cannot read the archive: {str(exc)[:160]}"))
+    finally:
+        f.close()
+    return problems
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _verified(chunks, h, m: Member):
+    """Yield the chunks; after the last one, raise _Mismatch unless the sha256 matches."""
+    yield from chunks
+    if h.hexdigest() != m.sha256:
+        raise _Mismatch(m.name)
+
+
+def _member_problem(entry: Entry, ti, want: dict, seen: set):
+    name = ti.name
+    if not safe_member_name(name, entry.id, entry.store):
+        return "attic-unsafe", f"member {name[:80]!r} is not a plain name inside the conversation: refused"
+    if ti.issym() or ti.islnk():
+        return "attic-unsafe", f"member {name} is a link: refused"
+    if ti.ischr() or ti.isblk() or ti.isfifo() or getattr(ti, "sparse", None) is not None:
+        return "attic-unsafe", f"member {name} is a device, FIFO or sparse file: refused"
+    if not (ti.isreg() or ti.isdir()):
+        return "attic-unsafe", f"member {name} is not a regular file or folder: refused"
+    if name not in want:
+        return "attic-tampered", f"member {name} is not in the manifest: refused"
+    if name in seen:
+        return "attic-tampered", f"member {name} appears twice: refused"
+    m = want[name]
+    if (m.type == "dir") != ti.isdir():
+        return "attic-tampered", f"member {name} is not the kind of file the manifest says"
+    if m.type == "file" and ti.size != m.size:
+        return "attic-tampered", f"member {name} is {ti.size} bytes, the manifest says {m.size}"
+    return None
+
+
+def verify(entry: Entry, absolute_cap: int = ABSOLUTE_CAP) -> list:
+    """Every problem of ``entry`` (empty list if it reads back exactly as its manifest says)."""
+    return _scan(entry, None, absolute_cap, check_tar_first=True)
+
+
+def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[str]:
+    """Extract ``entry`` into the empty private folder ``dest``, verifying everything first or on the way.
+
+    Files get their manifest modes and mtimes.  On any problem ``dest`` is
+    emptied again and AtticProblem raised.  Returns the member names in order.
+    """
+    names: list[str] = []
+
+    def sink(m: Member, ti, chunks) -> bool:
+        target = dest.joinpath(*m.name.split("/"))
+        if m.type == "dir":
+            os.mkdir(target, fsafe.DIR_MODE)
+            names.append(m.name)
+            return True
+        tmp, f = fsafe.create_temp(target)
+        try:
+            for b in chunks:
+                f.write(b)
+            fsafe.finish_temp(f)
+        except BaseException:
+            f.close()
+            fsafe.discard_temp(tmp)
+            raise
+        fsafe.commit_temp(tmp, target)
+        names.append(m.name)
+        return True
+
+    problems = _scan(entry, sink, absolute_cap, check_tar_first=True)
+    if problems:
+        for child in list(dest.iterdir()) if dest.exists() else []:
+            fsafe.remove_tree(child)
+        raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,
+                           hint="`samctl attic --verify` lists what is wrong with each entry")
+    apply_metadata(entry, dest)
+    return names
+
+
+def apply_metadata(entry: Entry, dest: Path, renames: dict | None = None) -> None:
+    """Give the extracted members (in ``dest``) their manifest modes and mtimes, folders last."""
+    renames = renames or {}
+    for m in sorted(entry.members, key=lambda m: (m.type == "dir", -m.name.count("/"))):
+        p = dest.joinpath(*renames.get(m.name, m.name).split("/"))
+        os.chmod(p, m.mode)
+        os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+
+
+# --- listing -----------------------------------------------------------------------
+
+def load_manifest(store, path: Path) -> Entry:
+    """The Entry of one manifest file; AtticProblem if it is not a valid samctl manifest."""
+    stem = path.name[: -len(MANIFEST_SUFFIX)]
+    parsed = parse_stem(stem)
+
+    def bad(reason: str):
+        return AtticProblem(f"{path}: {reason}", [Finding("attic-bad-manifest", str(path), reason)])
+
+    if parsed is None:
+        raise bad("the name is not <id>.<state>.<stamp>.manifest.json")
+    try:
+        d = orjson.loads(fsafe.read_capped(path, MANIFEST_CAP))
+    except SamctlError as exc:
+        raise bad(exc.message) from None
+    except orjson.JSONDecodeError as exc:
+        raise bad(f"not valid JSON: {str(exc)[:120]}") from None
+    try:
+        if d.get("samctl_attic") != MANIFEST_VERSION:
+            raise ValueError(f"unknown manifest version {d.get('samctl_attic')!r}")
+        cid, state, _ = parsed
+        if d["id"] != cid or d["state"] != state or not store.valid_id(cid):
+            raise ValueError("id or state differs from the file name, or the id breaks the store's rule")
+        if d["store"] != store.name:
+            raise ValueError(f"written for a {d['store']} store, this is a {store.name} store")
+        tar = d["tar"]
+        if tar["name"] != stem + TAR_SUFFIX:
+            raise ValueError("names another archive")
+        members = []
+        for m in d["members"]:
+            mem = Member(m["name"], m["type"], int(m["size"]), m["sha256"], int(m["mode"]), int(m["mtime_ns"]))
+            if mem.type not in ("file", "dir") or mem.size < 0 or not 0 <= mem.mode <= 0o7777:
+                raise ValueError(f"member {str(mem.name)[:60]!r} has a bad type, size or mode")
+            if not safe_member_name(mem.name, cid, store.name):
+                raise ValueError(f"member name {str(mem.name)[:60]!r} is not a plain name inside the conversation")
+            if mem.type == "file" and not (isinstance(mem.sha256, str) and len(mem.sha256) == 64):
+                raise ValueError(f"member {mem.name} has no sha256")
+            members.append(mem)
+        if len({m.name for m in members}) != len(members) or not members:
+            raise ValueError("members are missing or repeated")
+        known = {"samctl_attic", "id", "state", "when", "when_ts", "store", "from", "title", "tar", "members"}
+        return Entry(stem=stem, id=cid, state=state, when=str(d["when"]), when_ts=float(d["when_ts"]),
+                     store=d["store"], origin=str(d["from"]), title=d.get("title"), members=members,
+                     tar_size=int(tar["size"]), tar_sha256=str(tar["sha256"]), attic=path.parent,
+                     level=int(tar.get("level", LEVEL)), extra={k: v for k, v in d.items() if k not in known})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise bad(f"not a samctl attic manifest: {str(exc)[:160]}") from None
+
+
+def list_entries(store, findings: list, states=STATES) -> list[Entry]:
+    """Every committed entry, oldest first; a finding for each manifest or archive that is not right.
+
+    Cheap checks only (the manifest parses, the archive exists with the
+    recorded size); ``verify`` decompresses and checks every hash.
+    """
+    attic = attic_dir(store)
+    try:
+        names = os.listdir(attic)
+    except OSError:
+        return []
+    entries = []
+    tars = {n[: -len(TAR_SUFFIX)] for n in names if n.endswith(TAR_SUFFIX)}
+    stems = set()
+    for n in sorted(names):
+        if not n.endswith(MANIFEST_SUFFIX):
+            continue
+        try:
+            e = load_manifest(store, attic / n)
+        except AtticProblem as exc:
+            findings.extend(exc.findings)
+            continue
+        stems.add(e.stem)
+        st = fsafe.lstat(e.tar_path)
+        if st is None:
+            findings.append(_finding(e, "attic-missing", "the manifest's archive is missing"))
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_size != e.tar_size:
+            findings.append(_finding(e, "attic-tampered", f"the archive is {st.st_size} bytes, the manifest says "
+                                                          f"{e.tar_size}"))
+            continue
+        if e.state in states:
+            entries.append(e)
+    journal = attic / JOURNAL
+    for stem in sorted(tars - stems):
+        pending = fsafe.lstat(journal / (stem + ".json")) is not None
+        findings.append(Finding("attic-incomplete", str(attic / (stem + TAR_SUFFIX)),
+                                "an archive without a manifest, left by an interrupted move; "
+                                "`samctl attic --repair` removes it", WARNING if pending else WARNING))
+    entries.sort(key=lambda e: (e.when_ts, e.stem))
+    return entries
+
+
+def drop(entry: Entry) -> None:
+    """Remove an entry: the manifest first (the entry stops existing), then its archive."""
+    fsafe.remove(entry.manifest_path)
+    fsafe.remove(entry.tar_path)
+    fsafe.fsync_dir(entry.attic)
+
+
+def attic_ids(store, states=("deleted", "archived")) -> list[str]:
+    return sorted({e.id for e in list_entries(store, [], states)})

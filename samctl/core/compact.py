@@ -1,0 +1,486 @@
+"""compact: the one maintenance command for cron; the only step besides ``rm --purge`` that destroys.
+
+In order, under samctl's lock:
+
+1. finish moves a crash interrupted (``lifecycle.repair``);
+2. purge ``deleted`` attic entries older than the grace period (``archived``
+   entries and ``history`` segments are kept: archiving is a decision to keep);
+3. mermaid: for each session that is not live (its scratch lock is free) and
+   whose log has not changed for ``idle`` seconds: cut a torn tail back to the
+   last newline (the cut bytes go to a 0600 ``.torn`` sibling first; a complete
+   unterminated last line gets its newline instead), then, if the log is over
+   ``log_threshold`` (default half mermaid's 128 MiB cap), rewrite it: the old
+   log becomes a ``history`` segment in the attic and a fresh log holds what
+   mermaid itself writes as a backfill (started, reset, input, state, tasks),
+   folding to the same conversation;
+4. remove stale temp files by the store's own rule (mermaid: ``.<name>.<pid>.<n>.tmp``
+   older than 3600 s; SAM: ``*.tmp`` older than 3600 s, except
+   ``conversation.json.tmp``, which is a recovery source) and samctl's own
+   ``.bak``/``.torn`` copies older than the grace period;
+5. SAM: VACUUM ``memory.db``/``context_archive.db`` files that have free pages,
+   only when SAM is not running (the whole command refuses with "busy"
+   otherwise, unless ``force``).
+
+**The log-rewrite rule** (mermaid appends with ``O_APPEND`` and no lock): the
+old log is read through a descriptor that stays open; its bytes become the
+history segment (written, verified, committed first); the new log is written
+to a temp sibling and fsynced.  Right before the swap the log must still be the
+same inode with the same size as when read, else nothing is swapped and the
+log is tried again on the next run.  After the swap compact waits a moment
+and looks at the old inode again: if a writer that had it open appended in
+between, the swap is undone -- the old bytes, what was appended to the old
+file, and what was appended to the new file are written back, in that order,
+and the history segment is dropped.  So no event is lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from samctl import fsafe
+from samctl.core import attic as atticmod
+from samctl.core import lifecycle
+from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.model import WARNING, Finding
+from samctl.errors import SamctlError
+
+INFO = "info"
+SETTLE_SECONDS = 0.05
+READ_CAP = 1 << 31  # compact reads logs past mermaid's cap: rescuing those is its job
+
+
+@dataclass
+class CompactOptions:
+    grace: float = 30 * 86400.0
+    log_threshold: int = fsafe.LOG_CAP // 2
+    idle: float = 60.0
+    dry_run: bool = False
+    force: bool = False
+    lock_wait: float = 0.0
+    level: int = atticmod.LEVEL
+    now: float | None = None
+
+
+@dataclass
+class CompactReport:
+    actions: list = field(default_factory=list)  # dicts: kind, path, bytes_before, bytes_after, detail
+    findings: list = field(default_factory=list)
+    repaired: list = field(default_factory=list)
+    bytes_before: int = 0
+    bytes_after: int = 0
+    dry_run: bool = False
+
+    def add(self, kind: str, path, before: int = 0, after: int = 0, detail: str = "") -> None:
+        self.actions.append({"kind": kind, "path": str(path), "bytes_before": before, "bytes_after": after,
+                             "detail": detail})
+
+    def counts(self) -> dict:
+        out: dict = {}
+        for a in self.actions:
+            out[a["kind"]] = out.get(a["kind"], 0) + 1
+        return out
+
+    def to_dict(self) -> dict:
+        return {"dry_run": self.dry_run, "actions": self.actions, "repaired": self.repaired,
+                "findings": [f.to_dict() for f in self.findings], "counts": self.counts(),
+                "bytes_before": self.bytes_before, "bytes_after": self.bytes_after}
+
+
+def _usage(store) -> int:
+    total = 0
+    for top in (store.conv_dir, atticmod.attic_dir(store)):
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            for n in filenames:
+                st = fsafe.lstat(os.path.join(dirpath, n))
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    total += st.st_size
+    return total
+
+
+def compact(store, opts: CompactOptions, progress=None) -> CompactReport:
+    """Run every maintenance step (see the module docstring); ``progress(done, total, what)`` if given."""
+    rep = CompactReport(dry_run=opts.dry_run)
+    now = time.time() if opts.now is None else opts.now
+    rep.bytes_before = _usage(store)
+    if opts.dry_run:
+        if not opts.force and store.name == "sam" and store.app_is_running():
+            rep.findings.append(Finding("busy", str(store.conv_dir), "SAM is running: compact would refuse", WARNING))
+        rep.findings.extend(lifecycle.pending(store))
+        _run_steps(store, opts, rep, now, progress)
+        rep.bytes_after = rep.bytes_before - sum(a["bytes_before"] - a["bytes_after"] for a in rep.actions)
+        return rep
+    with store_lock(store, opts.lock_wait):
+        ensure_app_idle(store, [], opts.force)
+        rep.repaired = lifecycle.repair(store)
+        _run_steps(store, opts, rep, now, progress)
+    rep.bytes_after = _usage(store)
+    return rep
+
+
+def _run_steps(store, opts, rep, now, progress) -> None:
+    _purge_attic(store, opts, rep, now)
+    if store.name == "mermaid":
+        _mermaid_logs(store, opts, rep, now, progress)
+        _mermaid_leftovers(store, opts, rep, now)
+    else:
+        _sam_leftovers(store, opts, rep, now)
+        _sam_vacuum(store, opts, rep, progress)
+
+
+# --- attic ------------------------------------------------------------------------------
+
+def _purge_attic(store, opts, rep, now) -> None:
+    findings: list = []
+    for e in atticmod.list_entries(store, findings, ("deleted",)):
+        if e.when_ts <= now - opts.grace:
+            if not opts.dry_run:
+                atticmod.drop(e)
+            rep.add("purge-entry", e.tar_path, e.tar_size, 0, f"{e.id} deleted {e.when}")
+    rep.findings.extend(findings)
+
+
+# --- mermaid logs ------------------------------------------------------------------------------
+
+def _mermaid_logs(store, opts, rep, now, progress) -> None:
+    try:
+        names = sorted(n for n in os.listdir(store.conv_dir) if n.endswith(".jsonl"))
+    except OSError:
+        return
+    total = len(names)
+    for i, n in enumerate(names):
+        if progress:
+            progress(i, total, n)
+        cid = n[:-6]
+        if not store.valid_id(cid):
+            continue
+        path = store.conv_dir / n
+        st = fsafe.lstat(path)
+        if st is None or not stat.S_ISREG(st.st_mode):
+            continue
+        if st.st_size == 0:
+            continue
+        torn = _ends_torn(path)
+        big = st.st_size > opts.log_threshold
+        if not torn and not big:
+            continue
+        if not opts.force and store.session_is_live(cid):
+            rep.findings.append(Finding("skipped-live", str(path), "mermaid has this session open; left alone", INFO,
+                                        cid))
+            continue
+        if now - st.st_mtime < opts.idle:
+            rep.findings.append(Finding("skipped-busy", str(path), f"written in the last {opts.idle:.0f} s; left "
+                                        "for the next run", INFO, cid))
+            continue
+        try:
+            if torn:
+                _trim_tail(store, cid, path, opts, rep)
+            st = fsafe.lstat(path)
+            if st is not None and st.st_size > opts.log_threshold:
+                _rewrite_log(store, cid, path, opts, rep, now)
+        except atticmod.Changed as exc:
+            rep.findings.append(Finding("skipped-busy", str(path), exc.message, INFO, cid))
+        except SamctlError as exc:
+            rep.findings.append(Finding("compact-skipped", str(path), exc.message, WARNING, cid))
+    if progress:
+        progress(total, total, "")
+
+
+def _ends_torn(path: Path) -> bool:
+    try:
+        f, st = fsafe.open_regular(path)
+    except SamctlError:
+        return False
+    try:
+        if st.st_size == 0:
+            return False
+        return os.pread(f.fileno(), 1, st.st_size - 1) != b"\n"
+    finally:
+        f.close()
+
+
+def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
+    from types import SimpleNamespace
+
+    from samctl.core.recover import TailRepair, _repair_tail
+    from samctl.formats.mermaid import eventlog
+
+    read = eventlog.read_log_file(path, READ_CAP)
+    if read.stop == "too-large" or not read.torn:
+        return
+    cut = read.size - read.last_newline_offset
+    detail = "newline added to a complete last line" if read.tail_complete else f"{cut} torn bytes kept in a .torn file"
+    if not opts.dry_run:
+        _repair_tail(TailRepair(path, read.size, read.last_newline_offset, read.tail_complete),
+                     SimpleNamespace(written=[]))
+    after = read.size + 1 if read.tail_complete else read.last_newline_offset
+    rep.add("trim-tail", path, read.size, after, detail)
+
+
+def _without_compactions(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "compactions"}
+
+
+def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
+    from samctl.formats.mermaid import encode, eventlog
+
+    f, st = fsafe.open_regular(path)
+    fd_old = f.fileno()
+    try:
+        if st.st_size > READ_CAP:
+            raise SamctlError(f"{st.st_size} bytes is more than compact reads ({READ_CAP}); left alone")
+        data = _pread_all(fd_old, 0)
+        size0 = len(data)
+        if not data.endswith(b"\n"):
+            raise SamctlError("the log has a torn tail; left alone")
+        read = eventlog.parse_log(data)
+        if read.stop is not None or not read.usable:
+            raise SamctlError(f"the log is not clean ({read.reason}); `samctl check` says more; left alone")
+        doc = eventlog.fold(read.events)
+        if doc is None:
+            raise SamctlError("the log does not fold; left alone")
+        events = eventlog.backfill_events(doc, read.events[-1]["ts"])
+        new = b"".join(encode.log_line_bytes(e) for e in events)
+        again = eventlog.parse_log(new)
+        if again.stop is not None or _without_compactions(eventlog.fold(again.events) or {}) != \
+                _without_compactions(doc):
+            raise SamctlError("a backfill would not fold to the same conversation; left alone")
+        if len(new) >= size0:
+            return
+        if opts.dry_run:
+            rep.add("rewrite-log", path, size0, len(new), f"{len(read.events)} events -> {len(events)} "
+                                                           "(old log to the attic)")
+            return
+        old_sha = hashlib.sha256(data).hexdigest()
+        attic = atticmod.ensure_attic(store)
+        stem = atticmod.new_stem(attic, cid, "history", now)
+        lifecycle._journal_write(attic, stem, {"op": "log", "stem": stem, "id": cid, "old_size": size0,
+                                               "old_sha256": old_sha, "new_size": len(new),
+                                               "new_sha256": hashlib.sha256(new).hexdigest()})
+        try:
+            entry = atticmod.pack(store, cid, "history", [path],
+                                  {"title": doc.get("title"), "events": len(read.events)}, opts.level, now, stem)
+        except BaseException:
+            lifecycle._journal_drop(attic, stem)
+            raise
+        m = entry.members[0]
+        if (m.size, m.sha256) != (size0, old_sha):
+            _undo(entry, attic, stem)
+            raise atticmod.Changed("the log changed while compact read it (someone is appending); left for the next run")
+        swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode))
+        if not swapped:
+            _undo(entry, attic, stem)
+            rep.findings.append(Finding("skipped-busy", str(path), "the log grew while compact worked on it; "
+                                        "everything was kept, it is tried again on the next run", INFO, cid))
+            return
+        lifecycle._journal_drop(attic, stem)
+        rep.add("rewrite-log", path, size0, len(new) + entry.tar_size,
+                f"{len(read.events)} events -> {len(events)}; old log kept as {entry.stem}")
+    finally:
+        f.close()
+
+
+def _undo(entry, attic: Path, stem: str) -> None:
+    atticmod.drop(entry)
+    lifecycle._journal_drop(attic, stem)
+
+
+def _pread_all(fd: int, offset: int) -> bytes:
+    chunks = []
+    while True:
+        b = os.pread(fd, 1 << 24, offset)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+        offset += len(b)
+
+
+def _settled_growth(fd: int, base: int) -> bytes:
+    """Bytes appended to ``fd`` past ``base``; waits (up to a second) for a partly written line to end."""
+    extra = _pread_all(fd, base)
+    for _ in range(20):
+        if not extra or extra.endswith(b"\n"):
+            break
+        time.sleep(SETTLE_SECONDS)
+        extra = _pread_all(fd, base)
+    return extra
+
+
+def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: int) -> bool:
+    """Put ``new`` at ``path`` unless the log grew; undo it if a late append lands in the old file.
+
+    Returns False when nothing was swapped in the end (the log grew before the
+    swap, or the swap was undone because of a late append).
+    """
+    tmp = fsafe.write_temp(path, new, mode)
+    cur, old = fsafe.lstat(path), os.fstat(fd_old)
+    if cur is None or (cur.st_ino, cur.st_dev) != (old.st_ino, old.st_dev) or cur.st_size != size0 \
+            or old.st_size != size0:
+        fsafe.discard_temp(tmp)
+        return False
+    opened: list[int] = []
+    try:
+        fd_new = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        opened.append(fd_new)
+        fsafe.commit_temp(tmp, path)
+        time.sleep(SETTLE_SECONDS)
+        if os.fstat(fd_old).st_size == size0:
+            return True
+        _put_back(path, mode, data, [[fd_old, size0]], fd_new, len(new), opened)
+        return False
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _put_back(path: Path, mode: int, content: bytes, replaced: list, cur_fd: int, cur_base: int,
+              opened: list) -> None:
+    """Undo a swap that raced with an appender, keeping every appended byte in the order written.
+
+    ``content`` is the old log; ``replaced`` the files no longer at ``path``
+    with how much of each is accounted for; ``cur_fd`` the file now at
+    ``path``, whose bytes past ``cur_base`` were appended after it got there.
+    A sequential appender writes to a replaced file before the current one.
+    """
+    for _ in range(100):
+        for r in replaced:
+            g = _settled_growth(r[0], r[1])
+            content += g
+            r[1] += len(g)
+        tail = _settled_growth(cur_fd, cur_base)
+        candidate = content + tail
+        tmp = fsafe.write_temp(path, candidate, mode)
+        if os.fstat(cur_fd).st_size != cur_base + len(tail):
+            fsafe.discard_temp(tmp)  # more arrived meanwhile: read again
+            continue
+        nfd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        opened.append(nfd)
+        fsafe.commit_temp(tmp, path)
+        content = candidate
+        replaced.append([cur_fd, cur_base + len(tail)])
+        cur_fd, cur_base = nfd, len(candidate)
+        time.sleep(SETTLE_SECONDS)
+        if all(os.fstat(fd).st_size == base for fd, base in replaced):
+            return
+    raise SamctlError(f"{path}: could not settle a log that keeps being written; its bytes are all kept")
+
+
+def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
+    """Finish an interrupted log rewrite (journal op ``log``): keep the segment only if the swap happened."""
+    cid = str(rec.get("id"))
+    manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
+    path = store.path(cid, "jsonl")
+    for p in fsafe.stale_temps(store.conv_dir, f"{cid}.jsonl", now=time.time() + fsafe.STALE_TMP_SECONDS):
+        fsafe.remove(p)  # our own unfinished new log (mermaid never writes its log through a temp)
+    swapped = False
+    try:
+        f, st = fsafe.open_regular(path)
+        try:
+            head_new = os.pread(f.fileno(), int(rec["new_size"]), 0)
+            swapped = hashlib.sha256(head_new).hexdigest() == rec["new_sha256"] and st.st_size < int(rec["old_size"])
+        finally:
+            f.close()
+    except (SamctlError, KeyError, ValueError, TypeError):
+        swapped = False
+    if fsafe.lstat(manifest) is None:
+        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+    elif not swapped:
+        atticmod.drop(atticmod.load_manifest(store, manifest))
+    lifecycle._journal_drop(attic, stem)
+    return f"{cid}: " + ("finished an interrupted log rewrite" if swapped else "undid an interrupted log rewrite "
+                                                                                "(the log was never replaced)")
+
+
+# --- leftovers ---------------------------------------------------------------------------------
+
+def _old_enough(st, now: float, age: float) -> bool:
+    return now - st.st_mtime >= age
+
+
+def _remove_file(path: Path, st, kind: str, opts, rep, detail: str) -> None:
+    if not opts.dry_run:
+        try:
+            fsafe.remove(path)
+        except OSError as exc:
+            rep.findings.append(Finding("compact-skipped", str(path), f"cannot remove: {exc.strerror}", WARNING))
+            return
+    rep.add(kind, path, st.st_size, 0, detail)
+
+
+def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        st = fsafe.lstat(e.path)
+        if st is None or not stat.S_ISREG(st.st_mode):
+            continue
+        n = e.name
+        is_tmp = n.endswith(".tmp") or (sam and ".tmp." in n and n.rsplit(".", 1)[-1].isdigit())
+        if is_tmp:
+            if sam and n == "conversation.json.tmp":
+                continue  # a recovery source (spec §5.7): `samctl recover` uses it
+            if not sam and not n.startswith("."):
+                continue
+            if _old_enough(st, now, fsafe.STALE_TMP_SECONDS):
+                _remove_file(Path(e.path), st, "remove-temp", opts, rep, "stale temp file")
+        elif n.endswith(".bak") or n.endswith(".torn"):
+            if _old_enough(st, now, opts.grace):
+                _remove_file(Path(e.path), st, "remove-backup", opts, rep, "samctl's copy, past the grace period")
+
+
+def _mermaid_leftovers(store, opts, rep, now) -> None:
+    _sweep_folder(store.conv_dir, opts, rep, now, sam=False)
+
+
+def _sam_leftovers(store, opts, rep, now) -> None:
+    _sweep_folder(store.conv_dir, opts, rep, now, sam=True)
+    for e in store._folders():
+        if not e.is_symlink():
+            _sweep_folder(Path(e.path), opts, rep, now, sam=True)
+
+
+# --- SAM databases --------------------------------------------------------------------------------
+
+def _sam_vacuum(store, opts, rep, progress) -> None:
+    dbs = []
+    for e in store._folders():
+        for name in ("memory.db", "context_archive.db"):
+            p = Path(e.path) / name
+            st = fsafe.lstat(p)
+            if st is not None and stat.S_ISREG(st.st_mode):
+                dbs.append((p, st))
+    for i, (p, st) in enumerate(dbs):
+        if progress:
+            progress(i, len(dbs), p.name)
+        try:
+            db = sqlite3.connect(f"file:{p}?mode={'ro' if opts.dry_run else 'rw'}", uri=True, timeout=0,
+                                 isolation_level=None)
+        except sqlite3.Error as exc:
+            rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc}", WARNING))
+            continue
+        try:
+            free = db.execute("PRAGMA freelist_count").fetchone()[0]
+            page = db.execute("PRAGMA page_size").fetchone()[0]
+            if not free:
+                continue
+            if opts.dry_run:
+                rep.add("vacuum", p, st.st_size, max(0, st.st_size - free * page), f"{free} free pages")
+                continue
+            fsafe._step("vacuum")
+            db.execute("VACUUM")
+        except sqlite3.Error as exc:
+            rep.findings.append(Finding("compact-skipped", str(p), f"cannot VACUUM: {exc}", WARNING))
+            continue
+        finally:
+            db.close()
+        after = fsafe.lstat(p)
+        rep.add("vacuum", p, st.st_size, after.st_size if after else 0, f"{free} free pages")
+    if progress and dbs:
+        progress(len(dbs), len(dbs), "")

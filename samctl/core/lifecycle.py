@@ -1,0 +1,664 @@
+"""rm, archive, restore and purge: moving conversations between the store and the attic.
+
+Nothing is lost: every move is ordered so that a crash at any instant leaves
+each conversation complete in the store or in the attic (core/attic.py).
+
+- **Out** (``rm``, ``archive``): write a journal record, write the archive
+  (temp, fsync, rename), re-read it and check every hash, write its manifest
+  (the commit point), check the originals did not change meanwhile, remove
+  them (SAM: the folder is first renamed out of ``conversations/`` in one
+  step), drop the journal record.
+- **Restore**: extract into a private staging folder, checking every hash
+  (and, with ``as_new``, rewrite the id inside the copies), write a journal
+  record, place each file under its name without ever replacing anything
+  (a hard link: bytes, mode and mtime come along), then drop the attic
+  entry (manifest first), then the staging copy and the journal record.
+- **Purge** destroys with the owning app's own delete semantics (the store
+  modules' ``purge``), plus the conversation's attic entries.
+
+A crash leaves a journal record in ``samctl-attic/.journal``; ``repair``
+(run first by every writing command, under samctl's lock, and by ``samctl
+attic --repair``) finishes or undoes the move it describes:
+
+- out, manifest not written: the originals were never touched; the partial
+  archive is removed (rolled back);
+- out, manifest written: the entry is re-verified, then every leftover
+  original whose bytes match the manifest is removed (rolled forward); a
+  leftover that differs is kept and reported;
+- restore: the remaining files are placed from the staging copy, then the
+  entry is dropped (rolled forward);
+- log (``compact``): the history segment is dropped unless the log on disk
+  is already the new one.
+
+Leftover staging folders and archives without a manifest or journal record
+are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.core import attic as atticmod
+from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.model import ERROR, WARNING, Finding
+from samctl.core.resolve import resolve_id, resolve_many
+from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
+
+
+@dataclass
+class Target:
+    id: str
+    title: str = "?"
+    updated: str | None = None
+    updated_ts: float | None = None
+    messages: int | None = None
+    pinned: bool = False
+    size: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "title": self.title, "updated": self.updated, "messages": self.messages,
+                "pinned": self.pinned, "size": self.size}
+
+
+@dataclass
+class Selection:
+    targets: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # (id, why)
+    findings: list = field(default_factory=list)
+    explicit: bool = False  # the user named the ids (no filter)
+
+
+@dataclass
+class Report:
+    items: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    repaired: list = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def failed(self) -> list:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    def to_dict(self) -> dict:
+        return {"dry_run": self.dry_run, "items": self.items, "repaired": self.repaired,
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+class IdView:
+    """A store as resolve_id sees it, with another set of ids (the attic's, or store + attic)."""
+
+    def __init__(self, store, ids):
+        self._store = store
+        self._ids = sorted(set(ids))
+        self.name = store.name
+        self.id_rule = store.id_rule
+        self.conv_dir = atticmod.attic_dir(store)
+
+    def prefix_ok(self, text: str) -> bool:
+        return self._store.prefix_ok(text)
+
+    def normalize_prefix(self, text: str) -> str:
+        return self._store.normalize_prefix(text)
+
+    def all_ids(self) -> list[str]:
+        return self._ids
+
+
+# --- selection ------------------------------------------------------------------------
+
+def select(store, ids=(), older_than: float | None = None, empty: bool = False, title: str | None = None,
+           include_pinned: bool = False, keep_last: int | None = None, now: float | None = None) -> Selection:
+    """The conversations a command would act on (read-only).
+
+    Named ids are resolved like everywhere else (exact, then unique prefix);
+    filters narrow them, or pick from the whole store when no id is named.
+    A named pinned SAM conversation is an error without ``include_pinned``;
+    pinned ones a filter finds are skipped.
+    """
+    now = time.time() if now is None else now
+    sel = Selection()
+    metas = {m.id: m for m in store.list_metas(sel.findings)}
+    filtered = older_than is not None or empty or title is not None
+    if ids:
+        chosen = resolve_many(store, ids)
+        sel.explicit = not filtered
+    elif filtered:
+        chosen = list(metas)
+        if empty:
+            chosen += [i for i in store.all_ids() if i not in metas]
+    else:
+        raise UsageError("name the conversations to act on, or select them with --older-than, --empty or --title",
+                         hint="`samctl ls` lists them")
+    keep = set()
+    if keep_last:
+        newest = sorted(metas.values(), key=lambda m: m.updated_ts or m.created_ts or 0.0, reverse=True)
+        keep = {m.id for m in newest[:keep_last]}
+    needle = title.casefold() if title is not None else None
+    pinned_named = []
+    for cid in chosen:
+        m = metas.get(cid)
+        t = Target(cid)
+        if m is not None:
+            t = Target(cid, m.title, m.updated or m.created, m.updated_ts or m.created_ts, m.message_count, m.pinned,
+                       m.size)
+        else:
+            t = _target_without_meta(store, cid, sel.findings)
+        if cid in keep:
+            sel.skipped.append((cid, f"one of the {keep_last} most recent"))
+            continue
+        if older_than is not None and (t.updated_ts is None or t.updated_ts > now - older_than):
+            continue
+        if needle is not None and needle not in (t.title or "").casefold():
+            continue
+        if empty and not _is_empty(store, cid, t):
+            continue
+        if t.pinned and not include_pinned:
+            if ids and not filtered:
+                pinned_named.append(cid)
+            else:
+                sel.skipped.append((cid, "pinned (use --include-pinned)"))
+            continue
+        sel.targets.append(t)
+    if pinned_named:
+        raise SamctlError(f"{', '.join(pinned_named[:3])} {'is' if len(pinned_named) == 1 else 'are'} pinned in SAM; "
+                          "nothing was removed", hint="pass --include-pinned to remove pinned conversations too")
+    return sel
+
+
+def _target_without_meta(store, cid: str, findings: list) -> Target:
+    """A Target for a conversation the listing does not show (message-less, or unreadable)."""
+    local: list = []
+    try:
+        conv = store.load(cid, local)
+    except (SamctlError, OSError):
+        conv = None
+    if conv is None:
+        return Target(cid, "?")
+    m = conv.meta
+    return Target(cid, m.title, m.updated or m.created, m.updated_ts or m.created_ts, len(conv.messages), m.pinned,
+                  m.size)
+
+
+def _is_empty(store, cid: str, t: Target) -> bool:
+    """SAM's "delete empty": no messages, not pinned, not using shared data; mermaid: a message-less snapshot."""
+    if t.messages != 0:
+        return False
+    if store.name == "sam":
+        from samctl.formats.sam import decode
+
+        doc, _ = store._parse(store.folder(cid) / "conversation.json")
+        return doc is not None and decode.shared_topic_id(doc) is None
+    return True
+
+
+# --- journal ------------------------------------------------------------------------------
+
+def _journal_path(attic: Path, stem: str) -> Path:
+    return attic / atticmod.JOURNAL / f"{stem}.json"
+
+
+def _journal_write(attic: Path, stem: str, record: dict) -> None:
+    fsafe.write_atomic(_journal_path(attic, stem), orjson.dumps(record))
+
+
+def _journal_drop(attic: Path, stem: str) -> None:
+    fsafe.remove(_journal_path(attic, stem))
+
+
+def _sha256_file(p: Path) -> str | None:
+    try:
+        f, _ = fsafe.open_regular(p)
+    except SamctlError:
+        return None
+    try:
+        h = hashlib.sha256()
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+    finally:
+        f.close()
+
+
+# --- out: rm / archive ------------------------------------------------------------------
+
+def _info(t: Target) -> dict:
+    return {"title": t.title, "updated": t.updated, "pinned": t.pinned}
+
+
+def move_out(store, t: Target, state: str, refs=None, now: float | None = None) -> atticmod.Entry:
+    """Move one conversation into the attic (see the module docstring for the order)."""
+    paths = store.conversation_files(t.id, refs)
+    if not paths:
+        raise NotFound(f"no files of {t.id} in {store.conv_dir}")
+    before = {}
+    for p in paths:
+        st = os.lstat(p)
+        before[p] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    attic = atticmod.ensure_attic(store)
+    now = time.time() if now is None else now
+    stem = atticmod.new_stem(attic, t.id, state, now)
+    _journal_write(attic, stem, {"op": "out", "stem": stem, "id": t.id, "state": state,
+                                 "files": [p.relative_to(store.conv_dir).as_posix() for p in paths]})
+    try:
+        entry = atticmod.pack(store, t.id, state, paths, _info(t), now=now, stem=stem)
+    except BaseException:
+        _journal_drop(attic, stem)
+        raise
+    for p in paths:
+        st = fsafe.lstat(p)
+        if st is None or (st.st_ino, st.st_size, st.st_mtime_ns) != before[p]:
+            atticmod.drop(entry)
+            _journal_drop(attic, stem)
+            raise SamctlError(f"{p} changed while samctl was archiving it; nothing was moved",
+                              hint="make sure the app is not using it, then try again")
+    _remove_originals(store, attic, stem, paths)
+    _journal_drop(attic, stem)
+    return entry
+
+
+def _removal_order(paths: list) -> list:
+    """Files the app lists by first (mermaid's sidecar, SAM's conversation.json), the rest after."""
+    def key(p: Path):
+        n = p.name
+        return (0 if n.endswith(".meta") else 1 if n.endswith(".json") else 2, str(p))
+    return sorted(paths, key=key)
+
+
+def _remove_originals(store, attic: Path, stem: str, paths: list) -> None:
+    first = paths[0]
+    if fsafe.lstat(first) is not None and stat.S_ISDIR(os.lstat(first).st_mode) and first.parent == store.conv_dir:
+        # SAM: the whole folder leaves conversations/ in one rename, then is deleted.
+        trash = attic / atticmod.STAGING / f"{stem}.trash"
+        fsafe._step("rename")
+        try:
+            os.rename(first, trash)
+        except OSError:
+            trash = first  # another file system: delete in place
+        fsafe.fsync_dir(store.conv_dir)
+        fsafe.remove_tree(trash)
+        return
+    files = [p for p in paths if not stat.S_ISDIR(os.lstat(p).st_mode)]
+    for p in _removal_order(files):
+        fsafe.remove(p)
+    for p in sorted((p for p in paths if p not in files), key=lambda p: -len(p.parts)):
+        try:
+            os.rmdir(p)
+        except OSError:
+            pass
+    fsafe.fsync_dir(store.conv_dir)
+
+
+def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bool = False,
+           lock_wait: float = 0.0, now: float | None = None) -> Report:
+    """Move ``targets`` into the attic as ``state`` (deleted or archived)."""
+    report = Report(dry_run=dry_run)
+    if dry_run:
+        for t in targets:
+            report.items.append(dict(t.to_dict(), action=f"would be {state}"))
+        return report
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, [t.id for t in targets], force)
+        report.repaired = repair(store)
+        refs = store.topic_refs() if store.name == "sam" else None
+        for t in targets:
+            try:
+                entry = move_out(store, t, state, refs, now)
+            except SamctlError as exc:
+                report.findings.append(Finding("not-moved", t.id, exc.message, ERROR, t.id))
+                continue
+            except OSError as exc:
+                report.findings.append(Finding("not-moved", t.id, f"{exc.strerror}: {exc.filename}", ERROR, t.id))
+                continue
+            report.items.append(dict(t.to_dict(), action=state, entry=entry.stem, bytes=entry.original_size,
+                                     stored=entry.tar_size))
+    return report
+
+
+# --- purge ----------------------------------------------------------------------------
+
+def resolve_for_purge(store, texts) -> list[str]:
+    """Ids of the store or of the attic (a conversation already deleted can be purged from the attic)."""
+    ids = set(store.all_ids()) | set(atticmod.attic_ids(store, atticmod.STATES))
+    return resolve_many(IdView(store, ids), texts)
+
+
+def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0) -> Report:
+    """Destroy ``targets`` for good: the store's files with the app's own semantics, and their attic entries."""
+    report = Report(dry_run=dry_run)
+    entries = atticmod.list_entries(store, [], atticmod.STATES)
+    in_store = set(store.all_ids())
+    if dry_run:
+        for t in targets:
+            n = sum(1 for e in entries if e.id == t.id)
+            report.items.append(dict(t.to_dict(), action="would be purged", in_store=t.id in in_store,
+                                     attic_entries=n))
+        return report
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
+        report.repaired = repair(store)
+        refs = store.topic_refs() if store.name == "sam" else None
+        entries = atticmod.list_entries(store, [], atticmod.STATES)
+        for t in targets:
+            removed = []
+            try:
+                if t.id in set(store.all_ids()):
+                    removed = store.purge(t.id, refs)
+                dropped = [e for e in entries if e.id == t.id]
+                for e in dropped:
+                    atticmod.drop(e)
+            except (SamctlError, OSError) as exc:
+                msg = exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
+                report.findings.append(Finding("not-purged", t.id, msg, ERROR, t.id))
+                continue
+            report.items.append(dict(t.to_dict(), action="purged", removed=removed,
+                                     attic_entries=[e.stem for e in dropped]))
+    return report
+
+
+# --- restore ---------------------------------------------------------------------------
+
+def find_entry(store, text: str | None, entry_name: str | None = None) -> atticmod.Entry:
+    """The attic entry ``restore`` would use: the newest deleted/archived entry of the id, or the named one."""
+    findings: list = []
+    entries = atticmod.list_entries(store, findings, ("deleted", "archived"))
+    if entry_name:
+        name = entry_name
+        for suffix in (atticmod.TAR_SUFFIX, atticmod.MANIFEST_SUFFIX):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+        name = os.path.basename(name)
+        match = [e for e in entries if e.stem == name] or [e for e in entries if e.stem.startswith(name)]
+        if len(match) != 1:
+            raise (NotFound if not match else UsageError)(
+                f"{'no' if not match else 'more than one'} restorable attic entry matches {entry_name!r}",
+                hint="`samctl attic` lists the entries")
+        e = match[0]
+        if text is not None and not e.id.startswith(store.normalize_prefix(text)):
+            raise UsageError(f"entry {e.stem} holds {e.id}, not {text!r}")
+        return e
+    if text is None:
+        raise UsageError("name the conversation to restore", hint="`samctl attic` lists what can be restored")
+    cid = resolve_id(IdView(store, [e.id for e in entries]), text)
+    return [e for e in entries if e.id == cid][-1]
+
+
+def _targets_of(store, entry: atticmod.Entry, new: str) -> list[str]:
+    """Member names as they will be in the store (renamed for ``new``)."""
+    old = entry.id
+    out = []
+    for m in entry.members:
+        n = m.name
+        if new != old:
+            if store.name == "mermaid":
+                n = new + n[len(old):]
+            else:
+                n = new + n[len(n.split("/", 1)[0]):]
+        out.append(n)
+    return out
+
+
+def _collisions(store, names: list[str], entry: atticmod.Entry) -> list[str]:
+    out = []
+    for n, m in zip(names, entry.members):
+        p = store.conv_dir.joinpath(*n.split("/"))
+        if fsafe.lstat(p) is not None and m.type == "file":
+            out.append(n)
+    if store.name == "mermaid":
+        cid = names[0].split(".", 1)[0]
+        out += [f"{cid}.{e}" for e in ("json", "meta", "jsonl")
+                if fsafe.lstat(store.conv_dir / f"{cid}.{e}") is not None and f"{cid}.{e}" not in out]
+    else:
+        top = names[0].split("/", 1)[0]
+        conv = store.conv_dir / top / "conversation.json"
+        if fsafe.lstat(conv) is not None and f"{top}/conversation.json" not in out:
+            out.append(f"{top}/conversation.json")
+    return out
+
+
+def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
+            lock_wait: float = 0.0) -> Report:
+    """Put ``entry`` back into the store exactly (bytes, modes, mtimes), or under a fresh id with ``as_new``."""
+    report = Report(dry_run=dry_run)
+    new = store.new_id() if as_new else entry.id
+    names = _targets_of(store, entry, new)
+    clash = _collisions(store, names, entry)
+    if clash and not as_new:
+        raise SamctlError(f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
+                          hint="restore it beside the existing one with --as-new")
+    item = {"id": entry.id, "title": entry.title, "entry": entry.stem, "state": entry.state,
+            "new_id": new if as_new else None, "files": [n for n, m in zip(names, entry.members) if m.type == "file"]}
+    if dry_run:
+        report.items.append(dict(item, action="would be restored"))
+        return report
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, [entry.id, new], force)
+        report.repaired = repair(store)
+        if fsafe.lstat(entry.manifest_path) is None:
+            raise NotFound(f"attic entry {entry.stem} is gone (another samctl restored or purged it)")
+        if as_new and new in store.all_ids():
+            new = store.new_id()
+            names = _targets_of(store, entry, new)
+            item["new_id"] = new
+        clash = _collisions(store, names, entry)
+        if clash:
+            raise SamctlError(f"{', '.join(clash[:3])} exists in the store; nothing was restored",
+                              hint="restore it beside the existing one with --as-new")
+        _restore_locked(store, entry, new, names)
+    report.items.append(dict(item, action="restored", id=new if as_new else entry.id, restored_from=entry.id,
+                             bytes=entry.original_size))
+    return report
+
+
+def _restore_locked(store, entry: atticmod.Entry, new: str, names: list[str]) -> None:
+    attic = atticmod.ensure_attic(store)
+    staging = attic / atticmod.STAGING / f"{entry.stem}.{os.getpid()}"
+    if fsafe.lstat(staging) is not None:
+        fsafe.remove_tree(staging)
+    os.mkdir(staging, fsafe.DIR_MODE)
+    try:
+        staged = atticmod.unpack(entry, staging)
+        if new != entry.id:
+            renames = store.retarget(staging, staged, entry.id, new)
+            atticmod.apply_metadata(entry, staging, renames)
+    except BaseException:
+        fsafe.remove_tree(staging)
+        raise
+    record = {"op": "restore", "stem": entry.stem, "id": entry.id, "new_id": new, "staging": staging.name,
+              "names": names}
+    _journal_write(attic, entry.stem, record)
+    _place(store, entry, staging, names)
+    atticmod.drop(entry)
+    fsafe.remove_tree(staging)
+    _journal_drop(attic, entry.stem)
+
+
+def _placement_order(pairs):
+    def key(pair):
+        n, m = pair
+        if m.type == "dir":
+            return (0, n.count("/"), n)
+        return (1 + (n.endswith(".meta")) + (n.endswith(".json")), 0, n)
+    return sorted(pairs, key=key)
+
+
+def _place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list[str]:
+    """Give each staged member its store name (never replacing anything), folders' mtimes last.
+
+    Returns the names of members whose target already held other bytes (not placed).
+    """
+    conflicts = []
+    for n, m in _placement_order(list(zip(names, entry.members))):
+        dst = store.conv_dir.joinpath(*n.split("/"))
+        src = staging.joinpath(*n.split("/"))
+        if m.type == "dir":
+            if fsafe.lstat(dst) is None:
+                fsafe._step("mkdir")
+                os.mkdir(dst, fsafe.DIR_MODE)
+            continue
+        st = fsafe.lstat(dst)
+        if st is not None:
+            sst = fsafe.lstat(src)
+            if sst is not None and ((sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
+                                    or _sha256_file(src) == _sha256_file(dst)):
+                continue  # placed before a crash
+            conflicts.append(n)
+            continue
+        fsafe.place_new(src, dst)
+    for n, m in zip(names, entry.members):
+        if m.type == "dir":
+            p = store.conv_dir.joinpath(*n.split("/"))
+            os.chmod(p, m.mode)
+            os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+    fsafe.fsync_dir(store.conv_dir)
+    return conflicts
+
+
+# --- repair -----------------------------------------------------------------------------------
+
+def pending(store) -> list:
+    """Findings for moves a crash interrupted (read-only; ``repair`` finishes them)."""
+    attic = atticmod.attic_dir(store)
+    out = []
+    try:
+        names = sorted(os.listdir(attic / atticmod.JOURNAL))
+    except OSError:
+        return out
+    for n in names:
+        if n.endswith(".json"):
+            out.append(Finding("attic-interrupted", str(attic / atticmod.JOURNAL / n),
+                               "a move was interrupted; `samctl attic --repair` (or any writing samctl command) "
+                               "finishes it", WARNING))
+    return out
+
+
+def repair(store) -> list[str]:
+    """Finish or undo every interrupted move (caller holds samctl's lock); one line per action."""
+    attic = atticmod.attic_dir(store)
+    if fsafe.lstat(attic) is None:
+        return []
+    done: list[str] = []
+    journal = attic / atticmod.JOURNAL
+    try:
+        records = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
+    except OSError:
+        records = []
+    keep_staging = set()
+    for n in records:
+        path = journal / n
+        try:
+            rec = orjson.loads(fsafe.read_capped(path, 1 << 24))
+            op, stem = rec["op"], rec["stem"]
+            if stem + ".json" != n or atticmod.parse_stem(stem) is None:
+                raise ValueError("names another entry")
+        except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            done.append(f"ignored an unreadable journal record {path}")
+            continue
+        if op == "out":
+            line = _repair_out(store, attic, stem, rec)
+        elif op == "restore":
+            line = _repair_restore(store, attic, stem, rec)
+        elif op == "log":
+            from samctl.core.compact import repair_log
+
+            line = repair_log(store, attic, stem, rec)
+        else:
+            line = f"ignored journal record {n} (unknown operation {op!r})"
+        if line is None:
+            keep_staging.add(stem)
+            continue
+        done.append(line)
+    # debris: staging copies and archives nobody refers to
+    staging = attic / atticmod.STAGING
+    try:
+        for n in sorted(os.listdir(staging)):
+            if not any(n.startswith(s + ".") for s in keep_staging):
+                fsafe.remove_tree(staging / n)
+                done.append(f"removed leftover staging copy {n}")
+    except OSError:
+        pass
+    try:
+        names = os.listdir(attic)
+    except OSError:
+        names = []
+    for n in sorted(names):
+        if n.endswith(atticmod.TAR_SUFFIX):
+            stem = n[: -len(atticmod.TAR_SUFFIX)]
+            if fsafe.lstat(attic / (stem + atticmod.MANIFEST_SUFFIX)) is None and stem not in keep_staging:
+                fsafe.remove(attic / n)
+                done.append(f"removed {n}: an archive whose move never completed")
+    for p in fsafe.stale_temps(attic) + fsafe.stale_temps(journal):
+        fsafe.remove(p)
+    return done
+
+
+def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
+    cid = rec.get("id")
+    manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
+    trash = attic / atticmod.STAGING / f"{stem}.trash"
+    if fsafe.lstat(manifest) is None:
+        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+        _journal_drop(attic, stem)
+        return f"{cid}: undid an interrupted move to the attic (the store copy was never touched)"
+    entry = atticmod.load_manifest(store, manifest)
+    problems = atticmod.verify(entry)
+    leftovers = [(m, store.conv_dir.joinpath(*m.name.split("/"))) for m in entry.members]
+    present = [(m, p) for m, p in leftovers if fsafe.lstat(p) is not None]
+    if problems:
+        if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
+            atticmod.drop(entry)
+            _journal_drop(attic, stem)
+            return f"{cid}: the interrupted move left a damaged archive; it was removed, the store copy is whole"
+        return None  # neither copy is whole: leave everything for a person (attic lists the finding)
+    kept = []
+    for m, p in present:
+        if m.type == "file":
+            if _sha256_file(p) == m.sha256:
+                fsafe.remove(p)
+            else:
+                kept.append(m.name)
+    for m, p in sorted(present, key=lambda mp: -mp[0].name.count("/")):
+        if m.type == "dir":
+            try:
+                os.rmdir(p)
+            except OSError:
+                pass
+    fsafe.fsync_dir(store.conv_dir)
+    if fsafe.lstat(trash) is not None:
+        fsafe.remove_tree(trash)
+    _journal_drop(attic, stem)
+    note = f"; kept {', '.join(kept)} (changed since it was archived)" if kept else ""
+    return f"{cid}: finished an interrupted move to the attic ({entry.stem}){note}"
+
+
+def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
+    staging = attic / atticmod.STAGING / str(rec.get("staging", ""))
+    manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
+    cid = rec.get("id")
+    if fsafe.lstat(manifest) is not None:
+        entry = atticmod.load_manifest(store, manifest)
+        names = rec.get("names") or []
+        if len(names) != len(entry.members) or fsafe.lstat(staging) is None:
+            return None
+        for n in names:
+            if not atticmod.safe_member_name(n, str(rec.get("new_id")), store.name):
+                return None
+        conflicts = _place(store, entry, staging, names)
+        if conflicts:
+            return f"{cid}: could not finish an interrupted restore: {', '.join(conflicts[:3])} hold other bytes"
+        atticmod.drop(entry)
+    else:
+        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+    if fsafe.lstat(staging) is not None:
+        fsafe.remove_tree(staging)
+    _journal_drop(attic, stem)
+    return f"{cid}: finished an interrupted restore"
