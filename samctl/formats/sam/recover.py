@@ -1,0 +1,169 @@
+"""Plan the recovery of one SAM conversation (spec §5.2, §5.4, §5.7, §14 "recover").
+
+Sources, in the spec's order: the file itself (decoded message by message
+when it no longer parses, so one bad message no longer loses the whole
+conversation), ``conversation.json.tmp`` (SAM writes it non-atomically, so it
+may be truncated), the migrated legacy backups
+``conversations/backups/conversations_migrated_*.json`` (newest first), and an
+export package the user names with ``--from``.  The first source that yields a
+conversation is the base; later sources add only the messages (by id) it
+lacks.  The result then goes through ``repair.repair_conversation`` and is
+written in SAM's strict form (``encode.conversation_bytes``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.core.recover import RecoveryPlan
+from samctl.errors import FileProblem, SamctlError, UsageError
+from samctl.formats.sam import encode, repair, schema
+
+
+class NothingToRecover(SamctlError):
+    pass
+
+
+def _msg_id(m) -> str | None:
+    return m.get("id").upper() if isinstance(m, dict) and isinstance(m.get("id"), str) else None
+
+
+def _from_file(path: Path, cap: int, notes: list, label: str):
+    """(doc or None, how) for a conversation.json-like file: parsed whole, or salvaged piecewise."""
+    try:
+        data = fsafe.read_capped(path, cap)
+    except FileProblem as exc:
+        if exc.code != "missing":
+            notes.append(f"{label}: {exc.message}")
+        return None
+    try:
+        doc = orjson.loads(data)
+        if isinstance(doc, dict):
+            return doc
+        notes.append(f"{label}: top level is not an object")
+    except orjson.JSONDecodeError:
+        pass
+    text = data.decode("utf-8", errors="replace")
+    top = repair.salvage_top_level(text)
+    msgs = repair.salvage_messages(text)
+    if not top and not msgs:
+        notes.append(f"{label}: nothing could be salvaged")
+        return None
+    doc = dict(top)
+    doc["messages"] = msgs
+    notes.append(f"{label}: not valid JSON; salvaged {len(msgs)} messages piece by piece")
+    return doc
+
+
+def _from_backups(conv_dir: Path, cid: str, cap: int, notes: list):
+    out = []
+    backups = conv_dir / "backups"
+    try:
+        names = sorted((p for p in backups.iterdir() if p.name.startswith("conversations_migrated_")
+                        and p.name.endswith(".json")), reverse=True)
+    except OSError:
+        return out
+    for p in names:
+        try:
+            arr = orjson.loads(fsafe.read_capped(p, cap))
+        except (FileProblem, orjson.JSONDecodeError):
+            notes.append(f"{p.name}: unreadable legacy backup, skipped")
+            continue
+        for d in arr if isinstance(arr, list) else ():
+            if isinstance(d, dict) and isinstance(d.get("id"), str) and d["id"].upper() == cid:
+                out.append((str(p), d))
+    return out
+
+
+def _from_package(path, cid: str, cap: int) -> dict | None:
+    try:
+        pkg = orjson.loads(fsafe.read_capped(Path(path), cap))
+    except FileProblem as exc:
+        raise UsageError(f"{path}: {exc.message}") from None
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not a SAM export package (not JSON: {str(exc)[:80]})") from None
+    packages = pkg.get("conversations") if isinstance(pkg, dict) and isinstance(pkg.get("conversations"), list) \
+        else [pkg]
+    for p in packages:
+        conv = p.get("conversation") if isinstance(p, dict) else None
+        if isinstance(conv, dict) and isinstance(conv.get("id"), str) and conv["id"].upper() == cid:
+            return conv
+    if not any(isinstance(p, dict) and "conversation" in p for p in packages):
+        raise UsageError(f"{path}: not a SAM export package (no formatVersion/conversation)")
+    raise UsageError(f"{path} does not contain conversation {cid}")
+
+
+def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
+    folder = store.folder(cid)
+    target = folder / "conversation.json"
+    cap = store.caps.snapshot
+    notes: list = []
+    sources: list = []
+    current = _from_file(target, cap, notes, "conversation.json")
+    if current is not None:
+        sources.append((str(target), current))
+    tmp = _from_file(folder / "conversation.json.tmp", cap, notes, "conversation.json.tmp")
+    if tmp is not None:
+        sources.append((str(folder / "conversation.json.tmp"), tmp))
+    sources += _from_backups(store.conv_dir, cid, cap, notes)
+    if from_file is not None:
+        sources.append((str(from_file), _from_package(from_file, cid, cap)))
+    if not sources:
+        raise NothingToRecover(f"nothing to recover {cid} from: " + ("; ".join(notes) or "no file"),
+                               hint="give a SAM export package with --from FILE")
+    base_src, base = sources[0]
+    merged = dict(base)
+    msgs = [m for m in (base.get("messages") or []) if isinstance(m, dict)] \
+        if isinstance(base.get("messages"), list) else []
+    have = {_msg_id(m) for m in msgs}
+    gained = []
+    for src, doc in sources[1:]:
+        extra = [m for m in (doc.get("messages") or []) if isinstance(m, dict) and _msg_id(m) not in have] \
+            if isinstance(doc.get("messages"), list) else []
+        for m in extra:
+            have.add(_msg_id(m))
+        if extra:
+            gained.append(f"+{len(extra)} messages from {Path(src).name}")
+            msgs += extra
+        for k, v in doc.items():  # fill top-level keys the base lost
+            merged.setdefault(k, v)
+    if gained:
+        # SAM sorts by lastModified ?? timestamp on load (spec §4.5.1); do the same for added messages
+        msgs.sort(key=lambda m: str(m.get("lastModified") or m.get("timestamp") or ""))
+    merged["messages"] = msgs
+    st = fsafe.lstat(target)
+    fixed, changes = repair.repair_conversation(merged, fallback_id=cid, fallback_title=_fallback_title(store, folder, msgs),
+                                                fallback_epoch=st.st_mtime if st else None)
+    problems = [p for p in schema.validate_conversation(fixed) if p.severity == "error"]
+    if problems:  # repair promises this never happens; refuse rather than write a file SAM skips
+        raise SamctlError(f"could not make {cid} loadable: {problems[0].where}: {problems[0].reason}")
+    plan = RecoveryPlan(cid=cid, target=target, source=base_src, new_bytes=None,
+                        messages_before=len(current["messages"]) if current and isinstance(
+                            current.get("messages"), list) else None,
+                        messages_after=len(fixed["messages"]))
+    plan.changes = notes + gained + changes
+    if current is None or _strict(fixed) != _strict(current) or not schema.would_load(current):
+        plan.new_bytes = encode.conversation_bytes(fixed)
+    return plan
+
+
+def _strict(doc) -> bytes:
+    """A comparison that tells 128000.0 from 128000 (Python's == does not)."""
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+
+
+def _fallback_title(store, folder: Path, msgs: list) -> str:
+    """The title when the file lost it (it sorts after ``messages``, so a torn file loses it first):
+    samctl's meta cache remembers it; else the first user message, as a person would name it."""
+    entry = store._load_cache().get(folder.name)
+    if isinstance(entry, list) and len(entry) == 4 and isinstance(entry[2], dict):
+        title = entry[2].get("title")
+        if isinstance(title, str) and title:
+            return title
+    for m in msgs:
+        if m.get("isFromUser") is True and isinstance(m.get("content"), str) and m["content"].strip():
+            return " ".join(m["content"].split())[:50]
+    return repair.DEFAULT_TITLE
