@@ -19,8 +19,6 @@ nothing in the store.  ``dry_run`` writes nothing at all.
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,14 +26,8 @@ from samctl import fsafe
 from samctl.core.lock import ensure_app_idle, store_lock
 from samctl.core.resolve import resolve_id
 from samctl.errors import SamctlError
-
-
-@dataclass
-class TailRepair:
-    log: Path
-    size: int  # the log's size when it was read: refuse to touch it if it changed
-    offset: int  # keep bytes [0, offset)
-    add_newline: bool  # the unterminated last line is a complete event: terminate it instead
+from samctl.formats.mermaid import tail
+from samctl.formats.mermaid.tail import TailRepair
 
 
 @dataclass
@@ -67,50 +59,8 @@ class RecoveryPlan:
         }
 
 
-def _stamp() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-
-
-def _unique(path: Path) -> Path:
-    if fsafe.lstat(path) is None:
-        return path
-    for i in range(1, 1000):
-        p = path.with_name(f"{path.name}.{i}")
-        if fsafe.lstat(p) is None:
-            return p
-    raise SamctlError(f"too many backups next to {path}", hint="run `samctl compact` to clear old ones")
-
-
 def backup_path(target: Path, suffix: str = "bak") -> Path:
-    return _unique(target.with_name(f"{target.name}.{_stamp()}.{suffix}"))
-
-
-def _repair_tail(tail: TailRepair, plan: RecoveryPlan) -> None:
-    st = fsafe.lstat(tail.log)
-    if st is None or st.st_size != tail.size:
-        raise SamctlError(f"{tail.log} changed while recovering (another writer?); nothing was trimmed",
-                          hint="make sure mermaid is not using the session, then run recover again")
-    if tail.add_newline:
-        fd = os.open(tail.log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            os.write(fd, b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return
-    with open(tail.log, "rb") as f:
-        f.seek(tail.offset)
-        cut = f.read()
-    torn = backup_path(tail.log, "torn")
-    fsafe.write_atomic(torn, cut)
-    plan.written.append(torn)
-    fsafe._step("truncate")
-    os.truncate(tail.log, tail.offset)
-    fd = os.open(tail.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    return tail.sibling(target, suffix)
 
 
 def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
@@ -124,7 +74,9 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
         plan.written.append(dest)
         return plan
     if plan.tail is not None:
-        _repair_tail(plan.tail, plan)
+        torn = tail.apply(plan.tail)
+        if torn is not None:
+            plan.written.append(torn)
     if plan.new_bytes is not None:
         if fsafe.lstat(plan.target) is not None:
             try:

@@ -82,3 +82,16 @@ def test_sam_scope_classification(run, sam_demo):
     found, doc = _codes(r)
     assert ("scope-shared", "5E0C7E55-1B7A-4C0B-9C3E-2F3A7D8B9C01") in found
     assert r.exit_code == 0  # a shared-topic scope is normal: info only
+
+
+def test_check_fix_trims_torn_tails_of_sessions_not_open(run, mermaid_broken):
+    root, _ = mermaid_broken
+    conv = root / ".mermaid" / "conversations"
+    log = conv / "20260101_000014_000.jsonl"
+    data = log.read_bytes()
+    r = run("--root", root, "check", "--fix", "--format", "json")
+    found, doc = _codes(r)
+    assert ("log-torn-tail", "20260101_000014_000.jsonl") not in found
+    assert log.read_bytes() == data[: data.rindex(b"\n") + 1]
+    torn = list(conv.glob("20260101_000014_000.jsonl.*.torn"))
+    assert len(torn) == 1 and torn[0].read_bytes() == b'{"v":1,"seq":99,"ts":"2026-'

@@ -182,7 +182,14 @@ def _check_log(store, cid, p, doc, findings, fixes, fix) -> None:
         findings.append(Finding(exc.code, p, exc.message, conversation=cid))
         return
     if read.stop == "torn-tail":
-        findings.append(Finding("log-torn-tail", p, read.reason + f" (`samctl recover {cid}` trims it)", WARNING, cid))
+        from samctl.formats.mermaid import tail
+
+        if fix and not store.session_is_live(cid):
+            torn = tail.apply(tail.plan(p, read))
+            fixes.append(f"{p}: torn tail " + (f"cut (bytes kept in {torn})" if torn else "terminated with a newline"))
+        else:
+            live = " (not trimmed: mermaid has the session open)" if fix else f" (`samctl recover {cid}` trims it)"
+            findings.append(Finding("log-torn-tail", p, read.reason + live, WARNING, cid))
     elif read.stop is not None:
         sev = WARNING if read.stop == "too-large" else ERROR
         findings.append(Finding(f"log-{read.stop}", p, read.reason, sev, cid))

@@ -16,7 +16,8 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.core.recover import RecoveryPlan, TailRepair
+from samctl.core.recover import RecoveryPlan
+from samctl.formats.mermaid import tail as tailfix
 from samctl.core.timeparse import parse_timestamp
 from samctl.errors import FileProblem, SamctlError, UsageError
 from samctl.formats.mermaid import decode, encode, eventlog
@@ -85,7 +86,7 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
     if read is not None and read.stop is not None:
         plan.changes.append(f"log: {read.reason}")
         if read.stop == "torn-tail":
-            plan.tail = TailRepair(log_path, read.size, read.last_newline_offset, read.tail_complete)
+            plan.tail = tailfix.plan(log_path, read)
             plan.changes.append("log tail: " + ("newline added to the complete last line" if read.tail_complete
                                                 else f"{read.size - read.last_newline_offset} torn bytes cut "
                                                      "(kept in a .torn file)"))
