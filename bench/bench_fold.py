@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Benchmark the fold of a big mermaid event log against the raw floor.
+
+    python bench/bench_fold.py [--bytes 134217728] [--repeat 5]
+
+floor: read the file and orjson.loads each line, nothing else.
+samctl: eventlog.read_log_file (caps, validation, prefix semantics) + fold.
+Prints medians over the repeats and the ratio (goal: within 2x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+
+def floor(path: Path) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        data = f.read()
+    for line in data.split(b"\n"):
+        if line:
+            orjson.loads(line)
+            n += 1
+    return n
+
+
+def ours(path: Path) -> int:
+    from samctl.formats.mermaid import eventlog
+
+    read = eventlog.read_log_file(path)
+    doc = eventlog.fold(read.events)
+    return len(doc["messages"]) if doc else -1
+
+
+def median(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bytes", type=int, default=128 * 1024 * 1024 - 4096)
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    from gen_archive import make_mermaid_log
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "20260810_140307_512.jsonl"
+        info = make_mermaid_log(path, a.bytes, seed=1)
+        size = path.stat().st_size
+        f = median(lambda: floor(path), a.repeat)
+        o = median(lambda: ours(path), a.repeat)
+        print(f"fold of a {size / 2**20:.1f} MiB log ({info.get('lines')} lines), median of {a.repeat}:")
+        print(f"  floor (read + orjson.loads per line): {f:.3f} s  ({size / 2**20 / f:.0f} MiB/s)")
+        print(f"  samctl read_log_file + fold:          {o:.3f} s  ratio {o / f:.2f}x (goal <= 2x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
