@@ -41,6 +41,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
         raise click.UsageError("say which conversations: --older-than AGE, or ids")
     age = parse_age(older_than) if older_than else None
     sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
+    lifecycle.preflight(store, sel)
     for cid, why in sel.skipped:
         click.echo(f"kept: {cid}: {why}", err=True)
     if not sel.targets:

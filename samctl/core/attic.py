@@ -614,12 +614,12 @@ def list_entries(store, findings: list, states=STATES) -> list[Entry]:
     for n in sorted(names):
         if not n.endswith(MANIFEST_SUFFIX):
             continue
+        stems.add(n[: -len(MANIFEST_SUFFIX)])
         try:
             e = load_manifest(store, attic / n)
         except AtticProblem as exc:
             findings.extend(exc.findings)
             continue
-        stems.add(e.stem)
         st = fsafe.lstat(e.tar_path)
         if st is None:
             findings.append(_finding(e, "attic-missing", "the manifest's archive is missing"))

@@ -115,6 +115,7 @@ def compact(store, opts: CompactOptions, progress=None) -> CompactReport:
         _run_steps(store, opts, rep, now, progress)
         rep.bytes_after = rep.bytes_before - sum(a["bytes_before"] - a["bytes_after"] for a in rep.actions)
         return rep
+    ensure_app_idle(store, [], opts.force)
     with store_lock(store, opts.lock_wait):
         ensure_app_idle(store, [], opts.force)
         rep.repaired = lifecycle.repair(store)

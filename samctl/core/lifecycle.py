@@ -199,6 +199,30 @@ def _is_empty(store, cid: str, t: Target) -> bool:
     return True
 
 
+def preflight(store, sel: Selection) -> None:
+    """Drop targets that cannot be moved (a scope in use, a symlink inside, ...), read-only.
+
+    Named ids: the first such problem is raised (nothing is done); filter
+    results: each is moved to ``sel.skipped`` with the reason.
+    """
+    refs = store.topic_refs() if store.name == "sam" else None
+    in_store = set(store.all_ids())
+    ok = []
+    for t in sel.targets:
+        if t.id not in in_store:
+            ok.append(t)
+            continue
+        try:
+            store.conversation_files(t.id, refs)
+        except SamctlError as exc:
+            if sel.explicit:
+                raise SamctlError(f"{exc.message}; nothing was changed", exc.hint) from None
+            sel.skipped.append((t.id, exc.message))
+            continue
+        ok.append(t)
+    sel.targets = ok
+
+
 # --- journal ------------------------------------------------------------------------------
 
 def _journal_path(attic: Path, stem: str) -> Path:
@@ -306,6 +330,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
         for t in targets:
             report.items.append(dict(t.to_dict(), action=f"would be {state}"))
         return report
+    ensure_app_idle(store, [t.id for t in targets], force)  # before the lock: a refusal writes nothing
     with store_lock(store, lock_wait):
         ensure_app_idle(store, [t.id for t in targets], force)
         report.repaired = repair(store)
@@ -343,6 +368,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
             report.items.append(dict(t.to_dict(), action="would be purged", in_store=t.id in in_store,
                                      attic_entries=n))
         return report
+    ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
     with store_lock(store, lock_wait):
         ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
         report.repaired = repair(store)
@@ -440,6 +466,7 @@ def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool
     if dry_run:
         report.items.append(dict(item, action="would be restored"))
         return report
+    ensure_app_idle(store, [entry.id, new], force)
     with store_lock(store, lock_wait):
         ensure_app_idle(store, [entry.id, new], force)
         report.repaired = repair(store)

@@ -1,0 +1,346 @@
+"""samctl rm / restore / archive / attic: behaviour, safety refusals (exit code, message, nothing changed)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+
+from samctl.formats import open_store
+from tests.conftest import fingerprint
+
+MID = "20260810_140307_512"
+MID2 = "20260812_091500_004"
+SID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
+PINNED = "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"
+TOPIC = "5E0C7E55-1B7A-4C0B-9C3E-2F3A7D8B9C01"
+API = "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
+
+
+def conv(root: Path) -> Path:
+    return root / ".mermaid" / "conversations" if (root / ".mermaid").exists() else root / "conversations"
+
+
+def attic_of(root: Path) -> Path:
+    return root / ".mermaid" / "samctl-attic" if (root / ".mermaid").exists() else root / "samctl-attic"
+
+
+def files_state(root: Path, prefix: str) -> dict:
+    """bytes, mode and mtime of every file/folder of one conversation."""
+    return {k: v for k, v in fingerprint(conv(root)).items() if k.startswith(prefix)}
+
+
+# --- rm and restore -------------------------------------------------------------------
+
+@pytest.mark.parametrize("which,cid,short", [("mermaid", MID, "20260810_14"), ("sam", SID, "8b58cbc4")])
+def test_rm_then_restore_brings_back_bytes_modes_mtimes(which, cid, short, run, mermaid_demo, sam_demo):
+    root = mermaid_demo if which == "mermaid" else sam_demo
+    before = files_state(root, cid)
+    assert before
+    r = run("--root", root, "rm", short)
+    assert r.exit_code == 0, r.stderr
+    assert f"deleted: {cid}" in r.stdout
+    assert f"undo with: samctl restore {cid}" in r.stderr
+    assert files_state(root, cid) == {}
+    entries = [p.name for p in attic_of(root).iterdir() if p.name.endswith(".tar.zst")]
+    assert len(entries) == 1 and entries[0].startswith(f"{cid}.deleted.")
+    assert oct(attic_of(root).stat().st_mode & 0o777) == "0o700"
+    r = run("--root", root, "attic", "--format", "json")
+    assert r.exit_code == 0
+    doc = orjson.loads(r.stdout)
+    assert [e["id"] for e in doc["entries"]] == [cid] and doc["entries"][0]["state"] == "deleted"
+    r = run("--root", root, "check")
+    assert r.exit_code == 0, r.stderr
+    r = run("--root", root, "restore", short[:10])
+    assert r.exit_code == 0, r.stderr
+    assert files_state(root, cid) == before
+    assert [p for p in attic_of(root).iterdir() if not p.name.startswith(".")] == []
+    assert run("--root", root, "check").exit_code == 0
+
+
+def test_restore_refuses_when_the_id_exists_again(run, mermaid_demo):
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    (conv(mermaid_demo) / f"{MID}.json").write_bytes(b"{}")
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "restore", MID)
+    assert r.exit_code == 1
+    assert "exists in the store again" in r.stderr and "--as-new" in r.stderr
+    assert fingerprint(mermaid_demo) == fp
+
+
+def test_restore_as_new_mermaid_rewrites_the_id_inside_the_files(run, mermaid_demo):
+    old_doc = orjson.loads((conv(mermaid_demo) / f"{MID}.json").read_bytes())
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    r = run("--root", mermaid_demo, "restore", MID, "--as-new", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    new = orjson.loads(r.stdout)["items"][0]["new_id"]
+    store = open_store(str(mermaid_demo))
+    assert new != MID and store.valid_id(new)
+    doc = orjson.loads((conv(mermaid_demo) / f"{new}.json").read_bytes())
+    assert doc["id"] == new and {k: v for k, v in doc.items() if k != "id"} == \
+        {k: v for k, v in old_doc.items() if k != "id"}
+    assert orjson.loads((conv(mermaid_demo) / f"{new}.meta").read_bytes())["id"] == new
+    first = orjson.loads((conv(mermaid_demo) / f"{new}.jsonl").read_bytes().split(b"\n")[0])
+    assert first["event"]["session_id"] == new
+    assert not (conv(mermaid_demo) / f"{MID}.json").exists()
+    r = run("--root", mermaid_demo, "check")
+    assert r.exit_code == 0, r.stderr
+
+
+def test_restore_as_new_beside_the_existing_one(run, mermaid_demo):
+    c = conv(mermaid_demo)
+    backup = {p.name: p.read_bytes() for p in c.glob(f"{MID2}.*")}
+    assert run("--root", mermaid_demo, "rm", MID2).exit_code == 0
+    for name, data in backup.items():  # the same session comes back from a backup
+        (c / name).write_bytes(data)
+        os.chmod(c / name, 0o600)
+    assert run("--root", mermaid_demo, "restore", MID2).exit_code == 1
+    r = run("--root", mermaid_demo, "restore", MID2, "--as-new")
+    assert r.exit_code == 0, r.stderr
+    ids = open_store(str(mermaid_demo)).all_ids()
+    assert MID2 in ids and len(ids) == 4
+    assert run("--root", mermaid_demo, "check").exit_code == 0
+
+
+def test_restore_as_new_sam_rewrites_ids_and_memories(run, sam_demo):
+    assert run("--root", sam_demo, "rm", SID).exit_code == 0
+    r = run("--root", sam_demo, "restore", SID, "--as-new", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    new = orjson.loads(r.stdout)["items"][0]["new_id"]
+    assert new == new.upper() and new != SID and open_store(str(sam_demo)).valid_id(new)
+    doc = orjson.loads((conv(sam_demo) / new / "conversation.json").read_bytes())
+    assert doc["id"] == new and doc["sessionId"] == new
+    db = sqlite3.connect(conv(sam_demo) / new / "memory.db")
+    assert {r[0] for r in db.execute("select conversation_id from conversation_memories")} == {new}
+    db.close()
+    assert not (conv(sam_demo) / SID).exists()
+    r = run("--root", sam_demo, "check")
+    assert r.exit_code == 0, r.stderr
+
+
+def test_restore_unknown_id_is_not_found(run, mermaid_demo):
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "restore", "2026")
+    assert r.exit_code == 4 and "no conversation matches" in r.stderr
+    r = run("--root", mermaid_demo, "restore", "../etc")
+    assert r.exit_code == 2 and "not a mermaid conversation id" in r.stderr
+    assert fingerprint(mermaid_demo) == fp
+
+
+def test_rm_unknown_and_bad_ids_change_nothing(run, mermaid_demo):
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "rm", "19990101")
+    assert r.exit_code == 4 and "no conversation matches" in r.stderr
+    r = run("--root", mermaid_demo, "rm", "/etc/passwd")
+    assert r.exit_code == 2
+    r = run("--root", mermaid_demo, "rm")
+    assert r.exit_code == 2 and "--older-than" in r.stderr
+    assert fingerprint(mermaid_demo) == fp
+
+
+# --- safety: pinned, shared scopes, busy, lock, confirmation -----------------------------------
+
+def test_pinned_sam_conversation_refused_without_include_pinned(run, sam_demo):
+    fp = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "rm", PINNED)
+    assert r.exit_code == 1
+    assert "pinned" in r.stderr and "--include-pinned" in r.stderr
+    assert fingerprint(sam_demo) == fp
+    r = run("--root", sam_demo, "rm", "--title", "budget", "--yes")
+    assert r.exit_code == 0 and f"kept: {PINNED}: pinned" in r.stderr
+    assert fingerprint(sam_demo) == fp
+    r = run("--root", sam_demo, "rm", PINNED, "--include-pinned")
+    assert r.exit_code == 0, r.stderr
+    assert not (conv(sam_demo) / PINNED).exists()
+    assert (conv(sam_demo) / TOPIC / "memory.db").exists()  # its shared-topic scope stays
+
+
+def test_shared_topic_scope_in_use_is_never_removed(run, sam_demo):
+    fp = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "rm", TOPIC)
+    assert r.exit_code == 1 and "shared-topic memory scope" in r.stderr
+    r = run("--root", sam_demo, "rm", TOPIC, "--purge", "--yes")
+    assert r.exit_code == 1 and "shared-topic memory scope" in r.stderr
+    assert fingerprint(sam_demo) == fp
+    # once nobody uses it, it is an ordinary stray scope and can go
+    assert run("--root", sam_demo, "rm", PINNED, "--include-pinned", "--purge", "--yes").exit_code == 0
+    assert (conv(sam_demo) / TOPIC).exists()  # SAM's own delete never removes the topic scope
+    assert run("--root", sam_demo, "rm", TOPIC).exit_code == 0
+    assert not (conv(sam_demo) / TOPIC).exists()
+
+
+@pytest.mark.parametrize("cmd", [["rm", SID], ["archive", "--older-than", "1d", "--yes"], ["restore", SID],
+                                 ["compact"]])
+def test_busy_when_sam_runs_unless_force(cmd, run, sam_demo, monkeypatch):
+    if cmd[0] == "restore":
+        assert run("--root", sam_demo, "rm", SID).exit_code == 0
+    fp = fingerprint(sam_demo)
+    monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
+    r = run("--root", sam_demo, *cmd)
+    assert r.exit_code == 5, r.stderr
+    assert "SAM is running" in r.stderr and "--force" in r.stderr
+    assert fingerprint(sam_demo) == fp
+    r = run("--root", sam_demo, *cmd, "--force")
+    assert r.exit_code == 0, r.stderr
+
+
+@pytest.fixture
+def held_scratch_lock(mermaid_demo):
+    store = open_store(str(mermaid_demo))
+    p = store.scratch_lock_path(MID)
+    p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    yield p
+    os.close(fd)
+    import shutil
+
+    shutil.rmtree(p.parent, ignore_errors=True)
+
+
+def test_busy_when_mermaid_session_is_live(run, mermaid_demo, held_scratch_lock):
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "rm", MID)
+    assert r.exit_code == 5 and "scratch lock is held" in r.stderr
+    r = run("--root", mermaid_demo, "rm", MID, "--purge", "--yes")
+    assert r.exit_code == 5
+    assert fingerprint(mermaid_demo) == fp
+    r = run("--root", mermaid_demo, "rm", MID2)  # another session is fine
+    assert r.exit_code == 0
+    r = run("--root", mermaid_demo, "rm", MID, "--force")
+    assert r.exit_code == 0
+
+
+@pytest.mark.parametrize("cmd", [["rm", MID], ["archive", "--older-than", "1d", "--yes"], ["compact"],
+                                 ["attic", "--repair"]])
+def test_lock_contention_is_busy_with_lock_wait_zero(cmd, run, mermaid_demo):
+    lockdir = mermaid_demo / ".mermaid" / ".samctl"
+    lockdir.mkdir(mode=0o700)
+    fd = os.open(lockdir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fp = fingerprint(mermaid_demo)
+        r = run("--root", mermaid_demo, *cmd, "--lock-wait", "0")
+        assert r.exit_code == 5, r.stderr
+        assert "another samctl is writing" in r.stderr and "--lock-wait" in r.stderr
+        assert fingerprint(mermaid_demo) == fp
+    finally:
+        os.close(fd)
+    r = run("--root", mermaid_demo, *cmd, "--lock-wait", "0")
+    assert r.exit_code == 0, r.stderr
+
+
+def test_many_without_a_terminal_needs_yes(run, mermaid_demo):
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "rm", "--older-than", "1d")
+    assert r.exit_code == 2 and "--yes" in r.stderr
+    r = run("--root", mermaid_demo, "rm", MID, MID2)
+    assert r.exit_code == 2
+    r = run("--root", mermaid_demo, "rm", MID, "--purge")
+    assert r.exit_code == 2 and "purge" in r.stderr.lower()
+    assert fingerprint(mermaid_demo) == fp
+
+
+def test_terminal_confirmation(run, mermaid_demo, monkeypatch):
+    monkeypatch.setattr("samctl.cli.writeopts.stdin_is_tty", lambda: True)
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "rm", "--older-than", "1d", input="n\n")
+    assert r.exit_code == 1 and "nothing was changed" in r.stderr
+    assert fingerprint(mermaid_demo) == fp
+    r = run("--root", mermaid_demo, "rm", "--older-than", "1d", input="y\n")
+    assert r.exit_code == 0
+    assert "Move 3 conversations to the attic?" in r.stderr
+    assert open_store(str(mermaid_demo)).all_ids() == []
+
+
+def test_dry_run_changes_nothing(run, mermaid_demo, sam_demo):
+    for root, args in ((mermaid_demo, ["rm", "--older-than", "1d"]), (mermaid_demo, ["rm", MID, "--purge"]),
+                       (sam_demo, ["archive", "--older-than", "1d"]), (mermaid_demo, ["compact", "--grace", "0s"])):
+        fp = fingerprint(root)
+        r = run("--root", root, *args, "--dry-run", "--format", "json")
+        assert r.exit_code == 0, r.stderr
+        assert orjson.loads(r.stdout)["dry_run"] is True
+        assert fingerprint(root) == fp
+
+
+def test_empty_selection(run, sam_demo, mermaid_demo):
+    from make_fixtures import mermaid_doc, mermaid_snapshot, sam_doc, sam_dumps
+
+    empty = "E0000000-0000-4000-8000-000000000001"
+    (conv(sam_demo) / empty).mkdir(mode=0o700)
+    (conv(sam_demo) / empty / "conversation.json").write_text(sam_dumps(sam_doc(
+        empty, "New Conversation", [], "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")))
+    r = run("--root", sam_demo, "rm", "--empty", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.count("deleted:") == 1 and empty in r.stdout
+    eid = "20260101_000000_000"
+    (conv(mermaid_demo) / f"{eid}.json").write_text(mermaid_snapshot(mermaid_doc(eid, "x", [], "2026-01-01T00:00:00Z")))
+    r = run("--root", mermaid_demo, "rm", "--empty", "--yes")
+    assert r.exit_code == 0 and r.stdout.count("deleted:") == 1 and eid in r.stdout
+
+
+# --- purge -------------------------------------------------------------------------------
+
+def test_purge_mermaid_keeps_conflicts_and_removes_the_scratch_dir(run, mermaid_demo):
+    c = conv(mermaid_demo)
+    (c / f"{MID}.4242.0.conflict").write_bytes(b"{}")
+    store = open_store(str(mermaid_demo))
+    scratch = store.scratch_lock_path(MID).parent
+    scratch.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (scratch / "scratchpad").mkdir()
+    (scratch / ".lock").write_bytes(b"")
+    r = run("--root", mermaid_demo, "rm", MID, "--purge", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert not any((c / f"{MID}.{e}").exists() for e in ("json", "meta", "jsonl"))
+    assert (c / f"{MID}.4242.0.conflict").exists()
+    assert not scratch.exists()
+    assert not attic_of(mermaid_demo).exists() or not any(attic_of(mermaid_demo).glob("*.tar.zst"))
+
+
+def test_purge_an_id_that_is_only_in_the_attic(run, mermaid_demo):
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    assert run("--root", mermaid_demo, "rm", MID2).exit_code == 0
+    r = run("--root", mermaid_demo, "rm", "--purge", "20260810", "--yes")
+    assert r.exit_code == 0, r.stderr
+    left = [p.name for p in attic_of(mermaid_demo).glob("*.tar.zst")]
+    assert len(left) == 1 and left[0].startswith(MID2)
+
+
+def test_purge_sam_removes_the_folder(run, sam_demo):
+    r = run("--root", sam_demo, "rm", API, "--purge", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert not (conv(sam_demo) / API).exists()
+    assert run("--root", sam_demo, "check").exit_code == 0
+
+
+# --- archive -------------------------------------------------------------------------------
+
+def test_archive_older_than_keep_last(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "archive", "--older-than", "1d", "--keep-last", "1", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.count("archived:") == 2
+    assert "one of the 1 most recent" in r.stderr
+    assert open_store(str(mermaid_demo)).all_ids() == ["20260901_170000_250"]
+    r = run("--root", mermaid_demo, "attic", "--state", "archived", "--format", "jsonl")
+    assert len(r.stdout.splitlines()) == 2
+    r = run("--root", mermaid_demo, "archive")
+    assert r.exit_code == 2
+
+
+def test_attic_verify_reports_damage(run, mermaid_demo):
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    tar = next(attic_of(mermaid_demo).glob("*.tar.zst"))
+    data = bytearray(tar.read_bytes())
+    data[-5] ^= 0x55
+    tar.write_bytes(bytes(data))
+    r = run("--root", mermaid_demo, "attic", "--verify")
+    assert r.exit_code == 3 and "attic-tampered" in r.stderr
+    fp = fingerprint(conv(mermaid_demo)), tar.read_bytes()
+    r = run("--root", mermaid_demo, "restore", MID)
+    assert r.exit_code == 1 and "damaged" in r.stderr
+    assert (fingerprint(conv(mermaid_demo)), tar.read_bytes()) == fp
+    assert list((attic_of(mermaid_demo) / ".staging").iterdir()) == []
