@@ -83,10 +83,9 @@ SAM_WHITESPACE = (
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
-# Python's str.split()/isspace() set is exactly SAM_WHITESPACE plus these four separators
+# Python's str.split()/isspace() set is exactly SAM_WHITESPACE plus U+001C..U+001F
 # (tests/core/test_scoring.py checks that claim over every code point).  So when a text
-# contains none of them, the fast C ``str.split()`` splits exactly where SAM does.
-_PY_ONLY_WHITESPACE = ("\x1c", "\x1d", "\x1e", "\x1f")
+# contains none of those four, the fast C ``str.split()`` splits exactly where SAM does.
 _SPLIT_TABLE = {ord(c): " " for c in SAM_WHITESPACE}
 
 

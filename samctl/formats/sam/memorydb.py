@@ -50,9 +50,11 @@ import re
 import sqlite3
 import stat
 import struct
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timedelta, timezone
 from urllib.parse import quote
 
@@ -136,7 +138,7 @@ APPLE_EPOCH = 978307200.0  # 2001-01-01T00:00:00Z in Unix seconds (Foundation's 
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SQLITE_MAGIC = b"SQLite format 3\0"
 _UUID_RE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
-_DATE_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})\Z")
+_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}\Z")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,23 +167,28 @@ def format_db_date(when: float | datetime | None = None) -> str:
             f"{dt.microsecond // 1000:03d}")
 
 
+@lru_cache(maxsize=4096)
+def _day_seconds(day: str) -> int | None:
+    """Unix seconds at 00:00 UTC of ``yyyy-MM-dd`` (already matched by _DATE_RE), None if no such day."""
+    try:
+        d = datetime(int(day[0:4]), int(day[5:7]), int(day[8:10]), tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return (d - _UNIX_EPOCH).days * 86400
+
+
 def parse_db_date(s) -> float | None:
     """Unix seconds of a strict ``yyyy-MM-dd'T'HH:mm:ss.SSS`` UTC string; None for anything else.
 
     Strict like SAM's formatter: ASCII digits only, exactly three fraction digits, no zone, no
     spaces, a real calendar date and time.  (SAM crashes on a date it cannot parse, §7.3.)
     """
-    if not isinstance(s, str):
+    if not isinstance(s, str) or not _DATE_RE.match(s):
         return None
-    m = _DATE_RE.match(s)
-    if not m:
+    day = _day_seconds(s[:10])
+    if day is None:
         return None
-    y, mo, d, h, mi, sec, ms = map(int, m.groups())
-    try:
-        dt = datetime(y, mo, d, h, mi, sec, tzinfo=timezone.utc)
-    except ValueError:
-        return None
-    return (dt - _UNIX_EPOCH).total_seconds() + ms / 1000
+    return day + int(s[11:13]) * 3600 + int(s[14:16]) * 60 + int(s[17:19]) + int(s[20:23]) / 1000
 
 
 def is_uuid(s) -> bool:
@@ -492,9 +499,11 @@ _MEMORY_SELECT = (
 
 
 def _finite_vector(blob: bytes) -> bool:
-    vals = struct.unpack("<%dd" % (len(blob) // 8), blob)
-    s = sum(vals)
-    if math.isfinite(s):
+    if sys.byteorder == "little":
+        vals = memoryview(blob).cast("d")  # no tuple of floats; the blob is little-endian float64
+    else:  # pragma: no cover - no big-endian Mac runs SAM
+        vals = struct.unpack("<%dd" % (len(blob) // 8), blob)
+    if math.isfinite(sum(vals)):
         return True
     return all(map(math.isfinite, vals))  # a huge-but-finite sum can overflow; look at each value
 
