@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import stat
 import time
@@ -51,6 +52,7 @@ from samctl.core.model import WARNING, Finding
 from samctl.errors import SamctlError
 
 INFO = "info"
+_BACKUP_RE = re.compile(r"\.(bak|torn)(\.[0-9]+)?\Z")  # samctl's copies (recover, compact), unique-suffixed
 SETTLE_SECONDS = 0.05
 READ_CAP = 1 << 31  # compact reads logs past mermaid's cap: rescuing those is its job
 
@@ -206,21 +208,17 @@ def _ends_torn(path: Path) -> bool:
 
 
 def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
-    from types import SimpleNamespace
-
-    from samctl.core.recover import TailRepair, _repair_tail
-    from samctl.formats.mermaid import eventlog
+    from samctl.formats.mermaid import eventlog, tail
 
     read = eventlog.read_log_file(path, READ_CAP)
-    if read.stop == "too-large" or not read.torn:
+    fix = tail.plan(path, read)
+    if fix is None:
         return
     cut = read.size - read.last_newline_offset
-    detail = "newline added to a complete last line" if read.tail_complete else f"{cut} torn bytes kept in a .torn file"
+    detail = "newline added to a complete last line" if fix.add_newline else f"{cut} torn bytes kept in a .torn file"
     if not opts.dry_run:
-        _repair_tail(TailRepair(path, read.size, read.last_newline_offset, read.tail_complete),
-                     SimpleNamespace(written=[]))
-    after = read.size + 1 if read.tail_complete else read.last_newline_offset
-    rep.add("trim-tail", path, read.size, after, detail)
+        tail.apply(fix)
+    rep.add("trim-tail", path, read.size, read.size + 1 if fix.add_newline else fix.offset, detail)
 
 
 def _without_compactions(doc: dict) -> dict:
@@ -431,7 +429,7 @@ def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
                 continue
             if _old_enough(st, now, fsafe.STALE_TMP_SECONDS):
                 _remove_file(Path(e.path), st, "remove-temp", opts, rep, "stale temp file")
-        elif n.endswith(".bak") or n.endswith(".torn"):
+        elif _BACKUP_RE.search(n):
             if _old_enough(st, now, opts.grace):
                 _remove_file(Path(e.path), st, "remove-backup", opts, rep, "samctl's copy, past the grace period")
 
