@@ -372,6 +372,7 @@ def exclusive_lock():
     for proc in procs:
         proc.stdin.close()
         proc.wait(timeout=10)
+        proc.stdout.close()
 
 
 def test_locked_database_is_a_finding(spec_db, exclusive_lock):
