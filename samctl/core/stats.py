@@ -66,7 +66,7 @@ def memory_count(store, findings: list) -> int | None:
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode):
-            total += len(memorydb.read_memories(p, findings, scope_id=e.name.upper()) or [])
+            total += sum(1 for _ in memorydb.iter_memories(p, findings, scope_id=e.name.upper()))
     return total
 
 

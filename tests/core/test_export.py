@@ -335,10 +335,15 @@ def test_corrupt_conversations_are_findings_and_skipped(sam_broken, tmp_path):
     ids = core.select_ids(store, (), True, None, None, findings)
     res = core.export(store, ids, "sam-package", core.Plan("folder", tmp_path / "pk"), findings, as_many=True)
     codes = {f.code for f in findings}
-    assert "package-refused" in codes  # SAM's import would refuse the sam-reject ones
-    assert res.skipped >= 4 and res.exported >= 3
+    assert {"bad-json", "not-regular", "db-not-sqlite"} <= codes  # reported by the listing and the memory reader
+    refused = {f.conversation for f in findings if f.code == "package-refused"}
+    assert refused == {"A0000000-0000-4000-8000-00000000000" + c for c in "245"}  # bad type, id, missing key
+    assert res.skipped == 3 and res.exported == len(ids) - 3
     for name in (tmp_path / "pk").iterdir():
         _packages(name.read_bytes())
+    # a fractional date (refused by older macOS) is written whole: that package is importable
+    (pkg,) = _packages((tmp_path / "pk" / "A0000000-0000-4000-8000-000000000003.sam.json").read_bytes())
+    assert pkg["conversation"]["messages"][1]["timestamp"] == "2026-01-01T12:00:01Z"
 
 
 def test_output_files_are_private(sam_demo, tmp_path):
