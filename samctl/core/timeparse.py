@@ -20,31 +20,58 @@ _TS_RE = re.compile(
 )
 
 
+_OFFSETS: dict = {}
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
 def parse_timestamp(s, naive_tz=timezone.utc) -> float | None:
-    """Epoch seconds of an RFC 3339 string (fraction of any width), or None."""
-    if not isinstance(s, str) or len(s) > 64:
+    """Epoch seconds of an RFC 3339 string (fraction of any width), or None.
+
+    Plain integer arithmetic rather than datetime objects: ``ls`` parses one
+    timestamp per conversation, and 100,000 of them must cost little.
+    """
+    if type(s) is not str or len(s) > 64:
         return None
     m = _TS_RE.match(s)
-    if not m:
+    if m is None:
         return None
     y, mo, d, h, mi, sec, frac, zone = m.groups()
-    try:
-        dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(sec))
-    except ValueError:
+    y, mo, d, h, mi, sec = int(y), int(mo), int(d), int(h), int(mi), int(sec)
+    if not (1 <= mo <= 12 and 1 <= d <= _MONTH_DAYS[mo - 1] and h < 24 and mi < 60 and sec < 61):
+        return None
+    if mo == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)):
+        return None
+    if y < 1:
         return None
     if zone is None:
-        tz = naive_tz
-    elif zone in ("Z", "z"):
-        tz = timezone.utc
-    else:
-        sign = -1 if zone[0] == "-" else 1
-        digits = zone[1:].replace(":", "")
-        hh, mm = int(digits[:2]), int(digits[2:])
-        if hh > 23 or mm > 59:
+        try:
+            offset = naive_tz.utcoffset(datetime(y, mo, d, h, mi, min(sec, 59))).total_seconds()
+        except (ValueError, OverflowError):
             return None
-        tz = timezone(sign * timedelta(hours=hh, minutes=mm))
-    base = dt.replace(tzinfo=tz).timestamp()
-    return base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    elif zone in ("Z", "z"):
+        offset = 0
+    else:
+        offset = _OFFSETS.get(zone)
+        if offset is None:
+            digits = zone[1:].replace(":", "")
+            hh, mm = int(digits[:2]), int(digits[2:])
+            if hh > 23 or mm > 59:
+                return None
+            offset = _OFFSETS[zone] = (-1 if zone[0] == "-" else 1) * (hh * 3600 + mm * 60)
+    secs = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset
+    return secs + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
 
 _AGE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|y)\Z")

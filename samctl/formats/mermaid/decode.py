@@ -10,6 +10,7 @@ would refuse (a required field missing or of the wrong type) raises
 from __future__ import annotations
 
 import re
+import time
 
 from samctl.core.model import ConversationMeta, Message, ToolCall
 from samctl.core.timeparse import parse_timestamp
@@ -72,20 +73,25 @@ def check_snapshot(doc) -> None:
             raise Rejected(f"{key} is {type(v).__name__}, not a list")
 
 
-def check_meta(doc) -> None:
-    """Raise Rejected unless mermaid would deserialize ``doc`` as ConversationMeta."""
-    if not isinstance(doc, dict):
+def check_meta(doc) -> float:
+    """The sidecar's ``updated_at`` as epoch seconds; raise Rejected unless mermaid
+    would deserialize ``doc`` as ConversationMeta (one parse serves both)."""
+    if type(doc) is not dict:
         raise Rejected(f"top level is {type(doc).__name__}, not an object")
-    _need(doc, "id", str)
-    _need(doc, "title", str)
-    _need_ts(doc, "updated_at")
+    if type(doc.get("id")) is not str or type(doc.get("title")) is not str:
+        _need(doc, "id", str)
+        _need(doc, "title", str)
+    ts = parse_timestamp(doc.get("updated_at"))
+    if ts is None:
+        _need_ts(doc, "updated_at")
     mc = doc.get("message_count")
-    if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 0):
+    if mc is not None and (type(mc) is not int or mc < 0):
         raise Rejected("message_count is not a non-negative integer")
     for key in ("git_branch", "forked_from"):
         v = doc.get(key)
-        if v is not None and not isinstance(v, str):
+        if v is not None and type(v) is not str:
             raise Rejected(f"{key} is not a string or null")
+    return ts
 
 
 def created_from_id(cid: str) -> str:
@@ -93,19 +99,16 @@ def created_from_id(cid: str) -> str:
     return f"{cid[0:4]}-{cid[4:6]}-{cid[6:8]}T{cid[9:11]}:{cid[11:13]}:{cid[13:15]}.{cid[16:19]}"
 
 
-def meta_from_meta(doc: dict, path: str, size: int) -> ConversationMeta:
+def meta_from_meta(doc: dict, path: str, size: int, updated_ts: float | None = None) -> ConversationMeta:
+    """A listing row from a sidecar whose id the caller has checked against the id rule."""
     cid = doc["id"]
     return ConversationMeta(
-        store="mermaid",
-        id=cid,
-        title=doc["title"],
-        created=created_from_id(cid) if valid_id(cid) else None,
-        updated=doc["updated_at"],
-        created_ts=_created_ts(cid),
-        updated_ts=parse_timestamp(doc["updated_at"]),
-        message_count=doc.get("message_count") or 0,
-        size=size,
-        path=path,
+        "mermaid", cid, doc["title"],
+        f"{cid[0:4]}-{cid[4:6]}-{cid[6:8]}T{cid[9:11]}:{cid[11:13]}:{cid[13:15]}.{cid[16:19]}",
+        doc["updated_at"],
+        _created_ts(cid),
+        parse_timestamp(doc["updated_at"]) if updated_ts is None else updated_ts,
+        doc.get("message_count") or 0, size, False, path,
     )
 
 
@@ -125,15 +128,31 @@ def meta_from_snapshot(doc: dict, path: str, size: int) -> ConversationMeta:
     )
 
 
+_HOUR_STARTS: dict = {}
+
+
 def _created_ts(cid: str):
+    """The id's local wall-clock time as epoch seconds.
+
+    time.mktime once per (date, hour), then minutes and seconds added: ids of
+    one archive share few hours, and DST shifts fall on hour boundaries.
+    """
     if not valid_id(cid):
         return None
-    from datetime import datetime
-
-    try:
-        return datetime.strptime(cid[:15], "%Y%m%d_%H%M%S").timestamp() + int(cid[16:]) / 1000
-    except ValueError:
+    key = cid[:11]
+    base = _HOUR_STARTS.get(key)
+    if base is None:
+        y, mo, d, h = int(cid[0:4]), int(cid[4:6]), int(cid[6:8]), int(cid[9:11])
+        if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24):
+            return None
+        try:
+            base = _HOUR_STARTS[key] = time.mktime((y, mo, d, h, 0, 0, 0, 0, -1))
+        except (ValueError, OverflowError):
+            return None
+    mi, sec = int(cid[11:13]), int(cid[13:15])
+    if mi > 59 or sec > 60:
         return None
+    return base + mi * 60 + sec + int(cid[16:]) / 1000
 
 
 def _tool_calls(v) -> list[ToolCall]:

@@ -75,29 +75,35 @@ class MermaidStore(Store):
     def list_metas(self, findings: list) -> list:
         names = self._names()
         name_set = set(names)
-        seen: set[str] = set()
-        metas = []
         conv = str(self.conv_dir)
-        sep = os.sep
-
-        def size_of(stem: str, known: int) -> int:
-            total = known
-            for ext in (".json", ".jsonl"):
-                if stem + ext in name_set:
-                    try:
-                        total += os.stat(conv + sep + stem + ext, follow_symlinks=False).st_size
-                    except OSError:
-                        pass
-            return total
-
+        meta_names = [n for n in names if n.endswith(".meta")]
+        metas, found = self._metas_pass(conv, meta_names, name_set)
+        findings += found
+        seen = {m.id for m in metas}
         for n in names:
-            if not n.endswith(".meta"):
+            if not n.endswith(".json"):
                 continue
-            p = conv + sep + n
+            stem = n[:-5]
+            if stem in seen:
+                continue
+            p = conv + os.sep + n
+            meta = self._meta_from_snapshot_file(p, stem, findings)
+            if meta is not None:
+                meta.size = _sizes(conv, stem, name_set, (".json", ".jsonl", ".meta"))
+                metas.append(meta)
+        metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
+        return metas
+
+    def _metas_pass(self, conv: str, meta_names: list, name_set: set):
+        """mermaid's first listing pass over some ``*.meta`` names: (metas, findings)."""
+        metas, findings = [], []
+        cap = self.caps.other
+        for n in meta_names:
+            p = conv + os.sep + n
             try:
-                data = fsafe.read_capped(p, self.caps.other)
+                data = fsafe.read_capped(p, cap)
                 doc = orjson.loads(data)
-                decode.check_meta(doc)
+                updated_ts = decode.check_meta(doc)
             except FileProblem as exc:
                 findings.append(Finding(exc.code, p, exc.message))
                 continue
@@ -109,24 +115,9 @@ class MermaidStore(Store):
                 continue
             if not doc.get("message_count"):
                 continue  # mermaid skips message-less metas silently
-            seen.add(doc["id"])
-            stem = n[:-5]
-            metas.append(decode.meta_from_meta(doc, p, size_of(stem, len(data))))
-        for n in names:
-            if not n.endswith(".json"):
-                continue
-            stem = n[:-5]
-            if stem in seen:
-                continue
-            p = conv + sep + n
-            meta = self._meta_from_snapshot_file(p, stem, findings)
-            if meta is not None:
-                meta.size = size_of(stem, 0) + (
-                    _size(conv + sep + stem + ".meta") if stem + ".meta" in name_set else 0
-                )
-                metas.append(meta)
-        metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
-        return metas
+            size = len(data) + _sizes(conv, n[:-5], name_set, (".json", ".jsonl"))
+            metas.append(decode.meta_from_meta(doc, p, size, updated_ts))
+        return metas, findings
 
     def _meta_from_snapshot_file(self, p: str, stem: str, findings: list):
         doc = self._read_snapshot(p, findings)
@@ -255,11 +246,16 @@ class MermaidStore(Store):
         return checks.check_tree(self, findings, fix)
 
 
-def _size(p: str) -> int:
-    try:
-        return os.stat(p, follow_symlinks=False).st_size
-    except OSError:
-        return 0
+def _sizes(conv: str, stem: str, name_set: set, exts) -> int:
+    """Total bytes of the conversation's files that the folder listing showed."""
+    total = 0
+    for ext in exts:
+        if stem + ext in name_set:
+            try:
+                total += os.stat(conv + os.sep + stem + ext, follow_symlinks=False).st_size
+            except OSError:
+                pass
+    return total
 
 
 def _short(exc: Exception) -> str:
