@@ -100,7 +100,9 @@ def page(name: str, cmd: click.Command, ctx: click.Context, see_also: list[str])
 def render_all() -> dict[str, str]:
     from samctl.cli import cli
 
-    root_ctx = click.Context(cli, info_name="samctl")
+    # The contexts the real command line builds (help_option_names -h/--help and all): click caches
+    # each command's help option, so pages made with other settings would depend on test order.
+    root_ctx = click.Context(cli, info_name="samctl", **cli.context_settings)
     names = cli.list_commands(root_ctx)
     pages = {"samctl.1": page("samctl", cli, root_ctx, [f"samctl-{n}" for n in names])}
     for n in names:
