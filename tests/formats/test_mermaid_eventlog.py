@@ -522,6 +522,11 @@ def test_item_06_title_rules():
     assert t == "x" * 60 + "..." and len(t.encode()) <= 64
 
 
+def test_item_06_a_title_that_is_not_provisional_is_never_replaced():
+    doc = fold_bytes(log(started(), state_ev("renamed"), msg_ev("User", "q"), msg_ev("User", "r")))
+    assert doc["title"] == "renamed"
+
+
 @pytest.mark.parametrize("content, title", [
     ("é" * 40, "é" * 30 + "..."),  # 80 bytes: 60 is a boundary
     ("a" + "é" * 40, "a" + "é" * 29 + "..."),  # byte 60 is inside an é: back off to 59
