@@ -6,7 +6,6 @@ data goes to stdout, findings and progress to stderr.
 
 from __future__ import annotations
 
-import functools
 import sys
 from dataclasses import dataclass
 

@@ -15,6 +15,7 @@ import time
 import orjson
 
 from samctl import fsafe
+from samctl.formats import treecheck
 from samctl.core.model import ERROR, WARNING, Finding
 from samctl.errors import FileProblem
 from samctl.formats.mermaid import decode
@@ -27,7 +28,7 @@ _SAMCTL_LEFTOVER = (".torn", ".bak")
 def check_tree(store, findings: list, fix: bool) -> list[str]:
     fixes: list[str] = []
     root = store.conv_dir
-    _check_mode(root, fsafe.lstat(root), findings, fixes, fix)
+    treecheck.mode(root, fsafe.lstat(root), findings, fixes, fix)
     try:
         entries = list(os.scandir(root))
     except OSError as exc:
@@ -43,7 +44,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             findings.append(Finding("unreadable", p, f"cannot stat: {exc.strerror}"))
             continue
         if stat.S_ISLNK(st.st_mode):
-            _symlink_finding(store, p, findings)
+            treecheck.symlink(store.root_real, p, findings)
             continue
         stem, _, ext = e.name.rpartition(".")
         if ext in ("json", "meta", "jsonl") and MERMAID_ID_RE.match(stem):
@@ -51,7 +52,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             if not stat.S_ISREG(st.st_mode):
                 findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=stem))
             else:
-                _check_mode(p, st, findings, fixes, fix, stem)
+                treecheck.mode(p, st, findings, fixes, fix, stem)
             continue
         if ext in ("json", "meta", "jsonl") and stem and not stem.startswith("."):
             findings.append(Finding("bad-id", p, f"{stem[:40]!r} is not a valid id ({store.id_rule})"))
@@ -60,7 +61,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
         if m:
             findings.append(Finding("conflict", p, "a concurrent writer's diverted copy: compare it, then adopt it "
                                     f"with `samctl recover {m.group(1)} --use` or remove it", WARNING, m.group(1)))
-            _check_mode(p, st, findings, fixes, fix)
+            treecheck.mode(p, st, findings, fixes, fix)
             continue
         m = _TMP_RE.match(e.name)
         if m:
@@ -71,36 +72,12 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             continue
         if e.name.endswith(_SAMCTL_LEFTOVER):
             findings.append(Finding("samctl-backup", p, "kept by samctl recover; `samctl compact` removes it later", INFO))
-            _check_mode(p, st, findings, fixes, fix)
+            treecheck.mode(p, st, findings, fixes, fix)
             continue
         findings.append(Finding("unknown-file", p, "not a file mermaid writes; left alone", INFO))
     for cid in sorted(by_id):
         _check_conversation(store, cid, by_id[cid], findings, fixes, fix)
     return fixes
-
-
-def _symlink_finding(store, p: str, findings: list) -> None:
-    target = os.readlink(p)
-    if not fsafe.is_inside(store.root_real, p):
-        findings.append(Finding("symlink-escape", p, f"symlink leads out of the store (-> {target[:80]}); never followed"))
-    else:
-        findings.append(Finding("symlink", p, f"symlink (-> {target[:80]}); samctl does not follow symlinks", WARNING))
-
-
-def _check_mode(p, st, findings, fixes, fix, cid=None) -> None:
-    if st is None:
-        return
-    why = fsafe.mode_problem(st)
-    if why is None:
-        return
-    if fix:
-        try:
-            new = fsafe.tighten_mode(p)
-            fixes.append(f"{p}: mode {stat.S_IMODE(st.st_mode):04o} -> {new:04o}")
-            return
-        except OSError as exc:
-            why += f" (could not fix: {exc.strerror})"
-    findings.append(Finding("mode", str(p), why, WARNING, cid))
 
 
 def _check_conversation(store, cid: str, files: dict, findings: list, fixes: list, fix: bool) -> None:

@@ -13,15 +13,13 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import stat
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
 
 from samctl import fsafe
-from samctl.core.model import ERROR, WARNING, Conversation, Finding
+from samctl.core.model import WARNING, Conversation, Finding
 from samctl.errors import FileProblem, NotFound
 from samctl.formats.base import Store
 from samctl.formats.mermaid import decode

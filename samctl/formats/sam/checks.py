@@ -14,6 +14,7 @@ import stat
 import time
 
 from samctl import fsafe
+from samctl.formats import treecheck
 from samctl.core.model import ERROR, WARNING, Finding
 from samctl.formats.sam import decode
 from samctl.formats.sam.store import UUID_RE
@@ -30,7 +31,7 @@ KNOWN_FILES = {
 def check_tree(store, findings: list, fix: bool) -> list[str]:
     fixes: list[str] = []
     root = store.conv_dir
-    _mode(root, fsafe.lstat(root), findings, fixes, fix)
+    treecheck.mode(root, fsafe.lstat(root), findings, fixes, fix)
     try:
         entries = list(os.scandir(root))
     except OSError as exc:
@@ -45,21 +46,21 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             findings.append(Finding("unreadable", e.path, f"cannot stat: {exc.strerror}"))
             continue
         if stat.S_ISLNK(st.st_mode):
-            _symlink(store, e.path, findings)
+            treecheck.symlink(store.root_real, e.path, findings)
             continue
         if e.name in ("backups", ".samctl"):
-            _mode(e.path, st, findings, fixes, fix)
+            treecheck.mode(e.path, st, findings, fixes, fix)
             continue
         if not stat.S_ISDIR(st.st_mode):
             if not stat.S_ISREG(st.st_mode):
                 findings.append(Finding("not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}"))
             else:
-                _mode(e.path, st, findings, fixes, fix)
+                treecheck.mode(e.path, st, findings, fixes, fix)
                 if e.name == "conversations.json":
                     findings.append(Finding("legacy-store", e.path, "legacy single-file store: SAM migrates it on "
                                             "its next start and keeps a copy in backups/", INFO))
             continue
-        _mode(e.path, st, findings, fixes, fix)
+        treecheck.mode(e.path, st, findings, fixes, fix)
         conv = os.path.join(e.path, "conversation.json")
         cst = fsafe.lstat(conv)
         if cst is None:
@@ -81,30 +82,6 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
     for e in scopeless:
         _classify_scope(e, topic_ids, findings)
     return fixes
-
-
-def _symlink(store, p, findings):
-    target = os.readlink(p)
-    if not fsafe.is_inside(store.root_real, p):
-        findings.append(Finding("symlink-escape", p, f"symlink leads out of the store (-> {target[:80]}); never followed"))
-    else:
-        findings.append(Finding("symlink", p, f"symlink (-> {target[:80]}); samctl does not follow symlinks", WARNING))
-
-
-def _mode(p, st, findings, fixes, fix, cid=None):
-    if st is None:
-        return
-    why = fsafe.mode_problem(st)
-    if why is None:
-        return
-    if fix:
-        try:
-            new = fsafe.tighten_mode(p)
-            fixes.append(f"{p}: mode {stat.S_IMODE(st.st_mode):04o} -> {new:04o}")
-            return
-        except OSError as exc:
-            why += f" (could not fix: {exc.strerror})"
-    findings.append(Finding("mode", str(p), why, WARNING, cid))
 
 
 def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
@@ -142,13 +119,13 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
         if st is None:
             continue
         if stat.S_ISLNK(st.st_mode):
-            _symlink(store, e.path, findings)
+            treecheck.symlink(store.root_real, e.path, findings)
             continue
         if not stat.S_ISREG(st.st_mode):
             if not (stat.S_ISDIR(st.st_mode)):
                 findings.append(Finding("not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}", conversation=cid))
             continue
-        _mode(e.path, st, findings, fixes, fix, cid)
+        treecheck.mode(e.path, st, findings, fixes, fix, cid)
         if e.name == "conversation.json.tmp":
             findings.append(Finding("leftover-tmp", e.path, "SAM stopped in the middle of a save; "
                                     f"`samctl recover {cid or ''}` can use this copy", WARNING, cid))

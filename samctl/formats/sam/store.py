@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.core.model import ERROR, WARNING, Conversation, ConversationMeta, Finding
+from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding
 from samctl.errors import FileProblem, NotFound
 from samctl.formats.base import Store
 from samctl.formats.sam import decode
