@@ -288,6 +288,7 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
             raise AtticProblem(f"the archive of {cid} did not read back as written; nothing was moved", problems)
         fsafe.write_atomic(entry.manifest_path, orjson.dumps(entry.manifest(), option=orjson.OPT_INDENT_2))
     except BaseException:
+        fsafe.remove(entry.manifest_path)  # the commit record first, should it have made it
         fsafe.remove(tar_path)
         raise
     return entry
