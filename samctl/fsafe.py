@@ -319,12 +319,17 @@ def finish_temp(f, mode: int = FILE_MODE) -> None:
         f.close()
 
 
-def commit_temp(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
-    """Rename a finished temp over ``path`` and fsync the folder."""
+def commit_temp(tmp: str | os.PathLike, path: str | os.PathLike, sync_dir: bool = True) -> None:
+    """Rename a finished temp over ``path`` and fsync the folder.
+
+    ``sync_dir=False`` leaves the folder's fsync to the caller's next commit in
+    the same folder (one fsync makes both renames durable).
+    """
     _step("rename")
     os.replace(tmp, path)
-    _step("dir-fsync")
-    fsync_dir(Path(path).parent)
+    if sync_dir:
+        _step("dir-fsync")
+        fsync_dir(Path(path).parent)
 
 
 def discard_temp(tmp: str | os.PathLike) -> None:
@@ -399,7 +404,7 @@ def remove_tree(path: str | os.PathLike) -> None:
     fsync_dir(path.parent)
 
 
-def place_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+def place_new(src: str | os.PathLike, dst: str | os.PathLike, sync_dir: bool = True) -> None:
     """Give the finished file ``src`` the name ``dst`` without ever replacing an existing ``dst``.
 
     A hard link keeps the inode (bytes, mode, mtime); across file systems the
@@ -421,4 +426,15 @@ def place_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
             os.link(tmp, dst)
         finally:
             discard_temp(tmp)
-    fsync_dir(Path(dst).parent)
+    if sync_dir:
+        fsync_dir(Path(dst).parent)
+
+
+def create_new(path: str | os.PathLike, mode: int = FILE_MODE):
+    """Create ``path`` (which must not exist) for writing, in a folder only samctl uses (staging).
+
+    Finish it with ``finish_temp``; the caller fsyncs the folder.
+    """
+    _step("tmp-write")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    return os.fdopen(fd, "wb", buffering=1 << 20)

@@ -37,7 +37,7 @@ def command(ctx, state, verify, repair, lock_wait, fmt):
     store = store_of(ctx)
     if repair:
         with store_lock(store, lock_wait):
-            lines = lifecycle.repair(store)
+            lines = lifecycle.repair(store, full=True)
         for line in lines:
             click.echo(f"repaired: {line}", err=True)
         if not lines:

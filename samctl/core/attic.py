@@ -60,6 +60,7 @@ TAR_SUFFIX = ".tar.zst"
 MANIFEST_SUFFIX = ".manifest.json"
 _CHUNK = 1 << 20
 _WINDOW_CAP = 1 << 27  # refuse zstd frames asking for more than 128 MiB of window
+_THREAD_MIN = 4 << 20  # members at least this big are hashed on a helper thread
 
 
 class AtticProblem(SamctlError):
@@ -215,9 +216,9 @@ class _HashWriter:
 
 
 class _HashReader:
-    def __init__(self, f, limit: int | None = None):
+    def __init__(self, f, limit: int | None = None, h=None):
         self.f = f
-        self.h = hashlib.sha256()
+        self.h = h if h is not None else hashlib.sha256()
         self.n = 0
         self.limit = limit
 
@@ -233,6 +234,48 @@ class _HashReader:
         return b
 
 
+class _Sha256:
+    """sha256 that hashes big inputs on a helper thread, overlapping (de)compression on another core.
+
+    hashlib releases the GIL for large updates, and so does zstandard, so the
+    two run in parallel; small members are hashed inline.
+    """
+
+    def __init__(self, size: int):
+        self.h = hashlib.sha256()
+        self.q = None
+        if size >= _THREAD_MIN:
+            import queue
+            import threading
+
+            self.q = queue.Queue(8)
+            self.t = threading.Thread(target=self._run, daemon=True)
+            self.t.start()
+
+    def _run(self) -> None:
+        while True:
+            b = self.q.get()
+            if b is None:
+                return
+            self.h.update(b)
+
+    def update(self, b) -> None:
+        if self.q is None:
+            self.h.update(b)
+        else:
+            self.q.put(b)
+
+    def close(self) -> None:
+        if self.q is not None:
+            self.q.put(None)
+            self.t.join()
+            self.q = None
+
+    def hexdigest(self) -> str:
+        self.close()
+        return self.h.hexdigest()
+
+
 class Changed(SamctlError):
     """A file changed while samctl read it (the app, or another writer, is using it)."""
 
@@ -241,7 +284,7 @@ class _Changed(Exception):
     pass
 
 
-def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int = LEVEL,
+def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int | None = None,
          now: float | None = None, stem: str | None = None) -> Entry:
     """Archive ``paths`` (files and folders under the store) as one attic entry.
 
@@ -256,6 +299,7 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
 
     if state not in STATES:
         raise ValueError(state)
+    level = LEVEL if level is None else level
     attic = ensure_attic(store)
     now = time.time() if now is None else now
     stem = stem or new_stem(attic, cid, state, now)
@@ -265,12 +309,12 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     try:
         hw = _HashWriter(f)
         zw = zstandard.ZstdCompressor(level=level).stream_writer(hw, closefd=False)
-        with tarfile.open(fileobj=zw, mode="w|", format=tarfile.PAX_FORMAT, copybufsize=_CHUNK) as tf:
+        with tarfile.open(fileobj=zw, mode="w|", format=tarfile.PAX_FORMAT, bufsize=_CHUNK, copybufsize=_CHUNK) as tf:
             for p in paths:
                 members.append(_add(tf, store, Path(p)))
         zw.close()
         fsafe.finish_temp(f)
-        fsafe.commit_temp(tmp, tar_path)
+        fsafe.commit_temp(tmp, tar_path, sync_dir=False)  # the manifest's commit fsyncs the folder
     except BaseException as exc:
         f.close()
         fsafe.discard_temp(tmp)
@@ -313,8 +357,11 @@ def _add(tf, store, p: Path) -> Member:
         ti.size = st.st_size
         ti.mode = stat.S_IMODE(st.st_mode)
         ti.mtime = int(st.st_mtime)
-        r = _HashReader(f, st.st_size)
-        tf.addfile(ti, r)
+        r = _HashReader(f, st.st_size, _Sha256(st.st_size))
+        try:
+            tf.addfile(ti, r)
+        finally:
+            r.h.close()
         after = os.fstat(f.fileno())
     finally:
         f.close()
@@ -418,7 +465,7 @@ def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first:
                     if sink is not None:
                         sink(m, ti, iter(()))
                     continue
-                h = hashlib.sha256()
+                h = _Sha256(m.size)
                 src = tf.extractfile(ti)
 
                 def chunks(src=src, h=h):
@@ -431,12 +478,15 @@ def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first:
                         h.update(b)
                         yield b
 
-                if sink is not None:
-                    ok = sink(m, ti, _verified(chunks(), h, m))
-                else:
-                    for _ in _verified(chunks(), h, m):
-                        pass
-                    ok = True
+                try:
+                    if sink is not None:
+                        ok = sink(m, ti, _verified(chunks(), h, m))
+                    else:
+                        for _ in _verified(chunks(), h, m):
+                            pass
+                        ok = True
+                finally:
+                    h.close()
                 if ok is False:
                     problems.append(_finding(entry, "attic-tampered", f"{m.name}: content does not match the "
                                                                       "manifest's sha256"))
@@ -516,16 +566,14 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
             os.mkdir(target, fsafe.DIR_MODE)
             names.append(m.name)
             return True
-        tmp, f = fsafe.create_temp(target)
+        f = fsafe.create_new(target)  # the staging folder is private: no temp name needed
         try:
             for b in chunks:
                 f.write(b)
             fsafe.finish_temp(f)
         except BaseException:
             f.close()
-            fsafe.discard_temp(tmp)
             raise
-        fsafe.commit_temp(tmp, target)
         names.append(m.name)
         return True
 
@@ -536,6 +584,8 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
         raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,
                            hint="`samctl attic --verify` lists what is wrong with each entry")
     apply_metadata(entry, dest)
+    for dirpath, _, _ in os.walk(dest):
+        fsafe.fsync_dir(dirpath)
     return names
 
 

@@ -120,7 +120,7 @@ def compact(store, opts: CompactOptions, progress=None) -> CompactReport:
     ensure_app_idle(store, [], opts.force)
     with store_lock(store, opts.lock_wait):
         ensure_app_idle(store, [], opts.force)
-        rep.repaired = lifecycle.repair(store)
+        rep.repaired = lifecycle.repair(store, full=True)
         _run_steps(store, opts, rep, now, progress)
     rep.bytes_after = _usage(store)
     return rep

@@ -524,6 +524,7 @@ def _place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> lis
     Returns the names of members whose target already held other bytes (not placed).
     """
     conflicts = []
+    touched = {store.conv_dir}
     for n, m in _placement_order(list(zip(names, entry.members))):
         dst = store.conv_dir.joinpath(*n.split("/"))
         src = staging.joinpath(*n.split("/"))
@@ -540,13 +541,15 @@ def _place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> lis
                 continue  # placed before a crash
             conflicts.append(n)
             continue
-        fsafe.place_new(src, dst)
+        fsafe.place_new(src, dst, sync_dir=False)
+        touched.add(dst.parent)
     for n, m in zip(names, entry.members):
         if m.type == "dir":
             p = store.conv_dir.joinpath(*n.split("/"))
             os.chmod(p, m.mode)
             os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
-    fsafe.fsync_dir(store.conv_dir)
+    for d in sorted(touched, key=lambda p: -len(p.parts)):
+        fsafe.fsync_dir(d)
     return conflicts
 
 
@@ -568,10 +571,18 @@ def pending(store) -> list:
     return out
 
 
-def repair(store) -> list[str]:
-    """Finish or undo every interrupted move (caller holds samctl's lock); one line per action."""
+def repair(store, full: bool = False) -> list[str]:
+    """Finish or undo every interrupted move (caller holds samctl's lock); one line per action.
+
+    Every interrupted move leaves a journal record or a staging folder, so
+    without ``full`` nothing else is looked at when there are none; ``full``
+    (``attic --repair``, ``compact``) also sweeps archives without a manifest
+    and stale temps in the attic, whatever left them.
+    """
     attic = atticmod.attic_dir(store)
     if fsafe.lstat(attic) is None:
+        return []
+    if not full and not _has_entries(attic / atticmod.JOURNAL) and not _has_entries(attic / atticmod.STAGING):
         return []
     done: list[str] = []
     journal = attic / atticmod.JOURNAL
@@ -626,6 +637,14 @@ def repair(store) -> list[str]:
     for p in fsafe.stale_temps(attic) + fsafe.stale_temps(journal):
         fsafe.remove(p)
     return done
+
+
+def _has_entries(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as it:
+            return any(True for _ in it)
+    except OSError:
+        return False
 
 
 def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
