@@ -50,10 +50,9 @@ def visible(messages, include_hidden: bool, min_importance: float | None = None)
         if msg.hidden and not include_hidden:
             continue
         if min_importance is not None:
-            from samctl.core.scoring import importance
+            from samctl.core.scoring import message_importance
 
-            score = msg.importance if msg.importance is not None else importance(msg.content, msg.role == "user")
-            if score < min_importance:
+            if message_importance(msg) < min_importance:
                 continue
         yield msg
 

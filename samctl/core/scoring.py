@@ -3,6 +3,7 @@
 Spec references are to ``shared/spec/sam-format.md``:
 
 - ``importance``      §4.5.4 (message importance, plain substring tests)
+- ``message_importance`` stored value, else ``importance`` (what show and search filter on)
 - ``tokens``          §7.7  (lowercase, SAM whitespace split, tokens of more than 2 characters)
 - ``keyword_boost``   §7.7  (min(0.5 * Jaccard, 0.5))
 - ``cosine``          §7.7  (0 for empty / different lengths / zero norm; not clamped)
@@ -72,6 +73,20 @@ def importance(text: str, is_user: bool) -> float:
     if is_user and len(text) > 300:
         imp = min(imp + 0.1, 1.0)
     return imp
+
+
+def message_importance(msg) -> float:
+    """The importance of a model ``Message`` as ``show --min-importance`` and ``search`` use it.
+
+    The stored value where the store has one (SAM); otherwise §4.5.4 computed as SAM would have:
+    user and assistant messages are scored, every other kind (tool, reasoning, system) keeps SAM's
+    default 0.5.
+    """
+    if msg.importance is not None:
+        return msg.importance
+    if msg.role in ("user", "assistant"):
+        return importance(msg.content, msg.role == "user")
+    return 0.5
 
 
 # ---------------------------------------------------------------------------------------------
