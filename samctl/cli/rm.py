@@ -46,7 +46,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
         sel = _purge_selection(store, ids, age, empty, title, include_pinned)
     else:
         sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
-    lifecycle.preflight(store, sel)
+    lifecycle.preflight(store, sel, purge)
     for cid, why in sel.skipped:
         click.echo(f"kept: {cid}: {why}", err=True)
     if not sel.targets:

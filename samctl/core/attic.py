@@ -308,7 +308,9 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     tmp, f = fsafe.create_temp(tar_path)
     try:
         hw = _HashWriter(f)
-        zw = zstandard.ZstdCompressor(level=level).stream_writer(hw, closefd=False)
+        total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
+        threads = -1 if total >= _THREAD_MIN * 2 else 0  # big inputs: every core, like `zstd -T0`
+        zw = zstandard.ZstdCompressor(level=level, threads=threads).stream_writer(hw, closefd=False)
         with tarfile.open(fileobj=zw, mode="w|", format=tarfile.PAX_FORMAT, bufsize=_CHUNK, copybufsize=_CHUNK) as tf:
             for p in paths:
                 members.append(_add(tf, store, Path(p)))

@@ -199,7 +199,7 @@ def _is_empty(store, cid: str, t: Target) -> bool:
     return True
 
 
-def preflight(store, sel: Selection) -> None:
+def preflight(store, sel: Selection, purge: bool = False) -> None:
     """Drop targets that cannot be moved (a scope in use, a symlink inside, ...), read-only.
 
     Named ids: the first such problem is raised (nothing is done); filter
@@ -209,7 +209,7 @@ def preflight(store, sel: Selection) -> None:
     in_store = set(store.all_ids())
     ok = []
     for t in sel.targets:
-        if t.id not in in_store:
+        if t.id not in in_store or (purge and store.name == "mermaid"):  # mermaid's delete takes anything
             ok.append(t)
             continue
         try:

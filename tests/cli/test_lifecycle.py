@@ -344,3 +344,18 @@ def test_attic_verify_reports_damage(run, mermaid_demo):
     assert r.exit_code == 1 and "damaged" in r.stderr
     assert (fingerprint(conv(mermaid_demo)), tar.read_bytes()) == fp
     assert list((attic_of(mermaid_demo) / ".staging").iterdir()) == []
+
+
+def test_a_symlinked_file_is_not_moved_but_can_be_purged(run, mermaid_demo, tmp_path):
+    c = conv(mermaid_demo)
+    outside = tmp_path / "outside.json"
+    outside.write_bytes((c / f"{MID}.json").read_bytes())
+    (c / f"{MID}.json").unlink()
+    os.symlink(outside, c / f"{MID}.json")
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "rm", MID)
+    assert r.exit_code == 1 and "symlink" in r.stderr and "nothing was changed" in r.stderr
+    assert fingerprint(mermaid_demo) == fp
+    r = run("--root", mermaid_demo, "rm", MID, "--purge", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert not os.path.lexists(c / f"{MID}.json") and outside.exists()  # the link goes, never its target

@@ -31,7 +31,17 @@ EXTS = ("json", "meta", "jsonl")
 
 
 def conversation_files(store, cid: str) -> list[Path]:
-    return [p for p in (store.path(cid, e) for e in EXTS) if fsafe.lstat(p) is not None]
+    """The session's files that exist; FileProblem if one is not a regular file (a link, a FIFO, ...)."""
+    out = []
+    for p in (store.path(cid, e) for e in EXTS):
+        st = fsafe.lstat(p)
+        if st is None:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only "
+                              "regular files (see `samctl check`)")
+        out.append(p)
+    return out
 
 
 def new_id(store, taken=None, now: float | None = None) -> str:
