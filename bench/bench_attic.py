@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Benchmark the attic (archive = rm/archive's data path, restore) against the zstd command-line tool.
+
+    python bench/bench_attic.py [--log-bytes 67108864] [--conversations 1000] [--sam 100]
+                                [--repeat 3] [--level 3] [--out bench/out]
+
+Three inputs, generated once with bench/gen_archive.py into --out:
+
+- log:         one mermaid event log of --log-bytes (a session compact would rewrite);
+- transcripts: --conversations mermaid conversations (snapshot, sidecar, log each);
+- sam:         --sam SAM conversations with 100 memories each (memory.db with 4 KiB embeddings).
+
+For each, samctl's time is the whole move, as the commands do it: archive =
+``lifecycle.remove`` (tar + zstd + sha256 of every member, fsync, re-read and
+verify every hash, manifest, then remove the originals); restore =
+``lifecycle.restore`` of every entry (check the archive's sha256, decompress,
+check every member's sha256, write + fsync, place, drop the entry).  The
+baseline is ``zstd -LEVEL`` compressing the same files into a folder
+(``--output-dir-flat``), and ``zstd -d`` of those files into another folder:
+no hashing, no verification, no fsync.  Throughput is original bytes per
+second; the ratio is samctl's time over zstd's (the goal: within 1.5x).
+"zstd+fsync" adds an fsync of zstd's output files (samctl's moves are
+durable; the CLI leaves its output in the page cache).  samctl compresses
+inputs of 8 MiB or more with every core; for the log, the line "vs zstd -T0"
+compares with zstd doing the same.  Medians of --repeat runs after one warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+
+def generate(kind: str, args, out: Path) -> Path:
+    from gen_archive import make_mermaid, make_mermaid_log, make_sam
+
+    if kind == "log":
+        dest = out / f"attic-log-{args.log_bytes}"
+    elif kind == "transcripts":
+        dest = out / f"attic-mermaid-{args.conversations}"
+    else:
+        dest = out / f"attic-sam-{args.sam}"
+    marker = dest / ".complete"
+    if not marker.exists():
+        if dest.exists():
+            shutil.rmtree(dest)
+        if kind == "log":
+            conv = dest / ".mermaid" / "conversations"
+            conv.mkdir(parents=True, mode=0o700)
+            make_mermaid_log(conv / "20240101_120000_000.jsonl", args.log_bytes, seed=1)
+        elif kind == "transcripts":
+            make_mermaid(dest, args.conversations, progress=False)
+        else:
+            make_sam(dest, args.sam, memories_per_conversation=100, progress=False)
+        marker.write_text("")
+    return dest / "SAM" if kind == "sam" else dest
+
+
+def files_of(store) -> list[Path]:
+    out = []
+    for cid in store.all_ids():
+        try:
+            out += [p for p in store.conversation_files(cid) if p.is_file()]
+        except Exception:  # noqa: BLE001 - shared scopes do not move
+            pass
+    return out
+
+
+def samctl_cycle(root: Path):
+    """Archive every conversation, then restore every entry; (archive s, restore s, bytes, stored bytes)."""
+    from samctl.core import attic, lifecycle
+    from samctl.formats import open_store
+
+    store = open_store(str(root), cache=False)
+    refs = store.topic_refs() if store.name == "sam" else None
+    targets = []
+    for cid in store.all_ids():
+        try:
+            store.conversation_files(cid, refs)
+        except Exception:  # noqa: BLE001
+            continue
+        targets.append(lifecycle.Target(cid))
+    t = time.perf_counter()
+    rep = lifecycle.remove(store, targets, "archived")
+    t_arch = time.perf_counter() - t
+    assert not rep.findings, rep.findings[:3]
+    entries = attic.list_entries(store, [], ("archived",))
+    size = sum(e.original_size for e in entries)
+    stored = sum(e.tar_size for e in entries)
+    t = time.perf_counter()
+    for e in entries:
+        lifecycle.restore(store, e)
+    t_rest = time.perf_counter() - t
+    return t_arch, t_rest, size, stored
+
+
+def _fsync_all(folder: Path) -> None:
+    for p in folder.iterdir():
+        fd = os.open(p, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+    fd = os.open(folder, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+
+
+def zstd_cycle(files: list[Path], level: int, work: Path, threads: str = ""):
+    """(compress s, decompress s, stored bytes, compress+fsync s, decompress+fsync s)"""
+    comp, dec = work / "z", work / "d"
+    for d in (comp, dec):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    # names collide across SAM folders (every memory.db): copy names into distinct links first
+    links = work / "in"
+    if not links.exists():
+        links.mkdir()
+        for i, p in enumerate(files):
+            os.link(p, links / f"{i}-{p.name}")
+    names = sorted(str(p) for p in links.iterdir())
+    extra = [threads] if threads else []
+    t = time.perf_counter()
+    subprocess.run(["zstd", f"-{level}", *extra, "-q", "-f", "--output-dir-flat", str(comp), *names], check=True)
+    t_c = time.perf_counter() - t
+    _fsync_all(comp)
+    t_cs = time.perf_counter() - t
+    znames = sorted(str(p) for p in comp.iterdir())
+    t = time.perf_counter()
+    subprocess.run(["zstd", "-d", "-q", "-f", "--output-dir-flat", str(dec), *znames], check=True)
+    t_d = time.perf_counter() - t
+    _fsync_all(dec)
+    t_ds = time.perf_counter() - t
+    stored = sum(os.path.getsize(p) for p in znames)
+    return t_c, t_d, stored, t_cs, t_ds
+
+
+def med(xs):
+    return statistics.median(xs), min(xs), max(xs)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--log-bytes", type=int, default=64 << 20)
+    ap.add_argument("--conversations", type=int, default=1000)
+    ap.add_argument("--sam", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--level", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=HERE / "out")
+    ap.add_argument("--only", choices=("log", "transcripts", "sam"), action="append")
+    args = ap.parse_args()
+    from samctl.core import attic
+
+    attic.LEVEL = args.level  # the level every archive is written at
+    have_zstd = shutil.which("zstd") is not None
+    if not have_zstd:
+        print("zstd (the command-line tool) is not installed: no baseline; apt-get install -y zstd", file=sys.stderr)
+    else:
+        v = subprocess.run(["zstd", "--version"], capture_output=True, text=True).stdout.strip()
+        print(f"baseline: {v}, level {args.level}, default threads")
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("SAMCTL_ASSUME_SAM_RUNNING", "0")
+    rows = []
+    for kind in args.only or ("log", "transcripts", "sam"):
+        src = generate(kind, args, args.out)
+        with tempfile.TemporaryDirectory(dir=args.out) as tmp:
+            tree = Path(tmp) / "tree"
+            shutil.copytree(src.parent if kind == "sam" else src, tree, symlinks=True)
+            root = tree / "SAM" if kind == "sam" else tree
+            from samctl.formats import open_store
+
+            files = files_of(open_store(str(root), cache=False))
+            sa, sr = [], []
+            z = {"": ([], [], [], []), "-T0": ([], [], [], [])}
+            size = stored = zstored = 0
+            for i in range(args.repeat + 1):
+                a, r, size, stored = samctl_cycle(root)
+                if i:  # the first round warms the page cache
+                    sa.append(a)
+                    sr.append(r)
+                if have_zstd:
+                    for flag in (("", "-T0") if kind == "log" else ("",)):
+                        zc, zd, zstored, zcs, zds = zstd_cycle(files, args.level, Path(tmp), flag)
+                        if i:
+                            for lst, v in zip(z[flag], (zc, zd, zcs, zds)):
+                                lst.append(v)
+            rows.append((kind, len(files), size, stored, zstored, sa, sr, z))
+    mb = 1 << 20
+    print(f"{'input':<12} {'files':>5} {'MiB':>6}  {'op':<8} {'samctl MB/s':>11} {'zstd MB/s':>9} {'ratio':>6}"
+          f" {'ratio vs zstd+fsync':>20}   (medians of {args.repeat})")
+    for kind, nfiles, size, stored, zstored, sa, sr, z in rows:
+        for op, s, k in (("archive", sa, 0), ("restore", sr, 1)):
+            sm = med(s)[0]
+            line = f"{kind:<12} {nfiles:>5} {size / mb:>6.1f}  {op:<8} {size / mb / sm:>11.1f}"
+            times = z[""]
+            if times[k]:
+                zm, zs = med(times[k])[0], med(times[k + 2])[0]
+                line += f" {size / mb / zm:>9.1f} {sm / zm:>5.2f}x {sm / zs:>19.2f}x"
+            else:
+                line += f" {'-':>9} {'-':>6} {'-':>20}"
+            print(line + f"   samctl {min(s):.2f}-{max(s):.2f}s")
+        if z["-T0"][0]:
+            sm, zm, zs = med(sa)[0], med(z["-T0"][0])[0], med(z["-T0"][2])[0]
+            print(f"{kind:<12} archive vs zstd -T0 (every core, as samctl uses for big inputs): {sm / zm:.2f}x, "
+                  f"{sm / zs:.2f}x vs zstd -T0 + fsync")
+        zr_ = f", zstd files {size / zstored:.2f}" if zstored else ""
+        print(f"{kind:<12} compression ratio (original/stored): samctl tar.zst {size / stored:.2f}{zr_}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
