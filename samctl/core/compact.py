@@ -423,10 +423,8 @@ def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
         n = e.name
         is_tmp = n.endswith(".tmp") or (sam and ".tmp." in n and n.rsplit(".", 1)[-1].isdigit())
         if is_tmp:
-            if sam and n == "conversation.json.tmp":
-                continue  # a recovery source (spec §5.7): `samctl recover` uses it
-            if not sam and not n.startswith("."):
-                continue
+            if not sam or n == "conversation.json.tmp":
+                continue  # mermaid: swept above; SAM's conversation.json.tmp is a recovery source (spec §5.7)
             if _old_enough(st, now, fsafe.STALE_TMP_SECONDS):
                 _remove_file(Path(e.path), st, "remove-temp", opts, rep, "stale temp file")
         elif _BACKUP_RE.search(n):
@@ -435,6 +433,10 @@ def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
 
 
 def _mermaid_leftovers(store, opts, rep, now) -> None:
+    for p in fsafe.stale_temps(store.conv_dir, now=now):  # mermaid's own sweeper rule (spec §5.2)
+        st = fsafe.lstat(p)
+        if st is not None:
+            _remove_file(p, st, "remove-temp", opts, rep, "stale temp file")
     _sweep_folder(store.conv_dir, opts, rep, now, sam=False)
 
 
