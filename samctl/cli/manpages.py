@@ -60,6 +60,8 @@ def _help_paragraphs(text: str) -> list[str]:
 def _options(cmd: click.Command, ctx: click.Context) -> list[str]:
     out = []
     for p in cmd.get_params(ctx):
+        if not isinstance(p, click.Option):
+            continue  # arguments are in the synopsis; click 8.5 gives them empty help records
         rec = p.get_help_record(ctx)
         if not rec:
             continue

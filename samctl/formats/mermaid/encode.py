@@ -13,14 +13,16 @@ Invariants:
   have parsed them into (it has no arbitrary precision); a value that is not
   JSON (a non-str key, a set, ...) raises ``TypeError``.
 
-orjson already produces exactly this layout (tested rule by rule in
-``tests/formats/test_mermaid_encode.py``); the only gap is big integers, which
-orjson refuses and we widen to float first.
+orjson produces this layout (tested rule by rule in
+``tests/formats/test_mermaid_encode.py``) with two gaps: big integers, which
+orjson refuses and we widen to float first, and the ``+`` that orjson 3.10
+and later write in positive exponents, which we drop.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import orjson
 
@@ -88,14 +90,27 @@ def _widen_big_ints(v):
     return v
 
 
+# A JSON string, or the ``e+`` of an exponent (outside strings it can only be that).
+_STRING_OR_EXP_PLUS = re.compile(rb'"(?:[^"\\]|\\.)*"|e\+')
+
+
+def _no_exponent_plus(m: re.Match) -> bytes:
+    return b"e" if m.group() == b"e+" else m.group()
+
+
 def _dumps(v, option: int) -> bytes:
     try:
-        return orjson.dumps(v, option=option)
+        out = orjson.dumps(v, option=option)
     except orjson.JSONEncodeError as exc:
         if "64-bit" not in str(exc):
             raise
-    # Rare path: only reached when a big integer is somewhere in the value.
-    return orjson.dumps(_widen_big_ints(v), option=option)
+        # Rare path: only reached when a big integer is somewhere in the value.
+        out = orjson.dumps(_widen_big_ints(v), option=option)
+    if b"e+" in out:
+        # orjson >= 3.10 writes 1e+16 where serde_json (ryu) writes 1e16; rare enough
+        # (only floats >= 1e16) that a scan of the text is cheaper than formatting floats ourselves.
+        out = _STRING_OR_EXP_PLUS.sub(_no_exponent_plus, out)
+    return out
 
 
 def snapshot_bytes(doc) -> bytes:
