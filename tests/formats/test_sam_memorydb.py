@@ -760,3 +760,14 @@ def test_module_import_does_not_import_numpy():
 def test_math_is_finite_check_handles_huge_sums():
     assert mdb._finite_vector(struct.pack("<2d", 1e308, 1e308))
     assert not mdb._finite_vector(struct.pack("<2d", 1e308, math.nan))
+
+
+def test_corrupt_text_in_sqlite_master_is_a_finding_not_a_crash(tmp_path):
+    """Found by CI's newer hypothesis: one byte of 0x80 inside sqlite_master's SQL text."""
+    p = create_memory_db(tmp_path / "memory.db", spec_rows() + [good(i) for i in range(40)])
+    data = bytearray(p.read_bytes())
+    data[3594 % len(data)] = 128
+    p.write_bytes(bytes(data))
+    findings = []
+    rows = read_memories(p, findings, scope_id=SCOPE)
+    assert all(isinstance(r, MemoryRow) for r in rows)

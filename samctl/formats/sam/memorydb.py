@@ -339,6 +339,7 @@ def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
     """
     immutable = _preflight(path)
     conn = sqlite3.connect(_uri(path, immutable), uri=True, timeout=timeout, isolation_level=None)
+    conn.text_factory = _text_factory  # never UnicodeDecodeError, even from a corrupt sqlite_master
     try:
         conn.execute("PRAGMA query_only=ON")
     except BaseException:
