@@ -339,7 +339,7 @@ def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
     """
     immutable = _preflight(path)
     conn = sqlite3.connect(_uri(path, immutable), uri=True, timeout=timeout, isolation_level=None)
-    conn.text_factory = _text_factory  # never UnicodeDecodeError, even from a corrupt sqlite_master
+    conn.text_factory = _text_factory  # values with invalid UTF-8 become _BadText, never an exception
     try:
         conn.execute("PRAGMA query_only=ON")
     except BaseException:
@@ -348,10 +348,17 @@ def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
     return conn
 
 
-def _sqlite_finding(exc: sqlite3.Error, path: str, scope_id: str | None, after: str = "") -> Finding:
+# A corrupt schema makes SQLite's own error text invalid UTF-8, and Python's
+# sqlite3 raises UnicodeDecodeError decoding it: that is a database error too.
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def _sqlite_finding(exc: Exception, path: str, scope_id: str | None, after: str = "") -> Finding:
     name = getattr(exc, "sqlite_errorname", "") or ""
     msg = str(exc)
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in msg:
+    if isinstance(exc, UnicodeDecodeError):
+        code, why = "db-corrupt", "corrupt (SQLite's error text about it is not even UTF-8)"
+    elif name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in msg:
         code, why = "db-locked", "locked by another program (SAM writing?); try again"
     elif name == "SQLITE_NOTADB" or "not a database" in msg:
         code, why = "db-not-sqlite", "not a SQLite database"
@@ -382,12 +389,12 @@ def _open_checked(path, findings: list, table: str, timeout: float, scope_id: st
             return None
         findings.append(Finding(exc.code, spath, exc.message, ERROR, scope_id))
         return None
-    except sqlite3.Error as exc:
+    except SQLITE_ERRORS as exc:
         findings.append(_sqlite_finding(exc, spath, scope_id))
         return None
     try:
         fatal, minor = _schema_check(conn, table)
-    except sqlite3.Error as exc:
+    except SQLITE_ERRORS as exc:
         conn.close()
         findings.append(_sqlite_finding(exc, spath, scope_id))
         return None
@@ -618,7 +625,7 @@ def iter_memories(
                 else:
                     rows = conn.execute(_MEMORY_SELECT + " WHERE rowid > ? ORDER BY rowid LIMIT ?",
                                         (last, batch)).fetchall()
-            except sqlite3.Error as exc:
+            except SQLITE_ERRORS as exc:
                 findings.append(_sqlite_finding(exc, spath, scope_id, f" (stopped after {done} rows)" if done else ""))
                 return
             for r in rows:
@@ -755,7 +762,7 @@ def read_archives(
                 else:
                     rows = conn.execute(_ARCHIVE_SELECT + " WHERE rowid > ? ORDER BY rowid LIMIT ?",
                                         (last, BATCH)).fetchall()
-            except sqlite3.Error as exc:
+            except SQLITE_ERRORS as exc:
                 after = f" (stopped after {len(out)} rows)" if out else ""
                 findings.append(_sqlite_finding(exc, spath, scope_id, after))
                 break
@@ -793,7 +800,7 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
     uri = "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=rw"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
-    except sqlite3.Error as exc:
+    except SQLITE_ERRORS as exc:
         raise FileProblem("db-unreadable", path, f"cannot open for writing: {exc}") from None
     try:
         try:
@@ -806,11 +813,11 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
             n = cur.rowcount
             conn.execute("COMMIT")
             return n
-        except sqlite3.Error as exc:
+        except SQLITE_ERRORS as exc:
             if conn.in_transaction:
                 try:
                     conn.execute("ROLLBACK")
-                except sqlite3.Error:
+                except SQLITE_ERRORS:
                     pass
             problem = _sqlite_finding(exc, os.fspath(path), None)
             if problem.code == "db-locked":
