@@ -380,7 +380,7 @@ def remove(path: str | os.PathLike, missing_ok: bool = True) -> bool:
     return True
 
 
-def remove_tree(path: str | os.PathLike) -> None:
+def remove_tree(path: str | os.PathLike, sync_parent: bool = True) -> None:
     """rm -r without following symlinks: files first, then folders, bottom up."""
     path = Path(path)
     st = lstat(path)
@@ -401,7 +401,8 @@ def remove_tree(path: str | os.PathLike) -> None:
                 os.rmdir(p)
     _step("rmdir")
     os.rmdir(path)
-    fsync_dir(path.parent)
+    if sync_parent:
+        fsync_dir(path.parent)
 
 
 def place_new(src: str | os.PathLike, dst: str | os.PathLike, sync_dir: bool = True) -> None:

@@ -585,9 +585,7 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
             fsafe.remove_tree(child)
         raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,
                            hint="`samctl attic --verify` lists what is wrong with each entry")
-    apply_metadata(entry, dest)
-    for dirpath, _, _ in os.walk(dest):
-        fsafe.fsync_dir(dirpath)
+    apply_metadata(entry, dest)  # each file is fsynced; the staging folders need not be (files are linked out)
     return names
 
 

@@ -505,7 +505,7 @@ def _restore_locked(store, entry: atticmod.Entry, new: str, names: list[str]) ->
     _journal_write(attic, entry.stem, record)
     _place(store, entry, staging, names)
     atticmod.drop(entry)
-    fsafe.remove_tree(staging)
+    fsafe.remove_tree(staging, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
     _journal_drop(attic, entry.stem)
 
 
