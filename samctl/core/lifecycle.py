@@ -154,7 +154,8 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
         if cid in keep:
             sel.skipped.append((cid, f"one of the {keep_last} most recent"))
             continue
-        if older_than is not None and (t.updated_ts is None or t.updated_ts > now - older_than):
+        if older_than is not None and (t.updated_ts is None or t.updated_ts > now - older_than
+                                       or _last_activity(store, cid, t) > now - older_than):
             continue
         if needle is not None and needle not in (t.title or "").casefold():
             continue
@@ -185,6 +186,25 @@ def _target_without_meta(store, cid: str, findings: list) -> Target:
     m = conv.meta
     return Target(cid, m.title, m.updated or m.created, m.updated_ts or m.created_ts, len(conv.messages), m.pinned,
                   m.size)
+
+
+def _last_activity(store, cid: str, t: Target) -> float:
+    """When the conversation was last used.  SAM's ``updated`` is not touched by ordinary message traffic
+    (spec §4.1), so the newest message time counts too; mermaid's ``updated_at`` already is that."""
+    best = t.updated_ts or 0.0
+    if store.name != "sam":
+        return best
+    from samctl.core.timeparse import parse_timestamp
+
+    doc, _ = store._parse(store.folder(cid) / "conversation.json")
+    msgs = doc.get("messages") if isinstance(doc, dict) else None
+    for m in msgs if isinstance(msgs, list) else ():
+        if isinstance(m, dict):
+            for k in ("lastModified", "timestamp"):
+                ts = parse_timestamp(m.get(k))
+                if ts is not None and ts > best:
+                    best = ts
+    return best
 
 
 def _is_empty(store, cid: str, t: Target) -> bool:

@@ -359,3 +359,23 @@ def test_a_symlinked_file_is_not_moved_but_can_be_purged(run, mermaid_demo, tmp_
     r = run("--root", mermaid_demo, "rm", MID, "--purge", "--yes")
     assert r.exit_code == 0, r.stderr
     assert not os.path.lexists(c / f"{MID}.json") and outside.exists()  # the link goes, never its target
+
+
+def test_sam_age_counts_the_newest_message_not_only_updated(run, sam_demo):
+    """SAM does not touch `updated` for ordinary messages (spec §4.1): a conversation with a recent message is
+    not idle, whatever `updated` says."""
+    from make_fixtures import sam_doc, sam_dumps, sam_message
+    import time as _time
+
+    recent = _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime(_time.time() - 3600))
+    cid = "F0000000-0000-4000-8000-000000000001"
+    (conv(sam_demo) / cid).mkdir(mode=0o700)
+    doc = sam_doc(cid, "Busy yesterday", [
+        sam_message("11111111-2222-4333-8444-555555555555", "user", "hello", "2026-01-01T12:00:00Z"),
+        sam_message("66666666-7777-4888-8999-AAAAAAAAAAAA", "assistant", "hi", recent),
+    ], "2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z")
+    (conv(sam_demo) / cid / "conversation.json").write_text(sam_dumps(doc))
+    r = run("--root", sam_demo, "archive", "--older-than", "30d", "--dry-run", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    ids = [i["id"] for i in orjson.loads(r.stdout)["items"]]
+    assert cid not in ids and API in ids
