@@ -12,7 +12,9 @@ from samctl.core.timeparse import parse_age
 
 @click.command("archive")
 @click.argument("ids", nargs=-1, metavar="[ID]...")
-@click.option("--older-than", metavar="AGE", help="Archive conversations not updated for AGE (90d, 2w, 1y).")
+@click.option("--older-than", metavar="AGE",
+              help="Archive conversations idle for AGE (90d, 2w, 1y): since their last update or, for SAM, their newest "
+                   "message.")
 @click.option("--keep-last", type=click.IntRange(min=0), metavar="N", help="Never archive the N most recently "
               "updated conversations.")
 @click.option("--title", metavar="TEXT", help="Only conversations whose title contains TEXT.")

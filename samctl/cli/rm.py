@@ -12,7 +12,9 @@ from samctl.core.timeparse import parse_age
 
 @click.command("rm")
 @click.argument("ids", nargs=-1, metavar="[ID]...")
-@click.option("--older-than", metavar="AGE", help="Select conversations not updated for AGE (30d, 12h, 2w).")
+@click.option("--older-than", metavar="AGE",
+              help="Select conversations idle for AGE (30d, 12h, 2w): since their last update or, for SAM, their newest "
+                   "message.")
 @click.option("--empty", is_flag=True, help="Select conversations without messages (SAM: not pinned, not using "
               "shared data).")
 @click.option("--title", metavar="TEXT", help="Select conversations whose title contains TEXT (case-insensitive).")
