@@ -6,6 +6,7 @@ data goes to stdout, findings and progress to stderr.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import dataclass
 
@@ -96,7 +97,9 @@ def examples(*lines):
     """Append an Examples block to a command's help."""
     def deco(f):
         text = "\n\n\b\nExamples:\n" + "\n".join(f"  {ln}" for ln in lines)
-        f.__doc__ = (f.__doc__ or "").rstrip() + text
+        # cleandoc first: the appended block is flush left, so click's own dedent would otherwise keep the
+        # docstring's indentation and mangle every paragraph after the first
+        f.__doc__ = inspect.cleandoc(f.__doc__ or "") + text
         return f
     return deco
 
