@@ -31,6 +31,8 @@ COMMANDS = {
     "archive": ("samctl.cli.archive", "Move idle conversations to the attic as archived."),
     "attic": ("samctl.cli.attic", "List the attic (removed, archived, history); verify or repair it."),
     "compact": ("samctl.cli.compact", "Maintenance for cron: purge old attic entries, shrink big logs, clean up."),
+    "search": ("samctl.cli.search", "Search memories and messages, best first (SAM's scoring), or --exact."),
+    "index": ("samctl.cli.index", "Show the state of the search index; --update or --rebuild it."),
 }
 
 

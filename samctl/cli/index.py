@@ -1,0 +1,138 @@
+"""samctl index: the state of the search index, and rebuilding it."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from samctl.cli.common import emit_json, examples, human_size, store_of
+
+
+class _Progress:
+    """A one-line progress report on a terminal: ``indexing: 120/10000 files, 11,940 rows``."""
+
+    def __init__(self, stream, interval: float):
+        self.stream = stream
+        self.interval = interval
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int, rows: int) -> None:
+        now = time.monotonic()
+        if now - self.last < self.interval and done < total:
+            return
+        self.last = now
+        pct = f" ({100 * done // total}%)" if total else ""
+        self.stream.write(f"\rindexing: {done:,}/{total:,} files{pct}, {rows:,} rows\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def note(self, text: str) -> None:
+        self.stream.write(f"\r{text}\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def progress_printer(stream, interval: float = 0.2):
+    """A progress callback for index builds that writes to ``stream`` if it is a terminal, else None."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return _Progress(stream, interval) if tty else None
+
+
+@click.command("index")
+@click.option("--rebuild", is_flag=True, help="Build the index again from every file of the store.")
+@click.option("--update", is_flag=True, help="Bring the index up to date now (what a search does first).")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="json is a stable interface.")
+@examples("samctl index", "samctl index --update      # e.g. from cron, so that searches start warm",
+          "samctl index --rebuild --format json")
+@click.pass_context
+def command(ctx, rebuild, update, fmt):
+    """Show the state of samctl's search index for this store: rows, files, size, age, and the
+    files that changed since it was updated (the next search re-reads just those).
+
+    The index lives in samctl's cache folder, one per store. It is disposable: a corrupt,
+    foreign or outdated one is rebuilt, and deleting it costs only time. Showing the state also
+    checks every byte of it against its checksums, and drops an index that fails.
+    """
+    from samctl.core import index as ix
+    from samctl.errors import SamctlError, UsageError
+
+    store = store_of(ctx)
+    if not store.use_cache:
+        raise UsageError("the index is a cache, and --no-cache turns caches off",
+                         hint="leave out --no-cache (searches with --no-cache read the files directly)")
+    if rebuild or update:
+        progress = progress_printer(sys.stderr)
+        findings: list = []
+        try:
+            idx = ix.refresh(store, findings, rebuild=rebuild, progress=progress)
+        except ix.BadIndex as exc:
+            raise SamctlError(f"could not write the index: {exc}") from None
+        finally:
+            if progress:
+                progress.done()
+        if fmt == "text":
+            what = "rebuilt" if idx.rebuilt else (f"updated: {len(idx.read)} files read again, "
+                                                  f"{len(idx.removed)} removed")
+            click.echo(f"index {what}", err=True)
+    st = ix.state(store)
+    if st["exists"] and st["problems"]:
+        ix.invalidate(store)  # never trusted: dropped now, rebuilt by the next search
+        st["dropped"] = True
+    if fmt == "json":
+        emit_json(st)
+        return
+    click.echo(_text(st))
+
+
+def _ago(seconds) -> str:
+    if seconds is None:
+        return "-"
+    for unit, n in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= n:
+            k = int(seconds // n)
+            return f"{k} {unit}{'s' if k != 1 else ''} ago"
+    return "just now"
+
+
+def _text(st: dict) -> str:
+    from samctl.core.timeparse import format_local
+
+    lines = [f"index:    {st['path']}"]
+    if not st["exists"]:
+        lines.append("state:    not built yet (the next search builds it; or `samctl index --update`)")
+        return "\n".join(lines)
+    if st["problems"]:
+        lines.append("state:    could not be used and was dropped; the next search rebuilds it:")
+        lines += [f"          {p}" for p in st["problems"][:10]]
+    else:
+        lines.append("state:    ok (every byte matches its checksum)")
+    rows = st["rows"]
+    lines.append(f"rows:     {sum(rows.values()):,} ({rows['memory']:,} memories, {rows['message']:,} messages, "
+                 f"{rows['archived']:,} archived messages); {st['dead']:,} superseded, awaiting compaction")
+    lines.append(f"files:    {st['files']:,} indexed, {st['files_with_findings']:,} with problems (`samctl check`)")
+    lines.append(f"size:     {human_size(st['size'])} in {st['segments']} segment{'s' if st['segments'] != 1 else ''}")
+    lines.append(f"updated:  {format_local(st['updated'])} ({_ago(st['age'])}); built {format_local(st['created'])}")
+    stale = st["stale"]
+    if not stale:
+        lines.append("stale:    none, up to date")
+    else:
+        n = len(stale)
+        lines.append(f"stale:    {n} file{' changed' if n == 1 else 's changed'} since (the next search reads "
+                     f"{'it' if n == 1 else 'them'} again):")
+        lines += [f"          {s['key']} ({s['reason']})" for s in stale[:20]]
+        if n > 20:
+            lines.append(f"          … and {n - 20} more (--format json lists all)")
+    return "\n".join(lines)

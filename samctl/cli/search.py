@@ -1,0 +1,146 @@
+"""samctl search: memories and messages that match, best first (SAM's scoring, spec §7.7, §11)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import click
+
+from samctl.cli.common import complete_ids, emit_json, emit_jsonl, examples, finish, format_option, report_findings, \
+    store_of
+from samctl.cli.writeopts import force_option, lock_wait_option
+
+
+@click.command("search")
+@click.argument("query", required=False, default="")
+@click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
+              help="Only this conversation (repeatable). SAM: its messages and its memory scope, including the "
+                   "shared topic it uses.")
+@click.option("--in", "where", type=click.Choice(("memories", "messages", "all")), default=None,
+              help="What to search: SAM memories, messages (of conversations and SAM's context archives), or all. "
+                   "[default: all; memories with --like]")
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
+              help="At most N results.")
+@click.option("--threshold", type=float, default=0.3, show_default=True, metavar="X",
+              help="Keep results scoring at least X (SAM's default 0.3; scores reach 1.5).")
+@click.option("--since", metavar="WHEN", help="Only rows dated since WHEN (7d, 12h, 2026-08-01).")
+@click.option("--until", metavar="WHEN", help="Only rows dated until WHEN.")
+@click.option("--exact", is_flag=True, help="Plain case-insensitive substring search, newest first, like SAM's own "
+              "message search (no score).")
+@click.option("--like", metavar="MEMORY_ID", help="More like this SAM memory: its stored vector is the query vector, "
+              "compared with stored vectors of the same length; QUERY (optional) gives the keywords, else its text.")
+@click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
+              help="Only rows whose importance (SAM's score; computed where not stored) is at least X.")
+@format_option()
+@click.option("--touch", is_flag=True, help="Do what SAM does on retrieval to the SAM memories returned: "
+              "access_count + 1, last_accessed = now. Refused while SAM runs (exit 5) unless --force.")
+@force_option
+@lock_wait_option
+@click.option("--no-index", is_flag=True, help="Read the files directly instead of samctl's index (slower on a big "
+              "store; the same results).")
+@examples('samctl search "portland budget"', 'samctl search budget --in memories --since 30d -n 5',
+          "samctl search --exact 'go ahead' --format jsonl",
+          "samctl search --like 296E5007 --threshold 0.5",
+          "samctl search deadline --conversation 8B58 --min-importance 0.85")
+@click.pass_context
+def command(ctx, query, conversations, where, limit, threshold, since, until, exact, like, min_importance, fmt,
+            touch, force, lock_wait, no_index):
+    """Search the memories and messages of the whole store, best first.
+
+    Scores are SAM's memory retrieval: cosine similarity of the query's and the text's
+    embeddings plus a keyword boost of min(0.5 x Jaccard, 0.5) over the words of more than two
+    characters. SAM's own vectors need macOS, so samctl embeds both sides with its
+    deterministic version of SAM's hash embedding. Results below --threshold are dropped.
+
+    The first search of a store builds samctl's index in the cache folder (a long build shows
+    progress on a terminal); later searches re-read only the files that changed. Searching
+    never changes the store, unless --touch.
+    """
+    from samctl.core import search as core
+    from samctl.core.timeparse import parse_when
+    from samctl.errors import UsageError
+
+    store = store_of(ctx)
+    if touch:
+        if store.name != "sam":
+            raise UsageError("--touch updates SAM memories; this is a " + store.name + " store")
+        from samctl.core.lock import ensure_app_idle
+
+        ensure_app_idle(store, force=force)
+    q = core.SearchQuery(text=query or "", conversations=tuple(conversations), where=where, limit=limit,
+                         threshold=threshold, since=parse_when(since) if since else None,
+                         until=parse_when(until) if until else None, exact=exact, like=like,
+                         min_importance=min_importance, use_index=not no_index)
+    from samctl.cli.index import progress_printer
+
+    progress = progress_printer(sys.stderr)
+    findings: list = []
+    try:
+        hits = core.search(store, q, findings, progress)
+    finally:
+        if progress:
+            progress.done()
+    if touch:
+        _touch(store, hits, force, lock_wait)
+    if fmt == "json":
+        emit_json([h.to_dict() for h in hits])
+    elif fmt == "jsonl":
+        emit_jsonl(h.to_dict() for h in hits)
+    else:
+        _table(hits, query)
+    report_findings(findings)
+    finish(findings)
+
+
+def _touch(store, hits, force, lock_wait) -> None:
+    from samctl.core import search as core
+    from samctl.core.lock import ensure_app_idle, store_lock
+
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, force=force)
+        n = core.touch(store, hits)
+    click.echo(f"touched {n} memor{'y' if n == 1 else 'ies'} (access_count + 1, last_accessed = now)", err=True)
+
+
+def _one_line(text: str) -> str:
+    from samctl.core.render import safe_text
+
+    return safe_text(" ".join(text.split()))
+
+
+def _table(hits, query: str) -> None:
+    from samctl.core.timeparse import format_local
+
+    if not hits:
+        click.echo("no matches", err=True)
+        return
+    tty = sys.stdout.isatty()
+    width = shutil.get_terminal_size((120, 24)).columns if tty else None
+    out = [f"{'SCORE':<6} {'KIND':<8} {'CONVERSATION':<36}  {'DATE':<16}  TITLE"]
+    for h in hits:
+        score = "exact" if h.score is None and h.exact == "whole" else ("-" if h.score is None else f"{h.score:.3f}")
+        title = _one_line(h.title or "")
+        line = f"{score:<6} {h.kind:<8} {h.conversation_id:<36}  {format_local(h.date_ts):<16}  {title}"
+        snip = "       " + _one_line(h.snippet)
+        if width:
+            line = _clip(line, width)
+            snip = _clip(snip, width)
+            snip = _highlight(snip, query) if query.strip() else snip
+        out.append(line)
+        out.append(snip)
+    click.echo("\n".join(out))
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: max(1, n - 1)] + "…"
+
+
+def _highlight(text: str, query: str) -> str:
+    import re
+
+    words = sorted({w for w in query.lower().split() if len(w) > 2}, key=len, reverse=True)
+    if not words:
+        return text
+    pattern = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)
+    return pattern.sub(lambda m: click.style(m.group(0), bold=True), text)

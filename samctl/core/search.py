@@ -1,0 +1,566 @@
+"""samctl search: SAM's memory retrieval (spec §7.7) and message search (§11) over a whole store.
+
+What is searched ("rows", see ``core.index``): SAM memories (every ``CONV/*/memory.db`` plus the
+legacy ``BASE/memory.db`` -- a superset of what SAM's own cross-conversation search opens, §7.8),
+the messages of every conversation of either store, and the messages of SAM's
+``context_archive.db`` chunks (§8) that the conversation no longer has ("archived").
+
+Scoring (the default): SAM's ``retrieveRelevantMemories``, exactly --
+``score = cosine(embed(query), embed(text)) + min(0.5 * Jaccard(tokens), 0.5)``, keep
+``score >= threshold``, sort descending, first ``limit``.  ``embed`` is samctl's deterministic
+§7.5 hash embedding (``scoring.embed``) because SAM's Apple vectors cannot be computed off a Mac.
+The index computes every row's score approximately (one float32 matrix-vector product and the
+token -> rows map) to choose the candidates; the candidates' scores are then computed again
+exactly, with ``scoring.cosine``/``scoring.keyword_boost`` in float64, so a result and its score
+are the same with or without the index and equal to a row-by-row evaluation.  Ties are broken by
+(kind, conversation id, position), never by where a row happens to sit in the index.
+
+``--exact``: SAM's UI message search (§11): case-insensitive substring (``q.lower() in
+text.lower()``), whole-content matches first, then newest first; no score.
+
+``--like MEMORY_ID``: "more like this" (§7.7 note): the stored vector of that memory is the query
+vector, compared only with stored vectors of the same length (a 4,096-byte Apple vector only with
+other 4,096-byte rows), ``cosine`` as SAM computes it; the keyword part uses QUERY, or the memory's
+own text.  Stored vectors are read from the databases (they are not copied into the index).
+
+Read-only: nothing here writes into a store; ``touch`` (``--touch``) is SAM's side effect, done
+by the CLI only after checking that SAM is not running.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from samctl.core import index as ix
+from samctl.core import scoring
+from samctl.core.resolve import resolve_id
+from samctl.errors import NotFound, UsageError
+
+WHERE = ("memories", "messages", "all")
+EXCERPT = 75  # characters either side of the hit (§11)
+EPS = 1e-4  # bound on |float32 approximate score - exact score|, with a wide margin
+RESCORE_MARGIN = 512  # at most this many candidates beyond the limit are scored exactly
+_KIND_ORDER = {"memory": 0, "message": 1, "archived": 2}
+_UUID_PREFIX = re.compile(r"[0-9A-Fa-f-]{1,36}\Z")
+_TEMPLATE = "00000000-0000-0000-0000-000000000000"
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
+
+
+@dataclass
+class SearchQuery:
+    text: str = ""
+    conversations: tuple = ()  # ids or unique prefixes
+    where: str | None = None  # memories | messages | all; None: all (memories with --like)
+    limit: int = 10
+    threshold: float = 0.3
+    since: float | None = None
+    until: float | None = None
+    exact: bool = False
+    like: str | None = None
+    min_importance: float | None = None
+    use_index: bool = True
+
+
+@dataclass
+class Hit:
+    kind: str
+    conversation_id: str
+    title: str
+    ref: str | None
+    position: int
+    date_ts: float | None
+    importance: float
+    text: str
+    snippet: str = ""
+    score: float | None = None
+    cosine: float | None = None
+    boost: float | None = None
+    role: str | None = None
+    content_type: str | None = None
+    dimension: int | None = None
+    exact: str | None = None
+    store: str = ""
+    source: str | None = None  # the memory.db of a memory (for --touch)
+
+    def to_dict(self) -> dict:
+        return {
+            "score": self.score, "cosine": self.cosine, "boost": self.boost, "kind": self.kind,
+            "conversation_id": self.conversation_id, "title": self.title, "id": self.ref, "position": self.position,
+            "date": format_date(self.date_ts), "date_ts": self.date_ts, "importance": self.importance,
+            "role": self.role, "content_type": self.content_type, "dimension": self.dimension, "exact": self.exact,
+            "snippet": self.snippet, "text": self.text, "store": self.store,
+        }
+
+
+def format_date(ts: float | None) -> str | None:
+    """ISO 8601 UTC: whole seconds as stored by SAM's JSON, milliseconds when there are any."""
+    if ts is None:
+        return None
+    try:
+        dt = datetime.fromtimestamp(ts, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    spec = "seconds" if dt.microsecond // 1000 == 0 else "milliseconds"
+    return dt.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------------------------------------
+# Excerpts (§11)
+
+
+def excerpt(text: str, start: int, length: int, ctx: int = EXCERPT) -> str:
+    """Up to ``ctx`` characters either side of ``text[start:start+length]``, with ``...`` markers."""
+    s = max(0, start - ctx)
+    e = min(len(text), start + length + ctx)
+    return ("..." if s > 0 else "") + text[s:e] + ("..." if e < len(text) else "")
+
+
+def _find_ci(text: str, needle: str) -> int:
+    """Index in ``text`` of the first case-insensitive occurrence of ``needle`` (-1 if none)."""
+    low = text.lower()
+    i = low.find(needle.lower())
+    if i < 0 or len(low) == len(text):
+        return i
+    m = re.search(re.escape(needle), text, re.IGNORECASE)  # lower() changed lengths: map back
+    return m.start() if m else min(i, len(text))
+
+
+def snippet(text: str, query: str) -> str:
+    """The excerpt around the first word of the query found in the text (the start otherwise)."""
+    best, size = -1, 0
+    words = {w.strip(".,;:!?\"'()[]{}") for w in scoring.tokens(query)} | scoring.tokens(query)
+    for w in sorted(w for w in words if len(w) > 2):
+        i = _find_ci(text, w)
+        if i >= 0 and (best < 0 or i < best):
+            best, size = i, len(w)
+    return excerpt(text, max(best, 0), size)
+
+
+# ---------------------------------------------------------------------------------------------
+# The query
+
+
+def _check(store, q: SearchQuery) -> str:
+    if q.like and q.exact:
+        raise UsageError("--like and --exact do not go together", hint="--exact is a plain substring search")
+    if not q.like and not q.text.strip():
+        raise UsageError("nothing to search for", hint="give a QUERY, or --like MEMORY_ID")
+    where = q.where or ("memories" if q.like else "all")
+    if where not in WHERE:
+        raise UsageError(f"--in {where!r}: use memories, messages or all")
+    if q.like:
+        if store.name != "sam":
+            raise UsageError("--like compares the stored vectors of SAM memories; this is a "
+                             f"{store.name} store", hint="use a SAM store")
+        if where != "memories":
+            raise UsageError("--like compares stored memory vectors; messages have none",
+                             hint="leave out --in, or use --in memories")
+        if not _UUID_PREFIX.match(q.like) or not _UUID.match(q.like + _TEMPLATE[len(q.like):]):
+            raise UsageError(f"{q.like!r} is not a memory id or id prefix",
+                             hint="memory ids are UUIDs; `samctl search --in memories --format json` shows them")
+    if q.limit < 0:
+        raise UsageError("--limit must be 0 or more")
+    return where
+
+
+def resolve_scope(store, texts) -> set | None:
+    """The conversation ids (and, for SAM, their shared-topic scopes) that ``--conversation`` names."""
+    if not texts:
+        return None
+    scope = set()
+    for t in texts:
+        cid = resolve_id(store, t)
+        scope.add(cid)
+        if store.name == "sam":
+            topic = _topic_of(store, cid)
+            if topic:
+                scope.add(topic)
+    return scope
+
+
+def _topic_of(store, cid: str) -> str | None:
+    from samctl.formats.sam import decode
+
+    try:
+        conv = store.load(cid, [])
+    except Exception:  # noqa: BLE001 - a scope folder without conversation.json, an unreadable file
+        return None
+    if conv is None or not isinstance(conv.raw, dict):
+        return None
+    return decode.shared_topic_id(conv.raw)
+
+
+def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
+    """The hits of ``q``, best first.  Bad files become ``findings``; raises UsageError/NotFound."""
+    where = _check(store, q)
+    scope = resolve_scope(store, q.conversations)
+    if q.like:
+        return _like(store, q, scope, findings)
+    if q.limit == 0:
+        return []
+    for attempt in range(3):
+        local: list = []
+        disk = q.use_index and store.use_cache and attempt < 2
+        try:
+            if disk:
+                idx = ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress)
+            else:
+                idx = ix.build_in_memory(store, local, scope, progress)
+            hits = _exact(store, idx, q, where, scope) if q.exact else _scored(store, idx, q, where, scope)
+        except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
+            if not disk or os.environ.get("SAMCTL_DEBUG") == "1":
+                raise
+            continue  # an index that cannot be used: rebuild it, then do without
+        findings.extend(local)
+        return hits
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _masks(idx, q: SearchQuery, where: str, scope: set | None):
+    """(segment, mask of the rows the filters keep) for every segment with at least one."""
+    np = ix._np()
+    for seg in idx.segments:
+        if not seg.rows:
+            continue
+        meta = seg.meta
+        mask = seg.alive
+        if scope is not None:
+            wanted = [i for i, c in enumerate(seg.convs) if c in scope]
+            if not wanted:
+                continue
+            mask = mask & np.isin(meta["conv"], np.array(wanted, dtype=np.int32))
+        if where == "memories":
+            mask = mask & (meta["kind"] == ix.MEMORY)
+        elif where == "messages":
+            mask = mask & (meta["kind"] != ix.MEMORY)
+        if q.since is not None:
+            mask = mask & (meta["date"] >= q.since)
+        if q.until is not None:
+            mask = mask & (meta["date"] <= q.until)
+        if q.min_importance is not None:
+            mask = mask & (meta["imp"] >= q.min_importance)
+        yield seg, mask
+
+
+def _sort_key(h: Hit):
+    return (-h.score if h.score is not None else 0.0, _KIND_ORDER[h.kind], h.conversation_id, h.position, h.ref or "")
+
+
+def _scored(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
+    np = ix._np()
+    qv = scoring.embed(q.text)
+    qt = scoring.tokens(q.text)
+    nq = len(qt)
+    q32 = np.array(qv, dtype=np.float32) if qv is not None else None
+    qkeys = np.unique(np.array([ix.token_key(t) for t in qt], dtype=np.uint64))
+    floor = q.threshold - EPS
+    found = []  # (segment, rows, approximate scores)
+    for seg, mask in _masks(idx, q, where, scope):
+        n = seg.rows
+        sparse = mask is not seg.alive and int(mask.sum()) * 4 < n
+        if sparse:  # a small selection (one conversation): score only its rows
+            rows = np.flatnonzero(mask)
+            score = seg.vectors[rows] @ q32 if q32 is not None else np.zeros(len(rows), dtype=np.float32)
+        else:
+            rows = None
+            score = seg.vectors @ q32 if q32 is not None else np.zeros(n, dtype=np.float32)
+        if nq:
+            keys = seg.tok_keys
+            at = np.searchsorted(keys, qkeys)
+            ok = at < len(keys)
+            at = at[ok]
+            at = at[keys[at] == qkeys[ok]]
+            if len(at):
+                ptr = seg.tok_ptr
+                post = np.concatenate([seg.tok_rows[ptr[i]:ptr[i + 1]] for i in at.tolist()])
+                if len(post) and (int(post.min()) < 0 or int(post.max()) >= n):
+                    raise ix.BadIndex(f"{seg.name}: token map points past the rows")
+                if len(at) == 1:
+                    hit, inter = post.astype(np.int64), np.ones(len(post))
+                elif len(post) * 16 > n:
+                    counts = np.bincount(post, minlength=n)
+                    hit = np.flatnonzero(counts)
+                    inter = counts[hit].astype(np.float64)
+                else:
+                    hit, c = np.unique(post, return_counts=True)
+                    inter = c.astype(np.float64)
+                union = nq + seg.meta["ntok"][hit].astype(np.float64) - inter
+                boost = np.minimum(0.5 * (inter / union), 0.5)
+                if sparse:
+                    where_in = np.searchsorted(rows, hit)
+                    inside = where_in < len(rows)
+                    inside[inside] = rows[where_in[inside]] == hit[inside]
+                    score[where_in[inside]] += boost[inside]
+                else:
+                    score[hit] += boost
+        if sparse:
+            keep = score >= floor
+            found.append((seg, rows[keep], score[keep]))
+        else:
+            sel = np.flatnonzero(mask & (score >= floor))
+            found.append((seg, sel, score[sel]))
+    total = sum(len(r) for _, r, _ in found)
+    if not total:
+        return []
+    limit = q.limit
+    if total > limit + RESCORE_MARGIN:
+        allscores = np.concatenate([s for _, _, s in found])
+        kth = np.partition(allscores, total - limit)[total - limit]
+        cut = kth - 2 * EPS
+        picked = []
+        for seg, rows, s in found:
+            k = s >= cut
+            picked.append((seg, rows[k], s[k]))
+        found = picked
+        total = sum(len(r) for _, r, _ in found)
+        if total > limit + RESCORE_MARGIN:  # many near-ties: the best approximations win
+            allscores = np.concatenate([s for _, _, s in found])
+            cut = np.partition(allscores, total - limit - RESCORE_MARGIN)[total - limit - RESCORE_MARGIN]
+            found = [(seg, rows[s >= cut], s[s >= cut]) for seg, rows, s in found]
+    hits = []
+    for seg, rows, _ in found:
+        for r in rows.tolist():
+            text = seg.text(r)
+            cos = scoring.cosine(qv, scoring.embed(text)) if qv is not None else 0.0
+            boost = scoring.keyword_boost(qt, scoring.tokens(text))
+            score = cos + boost
+            if score >= q.threshold:
+                h = _hit(store, idx, seg, r, text)
+                h.score, h.cosine, h.boost = score, cos, boost
+                hits.append(h)
+    hits.sort(key=_sort_key)
+    hits = hits[:limit]
+    for h in hits:
+        h.snippet = snippet(h.text, q.text)
+    return hits
+
+
+def _hit(store, idx, seg, r: int, text: str) -> Hit:
+    m = seg.meta[r]
+    kind = ix.KINDS[int(m["kind"])]
+    conv = seg.convs[int(m["conv"])]
+    date = float(m["date"])
+    h = Hit(kind=kind, conversation_id=conv, title=idx.title_of(conv), ref=seg.ref(r) or None, position=int(m["pos"]),
+            date_ts=None if math.isnan(date) else date, importance=float(m["imp"]), text=text, store=store.name)
+    if kind == "memory":
+        h.content_type = ix.CTYPES[int(m["ctype"])] or None
+        h.dimension = int(m["dim"])
+        if int(m["flags"]) & ix.FLAG_BASE_DB:
+            h.source = os.path.join(str(store.base), "memory.db")
+        else:
+            h.source = os.path.join(str(store.folder(conv)), "memory.db")
+    else:
+        h.role = ix.ROLES[int(m["role"])] or None
+    return h
+
+
+def _exact(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
+    np = ix._np()
+    needle = q.text.lower()
+    nb = ix._enc(needle)
+    found = []  # (whole?, date, segment, row)
+    for seg, mask in _masks(idx, q, where, scope):
+        buf, base = seg.bufs["ltext"]
+        off = seg.ltext_off
+        end = base + int(off[-1])
+        p = buf.find(nb, base, end)
+        while p != -1:
+            r = int(np.searchsorted(off, p - base, "right")) - 1
+            stop = base + int(off[r + 1])
+            if p + len(nb) <= stop:
+                if mask[r]:
+                    whole = int(off[r + 1] - off[r]) == len(nb)
+                    date = float(seg.meta["date"][r])
+                    found.append((whole, -math.inf if math.isnan(date) else date, seg, r))
+                p = buf.find(nb, stop, end)
+            else:
+                p = buf.find(nb, p + 1, end)
+    if not found:
+        return []
+    if len(found) > q.limit + RESCORE_MARGIN:
+        # the newest limit (whole matches first) and everything tied with the last of them
+        keys = sorted(((w, d) for w, d, _, _ in found), reverse=True)
+        last = keys[q.limit - 1] if q.limit else keys[0]
+        found = [f for f in found if (f[0], f[1]) >= last]
+    hits = []
+    for whole, date, seg, r in found:
+        h = _hit(store, idx, seg, r, seg.text(r))
+        h.exact = "whole" if whole else "substring"
+        hits.append((not whole, -date, h))
+    hits.sort(key=lambda x: (x[0], x[1], _KIND_ORDER[x[2].kind], x[2].conversation_id, x[2].position, x[2].ref or ""))
+    out = [h for _, _, h in hits[: q.limit]]
+    for h in out:
+        i = _find_ci(h.text, q.text)
+        h.snippet = excerpt(h.text, max(i, 0), len(q.text) if i >= 0 else 0)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# --like: stored vectors
+
+
+def _memory_sources(store, scope, findings):
+    srcs = ix.discover(store, findings, scope)
+    return [s for s in srcs.values() if s.kind in ("sam-mem", "sam-base-mem")]
+
+
+def _find_seed(store, like: str, sources):
+    """(id, blob, content, conversation id, path) of the memory ``like`` names (id or unique prefix)."""
+    from samctl.formats.sam import memorydb
+
+    lo = like.upper()
+    hi = lo + "\uffff"
+    seen = {}
+    for src in sources:
+        try:
+            conn = memorydb.open_readonly(src.paths[0])
+        except Exception:  # noqa: BLE001 - unreadable files are reported by the scan itself
+            continue
+        try:
+            rows = conn.execute('SELECT "id", "embedding", "content", "conversation_id" FROM "conversation_memories" '
+                                'WHERE "id" >= ? AND "id" < ? LIMIT 3', (lo, hi)).fetchall()
+        except Exception:  # noqa: BLE001
+            rows = []
+        finally:
+            conn.close()
+        for mid, blob, content, cid in rows:
+            if isinstance(mid, str):
+                seen.setdefault(mid.upper(), (mid, blob, content, src.conv or str(cid).upper(), src.paths[0]))
+    if not seen:
+        raise NotFound(f"no memory {like} in {store.conv_dir}",
+                       hint="memory ids are listed by `samctl search --in memories --format json`")
+    if len(seen) > 1:
+        some = ", ".join(sorted(seen)[:5])
+        raise UsageError(f"{like!r} is ambiguous: {len(seen)} memories match ({some})", hint="type more of the id")
+    mid, blob, content, cid, path = next(iter(seen.values()))
+    if not isinstance(blob, bytes) or not blob or len(blob) % 8:
+        raise UsageError(f"memory {mid} has no usable stored vector ({len(blob) if isinstance(blob, bytes) else 0} "
+                         "bytes)", hint="--like needs a memory with an embedding")
+    vec = scoring.unpack_vector(blob)
+    if not all(map(math.isfinite, vec)):
+        raise UsageError(f"memory {mid} has NaN or infinity in its stored vector")
+    return mid, blob, content if isinstance(content, str) else "", cid, path
+
+
+def _like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
+    from samctl.formats.sam import memorydb
+
+    np = ix._np()
+    disc: list = []
+    sources = _memory_sources(store, scope, disc)
+    mid, blob, content, _cid, _path = _find_seed(store, q.like, _memory_sources(store, None, []) if scope else sources)
+    findings.extend(disc)
+    qvec = np.frombuffer(blob, dtype="<f8")
+    qnorm = float(np.sqrt(qvec @ qvec))
+    length = len(blob)
+    qtext = q.text if q.text.strip() else content
+    qt = scoring.tokens(qtext)
+    size = q.limit + RESCORE_MARGIN
+    heap: list = []  # (approximate score, tiebreak, row info), the best ``size``
+    seq = 0
+    for src in sources:
+        rows = []
+        for row in memorydb.iter_memories(src.paths[0], findings, scope_id=src.conv, missing_ok=True):
+            if row.id.upper() == mid.upper():
+                continue
+            ts = memorydb.parse_db_date(row.created_at)
+            if q.since is not None and (ts is None or ts < q.since):
+                continue
+            if q.until is not None and (ts is None or ts > q.until):
+                continue
+            if q.min_importance is not None and row.importance < q.min_importance:
+                continue
+            rows.append(row)
+        if not rows:
+            continue
+        cos = np.zeros(len(rows))
+        same = [i for i, r in enumerate(rows) if r.embedding and len(r.embedding) == length]
+        if same and qnorm > 0:
+            mat = np.frombuffer(b"".join(rows[i].embedding for i in same), dtype="<f8").reshape(len(same), -1)
+            norms = np.sqrt(np.einsum("ij,ij->i", mat, mat))
+            dots = mat @ qvec
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c = np.where(norms > 0, dots / (norms * qnorm), 0.0)
+            cos[same] = c
+        for r, c in zip(rows, cos.tolist()):
+            approx = c + scoring.keyword_boost(qt, scoring.tokens(r.content))
+            if approx < q.threshold - 1e-9:
+                continue
+            seq += 1
+            item = (approx, -seq, (r, src))
+            if len(heap) < size:
+                heapq.heappush(heap, item)
+            elif item > heap[0]:
+                heapq.heapreplace(heap, item)
+    qlist = scoring.unpack_vector(blob)
+    hits = []
+    for _, _, (r, src) in heap:
+        cos = scoring.cosine(qlist, r.vector()) if r.embedding and len(r.embedding) == length else 0.0
+        boost = scoring.keyword_boost(qt, scoring.tokens(r.content))
+        score = cos + boost
+        if score < q.threshold:
+            continue
+        conv = src.conv or r.conversation_id.upper()
+        hits.append(Hit(kind="memory", conversation_id=conv, title="", ref=r.id, position=r.rowid,
+                        date_ts=memorydb.parse_db_date(r.created_at), importance=r.importance, text=r.content,
+                        score=score, cosine=cos, boost=boost, content_type=r.content_type, dimension=r.dimension,
+                        store=store.name, source=src.paths[0]))
+    hits.sort(key=_sort_key)
+    hits = hits[: q.limit]
+    titles = _titles(store, {h.conversation_id for h in hits})
+    for h in hits:
+        h.title = titles.get(h.conversation_id, "")
+        h.snippet = snippet(h.text, qtext)
+    return hits
+
+
+def _titles(store, ids: set) -> dict:
+    """Titles for a few conversation/scope ids: from their conversation.json, else from the index."""
+    out = {}
+    rest = set()
+    for cid in ids:
+        try:
+            conv = store.load(cid, [])
+        except Exception:  # noqa: BLE001 - a scope without conversation.json
+            conv = None
+        if conv is not None:
+            out[cid] = conv.meta.title
+        else:
+            rest.add(cid)
+    if rest and store.use_cache:
+        try:
+            idx = ix.open_index(store)
+        except ix.BadIndex:
+            idx = None
+        for cid in rest:
+            if idx is not None:
+                out[cid] = idx.title_of(cid)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# --touch
+
+
+def touch(store, hits: list[Hit]) -> int:
+    """SAM's retrieval side effect for the returned memories: ``access_count + 1``,
+    ``last_accessed = now`` (§7.7 step 3), one short transaction per memory.db.  The caller holds
+    samctl's store lock and has checked that SAM is not running."""
+    from samctl.formats.sam import memorydb
+
+    by_file: dict[str, list[str]] = {}
+    for h in hits:
+        if h.kind == "memory" and h.source and h.ref:
+            by_file.setdefault(h.source, []).append(h.ref)
+    done = 0
+    for path, ids in sorted(by_file.items()):
+        done += memorydb.touch_memories(path, ids)
+    return done
+
+
+__all__ = ["SearchQuery", "Hit", "search", "touch", "excerpt", "snippet", "resolve_scope", "UsageError", "NotFound"]
