@@ -568,6 +568,8 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
             os.mkdir(target, fsafe.DIR_MODE)
             names.append(m.name)
             return True
+        if target.parent != dest and not target.parent.is_dir():
+            fsafe.make_private_dir(target.parent)  # a member whose folder stayed in the store (a shared scope)
         f = fsafe.create_new(target)  # the staging folder is private: no temp name needed
         try:
             for b in chunks:
@@ -655,9 +657,17 @@ def list_entries(store, findings: list, states=STATES) -> list[Entry]:
     recorded size); ``verify`` decompresses and checks every hash.
     """
     attic = attic_dir(store)
+    st = fsafe.lstat(attic)
+    if st is None:
+        return []
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        findings.append(Finding("attic-unsafe", str(attic), f"is {fsafe.describe_mode(st.st_mode)}, not samctl's "
+                                "attic folder: not read (samctl never follows a link there)"))
+        return []
     try:
         names = os.listdir(attic)
-    except OSError:
+    except OSError as exc:
+        findings.append(Finding("attic-unreadable", str(attic), f"cannot list the attic: {exc.strerror}"))
         return []
     entries = []
     tars = {n[: -len(TAR_SUFFIX)] for n in names if n.endswith(TAR_SUFFIX)}

@@ -523,7 +523,11 @@ def _restore_locked(store, entry: atticmod.Entry, new: str, names: list[str]) ->
     record = {"op": "restore", "stem": entry.stem, "id": entry.id, "new_id": new, "staging": staging.name,
               "names": names}
     _journal_write(attic, entry.stem, record)
-    _place(store, entry, staging, names)
+    conflicts = _place(store, entry, staging, names)
+    if conflicts:  # something appeared meanwhile: keep the entry (and the journal) for a person to decide
+        raise SamctlError(f"{', '.join(conflicts[:3])} appeared in the store while restoring {entry.id}; the rest was "
+                          "placed and the attic entry is kept",
+                          hint="move those files aside, then run `samctl attic --repair` to finish the restore")
     atticmod.drop(entry)
     fsafe.remove_tree(staging, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
     _journal_drop(attic, entry.stem)
@@ -559,6 +563,13 @@ def _place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> lis
             if sst is not None and ((sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
                                     or _sha256_file(src) == _sha256_file(dst)):
                 continue  # placed before a crash
+            conflicts.append(n)
+            continue
+        pst = fsafe.lstat(dst.parent)
+        if pst is None:
+            fsafe.make_private_dir(dst.parent)
+            touched.add(dst.parent.parent)
+        elif not stat.S_ISDIR(pst.st_mode):  # a symlink (or file) where the folder should be: never write through
             conflicts.append(n)
             continue
         fsafe.place_new(src, dst, sync_dir=False)

@@ -379,3 +379,25 @@ def test_sam_age_counts_the_newest_message_not_only_updated(run, sam_demo):
     assert r.exit_code == 0, r.stderr
     ids = [i["id"] for i in orjson.loads(r.stdout)["items"]]
     assert cid not in ids and API in ids
+
+
+def test_a_folder_that_is_also_another_conversations_scope_keeps_its_memories(run, sam_demo):
+    from make_fixtures import sam_doc, sam_dumps, sam_message, sam_settings
+
+    other = "F0000000-0000-4000-8000-000000000002"
+    (conv(sam_demo) / other).mkdir(mode=0o700)
+    doc = sam_doc(other, "Uses 8B58's memories", [
+        sam_message("11111111-2222-4333-8444-555555555555", "user", "hello", "2026-01-01T12:00:00Z")],
+        "2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z",
+        settings=sam_settings(useSharedData=True, sharedTopicId=SID, sharedTopicName="Trips"))
+    (conv(sam_demo) / other / "conversation.json").write_text(sam_dumps(doc))
+    os.chmod(conv(sam_demo) / other / "conversation.json", 0o600)
+    before = files_state(sam_demo, SID)
+    r = run("--root", sam_demo, "rm", SID)
+    assert r.exit_code == 0, r.stderr
+    assert (conv(sam_demo) / SID / "memory.db").exists()
+    assert not (conv(sam_demo) / SID / "conversation.json").exists()
+    r = run("--root", sam_demo, "restore", SID)
+    assert r.exit_code == 0, r.stderr
+    after = files_state(sam_demo, SID)
+    assert {k: v for k, v in after.items() if k != SID} == {k: v for k, v in before.items() if k != SID}
