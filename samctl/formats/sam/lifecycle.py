@@ -22,6 +22,7 @@ import sqlite3
 import stat
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import orjson
 
@@ -139,7 +140,8 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
 
 def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
     try:
-        db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None, timeout=0)
+        uri = "file:" + quote(os.path.abspath(path), safe="/") + "?mode=rw"  # a '?' or '#' in a path is data
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=0)
     except sqlite3.Error:
         return
     try:
