@@ -42,12 +42,57 @@ def format_option(choices=("table", "json", "jsonl"), default="table"):
                         help="Output format; json and jsonl are stable interfaces.")
 
 
+def _json(obj, option: int) -> bytes:
+    try:
+        return orjson.dumps(obj, option=option)
+    except TypeError:  # orjson.JSONEncodeError: a str JSON cannot hold (a file name that is not UTF-8)
+        return orjson.dumps(printable(obj), option=option)
+
+
+def printable(obj):
+    """``obj`` with every str made valid UTF-8 (iteratively: any depth).
+
+    File names that are not UTF-8 reach Python as surrogate escapes: they are
+    shown as ``\\xff`` escapes, and lone surrogates as ``\\ud800``.
+    """
+    def fix(s):
+        if not isinstance(s, str):
+            return s
+        try:
+            s.encode("utf-8")
+            return s
+        except UnicodeEncodeError:
+            try:
+                return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:
+                return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+    if not isinstance(obj, (dict, list, tuple)):
+        return fix(obj)
+    root = {} if isinstance(obj, dict) else []
+    stack = [(obj, root)]
+    while stack:
+        src, dst = stack.pop()
+        for k, v in src.items() if isinstance(src, dict) else enumerate(src):
+            if isinstance(v, (dict, list, tuple)):
+                new = {} if isinstance(v, dict) else []
+                stack.append((v, new))
+                v = new
+            else:
+                v = fix(v)
+            if isinstance(dst, dict):
+                dst[fix(k)] = v
+            else:
+                dst.append(v)
+    return root
+
+
 def dumps(obj) -> str:
-    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+    return _json(obj, orjson.OPT_NON_STR_KEYS).decode()
 
 
 def emit_json(obj) -> None:
-    click.echo(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
+    click.echo(_json(obj, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
 
 
 def emit_jsonl(rows) -> None:

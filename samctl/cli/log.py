@@ -24,7 +24,13 @@ def command(ctx, conversation_id, types, fmt):
     newer format, headerless, over the cap); exit 3 when it did not reach a
     clean end.
     """
-    cid, path, rows, read = log_rows(store_of(ctx), conversation_id, tuple(types))
+    from samctl.errors import FileProblem
+
+    try:
+        cid, path, rows, read = log_rows(store_of(ctx), conversation_id, tuple(types))
+    except FileProblem as exc:  # a log that is a FIFO, a symlink, unreadable...: a finding, like show's
+        click.echo(f"error: {exc.code}: {exc.path}: {exc.message}", err=True)
+        raise click.exceptions.Exit(errors.PARTIAL) from None
     stop = None
     if read.stop:
         stop = {"code": read.stop, "line": read.stop_line, "offset": read.stop_offset, "reason": read.reason}

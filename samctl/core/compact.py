@@ -450,6 +450,9 @@ def _sam_leftovers(store, opts, rep, now) -> None:
 # --- SAM databases --------------------------------------------------------------------------------
 
 def _sam_vacuum(store, opts, rep, progress) -> None:
+    from samctl.errors import FileProblem
+    from samctl.formats.sam import memorydb
+
     dbs = []
     for e in store._folders():
         for name in ("memory.db", "context_archive.db"):
@@ -461,8 +464,14 @@ def _sam_vacuum(store, opts, rep, progress) -> None:
         if progress:
             progress(i, len(dbs), p.name)
         try:
-            db = sqlite3.connect(f"file:{p}?mode={'ro' if opts.dry_run else 'rw'}", uri=True, timeout=0,
-                                 isolation_level=None)
+            if opts.dry_run:  # read-only for real: no -shm/-wal created, no hot journal rolled back
+                db = memorydb.open_readonly(p, timeout=0)
+            else:
+                db = sqlite3.connect(memorydb._uri(p).replace("?mode=ro", "?mode=rw"), uri=True, timeout=0,
+                                     isolation_level=None)
+        except FileProblem as exc:
+            rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc.message}", WARNING))
+            continue
         except sqlite3.Error as exc:
             rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc}", WARNING))
             continue

@@ -39,3 +39,34 @@ def mode(p, st, findings: list, fixes: list, fix: bool, cid=None) -> None:
         except OSError as exc:
             why += f" (could not fix: {exc.strerror})"
     findings.append(Finding("mode", str(p), why, WARNING, cid))
+
+
+def root(store, findings: list, fixes: list, fix: bool) -> None:
+    """The conversations folder itself.
+
+    A symlink on the way to it (``conversations/`` or the folders of the store
+    above it) is reported and followed, as the owning app follows it; the mode
+    checked (and fixed) is the mode of the folder it leads to, never the link's.
+    """
+    for p in root_symlinks(store):
+        try:
+            target = os.readlink(p)
+        except OSError:
+            target = "?"
+        findings.append(Finding("root-symlink", str(p), f"is a symlink (-> {target[:120]}): the store lives at "
+                                f"{store.root_real}; samctl follows it there, as the app does", WARNING))
+    try:
+        st = os.stat(store.root_real)
+    except OSError as exc:
+        findings.append(Finding("unreadable", str(store.conv_dir), f"cannot stat the folder: {exc.strerror}"))
+        return
+    mode(store.root_real, st, findings, fixes, fix)
+
+
+def root_symlinks(store) -> list:
+    """The symlinks among the folders the store consists of: ``conversations/`` (and mermaid's
+    ``.mermaid/``), not the project or base folder the user named."""
+    folders = [store.conv_dir]
+    if store.name == "mermaid" and store.conv_dir.parent.name == ".mermaid":
+        folders.append(store.conv_dir.parent)
+    return [p for p in folders if os.path.islink(p)]

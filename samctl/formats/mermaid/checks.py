@@ -28,7 +28,7 @@ _SAMCTL_LEFTOVER = (".torn", ".bak")
 def check_tree(store, findings: list, fix: bool) -> list[str]:
     fixes: list[str] = []
     root = store.conv_dir
-    treecheck.mode(root, fsafe.lstat(root), findings, fixes, fix)
+    treecheck.root(store, findings, fixes, fix)
     try:
         entries = list(os.scandir(root))
     except OSError as exc:

@@ -45,8 +45,36 @@ def _need_ts(doc: dict, key: str, where: str = "") -> str:
     return v
 
 
+# Optional top-level fields and the JSON kinds serde accepts for them (spec §3; the same
+# types the log's ``state``/``tasks`` events carry).  ``metadata``-like opaque values are
+# not listed: any JSON is fine there.
+_SNAPSHOT_OPTIONAL = (
+    ("compactions", (list,)),
+    ("input_history", (list,)),
+    ("git_branch", (str, type(None))),
+    ("safety_mode", (str, type(None))),
+    ("plan", (dict, type(None))),
+    ("advertised_context", (dict, type(None))),
+    ("last_token_usage", (dict, type(None))),
+    ("cumulative_token_usage", (dict,)),
+    ("context_usage", (dict, type(None))),
+    ("forked_from", (str, type(None))),
+    ("parent_session", (str, type(None))),
+    ("cli_version", (str, type(None))),
+    ("git_sha", (str, type(None))),
+    ("tasks", (dict,)),
+)
+
+
 def check_snapshot(doc) -> None:
-    """Raise Rejected unless mermaid would deserialize ``doc`` as ConversationHistory."""
+    """Raise Rejected unless mermaid would deserialize ``doc`` as ConversationHistory.
+
+    Checks what serde's typed parse checks: required fields, the JSON kind of
+    every typed field (top level and each message, the same rules as the event
+    log's), and serde_json's nesting limit.
+    """
+    from samctl.formats.mermaid import eventlog
+
     if not isinstance(doc, dict):
         raise Rejected(f"top level is {type(doc).__name__}, not an object")
     _need(doc, "id", str)
@@ -63,14 +91,23 @@ def check_snapshot(doc) -> None:
         _need(m, "role", str, where)
         _need(m, "content", str, where)
         _need_ts(m, "timestamp", where)
-    for key in ("git_branch", "forked_from", "parent_session", "cli_version", "git_sha", "safety_mode"):
-        v = doc.get(key)
-        if v is not None and not isinstance(v, str):
-            raise Rejected(f"{key} is {type(v).__name__}, not a string or null")
-    for key in ("compactions", "input_history"):
-        v = doc.get(key)
-        if v is not None and not isinstance(v, list):
-            raise Rejected(f"{key} is {type(v).__name__}, not a list")
+        why = eventlog._check_message(m, f"messages[{i}]")
+        if why:
+            raise Rejected(why)
+    for key, kinds in _SNAPSHOT_OPTIONAL:
+        if key in doc and type(doc[key]) not in kinds:
+            raise Rejected(f"{key} is {eventlog._jtype(doc[key])}, not {' or '.join(_KIND_NAMES[k] for k in kinds)}")
+    hist = doc.get("input_history")
+    if hist and any(type(h) is not str for h in hist):
+        raise Rejected("input_history holds a value that is not a string")
+    comps = doc.get("compactions")
+    if comps and any(type(c) is not dict for c in comps):
+        raise Rejected("compactions holds a value that is not an object")
+    if eventlog._deeper_than(doc, eventlog.MAX_DEPTH):
+        raise Rejected(f"nested deeper than serde_json's limit ({eventlog.MAX_DEPTH} levels)")
+
+
+_KIND_NAMES = {list: "a list", dict: "an object", str: "a string", type(None): "null"}
 
 
 def check_meta(doc) -> float:

@@ -23,7 +23,6 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import json
 import uuid
 from typing import Callable, Iterable, Iterator
@@ -76,9 +75,29 @@ def _normalise(node, path: tuple) -> None:
         node[head] = whole_second(node[head])
 
 
+def _copy(value):
+    """A deep copy of a JSON value, iterative so any nesting depth is fine (copy.deepcopy recurses)."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root = {} if isinstance(value, dict) else []
+    stack = [(value, root)]
+    while stack:
+        src, dst = stack.pop()
+        for k, v in src.items() if isinstance(src, dict) else enumerate(src):
+            if isinstance(v, (dict, list)):
+                new = {} if isinstance(v, dict) else []
+                stack.append((v, new))
+                v = new
+            if isinstance(dst, dict):
+                dst[k] = v
+            else:
+                dst.append(v)
+    return root
+
+
 def strict_conversation(doc: dict) -> dict:
     """A copy of a stored SAM ConversationData with every date in SAM's strict form."""
-    out = copy.deepcopy(doc)
+    out = _copy(doc)
     for p in DATE_PATHS:
         _normalise(out, p)
     if isinstance(out.get("id"), str):

@@ -145,14 +145,22 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
                             current.get("messages"), list) else None,
                         messages_after=len(fixed["messages"]))
     plan.changes = notes + gained + changes
-    if current is None or _strict(fixed) != _strict(current) or not schema.would_load(current):
+    if current is None or _strict(current) is None or _strict(fixed) != _strict(current) \
+            or not schema.would_load(current):
         plan.new_bytes = encode.conversation_bytes(fixed)
     return plan
 
 
-def _strict(doc) -> bytes:
-    """A comparison that tells 128000.0 from 128000 (Python's == does not)."""
-    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+def _strict(doc) -> bytes | None:
+    """A comparison that tells 128000.0 from 128000 (Python's == does not).
+
+    None for a document no JSON text can hold (a lone surrogate salvaged by a
+    lenient parser, nesting past orjson's limit): it never equals a repaired one.
+    """
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError
+        return None
 
 
 def _fallback_title(store, folder: Path, msgs: list) -> str:

@@ -89,6 +89,7 @@ ERROR_CODES = {
     "bad-enum": "an unknown enum value (type, toolStatus, content-part type, image detail)",
     "bad-base64": "workingDirectoryBookmark is not standard padded base64",
     "bad-string": "a string holding a lone UTF-16 surrogate (not valid Unicode)",
+    "too-deep": "arrays/objects nested deeper than Foundation's JSON limit (512 levels)",
 }
 WARNING_CODES = {
     "orphan-tool-result": "a toolCallId that no toolCalls entry in the conversation has",
@@ -511,6 +512,12 @@ def check(kind, value, path: tuple, out: list) -> None:
         _check_leaf(kind, value, path, out)
 
 
+# Foundation's JSON readers (JSONSerialization and swift-foundation's JSONDecoder) refuse input
+# nested deeper than 512 arrays/objects.  Uncertain: the limit is Foundation's, not SAM's
+# source; it also keeps samctl's own recursive code (copies, encoders) far from Python's limit.
+MAX_DEPTH = 512
+
+
 def check_values(value, path: tuple, out: list) -> None:
     """Append errors for values no JSON text can hold, anywhere (unknown keys too).
 
@@ -530,9 +537,16 @@ def check_values(value, path: tuple, out: list) -> None:
             keys.append(key)
         return path + tuple(reversed(keys))
 
-    stack = [(value, None)]
+    stack = [(value, None, 1)]
+    too_deep = False
     while stack:
-        v, link = stack.pop()
+        v, link, depth = stack.pop()
+        if depth > MAX_DEPTH and isinstance(v, (dict, list)):
+            if not too_deep:
+                too_deep = True
+                _err(out, "too-deep", spell(link), f"nested deeper than {MAX_DEPTH} levels: SAM's JSON reader "
+                     "refuses the file")
+            continue
         if isinstance(v, str):
             if SURROGATE_RE.search(v):
                 _err(out, "bad-string", spell(link), "string holds a lone UTF-16 surrogate")
@@ -543,9 +557,9 @@ def check_values(value, path: tuple, out: list) -> None:
             for k, item in v.items():
                 if isinstance(k, str) and SURROGATE_RE.search(k):
                     _err(out, "bad-string", spell((link, k)), "key holds a lone UTF-16 surrogate")
-                stack.append((item, (link, k)))
+                stack.append((item, (link, k), depth + 1))
         elif isinstance(v, list):
-            stack.extend((item, (link, i)) for i, item in enumerate(v))
+            stack.extend((item, (link, i), depth + 1) for i, item in enumerate(v))
 
 
 # --- warnings ----------------------------------------------------------------------

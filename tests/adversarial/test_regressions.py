@@ -1,0 +1,143 @@
+"""One regression test per defect the adversarial suite found (each fixed where it lived)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import orjson
+import pytest
+
+from tests.adversarial import hostile
+from tests.adversarial.harness import fingerprint, invoke
+
+BY_NAME = {c.name: c for c in hostile.cases()}
+
+
+@pytest.fixture
+def tree(tmp_path):
+    made = []
+
+    def build(name):
+        ctx = hostile.build_case(BY_NAME[name], tmp_path / "case")
+        made.append(ctx)
+        return ctx
+    yield build
+    for ctx in made:
+        hostile.cleanup(ctx)
+
+
+def run(ctx, *args):
+    out = invoke(["--root", str(ctx.root), *args])
+    assert out.crash is None, out.crash
+    return out
+
+
+@pytest.mark.parametrize("name", ["mermaid/traversal/filename-invalid-utf8", "sam/traversal/folder-invalid-utf8"])
+def test_json_output_survives_file_names_that_are_not_utf8(tree, name):
+    # was: orjson refused the surrogate-escaped path: check/ls --format json died with a traceback
+    ctx = tree(name)
+    out = run(ctx, "check", "--format", "json")
+    assert out.exit_code == 3
+    doc = orjson.loads(out.stdout)
+    assert any(f["code"] == "bad-id" and "\\xff" in f["path"] for f in doc["findings"])
+    for args in (["ls", "--format", "jsonl"], ["ls", "--format", "json"]):
+        assert run(ctx, *args).exit_code in (0, 3)
+
+
+@pytest.mark.parametrize("field,value", [("tasks", [1]), ("plan", [1]), ("cumulative_token_usage", None),
+                                         ("input_history", [1, 2])])
+def test_mermaid_snapshot_with_a_mistyped_field_is_bad_snapshot(tmp_path, field, value):
+    # was: only some optional fields were type-checked; mermaid's serde refuses all of these
+    ctx = hostile.make_ctx("mermaid", tmp_path / "case")
+    doc = hostile.mermaid_doc(ctx, hostile.M2)
+    doc[field] = value
+    hostile.write_mermaid_doc(ctx, hostile.M2, doc)
+    codes = {f["code"] for f in orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]}
+    assert "bad-snapshot" in codes
+
+
+def test_mermaid_message_tool_calls_of_the_wrong_type(tree):
+    ctx = tree("mermaid/structure/message-wrong-type-tool_calls")
+    codes = {f["code"] for f in orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]}
+    assert "bad-snapshot" in codes
+
+
+def test_mermaid_snapshot_deeper_than_serde_allows_is_refused_not_recursed(tree):
+    ctx = tree("mermaid/size/snapshot-metadata-nested-1000")
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    assert any(f["code"] == "bad-snapshot" and "nested deeper" in f["reason"] for f in findings)
+    assert run(ctx, "show", hostile.M2, "--format", "json").exit_code == 3
+
+
+@pytest.mark.parametrize("name", ["mermaid/traversal/conversations-folder-is-symlink",
+                                  "sam/traversal/conversations-folder-is-symlink"])
+def test_symlinked_conversations_folder_is_reported_and_its_mode_is_the_targets(tree, name):
+    # was: the link's own 0777 was reported as the folder's mode, and `check --fix` tried to chmod the link
+    ctx = tree(name)
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    codes = {f["code"] for f in findings}
+    assert "root-symlink" in codes
+    assert not any(f["code"] == "mode" and f["path"].endswith("conversations") for f in findings)
+    out = run(ctx, "check", "--fix")
+    assert out.exit_code in (0, 3), out.stderr
+
+
+@pytest.mark.parametrize("name", ["mermaid/special/log-fifo", "mermaid/traversal/symlink-log-to-dev-urandom"])
+def test_log_of_a_log_that_is_not_a_file_is_a_finding(tree, name):
+    # was: exit 1 ("samctl: error: is not a regular file"); a bad file is a finding and exit 3
+    ctx = tree(name)
+    out = run(ctx, "log", hostile.M2)
+    assert out.exit_code == 3
+    assert "error: not-regular:" in out.stderr or "error: symlink:" in out.stderr
+
+
+def test_sam_recover_dry_run_of_a_salvaged_lone_surrogate(tree):
+    # was: TypeError from orjson comparing the salvaged document
+    ctx = tree("sam/encoding/conversation-lone-surrogate")
+    out = run(ctx, "recover", hostile.S2, "--dry-run")
+    assert out.exit_code == 0, out.stderr
+
+
+def test_sam_nesting_past_foundations_limit(tree):
+    # was: RecursionError in export --to sam-package and recover --dry-run (copy.deepcopy)
+    ctx = tree("sam/size/conversation-field-nested-1000")
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    assert any("nested deeper than 512" in f["reason"] for f in findings)
+    out = run(ctx, "export", hostile.S2, "--to", "sam-package")
+    assert out.exit_code == 3 and "package-refused" in out.stderr
+    assert run(ctx, "recover", hostile.S2, "--dry-run").exit_code in (0, 1)
+
+
+def test_sam_schema_depth_limit_is_exact():
+    from samctl.formats.sam import schema
+
+    def deep(n):
+        v = 0
+        for _ in range(n):
+            v = [v]
+        return v
+    doc = json.loads((hostile.mf.SPEC / f"sam_{hostile.SID}.json").read_text())
+    doc["futureKey"] = deep(511)  # 512 levels with the top-level object
+    assert not any(p.code == "too-deep" for p in schema.validate_conversation(doc))
+    doc["futureKey"] = deep(512)
+    assert any(p.code == "too-deep" for p in schema.validate_conversation(doc))
+
+
+def test_compact_dry_run_never_creates_sqlite_side_files(tree):
+    # was: compact --dry-run opened memory.db with mode=ro, which made SQLite create memory.db-shm
+    ctx = tree("sam/sqlite/wal-left-beside")
+    before = fingerprint(ctx.root)
+    assert run(ctx, "compact", "--dry-run").exit_code in (0, 3)
+    assert fingerprint(ctx.root) == before
+
+
+@pytest.mark.parametrize("store", ["mermaid", "sam"])
+def test_attic_folder_that_is_a_symlink_is_not_followed(tree, store):
+    # was: `samctl attic` listed (and --verify read) entries through a symlinked attic folder, silently
+    ctx = tree(f"{store}/attic/attic-folder-is-symlink")
+    out = run(ctx, "attic", "--verify", "--format", "json")
+    doc = orjson.loads(out.stdout)
+    assert out.exit_code == 3
+    assert doc["entries"] == [] and any(f["code"] == "attic-unsafe" for f in doc["findings"])
+    assert os.path.islink(ctx.attic)
