@@ -13,16 +13,18 @@ from samctl.cli.common import emit_json, examples, human_size, store_of
 class _Progress:
     """A one-line progress report on a terminal: ``indexing: 120/10000 files, 11,940 rows``."""
 
-    def __init__(self, stream, interval: float):
+    def __init__(self, stream, interval: float, delay: float):
         self.stream = stream
         self.interval = interval
+        self.start = time.monotonic()
+        self.delay = delay
         self.last = 0.0
         self.shown = False
 
     def __call__(self, done: int, total: int, rows: int) -> None:
         now = time.monotonic()
-        if now - self.last < self.interval and done < total:
-            return
+        if now - self.start < self.delay or (now - self.last < self.interval and done < total):
+            return  # quick refreshes stay silent; long builds report a few times a second
         self.last = now
         pct = f" ({100 * done // total}%)" if total else ""
         self.stream.write(f"\rindexing: {done:,}/{total:,} files{pct}, {rows:,} rows\x1b[K")
@@ -41,13 +43,16 @@ class _Progress:
             self.shown = False
 
 
-def progress_printer(stream, interval: float = 0.2):
-    """A progress callback for index builds that writes to ``stream`` if it is a terminal, else None."""
+def progress_printer(stream, interval: float = 0.2, delay: float = 0.5):
+    """A progress callback for index builds that writes to ``stream`` if it is a terminal, else None.
+
+    Nothing is shown during the first ``delay`` seconds, then at most every ``interval`` seconds.
+    """
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    return _Progress(stream, interval) if tty else None
+    return _Progress(stream, interval, delay) if tty else None
 
 
 @click.command("index")

@@ -145,41 +145,47 @@ def index_dir(store) -> Path:
 # Sources: what the index is made of, found cheaply (stat only)
 
 
-@dataclass
+@dataclass(slots=True)
 class Source:
     key: str  # "<folder>/memory.db", "<mermaid id>", "@base/memory.db", "conversations.json"
     kind: str  # sam-conv, sam-mem, sam-arch, sam-base-mem, sam-legacy, mermaid
-    paths: list[str]
-    sig: list  # per path [size, mtime_ns, inode] or None (absent)
+    paths: list
+    sig: str  # "size:mtime_ns:inode" per path, "-" for an absent one, joined by "|"
     conv: str | None  # the conversation/scope its rows belong to (None: each row says)
     trusted: bool = True  # False: modified within RACY_SECONDS; read it again next time
 
 
-def _sig(path: str, findings: list, conv: str | None, now_ns: int):
-    """([size, mtime_ns, ino] or None if absent, racy?); a non-regular file is a finding and None."""
-    st = fsafe.lstat(path)
-    if st is None:
-        return None, False
-    if not stat.S_ISREG(st.st_mode):
-        findings.append(Finding("not-regular", path, f"is {fsafe.describe_mode(st.st_mode)}, not a file", ERROR,
-                                conv))
-        return None, False
-    return [st.st_size, st.st_mtime_ns, st.st_ino], (now_ns - st.st_mtime_ns) < RACY_SECONDS * 1e9
-
-
 def discover(store, findings: list, scope: set | None = None) -> dict[str, Source]:
-    """Every source of the store (or of the conversations/scopes in ``scope``), by key."""
+    """Every source of the store (or of the conversations/scopes in ``scope``), by key.
+
+    This runs before every search, so it is one ``lstat`` per file and little else.
+    """
     now = time.time_ns()
+    racy_ns = int(RACY_SECONDS * 1e9)
     out: dict[str, Source] = {}
+    lstat = os.lstat
+    isreg = stat.S_ISREG
+
+    def sig_of(path, conv):
+        """(signature part, racy) of one file; None when absent or not a regular file (a finding)."""
+        try:
+            st = lstat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            findings.append(Finding("unreadable", path, f"cannot stat: {exc.strerror}", ERROR, conv))
+            return None
+        if not isreg(st.st_mode):
+            findings.append(Finding("not-regular", path, f"is {fsafe.describe_mode(st.st_mode)}, not a file", ERROR,
+                                    conv))
+            return None
+        return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}", now - st.st_mtime_ns < racy_ns
 
     def add(key, kind, paths, conv):
-        sigs, racy = [], False
-        for p in paths:
-            s, r = _sig(p, findings, conv, now)
-            sigs.append(s)
-            racy = racy or r
-        if any(s is not None for s in sigs):
-            out[key] = Source(key, kind, paths, sigs, conv, not racy)
+        parts = [sig_of(p, conv) for p in paths]
+        if any(parts):
+            out[key] = Source(key, kind, paths, "|".join(x[0] if x else "-" for x in parts), conv,
+                              not any(x[1] for x in parts if x))
 
     conv_dir = str(store.conv_dir)
     if store.name == "sam":
@@ -187,14 +193,20 @@ def discover(store, findings: list, scope: set | None = None) -> dict[str, Sourc
             entries = sorted(os.scandir(conv_dir), key=lambda e: e.name)
         except OSError as exc:
             raise NotFound(f"cannot list {conv_dir}: {exc.strerror}") from None
+        match = _UUID.match
         for e in entries:
-            if e.name == "backups" or not _UUID.match(e.name) or not e.is_dir(follow_symlinks=False):
+            name = e.name
+            if name == "backups" or not match(name) or not e.is_dir(follow_symlinks=False):
                 continue
-            cid = e.name.upper()
+            cid = name.upper()
             if scope is not None and cid not in scope:
                 continue
+            base = e.path + os.sep
             for fname, kind in SAM_FILES:
-                add(f"{e.name}/{fname}", kind, [os.path.join(e.path, fname)], cid)
+                path = base + fname
+                x = sig_of(path, cid)
+                if x is not None:
+                    out[name + "/" + fname] = Source(name + "/" + fname, kind, [path], x[0], cid, not x[1])
         add("@base/memory.db", "sam-base-mem", [os.path.join(str(store.base), "memory.db")], None)
         add("conversations.json", "sam-legacy", [os.path.join(conv_dir, "conversations.json")], None)
     else:
@@ -500,6 +512,8 @@ class SegmentWriter:
 
     def _vectors(self, v) -> None:
         v = self.np.ascontiguousarray(v, dtype=self.np.float32)
+        if not v.size:
+            return
         if self.f is None:
             self.vecs.append(v)
             return
@@ -734,16 +748,119 @@ class Segment:
 
 
 def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -> None:
+    """Write a manifest body (the on-disk, columnar form) atomically."""
     data = orjson.dumps(body)
     fsafe.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(data)) + data)
+
+
+_HEAD = ("v", "root", "store", "hash", "token_hash", "dim", "created", "updated")
+_SRC_COLS = ("keys", "kinds", "convs", "sigs", "segs", "start", "end")
+
+
+def encode_manifest(man: dict) -> dict:
+    """The in-memory manifest (``sources``: key -> dict, ``convs``: id -> info) in its on-disk form:
+    one list per field, which parses several times faster than one object per source."""
+    names = {s["name"]: i for i, s in enumerate(man["segments"])}
+    src = {c: [] for c in _SRC_COLS}
+    findings, infos = {}, {}
+    for i, (key, e) in enumerate(man["sources"].items()):
+        src["keys"].append(key)
+        src["kinds"].append(e["kind"])
+        src["convs"].append(e["conv"])
+        src["sigs"].append(e["sig"])
+        src["segs"].append(names.get(e["seg"], -1))
+        src["start"].append(e["start"])
+        src["end"].append(e["end"])
+        if e["findings"]:
+            findings[str(i)] = e["findings"]
+        if e["infos"]:
+            infos[str(i)] = e["infos"]
+    src["findings"] = findings
+    src["infos"] = infos
+    convs = list(man["convs"].values())
+    body = {k: man.get(k) for k in _HEAD}
+    body.update(segments=man["segments"], hidden=man["hidden"], src=src, conv={
+        "ids": [c["id"] for c in convs], "titles": [c.get("title") for c in convs],
+        "topics": [c.get("topic") for c in convs], "topic_names": [c.get("topic_name") for c in convs]})
+    return body
+
+
+class Manifest:
+    """A checked manifest: the segment table, and lazy views of the source and conversation tables."""
+
+    def __init__(self, body: dict):
+        self.body = body
+        self.segments = body["segments"]
+        self.hidden = body["hidden"]
+        self.src = body["src"]
+        self._sources = self._convs = self._sig = self._topics = None
+
+    def __getitem__(self, k):
+        return self.body[k]
+
+    def sig_map(self) -> dict:
+        """key -> trusted signature (None: read it again)."""
+        if self._sig is None:
+            self._sig = dict(zip(self.src["keys"], self.src["sigs"]))
+        return self._sig
+
+    def conv_map(self) -> dict:
+        return dict(zip(self.src["keys"], self.src["convs"]))
+
+    def sources(self) -> dict:
+        """key -> {"kind", "conv", "sig", "seg" (name or None), "start", "end", "findings", "infos"}."""
+        if self._sources is None:
+            names = [s["name"] for s in self.segments]
+            src = self.src
+            fnd, inf = src["findings"], src["infos"]
+            self._sources = {
+                k: {"kind": kind, "conv": conv, "sig": sig, "seg": names[seg] if seg >= 0 else None, "start": a,
+                    "end": b, "findings": fnd.get(str(i), []), "infos": inf.get(str(i), [])}
+                for i, (k, kind, conv, sig, seg, a, b) in enumerate(zip(*(src[c] for c in _SRC_COLS)))}
+        return self._sources
+
+    def convs(self) -> dict:
+        if self._convs is None:
+            c = self.body["conv"]
+            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn}
+                           for i, t, tp, tn in zip(c["ids"], c["titles"], c["topics"], c["topic_names"])}
+        return self._convs
+
+    def title_of(self, cid: str) -> str:
+        info = self.convs().get(cid)
+        if info is not None:
+            return info.get("title") or ""
+        if self._topics is None:
+            self._topics = {}
+            for c in self.convs().values():
+                t = c.get("topic")
+                if t and not self._topics.get(t):
+                    self._topics[t] = c.get("topic_name") or ""
+        if cid in self._topics:
+            name = self._topics[cid]
+            return f"{name} (shared topic)" if name else "(shared topic)"
+        return ""
+
+    def findings(self, scope: set | None = None) -> list[Finding]:
+        out = []
+        convs = self.src["convs"]
+        for i, rows in self.src["findings"].items():
+            conv = convs[int(i)]
+            if scope is None or conv is None or conv in scope:
+                out.extend(Finding(c, p, r, sev or ERROR, cv) for c, p, r, sev, cv in rows)
+        return out
+
+
+def _strs(x, n, none_ok=False) -> bool:
+    return isinstance(x, list) and len(x) == n and all(type(v) is str or (none_ok and v is None) for v in x)
 
 
 def _ints(x, n=None) -> bool:
     return isinstance(x, list) and (n is None or len(x) == n) and all(type(i) is int for i in x)
 
 
-def read_manifest(path: Path, store) -> dict:
-    """The manifest body, checked; raises BadIndex (FileNotFoundError-like problems included)."""
+def read_manifest(path: Path, store) -> Manifest:
+    """The manifest, checked field by field; raises BadIndex."""
     try:
         raw = fsafe.read_capped(path, 1 << 31)
     except FileProblem as exc:
@@ -763,35 +880,45 @@ def read_manifest(path: Path, store) -> dict:
     try:
         ok = (isinstance(m, dict) and m["v"] == INDEX_VERSION and m["root"] == store.root_real
               and m["store"] == store.name and m["hash"] == scoring.STABLE_HASH_NAME
-              and m["token_hash"] == TOKEN_HASH_NAME and m["dim"] == DIM)
+              and m["token_hash"] == TOKEN_HASH_NAME and m["dim"] == DIM
+              and all(isinstance(m[k], (int, float)) for k in ("created", "updated")))
         if not ok:
             raise BadIndex("manifest: of another version, store, root or hash")
         names = set()
+        rows = []
         for s in m["segments"]:
             if not (isinstance(s["name"], str) and _SEG_NAME.match(s["name"]) and type(s["rows"]) is int
                     and type(s["size"]) is int and type(s["hcrc"]) is int and isinstance(s["dead"], list)
                     and all(_ints(d, 2) and 0 <= d[0] <= d[1] <= s["rows"] for d in s["dead"])):
                 raise BadIndex("manifest: bad segment entry")
             names.add(s["name"])
+            rows.append(s["rows"])
+        seg_rows = {s["name"]: s["rows"] for s in m["segments"]}
         for k, v in m["hidden"].items():
-            if k not in names or not _ints(v):
+            if k not in names or not _ints(v) or not all(0 <= r < seg_rows[k] for r in v):
                 raise BadIndex("manifest: bad hidden rows")
-        rows = {s["name"]: s["rows"] for s in m["segments"]}
-        for key, s in m["sources"].items():
-            if not (isinstance(key, str) and isinstance(s["kind"], str) and (s["sig"] is None or isinstance(s["sig"], list))
-                    and (s["seg"] is None or s["seg"] in names) and type(s["start"]) is int and type(s["end"]) is int
-                    and isinstance(s["findings"], list) and isinstance(s["infos"], list)):
-                raise BadIndex("manifest: bad source entry")
-            if s["seg"] is not None and not 0 <= s["start"] <= s["end"] <= rows[s["seg"]]:
+        src = m["src"]
+        n = len(src["keys"])
+        if not (_strs(src["keys"], n) and _strs(src["kinds"], n) and _strs(src["convs"], n, True)
+                and _strs(src["sigs"], n, True) and _ints(src["segs"], n) and _ints(src["start"], n)
+                and _ints(src["end"], n)):
+            raise BadIndex("manifest: bad source table")
+        for seg, a, b in zip(src["segs"], src["start"], src["end"]):
+            if seg != -1 and not (0 <= seg < len(rows) and 0 <= a <= b <= rows[seg]):
                 raise BadIndex("manifest: source rows out of range")
-            for f in s["findings"]:
-                if not (isinstance(f, list) and len(f) == 5 and all(isinstance(x, str) or x is None for x in f)):
-                    raise BadIndex("manifest: bad finding")
-        if not isinstance(m["convs"], dict) or not all(isinstance(v, dict) for v in m["convs"].values()):
+        for table, check in ((src["findings"], lambda f: isinstance(f, list) and len(f) == 5 and all(
+                isinstance(x, str) or x is None for x in f)), (src["infos"], lambda i: isinstance(i, str))):
+            for i, items in table.items():
+                if not (i.isdigit() and int(i) < n and isinstance(items, list) and all(map(check, items))):
+                    raise BadIndex("manifest: bad source details")
+        c = m["conv"]
+        k = len(c["ids"])
+        if not (_strs(c["ids"], k) and _strs(c["titles"], k, True) and _strs(c["topics"], k, True)
+                and _strs(c["topic_names"], k, True)):
             raise BadIndex("manifest: bad conversation table")
     except (KeyError, TypeError, AttributeError):
         raise BadIndex("manifest: missing or mistyped fields") from None
-    return m
+    return Manifest(m)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -799,13 +926,13 @@ def read_manifest(path: Path, store) -> dict:
 
 
 class Index:
-    """Segments with their alive masks, the source table and the conversation titles.
+    """Segments with their alive masks, and the manifest (sources, conversation titles).
 
     ``read``/``removed``: source keys read again / dropped by the refresh that produced it;
     ``rebuilt``: it was built from nothing (no index, or one that could not be trusted).
     """
 
-    def __init__(self, manifest: dict, segments: list[Segment], path: Path | None = None):
+    def __init__(self, manifest: Manifest, segments: list[Segment], path: Path | None = None):
         np = _np()
         self.manifest = manifest
         self.segments = segments
@@ -813,45 +940,26 @@ class Index:
         self.read: list[str] = []
         self.removed: list[str] = []
         self.rebuilt = False
-        dead = {s["name"]: s["dead"] for s in manifest["segments"]}
-        hidden = manifest.get("hidden", {})
+        dead = {s["name"]: s["dead"] for s in manifest.segments}
         for seg in segments:
             alive = np.ones(seg.rows, dtype=bool)
             for a, b in dead.get(seg.name, ()):
                 alive[a:b] = False
-            h = hidden.get(seg.name)
+            h = manifest.hidden.get(seg.name)
             if h:
                 alive[np.asarray(h, dtype=np.int64)] = False
             seg.alive = alive
         self.rows = int(sum(int(s.alive.sum()) for s in segments))
-        self._topics = None
 
     def title_of(self, cid: str) -> str:
-        convs = self.manifest["convs"]
-        info = convs.get(cid)
-        if info is not None:
-            return info.get("title") or ""
-        if self._topics is None:
-            self._topics = {}
-            for c in convs.values():
-                t = c.get("topic")
-                if t and (t not in self._topics or not self._topics[t]):
-                    self._topics[t] = c.get("topic_name") or ""
-        if cid in self._topics:
-            name = self._topics[cid]
-            return f"{name} (shared topic)" if name else "(shared topic)"
-        return ""
+        return self.manifest.title_of(cid)
 
     def findings(self, scope: set | None = None) -> list[Finding]:
-        out = []
-        for s in self.manifest["sources"].values():
-            if scope is None or s.get("conv") is None or s.get("conv") in scope:
-                out.extend(Finding(c, p, r, sev or ERROR, conv) for c, p, r, sev, conv in s["findings"])
-        return out
+        return self.manifest.findings(scope)
 
 
-def _open_segments(d: Path, manifest: dict, root: str) -> list[Segment]:
-    return [Segment.open(d / s["name"], root, s) for s in manifest["segments"]]
+def _open_segments(d: Path, manifest: Manifest, root: str) -> list[Segment]:
+    return [Segment.open(d / s["name"], root, s) for s in manifest.segments]
 
 
 def open_index(store) -> Index:
@@ -876,13 +984,15 @@ def _try_open(store) -> Index | None:
         return None
 
 
-def _stale(manifest: dict | None, current: dict[str, Source], scope: set | None):
+def _stale(manifest: Manifest | None, current: dict[str, Source], scope: set | None):
     """(keys to read again, keys to drop) for the sources in scope."""
-    known = manifest["sources"] if manifest else {}
-    changed = [k for k, s in current.items()
-               if (m := known.get(k)) is None or m["sig"] is None or m["sig"] != s.sig or m["kind"] != s.kind]
-    removed = [k for k, m in known.items()
-               if k not in current and (scope is None or m.get("conv") is None or m.get("conv") in scope)]
+    known = manifest.sig_map() if manifest else {}
+    changed = [k for k, s in current.items() if (sig := known.get(k)) is None or sig != s.sig]
+    if scope is None:
+        removed = [k for k in known if k not in current]
+    else:
+        convs = manifest.conv_map() if manifest else {}
+        removed = [k for k, c in convs.items() if k not in current and (c is None or c in scope)]
     return changed, removed
 
 
@@ -960,10 +1070,12 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
                "hidden": {}, "sources": {}, "convs": {}}
         segs: dict[str, Segment] = {}
     else:
-        man = dict(idx.manifest)
-        man["segments"] = [dict(s, dead=[list(x) for x in s["dead"]]) for s in man["segments"]]
-        man["sources"] = dict(man["sources"])
-        man["convs"] = dict(man["convs"])
+        old_man = idx.manifest
+        man = {k: old_man.body[k] for k in _HEAD}
+        man["segments"] = [dict(s, dead=[list(x) for x in s["dead"]]) for s in old_man.segments]
+        man["hidden"] = {}
+        man["sources"] = dict(old_man.sources())
+        man["convs"] = dict(old_man.convs())
         segs = {s.name: s for s in idx.segments}
     seg_by_name = {s["name"]: s for s in man["segments"]}
     for k in list(changed) + list(removed):
@@ -1020,7 +1132,7 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
         man, opened = _compact(d, root, man, opened)
     man["hidden"] = _hidden(man, opened)
     man["updated"] = now
-    write_manifest_bytes(d / "manifest", man)
+    write_manifest_bytes(d / "manifest", encode_manifest(man))
     _gc(d, {s["name"] for s in man["segments"]})
 
 
@@ -1148,7 +1260,7 @@ def build_in_memory(store, findings: list, scope: set | None = None, progress=No
     man = {"segments": [{"name": seg.name, "rows": seg.rows, "dead": []}], "sources": sources, "convs": convs,
            "hidden": {}}
     man["hidden"] = _hidden(man, [seg])
-    idx = Index(man, [seg])
+    idx = Index(Manifest(encode_manifest(man)), [seg])
     findings.extend(idx.findings(scope))
     return idx
 
@@ -1201,13 +1313,14 @@ def state(store, verify: bool = True) -> dict:
         out["dead"] += int(seg.rows - seg.alive.sum())
     out.update(valid=not problems, problems=problems, segments=len(idx.segments), created=m["created"],
                updated=m["updated"], age=max(0.0, time.time() - m["updated"]))
-    out["files"] = len(m["sources"])
-    out["files_with_findings"] = sum(1 for s in m["sources"].values() if s["findings"])
+    out["files"] = len(m.src["keys"])
+    out["files_with_findings"] = len(m.src["findings"])
     current = discover(store, [])
     changed, removed = _stale(m, current, None)
     for k in changed:
-        reason = "new" if k not in m["sources"] else ("unsettled: changed moments before indexing, or unreadable"
-                                                       if m["sources"][k]["sig"] is None else "changed")
+        known = m.sig_map()
+        reason = "new" if k not in known else ("unsettled: changed moments before indexing, or unreadable"
+                                                if known[k] is None else "changed")
         out["stale"].append({"key": k, "reason": reason})
     out["stale"] += [{"key": k, "reason": "removed"} for k in removed]
     return out

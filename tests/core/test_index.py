@@ -64,6 +64,21 @@ def test_index_lives_in_the_cache_private(sam):
     assert idx2.rows == idx.rows > 0
 
 
+def test_a_store_without_rows(tmp_path, monkeypatch, run):
+    from samctl.formats.sam.memorydb import create_memory_db
+
+    monkeypatch.setenv("SAMCTL_DEBUG", "1")
+    base = tmp_path / "SAM"
+    (base / "conversations" / SAM_ID).mkdir(parents=True)
+    create_memory_db(base / "conversations" / SAM_ID / "memory.db", [])
+    age(base)
+    idx, findings = refresh(base)
+    assert idx.rows == 0 and findings == [] and idx.segments == []
+    r = run("--root", base, "search", "budget")
+    assert r.exit_code == 0 and "no matches" in r.stderr
+    assert json.loads(run("--root", base, "index", "--format", "json").stdout)["valid"] is True
+
+
 def test_no_cache_writes_no_index(sam, run):
     cache = ix.fsafe.cache_dir()
     r = run("--root", sam, "--no-cache", "search", "budget")
@@ -133,14 +148,18 @@ def test_an_index_of_another_root_is_rebuilt(sam, tmp_path):
     assert "zanzibar" not in json.dumps(query(sam))
 
 
-def test_incremental_refresh_rereads_only_the_changed_file(sam):
+def test_incremental_refresh_rereads_only_the_changed_file(sam, monkeypatch):
     refresh(sam)
     db = sam / "conversations" / SAM_ID / "memory.db"
     insert_memory(db, "99999999-0000-4000-8000-000000000002", SAM_ID, "the budget for zanzibar", None)
     _old(db, 1800)  # changed, and older than the racy window
+    opened = []
+    real = ix.read_source
+    monkeypatch.setattr(ix, "read_source", lambda store, src: opened.append(src.paths) or real(store, src))
     idx, _ = refresh(sam)
     assert not idx.rebuilt
     assert idx.read == [f"{SAM_ID}/memory.db"]
+    assert opened == [[str(db)]]  # the only file read
     got = query(sam, "zanzibar budget")
     assert got[0][2] == "99999999-0000-4000-8000-000000000002"
     # the same answer as a fresh build
@@ -277,7 +296,7 @@ def test_progress_only_on_a_tty(sam):
 
     assert progress_printer(Stream(False)) is None
     s = Stream(True)
-    p = progress_printer(s, interval=0)
+    p = progress_printer(s, interval=0, delay=0)
     ix.refresh(open_store(str(sam)), [], rebuild=True, progress=p)
     p.done()
     assert any("\r" in x for x in s.out) and "rows" in "".join(s.out)
