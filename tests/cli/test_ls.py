@@ -185,3 +185,36 @@ def test_ls_on_broken_mermaid_lists_the_good_and_reports_the_bad(run, mermaid_br
     assert "bad-json" in r.stderr and "too-large" in r.stderr and "bad-meta" in r.stderr
     for line in r.stderr.splitlines():
         assert line.startswith(("error: ", "warning: ", "info: ")), line
+
+
+def _age(root):
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            os.utime(os.path.join(dirpath, f), (1.7e9, 1.7e9), follow_symlinks=False)
+
+
+def test_mermaid_cache_warm_equals_cold_and_follows_changes(run, mermaid_broken, monkeypatch, tmp_path):
+    root, _ = mermaid_broken
+    cache = tmp_path / "mcache"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    _age(root)
+    cold = run("--root", root, "ls", "--format", "jsonl")
+    assert len(list(cache.iterdir())) == 1
+    warm = run("--root", root, "ls", "--format", "jsonl")
+    assert (warm.stdout, warm.stderr, warm.exit_code) == (cold.stdout, cold.stderr, cold.exit_code)
+    nocache = run("--root", root, "--no-cache", "ls", "--format", "jsonl")
+    assert nocache.stdout == cold.stdout
+    # a sidecar rewritten in place is read again, whatever the cache says
+    meta = root / ".mermaid" / "conversations" / "20260901_170000_250.meta"
+    meta.write_text(meta.read_text().replace("What does the deadline", "Renamed: what does the deadline"))
+    os.utime(meta, (1.7e9 + 10, 1.7e9 + 10))
+    assert "Renamed: what does the deadline" in run("--root", root, "ls", "--format", "jsonl").stdout
+    # sizes are never cached: a log that grew shows at once
+    log = root / ".mermaid" / "conversations" / "20260901_170000_250.jsonl"
+    before = [json.loads(x) for x in run("--root", root, "ls", "--format", "jsonl").stdout.splitlines()
+              if "20260901_170000_250" in x][0]["size"]
+    with open(log, "a") as f:
+        f.write("x" * 1000)
+    after = [json.loads(x) for x in run("--root", root, "ls", "--format", "jsonl").stdout.splitlines()
+             if "20260901_170000_250" in x][0]["size"]
+    assert after == before + 1000

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
+import time
 import re
 import tempfile
 from pathlib import Path
@@ -19,9 +21,10 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.core.model import WARNING, Conversation, Finding
+from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding
 from samctl.errors import FileProblem, NotFound
 from samctl.formats.base import Store
+from samctl.formats.metacache import MetaCache
 from samctl.formats.mermaid import decode
 from samctl.formats.mermaid.decode import MERMAID_ID_RE, Rejected
 
@@ -71,57 +74,80 @@ class MermaidStore(Store):
 
     # listing -------------------------------------------------------------
     def list_metas(self, findings: list) -> list:
+        """mermaid's list_conversation_metas (spec §6), with samctl's listing cache.
+
+        Each ``*.meta`` (pass 1) and each ``*.json`` without an accepted meta
+        (pass 2) is read and parsed only when the cache has nothing fresh for
+        it; sizes are always stat'ed anew.
+        """
         names = self._names()
         name_set = set(names)
         conv = str(self.conv_dir)
-        meta_names = [n for n in names if n.endswith(".meta")]
-        metas, found = self._metas_pass(conv, meta_names, name_set)
-        findings += found
+        cache_file = MetaCache("mermaid", self.root_real, self.use_cache)
+        cache = cache_file.load()
+        fresh: dict = {}
+        now_ns = time.time_ns()
+        metas: list = []
+        for n in names:
+            if n.endswith(".meta"):
+                self._list_one(conv, n, self._scan_meta, cache, fresh, now_ns, name_set, metas, findings)
         seen = {m.id for m in metas}
         for n in names:
-            if not n.endswith(".json"):
-                continue
-            stem = n[:-5]
-            if stem in seen:
-                continue
-            p = conv + os.sep + n
-            meta = self._meta_from_snapshot_file(p, stem, findings)
-            if meta is not None:
-                meta.size = _sizes(conv, stem, name_set, (".json", ".jsonl", ".meta"))
-                metas.append(meta)
+            if n.endswith(".json") and n[:-5] not in seen:
+                self._list_one(conv, n, self._scan_snapshot, cache, fresh, now_ns, name_set, metas, findings)
+        if fresh.keys() != cache.keys() or any(fresh[k] is not cache[k] for k in fresh):
+            cache_file.save(fresh)
         metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
         return metas
 
-    def _metas_pass(self, conv: str, meta_names: list, name_set: set):
-        """mermaid's first listing pass over some ``*.meta`` names: (metas, findings)."""
-        metas, findings = [], []
-        cap = self.caps.other
-        for n in meta_names:
-            p = conv + os.sep + n
-            try:
-                data = fsafe.read_capped(p, cap)
-                doc = orjson.loads(data)
-                updated_ts = decode.check_meta(doc)
-            except FileProblem as exc:
-                findings.append(Finding(exc.code, p, exc.message))
-                continue
-            except (orjson.JSONDecodeError, Rejected) as exc:
-                findings.append(Finding("bad-meta", p, f"mermaid cannot read this sidecar: {_short(exc)}"))
-                continue
-            if not decode.valid_id(doc["id"]):
-                findings.append(Finding("bad-id", p, f"sidecar names an invalid id {doc['id'][:40]!r}"))
-                continue
-            if not doc.get("message_count"):
-                continue  # mermaid skips message-less metas silently
-            size = len(data) + _sizes(conv, n[:-5], name_set, (".json", ".jsonl"))
-            metas.append(decode.meta_from_meta(doc, p, size, updated_ts))
-        return metas, findings
+    def _list_one(self, conv, n, scan, cache, fresh, now_ns, name_set, metas, findings) -> None:
+        p = conv + os.sep + n
+        st = fsafe.lstat(p)
+        if st is None:
+            return
+        if not stat.S_ISREG(st.st_mode):
+            why = "is a symlink (samctl does not follow symlinks)" if stat.S_ISLNK(st.st_mode) else \
+                f"is not a regular file ({fsafe.describe_mode(st.st_mode)})"
+            findings.append(Finding("symlink" if stat.S_ISLNK(st.st_mode) else "not-regular", p, why))
+            return
+        entry = MetaCache.fresh(cache.get(n), st, 4)
+        if entry is None or not (entry[2] is None or type(entry[2]) is list and len(entry[2]) == _META_WIDTH):
+            entry = scan(p, st)
+        # A permission problem can be fixed by chmod, which leaves the mtime alone: never cache it.
+        if MetaCache.cacheable(st, now_ns) and (entry[3] is None or entry[3][0] != "unreadable"):
+            fresh[n] = entry
+        if entry[3] is not None:
+            findings.append(Finding(entry[3][0], p, entry[3][1]))
+        if entry[2] is not None:
+            m = ConversationMeta(*entry[2])
+            stem = n.rpartition(".")[0]
+            m.path = p
+            m.size = st.st_size + _sizes(conv, stem, name_set, (".json", ".jsonl") if n.endswith(".meta")
+                                         else (".meta", ".jsonl"))
+            metas.append(m)
 
-    def _meta_from_snapshot_file(self, p: str, stem: str, findings: list):
-        doc = self._read_snapshot(p, findings)
+    def _scan_meta(self, p: str, st) -> list:
+        """[size, mtime_ns, meta fields or None (skipped), [code, reason] or None] of one sidecar."""
+        try:
+            doc = orjson.loads(fsafe.read_capped(p, self.caps.other))
+            updated_ts = decode.check_meta(doc)
+        except FileProblem as exc:
+            return [st.st_size, st.st_mtime_ns, None, [exc.code, exc.message]]
+        except (orjson.JSONDecodeError, Rejected) as exc:
+            return [st.st_size, st.st_mtime_ns, None, ["bad-meta", f"mermaid cannot read this sidecar: {_short(exc)}"]]
+        if not decode.valid_id(doc["id"]):
+            return [st.st_size, st.st_mtime_ns, None, ["bad-id", f"sidecar names an invalid id {doc['id'][:40]!r}"]]
+        if not doc.get("message_count"):
+            return [st.st_size, st.st_mtime_ns, None, None]  # mermaid skips message-less metas silently
+        return [st.st_size, st.st_mtime_ns, _fields(decode.meta_from_meta(doc, p, 0, updated_ts)), None]
+
+    def _scan_snapshot(self, p: str, st) -> list:
+        found: list = []
+        doc = self._read_snapshot(p, found)
+        problem = [found[0].code, found[0].reason] if found else None
         if doc is None or not doc["messages"]:
-            return None
-        return decode.meta_from_snapshot(doc, p, 0)
+            return [st.st_size, st.st_mtime_ns, None, problem]
+        return [st.st_size, st.st_mtime_ns, _fields(decode.meta_from_snapshot(doc, p, 0)), problem]
 
     def _read_snapshot(self, p, findings: list, stem_must_match: bool = True):
         """The parsed snapshot at ``p``, or None with a finding."""
@@ -242,6 +268,14 @@ class MermaidStore(Store):
         from samctl.formats.mermaid import checks
 
         return checks.check_tree(self, findings, fix)
+
+
+_META_WIDTH = len(ConversationMeta.__slots__)
+
+
+def _fields(m: ConversationMeta) -> list:
+    """The meta's fields in declaration order (compact in the cache; ConversationMeta(*fields) rebuilds it)."""
+    return [getattr(m, k) for k in ConversationMeta.__slots__]
 
 
 def _sizes(conv: str, stem: str, name_set: set, exts) -> int:

@@ -12,7 +12,6 @@ change within the same tick, as git's "racy clean" problem).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -25,12 +24,12 @@ from samctl import fsafe
 from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding
 from samctl.errors import FileProblem, NotFound
 from samctl.formats.base import Store
+from samctl.formats.metacache import MetaCache
 from samctl.formats.sam import decode
 
 UUID_RE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 _PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
-CACHE_VERSION = 1
-RACY_SECONDS = 2.0
+_META_FIELDS = set(ConversationMeta.__slots__)
 
 
 class SamStore(Store):
@@ -75,42 +74,19 @@ class SamStore(Store):
         return p
 
     # the meta cache ------------------------------------------------------
-    def _cache_path(self) -> Path:
-        key = hashlib.sha256(self.root_real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-        return fsafe.cache_dir() / f"sam-meta-{key}.json"
+    def _cache(self) -> MetaCache:
+        return MetaCache("sam", self.root_real, self.use_cache)
 
     def _load_cache(self) -> dict:
-        if not self.use_cache:
-            return {}
-        try:
-            doc = orjson.loads(fsafe.read_capped(self._cache_path(), 1 << 30))
-        except (FileProblem, orjson.JSONDecodeError):
-            return {}
-        if not isinstance(doc, dict) or doc.get("v") != CACHE_VERSION or doc.get("root") != self.root_real:
-            return {}
-        entries = doc.get("entries")
-        return entries if isinstance(entries, dict) else {}
-
-    def _save_cache(self, entries: dict) -> None:
-        if not self.use_cache:
-            return
-        path = self._cache_path()
-        try:
-            fsafe.make_private_dir(path.parent)
-            data = orjson.dumps({"v": CACHE_VERSION, "root": self.root_real, "entries": entries})
-            fsafe.write_atomic(path, data)
-        except OSError:
-            pass  # a cache that cannot be written costs only time
+        return self._cache().load()
 
     @staticmethod
-    def _cached(entry, size: int, mtime_ns: int):
-        """The cached (meta dict, finding) for a file, or None if stale or malformed."""
+    def _cached(entry, st):
+        """The cached [size, mtime_ns, meta fields or None, [code, reason] or None], or None if stale/malformed."""
+        entry = MetaCache.fresh(entry, st, 4)
         if (
-            isinstance(entry, list)
-            and len(entry) == 4
-            and entry[0] == size
-            and entry[1] == mtime_ns
-            and (entry[2] is None or isinstance(entry[2], dict))
+            entry is not None
+            and (entry[2] is None or isinstance(entry[2], dict) and set(entry[2]) == _META_FIELDS)
             and (entry[3] is None or isinstance(entry[3], list) and len(entry[3]) == 2)
         ):
             return entry
@@ -118,7 +94,8 @@ class SamStore(Store):
 
     # listing ---------------------------------------------------------------
     def list_metas(self, findings: list) -> list:
-        cache = self._load_cache()
+        cache_file = self._cache()
+        cache = cache_file.load()
         fresh: dict = {}
         metas: list[ConversationMeta] = []
         now_ns = time.time_ns()
@@ -132,11 +109,11 @@ class SamStore(Store):
             if not stat.S_ISREG(st.st_mode):
                 findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file"))
                 continue
-            entry = self._cached(cache.get(e.name), st.st_size, st.st_mtime_ns)
+            entry = self._cached(cache.get(e.name), st)
             if entry is None:
                 entry = self._scan(p, st, e.name)
                 changed = True
-            if (now_ns - st.st_mtime_ns) / 1e9 >= RACY_SECONDS:
+            if MetaCache.cacheable(st, now_ns):
                 fresh[e.name] = entry
             meta_d, problem = entry[2], entry[3]
             if problem:
@@ -148,7 +125,7 @@ class SamStore(Store):
                 seen.add(m.id)
                 metas.append(m)
         if changed or len(fresh) != len(cache):
-            self._save_cache(fresh)
+            cache_file.save(fresh)
         legacy = self.conv_dir / "conversations.json"
         for cid, doc in self._legacy_docs(findings).items():
             if cid not in seen:
