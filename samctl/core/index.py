@@ -1128,8 +1128,13 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
     opened = [segs.get(s["name"]) or Segment.open(d / s["name"], root, s) for s in man["segments"]]
     total = sum(s["rows"] for s in man["segments"])
     dead = sum(_dead_count(s) for s in man["segments"])
-    if len(man["segments"]) > MAX_SEGMENTS or (total and dead > DEAD_FRACTION * total):
-        man, opened = _compact(d, root, man, opened)
+    if total and dead > DEAD_FRACTION * total:
+        man, opened = _compact(d, root, man, opened, {s["name"] for s in man["segments"]})
+    elif len(man["segments"]) > MAX_SEGMENTS:
+        # merge the small segments the refreshes left; the big one is rewritten only when it has
+        # accumulated enough dead rows (above), so a search never pays for the whole index
+        biggest = max(man["segments"], key=lambda s: s["rows"])["name"]
+        man, opened = _compact(d, root, man, opened, {s["name"] for s in man["segments"]} - {biggest})
     man["hidden"] = _hidden(man, opened)
     man["updated"] = now
     write_manifest_bytes(d / "manifest", encode_manifest(man))
@@ -1158,13 +1163,16 @@ def _alive(seg: Segment, entry: dict):
     return alive
 
 
-def _compact(d: Path, root: str, man: dict, opened: list[Segment]):
-    """Merge every segment's alive rows into one new segment; sources are renumbered."""
+def _compact(d: Path, root: str, man: dict, opened: list[Segment], names: set):
+    """Merge the alive rows of the segments in ``names`` into one new segment (the others stay as
+    they are); the sources in them are renumbered."""
     np = _np()
     w = SegmentWriter(root, _new_segment_path(d))
     remap = {}
     try:
         for entry, seg in zip(man["segments"], opened):
+            if entry["name"] not in names:
+                continue
             alive = _alive(seg, entry)
             new_row = np.cumsum(alive, dtype=np.int64) - 1 + w.rows
             remap[seg.name] = new_row
@@ -1193,11 +1201,21 @@ def _compact(d: Path, root: str, man: dict, opened: list[Segment]):
         w.discard()
         raise
     for e in man["sources"].values():
-        if e["seg"] is not None:
-            first = int(remap[e["seg"]][e["start"]])
-            e["start"], e["end"], e["seg"] = first, first + (e["end"] - e["start"]), info["name"]
-    man["segments"] = [info]
-    return man, [Segment.open(d / info["name"], root, info)]
+        if e["seg"] in remap:
+            if info["rows"]:
+                first = int(remap[e["seg"]][e["start"]])
+                e["start"], e["end"], e["seg"] = first, first + (e["end"] - e["start"]), info["name"]
+            else:
+                e["seg"], e["start"], e["end"] = None, 0, 0
+    kept = [(e, s) for e, s in zip(man["segments"], opened) if e["name"] not in names]
+    man["segments"] = [e for e, _ in kept]
+    opened = [s for _, s in kept]
+    if info["rows"]:
+        man["segments"].append(info)
+        opened.append(Segment.open(d / info["name"], root, info))
+    else:
+        fsafe.discard_temp(d / info["name"])
+    return man, opened
 
 
 def _hidden(man: dict, opened: list[Segment]) -> dict:

@@ -202,12 +202,23 @@ def test_scoped_refresh_reads_only_the_scope(sam):
 
 def test_compaction_keeps_results(sam):
     db = sam / "conversations" / SAM_ID / "memory.db"
-    refresh(sam)
+    first, _ = refresh(sam)
+    base = first.segments[0].name
     for i in range(ix.MAX_SEGMENTS + 3):
         insert_memory(db, f"99999999-0000-4000-8000-{i:012d}", SAM_ID, f"budget note number {i}", None)
         _old(db, 1800 - i)
         idx, _ = refresh(sam)
         assert len(idx.segments) <= ix.MAX_SEGMENTS
+        names = [s.name for s in idx.segments]
+        if base in names:  # tiered: the small segments are merged, the big one is left alone ...
+            assert idx.rows == first.rows + i + 1
+    assert base in names and len(names) == 2
+    # ... until more than DEAD_FRACTION of its rows are dead: then everything is rewritten into one segment
+    for folder in (SAM_ID, TOPIC, "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"):  # all but the API chat: > 30% dead
+        for p in (sam / "conversations" / folder).iterdir():
+            _old(p, 900)
+    idx, _ = refresh(sam)
+    assert [s.name for s in idx.segments] != names and len(idx.segments) == 1
     got = query(sam)
     shutil.rmtree(ix.index_dir(open_store(str(sam))))
     assert query(sam) == got
