@@ -407,3 +407,34 @@ def test_help_shows_examples(run):
     assert "Examples:" in r.stdout and "samctl search" in r.stdout
     r = run("index", "--help")
     assert "Examples:" in r.stdout
+
+
+# --- context_archive.db (§8) ------------------------------------------------------------------------
+
+
+def test_archived_messages_only_when_the_conversation_lost_them(run, sam):
+    from samctl.formats.sam.memorydb import create_archive_db
+
+    kept = "Plan a weekend trip to Portland within a $500 budget."  # still in conversation.json
+    lost = "Earlier we compared zanzibar ferry times for the trip."
+    create_archive_db(sam / "conversations" / SAM_ID / "context_archive.db", [{
+        "id": "AAAAAAAA-0000-4000-8000-000000000001", "conversation_id": SAM_ID,
+        "messages": [{"id": "BBBBBBBB-0000-4000-8000-000000000001", "content": kept, "isFromUser": True,
+                      "timestamp": 808063980.5, "role": "user"},
+                     {"id": "BBBBBBBB-0000-4000-8000-000000000002", "content": lost, "isFromUser": False,
+                      "timestamp": 808063990.0, "role": "assistant"}],
+        "time_start": "2026-08-10T14:13:00.500", "time_end": "2026-08-10T14:13:10.000", "summary": "User asked",
+        "key_topics": ["zanzibar"], "token_count": 20, "created_at": "2026-08-10T14:13:10.000"}])
+    age(sam)
+    for mode in ((), ("--no-index",)):
+        got = hits(run, sam, "zanzibar ferry", "--threshold", "0.2", *mode)
+        assert got[0]["kind"] == "archived" and got[0]["text"] == lost and got[0]["role"] == "assistant"
+        assert got[0]["conversation_id"] == SAM_ID and got[0]["title"] == "Portland weekend trip"
+        assert got[0]["date"] == "2026-08-10T14:13:10Z"  # 808063990 s after 2001-01-01
+        assert got[0]["id"] == "AAAAAAAA-0000-4000-8000-000000000001#1"
+        every = hits(run, sam, kept, "--threshold", "-10", "--limit", "1000", *mode)
+        assert [h["kind"] for h in every if h["text"] == kept] == ["message"]  # the archived copy is not repeated
+        kinds = {h["kind"] for h in hits(run, sam, "zanzibar", "--in", "messages", "--threshold", "0.1", *mode)}
+        assert "archived" in kinds and "memory" not in kinds  # --in messages includes the archives
+        assert {h["kind"] for h in hits(run, sam, "zanzibar", "--in", "memories", "--threshold", "0.1", *mode)} \
+            <= {"memory"}
