@@ -45,8 +45,16 @@ def format_option(choices=("table", "json", "jsonl"), default="table"):
 def _json(obj, option: int) -> bytes:
     try:
         return orjson.dumps(obj, option=option)
-    except TypeError:  # orjson.JSONEncodeError: a str JSON cannot hold (a file name that is not UTF-8)
-        return orjson.dumps(printable(obj), option=option)
+    except TypeError:  # orjson.JSONEncodeError: a str that is not UTF-8 (a file name), an int past 64 bits
+        obj = printable(obj)
+        try:
+            return orjson.dumps(obj, option=option)
+        except TypeError:
+            import json
+
+            indent = 2 if option & orjson.OPT_INDENT_2 else None
+            return json.dumps(obj, ensure_ascii=False, indent=indent, default=str,
+                              separators=None if indent else (",", ":")).encode("utf-8")
 
 
 def printable(obj):

@@ -632,7 +632,7 @@ def load_manifest(store, path: Path) -> Entry:
         members = []
         for m in d["members"]:
             mem = Member(m["name"], m["type"], int(m["size"]), m["sha256"], int(m["mode"]), int(m["mtime_ns"]))
-            if mem.type not in ("file", "dir") or mem.size < 0 or not 0 <= mem.mode <= 0o7777:
+            if mem.type not in ("file", "dir") or not 0 <= mem.size <= ABSOLUTE_CAP or not 0 <= mem.mode <= 0o7777:
                 raise ValueError(f"member {str(mem.name)[:60]!r} has a bad type, size or mode")
             if not safe_member_name(mem.name, cid, store.name):
                 raise ValueError(f"member name {str(mem.name)[:60]!r} is not a plain name inside the conversation")
@@ -641,6 +641,8 @@ def load_manifest(store, path: Path) -> Entry:
             members.append(mem)
         if len({m.name for m in members}) != len(members) or not members:
             raise ValueError("members are missing or repeated")
+        if not 0 <= int(tar["size"]) <= ABSOLUTE_CAP:
+            raise ValueError("the archive's recorded size is out of range")
         known = {"samctl_attic", "id", "state", "when", "when_ts", "store", "from", "title", "tar", "members"}
         return Entry(stem=stem, id=cid, state=state, when=str(d["when"]), when_ts=float(d["when_ts"]),
                      store=d["store"], origin=str(d["from"]), title=d.get("title"), members=members,

@@ -565,7 +565,8 @@ def _place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> lis
                 continue  # placed before a crash
             conflicts.append(n)
             continue
-        pst = fsafe.lstat(dst.parent)
+        # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
+        pst = fsafe.lstat(dst.parent if dst.parent != store.conv_dir else store.root_real)
         if pst is None:
             fsafe.make_private_dir(dst.parent)
             touched.add(dst.parent.parent)

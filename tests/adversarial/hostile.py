@@ -231,7 +231,7 @@ def wrong_value(v):
         return {"0": v[:1]}
     if isinstance(v, dict):
         return [v]
-    return {"x": 1}  # null -> an object
+    return 12  # null -> a number
 
 
 def log_lines(ctx: Ctx, cid: str) -> list[bytes]:
@@ -725,7 +725,7 @@ def mermaid_structure() -> list[Case]:
         out.append(_m(f"structure/snapshot-missing-{k}", m_edit(del_at((k,))), [("bad-snapshot", f"{M2}.json")],
                       target=M2, fast=k == "messages"))
     for k in MERMAID_REQUIRED + MERMAID_TYPED:
-        exp = "bad-id" if k == "id" else "bad-snapshot"
+        exp = "bad-snapshot|bad-id" if k == "id" else "bad-snapshot"
 
         def wrong(doc, k=k):
             doc[k] = wrong_value(doc.get(k))
@@ -971,7 +971,8 @@ def sam_traversal() -> list[Case]:
         "ltm-to-etc-passwd": (f"{SID}/ltm.json", lambda c: "/etc/passwd", "symlink-escape"),
     }
     for what, (rel, target, code) in links.items():
-        tgt = rel.split("/")[0] if rel[0].isalnum() and "-" in rel.split("/")[0] else S2
+        head = rel.split("/")[0]
+        tgt = head if len(head) == 36 else S2
         out.append(_s(f"traversal/symlink-{what}",
                       lambda ctx, rel=rel, target=target: replace_with(ctx.p(rel), symlink_to(target(ctx))),
                       [(code, rel)], target=tgt,
@@ -1071,7 +1072,8 @@ def sqlite_cases() -> list[Case]:
     }
     for what, v in bad_rows.items():
         out.append(_s(f"sqlite/row-{what}", rows([v]),
-                      [] if what in ("duplicate-rows",) else [("db-*|memory-*", db)], target=SID,
+                      [] if what in ("duplicate-rows", "access-count-huge", "access-count-negative")
+                      else [("db-*|memory-*", db)], target=SID,
                       fast=what in ("id-not-uuid", "embedding-nan", "content-invalid-utf8")))
 
     def archive_db(messages_json: str):
@@ -1112,7 +1114,9 @@ def sqlite_cases() -> list[Case]:
         put(Path(str(p) + "-wal"), wal_data)
     out.append(_s("sqlite/wal-left-beside", wal, [("db-wal", db)], target=SID, fast=True))
     out.append(_s("sqlite/garbage-wal-beside", lambda ctx: put(Path(str(ctx.p(db)) + "-wal"), b"\0garbage" * 100),
-                  [], target=SID))
+                  [("db-stray-wal", db + "-wal")], target=SID, fast=True))
+    out.append(_s("sqlite/empty-wal-beside", lambda ctx: put(Path(str(ctx.p(db)) + "-wal"), b""),
+                  [("db-stray-wal", db + "-wal")], target=SID))
     out.append(_s("sqlite/hot-journal-beside",
                   lambda ctx: put(Path(str(ctx.p(db)) + "-journal"), b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\0" * 504),
                   [], target=SID))
@@ -1276,7 +1280,7 @@ def attic_cases(store: str) -> list[Case]:
         "tampered-tar-size": (manifest_size, "attic-tampered"),
         "member-dotdot": (member_named("../../../outside/victim/owned.txt"), "attic-unsafe"),
         "member-absolute": (member_named("/tmp/samctl-owned.txt"), "attic-unsafe"),
-        "member-backslash": (member_named(first.replace("/", "\\")), "attic-unsafe"),
+        "member-backslash": (member_named(first.replace("/", "\\")), "attic-unsafe|attic-tampered"),
         "member-symlink": (member_named(first, tarfile.SYMTYPE, "/etc/passwd"), "attic-unsafe"),
         "member-hardlink": (member_named(first, tarfile.LNKTYPE, "/etc/passwd"), "attic-unsafe"),
         "member-device": (member_named(first, tarfile.CHRTYPE), "attic-unsafe"),

@@ -141,3 +141,66 @@ def test_attic_folder_that_is_a_symlink_is_not_followed(tree, store):
     assert out.exit_code == 3
     assert doc["entries"] == [] and any(f["code"] == "attic-unsafe" for f in doc["findings"])
     assert os.path.islink(ctx.attic)
+
+
+@pytest.mark.parametrize("store", ["mermaid", "sam"])
+def test_attic_manifest_with_an_absurd_size_is_a_bad_manifest(tree, store):
+    # was: a member size of 10**30 was accepted, then `attic --format json` died (int past 64 bits)
+    ctx = tree(f"{store}/attic/manifest-huge-size")
+    out = run(ctx, "attic", "--verify", "--format", "json")
+    assert out.exit_code == 3
+    assert any(f["code"] == "attic-bad-manifest" for f in orjson.loads(out.stdout)["findings"])
+
+
+def test_json_output_of_an_int_past_64_bits_does_not_crash():
+    from samctl.cli.common import _json
+
+    assert json.loads(_json({"n": 10**30, "p": "a\udcffb"}, 0)) == {"n": 10**30, "p": "a\\xffb"}
+
+
+@pytest.mark.parametrize("name,code", [("sam/size/legacy-store-over-64MiB", "too-large"),
+                                       ("sam/encoding/legacy-store-invalid-utf8", "bad-json"),
+                                       ("sam/structure/legacy-store-not-array", "sam-reject")])
+def test_sam_check_reads_the_legacy_store(tree, name, code):
+    # was: check only said "legacy-store" (info), never whether SAM could migrate the file
+    ctx = tree(name)
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    assert any(f["code"] == code and f["path"].endswith("conversations.json") for f in findings)
+
+
+def test_sam_check_reports_a_folder_where_memory_db_should_be(tree):
+    ctx = tree("sam/special/memory-db-folder")
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    assert any(f["code"] == "not-regular" and f["path"].endswith("memory.db") for f in findings)
+
+
+@pytest.mark.parametrize("name", ["sam/sqlite/garbage-wal-beside", "sam/sqlite/empty-wal-beside"])
+def test_stray_wal_beside_a_rollback_database_is_reported_and_left_alone(tree, name):
+    # was: SQLite opened the -wal of a rollback-journal memory.db and created memory.db-shm on every read
+    ctx = tree(name)
+    before = fingerprint(ctx.root)
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    assert any(f["code"] == "db-stray-wal" for f in findings)
+    run(ctx, "stats")
+    run(ctx, "export", hostile.SID, "--to", "sam-package")
+    assert fingerprint(ctx.root) == before
+
+
+def test_mermaid_meta_with_a_repeated_key_is_bad_meta(tree):
+    # was: orjson kept the last "title"; mermaid's serde refuses a repeated field, so the sidecar is unreadable
+    ctx = tree("mermaid/structure/duplicate-keys-meta")
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    assert any(f["code"] == "bad-meta" and "appears twice" in f["reason"] for f in findings)
+
+
+def test_restore_into_a_symlinked_conversations_folder(tree):
+    # was: rm moved a conversation out of a store whose conversations/ is a symlink, and restore then
+    # refused to put it back ("appeared in the store while restoring")
+    ctx = tree("mermaid/traversal/conversations-folder-is-symlink")
+    real = ctx.conv.resolve()
+    before = {p.name: p.read_bytes() for p in real.glob(f"{hostile.MID}.*")}
+    assert run(ctx, "rm", hostile.MID, "--yes", "--force").exit_code == 0
+    assert not list(real.glob(f"{hostile.MID}.*"))
+    out = run(ctx, "restore", hostile.MID, "--force")
+    assert out.exit_code == 0, out.stderr
+    assert {p.name: p.read_bytes() for p in real.glob(f"{hostile.MID}.*")} == before

@@ -108,6 +108,34 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
         _check_log(store, cid, log[0], doc, findings, fixes, fix)
 
 
+def _duplicate_key(data: bytes):
+    """The first key repeated in one object of a (small) JSON text, else None.
+
+    orjson keeps the last of repeated keys; mermaid's serde derive refuses the
+    sidecar.  Sidecars are small; bigger texts are not parsed a second time.
+    """
+    import json
+
+    if len(data) > 1 << 16:
+        return None
+    found = []
+
+    def hook(pairs):
+        if not found:
+            seen = set()
+            for k, _ in pairs:
+                if k in seen:
+                    found.append(k)
+                    break
+                seen.add(k)
+        return dict(pairs)
+    try:
+        json.loads(data, object_pairs_hook=hook)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
+
+
 def _write_meta(store, cid: str, doc: dict) -> str:
     from samctl.formats.mermaid import encode
 
@@ -121,6 +149,9 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         data = fsafe.read_capped(p, store.caps.other)
         m = orjson.loads(data)
         decode.check_meta(m)
+        dup = _duplicate_key(data)
+        if dup is not None:
+            raise Rejected(f"key {dup[:40]!r} appears twice (serde refuses a repeated field)")
     except FileProblem as exc:
         findings.append(Finding(exc.code, p, exc.message, conversation=cid))
         return

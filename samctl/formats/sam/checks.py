@@ -59,6 +59,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
                 if e.name == "conversations.json":
                     findings.append(Finding("legacy-store", e.path, "legacy single-file store: SAM migrates it on "
                                             "its next start and keeps a copy in backups/", INFO))
+                    store._legacy_docs(findings)  # over the cap, not JSON, not an array: each a finding
             continue
         treecheck.mode(e.path, st, findings, fixes, fix)
         conv = os.path.join(e.path, "conversation.json")
@@ -122,8 +123,9 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
             treecheck.symlink(store.root_real, e.path, findings)
             continue
         if not stat.S_ISREG(st.st_mode):
-            if not (stat.S_ISDIR(st.st_mode)):
-                findings.append(Finding("not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}", conversation=cid))
+            if not stat.S_ISDIR(st.st_mode) or e.name in KNOWN_FILES or e.name == "conversation.json.tmp":
+                findings.append(Finding("not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}, not a file",
+                                        conversation=cid))
             continue
         treecheck.mode(e.path, st, findings, fixes, fix, cid)
         if e.name == "conversation.json.tmp":

@@ -315,16 +315,30 @@ def _preflight(path) -> bool:
         raise FileProblem("db-not-sqlite", path, "not a SQLite database (no SQLite header)")
     if len(head) < 100:
         raise FileProblem("db-corrupt", path, f"truncated: {len(head)} bytes, shorter than a SQLite header")
+    wal = fsafe.lstat(os.fspath(path) + "-wal")
     if head[18] == 2 or head[19] == 2:  # WAL mode; SAM always uses a rollback journal
-        wal = fsafe.lstat(os.fspath(path) + "-wal")
-        if wal is not None and wal.st_size > 0:
+        if wal is not None and (wal.st_size > 0 or not stat.S_ISREG(wal.st_mode)):
             raise FileProblem(
                 "db-wal", path,
                 "in WAL mode with an unmerged -wal log (not how SAM writes); reading it would modify the -shm "
                 "file, so it was not read",
             )
         return True  # no log: every row is in the main file; immutable keeps SQLite from creating -wal/-shm
+    if wal is not None:
+        # A -wal beside a rollback-journal database is debris (SQLite checkpoints and deletes it before it
+        # leaves WAL mode), yet SQLite would open it and create a -shm: read the main file as it is.
+        return True
     return False
+
+
+def _rollback_mode(path) -> bool:
+    try:
+        f, _ = fsafe.open_regular(path)
+    except FileProblem:
+        return False
+    with f:
+        head = f.read(20)
+    return len(head) == 20 and head[18] != 2 and head[19] != 2
 
 
 def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
@@ -392,6 +406,11 @@ def _open_checked(path, findings: list, table: str, timeout: float, scope_id: st
     except SQLITE_ERRORS as exc:
         findings.append(_sqlite_finding(exc, spath, scope_id))
         return None
+    wal = fsafe.lstat(spath + "-wal")
+    if wal is not None and _rollback_mode(spath):
+        findings.append(Finding("db-stray-wal", spath + "-wal", "a -wal file beside a database that is not in WAL "
+                                "mode (debris; SQLite would use it): the database was read without it", WARNING,
+                                scope_id))
     try:
         fatal, minor = _schema_check(conn, table)
     except SQLITE_ERRORS as exc:
