@@ -380,7 +380,10 @@ def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
     try:
         f, st = fsafe.open_regular(path)
         try:
-            head_new = os.pread(f.fileno(), int(rec["new_size"]), 0)
+            new_size = int(rec["new_size"])
+            if not 0 <= new_size <= st.st_size:
+                raise ValueError("the record's new size is not within the log")
+            head_new = os.pread(f.fileno(), new_size, 0)
             swapped = hashlib.sha256(head_new).hexdigest() == rec["new_sha256"] and st.st_size < int(rec["old_size"])
         finally:
             f.close()

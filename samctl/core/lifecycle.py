@@ -637,7 +637,7 @@ def repair(store, full: bool = False) -> list[str]:
             line = _repair_out(store, attic, stem, rec)
         elif op == "restore":
             line = _repair_restore(store, attic, stem, rec)
-        elif op == "log":
+        elif op == "log" and store.name == "mermaid" and store.valid_id(str(rec.get("id"))):
             from samctl.core.compact import repair_log
 
             line = repair_log(store, attic, stem, rec)

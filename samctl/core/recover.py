@@ -19,6 +19,7 @@ nothing in the store.  ``dry_run`` writes nothing at all.
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,8 +64,21 @@ def backup_path(target: Path, suffix: str = "bak") -> Path:
     return tail.sibling(target, suffix)
 
 
+def _refuse_unless_file(path: Path) -> None:
+    """Only a regular file (or nothing) is ever replaced: never a folder, a FIFO, a device or a symlink."""
+    st = fsafe.lstat(path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise SamctlError(f"{path} is {fsafe.describe_mode(st.st_mode)}, not a file; samctl does not replace it, "
+                          "so nothing was written", hint="move it aside (see `samctl check`), then recover again")
+
+
 def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
     """Carry out ``plan`` (see the module docstring for the order)."""
+    if to is None:
+        if plan.new_bytes is not None:
+            _refuse_unless_file(plan.target)
+        for path, _ in plan.sidecars:
+            _refuse_unless_file(path)
     if to is not None:
         dest = Path(to)
         if dest.is_dir():

@@ -581,7 +581,8 @@ def size_cases(store: str) -> list[Case]:
                       [("sam-reject", f"{S2}/conversation.json")], target=S2, fast=True))
         out.append(_s("size/conversation-unknown-key-nested-1000", s_edit(set_at(("futureKey",), deep_ok)), [],
                       target=S2))
-        out.append(_s("size/million-messages", million_sam, [], target=NEW_S, heavy=True,
+        # read-only commands only: SAM's recover of 190 MB takes minutes (see the README's reliability notes)
+        out.append(_s("size/million-messages", million_sam, [], target=NEW_S, heavy=True, writes=False,
                       args=("--max-file-size", "512M")))
     return out
 
@@ -1062,7 +1063,7 @@ def sqlite_cases() -> list[Case]:
         "content-invalid-utf8": good.replace("'text'", "CAST(X'48FFFE49' AS TEXT)"),
         "content-blob": good.replace("'text'", "X'00FF'"),
         "importance-text": good.replace("NULL, 0.5", "NULL, 'high'"),
-        "importance-nan": good.replace("NULL, 0.5", "NULL, 0.0/0"),
+        "importance-out-of-range": good.replace("NULL, 0.5", "NULL, 7.5"),
         "importance-infinite": good.replace("NULL, 0.5", "NULL, 1e999"),
         "access-count-huge": good.replace("', 0, '", "', 9223372036854775807, '"),
         "access-count-negative": good.replace("', 0, '", "', -1, '"),

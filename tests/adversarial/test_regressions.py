@@ -204,3 +204,38 @@ def test_restore_into_a_symlinked_conversations_folder(tree):
     out = run(ctx, "restore", hostile.MID, "--force")
     assert out.exit_code == 0, out.stderr
     assert {p.name: p.read_bytes() for p in real.glob(f"{hostile.MID}.*")} == before
+
+
+@pytest.mark.parametrize("name", ["sam/journal/log-id-dotdot", "sam/journal/log-huge-size",
+                                  "mermaid/journal/log-id-dotdot"])
+def test_a_hostile_log_journal_record_does_not_break_every_writing_command(tree, name):
+    # was: `attic --repair` (and rm/archive/compact, which repair first) crashed on a "log" record in a
+    # SAM attic (AttributeError), or on one naming an invalid id; a huge new_size asked pread for 10**18 bytes
+    ctx = tree(name)
+    out = run(ctx, "attic", "--repair")
+    assert out.exit_code == 0, out.stderr
+    assert "ignored journal record" in out.stderr
+    assert run(ctx, "rm", hostile.MID if "mermaid" in name else hostile.S2, "--yes", "--force",
+               "--include-pinned").exit_code == 0
+
+
+def test_repair_log_refuses_a_new_size_past_the_log(tmp_path):
+    from samctl.core import compact
+    from samctl.formats import open_store
+
+    ctx = hostile.make_ctx("mermaid", tmp_path / "case")
+    store = open_store(str(ctx.root))
+    attic = ctx.attic
+    attic.mkdir(mode=0o700)
+    line = compact.repair_log(store, attic, f"{hostile.M2}.history.20260101T000000Z",
+                              {"id": hostile.M2, "new_size": 10**18, "new_sha256": "0" * 64, "old_size": 5})
+    assert "undid" in line
+
+
+@pytest.mark.parametrize("name", ["mermaid/special/snapshot-folder", "mermaid/special/meta-folder"])
+def test_recover_never_replaces_a_folder(tree, name):
+    # was: IsADirectoryError from os.replace (a traceback) when the snapshot or .meta is a folder
+    ctx = tree(name)
+    out = run(ctx, "recover", hostile.M2, "--force")
+    assert out.exit_code == 1 and "does not replace it" in out.stderr
+    assert ctx.p(f"{hostile.M2}.json").is_dir() or ctx.p(f"{hostile.M2}.meta").is_dir()

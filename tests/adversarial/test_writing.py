@@ -78,6 +78,7 @@ def run_writes(case, tmp_path) -> None:
             ("restore-archived", ["restore", rt, "--force"]),
             ("compact", ["compact", "--force"]),
             ("attic-repair", ["attic", "--repair"]),
+            ("search-touch", ["search", "budget portland", "--touch", "--force"]),
             ("purge", ["rm", "--purge", case.target or rt, "--yes", "--force", "--include-pinned"]),
         ]
         results = {}
