@@ -67,6 +67,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -145,11 +146,10 @@ def index_dir(store) -> Path:
 # Sources: what the index is made of, found cheaply (stat only)
 
 
-@dataclass(slots=True)
-class Source:
+class Source(NamedTuple):
     key: str  # "<folder>/memory.db", "<mermaid id>", "@base/memory.db", "conversations.json"
     kind: str  # sam-conv, sam-mem, sam-arch, sam-base-mem, sam-legacy, mermaid
-    paths: list
+    paths: tuple
     sig: str  # "size:mtime_ns:inode" per path, "-" for an absent one, joined by "|"
     conv: str | None  # the conversation/scope its rows belong to (None: each row says)
     trusted: bool = True  # False: modified within RACY_SECONDS; read it again next time
@@ -184,29 +184,52 @@ def discover(store, findings: list, scope: set | None = None) -> dict[str, Sourc
     def add(key, kind, paths, conv):
         parts = [sig_of(p, conv) for p in paths]
         if any(parts):
-            out[key] = Source(key, kind, paths, "|".join(x[0] if x else "-" for x in parts), conv,
+            out[key] = Source(key, kind, tuple(paths), "|".join(x[0] if x else "-" for x in parts), conv,
                               not any(x[1] for x in parts if x))
 
     conv_dir = str(store.conv_dir)
     if store.name == "sam":
         try:
-            entries = sorted(os.scandir(conv_dir), key=lambda e: e.name)
+            with os.scandir(conv_dir) as it:
+                entries = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
         except OSError as exc:
             raise NotFound(f"cannot list {conv_dir}: {exc.strerror}") from None
+        make = tuple.__new__
         match = _UUID.match
-        for e in entries:
-            name = e.name
-            if name == "backups" or not match(name) or not e.is_dir(follow_symlinks=False):
-                continue
-            cid = name.upper()
-            if scope is not None and cid not in scope:
-                continue
-            base = e.path + os.sep
-            for fname, kind in SAM_FILES:
-                path = base + fname
-                x = sig_of(path, cid)
-                if x is not None:
-                    out[name + "/" + fname] = Source(name + "/" + fname, kind, [path], x[0], cid, not x[1])
+        sep = os.sep
+        files = [(sep + f, "/" + f, kind) for f, kind in SAM_FILES]
+        statat = os.stat
+        try:  # stat relative to the folder: the kernel walks two path components instead of all of them
+            dirfd = os.open(conv_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise NotFound(f"cannot open {conv_dir}: {exc.strerror}") from None
+        try:
+            for name in entries:
+                if not match(name):
+                    continue  # also skips "backups"
+                path = conv_dir + sep + name
+                cid = name.upper()
+                if scope is not None and cid not in scope:
+                    continue
+                for fsuffix, ksuffix, kind in files:
+                    key = name + ksuffix
+                    try:  # the hot loop of every search: one lstat, then a string
+                        st = statat(key, dir_fd=dirfd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    except OSError as exc:
+                        findings.append(Finding("unreadable", path + fsuffix, f"cannot stat: {exc.strerror}", ERROR,
+                                                cid))
+                        continue
+                    if not isreg(st.st_mode):
+                        findings.append(Finding("not-regular", path + fsuffix,
+                                                f"is {fsafe.describe_mode(st.st_mode)}, not a file", ERROR, cid))
+                        continue
+                    # tuple.__new__: a Source without the NamedTuple constructor's cost (20,000 per search)
+                    out[key] = make(Source, (key, kind, (path + fsuffix,), f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}",
+                                             cid, now - st.st_mtime_ns >= racy_ns))
+        finally:
+            os.close(dirfd)
         add("@base/memory.db", "sam-base-mem", [os.path.join(str(store.base), "memory.db")], None)
         add("conversations.json", "sam-legacy", [os.path.join(conv_dir, "conversations.json")], None)
     else:
@@ -629,6 +652,14 @@ class Segment:
         except KeyError:
             raise AttributeError(name) from None
 
+    def row(self, i: int) -> tuple:
+        """(kind, role, content type, conversation id) of row ``i``; BadIndex if a code is out of range."""
+        m = self.a["meta"][i]
+        k, r, c, v = int(m["kind"]), int(m["role"]), int(m["ctype"]), int(m["conv"])
+        if not (0 <= k < len(KINDS) and 0 <= r < len(ROLES) and 0 <= c < len(CTYPES) and 0 <= v < len(self.convs)):
+            raise BadIndex(f"{self.name}: row {i} has codes out of range")
+        return KINDS[k], ROLES[r], CTYPES[c], self.convs[v]
+
     def blob(self, kind: str, i: int) -> bytes:
         buf, base = self.bufs[kind]
         off = self.a[kind + "_off"]
@@ -724,11 +755,7 @@ class Segment:
         ptr = a["tok_ptr"]
         if ptr[0] != 0 or ptr[-1] != len(a["tok_rows"]) or (len(ptr) > 1 and np.any(ptr[1:] < ptr[:-1])):
             raise BadIndex(f"{self.name}: token pointers are not consistent")
-        if self.rows:
-            m = a["meta"]
-            if m["conv"].min() < 0 or m["conv"].max() >= len(self.convs) or m["kind"].max() > 2 \
-                    or m["role"].max() >= len(ROLES) or m["ctype"].max() >= len(CTYPES):
-                raise BadIndex(f"{self.name}: row metadata out of range")
+        # codes (kind, role, content type, conversation) are checked where a row is used: Segment.row
 
     def verify(self) -> list[str]:
         """Every section's crc32 against the header (reads every byte)."""
@@ -793,7 +820,7 @@ class Manifest:
         self.segments = body["segments"]
         self.hidden = body["hidden"]
         self.src = body["src"]
-        self._sources = self._convs = self._sig = self._topics = None
+        self._sources = self._convs = self._sig = None
 
     def __getitem__(self, k):
         return self.body[k]
@@ -827,19 +854,16 @@ class Manifest:
         return self._convs
 
     def title_of(self, cid: str) -> str:
-        info = self.convs().get(cid)
-        if info is not None:
-            return info.get("title") or ""
-        if self._topics is None:
-            self._topics = {}
-            for c in self.convs().values():
-                t = c.get("topic")
-                if t and not self._topics.get(t):
-                    self._topics[t] = c.get("topic_name") or ""
-        if cid in self._topics:
-            name = self._topics[cid]
-            return f"{name} (shared topic)" if name else "(shared topic)"
-        return ""
+        """The conversation's title; for a shared-topic scope "<topic name> (shared topic)"; else ""."""
+        c = self.body["conv"]
+        try:  # list.index: a scan in C, cheaper than building a dict for the few titles a search shows
+            return c["titles"][c["ids"].index(cid)] or ""
+        except ValueError:
+            pass
+        if cid not in c["topics"]:
+            return ""
+        names = [n for t, n in zip(c["topics"], c["topic_names"]) if t == cid and n]
+        return f"{names[0]} (shared topic)" if names else "(shared topic)"
 
     def findings(self, scope: set | None = None) -> list[Finding]:
         out = []
@@ -851,12 +875,15 @@ class Manifest:
         return out
 
 
+_STR, _STR_NONE, _INT = {str}, {str, type(None)}, {int}
+
+
 def _strs(x, n, none_ok=False) -> bool:
-    return isinstance(x, list) and len(x) == n and all(type(v) is str or (none_ok and v is None) for v in x)
+    return isinstance(x, list) and len(x) == n and set(map(type, x)) <= (_STR_NONE if none_ok else _STR)
 
 
 def _ints(x, n=None) -> bool:
-    return isinstance(x, list) and (n is None or len(x) == n) and all(type(i) is int for i in x)
+    return isinstance(x, list) and (n is None or len(x) == n) and set(map(type, x)) <= _INT
 
 
 def read_manifest(path: Path, store) -> Manifest:
@@ -903,8 +930,12 @@ def read_manifest(path: Path, store) -> Manifest:
                 and _strs(src["sigs"], n, True) and _ints(src["segs"], n) and _ints(src["start"], n)
                 and _ints(src["end"], n)):
             raise BadIndex("manifest: bad source table")
-        for seg, a, b in zip(src["segs"], src["start"], src["end"]):
-            if seg != -1 and not (0 <= seg < len(rows) and 0 <= a <= b <= rows[seg]):
+        if n:
+            np = _np()
+            segs = np.array(src["segs"], dtype=np.int64)
+            a, b = np.array(src["start"], dtype=np.int64), np.array(src["end"], dtype=np.int64)
+            limit = np.array(rows + [0], dtype=np.int64)[segs]  # segs == -1 -> 0 (a source without rows)
+            if segs.min() < -1 or segs.max() >= len(rows) or np.any(a < 0) or np.any(a > b) or np.any(b > limit):
                 raise BadIndex("manifest: source rows out of range")
         for table, check in ((src["findings"], lambda f: isinstance(f, list) and len(f) == 5 and all(
                 isinstance(x, str) or x is None for x in f)), (src["infos"], lambda i: isinstance(i, str))):
@@ -916,7 +947,7 @@ def read_manifest(path: Path, store) -> Manifest:
         if not (_strs(c["ids"], k) and _strs(c["titles"], k, True) and _strs(c["topics"], k, True)
                 and _strs(c["topic_names"], k, True)):
             raise BadIndex("manifest: bad conversation table")
-    except (KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
     return Manifest(m)
 

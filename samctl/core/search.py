@@ -341,21 +341,20 @@ def _scored(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
 
 
 def _hit(store, idx, seg, r: int, text: str) -> Hit:
+    kind, role, ctype, conv = seg.row(r)
     m = seg.meta[r]
-    kind = ix.KINDS[int(m["kind"])]
-    conv = seg.convs[int(m["conv"])]
     date = float(m["date"])
     h = Hit(kind=kind, conversation_id=conv, title=idx.title_of(conv), ref=seg.ref(r) or None, position=int(m["pos"]),
             date_ts=None if math.isnan(date) else date, importance=float(m["imp"]), text=text, store=store.name)
     if kind == "memory":
-        h.content_type = ix.CTYPES[int(m["ctype"])] or None
+        h.content_type = ctype or None
         h.dimension = int(m["dim"])
         if int(m["flags"]) & ix.FLAG_BASE_DB:
             h.source = os.path.join(str(store.base), "memory.db")
         else:
             h.source = os.path.join(str(store.folder(conv)), "memory.db")
     else:
-        h.role = ix.ROLES[int(m["role"])] or None
+        h.role = role or None
     return h
 
 

@@ -159,7 +159,7 @@ def test_incremental_refresh_rereads_only_the_changed_file(sam, monkeypatch):
     idx, _ = refresh(sam)
     assert not idx.rebuilt
     assert idx.read == [f"{SAM_ID}/memory.db"]
-    assert opened == [[str(db)]]  # the only file read
+    assert opened == [(str(db),)]  # the only file read
     got = query(sam, "zanzibar budget")
     assert got[0][2] == "99999999-0000-4000-8000-000000000002"
     # the same answer as a fresh build
