@@ -316,3 +316,36 @@ def test_progress_only_on_a_tty(sam):
 def test_index_command_refuses_no_cache(run, sam):
     r = run("--root", sam, "--no-cache", "index")
     assert r.exit_code == 2 and "--no-cache" in r.stderr
+
+
+def _section(seg_path, name):
+    data = seg_path.read_bytes()
+    hoff, hlen, _crc, _magic = ix.TRAILER.unpack_from(data, len(data) - ix.TRAILER.size)
+    off, nbytes, *_ = json.loads(data[hoff:hoff + hlen])["sections"][name]
+    return off, nbytes
+
+
+@pytest.mark.parametrize("section", ["tok_rows", "meta"])
+def test_garbage_inside_a_section_is_caught_when_used(sam, monkeypatch, section):
+    want = query(sam)
+    refresh(sam)
+    seg = _segment(ix.index_dir(open_store(str(sam))))
+    off, nbytes = _section(seg, section)
+    data = bytearray(seg.read_bytes())
+    data[off:off + nbytes] = b"\xff" * nbytes  # row -1 everywhere / every code out of range
+    seg.write_bytes(bytes(data))
+    monkeypatch.delenv("SAMCTL_DEBUG")
+    assert query(sam) == want  # noticed while searching: rebuilt, same answer
+    idx, _ = refresh(sam)
+    assert not idx.rebuilt and idx.read == []
+
+
+def test_an_unwritable_cache_costs_only_time(sam, tmp_path, monkeypatch, run):
+    want = query(sam)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.delenv("SAMCTL_DEBUG")
+    assert query(sam) == want
+    r = run("--root", sam, "search", "budget")
+    assert r.exit_code == 0 and r.stdout
