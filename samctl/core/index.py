@@ -1362,7 +1362,7 @@ def state(store, verify: bool = True) -> dict:
         out["dead"] += int(seg.rows - seg.alive.sum())
     out.update(valid=not problems, problems=problems, segments=len(idx.segments), created=m["created"],
                updated=m["updated"], age=max(0.0, time.time() - m["updated"]))
-    out["files"] = len(m.src["keys"])
+    out["files"] = sum(1 if sig is None else sum(part != "-" for part in sig.split("|")) for sig in m.src["sigs"])
     out["files_with_findings"] = len(m.src["findings"])
     current = discover(store, [])
     changed, removed = _stale(m, current, None)
