@@ -1296,7 +1296,7 @@ def build_in_memory(store, findings: list, scope: set | None = None, progress=No
     w = SegmentWriter(store.root_real)
     sources = {}
     convs = {}
-    for chunk in _read_all(store, list(current.values()), progress, jobs=1):
+    for chunk in _read_all(store, list(current.values()), progress):
         start = w.add_chunk(chunk)
         for key, n, fnd, infos in zip(chunk.keys, chunk.counts, chunk.findings, chunk.infos):
             sources[key] = {"kind": current[key].kind, "conv": current[key].conv, "sig": None, "seg": "(memory)",
