@@ -574,7 +574,7 @@ def size_cases(store: str) -> list[Case]:
         out.append(_s("size/legacy-store-nested-100k", lambda ctx: put(ctx.p("conversations.json"), deep),
                       [("bad-json|sam-reject", "conversations.json")], target=S2))
         out.append(_s("size/active-nested-100k", lambda ctx: put(ctx.p("active-conversation.json"), deep),
-                      [], target=S2))
+                      [("active-bad", "active-conversation.json")], target=S2))
         deep_ok = DEEP
         out.append(_s("size/conversation-field-nested-1000",
                       s_edit(set_at(("messages", 0, "toolMetadata"), {"x": deep_ok})),
@@ -690,7 +690,8 @@ def encoding_cases(store: str) -> list[Case]:
                       [("bad-json", "conversations.json")], target=S2))
         out.append(_s("encoding/active-utf16", lambda ctx: put(ctx.p("active-conversation.json"),
                                                                ctx.p("active-conversation.json").read_text().encode(
-                                                                   "utf-16")), [], target=SID))
+                                                                   "utf-16")),
+                      [("active-bad", "active-conversation.json")], target=SID))
         out.append(_s("encoding/ltm-invalid-utf8", lambda ctx: put(ctx.p(f"{SID}/ltm.json"), b'{"\xff": 1}'),
                       [], target=SID))
     return out
@@ -894,8 +895,8 @@ def sam_structure() -> list[Case]:
     out.append(_s("structure/tool-call-wrong-shape",
                   s_edit(set_at(("messages", 2, "toolCalls"), [{"id": 1, "type": "function", "function": "x"}])),
                   rej, target=S2))
-    out.append(_s("structure/active-missing-id", lambda ctx: put(ctx.p("active-conversation.json"), "{}"), [],
-                  target=SID))
+    out.append(_s("structure/active-missing-id", lambda ctx: put(ctx.p("active-conversation.json"), "{}"),
+                  [("active-bad", "active-conversation.json")], target=SID))
     out.append(_s("structure/legacy-store-not-array", lambda ctx: put(ctx.p("conversations.json"), '{"id": 1}'),
                   [("sam-reject", "conversations.json")], target=S2))
     out.append(_s("structure/legacy-store-hostile-ids",
@@ -988,7 +989,8 @@ def sam_traversal() -> list[Case]:
 
     def active_hostile(ctx):
         put(ctx.p("active-conversation.json"), json.dumps({"id": "../../../etc/passwd", "updated": "x"}))
-    out.append(_s("traversal/active-id-dotdot", active_hostile, [], target=SID))
+    out.append(_s("traversal/active-id-dotdot", active_hostile, [("active-bad", "active-conversation.json")],
+                  target=SID))
     return out
 
 

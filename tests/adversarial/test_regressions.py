@@ -239,3 +239,12 @@ def test_recover_never_replaces_a_folder(tree, name):
     out = run(ctx, "recover", hostile.M2, "--force")
     assert out.exit_code == 1 and "does not replace it" in out.stderr
     assert ctx.p(f"{hostile.M2}.json").is_dir() or ctx.p(f"{hostile.M2}.meta").is_dir()
+
+
+@pytest.mark.parametrize("name", ["sam/traversal/active-id-dotdot", "sam/structure/active-missing-id",
+                                  "sam/encoding/active-utf16"])
+def test_sam_check_reads_active_conversation_json(tree, name):
+    # was: never read, so an unreadable or meaningless selection file went unreported
+    ctx = tree(name)
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    assert any(f["code"] == "active-bad" for f in findings)

@@ -31,7 +31,10 @@ def rt_files(ctx, cid: str) -> dict:
         paths = [ctx.p(f"{cid}.{ext}") for ext in ("json", "meta", "jsonl")]
     else:
         folder = ctx.p(cid)
-        paths = [folder] + sorted(folder.rglob("*")) if folder.is_dir() else []
+        try:
+            paths = [folder] + sorted(folder.rglob("*")) if folder.is_dir() else []
+        except OSError:  # the conversations folder is closed to us (a permissions case)
+            paths = []
     out = {}
     fp = fingerprint(ctx.conv)
     for p in paths:

@@ -60,6 +60,8 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
                     findings.append(Finding("legacy-store", e.path, "legacy single-file store: SAM migrates it on "
                                             "its next start and keeps a copy in backups/", INFO))
                     store._legacy_docs(findings)  # over the cap, not JSON, not an array: each a finding
+                elif e.name == "active-conversation.json":
+                    _check_active(store, e.path, findings)
             continue
         treecheck.mode(e.path, st, findings, fixes, fix)
         conv = os.path.join(e.path, "conversation.json")
@@ -106,6 +108,27 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
         findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM saves it "
                                 "to a second folder on its next save", ERROR, cid))
     return doc
+
+
+def _check_active(store, path: str, findings: list) -> None:
+    """``active-conversation.json`` (spec §6.1): SAM falls back to no selection when it cannot use it."""
+    import orjson
+
+    from samctl.errors import FileProblem
+
+    try:
+        doc = orjson.loads(fsafe.read_capped(path, store.caps.other))
+    except FileProblem as exc:
+        findings.append(Finding(exc.code, path, exc.message, WARNING))
+        return
+    except orjson.JSONDecodeError as exc:
+        findings.append(Finding("active-bad", path, f"not valid JSON ({str(exc)[:80]}): SAM selects no "
+                                "conversation at start", WARNING))
+        return
+    cid = doc.get("id") if isinstance(doc, dict) else None
+    if not (isinstance(cid, str) and UUID_RE.match(cid)):
+        findings.append(Finding("active-bad", path, f"id {str(cid)[:40]!r} is not a UUID: SAM selects no "
+                                "conversation at start", WARNING))
 
 
 def _check_folder_files(store, folder, cid, findings, fixes, fix):
