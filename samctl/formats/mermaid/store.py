@@ -78,7 +78,8 @@ class MermaidStore(Store):
 
         Each ``*.meta`` (pass 1) and each ``*.json`` without an accepted meta
         (pass 2) is read and parsed only when the cache has nothing fresh for
-        it; sizes are always stat'ed anew.
+        it (one lstat decides).  The log's size is stat'ed every time; the
+        size of the file saved together with the one listed is as of that save.
         """
         names = self._names()
         name_set = set(names)
@@ -111,23 +112,30 @@ class MermaidStore(Store):
             findings.append(Finding("symlink" if stat.S_ISLNK(st.st_mode) else "not-regular", p, why))
             return
         entry = MetaCache.fresh(cache.get(n), st, 4)
-        if entry is None or not (entry[2] is None or type(entry[2]) is list and len(entry[2]) == _META_WIDTH):
-            entry = scan(p, st)
+        if entry is None or not (entry[2] is None or type(entry[2]) is list and len(entry[2]) == _ROW_WIDTH):
+            entry = scan(p, st, name_set)
         # A permission problem can be fixed by chmod, which leaves the mtime alone: never cache it.
         if MetaCache.cacheable(st, now_ns) and (entry[3] is None or entry[3][0] != "unreadable"):
             fresh[n] = entry
         if entry[3] is not None:
             findings.append(Finding(entry[3][0], p, entry[3][1]))
-        if entry[2] is not None:
-            m = ConversationMeta(*entry[2])
-            stem = n.rpartition(".")[0]
-            m.path = p
-            m.size = st.st_size + _sizes(conv, stem, name_set, (".json", ".jsonl") if n.endswith(".meta")
-                                         else (".meta", ".jsonl"))
-            metas.append(m)
+        row = entry[2]
+        if row is not None:
+            # row[7]: the bytes of the conversation's other saved file (.json beside a .meta, or
+            # the reverse), measured when this file was read: mermaid writes both in one save.
+            # The log grows between saves, so it is stat'ed every time.
+            log = conv + os.sep + n.rpartition(".")[0] + ".jsonl"
+            size = st.st_size + row[7]
+            if log[len(conv) + 1:] in name_set:
+                try:
+                    size += os.stat(log, follow_symlinks=False).st_size
+                except OSError:
+                    pass
+            metas.append(ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6],
+                                          size, False, p))
 
-    def _scan_meta(self, p: str, st) -> list:
-        """[size, mtime_ns, meta fields or None (skipped), [code, reason] or None] of one sidecar."""
+    def _scan_meta(self, p: str, st, name_set) -> list:
+        """[size, mtime_ns, listing row or None (skipped), [code, reason] or None] of one sidecar."""
         try:
             doc = orjson.loads(fsafe.read_capped(p, self.caps.other))
             updated_ts = decode.check_meta(doc)
@@ -139,15 +147,16 @@ class MermaidStore(Store):
             return [st.st_size, st.st_mtime_ns, None, ["bad-id", f"sidecar names an invalid id {doc['id'][:40]!r}"]]
         if not doc.get("message_count"):
             return [st.st_size, st.st_mtime_ns, None, None]  # mermaid skips message-less metas silently
-        return [st.st_size, st.st_mtime_ns, _fields(decode.meta_from_meta(doc, p, 0, updated_ts)), None]
+        m = decode.meta_from_meta(doc, p, 0, updated_ts)
+        return [st.st_size, st.st_mtime_ns, _row(m, p, ".json", name_set), None]
 
-    def _scan_snapshot(self, p: str, st) -> list:
+    def _scan_snapshot(self, p: str, st, name_set) -> list:
         found: list = []
         doc = self._read_snapshot(p, found)
         problem = [found[0].code, found[0].reason] if found else None
         if doc is None or not doc["messages"]:
             return [st.st_size, st.st_mtime_ns, None, problem]
-        return [st.st_size, st.st_mtime_ns, _fields(decode.meta_from_snapshot(doc, p, 0)), problem]
+        return [st.st_size, st.st_mtime_ns, _row(decode.meta_from_snapshot(doc, p, 0), p, ".meta", name_set), problem]
 
     def _read_snapshot(self, p, findings: list, stem_must_match: bool = True):
         """The parsed snapshot at ``p``, or None with a finding."""
@@ -270,24 +279,20 @@ class MermaidStore(Store):
         return checks.check_tree(self, findings, fix)
 
 
-_META_WIDTH = len(ConversationMeta.__slots__)
+_ROW_WIDTH = 8
 
 
-def _fields(m: ConversationMeta) -> list:
-    """The meta's fields in declaration order (compact in the cache; ConversationMeta(*fields) rebuilds it)."""
-    return [getattr(m, k) for k in ConversationMeta.__slots__]
-
-
-def _sizes(conv: str, stem: str, name_set: set, exts) -> int:
-    """Total bytes of the conversation's files that the folder listing showed."""
-    total = 0
-    for ext in exts:
-        if stem + ext in name_set:
-            try:
-                total += os.stat(conv + os.sep + stem + ext, follow_symlinks=False).st_size
-            except OSError:
-                pass
-    return total
+def _row(m: ConversationMeta, p: str, other_ext: str, name_set) -> list:
+    """What the listing cache keeps of one conversation: id, title, created, updated,
+    created_ts, updated_ts, message_count, and the size of its other saved file."""
+    stem = p.rpartition(os.sep)[2].rpartition(".")[0]
+    other = 0
+    if stem + other_ext in name_set:
+        try:
+            other = os.stat(p.rpartition(os.sep)[0] + os.sep + stem + other_ext, follow_symlinks=False).st_size
+        except OSError:
+            pass
+    return [m.id, m.title, m.created, m.updated, m.created_ts, m.updated_ts, m.message_count, other]
 
 
 def _short(exc: Exception) -> str:
