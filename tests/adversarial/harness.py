@@ -166,11 +166,19 @@ def code_matches(pattern: str, code: str) -> bool:
 
 
 def findings_of(out: Outcome) -> list[dict]:
+    """The findings of a JSON output's "findings", else the "severity: code: path: reason" lines on stderr."""
     try:
         doc = orjson.loads(out.stdout)
     except orjson.JSONDecodeError:
-        return []
-    return doc.get("findings", []) if isinstance(doc, dict) else []
+        doc = None
+    if isinstance(doc, dict) and "findings" in doc:
+        return doc["findings"]
+    found = []
+    for line in out.stderr.splitlines():
+        parts = line.split(": ", 3)
+        if len(parts) == 4 and parts[0] in ("error", "warning", "info"):
+            found.append({"severity": parts[0], "code": parts[1], "path": parts[2], "reason": parts[3]})
+    return found
 
 
 def missing_expectations(case, ctx, outputs: dict) -> list[str]:

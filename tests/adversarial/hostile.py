@@ -1383,7 +1383,10 @@ def permission_cases(store: str) -> list[Case]:
         out.append(mk(f"permissions/{spot}-world-writable", chmod(rel, 0o666, create), [("mode", rel)], target=tgt))
     for what, rel in folders.items():
         exits = frozenset({0, 3, 4}) if rel == "." else frozenset({0, 3})
-        out.append(mk(f"permissions/{what}-unreadable", chmod(rel, 0o000), [("unreadable", rel if rel != "." else None)],
+        exp = [("unreadable", rel if rel != "." else None)]
+        if what == "conversation-folder":
+            exp.append(Expect("unreadable", rel + "/conversation.json", "ls-jsonl"))  # ls says so too
+        out.append(mk(f"permissions/{what}-unreadable", chmod(rel, 0o000), exp,
                       needs="nonroot", target=tgt, global_exits=exits))
         out.append(mk(f"permissions/{what}-exec-only", chmod(rel, 0o100), [("unreadable", rel if rel != "." else None)],
                       needs="nonroot", target=tgt, global_exits=exits))

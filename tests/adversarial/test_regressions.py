@@ -248,3 +248,12 @@ def test_sam_check_reads_active_conversation_json(tree, name):
     ctx = tree(name)
     findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
     assert any(f["code"] == "active-bad" for f in findings)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="permissions do not bite as root (CI runs this as an unprivileged user)")
+def test_sam_ls_reports_a_conversation_folder_it_cannot_enter(tree):
+    # was: ls skipped it silently (exit 0), as if it were a memory scope
+    ctx = tree("sam/permissions/conversation-folder-unreadable")
+    out = run(ctx, "ls", "--format", "jsonl")
+    assert out.exit_code == 3
+    assert f"error: unreadable: {ctx.p(hostile.S2)}/conversation.json" in out.stderr

@@ -103,8 +103,12 @@ class SamStore(Store):
         seen: set[str] = set()
         for e in self._folders():
             p = os.path.join(e.path, "conversation.json")
-            st = fsafe.lstat(p)
-            if st is None:
+            try:
+                st = os.lstat(p)
+            except FileNotFoundError:
+                continue  # a memory scope or leftover folder: not a conversation
+            except OSError as exc:  # the folder is closed to us: say so rather than skip it silently
+                findings.append(Finding("unreadable", p, f"cannot stat: {exc.strerror}", conversation=e.name.upper()))
                 continue
             if not stat.S_ISREG(st.st_mode):
                 findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file"))
