@@ -1,0 +1,271 @@
+"""Building rows from sources: SAM memories, messages of conversations, messages of archives.
+
+Data model
+----------
+A **row** is one searchable text:
+
+- a SAM memory (a ``memory.db`` row; ``@base/memory.db`` rows carry ``FLAG_BASE_DB``): position is
+  its rowid, importance the stored one, ``dim`` the dimension of its stored vector;
+- a message of a conversation (SAM ``conversation.json``, the legacy ``conversations.json``,
+  mermaid snapshot + log): position is its index among the conversation's messages;
+- a message of a SAM ``context_archive.db`` chunk ("archived"): position is
+  ``(chunk rowid << 20) + index in the chunk``, the id ``<chunk id>#<index>``.
+
+``read_source`` turns one ``Source`` into a ``Batch`` (Python lists, one per meta column, plus the
+findings and the conversations' infos: id, title, shared topic); ``process`` turns batches into a
+``Chunk``: the meta records, the §7.5 embeddings, the UTF-8 blobs of text/lower(text)/id with their
+lengths, and the token postings (64-bit token key, row in the chunk) of the keyword boost.
+
+Invariants
+----------
+- The store is only read, through the stores' own loaders (``load_resolved``, ``memorydb``),
+  read-only; ``read_source`` never raises for bad input: findings say what was wrong, and a
+  finding without a conversation gets the source's.
+- Blank texts are not rows.  Messages and archived messages get a dedupe key
+  (``format.dedupe_key``), so an archived copy of a message the conversation still has can be
+  hidden; memories get 0.
+- Rows come back in the order of the sources given, chunk by chunk (``CHUNK_SOURCES`` sources per
+  chunk), whether read here or by worker processes (only for ``PARALLEL_MIN_SOURCES`` or more).
+- ``read_source`` is called through the package (``samctl.core.index.read_source``), as it was
+  when the index was one module, so replacing it there is seen by every reader.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from samctl.core import scoring
+from samctl.core.index.format import (ARCHIVED, CTYPES, DIM, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, _enc, _np,
+                                      dedupe_key, meta_dtype)
+from samctl.core.index.sources import Source
+
+CHUNK_SOURCES = 48  # sources per unit of work (and per progress report)
+PARALLEL_MIN_SOURCES = 256  # fewer sources to read than this: no worker processes
+
+
+@dataclass
+class Batch:
+    """The rows of one source, as Python lists, plus what reading it found."""
+
+    key: str
+    flag: int = 0  # meta flags of every row
+    findings: list = field(default_factory=list)
+    infos: list = field(default_factory=list)  # conversation infos: {"id", "title", "topic", "topic_name"}
+    kinds: list = field(default_factory=list)
+    roles: list = field(default_factory=list)
+    ctypes: list = field(default_factory=list)
+    convs: list = field(default_factory=list)
+    pos: list = field(default_factory=list)
+    dates: list = field(default_factory=list)
+    imps: list = field(default_factory=list)
+    dims: list = field(default_factory=list)
+    refs: list = field(default_factory=list)
+    texts: list = field(default_factory=list)
+
+    def add(self, kind, role, ctype, conv, pos, date, imp, dim, ref, text):
+        self.kinds.append(kind)
+        self.roles.append(role)
+        self.ctypes.append(ctype)
+        self.convs.append(conv)
+        self.pos.append(pos)
+        self.dates.append(math.nan if date is None else date)
+        self.imps.append(imp)
+        self.dims.append(dim)
+        self.refs.append(ref)
+        self.texts.append(text)
+
+
+_ROLE_CODE = {r: i for i, r in enumerate(ROLES)}
+_CTYPE_CODE = {c: i for i, c in enumerate(CTYPES)}
+
+
+def _messages(b: Batch, conv, cid: str) -> None:
+    for i, m in enumerate(conv.messages):
+        if not m.content.strip():
+            continue
+        b.add(MESSAGE, _ROLE_CODE.get(m.role, 0), 0, cid, i, m.timestamp_ts, scoring.message_importance(m), 0,
+              m.id or "", m.content)
+
+
+def _sam_info(conv, cid: str) -> dict:
+    from samctl.formats.sam import decode
+
+    raw = conv.raw if isinstance(conv.raw, dict) else {}
+    settings = raw.get("settings") if isinstance(raw.get("settings"), dict) else {}
+    name = settings.get("sharedTopicName")
+    return {"id": cid, "title": conv.meta.title, "topic": decode.shared_topic_id(raw),
+            "topic_name": name if isinstance(name, str) else None}
+
+
+def read_source(store, src: Source) -> Batch:
+    """The rows of one source; never raises for bad input (findings say what was wrong)."""
+    from samctl.core.load import load_resolved
+
+    b = Batch(src.key, FLAG_BASE_DB if src.kind == "sam-base-mem" else 0)
+    if src.kind in ("sam-conv", "mermaid"):
+        conv = load_resolved(store, src.conv, b.findings)
+        if conv is not None:
+            b.infos.append(_sam_info(conv, src.conv) if src.kind == "sam-conv"
+                           else {"id": src.conv, "title": conv.meta.title})
+            _messages(b, conv, src.conv)
+    elif src.kind in ("sam-mem", "sam-base-mem"):
+        from samctl.formats.sam import memorydb
+
+        for row in memorydb.iter_memories(src.paths[0], b.findings, scope_id=src.conv, missing_ok=True):
+            conv = src.conv or row.conversation_id.upper()
+            b.add(MEMORY, 0, _CTYPE_CODE.get(row.content_type, 1), conv, row.rowid,
+                  memorydb.parse_db_date(row.created_at), row.importance, row.dimension, row.id, row.content)
+    elif src.kind == "sam-arch":
+        from samctl.formats.sam import memorydb
+
+        for chunk in memorydb.read_archives(src.paths[0], b.findings, scope_id=src.conv, missing_ok=True):
+            for j, m in enumerate(chunk["messages"]):
+                text = m.get("content")
+                if not isinstance(text, str) or not text.strip():
+                    continue
+                role = m.get("role")
+                if role not in ("user", "assistant", "system"):
+                    role = "user" if m.get("isFromUser") is True else "assistant"
+                imp = scoring.importance(text, role == "user") if role != "system" else 0.5
+                b.add(ARCHIVED, _ROLE_CODE[role], 0, src.conv, (chunk["rowid"] << 20) + j, m.get("timestamp_epoch"),
+                      imp, 0, f"{chunk['id']}#{j}", text)
+    elif src.kind == "sam-legacy":
+        path = src.paths[0]
+        for cid, doc in store._legacy_docs(b.findings).items():
+            if os.path.lexists(os.path.join(str(store.conv_dir), cid, "conversation.json")):
+                continue  # the folder copy wins, as in SAM's loader
+            conv = store.conversation_from_doc(doc, path, cid)
+            b.infos.append(_sam_info(conv, cid))
+            _messages(b, conv, cid)
+    for f in b.findings:
+        f.conversation = f.conversation or src.conv
+    return b
+
+
+
+
+@dataclass
+class Chunk:
+    """Rows ready for a segment: what a worker sends back (numpy arrays and bytes, picklable)."""
+
+    keys: list
+    counts: list
+    findings: list
+    infos: list
+    conv_names: list
+    meta: object
+    vectors: object
+    text: bytes
+    text_len: object
+    ltext: bytes
+    ltext_len: object
+    ref: bytes
+    ref_len: object
+    tok_hash: object
+    tok_row: object
+
+
+def process(batches: list[Batch]) -> Chunk:
+    """Embed, tokenise and pack the rows of some sources."""
+    np = _np()
+    if len(TOKH) > 1 << 20:
+        TOKH.clear()
+    texts = [t for b in batches for t in b.texts]
+    n = len(texts)
+    meta = np.zeros(n, dtype=meta_dtype())
+    conv_names: dict[str, int] = {}
+    convs = [conv_names.setdefault(c, len(conv_names)) for b in batches for c in b.convs]
+    for name, col in (("kind", "kinds"), ("role", "roles"), ("ctype", "ctypes"), ("pos", "pos"), ("date", "dates"),
+                      ("imp", "imps"), ("dim", "dims")):
+        meta[name] = [x for b in batches for x in getattr(b, col)]
+    meta["conv"] = convs
+    meta["flags"] = [b.flag for b in batches for _ in b.texts]
+    keys: list[int] = []
+    ntok = []
+    extend = keys.extend
+    get = TOKH.__getitem__
+    for t in texts:
+        toks = scoring.tokens(t)
+        ntok.append(len(toks))
+        extend(map(get, toks))
+    meta["ntok"] = ntok
+    names = list(conv_names)
+    cstrs = [names[i] for i in convs]
+    meta["dkey"] = np.array([dedupe_key(c, t) if k != MEMORY else 0
+                             for k, c, t in zip(meta["kind"].tolist(), cstrs, texts)], dtype=np.uint64)
+    enc = [_enc(t) for t in texts]
+    lenc = [_enc(t.lower()) for t in texts]
+    renc = [_enc(r) for b in batches for r in b.refs]
+    return Chunk(
+        keys=[b.key for b in batches], counts=[len(b.texts) for b in batches], findings=[b.findings for b in batches],
+        infos=[b.infos for b in batches], conv_names=names, meta=meta,
+        vectors=scoring.embed_many(texts) if n else np.zeros((0, DIM), dtype=np.float32),
+        text=b"".join(enc), text_len=np.fromiter(map(len, enc), dtype=np.int64, count=n),
+        ltext=b"".join(lenc), ltext_len=np.fromiter(map(len, lenc), dtype=np.int64, count=n),
+        ref=b"".join(renc), ref_len=np.fromiter(map(len, renc), dtype=np.int64, count=n),
+        tok_hash=np.array(keys, dtype=np.uint64),
+        tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(ntok, dtype=np.int64)),
+    )
+
+
+# worker processes ----------------------------------------------------------------------------
+
+_WORKER_STORE = None
+
+
+def _worker_init(spec) -> None:
+    global _WORKER_STORE
+    from samctl.formats.base import Caps
+
+    kind, conv, base, caps = spec
+    if kind == "sam":
+        from samctl.formats.sam.store import SamStore as cls
+    else:
+        from samctl.formats.mermaid.store import MermaidStore as cls
+    _WORKER_STORE = cls(Path(conv), Path(base), Caps(*caps), False)
+
+
+def _worker_read(sources: list[Source]) -> Chunk:
+    from samctl.core import index
+
+    return process([index.read_source(_WORKER_STORE, s) for s in sources])
+
+
+def _read_all(store, sources: list[Source], progress=None, jobs: int | None = None):
+    """Chunks for ``sources`` in order, read by worker processes when there are many."""
+    from samctl.core import index
+
+    chunks = [sources[i:i + CHUNK_SOURCES] for i in range(0, len(sources), CHUNK_SOURCES)]
+    total = len(sources)
+    if jobs is None:
+        env = os.environ.get("SAMCTL_INDEX_JOBS", "")
+        jobs = int(env) if env.isdigit() else min(os.cpu_count() or 1, 4)
+    done = rows = 0
+    if jobs > 1 and total >= PARALLEL_MIN_SOURCES:
+        import concurrent.futures
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        spec = (store.name, str(store.conv_dir), str(store.base),
+                (store.caps.snapshot, store.caps.log, store.caps.other))
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
+                                                    initargs=(spec,)) as pool:
+            for part, chunk in zip(chunks, pool.map(_worker_read, chunks)):
+                done += len(part)
+                rows += len(chunk.meta)
+                if progress:
+                    progress(done, total, rows)
+                yield chunk
+        return
+    for part in chunks:
+        chunk = process([index.read_source(store, s) for s in part])
+        done += len(part)
+        rows += len(chunk.meta)
+        if progress:
+            progress(done, total, rows)
+        yield chunk
+
