@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Fuzz targets for samctl's readers, for hypothesis (tests/adversarial/test_fuzz.py) and for
 coverage-guided fuzzing with atheris (libFuzzer) when it is installed.
 
@@ -8,6 +9,7 @@ Whatever the bytes, nothing may raise: every problem must come back as a finding
 
     python -m tests.adversarial.fuzz TARGET [libFuzzer options] [corpus folders]
     python -m tests.adversarial.fuzz mermaid-log -max_total_time=60 /tmp/new tests/adversarial/corpus/mermaid-log
+    SAMCTL_FUZZ_TARGET=mermaid-log tests/adversarial/fuzz.py -merge=1 /tmp/min tests/adversarial/corpus/mermaid-log /tmp/new
 
 Targets: mermaid-snapshot, mermaid-meta, mermaid-log, sam-conversation, memorydb-rows.
 The checked-in corpus (``corpus/<target>/``) holds small seeds: the demo files, and
@@ -228,10 +230,15 @@ def corpus(name: str) -> list[bytes]:
 def main(argv: list[str]) -> None:
     import atheris
 
-    if len(argv) < 2 or argv[1] not in TARGETS:
+    # The target comes from SAMCTL_FUZZ_TARGET or the first argument; libFuzzer's -merge re-runs
+    # this file with its own arguments, so the variable is set for it to find the target again.
+    name = os.environ.get("SAMCTL_FUZZ_TARGET")
+    if name is None and len(argv) >= 2 and argv[1] in TARGETS:
+        name = argv.pop(1)
+    if name not in TARGETS:
         print(__doc__, file=sys.stderr)
         raise SystemExit(2)
-    name = argv.pop(1)
+    os.environ["SAMCTL_FUZZ_TARGET"] = name
     sys.path.insert(0, str(REPO))
     with atheris.instrument_imports(include=["samctl"]):
         import samctl.core.load  # noqa: F401
