@@ -76,6 +76,20 @@ class ToolCall:
     arguments: Any  # a JSON string (SAM) or any JSON value (mermaid)
 
 
+def tool_calls_from_openai(v) -> list[ToolCall]:
+    """Tool calls in the OpenAI shape both stores keep (``[{"id", "function": {"name", "arguments"}}]``),
+    leniently: entries that are not objects are skipped, a missing name reads as "?"."""
+    out = []
+    if isinstance(v, list):
+        for tc in v:
+            if isinstance(tc, dict):
+                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                name = fn.get("name")
+                out.append(ToolCall(tc.get("id") if isinstance(tc.get("id"), str) else None,
+                                    name if isinstance(name, str) else "?", fn.get("arguments")))
+    return out
+
+
 @dataclass(slots=True)
 class Message:
     role: str

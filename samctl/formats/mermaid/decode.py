@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 
-from samctl.core.model import ConversationMeta, Message, ToolCall
+from samctl.core.model import ConversationMeta, Message, tool_calls_from_openai
 from samctl.core.timeparse import parse_timestamp
 
 MERMAID_ID_RE = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9]{3}\Z")
@@ -192,18 +192,6 @@ def _created_ts(cid: str):
     return base + mi * 60 + sec + int(cid[16:]) / 1000
 
 
-def _tool_calls(v) -> list[ToolCall]:
-    out = []
-    if isinstance(v, list):
-        for tc in v:
-            if isinstance(tc, dict):
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
-                name = fn.get("name")
-                out.append(ToolCall(tc.get("id") if isinstance(tc.get("id"), str) else None,
-                                    name if isinstance(name, str) else "?", fn.get("arguments")))
-    return out
-
-
 def message(m: dict) -> Message:
     role_raw = m["role"]
     kind = m.get("kind")
@@ -217,7 +205,7 @@ def message(m: dict) -> Message:
         content=m["content"],
         timestamp=m["timestamp"],
         timestamp_ts=parse_timestamp(m["timestamp"]),
-        tool_calls=_tool_calls(m.get("tool_calls")),
+        tool_calls=tool_calls_from_openai(m.get("tool_calls")),
         tool_call_id=m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None,
         tool_name=m.get("tool_name") if isinstance(m.get("tool_name"), str) else None,
         reasoning=thinking if isinstance(thinking, str) and thinking else None,

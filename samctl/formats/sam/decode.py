@@ -7,7 +7,7 @@ file is a separate question answered by samctl.formats.sam.schema.
 
 from __future__ import annotations
 
-from samctl.core.model import ConversationMeta, Message, ToolCall
+from samctl.core.model import ConversationMeta, Message, tool_calls_from_openai
 from samctl.core.timeparse import parse_timestamp
 
 
@@ -49,17 +49,6 @@ def hidden_by_ui(m: dict) -> bool:
     return True
 
 
-def _tool_calls(v) -> list[ToolCall]:
-    out = []
-    if isinstance(v, list):
-        for tc in v:
-            if isinstance(tc, dict):
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
-                out.append(ToolCall(tc.get("id") if isinstance(tc.get("id"), str) else None,
-                                    _str(fn.get("name"), "?"), fn.get("arguments")))
-    return out
-
-
 def message(m) -> Message | None:
     if not isinstance(m, dict):
         return None
@@ -72,7 +61,7 @@ def message(m) -> Message | None:
         timestamp=ts,
         timestamp_ts=parse_timestamp(ts),
         id=m.get("id") if isinstance(m.get("id"), str) else None,
-        tool_calls=_tool_calls(m.get("toolCalls")),
+        tool_calls=tool_calls_from_openai(m.get("toolCalls")),
         tool_call_id=m.get("toolCallId") if isinstance(m.get("toolCallId"), str) else None,
         tool_name=m.get("toolName") if isinstance(m.get("toolName"), str) else None,
         tool_status=m.get("toolStatus") if isinstance(m.get("toolStatus"), str) else None,
