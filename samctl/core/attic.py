@@ -691,6 +691,10 @@ def list_entries(store, findings: list, states=STATES) -> list[Entry]:
             findings.append(_finding(e, "attic-tampered", f"the archive is {st.st_size} bytes, the manifest says "
                                                           f"{e.tar_size}"))
             continue
+        for p, pst in ((e.tar_path, st), (e.manifest_path, fsafe.lstat(e.manifest_path))):
+            why = fsafe.mode_problem(pst) if pst is not None else None
+            if why:  # the attic holds whole conversations: it must stay private
+                findings.append(Finding("attic-mode", str(p), why, WARNING, e.id))
         if e.state in states:
             entries.append(e)
     journal = attic / JOURNAL

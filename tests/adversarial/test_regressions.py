@@ -257,3 +257,20 @@ def test_sam_ls_reports_a_conversation_folder_it_cannot_enter(tree):
     out = run(ctx, "ls", "--format", "jsonl")
     assert out.exit_code == 3
     assert f"error: unreadable: {ctx.p(hostile.S2)}/conversation.json" in out.stderr
+
+
+def test_sam_check_validates_every_element_of_the_legacy_store(tree):
+    # was: elements SAM cannot decode (bad ids, wrong types) were dropped silently; SAM's migration
+    # decodes the whole array and fails on any one of them
+    ctx = tree("sam/structure/legacy-store-hostile-ids")
+    findings = orjson.loads(run(ctx, "check", "--format", "json").stdout)["findings"]
+    assert sum(f["code"] == "sam-reject" and f["path"].endswith("conversations.json") for f in findings) >= 3
+
+
+@pytest.mark.parametrize("store", ["mermaid", "sam"])
+def test_attic_reports_an_entry_open_to_others(tree, store):
+    # was: a world-readable archive (whole conversations) went unreported
+    ctx = tree(f"{store}/permissions/attic-entry-world-readable")
+    out = run(ctx, "attic", "--format", "json")
+    assert out.exit_code == 3
+    assert any(f["code"] == "attic-mode" for f in orjson.loads(out.stdout)["findings"])

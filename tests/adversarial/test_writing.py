@@ -58,6 +58,19 @@ def inodes(root: Path) -> dict:
     return out
 
 
+def age(folder: Path, seconds: float = 7200) -> None:
+    """Make every file under ``folder`` look ``seconds`` old (never through a symlink)."""
+    import time
+
+    t = time.time() - seconds
+    for dirpath, _, filenames in os.walk(folder, followlinks=False):
+        for name in filenames:
+            try:
+                os.utime(os.path.join(dirpath, name), (t, t), follow_symlinks=False)
+            except OSError:
+                pass
+
+
 def run_writes(case, tmp_path) -> None:
     why = case.skip_reason()
     if why:
@@ -79,13 +92,19 @@ def run_writes(case, tmp_path) -> None:
             ("restore", ["restore", rt, "--force"]),
             ("archive", ["archive", rt, "--yes", "--force", "--include-pinned"]),
             ("restore-archived", ["restore", rt, "--force"]),
+            ("rm-again", ["rm", rt, "--yes", "--force", "--include-pinned"]),
+            ("restore-as-new", ["restore", rt, "--as-new", "--force"]),
             ("compact", ["compact", "--force"]),
+            ("compact-logs", ["compact", "--force", "--log-threshold", "1K"]),  # rewrite every (hostile) log
             ("attic-repair", ["attic", "--repair"]),
             ("search-touch", ["search", "budget portland", "--touch", "--force"]),
             ("purge", ["rm", "--purge", case.target or rt, "--yes", "--force", "--include-pinned"]),
         ]
         results = {}
         for key, args in steps:
+            if key == "compact-logs":
+                age(ctx.conv)  # compact leaves alone logs written in the last minute
+                seen = inodes(ctx.root)
             out = invoke(["--root", str(ctx.root), *case.args, *args])
             TALLY.cases += 1
             results[key] = out

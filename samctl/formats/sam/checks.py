@@ -60,6 +60,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
                     findings.append(Finding("legacy-store", e.path, "legacy single-file store: SAM migrates it on "
                                             "its next start and keeps a copy in backups/", INFO))
                     store._legacy_docs(findings)  # over the cap, not JSON, not an array: each a finding
+                    _check_legacy(store, e.path, findings)
                 elif e.name == "active-conversation.json":
                     _check_active(store, e.path, findings)
             continue
@@ -108,6 +109,32 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
         findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM saves it "
                                 "to a second folder on its next save", ERROR, cid))
     return doc
+
+
+def _check_legacy(store, path: str, findings: list) -> None:
+    """What SAM would refuse in the legacy ``conversations.json`` (spec §5.4): the file is decoded as
+    one array of ConversationData, so an element that does not decode fails the whole file."""
+    import orjson
+
+    from samctl.errors import FileProblem
+    from samctl.formats.sam import schema
+
+    try:
+        arr = orjson.loads(fsafe.read_capped(path, store.caps.snapshot))
+    except (FileProblem, orjson.JSONDecodeError):
+        return  # _legacy_docs reported it
+    if not isinstance(arr, list):
+        return
+    bad = 0
+    for i, d in enumerate(arr):
+        errors = [p for p in schema.validate_conversation(d) if p.severity == schema.ERROR]
+        if errors:
+            bad += 1
+            if bad <= 5:
+                findings.append(Finding("sam-reject", path, f"element {i}: {errors[0].where}: {errors[0].reason} "
+                                        "(SAM decodes the file as one array: it fails on this)"))
+    if bad > 5:
+        findings.append(Finding("sam-reject", path, f"{bad - 5} more elements SAM cannot decode"))
 
 
 def _check_active(store, path: str, findings: list) -> None:
