@@ -66,6 +66,7 @@ KINDS = frozenset({"normal", "context_checkpoint", "run_summary", "continuation"
 # ChatMessage struct order (spec §3.1).
 MESSAGE_FIELDS = ("role", "content", "timestamp", "kind", "metadata", "actions", "thinking", "images",
                   "image_numbers", "tool_calls", "tool_call_id", "tool_name", "provider_continuation")
+_MESSAGE_FIELD_SET = frozenset(MESSAGE_FIELDS)
 SCALARS = ("title", "model_name", "safety_mode", "plan", "advertised_context", "last_token_usage",
            "cumulative_token_usage", "context_usage", "git_branch", "git_sha", "cli_version", "forked_from",
            "parent_session")
@@ -522,10 +523,16 @@ def _too_large(size: int, cap: int) -> LogRead:
 # --- folding ----------------------------------------------------------------------
 
 def normalize_message(m: dict) -> dict:
-    """A ChatMessage as mermaid re-saves it: every field (struct order), defaults filled,
+    """A ChatMessage as mermaid re-saves it: every field, defaults filled,
     an unknown role as "System", an unknown kind as "unknown". Keys of newer builds are kept
     after the known ones. ``actions`` is a new list (folding appends to it).
     """
+    if m.keys() == _MESSAGE_FIELD_SET and m["role"] in ROLES and m["kind"] in KINDS:
+        # What mermaid itself wrote (every field, known role and kind): a copy is enough, as
+        # writers sort keys anyway. Most messages of a log take this path.
+        out = m.copy()
+        out["actions"] = list(m["actions"])
+        return out
     kind = m.get("kind", "normal")
     out = {
         "role": m["role"] if m["role"] in ROLES else "System",
