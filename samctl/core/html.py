@@ -23,6 +23,7 @@ import re
 from html import escape
 from urllib.parse import quote
 
+from samctl.core import render
 from samctl.core.timeparse import format_local
 
 CSS = """
@@ -170,13 +171,7 @@ def _iso_utc(ts) -> str:
 
 
 def _action_html(a: dict) -> str:
-    r = a.get("result")
-    status, output = "", ""
-    if isinstance(r, dict):
-        if isinstance(r.get("Success"), dict):
-            status, output = "ok", r["Success"].get("output", "")
-        elif isinstance(r.get("Error"), dict):
-            status, output = "error", r["Error"].get("error", "")
+    status, output = render.action_outcome(a)
     label = f"{a.get('action_type', '?')} {a.get('target', '')}".strip()
     details = a.get("details")
     extra = ""

@@ -89,14 +89,20 @@ def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=_
     return "\n".join(out)
 
 
-def _action_result(a: dict) -> str:
+def action_outcome(a: dict) -> tuple[str, object]:
+    """("ok"|"error"|"", output) of a mermaid tool run's externally tagged ``result``."""
     r = a.get("result")
     if isinstance(r, dict):
         if isinstance(r.get("Success"), dict):
-            return "ok: " + safe_text(str(r["Success"].get("output", ""))[:120])
+            return "ok", r["Success"].get("output", "")
         if isinstance(r.get("Error"), dict):
-            return "error: " + safe_text(str(r["Error"].get("error", ""))[:120])
-    return ""
+            return "error", r["Error"].get("error", "")
+    return "", ""
+
+
+def _action_result(a: dict) -> str:
+    status, output = action_outcome(a)
+    return f"{status}: " + safe_text(str(output)[:120]) if status else ""
 
 
 def _fence(text: str) -> str:
@@ -153,13 +159,7 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
 
 def _md_action(a: dict) -> list[str]:
     """A mermaid tool run (an ``actions`` entry) as a line and its output, fenced."""
-    r = a.get("result")
-    status, output = "", ""
-    if isinstance(r, dict):
-        if isinstance(r.get("Success"), dict):
-            status, output = "ok", r["Success"].get("output", "")
-        elif isinstance(r.get("Error"), dict):
-            status, output = "error", r["Error"].get("error", "")
+    status, output = action_outcome(a)
     line = f"**Tool run** {_md_inline(str(a.get('action_type', '?')))} `{_md_inline(str(a.get('target', '')))}`"
     out = [line + (f": {status}" if status else ""), ""]
     if isinstance(output, str) and output:
