@@ -104,11 +104,27 @@ def emit_json(obj) -> None:
 
 
 def emit_jsonl(rows) -> None:
+    """One compact JSON document per line; written as bytes in batches when stdout has a buffer."""
     out = sys.stdout
+    raw = getattr(out, "buffer", None)
+    if raw is None:
+        for r in rows:
+            out.write(dumps(r))
+            out.write("\n")
+        out.flush()
+        return
+    out.flush()  # whatever was written as text goes first
+    batch: list = []
     for r in rows:
-        out.write(dumps(r))
-        out.write("\n")
-    out.flush()
+        batch.append(_json(r, orjson.OPT_NON_STR_KEYS))
+        if len(batch) == 4096:
+            batch.append(b"")
+            raw.write(b"\n".join(batch))
+            batch.clear()
+    if batch:
+        batch.append(b"")
+        raw.write(b"\n".join(batch))
+    raw.flush()
 
 
 def report_findings(findings, quiet: bool = False) -> None:

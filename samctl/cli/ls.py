@@ -11,6 +11,7 @@ from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_op
     store_of, table
 from samctl.core.listing import SORT_KEYS, ListQuery, list_conversations
 from samctl.core.timeparse import format_local, parse_when
+from samctl.gcpause import gc_paused
 
 
 @click.command("ls")
@@ -33,13 +34,14 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
         pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse,
     )
     findings: list = []
-    metas = list_conversations(store_of(ctx), query, findings)
-    if fmt == "jsonl":
-        emit_jsonl(m.to_dict() for m in metas)
-    elif fmt == "json":
-        emit_json([m.to_dict() for m in metas])
-    else:
-        _table(metas)
+    with gc_paused():  # a listing is 100,000s of small objects, none of them in a cycle
+        metas = list_conversations(store_of(ctx), query, findings)
+        if fmt == "jsonl":
+            emit_jsonl(m.to_dict() for m in metas)
+        elif fmt == "json":
+            emit_json([m.to_dict() for m in metas])
+        else:
+            _table(metas)
     report_findings(findings)
     finish(findings)
 

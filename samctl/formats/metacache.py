@@ -11,6 +11,12 @@ Invariants:
   root is ignored (and rewritten): deleting it costs only time.
 - Entries for files modified in the last RACY_SECONDS are never stored: their
   mtime could still change within the same clock tick (git's "racy clean").
+- A store may also record a *folder stamp* (see ``folder_stamp``) with the
+  entries: while the folder's stamp is unchanged, no name in it was created,
+  removed or renamed since the save, so a store whose app only ever replaces
+  files by rename may trust the entries without a stat per file.  The stamp
+  is recorded only when the folder was last changed RACY_SECONDS or more
+  before it was read, for the same reason as above.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 
-VERSION = 2
+VERSION = 3
 RACY_SECONDS = 2.0
 
 
@@ -33,6 +39,8 @@ class MetaCache:
         self.enabled = enabled
         key = hashlib.sha256(f"{kind}\0{root_real}".encode("utf-8", "surrogateescape")).hexdigest()[:24]
         self.path = fsafe.cache_dir() / f"{kind}-meta-{key}.json"
+        self.stamp = None  # the folder stamp saved with the entries, if any (set by load)
+        self.extra = None  # what the store saved beside the stamp (set by load)
 
     def load(self) -> dict:
         """name -> entry (a list whose first two items are size and mtime_ns); {} when untrusted."""
@@ -45,17 +53,29 @@ class MetaCache:
         if (not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("kind") != self.kind
                 or doc.get("root") != self.root_real or not isinstance(doc.get("entries"), dict)):
             return {}
+        stamp = doc.get("folder")
+        if type(stamp) is list and len(stamp) == 4 and all(type(x) is int for x in stamp):
+            self.stamp, self.extra = stamp, doc.get("extra")
         return doc["entries"]
 
-    def save(self, entries: dict) -> None:
+    def save(self, entries: dict, stamp: list | None = None, extra=None) -> None:
+        """Write ``entries``; ``stamp`` (from ``folder_stamp``) and ``extra`` are kept only together."""
         if not self.enabled:
             return
+        doc = {"v": VERSION, "kind": self.kind, "root": self.root_real, "entries": entries}
+        if stamp is not None:
+            doc["folder"], doc["extra"] = stamp, extra
         try:
             fsafe.make_private_dir(self.path.parent)
-            fsafe.write_atomic(self.path, orjson.dumps(
-                {"v": VERSION, "kind": self.kind, "root": self.root_real, "entries": entries}))
+            fsafe.write_atomic(self.path, orjson.dumps(doc))
         except OSError:
             pass  # a cache that cannot be written costs only time
+
+    @staticmethod
+    def folder_stamp(st) -> list:
+        """What changes whenever a name in the folder is created, removed or renamed, or the
+        folder is replaced or chmod'ed: [mtime_ns, ctime_ns, inode, device]."""
+        return [st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
     @staticmethod
     def fresh(entry, st, width: int):

@@ -218,3 +218,108 @@ def test_mermaid_cache_warm_equals_cold_and_follows_changes(run, mermaid_broken,
     after = [json.loads(x) for x in run("--root", root, "ls", "--format", "jsonl").stdout.splitlines()
              if "20260901_170000_250" in x][0]["size"]
     assert after == before + 1000
+
+
+def _age_folder(folder, when=1.7e9):
+    _age(folder)
+    os.utime(folder, (when, when))
+
+
+def _ls_rows(run, root, *extra):
+    r = run("--root", root, *extra, "ls", "--format", "jsonl")
+    assert r.exit_code == 0, r.stderr
+    return {x["id"]: x for x in map(json.loads, r.stdout.splitlines())}
+
+
+def test_mermaid_unchanged_folder_is_listed_without_a_stat_per_sidecar(run, mermaid_demo, monkeypatch, tmp_path):
+    from samctl import fsafe
+
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "c"))
+    conv = mermaid_demo / ".mermaid" / "conversations"
+    _age_folder(conv)
+    cold = run("--root", mermaid_demo, "ls", "--format", "jsonl")
+    doc = json.loads(next((tmp_path / "c").iterdir()).read_bytes())
+    assert doc["folder"][0] == int(1.7e9) * 10**9 and sorted(doc["extra"]) == sorted(MERMAID_IDS)
+
+    def no_lstat(*a, **k):
+        raise AssertionError("a sidecar was stat'ed although the folder is unchanged")
+
+    monkeypatch.setattr(fsafe, "lstat", no_lstat)
+    warm = run("--root", mermaid_demo, "ls", "--format", "jsonl")
+    assert (warm.stdout, warm.stderr, warm.exit_code) == (cold.stdout, cold.stderr, 0)
+
+
+def test_mermaid_trusted_folder_still_sees_every_change_mermaid_makes(run, mermaid_demo, monkeypatch, tmp_path):
+    """mermaid replaces .json/.meta by rename and creates/removes files: each changes the folder's stamp.
+    Logs grow in place: they are stat'ed every time."""
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "c"))
+    conv = mermaid_demo / ".mermaid" / "conversations"
+    _age_folder(conv)
+    before = _ls_rows(run, mermaid_demo)
+    cid = MERMAID_IDS[0]
+    # a log that grows in place
+    with open(conv / f"{cid}.jsonl", "a") as f:
+        f.write("x" * 1000)
+    assert _ls_rows(run, mermaid_demo)[cid]["size"] == before[cid]["size"] + 1000
+    # a sidecar replaced the way mermaid writes it (temp + rename)
+    meta = conv / f"{cid}.meta"
+    tmp = conv / f".{cid}.meta.1.1.tmp"
+    tmp.write_text(meta.read_text().replace("What does the deadline", "Renamed: what does the deadline"))
+    os.utime(tmp, (1.7e9 + 5, 1.7e9 + 5))
+    os.rename(tmp, meta)
+    os.utime(conv, (1.7e9 + 5, 1.7e9 + 5))  # not racy: the stamp is recorded again
+    assert _ls_rows(run, mermaid_demo)[cid]["title"].startswith("Renamed: what does the deadline")
+    assert _ls_rows(run, mermaid_demo)[cid]["title"].startswith("Renamed: what does the deadline")
+    # a conversation removed, and one added by copying (new names in the folder)
+    for ext in ("json", "meta", "jsonl"):
+        (conv / f"{MERMAID_IDS[1]}.{ext}").unlink()
+    new = "20270101_000000_000"
+    (conv / f"{new}.json").write_text((conv / f"{MERMAID_IDS[2]}.json").read_text().replace(MERMAID_IDS[2], new))
+    rows = _ls_rows(run, mermaid_demo)
+    assert MERMAID_IDS[1] not in rows and new in rows
+    assert set(_ls_rows(run, mermaid_demo)) == set(rows)
+    nocache = run("--root", mermaid_demo, "--no-cache", "ls", "--format", "jsonl")
+    assert nocache.stdout == run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout
+
+
+def test_mermaid_racy_or_incomplete_listing_records_no_folder_stamp(run, mermaid_broken, mermaid_demo, monkeypatch,
+                                                                      tmp_path):
+    cache = tmp_path / "c"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    conv = mermaid_demo / ".mermaid" / "conversations"
+    _age(conv)
+    os.utime(conv)  # the folder changed just now: a rename could still land in the same tick
+    run("--root", mermaid_demo, "ls")
+    assert "folder" not in json.loads(next(cache.iterdir()).read_bytes())
+    shutil.rmtree(cache)
+    # the broken tree has a symlink and a fifo, which are never cached: they must be reported every time
+    root, _ = mermaid_broken
+    _age_folder(root / ".mermaid" / "conversations")
+    first = run("--root", root, "ls", "--format", "jsonl")
+    assert "folder" not in json.loads(next(cache.iterdir()).read_bytes())
+    again = run("--root", root, "ls", "--format", "jsonl")
+    assert (again.stdout, again.stderr, again.exit_code) == (first.stdout, first.stderr, 3)
+    assert "symlink" in again.stderr
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda e: e.__setitem__(0, "big"),
+    lambda e: e.__setitem__(2, [1, 2, 3]),
+    lambda e: e[2].__setitem__(7, "x") if e[2] else e.__setitem__(2, "row"),
+    lambda e: e[2].__setitem__(5, "late") if e[2] else e.__setitem__(3, "?"),
+    lambda e: e.__setitem__(3, [1]),
+    lambda e: e.append(0),
+])
+def test_mermaid_tampered_trusted_cache_is_rescanned_silently(run, mermaid_demo, monkeypatch, tmp_path, tamper):
+    cache = tmp_path / "c"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    _age_folder(mermaid_demo / ".mermaid" / "conversations")
+    cold = run("--root", mermaid_demo, "ls", "--format", "jsonl")
+    f = next(cache.iterdir())
+    doc = json.loads(f.read_bytes())
+    assert "folder" in doc
+    for entry in doc["entries"].values():
+        tamper(entry)
+    f.write_text(json.dumps(doc))
+    r = run("--root", mermaid_demo, "ls", "--format", "jsonl")
+    assert (r.stdout, r.stderr, r.exit_code) == (cold.stdout, "", 0)

@@ -23,11 +23,9 @@ Invariants:
 
 from __future__ import annotations
 
-import gc
 import re
 import stat
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import accumulate
@@ -36,6 +34,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.gcpause import gc_paused
 
 __all__ = [
     "MERMAID_ID_RE", "ID_RE", "STOPS", "LogRead", "parse_log", "read_log_file", "torn_tail",
@@ -415,23 +414,9 @@ def torn_tail(data: bytes) -> int | None:
     return data.rfind(b"\n") + 1
 
 
-@contextmanager
-def _gc_paused():
-    # A log parses into millions of small acyclic containers; the cyclic
-    # collector would rescan them over and over (3x the parse time) and can
-    # free none of them.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def parse_log(data: bytes) -> LogRead:
     """Read a whole log from its bytes (pure; never raises)."""
-    with _gc_paused():
+    with gc_paused():
         return _parse_log(data)
 
 
@@ -614,7 +599,7 @@ def fold(events: list, local_tz=None) -> dict | None:
     session id is not a valid mermaid id. ``local_tz`` (a tzinfo; default the
     process's local zone) is only used for the provisional "Session ..." title.
     """
-    with _gc_paused():
+    with gc_paused():
         return _fold(events, local_tz)
 
 

@@ -80,26 +80,85 @@ class MermaidStore(Store):
         (pass 2) is read and parsed only when the cache has nothing fresh for
         it (one lstat decides).  The log's size is stat'ed every time; the
         size of the file saved together with the one listed is as of that save.
+
+        When the folder's stamp equals the one saved with a complete cache, no
+        file was created, removed or renamed since, and mermaid (like samctl)
+        only ever replaces ``.json`` and ``.meta`` by rename: the cached rows
+        are used without a stat per file (git's untracked cache makes the same
+        bet).  A tool that rewrites a sidecar in place is seen at the next
+        change to the folder, or at once with ``--no-cache``.
         """
-        names = self._names()
-        name_set = set(names)
         conv = str(self.conv_dir)
         cache_file = MetaCache("mermaid", self.root_real, self.use_cache)
         cache = cache_file.load()
+        try:
+            folder = os.stat(conv)
+        except OSError as exc:
+            raise NotFound(f"cannot list {conv}: {exc.strerror}") from None
+        stamp = MetaCache.folder_stamp(folder)
+        if cache and cache_file.stamp == stamp and type(cache_file.extra) is list:
+            trusted = self._list_trusted(conv, cache, set(cache_file.extra))
+            if trusted is not None:
+                findings.extend(trusted[1])
+                return trusted[0]
+        names = self._names()
+        name_set = set(names)
         fresh: dict = {}
         now_ns = time.time_ns()
         metas: list = []
+        listed = 0
         for n in names:
             if n.endswith(".meta"):
+                listed += 1
                 self._list_one(conv, n, self._scan_meta, cache, fresh, now_ns, name_set, metas, findings)
         seen = {m.id for m in metas}
         for n in names:
             if n.endswith(".json") and n[:-5] not in seen:
+                listed += 1
                 self._list_one(conv, n, self._scan_snapshot, cache, fresh, now_ns, name_set, metas, findings)
-        if fresh.keys() != cache.keys() or any(fresh[k] is not cache[k] for k in fresh):
+        # The stamp may be trusted next time only if every listed name is in the cache
+        # (nothing racy, unreadable, vanished or not a regular file) and the folder is not racy.
+        trustable = listed == len(fresh) and MetaCache.cacheable(folder, now_ns)
+        if trustable:
+            logs = [n[:-6] for n in names if n.endswith(".jsonl")]
+            if stamp != cache_file.stamp or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k]
+                                                                               for k in fresh):
+                cache_file.save(fresh, stamp, logs)
+        elif cache_file.stamp is not None or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k]
+                                                                                 for k in fresh):
             cache_file.save(fresh)
         metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
         return metas
+
+    def _list_trusted(self, conv: str, entries: dict, logs: set):
+        """(metas, findings) from cache entries saved with the folder's current stamp; only
+        the logs, which grow in place, are stat'ed.  None if an entry is malformed."""
+        metas, findings = [], []
+        sep = os.sep
+        stat_ = os.stat
+        for n, entry in entries.items():
+            if type(entry) is not list or len(entry) != 4:
+                return None
+            size, _, row, problem = entry
+            if problem is not None:
+                if type(problem) is not list or len(problem) != 2:
+                    return None
+                findings.append(Finding(problem[0], conv + sep + n, problem[1]))
+            if row is None:
+                continue
+            if not _row_ok(row) or type(size) is not int:
+                return None
+            stem = n[:-5]  # "<id>.meta" or "<id>.json"
+            size += row[7]
+            if stem in logs:
+                try:
+                    size += stat_(conv + sep + stem + ".jsonl", follow_symlinks=False).st_size
+                except OSError:
+                    pass
+            metas.append(ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6],
+                                          size, False, conv + sep + n))
+        metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
+        return metas, findings
 
     def _list_one(self, conv, n, scan, cache, fresh, now_ns, name_set, metas, findings) -> None:
         p = conv + os.sep + n
@@ -112,7 +171,8 @@ class MermaidStore(Store):
             findings.append(Finding("symlink" if stat.S_ISLNK(st.st_mode) else "not-regular", p, why))
             return
         entry = MetaCache.fresh(cache.get(n), st, 4)
-        if entry is None or not (entry[2] is None or type(entry[2]) is list and len(entry[2]) == _ROW_WIDTH):
+        if entry is None or not (entry[2] is None or _row_ok(entry[2])) or not (
+                entry[3] is None or type(entry[3]) is list and len(entry[3]) == 2):
             entry = scan(p, st, name_set)
         # A permission problem can be fixed by chmod, which leaves the mtime alone: never cache it.
         if MetaCache.cacheable(st, now_ns) and (entry[3] is None or entry[3][0] != "unreadable"):
@@ -293,6 +353,15 @@ def _row(m: ConversationMeta, p: str, other_ext: str, name_set) -> list:
         except OSError:
             pass
     return [m.id, m.title, m.created, m.updated, m.created_ts, m.updated_ts, m.message_count, other]
+
+
+_NUM = (int, float, type(None))
+
+
+def _row_ok(row) -> bool:
+    """A cached row has the types the listing sorts and adds by (a corrupt cache is only rescanned)."""
+    return (type(row) is list and len(row) == _ROW_WIDTH and type(row[7]) is int and type(row[0]) is str
+            and type(row[1]) is str and type(row[4]) in _NUM and type(row[5]) in _NUM and type(row[6]) in _NUM)
 
 
 def _short(exc: Exception) -> str:
