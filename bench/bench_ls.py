@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Benchmark `samctl ls` against baselines measured in the same run.
 
-    python bench/bench_ls.py [--mermaid N] [--sam N] [--repeat R] [--out bench/out]
+    python bench/bench_ls.py [--mermaid N] [--sam N] [--messages-mean M] [--repeat R] [--out bench/out]
 
-mermaid (default 100,000 conversations): `ls --format jsonl`, warm (samctl's
-listing cache filled) and cold (cache deleted before each run), against
+mermaid (default 100,000 conversations of 40 messages on average, a coding
+session's length; `--messages-mean 12` gives short chats): `ls --format jsonl`,
+warm (samctl's listing cache filled) and cold (cache deleted before each run), against
   - the raw-read floor: list the folder and os.read every .meta, nothing else;
   - the naive lister: parse every snapshot .json with orjson.
 SAM (default 10,000 conversations): `ls --format jsonl` with a warm meta cache
@@ -32,13 +33,15 @@ import orjson
 HERE = Path(__file__).resolve().parent
 
 
-def generate(kind: str, n: int, out: Path) -> Path:
-    dest = out / f"{kind}-{n}"
+def generate(kind: str, n: int, out: Path, messages_mean: float | None = None) -> Path:
+    dest = out / (f"{kind}-{n}" if messages_mean is None else f"{kind}-{n}-m{messages_mean:g}")
     marker = dest / ".complete"
     if not marker.exists():
         if dest.exists():
             shutil.rmtree(dest)
         extra = ["--memories-per-conversation", "1"] if kind == "sam" else []
+        if messages_mean is not None:
+            extra += ["--messages-mean", str(messages_mean)]
         subprocess.run([sys.executable, str(HERE / "gen_archive.py"), kind, str(dest), "--conversations", str(n),
                         "--quiet", *extra], check=True)
         marker.write_text("")
@@ -90,9 +93,12 @@ def naive_parse_snapshots(conv: str) -> None:
     rows.sort(reverse=True)
 
 
-def bench_mermaid(n: int, repeat: int, out: Path) -> None:
-    root = generate("mermaid", n, out)
+def bench_mermaid(n: int, repeat: int, out: Path, messages_mean: float) -> None:
+    root = generate("mermaid", n, out, messages_mean)
     conv = str(root / ".mermaid" / "conversations")
+    sizes = [os.stat(os.path.join(conv, f)).st_size for f in os.listdir(conv) if f.endswith(".json")]
+    # Generated files are brand new; samctl trusts neither files nor a folder changed in the last 2 s.
+    time.sleep(2.1)
     cache = Path(tempfile.mkdtemp(prefix="samctl-bench-cache-"))
     os.environ["SAMCTL_CACHE_DIR"] = str(cache)
     args = ["--root", str(root), "ls", "--format", "jsonl"]
@@ -110,7 +116,8 @@ def bench_mermaid(n: int, repeat: int, out: Path) -> None:
     naive = median_time(f_naive, repeat)
     cpu = {k: CPU_TIMES[f] for k, f in (("floor", f_floor), ("warm", f_warm), ("naive", f_naive), ("cold", cold))}
     shutil.rmtree(cache, ignore_errors=True)
-    print(f"mermaid ls --format jsonl, {n} conversations (median of {repeat}):")
+    print(f"mermaid ls --format jsonl, {n} conversations, {messages_mean:g} messages on average, "
+          f"snapshots {statistics.mean(sizes) / 1024:.1f} KiB on average (median of {repeat}):")
     print(f"  raw-read floor (os.read every .meta): {floor:.3f} s")
     print(f"  samctl ls, warm listing cache:        {warm_t:.3f} s   ratio to floor {warm_t / floor:.2f}x (goal <= 2x)")
     print(f"  samctl ls, cold (cache deleted):      {cold_t:.3f} s   ratio to floor {cold_t / floor:.2f}x")
@@ -147,12 +154,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mermaid", type=int, default=100_000)
     ap.add_argument("--sam", type=int, default=10_000)
+    ap.add_argument("--messages-mean", type=float, default=40,
+                    help="mean messages per mermaid conversation (default 40: a coding session)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", type=Path, default=HERE / "out")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     if a.mermaid:
-        bench_mermaid(a.mermaid, a.repeat, a.out)
+        bench_mermaid(a.mermaid, a.repeat, a.out, a.messages_mean)
     if a.sam:
         bench_sam(a.sam, a.repeat, a.out)
     return 0
