@@ -25,6 +25,8 @@ def _when(m) -> float:
 def list_conversations(store, query: ListQuery, findings: list) -> list:
     """Metas of the store matching ``query``, ordered (newest/largest first unless reversed)."""
     metas = store.list_metas(findings)
+    if query.since is None and query.until is None and not query.pinned and not query.title:
+        return _ordered(metas, query)
     out = []
     needle = query.title.casefold() if query.title else None
     for m in metas:
@@ -38,6 +40,10 @@ def list_conversations(store, query: ListQuery, findings: list) -> list:
         if needle is not None and needle not in m.title.casefold():
             continue
         out.append(m)
+    return _ordered(out, query)
+
+
+def _ordered(out: list, query: ListQuery) -> list:
     key = {
         "updated": _when,
         "created": lambda m: m.created_ts or 0.0,

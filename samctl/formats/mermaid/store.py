@@ -92,15 +92,19 @@ class MermaidStore(Store):
         cache_file = MetaCache("mermaid", self.root_real, self.use_cache)
         cache = cache_file.load()
         try:
-            folder = os.stat(conv)
+            dir_fd = os.open(conv, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
             raise NotFound(f"cannot list {conv}: {exc.strerror}") from None
-        stamp = MetaCache.folder_stamp(folder)
-        if cache and cache_file.stamp == stamp and type(cache_file.extra) is list:
-            trusted = self._list_trusted(conv, cache, set(cache_file.extra))
-            if trusted is not None:
-                findings.extend(trusted[1])
-                return trusted[0]
+        try:
+            folder = os.fstat(dir_fd)
+            stamp = MetaCache.folder_stamp(folder)
+            if cache and cache_file.stamp == stamp and type(cache_file.extra) is list:
+                trusted = self._list_trusted(conv, dir_fd, cache, set(cache_file.extra))
+                if trusted is not None:
+                    findings.extend(trusted[1])
+                    return trusted[0]
+        finally:
+            os.close(dir_fd)
         names = self._names()
         name_set = set(names)
         fresh: dict = {}
@@ -130,9 +134,10 @@ class MermaidStore(Store):
         metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
         return metas
 
-    def _list_trusted(self, conv: str, entries: dict, logs: set):
+    def _list_trusted(self, conv: str, dir_fd: int, entries: dict, logs: set):
         """(metas, findings) from cache entries saved with the folder's current stamp; only
-        the logs, which grow in place, are stat'ed.  None if an entry is malformed."""
+        the logs, which grow in place, are stat'ed (relative to ``dir_fd``: one name to
+        resolve, not the whole path).  None if an entry is malformed."""
         metas, findings = [], []
         sep = os.sep
         stat_ = os.stat
@@ -152,7 +157,7 @@ class MermaidStore(Store):
             size += row[7]
             if stem in logs:
                 try:
-                    size += stat_(conv + sep + stem + ".jsonl", follow_symlinks=False).st_size
+                    size += stat_(stem + ".jsonl", dir_fd=dir_fd, follow_symlinks=False).st_size
                 except OSError:
                     pass
             metas.append(ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6],
