@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from samctl.core.model import recency
+
 SORT_KEYS = ("updated", "created", "title", "messages", "size")
 
 
@@ -18,8 +20,7 @@ class ListQuery:
     reverse: bool = False
 
 
-def _when(m) -> float:
-    return m.updated_ts if m.updated_ts is not None else (m.created_ts or 0.0)
+_when = recency
 
 
 def list_conversations(store, query: ListQuery, findings: list) -> list:
@@ -44,6 +45,9 @@ def list_conversations(store, query: ListQuery, findings: list) -> list:
 
 
 def _ordered(out: list, query: ListQuery) -> list:
+    """``out`` (in list_metas' order, newest first) in the order the query asks for."""
+    if query.sort == "updated" and not query.reverse:
+        return out[: query.limit] if query.limit is not None else out  # already so (stable, same key)
     key = {
         "updated": _when,
         "created": lambda m: m.created_ts or 0.0,

@@ -69,6 +69,11 @@ class ConversationMeta:
         }
 
 
+def recency(m: ConversationMeta) -> float:
+    """The order of a listing, newest first when reversed: updated, else created, else 0."""
+    return m.updated_ts if m.updated_ts is not None else (m.created_ts or 0.0)
+
+
 @dataclass(slots=True)
 class ToolCall:
     id: str | None

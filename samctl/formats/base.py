@@ -54,6 +54,7 @@ class Store:
 
     # reading ------------------------------------------------------------
     def list_metas(self, findings: list) -> list:
+        """Every listed conversation's ConversationMeta, newest first (``model.recency``, stable)."""
         raise NotImplementedError
 
     def load(self, cid: str, findings: list):

@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding
+from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.errors import FileProblem, NotFound
 from samctl.formats.base import Store
 from samctl.formats.metacache import MetaCache
@@ -131,7 +131,7 @@ class MermaidStore(Store):
         elif cache_file.stamp is not None or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k]
                                                                                  for k in fresh):
             cache_file.save(fresh)
-        metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
+        metas.sort(key=recency, reverse=True)
         return metas
 
     def _list_trusted(self, conv: str, dir_fd: int, entries: dict, logs: set):
@@ -162,7 +162,7 @@ class MermaidStore(Store):
                     pass
             metas.append(ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6],
                                           size, False, conv + sep + n))
-        metas.sort(key=lambda m: m.updated_ts or 0.0, reverse=True)
+        metas.sort(key=recency, reverse=True)
         return metas, findings
 
     def _list_one(self, conv, n, scan, cache, fresh, now_ns, name_set, metas, findings) -> None:

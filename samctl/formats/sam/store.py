@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding
+from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.errors import FileProblem, NotFound
 from samctl.formats.base import Store
 from samctl.formats.metacache import MetaCache
@@ -134,7 +134,7 @@ class SamStore(Store):
         for cid, doc in self._legacy_docs(findings).items():
             if cid not in seen:
                 metas.append(decode.meta(doc, str(legacy), None, cid))
-        metas.sort(key=lambda m: m.updated_ts or m.created_ts or 0.0, reverse=True)
+        metas.sort(key=recency, reverse=True)
         return metas
 
     def _scan(self, p: str, st, folder: str) -> list:
