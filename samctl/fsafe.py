@@ -9,6 +9,10 @@ Invariants:
 - Writes go to a temp sibling named ``.<name>.<pid>.<n>.tmp`` (the name
   mermaid's own sweeper knows), are fsynced, renamed over the target, and the
   directory is fsynced.  Files are created 0600, directories 0700.
+- Inside ``sync_batch()`` (Linux), those fsyncs are deferred to the batch's
+  ``barrier()``, one ``syncfs`` for everything written since: a move of many
+  conversations pays for durability a few times, not a dozen times each.
+  Until a barrier, writes in a batch may reach the disk in any order.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import errno
 import itertools
 import os
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -164,6 +169,9 @@ def tighten_mode(path) -> int:
 
 
 def fsync_dir(path) -> None:
+    if _batch is not None:
+        _batch.note_path(path)
+        return
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -199,7 +207,7 @@ def write_atomic(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) ->
                 view = view[n:]
             os.fchmod(fd, mode)  # the umask may have taken bits we want, never adds any
             _step("fsync")
-            os.fsync(fd)
+            _fsync(fd)
         finally:
             os.close(fd)
         _step("rename")
@@ -316,7 +324,7 @@ def finish_temp(f, mode: int = FILE_MODE) -> None:
         f.flush()
         os.fchmod(f.fileno(), mode)
         _step("fsync")
-        os.fsync(f.fileno())
+        _fsync(f.fileno())
     finally:
         f.close()
 
@@ -441,3 +449,106 @@ def create_new(path: str | os.PathLike, mode: int = FILE_MODE):
     _step("tmp-write")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     return os.fdopen(fd, "wb", buffering=1 << 20)
+
+
+# --- durability in batches ------------------------------------------------------------
+
+def _fsync(fd: int) -> None:
+    """fsync a file just written, or leave it to the running batch's next barrier."""
+    if _batch is not None:
+        _batch.note_fd(fd)
+    else:
+        os.fsync(fd)
+
+
+def _load_syncfs():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.syncfs
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int]
+
+    def syncfs(fd: int) -> None:
+        if fn(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+    return syncfs
+
+
+_SYNCFS_UNSET = object()
+syncfs = _SYNCFS_UNSET  # syncfs(fd) for the file system of fd, or None where there is none (set on first use)
+_batch = None
+
+
+class SyncBatch:
+    """The file systems written to since the last barrier, one open descriptor each."""
+
+    def __init__(self):
+        self.fds: dict = {}  # st_dev -> fd
+        self.dirty = False
+
+    def note_fd(self, fd: int) -> None:
+        self.dirty = True
+        dev = os.fstat(fd).st_dev
+        if dev not in self.fds:
+            self.fds[dev] = os.dup(fd)
+
+    def note_path(self, path) -> None:
+        self.dirty = True
+        try:
+            dev = os.stat(path).st_dev
+            if dev not in self.fds:
+                self.fds[dev] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            pass  # gone already: its parent, noted too, carries the change
+
+    def barrier(self) -> None:
+        """Everything written in the batch so far is on disk when this returns."""
+        _step("sync")
+        self.flush()
+
+    def flush(self) -> None:
+        if self.dirty:
+            for fd in self.fds.values():
+                syncfs(fd)
+            self.dirty = False
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+class _NoBatch:
+    """What ``sync_batch`` yields where writes are not deferred: every write fsyncs itself."""
+
+    def barrier(self) -> None:
+        _step("sync")
+
+
+@contextlib.contextmanager
+def sync_batch():
+    """Defer the fsyncs of the writes in the block to the barriers the caller places.
+
+    Yields an object with ``barrier()``.  The block's last writes are made
+    durable when it ends normally.  Without syncfs (not Linux), or inside
+    another batch, writes fsync as usual and barriers only mark the step.
+    """
+    global _batch, syncfs
+    if syncfs is _SYNCFS_UNSET:
+        syncfs = _load_syncfs()
+    if _batch is not None or syncfs is None:
+        yield _batch or _NoBatch()
+        return
+    batch = _batch = SyncBatch()
+    try:
+        yield batch
+        batch.flush()
+    finally:
+        _batch = None
+        batch.close()

@@ -137,3 +137,58 @@ def test_make_private_dir(tmp_path):
     d = fsafe.make_private_dir(tmp_path / "a" / "b")
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
+
+
+# --- sync_batch -------------------------------------------------------------------------
+
+def _count_fsyncs(monkeypatch):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    return calls
+
+
+def test_sync_batch_defers_every_fsync_to_one_syncfs_per_barrier(tmp_path, monkeypatch):
+    if fsafe._load_syncfs() is None:
+        pytest.skip("no syncfs here")
+    fsyncs = _count_fsyncs(monkeypatch)
+    syncs = []
+    monkeypatch.setattr(fsafe, "syncfs", lambda fd: syncs.append(os.fstat(fd).st_dev))
+    steps = []
+    monkeypatch.setattr(fsafe, "fault_hook", steps.append)
+    with fsafe.sync_batch() as batch:
+        for i in range(20):
+            fsafe.write_atomic(tmp_path / f"f{i}", b"x")
+        assert syncs == []
+        batch.barrier()
+        assert syncs == [os.stat(tmp_path).st_dev]
+        batch.barrier()  # nothing written since: nothing to sync
+        assert len(syncs) == 1
+        fsafe.write_atomic(tmp_path / "last", b"y")
+    assert len(syncs) == 2  # the block's last writes are made durable when it ends
+    assert fsyncs == [] and steps.count("sync") == 2
+    assert (tmp_path / "f7").read_bytes() == b"x" and fsafe._batch is None
+
+
+def test_without_syncfs_a_batch_fsyncs_every_write_as_usual(tmp_path, monkeypatch):
+    fsyncs = _count_fsyncs(monkeypatch)
+    monkeypatch.setattr(fsafe, "syncfs", None)
+    with fsafe.sync_batch() as batch:
+        fsafe.write_atomic(tmp_path / "a", b"x")
+        batch.barrier()
+    assert len(fsyncs) == 2  # the file, then its folder
+
+
+def test_a_failed_syncfs_is_an_error_and_the_batch_ends(tmp_path, monkeypatch):
+    if fsafe._load_syncfs() is None:
+        pytest.skip("no syncfs here")
+
+    def eio(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(fsafe, "syncfs", eio)
+    with pytest.raises(OSError):
+        with fsafe.sync_batch() as batch:
+            fsafe.write_atomic(tmp_path / "a", b"x")
+            batch.barrier()
+    assert fsafe._batch is None

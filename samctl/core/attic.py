@@ -285,13 +285,15 @@ class _Changed(Exception):
 
 
 def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int | None = None,
-         now: float | None = None, stem: str | None = None) -> Entry:
+         now: float | None = None, stem: str | None = None, commit: bool = True) -> Entry:
     """Archive ``paths`` (files and folders under the store) as one attic entry.
 
     The tar is written (temp, fsync, rename), re-read and verified against the
-    hashes taken while reading the originals; the manifest is written last.
-    If an original changes while it is read, or anything fails, what was
-    written is removed and the error raised (``SamctlError`` for a change).
+    hashes taken while reading the originals; the manifest is written last
+    (with ``commit=False`` it is not: the caller commits with ``commit_entry``,
+    after making the tar durable).  If an original changes while it is read,
+    or anything fails, what was written is removed and the error raised
+    (``SamctlError`` for a change).
     """
     import tarfile
 
@@ -332,12 +334,23 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
         problems = _scan(entry, sink=None)
         if problems:
             raise AtticProblem(f"the archive of {cid} did not read back as written; nothing was moved", problems)
+    except BaseException:
+        fsafe.remove(tar_path)
+        raise
+    if commit:
+        commit_entry(entry)
+    return entry
+
+
+def commit_entry(entry: Entry) -> None:
+    """Write the manifest of a packed entry: from now on the entry exists.  On failure
+    the entry's files are removed and the error raised."""
+    try:
         fsafe.write_atomic(entry.manifest_path, orjson.dumps(entry.manifest(), option=orjson.OPT_INDENT_2))
     except BaseException:
         fsafe.remove(entry.manifest_path)  # the commit record first, should it have made it
-        fsafe.remove(tar_path)
+        fsafe.remove(entry.tar_path)
         raise
-    return entry
 
 
 def _add(tf, store, p: Path) -> Member:

@@ -279,8 +279,62 @@ def _info(t: Target) -> dict:
     return {"title": t.title, "updated": t.updated, "pinned": t.pinned}
 
 
-def move_out(store, t: Target, state: str, refs=None, now: float | None = None) -> atticmod.Entry:
-    """Move one conversation into the attic (see the module docstring for the order)."""
+BATCH = 256  # conversations moved per round of barriers: the work a crash could leave to repair
+
+
+@dataclass
+class _Packed:
+    target: Target
+    paths: list
+    before: dict
+    entry: atticmod.Entry
+
+
+def move_out_many(store, targets: list, state: str, refs=None, now: float | None = None):
+    """Move ``targets`` into the attic, ``BATCH`` at a time: ``(moved, failed)`` as lists of
+    ``(target, Entry)`` and ``(target, SamctlError or OSError)``.
+
+    The module docstring's order holds for each conversation; the fsyncs of a
+    batch are shared (``fsafe.sync_batch``), with a barrier wherever the order
+    must reach the disk: journal records and archives, then manifests (the
+    commit point), then the removals of the originals, then the records go.
+    """
+    moved, failed = [], []
+    for i in range(0, len(targets), BATCH):
+        with fsafe.sync_batch() as sync:
+            packed = []
+            for t in targets[i:i + BATCH]:
+                try:
+                    packed.append(_pack_out(store, t, state, refs, now))
+                except (SamctlError, OSError) as exc:
+                    failed.append((t, exc))
+            sync.barrier()  # archives and journal records are on disk before any manifest
+            committed = []
+            for p in packed:
+                try:
+                    atticmod.commit_entry(p.entry)
+                    committed.append(p)
+                except (SamctlError, OSError) as exc:
+                    _journal_drop(p.entry.attic, p.entry.stem)
+                    failed.append((p.target, exc))
+            sync.barrier()  # the commit point: every manifest is on disk before any original goes
+            gone = []
+            for p in committed:
+                try:
+                    _unchanged(p)
+                    _remove_originals(store, p.entry.attic, p.entry.stem, p.paths)
+                    gone.append(p)
+                except (SamctlError, OSError) as exc:
+                    failed.append((p.target, exc))
+            sync.barrier()  # the removals are on disk before their journal records go
+            for p in gone:
+                _journal_drop(p.entry.attic, p.entry.stem)
+                moved.append((p.target, p.entry))
+    return moved, failed
+
+
+def _pack_out(store, t: Target, state: str, refs, now) -> _Packed:
+    """The journal record and the verified archive of one conversation (no manifest yet)."""
     paths = store.conversation_files(t.id, refs)
     if not paths:
         raise NotFound(f"no files of {t.id} in {store.conv_dir}")
@@ -294,20 +348,22 @@ def move_out(store, t: Target, state: str, refs=None, now: float | None = None) 
     _journal_write(attic, stem, {"op": "out", "stem": stem, "id": t.id, "state": state,
                                  "files": [p.relative_to(store.conv_dir).as_posix() for p in paths]})
     try:
-        entry = atticmod.pack(store, t.id, state, paths, _info(t), now=now, stem=stem)
+        entry = atticmod.pack(store, t.id, state, paths, _info(t), now=now, stem=stem, commit=False)
     except BaseException:
         _journal_drop(attic, stem)
         raise
-    for p in paths:
-        st = fsafe.lstat(p)
-        if st is None or (st.st_ino, st.st_size, st.st_mtime_ns) != before[p]:
-            atticmod.drop(entry)
-            _journal_drop(attic, stem)
-            raise SamctlError(f"{p} changed while samctl was archiving it; nothing was moved",
+    return _Packed(t, paths, before, entry)
+
+
+def _unchanged(p: _Packed) -> None:
+    """Raise (after dropping the entry) if an original changed since it was archived."""
+    for path in p.paths:
+        st = fsafe.lstat(path)
+        if st is None or (st.st_ino, st.st_size, st.st_mtime_ns) != p.before[path]:
+            atticmod.drop(p.entry)
+            _journal_drop(p.entry.attic, p.entry.stem)
+            raise SamctlError(f"{path} changed while samctl was archiving it; nothing was moved",
                               hint="make sure the app is not using it, then try again")
-    _remove_originals(store, attic, stem, paths)
-    _journal_drop(attic, stem)
-    return entry
 
 
 def _removal_order(paths: list) -> list:
@@ -355,15 +411,11 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
         ensure_app_idle(store, [t.id for t in targets], force)
         report.repaired = repair(store)
         refs = store.topic_refs() if store.name == "sam" else None
-        for t in targets:
-            try:
-                entry = move_out(store, t, state, refs, now)
-            except SamctlError as exc:
-                report.findings.append(Finding("not-moved", t.id, exc.message, ERROR, t.id))
-                continue
-            except OSError as exc:
-                report.findings.append(Finding("not-moved", t.id, f"{exc.strerror}: {exc.filename}", ERROR, t.id))
-                continue
+        moved, failed = move_out_many(store, targets, state, refs, now)
+        for t, exc in failed:
+            why = exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
+            report.findings.append(Finding("not-moved", t.id, why, ERROR, t.id))
+        for t, entry in moved:
             report.items.append(dict(t.to_dict(), action=state, entry=entry.stem, bytes=entry.original_size,
                                      stored=entry.tar_size))
     return report
@@ -687,7 +739,21 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
         _journal_drop(attic, stem)
         return f"{cid}: undid an interrupted move to the attic (the store copy was never touched)"
-    entry = atticmod.load_manifest(store, manifest)
+    try:
+        entry = atticmod.load_manifest(store, manifest)
+    except atticmod.AtticProblem:
+        # A manifest cut short by a power loss before the batch's barrier made it durable:
+        # the originals were not touched yet (they go only after that barrier).
+        files = rec.get("files")
+        parsed = atticmod.parse_stem(stem)
+        if (parsed and type(files) is list and files
+                and all(type(n) is str and atticmod.safe_member_name(n, parsed[0], store.name) for n in files)
+                and all(fsafe.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)):
+            fsafe.remove(manifest)
+            fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+            _journal_drop(attic, stem)
+            return f"{cid}: undid an interrupted move to the attic (its manifest was cut short; the store copy is whole)"
+        return None  # leave it for a person: `samctl attic` reports the bad manifest
     problems = atticmod.verify(entry)
     leftovers = [(m, store.conv_dir.joinpath(*m.name.split("/"))) for m in entry.members]
     present = [(m, p) for m, p in leftovers if fsafe.lstat(p) is not None]

@@ -401,3 +401,101 @@ def test_a_folder_that_is_also_another_conversations_scope_keeps_its_memories(ru
     assert r.exit_code == 0, r.stderr
     after = files_state(sam_demo, SID)
     assert {k: v for k, v in after.items() if k != SID} == {k: v for k, v in before.items() if k != SID}
+
+
+# --- batches: barriers, a failure inside a batch, a manifest cut short -----------------
+
+def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, monkeypatch):
+    """Three conversations, one batch: archives + journal records, then manifests, then removals,
+    each set reaching the disk (a barrier) before the next begins."""
+    from samctl import fsafe
+
+    events = []
+    monkeypatch.setattr(fsafe, "fault_hook", lambda step: events.append(step) if step == "sync" else None)
+    real_replace = os.replace
+
+    def replace(src, dst, *a, **k):
+        name = os.path.basename(dst)
+        events.append("manifest" if name.endswith(".manifest.json") else "tar" if name.endswith(".tar.zst")
+                      else "journal" if "/.journal/" in str(dst) else "other")
+        return real_replace(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "replace", replace)
+    real_unlink = os.unlink
+
+    def unlink(p, *a, **k):
+        if "/conversations/" in str(p) and "samctl-attic" not in str(p):
+            events.append("original")
+        return real_unlink(p, *a, **k)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    ids = open_store(str(mermaid_demo)).all_ids()
+    r = run("--root", mermaid_demo, "rm", "--yes", *ids)
+    assert r.exit_code == 0, r.stderr
+    syncs = [i for i, e in enumerate(events) if e == "sync"]
+    assert len(syncs) == 3
+    first, second, third = syncs
+    assert events[:first].count("tar") == 3 and events[:first].count("journal") == 3
+    assert "manifest" not in events[:first] and "original" not in events[:second]
+    assert events[first:second].count("manifest") == 3
+    assert events[second:third].count("original") == 9  # .meta, .json and .jsonl of each
+    assert open_store(str(mermaid_demo)).all_ids() == []
+
+
+def test_one_conversation_changing_mid_batch_stays_and_the_others_move(run, mermaid_demo, monkeypatch):
+    from samctl.core import attic as atticmod
+
+    c = conv(mermaid_demo)
+    real_commit = atticmod.commit_entry
+
+    def commit_then_touch(entry):
+        real_commit(entry)
+        if entry.id == MID:  # the app saves this one after it was archived, before its originals go
+            with open(c / f"{MID}.jsonl", "a") as f:
+                f.write("{}\n")
+
+    monkeypatch.setattr(atticmod, "commit_entry", commit_then_touch)
+    ids = open_store(str(mermaid_demo)).all_ids()
+    before = files_state(mermaid_demo, MID)
+    r = run("--root", mermaid_demo, "rm", "--yes", *ids)
+    assert r.exit_code == 3
+    assert f"{MID}" in r.stderr and "changed while samctl was archiving it" in r.stderr
+    assert open_store(str(mermaid_demo)).all_ids() == [MID]
+    assert files_state(mermaid_demo, MID).keys() == before.keys()
+    r = run("--root", mermaid_demo, "attic", "--format", "json")
+    assert sorted(e["id"] for e in orjson.loads(r.stdout)["entries"]) == sorted(set(ids) - {MID})
+    assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
+
+
+@pytest.mark.parametrize("cut", [b"", b'{"samctl_attic": 1, "id"'])
+def test_repair_undoes_a_move_whose_manifest_was_cut_short(run, mermaid_demo, cut):
+    """A power loss between the archives' barrier and the manifests' can leave a manifest
+    shorter than written; the originals were not touched yet, so the move is undone."""
+    from samctl.core import attic as atticmod, lifecycle
+
+    store = open_store(str(mermaid_demo))
+    before = fingerprint(conv(mermaid_demo))
+    packed = lifecycle._pack_out(store, lifecycle.Target(MID), "deleted", None, None)
+    atticmod.commit_entry(packed.entry)
+    packed.entry.manifest_path.write_bytes(cut)
+    r = run("--root", mermaid_demo, "attic", "--repair")
+    assert r.exit_code == 0, r.stderr
+    assert "manifest was cut short" in r.stdout + r.stderr
+    assert fingerprint(conv(mermaid_demo)) == before
+    assert [p for p in attic_of(mermaid_demo).iterdir() if not p.name.startswith(".")] == []
+    assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
+    assert run("--root", mermaid_demo, "check").exit_code == 0
+
+
+def test_repair_leaves_a_cut_manifest_alone_when_an_original_is_gone(run, mermaid_demo):
+    from samctl.core import attic as atticmod, lifecycle
+
+    store = open_store(str(mermaid_demo))
+    packed = lifecycle._pack_out(store, lifecycle.Target(MID), "deleted", None, None)
+    atticmod.commit_entry(packed.entry)
+    packed.entry.manifest_path.write_bytes(b"")
+    (conv(mermaid_demo) / f"{MID}.meta").unlink()
+    attic_before = fingerprint(attic_of(mermaid_demo))
+    run("--root", mermaid_demo, "attic", "--repair")
+    assert fingerprint(attic_of(mermaid_demo)) == attic_before  # for a person to look at
+    assert (conv(mermaid_demo) / f"{MID}.json").exists()
