@@ -108,6 +108,18 @@ def _after_rm(build, cid):
     return b
 
 
+def _after_rm_all(build):
+    def b(root: Path) -> Path:
+        build(root)
+        ids = open_store(str(root)).all_ids()
+        r = CliRunner().invoke(cli, ["--root", str(root), "rm", "--yes", *ids])
+        assert r.exit_code == 0, r.output
+        return root
+    return b
+
+
+MERMAID_IDS = ["20260810_140307_512", "20260812_091500_004", "20260901_170000_250"]
+
 SCENARIOS = {
     "rm-mermaid": (_mermaid, ["rm", MID]),
     "rm-sam": (_sam, ["rm", SID]),
@@ -115,6 +127,8 @@ SCENARIOS = {
     "archive-sam": (_sam, ["archive", "--older-than", "1d", "--yes"]),
     "restore-mermaid": (_after_rm(_mermaid, MID), ["restore", MID]),
     "restore-sam": (_after_rm(_sam, SID), ["restore", SID]),
+    "rm-many-mermaid": (_mermaid, ["rm", "--yes", *MERMAID_IDS]),
+    "restore-many-mermaid": (_after_rm_all(_mermaid), ["restore", *MERMAID_IDS]),
     "compact-mermaid": (_compact_mermaid, ["compact", "--log-threshold", "16K"]),
     "compact-sam": (_compact_sam, ["compact"]),
 }

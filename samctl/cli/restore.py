@@ -1,4 +1,4 @@
-"""samctl restore: bring a conversation back from the attic."""
+"""samctl restore: bring conversations back from the attic."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_
 
 
 @click.command("restore")
-@click.argument("id_", metavar="[ID]", required=False)
+@click.argument("ids", metavar="[ID]...", nargs=-1)
 @click.option("--as-new", is_flag=True, help="Restore under a fresh id (as the store makes them) and rewrite the "
               "id inside the files, so it can sit beside a conversation that now has the old id.")
 @click.option("--entry", metavar="NAME", help="Restore this attic entry (as `samctl attic` lists it) instead of "
@@ -19,19 +19,33 @@ from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_
 @lock_wait_option
 @format_opt
 @examples("samctl restore 20260810_140307", "samctl restore 8B58CBC4 --as-new",
+          "samctl restore $(samctl attic --state archived --format jsonl | jq -r .id)",
           "samctl restore --entry 20260810_140307_512.archived.20261001T020000Z")
 @click.pass_context
-def command(ctx, id_, as_new, entry, dry_run, force, lock_wait, fmt):
-    """Put a deleted or archived conversation back exactly: bytes, modes and mtimes.
+def command(ctx, ids, as_new, entry, dry_run, force, lock_wait, fmt):
+    """Put deleted or archived conversations back exactly: bytes, modes and mtimes.
 
-    Takes the newest attic entry of ID (an id or unique prefix of one in the
-    attic). Every hash is checked before anything is placed; a file is never
-    replaced, so restoring refuses if the conversation exists again, unless
-    --as-new. The attic entry is dropped only after the conversation is back.
+    Takes the newest attic entry of each ID (an id or unique prefix of one in
+    the attic). Every hash is checked before anything is placed; a file is
+    never replaced, so restoring refuses if a conversation exists again, unless
+    --as-new. An attic entry is dropped only after its conversation is back.
+    With several IDs, nothing is done if one of them cannot be found or
+    exists again; one that fails on the way is reported and the rest restored.
     """
     from samctl.core import lifecycle
+    from samctl.errors import UsageError
 
     store = store_of(ctx)
-    e = lifecycle.find_entry(store, id_, entry)
-    report = lifecycle.restore(store, e, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
+    if entry and len(ids) > 1:
+        raise UsageError("--entry names one entry: give at most one ID with it")
+    if len(ids) <= 1:
+        e = lifecycle.find_entry(store, ids[0] if ids else None, entry)
+        report = lifecycle.restore(store, e, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
+    else:
+        entries = {}
+        for text in ids:
+            e = lifecycle.find_entry(store, text)
+            entries.setdefault(e.stem, e)  # one conversation named twice is restored once
+        report = lifecycle.restore_many(store, list(entries.values()), as_new=as_new, dry_run=dry_run, force=force,
+                                        lock_wait=lock_wait)
     render(report, fmt)

@@ -525,64 +525,143 @@ def _collisions(store, names: list[str], entry: atticmod.Entry) -> list[str]:
 
 def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
             lock_wait: float = 0.0) -> Report:
-    """Put ``entry`` back into the store exactly (bytes, modes, mtimes), or under a fresh id with ``as_new``."""
-    report = Report(dry_run=dry_run)
-    new = store.new_id() if as_new else entry.id
-    names = _targets_of(store, entry, new)
-    clash = _collisions(store, names, entry)
-    if clash and not as_new:
-        raise SamctlError(f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
-                          hint="restore it beside the existing one with --as-new")
-    item = {"id": entry.id, "title": entry.title, "entry": entry.stem, "state": entry.state,
-            "new_id": new if as_new else None, "files": [n for n, m in zip(names, entry.members) if m.type == "file"]}
-    if dry_run:
-        report.items.append(dict(item, action="would be restored"))
-        return report
-    ensure_app_idle(store, [entry.id, new], force)
-    with store_lock(store, lock_wait):
-        ensure_app_idle(store, [entry.id, new], force)
-        report.repaired = repair(store)
-        if fsafe.lstat(entry.manifest_path) is None:
-            raise NotFound(f"attic entry {entry.stem} is gone (another samctl restored or purged it)")
-        if as_new and new in store.all_ids():
-            new = store.new_id()
-            names = _targets_of(store, entry, new)
-            item["new_id"] = new
-        clash = _collisions(store, names, entry)
-        if clash:
-            raise SamctlError(f"{', '.join(clash[:3])} exists in the store; nothing was restored",
-                              hint="restore it beside the existing one with --as-new")
-        _restore_locked(store, entry, new, names)
-    report.items.append(dict(item, action="restored", id=new if as_new else entry.id, restored_from=entry.id,
-                             bytes=entry.original_size))
+    """Put ``entry`` back into the store exactly (bytes, modes, mtimes), or under a fresh id with ``as_new``.
+
+    Any failure is raised (``restore_many`` reports each failure as a finding instead)."""
+    report = restore_many(store, [entry], as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait,
+                          _raise=True)
     return report
 
 
-def _restore_locked(store, entry: atticmod.Entry, new: str, names: list[str]) -> None:
+@dataclass
+class _Restore:
+    entry: atticmod.Entry
+    new: str
+    names: list
+    item: dict
+    staging: Path | None = None
+
+
+def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
+                 lock_wait: float = 0.0, _raise: bool = False) -> Report:
+    """Restore several entries in batches that share their fsyncs (see ``_restore_batch``).
+
+    Nothing is done if any of them exists in the store again (unless ``as_new``);
+    an entry that fails on the way (damaged, a file appeared) is a finding, the
+    others are restored.
+    """
+    report = Report(dry_run=dry_run)
+    plans = _restore_plans(store, entries, as_new)
+    if dry_run:
+        report.items += [dict(r.item, action="would be restored") for r in plans]
+        return report
+    ids = [x for r in plans for x in (r.entry.id, r.new)]
+    ensure_app_idle(store, ids, force)
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, ids, force)
+        report.repaired = repair(store)
+        for r in plans:
+            if fsafe.lstat(r.entry.manifest_path) is None:
+                raise NotFound(f"attic entry {r.entry.stem} is gone (another samctl restored or purged it)")
+        if as_new and any(r.new in store.all_ids() for r in plans):
+            plans = _restore_plans(store, entries, as_new)
+        for r in plans:
+            clash = _collisions(store, r.names, r.entry)
+            if clash:
+                raise SamctlError(f"{', '.join(clash[:3])} exists in the store; nothing was restored",
+                                  hint="restore it beside the existing one with --as-new")
+        for i in range(0, len(plans), BATCH):
+            for r, exc in _restore_batch(store, plans[i:i + BATCH]):
+                if exc is None:
+                    report.items.append(dict(r.item, action="restored", id=r.new, restored_from=r.entry.id,
+                                             bytes=r.entry.original_size))
+                elif _raise:
+                    raise exc
+                else:
+                    why = exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
+                    report.findings.append(Finding("not-restored", r.entry.stem, why, ERROR, r.entry.id))
+    return report
+
+
+def _restore_plans(store, entries: list, as_new: bool) -> list:
+    plans = []
+    taken = set(store.all_ids()) if as_new else set()  # new_id(taken) avoids exactly these
+    for entry in entries:
+        new = store.new_id(taken) if as_new else entry.id
+        taken.add(new)
+        names = _targets_of(store, entry, new)
+        clash = _collisions(store, names, entry)
+        if clash and not as_new:
+            raise SamctlError(f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
+                              hint="restore it beside the existing one with --as-new")
+        item = {"id": entry.id, "title": entry.title, "entry": entry.stem, "state": entry.state,
+                "new_id": new if as_new else None,
+                "files": [n for n, m in zip(names, entry.members) if m.type == "file"]}
+        plans.append(_Restore(entry, new, names, item))
+    return plans
+
+
+def _restore_batch(store, plans: list) -> list:
+    """Restore ``plans``; ``[(plan, None or the error)]``.
+
+    Per entry, the order of the module docstring; the fsyncs are shared, with a
+    barrier wherever the order must reach the disk: staged copies and journal
+    records, then the files placed in the store, then the attic entries
+    dropped, then the records go.
+    """
     attic = atticmod.ensure_attic(store)
+    out, staged, placed = [], [], []
+    with fsafe.sync_batch() as sync:
+        for r in plans:
+            try:
+                r.staging = _stage(store, attic, r)
+                staged.append(r)
+            except (SamctlError, OSError) as exc:
+                out.append((r, exc))
+        sync.barrier()  # staged copies and journal records are on disk before anything is placed
+        for r in staged:
+            try:
+                conflicts = _place(store, r.entry, r.staging, r.names)
+            except (SamctlError, OSError) as exc:
+                out.append((r, exc))
+                continue
+            if conflicts:  # something appeared meanwhile: keep the entry (and the journal) for a person
+                out.append((r, SamctlError(
+                    f"{', '.join(conflicts[:3])} appeared in the store while restoring {r.entry.id}; the rest was "
+                    "placed and the attic entry is kept",
+                    hint="move those files aside, then run `samctl attic --repair` to finish the restore")))
+                continue
+            placed.append(r)
+        sync.barrier()  # the conversations are back on disk before their attic entries go
+        for r in placed:
+            atticmod.drop(r.entry)
+        sync.barrier()  # the entries are gone on disk before their journal records go
+        for r in placed:
+            fsafe.remove_tree(r.staging, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
+            _journal_drop(attic, r.entry.stem)
+            out.append((r, None))
+    return out
+
+
+def _stage(store, attic: Path, r: _Restore) -> Path:
+    """Extract and check ``r``'s entry in a private staging folder, then write its journal record."""
+    entry = r.entry
     staging = attic / atticmod.STAGING / f"{entry.stem}.{os.getpid()}"
     if fsafe.lstat(staging) is not None:
         fsafe.remove_tree(staging)
     os.mkdir(staging, fsafe.DIR_MODE)
     try:
         staged = atticmod.unpack(entry, staging)
-        if new != entry.id:
-            renames = store.retarget(staging, staged, entry.id, new)
+        if r.new != entry.id:
+            renames = store.retarget(staging, staged, entry.id, r.new)
             atticmod.apply_metadata(entry, staging, renames)
     except BaseException:
         fsafe.remove_tree(staging)
         raise
-    record = {"op": "restore", "stem": entry.stem, "id": entry.id, "new_id": new, "staging": staging.name,
-              "names": names}
+    record = {"op": "restore", "stem": entry.stem, "id": entry.id, "new_id": r.new, "staging": staging.name,
+              "names": r.names}
     _journal_write(attic, entry.stem, record)
-    conflicts = _place(store, entry, staging, names)
-    if conflicts:  # something appeared meanwhile: keep the entry (and the journal) for a person to decide
-        raise SamctlError(f"{', '.join(conflicts[:3])} appeared in the store while restoring {entry.id}; the rest was "
-                          "placed and the attic entry is kept",
-                          hint="move those files aside, then run `samctl attic --repair` to finish the restore")
-    atticmod.drop(entry)
-    fsafe.remove_tree(staging, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
-    _journal_drop(attic, entry.stem)
+    return staging
 
 
 def _placement_order(pairs):

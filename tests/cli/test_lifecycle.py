@@ -499,3 +499,66 @@ def test_repair_leaves_a_cut_manifest_alone_when_an_original_is_gone(run, mermai
     run("--root", mermaid_demo, "attic", "--repair")
     assert fingerprint(attic_of(mermaid_demo)) == attic_before  # for a person to look at
     assert (conv(mermaid_demo) / f"{MID}.json").exists()
+
+
+def _rm_all(run, root):
+    ids = open_store(str(root)).all_ids()
+    before = {cid: files_state(root, cid) for cid in ids}
+    assert run("--root", root, "rm", "--yes", *ids).exit_code == 0
+    return ids, before
+
+
+def test_restore_many_brings_every_one_back_in_one_batch(run, mermaid_demo, monkeypatch):
+    from samctl import fsafe
+
+    ids, before = _rm_all(run, mermaid_demo)
+    syncs = []
+    monkeypatch.setattr(fsafe, "fault_hook", lambda step: syncs.append(step) if step == "sync" else None)
+    r = run("--root", mermaid_demo, "restore", *[cid[:13] for cid in ids])
+    assert r.exit_code == 0, r.stderr
+    assert len(syncs) == 3  # staged + journal records; placed; entries dropped
+    assert {cid: files_state(mermaid_demo, cid) for cid in ids} == before
+    assert [p for p in attic_of(mermaid_demo).iterdir() if not p.name.startswith(".")] == []
+    assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
+    assert run("--root", mermaid_demo, "check").exit_code == 0
+
+
+def test_restore_many_does_nothing_if_one_exists_again(run, mermaid_demo):
+    ids, _ = _rm_all(run, mermaid_demo)
+    (conv(mermaid_demo) / f"{ids[0]}.jsonl").write_text("")  # mermaid started a session with that id again
+    state = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "restore", *ids)
+    assert r.exit_code == 1 and "exists in the store again" in r.stderr and ids[0] in r.stderr
+    assert fingerprint(mermaid_demo) == state
+
+
+def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid_demo):
+    ids, before = _rm_all(run, mermaid_demo)
+    tar = next(attic_of(mermaid_demo).glob(f"{MID}.*.tar.zst"))
+    data = bytearray(tar.read_bytes())
+    data[-5] ^= 0x55
+    tar.write_bytes(bytes(data))
+    r = run("--root", mermaid_demo, "restore", *ids)
+    assert r.exit_code == 3, r.stderr
+    assert "not-restored" in r.stderr and MID in r.stderr and "damaged" in r.stderr
+    assert sorted(open_store(str(mermaid_demo)).all_ids()) == sorted(set(ids) - {MID})
+    for cid in set(ids) - {MID}:
+        assert files_state(mermaid_demo, cid) == before[cid]
+    assert tar.exists() and list((attic_of(mermaid_demo) / ".staging").iterdir()) == []
+
+
+def test_restore_many_as_new_gives_each_its_own_id(run, mermaid_demo):
+    ids, _ = _rm_all(run, mermaid_demo)
+    r = run("--root", mermaid_demo, "restore", "--as-new", "--format", "json", *ids)
+    assert r.exit_code == 0, r.stderr
+    new = [it["id"] for it in orjson.loads(r.stdout)["items"]]
+    assert len(set(new)) == 3 and not set(new) & set(ids)
+    assert sorted(open_store(str(mermaid_demo)).all_ids()) == sorted(new)
+
+
+def test_restore_entry_with_several_ids_is_a_usage_error(run, mermaid_demo):
+    ids, _ = _rm_all(run, mermaid_demo)
+    state = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "restore", "--entry", MID, ids[0], ids[1])
+    assert r.exit_code == 2 and "--entry names one entry" in r.stderr
+    assert fingerprint(mermaid_demo) == state
