@@ -239,7 +239,8 @@ def test_mermaid_unchanged_folder_is_listed_without_a_stat_per_sidecar(run, merm
     _age_folder(conv)
     cold = run("--root", mermaid_demo, "ls", "--format", "jsonl")
     doc = json.loads(next((tmp_path / "c").iterdir()).read_bytes())
-    assert doc["folder"][0] == int(1.7e9) * 10**9 and sorted(doc["extra"]) == sorted(MERMAID_IDS)
+    assert doc["folder"][0] == int(1.7e9) * 10**9 and doc["extra"]["ids"] == MERMAID_IDS  # newest first
+    assert doc["extra"]["logs"] == [f"{cid}.jsonl" for cid in MERMAID_IDS]
 
     def no_lstat(*a, **k):
         raise AssertionError("a sidecar was stat'ed although the folder is unchanged")
@@ -302,24 +303,51 @@ def test_mermaid_racy_or_incomplete_listing_records_no_folder_stamp(run, mermaid
     assert "symlink" in again.stderr
 
 
-@pytest.mark.parametrize("tamper", [
-    lambda e: e.__setitem__(0, "big"),
-    lambda e: e.__setitem__(2, [1, 2, 3]),
-    lambda e: e[2].__setitem__(7, "x") if e[2] else e.__setitem__(2, "row"),
-    lambda e: e[2].__setitem__(5, "late") if e[2] else e.__setitem__(3, "?"),
-    lambda e: e.__setitem__(3, [1]),
-    lambda e: e.append(0),
-])
-def test_mermaid_tampered_trusted_cache_is_rescanned_silently(run, mermaid_demo, monkeypatch, tmp_path, tamper):
+def _trusted_cache(run, root, monkeypatch, tmp_path):
+    """(the cold listing, the cache file, its document) after a listing of an unchanged folder."""
     cache = tmp_path / "c"
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
-    _age_folder(mermaid_demo / ".mermaid" / "conversations")
-    cold = run("--root", mermaid_demo, "ls", "--format", "jsonl")
+    _age_folder(root / ".mermaid" / "conversations")
+    cold = run("--root", root, "ls", "--format", "jsonl")
     f = next(cache.iterdir())
     doc = json.loads(f.read_bytes())
-    assert "folder" in doc
-    for entry in doc["entries"].values():
-        tamper(entry)
+    assert "folder" in doc and "extra" in doc
+    return cold, f, doc
+
+
+def _set(col, value):
+    def tamper(doc):
+        doc["extra"][col][0] = value
+    return tamper
+
+
+@pytest.mark.parametrize("tamper", [
+    _set("fixed", "big"), _set("other", 1.5), _set("updated_ts", "late"), _set("counts", [1]), _set("titles", None),
+    _set("logs", "../../etc/passwd"), _set("names", "../x.meta"),
+    lambda doc: doc["extra"]["ids"].pop(),
+    lambda doc: doc["extra"].pop("logs"),
+    lambda doc: doc["extra"].__setitem__("findings", [["code", "name"]]),
+    lambda doc: doc.__setitem__("extra", [1, 2]),
+    lambda doc: [e.__setitem__(2, 99) for e in doc["entries"].values()],
+    lambda doc: [e.__setitem__(2, "row") for e in doc["entries"].values()],
+    lambda doc: [e.append(0) for e in doc["entries"].values()],
+])
+def test_mermaid_tampered_trusted_cache_is_rescanned_silently(run, mermaid_demo, monkeypatch, tmp_path, tamper):
+    cold, f, doc = _trusted_cache(run, mermaid_demo, monkeypatch, tmp_path)
+    tamper(doc)
     f.write_text(json.dumps(doc))
-    r = run("--root", mermaid_demo, "ls", "--format", "jsonl")
-    assert (r.stdout, r.stderr, r.exit_code) == (cold.stdout, "", 0)
+    for _ in range(2):  # the rescan, then the listing it saved again
+        r = run("--root", mermaid_demo, "ls", "--format", "jsonl")
+        assert (r.stdout, r.stderr, r.exit_code) == (cold.stdout, "", 0)
+
+
+def test_mermaid_a_row_index_without_its_listing_is_rescanned(run, mermaid_demo, monkeypatch, tmp_path):
+    cold, f, doc = _trusted_cache(run, mermaid_demo, monkeypatch, tmp_path)
+    doc["folder"][0] += 1  # the folder changed: the entries are looked at one by one
+    f.write_text(json.dumps(doc))
+    assert run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout == cold.stdout
+    doc = json.loads(f.read_bytes())
+    doc["folder"][0] += 1
+    del doc["extra"]  # and their rows are gone
+    f.write_text(json.dumps(doc))
+    assert run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout == cold.stdout

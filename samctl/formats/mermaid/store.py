@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from itertools import repeat
 import stat
 import time
 import re
@@ -83,14 +84,16 @@ class MermaidStore(Store):
 
         When the folder's stamp equals the one saved with a complete cache, no
         file was created, removed or renamed since, and mermaid (like samctl)
-        only ever replaces ``.json`` and ``.meta`` by rename: the cached rows
-        are used without a stat per file (git's untracked cache makes the same
-        bet).  A tool that rewrites a sidecar in place is seen at the next
-        change to the folder, or at once with ``--no-cache``.
+        only ever replaces ``.json`` and ``.meta`` by rename: the listing saved
+        with that stamp (``_Listing``) is used, stat'ing only the logs (git's
+        untracked cache makes the same bet).  A tool that rewrites a sidecar in
+        place is seen at the next change to the folder, or at once with
+        ``--no-cache``.
         """
         conv = str(self.conv_dir)
         cache_file = MetaCache("mermaid", self.root_real, self.use_cache)
         cache = cache_file.load()
+        listing = _Listing.of(cache_file.extra)
         try:
             dir_fd = os.open(conv, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
@@ -98,11 +101,9 @@ class MermaidStore(Store):
         try:
             folder = os.fstat(dir_fd)
             stamp = MetaCache.folder_stamp(folder)
-            if cache and cache_file.stamp == stamp and type(cache_file.extra) is list:
-                trusted = self._list_trusted(conv, dir_fd, cache, set(cache_file.extra))
-                if trusted is not None:
-                    findings.extend(trusted[1])
-                    return trusted[0]
+            if cache and cache_file.stamp == stamp and listing is not None:
+                findings.extend(listing.findings(conv))
+                return listing.metas(conv, dir_fd)
         finally:
             os.close(dir_fd)
         names = self._names()
@@ -114,58 +115,25 @@ class MermaidStore(Store):
         for n in names:
             if n.endswith(".meta"):
                 listed += 1
-                self._list_one(conv, n, self._scan_meta, cache, fresh, now_ns, name_set, metas, findings)
+                self._list_one(conv, n, self._scan_meta, cache, listing, fresh, now_ns, name_set, metas, findings)
         seen = {m.id for m in metas}
         for n in names:
             if n.endswith(".json") and n[:-5] not in seen:
                 listed += 1
-                self._list_one(conv, n, self._scan_snapshot, cache, fresh, now_ns, name_set, metas, findings)
+                self._list_one(conv, n, self._scan_snapshot, cache, listing, fresh, now_ns, name_set, metas,
+                               findings)
+        metas.sort(key=recency, reverse=True)
         # The stamp may be trusted next time only if every listed name is in the cache
         # (nothing racy, unreadable, vanished or not a regular file) and the folder is not racy.
-        trustable = listed == len(fresh) and MetaCache.cacheable(folder, now_ns)
-        if trustable:
-            logs = [n[:-6] for n in names if n.endswith(".jsonl")]
-            if stamp != cache_file.stamp or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k]
-                                                                               for k in fresh):
-                cache_file.save(fresh, stamp, logs)
+        if listed == len(fresh) and MetaCache.cacheable(folder, now_ns):
+            entries, columns = _Listing.build(conv, metas, fresh, name_set)
+            cache_file.save(entries, stamp, columns)
         elif cache_file.stamp is not None or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k]
                                                                                  for k in fresh):
             cache_file.save(fresh)
-        metas.sort(key=recency, reverse=True)
         return metas
 
-    def _list_trusted(self, conv: str, dir_fd: int, entries: dict, logs: set):
-        """(metas, findings) from cache entries saved with the folder's current stamp; only
-        the logs, which grow in place, are stat'ed (relative to ``dir_fd``: one name to
-        resolve, not the whole path).  None if an entry is malformed."""
-        metas, findings = [], []
-        sep = os.sep
-        stat_ = os.stat
-        for n, entry in entries.items():
-            if type(entry) is not list or len(entry) != 4:
-                return None
-            size, _, row, problem = entry
-            if problem is not None:
-                if type(problem) is not list or len(problem) != 2:
-                    return None
-                findings.append(Finding(problem[0], conv + sep + n, problem[1]))
-            if row is None:
-                continue
-            if not _row_ok(row) or type(size) is not int:
-                return None
-            stem = n[:-5]  # "<id>.meta" or "<id>.json"
-            size += row[7]
-            if stem in logs:
-                try:
-                    size += stat_(stem + ".jsonl", dir_fd=dir_fd, follow_symlinks=False).st_size
-                except OSError:
-                    pass
-            metas.append(ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6],
-                                          size, False, conv + sep + n))
-        metas.sort(key=recency, reverse=True)
-        return metas, findings
-
-    def _list_one(self, conv, n, scan, cache, fresh, now_ns, name_set, metas, findings) -> None:
+    def _list_one(self, conv, n, scan, cache, listing, fresh, now_ns, name_set, metas, findings) -> None:
         p = conv + os.sep + n
         st = fsafe.lstat(p)
         if st is None:
@@ -176,6 +144,9 @@ class MermaidStore(Store):
             findings.append(Finding("symlink" if stat.S_ISLNK(st.st_mode) else "not-regular", p, why))
             return
         entry = MetaCache.fresh(cache.get(n), st, 4)
+        if entry is not None and type(entry[2]) is int:  # its row is in the listing saved with it
+            row = listing.row(entry[2]) if listing is not None else None
+            entry = None if row is None else [entry[0], entry[1], row, entry[3]]
         if entry is None or not (entry[2] is None or _row_ok(entry[2])) or not (
                 entry[3] is None or type(entry[3]) is list and len(entry[3]) == 2):
             entry = scan(p, st, name_set)
@@ -361,6 +332,90 @@ def _row(m: ConversationMeta, p: str, other_ext: str, name_set) -> list:
 
 
 _NUM = (int, float, type(None))
+_NUMS = {int, float, type(None)}
+_STRS = {str, type(None)}
+
+
+class _Listing:
+    """The listing as of the last complete scan, in columns, newest first, saved beside the
+    cache entries (``MetaCache.extra``) with the folder's stamp.
+
+    While the stamp holds it is the listing, less the logs' growth: ``metas`` adds the
+    size of each log (stat'ed relative to the folder) and builds the rows in C loops.
+    The entries then hold an index into the columns instead of a copy of their row.
+    """
+
+    COLUMNS = ("names", "ids", "titles", "created", "updated", "created_ts", "updated_ts", "counts", "other",
+               "fixed", "logs")
+
+    def __init__(self, cols: dict, found: list):
+        self.cols = cols
+        self.found = found
+
+    @classmethod
+    def of(cls, extra):
+        """The listing saved in ``extra``, or None if it is missing or malformed (then nothing is trusted)."""
+        if type(extra) is not dict or type(extra.get("findings")) is not list:
+            return None
+        cols = {k: extra.get(k) for k in cls.COLUMNS}
+        if any(type(c) is not list for c in cols.values()) or len({len(c) for c in cols.values()}) != 1:
+            return None
+        if not (set(map(type, cols["names"])) <= {str} and set(map(type, cols["ids"])) <= {str}
+                and set(map(type, cols["titles"])) <= {str} and set(map(type, cols["created"])) <= _STRS
+                and set(map(type, cols["updated"])) <= _STRS and set(map(type, cols["created_ts"])) <= _NUMS
+                and set(map(type, cols["updated_ts"])) <= _NUMS and set(map(type, cols["counts"])) <= _NUMS
+                and set(map(type, cols["other"])) <= {int} and set(map(type, cols["fixed"])) <= {int}
+                and set(map(type, cols["logs"])) <= _STRS):
+            return None
+        if "/" in "".join(cols["names"]) + "".join(filter(None, cols["logs"])):
+            return None  # only names inside the folder
+        found = extra["findings"]
+        if not all(type(f) is list and len(f) == 3 and set(map(type, f)) <= {str} for f in found):
+            return None
+        return cls(cols, found)
+
+    def row(self, i: int):
+        """Row ``i`` as the cache entries keep rows, or None if out of range."""
+        c = self.cols
+        if not 0 <= i < len(c["ids"]):
+            return None
+        return [c["ids"][i], c["titles"][i], c["created"][i], c["updated"][i], c["created_ts"][i],
+                c["updated_ts"][i], c["counts"][i], c["other"][i]]
+
+    def findings(self, conv: str) -> list:
+        return [Finding(code, conv + os.sep + name, reason) for code, name, reason in self.found]
+
+    def metas(self, conv: str, dir_fd: int) -> list:
+        c = self.cols
+        sizes = list(c["fixed"])
+        stat_ = os.stat
+        for i, log in enumerate(c["logs"]):
+            if log is not None:
+                try:
+                    sizes[i] += stat_(log, dir_fd=dir_fd, follow_symlinks=False).st_size
+                except OSError:
+                    pass  # gone since it was listed
+        prefix = conv + os.sep
+        return list(map(ConversationMeta, repeat("mermaid"), c["ids"], c["titles"], c["created"], c["updated"],
+                        c["created_ts"], c["updated_ts"], c["counts"], sizes, repeat(False),
+                        [prefix + n for n in c["names"]]))
+
+    @classmethod
+    def build(cls, conv: str, metas: list, fresh: dict, name_set) -> tuple[dict, dict]:
+        """(entries with row indexes, columns) for ``metas`` (sorted) and the scan's ``fresh`` entries."""
+        cut = len(conv) + 1
+        names = [m.path[cut:] for m in metas]
+        index = {n: i for i, n in enumerate(names)}
+        entries = {n: e if e[2] is None else [e[0], e[1], index[n], e[3]] for n, e in fresh.items()}
+        other = [fresh[n][2][7] for n in names]
+        logs = [n[:-5] + ".jsonl" if n[:-5] + ".jsonl" in name_set else None for n in names]
+        cols = {"names": names, "ids": [m.id for m in metas], "titles": [m.title for m in metas],
+                "created": [m.created for m in metas], "updated": [m.updated for m in metas],
+                "created_ts": [m.created_ts for m in metas], "updated_ts": [m.updated_ts for m in metas],
+                "counts": [m.message_count for m in metas], "other": other,
+                "fixed": [fresh[n][0] + o for n, o in zip(names, other)], "logs": logs,
+                "findings": [[e[3][0], n, e[3][1]] for n, e in fresh.items() if e[3] is not None]}
+        return entries, cols
 
 
 def _row_ok(row) -> bool:
