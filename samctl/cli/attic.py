@@ -30,14 +30,15 @@ def command(ctx, state, verify, repair, lock_wait, fmt):
     archive plus a manifest of sha256 hashes per entry. Exit 3 if an entry is
     damaged, incomplete or not samctl's.
     """
-    from samctl.core import attic, lifecycle
+    from samctl.core import attic
+    from samctl.core import repair as repairmod
     from samctl.core.lock import store_lock
     from samctl.core.timeparse import format_local
 
     store = store_of(ctx)
     if repair:
         with store_lock(store, lock_wait):
-            lines = lifecycle.repair(store, full=True)
+            lines = repairmod.repair(store, full=True)
         for line in lines:
             click.echo(f"repaired: {line}", err=True)
         if not lines:
@@ -45,7 +46,7 @@ def command(ctx, state, verify, repair, lock_wait, fmt):
     findings: list = []
     entries = attic.list_entries(store, findings, state or attic.STATES)
     if not repair:
-        findings.extend(lifecycle.pending(store))
+        findings.extend(repairmod.pending(store))
     if verify:
         for e in entries:
             findings.extend(attic.verify(e))

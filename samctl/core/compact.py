@@ -2,7 +2,7 @@
 
 In order, under samctl's lock:
 
-1. finish moves a crash interrupted (``lifecycle.repair``);
+1. finish moves a crash interrupted (``repair.repair``);
 2. purge ``deleted`` attic entries older than the grace period (``archived``
    entries and ``history`` segments are kept: archiving is a decision to keep);
 3. mermaid: for each session that is not live (its scratch lock is free) and
@@ -46,8 +46,8 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.core import attic as atticmod
-from samctl.core import lifecycle
 from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.repair import drop_journal, pending, repair, write_journal
 from samctl.core.model import WARNING, Finding
 from samctl.errors import SamctlError
 
@@ -113,14 +113,14 @@ def compact(store, opts: CompactOptions, progress=None) -> CompactReport:
     if opts.dry_run:
         if not opts.force and store.name == "sam" and store.app_is_running():
             rep.findings.append(Finding("busy", str(store.conv_dir), "SAM is running: compact would refuse", WARNING))
-        rep.findings.extend(lifecycle.pending(store))
+        rep.findings.extend(pending(store))
         _run_steps(store, opts, rep, now, progress)
         rep.bytes_after = rep.bytes_before - sum(a["bytes_before"] - a["bytes_after"] for a in rep.actions)
         return rep
     ensure_app_idle(store, [], opts.force)
     with store_lock(store, opts.lock_wait):
         ensure_app_idle(store, [], opts.force)
-        rep.repaired = lifecycle.repair(store, full=True)
+        rep.repaired = repair(store, full=True)
         _run_steps(store, opts, rep, now, progress)
     rep.bytes_after = _usage(store)
     return rep
@@ -258,14 +258,14 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
         old_sha = hashlib.sha256(data).hexdigest()
         attic = atticmod.ensure_attic(store)
         stem = atticmod.new_stem(attic, cid, "history", now)
-        lifecycle._journal_write(attic, stem, {"op": "log", "stem": stem, "id": cid, "old_size": size0,
+        write_journal(attic, stem, {"op": "log", "stem": stem, "id": cid, "old_size": size0,
                                                "old_sha256": old_sha, "new_size": len(new),
                                                "new_sha256": hashlib.sha256(new).hexdigest()})
         try:
             entry = atticmod.pack(store, cid, "history", [path],
                                   {"title": doc.get("title"), "events": len(read.events)}, opts.level, now, stem)
         except BaseException:
-            lifecycle._journal_drop(attic, stem)
+            drop_journal(attic, stem)
             raise
         m = entry.members[0]
         if (m.size, m.sha256) != (size0, old_sha):
@@ -277,7 +277,7 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             rep.findings.append(Finding("skipped-busy", str(path), "the log grew while compact worked on it; "
                                         "everything was kept, it is tried again on the next run", INFO, cid))
             return
-        lifecycle._journal_drop(attic, stem)
+        drop_journal(attic, stem)
         rep.add("rewrite-log", path, size0, len(new) + entry.tar_size,
                 f"{len(read.events)} events -> {len(events)}; old log kept as {entry.stem}")
     finally:
@@ -286,7 +286,7 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
 
 def _undo(entry, attic: Path, stem: str) -> None:
     atticmod.drop(entry)
-    lifecycle._journal_drop(attic, stem)
+    drop_journal(attic, stem)
 
 
 def _pread_all(fd: int, offset: int) -> bytes:
@@ -393,7 +393,7 @@ def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
     elif not swapped:
         atticmod.drop(atticmod.load_manifest(store, manifest))
-    lifecycle._journal_drop(attic, stem)
+    drop_journal(attic, stem)
     return f"{cid}: " + ("finished an interrupted log rewrite" if swapped else "undid an interrupted log rewrite "
                                                                                 "(the log was never replaced)")
 

@@ -1,0 +1,293 @@
+"""The journal of moves in progress, and repair: finishing or undoing what a crash interrupted.
+
+Every move between the store and the attic (core/lifecycle.py) and every log
+rewrite (core/compact.py) writes a journal record in ``samctl-attic/.journal``
+before its first change and drops it after its last.  ``repair`` (run first
+by every writing command, under samctl's lock, and by ``samctl attic
+--repair``) reads what is left:
+
+- out, manifest not written: the originals were never touched; the partial
+  archive is removed (rolled back); likewise when the manifest was cut short
+  by a power loss (the originals go only after the manifests are durable);
+- out, manifest written: the entry is re-verified, then every leftover
+  original whose bytes match the manifest is removed (rolled forward); a
+  leftover that differs is kept and reported;
+- restore: the remaining files are placed from the staging copy, then the
+  entry is dropped (rolled forward);
+- log (``compact``): the history segment is dropped unless the log on disk
+  is already the new one.
+
+Leftover staging folders and archives without a manifest or journal record
+are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.core import attic as atticmod
+from samctl.core.model import WARNING, Finding
+from samctl.errors import SamctlError
+
+
+# --- journal records ---------------------------------------------------------------------
+
+def journal_path(attic: Path, stem: str) -> Path:
+    """The record of the move of attic entry ``stem`` (one per move in progress)."""
+    return attic / atticmod.JOURNAL / f"{stem}.json"
+
+
+def write_journal(attic: Path, stem: str, record: dict) -> None:
+    fsafe.write_atomic(journal_path(attic, stem), orjson.dumps(record))
+
+
+def drop_journal(attic: Path, stem: str) -> None:
+    fsafe.remove(journal_path(attic, stem))
+
+
+def sha256_file(p: Path) -> str | None:
+    """The sha256 of a regular file's bytes, or None if it cannot be read as one."""
+    try:
+        f, _ = fsafe.open_regular(p)
+    except SamctlError:
+        return None
+    try:
+        h = hashlib.sha256()
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+    finally:
+        f.close()
+
+
+# --- placing restored files ---------------------------------------------------------------
+
+def placement_order(pairs):
+    def key(pair):
+        n, m = pair
+        if m.type == "dir":
+            return (0, n.count("/"), n)
+        return (1 + (n.endswith(".meta")) + (n.endswith(".json")), 0, n)
+    return sorted(pairs, key=key)
+
+
+def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list[str]:
+    """Give each staged member its store name (never replacing anything), folders' mtimes last.
+
+    Returns the names of members whose target already held other bytes (not placed).
+    """
+    conflicts = []
+    touched = {store.conv_dir}
+    for n, m in placement_order(list(zip(names, entry.members))):
+        dst = store.conv_dir.joinpath(*n.split("/"))
+        src = staging.joinpath(*n.split("/"))
+        if m.type == "dir":
+            if fsafe.lstat(dst) is None:
+                fsafe._step("mkdir")
+                os.mkdir(dst, fsafe.DIR_MODE)
+            continue
+        st = fsafe.lstat(dst)
+        if st is not None:
+            sst = fsafe.lstat(src)
+            if sst is not None and ((sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
+                                    or sha256_file(src) == sha256_file(dst)):
+                continue  # placed before a crash
+            conflicts.append(n)
+            continue
+        # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
+        pst = fsafe.lstat(dst.parent if dst.parent != store.conv_dir else store.root_real)
+        if pst is None:
+            fsafe.make_private_dir(dst.parent)
+            touched.add(dst.parent.parent)
+        elif not stat.S_ISDIR(pst.st_mode):  # a symlink (or file) where the folder should be: never write through
+            conflicts.append(n)
+            continue
+        fsafe.place_new(src, dst, sync_dir=False)
+        touched.add(dst.parent)
+    for n, m in zip(names, entry.members):
+        if m.type == "dir":
+            p = store.conv_dir.joinpath(*n.split("/"))
+            os.chmod(p, m.mode)
+            os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+    for d in sorted(touched, key=lambda p: -len(p.parts)):
+        fsafe.fsync_dir(d)
+    return conflicts
+
+
+# --- repair -----------------------------------------------------------------------------------
+
+def pending(store) -> list:
+    """Findings for moves a crash interrupted (read-only; ``repair`` finishes them)."""
+    attic = atticmod.attic_dir(store)
+    out = []
+    try:
+        names = sorted(os.listdir(attic / atticmod.JOURNAL))
+    except OSError:
+        return out
+    for n in names:
+        if n.endswith(".json"):
+            out.append(Finding("attic-interrupted", str(attic / atticmod.JOURNAL / n),
+                               "a move was interrupted; `samctl attic --repair` (or any writing samctl command) "
+                               "finishes it", WARNING))
+    return out
+
+
+def repair(store, full: bool = False) -> list[str]:
+    """Finish or undo every interrupted move (caller holds samctl's lock); one line per action.
+
+    Every interrupted move leaves a journal record or a staging folder, so
+    without ``full`` nothing else is looked at when there are none; ``full``
+    (``attic --repair``, ``compact``) also sweeps archives without a manifest
+    and stale temps in the attic, whatever left them.
+    """
+    attic = atticmod.attic_dir(store)
+    if fsafe.lstat(attic) is None:
+        return []
+    if not full and not _has_entries(attic / atticmod.JOURNAL) and not _has_entries(attic / atticmod.STAGING):
+        return []
+    done: list[str] = []
+    journal = attic / atticmod.JOURNAL
+    try:
+        records = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
+    except OSError:
+        records = []
+    keep_staging = set()
+    for n in records:
+        path = journal / n
+        try:
+            rec = orjson.loads(fsafe.read_capped(path, 1 << 24))
+            op, stem = rec["op"], rec["stem"]
+            if stem + ".json" != n or atticmod.parse_stem(stem) is None:
+                raise ValueError("names another entry")
+        except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            done.append(f"ignored an unreadable journal record {path}")
+            continue
+        if op == "out":
+            line = _repair_out(store, attic, stem, rec)
+        elif op == "restore":
+            line = _repair_restore(store, attic, stem, rec)
+        elif op == "log" and store.name == "mermaid" and store.valid_id(str(rec.get("id"))):
+            from samctl.core.compact import repair_log
+
+            line = repair_log(store, attic, stem, rec)
+        else:
+            line = f"ignored journal record {n} (unknown operation {op!r})"
+        if line is None:
+            keep_staging.add(stem)
+            continue
+        done.append(line)
+    # debris: staging copies and archives nobody refers to
+    staging = attic / atticmod.STAGING
+    try:
+        for n in sorted(os.listdir(staging)):
+            if not any(n.startswith(s + ".") for s in keep_staging):
+                fsafe.remove_tree(staging / n)
+                done.append(f"removed leftover staging copy {n}")
+    except OSError:
+        pass
+    try:
+        names = os.listdir(attic)
+    except OSError:
+        names = []
+    for n in sorted(names):
+        if n.endswith(atticmod.TAR_SUFFIX):
+            stem = n[: -len(atticmod.TAR_SUFFIX)]
+            if fsafe.lstat(attic / (stem + atticmod.MANIFEST_SUFFIX)) is None and stem not in keep_staging:
+                fsafe.remove(attic / n)
+                done.append(f"removed {n}: an archive whose move never completed")
+    for p in fsafe.stale_temps(attic) + fsafe.stale_temps(journal):
+        fsafe.remove(p)
+    return done
+
+
+def _has_entries(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as it:
+            return any(True for _ in it)
+    except OSError:
+        return False
+
+
+def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
+    cid = rec.get("id")
+    manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
+    trash = attic / atticmod.STAGING / f"{stem}.trash"
+    if fsafe.lstat(manifest) is None:
+        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+        drop_journal(attic, stem)
+        return f"{cid}: undid an interrupted move to the attic (the store copy was never touched)"
+    try:
+        entry = atticmod.load_manifest(store, manifest)
+    except atticmod.AtticProblem:
+        # A manifest cut short by a power loss before the batch's barrier made it durable:
+        # the originals were not touched yet (they go only after that barrier).
+        files = rec.get("files")
+        parsed = atticmod.parse_stem(stem)
+        if (parsed and type(files) is list and files
+                and all(type(n) is str and atticmod.safe_member_name(n, parsed[0], store.name) for n in files)
+                and all(fsafe.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)):
+            fsafe.remove(manifest)
+            fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+            drop_journal(attic, stem)
+            return f"{cid}: undid an interrupted move to the attic (its manifest was cut short; the store copy is whole)"
+        return None  # leave it for a person: `samctl attic` reports the bad manifest
+    problems = atticmod.verify(entry)
+    leftovers = [(m, store.conv_dir.joinpath(*m.name.split("/"))) for m in entry.members]
+    present = [(m, p) for m, p in leftovers if fsafe.lstat(p) is not None]
+    if problems:
+        if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
+            atticmod.drop(entry)
+            drop_journal(attic, stem)
+            return f"{cid}: the interrupted move left a damaged archive; it was removed, the store copy is whole"
+        return None  # neither copy is whole: leave everything for a person (attic lists the finding)
+    kept = []
+    for m, p in present:
+        if m.type == "file":
+            if sha256_file(p) == m.sha256:
+                fsafe.remove(p)
+            else:
+                kept.append(m.name)
+    for m, p in sorted(present, key=lambda mp: -mp[0].name.count("/")):
+        if m.type == "dir":
+            try:
+                os.rmdir(p)
+            except OSError:
+                pass
+    fsafe.fsync_dir(store.conv_dir)
+    if fsafe.lstat(trash) is not None:
+        fsafe.remove_tree(trash)
+    drop_journal(attic, stem)
+    note = f"; kept {', '.join(kept)} (changed since it was archived)" if kept else ""
+    return f"{cid}: finished an interrupted move to the attic ({entry.stem}){note}"
+
+
+def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
+    staging = attic / atticmod.STAGING / str(rec.get("staging", ""))
+    manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
+    cid = rec.get("id")
+    if fsafe.lstat(manifest) is not None:
+        entry = atticmod.load_manifest(store, manifest)
+        names = rec.get("names") or []
+        if len(names) != len(entry.members) or fsafe.lstat(staging) is None:
+            return None
+        for n in names:
+            if not atticmod.safe_member_name(n, str(rec.get("new_id")), store.name):
+                return None
+        conflicts = place(store, entry, staging, names)
+        if conflicts:
+            return f"{cid}: could not finish an interrupted restore: {', '.join(conflicts[:3])} hold other bytes"
+        atticmod.drop(entry)
+    else:
+        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+    if fsafe.lstat(staging) is not None:
+        fsafe.remove_tree(staging)
+    drop_journal(attic, stem)
+    return f"{cid}: finished an interrupted restore"
