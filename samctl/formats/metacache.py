@@ -16,7 +16,9 @@ Invariants:
   removed or renamed since the save, so a store whose app only ever replaces
   files by rename may trust the entries without a stat per file.  The stamp
   is recorded only when the folder was last changed RACY_SECONDS or more
-  before it was read, for the same reason as above.
+  before it was read, for the same reason as above.  What the store saves
+  beside the stamp (``extra``: mermaid keeps its whole listing there, in
+  columns) is loaded only together with a well-formed stamp.
 """
 
 from __future__ import annotations
