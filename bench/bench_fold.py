@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
@@ -24,6 +22,8 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+
+from timing import medians  # noqa: E402 - bench/ is on the path just above
 
 
 def floor(path: Path) -> int:
@@ -49,18 +49,6 @@ def ours(path: Path) -> int:
     return len(doc["messages"]) if doc else -1
 
 
-def median(fn, repeat):
-    """(median wall time, median CPU time): CPU time is not slowed by other work on a shared machine."""
-    fn()
-    times, cpu = [], []
-    for _ in range(repeat):
-        t, c = time.perf_counter(), time.process_time()
-        fn()
-        times.append(time.perf_counter() - t)
-        cpu.append(time.process_time() - c)
-    return statistics.median(times), statistics.median(cpu)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bytes", type=int, default=128 * 1024 * 1024 - 4096)
@@ -76,8 +64,8 @@ def main() -> int:
              "print(json.dumps(make_mermaid_log(sys.argv[2], int(sys.argv[3]), seed=1)))",
              str(HERE), str(path), str(a.bytes)], check=True, capture_output=True, text=True).stdout)
         size = path.stat().st_size
-        f, fc = median(lambda: floor(path), a.repeat)
-        o, oc = median(lambda: ours(path), a.repeat)
+        f, fc = medians(lambda: floor(path), a.repeat)
+        o, oc = medians(lambda: ours(path), a.repeat)
         print(f"fold of a {size / 2**20:.1f} MiB log ({info.get('lines')} lines), median of {a.repeat}:")
         print(f"  floor (read + orjson.loads per line): {f:.3f} s  ({size / 2**20 / f:.0f} MiB/s), CPU {fc:.3f} s")
         print(f"  samctl read_log_file + fold:          {o:.3f} s  ratio {o / f:.2f}x (goal <= 2x), "

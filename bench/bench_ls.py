@@ -31,6 +31,9 @@ from pathlib import Path
 import orjson
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from timing import medians  # noqa: E402 - bench/ is on the path just above
 
 
 def generate(kind: str, n: int, out: Path, messages_mean: float | None = None) -> Path:
@@ -46,23 +49,6 @@ def generate(kind: str, n: int, out: Path, messages_mean: float | None = None) -
                         "--quiet", *extra], check=True)
         marker.write_text("")
     return dest
-
-
-CPU_TIMES: dict = {}
-
-
-def median_time(fn, repeat: int) -> float:
-    """Median wall time; the median CPU time (user + system, immune to waiting for a
-    shared core) is kept in CPU_TIMES[fn] for the ratios printed alongside."""
-    fn()  # warm-up: page cache, imports
-    times, cpu = [], []
-    for _ in range(repeat):
-        t, c = time.perf_counter(), time.process_time()
-        fn()
-        times.append(time.perf_counter() - t)
-        cpu.append(time.process_time() - c)
-    CPU_TIMES[fn] = statistics.median(cpu)
-    return statistics.median(times)
 
 
 def run_samctl(args: list[str]) -> None:
@@ -107,14 +93,12 @@ def bench_mermaid(n: int, repeat: int, out: Path, messages_mean: float) -> None:
         shutil.rmtree(cache, ignore_errors=True)
         run_samctl(args)
 
-    f_floor, f_warm, f_naive = (lambda: floor_read_metas(conv)), (lambda: run_samctl(args)), \
-        (lambda: naive_parse_snapshots(conv))
-    floor = median_time(f_floor, repeat)
-    cold_t = median_time(cold, repeat)
+    cpu = {}
+    floor, cpu["floor"] = medians(lambda: floor_read_metas(conv), repeat)
+    cold_t, cpu["cold"] = medians(cold, repeat)
     run_samctl(args)
-    warm_t = median_time(f_warm, repeat)
-    naive = median_time(f_naive, repeat)
-    cpu = {k: CPU_TIMES[f] for k, f in (("floor", f_floor), ("warm", f_warm), ("naive", f_naive), ("cold", cold))}
+    warm_t, cpu["warm"] = medians(lambda: run_samctl(args), repeat)
+    naive, cpu["naive"] = medians(lambda: naive_parse_snapshots(conv), repeat)
     shutil.rmtree(cache, ignore_errors=True)
     print(f"mermaid ls --format jsonl, {n} conversations, {messages_mean:g} messages on average, "
           f"snapshots {statistics.mean(sizes) / 1024:.1f} KiB on average (median of {repeat}):")
@@ -141,9 +125,9 @@ def bench_sam(n: int, repeat: int, out: Path) -> None:
         shutil.rmtree(cache, ignore_errors=True)
         run_samctl(args)
 
-    cold_t = median_time(cold, repeat)
+    cold_t = medians(cold, repeat)[0]
     run_samctl(args)
-    warm_t = median_time(lambda: run_samctl(args), repeat)
+    warm_t = medians(lambda: run_samctl(args), repeat)[0]
     print(f"SAM ls --format jsonl, {n} conversations (median of {repeat}):")
     print(f"  cold (no cache):  {cold_t:.3f} s")
     print(f"  warm (cache):     {warm_t:.3f} s   warm is {cold_t / warm_t:.1f}x faster (goal >= 20x)")

@@ -44,6 +44,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from timing import medians  # noqa: E402 - bench/ is on the path just above
 
 
 def generate(out: Path, conversations: int, memories: int) -> Path:
@@ -61,14 +64,7 @@ def generate(out: Path, conversations: int, memories: int) -> Path:
 
 
 def median_time(fn, repeat: int, warm: bool = True) -> float:
-    if warm:
-        fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return medians(fn, repeat, warm)[0]
 
 
 def interleaved(fns: list, repeat: int) -> list[float]:
