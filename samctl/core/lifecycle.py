@@ -232,6 +232,11 @@ def preflight(store, sel: Selection, purge: bool = False) -> None:
 
 # --- out: rm / archive ------------------------------------------------------------------
 
+def _reason(exc: SamctlError | OSError) -> str:
+    """One line for a finding about a conversation that could not be moved."""
+    return exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
+
+
 def _info(t: Target) -> dict:
     return {"title": t.title, "updated": t.updated, "pinned": t.pinned}
 
@@ -370,8 +375,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
         refs = store.topic_refs() if store.name == "sam" else None
         moved, failed = move_out_many(store, targets, state, refs, now)
         for t, exc in failed:
-            why = exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
-            report.findings.append(Finding("not-moved", t.id, why, ERROR, t.id))
+            report.findings.append(Finding("not-moved", t.id, _reason(exc), ERROR, t.id))
         for t, entry in moved:
             report.items.append(dict(t.to_dict(), action=state, entry=entry.stem, bytes=entry.original_size,
                                      stored=entry.tar_size))
@@ -412,8 +416,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
                 for e in dropped:
                     atticmod.drop(e)
             except (SamctlError, OSError) as exc:
-                msg = exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
-                report.findings.append(Finding("not-purged", t.id, msg, ERROR, t.id))
+                report.findings.append(Finding("not-purged", t.id, _reason(exc), ERROR, t.id))
                 continue
             report.items.append(dict(t.to_dict(), action="purged", removed=removed,
                                      attic_entries=[e.stem for e in dropped]))
@@ -485,8 +488,9 @@ def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool
     """Put ``entry`` back into the store exactly (bytes, modes, mtimes), or under a fresh id with ``as_new``.
 
     Any failure is raised (``restore_many`` reports each failure as a finding instead)."""
-    report = restore_many(store, [entry], as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait,
-                          _raise=True)
+    report, failed = _restore(store, [entry], as_new, dry_run, force, lock_wait)
+    if failed:
+        raise failed[0][1]
     return report
 
 
@@ -500,18 +504,26 @@ class _Restore:
 
 
 def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
-                 lock_wait: float = 0.0, _raise: bool = False) -> Report:
+                 lock_wait: float = 0.0) -> Report:
     """Restore several entries in batches that share their fsyncs (see ``_restore_batch``).
 
     Nothing is done if any of them exists in the store again (unless ``as_new``);
     an entry that fails on the way (damaged, a file appeared) is a finding, the
     others are restored.
     """
-    report = Report(dry_run=dry_run)
+    report, failed = _restore(store, entries, as_new, dry_run, force, lock_wait)
+    for r, exc in failed:
+        report.findings.append(Finding("not-restored", r.entry.stem, _reason(exc), ERROR, r.entry.id))
+    return report
+
+
+def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, lock_wait: float):
+    """(report of what was restored, [(plan, error)] for each entry that failed on the way)."""
+    report, failed = Report(dry_run=dry_run), []
     plans = _restore_plans(store, entries, as_new)
     if dry_run:
         report.items += [dict(r.item, action="would be restored") for r in plans]
-        return report
+        return report, failed
     ids = [x for r in plans for x in (r.entry.id, r.new)]
     ensure_app_idle(store, ids, force)
     with store_lock(store, lock_wait):
@@ -520,7 +532,7 @@ def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = 
         for r in plans:
             if fsafe.lstat(r.entry.manifest_path) is None:
                 raise NotFound(f"attic entry {r.entry.stem} is gone (another samctl restored or purged it)")
-        if as_new and any(r.new in store.all_ids() for r in plans):
+        if as_new and not {r.new for r in plans}.isdisjoint(store.all_ids()):
             plans = _restore_plans(store, entries, as_new)
         for r in plans:
             clash = _collisions(store, r.names, r.entry)
@@ -532,12 +544,9 @@ def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = 
                 if exc is None:
                     report.items.append(dict(r.item, action="restored", id=r.new, restored_from=r.entry.id,
                                              bytes=r.entry.original_size))
-                elif _raise:
-                    raise exc
                 else:
-                    why = exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
-                    report.findings.append(Finding("not-restored", r.entry.stem, why, ERROR, r.entry.id))
-    return report
+                    failed.append((r, exc))
+    return report, failed
 
 
 def _restore_plans(store, entries: list, as_new: bool) -> list:
