@@ -20,9 +20,6 @@ class ListQuery:
     reverse: bool = False
 
 
-_when = recency
-
-
 def list_conversations(store, query: ListQuery, findings: list) -> list:
     """Metas of the store matching ``query``, ordered (newest/largest first unless reversed)."""
     metas = store.list_metas(findings)
@@ -31,7 +28,7 @@ def list_conversations(store, query: ListQuery, findings: list) -> list:
     out = []
     needle = query.title.casefold() if query.title else None
     for m in metas:
-        t = _when(m)
+        t = recency(m)
         if query.since is not None and t < query.since:
             continue
         if query.until is not None and t > query.until:
@@ -49,7 +46,7 @@ def _ordered(out: list, query: ListQuery) -> list:
     if query.sort == "updated" and not query.reverse:
         return out[: query.limit] if query.limit is not None else out  # already so (stable, same key)
     key = {
-        "updated": _when,
+        "updated": recency,
         "created": lambda m: m.created_ts or 0.0,
         "title": lambda m: m.title.casefold(),
         "messages": lambda m: m.message_count or 0,
