@@ -303,22 +303,15 @@ def cleanup(ctx: Ctx) -> None:
             fn()
         except Exception:  # noqa: BLE001 - cleanup must not hide the test's own result
             pass
-    for dirpath, dirnames, _ in os.walk(ctx.case_dir):
-        for d in dirnames:
-            p = os.path.join(dirpath, d)
-            if not os.path.islink(p):
-                try:
-                    os.chmod(p, 0o700)
-                except OSError:
-                    pass
-    for dirpath, dirnames, _ in os.walk(ctx.case_dir):  # a second pass reaches folders that were closed
-        for d in dirnames:
-            p = os.path.join(dirpath, d)
-            if not os.path.islink(p):
-                try:
-                    os.chmod(p, 0o700)
-                except OSError:
-                    pass
+    for _ in range(2):  # the second pass reaches folders that were closed during the first
+        for dirpath, dirnames, _ in os.walk(ctx.case_dir):
+            for d in dirnames:
+                p = os.path.join(dirpath, d)
+                if not os.path.islink(p):
+                    try:
+                        os.chmod(p, 0o700)
+                    except OSError:
+                        pass
 
 
 # ------------------------------------------------------------------------------------------ mermaid

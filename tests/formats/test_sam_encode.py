@@ -121,19 +121,21 @@ def test_integral_doubles_are_written_as_integers():
     assert b'"toolDuration" : 1e+20,' in conversation_bytes(doc)
 
 
+def _parent(doc, path):
+    """The object or array that holds the last step of ``path``."""
+    for c in path[:-1]:
+        doc = doc[c]
+    return doc
+
+
 @pytest.mark.parametrize("path", INT_FIELDS)
 def test_int_fields_are_coerced(path):
     doc = example()
     doc["settings"]["maxTokens"] = 4096
     path = concrete(path)
-    node = doc
-    for c in path[:-1]:
-        node = node[c]
-    node[path[-1]] = 3.0e16  # integral, beyond the 2**53 limit for Doubles
+    _parent(doc, path)[path[-1]] = 3.0e16  # integral, beyond the 2**53 limit for Doubles
     out = json.loads(conversation_bytes(doc))
-    node = out
-    for c in path:
-        node = node[c]
+    node = _parent(out, path)[path[-1]]
     assert node == 30000000000000000 and isinstance(node, int)
 
 
@@ -142,10 +144,7 @@ def test_fraction_in_an_int_field_raises(path):
     doc = example()
     doc["settings"]["maxTokens"] = 4096
     path = concrete(path)
-    node = doc
-    for c in path[:-1]:
-        node = node[c]
-    node[path[-1]] = 8192.5
+    _parent(doc, path)[path[-1]] = 8192.5
     with pytest.raises(ValueError, match=path[-1]):
         conversation_bytes(doc)
 
