@@ -441,6 +441,48 @@ def place_new(src: str | os.PathLike, dst: str | os.PathLike, sync_dir: bool = T
         fsync_dir(Path(dst).parent)
 
 
+def move_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Rename ``src`` to ``dst`` without ever replacing an existing ``dst`` (FileExistsError).
+
+    One ``renameat2(RENAME_NOREPLACE)`` on Linux; where there is none (another
+    OS, a file system without it, another device) ``place_new`` then an
+    unlink of ``src``.  The caller fsyncs both folders.
+    """
+    global renameat2
+    if renameat2 is _UNSET:
+        renameat2 = _load_renameat2()
+    if renameat2 is not None:
+        _step("rename")
+        try:
+            renameat2(os.fspath(src), os.fspath(dst))
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.ENOTSUP):
+                raise
+    place_new(src, dst, sync_dir=False)
+    remove(src)
+
+
+def _load_renameat2():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):  # glibc before 2.28, or another libc
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, noreplace = -100, 1
+
+    def rename_noreplace(src: str, dst: str) -> None:
+        if fn(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), noreplace) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), src, None, dst)
+    return rename_noreplace
+
+
 def create_new(path: str | os.PathLike, mode: int = FILE_MODE):
     """Create ``path`` (which must not exist) for writing, in a folder only samctl uses (staging).
 
@@ -480,8 +522,9 @@ def _load_syncfs():
     return syncfs
 
 
-_SYNCFS_UNSET = object()
-syncfs = _SYNCFS_UNSET  # syncfs(fd) for the file system of fd, or None where there is none (set on first use)
+_UNSET = object()
+syncfs = _UNSET  # syncfs(fd) for the file system of fd, or None where there is none (set on first use)
+renameat2 = _UNSET  # renameat2(src, dst) with RENAME_NOREPLACE, or None where there is none (set on first use)
 _batch = None
 
 
@@ -540,7 +583,7 @@ def sync_batch():
     another batch, writes fsync as usual and barriers only mark the step.
     """
     global _batch, syncfs
-    if syncfs is _SYNCFS_UNSET:
+    if syncfs is _UNSET:
         syncfs = _load_syncfs()
     if _batch is not None or syncfs is None:
         yield _batch or _NoBatch()

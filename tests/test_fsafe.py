@@ -1,3 +1,4 @@
+import errno
 import os
 import stat
 import time
@@ -192,3 +193,35 @@ def test_a_failed_syncfs_is_an_error_and_the_batch_ends(tmp_path, monkeypatch):
             fsafe.write_atomic(tmp_path / "a", b"x")
             batch.barrier()
     assert fsafe._batch is None
+
+
+# --- move_new -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("native", [True, False], ids=["renameat2", "link-then-unlink"])
+def test_move_new_moves_and_never_replaces(tmp_path, monkeypatch, native):
+    if native and fsafe._load_renameat2() is None:
+        pytest.skip("no renameat2 here")
+    if not native:
+        monkeypatch.setattr(fsafe, "renameat2", None)
+    src, dst, other = tmp_path / "src", tmp_path / "dst", tmp_path / "other"
+    src.write_bytes(b"staged")
+    os.chmod(src, 0o640)
+    os.utime(src, ns=(1, 1_600_000_000_123_456_789))
+    other.write_bytes(b"someone else's")
+    with pytest.raises(FileExistsError):
+        fsafe.move_new(src, other)
+    assert other.read_bytes() == b"someone else's" and src.read_bytes() == b"staged"
+    fsafe.move_new(src, dst)
+    st = os.lstat(dst)
+    assert not src.exists() and dst.read_bytes() == b"staged"
+    assert (stat.S_IMODE(st.st_mode), st.st_mtime_ns) == (0o640, 1_600_000_000_123_456_789)
+
+
+def test_move_new_falls_back_where_the_file_system_refuses_renameat2(tmp_path, monkeypatch):
+    def einval(src, dst):
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(fsafe, "renameat2", einval)
+    (tmp_path / "a").write_bytes(b"x")
+    fsafe.move_new(tmp_path / "a", tmp_path / "b")
+    assert sorted(os.listdir(tmp_path)) == ["b"]

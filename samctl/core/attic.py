@@ -161,12 +161,13 @@ def iso(now: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 1000000:06d}Z"
 
 
-def new_stem(attic: Path, cid: str, state: str, now: float) -> str:
+def new_stem(attic: Path, cid: str, state: str, now: float, taken=()) -> str:
+    """A name for a new entry: no file in the attic or its journal has it, nor is it in ``taken``."""
     base = f"{cid}.{state}.{stamp(now)}"
     stem = base
     n = 1
-    while any(fsafe.lstat(attic / (stem + s)) is not None for s in (TAR_SUFFIX, MANIFEST_SUFFIX)) or \
-            fsafe.lstat(attic / JOURNAL / (stem + ".json")) is not None:
+    while stem in taken or any(fsafe.lstat(attic / (stem + s)) is not None for s in (TAR_SUFFIX, MANIFEST_SUFFIX)) \
+            or fsafe.lstat(attic / JOURNAL / (stem + ".json")) is not None:
         n += 1
         stem = f"{base}-{n}"
     return stem
@@ -568,10 +569,12 @@ def verify(entry: Entry, absolute_cap: int = ABSOLUTE_CAP) -> list:
 
 
 def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[str]:
-    """Extract ``entry`` into the empty private folder ``dest``, verifying everything first or on the way.
+    """Extract ``entry`` into the private folder ``dest``, verifying everything first or on the way.
 
-    Files get their manifest modes and mtimes.  On any problem ``dest`` is
-    emptied again and AtticProblem raised.  Returns the member names in order.
+    ``dest`` holds none of the entry's top-level names (other entries' members
+    may be there).  Files get their manifest modes and mtimes.  On any problem
+    what was extracted is removed again and AtticProblem raised.  Returns the
+    member names in order.
     """
     names: list[str] = []
 
@@ -596,8 +599,8 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
 
     problems = _scan(entry, sink, absolute_cap, check_tar_first=True)
     if problems:
-        for child in list(dest.iterdir()) if dest.exists() else []:
-            fsafe.remove_tree(child)
+        for top in sorted({m.name.split("/")[0] for m in entry.members}):
+            fsafe.remove_tree(dest / top, sync_parent=False)
         raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,
                            hint="`samctl attic --verify` lists what is wrong with each entry")
     apply_metadata(entry, dest)  # each file is fsynced; the staging folders need not be (files are linked out)

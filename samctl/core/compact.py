@@ -393,7 +393,6 @@ def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
     elif not swapped:
         atticmod.drop(atticmod.load_manifest(store, manifest))
-    drop_journal(attic, stem)
     return f"{cid}: " + ("finished an interrupted log rewrite" if swapped else "undid an interrupted log rewrite "
                                                                                 "(the log was never replaced)")
 

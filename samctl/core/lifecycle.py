@@ -10,15 +10,16 @@ each conversation complete in the store or in the attic (core/attic.py).
   step), drop the journal record.
 - **Restore**: extract into a private staging folder, checking every hash
   (and, with ``as_new``, rewrite the id inside the copies), write a journal
-  record, place each file under its name without ever replacing anything
-  (a hard link: bytes, mode and mtime come along), then drop the attic
-  entry (manifest first), then the staging copy and the journal record.
+  record, move each file to its name without ever replacing anything
+  (``fsafe.move_new``: bytes, mode and mtime come along), then drop the
+  attic entry (manifest first), then the journal record and the staging
+  folder.
 - **Purge** destroys with the owning app's own delete semantics (the store
   modules' ``purge``), plus the conversation's attic entries.
 
-Moves of many conversations share their fsyncs (``fsafe.sync_batch``): the
-order above holds for each conversation, with a barrier wherever it must
-reach the disk.  A crash leaves a journal record in
+Moves of many conversations go in batches that share one journal record,
+one staging folder and their fsyncs (``fsafe.sync_batch``): the order above
+holds for each conversation, with a barrier wherever it must reach the disk.  A crash leaves a journal record in
 ``samctl-attic/.journal``; ``core/repair.py`` finishes or undoes the move it
 describes.
 """
@@ -35,7 +36,7 @@ from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core.lock import ensure_app_idle, store_lock
 from samctl.core.model import ERROR, Finding
-from samctl.core.repair import drop_journal, place, repair, write_journal
+from samctl.core.repair import drop_journal, place, repair, write_batch, write_journal
 from samctl.core.resolve import resolve_id, resolve_many
 from samctl.errors import NotFound, SamctlError, UsageError
 
@@ -245,58 +246,83 @@ BATCH = 256  # conversations moved per round of barriers: the work a crash could
 
 
 @dataclass
-class _Packed:
+class _Out:
+    """One conversation on its way out: what it is, its files as first seen, its entry-to-be."""
     target: Target
     paths: list
     before: dict
-    entry: atticmod.Entry
+    stem: str
+    now: float
+    entry: atticmod.Entry | None = None
+
+    def record(self, store, state: str) -> dict:
+        return {"op": "out", "stem": self.stem, "id": self.target.id, "state": state,
+                "files": [p.relative_to(store.conv_dir).as_posix() for p in self.paths]}
 
 
 def move_out_many(store, targets: list, state: str, refs=None, now: float | None = None):
     """Move ``targets`` into the attic, ``BATCH`` at a time: ``(moved, failed)`` as lists of
     ``(target, Entry)`` and ``(target, SamctlError or OSError)``.
 
-    The module docstring's order holds for each conversation; the fsyncs of a
-    batch are shared (``fsafe.sync_batch``), with a barrier wherever the order
-    must reach the disk: journal records and archives, then manifests (the
-    commit point), then the removals of the originals, then the records go.
+    The module docstring's order holds for each conversation; a batch has one
+    journal record, and its fsyncs are shared (``fsafe.sync_batch``), with a
+    barrier wherever the order must reach the disk: the record and the
+    archives, then the manifests (the commit point), then the removals of the
+    originals, then the record goes.
     """
     moved, failed = [], []
     for i in range(0, len(targets), BATCH):
+        batch = targets[i:i + BATCH]
+        try:
+            attic = atticmod.ensure_attic(store)
+        except (SamctlError, OSError) as exc:
+            failed += [(t, exc) for t in batch]
+            continue
         with fsafe.sync_batch() as sync:
-            packed = []
-            for t in targets[i:i + BATCH]:
+            outs, taken = [], set()
+            for t in batch:
                 try:
-                    packed.append(_pack_out(store, t, state, refs, now))
+                    outs.append(_plan_out(store, attic, t, state, refs, now, taken))
                 except (SamctlError, OSError) as exc:
                     failed.append((t, exc))
-            sync.barrier()  # archives and journal records are on disk before any manifest
+            if not outs:
+                continue
+            try:
+                record = write_batch(attic, [o.record(store, state) for o in outs])
+            except (SamctlError, OSError) as exc:
+                failed += [(o.target, exc) for o in outs]
+                continue
+            packed = []
+            for o in outs:
+                try:
+                    o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(o.target), now=o.now,
+                                            stem=o.stem, commit=False)
+                    packed.append(o)
+                except (SamctlError, OSError) as exc:
+                    failed.append((o.target, exc))
+            sync.barrier()  # the record and the archives are on disk before any manifest
             committed = []
-            for p in packed:
+            for o in packed:
                 try:
-                    atticmod.commit_entry(p.entry)
-                    committed.append(p)
+                    atticmod.commit_entry(o.entry)
+                    committed.append(o)
                 except (SamctlError, OSError) as exc:
-                    drop_journal(p.entry.attic, p.entry.stem)
-                    failed.append((p.target, exc))
+                    failed.append((o.target, exc))
             sync.barrier()  # the commit point: every manifest is on disk before any original goes
-            gone = []
-            for p in committed:
+            for o in committed:
                 try:
-                    _unchanged(p)
-                    _remove_originals(store, p.entry.attic, p.entry.stem, p.paths)
-                    gone.append(p)
+                    _unchanged(o)
+                    _remove_originals(store, attic, o.stem, o.paths)
+                    moved.append((o.target, o.entry))
                 except (SamctlError, OSError) as exc:
-                    failed.append((p.target, exc))
-            sync.barrier()  # the removals are on disk before their journal records go
-            for p in gone:
-                drop_journal(p.entry.attic, p.entry.stem)
-                moved.append((p.target, p.entry))
+                    failed.append((o.target, exc))
+            sync.barrier()  # the removals are on disk before the record goes
+            drop_journal(attic, record)
     return moved, failed
 
 
-def _pack_out(store, t: Target, state: str, refs, now) -> _Packed:
-    """The journal record and the verified archive of one conversation (no manifest yet)."""
+def _plan_out(store, attic: Path, t: Target, state: str, refs, now, taken: set) -> _Out:
+    """``t``'s files and their stamps, and a fresh entry name (not in ``taken``, which gets it)."""
     paths = store.conversation_files(t.id, refs)
     if not paths:
         raise NotFound(f"no files of {t.id} in {store.conv_dir}")
@@ -304,26 +330,18 @@ def _pack_out(store, t: Target, state: str, refs, now) -> _Packed:
     for p in paths:
         st = os.lstat(p)
         before[p] = (st.st_ino, st.st_size, st.st_mtime_ns)
-    attic = atticmod.ensure_attic(store)
     now = time.time() if now is None else now
-    stem = atticmod.new_stem(attic, t.id, state, now)
-    write_journal(attic, stem, {"op": "out", "stem": stem, "id": t.id, "state": state,
-                                 "files": [p.relative_to(store.conv_dir).as_posix() for p in paths]})
-    try:
-        entry = atticmod.pack(store, t.id, state, paths, _info(t), now=now, stem=stem, commit=False)
-    except BaseException:
-        drop_journal(attic, stem)
-        raise
-    return _Packed(t, paths, before, entry)
+    stem = atticmod.new_stem(attic, t.id, state, now, taken)
+    taken.add(stem)
+    return _Out(t, paths, before, stem, now)
 
 
-def _unchanged(p: _Packed) -> None:
+def _unchanged(o: _Out) -> None:
     """Raise (after dropping the entry) if an original changed since it was archived."""
-    for path in p.paths:
+    for path in o.paths:
         st = fsafe.lstat(path)
-        if st is None or (st.st_ino, st.st_size, st.st_mtime_ns) != p.before[path]:
-            atticmod.drop(p.entry)
-            drop_journal(p.entry.attic, p.entry.stem)
+        if st is None or (st.st_ino, st.st_size, st.st_mtime_ns) != o.before[path]:
+            atticmod.drop(o.entry)
             raise SamctlError(f"{path} changed while samctl was archiving it; nothing was moved",
                               hint="make sure the app is not using it, then try again")
 
@@ -570,63 +588,91 @@ def _restore_plans(store, entries: list, as_new: bool) -> list:
 def _restore_batch(store, plans: list) -> list:
     """Restore ``plans``; ``[(plan, None or the error)]``.
 
-    Per entry, the order of the module docstring; the fsyncs are shared, with a
-    barrier wherever the order must reach the disk: staged copies and journal
-    records, then the files placed in the store, then the attic entries
-    dropped, then the records go.
+    Per entry, the order of the module docstring.  The batch has one staging
+    folder and one journal record, and its fsyncs are shared, with a barrier
+    wherever the order must reach the disk: the staged copies and the record,
+    then the files placed in the store, then the attic entries dropped, then
+    the record and the staging folder go.  An entry that could not be placed
+    (a file appeared meanwhile) keeps its attic entry, its staged copy and its
+    move in the record, for a person and ``samctl attic --repair``.
     """
     attic = atticmod.ensure_attic(store)
-    out, staged, placed = [], [], []
+    folder = attic / atticmod.STAGING / f"{plans[0].entry.stem}.{os.getpid()}"
+    if fsafe.lstat(folder) is not None:
+        fsafe.remove_tree(folder)
+    os.mkdir(folder, fsafe.DIR_MODE)
+    out, staged, placed, left = [], [], [], []
     with fsafe.sync_batch() as sync:
-        for r in plans:
+        claimed: set = set()
+        for i, r in enumerate(plans):
             try:
-                r.staging = _stage(store, attic, r)
+                _stage(store, folder, i, r, claimed)
                 staged.append(r)
             except (SamctlError, OSError) as exc:
                 out.append((r, exc))
-        sync.barrier()  # staged copies and journal records are on disk before anything is placed
+        record = None
+        if staged:
+            try:
+                record = write_batch(attic, [_restore_record(r, folder) for r in staged])
+            except (SamctlError, OSError) as exc:
+                out += [(r, exc) for r in staged]
+                staged = []
+        sync.barrier()  # the staged copies and the record are on disk before anything is placed
         for r in staged:
             try:
                 conflicts = place(store, r.entry, r.staging, r.names)
             except (SamctlError, OSError) as exc:
                 out.append((r, exc))
+                left.append(r)
                 continue
-            if conflicts:  # something appeared meanwhile: keep the entry (and the journal) for a person
+            if conflicts:  # something appeared meanwhile: keep the entry (and its move) for a person
                 out.append((r, SamctlError(
                     f"{', '.join(conflicts[:3])} appeared in the store while restoring {r.entry.id}; the rest was "
                     "placed and the attic entry is kept",
                     hint="move those files aside, then run `samctl attic --repair` to finish the restore")))
+                left.append(r)
                 continue
             placed.append(r)
         sync.barrier()  # the conversations are back on disk before their attic entries go
         for r in placed:
             atticmod.drop(r.entry)
-        sync.barrier()  # the entries are gone on disk before their journal records go
-        for r in placed:
-            fsafe.remove_tree(r.staging, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
-            drop_journal(attic, r.entry.stem)
-            out.append((r, None))
-    return out
+        sync.barrier()  # the entries are gone on disk before the record goes
+        if left:
+            write_journal(attic, record, {"op": "batch", "moves": [_restore_record(r, folder) for r in left]})
+        else:
+            fsafe.remove_tree(folder, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
+            if record is not None:
+                drop_journal(attic, record)
+    return out + [(r, None) for r in placed]
 
 
-def _stage(store, attic: Path, r: _Restore) -> Path:
-    """Extract and check ``r``'s entry in a private staging folder, then write its journal record."""
+def _restore_record(r: _Restore, folder: Path) -> dict:
+    return {"op": "restore", "stem": r.entry.stem, "id": r.entry.id, "new_id": r.new,
+            "staging": r.staging.relative_to(folder.parent).as_posix(), "names": r.names}
+
+
+def _stage(store, folder: Path, i: int, r: _Restore, claimed: set) -> None:
+    """Extract and check ``r``'s entry (the ``i``-th of its batch) into the batch's staging ``folder``.
+
+    The members go straight into ``folder`` unless another entry of the batch
+    has claimed one of their top-level names there, or their id is being
+    rewritten (``retarget`` works on a folder of its own): then into
+    ``folder/<i>``.  On failure nothing of this entry is left in ``folder``.
+    """
     entry = r.entry
-    staging = attic / atticmod.STAGING / f"{entry.stem}.{os.getpid()}"
-    if fsafe.lstat(staging) is not None:
-        fsafe.remove_tree(staging)
-    os.mkdir(staging, fsafe.DIR_MODE)
+    tops = {m.name.split("/")[0] for m in entry.members}
+    if r.new == entry.id and tops.isdisjoint(claimed):
+        claimed |= tops
+        r.staging = folder
+    else:
+        r.staging = folder / str(i)
+        os.mkdir(r.staging, fsafe.DIR_MODE)
     try:
-        staged = atticmod.unpack(entry, staging)
+        staged = atticmod.unpack(entry, r.staging)
         if r.new != entry.id:
-            renames = store.retarget(staging, staged, entry.id, r.new)
-            atticmod.apply_metadata(entry, staging, renames)
+            renames = store.retarget(r.staging, staged, entry.id, r.new)
+            atticmod.apply_metadata(entry, r.staging, renames)
     except BaseException:
-        fsafe.remove_tree(staging)
+        if r.staging != folder:
+            fsafe.remove_tree(r.staging)
         raise
-    record = {"op": "restore", "stem": entry.stem, "id": entry.id, "new_id": r.new, "staging": staging.name,
-              "names": r.names}
-    write_journal(attic, entry.stem, record)
-    return staging
-
-

@@ -1,10 +1,14 @@
 """The journal of moves in progress, and repair: finishing or undoing what a crash interrupted.
 
 Every move between the store and the attic (core/lifecycle.py) and every log
-rewrite (core/compact.py) writes a journal record in ``samctl-attic/.journal``
-before its first change and drops it after its last.  ``repair`` (run first
-by every writing command, under samctl's lock, and by ``samctl attic
---repair``) reads what is left:
+rewrite (core/compact.py) is described in a journal record in
+``samctl-attic/.journal`` before its first change; the record is dropped after
+the last change.  A log rewrite has a record of its own (``<stem>.json``); the
+moves of one batch share one (``batch.<first stem>.json``, ``{"op": "batch",
+"moves": [...]}``), which is written once and dropped once, however many
+conversations the batch moves.  ``repair`` (run first by every writing
+command, under samctl's lock, and by ``samctl attic --repair``) reads what is
+left and settles each move:
 
 - out, manifest not written: the originals were never touched; the partial
   archive is removed (rolled back); likewise when the manifest was cut short
@@ -17,8 +21,10 @@ by every writing command, under samctl's lock, and by ``samctl attic
 - log (``compact``): the history segment is dropped unless the log on disk
   is already the new one.
 
-Leftover staging folders and archives without a manifest or journal record
-are removed.
+A record is dropped once all its moves are settled; a move left for a person
+(both copies damaged, a conflict in the store) stays in it, with its staging
+copy.  Leftover staging folders and archives without a manifest or journal
+record are removed.
 """
 
 from __future__ import annotations
@@ -33,22 +39,51 @@ import orjson
 from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core.model import WARNING, Finding
-from samctl.errors import SamctlError
+from samctl.errors import SamctlError, UnsafePath
 
 
 # --- journal records ---------------------------------------------------------------------
 
-def journal_path(attic: Path, stem: str) -> Path:
-    """The record of the move of attic entry ``stem`` (one per move in progress)."""
-    return attic / atticmod.JOURNAL / f"{stem}.json"
+BATCH_PREFIX = "batch."
+MOVES = ("out", "restore")  # the ops a batch record may hold
 
 
-def write_journal(attic: Path, stem: str, record: dict) -> None:
-    fsafe.write_atomic(journal_path(attic, stem), orjson.dumps(record))
+def journal_path(attic: Path, name: str) -> Path:
+    """The record ``name``: an entry's stem (a log rewrite) or ``batch.<first stem>`` (a batch of moves)."""
+    return attic / atticmod.JOURNAL / f"{name}.json"
 
 
-def drop_journal(attic: Path, stem: str) -> None:
-    fsafe.remove(journal_path(attic, stem))
+def write_journal(attic: Path, name: str, record: dict) -> None:
+    fsafe.write_atomic(journal_path(attic, name), orjson.dumps(record))
+
+
+def drop_journal(attic: Path, name: str) -> None:
+    fsafe.remove(journal_path(attic, name))
+
+
+def write_batch(attic: Path, moves: list[dict]) -> str:
+    """Record the moves of one batch (each ``{"op": "out" or "restore", "stem": ..., ...}``); its name."""
+    name = BATCH_PREFIX + moves[0]["stem"]
+    write_journal(attic, name, {"op": "batch", "moves": moves})
+    return name
+
+
+def _moves_of(rec, name: str) -> list[dict]:
+    """The moves a record holds, each checked to name a well-formed entry; ValueError otherwise."""
+    if rec["op"] == "batch":
+        moves = rec["moves"]
+        if type(moves) is not list or not moves or not name.startswith(BATCH_PREFIX):
+            raise ValueError("not a batch record")
+        if not all(type(m) is dict and m.get("op") in MOVES for m in moves):
+            raise ValueError("a move of unknown kind")
+    else:
+        moves = [rec]
+        if rec["stem"] != name:
+            raise ValueError("names another entry")
+    for m in moves:
+        if type(m["stem"]) is not str or atticmod.parse_stem(m["stem"]) is None:
+            raise ValueError("names no entry")
+    return moves
 
 
 def sha256_file(p: Path) -> str | None:
@@ -80,7 +115,7 @@ def placement_order(pairs):
 
 
 def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list[str]:
-    """Give each staged member its store name (never replacing anything), folders' mtimes last.
+    """Move each staged member to its store name (never replacing anything), folders' mtimes last.
 
     Returns the names of members whose target already held other bytes (not placed).
     """
@@ -97,9 +132,11 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list
         st = fsafe.lstat(dst)
         if st is not None:
             sst = fsafe.lstat(src)
-            if sst is not None and ((sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
-                                    or sha256_file(src) == sha256_file(dst)):
-                continue  # placed before a crash
+            # placed before a crash: moved (the staging copy is private, only this moves it out), or
+            # linked by an older samctl
+            if (sst is None or (sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
+                    or sha256_file(src) == sha256_file(dst)):
+                continue
             conflicts.append(n)
             continue
         # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
@@ -110,7 +147,7 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list
         elif not stat.S_ISDIR(pst.st_mode):  # a symlink (or file) where the folder should be: never write through
             conflicts.append(n)
             continue
-        fsafe.place_new(src, dst, sync_dir=False)
+        fsafe.move_new(src, dst)
         touched.add(dst.parent)
     for n, m in zip(names, entry.members):
         if m.type == "dir":
@@ -159,36 +196,33 @@ def repair(store, full: bool = False) -> list[str]:
         records = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
     except OSError:
         records = []
-    keep_staging = set()
+    keep_staging, keep_stems = set(), set()
     for n in records:
-        path = journal / n
+        path, name = journal / n, n[: -len(".json")]
         try:
-            rec = orjson.loads(fsafe.read_capped(path, 1 << 24))
-            op, stem = rec["op"], rec["stem"]
-            if stem + ".json" != n or atticmod.parse_stem(stem) is None:
-                raise ValueError("names another entry")
+            moves = _moves_of(orjson.loads(fsafe.read_capped(path, 1 << 24)), name)
         except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             done.append(f"ignored an unreadable journal record {path}")
             continue
-        if op == "out":
-            line = _repair_out(store, attic, stem, rec)
-        elif op == "restore":
-            line = _repair_restore(store, attic, stem, rec)
-        elif op == "log" and store.name == "mermaid" and store.valid_id(str(rec.get("id"))):
-            from samctl.core.compact import repair_log
-
-            line = repair_log(store, attic, stem, rec)
-        else:
-            line = f"ignored journal record {n} (unknown operation {op!r})"
-        if line is None:
-            keep_staging.add(stem)
-            continue
-        done.append(line)
+        left = []
+        for rec in moves:
+            line = _repair_one(store, attic, rec)
+            if line is None:
+                left.append(rec)
+                keep_stems.add(rec["stem"])
+                keep_staging.add(f"{rec['stem']}.trash")
+                keep_staging.add(str(rec.get("staging", "")).split("/")[0])
+            else:
+                done.append(line)
+        if not left:
+            drop_journal(attic, name)
+        elif len(left) < len(moves):
+            write_journal(attic, name, {"op": "batch", "moves": left})
     # debris: staging copies and archives nobody refers to
     staging = attic / atticmod.STAGING
     try:
         for n in sorted(os.listdir(staging)):
-            if not any(n.startswith(s + ".") for s in keep_staging):
+            if n not in keep_staging:
                 fsafe.remove_tree(staging / n)
                 done.append(f"removed leftover staging copy {n}")
     except OSError:
@@ -200,12 +234,26 @@ def repair(store, full: bool = False) -> list[str]:
     for n in sorted(names):
         if n.endswith(atticmod.TAR_SUFFIX):
             stem = n[: -len(atticmod.TAR_SUFFIX)]
-            if fsafe.lstat(attic / (stem + atticmod.MANIFEST_SUFFIX)) is None and stem not in keep_staging:
+            if fsafe.lstat(attic / (stem + atticmod.MANIFEST_SUFFIX)) is None and stem not in keep_stems:
                 fsafe.remove(attic / n)
                 done.append(f"removed {n}: an archive whose move never completed")
     for p in fsafe.stale_temps(attic) + fsafe.stale_temps(journal):
         fsafe.remove(p)
     return done
+
+
+def _repair_one(store, attic: Path, rec: dict) -> str | None:
+    """Settle one interrupted move or log rewrite: a line saying what was done, or None to leave it."""
+    op, stem = rec["op"], rec["stem"]
+    if op == "out":
+        return _repair_out(store, attic, stem, rec)
+    if op == "restore":
+        return _repair_restore(store, attic, stem, rec)
+    if op == "log" and store.name == "mermaid" and store.valid_id(str(rec.get("id"))):
+        from samctl.core.compact import repair_log
+
+        return repair_log(store, attic, stem, rec)
+    return f"ignored journal record of {stem} (unknown operation {op!r})"
 
 
 def _has_entries(folder: Path) -> bool:
@@ -222,7 +270,6 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     trash = attic / atticmod.STAGING / f"{stem}.trash"
     if fsafe.lstat(manifest) is None:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
-        drop_journal(attic, stem)
         return f"{cid}: undid an interrupted move to the attic (the store copy was never touched)"
     try:
         entry = atticmod.load_manifest(store, manifest)
@@ -236,7 +283,6 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
                 and all(fsafe.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)):
             fsafe.remove(manifest)
             fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
-            drop_journal(attic, stem)
             return f"{cid}: undid an interrupted move to the attic (its manifest was cut short; the store copy is whole)"
         return None  # leave it for a person: `samctl attic` reports the bad manifest
     problems = atticmod.verify(entry)
@@ -245,7 +291,6 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     if problems:
         if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
             atticmod.drop(entry)
-            drop_journal(attic, stem)
             return f"{cid}: the interrupted move left a damaged archive; it was removed, the store copy is whole"
         return None  # neither copy is whole: leave everything for a person (attic lists the finding)
     kept = []
@@ -264,18 +309,21 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     fsafe.fsync_dir(store.conv_dir)
     if fsafe.lstat(trash) is not None:
         fsafe.remove_tree(trash)
-    drop_journal(attic, stem)
     note = f"; kept {', '.join(kept)} (changed since it was archived)" if kept else ""
     return f"{cid}: finished an interrupted move to the attic ({entry.stem}){note}"
 
 
 def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
-    staging = attic / atticmod.STAGING / str(rec.get("staging", ""))
     manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
     cid = rec.get("id")
     if fsafe.lstat(manifest) is not None:
         entry = atticmod.load_manifest(store, manifest)
         names = rec.get("names") or []
+        parts = str(rec.get("staging", "")).split("/")
+        try:
+            staging = attic.joinpath(atticmod.STAGING, *map(fsafe.check_component, parts))
+        except UnsafePath:
+            return None
         if len(names) != len(entry.members) or fsafe.lstat(staging) is None:
             return None
         for n in names:
@@ -287,7 +335,4 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
         atticmod.drop(entry)
     else:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
-    if fsafe.lstat(staging) is not None:
-        fsafe.remove_tree(staging)
-    drop_journal(attic, stem)
-    return f"{cid}: finished an interrupted restore"
+    return f"{cid}: finished an interrupted restore"  # the staging copy goes with the record's other debris

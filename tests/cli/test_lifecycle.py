@@ -406,7 +406,7 @@ def test_a_folder_that_is_also_another_conversations_scope_keeps_its_memories(ru
 # --- batches: barriers, a failure inside a batch, a manifest cut short -----------------
 
 def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, monkeypatch):
-    """Three conversations, one batch: archives + journal records, then manifests, then removals,
+    """Three conversations, one batch: its journal record + archives, then manifests, then removals,
     each set reaching the disk (a barrier) before the next begins."""
     from samctl import fsafe
 
@@ -435,7 +435,7 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
     syncs = [i for i, e in enumerate(events) if e == "sync"]
     assert len(syncs) == 3
     first, second, third = syncs
-    assert events[:first].count("tar") == 3 and events[:first].count("journal") == 3
+    assert events[:first] == ["journal", "tar", "tar", "tar"]  # one record for the batch, written first
     assert "manifest" not in events[:first] and "original" not in events[:second]
     assert events[first:second].count("manifest") == 3
     assert events[second:third].count("original") == 9  # .meta, .json and .jsonl of each
@@ -467,17 +467,24 @@ def test_one_conversation_changing_mid_batch_stays_and_the_others_move(run, merm
     assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
 
 
+def _committed_not_removed(root, cid):
+    """What a crash leaves between a batch's manifests and the removal of its originals: the batch's
+    journal record, the archive and its manifest, and every original.  The entry."""
+    from samctl.core import attic as atticmod, lifecycle, repair
+
+    store = open_store(str(root))
+    attic = atticmod.ensure_attic(store)
+    out = lifecycle._plan_out(store, attic, lifecycle.Target(cid), "deleted", None, None, set())
+    repair.write_batch(attic, [out.record(store, "deleted")])
+    return atticmod.pack(store, cid, "deleted", out.paths, now=out.now, stem=out.stem)
+
+
 @pytest.mark.parametrize("cut", [b"", b'{"samctl_attic": 1, "id"'])
 def test_repair_undoes_a_move_whose_manifest_was_cut_short(run, mermaid_demo, cut):
     """A power loss between the archives' barrier and the manifests' can leave a manifest
     shorter than written; the originals were not touched yet, so the move is undone."""
-    from samctl.core import attic as atticmod, lifecycle
-
-    store = open_store(str(mermaid_demo))
     before = fingerprint(conv(mermaid_demo))
-    packed = lifecycle._pack_out(store, lifecycle.Target(MID), "deleted", None, None)
-    atticmod.commit_entry(packed.entry)
-    packed.entry.manifest_path.write_bytes(cut)
+    _committed_not_removed(mermaid_demo, MID).manifest_path.write_bytes(cut)
     r = run("--root", mermaid_demo, "attic", "--repair")
     assert r.exit_code == 0, r.stderr
     assert "manifest was cut short" in r.stdout + r.stderr
@@ -488,12 +495,7 @@ def test_repair_undoes_a_move_whose_manifest_was_cut_short(run, mermaid_demo, cu
 
 
 def test_repair_leaves_a_cut_manifest_alone_when_an_original_is_gone(run, mermaid_demo):
-    from samctl.core import attic as atticmod, lifecycle
-
-    store = open_store(str(mermaid_demo))
-    packed = lifecycle._pack_out(store, lifecycle.Target(MID), "deleted", None, None)
-    atticmod.commit_entry(packed.entry)
-    packed.entry.manifest_path.write_bytes(b"")
+    _committed_not_removed(mermaid_demo, MID).manifest_path.write_bytes(b"")
     (conv(mermaid_demo) / f"{MID}.meta").unlink()
     attic_before = fingerprint(attic_of(mermaid_demo))
     run("--root", mermaid_demo, "attic", "--repair")
@@ -520,6 +522,44 @@ def test_restore_many_brings_every_one_back_in_one_batch(run, mermaid_demo, monk
     assert {cid: files_state(mermaid_demo, cid) for cid in ids} == before
     assert [p for p in attic_of(mermaid_demo).iterdir() if not p.name.startswith(".")] == []
     assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
+    assert run("--root", mermaid_demo, "check").exit_code == 0
+
+
+def test_a_file_appearing_mid_restore_keeps_that_entry_and_its_move_for_repair(run, mermaid_demo, monkeypatch):
+    """mermaid saves a session with the same id after samctl checked the store but before it placed
+    the files: the others are restored; that one keeps its attic entry, its staged copy and its move
+    in the batch's journal record, and `attic --repair` finishes it once the intruder is moved aside."""
+    from samctl.core import lifecycle
+
+    ids, before = _rm_all(run, mermaid_demo)
+    intruder = conv(mermaid_demo) / f"{MID}.jsonl"
+    real = lifecycle.write_batch
+
+    def record_then_intrude(attic, moves):
+        name = real(attic, moves)
+        intruder.write_text('{"intruder": true}\n')
+        return name
+
+    monkeypatch.setattr(lifecycle, "write_batch", record_then_intrude)
+    r = run("--root", mermaid_demo, "restore", *ids)
+    assert r.exit_code == 3, r.stderr
+    assert f"{MID}.jsonl appeared in the store while restoring {MID}" in r.stderr
+    for cid in set(ids) - {MID}:
+        assert files_state(mermaid_demo, cid) == before[cid]
+    assert intruder.read_text() == '{"intruder": true}\n'
+    assert len(list(attic_of(mermaid_demo).glob(f"{MID}.*.manifest.json"))) == 1
+    (record,) = (attic_of(mermaid_demo) / ".journal").iterdir()
+    moves = orjson.loads(record.read_bytes())["moves"]
+    assert [m["id"] for m in moves] == [MID]  # only the move left to finish
+    monkeypatch.undo()
+    intruder.unlink()
+    r = run("--root", mermaid_demo, "attic", "--repair")
+    assert r.exit_code == 0, r.stderr
+    assert f"{MID}: finished an interrupted restore" in r.stdout + r.stderr
+    assert {cid: files_state(mermaid_demo, cid) for cid in ids} == before
+    assert [p for p in attic_of(mermaid_demo).iterdir() if not p.name.startswith(".")] == []
+    assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
+    assert list((attic_of(mermaid_demo) / ".staging").iterdir()) == []
     assert run("--root", mermaid_demo, "check").exit_code == 0
 
 
