@@ -318,11 +318,13 @@ def create_temp(path: str | os.PathLike, mode: int = FILE_MODE):
     return tmp, os.fdopen(fd, "wb", buffering=1 << 20)
 
 
-def finish_temp(f, mode: int = FILE_MODE) -> None:
-    """Flush, chmod and fsync a file from ``create_temp``, then close it."""
+def finish_temp(f, mode: int = FILE_MODE, mtime_ns: int | None = None) -> None:
+    """Flush, chmod (and, given ``mtime_ns``, set both times) and fsync a file from ``create_temp``, then close it."""
     try:
         f.flush()
         os.fchmod(f.fileno(), mode)
+        if mtime_ns is not None:
+            os.utime(f.fileno(), ns=(mtime_ns, mtime_ns))
         _step("fsync")
         _fsync(f.fileno())
     finally:

@@ -36,6 +36,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
 import time
@@ -61,6 +62,7 @@ MANIFEST_SUFFIX = ".manifest.json"
 _CHUNK = 1 << 20
 _WINDOW_CAP = 1 << 27  # refuse zstd frames asking for more than 128 MiB of window
 _THREAD_MIN = 4 << 20  # members at least this big are hashed on a helper thread
+_SMALL = 8 << 20  # conversations up to this size are archived in memory (one read each, one compression)
 
 
 class AtticProblem(SamctlError):
@@ -285,6 +287,28 @@ class _Changed(Exception):
     pass
 
 
+_contexts: dict = {}
+
+
+def _compressor(level: int, threads: int):
+    """One compression context per (level, threads), kept for the process: a fresh one costs
+    its tables' allocation and page faults, several times the compression of a small chat."""
+    import zstandard
+
+    key = ("c", level, threads)
+    if key not in _contexts:
+        _contexts[key] = zstandard.ZstdCompressor(level=level, threads=threads)
+    return _contexts[key]
+
+
+def _decompressor():
+    import zstandard
+
+    if "d" not in _contexts:
+        _contexts["d"] = zstandard.ZstdDecompressor(max_window_size=_WINDOW_CAP)
+    return _contexts["d"]
+
+
 def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int | None = None,
          now: float | None = None, stem: str | None = None, commit: bool = True) -> Entry:
     """Archive ``paths`` (files and folders under the store) as one attic entry.
@@ -295,11 +319,13 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     after making the tar durable).  If an original changes while it is read,
     or anything fails, what was written is removed and the error raised
     (``SamctlError`` for a change).
+
+    Up to ``_SMALL`` bytes the tar is built in memory and compressed in one
+    call; it is verified by reading the file back: the bytes must be those
+    written, and they must decompress to exactly the tar built from the
+    originals (whose hashes the manifest holds).  Bigger conversations are
+    streamed, and verified by decompressing and hashing every member again.
     """
-    import tarfile
-
-    import zstandard
-
     if state not in STATES:
         raise ValueError(state)
     level = LEVEL if level is None else level
@@ -307,17 +333,16 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     now = time.time() if now is None else now
     stem = stem or new_stem(attic, cid, state, now)
     tar_path = attic / (stem + TAR_SUFFIX)
-    members: list[Member] = []
+    total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
     tmp, f = fsafe.create_temp(tar_path)
     try:
-        hw = _HashWriter(f)
-        total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
-        threads = -1 if total >= _THREAD_MIN * 2 else 0  # big inputs: every core, like `zstd -T0`
-        zw = zstandard.ZstdCompressor(level=level, threads=threads).stream_writer(hw, closefd=False)
-        with tarfile.open(fileobj=zw, mode="w|", format=tarfile.PAX_FORMAT, bufsize=_CHUNK, copybufsize=_CHUNK) as tf:
-            for p in paths:
-                members.append(_add(tf, store, Path(p)))
-        zw.close()
+        if total <= _SMALL:
+            members, tar = _tar_in_memory(store, paths)
+            compressed = _compressor(level, 0).compress(tar)
+            f.write(compressed)
+            tar_size, tar_sha256 = len(compressed), hashlib.sha256(compressed).hexdigest()
+        else:
+            members, tar_size, tar_sha256 = _tar_streamed(store, paths, f, level)
         fsafe.finish_temp(f)
         fsafe.commit_temp(tmp, tar_path, sync_dir=False)  # the manifest's commit fsyncs the folder
     except BaseException as exc:
@@ -329,10 +354,13 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
         raise
     entry = Entry(stem=stem, id=cid, state=state, when=iso(now), when_ts=now, store=store.name,
                   origin=str(store.conv_dir), title=(info or {}).get("title"), members=members,
-                  tar_size=hw.n, tar_sha256=hw.h.hexdigest(), attic=attic, level=level,
+                  tar_size=tar_size, tar_sha256=tar_sha256, attic=attic, level=level,
                   extra={k: v for k, v in (info or {}).items() if k != "title"})
     try:
-        problems = _scan(entry, sink=None)
+        if total <= _SMALL:
+            problems = _read_back(entry, compressed, tar)
+        else:
+            problems = _scan(entry, sink=None)
         if problems:
             raise AtticProblem(f"the archive of {cid} did not read back as written; nothing was moved", problems)
     except BaseException:
@@ -341,6 +369,87 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     if commit:
         commit_entry(entry)
     return entry
+
+
+def _tar_streamed(store, paths: list, f, level: int) -> tuple[list, int, str]:
+    """Stream the tar of ``paths`` through zstd into ``f``: (members, compressed size, its sha256)."""
+    import tarfile
+
+    total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
+    threads = -1 if total >= _THREAD_MIN * 2 else 0  # big inputs: every core, like `zstd -T0`
+    hw = _HashWriter(f)
+    zw = _compressor(level, threads).stream_writer(hw, closefd=False)
+    members = []
+    with tarfile.open(fileobj=zw, mode="w|", format=tarfile.PAX_FORMAT, bufsize=_CHUNK, copybufsize=_CHUNK) as tf:
+        for p in paths:
+            members.append(_add(tf, store, Path(p)))
+    zw.close()
+    return members, hw.n, hw.h.hexdigest()
+
+
+def _tar_in_memory(store, paths: list) -> tuple[list, bytes]:
+    """The tar of ``paths``, byte for byte what ``_tar_streamed`` would compress: (members, tar)."""
+    import tarfile
+
+    parts, members = [], []
+    offset = 0
+    for p in paths:
+        p = Path(p)
+        ti, st = _tarinfo(store, p)
+        data = b""
+        if stat.S_ISDIR(st.st_mode):
+            members.append(Member(ti.name, "dir", 0, None, ti.mode, st.st_mtime_ns))
+        else:
+            f, st = fsafe.open_regular(p)
+            try:
+                data = _read_exactly(f, st.st_size)
+                after = os.fstat(f.fileno())
+            finally:
+                f.close()
+            if len(data) != st.st_size or (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
+                raise _Changed(str(p))
+            ti.size = st.st_size
+            ti.mode = stat.S_IMODE(st.st_mode)
+            ti.mtime = int(st.st_mtime)
+            members.append(Member(ti.name, "file", st.st_size, hashlib.sha256(data).hexdigest(), ti.mode,
+                                  st.st_mtime_ns))
+        header = ti.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")  # as TarFile(mode="w|") writes it
+        pad = -len(data) % tarfile.BLOCKSIZE
+        parts += (header, data, b"\0" * pad)
+        offset += len(header) + len(data) + pad
+    end = tarfile.BLOCKSIZE * 2
+    end += -(offset + end) % tarfile.RECORDSIZE  # the closing blocks, filled up to a record like tar -b20
+    parts.append(b"\0" * end)
+    return members, b"".join(parts)
+
+
+def _read_exactly(f, n: int) -> bytes:
+    """Up to ``n`` bytes of ``f`` (fewer only at its end), in as few reads as the kernel allows."""
+    chunks = []
+    while n > 0:
+        b = f.read(n)
+        if not b:
+            break
+        chunks.append(b)
+        n -= len(b)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _read_back(entry: Entry, compressed: bytes, tar: bytes) -> list:
+    """Findings unless the archive file holds ``compressed`` and that decompresses to ``tar``."""
+    import zstandard
+
+    try:
+        back = fsafe.read_capped(entry.tar_path, len(compressed))
+    except SamctlError as exc:
+        return [_finding(entry, "attic-missing", exc.message)]
+    if back != compressed:
+        return [_finding(entry, "attic-tampered", "the archive on disk is not the bytes written")]
+    try:
+        ok = _decompressor().decompress(back, max_output_size=len(tar)) == tar
+    except zstandard.ZstdError as exc:
+        return [_finding(entry, "attic-corrupt", f"cannot read the archive back: {str(exc)[:160]}")]
+    return [] if ok else [_finding(entry, "attic-corrupt", "the archive does not decompress to the tar written")]
 
 
 def commit_entry(entry: Entry) -> None:
@@ -354,18 +463,25 @@ def commit_entry(entry: Entry) -> None:
         raise
 
 
-def _add(tf, store, p: Path) -> Member:
+def _tarinfo(store, p: Path):
+    """(TarInfo, lstat) of a file or folder of the store, as the tar records it: no owner, whole seconds."""
     import tarfile
 
-    rel = p.relative_to(store.conv_dir).as_posix()
     st = os.lstat(p)
-    ti = tarfile.TarInfo(rel)
+    ti = tarfile.TarInfo(p.relative_to(store.conv_dir).as_posix())
     ti.mode = stat.S_IMODE(st.st_mode)
     ti.mtime = int(st.st_mtime)
     ti.uid = ti.gid = 0
     ti.uname = ti.gname = ""
     if stat.S_ISDIR(st.st_mode):
         ti.type = tarfile.DIRTYPE
+    return ti, st
+
+
+def _add(tf, store, p: Path) -> Member:
+    ti, st = _tarinfo(store, p)
+    rel = ti.name
+    if stat.S_ISDIR(st.st_mode):
         tf.addfile(ti)
         return Member(rel, "dir", 0, None, ti.mode, st.st_mtime_ns)
     f, st = fsafe.open_regular(p)
@@ -448,16 +564,23 @@ def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first:
     if sum(m.size for m in entry.members) > absolute_cap:
         return [_finding(entry, "attic-too-large", f"the manifest claims {entry.original_size} bytes, over the "
                                                     f"{absolute_cap}-byte cap: not decompressed")]
+    data = None  # a small archive is read once, whole, and checked and decompressed from memory
     if check_tar_first:
         try:
-            n, digest = tar_digest(entry)
+            if entry.tar_size <= _SMALL:
+                data = fsafe.read_capped(entry.tar_path, entry.tar_size)
+                n, digest = len(data), hashlib.sha256(data).hexdigest()
+            else:
+                n, digest = tar_digest(entry)
         except SamctlError as exc:
-            return [_finding(entry, "attic-missing", exc.message)]
+            if getattr(exc, "code", None) != "too-large":
+                return [_finding(entry, "attic-missing", exc.message)]
+            n, digest = -1, ""
         if (n, digest) != (entry.tar_size, entry.tar_sha256):
             return [_finding(entry, "attic-tampered", "the compressed archive does not match its manifest's "
                                                        "size and sha256: not decompressed")]
     try:
-        f, _ = fsafe.open_regular(entry.tar_path)
+        f = io.BytesIO(data) if data is not None else fsafe.open_regular(entry.tar_path)[0]
     except SamctlError as exc:
         return [_finding(entry, "attic-missing", exc.message)]
     want = {m.name: m for m in entry.members}
@@ -466,7 +589,7 @@ def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first:
     cap = decompressed_cap(entry, absolute_cap)
     try:
         hr = _HashReader(f)
-        dctx = zstandard.ZstdDecompressor(max_window_size=_WINDOW_CAP)
+        dctx = _decompressor()
         raw = dctx.stream_reader(hr, read_size=_CHUNK, read_across_frames=True)
         capped = _Capped(raw, cap)
         with tarfile.open(fileobj=capped, mode="r|", bufsize=_CHUNK) as tf:
@@ -577,20 +700,22 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
     member names in order.
     """
     names: list[str] = []
+    base = str(dest)
 
     def sink(m: Member, ti, chunks) -> bool:
-        target = dest.joinpath(*m.name.split("/"))
+        target = f"{base}/{m.name}"  # a safe member name: plain components, checked by _scan
         if m.type == "dir":
             os.mkdir(target, fsafe.DIR_MODE)
             names.append(m.name)
             return True
-        if target.parent != dest and not target.parent.is_dir():
-            fsafe.make_private_dir(target.parent)  # a member whose folder stayed in the store (a shared scope)
+        parent = os.path.dirname(target)
+        if parent != base and not os.path.isdir(parent):
+            fsafe.make_private_dir(parent)  # a member whose folder stayed in the store (a shared scope)
         f = fsafe.create_new(target)  # the staging folder is private: no temp name needed
         try:
             for b in chunks:
                 f.write(b)
-            fsafe.finish_temp(f)
+            fsafe.finish_temp(f, m.mode, m.mtime_ns)
         except BaseException:
             f.close()
             raise
@@ -603,14 +728,16 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
             fsafe.remove_tree(dest / top, sync_parent=False)
         raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,
                            hint="`samctl attic --verify` lists what is wrong with each entry")
-    apply_metadata(entry, dest)  # each file is fsynced; the staging folders need not be (files are linked out)
+    apply_metadata(entry, dest, dirs_only=True)  # files got theirs as written; folders' mtimes go last
     return names
 
 
-def apply_metadata(entry: Entry, dest: Path, renames: dict | None = None) -> None:
+def apply_metadata(entry: Entry, dest: Path, renames: dict | None = None, dirs_only: bool = False) -> None:
     """Give the extracted members (in ``dest``) their manifest modes and mtimes, folders last."""
     renames = renames or {}
     for m in sorted(entry.members, key=lambda m: (m.type == "dir", -m.name.count("/"))):
+        if dirs_only and m.type != "dir":
+            continue
         p = dest.joinpath(*renames.get(m.name, m.name).split("/"))
         os.chmod(p, m.mode)
         os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)

@@ -484,21 +484,16 @@ def _targets_of(store, entry: atticmod.Entry, new: str) -> list[str]:
 
 
 def _collisions(store, names: list[str], entry: atticmod.Entry) -> list[str]:
-    out = []
-    for n, m in zip(names, entry.members):
-        p = store.conv_dir.joinpath(*n.split("/"))
-        if fsafe.lstat(p) is not None and m.type == "file":
-            out.append(n)
+    """The store names that would stand in the way: the entry's files, and the files by which
+    the app knows the conversation (mermaid: any of its three; SAM: its conversation.json)."""
     if store.name == "mermaid":
         cid = names[0].split(".", 1)[0]
-        out += [f"{cid}.{e}" for e in ("json", "meta", "jsonl")
-                if fsafe.lstat(store.conv_dir / f"{cid}.{e}") is not None and f"{cid}.{e}" not in out]
+        known = [f"{cid}.{e}" for e in ("json", "meta", "jsonl")]
     else:
-        top = names[0].split("/", 1)[0]
-        conv = store.conv_dir / top / "conversation.json"
-        if fsafe.lstat(conv) is not None and f"{top}/conversation.json" not in out:
-            out.append(f"{top}/conversation.json")
-    return out
+        known = [names[0].split("/", 1)[0] + "/conversation.json"]
+    files = [n for n, m in zip(names, entry.members) if m.type == "file"]
+    base = str(store.conv_dir) + os.sep
+    return [n for n in dict.fromkeys(files + known) if os.path.lexists(base + n)]
 
 
 def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool = False, force: bool = False,

@@ -71,7 +71,7 @@ def ensure_app_idle(store, ids=(), force: bool = False) -> None:
             raise Busy("SAM is running: it holds every conversation in memory and would overwrite changes",
                        hint="quit SAM first, or pass --force if you are sure it is not using this store")
         return
-    live = [cid for cid in ids if store.session_is_live(cid)]
+    live = store.live_sessions(ids)
     if live:
         raise Busy(f"mermaid has {', '.join(live[:3])} open (its scratch lock is held)",
                    hint="close that mermaid session first, or pass --force")

@@ -120,10 +120,12 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list
     Returns the names of members whose target already held other bytes (not placed).
     """
     conflicts = []
-    touched = {store.conv_dir}
+    conv, stage = str(store.conv_dir), str(staging)
+    touched = {conv}
+    # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
+    conv_st = fsafe.lstat(store.root_real)
     for n, m in placement_order(list(zip(names, entry.members))):
-        dst = store.conv_dir.joinpath(*n.split("/"))
-        src = staging.joinpath(*n.split("/"))
+        dst, src = f"{conv}/{n}", f"{stage}/{n}"
         if m.type == "dir":
             if fsafe.lstat(dst) is None:
                 fsafe._step("mkdir")
@@ -135,26 +137,27 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list
             # placed before a crash: moved (the staging copy is private, only this moves it out), or
             # linked by an older samctl
             if (sst is None or (sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
-                    or sha256_file(src) == sha256_file(dst)):
+                    or sha256_file(Path(src)) == sha256_file(Path(dst))):
                 continue
             conflicts.append(n)
             continue
-        # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
-        pst = fsafe.lstat(dst.parent if dst.parent != store.conv_dir else store.root_real)
+        parent = os.path.dirname(dst)
+        pst = fsafe.lstat(parent) if parent != conv else conv_st
         if pst is None:
-            fsafe.make_private_dir(dst.parent)
-            touched.add(dst.parent.parent)
+            fsafe.make_private_dir(parent)
+            touched.add(os.path.dirname(parent))
         elif not stat.S_ISDIR(pst.st_mode):  # a symlink (or file) where the folder should be: never write through
             conflicts.append(n)
             continue
         fsafe.move_new(src, dst)
-        touched.add(dst.parent)
+        touched.add(parent)
     for n, m in zip(names, entry.members):
-        if m.type == "dir":
-            p = store.conv_dir.joinpath(*n.split("/"))
+        p = f"{conv}/{n}"
+        st = fsafe.lstat(p) if m.type == "dir" else None
+        if st is not None and stat.S_ISDIR(st.st_mode):  # never through a link someone put there
             os.chmod(p, m.mode)
             os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
-    for d in sorted(touched, key=lambda p: -len(p.parts)):
+    for d in sorted(touched, key=lambda p: -p.count("/")):
         fsafe.fsync_dir(d)
     return conflicts
 

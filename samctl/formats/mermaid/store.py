@@ -270,6 +270,22 @@ class MermaidStore(Store):
         uid = os.getuid()
         return Path(tempfile.gettempdir()) / f"mermaid-{uid}" / project_slug(project) / project_slug(cid) / ".lock"
 
+    def live_sessions(self, ids) -> list[str]:
+        """The ids among ``ids`` whose scratch lock a mermaid process holds.
+
+        One listing of the project's scratch folder instead of an open per id:
+        an id without a scratch folder there cannot be live.
+        """
+        ids = list(ids)
+        project = self.scratch_lock_path("x").parent.parent
+        try:
+            present = set(os.listdir(project))
+        except FileNotFoundError:
+            return []
+        except OSError:  # a folder we may enter but not list: ask each id
+            present = None
+        return [cid for cid in ids if (present is None or project_slug(cid) in present) and self.session_is_live(cid)]
+
     def session_is_live(self, cid: str) -> bool:
         """True if a mermaid process holds the session's scratch ``.lock`` (spec §1)."""
         p = self.scratch_lock_path(cid)
