@@ -27,8 +27,11 @@ def _state(paths, root):
     return out
 
 
+@pytest.mark.parametrize("path", ["in-memory", "streamed"])
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
-def test_pack_verify_unpack_round_trip(which, mermaid_demo, sam_demo, tmp_path):
+def test_pack_verify_unpack_round_trip(which, path, mermaid_demo, sam_demo, tmp_path, monkeypatch):
+    if path == "streamed":  # what conversations over attic._SMALL take, and entries over _SMALL_TAR on restore
+        monkeypatch.setattr(attic, "_SMALL", -1)
     store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
     cid = MID if which == "mermaid" else SID
     paths = store.conversation_files(cid)
@@ -51,6 +54,26 @@ def test_pack_verify_unpack_round_trip(which, mermaid_demo, sam_demo, tmp_path):
     assert after == before
     found = []
     assert [x.stem for x in attic.list_entries(store, found)] == [e.stem] and found == []
+
+
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+def test_the_tar_built_in_memory_is_the_streamed_tar_byte_for_byte(which, mermaid_demo, sam_demo):
+    import zstandard
+
+    store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
+    cid = MID if which == "mermaid" else SID
+    paths = store.conversation_files(cid)
+    (paths[-1] if which == "mermaid" else paths[0] / "empty.txt").write_bytes(b"")  # an empty member too
+    paths = store.conversation_files(cid)
+    os.chmod(paths[-1], 0o640)
+    members, tar = attic._tar_in_memory(store, paths)
+    out = io.BytesIO()
+    streamed_members, size, sha = attic._tar_streamed(store, paths, out, 3)
+    assert (size, sha) == (len(out.getvalue()), hashlib.sha256(out.getvalue()).hexdigest())
+    streamed = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(out.getvalue()), read_across_frames=True).read()
+    assert tar == streamed and len(tar) % tarfile.RECORDSIZE == 0
+    assert [m.to_dict() for m in members] == [m.to_dict() for m in streamed_members]
+    assert attic._plain_layout(tar, members)
 
 
 def _entry_with(store, cid, members, manifest_members=None, level=3, raw_tar=None):
@@ -243,3 +266,109 @@ def test_attic_that_is_a_symlink_is_refused(mermaid_demo, tmp_path):
     with pytest.raises(UnsafePath):
         attic.pack(store, MID, "deleted", store.conversation_files(MID))
     assert list(elsewhere.iterdir()) == []
+
+
+# --- the plain-layout fast path reads exactly as the general tar reader --------------------------
+
+def _fix_checksum(tar: bytearray, off: int) -> None:
+    h = tar[off:off + 512]
+    tar[off + 148:off + 156] = b"%06o\0 " % (256 + sum(h[:148]) + sum(h[156:512]))
+
+
+def _set(field: slice, value: bytes, fix: bool = True):
+    def mutate(tar: bytearray) -> None:
+        tar[field] = value.ljust(field.stop - field.start, b"\0")
+        if fix:
+            _fix_checksum(tar, 0)
+    return mutate
+
+
+def _append_garbage(tar: bytearray) -> None:
+    tar[-1] = 0x41
+
+
+def _truncate_end(tar: bytearray) -> None:
+    del tar[-10240:]
+
+
+def _flip_data(tar: bytearray) -> None:
+    off = 0
+    while not int(tar[off + 124:off + 136].strip(b"\0 ") or b"0", 8):  # to the first member with data
+        off += 512
+    tar[off + 512] ^= 0x01
+
+
+def _swap_first_two(tar: bytearray) -> None:
+    sizes, off = [], 0
+    for _ in range(2):
+        size = int(tar[off + 124:off + 136].strip(b"\0 ") or b"0", 8)
+        n = 512 + size + (-size % 512)
+        sizes.append((off, n))
+        off += n
+    (a, na), (b, nb) = sizes
+    tar[a:b + nb] = tar[b:b + nb] + tar[a:a + na]
+
+
+PLAIN_MUTATIONS = {
+    "unchanged": lambda tar: None,
+    "name": _set(slice(0, 1), b"X"),
+    "name-with-slash": _set(slice(0, 100), b"x/"),
+    "symlink": _set(slice(156, 157), b"2"),
+    "hardlink": _set(slice(156, 157), b"1"),
+    "device": _set(slice(156, 157), b"3"),
+    "old-regular": _set(slice(156, 157), b"\0"),
+    "pax-type": _set(slice(156, 157), b"x"),
+    "size": _set(slice(124, 136), b"%011o\0" % 1),
+    "size-bad-checksum": _set(slice(124, 136), b"%011o\0" % 1, fix=False),
+    "size-not-octal": _set(slice(124, 136), b"9999\0"),
+    "checksum": _set(slice(148, 156), b"000000\0 ", fix=False),
+    "gnu-magic": _set(slice(257, 265), b"ustar  \0"),
+    "prefix": _set(slice(345, 350), b"../.."),
+    "trailing-garbage": _append_garbage,
+    "no-end-blocks": _truncate_end,
+    "data": _flip_data,
+    "order": _swap_first_two,
+}
+
+
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+@pytest.mark.parametrize("mutation", sorted(PLAIN_MUTATIONS))
+def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, mermaid_demo, sam_demo, tmp_path,
+                                                                monkeypatch):
+    """For samctl's own tars and every kind of damage to them (the manifest rewritten to match the
+    damaged archive, as a hostile attic would), verify and unpack give the same findings and the same
+    files whether or not the plain-layout fast path takes the tar."""
+    import zstandard
+
+    store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
+    cid = MID if which == "mermaid" else SID
+    e = attic.pack(store, cid, "deleted", store.conversation_files(cid))
+    tar = bytearray(zstandard.ZstdDecompressor().decompress(e.tar_path.read_bytes()))
+    assert attic._plain_layout(bytes(tar), e.members)  # what samctl writes takes the fast path
+    PLAIN_MUTATIONS[mutation](tar)
+    comp = zstandard.ZstdCompressor(level=3).compress(bytes(tar))
+    e.tar_path.write_bytes(comp)
+    man = orjson.loads(e.manifest_path.read_bytes())
+    man["tar"].update(size=len(comp), sha256=hashlib.sha256(comp).hexdigest())
+    e.manifest_path.write_bytes(orjson.dumps(man))
+    e = attic.load_manifest(store, e.manifest_path)
+
+    def outcome(tag):
+        dest = tmp_path / tag
+        dest.mkdir()
+        try:
+            attic.unpack(e, dest)
+            problem = None
+        except attic.AtticProblem as exc:
+            problem = [f.code for f in exc.findings]
+        files = {str(p.relative_to(dest)): (p.read_bytes() if p.is_file() else None) for p in dest.rglob("*")}
+        return [f.code for f in attic.verify(e)], problem, files
+
+    # the fast path takes only samctl's exact layout; any other damage goes to the general reader
+    assert attic._plain_layout(bytes(tar), e.members) == (mutation in ("unchanged", "data"))
+    fast = outcome("fast")
+    monkeypatch.setattr(attic, "_plain_layout", lambda tar, members: False)
+    general = outcome("general")
+    assert fast == general
+    if mutation in ("unchanged", "data"):
+        assert fast[0] == ([] if mutation == "unchanged" else ["attic-tampered"])
