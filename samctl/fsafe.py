@@ -488,11 +488,19 @@ def _load_renameat2():
 def create_new(path: str | os.PathLike, mode: int = FILE_MODE):
     """Create ``path`` (which must not exist) for writing, in a folder only samctl uses (staging).
 
-    Finish it with ``finish_temp``; the caller fsyncs the folder.
+    Returns an unbuffered file (writes go straight to the descriptor: use
+    ``write_all``).  Finish it with ``finish_temp``; the caller fsyncs the folder.
     """
     _step("tmp-write")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    return os.fdopen(fd, "wb", buffering=1 << 20)
+    return os.fdopen(fd, "wb", buffering=0)
+
+
+def write_all(f, data) -> None:
+    """Write every byte of ``data`` to the unbuffered file ``f`` (a raw write may take fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[f.write(view):]
 
 
 # --- durability in batches ------------------------------------------------------------
@@ -535,6 +543,7 @@ class SyncBatch:
 
     def __init__(self):
         self.fds: dict = {}  # st_dev -> fd
+        self.folders: set = set()  # folders noted already (a move notes the same few many times)
         self.dirty = False
 
     def note_fd(self, fd: int) -> None:
@@ -545,6 +554,9 @@ class SyncBatch:
 
     def note_path(self, path) -> None:
         self.dirty = True
+        if path in self.folders:
+            return
+        self.folders.add(path)
         try:
             dev = os.stat(path).st_dev
             if dev not in self.fds:

@@ -47,7 +47,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.core.model import ERROR, WARNING, Finding
-from samctl.errors import SamctlError, UnsafePath
+from samctl.errors import FileProblem, SamctlError, UnsafePath
 
 ATTIC = "samctl-attic"
 JOURNAL = ".journal"
@@ -311,7 +311,8 @@ def _decompressor():
 
 
 def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int | None = None,
-         now: float | None = None, stem: str | None = None, commit: bool = True) -> Entry:
+         now: float | None = None, stem: str | None = None, commit: bool = True, attic: Path | None = None,
+         total: int | None = None) -> Entry:
     """Archive ``paths`` (files and folders under the store) as one attic entry.
 
     The tar is written (temp, fsync, rename), re-read and verified against the
@@ -319,7 +320,8 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     (with ``commit=False`` it is not: the caller commits with ``commit_entry``,
     after making the tar durable).  If an original changes while it is read,
     or anything fails, what was written is removed and the error raised
-    (``SamctlError`` for a change).
+    (``SamctlError`` for a change).  A caller moving many passes the ``attic``
+    it ensured and the ``total`` size of ``paths`` it has seen.
 
     Up to ``_SMALL`` bytes the tar is built in memory and compressed in one
     call; it is verified by reading the file back: the bytes must be those
@@ -330,11 +332,12 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     if state not in STATES:
         raise ValueError(state)
     level = LEVEL if level is None else level
-    attic = ensure_attic(store)
+    attic = attic or ensure_attic(store)
     now = time.time() if now is None else now
     stem = stem or new_stem(attic, cid, state, now)
     tar_path = attic / (stem + TAR_SUFFIX)
-    total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
+    if total is None:
+        total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
     tmp, f = fsafe.create_temp(tar_path)
     try:
         if total <= _SMALL:
@@ -394,27 +397,36 @@ def _tar_in_memory(store, paths: list) -> tuple[list, bytes]:
 
     parts, members = [], []
     offset = 0
+    conv = str(store.conv_dir) + os.sep
     for p in paths:
-        p = Path(p)
-        ti, st = _tarinfo(store, p)
-        data = b""
-        if stat.S_ISDIR(st.st_mode):
-            members.append(Member(ti.name, "dir", 0, None, ti.mode, st.st_mtime_ns))
+        sp = str(p)
+        rel = sp[len(conv):] if sp.startswith(conv) else Path(p).relative_to(store.conv_dir).as_posix()
+        try:
+            f, st = fsafe.open_regular(sp)
+        except FileProblem as exc:
+            st = fsafe.lstat(sp)
+            if exc.code != "not-regular" or st is None or not stat.S_ISDIR(st.st_mode):
+                raise
+            f = None  # a folder (SAM's conversation folder) is a member too
+        mode, mtime = stat.S_IMODE(st.st_mode), int(st.st_mtime)
+        if f is None:
+            data, typeflag = b"", tarfile.DIRTYPE
+            members.append(Member(rel, "dir", 0, None, mode, st.st_mtime_ns))
         else:
-            f, st = fsafe.open_regular(p)
             try:
                 data = _read_exactly(f, st.st_size)
                 after = os.fstat(f.fileno())
             finally:
                 f.close()
             if len(data) != st.st_size or (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
-                raise _Changed(str(p))
-            ti.size = st.st_size
-            ti.mode = stat.S_IMODE(st.st_mode)
-            ti.mtime = int(st.st_mtime)
-            members.append(Member(ti.name, "file", st.st_size, hashlib.sha256(data).hexdigest(), ti.mode,
-                                  st.st_mtime_ns))
-        header = ti.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")  # as TarFile(mode="w|") writes it
+                raise _Changed(sp)
+            typeflag = tarfile.REGTYPE
+            members.append(Member(rel, "file", st.st_size, hashlib.sha256(data).hexdigest(), mode, st.st_mtime_ns))
+        header = _ustar_header(rel, typeflag, mode, len(data), mtime)
+        if header is None:  # a name or number a plain header cannot hold: PAX headers, as TarFile writes them
+            ti, _ = _tarinfo(store, Path(p))
+            ti.size, ti.mode, ti.mtime = len(data), mode, mtime
+            header = ti.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
         pad = -len(data) % tarfile.BLOCKSIZE
         parts += (header, data, b"\0" * pad)
         offset += len(header) + len(data) + pad
@@ -422,6 +434,21 @@ def _tar_in_memory(store, paths: list) -> tuple[list, bytes]:
     end += -(offset + end) % tarfile.RECORDSIZE  # the closing blocks, filled up to a record like tar -b20
     parts.append(b"\0" * end)
     return members, b"".join(parts)
+
+
+_USTAR_TAIL = b"\0" * 100 + b"ustar\x0000" + b"\0" * (32 + 32 + 8 + 8 + 155 + 12)  # linkname ... padding
+
+
+def _ustar_header(name: str, typeflag: bytes, mode: int, size: int, mtime: int) -> bytes | None:
+    """``TarInfo.tobuf(PAX_FORMAT)`` of a member without owner or link, when that is one plain
+    ustar block (an ASCII name of at most 100 characters, numbers that fit); else None."""
+    if typeflag == b"5":
+        name += "/"
+    if len(name) > 100 or not name.isascii() or not (0 <= size < 8 ** 11 and 0 <= mtime < 8 ** 11):
+        return None
+    h = b"".join((name.encode("ascii").ljust(100, b"\0"), b"%07o\0" % (mode & 0o7777), b"0000000\0" * 2,
+                  b"%011o\0%011o\0        " % (size, mtime), typeflag, _USTAR_TAIL))
+    return h[:148] + b"%06o\0 " % sum(h) + h[156:]  # the checksum counts its own field as spaces
 
 
 def _read_exactly(f, n: int) -> bytes:
@@ -771,7 +798,7 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
         f = fsafe.create_new(target)  # the staging folder is private: no temp name needed
         try:
             for b in chunks:
-                f.write(b)
+                fsafe.write_all(f, b)
             fsafe.finish_temp(f, m.mode, m.mtime_ns)
         except BaseException:
             f.close()

@@ -296,7 +296,8 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             for o in outs:
                 try:
                     o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(o.target), now=o.now,
-                                            stem=o.stem, commit=False)
+                                            stem=o.stem, commit=False, attic=attic,
+                                            total=sum(b[1] for b in o.before.values()))
                     packed.append(o)
                 except (SamctlError, OSError) as exc:
                     failed.append((o.target, exc))
@@ -356,7 +357,8 @@ def _removal_order(paths: list) -> list:
 
 def _remove_originals(store, attic: Path, stem: str, paths: list) -> None:
     first = paths[0]
-    if fsafe.lstat(first) is not None and stat.S_ISDIR(os.lstat(first).st_mode) and first.parent == store.conv_dir:
+    st = os.lstat(first)
+    if stat.S_ISDIR(st.st_mode) and first.parent == store.conv_dir:
         # SAM: the whole folder leaves conversations/ in one rename, then is deleted.
         trash = attic / atticmod.STAGING / f"{stem}.trash"
         fsafe._step("rename")
@@ -367,7 +369,7 @@ def _remove_originals(store, attic: Path, stem: str, paths: list) -> None:
         fsafe.fsync_dir(store.conv_dir)
         fsafe.remove_tree(trash)
         return
-    files = [p for p in paths if not stat.S_ISDIR(os.lstat(p).st_mode)]
+    files = [p for p, s in zip(paths, [st] + [os.lstat(p) for p in paths[1:]]) if not stat.S_ISDIR(s.st_mode)]
     for p in _removal_order(files):
         fsafe.remove(p)
     for p in sorted((p for p in paths if p not in files), key=lambda p: -len(p.parts)):

@@ -64,7 +64,11 @@ def test_the_tar_built_in_memory_is_the_streamed_tar_byte_for_byte(which, mermai
     cid = MID if which == "mermaid" else SID
     paths = store.conversation_files(cid)
     (paths[-1] if which == "mermaid" else paths[0] / "empty.txt").write_bytes(b"")  # an empty member too
+    if which == "sam":  # names a plain ustar header cannot hold: PAX headers, as tarfile writes them
+        (paths[0] / "notes-\u00e9t\u00e9.txt").write_bytes(b"accents")
+        (paths[0] / ("long-" * 25 + ".txt")).write_bytes(b"long name")
     paths = store.conversation_files(cid)
+    assert which == "mermaid" or len(paths) == 6
     os.chmod(paths[-1], 0o640)
     members, tar = attic._tar_in_memory(store, paths)
     out = io.BytesIO()
@@ -73,7 +77,7 @@ def test_the_tar_built_in_memory_is_the_streamed_tar_byte_for_byte(which, mermai
     streamed = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(out.getvalue()), read_across_frames=True).read()
     assert tar == streamed and len(tar) % tarfile.RECORDSIZE == 0
     assert [m.to_dict() for m in members] == [m.to_dict() for m in streamed_members]
-    assert attic._plain_layout(tar, members)
+    assert attic._plain_layout(tar, members) == (which == "mermaid")  # PAX headers take the general reader
 
 
 def _entry_with(store, cid, members, manifest_members=None, level=3, raw_tar=None):
