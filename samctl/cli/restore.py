@@ -42,10 +42,6 @@ def command(ctx, ids, as_new, entry, dry_run, force, lock_wait, fmt):
         e = lifecycle.find_entry(store, ids[0] if ids else None, entry)
         report = lifecycle.restore(store, e, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
     else:
-        entries = {}
-        for text in ids:
-            e = lifecycle.find_entry(store, text)
-            entries.setdefault(e.stem, e)  # one conversation named twice is restored once
-        report = lifecycle.restore_many(store, list(entries.values()), as_new=as_new, dry_run=dry_run, force=force,
-                                        lock_wait=lock_wait)
+        report = lifecycle.restore_many(store, lifecycle.find_entries(store, ids), as_new=as_new, dry_run=dry_run,
+                                        force=force, lock_wait=lock_wait)
     render(report, fmt)

@@ -37,7 +37,7 @@ from samctl.core import attic as atticmod
 from samctl.core.lock import ensure_app_idle, store_lock
 from samctl.core.model import ERROR, Finding
 from samctl.core.repair import drop_journal, place, repair, write_batch, write_journal
-from samctl.core.resolve import resolve_id, resolve_many
+from samctl.core.resolve import Listed, resolve_id, resolve_many
 from samctl.errors import NotFound, SamctlError, UsageError
 
 
@@ -80,24 +80,9 @@ class Report:
                 "findings": [f.to_dict() for f in self.findings]}
 
 
-class IdView:
-    """A store as resolve_id sees it, with another set of ids (the attic's, or store + attic)."""
-
-    def __init__(self, store, ids):
-        self._store = store
-        self._ids = sorted(set(ids))
-        self.name = store.name
-        self.id_rule = store.id_rule
-        self.conv_dir = atticmod.attic_dir(store)
-
-    def prefix_ok(self, text: str) -> bool:
-        return self._store.prefix_ok(text)
-
-    def normalize_prefix(self, text: str) -> str:
-        return self._store.normalize_prefix(text)
-
-    def all_ids(self) -> list[str]:
-        return self._ids
+def _attic_view(store, ids) -> Listed:
+    """The store as ``resolve_id`` sees it with the attic's ids (or store + attic)."""
+    return Listed(store, ids, where=atticmod.attic_dir(store))
 
 
 # --- selection ------------------------------------------------------------------------
@@ -407,7 +392,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
 def resolve_for_purge(store, texts) -> list[str]:
     """Ids of the store or of the attic (a conversation already deleted can be purged from the attic)."""
     ids = set(store.all_ids()) | set(atticmod.attic_ids(store, atticmod.STATES))
-    return resolve_many(IdView(store, ids), texts)
+    return resolve_many(_attic_view(store, ids), texts)
 
 
 def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0) -> Report:
@@ -466,8 +451,23 @@ def find_entry(store, text: str | None, entry_name: str | None = None) -> atticm
         return e
     if text is None:
         raise UsageError("name the conversation to restore", hint="`samctl attic` lists what can be restored")
-    cid = resolve_id(IdView(store, [e.id for e in entries]), text)
-    return [e for e in entries if e.id == cid][-1]
+    return find_entries(store, [text], entries)[0]
+
+
+def find_entries(store, texts, entries: list | None = None) -> list[atticmod.Entry]:
+    """The newest deleted or archived entry of each id or prefix in ``texts``, each entry once.
+
+    The attic is listed once (``entries``, if the caller has listed it), however many texts.
+    """
+    if entries is None:
+        entries = atticmod.list_entries(store, [], ("deleted", "archived"))
+    newest = {e.id: e for e in entries}  # entries come oldest first: the last one of an id wins
+    view = _attic_view(store, newest)
+    out: dict = {}
+    for text in texts:
+        e = newest[resolve_id(view, text)]
+        out.setdefault(e.stem, e)  # one conversation named twice is restored once
+    return list(out.values())
 
 
 def _targets_of(store, entry: atticmod.Entry, new: str) -> list[str]:

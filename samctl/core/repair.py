@@ -131,16 +131,6 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list
                 fsafe._step("mkdir")
                 os.mkdir(dst, fsafe.DIR_MODE)
             continue
-        st = fsafe.lstat(dst)
-        if st is not None:
-            sst = fsafe.lstat(src)
-            # placed before a crash: moved (the staging copy is private, only this moves it out), or
-            # linked by an older samctl
-            if (sst is None or (sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
-                    or sha256_file(Path(src)) == sha256_file(Path(dst))):
-                continue
-            conflicts.append(n)
-            continue
         parent = os.path.dirname(dst)
         pst = fsafe.lstat(parent) if parent != conv else conv_st
         if pst is None:
@@ -149,7 +139,20 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list
         elif not stat.S_ISDIR(pst.st_mode):  # a symlink (or file) where the folder should be: never write through
             conflicts.append(n)
             continue
-        fsafe.move_new(src, dst)
+        try:
+            fsafe.move_new(src, dst)
+        except (FileExistsError, FileNotFoundError):
+            st = fsafe.lstat(dst)
+            if st is None:
+                raise  # the staged copy is gone and nothing is in its place
+            sst = fsafe.lstat(src)
+            # placed before a crash: moved (the staging copy is private, only this moves it out), or
+            # linked by an older samctl
+            if (sst is None or (sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
+                    or sha256_file(Path(src)) == sha256_file(Path(dst))):
+                continue
+            conflicts.append(n)
+            continue
         touched.add(parent)
     for n, m in zip(names, entry.members):
         p = f"{conv}/{n}"

@@ -7,7 +7,43 @@ unique prefix; two or more matches are ambiguous (usage error listing some).
 
 from __future__ import annotations
 
+import bisect
+
 from samctl.errors import NotFound, UsageError
+
+
+class Listed:
+    """A store as ``resolve_id`` sees it, its ids listed once (or given: the attic's, store + attic),
+    sorted, so that resolving many texts lists nothing again and looks each up by bisection.
+    ``where`` is the folder named when nothing matches (the store's conversations by default)."""
+
+    def __init__(self, store, ids=None, where=None):
+        self._store = store
+        self._ids = sorted(set(store.all_ids() if ids is None else ids))
+        self._set = set(self._ids)
+        self.name = store.name
+        self.id_rule = store.id_rule
+        self.conv_dir = store.conv_dir if where is None else where
+
+    def prefix_ok(self, text: str) -> bool:
+        return self._store.prefix_ok(text)
+
+    def normalize_prefix(self, text: str) -> str:
+        return self._store.normalize_prefix(text)
+
+    def all_ids(self) -> list[str]:
+        return self._ids
+
+    def matches(self, want: str) -> list[str]:
+        """``[want]`` if it is an id, else every id it is a prefix of."""
+        if want in self._set:
+            return [want]
+        i = bisect.bisect_left(self._ids, want)
+        out = []
+        while i < len(self._ids) and self._ids[i].startswith(want):
+            out.append(self._ids[i])
+            i += 1
+        return out
 
 
 def resolve_id(store, text: str) -> str:
@@ -17,13 +53,10 @@ def resolve_id(store, text: str) -> str:
             f"{shown} is not a {store.name} conversation id or id prefix",
             hint=f"ids look like {store.id_rule}; `samctl ls` lists them",
         )
-    want = store.normalize_prefix(text)
-    ids = store.all_ids()
-    if want in ids:
-        return want
-    matches = [i for i in ids if i.startswith(want)]
+    view = store if isinstance(store, Listed) else Listed(store)
+    matches = view.matches(store.normalize_prefix(text))
     if not matches:
-        raise NotFound(f"no conversation matches {text!r} in {store.conv_dir}", hint="`samctl ls` lists them")
+        raise NotFound(f"no conversation matches {text!r} in {view.conv_dir}", hint="`samctl ls` lists them")
     if len(matches) > 1:
         some = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
         raise UsageError(f"{text!r} is ambiguous: {len(matches)} conversations match ({some})",
@@ -32,9 +65,6 @@ def resolve_id(store, text: str) -> str:
 
 
 def resolve_many(store, texts) -> list[str]:
-    out = []
-    for t in texts:
-        cid = resolve_id(store, t)
-        if cid not in out:
-            out.append(cid)
-    return out
+    """``resolve_id`` of each text, each id once, in the order given; the store is listed once."""
+    view = store if isinstance(store, Listed) else Listed(store)
+    return list(dict.fromkeys(resolve_id(view, t) for t in texts))

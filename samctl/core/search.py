@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 
 from samctl.core import index as ix
 from samctl.core import scoring
-from samctl.core.resolve import resolve_id
+from samctl.core.resolve import Listed, resolve_id
 from samctl.errors import NotFound, UsageError
 
 WHERE = ("memories", "messages", "all")
@@ -173,8 +173,9 @@ def resolve_scope(store, texts) -> set | None:
     if not texts:
         return None
     scope = set()
+    view = Listed(store)  # the store listed once, however many texts
     for t in texts:
-        cid = resolve_id(store, t)
+        cid = resolve_id(view, t)
         scope.add(cid)
         if store.name == "sam":
             topic = _topic_of(store, cid)

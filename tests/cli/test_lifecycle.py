@@ -563,6 +563,14 @@ def test_a_file_appearing_mid_restore_keeps_that_entry_and_its_move_for_repair(r
     assert run("--root", mermaid_demo, "check").exit_code == 0
 
 
+def test_restore_one_conversation_named_twice_restores_it_once(run, mermaid_demo):
+    ids, before = _rm_all(run, mermaid_demo)
+    r = run("--root", mermaid_demo, "restore", "--format", "json", MID, MID[:13], ids[-1])
+    assert r.exit_code == 0, r.stderr
+    assert sorted(i["id"] for i in orjson.loads(r.stdout)["items"]) == sorted({MID, ids[-1]})
+    assert files_state(mermaid_demo, MID) == before[MID]
+
+
 def test_restore_many_does_nothing_if_one_exists_again(run, mermaid_demo):
     ids, _ = _rm_all(run, mermaid_demo)
     (conv(mermaid_demo) / f"{ids[0]}.jsonl").write_text("")  # mermaid started a session with that id again
