@@ -35,6 +35,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -63,7 +64,9 @@ _CHUNK = 1 << 20
 _WINDOW_CAP = 1 << 27  # refuse zstd frames asking for more than 128 MiB of window
 _THREAD_MIN = 4 << 20  # members at least this big are hashed on a helper thread
 _SMALL = 8 << 20  # conversations up to this size are archived in memory (one read each, one compression)
-_SMALL_TAR = 64 << 20  # a small archive is decompressed in memory if its manifest accounts for at most this
+_PARALLEL_HASH = 1 << 20  # a tar this big is hashed on a helper thread while its files are written
+_READ_WHOLE = 8 << 20  # archives up to this size are read whole on restore (one read, checked in memory) ...
+_IN_MEMORY = 32 << 20  # ... and decompressed in memory if their manifest accounts for at most this
 
 
 class AtticProblem(SamctlError):
@@ -105,11 +108,11 @@ class Entry:
     level: int = LEVEL
     extra: dict = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def tar_path(self) -> Path:
         return self.attic / (self.stem + TAR_SUFFIX)
 
-    @property
+    @functools.cached_property
     def manifest_path(self) -> Path:
         return self.attic / (self.stem + MANIFEST_SUFFIX)
 
@@ -184,6 +187,12 @@ def parse_stem(stem: str) -> tuple[str, str, str] | None:
 
 
 # --- names ------------------------------------------------------------------------
+
+def member_name(store, p) -> str:
+    """The name of ``p`` (a file or folder under the store) in a tar: relative to the conversations folder."""
+    sp, conv = str(p), str(store.conv_dir) + "/"
+    return sp[len(conv):] if sp.startswith(conv) else Path(p).relative_to(store.conv_dir).as_posix()
+
 
 def safe_member_name(name, cid: str, store_name: str) -> bool:
     """True if ``name`` is a plain relative path that can only belong to conversation ``cid``."""
@@ -291,23 +300,24 @@ class _Changed(Exception):
 _contexts: dict = {}
 
 
-def _compressor(level: int, threads: int):
-    """One compression context per (level, threads), kept for the process: a fresh one costs
+def _context(key, make):
+    """The zstd context ``key``, made on first use and kept for the process: a fresh one costs
     its tables' allocation and page faults, several times the compression of a small chat."""
+    if key not in _contexts:
+        _contexts[key] = make()
+    return _contexts[key]
+
+
+def _compressor(level: int, threads: int):
     import zstandard
 
-    key = ("c", level, threads)
-    if key not in _contexts:
-        _contexts[key] = zstandard.ZstdCompressor(level=level, threads=threads)
-    return _contexts[key]
+    return _context(("c", level, threads), lambda: zstandard.ZstdCompressor(level=level, threads=threads))
 
 
 def _decompressor():
     import zstandard
 
-    if "d" not in _contexts:
-        _contexts["d"] = zstandard.ZstdDecompressor(max_window_size=_WINDOW_CAP)
-    return _contexts["d"]
+    return _context("d", lambda: zstandard.ZstdDecompressor(max_window_size=_WINDOW_CAP))
 
 
 def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int | None = None,
@@ -397,10 +407,9 @@ def _tar_in_memory(store, paths: list) -> tuple[list, bytes]:
 
     parts, members = [], []
     offset = 0
-    conv = str(store.conv_dir) + os.sep
     for p in paths:
         sp = str(p)
-        rel = sp[len(conv):] if sp.startswith(conv) else Path(p).relative_to(store.conv_dir).as_posix()
+        rel = member_name(store, p)
         try:
             f, st = fsafe.open_regular(sp)
         except FileProblem as exc:
@@ -496,7 +505,7 @@ def _tarinfo(store, p: Path):
     import tarfile
 
     st = os.lstat(p)
-    ti = tarfile.TarInfo(p.relative_to(store.conv_dir).as_posix())
+    ti = tarfile.TarInfo(member_name(store, p))
     ti.mode = stat.S_IMODE(st.st_mode)
     ti.mtime = int(st.st_mtime)
     ti.uid = ti.gid = 0
@@ -595,7 +604,7 @@ def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first:
     data = None  # a small archive is read once, whole, and checked and decompressed from memory
     if check_tar_first:
         try:
-            if entry.tar_size <= _SMALL:
+            if entry.tar_size <= _READ_WHOLE:
                 data = fsafe.read_capped(entry.tar_path, entry.tar_size)
                 n, digest = len(data), hashlib.sha256(data).hexdigest()
             else:
@@ -618,8 +627,10 @@ def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first:
     try:
         hr = _HashReader(f)
         raw = _Capped(_decompressor().stream_reader(hr, read_size=_CHUNK, read_across_frames=True), cap)
-        if data is not None and cap <= _SMALL_TAR:
-            tar = _read_all(raw)
+        if data is not None and cap <= _IN_MEMORY:
+            tar = _decompress_whole(data, cap)
+            if tar is None:
+                tar = _read_all(raw)
             if _plain_layout(tar, entry.members):
                 return _scan_plain(entry, tar, sink)
             raw = io.BytesIO(tar)  # not samctl's plain layout: the general reader below says what is wrong
@@ -684,6 +695,22 @@ def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first:
     return problems
 
 
+def _decompress_whole(data: bytes, cap: int) -> bytes | None:
+    """The content of ``data`` in one call, when it is one zstd frame whose header declares a size
+    within ``cap`` (zstd holds a frame to its declared size, so that bounds the memory); else None."""
+    import zstandard
+
+    try:
+        size = zstandard.frame_content_size(data)
+    except zstandard.ZstdError:
+        return None
+    if not 0 <= size <= cap:
+        return None
+    obj = _decompressor().decompressobj()
+    out = obj.decompress(data)
+    return out if obj.eof and not obj.unused_data and len(out) == size else None
+
+
 def _read_all(reader) -> bytes:
     chunks = []
     while True:
@@ -719,21 +746,36 @@ def _plain_layout(tar: bytes, members: list) -> bool:
 
 
 def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
-    """``_scan`` of a tar that ``_plain_layout`` accepted: each member's data is hashed, then sunk."""
+    """``_scan`` of a tar that ``_plain_layout`` accepted: each member's data is hashed and sunk.
+
+    Small tars are hashed member by member before each is sunk.  In a big one the
+    hashing runs on a helper thread while the files are written (both release the
+    GIL); a mismatch is then found after the writing, and ``unpack`` removes what
+    it wrote, as it does for the general reader.
+    """
     view = memoryview(tar)
-    off = 0
+    spans, off = [], 0
     for m in entry.members:
         off += 512
-        if m.type == "dir":
-            if sink is not None:
-                sink(m, None, iter(()))
-            continue
-        data = view[off:off + m.size]
+        spans.append((m, view[off:off + m.size]))
         off += m.size + (-m.size % 512)
-        if hashlib.sha256(data).hexdigest() != m.sha256:
+    digests = None
+    if sink is not None and len(tar) >= _PARALLEL_HASH:
+        import concurrent.futures
+
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        digests = pool.submit(lambda: [hashlib.sha256(d).hexdigest() if m.type == "file" else None
+                                       for m, d in spans])
+        pool.shutdown(wait=False)
+    for m, data in spans:
+        if digests is None and m.type == "file" and hashlib.sha256(data).hexdigest() != m.sha256:
             return [_finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
         if sink is not None:
-            sink(m, None, iter((data,)))
+            sink(m, None, iter((data,) if m.type == "file" else ()))
+    if digests is not None:
+        for (m, _), digest in zip(spans, digests.result()):
+            if m.type == "file" and digest != m.sha256:
+                return [_finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
     return []
 
 

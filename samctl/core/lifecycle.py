@@ -242,7 +242,7 @@ class _Out:
 
     def record(self, store, state: str) -> dict:
         return {"op": "out", "stem": self.stem, "id": self.target.id, "state": state,
-                "files": [p.relative_to(store.conv_dir).as_posix() for p in self.paths]}
+                "files": [atticmod.member_name(store, p) for p in self.paths]}
 
 
 def move_out_many(store, targets: list, state: str, refs=None, now: float | None = None):

@@ -335,14 +335,19 @@ PLAIN_MUTATIONS = {
 }
 
 
+@pytest.mark.parametrize("hashing", ["inline", "helper-thread"])
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 @pytest.mark.parametrize("mutation", sorted(PLAIN_MUTATIONS))
-def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, mermaid_demo, sam_demo, tmp_path,
-                                                                monkeypatch):
+def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, hashing, mermaid_demo, sam_demo,
+                                                                tmp_path, monkeypatch):
     """For samctl's own tars and every kind of damage to them (the manifest rewritten to match the
     damaged archive, as a hostile attic would), verify and unpack give the same findings and the same
-    files whether or not the plain-layout fast path takes the tar."""
+    files whether or not the plain-layout fast path takes the tar (hashing each member before writing
+    it, or, as for big tars, on a helper thread while writing)."""
     import zstandard
+
+    if hashing == "helper-thread":
+        monkeypatch.setattr(attic, "_PARALLEL_HASH", 0)
 
     store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
     cid = MID if which == "mermaid" else SID
@@ -371,7 +376,7 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
     # the fast path takes only samctl's exact layout; any other damage goes to the general reader
     assert attic._plain_layout(bytes(tar), e.members) == (mutation in ("unchanged", "data"))
     fast = outcome("fast")
-    monkeypatch.setattr(attic, "_plain_layout", lambda tar, members: False)
+    monkeypatch.setattr(attic, "_plain_layout", lambda tar, members: False)  # (and _PARALLEL_HASH stays set)
     general = outcome("general")
     assert fast == general
     if mutation in ("unchanged", "data"):
