@@ -188,15 +188,19 @@ def tmp_name(name: str) -> str:
     return f".{name}.{os.getpid()}.{next(_tmp_counter)}.tmp"
 
 
+def _temp_sibling(path) -> tuple[str, str]:
+    """(the folder of ``path``, a fresh temp name beside it), as strings: no path objects on hot paths."""
+    parent, name = os.path.split(os.fspath(path))
+    return parent, os.path.join(parent, tmp_name(check_component(name)))
+
+
 def write_atomic(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) -> None:
     """Write ``data`` to ``path`` atomically: temp sibling, fsync, rename, dir fsync.
 
     A crash at any instant leaves either the old file or the new one complete.
     The target's folder must exist; it is not created here.
     """
-    path = Path(path)
-    parent = path.parent
-    tmp = parent / tmp_name(check_component(path.name))
+    parent, tmp = _temp_sibling(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         try:
@@ -304,18 +308,17 @@ def cache_dir() -> Path:
 # Each function calls ``_step`` before the operation that changes the disk, so
 # the fault-injection tests can stop a command at every write step.
 
-def create_temp(path: str | os.PathLike, mode: int = FILE_MODE):
+def create_temp(path: str | os.PathLike, mode: int = FILE_MODE, buffering: int = 1 << 20):
     """Open a fresh temp sibling of ``path`` (``.<name>.<pid>.<n>.tmp``) for writing.
 
-    Returns ``(tmp_path, binary file)``.  Finish it with ``finish_temp`` and
-    then ``commit_temp`` (or ``discard_temp``); nothing appears at ``path``
-    before ``commit_temp``.
+    Returns ``(tmp_path, binary file)`` (unbuffered with ``buffering=0``: use
+    ``write_all``).  Finish it with ``finish_temp`` and then ``commit_temp`` (or
+    ``discard_temp``); nothing appears at ``path`` before ``commit_temp``.
     """
-    path = Path(path)
-    tmp = path.parent / tmp_name(check_component(path.name))
+    _, tmp = _temp_sibling(path)
     _step("tmp-write")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    return tmp, os.fdopen(fd, "wb", buffering=1 << 20)
+    return tmp, os.fdopen(fd, "wb", buffering=buffering)
 
 
 def finish_temp(f, mode: int = FILE_MODE, mtime_ns: int | None = None) -> None:
@@ -341,7 +344,7 @@ def commit_temp(tmp: str | os.PathLike, path: str | os.PathLike, sync_dir: bool 
     os.replace(tmp, path)
     if sync_dir:
         _step("dir-fsync")
-        fsync_dir(Path(path).parent)
+        fsync_dir(os.path.dirname(os.fspath(path)))
 
 
 def discard_temp(tmp: str | os.PathLike) -> None:

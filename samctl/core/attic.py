@@ -172,8 +172,9 @@ def new_stem(attic: Path, cid: str, state: str, now: float, taken=()) -> str:
     base = f"{cid}.{state}.{stamp(now)}"
     stem = base
     n = 1
-    while stem in taken or any(fsafe.lstat(attic / (stem + s)) is not None for s in (TAR_SUFFIX, MANIFEST_SUFFIX)) \
-            or fsafe.lstat(attic / JOURNAL / (stem + ".json")) is not None:
+    a = str(attic)
+    while stem in taken or any(os.path.lexists(f"{a}/{stem}{s}") for s in (TAR_SUFFIX, MANIFEST_SUFFIX)) \
+            or os.path.lexists(f"{a}/{JOURNAL}/{stem}.json"):
         n += 1
         stem = f"{base}-{n}"
     return stem
@@ -348,12 +349,12 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     tar_path = attic / (stem + TAR_SUFFIX)
     if total is None:
         total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
-    tmp, f = fsafe.create_temp(tar_path)
+    tmp, f = fsafe.create_temp(tar_path, buffering=0 if total <= _SMALL else 1 << 20)
     try:
         if total <= _SMALL:
             members, tar = _tar_in_memory(store, paths)
             compressed = _compressor(level, 0).compress(tar)
-            f.write(compressed)
+            fsafe.write_all(f, compressed)
             tar_size, tar_sha256 = len(compressed), hashlib.sha256(compressed).hexdigest()
         else:
             members, tar_size, tar_sha256 = _tar_streamed(store, paths, f, level)
