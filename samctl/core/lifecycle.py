@@ -297,8 +297,7 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             sync.barrier()  # the commit point: every manifest is on disk before any original goes
             for o in committed:
                 try:
-                    _unchanged(o)
-                    _remove_originals(store, attic, o.stem, o.paths)
+                    _remove_originals(store, attic, o.stem, o.paths, _unchanged(o))
                     moved.append((o.target, o.entry))
                 except (SamctlError, OSError) as exc:
                     failed.append((o.target, exc))
@@ -322,14 +321,17 @@ def _plan_out(store, attic: Path, t: Target, state: str, refs, now, taken: set) 
     return _Out(t, paths, before, stem, now)
 
 
-def _unchanged(o: _Out) -> None:
-    """Raise (after dropping the entry) if an original changed since it was archived."""
+def _unchanged(o: _Out) -> list:
+    """The originals' lstat results; raise (after dropping the entry) if one changed since it was archived."""
+    stats = []
     for path in o.paths:
         st = fsafe.lstat(path)
         if st is None or (st.st_ino, st.st_size, st.st_mtime_ns) != o.before[path]:
             atticmod.drop(o.entry)
             raise SamctlError(f"{path} changed while samctl was archiving it; nothing was moved",
                               hint="make sure the app is not using it, then try again")
+        stats.append(st)
+    return stats
 
 
 def _removal_order(paths: list) -> list:
@@ -340,10 +342,10 @@ def _removal_order(paths: list) -> list:
     return sorted(paths, key=key)
 
 
-def _remove_originals(store, attic: Path, stem: str, paths: list) -> None:
+def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -> None:
+    """Remove the originals (``stats``: their lstat results, just checked unchanged)."""
     first = paths[0]
-    st = os.lstat(first)
-    if stat.S_ISDIR(st.st_mode) and first.parent == store.conv_dir:
+    if stat.S_ISDIR(stats[0].st_mode) and first.parent == store.conv_dir:
         # SAM: the whole folder leaves conversations/ in one rename, then is deleted.
         trash = attic / atticmod.STAGING / f"{stem}.trash"
         fsafe._step("rename")
@@ -354,7 +356,7 @@ def _remove_originals(store, attic: Path, stem: str, paths: list) -> None:
         fsafe.fsync_dir(store.conv_dir)
         fsafe.remove_tree(trash)
         return
-    files = [p for p, s in zip(paths, [st] + [os.lstat(p) for p in paths[1:]]) if not stat.S_ISDIR(s.st_mode)]
+    files = [p for p, st in zip(paths, stats) if not stat.S_ISDIR(st.st_mode)]
     for p in _removal_order(files):
         fsafe.remove(p)
     for p in sorted((p for p in paths if p not in files), key=lambda p: -len(p.parts)):
