@@ -733,17 +733,18 @@ def _plain_layout(tar: bytes, members: list) -> bool:
         name = (m.name + "/" if m.type == "dir" else m.name).encode("utf-8", "surrogateescape")
         if (len(h) != 512 or len(name) > 100 or h[:100] != name.ljust(100, b"\0")
                 or h[156:157] != (b"5" if m.type == "dir" else b"0")
-                or h[257:265] != b"ustar\x0000" or h[345:500].strip(b"\0")):
+                or h[257:265] != b"ustar\x0000" or h.count(0, 345, 500) != 155):  # no prefix
             return False
+        size = 0 if m.type == "dir" else m.size
         try:
-            size = int(h[124:136].strip(b"\0 ") or b"0", 8)
-            checksum = int(h[148:156].strip(b"\0 "), 8)
+            if h[124:136] != b"%011o\0" % size and int(h[124:136].strip(b"\0 ") or b"0", 8) != size:
+                return False
+            if int(h[148:156].strip(b"\0 "), 8) != sum(h) - sum(h[148:156]) + 256:  # the field counts as spaces
+                return False
         except ValueError:
             return False
-        if size != (0 if m.type == "dir" else m.size) or checksum != sum(h[:148]) + 256 + sum(h[156:]):
-            return False
         off += 512 + size + (-size % 512)
-    return len(tar) >= off + 1024 and not tar[off:].strip(b"\0")
+    return len(tar) >= off + 1024 and tar.count(0, off) == len(tar) - off
 
 
 def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
