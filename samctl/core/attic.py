@@ -65,7 +65,7 @@ _WINDOW_CAP = 1 << 27  # refuse zstd frames asking for more than 128 MiB of wind
 _THREAD_MIN = 4 << 20  # members at least this big are hashed on a helper thread
 _SMALL = 8 << 20  # conversations up to this size are archived in memory (one read each, one compression)
 _PARALLEL_HASH = 1 << 20  # a tar this big is hashed on a helper thread while its files are written
-_READ_WHOLE = 8 << 20  # archives up to this size are read whole on restore (one read, checked in memory) ...
+_READ_WHOLE = 32 << 20  # archives up to this size are read whole on restore (one read, checked in memory) ...
 _IN_MEMORY = 32 << 20  # ... and decompressed in memory if their manifest accounts for at most this
 
 
@@ -589,11 +589,30 @@ def _finding(entry: Entry, code: str, reason: str, severity: str = ERROR) -> Fin
     return Finding(code, str(entry.tar_path), reason, severity, entry.id)
 
 
-def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: bool = False) -> list:
+def read_archive(entry: Entry):
+    """``(data or None, size, sha256)`` of the entry's archive as it is on disk: a small one is read
+    whole (``data``), a big one only hashed; ``(None, -1, "")`` if it is bigger than it may be.
+    Raises SamctlError if it cannot be read.  (Restore reads the next entry's while it
+    extracts one: the hashing of one overlaps the decompression of the other.)"""
+    try:
+        if entry.tar_size <= _READ_WHOLE:
+            data = fsafe.read_capped(entry.tar_path, entry.tar_size)
+            return data, len(data), hashlib.sha256(data).hexdigest()
+        return (None, *tar_digest(entry))
+    except SamctlError as exc:
+        if getattr(exc, "code", None) != "too-large":
+            raise
+        return None, -1, ""
+
+
+def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: bool = False,
+          archive=None) -> list:
     """Decompress ``entry`` and check every member against the manifest; findings for each problem.
 
     ``sink(member, ti, chunks)`` (if given) receives each member's content as an
     iterator of chunks; it must consume it. Reading stops at the first problem.
+    ``archive`` is ``read_archive(entry)`` if the caller has it already (or the
+    SamctlError it raised).
     """
     import tarfile
 
@@ -605,15 +624,13 @@ def _scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first:
     data = None  # a small archive is read once, whole, and checked and decompressed from memory
     if check_tar_first:
         try:
-            if entry.tar_size <= _READ_WHOLE:
-                data = fsafe.read_capped(entry.tar_path, entry.tar_size)
-                n, digest = len(data), hashlib.sha256(data).hexdigest()
-            else:
-                n, digest = tar_digest(entry)
+            if archive is None:
+                archive = read_archive(entry)
+            elif isinstance(archive, SamctlError):
+                raise archive
         except SamctlError as exc:
-            if getattr(exc, "code", None) != "too-large":
-                return [_finding(entry, "attic-missing", exc.message)]
-            n, digest = -1, ""
+            return [_finding(entry, "attic-missing", exc.message)]
+        data, n, digest = archive
         if (n, digest) != (entry.tar_size, entry.tar_sha256):
             return [_finding(entry, "attic-tampered", "the compressed archive does not match its manifest's "
                                                        "size and sha256: not decompressed")]
@@ -819,7 +836,7 @@ def verify(entry: Entry, absolute_cap: int = ABSOLUTE_CAP) -> list:
     return _scan(entry, None, absolute_cap, check_tar_first=True)
 
 
-def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[str]:
+def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=None) -> list[str]:
     """Extract ``entry`` into the private folder ``dest``, verifying everything first or on the way.
 
     ``dest`` holds none of the entry's top-level names (other entries' members
@@ -850,7 +867,7 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP) -> list[s
         names.append(m.name)
         return True
 
-    problems = _scan(entry, sink, absolute_cap, check_tar_first=True)
+    problems = _scan(entry, sink, absolute_cap, check_tar_first=True, archive=archive)
     if problems:
         for top in sorted({m.name.split("/")[0] for m in entry.members}):
             fsafe.remove_tree(dest / top, sync_parent=False)

@@ -603,9 +603,9 @@ def _restore_batch(store, plans: list) -> list:
     out, staged, placed, left = [], [], [], []
     with fsafe.sync_batch() as sync:
         claimed: set = set()
-        for i, r in enumerate(plans):
+        for i, (r, archive) in enumerate(_read_ahead(plans)):
             try:
-                _stage(store, folder, i, r, claimed)
+                _stage(store, folder, i, r, claimed, archive)
                 staged.append(r)
             except (SamctlError, OSError) as exc:
                 out.append((r, exc))
@@ -650,7 +650,39 @@ def _restore_record(r: _Restore, folder: Path) -> dict:
             "staging": r.staging.relative_to(folder.parent).as_posix(), "names": r.names}
 
 
-def _stage(store, folder: Path, i: int, r: _Restore, claimed: set) -> None:
+READ_AHEAD_MIN = 64 << 10  # archives at least this big are read (and hashed) ahead on a helper thread
+
+
+def _read_ahead(plans: list):
+    """``(plan, its archive as atticmod.read_archive gives it, the error, or None)``: each archive
+    of ``READ_AHEAD_MIN`` or more is read and hashed on a helper thread while the caller extracts
+    the entry before it (hashlib and reads release the GIL); a smaller one (None) costs less to
+    read than to hand over, and is read by the extraction itself."""
+    def read(r):
+        try:
+            return atticmod.read_archive(r.entry)
+        except SamctlError as exc:
+            return exc
+
+    def ahead(i):
+        if i < len(plans) and plans[i].entry.tar_size >= READ_AHEAD_MIN:
+            return pool.submit(read, plans[i])
+        return None
+
+    if not any(r.entry.tar_size >= READ_AHEAD_MIN for r in plans):
+        yield from ((r, None) for r in plans)
+        return
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        nxt = ahead(0)
+        for i, r in enumerate(plans):
+            archive = nxt.result() if nxt is not None else None
+            nxt = ahead(i + 1)
+            yield r, archive
+
+
+def _stage(store, folder: Path, i: int, r: _Restore, claimed: set, archive=None) -> None:
     """Extract and check ``r``'s entry (the ``i``-th of its batch) into the batch's staging ``folder``.
 
     The members go straight into ``folder`` unless another entry of the batch
@@ -667,7 +699,7 @@ def _stage(store, folder: Path, i: int, r: _Restore, claimed: set) -> None:
         r.staging = folder / str(i)
         os.mkdir(r.staging, fsafe.DIR_MODE)
     try:
-        staged = atticmod.unpack(entry, r.staging)
+        staged = atticmod.unpack(entry, r.staging, archive=archive)
         if r.new != entry.id:
             renames = store.retarget(r.staging, staged, entry.id, r.new)
             atticmod.apply_metadata(entry, r.staging, renames)

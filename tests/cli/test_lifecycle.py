@@ -580,15 +580,38 @@ def test_restore_many_does_nothing_if_one_exists_again(run, mermaid_demo):
     assert fingerprint(mermaid_demo) == state
 
 
-def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid_demo):
+@pytest.mark.parametrize("read_ahead", [False, True], ids=["inline", "read-ahead"])
+@pytest.mark.parametrize("damage", ["flipped-byte", "unreadable"])
+def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid_demo, monkeypatch, read_ahead, damage):
+    from samctl.core import lifecycle
+
+    if read_ahead:  # as for archives of 64 KiB or more: read and hashed on a helper thread, one ahead
+        monkeypatch.setattr(lifecycle, "READ_AHEAD_MIN", 0)
     ids, before = _rm_all(run, mermaid_demo)
     tar = next(attic_of(mermaid_demo).glob(f"{MID}.*.tar.zst"))
     data = bytearray(tar.read_bytes())
     data[-5] ^= 0x55
-    tar.write_bytes(bytes(data))
+    if damage == "flipped-byte":
+        tar.write_bytes(bytes(data))
+    else:  # listed fine, then cannot be read (an I/O error, permissions gone): a finding, never a crash
+        from samctl import fsafe
+        from samctl.errors import FileProblem
+
+        real, failed = fsafe.read_capped, []
+
+        def read_capped(path, cap):
+            if str(path) == str(tar):
+                failed.append(path)
+                raise FileProblem("unreadable", path, f"{path}: Input/output error")
+            return real(path, cap)
+
+        monkeypatch.setattr(fsafe, "read_capped", read_capped)
     r = run("--root", mermaid_demo, "restore", *ids)
     assert r.exit_code == 3, r.stderr
     assert "not-restored" in r.stderr and MID in r.stderr and "damaged" in r.stderr
+    if damage == "unreadable":
+        assert failed  # the failure happened where the archive is read (inline, or on the helper thread)
+        monkeypatch.undo()
     assert sorted(open_store(str(mermaid_demo)).all_ids()) == sorted(set(ids) - {MID})
     for cid in set(ids) - {MID}:
         assert files_state(mermaid_demo, cid) == before[cid]
