@@ -34,6 +34,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.core import attic as atticmod
+from samctl.core import tarzst
 from samctl.core.lock import ensure_app_idle, store_lock
 from samctl.core.model import ERROR, Finding
 from samctl.core.repair import drop_journal, place, repair, write_batch, write_journal
@@ -242,7 +243,7 @@ class _Out:
 
     def record(self, store, state: str) -> dict:
         return {"op": "out", "stem": self.stem, "id": self.target.id, "state": state,
-                "files": [atticmod.member_name(store, p) for p in self.paths]}
+                "files": [tarzst.member_name(store, p) for p in self.paths]}
 
 
 def move_out_many(store, targets: list, state: str, refs=None, now: float | None = None):
@@ -660,7 +661,7 @@ def _read_ahead(plans: list):
     read than to hand over, and is read by the extraction itself."""
     def read(r):
         try:
-            return atticmod.read_archive(r.entry)
+            return tarzst.read_archive(r.entry)
         except SamctlError as exc:
             return exc
 

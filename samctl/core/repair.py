@@ -38,6 +38,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.core import attic as atticmod
+from samctl.core import tarzst
 from samctl.core.model import WARNING, Finding
 from samctl.errors import SamctlError, UnsafePath
 
@@ -285,7 +286,7 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
         files = rec.get("files")
         parsed = atticmod.parse_stem(stem)
         if (parsed and type(files) is list and files
-                and all(type(n) is str and atticmod.safe_member_name(n, parsed[0], store.name) for n in files)
+                and all(type(n) is str and tarzst.safe_member_name(n, parsed[0], store.name) for n in files)
                 and all(fsafe.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)):
             fsafe.remove(manifest)
             fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
@@ -333,7 +334,7 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
         if len(names) != len(entry.members) or fsafe.lstat(staging) is None:
             return None
         for n in names:
-            if not atticmod.safe_member_name(n, str(rec.get("new_id")), store.name):
+            if not tarzst.safe_member_name(n, str(rec.get("new_id")), store.name):
                 return None
         conflicts = place(store, entry, staging, names)
         if conflicts:

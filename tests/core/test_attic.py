@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from samctl.core import attic
+from samctl.core import attic, tarzst
 from samctl.formats import open_store
 
 MID = "20260810_140307_512"
@@ -30,8 +30,9 @@ def _state(paths, root):
 @pytest.mark.parametrize("path", ["in-memory", "streamed"])
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 def test_pack_verify_unpack_round_trip(which, path, mermaid_demo, sam_demo, tmp_path, monkeypatch):
-    if path == "streamed":  # what conversations over attic._SMALL take, and entries over _SMALL_TAR on restore
-        monkeypatch.setattr(attic, "_SMALL", -1)
+    if path == "streamed":  # what conversations over tarzst.SMALL take, and archives over tarzst.READ_WHOLE
+        monkeypatch.setattr(tarzst, "SMALL", -1)
+        monkeypatch.setattr(tarzst, "READ_WHOLE", -1)
     store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
     cid = MID if which == "mermaid" else SID
     paths = store.conversation_files(cid)
@@ -70,14 +71,14 @@ def test_the_tar_built_in_memory_is_the_streamed_tar_byte_for_byte(which, mermai
     paths = store.conversation_files(cid)
     assert which == "mermaid" or len(paths) == 6
     os.chmod(paths[-1], 0o640)
-    members, tar = attic._tar_in_memory(store, paths)
+    members, tar = tarzst.tar_in_memory(store, paths)
     out = io.BytesIO()
-    streamed_members, size, sha = attic._tar_streamed(store, paths, out, 3)
+    streamed_members, size, sha = tarzst.tar_streamed(store, paths, out, 3)
     assert (size, sha) == (len(out.getvalue()), hashlib.sha256(out.getvalue()).hexdigest())
     streamed = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(out.getvalue()), read_across_frames=True).read()
     assert tar == streamed and len(tar) % tarfile.RECORDSIZE == 0
     assert [m.to_dict() for m in members] == [m.to_dict() for m in streamed_members]
-    assert attic._plain_layout(tar, members) == (which == "mermaid")  # PAX headers take the general reader
+    assert tarzst.plain_layout(tar, members) == (which == "mermaid")  # PAX headers take the general reader
 
 
 def _entry_with(store, cid, members, manifest_members=None, level=3, raw_tar=None):
@@ -347,13 +348,13 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
     import zstandard
 
     if hashing == "helper-thread":
-        monkeypatch.setattr(attic, "_PARALLEL_HASH", 0)
+        monkeypatch.setattr(tarzst, "PARALLEL_HASH", 0)
 
     store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
     cid = MID if which == "mermaid" else SID
     e = attic.pack(store, cid, "deleted", store.conversation_files(cid))
     tar = bytearray(zstandard.ZstdDecompressor().decompress(e.tar_path.read_bytes()))
-    assert attic._plain_layout(bytes(tar), e.members)  # what samctl writes takes the fast path
+    assert tarzst.plain_layout(bytes(tar), e.members)  # what samctl writes takes the fast path
     PLAIN_MUTATIONS[mutation](tar)
     comp = zstandard.ZstdCompressor(level=3).compress(bytes(tar))
     e.tar_path.write_bytes(comp)
@@ -374,9 +375,9 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
         return [f.code for f in attic.verify(e)], problem, files
 
     # the fast path takes only samctl's exact layout; any other damage goes to the general reader
-    assert attic._plain_layout(bytes(tar), e.members) == (mutation in ("unchanged", "data"))
+    assert tarzst.plain_layout(bytes(tar), e.members) == (mutation in ("unchanged", "data"))
     fast = outcome("fast")
-    monkeypatch.setattr(attic, "_plain_layout", lambda tar, members: False)  # (and _PARALLEL_HASH stays set)
+    monkeypatch.setattr(tarzst, "plain_layout", lambda tar, members: False)  # (PARALLEL_HASH stays as set)
     general = outcome("general")
     assert fast == general
     if mutation in ("unchanged", "data"):
