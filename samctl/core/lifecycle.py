@@ -670,17 +670,12 @@ def _read_ahead(plans: list):
             return pool.submit(read, plans[i])
         return None
 
-    if not any(r.entry.tar_size >= READ_AHEAD_MIN for r in plans):
-        yield from ((r, None) for r in plans)
-        return
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        nxt = ahead(0)
-        for i, r in enumerate(plans):
-            archive = nxt.result() if nxt is not None else None
-            nxt = ahead(i + 1)
-            yield r, archive
+    pool = tarzst.helper()
+    nxt = ahead(0)
+    for i, r in enumerate(plans):
+        archive = nxt.result() if nxt is not None else None
+        nxt = ahead(i + 1)
+        yield r, archive
 
 
 def _stage(store, folder: Path, i: int, r: _Restore, claimed: set, archive=None) -> None:

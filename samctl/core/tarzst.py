@@ -46,7 +46,7 @@ _CHUNK = 1 << 20
 _WINDOW_CAP = 1 << 27  # refuse zstd frames asking for more than 128 MiB of window
 _THREAD_MIN = 4 << 20  # members at least this big are hashed on a helper thread
 SMALL = 8 << 20  # conversations up to this size are archived in memory (one read each, one compression)
-PARALLEL_HASH = 1 << 20  # a tar this big is hashed on a helper thread while its files are written
+PARALLEL_HASH = 256 << 10  # a tar this big is hashed on a helper thread while its files are written
 READ_WHOLE = 32 << 20  # archives up to this size are read whole on restore (one read, checked in memory) ...
 IN_MEMORY = 32 << 20  # ... and decompressed in memory if their manifest accounts for at most this
 
@@ -174,6 +174,20 @@ class FileChanged(Exception):
 
 
 _contexts: dict = {}
+
+
+_helper = None
+
+
+def helper():
+    """The process's one helper thread (an executor), for work that releases the GIL (hashing,
+    reading) while the caller's thread decompresses or writes: started once, reused."""
+    global _helper
+    if _helper is None:
+        import concurrent.futures
+
+        _helper = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="samctl-helper")
+    return _helper
 
 
 def _context(key, make):
@@ -607,12 +621,8 @@ def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
         off += m.size + (-m.size % 512)
     digests = None
     if sink is not None and len(tar) >= PARALLEL_HASH:
-        import concurrent.futures
-
-        pool = concurrent.futures.ThreadPoolExecutor(1)
-        digests = pool.submit(lambda: [hashlib.sha256(d).hexdigest() if m.type == "file" else None
-                                       for m, d in spans])
-        pool.shutdown(wait=False)
+        digests = helper().submit(lambda: [hashlib.sha256(d).hexdigest() if m.type == "file" else None
+                                           for m, d in spans])
     for m, data in spans:
         if digests is None and m.type == "file" and hashlib.sha256(data).hexdigest() != m.sha256:
             return [finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
