@@ -190,6 +190,14 @@ def helper():
     return _helper
 
 
+def _forget_helper() -> None:
+    global _helper
+    _helper = None  # a forked child has no thread behind the parent's executor: it starts its own
+
+
+os.register_at_fork(after_in_child=_forget_helper)
+
+
 def _context(key, make):
     """The zstd context ``key``, made on first use and kept for the process: a fresh one costs
     its tables' allocation and page faults, several times the compression of a small chat."""

@@ -382,3 +382,20 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
     assert fast == general
     if mutation in ("unchanged", "data"):
         assert fast[0] == ([] if mutation == "unchanged" else ["attic-tampered"])
+
+
+def test_the_helper_thread_is_started_afresh_in_a_forked_child():
+    """A child forked after the helper started (the fault-injection tests fork) must not queue work
+    behind a thread that does not exist in it."""
+    parent = tarzst.helper()
+    assert parent.submit(lambda: 1).result(timeout=10) == 1
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            child = tarzst.helper()
+            code = 0 if child is not parent and child.submit(lambda: 2).result(timeout=10) == 2 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
