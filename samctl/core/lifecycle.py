@@ -569,7 +569,9 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
 
 def _restore_plans(store, entries: list, as_new: bool) -> list:
     plans = []
-    taken = set(store.all_ids()) if as_new else set()  # new_id(taken) avoids exactly these
+    # new_id(taken) avoids exactly these: the store's ids and the attic's (a later restore of
+    # one of those must not find its id taken by this copy)
+    taken = set(store.all_ids()) | set(atticmod.attic_ids(store, atticmod.STATES)) if as_new else set()
     for entry in entries:
         new = store.new_id(taken) if as_new else entry.id
         taken.add(new)

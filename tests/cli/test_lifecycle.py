@@ -627,6 +627,24 @@ def test_restore_many_as_new_gives_each_its_own_id(run, mermaid_demo):
     assert sorted(open_store(str(mermaid_demo)).all_ids()) == sorted(new)
 
 
+def test_restore_as_new_never_picks_an_id_the_attic_holds(run, mermaid_demo, monkeypatch):
+    """The fresh id must not be one a later `samctl restore` would want back."""
+    from samctl.formats.mermaid.store import MermaidStore
+
+    ids, _ = _rm_all(run, mermaid_demo)
+    seen = []
+    real = MermaidStore.new_id
+
+    def new_id(self, taken=None):
+        seen.append(set(taken))
+        return real(self, taken)
+
+    monkeypatch.setattr(MermaidStore, "new_id", new_id)
+    r = run("--root", mermaid_demo, "restore", "--as-new", "--format", "json", ids[0])
+    assert r.exit_code == 0, r.stderr
+    assert seen and all(set(ids) <= taken for taken in seen)
+
+
 def test_restore_entry_with_several_ids_is_a_usage_error(run, mermaid_demo):
     ids, _ = _rm_all(run, mermaid_demo)
     state = fingerprint(mermaid_demo)
