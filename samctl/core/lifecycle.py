@@ -19,9 +19,9 @@ each conversation complete in the store or in the attic (core/attic.py).
 
 Moves of many conversations go in batches that share one journal record,
 one staging folder and their fsyncs (``fsafe.sync_batch``): the order above
-holds for each conversation, with a barrier wherever it must reach the disk.  A crash leaves a journal record in
-``samctl-attic/.journal``; ``core/repair.py`` finishes or undoes the move it
-describes.
+holds for each conversation, with a barrier wherever it must reach the disk.
+A crash leaves the batch's record in ``samctl-attic/.journal``;
+``core/repair.py`` finishes or undoes each move it describes.
 """
 
 from __future__ import annotations

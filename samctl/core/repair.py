@@ -213,7 +213,11 @@ def repair(store, full: bool = False) -> list[str]:
             continue
         left = []
         for rec in moves:
-            line = _repair_one(store, attic, rec)
+            if not _known(store, rec):  # perhaps a newer samctl's: its record and files are left alone
+                done.append(f"ignored journal record {n} (unknown operation {rec['op']!r})")
+                line = None
+            else:
+                line = _repair_one(store, attic, rec)
             if line is None:
                 left.append(rec)
                 keep_stems.add(rec["stem"])
@@ -249,18 +253,22 @@ def repair(store, full: bool = False) -> list[str]:
     return done
 
 
+def _known(store, rec: dict) -> bool:
+    return rec["op"] in MOVES or (rec["op"] == "log" and store.name == "mermaid"
+                                  and store.valid_id(str(rec.get("id"))))
+
+
 def _repair_one(store, attic: Path, rec: dict) -> str | None:
-    """Settle one interrupted move or log rewrite: a line saying what was done, or None to leave it."""
+    """Settle one interrupted move or log rewrite (``_known``): a line saying what was done, or None
+    to leave it."""
     op, stem = rec["op"], rec["stem"]
     if op == "out":
         return _repair_out(store, attic, stem, rec)
     if op == "restore":
         return _repair_restore(store, attic, stem, rec)
-    if op == "log" and store.name == "mermaid" and store.valid_id(str(rec.get("id"))):
-        from samctl.core.compact import repair_log
+    from samctl.core.compact import repair_log
 
-        return repair_log(store, attic, stem, rec)
-    return f"ignored journal record of {stem} (unknown operation {op!r})"
+    return repair_log(store, attic, stem, rec)
 
 
 def _has_entries(folder: Path) -> bool:

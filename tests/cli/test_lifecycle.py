@@ -503,6 +503,24 @@ def test_repair_leaves_a_cut_manifest_alone_when_an_original_is_gone(run, mermai
     assert (conv(mermaid_demo) / f"{MID}.json").exists()
 
 
+@pytest.mark.parametrize("record", [
+    {"op": "teleport", "stem": f"{MID}.deleted.20990101T000000Z"},  # a newer samctl's operation
+    {"op": "batch", "moves": [{"op": "teleport", "stem": f"{MID}.deleted.20990101T000000Z"}]},
+    {"op": "batch", "moves": "not a list"},
+])
+def test_repair_leaves_records_it_does_not_understand(run, mermaid_demo, record):
+    journal = attic_of(mermaid_demo) / ".journal"
+    journal.mkdir(parents=True, mode=0o700)
+    os.chmod(journal.parent, 0o700)
+    name = (f"batch.{MID}.deleted.20990101T000000Z" if record["op"] == "batch" else record["stem"]) + ".json"
+    (journal / name).write_bytes(orjson.dumps(record))
+    before = fingerprint(attic_of(mermaid_demo)), fingerprint(conv(mermaid_demo))
+    r = run("--root", mermaid_demo, "attic", "--repair")
+    assert r.exit_code == 0, r.stderr
+    assert "ignored" in r.stdout + r.stderr and name in r.stdout + r.stderr
+    assert (fingerprint(attic_of(mermaid_demo)), fingerprint(conv(mermaid_demo))) == before
+
+
 def _rm_all(run, root):
     ids = open_store(str(root)).all_ids()
     before = {cid: files_state(root, cid) for cid in ids}
