@@ -620,9 +620,10 @@ def _restore_batch(store, plans: list) -> list:
                 out += [(r, exc) for r in staged]
                 staged = []
         sync.barrier()  # the staged copies and the record are on disk before anything is placed
+        conv_st = fsafe.lstat(store.root_real)
         for r in staged:
             try:
-                conflicts = place(store, r.entry, r.staging, r.names)
+                conflicts = place(store, r.entry, r.staging, r.names, conv_st)
             except (SamctlError, OSError) as exc:
                 out.append((r, exc))
                 left.append(r)

@@ -115,16 +115,17 @@ def placement_order(pairs):
     return sorted(pairs, key=key)
 
 
-def place(store, entry: atticmod.Entry, staging: Path, names: list[str]) -> list[str]:
+def place(store, entry: atticmod.Entry, staging: Path, names: list[str], conv_st=None) -> list[str]:
     """Move each staged member to its store name (never replacing anything), folders' mtimes last.
 
     Returns the names of members whose target already held other bytes (not placed).
+    ``conv_st``: the lstat of the conversations folder's real path, if the caller has it.
     """
     conflicts = []
     conv, stage = str(store.conv_dir), str(staging)
     touched = {conv}
     # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
-    conv_st = fsafe.lstat(store.root_real)
+    conv_st = conv_st or fsafe.lstat(store.root_real)
     for n, m in placement_order(list(zip(names, entry.members))):
         dst, src = f"{conv}/{n}", f"{stage}/{n}"
         if m.type == "dir":

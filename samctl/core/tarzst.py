@@ -493,14 +493,19 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
     cap = decompressed_cap(entry, absolute_cap)
     try:
         hr = _HashReader(f)
-        raw = _Capped(_decompressor().stream_reader(hr, read_size=_CHUNK, read_across_frames=True), cap)
+
+        def stream():
+            return _Capped(_decompressor().stream_reader(hr, read_size=_CHUNK, read_across_frames=True), cap)
+
         if data is not None and cap <= IN_MEMORY:
             tar = _decompress_whole(data, cap)
             if tar is None:
-                tar = _read_all(raw)
+                tar = _read_all(stream())
             if plain_layout(tar, entry.members):
                 return _scan_plain(entry, tar, sink)
             raw = io.BytesIO(tar)  # not samctl's plain layout: the general reader below says what is wrong
+        else:
+            raw = stream()
         with tarfile.open(fileobj=raw, mode="r|", bufsize=_CHUNK) as tf:
             for ti in tf:
                 why = _member_problem(entry, ti, want, seen)
