@@ -173,9 +173,6 @@ class FileChanged(Exception):
     """A file changed while it was read into a tar (its path is the message)."""
 
 
-_contexts: dict = {}
-
-
 _helper = None
 
 
@@ -196,6 +193,9 @@ def _forget_helper() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_helper)
+
+
+_contexts: dict = {}
 
 
 def _context(key, make):
