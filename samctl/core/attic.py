@@ -272,10 +272,14 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
         names.append(m.name)
         return True
 
-    problems = tarzst.scan(entry, sink, absolute_cap, check_tar_first=True, archive=archive)
-    if problems:
+    def undo() -> None:  # what was extracted goes (dest holds no other entry's top-level names)
         for top in sorted({m.name.split("/")[0] for m in entry.members}):
             fsafe.remove_tree(dest / top, sync_parent=False)
+        names.clear()
+
+    problems = tarzst.scan(entry, sink, absolute_cap, check_tar_first=True, archive=archive, undo=undo)
+    if problems:
+        undo()
         raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,
                            hint="`samctl attic --verify` lists what is wrong with each entry")
     apply_metadata(entry, dest, dirs_only=True)  # files got theirs as written; folders' mtimes go last

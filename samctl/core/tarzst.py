@@ -455,13 +455,15 @@ def read_archive(entry: Entry):
 
 
 def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: bool = False,
-          archive=None) -> list:
+          archive=None, undo=None) -> list:
     """Decompress ``entry`` and check every member against the manifest; findings for each problem.
 
     ``sink(member, ti, chunks)`` (if given) receives each member's content as an
     iterator of chunks; it must consume it. Reading stops at the first problem.
     ``archive`` is ``read_archive(entry)`` if the caller has it already (or the
-    SamctlError it raised).
+    SamctlError it raised).  ``undo()`` (if given with a sink) removes what the
+    sink made: a big tar is then first read by ``_scan_plain_stream``, and read
+    again with ``tarfile`` (after ``undo``) if it is not laid out as samctl writes.
     """
     import tarfile
 
@@ -506,6 +508,16 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
             raw = io.BytesIO(tar)  # not samctl's plain layout: the general reader below says what is wrong
         else:
             raw = stream()
+            if check_tar_first and (sink is None or undo is not None):
+                found = _scan_plain_stream(entry, raw, sink)
+                if found is not None:
+                    return found
+                if sink is not None:
+                    undo()
+                f.close()  # read it again from the start, with tarfile
+                f = io.BytesIO(data) if data is not None else fsafe.open_regular(entry.tar_path)[0]
+                hr = _HashReader(f)
+                raw = stream()
         with tarfile.open(fileobj=raw, mode="r|", bufsize=_CHUNK) as tf:
             for ti in tf:
                 why = _member_problem(entry, ti, want, seen)
@@ -600,22 +612,27 @@ def plain_layout(tar: bytes, members: list) -> bool:
     reader handles (and reports)."""
     off = 0
     for m in members:
-        h = tar[off:off + 512]
-        name = (m.name + "/" if m.type == "dir" else m.name).encode("utf-8", "surrogateescape")
-        if (len(h) != 512 or len(name) > 100 or h[:100] != name.ljust(100, b"\0")
-                or h[156:157] != (b"5" if m.type == "dir" else b"0")
-                or h[257:265] != b"ustar\x0000" or h.count(0, 345, 500) != 155):  # no prefix
+        if not _plain_header(tar[off:off + 512], m):
             return False
         size = 0 if m.type == "dir" else m.size
-        try:
-            if h[124:136] != b"%011o\0" % size and int(h[124:136].strip(b"\0 ") or b"0", 8) != size:
-                return False
-            if int(h[148:156].strip(b"\0 "), 8) != sum(h) - sum(h[148:156]) + 256:  # the field counts as spaces
-                return False
-        except ValueError:
-            return False
         off += 512 + size + (-size % 512)
     return len(tar) >= off + 1024 and tar.count(0, off) == len(tar) - off
+
+
+def _plain_header(h: bytes, m: Member) -> bool:
+    """True if ``h`` is the plain ustar header samctl writes for ``m`` (see ``plain_layout``)."""
+    name = (m.name + "/" if m.type == "dir" else m.name).encode("utf-8", "surrogateescape")
+    if (len(h) != 512 or len(name) > 100 or h[:100] != name.ljust(100, b"\0")
+            or h[156:157] != (b"5" if m.type == "dir" else b"0")
+            or h[257:265] != b"ustar\x0000" or h.count(0, 345, 500) != 155):  # no prefix
+        return False
+    size = 0 if m.type == "dir" else m.size
+    try:
+        if h[124:136] != b"%011o\0" % size and int(h[124:136].strip(b"\0 ") or b"0", 8) != size:
+            return False
+        return int(h[148:156].strip(b"\0 "), 8) == sum(h) - sum(h[148:156]) + 256  # the field counts as spaces
+    except ValueError:
+        return False
 
 
 def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
@@ -646,6 +663,63 @@ def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
             if m.type == "file" and digest != m.sha256:
                 return [finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
     return []
+
+
+def _scan_plain_stream(entry: Entry, raw, sink):
+    """``scan`` of a big tar read as a stream, while it is laid out as samctl writes it: each
+    member's header checked by ``_plain_header`` and its data sunk in chunks as they come
+    (hashed on a helper thread), without ``tarfile``'s buffering.  The findings, or None as
+    soon as the tar is not laid out so (members before it may have been sunk): the caller
+    then reads it again with ``tarfile``.  After the last member, an all-zero, short or
+    missing block ends the tar as it does for ``tarfile``; anything else is left to it."""
+    for m in entry.members:
+        if not _plain_header(_read_up_to(raw, 512), m):
+            return None
+        if m.type == "dir":
+            if sink is not None:
+                sink(m, None, iter(()))
+            continue
+        h = _Sha256(m.size)
+        state = {"short": False}
+
+        def chunks(m=m, h=h):
+            left = m.size
+            while left > 0:
+                b = raw.read(min(_CHUNK, left))
+                if not b:
+                    state["short"] = True
+                    return
+                left -= len(b)
+                h.update(b)
+                yield b
+
+        try:
+            if sink is not None:
+                sink(m, None, chunks())
+            else:
+                for _ in chunks():
+                    pass
+        finally:
+            h.close()
+        if state["short"]:
+            return None
+        if h.hexdigest() != m.sha256:
+            return [finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
+        if len(_read_up_to(raw, -m.size % 512)) != -m.size % 512:
+            return None
+    end = _read_up_to(raw, 512)
+    return [] if len(end) < 512 or not end.strip(b"\0") else None
+
+
+def _read_up_to(raw, n: int) -> bytes:
+    chunks = []
+    while n > 0:
+        b = raw.read(n)
+        if not b:
+            break
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
 
 
 class _Mismatch(Exception):

@@ -303,6 +303,14 @@ def _flip_data(tar: bytearray) -> None:
     tar[off + 512] ^= 0x01
 
 
+def _extra_member(tar: bytearray) -> None:
+    end = len(tar.rstrip(b"\0"))
+    end += -end % 512
+    ti = tarfile.TarInfo("extra.json")
+    ti.size = 5
+    tar[end:end] = ti.tobuf(tarfile.PAX_FORMAT) + b"extra" + b"\0" * 507
+
+
 def _swap_first_two(tar: bytearray) -> None:
     sizes, off = [], 0
     for _ in range(2):
@@ -333,22 +341,35 @@ PLAIN_MUTATIONS = {
     "no-end-blocks": _truncate_end,
     "data": _flip_data,
     "order": _swap_first_two,
+    "extra-member": _extra_member,
 }
 
 
-@pytest.mark.parametrize("hashing", ["inline", "helper-thread"])
+@pytest.mark.parametrize("reader", ["memory", "memory-helper-thread", "stream"])
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 @pytest.mark.parametrize("mutation", sorted(PLAIN_MUTATIONS))
-def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, hashing, mermaid_demo, sam_demo,
+def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, reader, mermaid_demo, sam_demo,
                                                                 tmp_path, monkeypatch):
     """For samctl's own tars and every kind of damage to them (the manifest rewritten to match the
     damaged archive, as a hostile attic would), verify and unpack give the same findings and the same
-    files whether or not the plain-layout fast path takes the tar (hashing each member before writing
-    it, or, as for big tars, on a helper thread while writing)."""
+    files whether or not a plain-layout fast path takes the tar: in memory (hashing each member
+    before writing it, or, as for bigger tars, on a helper thread while writing), or as a stream
+    (as for tars too big to decompress in memory; it hands over to tarfile when the layout is not
+    samctl's, undoing what it extracted)."""
     import zstandard
 
-    if hashing == "helper-thread":
+    if reader == "memory-helper-thread":
         monkeypatch.setattr(tarzst, "PARALLEL_HASH", 0)
+    streamed = []
+    if reader == "stream":
+        monkeypatch.setattr(tarzst, "IN_MEMORY", -1)
+        real_stream = tarzst._scan_plain_stream
+
+        def spy(entry, raw, sink):
+            streamed.append(real_stream(entry, raw, sink))
+            return streamed[-1]
+
+        monkeypatch.setattr(tarzst, "_scan_plain_stream", spy)
 
     store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
     cid = MID if which == "mermaid" else SID
@@ -377,7 +398,10 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
     # the fast path takes only samctl's exact layout; any other damage goes to the general reader
     assert tarzst.plain_layout(bytes(tar), e.members) == (mutation in ("unchanged", "data"))
     fast = outcome("fast")
+    if reader == "stream":  # the stream reader finishes samctl's layout, stopping at the end block as tarfile does
+        assert (streamed[0] is not None) == (mutation in ("unchanged", "data", "trailing-garbage"))
     monkeypatch.setattr(tarzst, "plain_layout", lambda tar, members: False)  # (PARALLEL_HASH stays as set)
+    monkeypatch.setattr(tarzst, "_scan_plain_stream", lambda entry, raw, sink: None)
     general = outcome("general")
     assert fast == general
     if mutation in ("unchanged", "data"):
