@@ -468,15 +468,21 @@ def move_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     remove(src)
 
 
-def _load_renameat2():
+def _libc(name: str):
+    """The C library's function ``name`` (errno kept) and ctypes, or (None, None) where there is none."""
     if not sys.platform.startswith("linux"):
-        return None
+        return None, None
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):  # glibc before 2.28, or another libc
+        return getattr(ctypes.CDLL(None, use_errno=True), name), ctypes
+    except (OSError, AttributeError):  # an old glibc, or another libc
+        return None, None
+
+
+def _load_renameat2():
+    fn, ctypes = _libc("renameat2")
+    if fn is None:
         return None
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     at_fdcwd, noreplace = -100, 1
@@ -517,14 +523,8 @@ def _fsync(fd: int) -> None:
 
 
 def _load_syncfs():
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.syncfs
-    except (OSError, AttributeError):
+    fn, ctypes = _libc("syncfs")
+    if fn is None:
         return None
     fn.argtypes = [ctypes.c_int]
 

@@ -673,7 +673,7 @@ def _scan_plain_stream(entry: Entry, raw, sink):
     then reads it again with ``tarfile``.  After the last member, an all-zero, short or
     missing block ends the tar as it does for ``tarfile``; anything else is left to it."""
     for m in entry.members:
-        if not _plain_header(_read_up_to(raw, 512), m):
+        if not _plain_header(_read_exactly(raw, 512), m):
             return None
         if m.type == "dir":
             if sink is not None:
@@ -705,21 +705,11 @@ def _scan_plain_stream(entry: Entry, raw, sink):
             return None
         if h.hexdigest() != m.sha256:
             return [finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
-        if len(_read_up_to(raw, -m.size % 512)) != -m.size % 512:
+        if len(_read_exactly(raw, -m.size % 512)) != -m.size % 512:
             return None
-    end = _read_up_to(raw, 512)
+    end = _read_exactly(raw, 512)
     return [] if len(end) < 512 or not end.strip(b"\0") else None
 
-
-def _read_up_to(raw, n: int) -> bytes:
-    chunks = []
-    while n > 0:
-        b = raw.read(n)
-        if not b:
-            break
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
 
 
 class _Mismatch(Exception):
