@@ -199,7 +199,7 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     in_memory = total <= tarzst.SMALL
     tmp, f = fsafe.create_temp(tar_path, buffering=0 if in_memory else 1 << 20)
     try:
-        written = tarzst.write(store, paths, f, level, in_memory)
+        written = tarzst.write(store, paths, f, level, in_memory, total)
         fsafe.finish_temp(f)
         fsafe.commit_temp(tmp, tar_path, sync_dir=False)  # the manifest's commit fsyncs the folder
     except BaseException as exc:

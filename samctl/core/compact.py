@@ -47,8 +47,8 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core.lock import ensure_app_idle, store_lock
-from samctl.core.repair import drop_journal, pending, repair, write_journal
 from samctl.core.model import WARNING, Finding
+from samctl.core.repair import drop_journal, pending, repair, write_journal
 from samctl.errors import SamctlError
 
 INFO = "info"
@@ -259,8 +259,8 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
         attic = atticmod.ensure_attic(store)
         stem = atticmod.new_stem(attic, cid, "history", now)
         write_journal(attic, stem, {"op": "log", "stem": stem, "id": cid, "old_size": size0,
-                                               "old_sha256": old_sha, "new_size": len(new),
-                                               "new_sha256": hashlib.sha256(new).hexdigest()})
+                                    "old_sha256": old_sha, "new_size": len(new),
+                                    "new_sha256": hashlib.sha256(new).hexdigest()})
         try:
             entry = atticmod.pack(store, cid, "history", [path],
                                   {"title": doc.get("title"), "events": len(read.events)}, opts.level, now, stem)

@@ -229,11 +229,11 @@ class Written:
     tar: bytes | None = None
 
 
-def write(store, paths: list, f, level: int, in_memory: bool) -> Written:
-    """Write the tar.zst of ``paths`` (files and folders under the store) to the open file ``f``:
-    built in memory and compressed in one call (``f`` unbuffered), or streamed."""
+def write(store, paths: list, f, level: int, in_memory: bool, total: int) -> Written:
+    """Write the tar.zst of ``paths`` (files and folders under the store, ``total`` bytes) to the
+    open file ``f``: built in memory and compressed in one call (``f`` unbuffered), or streamed."""
     if not in_memory:
-        return Written(*tar_streamed(store, paths, f, level))
+        return Written(*tar_streamed(store, paths, f, level, total))
     members, tar = tar_in_memory(store, paths)
     compressed = compressor(level, 0).compress(tar)
     fsafe.write_all(f, compressed)
@@ -246,11 +246,13 @@ def check_written(entry: Entry, w: Written) -> list:
     return read_back(entry, w.compressed, w.tar) if w.tar is not None else scan(entry, None)
 
 
-def tar_streamed(store, paths: list, f, level: int) -> tuple[list, int, str]:
-    """Stream the tar of ``paths`` through zstd into ``f``: (members, compressed size, its sha256)."""
+def tar_streamed(store, paths: list, f, level: int, total: int | None = None) -> tuple[list, int, str]:
+    """Stream the tar of ``paths`` through zstd into ``f``: (members, compressed size, its sha256).
+    ``total``: their size, if the caller has it."""
     import tarfile
 
-    total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
+    if total is None:
+        total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
     threads = -1 if total >= _THREAD_MIN * 2 else 0  # big inputs: every core, like `zstd -T0`
     hw = _HashWriter(f)
     zw = compressor(level, threads).stream_writer(hw, closefd=False)

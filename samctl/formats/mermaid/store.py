@@ -265,10 +265,12 @@ class MermaidStore(Store):
         return doc
 
     # liveness --------------------------------------------------------------
+    def scratch_project_dir(self) -> Path:
+        """mermaid's scratch folder for this project: one subfolder per session (spec §1)."""
+        return Path(tempfile.gettempdir()) / f"mermaid-{os.getuid()}" / project_slug(str(self.base.parent))
+
     def scratch_lock_path(self, cid: str) -> Path:
-        project = str(self.base.parent)
-        uid = os.getuid()
-        return Path(tempfile.gettempdir()) / f"mermaid-{uid}" / project_slug(project) / project_slug(cid) / ".lock"
+        return self.scratch_project_dir() / project_slug(cid) / ".lock"
 
     def live_sessions(self, ids) -> list[str]:
         """The ids among ``ids`` whose scratch lock a mermaid process holds.
@@ -277,9 +279,8 @@ class MermaidStore(Store):
         an id without a scratch folder there cannot be live.
         """
         ids = list(ids)
-        project = self.scratch_lock_path("x").parent.parent
         try:
-            present = set(os.listdir(project))
+            present = set(os.listdir(self.scratch_project_dir()))
         except FileNotFoundError:
             return []
         except OSError:  # a folder we may enter but not list: ask each id
