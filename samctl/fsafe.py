@@ -494,15 +494,16 @@ def _load_renameat2():
     return rename_noreplace
 
 
-def create_new(path: str | os.PathLike, mode: int = FILE_MODE):
-    """Create ``path`` (which must not exist) for writing, in a folder only samctl uses (staging).
+def create_new(path: str | os.PathLike, mode: int = FILE_MODE, buffering: int = 0):
+    """Create ``path`` (which must not exist) for writing, in a folder only samctl uses (staging, the attic).
 
-    Returns an unbuffered file (writes go straight to the descriptor: use
-    ``write_all``).  Finish it with ``finish_temp``; the caller fsyncs the folder.
+    Returns a file, unbuffered by default (writes go straight to the
+    descriptor: use ``write_all``).  Finish it with ``finish_temp``; the caller
+    fsyncs the folder.
     """
     _step("tmp-write")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    return os.fdopen(fd, "wb", buffering=0)
+    return os.fdopen(fd, "wb", buffering=buffering)
 
 
 def write_all(f, data) -> None:
@@ -542,30 +543,77 @@ _batch = None
 
 
 class SyncBatch:
-    """The file systems written to since the last barrier, one open descriptor each."""
+    """The file systems written to since the last barrier, one open descriptor each.
+
+    While the caller writes, a background thread writes out what is already
+    dirty (a ``syncfs`` after every ``EARLY`` bytes of files noted, one at a time), so a
+    barrier finds little left to wait for: the disk works while samctl
+    computes.  Only a barrier's own ``syncfs``, made after the last write it
+    covers, promises anything; the early ones are an optimisation, and their
+    errors are left for it to report.  Thread-safe: a helper thread may note
+    the files and folders it changes.
+    """
+
+    EARLY = 4 << 20  # bytes of files noted between two background writebacks
+    EARLY_USEFUL = 0.001  # seconds: a writeback faster than this had nothing to wait for (tmpfs): no more
 
     def __init__(self):
+        import threading
+
         self.fds: dict = {}  # st_dev -> fd
         self.folders: set = set()  # folders noted already (a move notes the same few many times)
         self.dirty = False
+        self.lock = threading.Lock()
+        self.noted = 0  # bytes of files noted since the last writeback started
+        self.early = None  # the running background writeback (a thread), if any
+        self.early_on = True
 
     def note_fd(self, fd: int) -> None:
-        self.dirty = True
-        dev = os.fstat(fd).st_dev
-        if dev not in self.fds:
-            self.fds[dev] = os.dup(fd)
+        st = os.fstat(fd)
+        dev = st.st_dev
+        with self.lock:
+            self.dirty = True
+            if dev not in self.fds:
+                self.fds[dev] = os.dup(fd)
+            self.noted += st.st_size
+            if self.noted >= self.EARLY and self.early_on and (self.early is None or not self.early.is_alive()):
+                self._start_early()
+
+    def _start_early(self) -> None:
+        import threading
+
+        self.noted = 0
+        self.early = threading.Thread(target=self._write_back, args=(list(self.fds.values()),),
+                                      name="samctl-writeback", daemon=True)
+        self.early.start()
+
+    def _write_back(self, fds: list) -> None:
+        t = time.perf_counter()
+        for fd in fds:
+            try:
+                syncfs(fd)
+            except OSError:
+                pass  # the barrier's own syncfs reports it
+        if time.perf_counter() - t < self.EARLY_USEFUL:
+            self.early_on = False
+
+    def _wait_early(self) -> None:
+        if self.early is not None:
+            self.early.join()
+            self.early = None
 
     def note_path(self, path) -> None:
-        self.dirty = True
-        if path in self.folders:
-            return
-        self.folders.add(path)
-        try:
-            dev = os.stat(path).st_dev
-            if dev not in self.fds:
-                self.fds[dev] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            pass  # gone already: its parent, noted too, carries the change
+        with self.lock:
+            self.dirty = True
+            if path in self.folders:
+                return
+            self.folders.add(path)
+            try:
+                dev = os.stat(path).st_dev
+                if dev not in self.fds:
+                    self.fds[dev] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                pass  # gone already: its parent, noted too, carries the change
 
     def barrier(self) -> None:
         """Everything written in the batch so far is on disk when this returns."""
@@ -573,12 +621,15 @@ class SyncBatch:
         self.flush()
 
     def flush(self) -> None:
+        self._wait_early()
         if self.dirty:
             for fd in self.fds.values():
                 syncfs(fd)
             self.dirty = False
+            self.noted = 0
 
     def close(self) -> None:
+        self._wait_early()  # it uses the descriptors
         for fd in self.fds.values():
             os.close(fd)
         self.fds.clear()

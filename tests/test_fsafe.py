@@ -195,6 +195,57 @@ def test_a_failed_syncfs_is_an_error_and_the_batch_ends(tmp_path, monkeypatch):
     assert fsafe._batch is None
 
 
+def test_a_batch_writes_back_early_in_the_background_and_its_barrier_still_syncs_last(tmp_path, monkeypatch):
+    """Every EARLY bytes noted, a writeback runs on another thread; a barrier waits for it, then makes
+    its own syncfs after the last write (only that one promises anything).  A failing early writeback
+    is not an error: the barrier's own syncfs reports what is wrong."""
+    import threading
+
+    if fsafe._load_syncfs() is None:
+        pytest.skip("no syncfs here")
+    calls = []  # (thread name, number of files written when it ran)
+    written = []
+
+    def slow_syncfs(fd):
+        calls.append((threading.current_thread().name, len(written)))
+        if threading.current_thread().name == "samctl-writeback":
+            time.sleep(0.02)  # counts as useful (not tmpfs-fast), so early writebacks go on
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(fsafe, "syncfs", slow_syncfs)
+    monkeypatch.setattr(fsafe.SyncBatch, "EARLY", 100)
+    with fsafe.sync_batch() as batch:
+        for i in range(10):
+            fsafe.write_atomic(tmp_path / f"f{i}", b"x" * 60)
+            written.append(i)
+        batch.barrier()
+        assert batch.early is None  # waited for
+    early = [c for c in calls if c[0] == "samctl-writeback"]
+    own = [c for c in calls if c[0] != "samctl-writeback"]
+    assert early and early[0][1] <= 2  # started after the second file (120 bytes), while writing went on
+    assert own == [(threading.main_thread().name, 10)]  # the barrier: once, after every write
+    assert calls.index(own[0]) == len(calls) - 1 and fsafe._batch is None
+
+
+def test_early_writebacks_stop_where_they_have_nothing_to_wait_for(tmp_path, monkeypatch):
+    """On tmpfs a syncfs returns at once: a batch stops starting threads for nothing."""
+    import threading
+
+    if fsafe._load_syncfs() is None:
+        pytest.skip("no syncfs here")
+    early = []
+    monkeypatch.setattr(fsafe, "syncfs", lambda fd: early.append(1) if threading.current_thread().name
+                        == "samctl-writeback" else None)
+    monkeypatch.setattr(fsafe.SyncBatch, "EARLY", 1)
+    with fsafe.sync_batch() as batch:
+        for i in range(20):
+            fsafe.write_atomic(tmp_path / f"f{i}", b"x")
+            if batch.early is not None:
+                batch.early.join()
+        assert not batch.early_on
+    assert len(early) == 1
+
+
 # --- move_new -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("native", [True, False], ids=["renameat2", "link-then-unlink"])

@@ -174,15 +174,15 @@ class Changed(SamctlError):
 
 
 def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int | None = None,
-         now: float | None = None, stem: str | None = None, commit: bool = True, attic: Path | None = None,
+         now: float | None = None, stem: str | None = None, attic: Path | None = None,
          total: int | None = None) -> Entry:
     """Archive ``paths`` (files and folders under the store) as one attic entry.
 
-    The tar is written (temp, fsync, rename), re-read and verified against the
-    hashes taken while reading the originals; the manifest is written last
-    (with ``commit=False`` it is not: the caller commits with ``commit_entry``,
-    after making the tar durable).  If an original changes while it is read,
-    or anything fails, what was written is removed and the error raised
+    The tar is written (under its final name, created exclusively; fsync),
+    re-read and verified against the hashes taken while reading the
+    originals; the manifest is written last (``commit_entry``).  If an
+    original changes while it is read, or anything fails, what was written
+    is removed and the error raised
     (``SamctlError`` for a change).  A caller moving many passes the ``attic``
     it ensured and the ``total`` size of ``paths`` it has seen.  (How the tar is
     built and checked: ``core/tarzst.py``.)
@@ -197,14 +197,15 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     if total is None:
         total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
     in_memory = total <= tarzst.SMALL
-    tmp, f = fsafe.create_temp(tar_path, buffering=0 if in_memory else 1 << 20)
+    # Written under its own name, not a temp's: an archive without a manifest is no entry (nothing
+    # lists it), and repair removes one a crash leaves.  The manifest's commit fsyncs the folder.
+    f = fsafe.create_new(tar_path, buffering=0 if in_memory else 1 << 20)
     try:
         written = tarzst.write(store, paths, f, level, in_memory, total)
         fsafe.finish_temp(f)
-        fsafe.commit_temp(tmp, tar_path, sync_dir=False)  # the manifest's commit fsyncs the folder
     except BaseException as exc:
         f.close()
-        fsafe.discard_temp(tmp)
+        fsafe.remove(tar_path)
         if isinstance(exc, tarzst.FileChanged):
             raise Changed(f"{exc}: it changed while samctl was archiving it; nothing was moved",
                           hint="make sure the app is not using it, then try again") from None
@@ -220,8 +221,7 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     except BaseException:
         fsafe.remove(tar_path)
         raise
-    if commit:
-        commit_entry(entry)
+    commit_entry(entry)
     return entry
 
 

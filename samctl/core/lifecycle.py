@@ -4,7 +4,7 @@ Nothing is lost: every move is ordered so that a crash at any instant leaves
 each conversation complete in the store or in the attic (core/attic.py).
 
 - **Out** (``rm``, ``archive``): write a journal record, write the archive
-  (temp, fsync, rename), re-read it and check every hash, write its manifest
+  (under its own name: without a manifest it is no entry; fsync), re-read it and check every hash, write its manifest
   (the commit point), check the originals did not change meanwhile, remove
   them (SAM: the folder is first renamed out of ``conversations/`` in one
   step), drop the journal record.
@@ -228,7 +228,7 @@ def _info(t: Target) -> dict:
     return {"title": t.title, "updated": t.updated, "pinned": t.pinned}
 
 
-BATCH = 256  # conversations moved per round of barriers: the work a crash could leave to repair
+BATCH = 1024  # conversations moved per round of barriers: the work a crash could leave to repair
 
 
 @dataclass
@@ -252,9 +252,11 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
 
     The module docstring's order holds for each conversation; a batch has one
     journal record, and its fsyncs are shared (``fsafe.sync_batch``), with a
-    barrier wherever the order must reach the disk: the record and the
-    archives, then the manifests (the commit point), then the removals of the
-    originals, then the record goes.
+    barrier wherever the order must reach the disk: the record, then the
+    archives and their manifests (the commit point), then the removals of the
+    originals, then the record goes.  An archive and its manifest may reach
+    the disk in either order: until the commit point no original is touched,
+    and ``repair`` drops an entry whose archive did not make it.
     """
     moved, failed = [], []
     for i in range(0, len(targets), BATCH):
@@ -278,24 +280,16 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             except (SamctlError, OSError) as exc:
                 failed += [(o.target, exc) for o in outs]
                 continue
-            packed = []
+            sync.barrier()  # the record is on disk before any entry: repair knows what the batch was
+            committed = []
             for o in outs:
                 try:
                     o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(o.target), now=o.now,
-                                            stem=o.stem, commit=False, attic=attic,
-                                            total=sum(b[1] for b in o.before.values()))
-                    packed.append(o)
-                except (SamctlError, OSError) as exc:
-                    failed.append((o.target, exc))
-            sync.barrier()  # the record and the archives are on disk before any manifest
-            committed = []
-            for o in packed:
-                try:
-                    atticmod.commit_entry(o.entry)
+                                            stem=o.stem, attic=attic, total=sum(b[1] for b in o.before.values()))
                     committed.append(o)
                 except (SamctlError, OSError) as exc:
                     failed.append((o.target, exc))
-            sync.barrier()  # the commit point: every manifest is on disk before any original goes
+            sync.barrier()  # the commit point: every archive and manifest is on disk before any original goes
             for o in committed:
                 try:
                     _remove_originals(store, attic, o.stem, o.paths, _unchanged(o))

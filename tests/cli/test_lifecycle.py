@@ -406,21 +406,27 @@ def test_a_folder_that_is_also_another_conversations_scope_keeps_its_memories(ru
 # --- batches: barriers, a failure inside a batch, a manifest cut short -----------------
 
 def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, monkeypatch):
-    """Three conversations, one batch: its journal record + archives, then manifests, then removals,
-    each set reaching the disk (a barrier) before the next begins."""
+    """Three conversations, one batch: its journal record, then archives and manifests (each archive
+    written before its manifest), then removals, each set reaching the disk (a barrier) before the
+    next begins."""
     from samctl import fsafe
 
     events = []
     monkeypatch.setattr(fsafe, "fault_hook", lambda step: events.append(step) if step == "sync" else None)
-    real_replace = os.replace
+    real_replace, real_create = os.replace, fsafe.create_new
 
     def replace(src, dst, *a, **k):
         name = os.path.basename(dst)
-        events.append("manifest" if name.endswith(".manifest.json") else "tar" if name.endswith(".tar.zst")
+        events.append("manifest" if name.endswith(".manifest.json")
                       else "journal" if "/.journal/" in str(dst) else "other")
         return real_replace(src, dst, *a, **k)
 
+    def create_new(path, *a, **k):
+        events.append("tar" if str(path).endswith(".tar.zst") else "other")
+        return real_create(path, *a, **k)
+
     monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(fsafe, "create_new", create_new)
     real_unlink = os.unlink
 
     def unlink(p, *a, **k):
@@ -435,11 +441,39 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
     syncs = [i for i, e in enumerate(events) if e == "sync"]
     assert len(syncs) == 3
     first, second, third = syncs
-    assert events[:first] == ["journal", "tar", "tar", "tar"]  # one record for the batch, written first
-    assert "manifest" not in events[:first] and "original" not in events[:second]
-    assert events[first:second].count("manifest") == 3
-    assert events[second:third].count("original") == 9  # .meta, .json and .jsonl of each
+    assert events[:first] == ["journal"]  # one record for the batch, on disk before anything else
+    assert events[first + 1:second] == ["tar", "manifest"] * 3  # the commit point: all on disk before removals
+    assert events[second + 1:third] == ["original"] * 9  # .meta, .json and .jsonl of each
     assert open_store(str(mermaid_demo)).all_ids() == []
+
+
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+def test_moves_of_more_than_one_batch_round_trip(which, run, mermaid_demo, sam_demo, monkeypatch):
+    """A batch size of 2: rm and restore of every conversation each take several batches, every one
+    with its own record and staging folder, and leave nothing behind."""
+    from samctl.core import lifecycle
+
+    monkeypatch.setattr(lifecycle, "BATCH", 2)
+    root = mermaid_demo if which == "mermaid" else sam_demo
+    ids = [i for i in open_store(str(root)).all_ids() if i != TOPIC]  # a scope in use never moves
+    assert len(ids) > 2
+    before = {k: v for k, v in fingerprint(conv(root)).items() if k != "."}  # the folder's own mtime moves
+    records = []
+    real_write_batch = lifecycle.write_batch
+    monkeypatch.setattr(lifecycle, "write_batch", lambda attic, moves: (records.append(len(moves)),
+                                                                        real_write_batch(attic, moves))[1])
+    r = run("--root", root, "rm", "--yes", "--include-pinned", *ids)
+    assert r.exit_code == 0, r.stderr
+    assert open_store(str(root)).all_ids() == ([] if which == "mermaid" else [TOPIC])
+    assert all(n <= 2 for n in records) and sum(records) == len(ids)
+    records.clear()
+    r = run("--root", root, "restore", *ids)
+    assert r.exit_code == 0, r.stderr
+    assert all(n <= 2 for n in records) and sum(records) == len(ids)
+    assert {k: v for k, v in fingerprint(conv(root)).items() if k != "."} == before
+    assert [p.name for p in attic_of(root).iterdir() if not p.name.startswith(".")] == []
+    assert list((attic_of(root) / ".journal").iterdir()) == []
+    assert list((attic_of(root) / ".staging").iterdir()) == []
 
 
 def test_one_conversation_changing_mid_batch_stays_and_the_others_move(run, mermaid_demo, monkeypatch):
