@@ -258,7 +258,7 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
             os.mkdir(target, fsafe.DIR_MODE)
             names.append(m.name)
             return True
-        parent = os.path.dirname(target)
+        parent = os.path.dirname(target) if "/" in m.name else base
         if parent != base and not os.path.isdir(parent):
             fsafe.make_private_dir(parent)  # a member whose folder stayed in the store (a shared scope)
         f = fsafe.create_new(target)  # the staging folder is private: no temp name needed

@@ -303,13 +303,11 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
 
 def _plan_out(store, attic: Path, t: Target, state: str, refs, now, taken: set) -> _Out:
     """``t``'s files and their stamps, and a fresh entry name (not in ``taken``, which gets it)."""
-    paths = store.conversation_files(t.id, refs)
+    stats: dict = {}
+    paths = store.conversation_files(t.id, refs, stats)
     if not paths:
         raise NotFound(f"no files of {t.id} in {store.conv_dir}")
-    before = {}
-    for p in paths:
-        st = os.lstat(p)
-        before[p] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    before = {p: (st.st_ino, st.st_size, st.st_mtime_ns) for p, st in stats.items()}
     now = time.time() if now is None else now
     stem = atticmod.new_stem(attic, t.id, state, now, taken)
     taken.add(stem)

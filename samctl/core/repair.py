@@ -133,7 +133,7 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str], conv_st
                 fsafe._step("mkdir")
                 os.mkdir(dst, fsafe.DIR_MODE)
             continue
-        parent = os.path.dirname(dst)
+        parent = os.path.dirname(dst) if "/" in n else conv
         pst = fsafe.lstat(parent) if parent != conv else conv_st
         if pst is None:
             fsafe.make_private_dir(parent)

@@ -30,10 +30,14 @@ from samctl.formats.mermaid import decode, encode
 EXTS = ("json", "meta", "jsonl")
 
 
-def conversation_files(store, cid: str) -> list[Path]:
-    """The session's files that exist; FileProblem if one is not a regular file (a link, a FIFO, ...)."""
+def conversation_files(store, cid: str, stats: dict | None = None) -> list[Path]:
+    """The session's files that exist; FileProblem if one is not a regular file (a link, a FIFO, ...).
+
+    ``stats``, if given, gets each returned path's lstat result.
+    """
     out = []
-    for p in (store.path(cid, e) for e in EXTS):
+    snapshot = store.path(cid, "json")  # checks the id: the other two differ only in a fixed extension
+    for p in (snapshot, snapshot.with_suffix(".meta"), snapshot.with_suffix(".jsonl")):
         st = fsafe.lstat(p)
         if st is None:
             continue
@@ -41,6 +45,8 @@ def conversation_files(store, cid: str) -> list[Path]:
             raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only "
                               "regular files (see `samctl check`)")
         out.append(p)
+        if stats is not None:
+            stats[p] = st
     return out
 
 

@@ -305,10 +305,10 @@ class MermaidStore(Store):
             os.close(fd)
 
     # lifecycle: rm, restore, archive (the rules live in formats/mermaid/lifecycle.py) --------
-    def conversation_files(self, cid: str, refs=None) -> list[Path]:
+    def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
         from samctl.formats.mermaid import lifecycle
 
-        return lifecycle.conversation_files(self, cid)
+        return lifecycle.conversation_files(self, cid, stats=stats)
 
     def purge(self, cid: str, refs=None) -> list[str]:
         from samctl.formats.mermaid import lifecycle

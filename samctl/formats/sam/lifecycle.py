@@ -50,13 +50,15 @@ def topic_refs(store) -> dict[str, set[str]]:
     return refs
 
 
-def conversation_files(store, cid: str, refs: dict | None = None) -> list[Path]:
+def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | None = None) -> list[Path]:
     """The folder (first, when it goes too) and every file and sub-folder of ``cid``.
 
     Raises NotFound, or SamctlError when the folder must not move (a scope
     still in use, a conversation that lives only in the legacy file, a symlink
-    or special file inside).
+    or special file inside).  ``stats``, if given, gets each returned path's
+    lstat result.
     """
+    stats = {} if stats is None else stats
     cid = cid.upper()
     folder = store.folder(cid)
     st = fsafe.lstat(folder)
@@ -76,6 +78,8 @@ def conversation_files(store, cid: str, refs: dict | None = None) -> list[Path]:
         raise SamctlError(f"{cid} is the shared-topic memory scope of {some}; it is never removed while in use",
                           hint="remove the conversations that use it first")
     out: list[Path] = [folder] if not users else []
+    if not users:
+        stats[folder] = st
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         dirnames.sort()
         for name in sorted(dirnames) + sorted(filenames):
@@ -85,10 +89,12 @@ def conversation_files(store, cid: str, refs: dict | None = None) -> list[Path]:
                 continue
             if stat.S_ISDIR(pst.st_mode):
                 out.append(p)
+                stats[p] = pst
             elif stat.S_ISREG(pst.st_mode):
                 if users and Path(dirpath) == folder and name in SCOPE_FILES:
                     continue  # another conversation's memories: they stay
                 out.append(p)
+                stats[p] = pst
             else:
                 raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves "
                                   "only files and folders (see `samctl check`)")

@@ -215,10 +215,10 @@ class SamStore(Store):
         return sam_is_running()
 
     # lifecycle: rm, restore, archive (the rules live in formats/sam/lifecycle.py) --------------
-    def conversation_files(self, cid: str, refs=None) -> list[Path]:
+    def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
         from samctl.formats.sam import lifecycle
 
-        return lifecycle.conversation_files(self, cid, refs)
+        return lifecycle.conversation_files(self, cid, refs, stats=stats)
 
     def topic_refs(self) -> dict:
         from samctl.formats.sam import lifecycle
