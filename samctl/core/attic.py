@@ -58,6 +58,7 @@ ATTIC = "samctl-attic"
 JOURNAL = ".journal"
 STAGING = ".staging"
 STATES = ("deleted", "archived", "history")
+RESTORABLE = ("deleted", "archived")  # a history segment is compact's copy of an old log, not a conversation
 MANIFEST_VERSION = 1
 LEVEL = 3  # zstd's own default level
 MANIFEST_CAP = 16 << 20
@@ -349,25 +350,48 @@ def load_manifest(store, path: Path) -> Entry:
         raise bad(f"not a samctl attic manifest: {str(exc)[:160]}") from None
 
 
-def list_entries(store, findings: list, states=STATES) -> list[Entry]:
-    """Every committed entry, oldest first; a finding for each manifest or archive that is not right.
-
-    Cheap checks only (the manifest parses, the archive exists with the
-    recorded size); ``verify`` decompresses and checks every hash.
-    """
+def _attic_names(store, findings: list) -> tuple[Path, list[str]] | None:
+    """The attic and its file names, or None (with a finding if it is not samctl's folder or unreadable)."""
     attic = attic_dir(store)
     st = fsafe.lstat(attic)
     if st is None:
-        return []
+        return None
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         findings.append(Finding("attic-unsafe", str(attic), f"is {fsafe.describe_mode(st.st_mode)}, not samctl's "
                                 "attic folder: not read (samctl never follows a link there)"))
-        return []
+        return None
     try:
-        names = os.listdir(attic)
+        return attic, os.listdir(attic)
     except OSError as exc:
         findings.append(Finding("attic-unreadable", str(attic), f"cannot list the attic: {exc.strerror}"))
+        return None
+
+
+def _wanted(name: str, states, want) -> bool:
+    """Whether ``list_entries`` with ``want`` reads the manifest or archive ``name`` (by the name alone)."""
+    for suffix in (MANIFEST_SUFFIX, TAR_SUFFIX):
+        if name.endswith(suffix):
+            stem = name[: -len(suffix)]
+            parsed = parse_stem(stem)
+            return parsed is not None and parsed[1] in states and want(stem, parsed[0])
+    return False
+
+
+def list_entries(store, findings: list, states=STATES, want=None) -> list[Entry]:
+    """Every committed entry, oldest first; a finding for each manifest or archive that is not right.
+
+    Cheap checks only (the manifest parses, the archive exists with the
+    recorded size); ``verify`` decompresses and checks every hash.  With
+    ``want(stem, id)``, only the entries whose file names it accepts are read
+    (and reported on): finding one conversation's entries in an attic of
+    100,000 reads a few manifests, not every one.
+    """
+    listed = _attic_names(store, findings)
+    if listed is None:
         return []
+    attic, names = listed
+    if want is not None:
+        names = [n for n in names if _wanted(n, states, want)]
     entries = []
     tars = {n[: -len(TAR_SUFFIX)] for n in names if n.endswith(TAR_SUFFIX)}
     stems = set()
@@ -411,5 +435,19 @@ def drop(entry: Entry) -> None:
     fsafe.fsync_dir(entry.attic)
 
 
-def attic_ids(store, states=("deleted", "archived")) -> list[str]:
-    return sorted({e.id for e in list_entries(store, [], states)})
+def named_ids(store, states=RESTORABLE) -> set[str]:
+    """The ids the attic's manifests are named for, in ``states``, by their file names alone.
+
+    For resolving what a user typed without reading every manifest; whether an
+    entry is right is ``list_entries``'s to say (a damaged one's id is here).
+    """
+    listed = _attic_names(store, [])
+    if listed is None:
+        return set()
+    out = set()
+    for n in listed[1]:
+        if n.endswith(MANIFEST_SUFFIX):
+            parsed = parse_stem(n[: -len(MANIFEST_SUFFIX)])
+            if parsed is not None and parsed[1] in states and store.valid_id(parsed[0]):
+                out.add(parsed[0])
+    return out

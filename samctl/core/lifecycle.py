@@ -386,14 +386,20 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
 
 def resolve_for_purge(store, texts) -> list[str]:
     """Ids of the store or of the attic (a conversation already deleted can be purged from the attic)."""
-    ids = set(store.all_ids()) | set(atticmod.attic_ids(store, atticmod.STATES))
+    ids = set(store.all_ids()) | atticmod.named_ids(store, atticmod.STATES)
     return resolve_many(_attic_view(store, ids), texts)
+
+
+def entries_of(store, ids, states=atticmod.STATES) -> list[atticmod.Entry]:
+    """The attic entries of ``ids`` (only their manifests are read), oldest first."""
+    wanted = set(ids)
+    return atticmod.list_entries(store, [], states, want=lambda stem, cid: cid in wanted)
 
 
 def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0) -> Report:
     """Destroy ``targets`` for good: the store's files with the app's own semantics, and their attic entries."""
     report = Report(dry_run=dry_run)
-    entries = atticmod.list_entries(store, [], atticmod.STATES)
+    entries = entries_of(store, [t.id for t in targets])
     in_store = set(store.all_ids())
     if dry_run:
         for t in targets:
@@ -406,7 +412,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
         ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
         report.repaired = repair(store)
         refs = store.topic_refs() if store.name == "sam" else None
-        entries = atticmod.list_entries(store, [], atticmod.STATES)
+        entries = entries_of(store, [t.id for t in targets])
         for t in targets:
             removed = []
             try:
@@ -427,15 +433,14 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
 
 def find_entry(store, text: str | None, entry_name: str | None = None) -> atticmod.Entry:
     """The attic entry ``restore`` would use: the newest deleted/archived entry of the id, or the named one."""
-    findings: list = []
-    entries = atticmod.list_entries(store, findings, ("deleted", "archived"))
     if entry_name:
         name = entry_name
         for suffix in (atticmod.TAR_SUFFIX, atticmod.MANIFEST_SUFFIX):
             if name.endswith(suffix):
                 name = name[: -len(suffix)]
         name = os.path.basename(name)
-        match = [e for e in entries if e.stem == name] or [e for e in entries if e.stem.startswith(name)]
+        entries = atticmod.list_entries(store, [], atticmod.RESTORABLE, want=lambda stem, cid: stem.startswith(name))
+        match = [e for e in entries if e.stem == name] or entries
         if len(match) != 1:
             raise (NotFound if not match else UsageError)(
                 f"{'no' if not match else 'more than one'} restorable attic entry matches {entry_name!r}",
@@ -446,22 +451,25 @@ def find_entry(store, text: str | None, entry_name: str | None = None) -> atticm
         return e
     if text is None:
         raise UsageError("name the conversation to restore", hint="`samctl attic` lists what can be restored")
-    return find_entries(store, [text], entries)[0]
+    return find_entries(store, [text])[0]
 
 
-def find_entries(store, texts, entries: list | None = None) -> list[atticmod.Entry]:
+def find_entries(store, texts) -> list[atticmod.Entry]:
     """The newest deleted or archived entry of each id or prefix in ``texts``, each entry once.
 
-    The attic is listed once (``entries``, if the caller has listed it), however many texts.
+    The texts are resolved against the ids the attic's files are named for;
+    then only those ids' manifests are read (``list_entries`` with ``want``).
     """
-    if entries is None:
-        entries = atticmod.list_entries(store, [], ("deleted", "archived"))
+    view = _attic_view(store, atticmod.named_ids(store, atticmod.RESTORABLE))
+    ids = [resolve_id(view, text) for text in texts]
+    wanted = set(ids)
+    entries = atticmod.list_entries(store, [], atticmod.RESTORABLE, want=lambda stem, cid: cid in wanted)
     newest = {e.id: e for e in entries}  # entries come oldest first: the last one of an id wins
-    view = _attic_view(store, newest)
     out: dict = {}
-    for text in texts:
-        e = newest[resolve_id(view, text)]
-        out.setdefault(e.stem, e)  # one conversation named twice is restored once
+    for cid in ids:
+        if cid not in newest:
+            raise NotFound(f"no attic entry of {cid} can be read", hint="`samctl attic` says what is wrong with it")
+        out.setdefault(newest[cid].stem, newest[cid])  # one conversation named twice is restored once
     return list(out.values())
 
 
@@ -563,7 +571,7 @@ def _restore_plans(store, entries: list, as_new: bool) -> list:
     plans = []
     # new_id(taken) avoids exactly these: the store's ids and the attic's (a later restore of
     # one of those must not find its id taken by this copy)
-    taken = set(store.all_ids()) | set(atticmod.attic_ids(store, atticmod.STATES)) if as_new else set()
+    taken = set(store.all_ids()) | atticmod.named_ids(store, atticmod.STATES) if as_new else set()
     for entry in entries:
         new = store.new_id(taken) if as_new else entry.id
         taken.add(new)

@@ -346,6 +346,52 @@ def test_attic_verify_reports_damage(run, mermaid_demo):
     assert list((attic_of(mermaid_demo) / ".staging").iterdir()) == []
 
 
+def _count_manifest_reads(monkeypatch) -> list:
+    from samctl.core import attic as atticmod
+
+    read = []
+    real = atticmod.load_manifest
+    monkeypatch.setattr(atticmod, "load_manifest", lambda store, path: (read.append(path.name), real(store, path))[1])
+    return read
+
+
+def test_restore_and_purge_of_one_id_read_only_its_manifests(run, mermaid_demo, monkeypatch):
+    """In an attic of many entries, restoring or purging one conversation reads its own manifests,
+    not every one (the ids are resolved from the file names)."""
+    ids = open_store(str(mermaid_demo)).all_ids()
+    assert run("--root", mermaid_demo, "rm", "--yes", *ids).exit_code == 0
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 4  # gone from the store already
+    read = _count_manifest_reads(monkeypatch)
+    r = run("--root", mermaid_demo, "restore", MID[:11])
+    assert r.exit_code == 0, r.stderr
+    assert read and all(n.startswith(MID) for n in read)
+    read.clear()
+    other = next(i for i in ids if i != MID)
+    r = run("--root", mermaid_demo, "restore", "--entry", other)  # an entry named by a prefix of its name
+    assert r.exit_code == 0, r.stderr
+    assert read and all(n.startswith(other) for n in read)
+    read.clear()
+    last = next(i for i in ids if i not in (MID, other))
+    r = run("--root", mermaid_demo, "rm", "--purge", "--yes", last)
+    assert r.exit_code == 0, r.stderr
+    assert read and all(n.startswith(last) for n in read)
+    assert not list(attic_of(mermaid_demo).glob(f"{last}.*"))
+
+
+@pytest.mark.parametrize("cmd", [["restore"], ["rm", "--purge", "--yes"]])
+def test_an_id_whose_only_entry_is_damaged_is_refused_and_nothing_changes(cmd, run, mermaid_demo):
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    manifest = next(attic_of(mermaid_demo).glob("*.manifest.json"))
+    manifest.write_bytes(b"{not json")
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, *cmd, MID)
+    assert r.exit_code == 4, r.stderr
+    assert f"no attic entry of {MID} can be read" in r.stderr and "samctl attic" in r.stderr
+    assert fingerprint(mermaid_demo) == fp
+    r = run("--root", mermaid_demo, "attic")
+    assert r.exit_code == 3 and "attic-bad-manifest" in r.stderr
+
+
 def test_a_symlinked_file_is_not_moved_but_can_be_purged(run, mermaid_demo, tmp_path):
     c = conv(mermaid_demo)
     outside = tmp_path / "outside.json"
