@@ -25,6 +25,11 @@ the rounds (the goal: within 1.5x); the two take turns going first, and every
 timed step starts with nothing dirty in the page cache (an untimed ``sync``):
 samctl's barriers are ``syncfs`` calls, which would otherwise also write out
 what the step before left behind.
+Plain ``zstd`` copies: its inputs stay.  samctl moves, so "vs zstd --rm"
+compares with the CLI doing the same move: ``zstd --rm`` removes each input
+once it is compressed, ``zstd -d --rm`` each ``.zst`` once it is
+decompressed (the inputs are copies made before the clock starts, so each
+removal frees an inode, as removing a conversation does).
 "zstd+fsync" adds an fsync of zstd's output files (samctl's moves are
 durable; the CLI leaves its output in the page cache).  samctl compresses
 inputs of 8 MiB or more with every core; for the log, the line "vs zstd -T0"
@@ -124,17 +129,26 @@ def _fsync_all(folder: Path) -> None:
 
 
 def zstd_cycle(files: list[Path], level: int, work: Path, threads: str = ""):
-    """(compress s, decompress s, stored bytes, compress+fsync s, decompress+fsync s)"""
-    comp, dec = work / "z", work / "d"
+    """(compress s, decompress s, stored bytes, compress+fsync s, decompress+fsync s)
+
+    ``threads="--rm"``: the move, as samctl does it: each input is a file of
+    its own (a copy, made before the clock starts, so removing it frees its
+    inode as removing a conversation does), compressed and removed, then
+    decompressed and its ``.zst`` removed.
+    """
+    move = threads == "--rm"
+    comp, dec = work / ("zm" if move else "z"), work / ("dm" if move else "d")
     for d in (comp, dec):
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
-    # names collide across SAM folders (every memory.db): copy names into distinct links first
-    links = work / "in"
+    # names collide across SAM folders (every memory.db): give each input a distinct name first
+    links = work / ("mv" if move else "in")
+    if move:
+        shutil.rmtree(links, ignore_errors=True)
     if not links.exists():
         links.mkdir()
         for i, p in enumerate(files):
-            os.link(p, links / f"{i}-{p.name}")
+            (shutil.copyfile if move else os.link)(p, links / f"{i}-{p.name}")
     names = sorted(str(p) for p in links.iterdir())
     extra = [threads] if threads else []
     os.sync()
@@ -146,11 +160,12 @@ def zstd_cycle(files: list[Path], level: int, work: Path, threads: str = ""):
     znames = sorted(str(p) for p in comp.iterdir())
     os.sync()
     t = time.perf_counter()
-    subprocess.run(["zstd", "-d", "-q", "-f", "--output-dir-flat", str(dec), *znames], check=True)
+    subprocess.run(["zstd", "-d", "-q", "-f", *(["--rm"] if move else []), "--output-dir-flat", str(dec), *znames],
+                   check=True)
     t_d = time.perf_counter() - t
     _fsync_all(dec)
     t_ds = time.perf_counter() - t
-    stored = sum(os.path.getsize(p) for p in znames)
+    stored = sum(os.path.getsize(p) for p in znames) if not move else 0
     return t_c, t_d, stored, t_cs, t_ds
 
 
@@ -196,7 +211,7 @@ def main() -> int:
 
             files = files_of(open_store(str(root), cache=False))
             sa, sr = [], []
-            z = {"": ([], [], [], []), "-T0": ([], [], [], [])}
+            z = {"": ([], [], [], []), "-T0": ([], [], [], []), "--rm": ([], [], [], [])}
             size = stored = zstored = 0
             for i in range(args.repeat + 1):
                 # the two take turns going first, so a slow spell of the disk falls on both alike
@@ -207,15 +222,16 @@ def main() -> int:
                             sa.append(a)
                             sr.append(r)
                     elif have_zstd:
-                        for flag in (("", "-T0") if kind == "log" else ("",)):
-                            zc, zd, zstored, zcs, zds = zstd_cycle(files, args.level, Path(tmp), flag)
+                        for flag in ("", "--rm", "-T0") if kind == "log" else ("", "--rm"):
+                            zc, zd, zs, zcs, zds = zstd_cycle(files, args.level, Path(tmp), flag)
+                            zstored = zs or zstored
                             if i:
                                 for lst, v in zip(z[flag], (zc, zd, zcs, zds)):
                                     lst.append(v)
             rows.append((kind, len(files), size, stored, zstored, sa, sr, z))
     mb = 1 << 20
     print(f"{'input':<12} {'files':>5} {'MiB':>6}  {'op':<8} {'samctl MB/s':>11} {'zstd MB/s':>9} {'ratio':>6}"
-          f" {'ratio vs zstd+fsync':>20}   (medians of {args.repeat} rounds)")
+          f" {'vs zstd --rm':>12} {'vs zstd+fsync':>13}   (medians of {args.repeat} rounds)")
     for kind, nfiles, size, stored, zstored, sa, sr, z in rows:
         for op, s, k in (("archive", sa, 0), ("restore", sr, 1)):
             sm = med(s)[0]
@@ -224,9 +240,9 @@ def main() -> int:
             if times[k]:
                 zm = med(times[k])[0]
                 line += (f" {size / mb / zm:>9.1f} {_round_ratio(s, times[k]):>5.2f}x"
-                         f" {_round_ratio(s, times[k + 2]):>19.2f}x")
+                         f" {_round_ratio(s, z['--rm'][k]):>11.2f}x {_round_ratio(s, times[k + 2]):>12.2f}x")
             else:
-                line += f" {'-':>9} {'-':>6} {'-':>20}"
+                line += f" {'-':>9} {'-':>6} {'-':>12} {'-':>13}"
             print(line + f"   samctl {min(s):.2f}-{max(s):.2f}s")
         if z["-T0"][0]:
             print(f"{kind:<12} archive vs zstd -T0 (every core, as samctl uses for big inputs): "
