@@ -169,6 +169,33 @@ def zstd_cycle(files: list[Path], level: int, work: Path, threads: str = ""):
     return t_c, t_d, stored, t_cs, t_ds
 
 
+def file_system_of(path: Path) -> str:
+    """What ``path`` is on, from /proc/self/mountinfo (Linux): "tmpfs", "ext4 with a journal", ...;
+    an ext4 without a journal gets a warning (see bench/README.md)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return "unknown (no /proc/self/mountinfo)"
+    real, best = os.path.realpath(path), None
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        mount = left.split()[4].replace("\\040", " ")
+        if (real == mount or real.startswith(mount.rstrip("/") + "/")) and (best is None or len(mount) >= len(best[0])):
+            best = (mount, right.split()[0], right.split()[1])
+    if best is None:
+        return "unknown"
+    mount, fstype, source = best
+    if fstype != "ext4":
+        return f"{fstype} ({mount})"
+    dev = os.path.basename(source)
+    journaled = any(n.startswith(dev + "-") for n in os.listdir("/proc/fs/jbd2")) if os.path.isdir("/proc/fs/jbd2") \
+        else True
+    if journaled:
+        return f"ext4 with a journal ({mount})"
+    return (f"ext4 WITHOUT a journal ({mount}): creating files after many deletions is slow there, for samctl "
+            "more than for zstd; the ratios say more about the file system than about samctl (bench/README.md)")
+
+
 def med(xs):
     return statistics.median(xs), min(xs), max(xs)
 
@@ -199,6 +226,7 @@ def main() -> int:
         v = subprocess.run(["zstd", "--version"], capture_output=True, text=True).stdout.strip()
         print(f"baseline: {v}, level {args.level}, default threads")
     args.out.mkdir(parents=True, exist_ok=True)
+    print(f"output on: {file_system_of(args.out)}")
     os.environ.setdefault("SAMCTL_ASSUME_SAM_RUNNING", "0")
     rows = []
     for kind in args.only or ("log", "transcripts", "sam"):
