@@ -34,7 +34,8 @@ Invariants:
 - ``zstandard`` is imported only inside the functions that need it.
 
 This module decides where entries go and when they count; making and reading
-the tar.zst itself (and how each of those checks is done) is ``core/tarzst.py``.
+the tar.zst itself (and how each of those checks is done) is ``core/tarzst.py``
+(writing) and ``core/tarscan.py`` (reading back).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ import orjson
 
 from samctl import fsafe
 from samctl.core.model import WARNING, Finding
-from samctl.core import tarzst
-from samctl.core.tarzst import ABSOLUTE_CAP, Member, finding, safe_member_name
+from samctl.core import tarscan, tarzst
+from samctl.core.tarscan import ABSOLUTE_CAP, finding
+from samctl.core.tarzst import Member, safe_member_name
 from samctl.errors import SamctlError, UnsafePath
 
 ATTIC = "samctl-attic"
@@ -186,7 +188,7 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     is removed and the error raised
     (``SamctlError`` for a change).  A caller moving many passes the ``attic``
     it ensured and the ``total`` size of ``paths`` it has seen.  (How the tar is
-    built and checked: ``core/tarzst.py``.)
+    built and checked: ``core/tarzst.py``, ``core/tarscan.py``.)
     """
     if state not in STATES:
         raise ValueError(state)
@@ -216,7 +218,7 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
                   tar_size=written.size, tar_sha256=written.sha256, attic=attic, level=level,
                   extra={k: v for k, v in (info or {}).items() if k != "title"})
     try:
-        problems = tarzst.check_written(entry, written)
+        problems = tarscan.check_written(entry, written)
         if problems:
             raise AtticProblem(f"the archive of {cid} did not read back as written; nothing was moved", problems)
     except BaseException:
@@ -239,7 +241,7 @@ def commit_entry(entry: Entry) -> None:
 
 def verify(entry: Entry, absolute_cap: int = ABSOLUTE_CAP) -> list:
     """Every problem of ``entry`` (empty list if it reads back exactly as its manifest says)."""
-    return tarzst.scan(entry, None, absolute_cap, check_tar_first=True)
+    return tarscan.scan(entry, None, absolute_cap, check_tar_first=True)
 
 
 def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=None) -> list[str]:
@@ -278,7 +280,7 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
             fsafe.remove_tree(dest / top, sync_parent=False)
         names.clear()
 
-    problems = tarzst.scan(entry, sink, absolute_cap, check_tar_first=True, archive=archive, undo=undo)
+    problems = tarscan.scan(entry, sink, absolute_cap, check_tar_first=True, archive=archive, undo=undo)
     if problems:
         undo()
         raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.core import attic as atticmod
-from samctl.core import tarzst
+from samctl.core import tarscan, tarzst
 from samctl.core.lock import ensure_app_idle, store_lock
 from samctl.core.model import ERROR, Finding
 from samctl.core.repair import drop_journal, place, repair, write_batch, write_journal
@@ -664,7 +664,7 @@ def _read_ahead(plans: list):
     read than to hand over, and is read by the extraction itself."""
     def read(r):
         try:
-            return tarzst.read_archive(r.entry)
+            return tarscan.read_archive(r.entry)
         except SamctlError as exc:
             return exc
 

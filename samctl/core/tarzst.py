@@ -1,54 +1,35 @@
-"""The tar.zst of one attic entry: written from a conversation's files, read back checked.
+"""The tar.zst of one attic entry: written from a conversation's files (reading it back: ``tarscan``).
 
 What it writes is a POSIX tar (PAX format, as ``tarfile`` writes it: owner 0, no
 names, whole-second mtimes, members named relative to the store's conversations
 folder) compressed as one zstd frame.  ``Member`` is what a manifest records of each
 member.  ``core/attic.py`` decides where archives go and when they count; this
-module only makes and reads them.
+module only makes them, and holds what making and reading share (names, hashing,
+the zstd contexts, the helper thread); ``core/tarscan.py`` reads and checks them.
 
 Invariants:
-- Writing: a conversation up to ``SMALL`` bytes is read whole (one read per file),
-  its tar built in memory (byte for byte what ``tarfile`` would stream) and
-  compressed in one call; it is checked by reading the file back (``check_written``):
-  the bytes must be those written and decompress to exactly that tar.  A bigger one
-  is streamed and checked by ``scan``.  A file that changes while it is read raises
-  ``FileChanged``.
-- Reading (``scan``): the compressed bytes must match the manifest's size and
-  sha256 before anything is decompressed; every member must be a regular file or
-  folder named exactly as in the manifest (no absolute names, no ``..``, no links
-  or devices), of the manifest's size and sha256; the decompressed stream is capped
-  at what the manifest accounts for (and ``ABSOLUTE_CAP``), so a decompression bomb
-  stops early.  A tar laid out exactly as samctl writes it is read straight from
-  memory (``plain_layout``); anything else goes through ``tarfile``, which says what
-  is wrong.  Problems are findings, one per problem; nothing is raised for them.
+- A conversation up to ``SMALL`` bytes is read whole (one read per file), its tar
+  built in memory (byte for byte what ``tarfile`` would stream) and compressed in
+  one call; a bigger one is streamed.  A file that changes while it is read raises
+  ``FileChanged``.  (The file is then checked by ``tarscan.check_written``.)
 - ``zstandard`` and ``tarfile`` are imported only inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from samctl import fsafe
-from samctl.core.model import ERROR, Finding
-from samctl.errors import FileProblem, SamctlError, UnsafePath
+from samctl.errors import FileProblem, UnsafePath
 
-if TYPE_CHECKING:
-    from samctl.core.attic import Entry
-
-ABSOLUTE_CAP = 64 << 30  # never decompress more than this, whatever a manifest says
-_CHUNK = 1 << 20
+CHUNK = 1 << 20  # reads and writes of big members and streams
 _WINDOW_CAP = 1 << 27  # refuse zstd frames asking for more than 128 MiB of window
 _THREAD_MIN = 4 << 20  # members at least this big are hashed on a helper thread
 SMALL = 8 << 20  # conversations up to this size are archived in memory (one read each, one compression)
-PARALLEL_HASH = 256 << 10  # a tar this big is hashed on a helper thread while its files are written
-READ_WHOLE = 32 << 20  # archives up to this size are read whole on restore (one read, checked in memory) ...
-IN_MEMORY = 32 << 20  # ... and decompressed in memory if their manifest accounts for at most this
 
 
 @dataclass(slots=True)
@@ -108,7 +89,7 @@ class _HashWriter:
         self.f.flush()
 
 
-class _HashReader:
+class HashReader:
     def __init__(self, f, limit: int | None = None, h=None):
         self.f = f
         self.h = h if h is not None else hashlib.sha256()
@@ -127,7 +108,7 @@ class _HashReader:
         return b
 
 
-class _Sha256:
+class Sha256:
     """sha256 that hashes big inputs on a helper thread, overlapping (de)compression on another core.
 
     hashlib releases the GIL for large updates, and so does zstandard, so the
@@ -212,7 +193,7 @@ def compressor(level: int, threads: int):
     return _context(("c", level, threads), lambda: zstandard.ZstdCompressor(level=level, threads=threads))
 
 
-def _decompressor():
+def decompressor():
     import zstandard
 
     return _context("d", lambda: zstandard.ZstdDecompressor(max_window_size=_WINDOW_CAP))
@@ -240,12 +221,6 @@ def write(store, paths: list, f, level: int, in_memory: bool, total: int) -> Wri
     return Written(members, len(compressed), hashlib.sha256(compressed).hexdigest(), compressed, tar)
 
 
-def check_written(entry: Entry, w: Written) -> list:
-    """Findings unless the archive file reads back as ``w`` was written: byte for byte and
-    decompressing to that tar (built in memory), or every member checked again (streamed)."""
-    return read_back(entry, w.compressed, w.tar) if w.tar is not None else scan(entry, None)
-
-
 def tar_streamed(store, paths: list, f, level: int, total: int | None = None) -> tuple[list, int, str]:
     """Stream the tar of ``paths`` through zstd into ``f``: (members, compressed size, its sha256).
     ``total``: their size, if the caller has it."""
@@ -257,7 +232,7 @@ def tar_streamed(store, paths: list, f, level: int, total: int | None = None) ->
     hw = _HashWriter(f)
     zw = compressor(level, threads).stream_writer(hw, closefd=False)
     members = []
-    with tarfile.open(fileobj=zw, mode="w|", format=tarfile.PAX_FORMAT, bufsize=_CHUNK, copybufsize=_CHUNK) as tf:
+    with tarfile.open(fileobj=zw, mode="w|", format=tarfile.PAX_FORMAT, bufsize=CHUNK, copybufsize=CHUNK) as tf:
         for p in paths:
             members.append(_add(tf, store, Path(p)))
     zw.close()
@@ -286,7 +261,7 @@ def tar_in_memory(store, paths: list) -> tuple[list, bytes]:
             members.append(Member(rel, "dir", 0, None, mode, st.st_mtime_ns))
         else:
             try:
-                data = _read_exactly(f, st.st_size)
+                data = read_exactly(f, st.st_size)
                 after = os.fstat(f.fileno())
             finally:
                 f.close()
@@ -323,7 +298,7 @@ def _ustar_header(name: str, typeflag: bytes, mode: int, size: int, mtime: int) 
     return h[:148] + b"%06o\0 " % sum(h) + h[156:]  # the checksum counts its own field as spaces
 
 
-def _read_exactly(f, n: int) -> bytes:
+def read_exactly(f, n: int) -> bytes:
     """Up to ``n`` bytes of ``f`` (fewer only at its end), in as few reads as the kernel allows."""
     chunks = []
     while n > 0:
@@ -333,23 +308,6 @@ def _read_exactly(f, n: int) -> bytes:
         chunks.append(b)
         n -= len(b)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-def read_back(entry: Entry, compressed: bytes, tar: bytes) -> list:
-    """Findings unless the archive file holds ``compressed`` and that decompresses to ``tar``."""
-    import zstandard
-
-    try:
-        back = fsafe.read_capped(entry.tar_path, len(compressed))
-    except SamctlError as exc:
-        return [finding(entry, "attic-missing", exc.message)]
-    if back != compressed:
-        return [finding(entry, "attic-tampered", "the archive on disk is not the bytes written")]
-    try:
-        ok = _decompressor().decompress(back, max_output_size=len(tar)) == tar
-    except zstandard.ZstdError as exc:
-        return [finding(entry, "attic-corrupt", f"cannot read the archive back: {str(exc)[:160]}")]
-    return [] if ok else [finding(entry, "attic-corrupt", "the archive does not decompress to the tar written")]
 
 
 def _tarinfo(store, p: Path):
@@ -378,7 +336,7 @@ def _add(tf, store, p: Path) -> Member:
         ti.size = st.st_size
         ti.mode = stat.S_IMODE(st.st_mode)
         ti.mtime = int(st.st_mtime)
-        r = _HashReader(f, st.st_size, _Sha256(st.st_size))
+        r = HashReader(f, st.st_size, Sha256(st.st_size))
         try:
             tf.addfile(ti, r)
         finally:
@@ -389,361 +347,3 @@ def _add(tf, store, p: Path) -> Member:
     if r.n != st.st_size or (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
         raise FileChanged(str(p))
     return Member(rel, "file", st.st_size, r.h.hexdigest(), ti.mode, st.st_mtime_ns)
-
-
-# --- reading back -------------------------------------------------------------------
-
-class _Capped:
-    """A reader that refuses to yield more than ``cap`` bytes (the decompression-bomb guard)."""
-
-    def __init__(self, f, cap: int):
-        self.f = f
-        self.cap = cap
-        self.n = 0
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            n = _CHUNK
-        b = self.f.read(min(n, self.cap - self.n + 1))
-        self.n += len(b)
-        if self.n > self.cap:
-            raise _Bomb(self.cap)
-        return b
-
-
-class _Bomb(Exception):
-    pass
-
-
-def decompressed_cap(entry: Entry, absolute_cap: int = ABSOLUTE_CAP) -> int:
-    """The most bytes the tar stream may hold: members, their headers and padding, the end blocks."""
-    return min(absolute_cap, sum(m.size + 511 for m in entry.members) + 3072 * len(entry.members) + 20 * 512 * 2)
-
-
-def tar_digest(entry: Entry) -> tuple[int, str]:
-    f, st = fsafe.open_regular(entry.tar_path)
-    try:
-        h = hashlib.sha256()
-        n = 0
-        while True:
-            b = f.read(_CHUNK)
-            if not b:
-                break
-            h.update(b)
-            n += len(b)
-    finally:
-        f.close()
-    return n, h.hexdigest()
-
-
-def finding(entry: Entry, code: str, reason: str, severity: str = ERROR) -> Finding:
-    return Finding(code, str(entry.tar_path), reason, severity, entry.id)
-
-
-def read_archive(entry: Entry):
-    """``(data or None, size, sha256)`` of the entry's archive as it is on disk: a small one is read
-    whole (``data``), a big one only hashed; ``(None, -1, "")`` if it is bigger than it may be.
-    Raises SamctlError if it cannot be read.  (Restore reads the next entry's while it
-    extracts one: the hashing of one overlaps the decompression of the other.)"""
-    try:
-        if entry.tar_size <= READ_WHOLE:
-            data = fsafe.read_capped(entry.tar_path, entry.tar_size)
-            return data, len(data), hashlib.sha256(data).hexdigest()
-        return (None, *tar_digest(entry))
-    except SamctlError as exc:
-        if getattr(exc, "code", None) != "too-large":
-            raise
-        return None, -1, ""
-
-
-def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: bool = False,
-          archive=None, undo=None) -> list:
-    """Decompress ``entry`` and check every member against the manifest; findings for each problem.
-
-    ``sink(member, ti, chunks)`` (if given) receives each member's content as an
-    iterator of chunks; it must consume it. Reading stops at the first problem.
-    ``archive`` is ``read_archive(entry)`` if the caller has it already (or the
-    SamctlError it raised).  ``undo()`` (if given with a sink) removes what the
-    sink made: a big tar is then first read by ``_scan_plain_stream``, and read
-    again with ``tarfile`` (after ``undo``) if it is not laid out as samctl writes.
-    """
-    import tarfile
-
-    import zstandard
-
-    if sum(m.size for m in entry.members) > absolute_cap:
-        return [finding(entry, "attic-too-large", f"the manifest claims {entry.original_size} bytes, over the "
-                                                    f"{absolute_cap}-byte cap: not decompressed")]
-    data = None  # a small archive is read once, whole, and checked and decompressed from memory
-    if check_tar_first:
-        try:
-            if archive is None:
-                archive = read_archive(entry)
-            elif isinstance(archive, SamctlError):
-                raise archive
-        except SamctlError as exc:
-            return [finding(entry, "attic-missing", exc.message)]
-        data, n, digest = archive
-        if (n, digest) != (entry.tar_size, entry.tar_sha256):
-            return [finding(entry, "attic-tampered", "the compressed archive does not match its manifest's "
-                                                       "size and sha256: not decompressed")]
-    try:
-        f = io.BytesIO(data) if data is not None else fsafe.open_regular(entry.tar_path)[0]
-    except SamctlError as exc:
-        return [finding(entry, "attic-missing", exc.message)]
-    want = {m.name: m for m in entry.members}
-    seen: set[str] = set()
-    problems: list = []
-    cap = decompressed_cap(entry, absolute_cap)
-    try:
-        hr = _HashReader(f)
-
-        def stream():
-            return _Capped(_decompressor().stream_reader(hr, read_size=_CHUNK, read_across_frames=True), cap)
-
-        if data is not None and cap <= IN_MEMORY:
-            tar = _decompress_whole(data, cap)
-            if tar is None:
-                tar = _read_all(stream())
-            if plain_layout(tar, entry.members):
-                return _scan_plain(entry, tar, sink)
-            raw = io.BytesIO(tar)  # not samctl's plain layout: the general reader below says what is wrong
-        else:
-            raw = stream()
-            if check_tar_first and (sink is None or undo is not None):
-                found = _scan_plain_stream(entry, raw, sink)
-                if found is not None:
-                    return found
-                if sink is not None:
-                    undo()
-                f.close()  # read it again from the start, with tarfile
-                f = io.BytesIO(data) if data is not None else fsafe.open_regular(entry.tar_path)[0]
-                hr = _HashReader(f)
-                raw = stream()
-        with tarfile.open(fileobj=raw, mode="r|", bufsize=_CHUNK) as tf:
-            for ti in tf:
-                why = _member_problem(entry, ti, want, seen)
-                if why:
-                    problems.append(finding(entry, why[0], why[1]))
-                    break
-                seen.add(ti.name)
-                m = want[ti.name]
-                if m.type == "dir":
-                    if sink is not None:
-                        sink(m, ti, iter(()))
-                    continue
-                h = _Sha256(m.size)
-                src = tf.extractfile(ti)
-
-                def chunks(src=src, h=h):
-                    left = m.size
-                    while left > 0:
-                        b = src.read(min(_CHUNK, left))
-                        if not b:
-                            raise tarfile.ReadError("unexpected end of data")
-                        left -= len(b)
-                        h.update(b)
-                        yield b
-
-                try:
-                    if sink is not None:
-                        ok = sink(m, ti, _verified(chunks(), h, m))
-                    else:
-                        for _ in _verified(chunks(), h, m):
-                            pass
-                        ok = True
-                finally:
-                    h.close()
-                if ok is False:
-                    problems.append(finding(entry, "attic-tampered", f"{m.name}: content does not match the "
-                                                                      "manifest's sha256"))
-                    break
-        if not problems:
-            missing = sorted(set(want) - seen)
-            if missing:
-                problems.append(finding(entry, "attic-incomplete", f"members missing from the archive: "
-                                                                    f"{', '.join(missing[:5])}"))
-        if not problems and not check_tar_first:
-            while hr.read(_CHUNK):
-                pass
-            if (hr.n, hr.h.hexdigest()) != (entry.tar_size, entry.tar_sha256):
-                problems.append(finding(entry, "attic-tampered", "the compressed archive does not match its "
-                                                                  "manifest's size and sha256"))
-    except _Bomb:
-        problems.append(finding(entry, "attic-bomb", f"decompresses to more than the {cap} bytes its manifest "
-                                                      "accounts for: refused (a decompression bomb?)"))
-    except _Mismatch as exc:
-        problems.append(finding(entry, "attic-tampered", f"{exc}: content does not match the manifest's sha256"))
-    except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError, ValueError) as exc:
-        problems.append(finding(entry, "attic-corrupt", f"cannot read the archive: {str(exc)[:160]}"))
-    finally:
-        f.close()
-    return problems
-
-
-def _decompress_whole(data: bytes, cap: int) -> bytes | None:
-    """The content of ``data`` in one call, when it is one zstd frame whose header declares a size
-    within ``cap`` (zstd holds a frame to its declared size, so that bounds the memory); else None."""
-    import zstandard
-
-    try:
-        size = zstandard.frame_content_size(data)
-    except zstandard.ZstdError:
-        return None
-    if not 0 <= size <= cap:
-        return None
-    obj = _decompressor().decompressobj()
-    out = obj.decompress(data)
-    return out if obj.eof and not obj.unused_data and len(out) == size else None
-
-
-def _read_all(reader) -> bytes:
-    chunks = []
-    while True:
-        b = reader.read(_CHUNK)
-        if not b:
-            return b"".join(chunks)
-        chunks.append(b)
-
-
-def plain_layout(tar: bytes, members: list) -> bool:
-    """True if ``tar`` is laid out exactly as samctl writes the tar of ``members``: in the
-    manifest's order, one plain ustar header each (a regular file or a folder, named and
-    sized as the manifest says, with a valid checksum, no PAX or GNU extension), the
-    data, and nothing but zeros after the last member.  Anything else, the general
-    reader handles (and reports)."""
-    off = 0
-    for m in members:
-        if not _plain_header(tar[off:off + 512], m):
-            return False
-        size = 0 if m.type == "dir" else m.size
-        off += 512 + size + (-size % 512)
-    return len(tar) >= off + 1024 and tar.count(0, off) == len(tar) - off
-
-
-def _plain_header(h: bytes, m: Member) -> bool:
-    """True if ``h`` is the plain ustar header samctl writes for ``m`` (see ``plain_layout``)."""
-    name = (m.name + "/" if m.type == "dir" else m.name).encode("utf-8", "surrogateescape")
-    if (len(h) != 512 or len(name) > 100 or h[:100] != name.ljust(100, b"\0")
-            or h[156:157] != (b"5" if m.type == "dir" else b"0")
-            or h[257:265] != b"ustar\x0000" or h.count(0, 345, 500) != 155):  # no prefix
-        return False
-    size = 0 if m.type == "dir" else m.size
-    try:
-        if h[124:136] != b"%011o\0" % size and int(h[124:136].strip(b"\0 ") or b"0", 8) != size:
-            return False
-        return int(h[148:156].strip(b"\0 "), 8) == sum(h) - sum(h[148:156]) + 256  # the field counts as spaces
-    except ValueError:
-        return False
-
-
-def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
-    """``_scan`` of a tar that ``plain_layout`` accepted: each member's data is hashed and sunk.
-
-    Small tars are hashed member by member before each is sunk.  In a big one the
-    hashing runs on a helper thread while the files are written (both release the
-    GIL); a mismatch is then found after the writing, and ``unpack`` removes what
-    it wrote, as it does for the general reader.
-    """
-    view = memoryview(tar)
-    spans, off = [], 0
-    for m in entry.members:
-        off += 512
-        spans.append((m, view[off:off + m.size]))
-        off += m.size + (-m.size % 512)
-    digests = None
-    if sink is not None and len(tar) >= PARALLEL_HASH:
-        digests = helper().submit(lambda: [hashlib.sha256(d).hexdigest() if m.type == "file" else None
-                                           for m, d in spans])
-    for m, data in spans:
-        if digests is None and m.type == "file" and hashlib.sha256(data).hexdigest() != m.sha256:
-            return [finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
-        if sink is not None:
-            sink(m, None, iter((data,) if m.type == "file" else ()))
-    if digests is not None:
-        for (m, _), digest in zip(spans, digests.result()):
-            if m.type == "file" and digest != m.sha256:
-                return [finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
-    return []
-
-
-def _scan_plain_stream(entry: Entry, raw, sink):
-    """``scan`` of a big tar read as a stream, while it is laid out as samctl writes it: each
-    member's header checked by ``_plain_header`` and its data sunk in chunks as they come
-    (hashed on a helper thread), without ``tarfile``'s buffering.  The findings, or None as
-    soon as the tar is not laid out so (members before it may have been sunk): the caller
-    then reads it again with ``tarfile``.  After the last member, an all-zero, short or
-    missing block ends the tar as it does for ``tarfile``; anything else is left to it."""
-    for m in entry.members:
-        if not _plain_header(_read_exactly(raw, 512), m):
-            return None
-        if m.type == "dir":
-            if sink is not None:
-                sink(m, None, iter(()))
-            continue
-        h = _Sha256(m.size)
-        state = {"short": False}
-
-        def chunks(m=m, h=h):
-            left = m.size
-            while left > 0:
-                b = raw.read(min(_CHUNK, left))
-                if not b:
-                    state["short"] = True
-                    return
-                left -= len(b)
-                h.update(b)
-                yield b
-
-        try:
-            if sink is not None:
-                sink(m, None, chunks())
-            else:
-                for _ in chunks():
-                    pass
-        finally:
-            h.close()
-        if state["short"]:
-            return None
-        if h.hexdigest() != m.sha256:
-            return [finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
-        if len(_read_exactly(raw, -m.size % 512)) != -m.size % 512:
-            return None
-    end = _read_exactly(raw, 512)
-    return [] if len(end) < 512 or not end.strip(b"\0") else None
-
-
-
-class _Mismatch(Exception):
-    pass
-
-
-def _verified(chunks, h, m: Member):
-    """Yield the chunks; after the last one, raise _Mismatch unless the sha256 matches."""
-    yield from chunks
-    if h.hexdigest() != m.sha256:
-        raise _Mismatch(m.name)
-
-
-def _member_problem(entry: Entry, ti, want: dict, seen: set):
-    name = ti.name
-    if not safe_member_name(name, entry.id, entry.store):
-        return "attic-unsafe", f"member {name[:80]!r} is not a plain name inside the conversation: refused"
-    if ti.issym() or ti.islnk():
-        return "attic-unsafe", f"member {name} is a link: refused"
-    if ti.ischr() or ti.isblk() or ti.isfifo() or getattr(ti, "sparse", None) is not None:
-        return "attic-unsafe", f"member {name} is a device, FIFO or sparse file: refused"
-    if not (ti.isreg() or ti.isdir()):
-        return "attic-unsafe", f"member {name} is not a regular file or folder: refused"
-    if name not in want:
-        return "attic-tampered", f"member {name} is not in the manifest: refused"
-    if name in seen:
-        return "attic-tampered", f"member {name} appears twice: refused"
-    m = want[name]
-    if (m.type == "dir") != ti.isdir():
-        return "attic-tampered", f"member {name} is not the kind of file the manifest says"
-    if m.type == "file" and ti.size != m.size:
-        return "attic-tampered", f"member {name} is {ti.size} bytes, the manifest says {m.size}"
-    return None
-
-

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from samctl.core import attic, tarzst
+from samctl.core import attic, tarscan, tarzst
 from samctl.formats import open_store
 
 MID = "20260810_140307_512"
@@ -30,9 +30,9 @@ def _state(paths, root):
 @pytest.mark.parametrize("path", ["in-memory", "streamed"])
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 def test_pack_verify_unpack_round_trip(which, path, mermaid_demo, sam_demo, tmp_path, monkeypatch):
-    if path == "streamed":  # what conversations over tarzst.SMALL take, and archives over tarzst.READ_WHOLE
+    if path == "streamed":  # what conversations over tarzst.SMALL take, and archives over tarscan.READ_WHOLE
         monkeypatch.setattr(tarzst, "SMALL", -1)
-        monkeypatch.setattr(tarzst, "READ_WHOLE", -1)
+        monkeypatch.setattr(tarscan, "READ_WHOLE", -1)
     store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
     cid = MID if which == "mermaid" else SID
     paths = store.conversation_files(cid)
@@ -78,7 +78,7 @@ def test_the_tar_built_in_memory_is_the_streamed_tar_byte_for_byte(which, mermai
     streamed = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(out.getvalue()), read_across_frames=True).read()
     assert tar == streamed and len(tar) % tarfile.RECORDSIZE == 0
     assert [m.to_dict() for m in members] == [m.to_dict() for m in streamed_members]
-    assert tarzst.plain_layout(tar, members) == (which == "mermaid")  # PAX headers take the general reader
+    assert tarscan.plain_layout(tar, members) == (which == "mermaid")  # PAX headers take the general reader
 
 
 def _entry_with(store, cid, members, manifest_members=None, level=3, raw_tar=None):
@@ -359,23 +359,23 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
     import zstandard
 
     if reader == "memory-helper-thread":
-        monkeypatch.setattr(tarzst, "PARALLEL_HASH", 0)
+        monkeypatch.setattr(tarscan, "PARALLEL_HASH", 0)
     streamed = []
     if reader == "stream":
-        monkeypatch.setattr(tarzst, "IN_MEMORY", -1)
-        real_stream = tarzst._scan_plain_stream
+        monkeypatch.setattr(tarscan, "IN_MEMORY", -1)
+        real_stream = tarscan._scan_plain_stream
 
         def spy(entry, raw, sink):
             streamed.append(real_stream(entry, raw, sink))
             return streamed[-1]
 
-        monkeypatch.setattr(tarzst, "_scan_plain_stream", spy)
+        monkeypatch.setattr(tarscan, "_scan_plain_stream", spy)
 
     store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
     cid = MID if which == "mermaid" else SID
     e = attic.pack(store, cid, "deleted", store.conversation_files(cid))
     tar = bytearray(zstandard.ZstdDecompressor().decompress(e.tar_path.read_bytes()))
-    assert tarzst.plain_layout(bytes(tar), e.members)  # what samctl writes takes the fast path
+    assert tarscan.plain_layout(bytes(tar), e.members)  # what samctl writes takes the fast path
     PLAIN_MUTATIONS[mutation](tar)
     comp = zstandard.ZstdCompressor(level=3).compress(bytes(tar))
     e.tar_path.write_bytes(comp)
@@ -396,12 +396,12 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
         return [f.code for f in attic.verify(e)], problem, files
 
     # the fast path takes only samctl's exact layout; any other damage goes to the general reader
-    assert tarzst.plain_layout(bytes(tar), e.members) == (mutation in ("unchanged", "data"))
+    assert tarscan.plain_layout(bytes(tar), e.members) == (mutation in ("unchanged", "data"))
     fast = outcome("fast")
     if reader == "stream":  # the stream reader finishes samctl's layout, stopping at the end block as tarfile does
         assert (streamed[0] is not None) == (mutation in ("unchanged", "data", "trailing-garbage"))
-    monkeypatch.setattr(tarzst, "plain_layout", lambda tar, members: False)  # (PARALLEL_HASH stays as set)
-    monkeypatch.setattr(tarzst, "_scan_plain_stream", lambda entry, raw, sink: None)
+    monkeypatch.setattr(tarscan, "plain_layout", lambda tar, members: False)  # (PARALLEL_HASH stays as set)
+    monkeypatch.setattr(tarscan, "_scan_plain_stream", lambda entry, raw, sink: None)
     general = outcome("general")
     assert fast == general
     if mutation in ("unchanged", "data"):
