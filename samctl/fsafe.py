@@ -494,16 +494,15 @@ def _load_renameat2():
     return rename_noreplace
 
 
-def create_new(path: str | os.PathLike, mode: int = FILE_MODE, buffering: int = 0):
-    """Create ``path`` (which must not exist) for writing, in a folder only samctl uses (staging, the attic).
+def create_new(path: str | os.PathLike, mode: int = FILE_MODE):
+    """Create ``path`` (which must not exist) for writing, in a folder only samctl uses (staging).
 
-    Returns a file, unbuffered by default (writes go straight to the
-    descriptor: use ``write_all``).  Finish it with ``finish_temp``; the caller
-    fsyncs the folder.
+    Returns an unbuffered file (writes go straight to the descriptor: use
+    ``write_all``).  Finish it with ``finish_temp``; the caller fsyncs the folder.
     """
     _step("tmp-write")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    return os.fdopen(fd, "wb", buffering=buffering)
+    return os.fdopen(fd, "wb", buffering=0)
 
 
 def write_all(f, data) -> None:

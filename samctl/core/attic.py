@@ -181,11 +181,10 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
          total: int | None = None) -> Entry:
     """Archive ``paths`` (files and folders under the store) as one attic entry.
 
-    The tar is written (under its final name, created exclusively; fsync),
-    re-read and verified against the hashes taken while reading the
-    originals; the manifest is written last (``commit_entry``).  If an
-    original changes while it is read, or anything fails, what was written
-    is removed and the error raised
+    The tar is written (temp, fsync, rename), re-read and verified against
+    the hashes taken while reading the originals; the manifest is written
+    last (``commit_entry``).  If an original changes while it is read, or
+    anything fails, what was written is removed and the error raised
     (``SamctlError`` for a change).  A caller moving many passes the ``attic``
     it ensured and the ``total`` size of ``paths`` it has seen.  (How the tar is
     built and checked: ``core/tarzst.py``, ``core/tarscan.py``.)
@@ -200,15 +199,14 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     if total is None:
         total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
     in_memory = total <= tarzst.SMALL
-    # Written under its own name, not a temp's: an archive without a manifest is no entry (nothing
-    # lists it), and repair removes one a crash leaves.  The manifest's commit fsyncs the folder.
-    f = fsafe.create_new(tar_path, buffering=0 if in_memory else 1 << 20)
+    tmp, f = fsafe.create_temp(tar_path, buffering=0 if in_memory else 1 << 20)
     try:
         written = tarzst.write(store, paths, f, level, in_memory, total)
         fsafe.finish_temp(f)
+        fsafe.commit_temp(tmp, tar_path, sync_dir=False)  # the manifest's commit fsyncs the folder
     except BaseException as exc:
         f.close()
-        fsafe.remove(tar_path)
+        fsafe.discard_temp(tmp)
         if isinstance(exc, tarzst.FileChanged):
             raise Changed(f"{exc}: it changed while samctl was archiving it; nothing was moved",
                           hint="make sure the app is not using it, then try again") from None

@@ -4,7 +4,7 @@ Nothing is lost: every move is ordered so that a crash at any instant leaves
 each conversation complete in the store or in the attic (core/attic.py).
 
 - **Out** (``rm``, ``archive``): write a journal record, write the archive
-  (under its own name: without a manifest it is no entry; fsync), re-read it and check every hash, write its manifest
+  (temp, fsync, rename), re-read it and check every hash, write its manifest
   (the commit point), check the originals did not change meanwhile, remove
   them (SAM: the folder is first renamed out of ``conversations/`` in one
   step), drop the journal record.

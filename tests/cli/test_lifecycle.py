@@ -459,20 +459,15 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
 
     events = []
     monkeypatch.setattr(fsafe, "fault_hook", lambda step: events.append(step) if step == "sync" else None)
-    real_replace, real_create = os.replace, fsafe.create_new
+    real_replace = os.replace
 
     def replace(src, dst, *a, **k):
         name = os.path.basename(dst)
-        events.append("manifest" if name.endswith(".manifest.json")
+        events.append("manifest" if name.endswith(".manifest.json") else "tar" if name.endswith(".tar.zst")
                       else "journal" if "/.journal/" in str(dst) else "other")
         return real_replace(src, dst, *a, **k)
 
-    def create_new(path, *a, **k):
-        events.append("tar" if str(path).endswith(".tar.zst") else "other")
-        return real_create(path, *a, **k)
-
     monkeypatch.setattr(os, "replace", replace)
-    monkeypatch.setattr(fsafe, "create_new", create_new)
     real_unlink = os.unlink
 
     def unlink(p, *a, **k):
