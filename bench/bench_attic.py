@@ -13,7 +13,7 @@ Three inputs, generated once with bench/gen_archive.py into --out:
 For each, samctl's time is the whole move, as the commands do it: archive =
 ``lifecycle.remove`` (tar + zstd + sha256 of every member, fsync, re-read and
 verify every hash, manifest, then remove the originals); restore =
-``lifecycle.restore_many`` of every entry, as ``samctl restore ID...`` does
+``restore.restore_many`` of every entry, as ``samctl restore ID...`` does
 (check the archive's sha256, decompress, check every member's sha256, write,
 place, drop the entry).  Both share their fsyncs in batches (barriers where
 the order must reach the disk: ``fsafe.sync_batch``).  The
@@ -90,7 +90,7 @@ def files_of(store) -> list[Path]:
 
 def samctl_cycle(root: Path):
     """Archive every conversation, then restore every entry; (archive s, restore s, bytes, stored bytes)."""
-    from samctl.core import attic, lifecycle
+    from samctl.core import attic, lifecycle, restore
     from samctl.formats import open_store
 
     store = open_store(str(root), cache=False)
@@ -112,7 +112,7 @@ def samctl_cycle(root: Path):
     stored = sum(e.tar_size for e in entries)
     os.sync()
     t = time.perf_counter()
-    rep = lifecycle.restore_many(store, entries)  # what `samctl restore ID...` does
+    rep = restore.restore_many(store, entries)  # what `samctl restore ID...` does
     t_rest = time.perf_counter() - t
     assert not rep.findings, rep.findings[:3]
     return t_arch, t_rest, size, stored

@@ -34,6 +34,7 @@ from click.testing import CliRunner
 import make_fixtures
 import samctl.core.compact  # noqa: F401
 import samctl.core.lifecycle  # noqa: F401
+import samctl.core.restore  # noqa: F401
 from samctl import fsafe
 from samctl.cli import cli
 from samctl.core import attic

@@ -32,16 +32,16 @@ def command(ctx, ids, as_new, entry, dry_run, force, lock_wait, fmt):
     With several IDs, nothing is done if one of them cannot be found or
     exists again; one that fails on the way is reported and the rest restored.
     """
-    from samctl.core import lifecycle
+    from samctl.core import restore
     from samctl.errors import UsageError
 
     store = store_of(ctx)
     if entry and len(ids) > 1:
         raise UsageError("--entry names one entry: give at most one ID with it")
     if len(ids) <= 1:
-        e = lifecycle.find_entry(store, ids[0] if ids else None, entry)
-        report = lifecycle.restore(store, e, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
+        e = restore.find_entry(store, ids[0] if ids else None, entry)
+        report = restore.restore(store, e, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
     else:
-        report = lifecycle.restore_many(store, lifecycle.find_entries(store, ids), as_new=as_new, dry_run=dry_run,
-                                        force=force, lock_wait=lock_wait)
+        report = restore.restore_many(store, restore.find_entries(store, ids), as_new=as_new, dry_run=dry_run,
+                                      force=force, lock_wait=lock_wait)
     render(report, fmt)

@@ -492,7 +492,7 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
 def test_moves_of_more_than_one_batch_round_trip(which, run, mermaid_demo, sam_demo, monkeypatch):
     """A batch size of 2: rm and restore of every conversation each take several batches, every one
     with its own record and staging folder, and leave nothing behind."""
-    from samctl.core import lifecycle
+    from samctl.core import lifecycle, restore
 
     monkeypatch.setattr(lifecycle, "BATCH", 2)
     root = mermaid_demo if which == "mermaid" else sam_demo
@@ -501,8 +501,13 @@ def test_moves_of_more_than_one_batch_round_trip(which, run, mermaid_demo, sam_d
     before = {k: v for k, v in fingerprint(conv(root)).items() if k != "."}  # the folder's own mtime moves
     records = []
     real_write_batch = lifecycle.write_batch
-    monkeypatch.setattr(lifecycle, "write_batch", lambda attic, moves: (records.append(len(moves)),
-                                                                        real_write_batch(attic, moves))[1])
+
+    def write_batch(attic, moves):
+        records.append(len(moves))
+        return real_write_batch(attic, moves)
+
+    monkeypatch.setattr(lifecycle, "write_batch", write_batch)
+    monkeypatch.setattr(restore, "write_batch", write_batch)
     r = run("--root", root, "rm", "--yes", "--include-pinned", *ids)
     assert r.exit_code == 0, r.stderr
     assert open_store(str(root)).all_ids() == ([] if which == "mermaid" else [TOPIC])
@@ -622,18 +627,18 @@ def test_a_file_appearing_mid_restore_keeps_that_entry_and_its_move_for_repair(r
     """mermaid saves a session with the same id after samctl checked the store but before it placed
     the files: the others are restored; that one keeps its attic entry, its staged copy and its move
     in the batch's journal record, and `attic --repair` finishes it once the intruder is moved aside."""
-    from samctl.core import lifecycle
+    from samctl.core import restore
 
     ids, before = _rm_all(run, mermaid_demo)
     intruder = conv(mermaid_demo) / f"{MID}.jsonl"
-    real = lifecycle.write_batch
+    real = restore.write_batch
 
     def record_then_intrude(attic, moves):
         name = real(attic, moves)
         intruder.write_text('{"intruder": true}\n')
         return name
 
-    monkeypatch.setattr(lifecycle, "write_batch", record_then_intrude)
+    monkeypatch.setattr(restore, "write_batch", record_then_intrude)
     r = run("--root", mermaid_demo, "restore", *ids)
     assert r.exit_code == 3, r.stderr
     assert f"{MID}.jsonl appeared in the store while restoring {MID}" in r.stderr
@@ -676,10 +681,10 @@ def test_restore_many_does_nothing_if_one_exists_again(run, mermaid_demo):
 @pytest.mark.parametrize("read_ahead", [False, True], ids=["inline", "read-ahead"])
 @pytest.mark.parametrize("damage", ["flipped-byte", "unreadable"])
 def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid_demo, monkeypatch, read_ahead, damage):
-    from samctl.core import lifecycle
+    from samctl.core import restore
 
     if read_ahead:  # as for archives of 64 KiB or more: read and hashed on a helper thread, one ahead
-        monkeypatch.setattr(lifecycle, "READ_AHEAD_MIN", 0)
+        monkeypatch.setattr(restore, "READ_AHEAD_MIN", 0)
     ids, before = _rm_all(run, mermaid_demo)
     tar = next(attic_of(mermaid_demo).glob(f"{MID}.*.tar.zst"))
     data = bytearray(tar.read_bytes())

@@ -1,0 +1,306 @@
+"""restore: putting attic entries back into the store exactly (bytes, modes, mtimes), or under a fresh id.
+
+Nothing is lost (core/attic.py): extract into a private staging folder,
+checking every hash (and, with ``as_new``, rewrite the id inside the
+copies), write a journal record, move each file to its name without ever
+replacing anything (``fsafe.move_new``: bytes, mode and mtime come along),
+then drop the attic entry (manifest first), then the journal record and the
+staging folder.  Entries go in batches of ``lifecycle.BATCH`` that share one
+journal record, one staging folder and their fsyncs (``fsafe.sync_batch``),
+with a barrier wherever the order must reach the disk.  A crash leaves the
+batch's record in ``samctl-attic/.journal``; ``core/repair.py`` finishes
+each move it describes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from samctl import fsafe
+from samctl.core import attic as atticmod
+from samctl.core import lifecycle, tarscan, tarzst
+from samctl.core.lifecycle import Report, attic_view, reason
+from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.model import ERROR, Finding
+from samctl.core.repair import drop_journal, place, repair, write_batch, write_journal
+from samctl.core.resolve import resolve_id
+from samctl.errors import NotFound, SamctlError, UsageError
+
+
+def find_entry(store, text: str | None, entry_name: str | None = None) -> atticmod.Entry:
+    """The attic entry ``restore`` would use: the newest deleted/archived entry of the id, or the named one."""
+    if entry_name:
+        name = entry_name
+        for suffix in (atticmod.TAR_SUFFIX, atticmod.MANIFEST_SUFFIX):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+        name = os.path.basename(name)
+        entries = atticmod.list_entries(store, [], atticmod.RESTORABLE, want=lambda stem, cid: stem.startswith(name))
+        match = [e for e in entries if e.stem == name] or entries
+        if len(match) != 1:
+            raise (NotFound if not match else UsageError)(
+                f"{'no' if not match else 'more than one'} restorable attic entry matches {entry_name!r}",
+                hint="`samctl attic` lists the entries")
+        e = match[0]
+        if text is not None and not e.id.startswith(store.normalize_prefix(text)):
+            raise UsageError(f"entry {e.stem} holds {e.id}, not {text!r}")
+        return e
+    if text is None:
+        raise UsageError("name the conversation to restore", hint="`samctl attic` lists what can be restored")
+    return find_entries(store, [text])[0]
+
+
+def find_entries(store, texts) -> list[atticmod.Entry]:
+    """The newest deleted or archived entry of each id or prefix in ``texts``, each entry once.
+
+    The texts are resolved against the ids the attic's files are named for;
+    then only those ids' manifests are read (``list_entries`` with ``want``).
+    """
+    view = attic_view(store, atticmod.named_ids(store, atticmod.RESTORABLE))
+    ids = [resolve_id(view, text) for text in texts]
+    wanted = set(ids)
+    entries = atticmod.list_entries(store, [], atticmod.RESTORABLE, want=lambda stem, cid: cid in wanted)
+    newest = {e.id: e for e in entries}  # entries come oldest first: the last one of an id wins
+    out: dict = {}
+    for cid in ids:
+        if cid not in newest:
+            raise NotFound(f"no attic entry of {cid} can be read", hint="`samctl attic` says what is wrong with it")
+        out.setdefault(newest[cid].stem, newest[cid])  # one conversation named twice is restored once
+    return list(out.values())
+
+
+def _targets_of(store, entry: atticmod.Entry, new: str) -> list[str]:
+    """Member names as they will be in the store (renamed for ``new``)."""
+    old = entry.id
+    out = []
+    for m in entry.members:
+        n = m.name
+        if new != old:
+            if store.name == "mermaid":
+                n = new + n[len(old):]
+            else:
+                n = new + n[len(n.split("/", 1)[0]):]
+        out.append(n)
+    return out
+
+
+def _collisions(store, names: list[str], entry: atticmod.Entry) -> list[str]:
+    """The store names that would stand in the way: the entry's files, and the files by which
+    the app knows the conversation (mermaid: any of its three; SAM: its conversation.json)."""
+    if store.name == "mermaid":
+        cid = names[0].split(".", 1)[0]
+        known = [f"{cid}.{e}" for e in ("json", "meta", "jsonl")]
+    else:
+        known = [names[0].split("/", 1)[0] + "/conversation.json"]
+    files = [n for n, m in zip(names, entry.members) if m.type == "file"]
+    base = str(store.conv_dir) + os.sep
+    return [n for n in dict.fromkeys(files + known) if os.path.lexists(base + n)]
+
+
+def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
+            lock_wait: float = 0.0) -> Report:
+    """Put ``entry`` back into the store exactly (bytes, modes, mtimes), or under a fresh id with ``as_new``.
+
+    Any failure is raised (``restore_many`` reports each failure as a finding instead)."""
+    report, failed = _restore(store, [entry], as_new, dry_run, force, lock_wait)
+    if failed:
+        raise failed[0][1]
+    return report
+
+
+@dataclass
+class _Restore:
+    entry: atticmod.Entry
+    new: str
+    names: list
+    item: dict
+    staging: Path | None = None
+
+
+def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
+                 lock_wait: float = 0.0) -> Report:
+    """Restore several entries in batches that share their fsyncs (see ``_restore_batch``).
+
+    Nothing is done if any of them exists in the store again (unless ``as_new``);
+    an entry that fails on the way (damaged, a file appeared) is a finding, the
+    others are restored.
+    """
+    report, failed = _restore(store, entries, as_new, dry_run, force, lock_wait)
+    for r, exc in failed:
+        report.findings.append(Finding("not-restored", r.entry.stem, reason(exc), ERROR, r.entry.id))
+    return report
+
+
+def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, lock_wait: float):
+    """(report of what was restored, [(plan, error)] for each entry that failed on the way)."""
+    report, failed = Report(dry_run=dry_run), []
+    plans = _restore_plans(store, entries, as_new)
+    if dry_run:
+        report.items += [dict(r.item, action="would be restored") for r in plans]
+        return report, failed
+    ids = [x for r in plans for x in (r.entry.id, r.new)]
+    ensure_app_idle(store, ids, force)
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, ids, force)
+        report.repaired = repair(store)
+        for r in plans:
+            if fsafe.lstat(r.entry.manifest_path) is None:
+                raise NotFound(f"attic entry {r.entry.stem} is gone (another samctl restored or purged it)")
+        if as_new and not {r.new for r in plans}.isdisjoint(store.all_ids()):
+            plans = _restore_plans(store, entries, as_new)
+        for r in plans:
+            clash = _collisions(store, r.names, r.entry)
+            if clash:
+                raise SamctlError(f"{', '.join(clash[:3])} exists in the store; nothing was restored",
+                                  hint="restore it beside the existing one with --as-new")
+        for i in range(0, len(plans), lifecycle.BATCH):
+            for r, exc in _restore_batch(store, plans[i:i + lifecycle.BATCH]):
+                if exc is None:
+                    report.items.append(dict(r.item, action="restored", id=r.new, restored_from=r.entry.id,
+                                             bytes=r.entry.original_size))
+                else:
+                    failed.append((r, exc))
+    return report, failed
+
+
+def _restore_plans(store, entries: list, as_new: bool) -> list:
+    plans = []
+    # new_id(taken) avoids exactly these: the store's ids and the attic's (a later restore of
+    # one of those must not find its id taken by this copy)
+    taken = set(store.all_ids()) | atticmod.named_ids(store, atticmod.STATES) if as_new else set()
+    for entry in entries:
+        new = store.new_id(taken) if as_new else entry.id
+        taken.add(new)
+        names = _targets_of(store, entry, new)
+        clash = _collisions(store, names, entry)
+        if clash and not as_new:
+            raise SamctlError(f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
+                              hint="restore it beside the existing one with --as-new")
+        item = {"id": entry.id, "title": entry.title, "entry": entry.stem, "state": entry.state,
+                "new_id": new if as_new else None,
+                "files": [n for n, m in zip(names, entry.members) if m.type == "file"]}
+        plans.append(_Restore(entry, new, names, item))
+    return plans
+
+
+def _restore_batch(store, plans: list) -> list:
+    """Restore ``plans``; ``[(plan, None or the error)]``.
+
+    Per entry, the order of the module docstring.  The batch has one staging
+    folder and one journal record, and its fsyncs are shared, with a barrier
+    wherever the order must reach the disk: the staged copies and the record,
+    then the files placed in the store, then the attic entries dropped, then
+    the record and the staging folder go.  An entry that could not be placed
+    (a file appeared meanwhile) keeps its attic entry, its staged copy and its
+    move in the record, for a person and ``samctl attic --repair``.
+    """
+    attic = atticmod.ensure_attic(store)
+    folder = attic / atticmod.STAGING / f"{plans[0].entry.stem}.{os.getpid()}"
+    if fsafe.lstat(folder) is not None:
+        fsafe.remove_tree(folder)
+    os.mkdir(folder, fsafe.DIR_MODE)
+    out, staged, placed, left = [], [], [], []
+    with fsafe.sync_batch() as sync:
+        claimed: set = set()
+        for i, (r, archive) in enumerate(_read_ahead(plans)):
+            try:
+                _stage(store, folder, i, r, claimed, archive)
+                staged.append(r)
+            except (SamctlError, OSError) as exc:
+                out.append((r, exc))
+        record = None
+        if staged:
+            try:
+                record = write_batch(attic, [_restore_record(r, folder) for r in staged])
+            except (SamctlError, OSError) as exc:
+                out += [(r, exc) for r in staged]
+                staged = []
+        sync.barrier()  # the staged copies and the record are on disk before anything is placed
+        conv_st = fsafe.lstat(store.root_real)
+        for r in staged:
+            try:
+                conflicts = place(store, r.entry, r.staging, r.names, conv_st)
+            except (SamctlError, OSError) as exc:
+                out.append((r, exc))
+                left.append(r)
+                continue
+            if conflicts:  # something appeared meanwhile: keep the entry (and its move) for a person
+                out.append((r, SamctlError(
+                    f"{', '.join(conflicts[:3])} appeared in the store while restoring {r.entry.id}; the rest was "
+                    "placed and the attic entry is kept",
+                    hint="move those files aside, then run `samctl attic --repair` to finish the restore")))
+                left.append(r)
+                continue
+            placed.append(r)
+        sync.barrier()  # the conversations are back on disk before their attic entries go
+        for r in placed:
+            atticmod.drop(r.entry)
+        sync.barrier()  # the entries are gone on disk before the record goes
+        if left:
+            write_journal(attic, record, {"op": "batch", "moves": [_restore_record(r, folder) for r in left]})
+        else:
+            fsafe.remove_tree(folder, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
+            if record is not None:
+                drop_journal(attic, record)
+    return out + [(r, None) for r in placed]
+
+
+def _restore_record(r: _Restore, folder: Path) -> dict:
+    return {"op": "restore", "stem": r.entry.stem, "id": r.entry.id, "new_id": r.new,
+            "staging": r.staging.relative_to(folder.parent).as_posix(), "names": r.names}
+
+
+READ_AHEAD_MIN = 64 << 10  # archives at least this big are read (and hashed) ahead on a helper thread
+
+
+def _read_ahead(plans: list):
+    """``(plan, its archive as atticmod.read_archive gives it, the error, or None)``: each archive
+    of ``READ_AHEAD_MIN`` or more is read and hashed on a helper thread while the caller extracts
+    the entry before it (hashlib and reads release the GIL); a smaller one (None) costs less to
+    read than to hand over, and is read by the extraction itself."""
+    def read(r):
+        try:
+            return tarscan.read_archive(r.entry)
+        except SamctlError as exc:
+            return exc
+
+    def ahead(i):
+        if i < len(plans) and plans[i].entry.tar_size >= READ_AHEAD_MIN:
+            return pool.submit(read, plans[i])
+        return None
+
+    pool = tarzst.helper()
+    nxt = ahead(0)
+    for i, r in enumerate(plans):
+        archive = nxt.result() if nxt is not None else None
+        nxt = ahead(i + 1)
+        yield r, archive
+
+
+def _stage(store, folder: Path, i: int, r: _Restore, claimed: set, archive=None) -> None:
+    """Extract and check ``r``'s entry (the ``i``-th of its batch) into the batch's staging ``folder``.
+
+    The members go straight into ``folder`` unless another entry of the batch
+    has claimed one of their top-level names there, or their id is being
+    rewritten (``retarget`` works on a folder of its own): then into
+    ``folder/<i>``.  On failure nothing of this entry is left in ``folder``.
+    """
+    entry = r.entry
+    tops = {m.name.split("/")[0] for m in entry.members}
+    if r.new == entry.id and tops.isdisjoint(claimed):
+        claimed |= tops
+        r.staging = folder
+    else:
+        r.staging = folder / str(i)
+        os.mkdir(r.staging, fsafe.DIR_MODE)
+    try:
+        staged = atticmod.unpack(entry, r.staging, archive=archive)
+        if r.new != entry.id:
+            renames = store.retarget(r.staging, staged, entry.id, r.new)
+            atticmod.apply_metadata(entry, r.staging, renames)
+    except BaseException:
+        if r.staging != folder:
+            fsafe.remove_tree(r.staging)
+        raise
