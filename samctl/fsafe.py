@@ -545,38 +545,32 @@ class SyncBatch:
     """The file systems written to since the last barrier, one open descriptor each.
 
     While the caller writes, a background thread writes out what is already
-    dirty (a ``syncfs`` after every ``EARLY`` bytes of files noted, one at a time), so a
-    barrier finds little left to wait for: the disk works while samctl
-    computes.  Only a barrier's own ``syncfs``, made after the last write it
-    covers, promises anything; the early ones are an optimisation, and their
-    errors are left for it to report.  Thread-safe: a helper thread may note
-    the files and folders it changes.
+    dirty (one ``syncfs`` at a time, after every ``EARLY`` bytes of files
+    noted), so a barrier finds little left to wait for: the disk works while
+    samctl computes.  Only a barrier's own ``syncfs``, made after the last
+    write it covers, promises anything; the early ones are an optimisation,
+    and their errors are left for it to report.
     """
 
     EARLY = 4 << 20  # bytes of files noted between two background writebacks
     EARLY_USEFUL = 0.001  # seconds: a writeback faster than this had nothing to wait for (tmpfs): no more
 
     def __init__(self):
-        import threading
-
         self.fds: dict = {}  # st_dev -> fd
         self.folders: set = set()  # folders noted already (a move notes the same few many times)
         self.dirty = False
-        self.lock = threading.Lock()
         self.noted = 0  # bytes of files noted since the last writeback started
         self.early = None  # the running background writeback (a thread), if any
         self.early_on = True
 
     def note_fd(self, fd: int) -> None:
         st = os.fstat(fd)
-        dev = st.st_dev
-        with self.lock:
-            self.dirty = True
-            if dev not in self.fds:
-                self.fds[dev] = os.dup(fd)
-            self.noted += st.st_size
-            if self.noted >= self.EARLY and self.early_on and (self.early is None or not self.early.is_alive()):
-                self._start_early()
+        self.dirty = True
+        if st.st_dev not in self.fds:
+            self.fds[st.st_dev] = os.dup(fd)
+        self.noted += st.st_size
+        if self.noted >= self.EARLY and self.early_on and (self.early is None or not self.early.is_alive()):
+            self._start_early()
 
     def _start_early(self) -> None:
         import threading
@@ -602,17 +596,16 @@ class SyncBatch:
             self.early = None
 
     def note_path(self, path) -> None:
-        with self.lock:
-            self.dirty = True
-            if path in self.folders:
-                return
-            self.folders.add(path)
-            try:
-                dev = os.stat(path).st_dev
-                if dev not in self.fds:
-                    self.fds[dev] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                pass  # gone already: its parent, noted too, carries the change
+        self.dirty = True
+        if path in self.folders:
+            return
+        self.folders.add(path)
+        try:
+            dev = os.stat(path).st_dev
+            if dev not in self.fds:
+                self.fds[dev] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            pass  # gone already: its parent, noted too, carries the change
 
     def barrier(self) -> None:
         """Everything written in the batch so far is on disk when this returns."""

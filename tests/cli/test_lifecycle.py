@@ -574,6 +574,27 @@ def test_repair_undoes_a_move_whose_manifest_was_cut_short(run, mermaid_demo, cu
     assert run("--root", mermaid_demo, "check").exit_code == 0
 
 
+@pytest.mark.parametrize("loss", ["archive-missing", "archive-empty", "archive-cut"])
+def test_repair_drops_an_entry_whose_archive_did_not_reach_the_disk(run, mermaid_demo, loss):
+    """A batch's archives and manifests share one barrier, so a power loss before it can leave a
+    whole manifest beside an archive that is gone, empty or cut; the originals were not touched
+    yet, so the entry is dropped and the conversation stays where it is, whole."""
+    before = fingerprint(conv(mermaid_demo))
+    entry = _committed_not_removed(mermaid_demo, MID)
+    data = entry.tar_path.read_bytes()
+    if loss == "archive-missing":
+        entry.tar_path.unlink()
+    else:
+        entry.tar_path.write_bytes(b"" if loss == "archive-empty" else data[: len(data) // 2])
+    r = run("--root", mermaid_demo, "attic", "--repair")
+    assert r.exit_code == 0, r.stderr
+    assert "damaged archive; it was removed, the store copy is whole" in r.stdout + r.stderr
+    assert fingerprint(conv(mermaid_demo)) == before
+    assert [p for p in attic_of(mermaid_demo).iterdir() if not p.name.startswith(".")] == []
+    assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
+    assert run("--root", mermaid_demo, "check").exit_code == 0
+
+
 def test_repair_leaves_a_cut_manifest_alone_when_an_original_is_gone(run, mermaid_demo):
     _committed_not_removed(mermaid_demo, MID).manifest_path.write_bytes(b"")
     (conv(mermaid_demo) / f"{MID}.meta").unlink()
