@@ -36,8 +36,8 @@ def conversation_files(store, cid: str, stats: dict | None = None) -> list[Path]
     ``stats``, if given, gets each returned path's lstat result.
     """
     out = []
-    snapshot = store.path(cid, "json")  # checks the id: the other two differ only in a fixed extension
-    for p in (snapshot, snapshot.with_suffix(".meta"), snapshot.with_suffix(".jsonl")):
+    snapshot = store.path(cid, "json")  # checks the id once: the names differ only in a fixed extension
+    for p in (snapshot.with_suffix(f".{e}") for e in EXTS):
         st = fsafe.lstat(p)
         if st is None:
             continue
