@@ -559,19 +559,25 @@ def _committed_not_removed(root, cid):
     return atticmod.pack(store, cid, "deleted", out.paths, now=out.now, stem=out.stem)
 
 
+def _repair_leaves_the_store_as_it_was(run, root, before: dict, says: str) -> None:
+    """``attic --repair`` undoes the move: it says ``says``, the conversations folder is as it was
+    (``before``), and the attic holds no entry and no journal record."""
+    r = run("--root", root, "attic", "--repair")
+    assert r.exit_code == 0, r.stderr
+    assert says in r.stdout + r.stderr
+    assert fingerprint(conv(root)) == before
+    assert [p for p in attic_of(root).iterdir() if not p.name.startswith(".")] == []
+    assert list((attic_of(root) / ".journal").iterdir()) == []
+    assert run("--root", root, "check").exit_code == 0
+
+
 @pytest.mark.parametrize("cut", [b"", b'{"samctl_attic": 1, "id"'])
 def test_repair_undoes_a_move_whose_manifest_was_cut_short(run, mermaid_demo, cut):
-    """A power loss between the archives' barrier and the manifests' can leave a manifest
-    shorter than written; the originals were not touched yet, so the move is undone."""
+    """A power loss before a batch's commit barrier can leave a manifest shorter than written;
+    the originals were not touched yet, so the move is undone."""
     before = fingerprint(conv(mermaid_demo))
     _committed_not_removed(mermaid_demo, MID).manifest_path.write_bytes(cut)
-    r = run("--root", mermaid_demo, "attic", "--repair")
-    assert r.exit_code == 0, r.stderr
-    assert "manifest was cut short" in r.stdout + r.stderr
-    assert fingerprint(conv(mermaid_demo)) == before
-    assert [p for p in attic_of(mermaid_demo).iterdir() if not p.name.startswith(".")] == []
-    assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
-    assert run("--root", mermaid_demo, "check").exit_code == 0
+    _repair_leaves_the_store_as_it_was(run, mermaid_demo, before, "manifest was cut short")
 
 
 @pytest.mark.parametrize("loss", ["archive-missing", "archive-empty", "archive-cut"])
@@ -586,13 +592,8 @@ def test_repair_drops_an_entry_whose_archive_did_not_reach_the_disk(run, mermaid
         entry.tar_path.unlink()
     else:
         entry.tar_path.write_bytes(b"" if loss == "archive-empty" else data[: len(data) // 2])
-    r = run("--root", mermaid_demo, "attic", "--repair")
-    assert r.exit_code == 0, r.stderr
-    assert "damaged archive; it was removed, the store copy is whole" in r.stdout + r.stderr
-    assert fingerprint(conv(mermaid_demo)) == before
-    assert [p for p in attic_of(mermaid_demo).iterdir() if not p.name.startswith(".")] == []
-    assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
-    assert run("--root", mermaid_demo, "check").exit_code == 0
+    _repair_leaves_the_store_as_it_was(run, mermaid_demo, before,
+                                       "damaged archive; it was removed, the store copy is whole")
 
 
 def test_repair_leaves_a_cut_manifest_alone_when_an_original_is_gone(run, mermaid_demo):
