@@ -57,7 +57,8 @@ def command(ctx, state, verify, repair, lock_wait, fmt):
         emit_jsonl(rows)
     elif not repair or entries:
         if not entries:
-            click.echo(f"the attic is empty ({attic.attic_dir(store)})", err=True)
+            what = "holds no readable entry" if findings else "is empty"  # the findings say what is wrong
+            click.echo(f"the attic {what} ({attic.attic_dir(store)})", err=True)
         else:
             click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size),
                                human_size(e.tar_size), " ".join(str(e.title or "").split())[:60])

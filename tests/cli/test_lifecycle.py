@@ -390,6 +390,7 @@ def test_an_id_whose_only_entry_is_damaged_is_refused_and_nothing_changes(cmd, r
     assert fingerprint(mermaid_demo) == fp
     r = run("--root", mermaid_demo, "attic")
     assert r.exit_code == 3 and "attic-bad-manifest" in r.stderr
+    assert "holds no readable entry" in r.stderr and "is empty" not in r.stderr
 
 
 def test_a_symlinked_file_is_not_moved_but_can_be_purged(run, mermaid_demo, tmp_path):
