@@ -383,6 +383,22 @@ def open_regular(path: str | os.PathLike):
     return os.fdopen(fd, "rb", buffering=0), st
 
 
+def sha256_of(path: str | os.PathLike) -> tuple[int, str]:
+    """``(size, sha256 hex)`` of a regular file's bytes, read in 1 MiB pieces; FileProblem like
+    ``open_regular``."""
+    import hashlib
+
+    f, _ = open_regular(path)
+    try:
+        h, n = hashlib.sha256(), 0
+        while b := f.read(MIB):
+            h.update(b)
+            n += len(b)
+    finally:
+        f.close()
+    return n, h.hexdigest()
+
+
 def remove(path: str | os.PathLike, missing_ok: bool = True) -> bool:
     """Unlink one file (never a folder, never through a symlink). True if it was there."""
     _step("unlink")

@@ -29,7 +29,6 @@ record are removed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
@@ -87,21 +86,12 @@ def _moves_of(rec, name: str) -> list[dict]:
     return moves
 
 
-def sha256_file(p: Path) -> str | None:
+def sha256_file(p) -> str | None:
     """The sha256 of a regular file's bytes, or None if it cannot be read as one."""
     try:
-        f, _ = fsafe.open_regular(p)
+        return fsafe.sha256_of(p)[1]
     except SamctlError:
         return None
-    try:
-        h = hashlib.sha256()
-        while True:
-            b = f.read(1 << 20)
-            if not b:
-                return h.hexdigest()
-            h.update(b)
-    finally:
-        f.close()
 
 
 # --- placing restored files ---------------------------------------------------------------
@@ -151,7 +141,7 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str], conv_st
             # placed before a crash: moved (the staging copy is private, only this moves it out), or
             # linked by an older samctl
             if (sst is None or (sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
-                    or sha256_file(Path(src)) == sha256_file(Path(dst))):
+                    or sha256_file(src) == sha256_file(dst)):
                 continue
             conflicts.append(n)
             continue

@@ -87,22 +87,6 @@ def decompressed_cap(entry: Entry, absolute_cap: int = ABSOLUTE_CAP) -> int:
     return min(absolute_cap, sum(m.size + 511 for m in entry.members) + 3072 * len(entry.members) + 20 * 512 * 2)
 
 
-def tar_digest(entry: Entry) -> tuple[int, str]:
-    f, st = fsafe.open_regular(entry.tar_path)
-    try:
-        h = hashlib.sha256()
-        n = 0
-        while True:
-            b = f.read(CHUNK)
-            if not b:
-                break
-            h.update(b)
-            n += len(b)
-    finally:
-        f.close()
-    return n, h.hexdigest()
-
-
 def finding(entry: Entry, code: str, reason: str, severity: str = ERROR) -> Finding:
     return Finding(code, str(entry.tar_path), reason, severity, entry.id)
 
@@ -116,7 +100,7 @@ def read_archive(entry: Entry):
         if entry.tar_size <= READ_WHOLE:
             data = fsafe.read_capped(entry.tar_path, entry.tar_size)
             return data, len(data), hashlib.sha256(data).hexdigest()
-        return (None, *tar_digest(entry))
+        return (None, *fsafe.sha256_of(entry.tar_path))
     except SamctlError as exc:
         if getattr(exc, "code", None) != "too-large":
             raise
