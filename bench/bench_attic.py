@@ -128,15 +128,15 @@ def _fsync_all(folder: Path) -> None:
     os.close(fd)
 
 
-def zstd_cycle(files: list[Path], level: int, work: Path, threads: str = ""):
+def zstd_cycle(files: list[Path], level: int, work: Path, flag: str = ""):
     """(compress s, decompress s, stored bytes, compress+fsync s, decompress+fsync s)
 
-    ``threads="--rm"``: the move, as samctl does it: each input is a file of
-    its own (a copy, made before the clock starts, so removing it frees its
-    inode as removing a conversation does), compressed and removed, then
-    decompressed and its ``.zst`` removed.
+    ``flag``: none, ``-T0`` (every core), or ``--rm``: the move, as samctl
+    does it: each input is a file of its own (a copy, made before the clock
+    starts, so removing it frees its inode as removing a conversation does),
+    compressed and removed, then decompressed and its ``.zst`` removed.
     """
-    move = threads == "--rm"
+    move = flag == "--rm"
     comp, dec = work / ("zm" if move else "z"), work / ("dm" if move else "d")
     for d in (comp, dec):
         shutil.rmtree(d, ignore_errors=True)
@@ -150,7 +150,7 @@ def zstd_cycle(files: list[Path], level: int, work: Path, threads: str = ""):
         for i, p in enumerate(files):
             (shutil.copyfile if move else os.link)(p, links / f"{i}-{p.name}")
     names = sorted(str(p) for p in links.iterdir())
-    extra = [threads] if threads else []
+    extra = [flag] if flag else []
     os.sync()
     t = time.perf_counter()
     subprocess.run(["zstd", f"-{level}", *extra, "-q", "-f", "--output-dir-flat", str(comp), *names], check=True)
