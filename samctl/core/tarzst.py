@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import _thread
 import hashlib
 import os
 import stat
@@ -180,8 +181,11 @@ _contexts: dict = {}
 
 
 def _context(key, make):
-    """The zstd context ``key``, made on first use and kept for the process: a fresh one costs
-    its tables' allocation and page faults, several times the compression of a small chat."""
+    """The calling thread's zstd context ``key``, made on its first use and kept for the process: a
+    fresh one costs its tables' allocation and page faults, several times the compression of a small
+    chat.  One per thread: a zstandard context used by two threads at once corrupts its output, and
+    work moves between the caller's thread and the helper's as it is tuned."""
+    key = (key, _thread.get_ident())
     if key not in _contexts:
         _contexts[key] = make()
     return _contexts[key]
