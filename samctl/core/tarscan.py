@@ -147,7 +147,8 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
     problems: list = []
     cap = decompressed_cap(entry, absolute_cap)
     try:
-        hr = HashReader(f)
+        # checked first: the archive matched already, so its bytes are not hashed a second time
+        hr = f if check_tar_first else HashReader(f)
 
         def stream():
             return _Capped(decompressor().stream_reader(hr, read_size=CHUNK, read_across_frames=True), cap)
@@ -169,7 +170,7 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
                     undo()
                 f.close()  # read it again from the start, with tarfile
                 f = io.BytesIO(data) if data is not None else fsafe.open_regular(entry.tar_path)[0]
-                hr = HashReader(f)
+                hr = f
                 raw = stream()
         with tarfile.open(fileobj=raw, mode="r|", bufsize=CHUNK) as tf:
             for ti in tf:
