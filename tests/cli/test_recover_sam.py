@@ -90,6 +90,24 @@ def test_truncated_file_is_salvaged_message_by_message(run, sam_demo, original):
     assert doc["title"] == "Portland weekend trip"
 
 
+@pytest.mark.parametrize("damage", [b"\xff\xfe", b"\x00", b"\x01\t"], ids=["invalid-utf8", "nul", "control"])
+def test_a_file_that_is_not_json_is_rewritten_even_when_every_message_survives(run, sam_demo, original, damage):
+    """Bytes JSON forbids inside one message's text: SAM skips the whole file, samctl's lenient
+    salvage keeps every message (the bad bytes as U+FFFD or as the control characters they are).
+    The salvaged document then needs no repair, and must still be written: SAM cannot read the file."""
+    p = _file(sam_demo)
+    data = p.read_bytes()
+    at = data.index(b'"content" : "') + len(b'"content" : "') + 3
+    p.write_bytes(data[:at] + damage + data[at:])
+    assert run("--root", sam_demo, "check").exit_code == 3
+    r = run("--root", sam_demo, "recover", "8B58")
+    assert r.exit_code == 0, r.stderr
+    assert "nothing to do" not in r.stdout and "salvaged" in r.stdout
+    doc = _assert_sam_loads(p)
+    assert _ids(doc) == _ids(original)
+    assert run("--root", sam_demo, "check").exit_code == 0
+
+
 def test_tmp_and_legacy_backup_add_the_messages_the_file_lost(run, sam_demo, original):
     p = _file(sam_demo)
     partial = dict(original, messages=original["messages"][:2])

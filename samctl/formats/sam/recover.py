@@ -32,17 +32,18 @@ def _msg_id(m) -> str | None:
 
 
 def _from_file(path: Path, cap: int, notes: list, label: str):
-    """(doc or None, how) for a conversation.json-like file: parsed whole, or salvaged piecewise."""
+    """``(doc or None, parsed)`` for a conversation.json-like file: ``parsed`` is True when the
+    file is a JSON object as it stands, False when ``doc`` was salvaged from it piece by piece."""
     try:
         data = fsafe.read_capped(path, cap)
     except FileProblem as exc:
         if exc.code != "missing":
             notes.append(f"{label}: {exc.message}")
-        return None
+        return None, False
     try:
         doc = orjson.loads(data)
         if isinstance(doc, dict):
-            return doc
+            return doc, True
         notes.append(f"{label}: top level is not an object")
     except orjson.JSONDecodeError:
         pass
@@ -51,11 +52,11 @@ def _from_file(path: Path, cap: int, notes: list, label: str):
     msgs = repair.salvage_messages(text)
     if not top and not msgs:
         notes.append(f"{label}: nothing could be salvaged")
-        return None
+        return None, False
     doc = dict(top)
     doc["messages"] = msgs
     notes.append(f"{label}: not valid JSON; salvaged {len(msgs)} messages piece by piece")
-    return doc
+    return doc, False
 
 
 def _from_backups(conv_dir: Path, cid: str, cap: int, notes: list):
@@ -102,10 +103,10 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     cap = store.caps.snapshot
     notes: list = []
     sources: list = []
-    current = _from_file(target, cap, notes, "conversation.json")
+    current, parsed = _from_file(target, cap, notes, "conversation.json")
     if current is not None:
         sources.append((str(target), current))
-    tmp = _from_file(folder / "conversation.json.tmp", cap, notes, "conversation.json.tmp")
+    tmp, _ = _from_file(folder / "conversation.json.tmp", cap, notes, "conversation.json.tmp")
     if tmp is not None:
         sources.append((str(folder / "conversation.json.tmp"), tmp))
     sources += _from_backups(store.conv_dir, cid, cap, notes)
@@ -145,8 +146,9 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
                             current.get("messages"), list) else None,
                         messages_after=len(fixed["messages"]))
     plan.changes = notes + gained + changes
-    if current is None or _strict(current) is None or _strict(fixed) != _strict(current) \
-            or not schema.would_load(current):
+    # the file stays only if it parses as it is and holds exactly what was checked above (then it
+    # loads: validation is a function of the JSON value); a salvaged one is not JSON, whatever it held
+    if not parsed or _strict(current) is None or _strict(fixed) != _strict(current):
         plan.new_bytes = encode.conversation_bytes(fixed)
     return plan
 
