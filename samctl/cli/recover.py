@@ -10,8 +10,13 @@ from samctl.cli.common import emit_json, examples, store_of
 from samctl.core.recover import recover
 
 
-def _print(plan, dry_run: bool) -> None:
-    head = "would recover" if dry_run else ("recovered" if not plan.nothing_to_do else "nothing to do for")
+def _print(plan, dry_run: bool, to=None) -> None:
+    if dry_run:
+        head = "would recover"
+    elif not plan.nothing_to_do:
+        head = "recovered"
+    else:
+        head = "nothing to recover; copied" if to else "nothing to do for"
     click.echo(f"{head} {plan.cid} from {plan.source}")
     if plan.messages_before is not None or plan.messages_after is not None:
         before = "-" if plan.messages_before is None else plan.messages_before
@@ -65,4 +70,4 @@ def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait,
     if fmt == "json":
         emit_json(dict(plan.to_dict(), dry_run=dry_run))
     else:
-        _print(plan, dry_run)
+        _print(plan, dry_run, to)

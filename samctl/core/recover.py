@@ -26,7 +26,7 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core.lock import ensure_app_idle, store_lock
 from samctl.core.resolve import resolve_id
-from samctl.errors import SamctlError
+from samctl.errors import SamctlError, UsageError
 from samctl.formats.mermaid import tail
 from samctl.formats.mermaid.tail import TailRepair
 
@@ -81,8 +81,6 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
             _refuse_unless_file(path)
     if to is not None:
         dest = Path(to)
-        if dest.is_dir():
-            dest = dest / plan.target.name
         data = plan.new_bytes if plan.new_bytes is not None else fsafe.read_capped(plan.target, 1 << 31)
         fsafe.write_atomic(dest, data)
         plan.written.append(dest)
@@ -110,6 +108,23 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
     return plan
 
 
+def destination(store, plan: RecoveryPlan, to) -> Path:
+    """The file ``--to`` names (a folder gets the conversation's own file name); UsageError if it
+    is inside the store, or through a symlink leads there (writing it would replace a conversation
+    with no .bak, no lock and no check that the app is idle), or its folder does not exist."""
+    dest = Path(to)
+    if dest.is_dir():
+        dest = dest / plan.target.name
+    if fsafe.is_inside(store.root_real, dest):
+        raise UsageError(f"{dest} is inside the store ({store.conv_dir}); --to writes the recovered document "
+                         "elsewhere, so nothing was written",
+                         hint="give a path outside the store, or recover in place without --to")
+    if not dest.parent.is_dir():
+        raise UsageError(f"{dest.parent} does not exist (or is not a folder); nothing was written",
+                         hint="create the folder first, or give one that exists")
+    return dest
+
+
 def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_file=None, force: bool = False,
             lock_wait: float = 0.0) -> RecoveryPlan:
     """Plan and (unless ``dry_run``) carry out the recovery of one conversation."""
@@ -127,6 +142,8 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
             raise SamctlError("--use adopts a mermaid .conflict file; for SAM give an export package with --from")
         make_plan = lambda: plan_recovery(store, cid, from_file=from_file)  # noqa: E731
     plan = make_plan()  # read-only; errors surface before anything is locked or written
+    if to is not None:
+        to = destination(store, plan, to)
     if dry_run or (plan.nothing_to_do and to is None):
         return plan
     if to is not None:

@@ -1,0 +1,83 @@
+"""`samctl recover --to PATH`: the recovered document goes elsewhere, and the store is left alone."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from tests.conftest import fingerprint
+
+SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"  # "Portland weekend trip", 5 messages
+SAM_OTHER = "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"  # "Q3 budget", pinned
+MERMAID_ID = "20260810_140307_512"
+MERMAID_OTHER = "20260812_091500_004"
+
+
+def _damaged(which, sam_demo, mermaid_demo):
+    """(root, id, the conversation's file, another conversation's file): the first file torn."""
+    if which == "sam":
+        conv = sam_demo / "conversations"
+        own, other = conv / SAM_ID / "conversation.json", conv / SAM_OTHER / "conversation.json"
+        root, cid = sam_demo, SAM_ID
+    else:
+        conv = mermaid_demo / ".mermaid" / "conversations"
+        own, other = conv / f"{MERMAID_ID}.json", conv / f"{MERMAID_OTHER}.json"
+        root, cid = mermaid_demo, MERMAID_ID
+    os.truncate(own, own.stat().st_size // 2)
+    return root, cid, own, other
+
+
+@pytest.mark.parametrize("which", ["sam", "mermaid"])
+@pytest.mark.parametrize("where", ["another-conversation", "its-own-file", "the-conversations-folder"])
+def test_to_inside_the_store_is_refused(run, sam_demo, mermaid_demo, which, where):
+    """--to "leaves the store alone": a path inside it would replace a conversation without a .bak,
+    without the lock and without asking whether the app is using it."""
+    root, cid, own, other = _damaged(which, sam_demo, mermaid_demo)
+    dest = {"another-conversation": other, "its-own-file": own, "the-conversations-folder": own.parent}[where]
+    before = fingerprint(root)
+    r = run("--root", root, "recover", cid, "--to", dest)
+    assert r.exit_code == 2, r.output
+    assert "inside the store" in r.stderr and "nothing was written" in r.stderr
+    assert fingerprint(root) == before
+
+
+def test_to_a_symlink_into_the_store_is_refused(run, sam_demo, mermaid_demo, tmp_path):
+    root, cid, own, other = _damaged("sam", sam_demo, mermaid_demo)
+    link = tmp_path / "innocent.json"
+    link.symlink_to(other)
+    before = fingerprint(root)
+    r = run("--root", root, "recover", cid, "--to", link)
+    assert r.exit_code == 2 and "inside the store" in r.stderr
+    assert fingerprint(root) == before and link.is_symlink()
+
+
+@pytest.mark.parametrize("which", ["sam", "mermaid"])
+def test_to_a_file_outside_writes_the_recovered_document_there(run, sam_demo, mermaid_demo, tmp_path, which):
+    root, cid, own, _ = _damaged(which, sam_demo, mermaid_demo)
+    before = fingerprint(root)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run("--root", root, "recover", cid, "--to", out)
+    assert r.exit_code == 0, r.stderr
+    written = out / own.name
+    assert f"wrote {written}" in r.stdout
+    doc = json.loads(written.read_text())
+    assert doc["messages"] and stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert fingerprint(root) == before  # the store is left alone
+
+
+def test_to_a_folder_that_does_not_exist_is_a_usage_error(run, sam_demo, mermaid_demo, tmp_path):
+    root, cid, _, _ = _damaged("sam", sam_demo, mermaid_demo)
+    before = fingerprint(root)
+    r = run("--root", root, "recover", cid, "--to", tmp_path / "nonexist" / "sub" / "file.json")
+    assert r.exit_code == 2, r.output
+    assert "does not exist" in r.stderr and "internal error" not in r.stderr
+    assert not (tmp_path / "nonexist").exists() and fingerprint(root) == before
+
+
+def test_to_of_a_healthy_conversation_says_it_copied_it(run, sam_demo, tmp_path):
+    r = run("--root", sam_demo, "recover", "8B58", "--to", tmp_path / "copy.json")
+    assert r.exit_code == 0, r.stderr
+    assert "nothing to do" not in r.stdout and "copied" in r.stdout
+    assert json.loads((tmp_path / "copy.json").read_text())["id"] == SAM_ID
