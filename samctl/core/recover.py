@@ -11,7 +11,9 @@ file complete, never neither:
 2. keep the old file as a 0600 ``<name>.<UTC time>.bak`` sibling (an atomic
    copy), which ``samctl compact`` removes after its grace period;
 3. write the new file atomically (temp, fsync, rename, dir fsync), then any
-   sidecar.
+   sidecar;
+4. rename the files whose content the new one now holds (SAM's leftover
+   ``conversation.json.tmp``) to 0600 ``.bak`` siblings too.
 
 ``--to PATH`` writes only the recovered document, elsewhere, and touches
 nothing in the store.  ``dry_run`` writes nothing at all.
@@ -19,6 +21,7 @@ nothing in the store.  ``dry_run`` writes nothing at all.
 
 from __future__ import annotations
 
+import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,11 +45,12 @@ class RecoveryPlan:
     messages_before: int | None = None
     messages_after: int | None = None
     tail: TailRepair | None = None
+    set_aside: list = field(default_factory=list)  # files the document now holds: become .bak siblings, last
     written: list = field(default_factory=list)
 
     @property
     def nothing_to_do(self) -> bool:
-        return self.new_bytes is None and not self.sidecars and self.tail is None
+        return self.new_bytes is None and not self.sidecars and self.tail is None and not self.set_aside
 
     def to_dict(self) -> dict:
         return {
@@ -54,6 +58,7 @@ class RecoveryPlan:
             "messages_before": self.messages_before, "messages_after": self.messages_after,
             "changes": self.changes, "rewrites": self.new_bytes is not None,
             "sidecars": [str(p) for p, _ in self.sidecars],
+            "set_aside": [str(p) for p in self.set_aside],
             "trim_log": None if self.tail is None else {"log": str(self.tail.log), "keep_bytes": self.tail.offset,
                                                          "add_newline": self.tail.add_newline},
             "written": [str(p) for p in self.written],
@@ -77,7 +82,7 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
     if to is None:
         if plan.new_bytes is not None:
             _refuse_unless_file(plan.target)
-        for path, _ in plan.sidecars:
+        for path in [p for p, _ in plan.sidecars] + plan.set_aside:
             _refuse_unless_file(path)
     if to is not None:
         dest = Path(to)
@@ -105,6 +110,12 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
     for path, data in plan.sidecars:
         fsafe.write_atomic(path, data)
         plan.written.append(path)
+    for path in plan.set_aside:  # after the new file: a crash before this leaves it for the next recover
+        bak = backup_path(path)
+        fsafe.move_new(path, bak)
+        os.chmod(bak, 0o600)
+        fsafe.fsync_dir(bak.parent)
+        plan.written.append(bak)
     return plan
 
 

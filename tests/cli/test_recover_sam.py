@@ -166,3 +166,115 @@ def test_healthy_sam_conversation_is_left_alone(run, sam_demo):
 def test_use_is_for_mermaid(run, sam_demo):
     r = run("--root", sam_demo, "recover", "8B58", "--use", "x")
     assert r.exit_code == 1 and "--from" in r.stderr
+
+
+# --- the review of 2026-11-30: damage the salvage did not survive ------------------------------------
+
+def _damage_at(p, needle: bytes, bad: bytes):
+    data = p.read_bytes()
+    i = data.index(needle)
+    p.write_bytes(data[:i] + bad + data[i + len(bad):])
+
+
+@pytest.mark.parametrize("damage", [
+    (b'"messages"', b'"messag\xe5s"'), (b'"messages"', b'"messa\x00es"'), (b'[\n    {', b'\xff'),
+], ids=["key-invalid-utf8", "key-nul", "bracket"])
+def test_one_bad_byte_in_the_messages_key_loses_no_message(run, sam_demo, original, damage):
+    """The elements stand on lines of their own: a damaged key or bracket no longer hides them
+    (it used to write a conversation with no messages and exit 0)."""
+    p = _file(sam_demo)
+    _damage_at(p, *damage)
+    r = run("--root", sam_demo, "recover", "8B58")
+    assert r.exit_code == 0, r.stderr
+    assert "salvaged 5 messages" in r.stdout and "messages: 5 -> 5" in r.stdout
+    assert _ids(_assert_sam_loads(p)) == _ids(original)
+    assert run("--root", sam_demo, "check").exit_code == 0
+
+
+def test_messages_under_a_misspelt_key_of_valid_json_are_taken_back(run, sam_demo, original):
+    """Still valid JSON, so SAM loads it with no messages (and drops the unknown key on its next save)."""
+    p = _file(sam_demo)
+    p.write_bytes(p.read_bytes().replace(b'"messages"', b'"messagfs"', 1))
+    r = run("--root", sam_demo, "recover", "8B58")
+    assert r.exit_code == 0, r.stderr
+    assert "no message array" in r.stdout and "salvaged 5 messages" in r.stdout
+    assert _ids(_assert_sam_loads(p)) == _ids(original)
+
+
+def test_a_messages_value_that_is_not_an_array_is_noted(run, sam_demo):
+    p = _file(sam_demo)
+    doc = _loads(p)
+    doc["messages"] = {"a": 1}
+    p.write_text(make_fixtures.sam_dumps(doc))
+    r = run("--root", sam_demo, "recover", "8B58")
+    assert r.exit_code == 0, r.stderr
+    assert "messages: " in r.stdout and "-> []" in r.stdout
+
+
+def test_a_message_is_never_taken_for_the_conversation(run, sam_demo, original):
+    """A zeroed head and a cut tail leave only message key lines: they are not the conversation's
+    (its id stays the folder's), and the messages that survived whole are kept."""
+    p = _file(sam_demo)
+    data = p.read_bytes()
+    p.write_bytes(b"\0" * 1024 + data[1024:3000])
+    r = run("--root", sam_demo, "recover", "8B58")
+    assert r.exit_code == 0, r.stderr
+    doc = _assert_sam_loads(p)
+    assert doc["id"] == SAM_ID and _ids(doc) and set(_ids(doc)) < set(_ids(original))
+    assert "id-mismatch" not in run("--root", sam_demo, "check").stderr
+
+
+def test_a_complete_tmp_is_the_newer_save(run, sam_demo, original):
+    """A .tmp that parses whole is what SAM was saving when it stopped (spec §5.2, §5.7 lists it
+    first): its text wins over the file's, and it is kept as a .bak, so check stops pointing at it."""
+    p = _file(sam_demo)
+    tmp = p.parent / "conversation.json.tmp"
+    tmp.write_bytes(p.read_bytes())
+    doc = _loads(p)
+    doc["messages"][4]["content"] = "Saturday looks sunny (24"
+    doc["messages"][4]["isStreaming"] = True
+    p.write_text(make_fixtures.sam_dumps(doc))
+    r = run("--root", sam_demo, "recover", "8B58")
+    assert r.exit_code == 0, r.stderr
+    assert _assert_sam_loads(p)["messages"][4]["content"] == original["messages"][4]["content"]
+    assert not tmp.exists() and list(p.parent.glob("conversation.json.tmp.*.bak"))
+    check = run("--root", sam_demo, "check")
+    assert "leftover-tmp" not in check.stderr
+    assert "nothing to do" in run("--root", sam_demo, "recover", "8B58").stdout
+
+
+def test_a_tmp_that_adds_nothing_is_set_aside_too(run, sam_demo, original):
+    p = _file(sam_demo)
+    tmp = p.parent / "conversation.json.tmp"
+    tmp.write_bytes(p.read_bytes()[:-100])  # cut short, as SAM writes it non-atomically
+    assert "leftover-tmp" in run("--root", sam_demo, "check").stderr
+    r = run("--root", sam_demo, "recover", "8B58")
+    assert r.exit_code == 0 and "nothing to do" not in r.stdout, r.stdout
+    assert not tmp.exists() and _ids(_assert_sam_loads(p)) == _ids(original)
+    assert run("--root", sam_demo, "check").exit_code == 0
+
+
+def test_the_leftover_tmp_hint_names_the_folder_when_the_file_is_gone(run, sam_demo):
+    p = _file(sam_demo)
+    p.rename(p.parent / "conversation.json.tmp")
+    r = run("--root", sam_demo, "check")
+    assert f"`samctl recover {SAM_ID}`" in r.stderr
+
+
+def test_an_invalid_created_comes_from_the_first_message_not_the_clock(run, sam_demo, original):
+    p = _file(sam_demo)
+    p.write_bytes(p.read_bytes().replace(b'"created" : "2026-08-10T14:02:05Z"', b'"created" : "yesterday"'))
+    r = run("--root", sam_demo, "recover", "8B58")
+    assert r.exit_code == 0, r.stderr
+    doc = _assert_sam_loads(p)
+    first = min(m["timestamp"] for m in original["messages"])
+    assert doc["created"] == first and doc["created"] <= doc["updated"]
+
+
+def test_a_folder_id_mismatch_is_a_warning_as_the_spec_says(run, sam_demo):
+    """SAM loads it (and saves it to a second folder): spec §4.5.8 lists it among the warnings."""
+    p = _file(sam_demo)
+    p.write_bytes(p.read_bytes().replace(f'"id" : "{SAM_ID}"'.encode(),
+                                         b'"id" : "11111111-2222-3333-4444-555555555555"', 1))
+    r = run("--root", sam_demo, "check")
+    assert "warning: id-mismatch" in r.stderr and "error: id-mismatch" not in r.stderr

@@ -429,7 +429,9 @@ def test_top_level_fallbacks():
     doc["created"] = "then"
     del doc["updated"]
     out, notes = repair(doc, fallback_id=OTHER_ID.lower(), fallback_title="From folder", fallback_epoch=MTIME + 0.9)
-    assert (out["id"], out["title"], out["created"], out["updated"]) == (OTHER_ID, "From folder", MTIME_DATE, MTIME_DATE)
+    # created: the first message (the mtime is the last save); updated: the mtime
+    assert (out["id"], out["title"], out["created"], out["updated"]) == (OTHER_ID, "From folder", "2026-08-10T14:02:11Z",
+                                                                     MTIME_DATE)
     assert noted(notes, 'id: "??" -> ') and noted(notes, "title: missing -> \"From folder\"")
     assert len(notes) == 4
 
@@ -722,3 +724,25 @@ def test_salvage_never_raises(garbage, at, insert):
         assert all(isinstance(m, dict) for m in msgs) and isinstance(top, dict)
         doc = dict(top, messages=msgs)
         repair(doc, fallback_id=CONV_ID, fallback_epoch=MTIME)
+
+
+def test_a_damaged_messages_key_or_bracket_still_finds_every_message():
+    """One bad byte in `"messages" : [` hid the whole array: the elements, each on lines of their
+    own, are found without it (and nothing else is taken for a message: performance records,
+    settings and nested tool calls are not message-shaped)."""
+    head = EXAMPLE_15_1.index('"messages"')
+    for i in range(head, EXAMPLE_15_1.index("[", head) + 1):
+        for bad in ("\x00", "\ufffd", "x", "{"):
+            text = EXAMPLE_15_1[:i] + bad + EXAMPLE_15_1[i + 1 :]
+            assert salvage_messages(text) == ORIGINAL["messages"], (i, bad)
+
+
+def test_a_zeroed_head_and_a_cut_tail_keep_the_messages_between():
+    text = "\x00" * (MESSAGE_ENDS[0] + 5) + EXAMPLE_15_1[MESSAGE_ENDS[0] + 5 : MESSAGE_ENDS[3] - 10]
+    assert [m["id"] for m in salvage_messages(text)] == IDS[1:3]
+
+
+def test_messages_under_a_misspelt_key_of_valid_json_are_found():
+    text = EXAMPLE_15_1.replace('"messages"', '"messagfs"', 1)
+    assert json.loads(text)  # still valid JSON: SAM would load it with no messages
+    assert salvage_messages(text) == ORIGINAL["messages"]

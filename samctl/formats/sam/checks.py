@@ -106,8 +106,8 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
             findings.append(Finding(prob.code, p, f"{prob.where}: {prob.reason}", WARNING, cid))
     fid = doc.get("id")
     if isinstance(fid, str) and fid.upper() != folder.upper():
-        findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM saves it "
-                                "to a second folder on its next save", ERROR, cid))
+        findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM loads it, "
+                                "and saves it to a second folder on its next save", WARNING, cid))  # spec §4.5.8
     return doc
 
 
@@ -180,7 +180,8 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
         treecheck.mode(e.path, st, findings, fixes, fix, cid)
         if e.name == "conversation.json.tmp":
             findings.append(Finding("leftover-tmp", e.path, "SAM stopped in the middle of a save; "
-                                    f"`samctl recover {cid or ''}` can use this copy", WARNING, cid))
+                                    f"`samctl recover {cid or os.path.basename(folder)}` can use this copy",
+                                    WARNING, cid))
         elif e.name.endswith(".tmp"):
             if now - st.st_mtime >= fsafe.STALE_TMP_SECONDS:
                 findings.append(Finding("stale-tmp", e.path, "temp file left behind by an earlier save", WARNING, cid))

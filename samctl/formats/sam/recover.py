@@ -33,7 +33,8 @@ def _msg_id(m) -> str | None:
 
 def _from_file(path: Path, cap: int, notes: list, label: str):
     """``(doc or None, parsed)`` for a conversation.json-like file: ``parsed`` is True when the
-    file is a JSON object as it stands, False when ``doc`` was salvaged from it piece by piece."""
+    file is a JSON object with a message array as it stands, False when ``doc`` was salvaged from
+    it piece by piece (its messages, at least)."""
     try:
         data = fsafe.read_capped(path, cap)
     except FileProblem as exc:
@@ -43,12 +44,22 @@ def _from_file(path: Path, cap: int, notes: list, label: str):
     try:
         doc = orjson.loads(data)
         if isinstance(doc, dict):
-            return doc, True
+            if "messages" in doc and isinstance(doc["messages"], list):
+                return doc, True
+            # valid JSON without its array: a damaged key ("messagfs") leaves the elements in the text
+            msgs = repair.salvage_messages(data)
+            if not msgs:
+                return doc, True
+            notes.append(f"{label}: no message array; salvaged {len(msgs)} messages piece by piece")
+            return dict(doc, messages=msgs), False
         notes.append(f"{label}: top level is not an object")
     except orjson.JSONDecodeError:
         pass
     text = data.decode("utf-8", errors="replace")
     top = repair.salvage_top_level(text)
+    if repair.looks_like_message(top):  # no top-level key line survived: these are a message's keys
+        notes.append(f"{label}: none of the conversation's own fields survived (id, title, dates are rebuilt)")
+        top = {}
     msgs = repair.salvage_messages(text)
     if not top and not msgs:
         notes.append(f"{label}: nothing could be salvaged")
@@ -106,9 +117,12 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     current, parsed = _from_file(target, cap, notes, "conversation.json")
     if current is not None:
         sources.append((str(target), current))
-    tmp, _ = _from_file(folder / "conversation.json.tmp", cap, notes, "conversation.json.tmp")
+    tmp_path = folder / "conversation.json.tmp"
+    tmp, tmp_whole = _from_file(tmp_path, cap, notes, "conversation.json.tmp")
     if tmp is not None:
-        sources.append((str(folder / "conversation.json.tmp"), tmp))
+        # SAM writes the .tmp, then swaps it in (spec §5.2): a whole one is the save that did not
+        # make it, newer than the file; a cut one only adds the messages the file lacks
+        sources.insert(0 if tmp_whole else len(sources), (str(tmp_path), tmp))
     sources += _from_backups(store.conv_dir, cid, cap, notes)
     if from_file is not None:
         sources.append((str(from_file), _from_package(from_file, cid, cap)))
@@ -134,7 +148,8 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     if gained:
         # SAM sorts by lastModified ?? timestamp on load (spec §4.5.1); do the same for added messages
         msgs.sort(key=lambda m: str(m.get("lastModified") or m.get("timestamp") or ""))
-    merged["messages"] = msgs
+    if msgs or isinstance(base.get("messages"), list):
+        merged["messages"] = msgs  # (else repair says what the base held instead of an array)
     st = fsafe.lstat(target)
     fixed, changes = repair.repair_conversation(merged, fallback_id=cid, fallback_title=_fallback_title(store, folder, msgs),
                                                 fallback_epoch=st.st_mtime if st else None)
@@ -150,6 +165,9 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     # loads: validation is a function of the JSON value); a salvaged one is not JSON, whatever it held
     if not parsed or _strict(current) is None or _strict(fixed) != _strict(current):
         plan.new_bytes = encode.conversation_bytes(fixed)
+    if tmp is not None:  # what it held is in the document now: kept as a .bak, it no longer looks pending
+        plan.set_aside.append(tmp_path)
+        plan.changes.append("conversation.json.tmp: kept as a .bak (its messages are in the document)")
     return plan
 
 

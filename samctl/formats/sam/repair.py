@@ -42,8 +42,9 @@ The repair, in order:
    ``performanceMetrics``/``enabledCustomInstructionIds``); ``id``,
    ``title``, ``created``, ``updated`` missing or invalid are taken from the
    fallbacks (``fallback_id`` = the folder name, ``fallback_title``,
-   ``fallback_epoch`` = the file's mtime), else title "Recovered Conversation"
-   and dates from the messages or from each other.
+   ``fallback_epoch`` = the file's mtime, for ``updated``), else title
+   "Recovered Conversation"; ``created`` from the first message's date, then
+   the fallback; dates from each other when nothing else has one.
 """
 
 from __future__ import annotations
@@ -448,9 +449,9 @@ def repair_conversation(doc, *, fallback_id=None, fallback_title=None, fallback_
             del doc["settings"]
             notes.append(f"settings: removed, SAM uses its defaults ({exc.problem.where}: {exc.problem.reason})")
 
-    def created(d):
+    def created(d):  # the first message, not the file's mtime: that is when it was last saved
         dates = sorted(_message_dates(d), key=parse_date)
-        return fallback_date or (dates[0] if dates else None) or _valid_date(d.get("updated")) or _NO
+        return (dates[0] if dates else None) or fallback_date or _valid_date(d.get("updated")) or _NO
 
     def updated(d):
         dates = sorted(_message_dates(d), key=parse_date)
@@ -600,8 +601,8 @@ def salvage_messages(raw_text) -> list[dict]:
             break
     if start is None:  # the structure around the key is damaged: take any "messages" : [
         m = re.search(r'"messages"\s*:\s*\[', text)
-        if m is None:
-            return []
+        if m is None:  # the key or its bracket is gone: the elements may still be there
+            return _loose_messages(text)
         start = m.end()
     indent = _pretty_indent(text)
     gap = _WS.match(text, start).group()
@@ -634,6 +635,33 @@ def salvage_messages(raw_text) -> list[dict]:
                 break
             pos = max(nxt, pos + 1)
     return out
+
+
+_OBJECT_START = re.compile(r'\{\s*"')  # an object that opens with a key, as every message does
+
+
+def looks_like_message(value) -> bool:
+    """A message object, by the keys every message has (spec §4.2: ``id``, ``isFromUser``);
+    performance records, settings and tool calls have no ``isFromUser``."""
+    return isinstance(value, dict) and isinstance(value.get("id"), str) and "isFromUser" in value
+
+
+def _loose_messages(text: str) -> list[dict]:
+    """The message objects that still decode, in file order, when no ``"messages" : [`` survives
+    to say where the array is: every ``{`` that opens a key is tried.  Only message-shaped objects
+    count, and a found one is skipped whole, so nothing inside it is taken for another; what does
+    not decode (the whole document, a damaged message) is stepped into."""
+    out, pos = [], 0
+    while True:
+        m = _OBJECT_START.search(text, pos)
+        if m is None:
+            return out
+        got = _decode_at(text, m.start())
+        if got is not None and looks_like_message(got[0]):
+            out.append(got[0])
+            pos = got[1]
+        else:
+            pos = m.start() + 1
 
 
 def salvage_top_level(raw_text) -> dict:
