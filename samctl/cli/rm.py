@@ -76,7 +76,6 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
 def _purge_selection(store, ids, age, empty, title, include_pinned):
     """Store conversations through the usual selection; ids only in the attic are purged from there."""
     from samctl.core import lifecycle
-    from samctl.errors import NotFound
 
     if not ids:
         return lifecycle.select(store, ids, age, empty, title, include_pinned)
@@ -84,11 +83,5 @@ def _purge_selection(store, ids, age, empty, title, include_pinned):
     in_store = set(store.all_ids())
     sel = lifecycle.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned) \
         if any(i in in_store for i in resolved) else lifecycle.Selection(explicit=True)
-    only_attic = [cid for cid in resolved if cid not in in_store]
-    entries = lifecycle.entries_of(store, only_attic)
-    for cid in only_attic:
-        titles = [e.title for e in entries if e.id == cid]
-        if not titles:  # only a damaged entry: samctl leaves what it cannot read for a person
-            raise NotFound(f"no attic entry of {cid} can be read", hint="`samctl attic` says what is wrong with it")
-        sel.targets.append(lifecycle.Target(cid, titles[-1]))
+    sel.targets += lifecycle.attic_targets(store, [cid for cid in resolved if cid not in in_store], include_pinned)
     return sel

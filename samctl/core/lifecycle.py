@@ -28,7 +28,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.core import attic as atticmod
-from samctl.core import tarzst
+from samctl.core import tarscan, tarzst
 from samctl.core.lock import ensure_app_idle, store_lock
 from samctl.core.model import ERROR, Finding
 from samctl.core.repair import drop_journal, repair, write_batch
@@ -193,7 +193,7 @@ def preflight(store, sel: Selection, purge: bool = False) -> None:
     Named ids: the first such problem is raised (nothing is done); filter
     results: each is moved to ``sel.skipped`` with the reason.
     """
-    refs = store.topic_refs() if store.name == "sam" else None
+    refs = topic_refs(store, [t.id for t in sel.targets])
     in_store = set(store.all_ids())
     ok = []
     for t in sel.targets:
@@ -211,6 +211,41 @@ def preflight(store, sel: Selection, purge: bool = False) -> None:
     sel.targets = ok
 
 
+def topic_refs(store, ids) -> dict | None:
+    """SAM: shared-topic scope -> the conversations whose memories live there (None for mermaid).
+
+    Those in the store, and, for the ``ids`` that are scopes (a folder with no
+    conversation.json), the deleted and archived ones in the attic too: a
+    conversation that can be restored needs its memories when it comes back.
+    """
+    if store.name != "sam":
+        return None
+    refs = store.topic_refs()
+    scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid) / "conversation.json") is None}
+    if scopes:
+        for e in atticmod.list_entries(store, [], atticmod.RESTORABLE):
+            topic = e.extra["shared_topic"] if "shared_topic" in e.extra else _archived_topic(store, e)
+            if topic in scopes:
+                refs.setdefault(topic, set()).add(e.id)
+    return refs
+
+
+def _archived_topic(store, e: atticmod.Entry) -> str | None:
+    """The scope named by the conversation.json inside ``e`` (manifests before 2026-11-30 do not
+    say); None if the entry cannot be read (it cannot be restored either)."""
+    name, found = f"{e.id}/conversation.json", []
+
+    def sink(m, ti, chunks) -> bool:
+        data = b"".join(chunks)
+        if m.name == name:
+            found.append(data)
+        return True
+
+    if not any(m.name == name for m in e.members) or tarscan.scan(e, sink, check_tar_first=True):
+        return None
+    return store.shared_topic(e.id, found[0]) if found else None
+
+
 # --- out: rm / archive ------------------------------------------------------------------
 
 def reason(exc: SamctlError | OSError) -> str:
@@ -218,8 +253,11 @@ def reason(exc: SamctlError | OSError) -> str:
     return exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
 
 
-def _info(t: Target) -> dict:
-    return {"title": t.title, "updated": t.updated, "pinned": t.pinned}
+def _info(store, t: Target) -> dict:
+    info = {"title": t.title, "updated": t.updated, "pinned": t.pinned}
+    if store.name == "sam":  # which scope's memories it needs back (see topic_refs)
+        info["shared_topic"] = store.shared_topic(t.id)
+    return info
 
 
 BATCH = 1024  # conversations moved per round of barriers: the work a crash could leave to repair
@@ -278,7 +316,7 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             committed = []
             for o in outs:
                 try:
-                    o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(o.target), now=o.now,
+                    o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(store, o.target), now=o.now,
                                             stem=o.stem, attic=attic, total=sum(b[1] for b in o.before.values()))
                     committed.append(o)
                 except (SamctlError, OSError) as exc:
@@ -366,7 +404,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
     with store_lock(store, lock_wait):
         ensure_app_idle(store, [t.id for t in targets], force)
         report.repaired = repair(store)
-        refs = store.topic_refs() if store.name == "sam" else None
+        refs = topic_refs(store, [t.id for t in targets])
         moved, failed = move_out_many(store, targets, state, refs, now)
         for t, exc in failed:
             report.findings.append(Finding("not-moved", t.id, reason(exc), ERROR, t.id))
@@ -382,6 +420,26 @@ def resolve_for_purge(store, texts) -> list[str]:
     """Ids of the store or of the attic (a conversation already deleted can be purged from the attic)."""
     ids = set(store.all_ids()) | atticmod.named_ids(store, atticmod.STATES)
     return resolve_many(attic_view(store, ids), texts)
+
+
+def attic_targets(store, ids, include_pinned: bool = False) -> list[Target]:
+    """Targets for ids that are only in the attic (purge takes them from there), titled by their
+    newest entry.  NotFound if an id has no readable entry; a pinned one (any of its entries says
+    so) is an error without ``include_pinned``, as it is in the store."""
+    entries = entries_of(store, ids)
+    out, pinned = [], []
+    for cid in ids:
+        mine = [e for e in entries if e.id == cid]
+        if not mine:  # only a damaged entry: samctl leaves what it cannot read for a person
+            raise NotFound(f"no attic entry of {cid} can be read", hint="`samctl attic` says what is wrong with it")
+        t = Target(cid, mine[-1].title, pinned=any(e.extra.get("pinned") is True for e in mine))
+        if t.pinned and not include_pinned:
+            pinned.append(cid)
+        out.append(t)
+    if pinned:
+        raise SamctlError(f"{', '.join(pinned[:3])} {'was' if len(pinned) == 1 else 'were'} pinned in SAM; "
+                          "nothing was purged", hint="pass --include-pinned to purge pinned conversations too")
+    return out
 
 
 def entries_of(store, ids, states=atticmod.STATES) -> list[atticmod.Entry]:
@@ -405,7 +463,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
     with store_lock(store, lock_wait):
         ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
         report.repaired = repair(store)
-        refs = store.topic_refs() if store.name == "sam" else None
+        refs = topic_refs(store, [t.id for t in targets])
         entries = entries_of(store, [t.id for t in targets])
         for t in targets:
             removed = []

@@ -173,6 +173,53 @@ def test_shared_topic_scope_in_use_is_never_removed(run, sam_demo):
     assert not (conv(sam_demo) / TOPIC).exists()
 
 
+@pytest.mark.parametrize("state", ["archive", "rm"])
+@pytest.mark.parametrize("purge", [False, True], ids=["rm", "purge"])
+def test_a_scope_used_by_a_conversation_in_the_attic_is_never_removed(run, sam_demo, state, purge):
+    """The conversation can come back (restore): its memories must still be there when it does."""
+    assert run("--root", sam_demo, state, PINNED, "--include-pinned", "--yes").exit_code == 0
+    fp = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "rm", TOPIC, "--yes", *(["--purge"] if purge else []))
+    assert r.exit_code == 1, r.output
+    assert "shared-topic memory scope" in r.stderr and PINNED in r.stderr
+    assert fingerprint(sam_demo) == fp
+    assert run("--root", sam_demo, "restore", PINNED).exit_code == 0
+    assert (conv(sam_demo) / TOPIC / "memory.db").exists()
+
+
+def test_a_scope_used_by_an_entry_written_before_manifests_named_the_scope(run, sam_demo):
+    """Older manifests do not say which scope the conversation used: its archived conversation.json does."""
+    import orjson
+
+    assert run("--root", sam_demo, "archive", PINNED, "--include-pinned", "--yes").exit_code == 0
+    (man,) = attic_of(sam_demo).glob(f"{PINNED}.*.manifest.json")
+    doc = orjson.loads(man.read_bytes())
+    assert doc.pop("shared_topic") == TOPIC
+    man.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    r = run("--root", sam_demo, "rm", TOPIC, "--purge", "--yes")
+    assert r.exit_code == 1 and "shared-topic memory scope" in r.stderr
+    assert (conv(sam_demo) / TOPIC / "memory.db").exists()
+
+
+def test_once_the_attic_entry_is_purged_the_scope_can_go(run, sam_demo):
+    assert run("--root", sam_demo, "rm", PINNED, "--include-pinned", "--yes").exit_code == 0
+    assert run("--root", sam_demo, "rm", PINNED, "--purge", "--include-pinned", "--yes").exit_code == 0
+    assert run("--root", sam_demo, "rm", TOPIC, "--purge", "--yes").exit_code == 0
+    assert not (conv(sam_demo) / TOPIC).exists()
+
+
+def test_a_pinned_conversation_in_the_attic_is_not_purged_without_include_pinned(run, sam_demo):
+    assert run("--root", sam_demo, "archive", PINNED, "--include-pinned", "--yes").exit_code == 0
+    fp = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "rm", "--purge", PINNED, "--yes")
+    assert r.exit_code == 1, r.output
+    assert "pinned" in r.stderr and "--include-pinned" in r.stderr
+    assert fingerprint(sam_demo) == fp
+    r = run("--root", sam_demo, "rm", "--purge", PINNED, "--yes", "--include-pinned")
+    assert r.exit_code == 0, r.stderr
+    assert not list(attic_of(sam_demo).glob(f"{PINNED}.*"))
+
+
 @pytest.mark.parametrize("cmd", [["rm", SID], ["archive", "--older-than", "1d", "--yes"], ["restore", SID],
                                  ["compact"]])
 def test_busy_when_sam_runs_unless_force(cmd, run, sam_demo, monkeypatch):

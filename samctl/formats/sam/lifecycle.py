@@ -50,6 +50,21 @@ def topic_refs(store) -> dict[str, set[str]]:
     return refs
 
 
+def shared_topic(store, cid: str, data: bytes | None = None) -> str | None:
+    """See ``SamStore.shared_topic``."""
+    if data is None:
+        p = store.folder(cid.upper()) / PRIMARY
+        if fsafe.lstat(p) is None:
+            return None
+        doc, _ = store._parse(p)
+    else:
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return None
+    return decode.shared_topic_id(doc) if isinstance(doc, dict) else None
+
+
 def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | None = None) -> list[Path]:
     """The folder (first, when it goes too) and every file and sub-folder of ``cid``.
 
@@ -76,7 +91,8 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     if users and not has_primary:
         some = ", ".join(sorted(users)[:3])
         raise SamctlError(f"{cid} is the shared-topic memory scope of {some}; it is never removed while in use",
-                          hint="remove the conversations that use it first")
+                          hint="purge the conversations that use it first (`samctl rm --purge ID`): one in the "
+                               "attic can be restored, and needs its memories back")
     out: list[Path] = [folder] if not users else []
     if not users:
         stats[folder] = st

@@ -225,6 +225,13 @@ class SamStore(Store):
 
         return lifecycle.topic_refs(self)
 
+    def shared_topic(self, cid: str, data: bytes | None = None) -> str | None:
+        """The shared-topic scope ``cid`` keeps its memories in (None: its own folder, or no
+        readable conversation.json); from ``data`` (a conversation.json's bytes) if given."""
+        from samctl.formats.sam import lifecycle
+
+        return lifecycle.shared_topic(self, cid, data)
+
     def purge(self, cid: str, refs=None) -> list[str]:
         from samctl.formats.sam import lifecycle
 
