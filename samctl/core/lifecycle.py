@@ -20,6 +20,7 @@ A crash leaves the batch's record in ``samctl-attic/.journal``;
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -280,7 +281,9 @@ class _Out:
 
 def move_out_many(store, targets: list, state: str, refs=None, now: float | None = None):
     """Move ``targets`` into the attic, ``BATCH`` at a time: ``(moved, failed)`` as lists of
-    ``(target, Entry)`` and ``(target, SamctlError or OSError)``.
+    ``(target, Entry, None or (the originals left in the store, the error that left them))``
+    and ``(target, SamctlError or OSError)``: a conversation none of whose originals could be
+    removed is not moved (its new entry goes again).
 
     The module docstring's order holds for each conversation; a batch has one
     journal record, and its fsyncs are shared (``fsafe.sync_batch``), with a
@@ -325,8 +328,16 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             for o in committed:
                 try:
                     _remove_originals(store, attic, o.stem, o.paths, _unchanged(o))
-                    moved.append((o.target, o.entry))
+                    moved.append((o.target, o.entry, None))
                 except (SamctlError, OSError) as exc:
+                    left = [p for p in o.paths if fsafe.lstat(p) is not None]
+                    if len(left) < len(o.paths):  # whole in the attic, partly still in the store: say so
+                        moved.append((o.target, o.entry, (left, exc)))
+                        continue
+                    try:  # none of it went: the move is undone, the conversation stays whole in the store
+                        atticmod.drop(o.entry)
+                    except (SamctlError, OSError):
+                        pass  # (the record stays until the batch ends; repair knows the entry is a copy)
                     failed.append((o.target, exc))
             sync.barrier()  # the removals are on disk before the record goes
             drop_journal(attic, record)
@@ -376,7 +387,9 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
         fsafe._step("rename")
         try:
             os.rename(first, trash)
-        except OSError:
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise  # (a read-only conversations folder: nothing may be deleted in place either)
             trash = first  # another file system: delete in place
         fsafe.fsync_dir(store.conv_dir)
         fsafe.remove_tree(trash)
@@ -407,10 +420,18 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
         refs = topic_refs(store, [t.id for t in targets])
         moved, failed = move_out_many(store, targets, state, refs, now)
         for t, exc in failed:
-            report.findings.append(Finding("not-moved", t.id, reason(exc), ERROR, t.id))
-        for t, entry in moved:
+            why = reason(exc)
+            report.findings.append(Finding("not-moved", t.id, why if "nothing was moved" in why
+                                           else f"{why}; nothing was moved", ERROR, t.id))
+        for t, entry, partly in moved:
             report.items.append(dict(t.to_dict(), action=state, entry=entry.stem, bytes=entry.original_size,
                                      stored=entry.tar_size))
+            if partly:
+                left, exc = partly
+                report.findings.append(Finding(
+                    "partly-removed", t.id, f"{t.id} is whole in the attic ({entry.stem}), but "
+                    f"{', '.join(str(p) for p in left[:3])} could not be removed from the store: {reason(exc)}",
+                    ERROR, t.id))
     return report
 
 

@@ -819,3 +819,65 @@ def test_restore_entry_with_several_ids_is_a_usage_error(run, mermaid_demo):
     r = run("--root", mermaid_demo, "restore", "--entry", MID, ids[0], ids[1])
     assert r.exit_code == 2 and "--entry names one entry" in r.stderr
     assert fingerprint(mermaid_demo) == state
+
+
+# --- a removal that fails after the commit point (review of 2026-11-30) ----------------------------
+
+def _fail_unlink_of(monkeypatch, suffix: str):
+    """Every unlink of a path ending in ``suffix`` fails as on a read-only or immutable file."""
+    from samctl import fsafe
+
+    real = fsafe.remove
+
+    def remove(path, missing_ok=True):
+        if str(path).endswith(suffix):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, missing_ok)
+
+    monkeypatch.setattr(fsafe, "remove", remove)
+
+
+def test_rm_that_cannot_remove_the_first_original_undoes_the_move(run, mermaid_demo, monkeypatch):
+    """Nothing of the conversation left the store: its new attic entry goes again, and the report
+    says nothing was moved (it used to leave the conversation in both places)."""
+    before = fingerprint(conv(mermaid_demo))
+    _fail_unlink_of(monkeypatch, f"{MID}.meta")
+    r = run("--root", mermaid_demo, "rm", MID)
+    assert r.exit_code == 1, r.output
+    assert "not-moved" in r.stderr and "Permission denied" in r.stderr and "nothing was moved" in r.stderr
+    assert fingerprint(conv(mermaid_demo)) == before
+    assert not [p for p in attic_of(mermaid_demo).iterdir() if p.name.startswith(MID)]
+
+
+def test_rm_that_removes_part_of_a_conversation_says_so(run, mermaid_demo, monkeypatch):
+    """The sidecar went, the snapshot cannot: the conversation is whole in the attic, and the
+    report says it moved, which files stayed behind, and how to undo (exit 3, not 'not-moved')."""
+    _fail_unlink_of(monkeypatch, f"{MID}.json")
+    r = run("--root", mermaid_demo, "rm", MID)
+    assert r.exit_code == 3, r.output
+    assert "not-moved" not in r.stderr and "partly-removed" in r.stderr and f"{MID}.json" in r.stderr
+    assert "undo with: samctl restore" in r.stdout + r.stderr
+    assert [p for p in attic_of(mermaid_demo).iterdir() if p.name.startswith(MID) and p.name.endswith(".tar.zst")]
+    assert (conv(mermaid_demo) / f"{MID}.json").exists() and not (conv(mermaid_demo) / f"{MID}.meta").exists()
+
+
+def test_sam_rm_whose_folder_cannot_leave_deletes_nothing_in_place(run, sam_demo, monkeypatch):
+    """The rename of the folder out of conversations/ failing for any reason but another file system
+    (a read-only conversations folder) used to fall back to deleting every file in place."""
+    import errno
+    import os as real_os
+
+    before = fingerprint(conv(sam_demo))
+    rename = real_os.rename
+
+    def no_rename(src, dst):
+        if str(src).endswith(SID):
+            raise PermissionError(errno.EACCES, "Permission denied", str(src))
+        return rename(src, dst)
+
+    monkeypatch.setattr(real_os, "rename", no_rename)
+    r = run("--root", sam_demo, "rm", SID)
+    assert r.exit_code == 1, r.output
+    assert "not-moved" in r.stderr and "nothing was moved" in r.stderr
+    assert fingerprint(conv(sam_demo)) == before
+    assert not [p for p in attic_of(sam_demo).iterdir() if p.name.startswith(SID)]
