@@ -209,12 +209,12 @@ def repair(store, full: bool = False) -> list[str]:
                 line = None
             else:
                 line = _repair_one(store, attic, rec)
-            if line is None:
+            if line is None or isinstance(line, Left):
                 left.append(rec)
                 keep_stems.add(rec["stem"])
                 keep_staging.add(f"{rec['stem']}.trash")
                 keep_staging.add(str(rec.get("staging", "")).split("/")[0])
-            else:
+            if line is not None:
                 done.append(line)
         if not left:
             drop_journal(attic, name)
@@ -249,9 +249,13 @@ def _known(store, rec: dict) -> bool:
                                   and store.valid_id(str(rec.get("id"))))
 
 
+class Left(str):
+    """What ``_repair_one`` says about a move it leaves in the journal (for a person, or a later run)."""
+
+
 def _repair_one(store, attic: Path, rec: dict) -> str | None:
     """Settle one interrupted move or log rewrite (``_known``): a line saying what was done, or None
-    to leave it."""
+    (or a ``Left`` line saying why) to leave it."""
     op, stem = rec["op"], rec["stem"]
     if op == "out":
         return _repair_out(store, attic, stem, rec)
@@ -323,22 +327,28 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
     manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
     cid = rec.get("id")
     if fsafe.lstat(manifest) is not None:
-        entry = atticmod.load_manifest(store, manifest)
-        names = rec.get("names") or []
+        names = rec.get("names")
         parts = str(rec.get("staging", "")).split("/")
         try:
+            entry = atticmod.load_manifest(store, manifest)
             staging = attic.joinpath(atticmod.STAGING, *map(fsafe.check_component, parts))
-        except UnsafePath:
-            return None
-        if len(names) != len(entry.members) or fsafe.lstat(staging) is None:
-            return None
-        for n in names:
-            if not tarzst.safe_member_name(n, str(rec.get("new_id")), store.name):
-                return None
+        except (atticmod.AtticProblem, UnsafePath):
+            return Left(f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
+                        "left for a person: `samctl attic` says what is wrong")
+        if (type(names) is not list or len(names) != len(entry.members) or fsafe.lstat(staging) is None
+                or not all(type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")), store.name)
+                           for n in names)):
+            return Left(f"{cid}: an interrupted restore cannot be finished (its journal record is damaged); "
+                        "left for a person")
         conflicts = place(store, entry, staging, names)
-        if conflicts:
-            return f"{cid}: could not finish an interrupted restore: {', '.join(conflicts[:3])} hold other bytes"
-        atticmod.drop(entry)
+        if conflicts:  # the move waits in the journal for the person its message spoke to
+            return Left(f"{cid}: an interrupted restore is waiting: {', '.join(conflicts[:3])} hold other bytes; "
+                        "move them aside, then run `samctl attic --repair`")
+        try:
+            atticmod.drop(entry)
+        except OSError as exc:
+            return Left(f"{cid}: is restored, but its attic entry {stem} cannot be removed yet "
+                        f"({exc.strerror}); a later repair removes it")
     else:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
     return f"{cid}: finished an interrupted restore"  # the staging copy goes with the record's other debris

@@ -110,6 +110,10 @@ def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool
     return report
 
 
+class EntryKept(SamctlError):
+    """The conversation is restored, but its attic entry could not be removed (repair retries)."""
+
+
 @dataclass
 class _Restore:
     entry: atticmod.Entry
@@ -157,10 +161,13 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
                                   hint="restore it beside the existing one with --as-new")
         for i in range(0, len(plans), lifecycle.BATCH):
             for r, exc in _restore_batch(store, plans[i:i + lifecycle.BATCH]):
-                if exc is None:
+                if exc is None or isinstance(exc, EntryKept):
                     report.items.append(dict(r.item, action="restored", id=r.new, restored_from=r.entry.id,
                                              bytes=r.entry.original_size))
-                else:
+                if isinstance(exc, EntryKept):
+                    report.findings.append(Finding("entry-kept", r.entry.stem, f"{exc.message}; {exc.hint}", ERROR,
+                                                   r.new))
+                elif exc is not None:
                     failed.append((r, exc))
     return report, failed
 
@@ -235,8 +242,15 @@ def _restore_batch(store, plans: list) -> list:
                 continue
             placed.append(r)
         sync.barrier()  # the conversations are back on disk before their attic entries go
+        kept = []
         for r in placed:
-            atticmod.drop(r.entry)
+            try:
+                atticmod.drop(r.entry)
+            except OSError as exc:  # restored all the same; the move stays in the record for repair
+                kept.append((r, EntryKept(
+                    f"{r.entry.id} is restored, but its attic entry {r.entry.stem} could not be removed: {reason(exc)}",
+                    hint="`samctl attic --repair` removes it once it can")))
+                left.append(r)
         sync.barrier()  # the entries are gone on disk before the record goes
         if left:
             write_journal(attic, record, {"op": "batch", "moves": [_restore_record(r, folder) for r in left]})
@@ -244,7 +258,8 @@ def _restore_batch(store, plans: list) -> list:
             fsafe.remove_tree(folder, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
             if record is not None:
                 drop_journal(attic, record)
-    return out + [(r, None) for r in placed]
+    kept_plans = {id(r) for r, _ in kept}
+    return out + kept + [(r, None) for r in placed if id(r) not in kept_plans]
 
 
 def _restore_record(r: _Restore, folder: Path) -> dict:

@@ -881,3 +881,94 @@ def test_sam_rm_whose_folder_cannot_leave_deletes_nothing_in_place(run, sam_demo
     assert "not-moved" in r.stderr and "nothing was moved" in r.stderr
     assert fingerprint(conv(sam_demo)) == before
     assert not [p for p in attic_of(sam_demo).iterdir() if p.name.startswith(SID)]
+
+
+# --- interrupted restores that repair must not lose or choke on (review of 2026-11-30) --------------
+
+class _Stop(Exception):
+    pass
+
+
+def _restore_stopped_before_placing(run, root, monkeypatch, cid):
+    """``rm`` then ``restore`` of ``cid``, stopped (an exception) at its first rename into the store,
+    after the barrier that made the staged copy durable: its journal record and staging copy stay,
+    as after a crash."""
+    from samctl import fsafe
+
+    assert run("--root", root, "rm", cid).exit_code == 0
+    seen = []
+
+    def hook(step):
+        seen.append(step)
+        if step == "rename" and "sync" in seen:
+            raise _Stop(step)
+
+    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    assert run("--root", root, "restore", cid).exit_code == 1  # (samctl reports the exception)
+    monkeypatch.setattr(fsafe, "fault_hook", None)
+    assert list((attic_of(root) / ".journal").glob("*.json"))
+
+
+def test_a_restore_waiting_for_a_person_survives_the_next_writing_command(run, mermaid_demo, monkeypatch):
+    """A file appeared where the restore places one: the move waits in the journal for the person the
+    message speaks to, whatever samctl runs meanwhile (cron's compact, an rm of another id)."""
+    before = files_state(mermaid_demo, MID)
+    _restore_stopped_before_placing(run, mermaid_demo, monkeypatch, MID)
+    intruder = conv(mermaid_demo) / f"{MID}.json"
+    intruder.write_text('{"other": 1}')
+    for args in (["compact"], ["rm", MID2]):
+        r = run("--root", mermaid_demo, *args)
+        assert "waiting" in r.stdout + r.stderr and "attic --repair" in r.stdout + r.stderr, r.output
+        assert list((attic_of(mermaid_demo) / ".journal").glob("*.json"))
+    intruder.rename(mermaid_demo / "moved-aside.json")
+    r = run("--root", mermaid_demo, "attic", "--repair")
+    assert r.exit_code == 0 and "finished an interrupted restore" in r.stdout + r.stderr, r.output
+    assert files_state(mermaid_demo, MID) == before
+    assert not list((attic_of(mermaid_demo) / ".journal").glob("*.json"))
+
+
+@pytest.mark.parametrize("damage", ["names-not-a-list", "manifest-not-json"])
+def test_a_damaged_interrupted_restore_blocks_no_writing_command(run, mermaid_demo, monkeypatch, damage):
+    """Left for a person (`samctl attic` reports it), never an internal error in every rm and compact."""
+    import orjson
+
+    _restore_stopped_before_placing(run, mermaid_demo, monkeypatch, MID)
+    (record,) = (attic_of(mermaid_demo) / ".journal").glob("*.json")
+    if damage == "names-not-a-list":
+        doc = orjson.loads(record.read_bytes())
+        for move in doc.get("moves", [doc]):
+            move["names"] = 5
+        record.write_bytes(orjson.dumps(doc))
+    else:
+        (manifest,) = attic_of(mermaid_demo).glob(f"{MID}.*.manifest.json")
+        manifest.write_text("garbage")
+    for args in (["rm", MID2], ["compact"], ["attic", "--repair"]):
+        r = run("--root", mermaid_demo, *args)
+        assert r.exit_code in (0, 3), r.output
+        assert "internal error" not in r.stderr
+    assert record.exists()  # still there for a person
+
+
+def test_an_attic_entry_that_cannot_be_dropped_after_its_restore(run, mermaid_demo, monkeypatch):
+    """The conversation is back; the entry stays (exit 3, said so), and a later repair removes it."""
+    from samctl.core import attic as atticmod
+
+    before = files_state(mermaid_demo, MID)
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    real = atticmod.drop
+
+    def drop(entry):
+        raise PermissionError(1, "Operation not permitted", str(entry.manifest_path))
+
+    monkeypatch.setattr(atticmod, "drop", drop)
+    r = run("--root", mermaid_demo, "restore", MID)
+    assert r.exit_code == 3, r.output
+    assert "internal error" not in r.stderr and "could not be removed" in r.stderr
+    assert files_state(mermaid_demo, MID) == before
+    for args in (["rm", MID2], ["compact"]):
+        assert "internal error" not in run("--root", mermaid_demo, *args).stderr
+    monkeypatch.setattr(atticmod, "drop", real)
+    r = run("--root", mermaid_demo, "attic", "--repair")
+    assert r.exit_code == 0, r.output
+    assert not list(attic_of(mermaid_demo).glob(f"{MID}.*"))
+    assert files_state(mermaid_demo, MID) == before
