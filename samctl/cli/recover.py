@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from samctl import errors
 from samctl.cli.common import emit_json, examples, store_of
 from samctl.core.recover import recover
 
@@ -71,3 +72,5 @@ def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait,
         emit_json(dict(plan.to_dict(), dry_run=dry_run))
     else:
         _print(plan, dry_run, to)
+    if plan.partial:  # recovered what could be; the lines above say what stays broken
+        raise click.exceptions.Exit(errors.PARTIAL)

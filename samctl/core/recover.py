@@ -46,6 +46,7 @@ class RecoveryPlan:
     messages_after: int | None = None
     tail: TailRepair | None = None
     set_aside: list = field(default_factory=list)  # files the document now holds: become .bak siblings, last
+    partial: list = field(default_factory=list)  # what stays broken after the recovery (the command exits 3)
     written: list = field(default_factory=list)
 
     @property
@@ -62,6 +63,7 @@ class RecoveryPlan:
             "trim_log": None if self.tail is None else {"log": str(self.tail.log), "keep_bytes": self.tail.offset,
                                                          "add_newline": self.tail.add_newline},
             "written": [str(p) for p in self.written],
+            "left_broken": self.partial,
         }
 
 

@@ -46,6 +46,14 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
         if stat.S_ISLNK(st.st_mode):
             treecheck.symlink(store.root_real, p, findings)
             continue
+        m = _CONFLICT_RE.match(e.name)
+        if m:  # before the id rule: a 0.26+ ``<id>.<pid>.<n>.conflict.jsonl`` ends in .jsonl too
+            what = ("a 0.26+ writer's diverted log (spec §9): compare it, then adopt its fold" if m.group(2)
+                    else "a concurrent writer's diverted copy: compare it, then adopt it")
+            findings.append(Finding("conflict", p, f"{what} with `samctl recover {m.group(1)} --use` or remove it",
+                                    WARNING, m.group(1)))
+            treecheck.mode(p, st, findings, fixes, fix)
+            continue
         stem, _, ext = e.name.rpartition(".")
         if ext in ("json", "meta", "jsonl") and MERMAID_ID_RE.match(stem):
             by_id.setdefault(stem, {})[ext] = (p, st)
@@ -56,12 +64,6 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             continue
         if ext in ("json", "meta", "jsonl") and stem and not stem.startswith("."):
             findings.append(Finding("bad-id", p, f"{stem[:40]!r} is not a valid id ({store.id_rule})"))
-            continue
-        m = _CONFLICT_RE.match(e.name)
-        if m:
-            findings.append(Finding("conflict", p, "a concurrent writer's diverted copy: compare it, then adopt it "
-                                    f"with `samctl recover {m.group(1)} --use` or remove it", WARNING, m.group(1)))
-            treecheck.mode(p, st, findings, fixes, fix)
             continue
         m = _TMP_RE.match(e.name)
         if m:
@@ -105,7 +107,7 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
             findings.append(Finding("meta-missing", snap[0], "no .meta sidecar: listing must parse the whole snapshot",
                                     WARNING, cid))
     if log and stat.S_ISREG(log[1].st_mode):
-        _check_log(store, cid, log[0], doc, findings, fixes, fix)
+        _check_log(store, cid, log[0], doc, findings, fixes, fix, hidden=not snap and not meta)
 
 
 def _duplicate_key(data: bytes):
@@ -181,7 +183,12 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
                                     WARNING, cid))
 
 
-def _check_log(store, cid, p, doc, findings, fixes, fix) -> None:
+def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
+    """The log's own problems, then how its fold compares with the snapshot ``doc``.
+
+    ``hidden``: the session has neither ``.json`` nor ``.meta``, so mermaid 0.25's
+    listing and ``--continue`` never show it (spec §6).
+    """
     from samctl.formats.mermaid import eventlog
 
     try:
@@ -198,38 +205,59 @@ def _check_log(store, cid, p, doc, findings, fixes, fix) -> None:
         else:
             live = " (not trimmed: mermaid has the session open)" if fix else f" (`samctl recover {cid}` trims it)"
             findings.append(Finding("log-torn-tail", p, read.reason + live, WARNING, cid))
-    elif read.stop is not None:
-        sev = WARNING if read.stop == "too-large" else ERROR
-        findings.append(Finding(f"log-{read.stop}", p, read.reason, sev, cid))
-    events = read.events
-    if not events:
+    findings.extend(log_findings(cid, p, read))
+    if not read.usable or (doc is None and not hidden):
         return
-    first = events[0].get("event", {})
-    if first.get("type") == "started" and first.get("session_id") != cid:
-        findings.append(Finding("log-id-mismatch", p, f"first event names session {str(first.get('session_id'))[:40]!r}",
-                                conversation=cid))
-    for i, env in enumerate(events):
-        if env.get("seq") != i:
-            findings.append(Finding("log-seq-gap", p, f"line {i + 1} has seq {env.get('seq')}, expected {i}",
-                                    conversation=cid))
-            break
-    if doc is None or not read.usable:
-        return
-    folded = eventlog.fold(events)
+    folded = eventlog.fold(read.events)
     if folded is None:
         return
-    # Compare the fields both sides have: a snapshot may carry keys of newer
-    # builds (checkpoint_seq, usage_by_model) that no event produces.
-    common = set(folded) & set(doc)
-    a = {k: folded[k] for k in common}
-    b = {k: doc[k] for k in common}
-    backfilled = len(events) > 1 and events[1].get("event", {}).get("type") == "reset"
-    if backfilled:
-        a.pop("compactions", None)
-        b.pop("compactions", None)
-    if a != b:
-        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    if hidden and folded["messages"] and folded["id"] == cid:
+        # A warning, not an error: nothing is corrupt or lost (the log folds, mermaid still loads
+        # it by id, spec §6 "Recovery", and 0.26+ lists it, §9), but 0.25 never shows it. A log
+        # without messages is no finding: message-less sessions are never persisted (spec §5).
+        findings.append(Finding("log-only", p, f"the log holds {len(folded['messages'])} messages but there is "
+                                "neither a snapshot nor a sidecar, so mermaid does not list this session; "
+                                f"`samctl recover {cid}` rebuilds them", WARNING, cid))
+    if doc is None:
+        return
+    keys = diverged_keys(folded, doc, read.events)
+    if keys:
         detail = ", ".join(keys[:6])
         if "messages" in keys:
-            detail += f" (log has {len(a.get('messages') or [])} messages, snapshot {len(b.get('messages') or [])})"
+            detail += f" (log has {len(folded['messages'])} messages, snapshot {len(doc['messages'])})"
         findings.append(Finding("log-diverged", p, f"the log's fold differs from the snapshot on {detail}", WARNING, cid))
+
+
+def log_findings(cid: str, p, read) -> list:
+    """What is wrong with a read log itself, apart from a torn tail (which recover and
+    ``check --fix`` cut): where reading stopped, a foreign first event, a seq that is not
+    ``0..N-1`` (spec §10 "verify")."""
+    out = []
+    if read.stop not in (None, "torn-tail"):
+        sev = WARNING if read.stop == "too-large" else ERROR
+        out.append(Finding(f"log-{read.stop}", str(p), read.reason, sev, cid))
+    events = read.events
+    if not events:
+        return out
+    first = events[0].get("event", {})
+    if first.get("type") == "started" and first.get("session_id") != cid:
+        out.append(Finding("log-id-mismatch", str(p), f"first event names session {str(first.get('session_id'))[:40]!r}",
+                           conversation=cid))
+    for i, env in enumerate(events):
+        if env.get("seq") != i:
+            out.append(Finding("log-seq-gap", str(p), f"line {i + 1} has seq {env.get('seq')}, expected {i}",
+                               conversation=cid))
+            break
+    return out
+
+
+def diverged_keys(folded: dict, doc: dict, events: list) -> list[str]:
+    """The top-level keys on which a log's fold and a snapshot differ (sorted).
+
+    Only keys both have: a snapshot may carry keys of newer builds (checkpoint_seq,
+    usage_by_model) that no event produces. A backfilled log (its second event a
+    ``reset``) cannot carry earlier compaction records, so ``compactions`` is not
+    compared then (spec §4.3, §10).
+    """
+    skip = {"compactions"} if len(events) > 1 and events[1].get("event", {}).get("type") == "reset" else set()
+    return sorted(k for k in set(folded) & set(doc) - skip if folded[k] != doc[k])
