@@ -66,6 +66,10 @@ LEVEL = 3  # zstd's own default level
 MANIFEST_CAP = 16 << 20
 TAR_SUFFIX = ".tar.zst"
 MANIFEST_SUFFIX = ".manifest.json"
+PERMISSIONS = {"file": 0o777, "dir": 0o2777}  # mode bits a manifest may record: a folder's setgid (inherited
+# from its parent on Linux) is put back as it was; setuid, sticky, or setgid on a file never
+TIME_T = 2 ** 63  # os.utime takes an mtime whose seconds fit a 64-bit time_t
+WHEN_LIMIT = 253402300800.0  # 10000-01-01T00:00Z: every time samctl records is before it
 
 
 class AtticProblem(SamctlError):
@@ -211,6 +215,8 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
             raise Changed(f"{exc}: it changed while samctl was archiving it; nothing was moved",
                           hint="make sure the app is not using it, then try again") from None
         raise
+    for m in written.members:  # (a conversation's file with special bits: archived, and restored, without them)
+        m.mode &= PERMISSIONS[m.type]
     entry = Entry(stem=stem, id=cid, state=state, when=iso(now), when_ts=now, store=store.name,
                   origin=str(store.conv_dir), title=(info or {}).get("title"), members=written.members,
                   tar_size=written.size, tar_sha256=written.sha256, attic=attic, level=level,
@@ -330,8 +336,9 @@ def load_manifest(store, path: Path) -> Entry:
         members = []
         for m in d["members"]:
             mem = Member(m["name"], m["type"], int(m["size"]), m["sha256"], int(m["mode"]), int(m["mtime_ns"]))
-            if mem.type not in ("file", "dir") or not 0 <= mem.size <= ABSOLUTE_CAP or not 0 <= mem.mode <= 0o7777:
-                raise ValueError(f"member {str(mem.name)[:60]!r} has a bad type, size or mode")
+            if mem.type not in ("file", "dir") or not 0 <= mem.size <= ABSOLUTE_CAP \
+                    or mem.mode & ~PERMISSIONS[mem.type] or not -TIME_T <= mem.mtime_ns // 10 ** 9 < TIME_T:
+                raise ValueError(f"member {str(mem.name)[:60]!r} has a bad type, size, mode or mtime")
             if not safe_member_name(mem.name, cid, store.name):
                 raise ValueError(f"member name {str(mem.name)[:60]!r} is not a plain name inside the conversation")
             if mem.type == "file" and not (isinstance(mem.sha256, str) and len(mem.sha256) == 64):
@@ -341,8 +348,11 @@ def load_manifest(store, path: Path) -> Entry:
             raise ValueError("members are missing or repeated")
         if not 0 <= int(tar["size"]) <= ABSOLUTE_CAP:
             raise ValueError("the archive's recorded size is out of range")
+        when_ts = float(d["when_ts"])
+        if not 0 <= when_ts < WHEN_LIMIT:  # also false for nan
+            raise ValueError(f"when_ts {str(d['when_ts'])[:30]} is not a time samctl records")
         known = {"samctl_attic", "id", "state", "when", "when_ts", "store", "from", "title", "tar", "members"}
-        return Entry(stem=stem, id=cid, state=state, when=str(d["when"]), when_ts=float(d["when_ts"]),
+        return Entry(stem=stem, id=cid, state=state, when=str(d["when"]), when_ts=when_ts,
                      store=d["store"], origin=str(d["from"]), title=d.get("title"), members=members,
                      tar_size=int(tar["size"]), tar_sha256=str(tar["sha256"]), attic=path.parent,
                      level=int(tar.get("level", LEVEL)), extra={k: v for k, v in d.items() if k not in known})

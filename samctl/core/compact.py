@@ -13,10 +13,12 @@ In order, under samctl's lock:
    log becomes a ``history`` segment in the attic and a fresh log holds what
    mermaid itself writes as a backfill (started, reset, input, state, tasks),
    folding to the same conversation;
-4. remove stale temp files by the store's own rule (mermaid: ``.<name>.<pid>.<n>.tmp``
-   older than 3600 s; SAM: ``*.tmp`` older than 3600 s, except
-   ``conversation.json.tmp``, which is a recovery source) and samctl's own
-   ``.bak``/``.torn`` copies older than the grace period;
+4. remove stale temp files by the store's own rule (mermaid and samctl:
+   ``.<name>.<pid>.<n>.tmp`` older than 3600 s; SAM also: ``<file>.tmp`` and
+   ``ltm.json.tmp.<pid>`` older than 3600 s, except ``conversation.json.tmp``,
+   which is a recovery source) and samctl's own ``<name>.<UTC time>.bak``/``.torn``
+   copies older than the grace period.  No other file is ever removed: a
+   user's ``notes.bak`` or ``.x.tmp`` stays;
 5. SAM: VACUUM ``memory.db``/``context_archive.db`` files that have free pages,
    only when SAM is not running (the whole command refuses with "busy"
    otherwise, unless ``force``).
@@ -52,7 +54,10 @@ from samctl.core.repair import drop_journal, pending, repair, write_journal
 from samctl.errors import SamctlError
 
 INFO = "info"
-_BACKUP_RE = re.compile(r"\.(bak|torn)(\.[0-9]+)?\Z")  # samctl's copies (recover, compact), unique-suffixed
+# The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
+_BACKUP_RE = re.compile(r".+\.[0-9]{8}T[0-9]{6}Z\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
+_TEMP_RE = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")  # fsafe.tmp_name, mermaid's own: .<name>.<pid>.<n>.tmp
+_SAM_TEMP_RE = re.compile(r"[^.].*\.tmp(\.[0-9]+)?")  # SAM's: <file>.tmp, ltm.json.tmp.<pid> (spec §5.2, §6)
 SETTLE_SECONDS = 0.05
 READ_CAP = 1 << 31  # compact reads logs past mermaid's cap: rescuing those is its job
 
@@ -370,31 +375,76 @@ def _put_back(path: Path, mode: int, content: bytes, replaced: list, cur_fd: int
 
 
 def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
-    """Finish an interrupted log rewrite (journal op ``log``): keep the segment only if the swap happened."""
+    """Settle an interrupted log rewrite (journal op ``log``) without ever losing the old log.
+
+    What is on disk decides, not sizes (mermaid may have appended since):
+    the history segment is dropped only when the log still starts with the
+    old log's bytes and the segment holds exactly those (the log has every
+    old event); when the log starts with the new log's bytes the swap
+    happened and the segment is kept; anything else (no log, other bytes, a
+    record or segment that does not say) keeps it too.  None (the record is
+    left for a person) when the record names another entry.
+    """
     cid = str(rec.get("id"))
-    manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
-    path = store.path(cid, "jsonl")
-    for p in fsafe.stale_temps(store.conv_dir, f"{cid}.jsonl", now=time.time() + fsafe.STALE_TMP_SECONDS):
+    parsed = atticmod.parse_stem(stem)
+    if parsed is None or parsed[:2] != (cid, "history"):
+        return None  # never drop an entry a (tampered) record points at that is not this log's history
+    manifest, tar = attic / (stem + atticmod.MANIFEST_SUFFIX), attic / (stem + atticmod.TAR_SUFFIX)
+    for p in _temps_of(store.conv_dir, f"{cid}.jsonl"):
         fsafe.remove(p)  # our own unfinished new log (mermaid never writes its log through a temp)
-    swapped = False
+    if fsafe.lstat(manifest) is None:
+        fsafe.remove(tar)
+        return (f"{cid}: undid an interrupted log rewrite: its history segment was not committed (or was "
+                "already dropped), so the log holds the old events")
+    head, size = _log_head(store.path(cid, "jsonl"), rec)
+    if head == "new":
+        grown = size - rec["new_size"]
+        since = f", with {grown} bytes appended since" if grown else ""
+        return (f"{cid}: finished an interrupted log rewrite: the log is the new one{since}; the old log is kept "
+                f"as {stem}")
+    why = "the log is neither the old one nor the new one"
+    if head == "old":
+        try:
+            entry = atticmod.load_manifest(store, manifest)
+        except atticmod.AtticProblem:
+            entry = None
+        if entry is not None and [(m.size, m.sha256) for m in entry.members] == \
+                [(rec["old_size"], rec["old_sha256"])]:
+            atticmod.drop(entry)
+            return (f"{cid}: undid an interrupted log rewrite: the log still holds the old log (it was never "
+                    f"replaced, or was put back), so its history segment {stem} was dropped")
+        why = "the segment is not the old log the record describes"
+    return f"{cid}: kept the history segment {stem} of an interrupted log rewrite: {why}"
+
+
+def _log_head(path: Path, rec: dict) -> tuple[str | None, int]:
+    """("new" or "old" if the log starts with the bytes the record describes, else None; its size)."""
+    sizes, shas = (rec.get("new_size"), rec.get("old_size")), (rec.get("new_sha256"), rec.get("old_sha256"))
+    if not all(type(n) is int and n >= 0 for n in sizes) or not all(type(h) is str for h in shas):
+        return None, 0
     try:
         f, st = fsafe.open_regular(path)
-        try:
-            new_size = int(rec["new_size"])
-            if not 0 <= new_size <= st.st_size:
-                raise ValueError("the record's new size is not within the log")
-            head_new = os.pread(f.fileno(), new_size, 0)
-            swapped = hashlib.sha256(head_new).hexdigest() == rec["new_sha256"] and st.st_size < int(rec["old_size"])
-        finally:
-            f.close()
-    except (SamctlError, KeyError, ValueError, TypeError):
-        swapped = False
-    if fsafe.lstat(manifest) is None:
-        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
-    elif not swapped:
-        atticmod.drop(atticmod.load_manifest(store, manifest))
-    return f"{cid}: " + ("finished an interrupted log rewrite" if swapped else "undid an interrupted log rewrite "
-                                                                                "(the log was never replaced)")
+    except SamctlError:
+        return None, 0
+    try:
+        for which, n, sha in (("new", sizes[0], shas[0]), ("old", sizes[1], shas[1])):  # new first: it keeps
+            if _head_sha256(f.fileno(), n) == sha:
+                return which, st.st_size
+    finally:
+        f.close()
+    return None, st.st_size
+
+
+def _head_sha256(fd: int, n: int) -> str | None:
+    """The sha256 of the first ``n`` bytes of ``fd``; None if it holds fewer."""
+    h, off = hashlib.sha256(), 0
+    while off < n:
+        b = os.pread(fd, min(fsafe.MIB, n - off), off)
+        if not b:
+            return None
+        h.update(b)
+        off += len(b)
+    return h.hexdigest()
 
 
 # --- leftovers ---------------------------------------------------------------------------------
@@ -423,23 +473,32 @@ def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
         if st is None or not stat.S_ISREG(st.st_mode):
             continue
         n = e.name
-        is_tmp = n.endswith(".tmp") or (sam and ".tmp." in n and n.rsplit(".", 1)[-1].isdigit())
-        if is_tmp:
-            if not sam or n == "conversation.json.tmp":
-                continue  # mermaid: swept above; SAM's conversation.json.tmp is a recovery source (spec §5.7)
+        if _TEMP_RE.fullmatch(n) or (sam and n != "conversation.json.tmp" and _SAM_TEMP_RE.fullmatch(n)):
+            # (SAM's conversation.json.tmp is a recovery source, spec §5.7)
             if _old_enough(st, now, fsafe.STALE_TMP_SECONDS):
                 _remove_file(Path(e.path), st, "remove-temp", opts, rep, "stale temp file")
-        elif _BACKUP_RE.search(n):
+        elif _BACKUP_RE.fullmatch(n):
             if _old_enough(st, now, opts.grace):
                 _remove_file(Path(e.path), st, "remove-backup", opts, rep, "samctl's copy, past the grace period")
 
 
 def _mermaid_leftovers(store, opts, rep, now) -> None:
-    for p in fsafe.stale_temps(store.conv_dir, now=now):  # mermaid's own sweeper rule (spec §5.2)
-        st = fsafe.lstat(p)
-        if st is not None:
-            _remove_file(p, st, "remove-temp", opts, rep, "stale temp file")
     _sweep_folder(store.conv_dir, opts, rep, now, sam=False)
+
+
+def _temps_of(folder: Path, name: str) -> list[Path]:
+    """The temp files of ``name`` in ``folder`` (``.<name>.<pid>.<n>.tmp``, regular files), whatever their age."""
+    want = re.compile(re.escape(f".{name}.") + r"[0-9]+\.[0-9]+\.tmp")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        st = fsafe.lstat(folder / n) if want.fullmatch(n) else None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            out.append(folder / n)
+    return out
 
 
 def _sam_leftovers(store, opts, rep, now) -> None:

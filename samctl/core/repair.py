@@ -239,7 +239,8 @@ def repair(store, full: bool = False) -> list[str]:
             if fsafe.lstat(attic / (stem + atticmod.MANIFEST_SUFFIX)) is None and stem not in keep_stems:
                 fsafe.remove(attic / n)
                 done.append(f"removed {n}: an archive whose move never completed")
-    for p in fsafe.stale_temps(attic) + fsafe.stale_temps(journal):
+    # Only samctl writes the journal, and under the lock we hold: a temp there is a crash's, whatever its age.
+    for p in fsafe.stale_temps(attic) + fsafe.stale_temps(journal, now=float("inf")):
         fsafe.remove(p)
     return done
 
