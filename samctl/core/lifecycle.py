@@ -76,9 +76,12 @@ class Report:
                 "findings": [f.to_dict() for f in self.findings]}
 
 
-def attic_view(store, ids) -> Listed:
-    """The store as ``resolve_id`` sees it with the attic's ids (or store + attic)."""
-    return Listed(store, ids, where=atticmod.attic_dir(store))
+def attic_view(store, ids, both: bool = False) -> Listed:
+    """The store as ``resolve_id`` sees it with the attic's ids (or, ``both``, store + attic)."""
+    if both:
+        return Listed(store, ids, where=f"{store.conv_dir} or {atticmod.attic_dir(store)}",
+                      hint="`samctl ls` and `samctl attic` list them")
+    return Listed(store, ids, where=atticmod.attic_dir(store), hint="`samctl attic` lists them")
 
 
 # --- selection ------------------------------------------------------------------------
@@ -440,7 +443,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
 def resolve_for_purge(store, texts) -> list[str]:
     """Ids of the store or of the attic (a conversation already deleted can be purged from the attic)."""
     ids = set(store.all_ids()) | atticmod.named_ids(store, atticmod.STATES)
-    return resolve_many(attic_view(store, ids), texts)
+    return resolve_many(attic_view(store, ids, both=True), texts)
 
 
 def attic_targets(store, ids, include_pinned: bool = False) -> list[Target]:

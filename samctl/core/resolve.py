@@ -15,10 +15,12 @@ from samctl.errors import NotFound, UsageError
 class Listed:
     """A store as ``resolve_id`` sees it, its ids listed once (or given: the attic's, store + attic),
     sorted, so that resolving many texts lists nothing again and looks each up by bisection.
-    ``where`` is the folder named when nothing matches (the store's conversations by default)."""
+    ``where`` is the folder named when nothing matches (the store's conversations by default),
+    ``hint`` says which command lists what there is to match."""
 
-    def __init__(self, store, ids=None, where=None):
+    def __init__(self, store, ids=None, where=None, hint="`samctl ls` lists them"):
         self._store = store
+        self.hint = hint
         self._ids = sorted(set(store.all_ids() if ids is None else ids))
         self._set = set(self._ids)
         self.name = store.name
@@ -56,7 +58,7 @@ def resolve_id(store, text: str) -> str:
     view = store if isinstance(store, Listed) else Listed(store)
     matches = view.matches(store.normalize_prefix(text))
     if not matches:
-        raise NotFound(f"no conversation matches {text!r} in {view.conv_dir}", hint="`samctl ls` lists them")
+        raise NotFound(f"no conversation matches {text!r} in {view.conv_dir}", hint=view.hint)
     if len(matches) > 1:
         some = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
         raise UsageError(f"{text!r} is ambiguous: {len(matches)} conversations match ({some})",

@@ -972,3 +972,10 @@ def test_an_attic_entry_that_cannot_be_dropped_after_its_restore(run, mermaid_de
     assert r.exit_code == 0, r.output
     assert not list(attic_of(mermaid_demo).glob(f"{MID}.*"))
     assert files_state(mermaid_demo, MID) == before
+
+
+def test_an_id_the_attic_does_not_hold_points_at_samctl_attic(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "restore", MID)
+    assert r.exit_code == 4 and "samctl-attic" in r.stderr and "`samctl attic` lists them" in r.stderr
+    r = run("--root", mermaid_demo, "rm", "--purge", "20990101", "--yes")
+    assert r.exit_code == 4 and "`samctl ls` and `samctl attic` list them" in r.stderr, r.stderr
