@@ -821,7 +821,7 @@ def test_restore_entry_with_several_ids_is_a_usage_error(run, mermaid_demo):
     assert fingerprint(mermaid_demo) == state
 
 
-# --- a removal that fails after the commit point (review of 2026-11-30) ----------------------------
+# --- a removal that fails after the commit point -----------------------------
 
 def _fail_unlink_of(monkeypatch, suffix: str):
     """Every unlink of a path ending in ``suffix`` fails as on a read-only or immutable file."""
@@ -883,7 +883,7 @@ def test_sam_rm_whose_folder_cannot_leave_deletes_nothing_in_place(run, sam_demo
     assert not [p for p in attic_of(sam_demo).iterdir() if p.name.startswith(SID)]
 
 
-# --- interrupted restores that repair must not lose or choke on (review of 2026-11-30) --------------
+# --- interrupted restores that repair must not lose or choke on ---------------
 
 class _Stop(Exception):
     pass

@@ -42,7 +42,7 @@ def _no_writes(before, after):
     return after == before
 
 
-# --- bug 3: a complete snapshot is never replaced by a fold that is not newer and as complete -------------
+# --- a complete snapshot is never replaced by a fold that is not newer and as complete -------------
 
 def test_tie_keeps_the_complete_snapshot_over_a_log_missing_a_message(run, mermaid_demo):
     _drop_log_line(mermaid_demo, 10)  # the Tool message; the last message (and updated_at) is in both
@@ -100,7 +100,7 @@ def test_summary_counts_messages_gained_and_lost_without_contradiction(run, merm
     assert "+" not in r.stdout.split("messages: 4 -> 3")[1].split("wrote")[0]
 
 
-# --- bug 4: checkpoint_seq of a snapshot written from a full fold ---------------------------------------
+# --- checkpoint_seq of a snapshot written from a full fold ---------------------------------------
 
 def test_full_fold_sets_checkpoint_seq_to_the_last_folded_seq(run, mermaid_demo):
     conv = _conv(mermaid_demo)
@@ -125,7 +125,7 @@ def test_a_0_25_snapshot_rebuilt_from_the_log_gets_no_checkpoint_seq(run, mermai
     assert (conv / f"{SPEC_ID}.json").read_bytes() == (SPEC / f"{SPEC_ID}.json").read_bytes()
 
 
-# --- bug 7: a log that folds to no messages --------------------------------------------------------------
+# --- a log that folds to no messages --------------------------------------------------------------
 
 def test_a_message_less_log_is_nothing_to_recover(run, mermaid_demo):
     conv = _conv(mermaid_demo)
@@ -156,7 +156,7 @@ def test_a_log_reset_to_no_messages_never_empties_the_snapshot(run, mermaid_demo
     assert (conv / f"{SPEC_ID}.json").read_bytes() == (SPEC / f"{SPEC_ID}.json").read_bytes()
 
 
-# --- bug 8: 0.26+ <id>.<pid>.<n>.conflict.jsonl ------------------------------------------------------------
+# --- 0.26+ <id>.<pid>.<n>.conflict.jsonl ------------------------------------------------------------
 
 def _conflict_log(project):
     """A 0.26+ diverted log: a complete log (it was backfilled) plus this writer's continuation."""
@@ -210,7 +210,7 @@ def test_recover_use_refuses_a_conflict_jsonl_that_does_not_fold_to_this_session
     assert fingerprint(mermaid_demo) == before
 
 
-# --- bug 10: a log problem recover cannot fix is exit 3, and says so ----------------------------------------
+# --- a log problem recover cannot fix is exit 3, and says so ----------------------------------------
 
 def _break(project, how):
     log = _conv(project) / f"{SPEC_ID}.jsonl"
@@ -251,7 +251,7 @@ def test_a_healthy_session_is_still_nothing_to_do(run, mermaid_demo):
     assert r.exit_code == 0 and "nothing to do" in r.stdout and r.stderr == ""
 
 
-# --- bug 11: a session only its log knows ------------------------------------------------------------------
+# --- a session only its log knows ------------------------------------------------------------------
 
 def test_check_reports_a_session_with_only_a_log(run, mermaid_demo):
     conv = _conv(mermaid_demo)

@@ -168,7 +168,7 @@ def test_use_is_for_mermaid(run, sam_demo):
     assert r.exit_code == 1 and "--from" in r.stderr
 
 
-# --- the review of 2026-11-30: damage the salvage did not survive ------------------------------------
+# --- damage the salvage once did not survive --------------------------------------
 
 def _damage_at(p, needle: bytes, bad: bytes):
     data = p.read_bytes()
