@@ -16,8 +16,11 @@ collision).  Tar member names are relative to the store's conversations
 folder (mermaid ``<id>.json``; SAM ``<UUID>/`` and ``<UUID>/memory.db``).
 
 The manifest records, per member, its type (file or dir), size, sha256, mode
-and mtime_ns, plus the entry's id, state, when, where from, title, and the
-size and sha256 of the compressed tar.
+(permission bits; a folder's setgid too) and mtime_ns, plus the entry's id,
+state, when, where from, title, and the size and sha256 of the compressed
+tar; for a removed or archived conversation also ``updated`` and ``pinned``,
+and for SAM ``shared_topic``, the scope its memories live in (which must stay
+while the entry can be restored).
 
 Invariants:
 - An entry exists only once its manifest exists.  The tar is written first
