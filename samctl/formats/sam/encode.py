@@ -24,6 +24,7 @@ the case-insensitive order (``timestamp`` first), which we follow.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -50,6 +51,7 @@ _DIGITS = re.compile(r"[0-9]+")
 _EXACT_INT_LIMIT = 2**53
 
 
+@functools.lru_cache(maxsize=4096)  # the same few dozen keys recur in every message
 def sort_key(key: str):
     """Sort key modelling Foundation's numeric, case-insensitive, forced-ordering compare."""
     low = key.lower()
@@ -63,7 +65,7 @@ def sort_key(key: str):
         parts.append((ord("0"), len(digits), digits))
         pos = m.end()
     parts.extend((ord(c), 0, "") for c in low[pos:])
-    return (parts, key)
+    return (tuple(parts), key)  # (immutable: cached and shared)
 
 
 def _prepare(value):
@@ -74,7 +76,8 @@ def _prepare(value):
             if not isinstance(k, str):
                 raise ValueError(f"JSON object keys must be strings, got {k!r}")
             items.append((k, _prepare(v)))
-        items.sort(key=lambda kv: sort_key(kv[0]))
+        if len(items) > 1:
+            items.sort(key=lambda kv: sort_key(kv[0]))
         return dict(items)
     if isinstance(value, (list, tuple)):
         return [_prepare(v) for v in value]
