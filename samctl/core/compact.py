@@ -26,13 +26,18 @@ In order, under samctl's lock:
 **The log-rewrite rule** (mermaid appends with ``O_APPEND`` and no lock): the
 old log is read through a descriptor that stays open; its bytes become the
 history segment (written, verified, committed first); the new log is written
-to a temp sibling and fsynced.  Right before the swap the log must still be the
-same inode with the same size as when read, else nothing is swapped and the
-log is tried again on the next run.  After the swap compact waits a moment
+to a temp sibling and fsynced.  Right before the swap no mermaid process may
+hold the session's scratch lock (asked again: the read and the packing take
+a while) and the log must still be the same inode with the same size as when
+read, else nothing is swapped and the log is tried again on the next run.
+After the swap compact waits a moment (a second if a session is live by then)
 and looks at the old inode again: if a writer that had it open appended in
 between, the swap is undone -- the old bytes, what was appended to the old
 file, and what was appended to the new file are written back, in that order,
-and the history segment is dropped.  So no event is lost or duplicated.
+and the history segment is dropped.  So no event is lost or duplicated.  (An
+append batch opened before the swap and written after that watch is the case
+this cannot see: a session starting within microseconds of the rename whose
+first write then waits a second.)
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ _BACKUP_RE = re.compile(r".+\.[0-9]{8}T[0-9]{6}Z\.(bak|torn)(\.[0-9]+)?")  # tai
 _TEMP_RE = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")  # fsafe.tmp_name, mermaid's own: .<name>.<pid>.<n>.tmp
 _SAM_TEMP_RE = re.compile(r"[^.].*\.tmp(\.[0-9]+)?")  # SAM's: <file>.tmp, ltm.json.tmp.<pid> (spec §5.2, §6)
 SETTLE_SECONDS = 0.05
+LIVE_WATCH_SECONDS = 1.0  # how long the replaced log is watched when a session is live right after the swap
 READ_CAP = 1 << 31  # compact reads logs past mermaid's cap: rescuing those is its job
 
 
@@ -276,7 +282,14 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
         if (m.size, m.sha256) != (size0, old_sha):
             _undo(entry, attic, stem)
             raise atticmod.Changed("the log changed while compact read it (someone is appending); left for the next run")
-        swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode))
+        # Reading and packing took a while: a session may have started meanwhile (spec §1's lock)
+        live = (lambda: False) if opts.force else (lambda: store.session_is_live(cid))
+        if live():
+            _undo(entry, attic, stem)
+            rep.findings.append(Finding("skipped-live", str(path), "mermaid opened this session while compact "
+                                        "worked on it; left alone", INFO, cid))
+            return
+        swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode), live)
         if not swapped:
             _undo(entry, attic, stem)
             rep.findings.append(Finding("skipped-busy", str(path), "the log grew while compact worked on it; "
@@ -315,11 +328,15 @@ def _settled_growth(fd: int, base: int) -> bytes:
     return extra
 
 
-def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: int) -> bool:
+def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: int, live=lambda: False) -> bool:
     """Put ``new`` at ``path`` unless the log grew; undo it if a late append lands in the old file.
 
-    Returns False when nothing was swapped in the end (the log grew before the
-    swap, or the swap was undone because of a late append).
+    The old file is watched for ``SETTLE_SECONDS`` after the swap, and for
+    ``LIVE_WATCH_SECONDS`` if ``live()`` says a session has the log open by
+    then (it may have opened the old file at the instant of the swap, and an
+    append batch it started then may land late).  Returns False when nothing
+    was swapped in the end (the log grew before the swap, or the swap was
+    undone because of a late append).
     """
     tmp = fsafe.write_temp(path, new, mode)
     cur, old = fsafe.lstat(path), os.fstat(fd_old)
@@ -332,11 +349,17 @@ def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: in
         fd_new = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
         opened.append(fd_new)
         fsafe.commit_temp(tmp, path)
-        time.sleep(SETTLE_SECONDS)
-        if os.fstat(fd_old).st_size == size0:
-            return True
-        _put_back(path, mode, data, [[fd_old, size0]], fd_new, len(new), opened)
-        return False
+        watch, waited = SETTLE_SECONDS, 0.0
+        while True:
+            time.sleep(SETTLE_SECONDS)
+            waited += SETTLE_SECONDS
+            if os.fstat(fd_old).st_size != size0:
+                _put_back(path, mode, data, [[fd_old, size0]], fd_new, len(new), opened)
+                return False
+            if waited >= watch:
+                if watch == LIVE_WATCH_SECONDS or not live():
+                    return True
+                watch = LIVE_WATCH_SECONDS
     finally:
         for fd in opened:
             os.close(fd)

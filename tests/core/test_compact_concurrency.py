@@ -125,3 +125,56 @@ def test_a_late_append_to_the_old_file_undoes_the_swap(mermaid_demo, monkeypatch
     assert [f.code for f in rep.findings] == ["skipped-busy"]
     assert log.read_bytes() == old + b"LATE-OLD " + line + b"NEXT-NEW " + line
     assert attic.list_entries(store, [], ("history",)) == []
+
+
+def _aged_long_session(mermaid_demo):
+    conv = mermaid_demo / ".mermaid" / "conversations"
+    long_session(conv)
+    log = conv / f"{LONG}.jsonl"
+    t = time.time() - 7200
+    os.utime(log, (t, t))
+    return log
+
+
+def test_a_session_that_opens_while_compact_works_stops_the_swap(mermaid_demo, monkeypatch):
+    """Reading and packing a big log takes seconds: liveness is asked again right before the swap."""
+    from samctl.formats.mermaid.store import MermaidStore
+
+    log = _aged_long_session(mermaid_demo)
+    old = log.read_bytes()
+    answers = iter([False])  # free when compact looks first; then a session has started
+    monkeypatch.setattr(MermaidStore, "session_is_live", lambda self, cid: next(answers, True))
+    store = open_store(str(mermaid_demo))
+    rep = compact(store, CompactOptions(log_threshold=16384, idle=0))
+    assert rep.counts().get("rewrite-log") is None
+    assert [f.code for f in rep.findings] == ["skipped-live"]
+    assert log.read_bytes() == old
+    assert attic.list_entries(store, [], ("history",)) == []
+
+
+def test_a_session_live_after_the_swap_is_watched_longer(mermaid_demo, monkeypatch):
+    """A session that opened the old file at the instant of the swap and writes a few settle periods
+    later (slower than the first look): its bytes are put back, not lost in the replaced file."""
+    from samctl.formats.mermaid.store import MermaidStore
+
+    log = _aged_long_session(mermaid_demo)
+    old = log.read_bytes()
+    line = old.splitlines(keepends=True)[1]
+    late_fd = os.open(log, os.O_WRONLY | os.O_APPEND)  # the session's batch opened the old file
+    answers = iter([False, False])  # free at the first look and right before the swap; live after it
+    monkeypatch.setattr(MermaidStore, "session_is_live", lambda self, cid: next(answers, True))
+    calls = []
+
+    def sleep(s):
+        calls.append(s)
+        if len(calls) == 4:  # three settle periods after the swap
+            os.write(late_fd, b"LATE-OLD " + line)
+
+    monkeypatch.setattr(compactmod.time, "sleep", sleep)
+    store = open_store(str(mermaid_demo))
+    rep = compact(store, CompactOptions(log_threshold=16384, idle=0))
+    os.close(late_fd)
+    assert len(calls) >= 4
+    assert rep.counts().get("rewrite-log") is None
+    assert log.read_bytes() == old + b"LATE-OLD " + line
+    assert attic.list_entries(store, [], ("history",)) == []
