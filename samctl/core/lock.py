@@ -16,11 +16,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import time
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.errors import Busy
+from samctl.errors import Busy, SamctlError, UnsafePath
 
 
 def samctl_dir(store) -> Path:
@@ -45,11 +46,36 @@ def flock_waiting(fd: int, wait: float, timed_out, waiting=None) -> None:
             time.sleep(0.05)
 
 
+def _open_lock(store) -> tuple[Path, int]:
+    """(the lock file, a descriptor on it): created 0600 in a 0700 ``.samctl`` folder.  Never through
+    a symlink (the folder or the file), never anything but a regular file; a refusal says what is
+    in the way, it is never an internal error."""
+    folder = samctl_dir(store)
+    st = fsafe.lstat(folder)
+    if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
+        raise UnsafePath(f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's lock folder; nothing was "
+                         "written", hint="move it out of the way; samctl never writes through a symlink")
+    path = folder / "lock"
+    try:
+        fsafe.make_private_dir(folder)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        st = fsafe.lstat(path)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(f"{path} is {fsafe.describe_mode(st.st_mode)}, not samctl's lock file; nothing was "
+                             "written", hint="move it out of the way") from None
+        raise SamctlError(f"cannot create samctl's lock {path}: {exc.strerror}; nothing was written",
+                          hint="samctl needs to write in the store's folder to change it") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # (a FIFO opened without blocking)
+        os.close(fd)
+        raise UnsafePath(f"{path} is not a regular file, not samctl's lock file; nothing was written",
+                         hint="move it out of the way")
+    return path, fd
+
+
 @contextlib.contextmanager
 def store_lock(store, wait: float = 0.0):
-    folder = fsafe.make_private_dir(samctl_dir(store))
-    path = folder / "lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    path, fd = _open_lock(store)
     try:
         flock_waiting(fd, wait, lambda: Busy(f"another samctl is writing to {store.conv_dir}",
                                              hint="wait for it to finish, or pass --lock-wait SECONDS"))

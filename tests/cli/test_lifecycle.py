@@ -979,3 +979,30 @@ def test_an_id_the_attic_does_not_hold_points_at_samctl_attic(run, mermaid_demo)
     assert r.exit_code == 4 and "samctl-attic" in r.stderr and "`samctl attic` lists them" in r.stderr
     r = run("--root", mermaid_demo, "rm", "--purge", "20990101", "--yes")
     assert r.exit_code == 4 and "`samctl ls` and `samctl attic` list them" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("odd", ["folder-symlink", "dangling-symlink", "folder-is-a-file", "lock-symlink",
+                                 "lock-is-a-folder"])
+def test_an_odd_lock_folder_is_refused_and_nothing_is_written_anywhere(run, mermaid_demo, tmp_path, odd):
+    """samctl never writes through a symlink (its lock file outside the store) and never ends in an
+    internal error: the refusal says what is in the way."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    lockdir = mermaid_demo / ".mermaid" / ".samctl"
+    if odd == "folder-symlink":
+        lockdir.symlink_to(outside)
+    elif odd == "dangling-symlink":
+        lockdir.symlink_to(tmp_path / "nowhere")
+    elif odd == "folder-is-a-file":
+        lockdir.write_text("x")
+    else:
+        lockdir.mkdir(mode=0o700)
+        if odd == "lock-symlink":
+            (lockdir / "lock").symlink_to(outside / "lock")
+        else:
+            (lockdir / "lock").mkdir()
+    fp = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "rm", MID)
+    assert r.exit_code in (1, 2), r.output
+    assert "internal error" not in r.stderr and ".samctl" in r.stderr
+    assert fingerprint(mermaid_demo) == fp and list(outside.iterdir()) == []
