@@ -15,24 +15,20 @@ from samctl.core.check import check
               "open. Says what it changed.")
 @click.option("--lock-wait", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
               help="With --fix: wait this long for another samctl's lock.")
+@click.option("--force", is_flag=True, help="With --fix: fix even while the owning app uses the store (SAM "
+              "running, a mermaid session open).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary (and errors) on stderr; no info lines.")
 @format_option(("text", "json"), "text")
 @examples("samctl check", "samctl check --fix", "samctl check --format json | jq '.findings[].code'")
 @click.pass_context
-def command(ctx, fix, lock_wait, quiet, fmt):
+def command(ctx, fix, lock_wait, force, quiet, fmt):
     """Check every file of the store and report each problem with a code, path and reason.
 
     Keeps going after the first problem. Exit 0 when nothing is wrong, 3 when
     something is (info lines do not count).
     """
     store = store_of(ctx)
-    if fix:
-        from samctl.core.lock import store_lock
-
-        with store_lock(store, lock_wait):
-            report = check(store, fix=True)
-    else:
-        report = check(store)
+    report = check(store, fix=fix, force=force, lock_wait=lock_wait)
     summary = report.summary()
     if fmt == "json":
         emit_json({"store": store.name, "root": str(store.conv_dir), "findings": [f.to_dict() for f in report.findings],

@@ -32,7 +32,18 @@ class CheckReport:
         }
 
 
-def check(store, fix: bool = False) -> CheckReport:
+def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0) -> CheckReport:
+    """Every finding of ``store``; with ``fix``, under samctl's lock, after making sure the owning
+    app is not using the store (SAM running: Busy unless ``force``; a live mermaid session's
+    files are left alone unless ``force``, each said so)."""
     report = CheckReport()
-    report.fixes = store.check(report.findings, fix=fix)
+    if not fix:
+        report.fixes = store.check(report.findings)
+        return report
+    from samctl.core.lock import ensure_app_idle, store_lock
+
+    ensure_app_idle(store, (), force)  # before the lock: a refusal writes nothing
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, (), force)
+        report.fixes = store.check(report.findings, fix=True, force=force)
     return report

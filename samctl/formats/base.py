@@ -63,8 +63,9 @@ class Store:
     def raw_path(self, cid: str) -> Path:
         raise NotImplementedError
 
-    def check(self, findings: list, fix: bool = False) -> list[str]:
-        """Append every finding to ``findings``; with ``fix``, return what was changed."""
+    def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
+        """Append every finding to ``findings``; with ``fix``, return what was changed (``force``:
+        also what the owning app is using, where the store can tell per conversation)."""
         raise NotImplementedError
 
     def describe(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import sqlite3
 from pathlib import Path
 
@@ -1006,3 +1007,32 @@ def test_an_odd_lock_folder_is_refused_and_nothing_is_written_anywhere(run, merm
     assert r.exit_code in (1, 2), r.output
     assert "internal error" not in r.stderr and ".samctl" in r.stderr
     assert fingerprint(mermaid_demo) == fp and list(outside.iterdir()) == []
+
+
+def test_check_fix_leaves_a_live_sessions_files_alone(run, mermaid_demo, held_scratch_lock):
+    """mermaid may be rewriting that session's sidecar this instant: check --fix says so, fixes the
+    other sessions, and touches none of this one's files unless --force."""
+    c = conv(mermaid_demo)
+    (c / f"{MID}.meta").unlink()
+    os.chmod(c / f"{MID}.json", 0o644)
+    os.chmod(c / f"{MID2}.json", 0o644)
+    mine = files_state(mermaid_demo, MID)
+    r = run("--root", mermaid_demo, "check", "--fix")
+    assert r.exit_code == 3, r.output
+    assert "skipped-live" in r.stderr and f"{MID2}.json: mode 0644 -> 0600" in r.stdout
+    assert files_state(mermaid_demo, MID) == mine
+    r = run("--root", mermaid_demo, "check", "--fix", "--force")
+    assert (c / f"{MID}.meta").exists() and stat.S_IMODE((c / f"{MID}.json").stat().st_mode) == 0o600
+
+
+def test_check_fix_refuses_while_sam_runs(run, sam_demo, monkeypatch):
+    p = conv(sam_demo) / SID / "conversation.json"
+    os.chmod(p, 0o644)
+    fp = fingerprint(sam_demo)
+    monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
+    r = run("--root", sam_demo, "check", "--fix")
+    assert r.exit_code == 5 and "SAM is running" in r.stderr
+    assert fingerprint(sam_demo) == fp
+    assert run("--root", sam_demo, "check").exit_code == 3  # reading is fine while SAM runs
+    r = run("--root", sam_demo, "check", "--fix", "--force")
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600

@@ -25,8 +25,22 @@ from samctl.formats.mermaid.store import _CONFLICT_RE, _TMP_RE, INFO, _short
 _SAMCTL_LEFTOVER = (".torn", ".bak")
 
 
-def check_tree(store, findings: list, fix: bool) -> list[str]:
+def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[str]:
+    """Every finding of the store; with ``fix``, the safe fixes, never to the files of a session
+    mermaid has open (its scratch lock held) unless ``force``: those are reported instead."""
     fixes: list[str] = []
+    live: dict[str, bool] = {}
+
+    def fixing(cid: str) -> bool:
+        if not fix or force:
+            return fix
+        if cid not in live:
+            live[cid] = store.session_is_live(cid)
+            if live[cid]:
+                findings.append(Finding("skipped-live", str(store.path(cid, "json")), "mermaid has this session "
+                                        "open: check --fix left its files alone", INFO, cid))
+        return not live[cid]
+
     root = store.conv_dir
     treecheck.root(store, findings, fixes, fix)
     try:
@@ -60,7 +74,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             if not stat.S_ISREG(st.st_mode):
                 findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=stem))
             else:
-                treecheck.mode(p, st, findings, fixes, fix, stem)
+                treecheck.mode(p, st, findings, fixes, fixing(stem), stem)
             continue
         if ext in ("json", "meta", "jsonl") and stem and not stem.startswith("."):
             findings.append(Finding("bad-id", p, f"{stem[:40]!r} is not a valid id ({store.id_rule})"))
@@ -78,7 +92,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             continue
         findings.append(Finding("unknown-file", p, "not a file mermaid writes; left alone", INFO))
     for cid in sorted(by_id):
-        _check_conversation(store, cid, by_id[cid], findings, fixes, fix)
+        _check_conversation(store, cid, by_id[cid], findings, fixes, fixing(cid))
     return fixes
 
 

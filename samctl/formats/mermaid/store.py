@@ -326,10 +326,10 @@ class MermaidStore(Store):
         return lifecycle.retarget(self, folder, names, old, new)
 
     # check -----------------------------------------------------------------
-    def check(self, findings: list, fix: bool = False) -> list[str]:
+    def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
         from samctl.formats.mermaid import checks
 
-        return checks.check_tree(self, findings, fix)
+        return checks.check_tree(self, findings, fix, force)
 
 
 _ROW_WIDTH = 8

@@ -247,7 +247,7 @@ class SamStore(Store):
 
         return lifecycle.retarget(self, folder, names, old, new)
 
-    def check(self, findings: list, fix: bool = False) -> list[str]:
+    def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
         from samctl.formats.sam import checks
 
         return checks.check_tree(self, findings, fix)
