@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 
 import click
@@ -89,18 +90,15 @@ def _quiet_broken_pipe() -> None:
         pass
 
 
+_SIZE = re.compile(r"([0-9]+)\s*(?:([kmg])(?:i?b)?|b)?", re.I)  # 64M, 64MB, 64MiB, 64 mib, 1048576, 1048576B
+
+
 def _parse_size(text: str) -> int:
-    units = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
-    t = text.strip().lower().rstrip("b") if text.strip().lower() not in ("kib", "mib", "gib") else text
-    num = t.rstrip("kmgi")
-    unit = t[len(num):]
-    try:
-        value = int(num)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a size like 64M or 1048576") from None
-    if unit not in units or value <= 0:
-        raise click.BadParameter(f"{text!r} is not a size like 64M or 1048576")
-    return value * units[unit]
+    """Bytes of a size like ``64M``, ``64MiB`` or ``1048576`` (binary units: K, M, G are 1024-based)."""
+    m = _SIZE.fullmatch(text.strip())
+    if m is None or int(m.group(1)) <= 0:
+        raise click.BadParameter(f"{text!r} is not a size like 64M, 64MiB or 1048576")
+    return int(m.group(1)) << {None: 0, "k": 10, "m": 20, "g": 30}[m.group(2) and m.group(2).lower()]
 
 
 @click.group("samctl", cls=SamctlGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

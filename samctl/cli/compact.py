@@ -80,7 +80,7 @@ _NAMES = {"purge-entry": "attic entries purged", "rewrite-log": "logs rewritten"
 def _summary(rep, store) -> str:
     counts = rep.counts()
     parts = [f"{n} {_NAMES.get(k, k)}" for k, n in counts.items()] or ["nothing to do"]
-    head = "compact (dry run): would do " if rep.dry_run else "compact: "
+    head = "compact (dry run): " + ("would do " if counts else "") if rep.dry_run else "compact: "
     return (f"{head}{', '.join(parts)}; {store.describe()} and attic: {human_size(rep.bytes_before)} -> "
             f"{human_size(rep.bytes_after)}{' (estimated)' if rep.dry_run else ''}")
 

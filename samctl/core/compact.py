@@ -42,6 +42,7 @@ first write then waits a second.)
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import os
 import re
@@ -60,7 +61,7 @@ from samctl.errors import SamctlError
 
 INFO = "info"
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
-_BACKUP_RE = re.compile(r".+\.[0-9]{8}T[0-9]{6}Z\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
+_BACKUP_RE = re.compile(r".+\.([0-9]{8}T[0-9]{6}Z)\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
 _TEMP_RE = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")  # fsafe.tmp_name, mermaid's own: .<name>.<pid>.<n>.tmp
 _SAM_TEMP_RE = re.compile(r"[^.].*\.tmp(\.[0-9]+)?")  # SAM's: <file>.tmp, ltm.json.tmp.<pid> (spec §5.2, §6)
 SETTLE_SECONDS = 0.05
@@ -223,7 +224,10 @@ def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
 
     read = eventlog.read_log_file(path, READ_CAP)
     fix = tail.plan(path, read)
-    if fix is None:
+    if fix is None:  # the read stopped before the tail: cutting it would not make the log readable
+        if read.stop is not None:
+            rep.findings.append(Finding("compact-skipped", str(path), f"the log ends torn, but {read.reason}; "
+                                        f"left alone (`samctl check` says more)", WARNING, cid))
         return
     cut = read.size - read.last_newline_offset
     detail = "newline added to a complete last line" if fix.add_newline else f"{cut} torn bytes kept in a .torn file"
@@ -245,6 +249,8 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
         if st.st_size > READ_CAP:
             raise SamctlError(f"{st.st_size} bytes is more than compact reads ({READ_CAP}); left alone")
         data = _pread_all(fd_old, 0)
+        if opts.dry_run and not data.endswith(b"\n"):  # the trim before this one was not applied: as if it were
+            data = data[: data.rfind(b"\n") + 1]
         size0 = len(data)
         if not data.endswith(b"\n"):
             raise SamctlError("the log has a torn tail; left alone")
@@ -289,7 +295,8 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             rep.findings.append(Finding("skipped-live", str(path), "mermaid opened this session while compact "
                                         "worked on it; left alone", INFO, cid))
             return
-        swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode), live)
+        # mermaid creates its log 0600 (spec §4.3); never carry setuid or group/other bits over
+        swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode) & 0o600, live)
         if not swapped:
             _undo(entry, attic, stem)
             rep.findings.append(Finding("skipped-busy", str(path), "the log grew while compact worked on it; "
@@ -500,8 +507,11 @@ def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
             # (SAM's conversation.json.tmp is a recovery source, spec §5.7)
             if _old_enough(st, now, fsafe.STALE_TMP_SECONDS):
                 _remove_file(Path(e.path), st, "remove-temp", opts, rep, "stale temp file")
-        elif _BACKUP_RE.fullmatch(n):
-            if _old_enough(st, now, opts.grace):
+        elif m := _BACKUP_RE.fullmatch(n):
+            # the grace runs from when the copy was made (its name), not from its mtime: recover sets
+            # SAM's leftover .tmp aside by a rename, keeping that file's (perhaps old) mtime
+            made = calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%SZ"))
+            if _old_enough(st, now, opts.grace) and now - made >= opts.grace:
                 _remove_file(Path(e.path), st, "remove-backup", opts, rep, "samctl's copy, past the grace period")
 
 

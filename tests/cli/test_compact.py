@@ -221,3 +221,23 @@ def test_a_log_it_cannot_rewrite_is_reported(run, mermaid_demo):
     r = run("--root", mermaid_demo, "compact", "--log-threshold", "8K")
     assert r.exit_code == 3 and "compact-skipped" in r.stderr and "not clean" in r.stderr
     assert fingerprint(c) == fp
+
+
+@pytest.mark.parametrize("text,size", [("64M", 64 << 20), ("64MiB", 64 << 20), ("64 mb", 64 << 20), ("8KiB", 8 << 10),
+                                       ("1G", 1 << 30), ("1048576", 1 << 20), ("1048576B", 1 << 20)])
+def test_sizes_take_the_units_the_help_names(text, size):
+    from samctl.cli import _parse_size
+
+    assert _parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["0", "M", "64X", "-1", "64iB", "", "kib", "64MiBB", "1.5M"])
+def test_a_size_that_is_not_one_is_a_usage_error(run, mermaid_demo, text):
+    r = run("--root", mermaid_demo, "compact", "--log-threshold", text)
+    assert r.exit_code == 2 and "is not a size" in r.stderr
+
+
+def test_a_dry_run_with_nothing_to_do_says_so_plainly(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "compact", "--dry-run", "-v")
+    assert r.exit_code == 0, r.output
+    assert "compact (dry run): nothing to do" in r.stdout and "would do nothing" not in r.stdout

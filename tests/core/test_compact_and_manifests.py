@@ -28,7 +28,7 @@ class Crash(BaseException):
     """Stands for a crash: no ``except Exception`` in samctl stops it, so nothing cleans up after it."""
 
 
-# --- 3: repair of a log rewrite a crash interrupted -------------------------------------------
+# --- repair of a log rewrite a crash interrupted -------------------------------------------
 
 def _crash_compact(run, monkeypatch, root: Path, after_swap: bool) -> tuple[bytes, Path]:
     """Run compact on a long session, stopped right after (or right before) the new log is renamed
@@ -147,7 +147,7 @@ def test_a_log_that_is_neither_the_old_nor_the_new_one_keeps_the_history(damage,
     assert list((attic_of(mermaid_demo) / ".journal").iterdir()) == []
 
 
-# --- 4: compact removes only what samctl (or the store's own writer) names -----------------------
+# --- compact removes only what samctl (or the store's own writer) names -----------------------
 
 def _files(folder: Path, names) -> list[Path]:
     out = []
@@ -190,7 +190,61 @@ def test_compact_keeps_the_users_bak_torn_and_tmp_files_sam(run, sam_demo):
     assert [p.name for p in ours if p.exists()] == []
 
 
-# --- 8, 9: manifest values samctl could not have written are a damaged entry ---------------------
+def test_the_grace_of_a_copy_runs_from_when_it_was_made_not_from_its_mtime(run, sam_demo):
+    """recover sets SAM's leftover .tmp aside by a rename: the .bak keeps the .tmp's old mtime, and
+    must still wait the whole grace period from the time in its name."""
+    folder = sam_demo / "conversations" / SID
+    tmp = folder / "conversation.json.tmp"
+    tmp.write_bytes((folder / "conversation.json").read_bytes())
+    age([tmp], 60 * 86400)
+    assert run("--root", sam_demo, "recover", SID).exit_code == 0
+    [bak] = folder.glob("conversation.json.tmp.*.bak")
+    r = run("--root", sam_demo, "compact", "-v")  # the default grace: 30 days
+    assert r.exit_code == 0, r.output
+    assert bak.exists() and "remove-backup" not in r.stdout
+
+
+def test_a_rewritten_log_is_0600_whatever_the_old_one_was(run, mermaid_demo):
+    c = conv(mermaid_demo)
+    long_session(c)
+    log = c / f"{LONG}.jsonl"
+    os.chmod(log, 0o6777)
+    age(c.iterdir(), 7200)
+    r = run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "-v")
+    assert r.exit_code == 0 and "rewrite-log" in r.stdout, r.output
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_a_dry_run_on_a_big_log_with_a_torn_tail_says_what_the_run_does(run, mermaid_demo):
+    c = conv(mermaid_demo)
+    long_session(c)
+    log = c / f"{LONG}.jsonl"
+    with open(log, "ab") as f:
+        f.write(b'{"event":{"type":"mess')
+    age(c.iterdir(), 7200)
+    before = fingerprint(mermaid_demo)
+    dry = run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "-v", "--dry-run")
+    assert fingerprint(mermaid_demo) == before
+    real = run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "-v")
+    assert (dry.exit_code, real.exit_code) == (0, 0), dry.output + real.output
+    for kind in ("trim-tail", "rewrite-log"):
+        assert f"would {kind}" in dry.stdout and f"{kind}:" in real.stdout
+
+
+def test_a_torn_tail_compact_cannot_cut_is_said(run, mermaid_demo):
+    """A line before the tail already stops the read: cutting the tail would not make the log readable."""
+    c = conv(mermaid_demo)
+    log = c / f"{MID}.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    lines[2] = b"\xff\xfe not json"
+    log.write_bytes(b"\n".join(lines) + b'{"event":{"ty')
+    age([log], 7200)
+    r = run("--root", mermaid_demo, "compact", "-v")
+    assert r.exit_code == 3, r.output
+    assert "compact-skipped" in r.stderr and "ends torn" in r.stderr
+
+
+# --- manifest values samctl could not have written are a damaged entry ---------------------
 
 def _rm_and_edit_manifest(run, root: Path, cid: str, edit) -> Path:
     assert run("--root", root, "rm", cid).exit_code == 0
@@ -281,7 +335,7 @@ def test_good_manifest_values_at_the_edges_are_accepted(run, mermaid_demo):
     assert (conv(mermaid_demo) / f"{MID}.json").stat().st_mtime_ns == -10 ** 18
 
 
-# --- 10: a journal temp a crash left is swept by the next repair ----------------------------------
+# --- a journal temp a crash left is swept by the next repair ----------------------------------
 
 def test_a_journal_temp_left_by_a_crash_is_swept_by_the_next_repair(run, mermaid_demo, tmp_path):
     template = tmp_path / "template"
