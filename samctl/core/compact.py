@@ -55,11 +55,10 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core.lock import ensure_app_idle, store_lock
-from samctl.core.model import WARNING, Finding
+from samctl.core.model import INFO, WARNING, Finding
 from samctl.core.repair import drop_journal, pending, repair, write_journal
 from samctl.errors import SamctlError
 
-INFO = "info"
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
 _BACKUP_RE = re.compile(r".+\.([0-9]{8}T[0-9]{6}Z)\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
 _TEMP_RE = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")  # fsafe.tmp_name, mermaid's own: .<name>.<pid>.<n>.tmp

@@ -19,6 +19,7 @@ ROLES = ("user", "assistant", "tool", "reasoning", "system")
 
 ERROR = "error"
 WARNING = "warning"
+INFO = "info"
 
 
 @dataclass(slots=True)

@@ -38,7 +38,8 @@ import orjson
 from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core import tarzst
-from samctl.core.model import WARNING, Finding
+from samctl.core.lock import held_by_another
+from samctl.core.model import INFO, WARNING, Finding
 from samctl.errors import SamctlError, UnsafePath
 
 
@@ -167,11 +168,14 @@ def pending(store) -> list:
         names = sorted(os.listdir(attic / atticmod.JOURNAL))
     except OSError:
         return out
-    for n in names:
-        if n.endswith(".json"):
-            out.append(Finding("attic-interrupted", str(attic / atticmod.JOURNAL / n),
-                               "a move was interrupted; `samctl attic --repair` (or any writing samctl command) "
-                               "finishes it", WARNING))
+    records = [n for n in names if n.endswith(".json")]
+    if records and held_by_another(store):  # a running samctl's moves: in progress, not interrupted
+        return [Finding("attic-in-progress", str(attic / atticmod.JOURNAL / n), "another samctl is moving this "
+                        "right now", INFO) for n in records]
+    for n in records:
+        out.append(Finding("attic-interrupted", str(attic / atticmod.JOURNAL / n),
+                           "a move was interrupted; `samctl attic --repair` (or any writing samctl command) "
+                           "finishes it", WARNING))
     return out
 
 

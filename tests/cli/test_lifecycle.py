@@ -1036,3 +1036,21 @@ def test_check_fix_refuses_while_sam_runs(run, sam_demo, monkeypatch):
     assert run("--root", sam_demo, "check").exit_code == 3  # reading is fine while SAM runs
     r = run("--root", sam_demo, "check", "--fix", "--force")
     assert stat.S_IMODE(p.stat().st_mode) == 0o600
+
+
+def test_a_dry_run_beside_a_running_samctl_calls_its_moves_in_progress(run, mermaid_demo):
+    """A journal record while another samctl holds the lock is that samctl's work, not a crash's."""
+    journal = mermaid_demo / ".mermaid" / "samctl-attic" / ".journal"
+    journal.mkdir(parents=True)
+    (journal / f"batch.{MID}.deleted.20261130T000000Z.json").write_text('{"op": "batch", "moves": []}')
+    lockdir = mermaid_demo / ".mermaid" / ".samctl"
+    lockdir.mkdir(mode=0o700)
+    fd = os.open(lockdir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        r = run("--root", mermaid_demo, "compact", "--dry-run")
+        assert r.exit_code == 0 and "attic-interrupted" not in r.stderr, r.output
+    finally:
+        os.close(fd)
+    r = run("--root", mermaid_demo, "compact", "--dry-run")
+    assert r.exit_code == 3 and "attic-interrupted" in r.stderr
