@@ -72,7 +72,7 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
     store = store_of(ctx)
     findings: list = []
     selected = core.select_ids(store, ids, all_, parse_when(since) if since else None,
-                               parse_when(until) if until else None, findings)
+                               parse_when(until, end=True) if until else None, findings)
     many = all_ or len(selected) > 1
     plan = core.plan_output(output, fmt, many, store)
     show = progress if progress is not None else (all_ and sys.stderr.isatty())

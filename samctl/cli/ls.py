@@ -30,7 +30,7 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
     """List conversations: id, title, created/updated, messages, size, pinned, store."""
     query = ListQuery(
         since=parse_when(since) if since else None,
-        until=parse_when(until) if until else None,
+        until=parse_when(until, end=True) if until else None,
         pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse,
     )
     findings: list = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 from samctl.errors import UsageError
 
@@ -86,10 +86,30 @@ def parse_age(text: str) -> float:
     return float(m.group(1)) * _AGE_UNITS[m.group(2)]
 
 
-def parse_when(text: str, now: float | None = None) -> float:
+class _LocalZone(tzinfo):
+    """The system's local time, daylight saving included, at the instant a naive local time names
+    (a fixed offset, today's, would put a summer date-time an hour off in winter)."""
+
+    def utcoffset(self, dt):
+        naive = dt.replace(tzinfo=None)
+        try:
+            return naive - datetime.fromtimestamp(naive.timestamp(), timezone.utc).replace(tzinfo=None)
+        except OSError as exc:  # (a year the platform's mktime cannot take)
+            raise ValueError(str(exc)) from None
+
+    def dst(self, dt):
+        return None
+
+    def tzname(self, dt):
+        return None
+
+
+def parse_when(text: str, now: float | None = None, end: bool = False) -> float:
     """Epoch seconds for ``--since/--until``: an age (``7d``), a date, or a datetime.
 
-    Dates without a zone are local time, as a person typing them means.
+    Dates and times without a zone are local time, as a person typing them means
+    (with the daylight-saving rule of that date).  A bare date is its first instant,
+    or with ``end`` (``--until``) its last: ``--until 2026-06-30`` includes June 30.
     """
     now = time.time() if now is None else now
     t = text.strip()
@@ -97,14 +117,16 @@ def parse_when(text: str, now: float | None = None) -> float:
         return now - parse_age(t)
     if re.fullmatch(r"\d{4}-\d\d-\d\d", t):
         try:
-            return datetime.strptime(t, "%Y-%m-%d").timestamp()
-        except ValueError:
+            day = datetime.strptime(t, "%Y-%m-%d")
+            if not end:
+                return day.timestamp()
+            return (day + timedelta(days=1)).timestamp() - 1e-6  # (local midnight: DST-aware)
+        except (ValueError, OverflowError):
             pass
     else:
-        local = datetime.now().astimezone().tzinfo
-        v = parse_timestamp(t, naive_tz=local)
+        v = parse_timestamp(t, naive_tz=_LocalZone())
         if v is None and re.fullmatch(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d", t):
-            v = parse_timestamp(t + ":00", naive_tz=local)
+            v = parse_timestamp(t + ":00", naive_tz=_LocalZone())
         if v is not None:
             return v
     raise UsageError(

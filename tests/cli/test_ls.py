@@ -351,3 +351,9 @@ def test_mermaid_a_row_index_without_its_listing_is_rescanned(run, mermaid_demo,
     del doc["extra"]  # and their rows are gone
     f.write_text(json.dumps(doc))
     assert run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout == cold.stdout
+
+
+def test_until_a_date_includes_that_day(run, sam_demo):
+    r = run("--root", sam_demo, "ls", "--since", "2026-08-10", "--until", "2026-08-10", "--format", "jsonl")
+    assert r.exit_code == 0, r.stderr
+    assert "8B58CBC4-ACA7-4811-AE66-C01921690310" in r.stdout

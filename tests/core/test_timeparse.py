@@ -1,0 +1,51 @@
+"""--since/--until: what a person typing a date or a local time means."""
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from samctl.core.timeparse import parse_when
+from samctl.errors import UsageError
+
+NOV = datetime(2026, 11, 30, 12, tzinfo=timezone.utc).timestamp()  # "now": winter time in New York
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _utc(*args) -> float:
+    return datetime(*args, tzinfo=timezone.utc).timestamp()
+
+
+def test_a_summer_local_time_typed_in_winter_keeps_its_summer_offset(new_york):
+    """2026-08-10 10:02 in New York is EDT (UTC-4), whatever the offset is on the day it is typed."""
+    assert parse_when("2026-08-10T10:02", now=NOV) == _utc(2026, 8, 10, 14, 2)
+    assert parse_when("2026-08-10 10:02:30", now=NOV) == _utc(2026, 8, 10, 14, 2, 30)
+    assert parse_when("2026-12-10T10:02", now=NOV) == _utc(2026, 12, 10, 15, 2)  # EST (UTC-5)
+    assert parse_when("2026-08-10T10:02:00Z", now=NOV) == _utc(2026, 8, 10, 10, 2)  # a zone given: as given
+
+
+def test_a_date_is_its_first_instant_or_with_end_its_last(new_york):
+    assert parse_when("2026-08-10", now=NOV) == _utc(2026, 8, 10, 4)
+    end = parse_when("2026-08-10", now=NOV, end=True)
+    assert _utc(2026, 8, 11, 3, 59, 59) < end < _utc(2026, 8, 11, 4)
+    # the day daylight saving ends is 25 hours long
+    assert parse_when("2026-11-01", end=True) - parse_when("2026-11-01") == pytest.approx(25 * 3600, abs=1e-3)
+
+
+def test_ages_are_before_now():
+    assert parse_when("7d", now=NOV) == NOV - 7 * 86400
+    assert parse_when("12h", now=NOV, end=True) == NOV - 12 * 3600
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-01", "2026-02-30", "2026-08-10T25:00", "7x", ""])
+def test_what_is_not_a_date_is_a_usage_error(text):
+    with pytest.raises(UsageError):
+        parse_when(text, now=NOV)
