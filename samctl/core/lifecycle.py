@@ -225,7 +225,8 @@ def topic_refs(store, ids) -> dict | None:
     if store.name != "sam":
         return None
     refs = store.topic_refs()
-    scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid) / "conversation.json") is None}
+    scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid)) is not None
+              and fsafe.lstat(store.folder(cid) / "conversation.json") is None}
     if scopes:
         for e in atticmod.list_entries(store, [], atticmod.RESTORABLE):
             topic = e.extra["shared_topic"] if "shared_topic" in e.extra else _archived_topic(store, e)
