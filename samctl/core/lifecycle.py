@@ -258,10 +258,10 @@ def reason(exc: SamctlError | OSError) -> str:
     return exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
 
 
-def _info(store, t: Target) -> dict:
+def _info(t: Target, scope_of: dict | None) -> dict:
     info = {"title": t.title, "updated": t.updated, "pinned": t.pinned}
-    if store.name == "sam":  # which scope's memories it needs back (see topic_refs)
-        info["shared_topic"] = store.shared_topic(t.id)
+    if scope_of is not None:  # SAM: which scope's memories it needs back (see topic_refs)
+        info["shared_topic"] = scope_of.get(t.id)
     return info
 
 
@@ -298,6 +298,9 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
     and ``repair`` drops an entry whose archive did not make it.
     """
     moved, failed = [], []
+    if store.name == "sam" and refs is None:
+        refs = store.topic_refs()
+    scope_of = None if refs is None else {cid: scope for scope, users in refs.items() for cid in users}
     for i in range(0, len(targets), BATCH):
         batch = targets[i:i + BATCH]
         try:
@@ -323,8 +326,9 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             committed = []
             for o in outs:
                 try:
-                    o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(store, o.target), now=o.now,
-                                            stem=o.stem, attic=attic, total=sum(b[1] for b in o.before.values()))
+                    o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(o.target, scope_of),
+                                            now=o.now, stem=o.stem, attic=attic,
+                                            total=sum(b[1] for b in o.before.values()))
                     committed.append(o)
                 except (SamctlError, OSError) as exc:
                     failed.append((o.target, exc))
