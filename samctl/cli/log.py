@@ -7,6 +7,7 @@ import click
 from samctl import errors
 from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, store_of, table
 from samctl.core.logview import EVENT_TYPES, log_rows
+from samctl.core.render import one_line, safe_text
 from samctl.core.timeparse import format_local, parse_timestamp
 
 
@@ -29,7 +30,7 @@ def command(ctx, conversation_id, types, fmt):
     try:
         cid, path, rows, read = log_rows(store_of(ctx), conversation_id, tuple(types))
     except FileProblem as exc:  # a log that is a FIFO, a symlink, unreadable...: a finding, like show's
-        click.echo(f"error: {exc.code}: {exc.path}: {exc.message}", err=True)
+        click.echo(safe_text(f"error: {exc.code}: {exc.path}: {exc.message}", lines=False), err=True)
         raise click.exceptions.Exit(errors.PARTIAL) from None
     stop = None
     if read.stop:
@@ -39,11 +40,12 @@ def command(ctx, conversation_id, types, fmt):
     elif fmt == "jsonl":
         emit_jsonl(rows)
     elif rows:
-        click.echo(table([(r["seq"], format_local(parse_timestamp(r["ts"])), r["type"], r["summary"]) for r in rows],
-                         ["SEQ", "TIME", "TYPE", "SUMMARY"]))
+        # type and summary are the log's own text (the JSON formats keep it exact); seq is an int (eventlog)
+        click.echo(table([(r["seq"], format_local(parse_timestamp(r["ts"])), one_line(r["type"]),
+                           one_line(r["summary"])) for r in rows], ["SEQ", "TIME", "TYPE", "SUMMARY"]))
     if stop:
-        click.echo(f"{'warning' if read.stop == 'torn-tail' else 'error'}: log-{read.stop}: {path}: {read.reason}",
-                   err=True)
+        click.echo(safe_text(f"{'warning' if read.stop == 'torn-tail' else 'error'}: log-{read.stop}: {path}: "
+                             f"{read.reason}", lines=False), err=True)
         if read.stop == "torn-tail":
             click.echo(f"hint: `samctl recover {cid}` trims the torn line (keeping its bytes in a .torn file)",
                        err=True)

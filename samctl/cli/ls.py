@@ -10,6 +10,7 @@ import click
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, human_size, report_findings, \
     store_of, table
 from samctl.core.listing import SORT_KEYS, ListQuery, list_conversations
+from samctl.core.render import one_line
 from samctl.core.timeparse import format_local, parse_when
 from samctl.gcpause import gc_paused
 
@@ -47,12 +48,15 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
 
 
 def _table(metas) -> None:
+    """The table: every cell that comes from a file (id, title) through ``one_line``, so no control character
+    from a store reaches the terminal, and a title never breaks its row."""
     if not metas:
         click.echo("no conversations", err=True)
         return
     rows = [
-        (m.id, format_local(m.created_ts), format_local(m.updated_ts), m.message_count if m.message_count is not None
-         else "-", human_size(m.size), "*" if m.pinned else "", m.store, m.title)
+        (one_line(m.id), format_local(m.created_ts), format_local(m.updated_ts),
+         m.message_count if m.message_count is not None else "-", human_size(m.size), "*" if m.pinned else "",
+         m.store, one_line(m.title))
         for m in metas
     ]
     if sys.stdout.isatty():  # clip titles to the terminal; never when piped
@@ -60,11 +64,8 @@ def _table(metas) -> None:
         fixed = max(len(r[0]) for r in rows) + 16 + 16 + 6 + 8 + 3 + 9 + 14
         room = max(20, width - fixed)
         rows = [r[:-1] + (_clip(r[-1], room),) for r in rows]
-    else:
-        rows = [r[:-1] + (" ".join(r[-1].split()),) for r in rows]
     click.echo(table(rows, ["ID", "CREATED", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "TITLE"]))
 
 
 def _clip(text: str, n: int) -> str:
-    text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from samctl.cli.common import complete_ids, emit_json, examples, finish, report_findings, store_of
 from samctl.core import render
 from samctl.core.load import load_conversation
+from samctl.core.model import WARNING, Finding
 
 _COLORS = {"user": "green", "assistant": "cyan", "tool": "yellow", "reasoning": "magenta", "system": "blue"}
 
@@ -50,11 +52,15 @@ def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw,
         return
     conv = load_conversation(store, conversation_id, findings)
     if conv is not None:
+        if conv.source.endswith(" (folded)"):  # how MermaidStore.load marks a transcript it folded from the log
+            findings.append(_from_log(conv))
         if fmt == "json":
-            emit_json(conv.to_dict())
+            emit_json(_json_model(conv, show_all, min_importance))
         elif fmt == "markdown":
-            _page(render.to_markdown(conv, reasoning=True, include_hidden=show_all, min_importance=min_importance),
-                  pager)
+            # to_markdown is faithful (export writes it to files); on its way to a terminal every control
+            # character is escaped, as in the text format (markdown itself adds only newlines)
+            _page(render.safe_text(render.to_markdown(conv, reasoning=True, include_hidden=show_all,
+                                                      min_importance=min_importance)), pager)
         else:
             tty = sys.stdout.isatty()
             text = render.to_text(conv, reasoning=reasoning, include_hidden=show_all,
@@ -62,6 +68,28 @@ def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw,
             _page(text, pager)
     report_findings(findings)
     finish(findings)
+
+
+def _json_model(conv, show_all: bool, min_importance) -> dict:
+    """samctl's JSON model (README, as ``export --to json``) holding the messages the text and markdown formats
+    show: hidden ones only with --all, and only those at --min-importance or above.  ``message_count`` counts
+    every stored message, ``exported_messages`` those in ``messages``."""
+    msgs = list(render.visible(conv.messages, show_all, min_importance))
+    d = conv.to_dict()
+    d["messages"] = [m.to_dict() for m in msgs]
+    d["message_count"] = len(conv.messages)
+    d["exported_messages"] = len(msgs)
+    return d
+
+
+def _from_log(conv) -> Finding:
+    """The finding README promises when a mermaid transcript comes from its event log, not its snapshot.
+
+    Names come from the log path samctl built (``<id>.jsonl``), never from the fold, whose id may differ.
+    """
+    log = Path(conv.source.removesuffix(" (folded)"))
+    return Finding("from-log", str(log), f"no readable snapshot ({log.stem}.json); this transcript is the event "
+                   f"log's fold (`samctl recover {log.stem}` rebuilds the snapshot)", WARNING, log.stem)
 
 
 def _page(text: str, pager) -> None:

@@ -42,19 +42,21 @@ def command(ctx, roots, top, months, fmt):
 
 def _text(result: dict, months: int) -> str:
     from samctl.cli.common import table
+    from samctl.core.render import one_line, safe_text
     from samctl.core.stats import bar, month_range
 
     out = []
     for s in result["stores"]:
         mem = "-" if s["memories"] is None else f"{s['memories']:,}"
-        out.append(click.style(f"{s['store']} store at {s['root']}", bold=True))
+        out.append(click.style(f"{s['store']} store at {safe_text(str(s['root']), lines=False)}", bold=True))
         out.append(f"  conversations {s['conversations']:,}   messages {s['messages']:,}   memories {mem}   "
                    f"size {human_size(s['bytes'])} in {s['files']:,} files")
         if s["largest"]:
             out.append("")
             out.append("  largest conversations")
-            rows = [(x["id"], human_size(x["size"]), x["messages"] if x["messages"] is not None else "-",
-                     _clip(x["title"], 50)) for x in s["largest"]]
+            # ids and titles come from the files: one_line keeps their control characters off the terminal
+            rows = [(one_line(x["id"]), human_size(x["size"]), x["messages"] if x["messages"] is not None else "-",
+                     _clip(one_line(x["title"]), 50)) for x in s["largest"]]
             out.extend("  " + ln for ln in table(rows, ["id", "size", "msgs", "title"]).splitlines())
         series = month_range(s["by_month"], months)
         if series:
@@ -69,5 +71,4 @@ def _text(result: dict, months: int) -> str:
 
 
 def _clip(text: str, n: int) -> str:
-    text = " ".join((text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"

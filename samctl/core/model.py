@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from samctl.core.render import safe_text
+
 ROLES = ("user", "assistant", "tool", "reasoning", "system")
 
 ERROR = "error"
@@ -39,7 +41,9 @@ class Finding:
         return d
 
     def line(self) -> str:
-        return f"{self.severity}: {self.code}: {self.path}: {self.reason}"
+        """``severity: code: path: reason`` on one line, every control character escaped: the path is a file
+        name from the store and the reason may quote the file, and the line goes to a terminal."""
+        return safe_text(f"{self.severity}: {self.code}: {self.path}: {self.reason}", lines=False)
 
 
 @dataclass(slots=True)

@@ -2,8 +2,10 @@
 
 ``style`` is an optional callable(text, role_or_tag) -> text the CLI uses to
 add colour; the core never emits escape codes itself.  Message text is
-printed as stored; control characters other than newline and tab are shown
-as ``\\xNN`` so a hostile transcript cannot drive the terminal.
+printed as stored, except that ``safe_text`` shows every control character
+(see ``_CTRL``) as ``\\xNN``/``\\uNNNN`` so a hostile transcript cannot drive
+the terminal.  Invariant: every piece of file text a command prints as text
+(not JSON) goes through ``safe_text`` or ``one_line``.
 """
 
 from __future__ import annotations
@@ -13,11 +15,30 @@ import re
 
 from samctl.core.timeparse import format_local
 
-_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+# C0 (newline and tab are kept by safe_text's default), DEL, and all of C1: terminals that accept 8-bit
+# controls act on U+0090 DCS, U+009B CSI, U+009D OSC... exactly as on ESC P, ESC [, ESC ].
+# U+2028/U+2029 are line breaks to some viewers and not to a terminal, so they could make one line read as two.
+# The bidi embeddings, overrides and isolates (U+202A..U+202E, U+2066..U+2069) reorder what follows them on
+# the terminal line (Trojan Source, CVE-2021-42574): a title could make a line show something it does not say.
+_CTRL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CTRL_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def safe_text(s: str) -> str:
-    return _CTRL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+def _escape(m) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def safe_text(s: str, lines: bool = True) -> str:
+    """``s`` with every control character written as an escape; ``lines=False`` escapes newline and tab too
+    (for what must stay on one line, such as a finding)."""
+    return (_CTRL if lines else _CTRL_LINE).sub(_escape, s)
+
+
+def one_line(s) -> str:
+    """``s`` (None reads as "") for one cell of a table: whitespace runs, newlines included, made one space,
+    then ``safe_text``."""
+    return safe_text(" ".join(str(s if s is not None else "").split()))
 
 
 def _args(arguments) -> str:
@@ -68,7 +89,7 @@ def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=_
             if msg.tool_status and msg.tool_status != "success":
                 label += f" [{msg.tool_status}]"
         when = format_local(msg.timestamp_ts)
-        out.append(style(f"── {label} · {when} ──", msg.role))
+        out.append(style(f"── {safe_text(label, lines=False)} · {when} ──", msg.role))
         if msg.reasoning:
             if reasoning:
                 out.append(style("(reasoning)", "dim"))
