@@ -69,16 +69,21 @@ class SamctlGroup(click.Group):
         except Exception as exc:  # noqa: BLE001 - the last line of defence: no tracebacks
             if os.environ.get("SAMCTL_DEBUG") == "1":
                 raise
-            click.echo(f"samctl: internal error: {type(exc).__name__}: {exc}", err=True)
+            from samctl.core.render import safe_text
+
+            click.echo(safe_text(f"samctl: internal error: {type(exc).__name__}: {exc}", lines=False), err=True)
             click.echo("hint: this is a bug in samctl; rerun with SAMCTL_DEBUG=1 for the traceback and report it",
                        err=True)
             ctx.exit(errors.FAILED)
 
 
 def report_error(exc: errors.SamctlError) -> None:
-    click.echo(f"samctl: error: {exc.message}", err=True)
+    from samctl.core.render import safe_text
+
+    # messages quote file names and file text: never a control character to the terminal
+    click.echo(safe_text(f"samctl: error: {exc.message}", lines=False), err=True)
     if exc.hint:
-        click.echo(f"hint: {exc.hint}", err=True)
+        click.echo(safe_text(f"hint: {exc.hint}", lines=False), err=True)
 
 
 def _quiet_broken_pipe() -> None:

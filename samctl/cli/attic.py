@@ -33,6 +33,7 @@ def command(ctx, state, verify, repair, lock_wait, fmt):
     from samctl.core import attic
     from samctl.core import repair as repairmod
     from samctl.core.lock import store_lock
+    from samctl.core.render import one_line
     from samctl.core.timeparse import format_local
 
     store = store_of(ctx)
@@ -61,7 +62,7 @@ def command(ctx, state, verify, repair, lock_wait, fmt):
             click.echo(f"the attic {what} ({attic.attic_dir(store)})", err=True)
         else:
             click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size),
-                               human_size(e.tar_size), " ".join(str(e.title or "").split())[:60])
+                               human_size(e.tar_size), one_line(e.title)[:60])
                               for e in entries], ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED", "TITLE"]))
     if fmt != "json":
         report_findings(findings)

@@ -7,6 +7,7 @@ data goes to stdout, findings and progress to stderr.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from dataclasses import dataclass
 
@@ -30,6 +31,13 @@ class Options:
 
             caps = Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
             self._store = open_store(self.root, caps, self.cache)
+            if self._store.cache_in_store:
+                from samctl import fsafe
+                from samctl.core.model import WARNING, Finding
+
+                report_findings([Finding("cache-in-store", str(fsafe.cache_dir()), "samctl's cache folder is inside "
+                                         "the store; this run uses no cache (set SAMCTL_CACHE_DIR to a folder "
+                                         "outside it)", WARNING)])
         return self._store
 
 
@@ -42,19 +50,31 @@ def format_option(choices=("table", "json", "jsonl"), default="table"):
                         help="Output format; json and jsonl are stable interfaces.")
 
 
+# What JSON allows raw in a string but a terminal acts on (DEL, C1 controls, line separators, bidi
+# overrides; see core/render.py): written as \uXXXX, the same JSON value.  As UTF-8 these byte
+# sequences only ever encode those characters, and outside strings JSON is ASCII.
+_RAW_CONTROL = re.compile(rb"\x7f|\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
+def _escape_controls(data: bytes) -> bytes:
+    return _RAW_CONTROL.sub(lambda m: b"\\u%04x" % ord(m.group().decode()), data)
+
+
 def _json(obj, option: int) -> bytes:
+    """``obj`` as JSON bytes: orjson, then anything a terminal would act on escaped."""
     try:
-        return orjson.dumps(obj, option=option)
+        data = orjson.dumps(obj, option=option)
     except TypeError:  # orjson.JSONEncodeError: a str that is not UTF-8 (a file name), an int past 64 bits
         obj = printable(obj)
         try:
-            return orjson.dumps(obj, option=option)
+            data = orjson.dumps(obj, option=option)
         except TypeError:
             import json
 
             indent = 2 if option & orjson.OPT_INDENT_2 else None
-            return json.dumps(obj, ensure_ascii=False, indent=indent, default=str,
+            data = json.dumps(obj, ensure_ascii=False, indent=indent, default=str,
                               separators=None if indent else (",", ":")).encode("utf-8")
+    return _escape_controls(data)
 
 
 def printable(obj):

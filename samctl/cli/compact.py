@@ -10,6 +10,7 @@ import click
 from samctl import errors
 from samctl.cli.common import emit_json, examples, human_size, store_of
 from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option
+from samctl.core.render import safe_text
 from samctl.core.timeparse import parse_age
 
 
@@ -62,7 +63,8 @@ def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose
             for a in rep.actions:
                 size = f" ({human_size(a['bytes_before'])} -> {human_size(a['bytes_after'])})" \
                     if a["bytes_before"] or a["bytes_after"] else ""
-                click.echo(f"{'would ' if dry_run else ''}{a['kind']}: {a['path']}{size} {a['detail']}".rstrip())
+                click.echo(safe_text(f"{'would ' if dry_run else ''}{a['kind']}: {a['path']}{size} {a['detail']}"
+                                     .rstrip(), lines=False))
         for f in rep.findings:
             if f.severity != "info" or verbose:
                 click.echo(f.line(), err=True)

@@ -104,9 +104,9 @@ def _touch(store, hits, force, lock_wait) -> None:
 
 
 def _one_line(text: str) -> str:
-    from samctl.core.render import safe_text
+    from samctl.core.render import one_line
 
-    return safe_text(" ".join(text.split()))
+    return one_line(text)
 
 
 def _table(hits, query: str) -> None:

@@ -63,7 +63,9 @@ def show_targets(targets, verb: str) -> None:
 
 
 def _one_line(text) -> str:
-    return " ".join(str(text or "").split())[:80]
+    from samctl.core.render import one_line
+
+    return one_line(text)[:80]
 
 
 def render(report, fmt: str, undo_hint: str | None = None) -> None:

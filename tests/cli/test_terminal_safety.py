@@ -94,10 +94,22 @@ def test_ls_json_stays_exact(run, sam_demo):
     _sam_title(sam_demo, HOSTILE)
     r = run("--root", sam_demo, "ls", "--format", "json")
     assert r.exit_code == 0, r.stderr
-    assert not re.search("[\x00-\x1f]", r.stdout.replace("\n", ""))  # the encoder escapes C0
+    _assert_clean(r.stdout)  # the encoder escapes C0; samctl also DEL, C1 and bidi controls
     assert [m["title"] for m in json.loads(r.stdout) if m["id"] == SAM_ID] == [HOSTILE]
-    rows = [json.loads(ln) for ln in run("--root", sam_demo, "ls", "--format", "jsonl").stdout.splitlines()]
+    jsonl = run("--root", sam_demo, "ls", "--format", "jsonl").stdout
+    _assert_clean(jsonl)
+    rows = [json.loads(ln) for ln in jsonl.splitlines()]
     assert [m["title"] for m in rows if m["id"] == SAM_ID] == [HOSTILE]
+
+
+def test_the_lifecycle_commands_escape_titles(run, sam_demo):
+    """rm lists what it moves, restore what it put back, attic what it holds: titles from the files."""
+    _sam_title(sam_demo, HOSTILE)
+    for args in (["rm", SAM_ID, "--dry-run"], ["rm", SAM_ID], ["attic"], ["restore", SAM_ID]):
+        r = run("--root", sam_demo, *args)
+        assert r.exit_code == 0, r.output
+        _assert_clean(r.stdout)
+        _assert_clean(r.stderr)
 
 
 def test_stats_escapes_titles(run, sam_demo):
