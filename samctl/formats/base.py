@@ -35,8 +35,11 @@ class Store:
         self.conv_dir = Path(conv_dir)
         self.base = Path(base)
         self.caps = caps or Caps()
-        self.use_cache = cache
         self.root_real = str(Path(conv_dir).resolve())
+        # A cache folder inside the store would put samctl's files among the app's, and make a
+        # read-only command write there: such a run uses no cache (the CLI says so).
+        self.cache_in_store = cache and fsafe.is_inside(self.root_real, fsafe.cache_dir())
+        self.use_cache = cache and not self.cache_in_store
 
     # ids -------------------------------------------------------------
     def valid_id(self, text: str) -> bool:

@@ -9,6 +9,11 @@ Invariants:
   kind, root realpath), written atomically; the store itself is never touched.
 - A cache that is unreadable, corrupt, of another version or for another
   root is ignored (and rewritten): deleting it costs only time.
+- A cache is keyed on the read caps (``--max-file-size``) it was made under:
+  what a file's entry says (``too-large``, or a row read within a bigger cap)
+  holds only under the same caps, so a run with other caps ignores it.
+- Entries are untrusted input: each store checks the type of every field it
+  uses before trusting one, and rescans the file otherwise.
 - Entries for files modified in the last RACY_SECONDS are never stored: their
   mtime could still change within the same clock tick (git's "racy clean").
 - A store may also record a *folder stamp* (see ``folder_stamp``) with the
@@ -35,10 +40,11 @@ RACY_SECONDS = 2.0
 
 
 class MetaCache:
-    def __init__(self, kind: str, root_real: str, enabled: bool = True):
+    def __init__(self, kind: str, root_real: str, enabled: bool = True, caps=None):
         self.kind = kind
         self.root_real = root_real
         self.enabled = enabled
+        self.caps = [caps.snapshot, caps.log, caps.other] if caps is not None else None
         key = hashlib.sha256(f"{kind}\0{root_real}".encode("utf-8", "surrogateescape")).hexdigest()[:24]
         self.path = fsafe.cache_dir() / f"{kind}-meta-{key}.json"
         self.stamp = None  # the folder stamp saved with the entries, if any (set by load)
@@ -53,7 +59,8 @@ class MetaCache:
         except (FileProblem, orjson.JSONDecodeError):
             return {}
         if (not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("kind") != self.kind
-                or doc.get("root") != self.root_real or not isinstance(doc.get("entries"), dict)):
+                or doc.get("root") != self.root_real or doc.get("caps") != self.caps
+                or not isinstance(doc.get("entries"), dict)):
             return {}
         stamp = doc.get("folder")
         if type(stamp) is list and len(stamp) == 4 and all(type(x) is int for x in stamp):
@@ -64,13 +71,14 @@ class MetaCache:
         """Write ``entries``; ``stamp`` (from ``folder_stamp``) and ``extra`` are kept only together."""
         if not self.enabled:
             return
-        doc = {"v": VERSION, "kind": self.kind, "root": self.root_real, "entries": entries}
+        doc = {"v": VERSION, "kind": self.kind, "root": self.root_real, "caps": self.caps, "entries": entries}
         if stamp is not None:
             doc["folder"], doc["extra"] = stamp, extra
         try:
+            data = orjson.dumps(doc)
             fsafe.make_private_dir(self.path.parent)
-            fsafe.write_atomic(self.path, orjson.dumps(doc))
-        except OSError:
+            fsafe.write_atomic(self.path, data)
+        except (OSError, orjson.JSONEncodeError):  # JSONEncodeError: a file name that is not UTF-8
             pass  # a cache that cannot be written costs only time
 
     @staticmethod

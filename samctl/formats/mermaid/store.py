@@ -91,7 +91,7 @@ class MermaidStore(Store):
         ``--no-cache``.
         """
         conv = str(self.conv_dir)
-        cache_file = MetaCache("mermaid", self.root_real, self.use_cache)
+        cache_file = MetaCache("mermaid", self.root_real, self.use_cache, self.caps)
         cache = cache_file.load()
         listing = _Listing.of(cache_file.extra)
         try:
@@ -233,13 +233,23 @@ class MermaidStore(Store):
             if fsafe.lstat(snap) is None and fsafe.lstat(log) is None and fsafe.lstat(self.path(cid, "meta")) is None:
                 raise NotFound(f"no conversation {cid} in {self.conv_dir}")
             return None
-        return self.conversation_from_doc(doc, source)
+        return self.conversation_from_doc(doc, source, cid)
 
-    def conversation_from_doc(self, doc: dict, source: str) -> Conversation:
-        size = 0
+    def conversation_from_doc(self, doc: dict, source: str, cid: str | None = None) -> Conversation:
+        """The conversation in ``doc``; its size is that of ``cid``'s own files (snapshot, sidecar,
+        log), as ``ls`` reports it, whichever of them ``doc`` came from (None: ``doc``'s id)."""
+        size = self._own_size(cid or doc["id"])
         meta = decode.meta_from_snapshot(doc, source, size)
         messages = [decode.message(m) for m in doc["messages"]]
         return Conversation(meta=meta, messages=messages, raw=doc, model=doc.get("model_name"), source=source)
+
+    def _own_size(self, cid: str) -> int:
+        size = 0
+        for ext in ("json", "meta", "jsonl"):
+            st = fsafe.lstat(self.path(cid, ext))
+            if st is not None and stat.S_ISREG(st.st_mode):
+                size += st.st_size
+        return size
 
     def _fold(self, log: Path, findings: list):
         if fsafe.lstat(log) is None:
@@ -386,6 +396,8 @@ class _Listing:
             return None
         if "/" in "".join(cols["names"]) + "".join(filter(None, cols["logs"])):
             return None  # only names inside the folder
+        if not all(map(MERMAID_ID_RE.match, cols["ids"])):
+            return None  # every id keeps the id rule, as a scan's do
         found = extra["findings"]
         if not all(type(f) is list and len(f) == 3 and set(map(type, f)) <= {str} for f in found):
             return None
@@ -436,9 +448,11 @@ class _Listing:
 
 
 def _row_ok(row) -> bool:
-    """A cached row has the types the listing sorts and adds by (a corrupt cache is only rescanned)."""
-    return (type(row) is list and len(row) == _ROW_WIDTH and type(row[7]) is int and type(row[0]) is str
-            and type(row[1]) is str and type(row[4]) in _NUM and type(row[5]) in _NUM and type(row[6]) in _NUM)
+    """A cached row has the types a scan gives it, which the listing sorts and adds by, and an id that
+    keeps the id rule (a corrupt or hostile cache is only rescanned)."""
+    return (type(row) is list and len(row) == _ROW_WIDTH and decode.valid_id(row[0]) and type(row[1]) is str
+            and type(row[2]) in _STRS and type(row[3]) in _STRS and type(row[4]) in _NUM and type(row[5]) in _NUM
+            and type(row[6]) in _NUM and type(row[7]) is int)
 
 
 def _short(exc: Exception) -> str:

@@ -2,6 +2,16 @@
 
 Listing walks ``conversations/*/conversation.json`` (skipping ``backups``) and
 merges the legacy ``conversations.json`` for ids not seen (spec §5.3, §14).
+
+Ids and folders: a conversation's id is its folder's name when that is a UUID.
+SAM also loads a conversation.json from a folder of any other name (spec §5.3);
+such a conversation is listed under the UUID its file names (and not at all
+if the file names none), and ``odd_folders`` maps that id back to the folder,
+so every listed id can be shown and exported.  ``folder(id)`` stays the folder
+named by the id: SAM keeps the conversation's memories there, and saves it
+there.  The lifecycle commands (rm, archive, purge) refuse a conversation that
+lives only in an oddly named folder rather than guess which folder is its own.
+
 SAM keeps no sidecars, so samctl keeps a disposable meta cache in the user's
 cache folder, keyed by (folder name, size, mtime_ns) of each conversation.json:
 a warm ``ls`` reads one file instead of every conversation.  A cache that is
@@ -12,6 +22,7 @@ change within the same tick, as git's "racy clean" problem).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
@@ -22,14 +33,23 @@ import orjson
 
 from samctl import fsafe
 from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
-from samctl.errors import FileProblem, NotFound
+from samctl.errors import FileProblem, NotFound, SamctlError
 from samctl.formats.base import Store
 from samctl.formats.metacache import MetaCache
 from samctl.formats.sam import decode
 
 UUID_RE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 _PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
-_META_FIELDS = set(ConversationMeta.__slots__)
+_OPT_STR = (str, type(None))
+_OPT_NUM = (int, float, type(None))
+# The types each field of a cached ConversationMeta may have, in the model's field order (the order
+# _scan saves them in): a cache is untrusted input (README §Caches).
+_META_TYPES = {"store": (str,), "id": (str,), "title": (str,), "created": _OPT_STR, "updated": _OPT_STR,
+               "created_ts": _OPT_NUM, "updated_ts": _OPT_NUM, "message_count": (int, type(None)),
+               "size": (int, type(None)), "pinned": (bool,), "path": (str,)}
+_META_KEYS = tuple(_META_TYPES)
+# Every allowed tuple of field types (144): one set lookup per entry keeps a warm ``ls`` fast.
+_META_SIGNATURES = frozenset(itertools.product(*_META_TYPES.values()))
 
 
 class SamStore(Store):
@@ -52,11 +72,57 @@ class SamStore(Store):
             raise NotFound(f"cannot list {self.conv_dir}: {exc.strerror}") from None
 
     def all_ids(self) -> list[str]:
-        ids = {e.name.upper() for e in self._folders() if UUID_RE.match(e.name)}
+        """Every id ``list_metas`` can list (and a few it does not: memory scopes), uppercase."""
+        folders = self._folders()
+        ids = {e.name.upper() for e in folders if UUID_RE.match(e.name)}
+        ids.update(self.odd_folders(folders))
         ids.update(self._legacy_docs([]).keys())
         return sorted(ids)
 
+    def odd_folders(self, folders: list | None = None) -> dict[str, str]:
+        """Id -> folder name of each conversation.json in a folder not named by a UUID (never
+        ``backups``), by the id its file gives, as ``list_metas`` lists it; the first folder by
+        name wins a tie.  Reads only such files, which SAM itself never writes."""
+        out: dict[str, str] = {}
+        for e in sorted(self._folders() if folders is None else folders, key=lambda e: e.name):
+            if UUID_RE.match(e.name):
+                continue
+            p = os.path.join(e.path, "conversation.json")
+            st = fsafe.lstat(p)
+            if st is None or not stat.S_ISREG(st.st_mode):
+                continue
+            doc, _ = self._parse(p)
+            cid = doc.get("id") if isinstance(doc, dict) else None
+            if isinstance(cid, str) and UUID_RE.match(cid):
+                out.setdefault(cid.upper(), e.name)
+        return out
+
+    def _primary(self, cid: str) -> Path:
+        """The conversation.json SAM loads for ``cid``: the one in the folder named by the id, else
+        one in an oddly named folder that gives the id, else where the first would be."""
+        p = self.folder(cid) / "conversation.json"
+        if fsafe.lstat(p) is None:
+            odd = self.odd_folders().get(cid.upper())
+            if odd is not None:
+                return self.conv_dir / odd / "conversation.json"  # a name scandir gave: one component
+        return p
+
+    def _refuse_odd(self, cid: str) -> None:
+        """Raise SamctlError if ``cid`` lives only in an oddly named folder: samctl's lifecycle
+        commands move a conversation's own folder, and this one has two candidates."""
+        if fsafe.lstat(self.folder(cid) / "conversation.json") is not None:
+            return
+        odd = self.odd_folders().get(cid.upper())
+        if odd is not None:
+            cid = cid.upper()
+            raise SamctlError(f"{cid} lives in the folder {odd!r}, which is not named by its id; samctl moves a "
+                              "conversation only together with its own folder",
+                              hint=f"with SAM not running, rename {odd!r} to {cid} (or, if that folder exists, move "
+                                   f"the conversation.json into it), then try again")
+
     def folder(self, cid: str) -> Path:
+        """The folder named by ``cid`` (or its lowercase twin): the conversation's own, where SAM
+        saves it and keeps its memories, whether or not it holds the conversation.json."""
         if not self.valid_id(cid):
             raise FileProblem("bad-id", cid, "invalid conversation id")
         p = fsafe.child(self.conv_dir, cid.upper())
@@ -68,39 +134,49 @@ class SamStore(Store):
         return p
 
     def raw_path(self, cid: str) -> Path:
-        p = self.folder(cid) / "conversation.json"
+        p = self._primary(cid)
         if fsafe.lstat(p) is None and cid.upper() in self._legacy_docs([]):
             return self.conv_dir / "conversations.json"
         return p
 
     # the meta cache ------------------------------------------------------
     def _cache(self) -> MetaCache:
-        return MetaCache("sam", self.root_real, self.use_cache)
+        return MetaCache("sam", self.root_real, self.use_cache, self.caps)
 
     def _load_cache(self) -> dict:
         return self._cache().load()
 
     @staticmethod
     def _cached(entry, st):
-        """The cached [size, mtime_ns, meta fields or None, [code, reason] or None], or None if stale/malformed."""
+        """The cached [size, mtime_ns, meta fields or None, [code, reason] or None], or None if stale or
+        malformed: every field must have the type ``_scan`` gives it, since ``ls`` sorts and adds by them."""
         entry = MetaCache.fresh(entry, st, 4)
-        if (
-            entry is not None
-            and (entry[2] is None or isinstance(entry[2], dict) and set(entry[2]) == _META_FIELDS)
-            and (entry[3] is None or isinstance(entry[3], list) and len(entry[3]) == 2)
-        ):
-            return entry
-        return None
+        if entry is None:
+            return None
+        meta, problem = entry[2], entry[3]
+        if meta is not None and not (type(meta) is dict and tuple(meta) == _META_KEYS
+                                     and tuple(map(type, meta.values())) in _META_SIGNATURES
+                                     and meta["store"] == "sam"):
+            return None
+        if problem is not None and not (type(problem) is list and len(problem) == 2
+                                        and all(type(x) is str for x in problem)):
+            return None
+        return entry
 
     # listing ---------------------------------------------------------------
     def list_metas(self, findings: list) -> list:
+        """Every conversation SAM would show, newest first: under its folder's name when that is a
+        UUID, else under the id its file gives (see ``odd_folders``), each id once: a copy in an oddly
+        named folder whose id a folder named by it already has is a finding, not a row, since the id
+        can reach only one of them."""
         cache_file = self._cache()
         cache = cache_file.load()
         fresh: dict = {}
         metas: list[ConversationMeta] = []
+        odd: list[tuple[str, ConversationMeta]] = []  # (folder name, meta) of oddly named folders
+        taken: set[str] = set()  # ids whose own folder holds a conversation.json (_primary loads that one)
         now_ns = time.time_ns()
         changed = False
-        seen: set[str] = set()
         for e in self._folders():
             p = os.path.join(e.path, "conversation.json")
             try:
@@ -110,6 +186,8 @@ class SamStore(Store):
             except OSError as exc:  # the folder is closed to us: say so rather than skip it silently
                 findings.append(Finding("unreadable", p, f"cannot stat: {exc.strerror}", conversation=e.name.upper()))
                 continue
+            if UUID_RE.match(e.name):
+                taken.add(e.name.upper())
             if not stat.S_ISREG(st.st_mode):
                 findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file"))
                 continue
@@ -124,12 +202,23 @@ class SamStore(Store):
                 findings.append(Finding(problem[0], p, problem[1], conversation=e.name.upper()))
             if meta_d is not None:
                 m = ConversationMeta(**meta_d)
-                m.id = e.name.upper() if UUID_RE.match(e.name) else m.id
                 m.path = p
-                seen.add(m.id)
-                metas.append(m)
+                if UUID_RE.match(e.name):
+                    m.id = e.name.upper()
+                    metas.append(m)
+                elif UUID_RE.match(m.id):  # the file's id; one naming no valid id has a finding (SAM skips it)
+                    odd.append((e.name, m))
         if changed or len(fresh) != len(cache):
             cache_file.save(fresh)
+        for _, m in sorted(odd, key=lambda x: x[0]):  # the order odd_folders breaks ties in
+            if m.id in taken:
+                findings.append(Finding("duplicate-id", m.path, f"the file's id {m.id} is taken by another folder's "
+                                        "conversation.json, which samctl shows under it; SAM loads both, and saves "
+                                        "them to one folder", WARNING, m.id))
+                continue
+            taken.add(m.id)
+            metas.append(m)
+        seen = {m.id for m in metas}
         legacy = self.conv_dir / "conversations.json"
         for cid, doc in self._legacy_docs(findings).items():
             if cid not in seen:
@@ -185,7 +274,7 @@ class SamStore(Store):
 
     # loading ---------------------------------------------------------------
     def load(self, cid: str, findings: list):
-        p = self.folder(cid) / "conversation.json"
+        p = self._primary(cid)
         if fsafe.lstat(p) is None:
             legacy = self._legacy_docs(findings).get(cid.upper())
             if legacy is not None:
@@ -198,7 +287,7 @@ class SamStore(Store):
         rejection = _first_rejection(doc)
         if rejection:
             findings.append(Finding(rejection[0], str(p), rejection[1], WARNING, cid.upper()))
-        return self.conversation_from_doc(doc, str(p), self.folder(cid).name.upper())
+        return self.conversation_from_doc(doc, str(p), cid.upper())
 
     def conversation_from_doc(self, doc: dict, source: str, cid: str) -> Conversation:
         st = fsafe.lstat(source)
@@ -218,6 +307,7 @@ class SamStore(Store):
     def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
         from samctl.formats.sam import lifecycle
 
+        self._refuse_odd(cid)
         return lifecycle.conversation_files(self, cid, refs, stats=stats)
 
     def topic_refs(self) -> dict:
@@ -235,6 +325,7 @@ class SamStore(Store):
     def purge(self, cid: str, refs=None) -> list[str]:
         from samctl.formats.sam import lifecycle
 
+        self._refuse_odd(cid)
         return lifecycle.purge(self, cid, refs)
 
     def new_id(self, taken=None) -> str:
