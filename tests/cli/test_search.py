@@ -438,3 +438,12 @@ def test_archived_messages_only_when_the_conversation_lost_them(run, sam):
         assert "archived" in kinds and "memory" not in kinds  # --in messages includes the archives
         assert {h["kind"] for h in hits(run, sam, "zanzibar", "--in", "memories", "--threshold", "0.1", *mode)} \
             <= {"memory"}
+
+
+def test_a_capped_search_does_not_hide_a_conversation_from_the_next(run, sam):
+    """The index keeps a too-large file unsigned: read again next time, under that run's caps."""
+    r = run("--root", sam, "--max-file-size", "4K", "search", "--exact", "Portland")
+    assert r.exit_code == 3 and "too-large" in r.stderr
+    r = run("--root", sam, "search", "--exact", "Portland", "--format", "json")
+    assert r.exit_code == 0 and "too-large" not in r.stderr, r.stderr
+    assert "8B58CBC4-ACA7-4811-AE66-C01921690310" in r.stdout

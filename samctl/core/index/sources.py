@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from samctl.core.index.manifest import Manifest
 
 RACY_SECONDS = 2.0
-TRANSIENT_CODES = frozenset({"db-locked", "db-hot-journal", "unreadable", "missing"})
+TRANSIENT_CODES = frozenset({"db-locked", "db-hot-journal", "unreadable", "missing",
+                             "too-large"})  # (over this run's --max-file-size: the next may read it)
 
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 SAM_FILES = (("conversation.json", "sam-conv"), ("memory.db", "sam-mem"), ("context_archive.db", "sam-arch"))
