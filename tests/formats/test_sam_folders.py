@@ -67,8 +67,6 @@ def test_export_one_and_all_reach_it(run, sam_demo):
     assert fingerprint(sam_demo) == before
 
 
-@pytest.mark.xfail(strict=True, reason="the search index (core/index/sources.py, outside this change) discovers "
-                   "only folders named by a UUID; SamStore.odd_folders() gives it what it needs")
 def test_search_reaches_it(run, sam_demo):
     _odd_folder(sam_demo)
     (sam_demo / "conversations" / API / "conversation.json").unlink()

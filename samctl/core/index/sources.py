@@ -112,10 +112,12 @@ def discover(store, findings: list, scope: set | None = None) -> dict[str, Sourc
             dirfd = os.open(conv_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
             raise NotFound(f"cannot open {conv_dir}: {exc.strerror}") from None
+        odd = False
         try:
             for name in entries:
                 if not match(name):
-                    continue  # also skips "backups"
+                    odd = odd or name != "backups"
+                    continue
                 path = conv_dir + sep + name
                 cid = name.upper()
                 if scope is not None and cid not in scope:
@@ -137,6 +139,11 @@ def discover(store, findings: list, scope: set | None = None) -> dict[str, Sourc
                                              cid, now - st.st_mtime_ns >= racy_ns))
         finally:
             os.close(dirfd)
+        if odd:  # a conversation.json in a folder not named by a UUID: SAM loads it (spec §5.3), ls lists it
+            for cid, name in store.odd_folders().items():
+                if (scope is None or cid in scope) and f"{cid}/conversation.json" not in out:
+                    add(f"{name}/conversation.json", "sam-conv", [conv_dir + sep + name + sep + "conversation.json"],
+                        cid)
         add("@base/memory.db", "sam-base-mem", [os.path.join(str(store.base), "memory.db")], None)
         add("conversations.json", "sam-legacy", [os.path.join(conv_dir, "conversations.json")], None)
     else:
