@@ -246,6 +246,24 @@ def atomic_writer(path: str | os.PathLike, mode: int = FILE_MODE):
         raise
 
 
+def flock_held(path: str | os.PathLike) -> bool:
+    """True if some process holds an exclusive or shared ``flock`` on ``path`` right now.  A probe:
+    nothing is created or written (a missing file, or one that cannot be opened, is not held)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (releases the lock if the probe took it)
+    return False
+
+
 def make_private_dir(path: str | os.PathLike) -> Path:
     """mkdir -p with 0700 on every folder it creates; an existing folder is left as is."""
     path = Path(path)

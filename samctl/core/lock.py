@@ -75,17 +75,7 @@ def _open_lock(store) -> tuple[Path, int]:
 
 def held_by_another(store) -> bool:
     """True if another samctl holds the store's lock right now (read-only: nothing is created)."""
-    try:
-        fd = os.open(samctl_dir(store) / "lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # (releases the lock if this took it)
-    return False
+    return fsafe.flock_held(samctl_dir(store) / "lock")
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ def _cache_files(cache, kind):
     return sorted(cache.glob(f"{kind}-meta-*.json"))
 
 
-# --- bug 2: the cache does not carry one run's caps into the next -------------------------------
+# --- the cache does not carry one run's caps into the next -------------------------------
 
 def test_sam_capped_ls_does_not_hide_a_conversation_from_a_later_ls(run, sam_demo, tmp_path, monkeypatch):
     cache = tmp_path / "c"
@@ -84,7 +84,7 @@ def test_mermaid_capped_ls_does_not_hide_a_conversation_from_a_later_ls(run, mer
     assert fingerprint(mermaid_demo) == before
 
 
-# --- bug 3: a SAM cache entry with mistyped fields is rescanned -------------------------------------
+# --- a SAM cache entry with mistyped fields is rescanned -------------------------------------
 
 BAD_FIELDS = [("title", None), ("title", 5), ("updated_ts", "x"), ("created_ts", [1]), ("message_count", "many"),
               ("message_count", True), ("message_count", 2.5), ("pinned", "yes"), ("pinned", 1), ("size", "big"),
@@ -164,7 +164,7 @@ def test_mermaid_cache_ids_must_keep_the_id_rule(run, mermaid_demo, tmp_path, mo
     assert (got.exit_code, got.stdout, got.stderr) == (0, want.stdout, "")
 
 
-# --- bug 11: a cache folder inside the store is not used ------------------------------------------
+# --- a cache folder inside the store is not used ------------------------------------------
 
 def _sam_commands():
     return [("ls",), ("ls", "--format", "json"), ("show", "8B58", "--no-pager"), ("stats",),
@@ -214,7 +214,7 @@ def test_cache_folder_beside_the_store_is_used(run, sam_demo, tmp_path, monkeypa
     assert _cache_files(cache, "sam")
 
 
-# --- bug 6: the JSON model's size is the listing's ---------------------------------------------------
+# --- the JSON model's size is the listing's ---------------------------------------------------
 
 def test_mermaid_json_model_size_is_the_bytes_of_its_own_files(run, mermaid_demo):
     conv = mermaid_demo / ".mermaid" / "conversations"

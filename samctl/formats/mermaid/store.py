@@ -10,7 +10,6 @@ writes except ``check(fix=True)``, which only tightens modes and rebuilds
 
 from __future__ import annotations
 
-import fcntl
 import os
 from itertools import repeat
 import stat
@@ -299,20 +298,7 @@ class MermaidStore(Store):
 
     def session_is_live(self, cid: str) -> bool:
         """True if a mermaid process holds the session's scratch ``.lock`` (spec §1)."""
-        p = self.scratch_lock_path(cid)
-        try:
-            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        finally:
-            os.close(fd)
+        return fsafe.flock_held(self.scratch_lock_path(cid))
 
     # lifecycle: rm, restore, archive (the rules live in formats/mermaid/lifecycle.py) --------
     def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
