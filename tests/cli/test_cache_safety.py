@@ -39,23 +39,28 @@ def _cache_files(cache, kind):
 
 # --- the cache does not carry one run's caps into the next -------------------------------
 
+def _capped_then_plain(run, root, cache, kind, cap, big, everyone) -> None:
+    """A capped ls leaves ``big`` out (too-large); a plain one after it lists everyone (exit 0); a warm
+    capped run says what a cold one says; and none of them changes the tree."""
+    before = fingerprint(root)
+    capped = run("--root", root, "--max-file-size", cap, "ls", "--format", "jsonl")
+    assert capped.exit_code == 3 and "too-large" in capped.stderr
+    assert _ids(capped) == everyone - {big}
+    assert _cache_files(cache, kind)
+    plain = run("--root", root, "ls", "--format", "jsonl")
+    assert (plain.exit_code, plain.stderr) == (0, "")
+    assert _ids(plain) == everyone
+    again = run("--root", root, "--max-file-size", cap, "ls", "--format", "jsonl")
+    cold = run("--root", root, "--no-cache", "--max-file-size", cap, "ls", "--format", "jsonl")
+    assert (again.exit_code, again.stdout, again.stderr) == (cold.exit_code, cold.stdout, cold.stderr)
+    assert fingerprint(root) == before
+
+
 def test_sam_capped_ls_does_not_hide_a_conversation_from_a_later_ls(run, sam_demo, tmp_path, monkeypatch):
     cache = tmp_path / "c"
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
     _age(sam_demo)
-    before = fingerprint(sam_demo)
-    capped = run("--root", sam_demo, "--max-file-size", "4K", "ls", "--format", "jsonl")
-    assert capped.exit_code == 3 and "too-large" in capped.stderr
-    assert _ids(capped) == SAM_IDS - {SAM_BIG}
-    assert _cache_files(cache, "sam")
-    plain = run("--root", sam_demo, "ls", "--format", "jsonl")
-    assert (plain.exit_code, plain.stderr) == (0, "")
-    assert _ids(plain) == SAM_IDS
-    # and the other way round: a warm capped run says what a cold one says
-    again = run("--root", sam_demo, "--max-file-size", "4K", "ls", "--format", "jsonl")
-    cold = run("--root", sam_demo, "--no-cache", "--max-file-size", "4K", "ls", "--format", "jsonl")
-    assert (again.exit_code, again.stdout, again.stderr) == (cold.exit_code, cold.stdout, cold.stderr)
-    assert fingerprint(sam_demo) == before
+    _capped_then_plain(run, sam_demo, cache, "sam", "4K", SAM_BIG, SAM_IDS)
 
 
 @pytest.mark.parametrize("age_folder", [True, False], ids=["folder-stamp", "per-file"])
@@ -70,18 +75,7 @@ def test_mermaid_capped_ls_does_not_hide_a_conversation_from_a_later_ls(run, mer
     else:
         _age(conv)
         os.utime(conv, None)  # a racy folder: only the per-file entries are saved
-    before = fingerprint(mermaid_demo)
-    capped = run("--root", mermaid_demo, "--max-file-size", "1K", "ls", "--format", "jsonl")
-    assert capped.exit_code == 3 and "too-large" in capped.stderr
-    assert "20260810_140307_512" not in _ids(capped)
-    assert _cache_files(cache, "mermaid")
-    plain = run("--root", mermaid_demo, "ls", "--format", "jsonl")
-    assert (plain.exit_code, plain.stderr) == (0, "")
-    assert _ids(plain) == MERMAID_IDS
-    again = run("--root", mermaid_demo, "--max-file-size", "1K", "ls", "--format", "jsonl")
-    cold = run("--root", mermaid_demo, "--no-cache", "--max-file-size", "1K", "ls", "--format", "jsonl")
-    assert (again.exit_code, again.stdout, again.stderr) == (cold.exit_code, cold.stdout, cold.stderr)
-    assert fingerprint(mermaid_demo) == before
+    _capped_then_plain(run, mermaid_demo, cache, "mermaid", "1K", "20260810_140307_512", MERMAID_IDS)
 
 
 # --- a SAM cache entry with mistyped fields is rescanned -------------------------------------
