@@ -65,6 +65,14 @@ def _not_regular(path: str, mode: int, conv) -> Finding:
     return Finding("not-regular", path, f"is {fsafe.describe_mode(mode)}, not a file", ERROR, conv)
 
 
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a file name that is not UTF-8 (surrogate-escaped)
+        return False
+    return True
+
+
 def discover(store, findings: list, scope: set | None = None) -> dict[str, Source]:
     """Every source of the store (or of the conversations/scopes in ``scope``), by key.
 
@@ -141,6 +149,8 @@ def discover(store, findings: list, scope: set | None = None) -> dict[str, Sourc
             os.close(dirfd)
         if odd:  # a conversation.json in a folder not named by a UUID: SAM loads it (spec §5.3), ls lists it
             for cid, name in store.odd_folders().items():
+                if not _utf8(name):
+                    continue  # a key the index manifest (JSON) cannot hold; ls reports such a folder
                 if (scope is None or cid in scope) and f"{cid}/conversation.json" not in out:
                     add(f"{name}/conversation.json", "sam-conv", [conv_dir + sep + name + sep + "conversation.json"],
                         cid)
