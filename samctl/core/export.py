@@ -195,9 +195,17 @@ def plan_output(output: str | None, fmt: str, many: bool, store) -> Plan:
 
 
 def _refuse_inside_store(p: Path, store) -> None:
-    if fsafe.is_inside(store.root_real, p):
-        raise UsageError(f"{p} is inside the store ({store.conv_dir}); export never writes into a store",
-                         hint="pick a folder outside it, e.g. -o ~/exports")
+    """UsageError if ``p`` lies in the store or in samctl's own folders beside it (its attic, its lock
+    folder), directly or through a symlink."""
+    from samctl.core.attic import attic_dir
+    from samctl.core.lock import samctl_dir
+
+    for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
+                         (os.path.realpath(attic_dir(store)), "samctl's attic"),
+                         (os.path.realpath(samctl_dir(store)), "samctl's own folder")):
+        if fsafe.is_inside(folder, p):
+            raise UsageError(f"{p} is inside {what}; export never writes there",
+                             hint="pick a folder outside it, e.g. -o ~/exports")
 
 
 def _now_iso() -> str:

@@ -25,13 +25,17 @@ def test_help_shows_examples(run):
     (("8B58", "--all"), "give conversation IDs or --all, not both"),
     (("8B58", "--since", "7d"), "--since/--until choose from --all"),
     (("--all", "--to", "markdown"), "markdown of several conversations needs a folder"),
-    (("--all", "-o", "{store}/conversations/out"), "export never writes into a store"),
+    (("--all", "-o", "{store}/conversations/out"), "inside the store"),
+    (("--all", "-o", "{store}/samctl-attic/out"), "inside samctl's attic"),
+    (("8B58", "-o", "{store}/.samctl/out.json"), "inside samctl's own folder"),
 ])
 def test_usage_errors_say_what_to_do(run, sam_demo, args, message):
     args = [a.replace("{store}", str(sam_demo)) for a in args]
+    before = fingerprint(sam_demo)
     r = run("--root", sam_demo, "export", *args)
     assert r.exit_code == 2, r.stderr
     assert message in r.stderr and "hint: " in r.stderr and "Traceback" not in r.stderr
+    assert fingerprint(sam_demo) == before
 
 
 def test_unknown_id_is_not_found(run, sam_demo):
