@@ -372,3 +372,21 @@ def test_a_log_record_naming_a_deleted_entry_drops_nothing(run, mermaid_demo):
     assert manifest.exists()
     r = run("--root", mermaid_demo, "restore", MID)
     assert r.exit_code == 0, r.stderr
+
+
+def test_a_dry_runs_estimate_counts_the_history_segment(run, mermaid_demo):
+    """The summary covers the store and the attic: the old log's compressed copy is in both estimates."""
+    import json as jsonmod
+
+    c = conv(mermaid_demo)
+    long_session(c)
+    age(c.iterdir(), 7200)
+    dry = jsonmod.loads(run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "--dry-run",
+                            "--format", "json").stdout)
+    real = jsonmod.loads(run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "--format", "json").stdout)
+    (d,), (r,) = ([a for a in x["actions"] if a["kind"] == "rewrite-log"] for x in (dry, real))
+    assert d["bytes_before"] == r["bytes_before"]
+    new_log = (c / f"{LONG}.jsonl").stat().st_size
+    (segment,) = _history(mermaid_demo)
+    assert r["bytes_after"] == new_log + segment.tar_size
+    assert abs(d["bytes_after"] - new_log - segment.tar_size) <= 0.5 * segment.tar_size, (d, r, segment.tar_size)
