@@ -103,13 +103,8 @@ def _touch(store, hits, force, lock_wait) -> None:
     click.echo(f"touched {n} memor{'y' if n == 1 else 'ies'} (access_count + 1, last_accessed = now)", err=True)
 
 
-def _one_line(text: str) -> str:
-    from samctl.core.render import one_line
-
-    return one_line(text)
-
-
 def _table(hits, query: str) -> None:
+    from samctl.core.render import one_line
     from samctl.core.timeparse import format_local
 
     if not hits:
@@ -120,9 +115,9 @@ def _table(hits, query: str) -> None:
     out = [f"{'SCORE':<6} {'KIND':<8} {'CONVERSATION':<36}  {'DATE':<16}  TITLE"]
     for h in hits:
         score = "exact" if h.score is None and h.exact == "whole" else ("-" if h.score is None else f"{h.score:.3f}")
-        title = _one_line(h.title or "")
+        title = one_line(h.title)
         line = f"{score:<6} {h.kind:<8} {h.conversation_id:<36}  {format_local(h.date_ts):<16}  {title}"
-        snip = "       " + _one_line(h.snippet)
+        snip = "       " + one_line(h.snippet)
         if width:
             line = _clip(line, width)
             snip = _clip(snip, width)

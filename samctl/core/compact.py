@@ -422,7 +422,7 @@ def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
     if parsed is None or parsed[:2] != (cid, "history"):
         return None  # never drop an entry a (tampered) record points at that is not this log's history
     manifest, tar = attic / (stem + atticmod.MANIFEST_SUFFIX), attic / (stem + atticmod.TAR_SUFFIX)
-    for p in _temps_of(store.conv_dir, f"{cid}.jsonl"):
+    for p in fsafe.stale_temps(store.conv_dir, f"{cid}.jsonl", now=float("inf")):  # at any age
         fsafe.remove(p)  # our own unfinished new log (mermaid never writes its log through a temp)
     if fsafe.lstat(manifest) is None:
         fsafe.remove(tar)
@@ -519,21 +519,6 @@ def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
 
 def _mermaid_leftovers(store, opts, rep, now) -> None:
     _sweep_folder(store.conv_dir, opts, rep, now, sam=False)
-
-
-def _temps_of(folder: Path, name: str) -> list[Path]:
-    """The temp files of ``name`` in ``folder`` (``.<name>.<pid>.<n>.tmp``, regular files), whatever their age."""
-    want = re.compile(re.escape(f".{name}.") + r"[0-9]+\.[0-9]+\.tmp")
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    out = []
-    for n in names:
-        st = fsafe.lstat(folder / n) if want.fullmatch(n) else None
-        if st is not None and stat.S_ISREG(st.st_mode):
-            out.append(folder / n)
-    return out
 
 
 def _sam_leftovers(store, opts, rep, now) -> None:

@@ -248,7 +248,7 @@ def _archived_topic(store, e: atticmod.Entry) -> str | None:
 
     if not any(m.name == name for m in e.members) or tarscan.scan(e, sink, check_tar_first=True):
         return None
-    return store.shared_topic(e.id, found[0]) if found else None
+    return store.shared_topic(found[0]) if found else None
 
 
 # --- out: rm / archive ------------------------------------------------------------------
@@ -298,8 +298,6 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
     and ``repair`` drops an entry whose archive did not make it.
     """
     moved, failed = [], []
-    if store.name == "sam" and refs is None:
-        refs = store.topic_refs()
     scope_of = None if refs is None else {cid: scope for scope, users in refs.items() for cid in users}
     for i in range(0, len(targets), BATCH):
         batch = targets[i:i + BATCH]

@@ -50,18 +50,12 @@ def topic_refs(store) -> dict[str, set[str]]:
     return refs
 
 
-def shared_topic(store, cid: str, data: bytes | None = None) -> str | None:
+def shared_topic(data: bytes) -> str | None:
     """See ``SamStore.shared_topic``."""
-    if data is None:
-        p = store.folder(cid.upper()) / PRIMARY
-        if fsafe.lstat(p) is None:
-            return None
-        doc, _ = store._parse(p)
-    else:
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return None
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
     return decode.shared_topic_id(doc) if isinstance(doc, dict) else None
 
 

@@ -315,12 +315,12 @@ class SamStore(Store):
 
         return lifecycle.topic_refs(self)
 
-    def shared_topic(self, cid: str, data: bytes | None = None) -> str | None:
-        """The shared-topic scope ``cid`` keeps its memories in (None: its own folder, or no
-        readable conversation.json); from ``data`` (a conversation.json's bytes) if given."""
+    def shared_topic(self, data: bytes) -> str | None:
+        """The shared-topic scope a conversation.json (its bytes) keeps its memories in; None for
+        its own folder, or bytes that are not such a file."""
         from samctl.formats.sam import lifecycle
 
-        return lifecycle.shared_topic(self, cid, data)
+        return lifecycle.shared_topic(data)
 
     def purge(self, cid: str, refs=None) -> list[str]:
         from samctl.formats.sam import lifecycle
