@@ -746,3 +746,15 @@ def test_messages_under_a_misspelt_key_of_valid_json_are_found():
     text = EXAMPLE_15_1.replace('"messages"', '"messagfs"', 1)
     assert json.loads(text)  # still valid JSON: SAM would load it with no messages
     assert salvage_messages(text) == ORIGINAL["messages"]
+
+
+def test_an_integer_past_64_bits_is_not_rounded_to_the_limit():
+    import orjson
+
+    value = orjson.loads(b"-9223372036854775809")  # a float equal to -2**63: the exact number is lost
+    doc = mutate(example(), ("performanceMetrics", 0, "requestTokens"), value)
+    out, notes = repair(doc)
+    assert not any("-9223372036854775808" in n for n in notes)
+    metrics = out.get("performanceMetrics") or []
+    assert all(m.get("requestTokens") != -(2**63) for m in metrics)
+    assert [p for p in validate_conversation(out) if p.severity == ERROR] == []

@@ -707,3 +707,17 @@ def test_never_raises_on_a_mutated_example(path, value):
     for p in problems:
         if p.severity == ERROR:
             assert p.path[: len(path)] == path or p.path[: len(path) - 1] == path[:-1], (p, path)
+
+
+# --- integers past 64 bits: orjson reads them as floats -------------------------------------------
+
+@pytest.mark.parametrize("text", [b"-9223372036854775809", b"9223372036854775808000", b"123456789012345678901234567890"])
+def test_an_integer_past_64_bits_is_out_of_range_not_an_integral_float(text):
+    import orjson
+
+    value = orjson.loads(text)
+    assert isinstance(value, float)  # what makes the case: the exact integer is gone
+    doc = mutate(example(), ("settings", "contextWindowSize"), value)
+    probs = [p for p in validate_conversation(doc) if p.severity == ERROR]
+    assert [(p.code, p.where) for p in probs] == [("out-of-range", "settings.contextWindowSize")]
+    assert "64-bit Int" in probs[0].reason and "write an integer" not in probs[0].reason

@@ -68,6 +68,7 @@ from samctl.formats.sam.schema import (
     Object,
     check,
     format_date,
+    int_valued_float,
     is_uuid,
     parse_date,
     parse_date_parts,
@@ -80,7 +81,6 @@ __all__ = ["DEFAULT_TITLE", "repair_conversation", "salvage_messages", "salvage_
 DEFAULT_TITLE = "Recovered Conversation"
 
 _NO = object()  # "no default": the key cannot be filled
-_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class _Unfixable(Exception):
@@ -188,7 +188,7 @@ def _normalise(kind, value, path: tuple, notes: list):
                 notes.append(f"{where_of(path)}: {value} -> {canonical} ({why})")
                 return canonical
     elif kind == INT:
-        if isinstance(value, float) and value.is_integer() and _INT_MIN <= value <= _INT_MAX:
+        if isinstance(value, float) and int_valued_float(value):
             notes.append(f"{where_of(path)}: {value!r} -> {int(value)} (Int field)")
             return int(value)
     return value

@@ -373,6 +373,13 @@ def resolve_kind(kind, value):
 # --- checking --------------------------------------------------------------------
 
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def int_valued_float(v) -> bool:
+    """Whether the float ``v`` stands for an Int64 exactly (``8192.0``).  orjson reads an
+    integer past 64 bits as a float, so a float at or past the limits (-2**63 included: the
+    text may have been -2**63-1) is no longer a known integer."""
+    return math.isfinite(v) and v.is_integer() and -(2.0 ** 63) < v < 2.0 ** 63
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
@@ -434,8 +441,10 @@ def _check_leaf(kind: str, v, path: tuple, out: list) -> None:
         if isinstance(v, int) and not isinstance(v, bool):
             if not _INT_MIN <= v <= _INT_MAX:
                 _err(out, "out-of-range", path, f"{_short(v)} does not fit in a 64-bit Int")
-        elif isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        elif isinstance(v, float) and int_valued_float(v):
             _err(out, "integral-float", path, f"{v!r} in an Int field (write an integer)")
+        elif isinstance(v, float) and math.isfinite(v) and v.is_integer():
+            _err(out, "out-of-range", path, f"an integer beyond the 64-bit Int range (about {v:.4g})")
         else:
             what = "a fraction" if isinstance(v, float) else json_kind(v)
             _err(out, "wrong-type", path, f"expected an integer, got {what}")
