@@ -53,8 +53,11 @@ def _from_file(path: Path, cap: int, notes: list, label: str):
             notes.append(f"{label}: no message array; salvaged {len(msgs)} messages piece by piece")
             return dict(doc, messages=msgs), False
         notes.append(f"{label}: top level is not an object")
-    except orjson.JSONDecodeError:
-        pass
+    except orjson.JSONDecodeError as exc:
+        why = "holds a number beyond the range of a Double" if str(exc).startswith("number is infinity") \
+            else "not valid JSON"
+    else:
+        why = "not valid JSON"
     text = data.decode("utf-8", errors="replace")
     top = repair.salvage_top_level(text)
     if repair.looks_like_message(top):  # no top-level key line survived: these are a message's keys
@@ -66,7 +69,7 @@ def _from_file(path: Path, cap: int, notes: list, label: str):
         return None, False
     doc = dict(top)
     doc["messages"] = msgs
-    notes.append(f"{label}: not valid JSON; salvaged {len(msgs)} messages piece by piece")
+    notes.append(f"{label}: {why}; salvaged {len(msgs)} messages piece by piece")
     return doc, False
 
 

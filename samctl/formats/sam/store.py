@@ -139,6 +139,12 @@ class SamStore(Store):
             return self.conv_dir / "conversations.json"
         return p
 
+    def raw_part(self, cid: str, path: Path) -> bytes | None:
+        if path.name != "conversations.json":
+            return None
+        doc = self._legacy_docs([]).get(cid.upper())  # (raw_path chose the file because it holds cid)
+        return None if doc is None else orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
     # the meta cache ------------------------------------------------------
     def _cache(self) -> MetaCache:
         return MetaCache("sam", self.root_real, self.use_cache, self.caps)
@@ -245,6 +251,10 @@ class SamStore(Store):
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
+            if str(exc).startswith("number is infinity"):  # valid JSON, but no Int or Double holds it
+                where = str(exc).partition(": ")[2]
+                return None, ["sam-reject", f"a number beyond the range of a Double ({where}): SAM skips the whole "
+                                            "conversation"]
             return None, ["bad-json", f"not valid JSON (SAM skips the whole conversation): {_short(exc)}"]
         if not isinstance(doc, dict):
             return None, ["sam-reject", f"top level is {type(doc).__name__}, not an object (SAM skips it)"]
