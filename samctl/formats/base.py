@@ -66,6 +66,10 @@ class Store:
     def raw_path(self, cid: str) -> Path:
         raise NotImplementedError
 
+    def raw_part(self, cid: str, path: Path) -> bytes | None:
+        """When ``path`` (``raw_path(cid)``) holds other conversations too: ``cid``'s part of it."""
+        return None
+
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
         """Append every finding to ``findings``; with ``fix``, return what was changed (``force``:
         also what the owning app is using, where the store can tell per conversation)."""
