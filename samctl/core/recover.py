@@ -143,18 +143,19 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
     """Plan and (unless ``dry_run``) carry out the recovery of one conversation."""
     cid = resolve_id(store, text)
     if store.name == "mermaid":
-        from samctl.formats.mermaid.recover import plan_recovery
+        from samctl.formats.mermaid import recover as formats_recover
 
         if from_file is not None:
             raise SamctlError("--from reads SAM export packages; for mermaid use --use PATH with a .conflict file")
-        make_plan = lambda: plan_recovery(store, cid, use=use)  # noqa: E731
+        source = use
     else:
-        from samctl.formats.sam.recover import plan_recovery
+        from samctl.formats.sam import recover as formats_recover
 
         if use is not None:
             raise SamctlError("--use adopts a mermaid .conflict file; for SAM give an export package with --from")
-        make_plan = lambda: plan_recovery(store, cid, from_file=from_file)  # noqa: E731
-    plan = make_plan()  # read-only; errors surface before anything is locked or written
+        source = from_file
+    stamps = _stamps(formats_recover.inputs(store, cid, source))  # before the plan reads them
+    plan = formats_recover.plan_recovery(store, cid, source)  # read-only; errors surface before anything is locked
     if to is not None:
         to = destination(store, plan, to)
     if dry_run or (plan.nothing_to_do and to is None):
@@ -163,4 +164,16 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
         return execute(plan, to=to)
     ensure_app_idle(store, [cid], force)
     with store_lock(store, lock_wait):
-        return execute(make_plan())  # planned again under the lock: the files may have moved on
+        if _stamps(formats_recover.inputs(store, cid, source)) != stamps:  # the files moved on: plan again
+            plan = formats_recover.plan_recovery(store, cid, source)
+        return execute(plan)
+
+
+def _stamps(paths: list) -> list:
+    """What tells a changed file from an unchanged one without reading it (ctime too: a write
+    that keeps the size and puts the mtime back still moves the ctime)."""
+    out = []
+    for p in paths:
+        st = fsafe.lstat(p)
+        out.append((str(p), None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)))
+    return out

@@ -92,6 +92,12 @@ def _diff_lines(old: dict | None, new: dict) -> list[str]:
     return out
 
 
+def inputs(store, cid: str, use=None) -> list:
+    """Every path ``plan_recovery`` may read (the folder too: a file added to it changes its mtime)."""
+    paths = [store.conv_dir, *(store.path(cid, ext) for ext in ("json", "jsonl", "meta"))]
+    return paths + ([Path(use)] if use is not None else [])
+
+
 def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
     snap_path = store.path(cid, "json")
     log_path = store.path(cid, "jsonl")

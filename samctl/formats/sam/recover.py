@@ -111,6 +111,20 @@ def _from_package(path, cid: str, cap: int) -> dict | None:
     raise UsageError(f"{path} does not contain conversation {cid}")
 
 
+def inputs(store, cid: str, from_file=None) -> list:
+    """Every path ``plan_recovery`` may read (folders too: a file added to one changes its mtime)."""
+    folder, backups = store.folder(cid), store.conv_dir / "backups"
+    paths = [folder, *_entries(folder), backups, *_entries(backups)]
+    return paths + ([Path(from_file)] if from_file is not None else [])
+
+
+def _entries(folder: Path) -> list:
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
+
+
 def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     folder = store.folder(cid)
     target = folder / "conversation.json"
