@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import re
@@ -138,6 +139,11 @@ def parse_date_parts(s) -> tuple[int, str] | None:
     """
     if not isinstance(s, str):
         return None
+    return _date_parts(s) if len(s) <= 64 else _date_parts.__wrapped__(s)  # (no long junk kept in the cache)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a repair reads each message's dates many times over
+def _date_parts(s: str) -> tuple[int, str] | None:
     m = _DATE_RE.match(s)
     if m is None:
         return None
