@@ -35,7 +35,7 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 
-VERSION = 3
+VERSION = 4  # 4: a mermaid sidecar row's created carries the writer's offset
 RACY_SECONDS = 2.0
 
 

@@ -136,14 +136,29 @@ def created_from_id(cid: str) -> str:
     return f"{cid[0:4]}-{cid[4:6]}-{cid[6:8]}T{cid[9:11]}:{cid[11:13]}:{cid[13:15]}.{cid[16:19]}"
 
 
+_OFFSET_RE = re.compile(r"(?:Z|([+-])(\d\d):(\d\d))\Z")
+
+
 def meta_from_meta(doc: dict, path: str, size: int, updated_ts: float | None = None) -> ConversationMeta:
-    """A listing row from a sidecar whose id the caller has checked against the id rule."""
+    """A listing row from a sidecar whose id the caller has checked against the id rule.
+
+    A sidecar has no ``created_at``: the id is the creation time on the writer's wall clock.
+    Its ``updated_at`` carries the writer's UTC offset, so the id is read in that offset
+    (the snapshot's ``created_at`` says the same instant); without one, in local time.
+    """
     cid = doc["id"]
+    created = created_from_id(cid)
+    created_ts = None
+    m = _OFFSET_RE.search(doc["updated_at"])
+    if m is not None:
+        offset = 0 if m[1] is None else (1 if m[1] == "+" else -1) * (int(m[2]) * 3600 + int(m[3]) * 60)
+        naive = parse_timestamp(created + "Z")
+        if naive is not None:
+            created_ts = naive - offset
+            created += m[0]
     return ConversationMeta(
-        "mermaid", cid, doc["title"],
-        f"{cid[0:4]}-{cid[4:6]}-{cid[6:8]}T{cid[9:11]}:{cid[11:13]}:{cid[13:15]}.{cid[16:19]}",
-        doc["updated_at"],
-        _created_ts(cid),
+        "mermaid", cid, doc["title"], created, doc["updated_at"],
+        _created_ts(cid) if created_ts is None else created_ts,
         parse_timestamp(doc["updated_at"]) if updated_ts is None else updated_ts,
         doc.get("message_count") or 0, size, False, path,
     )
