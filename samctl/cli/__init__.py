@@ -81,9 +81,11 @@ def report_error(exc: errors.SamctlError) -> None:
     from samctl.core.render import safe_text
 
     # messages quote file names and file text: never a control character to the terminal
-    click.echo(safe_text(f"samctl: error: {exc.message}", lines=False), err=True)
+    from samctl.cli.common import pasteable
+
+    click.echo(pasteable(safe_text(f"samctl: error: {exc.message}", lines=False)), err=True)
     if exc.hint:
-        click.echo(safe_text(f"hint: {exc.hint}", lines=False), err=True)
+        click.echo(pasteable(safe_text(f"hint: {exc.hint}", lines=False)), err=True)
 
 
 def _quiet_broken_pipe() -> None:
@@ -127,8 +129,11 @@ def cli(ctx, root, max_file_size, no_cache):
       samctl show 2026081
       samctl --root ~/proj check
     """
-    from samctl.cli.common import Options
+    from click.core import ParameterSource
 
+    from samctl.cli.common import Options, remember_root
+
+    remember_root(root if ctx.get_parameter_source("root") is ParameterSource.COMMANDLINE else None)
     ctx.obj = Options(root=root, max_file_size=_parse_size(max_file_size) if max_file_size else None,
                       cache=not no_cache)
 

@@ -41,6 +41,28 @@ class Options:
         return self._store
 
 
+_ROOT_ARG = ""  # " --root PATH" (shell-quoted) when the store was named on the command line
+
+
+def remember_root(root: str | None) -> None:
+    """Called once per invocation: the ``--root`` given on the command line, or None."""
+    global _ROOT_ARG
+    import shlex
+
+    _ROOT_ARG = f" --root {shlex.quote(root)}" if root else ""
+
+
+def pasteable(text: str) -> str:
+    """``text`` with every samctl command it suggests (``samctl restore ...``) given the same
+    ``--root`` as this run, so a pasted suggestion acts on the same store.  (SAMCTL_ROOT and
+    the default store need nothing: the pasted command finds them again.)"""
+    if not _ROOT_ARG or "samctl " not in text:
+        return text
+    from samctl.cli import COMMANDS
+
+    return re.sub(r"\bsamctl (?=(?:%s)\b)" % "|".join(COMMANDS), lambda m: f"samctl{_ROOT_ARG} ", text)
+
+
 def store_of(ctx: click.Context):
     return ctx.find_object(Options).store()
 
@@ -152,7 +174,7 @@ def report_findings(findings, quiet: bool = False) -> None:
     for f in findings:
         if quiet and f.severity == "info":
             continue
-        click.echo(f.line(), err=True)
+        click.echo(pasteable(f.line()), err=True)
 
 
 def exit_for(findings) -> int:

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from samctl.cli.common import emit_json, examples, human_size, store_of
+from samctl.cli.common import emit_json, examples, human_size, pasteable, store_of
 
 
 class _Progress:
@@ -99,7 +99,7 @@ def command(ctx, rebuild, update, fmt):
     if fmt == "json":
         emit_json(st)
         return
-    click.echo(_text(st))
+    click.echo(pasteable(_text(st)))
 
 
 def _ago(seconds) -> str:

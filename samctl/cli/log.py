@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, store_of, table
+from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, pasteable, store_of, table
 from samctl.core.logview import EVENT_TYPES, log_rows
 from samctl.core.render import one_line, safe_text
 from samctl.core.timeparse import format_local, parse_timestamp
@@ -47,7 +47,7 @@ def command(ctx, conversation_id, types, fmt):
         click.echo(safe_text(f"{'warning' if read.stop == 'torn-tail' else 'error'}: log-{read.stop}: {path}: "
                              f"{read.reason}", lines=False), err=True)
         if read.stop == "torn-tail":
-            click.echo(f"hint: `samctl recover {cid}` trims the torn line (keeping its bytes in a .torn file)",
-                       err=True)
+            click.echo(pasteable(f"hint: `samctl recover {cid}` trims the torn line (keeping its bytes in a .torn "
+                                 "file)"), err=True)
         raise click.exceptions.Exit(errors.PARTIAL)
     click.echo(f"{len(read.events)} events, clean end", err=True)

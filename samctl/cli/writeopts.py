@@ -8,7 +8,7 @@ import sys
 import click
 
 from samctl import errors
-from samctl.cli.common import emit_json, human_size, report_findings
+from samctl.cli.common import emit_json, human_size, pasteable, report_findings
 
 FORMATS = click.Choice(("text", "json"))
 
@@ -83,7 +83,7 @@ def render(report, fmt: str, undo_hint: str | None = None) -> None:
                 extra = f" -> {it['entry']} ({human_size(it.get('bytes'))} -> {human_size(it.get('stored'))})"
             click.echo(f"{it['action']}: {it.get('restored_from') or it['id']}{extra}  {_one_line(it.get('title'))}")
         if undo_hint and report.items and not report.dry_run:
-            click.echo(undo_hint, err=True)
+            click.echo(pasteable(undo_hint), err=True)
     report_findings(report.findings)
     if report.failed:
         raise click.exceptions.Exit(errors.FAILED if not report.items else errors.PARTIAL)

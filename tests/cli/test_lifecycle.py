@@ -45,7 +45,7 @@ def test_rm_then_restore_brings_back_bytes_modes_mtimes(which, cid, short, run, 
     r = run("--root", root, "rm", short)
     assert r.exit_code == 0, r.stderr
     assert f"deleted: {cid}" in r.stdout
-    assert f"undo with: samctl restore {cid}" in r.stderr
+    assert f"undo with: samctl --root {root} restore {cid}" in r.stderr
     assert files_state(root, cid) == {}
     entries = [p.name for p in attic_of(root).iterdir() if p.name.endswith(".tar.zst")]
     assert len(entries) == 1 and entries[0].startswith(f"{cid}.deleted.")
@@ -434,7 +434,7 @@ def test_an_id_whose_only_entry_is_damaged_is_refused_and_nothing_changes(cmd, r
     fp = fingerprint(mermaid_demo)
     r = run("--root", mermaid_demo, *cmd, MID)
     assert r.exit_code == 4, r.stderr
-    assert f"no attic entry of {MID} can be read" in r.stderr and "samctl attic" in r.stderr
+    assert f"no attic entry of {MID} can be read" in r.stderr and f"samctl --root {mermaid_demo} attic" in r.stderr
     assert fingerprint(mermaid_demo) == fp
     r = run("--root", mermaid_demo, "attic")
     assert r.exit_code == 3 and "attic-bad-manifest" in r.stderr
@@ -857,7 +857,7 @@ def test_rm_that_removes_part_of_a_conversation_says_so(run, mermaid_demo, monke
     r = run("--root", mermaid_demo, "rm", MID)
     assert r.exit_code == 3, r.output
     assert "not-moved" not in r.stderr and "partly-removed" in r.stderr and f"{MID}.json" in r.stderr
-    assert "undo with: samctl restore" in r.stdout + r.stderr
+    assert f"undo with: samctl --root {mermaid_demo} restore" in r.stdout + r.stderr
     assert [p for p in attic_of(mermaid_demo).iterdir() if p.name.startswith(MID) and p.name.endswith(".tar.zst")]
     assert (conv(mermaid_demo) / f"{MID}.json").exists() and not (conv(mermaid_demo) / f"{MID}.meta").exists()
 
@@ -977,9 +977,10 @@ def test_an_attic_entry_that_cannot_be_dropped_after_its_restore(run, mermaid_de
 
 def test_an_id_the_attic_does_not_hold_points_at_samctl_attic(run, mermaid_demo):
     r = run("--root", mermaid_demo, "restore", MID)
-    assert r.exit_code == 4 and "samctl-attic" in r.stderr and "`samctl attic` lists them" in r.stderr
+    pasted = f"samctl --root {mermaid_demo}"
+    assert r.exit_code == 4 and "samctl-attic" in r.stderr and f"`{pasted} attic` lists them" in r.stderr
     r = run("--root", mermaid_demo, "rm", "--purge", "20990101", "--yes")
-    assert r.exit_code == 4 and "`samctl ls` and `samctl attic` list them" in r.stderr, r.stderr
+    assert r.exit_code == 4 and f"`{pasted} ls` and `{pasted} attic` list them" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("odd", ["folder-symlink", "dangling-symlink", "folder-is-a-file", "lock-symlink",

@@ -31,7 +31,7 @@ def test_log_lists_events_and_says_where_it_stopped(run, torn):
     assert rows[0].split() == ["SEQ", "TIME", "TYPE", "SUMMARY"]
     assert len(rows) == 14 and rows[1].split()[0] == "0" and "started" in rows[1]
     assert "Assistant: Let me look at the test first. [+1 tool call]" in r.stdout
-    assert "torn tail at byte 4638" in r.stderr and f"samctl recover {SPEC_ID}" in r.stderr
+    assert "torn tail at byte 4638" in r.stderr and f"samctl --root {torn} recover {SPEC_ID}" in r.stderr
 
 
 def test_log_type_filter_and_json(run, torn):

@@ -258,7 +258,7 @@ def test_the_leftover_tmp_hint_names_the_folder_when_the_file_is_gone(run, sam_d
     p = _file(sam_demo)
     p.rename(p.parent / "conversation.json.tmp")
     r = run("--root", sam_demo, "check")
-    assert f"`samctl recover {SAM_ID}`" in r.stderr
+    assert f"`samctl --root {sam_demo} recover {SAM_ID}`" in r.stderr
 
 
 def test_an_invalid_created_comes_from_the_first_message_not_the_clock(run, sam_demo, original):

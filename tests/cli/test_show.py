@@ -115,7 +115,7 @@ def test_nothing_readable_is_exit_3_with_a_hint(run, mermaid_demo):
     (conv / f"{SPEC_ID}.jsonl").write_text("garbage\n")
     r = run("--root", mermaid_demo, "show", SPEC_ID)
     assert r.exit_code == 3 and r.stdout == ""
-    assert f"samctl recover {SPEC_ID}" in r.stderr
+    assert f"samctl --root {mermaid_demo} recover {SPEC_ID}" in r.stderr
 
 
 def test_control_characters_cannot_drive_the_terminal(run, mermaid_demo):

@@ -77,7 +77,7 @@ def test_show_from_the_log_is_partial_and_says_so(run, mermaid_demo, damage, fmt
     lines = [ln for ln in r.stderr.splitlines() if ": from-log: " in ln]
     assert lines == [f"warning: from-log: {snap.with_suffix('.jsonl')}: no readable snapshot "
                      f"({snap.name}); this transcript is the event log's fold "
-                     f"(`samctl recover {SPEC_ID}` rebuilds the snapshot)"]
+                     f"(`samctl --root {mermaid_demo} recover {SPEC_ID}` rebuilds the snapshot)"]
     assert ("bad-json" in r.stderr) == (damage == "corrupt")
     assert fingerprint(mermaid_demo) == before
 
