@@ -40,7 +40,8 @@ class _Progress:
 @click.option("-o", "--output", metavar="PATH|-",
               help="A file for one conversation, a folder for several (created 0700; files 0600). A .json/.jsonl "
                    "file name holds several conversations in one stream (json, jsonl, sam-package: a bulk package). "
-                   "Default, or -: stdout (json, jsonl, sam-package, or one conversation).")
+                   "Default, or -: stdout (json, jsonl, sam-package, or one conversation). Never inside the "
+                   "app's folder; an existing file is replaced, unless nothing could be exported.")
 @click.option("--all-messages", is_flag=True,
               help="Also export what the app's UI hides (system-generated turns, empty messages). SAM packages "
                    "always carry every message.")

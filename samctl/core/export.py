@@ -30,7 +30,7 @@ from typing import Callable
 from samctl import fsafe
 from samctl.core import render
 from samctl.core.load import load_resolved
-from samctl.core.model import ERROR, Finding
+from samctl.core.model import ERROR, INFO, Finding
 from samctl.errors import SamctlError, UsageError
 
 FORMATS = ("markdown", "html", "json", "jsonl", "sam-package")
@@ -195,14 +195,16 @@ def plan_output(output: str | None, fmt: str, many: bool, store) -> Plan:
 
 
 def _refuse_inside_store(p: Path, store) -> None:
-    """UsageError if ``p`` lies in the store or in samctl's own folders beside it (its attic, its lock
-    folder), directly or through a symlink."""
+    """UsageError if ``p`` lies in the store, in samctl's own folders beside it (its attic, its lock
+    folder) or in the app's folder that holds them all, directly or through a symlink."""
     from samctl.core.attic import attic_dir
     from samctl.core.lock import samctl_dir
 
+    app = os.path.dirname(store.root_real)  # SAM's base folder (memory.db, ...), mermaid's .mermaid
     for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
                          (os.path.realpath(attic_dir(store)), "samctl's attic"),
-                         (os.path.realpath(samctl_dir(store)), "samctl's own folder")):
+                         (os.path.realpath(samctl_dir(store)), "samctl's own folder"),
+                         (app, f"{'SAM' if store.name == 'sam' else 'mermaid'}'s folder ({app})")):
         if fsafe.is_inside(folder, p):
             raise UsageError(f"{p} is inside {what}; export never writes there",
                              hint="pick a folder outside it, e.g. -o ~/exports")
@@ -247,8 +249,15 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
                        index=(fmt == "html" and many))
             return res
         if plan.kind == "file":
-            with fsafe.atomic_writer(_ensure_parent(plan.path)) as out:
-                _to_stream(store, conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
+            try:
+                with fsafe.atomic_writer(_ensure_parent(plan.path)) as out:
+                    _to_stream(store, conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
+                    if res.exported == 0 and ids:  # every one skipped: an empty file would replace a good one
+                        raise _NothingToWrite
+            except _NothingToWrite:
+                findings.append(Finding("not-written", str(plan.path), "nothing was written to "
+                                        f"{plan.path}; what was there is left as it was", INFO))
+                return res
             res.files.append(str(plan.path))
             return res
     except BrokenPipeError:
@@ -262,6 +271,10 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
     _to_stream(store, conversations(), fmt, stdout, findings, res, include_hidden, exported_at, many)
     stdout.flush()
     return res
+
+
+class _NothingToWrite(Exception):
+    """Every conversation of a one-file export was skipped: the temp goes, the old file stays."""
 
 
 def _ensure_parent(path: Path) -> Path:

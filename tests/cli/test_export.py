@@ -28,6 +28,10 @@ def test_help_shows_examples(run):
     (("--all", "-o", "{store}/conversations/out"), "inside the store"),
     (("--all", "-o", "{store}/samctl-attic/out"), "inside samctl's attic"),
     (("8B58", "-o", "{store}/.samctl/out.json"), "inside samctl's own folder"),
+    # SAM's own files beside conversations/ (spec §2): the legacy memory.db, shared_memory.db, ...
+    (("8B58", "--to", "json", "-o", "{store}/memory.db"), "inside SAM's folder"),
+    (("8B58", "--to", "json", "-o", "{store}/shared_memory.db"), "inside SAM's folder"),
+    (("--all", "--to", "markdown", "-o", "{store}"), "inside SAM's folder"),
 ])
 def test_usage_errors_say_what_to_do(run, sam_demo, args, message):
     args = [a.replace("{store}", str(sam_demo)) for a in args]
@@ -106,10 +110,11 @@ def test_sam_packages_single_and_bulk(run, sam_demo, mermaid_demo, tmp_path):
 
 def test_broken_store_exports_the_rest_and_exits_partial(run, mermaid_broken, sam_broken, tmp_path):
     for root in (mermaid_broken[0], sam_broken[0]):
-        r = run("--root", root, "export", "--all", "--to", "markdown", "-o", tmp_path / root.name)
+        out = tmp_path / "exports" / root.name  # (not tmp_path/SAM: that is SAM's own folder)
+        r = run("--root", root, "export", "--all", "--to", "markdown", "-o", out)
         assert r.exit_code == 3, r.stderr
         assert "Traceback" not in r.stderr and "error: " in r.stderr
-        assert len(list((tmp_path / root.name).iterdir())) >= 3
+        assert len(list(out.iterdir())) >= 3
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "html", "json", "jsonl", "sam-package"])
@@ -141,3 +146,38 @@ def test_a_place_that_cannot_be_written_is_an_error_for_people(run, mermaid_demo
     r = run("--root", mermaid_demo, "export", "--all", "-o", tmp_path / "afile" / "out")
     assert r.exit_code == 1 and "cannot write" in r.stderr and "hint: check that the folder" in r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+
+
+@pytest.mark.parametrize("where", ["{proj}/.mermaid", "{proj}/.mermaid/notes.md", "{proj}/.mermaid/scratch/x.md"])
+def test_mermaids_folder_is_refused_too(run, mermaid_demo, where):
+    before = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "export", "--all", "--to", "markdown", "-o", where.replace("{proj}", str(mermaid_demo)))
+    assert r.exit_code == 2 and "inside mermaid's folder" in r.stderr and "hint: " in r.stderr
+    assert fingerprint(mermaid_demo) == before
+
+
+def test_the_project_folder_itself_is_fine(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "export", SPEC_MERMAID, "--to", "markdown", "-o", mermaid_demo / "notes.md")
+    assert r.exit_code == 0, r.stderr
+    assert (mermaid_demo / "notes.md").read_text().startswith("# Fix the flaky test")
+
+
+@pytest.mark.parametrize("fmt", ["sam-package", "json", "jsonl", "markdown", "html"])
+def test_a_skipped_conversation_leaves_an_earlier_export_as_it_was(run, sam_demo, tmp_path, fmt):
+    out = tmp_path / "out" / "portland.export"
+    assert run("--root", sam_demo, "export", "8B58", "--to", fmt, "-o", out).exit_code == 0
+    good = out.read_bytes()
+    assert good
+    (sam_demo / "conversations" / SAM_ID / "conversation.json").write_text("{")
+    r = run("--root", sam_demo, "export", "8B58", "--to", fmt, "-o", out)
+    assert r.exit_code == 3 and "bad-json" in r.stderr
+    assert f"nothing was written to {out}" in r.stderr
+    assert out.read_bytes() == good
+    assert sorted(p.name for p in out.parent.iterdir()) == ["portland.export"]  # no temp left
+
+
+def test_all_skipped_writes_no_new_file(run, sam_demo, tmp_path):
+    (sam_demo / "conversations" / SAM_ID / "conversation.json").write_text("{")
+    out = tmp_path / "one.json"
+    r = run("--root", sam_demo, "export", "8B58", "--to", "json", "-o", out)
+    assert r.exit_code == 3 and not out.exists()
