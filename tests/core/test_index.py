@@ -349,3 +349,20 @@ def test_an_unwritable_cache_costs_only_time(sam, tmp_path, monkeypatch, run):
     assert query(sam) == want
     r = run("--root", sam, "search", "budget")
     assert r.exit_code == 0 and r.stdout
+
+
+def test_an_edit_that_puts_the_mtime_back_is_read_again(sam):
+    """Same size, same mtime, same inode (an editor that saves in place, then restores the
+    mtime): the ctime, which no one can set, still tells."""
+    refresh(sam)
+    conv = sam / "conversations" / SAM_ID / "conversation.json"
+    st = conv.stat()
+    data = conv.read_bytes()
+    assert b"weekend trip" in data
+    with open(conv, "r+b") as f:
+        f.write(data.replace(b"weekend trip", b"zanzibr trip"))
+    os.utime(conv, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (conv.stat().st_size, conv.stat().st_mtime_ns, conv.stat().st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+    idx, _ = refresh(sam)
+    assert idx.read == [f"{SAM_ID}/conversation.json"]
+    assert any(c == SAM_ID for _, c, _, _ in query(sam, "zanzibr", where="messages"))

@@ -9,7 +9,7 @@ conversation's snapshot + log.  Its key names it in the manifest::
     <folder>/context_archive.db  sam-arch       @base/memory.db      sam-base-mem
     conversations.json           sam-legacy     <mermaid id>         mermaid
 
-Its signature is ``size:mtime_ns:inode`` per file, ``-`` for an absent one, joined by ``|``.
+Its signature is ``size:mtime_ns:inode:ctime_ns`` per file, ``-`` for an absent one, joined by ``|``.
 
 Invariants
 ----------
@@ -52,7 +52,7 @@ class Source(NamedTuple):
     key: str  # "<folder>/memory.db", "<mermaid id>", "@base/memory.db", "conversations.json"
     kind: str  # sam-conv, sam-mem, sam-arch, sam-base-mem, sam-legacy, mermaid
     paths: tuple
-    sig: str  # "size:mtime_ns:inode" per path, "-" for an absent one, joined by "|"
+    sig: str  # "size:mtime_ns:inode:ctime_ns" per path, "-" for an absent one, joined by "|"
     conv: str | None  # the conversation/scope its rows belong to (None: each row says)
     trusted: bool = True  # False: modified within RACY_SECONDS; read it again next time
 
@@ -96,7 +96,7 @@ def discover(store, findings: list, scope: set | None = None) -> dict[str, Sourc
         if not isreg(st.st_mode):
             findings.append(_not_regular(path, st.st_mode, conv))
             return None
-        return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}", now - st.st_mtime_ns < racy_ns
+        return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}", now - st.st_mtime_ns < racy_ns
 
     def add(key, kind, paths, conv):
         parts = [sig_of(p, conv) for p in paths]
@@ -143,7 +143,8 @@ def discover(store, findings: list, scope: set | None = None) -> dict[str, Sourc
                         findings.append(_not_regular(path + fsuffix, st.st_mode, cid))
                         continue
                     # tuple.__new__: a Source without the NamedTuple constructor's cost (20,000 per search)
-                    out[key] = make(Source, (key, kind, (path + fsuffix,), f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}",
+                    out[key] = make(Source, (key, kind, (path + fsuffix,),
+                                             f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}",
                                              cid, now - st.st_mtime_ns >= racy_ns))
         finally:
             os.close(dirfd)
