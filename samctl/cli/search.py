@@ -12,6 +12,12 @@ from samctl.cli.common import complete_ids, emit_json, emit_jsonl, examples, fin
 from samctl.cli.writeopts import force_option, lock_wait_option
 
 
+def _a_number(ctx, param, value):
+    if value is not None and value != value:  # NaN: every comparison false, so nothing would ever match
+        raise click.BadParameter("is not a number")
+    return value
+
+
 @click.command("search")
 @click.argument("query", required=False, default="")
 @click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
@@ -22,7 +28,7 @@ from samctl.cli.writeopts import force_option, lock_wait_option
                    "[default: all; memories with --like]")
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
               help="At most N results.")
-@click.option("--threshold", type=float, default=0.3, show_default=True, metavar="X",
+@click.option("--threshold", type=float, default=0.3, show_default=True, metavar="X", callback=_a_number,
               help="Keep results scoring at least X (SAM's default 0.3; scores reach 1.5).")
 @click.option("--since", metavar="WHEN", help="Only rows dated since WHEN (7d, 12h, 2026-08-01).")
 @click.option("--until", metavar="WHEN", help="Only rows dated until WHEN.")

@@ -447,3 +447,8 @@ def test_a_capped_search_does_not_hide_a_conversation_from_the_next(run, sam):
     r = run("--root", sam, "search", "--exact", "Portland", "--format", "json")
     assert r.exit_code == 0 and "too-large" not in r.stderr, r.stderr
     assert "8B58CBC4-ACA7-4811-AE66-C01921690310" in r.stdout
+
+
+def test_a_nan_threshold_is_a_usage_error(run, sam):
+    r = run("--root", sam, "search", "portland", "--threshold", "nan")
+    assert r.exit_code == 2 and "--threshold" in r.stderr and "is not a number" in r.stderr
