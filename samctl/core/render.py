@@ -131,6 +131,33 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_DETAILS_END = re.compile(r"</details\s*>", re.I)
+
+
+def _contained(text: str) -> str:
+    """``text`` with a closing line added for a code fence it leaves open (CommonMark §4.5), so
+    that one message's text cannot turn the headings and messages after it into code."""
+    open_run = None
+    for line in text.split("\n"):
+        m = _FENCE_LINE.fullmatch(line)
+        if m is None:
+            continue
+        run, rest = m.groups()
+        if open_run is None:
+            if not (run[0] == "`" and "`" in rest):  # (a backtick fence's info string has no backtick)
+                open_run = run
+        elif run[0] == open_run[0] and len(run) >= len(open_run) and not rest.strip():
+            open_run = None
+    return text if open_run is None else text.rstrip("\n") + "\n" + open_run
+
+
+def _in_fold(reasoning: str) -> str:
+    """Reasoning for a ``<details>`` block: its own ``</details>`` would end the fold early, so it is
+    written as the entity text a Markdown reader shows as the same characters."""
+    return _contained(_DETAILS_END.sub(lambda m: "&lt;" + m.group()[1:], reasoning))
+
+
 def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
                 min_importance: float | None = None) -> str:
     m = conv.meta
@@ -155,13 +182,13 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
         out.append(f"## {label} · {msg.timestamp or ''}".rstrip(" ·"))
         out.append("")
         if msg.reasoning and reasoning:
-            out += ["<details><summary>Reasoning</summary>", "", msg.reasoning, "", "</details>", ""]
+            out += ["<details><summary>Reasoning</summary>", "", _in_fold(msg.reasoning), "", "</details>", ""]
         if msg.content:
             if msg.role == "tool":
                 f = _fence(msg.content)
                 out += [f, msg.content.rstrip("\n"), f, ""]
             else:
-                out += [msg.content, ""]
+                out += [_contained(msg.content), ""]
         for tc in msg.tool_calls:
             args = tc.arguments
             if isinstance(args, str):
