@@ -12,12 +12,12 @@ from samctl.core.recover import recover
 
 
 def _print(plan, dry_run: bool, to=None) -> None:
-    if dry_run:
-        head = "would recover"
-    elif not plan.nothing_to_do:
-        head = "recovered"
+    if not plan.nothing_to_do:
+        head = "would recover" if dry_run else "recovered"
+    elif to:
+        head = "nothing to recover; would copy" if dry_run else "nothing to recover; copied"
     else:
-        head = "nothing to recover; copied" if to else "nothing to do for"
+        head = "nothing to do for"
     click.echo(f"{head} {plan.cid} from {plan.source}")
     if plan.messages_before is not None or plan.messages_after is not None:
         before = "-" if plan.messages_before is None else plan.messages_before

@@ -146,13 +146,13 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
         from samctl.formats.mermaid import recover as formats_recover
 
         if from_file is not None:
-            raise SamctlError("--from reads SAM export packages; for mermaid use --use PATH with a .conflict file")
+            raise UsageError("--from reads SAM export packages; for mermaid use --use PATH with a .conflict file")
         source = use
     else:
         from samctl.formats.sam import recover as formats_recover
 
         if use is not None:
-            raise SamctlError("--use adopts a mermaid .conflict file; for SAM give an export package with --from")
+            raise UsageError("--use adopts a mermaid .conflict file; for SAM give an export package with --from")
         source = from_file
     stamps = _stamps(formats_recover.inputs(store, cid, source))  # before the plan reads them
     plan = formats_recover.plan_recovery(store, cid, source)  # read-only; errors surface before anything is locked

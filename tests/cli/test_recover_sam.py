@@ -165,7 +165,7 @@ def test_healthy_sam_conversation_is_left_alone(run, sam_demo):
 
 def test_use_is_for_mermaid(run, sam_demo):
     r = run("--root", sam_demo, "recover", "8B58", "--use", "x")
-    assert r.exit_code == 1 and "--from" in r.stderr
+    assert r.exit_code == 2 and "--from" in r.stderr
 
 
 # --- damage the salvage once did not survive --------------------------------------

@@ -81,3 +81,21 @@ def test_to_of_a_healthy_conversation_says_it_copied_it(run, sam_demo, tmp_path)
     assert r.exit_code == 0, r.stderr
     assert "nothing to do" not in r.stdout and "copied" in r.stdout
     assert json.loads((tmp_path / "copy.json").read_text())["id"] == SAM_ID
+
+
+def test_dry_run_of_a_healthy_conversation_says_nothing_to_do(run, mermaid_demo, sam_demo, tmp_path):
+    for root, cid in ((mermaid_demo, "20260810_1403"), (sam_demo, "8B58")):
+        r = run("--root", root, "recover", cid, "--dry-run")
+        assert r.exit_code == 0 and r.stdout.startswith("nothing to do for "), r.stdout
+        assert run("--root", root, "recover", cid).stdout.startswith("nothing to do for ")
+        r = run("--root", root, "recover", cid, "--dry-run", "--to", tmp_path)
+        assert r.exit_code == 0 and r.stdout.startswith("nothing to recover; would copy "), r.stdout
+
+
+@pytest.mark.parametrize("which,cid,option", [("sam", "8B58", "--use"), ("mermaid", "20260810_1403", "--from")])
+def test_the_other_stores_option_is_a_usage_error(run, mermaid_demo, sam_demo, tmp_path, which, cid, option):
+    root = sam_demo if which == "sam" else mermaid_demo
+    before = fingerprint(root)
+    r = run("--root", root, "recover", cid, option, tmp_path / "x")
+    assert r.exit_code == 2 and ("--from" in r.stderr and "--use" in r.stderr)
+    assert fingerprint(root) == before
