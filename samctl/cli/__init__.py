@@ -126,7 +126,7 @@ def cli(ctx, root, max_file_size, no_cache):
     \b
     Examples:
       samctl ls --since 7d
-      samctl show 2026081
+      samctl show 20260810
       samctl --root ~/proj check
     """
     from click.core import ParameterSource

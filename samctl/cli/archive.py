@@ -17,7 +17,7 @@ from samctl.core.timeparse import parse_age
                    "message.")
 @click.option("--keep-last", type=click.IntRange(min=0), metavar="N", help="Never archive the N most recently "
               "updated conversations.")
-@click.option("--title", metavar="TEXT", help="Only conversations whose title contains TEXT.")
+@click.option("--title", metavar="TEXT", help="Only conversations whose title contains TEXT (case-insensitive).")
 @click.option("--include-pinned", is_flag=True, help="Also archive pinned SAM conversations.")
 @dry_run_option
 @yes_option

@@ -13,11 +13,13 @@ from samctl.core.check import check
 @click.option("--fix", is_flag=True, help="Apply safe fixes only: tighten modes to 0600/0700, rebuild "
               "missing or stale mermaid .meta sidecars, trim torn log tails of sessions mermaid does not have "
               "open. Says what it changed.")
-@click.option("--lock-wait", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
-              help="With --fix: wait this long for another samctl's lock.")
+@click.option("--lock-wait", type=click.FloatRange(min=0), default=0, show_default=True, metavar="SECONDS",
+              help="With --fix: wait up to SECONDS for another samctl that is writing to this store, then give up "
+                   "with exit 5.")
 @click.option("--force", is_flag=True, help="With --fix: fix even while the owning app uses the store (SAM "
               "running, a mermaid session open).")
-@click.option("--quiet", "-q", is_flag=True, help="Only the summary (and errors) on stderr; no info lines.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Leave out info lines (warnings, errors and the summary are still printed).")
 @format_option(("text", "json"), "text")
 @examples("samctl check", "samctl check --fix", "samctl check --format json | jq '.findings[].code'")
 @click.pass_context

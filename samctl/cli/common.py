@@ -68,8 +68,10 @@ def store_of(ctx: click.Context):
 
 
 def format_option(choices=("table", "json", "jsonl"), default="table"):
+    stable = [c for c in choices if c.startswith("json")]
+    said = " and ".join(stable) + (" are stable interfaces" if len(stable) > 1 else " is a stable interface")
     return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-                        help="Output format; json and jsonl are stable interfaces.")
+                        help=f"Output format; {said}.")
 
 
 # What JSON allows raw in a string but a terminal acts on (DEL, C1 controls, line separators, bidi

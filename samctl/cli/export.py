@@ -49,7 +49,7 @@ class _Progress:
 @examples("samctl export 8B58 --to markdown > trip.md",
           "samctl export --all --to html -o ~/exports/chats && open ~/exports/chats/index.html",
           "samctl export --all --since 30d --to jsonl | jq -r .content",
-          "samctl export 20260810 --to sam-package -o portland.json   # then import it in SAM")
+          "samctl export 8B58 --to sam-package -o portland.json   # then import it in SAM")
 @click.pass_context
 def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
     """Export conversations without changing the store.

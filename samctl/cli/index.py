@@ -78,6 +78,8 @@ def command(ctx, rebuild, update, fmt):
     if not store.use_cache:
         raise UsageError("the index is a cache, and --no-cache turns caches off",
                          hint="leave out --no-cache (searches with --no-cache read the files directly)")
+    if rebuild and update:
+        raise click.UsageError("give --update or --rebuild, not both (--rebuild reads every file anyway)")
     if rebuild or update:
         progress = progress_printer(sys.stderr)
         findings: list = []

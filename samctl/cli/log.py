@@ -16,7 +16,7 @@ from samctl.core.timeparse import format_local, parse_timestamp
 @click.option("--type", "types", type=click.Choice(EVENT_TYPES), multiple=True,
               help="Only events of this type (repeatable).")
 @format_option()
-@examples("samctl log 20260810_1403", "samctl log 2026081 --type compaction", "samctl log ID --format jsonl | jq .seq")
+@examples("samctl log 20260810_1403", "samctl log 20260810 --type compaction", "samctl log ID --format jsonl | jq .seq")
 @click.pass_context
 def command(ctx, conversation_id, types, fmt):
     """Show the event log of mermaid session ID: seq, time, type and a summary.

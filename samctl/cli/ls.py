@@ -28,7 +28,7 @@ from samctl.gcpause import gc_paused
 @examples("samctl ls --since 7d", "samctl ls --sort size -n 10", "samctl ls --format jsonl | jq .title")
 @click.pass_context
 def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
-    """List conversations: id, title, created/updated, messages, size, pinned, store."""
+    """List conversations: id, created, updated, messages, size, pinned, store, title."""
     query = ListQuery(
         since=parse_when(since) if since else None,
         until=parse_when(until, end=True) if until else None,

@@ -39,10 +39,11 @@ def _print(plan, dry_run: bool, to=None) -> None:
 @click.option("--from", "from_file", metavar="FILE", help="SAM: also salvage from this SAM export package "
               "(single or bulk).")
 @click.option("--force", is_flag=True, help="Write even though the owning app seems to be using the conversation.")
-@click.option("--lock-wait", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
-              help="Wait this long for another samctl's lock.")
+@click.option("--lock-wait", type=click.FloatRange(min=0), default=0, show_default=True, metavar="SECONDS",
+              help="Wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before adopting a --use file.")
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="json is a stable interface.")
 @examples("samctl recover 20260810_1403 --dry-run", "samctl recover 20260810_1403",
           "samctl recover 8B58 --from ~/Desktop/SAM_Portland_2026-08-10.json",
           "samctl recover 20260810_1403 --use .mermaid/conversations/20260810_140307_512.4242.0.conflict")

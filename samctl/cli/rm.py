@@ -36,8 +36,8 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     --empty and --title (filters combine; with ids they narrow the ids).
     Every file of a conversation goes into one compressed archive whose
     hashes are checked before the originals are removed. Acting on more than
-    one conversation, or purging, asks for confirmation on a terminal
-    (--yes for scripts). Pinned SAM conversations are kept unless
+    one conversation, selecting by a filter, or purging asks for confirmation
+    on a terminal (--yes for scripts). Pinned SAM conversations are kept unless
     --include-pinned. Exit 5 if the owning app is using the store.
     """
     from samctl.core import attic, lifecycle

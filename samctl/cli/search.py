@@ -48,7 +48,7 @@ def _a_number(ctx, param, value):
 @examples('samctl search "portland budget"', 'samctl search budget --in memories --since 30d -n 5',
           "samctl search --exact 'go ahead' --format jsonl",
           "samctl search --like 296E5007 --threshold 0.5",
-          "samctl search deadline --conversation 8B58 --min-importance 0.85")
+          "samctl search 'weekend trip' --conversation 8B58 --min-importance 0.8")
 @click.pass_context
 def command(ctx, query, conversations, where, limit, threshold, since, until, exact, like, min_importance, fmt,
             touch, force, lock_wait, no_index):

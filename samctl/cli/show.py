@@ -25,7 +25,8 @@ def _style(text, tag):
 
 @click.command("show")
 @click.argument("conversation_id", metavar="ID", shell_complete=complete_ids)
-@click.option("--format", "fmt", type=click.Choice(("text", "markdown", "json")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "markdown", "json")), default="text", show_default=True,
+              help="text for reading, markdown as export writes it, json (samctl's model; a stable interface).")
 @click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
 @click.option("--all", "show_all", is_flag=True, help="Also show what the app's UI hides (system-generated turns, "
               "empty messages).")
