@@ -366,3 +366,9 @@ def test_an_edit_that_puts_the_mtime_back_is_read_again(sam):
     idx, _ = refresh(sam)
     assert idx.read == [f"{SAM_ID}/conversation.json"]
     assert any(c == SAM_ID for _, c, _, _ in query(sam, "zanzibr", where="messages"))
+
+
+def test_update_and_rebuild_together_is_a_usage_error(run, sam):
+    r = run("--root", sam, "index", "--update", "--rebuild")
+    assert r.exit_code == 2 and "not both" in r.stderr
+    assert not ix.index_dir(open_store(str(sam))).exists()
