@@ -39,7 +39,8 @@ from datetime import datetime, timezone
 from samctl.core import index as ix
 from samctl.core import scoring
 from samctl.core.resolve import Listed, resolve_id
-from samctl.errors import NotFound, UsageError
+from samctl.core.model import ERROR, Finding
+from samctl.errors import PARTIAL, FileProblem, NotFound, SamctlError, UsageError
 
 WHERE = ("memories", "messages", "all")
 EXCERPT = 75  # characters either side of the hit (§11)
@@ -409,31 +410,45 @@ def _memory_sources(store, scope, findings):
     return [s for s in srcs.values() if s.kind in ("sam-mem", "sam-base-mem")]
 
 
+class _SeedUnread(SamctlError):
+    """``--like``'s memory was not found, and some memory databases could not be read."""
+    exit_code = PARTIAL
+
+
 def _find_seed(store, like: str, sources):
     """(id, blob, content, conversation id, path) of the memory ``like`` names (id or unique prefix)."""
     from samctl.formats.sam import memorydb
 
+    from samctl.formats.sam.sqlitefile import SQLITE_ERRORS, _sqlite_finding
+
     lo = like.upper()
     hi = lo + "\uffff"
-    seen = {}
+    seen, unread = {}, []
     for src in sources:
         try:
             conn = memorydb.open_readonly(src.paths[0])
-        except Exception:  # noqa: BLE001 - unreadable files are reported by the scan itself
+            try:
+                rows = conn.execute('SELECT "id", "embedding", "content", "conversation_id" FROM '
+                                    '"conversation_memories" WHERE "id" >= ? AND "id" < ? LIMIT 3', (lo, hi)).fetchall()
+            finally:
+                conn.close()
+        except FileProblem as exc:
+            if exc.code != "missing":
+                unread.append(Finding(exc.code, src.paths[0], exc.message, ERROR, src.conv))
             continue
-        try:
-            rows = conn.execute('SELECT "id", "embedding", "content", "conversation_id" FROM "conversation_memories" '
-                                'WHERE "id" >= ? AND "id" < ? LIMIT 3', (lo, hi)).fetchall()
-        except Exception:  # noqa: BLE001
-            rows = []
-        finally:
-            conn.close()
+        except SQLITE_ERRORS as exc:
+            unread.append(_sqlite_finding(exc, src.paths[0], src.conv))
+            continue
         for mid, blob, content, cid in rows:
             if isinstance(mid, str):
                 seen.setdefault(mid.upper(), (mid, blob, content, src.conv or str(cid).upper(), src.paths[0]))
+    if not seen and unread:  # it may be in a file that could not be read: not "no such memory"
+        raise _SeedUnread(f"no readable memory {like}; {len(unread)} memory database(s) could not be read: "
+                          + "; ".join(f.line() for f in unread[:3]),
+                          hint="try again once SAM is idle, or see `samctl check`")
     if not seen:
         raise NotFound(f"no memory {like} in {store.conv_dir}",
-                       hint="memory ids are listed by `samctl search --in memories --format json`")
+                       hint="memory ids are listed by `samctl search QUERY --in memories --format json`")
     if len(seen) > 1:
         some = ", ".join(sorted(seen)[:5])
         raise UsageError(f"{like!r} is ambiguous: {len(seen)} memories match ({some})", hint="type more of the id")

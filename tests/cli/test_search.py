@@ -452,3 +452,29 @@ def test_a_capped_search_does_not_hide_a_conversation_from_the_next(run, sam):
 def test_a_nan_threshold_is_a_usage_error(run, sam):
     r = run("--root", sam, "search", "portland", "--threshold", "nan")
     assert r.exit_code == 2 and "--threshold" in r.stderr and "is not a number" in r.stderr
+
+
+@pytest.mark.parametrize("damage", ["garbage", "locked"])
+def test_like_a_memory_in_a_database_that_cannot_be_read_is_not_called_missing(run, sam, damage):
+    db = sam / "conversations" / SAM_ID / "memory.db"
+    holder = None
+    if damage == "garbage":
+        db.write_bytes(b"not a database at all" * 100)
+    else:
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+    try:
+        before = fingerprint(sam)
+        r = run("--root", sam, "search", "--like", MEM1[:4])
+        assert r.exit_code == 3, r.stderr
+        assert "could not be read" in r.stderr and str(db) in r.stderr
+        assert ("db-locked" if damage == "locked" else "db-not-sqlite") in r.stderr
+        assert "no memory" not in r.stderr.replace("no readable memory", "")
+        if holder is None:
+            assert fingerprint(sam) == before
+    finally:
+        if holder is not None:
+            holder.close()
+    if damage == "garbage":  # an id no database holds, while one cannot be read: still not "no such memory"
+        r = run("--root", sam, "search", "--like", "FFFF")
+        assert r.exit_code == 3
