@@ -532,7 +532,7 @@ def _sam_leftovers(store, opts, rep, now) -> None:
 
 def _sam_vacuum(store, opts, rep, progress) -> None:
     from samctl.errors import FileProblem
-    from samctl.formats.sam import memorydb
+    from samctl.formats.sam import sqlitefile
 
     dbs = []
     for e in store._folders():
@@ -546,9 +546,9 @@ def _sam_vacuum(store, opts, rep, progress) -> None:
             progress(i, len(dbs), p.name)
         try:
             if opts.dry_run:  # read-only for real: no -shm/-wal created, no hot journal rolled back
-                db = memorydb.open_readonly(p, timeout=0)
+                db = sqlitefile.open_readonly(p, timeout=0)
             else:
-                db = sqlite3.connect(memorydb._uri(p).replace("?mode=ro", "?mode=rw"), uri=True, timeout=0,
+                db = sqlite3.connect(sqlitefile._uri(p).replace("?mode=ro", "?mode=rw"), uri=True, timeout=0,
                                      isolation_level=None)
         except FileProblem as exc:
             rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc.message}", WARNING))

@@ -120,9 +120,9 @@ def read_source(store, src: Source) -> Batch:
             b.add(MEMORY, 0, _CTYPE_CODE.get(row.content_type, 1), conv, row.rowid,
                   memorydb.parse_db_date(row.created_at), row.importance, row.dimension, row.id, row.content)
     elif src.kind == "sam-arch":
-        from samctl.formats.sam import memorydb
+        from samctl.formats.sam import archivedb
 
-        for chunk in memorydb.read_archives(src.paths[0], b.findings, scope_id=src.conv, missing_ok=True):
+        for chunk in archivedb.read_archives(src.paths[0], b.findings, scope_id=src.conv, missing_ok=True):
             for j, m in enumerate(chunk["messages"]):
                 text = m.get("content")
                 if not isinstance(text, str) or not text.strip():

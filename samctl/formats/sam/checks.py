@@ -194,7 +194,7 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
 
 def _check_db(path, name, folder, cid, findings):
     try:
-        from samctl.formats.sam import memorydb
+        from samctl.formats.sam import archivedb, memorydb
     except ImportError:  # pragma: no cover
         return
     scope = os.path.basename(folder).upper()
@@ -202,7 +202,7 @@ def _check_db(path, name, folder, cid, findings):
     if name == "memory.db":
         memorydb.read_memories(path, local, scope_id=scope)
     else:
-        memorydb.read_archives(path, local)
+        archivedb.read_archives(path, local)
     for f in local:
         f.conversation = f.conversation or cid
     findings.extend(local)
