@@ -47,27 +47,24 @@ def folder_bytes(root) -> tuple[int, int]:
 
 
 def memory_count(store, findings: list) -> int | None:
-    """Rows in every ``CONV/*/memory.db`` (SAM); None for stores without memories."""
+    """Rows in every ``CONV/*/memory.db`` and the legacy ``BASE/memory.db`` (SAM), the set search
+    reads; None for stores without memories.  A database that is there but cannot be read (a
+    symlink, a FIFO, damaged, locked) is a finding, as in search and check."""
     if store.name != "sam":
         return None
     from samctl.formats.sam import memorydb
 
-    total = 0
+    dbs = []
     try:
         entries = sorted(os.scandir(store.conv_dir), key=lambda e: e.name)
     except OSError:
-        return 0
+        entries = []
     for e in entries:
-        if e.name == "backups" or not e.is_dir(follow_symlinks=False):
-            continue
-        p = os.path.join(e.path, "memory.db")
-        try:
-            st = os.lstat(p)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode):
-            total += sum(1 for _ in memorydb.iter_memories(p, findings, scope_id=e.name.upper()))
-    return total
+        if e.name != "backups" and e.is_dir(follow_symlinks=False):
+            dbs.append((os.path.join(e.path, "memory.db"), e.name.upper()))
+    dbs.append((os.path.join(str(store.base), "memory.db"), None))
+    return sum(sum(1 for _ in memorydb.iter_memories(p, findings, scope_id=scope, missing_ok=True))
+               for p, scope in dbs if os.path.lexists(p))
 
 
 def store_stats(store, findings: list, top: int = 5) -> dict:

@@ -51,3 +51,45 @@ def test_bar_and_month_range():
 def test_help_shows_examples(run):
     r = run("stats", "--help")
     assert r.exit_code == 0 and "Examples:" in r.stdout
+
+
+SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
+
+
+def _memories(run, root):
+    r = run("--root", root, "stats", "--format", "json")
+    return r, json.loads(r.stdout)["stores"][0]["memories"]
+
+
+def test_a_memory_db_that_is_not_a_file_is_a_finding_not_a_silent_undercount(run, sam_demo, tmp_path):
+    import os
+
+    db = sam_demo / "conversations" / SAM_ID / "memory.db"
+    r, before = _memories(run, sam_demo)
+    assert r.exit_code == 0 and before == 3
+    for odd in ("symlink", "fifo"):
+        moved = tmp_path / "memory.db"
+        if not moved.exists():
+            db.rename(moved)
+        else:
+            db.unlink()
+        if odd == "symlink":
+            db.symlink_to(moved)
+        else:
+            os.mkfifo(db)
+        snapshot = fingerprint(sam_demo)
+        r, count = _memories(run, sam_demo)
+        assert r.exit_code == 3 and str(db) in r.stderr, (odd, r.stderr)
+        assert count < before
+        assert fingerprint(sam_demo) == snapshot
+
+
+def test_the_legacy_memory_db_is_counted_as_search_reads_it(run, sam_demo):
+    from tests.search_helpers import insert_memory
+
+    base_db = sam_demo / "memory.db"
+    src = sam_demo / "conversations" / SAM_ID / "memory.db"
+    base_db.write_bytes(src.read_bytes())
+    insert_memory(base_db, "99999999-0000-4000-8000-000000000009", SAM_ID, "a legacy memory", None)
+    r, count = _memories(run, sam_demo)
+    assert r.exit_code == 0 and count == 3 + 2 + 1  # the copy's two rows of SAM_ID plus the new one
