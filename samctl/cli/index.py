@@ -7,7 +7,7 @@ import time
 
 import click
 
-from samctl.cli.common import emit_json, examples, human_size, pasteable, store_of
+from samctl.cli.common import emit_json, examples, finish, human_size, pasteable, report_findings, store_of
 
 
 class _Progress:
@@ -100,8 +100,11 @@ def command(ctx, rebuild, update, fmt):
         st["dropped"] = True
     if fmt == "json":
         emit_json(st)
-        return
-    click.echo(pasteable(_text(st)))
+    else:
+        click.echo(pasteable(_text(st)))
+    if rebuild or update:  # what the files read meanwhile said, as search says it
+        report_findings(findings)
+        finish(findings)
 
 
 def _ago(seconds) -> str:

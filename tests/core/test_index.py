@@ -372,3 +372,14 @@ def test_update_and_rebuild_together_is_a_usage_error(run, sam):
     r = run("--root", sam, "index", "--update", "--rebuild")
     assert r.exit_code == 2 and "not both" in r.stderr
     assert not ix.index_dir(open_store(str(sam))).exists()
+
+
+@pytest.mark.parametrize("how", ["--update", "--rebuild"])
+def test_update_and_rebuild_report_the_files_they_could_not_read(run, sam, how):
+    conv = sam / "conversations" / SAM_ID / "conversation.json"
+    conv.write_bytes(conv.read_bytes()[:-100])
+    _old(conv, 3600)
+    r = run("--root", sam, "index", how)
+    assert r.exit_code == 3, r.stderr
+    assert "error: bad-json: " in r.stderr and str(conv) in r.stderr
+    assert run("--root", sam, "index").exit_code == 0  # the state alone: its count of files with problems
