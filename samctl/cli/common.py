@@ -240,3 +240,30 @@ def complete_ids(ctx, param, incomplete):
                 if i in titles or not titles]
     except Exception:  # noqa: BLE001 - completion must never break the user's shell
         return []
+
+
+def complete_attic_ids(ctx, param, incomplete):
+    """shell_complete callback for ``restore``: ids of the conversations in the attic (read from its
+    file names; titles from the manifests of at most 50).  Never raises and never prints."""
+    try:
+        import os
+
+        from click.shell_completion import CompletionItem
+
+        from samctl.core import attic
+        from samctl.formats import open_store
+
+        store = open_store(ctx.find_root().params.get("root"), cache=True)
+        text = incomplete or ""
+        want = store.normalize_prefix(text)
+        ids = set()
+        for name in os.listdir(attic.attic_dir(store)):
+            parsed = name.endswith(attic.MANIFEST_SUFFIX) and attic.parse_stem(name[: -len(attic.MANIFEST_SUFFIX)])
+            if parsed and parsed[1] != "history" and (parsed[0].startswith(want) or parsed[0].startswith(text)):
+                ids.add(parsed[0])
+        titles = {}
+        if 0 < len(ids) <= 50:
+            titles = {e.id: e.title for e in attic.list_entries(store, [], want=lambda stem, cid: cid in ids)}
+        return [CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None) for i in sorted(ids)]
+    except Exception:  # noqa: BLE001 - completion must never break the user's shell
+        return []

@@ -7,7 +7,7 @@ import sys
 import click
 
 from samctl import errors
-from samctl.cli.common import emit_json, examples, store_of
+from samctl.cli.common import complete_ids, emit_json, examples, store_of
 from samctl.core.recover import recover
 
 
@@ -29,7 +29,7 @@ def _print(plan, dry_run: bool, to=None) -> None:
 
 
 @click.command("recover")
-@click.argument("conversation_id", metavar="ID")
+@click.argument("conversation_id", metavar="ID", shell_complete=complete_ids)
 @click.option("--dry-run", "-n", is_flag=True, help="Print what would change (messages gained and lost, fields "
               "repaired, source used) and write nothing.")
 @click.option("--to", "to", metavar="PATH", type=click.Path(dir_okay=True, writable=True),

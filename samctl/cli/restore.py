@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import examples, store_of
+from samctl.cli.common import complete_attic_ids, examples, store_of
 from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option, render
 
 
 @click.command("restore")
-@click.argument("ids", metavar="[ID]...", nargs=-1)
+@click.argument("ids", metavar="[ID]...", nargs=-1, shell_complete=complete_attic_ids)
 @click.option("--as-new", is_flag=True, help="Restore under a fresh id (as the store makes them) and rewrite the "
               "id inside the files, so it can sit beside a conversation that now has the old id.")
 @click.option("--entry", metavar="NAME", help="Restore this attic entry (as `samctl attic` lists it) instead of "

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import examples, store_of
+from samctl.cli.common import complete_ids, examples, store_of
 from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, render, \
     show_targets, yes_option
 from samctl.core.timeparse import parse_age
 
 
 @click.command("rm")
-@click.argument("ids", nargs=-1, metavar="[ID]...")
+@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids)
 @click.option("--older-than", metavar="AGE",
               help="Select conversations idle for AGE (30d, 12h, 2w): since their last update or, for SAM, their newest "
                    "message.")

@@ -64,3 +64,19 @@ def test_complete_ids_returns_nothing_on_any_problem():
 def test_help_shows_examples(run):
     r = run("completion", "--help")
     assert r.exit_code == 0 and 'eval "$(samctl completion bash)"' in r.stdout
+
+
+@pytest.mark.parametrize("command", ["log", "recover", "rm", "archive"])
+def test_every_command_that_takes_an_id_completes_it(mermaid_demo, command):
+    r = _complete(f"samctl --root {mermaid_demo} {command} 2026081", 4)
+    assert r.exit_code == 0 and r.stdout.split() == ["plain,20260810_140307_512", "plain,20260812_091500_004"]
+
+
+def test_restore_completes_the_ids_in_the_attic(run, mermaid_demo):
+    assert _complete(f"samctl --root {mermaid_demo} restore 2026", 4).stdout.strip() == ""  # empty attic
+    assert run("--root", mermaid_demo, "rm", "20260812_091500_004").exit_code == 0
+    r = _complete(f"samctl --root {mermaid_demo} restore 2026", 4)
+    assert r.exit_code == 0 and r.stdout.split() == ["plain,20260812_091500_004"]
+    r = _complete(f"samctl --root {mermaid_demo} restore 2026", 4, shell="zsh")
+    assert r.stdout.split("\n")[:2] == ["plain", "20260812_091500_004"]
+    assert r.stdout.split("\n")[2].startswith("Add a --json flag to the report command")  # its title
