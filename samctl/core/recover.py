@@ -34,6 +34,22 @@ from samctl.formats.mermaid import tail
 from samctl.formats.mermaid.tail import TailRepair
 
 
+CAP_HINT = "a file is over samctl's read cap: read it with a bigger one, e.g. samctl --max-file-size 1G ..."
+
+
+def over_cap(text: str) -> bool:
+    """Whether ``text`` (a message or finding) says a file was skipped for its size (``fsafe.read_capped``)."""
+    return "-byte cap" in text
+
+
+class NothingToRecover(SamctlError):
+    """No source holds anything of the conversation.  When a file was only skipped for its size,
+    the hint says how to read it rather than where else to look."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message, hint=CAP_HINT if over_cap(message) else hint)
+
+
 @dataclass
 class RecoveryPlan:
     cid: str

@@ -30,14 +30,10 @@ from pathlib import Path
 import orjson
 
 from samctl import errors, fsafe
-from samctl.core.recover import RecoveryPlan
+from samctl.core.recover import NothingToRecover, RecoveryPlan
 from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
 from samctl.formats.mermaid import checks, decode, encode, eventlog
 from samctl.formats.mermaid import tail as tailfix
-
-
-class NothingToRecover(SamctlError):
-    pass
 
 
 class NeverPersisted(NotFound):

@@ -18,13 +18,9 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.core.recover import RecoveryPlan
+from samctl.core.recover import NothingToRecover, RecoveryPlan
 from samctl.errors import FileProblem, SamctlError, UsageError
 from samctl.formats.sam import encode, repair, schema
-
-
-class NothingToRecover(SamctlError):
-    pass
 
 
 def _msg_id(m) -> str | None:
