@@ -176,8 +176,13 @@ def test_check_calls_a_conflict_jsonl_a_conflict_not_a_bad_id(run, mermaid_demo)
     assert r.exit_code == 3
     doc = json.loads(r.stdout)
     assert [(f["code"], f["severity"], f["path"]) for f in doc["findings"]] == [("conflict", "warning", str(path))]
-    assert "diverted log" in doc["findings"][0]["reason"] and f"samctl recover {SPEC_ID} --use" in \
+    assert "diverted log" in doc["findings"][0]["reason"] and f"`samctl recover {SPEC_ID} --use {path}`" in \
         doc["findings"][0]["reason"]
+    # the hint, pasted as it stands, adopts the file
+    text = run("--root", mermaid_demo, "check").stderr
+    hint = text.split("`")[1]
+    assert hint == f"samctl --root {mermaid_demo} recover {SPEC_ID} --use {path}"
+    assert run(*hint.split()[1:], "--yes").exit_code == 0
 
 
 def test_recover_use_folds_a_conflict_jsonl(run, mermaid_demo):

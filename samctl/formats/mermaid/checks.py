@@ -9,6 +9,7 @@ byte-compatible with mermaid's own.
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import time
 
@@ -64,8 +65,8 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
         if m:  # before the id rule: a 0.26+ ``<id>.<pid>.<n>.conflict.jsonl`` ends in .jsonl too
             what = ("a 0.26+ writer's diverted log (spec §9): compare it, then adopt its fold" if m.group(2)
                     else "a concurrent writer's diverted copy: compare it, then adopt it")
-            findings.append(Finding("conflict", p, f"{what} with `samctl recover {m.group(1)} --use` or remove it",
-                                    WARNING, m.group(1)))
+            use = f"samctl recover {m.group(1)} --use {shlex.quote(p)}"
+            findings.append(Finding("conflict", p, f"{what} with `{use}` or remove it", WARNING, m.group(1)))
             treecheck.mode(p, st, findings, fixes, fix)
             continue
         stem, _, ext = e.name.rpartition(".")
