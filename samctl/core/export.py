@@ -200,14 +200,28 @@ def _refuse_inside_store(p: Path, store) -> None:
     from samctl.core.attic import attic_dir
     from samctl.core.lock import samctl_dir
 
-    app = os.path.dirname(store.root_real)  # SAM's base folder (memory.db, ...), mermaid's .mermaid
+    app = _app_folder(store)
     for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
                          (os.path.realpath(attic_dir(store)), "samctl's attic"),
                          (os.path.realpath(samctl_dir(store)), "samctl's own folder"),
                          (app, f"{'SAM' if store.name == 'sam' else 'mermaid'}'s folder ({app})")):
-        if fsafe.is_inside(folder, p):
+        if folder is not None and fsafe.is_inside(folder, p):
             raise UsageError(f"{p} is inside {what}; export never writes there",
                              hint="pick a folder outside it, e.g. -o ~/exports")
+
+
+def _app_folder(store) -> str | None:
+    """The app's own folder around the store: mermaid's ``.mermaid``; SAM's base folder (named SAM, or
+    holding SAM's memory.db or shared_memory.db, spec §2).  None for a store given as a bare folder
+    of conversations, whose parent is the user's."""
+    base = os.path.dirname(store.root_real)
+    if store.name == "mermaid":
+        return base if os.path.basename(base) == ".mermaid" else None
+    if os.path.basename(store.root_real) == "conversations" and (
+            os.path.basename(base) == "SAM"
+            or any(os.path.lexists(os.path.join(base, n)) for n in ("memory.db", "shared_memory.db"))):
+        return base
+    return None
 
 
 def _now_iso() -> str:

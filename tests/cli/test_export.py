@@ -181,3 +181,13 @@ def test_all_skipped_writes_no_new_file(run, sam_demo, tmp_path):
     out = tmp_path / "one.json"
     r = run("--root", sam_demo, "export", "8B58", "--to", "json", "-o", out)
     assert r.exit_code == 3 and not out.exists()
+
+
+def test_a_bare_folder_of_conversations_leaves_its_parent_to_the_user(run, mermaid_demo, tmp_path):
+    """--root naming a plain folder of mermaid files: its parent is not mermaid's, exports may go there."""
+    bare = tmp_path / "backup" / "convs"
+    (mermaid_demo / ".mermaid" / "conversations").rename(bare.parent.mkdir() or bare)
+    r = run("--root", bare, "export", SPEC_MERMAID, "--to", "json", "-o", tmp_path / "backup" / "one.json")
+    assert r.exit_code == 0, r.stderr
+    r = run("--root", bare, "export", SPEC_MERMAID, "--to", "json", "-o", bare / "one.json")
+    assert r.exit_code == 2 and "inside the store" in r.stderr
