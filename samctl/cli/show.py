@@ -33,7 +33,7 @@ def _style(text, tag):
 @click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
               help="Only messages whose importance (SAM's score, computed where not stored) is at least X.")
 @click.option("--raw", is_flag=True, help="Print the stored file exactly as it is on disk.")
-@click.option("--pager/--no-pager", default=None, help="Page the output (default: when stdout is a terminal).")
+@click.option("--pager/--no-pager", default=None, help="Page the output when stdout is a terminal (the default), or never (--no-pager).")
 @examples("samctl show 20260810_1403", "samctl show 8B58 --format markdown > trip.md", "samctl show 8B58 --raw | jq .")
 @click.pass_context
 def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw, pager):

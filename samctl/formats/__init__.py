@@ -76,7 +76,7 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
     raise NotFound(
         f"{root}: not a SAM or mermaid-cli store",
         hint="give a SAM base folder (…/Application Support/SAM), its conversations folder, "
-        "a mermaid project folder, or its .mermaid/conversations folder",
+        "a mermaid project folder, its .mermaid folder, or its .mermaid/conversations folder",
     )
 
 

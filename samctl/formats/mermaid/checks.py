@@ -88,7 +88,8 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
                                         WARNING))
             continue
         if e.name.endswith(_SAMCTL_LEFTOVER):
-            findings.append(Finding("samctl-backup", p, "kept by samctl recover; `samctl compact` removes it later", INFO))
+            findings.append(Finding("samctl-backup", p, "a copy samctl keeps (recover, check --fix); `samctl compact` "
+                                    "removes it later", INFO))
             treecheck.mode(p, st, findings, fixes, fix)
             continue
         findings.append(Finding("unknown-file", p, "not a file mermaid writes; left alone", INFO))

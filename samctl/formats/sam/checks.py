@@ -188,8 +188,8 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
         elif e.name in DATABASES:
             _check_db(e.path, e.name, folder, cid, findings)
         elif e.name.endswith(".bak") or e.name.endswith(".torn"):
-            findings.append(Finding("samctl-backup", e.path, "kept by samctl recover; `samctl compact` removes it "
-                                    "later", INFO, cid))
+            findings.append(Finding("samctl-backup", e.path, "a copy samctl keeps (recover, check --fix); `samctl "
+                                    "compact` removes it later", INFO, cid))
 
 
 def _check_db(path, name, folder, cid, findings):
