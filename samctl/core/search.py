@@ -343,9 +343,15 @@ def _scored(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
 
 
 def _hit(store, idx, seg, r: int, text: str) -> Hit:
+    """Row ``r`` of ``seg`` as a result, once its crc32 says it is as it was indexed (else BadIndex,
+    and the search rebuilds the index and runs again)."""
     kind, role, ctype, conv = seg.row(r)
     m = seg.meta[r]
     date = float(m["date"])
+    got = ix.row_crc(conv, int(m["kind"]), int(m["role"]), int(m["ctype"]), int(m["flags"]), int(m["pos"]), date,
+                     float(m["imp"]), int(m["dim"]), seg.blob("text", r), seg.blob("ltext", r), seg.blob("ref", r))
+    if got != int(m["crc"]):
+        raise ix.BadIndex(f"{seg.name}: row {r} does not match its checksum")
     h = Hit(kind=kind, conversation_id=conv, title=idx.title_of(conv), ref=seg.ref(r) or None, position=int(m["pos"]),
             date_ts=None if math.isnan(date) else date, importance=float(m["imp"]), text=text, store=store.name)
     if kind == "memory":

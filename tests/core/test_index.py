@@ -383,3 +383,20 @@ def test_update_and_rebuild_report_the_files_they_could_not_read(run, sam, how):
     assert r.exit_code == 3, r.stderr
     assert "error: bad-json: " in r.stderr and str(conv) in r.stderr
     assert run("--root", sam, "index").exit_code == 0  # the state alone: its count of files with problems
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_a_flipped_byte_in_a_shown_row_is_caught_by_the_search(run, sam, monkeypatch, exact):
+    """Only samctl index reads every byte against its checksums; a search checks the rows it
+    shows: edited segment text is never served as a result (the index is rebuilt)."""
+    args = ["search", "--exact", "a weekend trip to"] if exact else ["search", "weekend trip"]
+    want = run("--root", sam, "--no-cache", *args, "--format", "json").stdout
+    assert "Plan a weekend trip to Portland" in want
+    refresh(sam)
+    seg = _segment(ix.index_dir(open_store(str(sam))))
+    data = seg.read_bytes()
+    assert data.count(b"Plan a weekend") == 1
+    seg.write_bytes(data.replace(b"Plan a weekend", b"Hack a weekend"))
+    monkeypatch.delenv("SAMCTL_DEBUG")
+    r = run("--root", sam, *args, "--format", "json")
+    assert r.exit_code == 0 and r.stdout == want and "Hack" not in r.stdout

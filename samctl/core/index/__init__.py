@@ -46,7 +46,7 @@ it here takes effect.
 
 from samctl import fsafe
 from samctl.core.index.format import (FLAG_BASE_DB, INDEX_VERSION, MEMORY, TRAILER, BadIndex, _enc, _np, index_dir,
-                                      token_key)
+                                      row_crc, token_key)
 from samctl.core.index.manifest import write_manifest_bytes
 from samctl.core.index.opened import open_index, state
 from samctl.core.index.rows import read_source
@@ -55,6 +55,6 @@ from samctl.core.index.update import MAX_SEGMENTS, build_in_memory, invalidate, 
 
 __all__ = [
     "FLAG_BASE_DB", "INDEX_VERSION", "MAX_SEGMENTS", "MEMORY", "TRAILER", "BadIndex", "_enc", "_np", "build_in_memory",
-    "discover", "fsafe", "index_dir", "invalidate", "open_index", "read_source", "refresh", "state", "token_key",
-    "write_manifest_bytes",
+    "discover", "fsafe", "index_dir", "invalidate", "open_index", "read_source", "refresh", "row_crc", "state",
+    "token_key", "write_manifest_bytes",
 ]

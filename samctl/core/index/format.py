@@ -9,7 +9,7 @@ Data model
   type (``CTYPES``), flags (``FLAG_BASE_DB``), conversation (index into the segment header's
   ``convs``), position (memory rowid / message index), date (Unix seconds, NaN when unknown),
   importance (float64: stored, else computed), token count ``|C|``, stored-vector dimension
-  (memories), and a dedupe key (archived copies of messages).
+  (memories), a dedupe key (archived copies of messages), and the row's own crc32 (``row_crc``).
 - ``SECTIONS``: name -> (dtype, shape rule) of every section of a segment; shape rules use R
   (rows), K (token keys), P (postings), B (bytes of that blob).
 - ``token_key``: the 64-bit BLAKE2b of a §7.7 token (the keys of the token map, named by
@@ -27,12 +27,13 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
+import zlib
 from pathlib import Path
 
 from samctl import fsafe
 from samctl.core import scoring
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: a crc32 per row
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -50,7 +51,7 @@ CTYPES = ("", "message", "user_input", "assistant_response", "system_event", "to
           "document")
 META_FIELDS = [
     ("kind", "u1"), ("role", "u1"), ("ctype", "u1"), ("flags", "u1"), ("conv", "<i4"), ("pos", "<i8"),
-    ("date", "<f8"), ("imp", "<f8"), ("ntok", "<u4"), ("dim", "<i4"), ("dkey", "<u8"),
+    ("date", "<f8"), ("imp", "<f8"), ("ntok", "<u4"), ("dim", "<i4"), ("dkey", "<u8"), ("crc", "<u4"),
 ]
 # section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), B (bytes)
 SECTIONS = {
@@ -107,6 +108,16 @@ def token_key(tok: str) -> int:
 
 def _enc(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
+
+
+def row_crc(conv: str, kind: int, role: int, ctype: int, flags: int, pos: int, date: float, imp: float, dim: int,
+            text: bytes, ltext: bytes, ref: bytes) -> int:
+    """The crc32 of what a search shows of a row: its conversation (the id, not the segment's index
+    of it, so a compaction that renumbers keeps it), codes, position, date, importance, and the
+    bytes of its text, lowered text and id.  A search checks it for every row it returns: a
+    flipped byte there is caught where it would be shown (``samctl index`` checks every byte)."""
+    head = f"{conv}|{kind}|{role}|{ctype}|{flags}|{pos}|{date!r}|{imp!r}|{dim}|{len(text)}|{len(ltext)}|".encode()
+    return zlib.crc32(ref, zlib.crc32(ltext, zlib.crc32(text, zlib.crc32(head))))
 
 
 def dedupe_key(conv: str, text: str) -> int:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from samctl.core import scoring
 from samctl.core.index.format import (ARCHIVED, CTYPES, DIM, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, _enc, _np,
-                                      dedupe_key, meta_dtype)
+                                      dedupe_key, meta_dtype, row_crc)
 from samctl.core.index.sources import Source
 
 CHUNK_SOURCES = 48  # sources per unit of work (and per progress report)
@@ -200,6 +200,8 @@ def process(batches: list[Batch]) -> Chunk:
     enc = [_enc(t) for t in texts]
     lenc = [_enc(t.lower()) for t in texts]
     renc = [_enc(r) for b in batches for r in b.refs]
+    cols = [meta[k].tolist() for k in ("kind", "role", "ctype", "flags", "pos", "date", "imp", "dim")]
+    meta["crc"] = [row_crc(c, *fields, t, lt, r) for c, *fields, t, lt, r in zip(cstrs, *cols, enc, lenc, renc)]
     return Chunk(
         keys=[b.key for b in batches], counts=[len(b.texts) for b in batches], findings=[b.findings for b in batches],
         infos=[b.infos for b in batches], conv_names=names, meta=meta,
