@@ -116,6 +116,11 @@ def package_for(store, conv, findings: list, exported_at: str) -> bytes | None:
     else:
         doc = package.from_mermaid(conv)
         memories = []
+        images = sum(1 for m in conv.messages for a in m.attachments if a.get("type") == "image")
+        if images:  # SAM keeps only the images it generates (file:// parts), not a user's pasted ones
+            findings.append(Finding("package-images", conv.meta.path or str(store.conv_dir),
+                                    f"{images} image{'s' if images != 1 else ''} of {conv.meta.id} left out of the "
+                                    "package: SAM's import has no place for them", INFO, conv.meta.id))
     errors = [p for p in schema.validate_conversation(doc) if p.severity == schema.ERROR]
     if errors:
         first = errors[0]

@@ -208,8 +208,11 @@ def message_html(msg, n: int) -> str:
         parts.append(f"<details class=\"result\"><summary>{_e(label)}{st}</summary>{inner}</details>")
     elif msg.content:
         parts.append(body_html(msg.content))
-    elif not msg.reasoning and not msg.tool_calls:
+    elif not msg.reasoning and not msg.tool_calls and not msg.attachments:
         parts.append("<p class=\"empty\">(empty)</p>")
+    for a in msg.attachments:  # shown as text: the page loads nothing (its CSP allows no images)
+        parts.append(body_html(a["text"]) if a.get("type") == "text"
+                     else f"<p class=\"attachment\"><code>{_e(render.attachment_line(a))}</code></p>")
     for tc in msg.tool_calls:
         cid = f" <code>{_e(tc.id)}</code>" if tc.id else ""
         parts.append(f"<details class=\"call\"><summary>Tool call <code>{_e(tc.name)}</code>{cid}</summary>"

@@ -117,6 +117,7 @@ class Message:
     hidden: bool = False  # what the owning app's UI hides (system-generated, empty)
     pinned: bool = False
     actions: list = field(default_factory=list)  # mermaid tool runs attached to an assistant message
+    attachments: list = field(default_factory=list)  # {"type": image|video|audio|text, "url"|"text"|"bytes"}
     raw: Any = None
 
     def to_dict(self) -> dict:
@@ -141,6 +142,8 @@ class Message:
             d["importance"] = self.importance
         if self.actions:
             d["actions"] = self.actions
+        if self.attachments:
+            d["attachments"] = self.attachments
         d["hidden"] = self.hidden
         d["pinned"] = self.pinned
         return d

@@ -66,6 +66,15 @@ def header_lines(conv) -> list[str]:
     return [m.title, " · ".join(bits)]
 
 
+def attachment_line(a: dict) -> str:
+    """One attachment as a line of text: ``[image] file:///...``, ``[image, 12,345 bytes, in the file]``."""
+    if a.get("type") == "text":
+        return a.get("text") or ""
+    if "url" in a:
+        return f"[{a.get('type')}] {a['url']}"
+    return f"[{a.get('type')}, {a.get('bytes', 0):,} bytes, in the file]"
+
+
 def visible(messages, include_hidden: bool, min_importance: float | None = None):
     for msg in messages:
         if msg.hidden and not include_hidden:
@@ -99,6 +108,9 @@ def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=_
                 out.append(style(f"(reasoning folded: {n} line{'s' if n != 1 else ''}; --reasoning shows it)", "dim"))
         if msg.content:
             out.append(safe_text(msg.content))
+        for at in msg.attachments:
+            out.append(safe_text(at["text"]) if at.get("type") == "text" else style(safe_text(attachment_line(at)),
+                                                                                     "dim"))
         for tc in msg.tool_calls:
             out.append(style(f"  → {safe_text(tc.name)}({safe_text(_args(tc.arguments))})"
                              + (f" [{safe_text(tc.id)}]" if tc.id else ""), "tool"))
@@ -189,6 +201,9 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
                 out += [f, msg.content.rstrip("\n"), f, ""]
             else:
                 out += [_contained(msg.content), ""]
+        if msg.attachments:
+            out += [f"*{_md_inline(attachment_line(a))}*" if a.get("type") != "text" else _contained(a["text"])
+                    for a in msg.attachments] + [""]
         for tc in msg.tool_calls:
             args = tc.arguments
             if isinstance(args, str):

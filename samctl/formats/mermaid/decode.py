@@ -207,6 +207,12 @@ def _created_ts(cid: str):
     return base + mi * 60 + sec + int(cid[16:]) / 1000
 
 
+def images(m: dict) -> list:
+    """A message's ``images`` (base64 strings, spec §3) as model attachments: their decoded sizes."""
+    v = m.get("images")
+    return [{"type": "image", "bytes": len(i) * 3 // 4} for i in v if isinstance(i, str)] if isinstance(v, list) else []
+
+
 def message(m: dict) -> Message:
     role_raw = m["role"]
     kind = m.get("kind")
@@ -227,5 +233,6 @@ def message(m: dict) -> Message:
         kind=kind,
         actions=m.get("actions") if isinstance(m.get("actions"), list) else [],
         hidden=kind == "recovery_nudge",
+        attachments=images(m),
         raw=m,
     )

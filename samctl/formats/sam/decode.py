@@ -70,8 +70,27 @@ def message(m) -> Message | None:
         importance=float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) else None,
         hidden=hidden_by_ui(m),
         pinned=_bool(m.get("isPinned")),
+        attachments=content_parts(m.get("contentParts")),
         raw=m,
     )
+
+
+_PART_URL = {"image_url": "image", "video_url": "video", "audio_url": "audio"}
+
+
+def content_parts(parts) -> list:
+    """A message's ``contentParts`` (spec §4.4.1) as model attachments: what can be shown of each."""
+    out = []
+    for p in parts if isinstance(parts, list) else ():
+        t = p.get("type") if isinstance(p, dict) else None
+        if t == "text" and isinstance(p.get("text"), str):
+            out.append({"type": "text", "text": p["text"]})
+        elif t in _PART_URL:
+            v = p.get(t)
+            url = v.get("url") if isinstance(v, dict) else v  # ImageURL is an object, the others a string
+            if isinstance(url, str):
+                out.append({"type": _PART_URL[t], "url": url})
+    return out
 
 
 def meta(doc: dict, path: str, size: int, fallback_id: str) -> ConversationMeta:
