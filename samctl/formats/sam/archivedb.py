@@ -30,7 +30,7 @@ from samctl.core.model import WARNING
 from samctl.formats.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.formats.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
                                            SQLITE_ERRORS, _BadText, _open_checked, _Reporter, _sqlite_finding,
-                                           _text_factory)
+                                           _text_factory, row_batches)
 
 ARCHIVE_REASONS = ("yarn_compression", "manual", "token_limit", "conversation_trimmed")
 
@@ -131,25 +131,20 @@ def read_archives(
     out: list[dict] = []
     try:
         conn.text_factory = _text_factory
-        last = None
+        batches = row_batches(conn, _ARCHIVE_SELECT, BATCH)
         while True:
             try:
-                if last is None:
-                    rows = conn.execute(_ARCHIVE_SELECT + " ORDER BY rowid LIMIT ?", (BATCH,)).fetchall()
-                else:
-                    rows = conn.execute(_ARCHIVE_SELECT + " WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                                        (last, BATCH)).fetchall()
+                rows = next(batches, None)
             except SQLITE_ERRORS as exc:
                 after = f" (stopped after {len(out)} rows)" if out else ""
                 findings.append(_sqlite_finding(exc, spath, scope_id, after))
+                break
+            if rows is None:
                 break
             for r in rows:
                 row = _check_archive(r, rep, scope_id, orjson.loads)
                 if row is not None:
                     out.append(row)
-            if len(rows) < BATCH:
-                break
-            last = rows[-1][0]
     finally:
         rep.finish()
         conn.close()

@@ -53,7 +53,7 @@ from samctl.formats.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, pa
 from samctl.formats.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
                                            MEMORY_TABLE, SCHEMA_SQL, SQLITE_ERRORS, _BadText, _open_checked,
                                            _Reporter, _sqlite_finding, _text_factory, _uri, open_readonly,
-                                           schema_problems)
+                                           row_batches, schema_problems)
 
 __all__ = [
     "APPLE_EPOCH", "ARCHIVE_REASONS", "ARCHIVE_SCHEMA_SQL", "ARCHIVE_TABLE", "BATCH", "CONTENT_TYPES",
@@ -243,25 +243,20 @@ def iter_memories(
     done = 0
     try:
         conn.text_factory = _text_factory
-        last = since_rowid
+        batches = row_batches(conn, _MEMORY_SELECT, batch, since_rowid)
         while True:
             try:
-                if last is None:
-                    rows = conn.execute(_MEMORY_SELECT + " ORDER BY rowid LIMIT ?", (batch,)).fetchall()
-                else:
-                    rows = conn.execute(_MEMORY_SELECT + " WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                                        (last, batch)).fetchall()
+                rows = next(batches, None)
             except SQLITE_ERRORS as exc:
                 findings.append(_sqlite_finding(exc, spath, scope_id, f" (stopped after {done} rows)" if done else ""))
+                return
+            if rows is None:
                 return
             for r in rows:
                 row = _check_memory(r, rep, scope_id)
                 if row is not None:
                     done += 1
                     yield row
-            if len(rows) < batch:
-                return
-            last = rows[-1][0]
     finally:
         rep.finish()
         conn.close()

@@ -129,6 +129,22 @@ def _text_factory(b: bytes) -> str:
         return _BadText(b.decode("utf-8", "surrogateescape"))
 
 
+def row_batches(conn: sqlite3.Connection, select: str, batch: int, after_rowid: int | None = None):
+    """The rows of ``select`` (whose first column is the rowid) in rowid order, as lists of at most
+    ``batch``: each list is one short statement, so the shared lock that blocks SAM's writers is
+    released between them.  SQLite errors come out of the ``next()`` that met them."""
+    last = after_rowid
+    while True:
+        if last is None:
+            rows = conn.execute(select + " ORDER BY rowid LIMIT ?", (batch,)).fetchall()
+        else:
+            rows = conn.execute(select + " WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)).fetchall()
+        yield rows
+        if len(rows) < batch:
+            return
+        last = rows[-1][0]
+
+
 class _Reporter:
     """Row findings of one file, at most ``limit`` per code, then a count of the rest.
 
