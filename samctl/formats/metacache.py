@@ -11,7 +11,8 @@ Invariants:
   root is ignored (and rewritten): deleting it costs only time.
 - A cache is keyed on the read caps (``--max-file-size``) it was made under:
   what a file's entry says (``too-large``, or a row read within a bigger cap)
-  holds only under the same caps, so a run with other caps ignores it.
+  holds only under the same caps, so a run with other caps ignores it.  Likewise
+  the time zone (``_zone``): a mermaid row's created time is its id read in local time.
 - Entries are untrusted input: each store checks the type of every field it
   uses before trusting one, and rescans the file otherwise.
 - Entries for files modified in the last RACY_SECONDS are never stored: their
@@ -29,6 +30,8 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 
 import orjson
 
@@ -37,6 +40,11 @@ from samctl.errors import FileProblem
 
 VERSION = 4  # 4: a mermaid sidecar row's created carries the writer's offset
 RACY_SECONDS = 2.0
+
+
+def _zone() -> list:
+    """This process's time zone, as far as it shapes a row (a mermaid id is read in local time)."""
+    return [os.environ.get("TZ"), time.timezone, time.altzone, *time.tzname]
 
 
 class MetaCache:
@@ -59,7 +67,7 @@ class MetaCache:
         except (FileProblem, orjson.JSONDecodeError):
             return {}
         if (not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("kind") != self.kind
-                or doc.get("root") != self.root_real or doc.get("caps") != self.caps
+                or doc.get("root") != self.root_real or doc.get("caps") != self.caps or doc.get("zone") != _zone()
                 or not isinstance(doc.get("entries"), dict)):
             return {}
         stamp = doc.get("folder")
@@ -71,7 +79,8 @@ class MetaCache:
         """Write ``entries``; ``stamp`` (from ``folder_stamp``) and ``extra`` are kept only together."""
         if not self.enabled:
             return
-        doc = {"v": VERSION, "kind": self.kind, "root": self.root_real, "caps": self.caps, "entries": entries}
+        doc = {"v": VERSION, "kind": self.kind, "root": self.root_real, "caps": self.caps, "zone": _zone(),
+               "entries": entries}
         if stamp is not None:
             doc["folder"], doc["extra"] = stamp, extra
         try:

@@ -45,3 +45,49 @@ def test_the_cache_gives_the_same_created(run, mermaid_demo):
     cold = run("--root", mermaid_demo, "ls", "--format", "json").stdout
     warm = run("--root", mermaid_demo, "ls", "--format", "json").stdout
     assert cold == warm and "14:03:07.512-04:00" in warm
+
+
+def _across_dst(mermaid_demo):
+    """The demo session of 2026-09-01 17:00 (New York, -04:00), saved again after DST ended (-05:00)."""
+    conv = mermaid_demo / ".mermaid" / "conversations"
+    for name in ("20260901_170000_250.meta", "20260901_170000_250.json"):
+        p = conv / name
+        text = p.read_text()
+        assert "2026-09-01T17:00:09.75-04:00" in text
+        p.write_text(text.replace("2026-09-01T17:00:09.75-04:00", "2026-11-02T09:00:00-05:00"))
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _created(run, root, cid, *opts):
+    rows = json.loads(run("--root", root, *opts, "ls", "--format", "json").stdout)
+    return next(r["created"] for r in rows if r["id"] == cid)
+
+
+def test_in_the_writers_zone_a_dst_change_since_creation_is_read_right(run, mermaid_demo, new_york):
+    _across_dst(mermaid_demo)
+    snap = json.loads((mermaid_demo / ".mermaid" / "conversations" / "20260901_170000_250.json").read_text())
+    got = _created(run, mermaid_demo, "20260901_170000_250", "--no-cache")
+    assert parse_timestamp(got) == parse_timestamp(snap["created_at"]) and got.endswith("-04:00")
+
+
+def test_a_cache_written_in_another_zone_is_not_used(run, mermaid_demo, monkeypatch):
+    _across_dst(mermaid_demo)
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        in_utc = _created(run, mermaid_demo, "20260901_170000_250")  # the guess: the offset of the last save
+        assert in_utc.endswith("-05:00")
+        monkeypatch.setenv("TZ", "America/New_York")
+        time.tzset()
+        assert _created(run, mermaid_demo, "20260901_170000_250").endswith("-04:00")  # not the UTC run's row
+    finally:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()

@@ -142,26 +142,28 @@ _OFFSET_RE = re.compile(r"(?:Z|([+-])(\d\d):(\d\d))\Z")
 def meta_from_meta(doc: dict, path: str, size: int, updated_ts: float | None = None) -> ConversationMeta:
     """A listing row from a sidecar whose id the caller has checked against the id rule.
 
-    A sidecar has no ``created_at``: the id is the creation time on the writer's wall clock.
-    Its ``updated_at`` carries the writer's UTC offset, so the id is read in that offset
-    (the snapshot's ``created_at`` says the same instant); without one, in local time.
+    A sidecar has no ``created_at``: the id is the creation time on the writer's wall clock, in
+    the writer's zone, which the sidecar does not name.  Its ``updated_at`` carries the writer's
+    offset at the last save.  When that is this machine's offset at that instant, the writer
+    is taken to be in this machine's zone (the usual case: one machine), and the id is read in
+    local time, across DST changes too; else in the ``updated_at`` offset, which is off by the
+    difference if the writer's offset changed between creation and the last save.  ``created``
+    gets the offset used, as the snapshot's ``created_at`` has one.
     """
     cid = doc["id"]
-    created = created_from_id(cid)
-    created_ts = None
+    updated = parse_timestamp(doc["updated_at"]) if updated_ts is None else updated_ts
+    created, created_ts = created_from_id(cid), _created_ts(cid)  # the id in local time
+    used = None if created_ts is None else time.localtime(created_ts).tm_gmtoff
     m = _OFFSET_RE.search(doc["updated_at"])
-    if m is not None:
+    if m is not None and updated is not None:
         offset = 0 if m[1] is None else (1 if m[1] == "+" else -1) * (int(m[2]) * 3600 + int(m[3]) * 60)
-        naive = parse_timestamp(created + "Z")
-        if naive is not None:
-            created_ts = naive - offset
-            created += m[0]
-    return ConversationMeta(
-        "mermaid", cid, doc["title"], created, doc["updated_at"],
-        _created_ts(cid) if created_ts is None else created_ts,
-        parse_timestamp(doc["updated_at"]) if updated_ts is None else updated_ts,
-        doc.get("message_count") or 0, size, False, path,
-    )
+        if time.localtime(updated).tm_gmtoff != offset:  # written in another zone: its offset, not ours
+            naive = parse_timestamp(created + "Z")
+            created_ts, used = (None, None) if naive is None else (naive - offset, offset)
+    if used is not None:
+        created += f"{'-' if used < 0 else '+'}{abs(used) // 3600:02d}:{abs(used) % 3600 // 60:02d}"
+    return ConversationMeta("mermaid", cid, doc["title"], created, doc["updated_at"], created_ts, updated,
+                            doc.get("message_count") or 0, size, False, path)
 
 
 def meta_from_snapshot(doc: dict, path: str, size: int) -> ConversationMeta:
@@ -186,12 +188,12 @@ _HOUR_STARTS: dict = {}
 def _created_ts(cid: str):
     """The id's local wall-clock time as epoch seconds.
 
-    time.mktime once per (date, hour), then minutes and seconds added: ids of
-    one archive share few hours, and DST shifts fall on hour boundaries.
+    time.mktime once per (date, hour) and zone, then minutes and seconds added: ids
+    of one archive share few hours, and DST shifts fall on hour boundaries.
     """
     if not valid_id(cid):
         return None
-    key = cid[:11]
+    key = (cid[:11], time.timezone, time.altzone, time.tzname)  # (tzset may change the zone between calls)
     base = _HOUR_STARTS.get(key)
     if base is None:
         y, mo, d, h = int(cid[0:4]), int(cid[4:6]), int(cid[6:8]), int(cid[9:11])
