@@ -143,31 +143,56 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE_LINE = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
 _DETAILS_END = re.compile(r"</details\s*>", re.I)
+_CODE_SPAN = re.compile(r"(`+).*?(?<!`)\1(?!`)")
+
+
+def _fences(text: str):
+    """``([(line, in a fenced code block or a fence line)], the fence left open as its opening
+    indentation and run, or None)``, by CommonMark §4.5: a fence closes with a run of the same
+    character at least as long, with nothing but spaces after it."""
+    lines, open_fence = [], None
+    for line in text.split("\n"):
+        m = _FENCE_LINE.fullmatch(line)
+        if open_fence is None:
+            if m and not (m[2][0] == "`" and "`" in m[3]):  # (a backtick fence's info string has no backtick)
+                open_fence = (m[1], m[2])
+            lines.append((line, open_fence is not None))
+            continue
+        lines.append((line, True))
+        if m and m[2][0] == open_fence[1][0] and len(m[2]) >= len(open_fence[1]) and not m[3].strip():
+            open_fence = None
+    return lines, open_fence
+
+
+def _closed(text: str, open_fence) -> str:
+    # indented like its opener: inside a list item a fence at column 0 would open a new block instead
+    return text if open_fence is None else text.rstrip("\n") + "\n" + "".join(open_fence)
 
 
 def _contained(text: str) -> str:
-    """``text`` with a closing line added for a code fence it leaves open (CommonMark §4.5), so
-    that one message's text cannot turn the headings and messages after it into code."""
-    open_run = None
-    for line in text.split("\n"):
-        m = _FENCE_LINE.fullmatch(line)
-        if m is None:
-            continue
-        run, rest = m.groups()
-        if open_run is None:
-            if not (run[0] == "`" and "`" in rest):  # (a backtick fence's info string has no backtick)
-                open_run = run
-        elif run[0] == open_run[0] and len(run) >= len(open_run) and not rest.strip():
-            open_run = None
-    return text if open_run is None else text.rstrip("\n") + "\n" + open_run
+    """``text`` with a closing line added for a code fence it leaves open, so that one message's
+    text cannot turn the headings and messages after it into code."""
+    return _closed(text, _fences(text)[1])
 
 
 def _in_fold(reasoning: str) -> str:
-    """Reasoning for a ``<details>`` block: its own ``</details>`` would end the fold early, so it is
-    written as the entity text a Markdown reader shows as the same characters."""
-    return _contained(_DETAILS_END.sub(lambda m: "&lt;" + m.group()[1:], reasoning))
+    """Reasoning for a ``<details>`` block, contained: a ``</details>`` of its own, outside code
+    (where a reader would take it for the tag and end the fold early), is written as ``&lt;/details>``,
+    which a reader shows as those characters.  In code it is shown as written already."""
+    lines, open_fence = _fences(reasoning)
+    out = [line if code else _outside_code_spans(line, lambda t: _DETAILS_END.sub(lambda m: "&lt;" + m[0][1:], t))
+           for line, code in lines]
+    return _closed("\n".join(out), open_fence)
+
+
+def _outside_code_spans(line: str, fix) -> str:
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(line):
+        out += [fix(line[at:m.start()]), m[0]]
+        at = m.end()
+    return "".join(out) + fix(line[at:])
 
 
 def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,

@@ -60,3 +60,18 @@ def test_details_inside_reasoning_does_not_end_the_fold():
     fold, after = body.split("</details>", 1)
     assert "step one" in fold and "step two" in fold
     assert "step two" not in after and "final" in after
+
+
+def test_a_fence_left_open_in_a_list_item_is_closed_at_its_indentation():
+    """Inside a list item the fence ends with the item anyway; a closing line at column 0 would
+    open a new fence there and swallow the rest (checked with a CommonMark parser)."""
+    content = "1. Run:\n\n   ```sh\n   make"
+    md = to_markdown(_conv(_msg("user", content), _msg("assistant", "ok")))
+    assert content + "\n   ```\n\n## Assistant" in md
+    assert "\n```\n" not in md
+
+
+def test_details_in_code_inside_reasoning_is_left_as_written():
+    reasoning = "use `</details>` to close\n```html\n</details>\n```\nbut </details> here ends it"
+    md = to_markdown(_conv(_msg("assistant", "final", reasoning=reasoning)))
+    assert "use `</details>` to close\n```html\n</details>\n```\nbut &lt;/details> here ends it" in md
