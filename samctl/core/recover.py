@@ -42,6 +42,15 @@ def over_cap(text: str) -> bool:
     return "-byte cap" in text
 
 
+def refuse_over_cap(path: Path, cap: int, app: str) -> None:
+    """NothingToRecover if ``path`` is a file bigger than the read cap ``cap`` while ``app`` would
+    read it: samctl cannot tell whether it is damaged, and must not replace it with an older copy."""
+    st = fsafe.lstat(path)
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
+        raise NothingToRecover(f"{path} is {st.st_size} bytes, over samctl's {cap}-byte cap, so samctl cannot "
+                               f"read it; {app} can, and it is left as it is")
+
+
 class NothingToRecover(SamctlError):
     """No source holds anything of the conversation.  When a file was only skipped for its size,
     the hint says how to read it rather than where else to look."""

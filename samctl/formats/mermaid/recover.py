@@ -30,10 +30,11 @@ from pathlib import Path
 import orjson
 
 from samctl import errors, fsafe
-from samctl.core.recover import NothingToRecover, RecoveryPlan
+from samctl.core.recover import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
 from samctl.formats.mermaid import checks, decode, encode, eventlog
 from samctl.formats.mermaid import tail as tailfix
+from samctl.formats.base import Caps
 
 
 class NeverPersisted(NotFound):
@@ -101,6 +102,8 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
     findings: list = []
     current_bytes = None
     snap = None
+    if store.caps.snapshot < Caps().snapshot:  # a cap lowered below mermaid's own: mermaid reads the file
+        refuse_over_cap(snap_path, store.caps.snapshot, "mermaid")
     if fsafe.lstat(snap_path) is not None:
         snap = store._read_snapshot(snap_path, findings, stem_must_match=True)
         if snap is not None and snap["id"] != cid:

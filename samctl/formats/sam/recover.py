@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.core.recover import NothingToRecover, RecoveryPlan
+from samctl.core.recover import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, SamctlError, UsageError
 from samctl.formats.sam import encode, repair, schema
 
@@ -125,6 +125,7 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     folder = store.folder(cid)
     target = folder / "conversation.json"
     cap = store.caps.snapshot
+    refuse_over_cap(target, cap, "SAM")  # (SAM reads a file of any size)
     notes: list = []
     sources: list = []
     current, parsed = _from_file(target, cap, notes, "conversation.json")
