@@ -49,18 +49,28 @@ def remember_root(root: str | None) -> None:
     global _ROOT_ARG
     import shlex
 
-    _ROOT_ARG = f" --root {shlex.quote(root)}" if root else ""
+    from samctl.core.render import safe_text
+
+    # quoted for a shell, and escaped for the terminal it is printed on (a control character in it
+    # makes the suggestion unpasteable, but never reaches the terminal raw)
+    _ROOT_ARG = f" --root {safe_text(shlex.quote(root), lines=False)}" if root else ""
 
 
-def pasteable(text: str) -> str:
-    """``text`` with every samctl command it suggests (``samctl restore ...``) given the same
-    ``--root`` as this run, so a pasted suggestion acts on the same store.  (SAMCTL_ROOT and
-    the default store need nothing: the pasted command finds them again.)"""
+def pasteable(text: str, whole: bool = False) -> str:
+    """``text`` with every samctl command it suggests given the same ``--root`` as this run, so a
+    pasted suggestion acts on the same store.  Suggestions are the backquoted spans
+    (`` `samctl recover ID` ``), or, with ``whole``, all of ``text`` (a line samctl wrote itself:
+    "undo with: samctl restore ID"); the rest may quote the user's input, which is left alone.
+    (SAMCTL_ROOT and the default store need nothing: the pasted command finds them again.)"""
     if not _ROOT_ARG or "samctl " not in text:
         return text
     from samctl.cli import COMMANDS
 
-    return re.sub(r"\bsamctl (?=(?:%s)\b)" % "|".join(COMMANDS), lambda m: f"samctl{_ROOT_ARG} ", text)
+    command = re.compile(r"\bsamctl (?=(?:%s)\b|--(?!root))" % "|".join(COMMANDS))
+
+    def add(s: str) -> str:
+        return command.sub(lambda m: f"samctl{_ROOT_ARG} ", s)
+    return add(text) if whole else re.sub(r"`[^`\n]*`", lambda m: add(m[0]), text)
 
 
 def store_of(ctx: click.Context):

@@ -83,7 +83,7 @@ def render(report, fmt: str, undo_hint: str | None = None) -> None:
                 extra = f" -> {it['entry']} ({human_size(it.get('bytes'))} -> {human_size(it.get('stored'))})"
             click.echo(f"{it['action']}: {it.get('restored_from') or it['id']}{extra}  {_one_line(it.get('title'))}")
         if undo_hint and report.items and not report.dry_run:
-            click.echo(pasteable(undo_hint), err=True)
+            click.echo(pasteable(undo_hint, whole=True), err=True)
     report_findings(report.findings)
     if report.failed:
         raise click.exceptions.Exit(errors.FAILED if not report.items else errors.PARTIAL)

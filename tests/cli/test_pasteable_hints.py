@@ -52,3 +52,21 @@ def test_prose_that_mentions_samctl_is_left_alone():
             "print(pasteable('another samctl is writing; run `samctl attic --repair`'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out == "another samctl is writing; run `samctl --root /x attic --repair`\n"
+
+
+def test_the_users_own_words_are_not_rewritten(run, sam_demo):
+    r = run("--root", sam_demo, "show", "samctl ls")
+    assert r.exit_code == 2 and "'samctl ls'" in r.stderr
+
+
+def test_a_cap_hint_gets_the_root_too(run, mermaid_demo):
+    r = run("--root", mermaid_demo, "--max-file-size", "2K", "show", "20260810_140307_512")
+    assert f"`samctl --root {mermaid_demo} --max-file-size 1G ...`" in r.stderr
+
+
+def test_a_root_with_control_characters_never_reaches_the_terminal_raw(run, mermaid_demo, tmp_path):
+    odd = tmp_path / "p\x1b]0;PWNED\x07X"
+    mermaid_demo.rename(odd)
+    r = run("--root", odd, "restore", MERMAID_ID)
+    assert r.exit_code == 4 and "--root" in r.stderr
+    assert "\x1b" not in r.stderr and "\x07" not in r.stderr
