@@ -85,7 +85,9 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
         if bar:
             bar.close()
     report_findings(findings)
-    if plan.kind != "stdout":
+    if plan.kind == "file" and not res.files:
+        pass  # nothing written: the not-written line above says so, and that the old file is kept
+    elif plan.kind != "stdout":
         what = f"{res.exported} conversation{'s' if res.exported != 1 else ''}"
         skipped = f" ({res.skipped} skipped, see above)" if res.skipped else ""
         click.echo(f"exported {what} as {fmt} to {res.destination}{skipped}", err=True)

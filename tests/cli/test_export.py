@@ -171,7 +171,7 @@ def test_a_skipped_conversation_leaves_an_earlier_export_as_it_was(run, sam_demo
     (sam_demo / "conversations" / SAM_ID / "conversation.json").write_text("{")
     r = run("--root", sam_demo, "export", "8B58", "--to", fmt, "-o", out)
     assert r.exit_code == 3 and "bad-json" in r.stderr
-    assert f"nothing was written to {out}" in r.stderr
+    assert f"nothing was written to {out}" in r.stderr and "exported 0" not in r.stderr
     assert out.read_bytes() == good
     assert sorted(p.name for p in out.parent.iterdir()) == ["portland.export"]  # no temp left
 
