@@ -424,7 +424,6 @@ class _SeedUnread(SamctlError):
 def _find_seed(store, like: str, sources):
     """(id, blob, content, conversation id, path) of the memory ``like`` names (id or unique prefix)."""
     from samctl.formats.sam import memorydb
-
     from samctl.formats.sam.sqlitefile import SQLITE_ERRORS, _sqlite_finding
 
     lo = like.upper()
