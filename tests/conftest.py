@@ -30,6 +30,25 @@ def _isolated_env(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def zone(monkeypatch):
+    """``zone(name)``: this process runs in time zone ``name`` (TZ and ``time.tzset``) until the
+    test ends; then the zone the test started in is back."""
+    import time
+
+    before = os.environ.get("TZ")
+
+    def set_zone(name: str) -> None:
+        monkeypatch.setenv("TZ", name)
+        time.tzset()
+    yield set_zone
+    if before is None:
+        monkeypatch.delenv("TZ", raising=False)
+    else:
+        monkeypatch.setenv("TZ", before)
+    time.tzset()
+
+
+@pytest.fixture
 def mermaid_demo(tmp_path) -> Path:
     project = tmp_path / "proj"
     make_fixtures.build_demo_mermaid(project)

@@ -6,7 +6,6 @@ reader's time zone."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -16,12 +15,9 @@ CID = "20260810_140307_512"
 
 
 @pytest.fixture(params=["UTC", "America/New_York", "Asia/Kolkata"])
-def tz(request, monkeypatch):
-    monkeypatch.setenv("TZ", request.param)
-    time.tzset()
-    yield request.param
-    monkeypatch.undo()
-    time.tzset()
+def tz(request, zone):
+    zone(request.param)
+    return request.param
 
 
 def test_created_from_a_sidecar_is_the_writers_instant(run, mermaid_demo, tz):
@@ -58,12 +54,8 @@ def _across_dst(mermaid_demo):
 
 
 @pytest.fixture
-def new_york(monkeypatch):
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+def new_york(zone):
+    zone("America/New_York")
 
 
 def _created(run, root, cid, *opts):
@@ -78,16 +70,10 @@ def test_in_the_writers_zone_a_dst_change_since_creation_is_read_right(run, merm
     assert parse_timestamp(got) == parse_timestamp(snap["created_at"]) and got.endswith("-04:00")
 
 
-def test_a_cache_written_in_another_zone_is_not_used(run, mermaid_demo, monkeypatch):
+def test_a_cache_written_in_another_zone_is_not_used(run, mermaid_demo, zone):
     _across_dst(mermaid_demo)
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    try:
-        in_utc = _created(run, mermaid_demo, "20260901_170000_250")  # the guess: the offset of the last save
-        assert in_utc.endswith("-05:00")
-        monkeypatch.setenv("TZ", "America/New_York")
-        time.tzset()
-        assert _created(run, mermaid_demo, "20260901_170000_250").endswith("-04:00")  # not the UTC run's row
-    finally:
-        monkeypatch.setenv("TZ", "UTC")
-        time.tzset()
+    zone("UTC")
+    in_utc = _created(run, mermaid_demo, "20260901_170000_250")  # the guess: the offset of the last save
+    assert in_utc.endswith("-05:00")
+    zone("America/New_York")
+    assert _created(run, mermaid_demo, "20260901_170000_250").endswith("-04:00")  # not the UTC run's row

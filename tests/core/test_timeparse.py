@@ -1,6 +1,5 @@
 """--since/--until: what a person typing a date or a local time means."""
 
-import time
 from datetime import datetime, timezone
 
 import pytest
@@ -12,12 +11,8 @@ NOV = datetime(2026, 11, 30, 12, tzinfo=timezone.utc).timestamp()  # "now": wint
 
 
 @pytest.fixture
-def new_york(monkeypatch):
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+def new_york(zone):
+    zone("America/New_York")
 
 
 def _utc(*args) -> float:
