@@ -7,6 +7,7 @@ data goes to stdout, findings and progress to stderr.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -233,47 +234,42 @@ def complete_ids(ctx, param, incomplete):
     Reads --root/SAMCTL_ROOT from the command line being completed.  Never raises and
     never prints: a completion that fails offers nothing.
     """
-    try:
-        from click.shell_completion import CompletionItem
-
-        from samctl.formats import open_store
-
-        root = ctx.find_root().params.get("root")
-        store = open_store(root, cache=True)
-        text = incomplete or ""
-        want = store.normalize_prefix(text)
-        ids = [i for i in store.all_ids() if i.startswith(want) or i.startswith(text)]
-        titles = {}
-        if 0 < len(ids) <= 50:
-            titles = {m.id: m.title for m in store.list_metas([])}
-        return [CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None) for i in ids
-                if i in titles or not titles]
-    except Exception:  # noqa: BLE001 - completion must never break the user's shell
-        return []
+    return _complete(ctx, incomplete, lambda store: store.all_ids(),
+                     lambda store, ids: {m.id: m.title for m in store.list_metas([])})
 
 
 def complete_attic_ids(ctx, param, incomplete):
     """shell_complete callback for ``restore``: ids of the conversations in the attic (read from its
     file names; titles from the manifests of at most 50).  Never raises and never prints."""
-    try:
-        import os
+    from samctl.core import attic
 
+    def ids_in_attic(store) -> list:
+        out = set()
+        for name in os.listdir(attic.attic_dir(store)):
+            parsed = name.endswith(attic.MANIFEST_SUFFIX) and attic.parse_stem(name[: -len(attic.MANIFEST_SUFFIX)])
+            if parsed and parsed[1] != "history":
+                out.add(parsed[0])
+        return sorted(out)
+
+    return _complete(ctx, incomplete, ids_in_attic, lambda store, ids: {
+        e.id: e.title for e in attic.list_entries(store, [], want=lambda stem, cid: cid in ids)})
+
+
+def _complete(ctx, incomplete, ids_of, titles_of) -> list:
+    """The ids ``ids_of(store)`` that start with what was typed, with ``titles_of(store, ids)`` as
+    their descriptions when there are at most 50 (an id without a title is then left out: a
+    scope with no conversation).  Any failure offers nothing: completion must never break a shell."""
+    try:
         from click.shell_completion import CompletionItem
 
-        from samctl.core import attic
         from samctl.formats import open_store
 
         store = open_store(ctx.find_root().params.get("root"), cache=True)
         text = incomplete or ""
         want = store.normalize_prefix(text)
-        ids = set()
-        for name in os.listdir(attic.attic_dir(store)):
-            parsed = name.endswith(attic.MANIFEST_SUFFIX) and attic.parse_stem(name[: -len(attic.MANIFEST_SUFFIX)])
-            if parsed and parsed[1] != "history" and (parsed[0].startswith(want) or parsed[0].startswith(text)):
-                ids.add(parsed[0])
-        titles = {}
-        if 0 < len(ids) <= 50:
-            titles = {e.id: e.title for e in attic.list_entries(store, [], want=lambda stem, cid: cid in ids)}
-        return [CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None) for i in sorted(ids)]
+        ids = [i for i in ids_of(store) if i.startswith(want) or i.startswith(text)]
+        titles = titles_of(store, set(ids)) if 0 < len(ids) <= 50 else {}
+        return [CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None) for i in ids
+                if i in titles or not titles]
     except Exception:  # noqa: BLE001 - completion must never break the user's shell
         return []
