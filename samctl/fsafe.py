@@ -85,6 +85,10 @@ def _problem_for_oserror(exc: OSError, path) -> FileProblem:
     return FileProblem("unreadable", path, f"cannot read: {exc.strerror or exc}")
 
 
+# What to do about a ``too-large`` file: it is not damaged, only bigger than samctl reads by default.
+TOO_LARGE_HINT = "read it with a bigger cap, e.g. `samctl --max-file-size 1G ...`"
+
+
 def read_capped(path: str | os.PathLike, cap: int) -> bytes:
     """Read a whole regular file of at most ``cap`` bytes.
 

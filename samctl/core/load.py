@@ -30,20 +30,18 @@ def load_resolved(store, cid: str, findings: list):
         return None
 
 
-_BIGGER_CAP = "read it with a bigger cap, e.g. `samctl --max-file-size 1G ...`"
-
-
 def _load(store, cid: str, findings: list):
     start = len(findings)
     try:
         conv = store.load(cid, findings)
     except FileProblem as exc:
-        extra = f"; {_BIGGER_CAP}" if exc.code == "too-large" else ""
+        extra = f"; {fsafe.TOO_LARGE_HINT}" if exc.code == "too-large" else ""
         findings.append(Finding(exc.code, str(exc.path), exc.message + extra, ERROR, cid))
         return None
     if conv is None:
         # a file skipped only for its size is not damaged: recover would not help, a bigger cap does
-        what = _BIGGER_CAP if any(f.code == "too-large" for f in findings[start:]) else f"try `samctl recover {cid}`"
+        too_large = any(f.code == "too-large" for f in findings[start:])
+        what = fsafe.TOO_LARGE_HINT if too_large else f"try `samctl recover {cid}`"
         findings.append(Finding("unreadable-conversation", str(store.conv_dir), f"nothing of {cid} could be read; "
                                 + what, ERROR, cid))
     return conv

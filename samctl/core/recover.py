@@ -34,7 +34,7 @@ from samctl.formats.mermaid import tail
 from samctl.formats.mermaid.tail import TailRepair
 
 
-CAP_HINT = "a file is over samctl's read cap: read it with a bigger one, e.g. `samctl --max-file-size 1G ...`"
+CAP_HINT = f"a file is over samctl's read cap: {fsafe.TOO_LARGE_HINT}"
 
 
 def over_cap(text: str) -> bool:
