@@ -268,8 +268,9 @@ def flock_held(path: str | os.PathLike) -> bool:
     return False
 
 
-def make_private_dir(path: str | os.PathLike) -> Path:
-    """mkdir -p with 0700 on every folder it creates; an existing folder is left as is."""
+def make_private_dir(path: str | os.PathLike, created: list | None = None) -> Path:
+    """mkdir -p with 0700 on every folder it creates; an existing folder is left as is.
+    ``created``, if given, gets each folder this call made, outermost first."""
     path = Path(path)
     missing = []
     p = path
@@ -282,7 +283,19 @@ def make_private_dir(path: str | os.PathLike) -> Path:
         except FileExistsError:
             continue
         os.chmod(p, DIR_MODE)
+        if created is not None:
+            created.append(p)
     return path
+
+
+def remove_empty_dirs(folders: list) -> None:
+    """Undo ``make_private_dir``'s ``created`` list: each folder goes, innermost first, if it is
+    still empty (anything someone put there meanwhile keeps it)."""
+    for p in reversed(folders):
+        try:
+            os.rmdir(p)
+        except OSError:
+            return
 
 
 def stale_temps(parent: str | os.PathLike, name: str | None = None, now: float | None = None):

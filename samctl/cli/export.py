@@ -85,8 +85,8 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
         if bar:
             bar.close()
     report_findings(findings)
-    if plan.kind == "file" and not res.files:
-        pass  # nothing written: the not-written line above says so, and that the old file is kept
+    if plan.kind != "stdout" and not res.files:
+        pass  # nothing written: the not-written line above says so
     elif plan.kind != "stdout":
         what = f"{res.exported} conversation{'s' if res.exported != 1 else ''}"
         skipped = f" ({res.skipped} skipped, see above)" if res.skipped else ""

@@ -262,18 +262,23 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
             if progress:
                 progress(i + 1, len(ids))
 
+    made: list = []  # folders -o named that did not exist: they go again if nothing is written
     try:
         if plan.kind == "folder":
             _to_folder(store, conversations(), fmt, plan.path, findings, res, include_hidden, exported_at,
-                       index=(fmt == "html" and many))
+                       index=(fmt == "html" and many), made=made)
+            if not res.files:
+                fsafe.remove_empty_dirs(made)
+                findings.append(Finding("not-written", str(plan.path), f"nothing was written to {plan.path}", INFO))
             return res
         if plan.kind == "file":
             try:
-                with fsafe.atomic_writer(_ensure_parent(plan.path)) as out:
+                with fsafe.atomic_writer(fsafe.make_private_dir(plan.path.parent, made) / plan.path.name) as out:
                     _to_stream(store, conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
                     if res.exported == 0 and ids:  # every one skipped: an empty file would replace a good one
                         raise _NothingToWrite
             except _NothingToWrite:
+                fsafe.remove_empty_dirs(made)
                 findings.append(Finding("not-written", str(plan.path), "nothing was written to "
                                         f"{plan.path}; what was there is left as it was", INFO))
                 return res
@@ -296,19 +301,17 @@ class _NothingToWrite(Exception):
     """Every conversation of a one-file export was skipped: the temp goes, the old file stays."""
 
 
-def _ensure_parent(path: Path) -> Path:
-    fsafe.make_private_dir(path.parent)
-    return path
-
-
-def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, exported_at, index: bool):
-    fsafe.make_private_dir(folder)
+def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, exported_at, index: bool,
+               made: list):
+    """One file per conversation in ``folder``, made (into ``made``) when the first one is written."""
     entries = []
     for conv in convs:
         data = render_one(fmt, store, conv, include_hidden, findings, exported_at, index_link=index)
         if data is None:
             res.skipped += 1
             continue
+        if not res.files:
+            fsafe.make_private_dir(folder, made)
         name = fsafe.check_component(conv.meta.id + EXTENSIONS[fmt])
         fsafe.write_atomic(folder / name, data)
         res.files.append(str(folder / name))
@@ -317,7 +320,7 @@ def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, e
             entries.append({"file": name, "id": conv.meta.id, "title": conv.meta.title,
                             "updated_ts": conv.meta.updated_ts, "messages": len(shown(conv, include_hidden)),
                             "store": conv.meta.store})
-    if index:
+    if index and entries:
         from samctl.core import html
 
         fsafe.write_atomic(folder / "index.html", html.index_page(entries).encode("utf-8", "surrogateescape"))

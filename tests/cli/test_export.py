@@ -183,6 +183,30 @@ def test_all_skipped_writes_no_new_file(run, sam_demo, tmp_path):
     assert r.exit_code == 3 and not out.exists()
 
 
+@pytest.mark.parametrize("args", [("8B58", "--to", "json", "-o", "{out}/deeper/one.json"),
+                                  ("8B58", "--to", "markdown", "-o", "{out}/deeper/"),
+                                  ("--all", "--to", "markdown", "-o", "{out}/deeper")])
+def test_nothing_exported_creates_no_folder(run, sam_demo, tmp_path, args):
+    """Folders named by -o are made for what is written: an export that writes nothing leaves none."""
+    for folder in (sam_demo / "conversations").iterdir():  # --all: every conversation is unreadable
+        if folder.is_dir():
+            (folder / "conversation.json").write_text("{")
+    before = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "export", *[a.replace("{out}", str(tmp_path / "new")) for a in args])
+    assert r.exit_code == 3 and "bad-json" in r.stderr, r.stderr
+    assert "nothing was written to " in r.stderr and "exported 0" not in r.stderr
+    assert not (tmp_path / "new").exists()
+    assert fingerprint(sam_demo) == before
+
+
+def test_an_existing_folder_stays_when_nothing_is_exported(run, sam_demo, tmp_path):
+    (sam_demo / "conversations" / SAM_ID / "conversation.json").write_text("{")
+    (tmp_path / "mine").mkdir()
+    r = run("--root", sam_demo, "export", "8B58", "--to", "json", "-o", tmp_path / "mine" / "sub" / "one.json")
+    assert r.exit_code == 3
+    assert (tmp_path / "mine").is_dir() and os.listdir(tmp_path / "mine") == []
+
+
 def test_a_bare_folder_of_conversations_leaves_its_parent_to_the_user(run, mermaid_demo, tmp_path):
     """--root naming a plain folder of mermaid files: its parent is not mermaid's, exports may go there."""
     bare = tmp_path / "backup" / "convs"
