@@ -548,7 +548,7 @@ def _sam_vacuum(store, opts, rep, progress) -> None:
             if opts.dry_run:  # read-only for real: no -shm/-wal created, no hot journal rolled back
                 db = sqlitefile.open_readonly(p, timeout=0)
             else:
-                db = sqlite3.connect(sqlitefile._uri(p).replace("?mode=ro", "?mode=rw"), uri=True, timeout=0,
+                db = sqlite3.connect(sqlitefile.rw_uri(p), uri=True, timeout=0,
                                      isolation_level=None)
         except FileProblem as exc:
             rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc.message}", WARNING))

@@ -20,7 +20,8 @@ from functools import lru_cache
 
 APPLE_EPOCH = 978307200.0  # 2001-01-01T00:00:00Z in Unix seconds (Foundation's reference date)
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_UUID_RE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
+# the one UUID form of the SAM modules (store, schema, databases): what Swift's UUID(uuidString:) parses
+UUID_RE = re.compile(r"\A[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 _DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}\Z")
 
 
@@ -72,4 +73,4 @@ def parse_db_date(s) -> float | None:
 
 def is_uuid(s) -> bool:
     """True for a canonical 8-4-4-4-12 hex UUID string in either case (what Swift's UUID parses)."""
-    return isinstance(s, str) and _UUID_RE.match(s) is not None
+    return isinstance(s, str) and UUID_RE.match(s) is not None

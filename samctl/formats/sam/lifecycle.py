@@ -22,13 +22,12 @@ import sqlite3
 import stat
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import orjson
 
 from samctl import fsafe
 from samctl.errors import FileProblem, NotFound, SamctlError
-from samctl.formats.sam import decode
+from samctl.formats.sam import decode, sqlitefile
 
 SCOPE_FILES = ("memory.db", "memory.db-journal", "memory.db-wal", "memory.db-shm")
 PRIMARY = "conversation.json"
@@ -156,8 +155,7 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
 
 def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
     try:
-        uri = "file:" + quote(os.path.abspath(path), safe="/") + "?mode=rw"  # a '?' or '#' in a path is data
-        db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=0)
+        db = sqlite3.connect(sqlitefile.rw_uri(path), uri=True, isolation_level=None, timeout=0)
     except sqlite3.Error:
         return
     try:

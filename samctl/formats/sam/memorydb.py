@@ -43,7 +43,6 @@ import struct
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import quote
 
 from samctl import fsafe
 from samctl.core.model import WARNING
@@ -52,7 +51,7 @@ from samctl.formats.sam.archivedb import ARCHIVE_REASONS, create_archive_db, enc
 from samctl.formats.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.formats.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
                                            MEMORY_TABLE, SCHEMA_SQL, SQLITE_ERRORS, _BadText, _open_checked,
-                                           _Reporter, _sqlite_finding, _text_factory, _uri, open_readonly,
+                                           _Reporter, _sqlite_finding, _text_factory, _uri, open_readonly, rw_uri,
                                            row_batches, schema_problems)
 
 __all__ = [
@@ -293,9 +292,8 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
     fh.close()
     if not ids:
         return 0
-    uri = "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=rw"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        conn = sqlite3.connect(rw_uri(path), uri=True, timeout=timeout, isolation_level=None)
     except SQLITE_ERRORS as exc:
         raise FileProblem("db-unreadable", path, f"cannot open for writing: {exc}") from None
     try:

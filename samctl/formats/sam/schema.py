@@ -42,6 +42,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from samctl.formats.sam.dbvalues import UUID_RE, is_uuid
+
 __all__ = [
     "ERROR",
     "WARNING",
@@ -66,8 +68,6 @@ __all__ = [
 ERROR = "error"
 WARNING = "warning"
 
-# Swift's UUID(uuidString:) parses case-insensitively; SAM writes uppercase.
-UUID_RE = re.compile(r"\A[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 # What SAM names conversation directories: UUID.uuidString, uppercase only.
 CANONICAL_ID_RE = re.compile(r"\A[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}\Z")
 
@@ -115,11 +115,6 @@ class Problem:
 
     def line(self) -> str:
         return f"{self.severity}: {self.code}: {self.where}: {self.reason}"
-
-
-def is_uuid(s) -> bool:
-    """True if ``s`` is a string SAM's UUID parser accepts (any case)."""
-    return isinstance(s, str) and UUID_RE.match(s) is not None
 
 
 # --- dates ---------------------------------------------------------------------

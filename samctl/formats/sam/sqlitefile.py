@@ -184,6 +184,12 @@ def _uri(path, immutable: bool = False) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
+def rw_uri(path) -> str:
+    """The URI that opens ``path`` for writing and never creates it (``mode=rw``; a '?' or '#' in
+    the path is data).  Writers: ``memorydb.touch_memories``, compact's VACUUM, restore's retarget."""
+    return "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=rw"
+
+
 def _preflight(path) -> bool:
     """Check the file before SQLite sees it; True if it must be opened ``immutable``.
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import stat
 import time
 from pathlib import Path
@@ -37,8 +36,8 @@ from samctl.errors import FileProblem, NotFound, SamctlError
 from samctl.formats.base import Store
 from samctl.formats.metacache import MetaCache
 from samctl.formats.sam import decode
+from samctl.formats.sam.dbvalues import UUID_RE
 
-UUID_RE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 _PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _OPT_STR = (str, type(None))
 _OPT_NUM = (int, float, type(None))
