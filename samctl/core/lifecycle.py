@@ -218,15 +218,15 @@ def preflight(store, sel: Selection, purge: bool = False) -> None:
 def topic_refs(store, ids) -> dict | None:
     """SAM: shared-topic scope -> the conversations whose memories live there (None for mermaid).
 
-    Those in the store, and, for the ``ids`` that are scopes (a folder with no
-    conversation.json), the deleted and archived ones in the attic too: a
-    conversation that can be restored needs its memories when it comes back.
+    Those in the store, and, for the ``ids`` whose folder is there (a scope
+    only, or a conversation's own folder that is also a scope), the deleted and
+    archived ones in the attic too: a conversation that can be restored needs
+    its memories when it comes back.
     """
     if store.name != "sam":
         return None
     refs = store.topic_refs()
-    scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid)) is not None
-              and fsafe.lstat(store.folder(cid) / "conversation.json") is None}
+    scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid)) is not None}
     if scopes:
         for e in atticmod.list_entries(store, [], atticmod.RESTORABLE):
             topic = e.extra["shared_topic"] if "shared_topic" in e.extra else _archived_topic(store, e)

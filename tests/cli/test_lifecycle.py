@@ -476,6 +476,29 @@ def test_sam_age_counts_the_newest_message_not_only_updated(run, sam_demo):
     assert cid not in ids and API in ids
 
 
+@pytest.mark.parametrize("purge", [False, True], ids=["rm", "purge"])
+def test_a_folder_that_is_the_scope_of_a_conversation_in_the_attic_keeps_its_memories(run, sam_demo, purge):
+    """A conversation's own folder that another conversation, now in the attic, uses as its shared
+    scope: removing the conversation keeps the memories the attic's conversation needs back."""
+    from make_fixtures import sam_doc, sam_dumps, sam_message, sam_settings
+
+    other = "F0000000-0000-4000-8000-000000000002"
+    (conv(sam_demo) / other).mkdir(mode=0o700)
+    doc = sam_doc(other, "Uses 8B58's memories", [
+        sam_message("11111111-2222-4333-8444-555555555555", "user", "hello", "2026-01-01T12:00:00Z")],
+        "2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z",
+        settings=sam_settings(useSharedData=True, sharedTopicId=SID, sharedTopicName="Trips"))
+    (conv(sam_demo) / other / "conversation.json").write_text(sam_dumps(doc))
+    os.chmod(conv(sam_demo) / other / "conversation.json", 0o600)
+    assert run("--root", sam_demo, "rm", other).exit_code == 0
+    memories = (conv(sam_demo) / SID / "memory.db").read_bytes()
+    r = run("--root", sam_demo, "rm", SID, "--yes", *(["--purge"] if purge else []))
+    assert r.exit_code == 0, r.stderr
+    assert not (conv(sam_demo) / SID / "conversation.json").exists()
+    assert (conv(sam_demo) / SID / "memory.db").read_bytes() == memories
+    assert run("--root", sam_demo, "restore", other).exit_code == 0
+
+
 def test_a_folder_that_is_also_another_conversations_scope_keeps_its_memories(run, sam_demo):
     from make_fixtures import sam_doc, sam_dumps, sam_message, sam_settings
 
