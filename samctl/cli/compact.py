@@ -16,7 +16,8 @@ from samctl.core.timeparse import parse_age
 
 @click.command("compact")
 @click.option("--grace", metavar="AGE", default="30d", show_default=True,
-              help="Purge deleted attic entries, and remove samctl's .bak/.torn copies, older than AGE.")
+              help="Purge deleted attic entries (not ones that were pinned), and remove samctl's .bak/.torn copies, older "
+                   "than AGE.")
 @click.option("--log-threshold", metavar="SIZE", default="64M", show_default=True,
               help="Rewrite mermaid logs larger than SIZE (half mermaid's 128 MiB cap by default).")
 @dry_run_option
@@ -32,7 +33,8 @@ def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose
     """Keep the store and its attic healthy; safe to run from cron.
 
     In one pass: finish moves a crash interrupted; purge deleted attic
-    entries past the grace period; for mermaid sessions that are not in use,
+    entries past the grace period (not pinned ones: rm --purge
+    --include-pinned); for mermaid sessions that are not in use,
     cut torn log tails (kept in a .torn file) and rewrite logs over the
     threshold into a compressed history segment in the attic plus a fresh log
     that mermaid reads as its own backfill; remove stale temp files (by the

@@ -78,10 +78,13 @@ def _purge_selection(store, ids, age, empty, title, include_pinned):
     from samctl.core import lifecycle
 
     if not ids:
-        return lifecycle.select(store, ids, age, empty, title, include_pinned)
+        sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
+        lifecycle.keep_pinned_entries(store, sel, include_pinned)
+        return sel
     resolved = lifecycle.resolve_for_purge(store, ids)
     in_store = set(store.all_ids())
     sel = lifecycle.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned) \
         if any(i in in_store for i in resolved) else lifecycle.Selection(explicit=True)
+    lifecycle.keep_pinned_entries(store, sel, include_pinned)
     sel.targets += lifecycle.attic_targets(store, [cid for cid in resolved if cid not in in_store], include_pinned)
     return sel

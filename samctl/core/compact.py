@@ -152,7 +152,10 @@ def _run_steps(store, opts, rep, now, progress) -> None:
 def _purge_attic(store, opts, rep, now) -> None:
     findings: list = []
     for e in atticmod.list_entries(store, findings, ("deleted",)):
-        if e.when_ts <= now - opts.grace:
+        if e.when_ts <= now - opts.grace and e.extra.get("pinned") is True:  # only rm --purge --include-pinned
+            findings.append(Finding("kept-pinned", str(e.tar_path), f"{e.id} was pinned in SAM; kept past the grace "
+                                    "(`samctl rm --purge --include-pinned ID` removes it)", INFO, e.id))
+        elif e.when_ts <= now - opts.grace:
             if not opts.dry_run:
                 atticmod.drop(e)
             rep.add("purge-entry", e.tar_path, e.tar_size, 0, f"{e.id} deleted {e.when}")

@@ -469,6 +469,23 @@ def attic_targets(store, ids, include_pinned: bool = False) -> list[Target]:
     return out
 
 
+def keep_pinned_entries(store, sel: Selection, include_pinned: bool = False) -> None:
+    """Purge of conversations in the store: one with an attic entry that was pinned when it went
+    there (the conversation since came back unpinned) is an error when named, and skipped when a
+    filter found it, unless ``include_pinned``: its pinned copy goes with it."""
+    if include_pinned or store.name != "sam" or not sel.targets:
+        return
+    pinned = {e.id for e in entries_of(store, [t.id for t in sel.targets]) if e.extra.get("pinned") is True}
+    if not pinned:
+        return
+    if sel.explicit:
+        named = sorted(pinned)
+        raise SamctlError(f"{', '.join(named[:3])} {'has' if len(named) == 1 else 'have'} an attic entry that was "
+                          "pinned in SAM; nothing was purged", hint="pass --include-pinned to purge it too")
+    sel.skipped += [(t.id, "its attic entry was pinned (use --include-pinned)") for t in sel.targets if t.id in pinned]
+    sel.targets = [t for t in sel.targets if t.id not in pinned]
+
+
 def entries_of(store, ids, states=atticmod.STATES) -> list[atticmod.Entry]:
     """The attic entries of ``ids`` (only their manifests are read), oldest first."""
     wanted = set(ids)

@@ -154,6 +154,20 @@ def test_purges_deleted_entries_past_grace_only(run, mermaid_demo):
     assert e.state == "archived"
 
 
+def test_a_deleted_entry_that_was_pinned_is_never_purged_by_compact(run, sam_demo):
+    """Only `rm --purge --include-pinned` removes a pinned conversation for good; compact says it kept it."""
+    pinned = "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"
+    assert run("--root", sam_demo, "rm", pinned, "--include-pinned").exit_code == 0
+    assert run("--root", sam_demo, "rm", "8B58").exit_code == 0
+    r = run("--root", sam_demo, "compact", "--grace", "0s", "-v")
+    assert r.exit_code == 0, r.output
+    assert "1 attic entries purged" in r.stdout and "kept-pinned" in r.stderr and pinned in r.stderr
+    [e] = attic.list_entries(open_store(str(sam_demo)), [])
+    assert e.id == pinned and e.state == "deleted"
+    r = run("--root", sam_demo, "compact", "--grace", "0s")
+    assert r.exit_code == 0 and r.output == ""  # quiet by default: the kept entry is said with -v
+
+
 def test_sweeps_stale_temps_and_old_backups(run, mermaid_demo, sam_demo):
     c = conv(mermaid_demo)
     stale, fresh = c / f".{MID}.json.4242.0.tmp", c / f".{MID}.json.4242.1.tmp"

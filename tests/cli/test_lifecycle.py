@@ -221,6 +221,35 @@ def test_a_pinned_conversation_in_the_attic_is_not_purged_without_include_pinned
     assert not list(attic_of(sam_demo).glob(f"{PINNED}.*"))
 
 
+@pytest.mark.parametrize("how", [["{id}"], ["--title", "budget"]], ids=["named", "filter"])
+def test_a_pinned_entry_is_not_purged_when_its_conversation_came_back_unpinned(run, sam_demo, how):
+    """The pinned archived copy is kept by --purge of the id that is in the store again, unpinned."""
+    import shutil
+
+    import orjson
+
+    saved = conv(sam_demo).parent / "saved"
+    shutil.copytree(conv(sam_demo) / PINNED, saved)
+    assert run("--root", sam_demo, "archive", PINNED, "--include-pinned", "--yes").exit_code == 0
+    shutil.copytree(saved, conv(sam_demo) / PINNED)
+    shutil.rmtree(saved)
+    doc = orjson.loads((conv(sam_demo) / PINNED / "conversation.json").read_bytes())
+    doc["isPinned"] = False
+    (conv(sam_demo) / PINNED / "conversation.json").write_bytes(orjson.dumps(doc))
+    fp = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "rm", "--purge", "--yes", *[a.replace("{id}", PINNED) for a in how])
+    if how[0] == "{id}":
+        assert r.exit_code == 1 and "pinned" in r.stderr and "--include-pinned" in r.stderr, r.output
+        assert fingerprint(sam_demo) == fp
+    else:
+        assert r.exit_code == 0 and f"kept: {PINNED}: its attic entry was pinned" in r.stderr, r.output
+        assert (conv(sam_demo) / PINNED).exists()
+    assert list(attic_of(sam_demo).glob(f"{PINNED}.*.manifest.json"))
+    r = run("--root", sam_demo, "rm", "--purge", PINNED, "--yes", "--include-pinned")
+    assert r.exit_code == 0, r.stderr
+    assert not list(attic_of(sam_demo).glob(f"{PINNED}.*")) and not (conv(sam_demo) / PINNED).exists()
+
+
 @pytest.mark.parametrize("cmd", [["rm", SID], ["archive", "--older-than", "1d", "--yes"], ["restore", SID],
                                  ["compact"]])
 def test_busy_when_sam_runs_unless_force(cmd, run, sam_demo, monkeypatch):
