@@ -34,8 +34,8 @@ def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose
 
     In one pass: finish moves a crash interrupted; purge deleted attic
     entries past the grace period (not pinned ones: rm --purge
-    --include-pinned); for mermaid sessions that are not in use,
-    cut torn log tails (kept in a .torn file) and rewrite logs over the
+    --include-pinned); for mermaid sessions that are not in use (an open
+    session is left alone, even with --force), cut torn log tails (kept in a .torn file) and rewrite logs over the
     threshold into a compressed history segment in the attic plus a fresh log
     that mermaid reads as its own backfill; remove stale temp files (by the
     store's own rule) and old .bak/.torn copies; VACUUM SAM's memory

@@ -5,7 +5,8 @@ In order, under samctl's lock:
 1. finish moves a crash interrupted (``repair.repair``);
 2. purge ``deleted`` attic entries older than the grace period (``archived``
    entries and ``history`` segments are kept: archiving is a decision to keep);
-3. mermaid: for each session that is not live (its scratch lock is free) and
+3. mermaid: for each session that is not live (its scratch lock is free, also
+   with ``force``: mermaid caches an open session's seq cursor) and
    whose log has not changed for ``idle`` seconds: cut a torn tail back to the
    last newline (the cut bytes go to a 0600 ``.torn`` sibling first; a complete
    unterminated last line gets its newline instead), then, if the log is over
@@ -37,7 +38,8 @@ file, and what was appended to the new file are written back, in that order,
 and the history segment is dropped.  So no event is lost or duplicated.  (An
 append batch opened before the swap and written after that watch is the case
 this cannot see: a session starting within microseconds of the rename whose
-first write then waits a second.)
+first write then waits a second, or a writer other than mermaid that holds the
+log open without mermaid's scratch lock.)
 """
 
 from __future__ import annotations
@@ -186,7 +188,7 @@ def _mermaid_logs(store, opts, rep, now, progress) -> None:
         big = st.st_size > opts.log_threshold
         if not torn and not big:
             continue
-        if not opts.force and store.session_is_live(cid):
+        if store.session_is_live(cid):  # even with --force: mermaid caches the seq cursor of an open session
             rep.findings.append(Finding("skipped-live", str(path), "mermaid has this session open; left alone", INFO,
                                         cid))
             continue
@@ -294,7 +296,9 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             _undo(entry, attic, stem)
             raise atticmod.Changed("the log changed while compact read it (someone is appending); left for the next run")
         # Reading and packing took a while: a session may have started meanwhile (spec §1's lock)
-        live = (lambda: False) if opts.force else (lambda: store.session_is_live(cid))
+        def live() -> bool:
+            return store.session_is_live(cid)
+
         if live():
             _undo(entry, attic, stem)
             rep.findings.append(Finding("skipped-live", str(path), "mermaid opened this session while compact "
