@@ -447,7 +447,9 @@ def remove(path: str | os.PathLike, missing_ok: bool = True) -> bool:
 
 
 def remove_tree(path: str | os.PathLike, sync_parent: bool = True) -> None:
-    """rm -r without following symlinks: files first, then folders, bottom up."""
+    """rm -r without following symlinks: files first, then folders, bottom up.  A folder without
+    write permission for its owner (a read-only sub-folder) is made writable to be emptied: a user
+    who is not root could not remove what is in it otherwise."""
     path = Path(path)
     st = lstat(path)
     if st is None:
@@ -455,6 +457,25 @@ def remove_tree(path: str | os.PathLike, sync_parent: bool = True) -> None:
     if not stat.S_ISDIR(st.st_mode):
         remove(path)
         return
+    try:
+        _remove_dir_tree(path)
+    except PermissionError:
+        _owner_may_write(path)
+        _remove_dir_tree(path)  # what the first pass removed is gone; this removes the rest
+    if sync_parent:
+        fsync_dir(path.parent)
+
+
+def _owner_may_write(top: Path) -> None:
+    """Give every folder under ``top`` (not through links) u+rwx, top down, so it can be emptied."""
+    for dirpath, dirnames, _ in os.walk(top, topdown=True, followlinks=False, onerror=None):
+        for p in [dirpath] + [os.path.join(dirpath, d) for d in dirnames]:
+            st = os.lstat(p)
+            if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o700 != 0o700:
+                os.chmod(p, stat.S_IMODE(st.st_mode) | 0o700)
+
+
+def _remove_dir_tree(path: Path) -> None:
     for dirpath, dirnames, filenames in os.walk(path, topdown=False, followlinks=False):
         for name in filenames:
             remove(os.path.join(dirpath, name))
@@ -467,8 +488,6 @@ def remove_tree(path: str | os.PathLike, sync_parent: bool = True) -> None:
                 os.rmdir(p)
     _step("rmdir")
     os.rmdir(path)
-    if sync_parent:
-        fsync_dir(path.parent)
 
 
 def place_new(src: str | os.PathLike, dst: str | os.PathLike, sync_dir: bool = True) -> None:

@@ -106,3 +106,33 @@ def run():
         return runner.invoke(cli, [str(a) for a in args], input=input, env=env, catch_exceptions=False)
 
     return _run
+
+
+@pytest.fixture
+def folder_write_rule(monkeypatch):
+    """The kernel's rule for a user who is not root, for tests that run as root: adding, removing or
+    renaming a name needs write permission on its folder (root may do it in a 0555 folder; nobody
+    else may)."""
+    import errno
+
+    from samctl import fsafe
+
+    def check(*paths):
+        for p in paths:
+            parent = os.path.dirname(os.path.abspath(os.fspath(p)))
+            if not os.stat(parent).st_mode & stat.S_IWUSR:
+                raise PermissionError(errno.EACCES, "Permission denied (folder not writable)", os.fspath(p))
+
+    def guard(fn, n):
+        def wrapped(*args, **kw):
+            check(*args[:n])
+            return fn(*args, **kw)
+        return wrapped
+
+    for name, n in (("unlink", 1), ("remove", 1), ("rmdir", 1), ("mkdir", 1), ("rename", 2), ("replace", 2),
+                    ("link", 2)):
+        monkeypatch.setattr(os, name, guard(getattr(os, name), n))
+    if fsafe.renameat2 is fsafe._UNSET:
+        fsafe.renameat2 = fsafe._load_renameat2()
+    if fsafe.renameat2 is not None:
+        monkeypatch.setattr(fsafe, "renameat2", guard(fsafe.renameat2, 2))

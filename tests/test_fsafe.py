@@ -276,3 +276,15 @@ def test_move_new_falls_back_where_the_file_system_refuses_renameat2(tmp_path, m
     (tmp_path / "a").write_bytes(b"x")
     fsafe.move_new(tmp_path / "a", tmp_path / "b")
     assert sorted(os.listdir(tmp_path)) == ["b"]
+
+
+def test_remove_tree_removes_read_only_folders_as_a_user_would_need(tmp_path, folder_write_rule):
+    """A 0555 folder inside (a conversation's read-only sub-folder) is made writable to empty it."""
+    top = tmp_path / "t"
+    (top / "sub" / "deeper").mkdir(parents=True)
+    (top / "sub" / "note.txt").write_text("x")
+    (top / "sub" / "deeper" / "f").write_text("y")
+    os.chmod(top / "sub" / "deeper", 0o555)
+    os.chmod(top / "sub", 0o555)
+    fsafe.remove_tree(top)
+    assert not top.exists()

@@ -7,7 +7,8 @@ import click
 from samctl import errors
 from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, human_size, report_findings, \
     store_of, table
-from samctl.cli.writeopts import lock_wait_option
+from samctl.cli.writeopts import force_option, lock_wait_option
+from samctl.core.model import WARNING, Finding
 
 
 @click.command("attic")
@@ -15,13 +16,14 @@ from samctl.cli.writeopts import lock_wait_option
               help="Only entries in this state (repeatable). Default: all.")
 @click.option("--verify", is_flag=True, help="Decompress every entry and check every hash (slower).")
 @click.option("--repair", is_flag=True, help="Finish or undo moves a crash interrupted (every writing samctl "
-              "command also does this first).")
+              "command also does this first). Exit 5 if the owning app is using what it would touch.")
+@force_option
 @lock_wait_option
 @format_option()
 @examples("samctl attic", "samctl attic --state archived --format json", "samctl attic --verify",
           "samctl attic --repair")
 @click.pass_context
-def command(ctx, state, verify, repair, lock_wait, fmt):
+def command(ctx, state, verify, repair, force, lock_wait, fmt):
     """List the attic: conversations removed by `samctl rm`, archived by `samctl archive`,
     and old event logs `samctl compact` replaced (history).
 
@@ -32,13 +34,15 @@ def command(ctx, state, verify, repair, lock_wait, fmt):
     """
     from samctl.core import attic
     from samctl.core import repair as repairmod
-    from samctl.core.lock import store_lock
+    from samctl.core.lock import ensure_app_idle, store_lock
     from samctl.core.render import one_line
     from samctl.core.timeparse import format_local
 
     store = store_of(ctx)
     if repair:
+        ensure_app_idle(store, repairmod.pending_ids(store), force)
         with store_lock(store, lock_wait):
+            ensure_app_idle(store, repairmod.pending_ids(store), force)  # (asked again: now nothing moves)
             lines = repairmod.repair(store, full=True)
         for line in lines:
             click.echo(f"repaired: {line}", err=True)
@@ -48,6 +52,9 @@ def command(ctx, state, verify, repair, lock_wait, fmt):
     entries = attic.list_entries(store, findings, state or attic.STATES)
     if not repair:
         findings.extend(repairmod.pending(store))
+    elif any(isinstance(line, repairmod.Left) for line in lines):  # a move it had to leave, for a person
+        findings.append(Finding("attic-interrupted", str(attic.attic_dir(store) / attic.JOURNAL),
+                                "a move repair could not finish is left in the journal (see above)", WARNING))
     if verify:
         for e in entries:
             findings.extend(attic.verify(e))

@@ -255,7 +255,9 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
     """Extract ``entry`` into the private folder ``dest``, verifying everything first or on the way.
 
     ``dest`` holds none of the entry's top-level names (other entries' members
-    may be there).  Files get their manifest modes and mtimes.  On any problem
+    may be there).  Files get their manifest modes and mtimes; folders stay 0700
+    (``place`` gives them theirs once the files are out: a user who is not root
+    cannot move a file out of a read-only folder).  On any problem
     what was extracted is removed again and AtticProblem raised.  Returns the
     member names in order.
     """
@@ -292,17 +294,17 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
         undo()
         raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,
                            hint="`samctl attic --verify` lists what is wrong with each entry")
-    apply_metadata(entry, dest, dirs_only=True)  # files got theirs as written; folders' mtimes go last
     return names
 
 
-def apply_metadata(entry: Entry, dest: Path, renames: dict | None = None, dirs_only: bool = False) -> None:
-    """Give the extracted members (in ``dest``) their manifest modes and mtimes, folders last."""
+def apply_metadata(entry: Entry, dest: Path, renames: dict | None = None) -> None:
+    """Give the extracted files (in ``dest``) their manifest modes and mtimes (folders: ``place``)."""
     renames = renames or {}
-    for m in sorted(entry.members, key=lambda m: (m.type == "dir", -m.name.count("/"))):
-        if dirs_only and m.type != "dir":
+    for m in entry.members:
+        name = renames.get(m.name, m.name)
+        if m.type == "dir" or name is None:  # (None: merged away by retarget)
             continue
-        p = dest.joinpath(*renames.get(m.name, m.name).split("/"))
+        p = dest.joinpath(*name.split("/"))
         os.chmod(p, m.mode)
         os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
 

@@ -106,8 +106,10 @@ def placement_order(pairs):
     return sorted(pairs, key=key)
 
 
-def place(store, entry: atticmod.Entry, staging: Path, names: list[str], conv_st=None) -> list[str]:
-    """Move each staged member to its store name (never replacing anything), folders' mtimes last.
+def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None) -> list[str]:
+    """Move each staged member to its store name (never replacing anything), folders' modes and
+    mtimes last.  A name None is a member that is not placed (a SQLite ``-wal`` that ``retarget``'s
+    write merged into its database).
 
     Returns the names of members whose target already held other bytes (not placed).
     ``conv_st``: the lstat of the conversations folder's real path, if the caller has it.
@@ -117,7 +119,7 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str], conv_st
     touched = {conv}
     # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
     conv_st = conv_st or fsafe.lstat(store.root_real)
-    for n, m in placement_order(list(zip(names, entry.members))):
+    for n, m in placement_order([(n, m) for n, m in zip(names, entry.members) if n is not None]):
         dst, src = f"{conv}/{n}", f"{stage}/{n}"
         if m.type == "dir":
             if fsafe.lstat(dst) is None:
@@ -149,7 +151,7 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str], conv_st
         touched.add(parent)
     for n, m in zip(names, entry.members):
         p = f"{conv}/{n}"
-        st = fsafe.lstat(p) if m.type == "dir" else None
+        st = fsafe.lstat(p) if m.type == "dir" and n is not None else None
         if st is not None and stat.S_ISDIR(st.st_mode):  # never through a link someone put there
             os.chmod(p, m.mode)
             os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
@@ -159,6 +161,27 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list[str], conv_st
 
 
 # --- repair -----------------------------------------------------------------------------------
+
+def pending_ids(store) -> list[str]:
+    """The conversation ids the journal's records name (what a repair would touch); read-only,
+    best effort: an unreadable record names none."""
+    journal = atticmod.attic_dir(store) / atticmod.JOURNAL
+    out: list[str] = []
+    try:
+        names = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
+    except OSError:
+        return out
+    for n in names:
+        try:
+            moves = _moves_of(orjson.loads(fsafe.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
+        except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        for m in moves:
+            for key in ("id", "new_id"):
+                if isinstance(m.get(key), str) and store.valid_id(m[key]) and m[key] not in out:
+                    out.append(m[key])
+    return out
+
 
 def pending(store) -> list:
     """Findings for moves a crash interrupted (read-only; ``repair`` finishes them)."""
@@ -212,7 +235,11 @@ def repair(store, full: bool = False) -> list[str]:
                 done.append(f"ignored journal record {n} (unknown operation {rec['op']!r})")
                 line = None
             else:
-                line = _repair_one(store, attic, rec)
+                try:
+                    line = _repair_one(store, attic, rec)
+                except OSError as exc:  # (a folder it may not write, ...): this move waits, the rest go on
+                    line = Left(f"{rec.get('id')}: an interrupted move cannot be finished yet "
+                                f"({exc.strerror}: {exc.filename}); it stays in the journal")
             if line is None or isinstance(line, Left):
                 left.append(rec)
                 keep_stems.add(rec["stem"])
@@ -341,7 +368,8 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
             return Left(f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
                         "left for a person: `samctl attic` says what is wrong")
         if (type(names) is not list or len(names) != len(entry.members) or fsafe.lstat(staging) is None
-                or not all(type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")), store.name)
+                or not all(n is None or type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")),
+                                                                                        store.name)
                            for n in names)):
             return Left(f"{cid}: an interrupted restore cannot be finished (its journal record is damaged); "
                         "left for a person")

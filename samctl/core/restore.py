@@ -315,6 +315,7 @@ def _stage(store, folder: Path, i: int, r: _Restore, claimed: set, archive=None)
         if r.new != entry.id:
             renames = store.retarget(r.staging, staged, entry.id, r.new)
             atticmod.apply_metadata(entry, r.staging, renames)
+            r.names = [None if renames.get(m.name, n) is None else n for n, m in zip(r.names, entry.members)]
     except BaseException:
         if r.staging != folder:
             fsafe.remove_tree(r.staging)

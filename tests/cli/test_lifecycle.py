@@ -505,6 +505,28 @@ def test_sam_age_counts_the_newest_message_not_only_updated(run, sam_demo):
     assert cid not in ids and API in ids
 
 
+@pytest.mark.parametrize("as_new", [False, True], ids=["restore", "as-new"])
+def test_a_read_only_sub_folder_moves_out_and_back(run, sam_demo, folder_write_rule, as_new):
+    """As a user who is not root: rm empties the conversation's 0555 sub-folder from its trash, and
+    restore moves the files out of the staged folder before the folder gets its 0555 back."""
+    sub = conv(sam_demo) / SID / "sub"
+    sub.mkdir()
+    (sub / "note.txt").write_text("hello")
+    os.chmod(sub, 0o555)
+    r = run("--root", sam_demo, "rm", SID)
+    assert r.exit_code == 0, r.output
+    assert not (conv(sam_demo) / SID).exists()
+    assert os.listdir(attic_of(sam_demo) / ".staging") == []
+    r = run("--root", sam_demo, "restore", SID, *(["--as-new"] if as_new else []))
+    assert r.exit_code == 0, r.output
+    [back] = [d for d in conv(sam_demo).iterdir() if (d / "sub").exists()]
+    assert (back / "sub" / "note.txt").read_text() == "hello"
+    assert stat.S_IMODE((back / "sub").stat().st_mode) == 0o555
+    assert run("--root", sam_demo, "check").exit_code in (0, 3)
+    assert os.listdir(attic_of(sam_demo) / ".staging") == [] and os.listdir(attic_of(sam_demo) / ".journal") == []
+    os.chmod(back / "sub", 0o755)  # (so pytest can clean up)
+
+
 @pytest.mark.parametrize("purge", [False, True], ids=["rm", "purge"])
 def test_a_folder_that_is_the_scope_of_a_conversation_in_the_attic_keeps_its_memories(run, sam_demo, purge):
     """A conversation's own folder that another conversation, now in the attic, uses as its shared
@@ -1107,3 +1129,90 @@ def test_a_dry_run_beside_a_running_samctl_calls_its_moves_in_progress(run, merm
         os.close(fd)
     r = run("--root", mermaid_demo, "compact", "--dry-run")
     assert r.exit_code == 3 and "attic-interrupted" in r.stderr
+
+
+def test_restore_as_new_of_a_database_with_its_wal(run, sam_demo):
+    """Rewriting the copy's conversation_id merges memory.db-wal into memory.db: the memories come back
+    under the new id, and the -wal is simply not there any more."""
+    import shutil
+    import sqlite3
+
+    db = conv(sam_demo) / SID / "memory.db"
+    c = sqlite3.connect(db)
+    c.execute("PRAGMA journal_mode=WAL")
+    c.execute("PRAGMA wal_autocheckpoint=0")
+    c.execute("UPDATE conversation_memories SET access_count = access_count + 1")
+    c.commit()
+    shutil.copy(db, str(db) + ".x")  # a snapshot while the -wal holds the last commit (as a crash leaves it)
+    shutil.copy(str(db) + "-wal", str(db) + "-wal.x")
+    c.close()
+    os.replace(str(db) + ".x", db)
+    os.replace(str(db) + "-wal.x", str(db) + "-wal")
+    want = sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute(
+        "SELECT count(*), sum(access_count) FROM conversation_memories").fetchone()
+    assert run("--root", sam_demo, "rm", SID).exit_code == 0
+    r = run("--root", sam_demo, "restore", SID, "--as-new")
+    assert r.exit_code == 0, r.output
+    [new] = [d for d in conv(sam_demo).iterdir() if d.name not in (PINNED, TOPIC, API) and d.is_dir()]
+    assert not (new / "memory.db-wal").exists()
+    got = sqlite3.connect(f"file:{new / 'memory.db'}?mode=ro", uri=True).execute(
+        "SELECT count(*), sum(access_count), min(conversation_id), max(conversation_id) FROM conversation_memories"
+    ).fetchone()
+    assert got[:2] == want and got[2] == got[3] == new.name
+    assert os.listdir(attic_of(sam_demo) / ".journal") == []
+
+
+def _interrupt_rm(run, root, cid, monkeypatch):
+    """Run `rm cid` and stop it where the originals start to go (after the commit point): the
+    journal record is left for repair to finish."""
+    from samctl import fsafe
+
+    barriers = []
+
+    def hook(step):
+        if step == "sync":
+            barriers.append(step)
+        elif step == "rename" and len(barriers) == 2:  # past the commit point: the folder leaving conversations/
+            raise _Stop(step)
+
+    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    r = run("--root", root, "rm", cid)
+    assert r.exit_code == 1 and "_Stop" in r.stderr, r.output  # (samctl's last resort: an internal error)
+    monkeypatch.setattr(fsafe, "fault_hook", None)
+    assert os.listdir(attic_of(root) / ".journal")
+
+
+def test_attic_repair_waits_for_sam_like_every_writing_command(run, sam_demo, monkeypatch):
+    _interrupt_rm(run, sam_demo, SID, monkeypatch)
+    monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
+    fp = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "attic", "--repair")
+    assert r.exit_code == 5 and "SAM is running" in r.stderr and "--force" in r.stderr
+    assert fingerprint(sam_demo) == fp
+    r = run("--root", sam_demo, "attic", "--repair", "--force")
+    assert r.exit_code == 0, r.output
+    assert "finished an interrupted move" in r.stderr and not (conv(sam_demo) / SID).exists()
+
+
+def test_a_move_repair_cannot_finish_waits_and_blocks_nothing_else(run, sam_demo, monkeypatch):
+    """An OSError while finishing one interrupted move leaves that move in the journal (said, exit 3);
+    the other writing commands, which repair first, still work."""
+    from samctl.core import repair as repairmod
+
+    _interrupt_rm(run, sam_demo, SID, monkeypatch)
+
+    def denied(*a, **k):
+        raise PermissionError(13, "Permission denied", str(conv(sam_demo) / SID))
+
+    monkeypatch.setattr(repairmod, "_repair_out", denied)
+    r = run("--root", sam_demo, "attic", "--repair")
+    assert r.exit_code == 3, r.output
+    assert "cannot be finished yet (Permission denied" in r.stderr and "attic-interrupted" in r.stderr
+    assert os.listdir(attic_of(sam_demo) / ".journal")
+    r = run("--root", sam_demo, "rm", API)
+    assert r.exit_code == 0, r.output
+    assert not (conv(sam_demo) / API).exists()
+    monkeypatch.undo()
+    r = run("--root", sam_demo, "attic", "--repair")
+    assert r.exit_code == 0 and "finished an interrupted move" in r.stderr, r.output
+    assert os.listdir(attic_of(sam_demo) / ".journal") == [] and not (conv(sam_demo) / SID).exists()

@@ -150,7 +150,13 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
     new_top = fsafe.child(folder, new)
     fsafe._step("rename")
     os.rename(top, new_top)
-    return {n: new + n[len(old_dir):] for n in names}
+    # writing a database merges its -wal into it and removes the -wal (and -shm): those are not placed
+    renamed = {n: new + n[len(old_dir):] for n in names}
+    return {n: None if n.rsplit("/", 1)[-1] in _DB_SIDECARS and fsafe.lstat(folder.joinpath(*to.split("/"))) is None
+            else to for n, to in renamed.items()}
+
+
+_DB_SIDECARS = {f"{db}-{s}" for db in ("memory.db", "context_archive.db") for s in ("wal", "shm", "journal")}
 
 
 def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
