@@ -137,17 +137,18 @@ def attic_dir(store) -> Path:
 
 
 def ensure_attic(store) -> Path:
-    """The attic folder (created 0700), with its journal and staging folders."""
+    """The attic folder (created 0700), with its journal and staging folders; UnsafePath if one of
+    them is a symlink or not a folder (samctl never writes through a link)."""
     p = attic_dir(store)
-    st = fsafe.lstat(p)
-    if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
-        raise UnsafePath(f"{p} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder",
-                         hint="move it out of the way; samctl never writes through a symlink")
-    fsafe.make_private_dir(p)
-    if stat.S_IMODE(os.lstat(p).st_mode) != fsafe.DIR_MODE:
-        os.chmod(p, fsafe.DIR_MODE)
-    for sub in (JOURNAL, STAGING):
-        fsafe.make_private_dir(p / sub)
+    for folder in (p, p / JOURNAL, p / STAGING):
+        st = fsafe.lstat(folder)
+        if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
+            raise UnsafePath(f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder",
+                             hint="move it out of the way; samctl never writes through a symlink")
+        if st is None:
+            fsafe.make_private_dir(folder)
+        elif folder == p and stat.S_IMODE(st.st_mode) != fsafe.DIR_MODE:
+            os.chmod(p, fsafe.DIR_MODE)
     return p
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import stat
 import sqlite3
 from pathlib import Path
@@ -1216,3 +1217,21 @@ def test_a_move_repair_cannot_finish_waits_and_blocks_nothing_else(run, sam_demo
     r = run("--root", sam_demo, "attic", "--repair")
     assert r.exit_code == 0 and "finished an interrupted move" in r.stderr, r.output
     assert os.listdir(attic_of(sam_demo) / ".journal") == [] and not (conv(sam_demo) / SID).exists()
+
+
+@pytest.mark.parametrize("sub", [".staging", ".journal"])
+@pytest.mark.parametrize("cmd", [["rm", SID], ["restore", API]])
+def test_a_symlinked_folder_inside_the_attic_is_never_followed(run, sam_demo, tmp_path, sub, cmd):
+    assert run("--root", sam_demo, "rm", API).exit_code == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(attic_of(sam_demo) / sub)
+    os.symlink(elsewhere, attic_of(sam_demo) / sub)
+    def state():  # (samctl's lock file records who held it last)
+        return {k: v for k, v in fingerprint(sam_demo).items() if not k.startswith(".samctl")}
+
+    fp = state()
+    r = run("--root", sam_demo, *cmd)
+    # rm reports the conversation not moved (exit 1); restore refuses the unsafe path up front
+    assert r.exit_code == (1 if cmd[0] == "rm" else 2) and f"{sub} is a symlink" in r.stderr, r.output
+    assert list(elsewhere.iterdir()) == [] and state() == fp
