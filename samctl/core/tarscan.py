@@ -284,9 +284,22 @@ def _plain_header(h: bytes, m: Member) -> bool:
     try:
         if h[124:136] != b"%011o\0" % size and int(h[124:136].strip(b"\0 ") or b"0", 8) != size:
             return False
+        if _stamp_problem(m, int(h[100:108].strip(b"\0 ") or b"0", 8), int(h[136:148].strip(b"\0 ") or b"0", 8)):
+            return False  # (the general reader says what is wrong)
         return int(h[148:156].strip(b"\0 "), 8) == sum(h) - sum(h[148:156]) + 256  # the field counts as spaces
     except ValueError:
         return False
+
+
+def _stamp_problem(m: Member, mode: int, mtime: float) -> str | None:
+    """Why the manifest's mode or mtime of ``m`` is not what its tar header says, or None.  The
+    manifest may have fewer mode bits (pack drops setuid and the like), never more; the header's
+    mtime is whole seconds."""
+    if m.mode & ~mode & 0o7777:
+        return f"the manifest gives it mode {m.mode:o}, wider than the archive's {mode & 0o7777:o}"
+    if abs(m.mtime_ns / 1e9 - mtime) > 1:
+        return "the manifest's mtime is not the archive's"
+    return None
 
 
 def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
@@ -396,4 +409,7 @@ def _member_problem(entry: Entry, ti, want: dict, seen: set):
         return "attic-tampered", f"member {name} is not the kind of file the manifest says"
     if m.type == "file" and ti.size != m.size:
         return "attic-tampered", f"member {name} is {ti.size} bytes, the manifest says {m.size}"
+    why = _stamp_problem(m, ti.mode, ti.mtime)
+    if why:
+        return "attic-tampered", f"member {name}: {why}"
     return None

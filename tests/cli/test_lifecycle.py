@@ -31,6 +31,13 @@ def attic_of(root: Path) -> Path:
     return root / ".mermaid" / "samctl-attic" if (root / ".mermaid").exists() else root / "samctl-attic"
 
 
+def tree_state(root: Path) -> dict:
+    """``fingerprint`` of the whole tree but samctl's scratch: its lock file (which records who held it
+    last) and the attic's staging and journal folders (a refused restore made and removed its batch's)."""
+    return {k: v for k, v in fingerprint(root).items()
+            if ".samctl/" not in f"/{k}" and not k.endswith(("samctl-attic/.staging", "samctl-attic/.journal"))}
+
+
 def files_state(root: Path, prefix: str) -> dict:
     """bytes, mode and mtime of every file/folder of one conversation."""
     return {k: v for k, v in fingerprint(conv(root)).items() if k.startswith(prefix)}
@@ -1227,11 +1234,32 @@ def test_a_symlinked_folder_inside_the_attic_is_never_followed(run, sam_demo, tm
     elsewhere.mkdir()
     shutil.rmtree(attic_of(sam_demo) / sub)
     os.symlink(elsewhere, attic_of(sam_demo) / sub)
-    def state():  # (samctl's lock file records who held it last)
-        return {k: v for k, v in fingerprint(sam_demo).items() if not k.startswith(".samctl")}
-
-    fp = state()
+    fp = tree_state(sam_demo)
     r = run("--root", sam_demo, *cmd)
     # rm reports the conversation not moved (exit 1); restore refuses the unsafe path up front
     assert r.exit_code == (1 if cmd[0] == "rm" else 2) and f"{sub} is a symlink" in r.stderr, r.output
-    assert list(elsewhere.iterdir()) == [] and state() == fp
+    assert list(elsewhere.iterdir()) == [] and tree_state(sam_demo) == fp
+
+
+@pytest.mark.parametrize("edit", [{"mode": 0o666}, {"mtime_ns": 0}], ids=["wider-mode", "mtime"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "tarfile"])
+def test_a_manifest_edited_to_other_modes_or_mtimes_is_refused(run, mermaid_demo, monkeypatch, edit, streamed):
+    """The tar headers keep each member's mode and mtime: a manifest that says otherwise is tampered."""
+    import orjson
+
+    from samctl.core import tarscan
+
+    if streamed:  # the general (tarfile) reader, as for a tar not laid out as samctl writes it
+        monkeypatch.setattr(tarscan, "plain_layout", lambda tar, members: False)
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    (man,) = attic_of(mermaid_demo).glob(f"{MID}.*.manifest.json")
+    doc = orjson.loads(man.read_bytes())
+    for m in doc["members"]:
+        m.update(edit)
+    man.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    r = run("--root", mermaid_demo, "attic", "--verify")
+    assert r.exit_code == 3 and "attic-tampered" in r.stderr, r.output
+    fp = tree_state(mermaid_demo)
+    r = run("--root", mermaid_demo, "restore", MID)
+    assert r.exit_code == 1 and "is damaged or not samctl's; nothing was restored" in r.stderr, r.output
+    assert not list(conv(mermaid_demo).glob(f"{MID}.*")) and tree_state(mermaid_demo) == fp
