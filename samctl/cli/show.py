@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from samctl.cli.common import complete_ids, emit_json, examples, finish, report_findings, store_of
 from samctl.core import render
 from samctl.core.load import load_conversation
-from samctl.core.model import WARNING, Finding
 
 _COLORS = {"user": "green", "assistant": "cyan", "tool": "yellow", "reasoning": "magenta", "system": "blue"}
 
@@ -53,8 +51,6 @@ def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw,
         return
     conv = load_conversation(store, conversation_id, findings)
     if conv is not None:
-        if conv.source.endswith(" (folded)"):  # how MermaidStore.load marks a transcript it folded from the log
-            findings.append(_from_log(conv))
         if fmt == "json":
             emit_json(_json_model(conv, show_all, min_importance))
         elif fmt == "markdown":
@@ -81,16 +77,6 @@ def _json_model(conv, show_all: bool, min_importance) -> dict:
     d["message_count"] = len(conv.messages)
     d["exported_messages"] = len(msgs)
     return d
-
-
-def _from_log(conv) -> Finding:
-    """The finding README promises when a mermaid transcript comes from its event log, not its snapshot.
-
-    Names come from the log path samctl built (``<id>.jsonl``), never from the fold, whose id may differ.
-    """
-    log = Path(conv.source.removesuffix(" (folded)"))
-    return Finding("from-log", str(log), f"no readable snapshot ({log.stem}.json); this transcript is the event "
-                   f"log's fold (`samctl recover {log.stem}` rebuilds the snapshot)", WARNING, log.stem)
 
 
 def _page(text: str, pager) -> None:

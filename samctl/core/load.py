@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from samctl import fsafe
-from samctl.core.model import ERROR, INFO, Finding
+from samctl.core.model import ERROR, INFO, WARNING, Finding
 from samctl.core.resolve import resolve_id
 from samctl.errors import FileProblem, NotFound
 
@@ -44,7 +46,20 @@ def _load(store, cid: str, findings: list):
         what = fsafe.TOO_LARGE_HINT if too_large else f"try `samctl recover {cid}`"
         findings.append(Finding("unreadable-conversation", str(store.conv_dir), f"nothing of {cid} could be read; "
                                 + what, ERROR, cid))
+    elif conv.source.endswith(" (folded)"):  # how MermaidStore.load marks a transcript it folded from the log
+        findings.append(_from_log(conv))
     return conv
+
+
+def _from_log(conv) -> Finding:
+    """The finding README promises when a mermaid transcript comes from its event log, not its snapshot
+    (show, export, every reader of whole conversations).
+
+    Names come from the log path samctl built (``<id>.jsonl``), never from the fold, whose id may differ.
+    """
+    log = Path(conv.source.removesuffix(" (folded)"))
+    return Finding("from-log", str(log), f"no readable snapshot ({log.stem}.json); this transcript is the event "
+                   f"log's fold (`samctl recover {log.stem}` rebuilds the snapshot)", WARNING, log.stem)
 
 
 def raw_bytes(store, text: str, findings: list):

@@ -82,6 +82,18 @@ def test_show_from_the_log_is_partial_and_says_so(run, mermaid_demo, damage, fmt
     assert fingerprint(mermaid_demo) == before
 
 
+@pytest.mark.parametrize("args", [(SPEC_ID, "--to", "json"), ("--all", "--to", "jsonl")])
+def test_export_from_the_log_is_partial_and_says_so(run, mermaid_demo, args):
+    """export, like show: a transcript rebuilt from the log is a finding and exit 3, also when the
+    snapshot is simply missing (a cron export learns that one transcript was not read but rebuilt)."""
+    snap = mermaid_demo / ".mermaid" / "conversations" / f"{SPEC_ID}.json"
+    snap.unlink()
+    r = run("--root", mermaid_demo, "export", *args)
+    assert r.exit_code == 3, r.stderr
+    assert "The test depends on HashMap iteration order" in r.stdout
+    assert f"warning: from-log: {snap.with_suffix('.jsonl')}: no readable snapshot" in r.stderr
+
+
 def test_show_from_the_snapshot_has_no_log_finding(run, mermaid_demo):
     r = run("--root", mermaid_demo, "show", SPEC_ID)
     assert r.exit_code == 0 and r.stderr == ""
