@@ -149,7 +149,11 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
 def destination(store, plan: RecoveryPlan, to) -> Path:
     """The file ``--to`` names (a folder gets the conversation's own file name); UsageError if it
     is inside the store, or through a symlink leads there (writing it would replace a conversation
-    with no .bak, no lock and no check that the app is idle), or its folder does not exist."""
+    with no .bak, no lock and no check that the app is idle), or its folder does not exist.
+    ``-`` is refused: elsewhere it means stdout, here it would make a file named ``-``."""
+    if str(to) == "-":
+        raise UsageError("--to - would write a file named '-' (recover writes files, not stdout); nothing was written",
+                         hint="give a file or folder, e.g. --to /tmp/recovered.json (./- if you want that name)")
     dest = Path(to)
     if dest.is_dir():
         dest = dest / plan.target.name

@@ -99,3 +99,16 @@ def test_the_other_stores_option_is_a_usage_error(run, mermaid_demo, sam_demo, t
     r = run("--root", root, "recover", cid, option, tmp_path / "x")
     assert r.exit_code == 2 and ("--from" in r.stderr and "--use" in r.stderr)
     assert fingerprint(root) == before
+
+
+@pytest.mark.parametrize("which", ["sam", "mermaid"])
+def test_to_dash_is_refused_not_a_file_named_dash(run, sam_demo, mermaid_demo, tmp_path, monkeypatch, which):
+    """export -o - means stdout; recover writes files, so --to - is refused instead of making ./-."""
+    root, cid, own, other = _damaged(which, sam_demo, mermaid_demo)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    before = fingerprint(root)
+    r = run("--root", root, "recover", cid, "--to", "-")
+    assert r.exit_code == 2 and "would write a file named '-'" in r.stderr and "hint: " in r.stderr, r.output
+    assert os.listdir(cwd) == [] and fingerprint(root) == before
