@@ -39,9 +39,9 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     from samctl.core import lifecycle
 
     store = store_of(ctx)
-    if not ids and not older_than:
+    if not ids and older_than is None:
         raise click.UsageError("say which conversations: --older-than AGE, or ids")
-    age = parse_age(older_than) if older_than else None
+    age = parse_age(older_than) if older_than is not None else None
     sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
     lifecycle.preflight(store, sel)
     for cid, why in sel.skipped:

@@ -68,12 +68,12 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
     if not ids and not all_:
         raise UsageError("nothing to export: give conversation IDs or --all",
                          hint="`samctl ls` lists the ids; e.g. samctl export 8B58 --to markdown")
-    if (since or until) and not all_:
+    if (since is not None or until is not None) and not all_:
         raise UsageError("--since/--until choose from --all", hint="add --all, or drop --since/--until")
     store = store_of(ctx)
     findings: list = []
-    selected = core.select_ids(store, ids, all_, parse_when(since) if since else None,
-                               parse_when(until, end=True) if until else None, findings)
+    selected = core.select_ids(store, ids, all_, parse_when(since) if since is not None else None,
+                               parse_when(until, end=True) if until is not None else None, findings)
     many = all_ or len(selected) > 1
     plan = core.plan_output(output, fmt, many, store)
     show = progress if progress is not None else (all_ and sys.stderr.isatty())

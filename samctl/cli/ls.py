@@ -30,8 +30,8 @@ from samctl.gcpause import gc_paused
 def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
     """List conversations: id, created, updated, messages, size, pinned, store, title."""
     query = ListQuery(
-        since=parse_when(since) if since else None,
-        until=parse_when(until, end=True) if until else None,
+        since=parse_when(since) if since is not None else None,
+        until=parse_when(until, end=True) if until is not None else None,
         pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse,
     )
     findings: list = []

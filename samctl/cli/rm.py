@@ -43,7 +43,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     from samctl.core import attic, lifecycle
 
     store = store_of(ctx)
-    age = parse_age(older_than) if older_than else None
+    age = parse_age(older_than) if older_than is not None else None
     if purge:
         sel = _purge_selection(store, ids, age, empty, title, include_pinned)
     else:

@@ -75,8 +75,8 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
 
         ensure_app_idle(store, force=force)
     q = core.SearchQuery(text=query or "", conversations=tuple(conversations), where=where, limit=limit,
-                         threshold=threshold, since=parse_when(since) if since else None,
-                         until=parse_when(until, end=True) if until else None, exact=exact, like=like,
+                         threshold=threshold, since=parse_when(since) if since is not None else None,
+                         until=parse_when(until, end=True) if until is not None else None, exact=exact, like=like,
                          min_importance=min_importance, use_index=not no_index)
     from samctl.cli.index import progress_printer
 

@@ -79,7 +79,12 @@ _AGE_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400,
 
 
 def parse_age(text: str) -> float:
-    """Seconds in an age like ``90d``, ``12h``, ``2w``; raises UsageError."""
+    """Seconds in an age like ``90d``, ``12h``, ``2w``; raises UsageError.  Units are read in
+    either case, except ``M``: in restic and borg it is months, so ``6M`` is refused, never six
+    minutes."""
+    if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*M\s*", text):
+        raise UsageError(f"{text!r} is ambiguous: samctl's m is minutes, and it has no months",
+                         hint=f"write {text.strip()[:-1].strip()}m for minutes, or days (180d is about six months)")
     m = _AGE_RE.match(text.strip().lower())
     if not m:
         raise UsageError(f"{text!r} is not an age", hint="write it like 30m, 12h, 7d, 2w or 1y")
@@ -113,7 +118,7 @@ def parse_when(text: str, now: float | None = None, end: bool = False) -> float:
     """
     now = time.time() if now is None else now
     t = text.strip()
-    if _AGE_RE.match(t.lower()):
+    if _AGE_RE.match(t.lower()) or t.endswith("M"):
         return now - parse_age(t)
     if re.fullmatch(r"\d{4}-\d\d-\d\d", t):
         try:
@@ -125,8 +130,9 @@ def parse_when(text: str, now: float | None = None, end: bool = False) -> float:
             pass
     else:
         v = parse_timestamp(t, naive_tz=_LocalZone())
-        if v is None and re.fullmatch(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d", t):
-            v = parse_timestamp(t + ":00", naive_tz=_LocalZone())
+        short = re.fullmatch(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)?", t)
+        if v is None and short:  # no seconds: 2026-08-01T14:00, also with a zone
+            v = parse_timestamp(short.group(1) + ":00" + (short.group(2) or ""), naive_tz=_LocalZone())
         if v is not None:
             return v
     raise UsageError(

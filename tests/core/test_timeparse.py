@@ -44,3 +44,31 @@ def test_ages_are_before_now():
 def test_what_is_not_a_date_is_a_usage_error(text):
     with pytest.raises(UsageError):
         parse_when(text, now=NOV)
+
+
+def test_a_time_without_seconds_may_carry_a_zone(new_york):
+    assert parse_when("2026-08-10T10:02Z", now=NOV) == _utc(2026, 8, 10, 10, 2)
+    assert parse_when("2026-08-10T10:02+02:00", now=NOV) == _utc(2026, 8, 10, 8, 2)
+
+
+@pytest.mark.parametrize("text", ["6M", "6 M", "1.5M"])
+def test_capital_m_is_refused_not_read_as_minutes(text):
+    """restic and borg read M as months: `rm --older-than 6M` must not mean six minutes."""
+    from samctl.core.timeparse import parse_age
+
+    for parse in (parse_age, lambda t: parse_when(t, now=NOV)):
+        with pytest.raises(UsageError) as e:
+            parse(text)
+        assert "ambiguous" in e.value.message and "180d" in e.value.hint
+    assert parse_age("6m") == 360 and parse_age("6H") == 6 * 3600
+
+
+@pytest.mark.parametrize("cmd", [["ls", "--since", ""], ["ls", "--until", ""], ["search", "budget", "--since", ""],
+                                 ["export", "--all", "--to", "jsonl", "--since", ""],
+                                 ["rm", "--older-than", "", "--dry-run"], ["archive", "--older-than", "", "--dry-run"],
+                                 ["rm", "--older-than", "6M", "--dry-run"]])
+def test_an_empty_or_ambiguous_date_is_a_usage_error_everywhere(run, mermaid_demo, cmd):
+    """`--since "$LAST"` with LAST unset must not drop the filter and act on everything."""
+    r = run("--root", mermaid_demo, *cmd)
+    assert r.exit_code == 2 and ("is not a" in r.stderr or "ambiguous" in r.stderr), r.output
+    assert r.stdout == ""
