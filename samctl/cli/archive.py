@@ -49,9 +49,9 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     if not sel.targets:
         click.echo("nothing to archive; nothing was changed", err=True)
         return
-    if fmt == "text" and (dry_run or not sel.explicit or len(sel.targets) > 1) and not dry_run:
-        show_targets(sel.targets, "archive")
     if not dry_run and (not sel.explicit or len(sel.targets) > 1):
+        if fmt == "text":
+            show_targets(sel.targets, "archive", yes)
         n = len(sel.targets)
         confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
     report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait)

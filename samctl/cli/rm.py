@@ -54,11 +54,9 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     if not sel.targets:
         click.echo("nothing matches; nothing was changed", err=True)
         return
-    verb = "purge" if purge else "delete"
-    if dry_run or not sel.explicit or len(sel.targets) > 1 or purge:
-        if fmt == "text" and not dry_run:
-            show_targets(sel.targets, verb)
     if not dry_run and (purge or not sel.explicit or len(sel.targets) > 1):
+        if fmt == "text":
+            show_targets(sel.targets, "purge" if purge else "delete", yes)
         n = len(sel.targets)
         what = f"{n} conversation{'s' if n != 1 else ''}"
         confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?", yes)

@@ -56,7 +56,11 @@ def confirm(question: str, yes: bool) -> None:
         raise click.exceptions.Exit(errors.FAILED)
 
 
-def show_targets(targets, verb: str) -> None:
+def show_targets(targets, verb: str, yes: bool) -> None:
+    """The list a confirmation asks about, for the person who will answer: not with --yes (a
+    script; the results list them again), nor without a terminal (the command refuses)."""
+    if yes or not stdin_is_tty():
+        return
     for t in targets:
         pin = " (pinned)" if t.pinned else ""
         click.echo(f"{verb}: {t.id}  {_one_line(t.title)}{pin}", err=True)

@@ -335,6 +335,7 @@ def test_terminal_confirmation(run, mermaid_demo, monkeypatch):
     fp = fingerprint(mermaid_demo)
     r = run("--root", mermaid_demo, "rm", "--older-than", "1d", input="n\n")
     assert r.exit_code == 1 and "nothing was changed" in r.stderr
+    assert r.stderr.count("delete: ") == 3  # the list the question is about
     assert fingerprint(mermaid_demo) == fp
     r = run("--root", mermaid_demo, "rm", "--older-than", "1d", input="y\n")
     assert r.exit_code == 0
@@ -1263,3 +1264,10 @@ def test_a_manifest_edited_to_other_modes_or_mtimes_is_refused(run, mermaid_demo
     r = run("--root", mermaid_demo, "restore", MID)
     assert r.exit_code == 1 and "is damaged or not samctl's; nothing was restored" in r.stderr, r.output
     assert not list(conv(mermaid_demo).glob(f"{MID}.*")) and tree_state(mermaid_demo) == fp
+
+
+def test_yes_lists_each_conversation_once(run, mermaid_demo):
+    """From cron (--yes): no confirmation list before the results (a 5,000-line list, twice)."""
+    r = run("--root", mermaid_demo, "archive", "--older-than", "1d", "--yes")
+    assert r.exit_code == 0, r.output
+    assert "archive: " not in r.stderr and r.stdout.count("archived: ") == 3
