@@ -76,14 +76,14 @@ def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose
         raise click.exceptions.Exit(errors.PARTIAL)
 
 
-_NAMES = {"purge-entry": "attic entries purged", "rewrite-log": "logs rewritten", "trim-tail": "torn tails cut",
-          "remove-temp": "stale temps removed", "remove-backup": "old .bak/.torn removed", "vacuum": "databases "
-          "vacuumed"}
+_NAMES = {"purge-entry": ("attic entry purged", "attic entries purged"), "rewrite-log": ("log rewritten", "logs rewritten"),
+          "trim-tail": ("torn tail cut", "torn tails cut"), "remove-temp": ("stale temp removed", "stale temps removed"),
+          "remove-backup": ("old .bak/.torn removed",) * 2, "vacuum": ("database vacuumed", "databases vacuumed")}
 
 
 def _summary(rep, store) -> str:
     counts = rep.counts()
-    parts = [f"{n} {_NAMES.get(k, k)}" for k, n in counts.items()] or ["nothing to do"]
+    parts = [f"{n} {_NAMES.get(k, (k, k))[n != 1]}" for k, n in counts.items()] or ["nothing to do"]
     head = "compact (dry run): " + ("would do " if counts else "") if rep.dry_run else "compact: "
     return (f"{head}{', '.join(parts)}; {store.describe()} and attic: {human_size(rep.bytes_before)} -> "
             f"{human_size(rep.bytes_after)}{' (estimated)' if rep.dry_run else ''}")

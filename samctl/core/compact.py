@@ -158,9 +158,11 @@ def _purge_attic(store, opts, rep, now) -> None:
             findings.append(Finding("kept-pinned", str(e.tar_path), f"{e.id} was pinned in SAM; kept past the grace "
                                     "(`samctl rm --purge --include-pinned ID` removes it)", INFO, e.id))
         elif e.when_ts <= now - opts.grace:
+            st = fsafe.lstat(e.manifest_path)  # (the manifest goes too: a dry run's estimate counts it)
+            size = e.tar_size + (st.st_size if st is not None else 0)
             if not opts.dry_run:
                 atticmod.drop(e)
-            rep.add("purge-entry", e.tar_path, e.tar_size, 0, f"{e.id} deleted {e.when}")
+            rep.add("purge-entry", e.tar_path, size, 0, f"{e.id} deleted {e.when}")
     rep.findings.extend(findings)
 
 

@@ -72,7 +72,7 @@ def test_rewrites_a_big_log_into_history_plus_backfill(run, mermaid_demo, tmp_pa
     snap_before = (c / f"{LONG}.json").read_bytes()
     r = run("--root", mermaid_demo, "compact", "--log-threshold", "8K")
     assert r.exit_code == 0, r.stderr
-    assert "1 logs rewritten" in r.stdout and "->" in r.stdout
+    assert "1 log rewritten" in r.stdout and "->" in r.stdout
     new = log.read_bytes()
     assert len(new) < len(old) and oct(log.stat().st_mode & 0o777) == "0o600"
     types = [orjson.loads(x)["event"]["type"] for x in new.splitlines()]
@@ -154,7 +154,7 @@ def test_purges_deleted_entries_past_grace_only(run, mermaid_demo):
     store = open_store(str(mermaid_demo))
     assert len(attic.list_entries(store, [])) == 2
     r = run("--root", mermaid_demo, "compact", "--grace", "0s")
-    assert r.exit_code == 0 and "1 attic entries purged" in r.stdout
+    assert r.exit_code == 0 and "1 attic entry purged" in r.stdout
     [e] = attic.list_entries(store, [])
     assert e.state == "archived"
 
@@ -166,7 +166,7 @@ def test_a_deleted_entry_that_was_pinned_is_never_purged_by_compact(run, sam_dem
     assert run("--root", sam_demo, "rm", "8B58").exit_code == 0
     r = run("--root", sam_demo, "compact", "--grace", "0s", "-v")
     assert r.exit_code == 0, r.output
-    assert "1 attic entries purged" in r.stdout and "kept-pinned" in r.stderr and pinned in r.stderr
+    assert "1 attic entry purged" in r.stdout and "kept-pinned" in r.stderr and pinned in r.stderr
     [e] = attic.list_entries(open_store(str(sam_demo)), [])
     assert e.id == pinned and e.state == "deleted"
     r = run("--root", sam_demo, "compact", "--grace", "0s")
@@ -184,7 +184,7 @@ def test_sweeps_stale_temps_and_old_backups(run, mermaid_demo, sam_demo):
     r = run("--root", mermaid_demo, "compact")
     assert r.exit_code == 0, r.stderr
     assert not stale.exists() and fresh.exists() and not old_bak.exists() and new_bak.exists()
-    assert "1 stale temps removed" in r.stdout and "1 old .bak/.torn removed" in r.stdout
+    assert "1 stale temp removed" in r.stdout and "1 old .bak/.torn removed" in r.stdout
     s = sam_demo / "conversations" / SID
     kv, convtmp = s / "kv_store.json.tmp", s / "conversation.json.tmp"
     for p in (kv, convtmp):
@@ -210,7 +210,7 @@ def test_vacuums_sam_memory_databases(run, sam_demo):
     big = db_path.stat().st_size
     r = run("--root", sam_demo, "compact")
     assert r.exit_code == 0, r.stderr
-    assert "1 databases vacuumed" in r.stdout
+    assert "1 database vacuumed" in r.stdout
     assert db_path.stat().st_size < big / 4
     db = sqlite3.connect(db_path)
     assert list(db.execute("select * from conversation_memories")) == rows
@@ -260,3 +260,13 @@ def test_a_dry_run_with_nothing_to_do_says_so_plainly(run, mermaid_demo):
     r = run("--root", mermaid_demo, "compact", "--dry-run", "-v")
     assert r.exit_code == 0, r.output
     assert "compact (dry run): nothing to do" in r.stdout and "would do nothing" not in r.stdout
+
+
+def test_a_dry_run_predicts_the_bytes_the_run_frees(run, mermaid_demo):
+    """The estimate counts everything a purge removes: the archive and its manifest."""
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    assert run("--root", mermaid_demo, "rm", MID2).exit_code == 0
+    dry = orjson.loads(run("--root", mermaid_demo, "compact", "--grace", "0s", "--dry-run", "--format", "json").stdout)
+    real = orjson.loads(run("--root", mermaid_demo, "compact", "--grace", "0s", "--format", "json").stdout)
+    assert dry["bytes_before"] == real["bytes_before"]
+    assert dry["bytes_after"] == real["bytes_after"] < real["bytes_before"]
