@@ -12,8 +12,8 @@ from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_
 @click.argument("ids", metavar="[ID]...", nargs=-1, shell_complete=complete_attic_ids)
 @click.option("--as-new", is_flag=True, help="Restore under a fresh id (as the store makes them) and rewrite the "
               "id inside the files, so it can sit beside a conversation that now has the old id.")
-@click.option("--entry", metavar="NAME", help="Restore this attic entry (as `samctl attic` lists it) instead of "
-              "the newest one of ID.")
+@click.option("--entry", metavar="NAME", help="Restore this attic entry (as `samctl attic` lists it, or a unique "
+              "prefix of it) instead of the newest one of ID.")
 @dry_run_option
 @force_option
 @lock_wait_option

@@ -36,7 +36,11 @@ def find_entry(store, text: str | None, entry_name: str | None = None) -> atticm
         for suffix in (atticmod.TAR_SUFFIX, atticmod.MANIFEST_SUFFIX):
             if name.endswith(suffix):
                 name = name[: -len(suffix)]
-        name = os.path.basename(name)
+        folder, name = os.path.split(name)
+        # an entry's name, or its path in this store's attic (`attic --format json` gives paths): no other path
+        if (folder and os.path.realpath(folder) != os.path.realpath(atticmod.attic_dir(store))) or name in ("", ".", ".."):
+            raise UsageError(f"--entry {entry_name!r} is not an entry of this store's attic",
+                             hint="give the entry's name as `samctl attic` lists it (or a unique prefix of it)")
         entries = atticmod.list_entries(store, [], atticmod.RESTORABLE, want=lambda stem, cid: stem.startswith(name))
         match = [e for e in entries if e.stem == name] or entries
         if len(match) != 1:

@@ -1271,3 +1271,18 @@ def test_yes_lists_each_conversation_once(run, mermaid_demo):
     r = run("--root", mermaid_demo, "archive", "--older-than", "1d", "--yes")
     assert r.exit_code == 0, r.output
     assert "archive: " not in r.stderr and r.stdout.count("archived: ") == 3
+
+
+def test_restore_entry_takes_a_name_or_its_path_in_this_attic_only(run, mermaid_demo, tmp_path):
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    (tar,) = attic_of(mermaid_demo).glob(f"{MID}.*.tar.zst")
+    stem = tar.name[: -len(".tar.zst")]
+    fp = tree_state(mermaid_demo)
+    for bad in (f"/etc/{stem}", f"{stem}/../{stem}", "..", f"{tmp_path}/{stem}.tar.zst"):
+        r = run("--root", mermaid_demo, "restore", "--entry", bad, "--dry-run")
+        assert r.exit_code == 2 and "is not an entry of this store's attic" in r.stderr, (bad, r.output)
+    assert tree_state(mermaid_demo) == fp
+    for good in (stem, stem[:25], str(tar), str(tar.with_name(stem + ".manifest.json"))):
+        r = run("--root", mermaid_demo, "restore", "--entry", good, "--dry-run")
+        assert r.exit_code == 0 and MID in r.stdout, (good, r.output)
+    assert run("--root", mermaid_demo, "restore", "--entry", stem).exit_code == 0
