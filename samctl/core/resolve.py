@@ -2,7 +2,9 @@
 
 Order of checks: the text must be a possible id or id prefix under the store's
 rule (else a usage error, before any path is built); an exact id wins; else a
-unique prefix; two or more matches are ambiguous (usage error listing some).
+unique prefix, or a prefix of exactly one id that holds a conversation (others
+may be SAM folders with none: scopes, leftovers); two or more matches are
+ambiguous (usage error listing some).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class Listed:
         self._store = store
         self.hint = hint
         self._ids = sorted(set(store.all_ids() if ids is None else ids))
+        self._own = ids is None  # the store's own ids (an attic view's are conversations, every one)
         self._set = set(self._ids)
         self.name = store.name
         self.id_rule = store.id_rule
@@ -35,6 +38,9 @@ class Listed:
 
     def all_ids(self) -> list[str]:
         return self._ids
+
+    def holds_conversation(self, cid: str) -> bool:
+        return not self._own or self._store.holds_conversation(cid)
 
     def matches(self, want: str) -> list[str]:
         """``[want]`` if it is an id, else every id it is a prefix of."""
@@ -59,6 +65,10 @@ def resolve_id(store, text: str) -> str:
     matches = view.matches(store.normalize_prefix(text))
     if not matches:
         raise NotFound(f"no conversation matches {text!r} in {view.conv_dir}", hint=view.hint)
+    if len(matches) > 1:  # a prefix of one conversation and of folders holding none (SAM scopes) names it
+        real = [m for m in matches if view.holds_conversation(m)]
+        if len(real) == 1:
+            return real[0]
     if len(matches) > 1:
         some = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
         raise UsageError(f"{text!r} is ambiguous: {len(matches)} conversations match ({some})",

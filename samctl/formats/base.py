@@ -55,6 +55,11 @@ class Store:
     def all_ids(self) -> list[str]:
         raise NotImplementedError
 
+    def holds_conversation(self, cid: str) -> bool:
+        """False for an id of ``all_ids`` with no conversation file (SAM: a memory scope, a folder
+        left empty); an id prefix matching it and one real conversation names the conversation."""
+        return True
+
     # reading ------------------------------------------------------------
     def list_metas(self, findings: list) -> list:
         """Every listed conversation's ConversationMeta, newest first (``model.recency``, stable)."""

@@ -27,6 +27,9 @@ class FakeStore:
     def normalize_prefix(self, text):
         return text
 
+    def holds_conversation(self, cid):
+        return True
+
 
 def test_exact_unique_ambiguous_and_unknown():
     store = FakeStore(["20260810_140307_512", "20260812_091500_004", "20260812_091500_041"])
@@ -61,3 +64,18 @@ def test_a_listed_view_can_carry_other_ids_and_name_another_folder():
     with pytest.raises(NotFound, match="in /attic"):
         resolve_id(view, "20260810")
     assert store.listings == 0
+
+
+def test_a_prefix_of_one_conversation_and_of_empty_folders_names_the_conversation(run, sam_demo):
+    """SAM leaves folders without a conversation.json (scopes, leftovers): `show 8B58` keeps working."""
+    conv = sam_demo / "conversations"
+    (conv / "8B58CBC4-0000-4000-8000-000000000000").mkdir(mode=0o700)
+    r = run("--root", sam_demo, "show", "8B58", "--format", "json")
+    assert r.exit_code == 0 and '"8B58CBC4-ACA7-4811-AE66-C01921690310"' in r.stdout, r.output
+    # two real conversations under the prefix stay ambiguous
+    other = conv / "8B58CBC4-1111-4000-8000-000000000000"
+    other.mkdir(mode=0o700)
+    (other / "conversation.json").write_bytes((conv / "8B58CBC4-ACA7-4811-AE66-C01921690310" /
+                                               "conversation.json").read_bytes())
+    r = run("--root", sam_demo, "show", "8B58")
+    assert r.exit_code == 2 and "ambiguous" in r.stderr

@@ -78,6 +78,10 @@ class SamStore(Store):
         ids.update(self._legacy_docs([]).keys())
         return sorted(ids)
 
+    def holds_conversation(self, cid: str) -> bool:
+        return fsafe.lstat(self.folder(cid) / "conversation.json") is not None or cid in self.odd_folders() \
+            or cid in self._legacy_docs([])
+
     def odd_folders(self, folders: list | None = None) -> dict[str, str]:
         """Id -> folder name of each conversation.json in a folder not named by a UUID (never
         ``backups``), by the id its file gives, as ``list_metas`` lists it; the first folder by
