@@ -31,7 +31,7 @@ from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core import tarscan, tarzst
 from samctl.core.lock import ensure_app_idle, store_lock
-from samctl.core.model import ERROR, Finding
+from samctl.core.model import ERROR, WARNING, Finding
 from samctl.core.repair import drop_journal, repair, write_batch
 from samctl.core.resolve import Listed, resolve_many
 from samctl.errors import NotFound, SamctlError, UsageError
@@ -432,7 +432,12 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
         for t, entry, partly in moved:
             report.items.append(dict(t.to_dict(), action=state, entry=entry.stem, bytes=entry.original_size,
                                      stored=entry.tar_size))
-            if partly:
+            if partly and not partly[0]:  # gone from the store: only the copy on its way out stayed behind
+                report.findings.append(Finding(
+                    "trash-left", t.id, f"{t.id} is whole in the attic ({entry.stem}) and gone from the store, but "
+                    f"its removed copy in the attic's staging folder could not be cleared: {reason(partly[1])}; "
+                    "`samctl attic --repair` tries again", WARNING, t.id))
+            elif partly:
                 left, exc = partly
                 report.findings.append(Finding(
                     "partly-removed", t.id, f"{t.id} is whole in the attic ({entry.stem}), but "

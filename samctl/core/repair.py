@@ -254,12 +254,15 @@ def repair(store, full: bool = False) -> list[str]:
     # debris: staging copies and archives nobody refers to
     staging = attic / atticmod.STAGING
     try:
-        for n in sorted(os.listdir(staging)):
-            if n not in keep_staging:
-                fsafe.remove_tree(staging / n)
-                done.append(f"removed leftover staging copy {n}")
+        leftovers = sorted(n for n in os.listdir(staging) if n not in keep_staging)
     except OSError:
-        pass
+        leftovers = []
+    for n in leftovers:
+        try:
+            fsafe.remove_tree(staging / n)
+            done.append(f"removed leftover staging copy {n}")
+        except OSError as exc:
+            done.append(Left(f"could not remove leftover staging copy {n} ({exc.strerror}: {exc.filename})"))
     try:
         names = os.listdir(attic)
     except OSError:

@@ -1286,3 +1286,25 @@ def test_restore_entry_takes_a_name_or_its_path_in_this_attic_only(run, mermaid_
         r = run("--root", mermaid_demo, "restore", "--entry", good, "--dry-run")
         assert r.exit_code == 0 and MID in r.stdout, (good, r.output)
     assert run("--root", mermaid_demo, "restore", "--entry", stem).exit_code == 0
+
+
+def test_a_trash_copy_that_cannot_be_cleared_is_said_and_repair_clears_it(run, sam_demo, monkeypatch):
+    from samctl import fsafe
+
+    real = fsafe.remove_tree
+
+    def stuck(path, *a, **k):
+        if str(path).endswith(".trash"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(fsafe, "remove_tree", stuck)
+    r = run("--root", sam_demo, "rm", SID)
+    assert r.exit_code == 0 and "warning: trash-left" in r.stderr and "gone from the store" in r.stderr, r.output
+    assert "could not be removed from the store" not in r.stderr
+    assert not (conv(sam_demo) / SID).exists()
+    monkeypatch.undo()
+    r = run("--root", sam_demo, "attic", "--repair")
+    assert r.exit_code == 0 and "removed leftover staging copy" in r.stderr, r.output
+    assert os.listdir(attic_of(sam_demo) / ".staging") == []
+    assert run("--root", sam_demo, "restore", SID).exit_code == 0
