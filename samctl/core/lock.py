@@ -82,8 +82,10 @@ def held_by_another(store) -> bool:
 def store_lock(store, wait: float = 0.0):
     path, fd = _open_lock(store)
     try:
-        flock_waiting(fd, wait, lambda: Busy(f"another samctl is writing to {store.conv_dir}",
-                                             hint="wait for it to finish, or pass --lock-wait SECONDS"))
+        waited = f" (waited {wait:g} s)" if wait else ""
+        hint = "wait for it to finish, or pass a longer --lock-wait SECONDS" if wait else \
+            "wait for it to finish, or pass --lock-wait SECONDS"
+        flock_waiting(fd, wait, lambda: Busy(f"another samctl is writing to {store.conv_dir}{waited}", hint=hint))
         try:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())

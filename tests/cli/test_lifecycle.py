@@ -311,7 +311,10 @@ def test_lock_contention_is_busy_with_lock_wait_zero(cmd, run, mermaid_demo):
         fp = fingerprint(mermaid_demo)
         r = run("--root", mermaid_demo, *cmd, "--lock-wait", "0")
         assert r.exit_code == 5, r.stderr
-        assert "another samctl is writing" in r.stderr and "--lock-wait" in r.stderr
+        assert "another samctl is writing" in r.stderr and "pass --lock-wait SECONDS" in r.stderr
+        assert fingerprint(mermaid_demo) == fp
+        r = run("--root", mermaid_demo, *cmd, "--lock-wait", "0.2")
+        assert r.exit_code == 5 and "(waited 0.2 s)" in r.stderr and "a longer --lock-wait" in r.stderr
         assert fingerprint(mermaid_demo) == fp
     finally:
         os.close(fd)
