@@ -13,7 +13,8 @@ In order, under samctl's lock:
    ``log_threshold`` (default half mermaid's 128 MiB cap), rewrite it: the old
    log becomes a ``history`` segment in the attic and a fresh log holds what
    mermaid itself writes as a backfill (started, reset, input, state, tasks),
-   folding to the same conversation;
+   folding to the same conversation but for its ``compactions`` records (a
+   backfill has no place for them; the snapshot and the history segment keep them);
 4. remove stale temp files by the store's own rule (mermaid and samctl:
    ``.<name>.<pid>.<n>.tmp`` older than 3600 s; SAM also: ``<file>.tmp`` and
    ``ltm.json.tmp.<pid>`` older than 3600 s, except ``conversation.json.tmp``,
