@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from samctl.cli.common import complete_ids, examples, store_of
-from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, render, \
-    show_targets, yes_option
+from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, nothing, \
+    render, say_kept, show_targets, yes_option
 from samctl.core.timeparse import parse_age
 
 
@@ -44,10 +44,9 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     age = parse_age(older_than) if older_than is not None else None
     sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
     lifecycle.preflight(store, sel)
-    for cid, why in sel.skipped:
-        click.echo(f"kept: {cid}: {why}", err=True)
+    kept = say_kept(sel, fmt)
     if not sel.targets:
-        click.echo("nothing to archive; nothing was changed", err=True)
+        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed")
         return
     if not dry_run and (not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -55,4 +54,5 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
         n = len(sel.targets)
         confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
     report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait)
+    report.kept = kept
     render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)")

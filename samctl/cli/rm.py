@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from samctl.cli.common import complete_ids, examples, store_of
-from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, render, \
-    show_targets, yes_option
+from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, nothing, \
+    render, say_kept, show_targets, yes_option
 from samctl.core.timeparse import parse_age
 
 
@@ -49,10 +49,9 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     else:
         sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
     lifecycle.preflight(store, sel, purge)
-    for cid, why in sel.skipped:
-        click.echo(f"kept: {cid}: {why}", err=True)
+    kept = say_kept(sel, fmt)
     if not sel.targets:
-        click.echo("nothing matches; nothing was changed", err=True)
+        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed")
         return
     if not dry_run and (purge or not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -62,9 +61,11 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
         confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?", yes)
     if purge:
         report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait)
+        report.kept = kept
         render(report, fmt)
         return
     report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait)
+    report.kept = kept
     first = report.items[0]["id"] if report.items else ""
     render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"
                                                                 if len(report.items) > 1 else "")

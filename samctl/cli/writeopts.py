@@ -56,6 +56,26 @@ def confirm(question: str, yes: bool) -> None:
         raise click.exceptions.Exit(errors.FAILED)
 
 
+def say_kept(sel, fmt: str) -> list:
+    """What a filter found and left alone, as ``Report.kept``; on stderr in the text format (the json
+    format carries it)."""
+    kept = [{"id": cid, "reason": why} for cid, why in sel.skipped]
+    if fmt != "json":
+        for k in kept:
+            click.echo(f"kept: {k['id']}: {k['reason']}", err=True)
+    return kept
+
+
+def nothing(fmt: str, dry_run: bool, kept: list, message: str) -> None:
+    """Nothing selected: the json format still prints a report (empty ``items``), a script reads it."""
+    from samctl.core.lifecycle import Report
+
+    if fmt == "json":
+        emit_json(Report(dry_run=dry_run, kept=kept).to_dict())
+    else:
+        click.echo(message, err=True)
+
+
 def show_targets(targets, verb: str, yes: bool) -> None:
     """The list a confirmation asks about, for the person who will answer: not with --yes (a
     script; the results list them again), nor without a terminal (the command refuses)."""

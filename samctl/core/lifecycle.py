@@ -66,13 +66,14 @@ class Report:
     findings: list = field(default_factory=list)
     repaired: list = field(default_factory=list)
     dry_run: bool = False
+    kept: list = field(default_factory=list)  # {id, reason}: what a filter found and left alone (pinned, ...)
 
     @property
     def failed(self) -> list:
         return [f for f in self.findings if f.severity == ERROR]
 
     def to_dict(self) -> dict:
-        return {"dry_run": self.dry_run, "items": self.items, "repaired": self.repaired,
+        return {"dry_run": self.dry_run, "items": self.items, "kept": self.kept, "repaired": self.repaired,
                 "findings": [f.to_dict() for f in self.findings]}
 
 

@@ -1311,3 +1311,19 @@ def test_a_trash_copy_that_cannot_be_cleared_is_said_and_repair_clears_it(run, s
     assert r.exit_code == 0 and "removed leftover staging copy" in r.stderr, r.output
     assert os.listdir(attic_of(sam_demo) / ".staging") == []
     assert run("--root", sam_demo, "restore", SID).exit_code == 0
+
+
+def test_json_reports_what_a_filter_kept_and_always_prints_a_report(run, sam_demo):
+    import orjson
+
+    r = run("--root", sam_demo, "rm", "--older-than", "1d", "--dry-run", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = orjson.loads(r.stdout)
+    assert {"id": PINNED, "reason": "pinned (use --include-pinned)"} in doc["kept"]
+    assert PINNED not in [i["id"] for i in doc["items"]] and "kept:" not in r.stderr
+    # nothing selected: still a report a script can read
+    for cmd in (["rm", "--title", "no such title", "--yes"], ["archive", "--older-than", "100y", "--yes"]):
+        r = run("--root", sam_demo, *cmd, "--format", "json")
+        assert r.exit_code == 0, r.output
+        doc = orjson.loads(r.stdout)
+        assert doc["items"] == [] and doc["dry_run"] is False
