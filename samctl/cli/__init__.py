@@ -134,6 +134,8 @@ def cli(ctx, root, max_file_size, no_cache):
     from samctl.cli.common import Options, remember_root
 
     remember_root(root if ctx.get_parameter_source("root") is ParameterSource.COMMANDLINE else None)
+    if os.environ.get("NO_COLOR"):  # no-color.org: click's echo then strips styles, as it does off a terminal
+        ctx.color = False
     ctx.obj = Options(root=root, max_file_size=_parse_size(max_file_size) if max_file_size else None,
                       cache=not no_cache)
 

@@ -5,6 +5,7 @@ stderr) must escape C0, DEL, C1 and bidi controls; JSON output stays exact JSON.
 """
 
 import json
+import os
 import re
 
 import pytest
@@ -180,3 +181,37 @@ def test_finding_lines_escape_file_names(run, sam_demo):
     _assert_clean(r.stderr)
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("error: bad-json: ")]
     assert len(lines) == 1 and "\\x1b]0;DIR\\x07\\x9b2J\\u202e\\x0ax/conversation.json: " in lines[0]
+
+
+def _on_a_terminal(args, env) -> str:
+    """What ``samctl ARGS`` prints on a pseudo-terminal (stdout is a tty: styles are on)."""
+    import pty
+    import subprocess
+    import sys
+
+    main, sub = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "samctl", *args], stdout=sub, stderr=subprocess.DEVNULL,
+                         stdin=subprocess.DEVNULL, env={**os.environ, "SAMCTL_ASSUME_SAM_RUNNING": "0", **env})
+    os.close(sub)
+    out = b""
+    while True:
+        try:
+            b = os.read(main, 65536)
+        except OSError:  # (EIO: the child closed the terminal)
+            break
+        if not b:
+            break
+        out += b
+    p.wait()
+    os.close(main)
+    return out.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("cmd", [["search", "budget"], ["show", "8B58", "--no-pager"], ["stats"]])
+def test_no_color_strips_styles_even_on_a_terminal(sam_demo, tmp_path, cmd):
+    """no-color.org: NO_COLOR set and not empty means no ANSI styles, terminal or not."""
+    args = ["--root", str(sam_demo), *cmd]
+    env = {"SAMCTL_CACHE_DIR": str(tmp_path / "cache")}
+    assert "\x1b[" in _on_a_terminal(args, {**env, "NO_COLOR": ""})  # styled (so the check below can fail)
+    out = _on_a_terminal(args, {**env, "NO_COLOR": "1"})
+    assert "\x1b[" not in out and out.strip()
