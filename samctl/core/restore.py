@@ -182,7 +182,7 @@ def _restore_plans(store, entries: list, as_new: bool) -> list:
     # one of those must not find its id taken by this copy)
     taken = set(store.all_ids()) | atticmod.named_ids(store, atticmod.STATES) if as_new else set()
     for entry in entries:
-        new = store.new_id(taken) if as_new else entry.id
+        new = store.new_id(taken, like=entry.extra.get("updated")) if as_new else entry.id
         taken.add(new)
         names = _targets_of(store, entry, new)
         clash = _collisions(store, names, entry)

@@ -77,3 +77,19 @@ def test_a_cache_written_in_another_zone_is_not_used(run, mermaid_demo, zone):
     assert in_utc.endswith("-05:00")
     zone("America/New_York")
     assert _created(run, mermaid_demo, "20260901_170000_250").endswith("-04:00")  # not the UTC run's row
+
+
+def test_a_copy_restored_as_new_is_listed_as_made_now(run, mermaid_demo, tz):
+    """restore --as-new mints the id (a creation wall clock) in the zone the listing will read it in:
+    the copy's created is when it was made, in every reader's zone, never hours in the future."""
+    import time
+
+    assert run("--root", mermaid_demo, "rm", CID).exit_code == 0
+    before = time.time()
+    r = run("--root", mermaid_demo, "restore", CID, "--as-new", "--format", "json")
+    after = time.time()
+    assert r.exit_code == 0, r.output
+    new = json.loads(r.stdout)["items"][0]["new_id"]
+    rows = json.loads(run("--root", mermaid_demo, "--no-cache", "ls", "--format", "json").stdout)
+    row = next(x for x in rows if x["id"] == new)
+    assert before - 1 <= parse_timestamp(row["created"]) <= after + 1, row["created"]

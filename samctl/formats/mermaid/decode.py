@@ -139,6 +139,18 @@ def created_from_id(cid: str) -> str:
 _OFFSET_RE = re.compile(r"(?:Z|([+-])(\d\d):(\d\d))\Z")
 
 
+def foreign_offset(updated_at: str, updated_ts: float | None = None) -> int | None:
+    """The UTC offset (seconds) of a sidecar's ``updated_at`` when it is not this machine's offset
+    at that instant (the writer is in another zone, and its ids are read in that offset, see
+    ``meta_from_meta``); None when it is ours, or cannot be told."""
+    updated = parse_timestamp(updated_at) if updated_ts is None else updated_ts
+    m = _OFFSET_RE.search(updated_at)
+    if m is None or updated is None:
+        return None
+    offset = 0 if m[1] is None else (1 if m[1] == "+" else -1) * (int(m[2]) * 3600 + int(m[3]) * 60)
+    return None if time.localtime(updated).tm_gmtoff == offset else offset
+
+
 def meta_from_meta(doc: dict, path: str, size: int, updated_ts: float | None = None) -> ConversationMeta:
     """A listing row from a sidecar whose id the caller has checked against the id rule.
 
@@ -151,17 +163,15 @@ def meta_from_meta(doc: dict, path: str, size: int, updated_ts: float | None = N
     gets the offset used, as the snapshot's ``created_at`` has one.
     """
     cid = doc["id"]
-    updated = parse_timestamp(doc["updated_at"]) if updated_ts is None else updated_ts
     created, created_ts = created_from_id(cid), _created_ts(cid)  # the id in local time
     used = None if created_ts is None else time.localtime(created_ts).tm_gmtoff
-    m = _OFFSET_RE.search(doc["updated_at"])
-    if m is not None and updated is not None:
-        offset = 0 if m[1] is None else (1 if m[1] == "+" else -1) * (int(m[2]) * 3600 + int(m[3]) * 60)
-        if time.localtime(updated).tm_gmtoff != offset:  # written in another zone: its offset, not ours
-            naive = parse_timestamp(created + "Z")
-            created_ts, used = (None, None) if naive is None else (naive - offset, offset)
+    offset = foreign_offset(doc["updated_at"], updated_ts)
+    if offset is not None:  # written in another zone: its offset, not ours
+        naive = parse_timestamp(created + "Z")
+        created_ts, used = (None, None) if naive is None else (naive - offset, offset)
     if used is not None:
         created += f"{'-' if used < 0 else '+'}{abs(used) // 3600:02d}:{abs(used) % 3600 // 60:02d}"
+    updated = parse_timestamp(doc["updated_at"]) if updated_ts is None else updated_ts
     return ConversationMeta("mermaid", cid, doc["title"], created, doc["updated_at"], created_ts, updated,
                             doc.get("message_count") or 0, size, False, path)
 

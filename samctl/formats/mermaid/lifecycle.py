@@ -50,12 +50,17 @@ def conversation_files(store, cid: str, stats: dict | None = None) -> list[Path]
     return out
 
 
-def new_id(store, taken=None, now: float | None = None) -> str:
+def new_id(store, taken=None, now: float | None = None, like: str | None = None) -> str:
+    """A free id for a session made now: mermaid's creation wall clock, in local time, or, for a
+    copy of a session whose sidecar ``updated_at`` (``like``) is in another zone, in that zone's
+    offset, so that the listing (which reads the id in that offset) shows when the copy was made."""
     taken = set(store.all_ids()) if taken is None else set(taken)
     t = time.time() if now is None else now
+    offset = decode.foreign_offset(like) if isinstance(like, str) else None
     for _ in range(100000):
         ms = int(round(t * 1000))
-        cid = time.strftime("%Y%m%d_%H%M%S", time.localtime(ms // 1000)) + f"_{ms % 1000:03d}"
+        wall = time.localtime(ms // 1000) if offset is None else time.gmtime(ms // 1000 + offset)
+        cid = time.strftime("%Y%m%d_%H%M%S", wall) + f"_{ms % 1000:03d}"
         if cid not in taken and decode.valid_id(cid):
             return cid
         t += 0.001

@@ -311,10 +311,10 @@ class MermaidStore(Store):
 
         return lifecycle.purge(self, cid)
 
-    def new_id(self, taken=None) -> str:
+    def new_id(self, taken=None, like: str | None = None) -> str:
         from samctl.formats.mermaid import lifecycle
 
-        return lifecycle.new_id(self, taken)
+        return lifecycle.new_id(self, taken, like=like)
 
     def retarget(self, folder: Path, names: list[str], old: str, new: str) -> dict:
         from samctl.formats.mermaid import lifecycle

@@ -341,7 +341,7 @@ class SamStore(Store):
         self._refuse_odd(cid)
         return lifecycle.purge(self, cid, refs)
 
-    def new_id(self, taken=None) -> str:
+    def new_id(self, taken=None, like: str | None = None) -> str:
         from samctl.formats.sam import lifecycle
 
         return lifecycle.new_id(self, taken)
