@@ -890,9 +890,9 @@ def test_restore_as_new_never_picks_an_id_the_attic_holds(run, mermaid_demo, mon
     seen = []
     real = MermaidStore.new_id
 
-    def new_id(self, taken=None):
+    def new_id(self, taken=None, like=None):
         seen.append(set(taken))
-        return real(self, taken)
+        return real(self, taken, like)
 
     monkeypatch.setattr(MermaidStore, "new_id", new_id)
     r = run("--root", mermaid_demo, "restore", "--as-new", "--format", "json", ids[0])
