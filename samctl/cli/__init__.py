@@ -108,12 +108,17 @@ def _parse_size(text: str) -> int:
     return int(m.group(1)) << {None: 0, "k": 10, "m": 20, "g": 30}[m.group(2) and m.group(2).lower()]
 
 
+def size_option(ctx, param, value):
+    """Click callback: ``_parse_size`` of an option's value (None stays None), errors naming the option."""
+    return None if value is None else _parse_size(value)
+
+
 @click.group("samctl", cls=SamctlGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--root", envvar="SAMCTL_ROOT", metavar="PATH",
               help="The store: a SAM base folder, a SAM conversations folder, a mermaid project folder, "
                    "or a .mermaid/conversations folder. Default: ./.mermaid/conversations if present, "
                    "else SAM's default location. Also SAMCTL_ROOT.")
-@click.option("--max-file-size", metavar="SIZE", default=None,
+@click.option("--max-file-size", metavar="SIZE", default=None, callback=size_option,
               help="Refuse to read files larger than SIZE (e.g. 64M). Default: mermaid's own caps "
                    "(64 MiB snapshots, 128 MiB logs).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write samctl's disposable caches.")
@@ -136,7 +141,7 @@ def cli(ctx, root, max_file_size, no_cache):
     remember_root(root if ctx.get_parameter_source("root") is ParameterSource.COMMANDLINE else None)
     if os.environ.get("NO_COLOR"):  # no-color.org: click's echo then strips styles, as it does off a terminal
         ctx.color = False
-    ctx.obj = Options(root=root, max_file_size=_parse_size(max_file_size) if max_file_size else None,
+    ctx.obj = Options(root=root, max_file_size=max_file_size,
                       cache=not no_cache)
 
 

@@ -66,6 +66,8 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
     elif not repair or entries:
         if not entries:
             what = "holds no readable entry" if findings else "is empty"  # the findings say what is wrong
+            if state and not findings:
+                what = f"holds no {' or '.join(state)} entry"
             click.echo(f"the attic {what} ({attic.attic_dir(store)})", err=True)
         else:
             click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size),

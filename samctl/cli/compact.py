@@ -8,6 +8,7 @@ import time
 import click
 
 from samctl import errors
+from samctl.cli import size_option
 from samctl.cli.common import emit_json, examples, human_size, store_of
 from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option
 from samctl.core.render import safe_text
@@ -18,7 +19,7 @@ from samctl.core.timeparse import parse_age
 @click.option("--grace", metavar="AGE", default="30d", show_default=True,
               help="Purge deleted attic entries (not ones that were pinned), and remove samctl's .bak/.torn copies, older "
                    "than AGE.")
-@click.option("--log-threshold", metavar="SIZE", default="64M", show_default=True,
+@click.option("--log-threshold", metavar="SIZE", default="64M", show_default=True, callback=size_option,
               help="Rewrite mermaid logs larger than SIZE (half mermaid's 128 MiB cap by default).")
 @dry_run_option
 @force_option
@@ -42,11 +43,10 @@ def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose
     databases. Ends with one summary, bytes before and after. Exit 3 if
     something was wrong, 5 if the app or another samctl is busy.
     """
-    from samctl.cli import _parse_size
     from samctl.core.compact import CompactOptions, compact
 
     store = store_of(ctx)
-    opts = CompactOptions(grace=parse_age(grace), log_threshold=_parse_size(log_threshold), dry_run=dry_run,
+    opts = CompactOptions(grace=parse_age(grace), log_threshold=log_threshold, dry_run=dry_run,
                           force=force, lock_wait=lock_wait)
     progress = _Progress() if fmt == "text" and not quiet and _stderr_is_tty() else None
     try:

@@ -14,7 +14,7 @@ from samctl.cli.writeopts import force_option, lock_wait_option
 
 def _a_number(ctx, param, value):
     if value is not None and value != value:  # NaN: every comparison false, so nothing would ever match
-        raise click.BadParameter("is not a number")
+        raise click.BadParameter(f"{value} is not a number")
     return value
 
 

@@ -163,7 +163,7 @@ def _check(store, q: SearchQuery) -> str:
                              hint="leave out --in, or use --in memories")
         if not _UUID_PREFIX.match(q.like) or not _UUID.match(q.like + _TEMPLATE[len(q.like):]):
             raise UsageError(f"{q.like!r} is not a memory id or id prefix",
-                             hint="memory ids are UUIDs; `samctl search --in memories --format json` shows them")
+                             hint="memory ids are UUIDs; `samctl search QUERY --in memories --format json` shows them")
     if q.limit < 0:
         raise UsageError("--limit must be 0 or more")
     return where

@@ -253,7 +253,9 @@ def test_sizes_take_the_units_the_help_names(text, size):
 @pytest.mark.parametrize("text", ["0", "M", "64X", "-1", "64iB", "", "kib", "64MiBB", "1.5M"])
 def test_a_size_that_is_not_one_is_a_usage_error(run, mermaid_demo, text):
     r = run("--root", mermaid_demo, "compact", "--log-threshold", text)
-    assert r.exit_code == 2 and "is not a size" in r.stderr
+    assert r.exit_code == 2 and "'--log-threshold': " in r.stderr and "is not a size" in r.stderr
+    r = run("--root", mermaid_demo, "--max-file-size", text, "ls")
+    assert r.exit_code == 2 and "'--max-file-size': " in r.stderr and "is not a size" in r.stderr
 
 
 def test_a_dry_run_with_nothing_to_do_says_so_plainly(run, mermaid_demo):

@@ -1327,3 +1327,9 @@ def test_json_reports_what_a_filter_kept_and_always_prints_a_report(run, sam_dem
         assert r.exit_code == 0, r.output
         doc = orjson.loads(r.stdout)
         assert doc["items"] == [] and doc["dry_run"] is False
+
+
+def test_attic_state_filter_that_matches_nothing_says_so(run, mermaid_demo):
+    assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
+    r = run("--root", mermaid_demo, "attic", "--state", "archived")
+    assert r.exit_code == 0 and "holds no archived entry" in r.stderr and "is empty" not in r.stderr

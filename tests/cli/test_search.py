@@ -451,7 +451,7 @@ def test_a_capped_search_does_not_hide_a_conversation_from_the_next(run, sam):
 
 def test_a_nan_threshold_is_a_usage_error(run, sam):
     r = run("--root", sam, "search", "portland", "--threshold", "nan")
-    assert r.exit_code == 2 and "--threshold" in r.stderr and "is not a number" in r.stderr
+    assert r.exit_code == 2 and "--threshold" in r.stderr and "nan is not a number" in r.stderr
 
 
 @pytest.mark.parametrize("damage", ["garbage", "locked"])
