@@ -35,7 +35,9 @@ def command(ctx, conversation_id, types, fmt):
         raise click.exceptions.Exit(errors.PARTIAL) from None
     stop = None
     if read.stop:
-        stop = {"code": read.stop, "line": read.stop_line, "offset": read.stop_offset, "reason": read.reason}
+        # the finding's code, and lines counted from 1, as its reason and `check` count them
+        stop = {"code": f"log-{read.stop}", "line": None if read.stop_line is None else read.stop_line + 1,
+                "offset": read.stop_offset, "reason": read.reason}
     if fmt == "json":
         emit_json({"id": cid, "path": str(path), "size": read.size, "events": rows, "stop": stop})
     elif fmt == "jsonl":

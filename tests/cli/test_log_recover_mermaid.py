@@ -38,7 +38,7 @@ def test_log_type_filter_and_json(run, torn):
     r = run("--root", torn, "log", SPEC_ID, "--type", "message", "--format", "json")
     doc = json.loads(r.stdout)
     assert [e["seq"] for e in doc["events"]] == [7, 10, 11]
-    assert doc["stop"]["code"] == "torn-tail" and doc["stop"]["offset"] == 4638
+    assert doc["stop"]["code"] == "log-torn-tail" and doc["stop"]["offset"] == 4638
 
 
 def test_log_clean_end_is_exit_0(run, mermaid_demo):
@@ -218,3 +218,15 @@ def test_recover_interrupted_at_any_step_leaves_old_or_new(run, torn, monkeypatc
     # and a second run completes the job
     assert run("--root", torn, "recover", SPEC_ID).exit_code == 0
     assert (conv / f"{SPEC_ID}.json").read_bytes() == (SPEC / f"{SPEC_ID}.json").read_bytes()
+
+
+def test_log_json_stop_counts_lines_as_its_reason_does(run, mermaid_demo):
+    log = mermaid_demo / ".mermaid" / "conversations" / "20260812_091500_004.jsonl"
+    n = len(log.read_bytes().splitlines())
+    with open(log, "ab") as f:
+        f.write(b"garbage\n")
+    r = run("--root", mermaid_demo, "log", "20260812", "--format", "json")
+    assert r.exit_code == 3
+    stop = json.loads(r.stdout)["stop"]
+    assert stop["code"] == "log-malformed" and stop["line"] == n + 1 and f"line {n + 1} " in stop["reason"]
+    assert "log-malformed" in run("--root", mermaid_demo, "check").stderr
