@@ -90,7 +90,7 @@ def visible(messages, include_hidden: bool, min_importance: float | None = None)
 def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=_plain,
             min_importance: float | None = None) -> str:
     title, info = header_lines(conv)
-    out = [style(safe_text(title), "title"), style(safe_text(info), "dim"), ""]
+    out = [style(one_line(title), "title"), style(safe_text(info), "dim"), ""]  # the title: one line, as in ls
     for msg in visible(conv.messages, include_hidden, min_importance):
         label = msg.role
         if msg.role == "tool" and msg.tool_name:

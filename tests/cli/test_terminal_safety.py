@@ -215,3 +215,14 @@ def test_no_color_strips_styles_even_on_a_terminal(sam_demo, tmp_path, cmd):
     assert "\x1b[" in _on_a_terminal(args, {**env, "NO_COLOR": ""})  # styled (so the check below can fail)
     out = _on_a_terminal(args, {**env, "NO_COLOR": "1"})
     assert "\x1b[" not in out and out.strip()
+
+
+def test_show_keeps_a_title_with_tabs_and_newlines_on_its_line(run, sam_demo):
+    import orjson
+
+    p = sam_demo / "conversations" / "8B58CBC4-ACA7-4811-AE66-C01921690310" / "conversation.json"
+    doc = orjson.loads(p.read_bytes())
+    doc["title"] = "Portland\tweekend\ntrip"
+    p.write_bytes(orjson.dumps(doc))
+    r = run("--root", sam_demo, "show", "8B58", "--no-pager")
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "Portland weekend trip", r.stdout[:200]
