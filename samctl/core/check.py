@@ -1,7 +1,7 @@
 """check: the read-only fsck of a whole store (``fix`` applies only safe fixes).
 
-Returns every finding (it never stops at the first) and the list of changes
-made; the caller decides the exit code: PARTIAL if any finding is an error or
+Returns every finding (it never stops at the first), sorted by path (stable:
+one file's findings keep their order), and the list of changes made; the caller decides the exit code: PARTIAL if any finding is an error or
 a warning, OK if there are none or only informational ones.
 """
 
@@ -39,11 +39,13 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
     report = CheckReport()
     if not fix:
         report.fixes = store.check(report.findings)
-        return report
-    from samctl.core.lock import ensure_app_idle, store_lock
+    else:
+        from samctl.core.lock import ensure_app_idle, store_lock
 
-    ensure_app_idle(store, (), force)  # before the lock: a refusal writes nothing
-    with store_lock(store, lock_wait):
-        ensure_app_idle(store, (), force)
-        report.fixes = store.check(report.findings, fix=True, force=force)
+        ensure_app_idle(store, (), force)  # before the lock: a refusal writes nothing
+        with store_lock(store, lock_wait):
+            ensure_app_idle(store, (), force)
+            report.fixes = store.check(report.findings, fix=True, force=force)
+    # in path order, not the folder's listing order: two runs (or two copies of a tree) diff cleanly
+    report.findings.sort(key=lambda f: str(f.path))
     return report

@@ -95,3 +95,19 @@ def test_check_fix_trims_torn_tails_of_sessions_not_open(run, mermaid_broken):
     assert log.read_bytes() == data[: data.rindex(b"\n") + 1]
     torn = list(conv.glob("20260101_000014_000.jsonl.*.torn"))
     assert len(torn) == 1 and torn[0].read_bytes() == b'{"v":1,"seq":99,"ts":"2026-'
+
+
+def test_findings_come_in_path_order(run, mermaid_demo):
+    """Not the folder's listing order (ext4 hashes names): two cron runs, or two copies, diff cleanly."""
+    import json as _json
+
+    conv = mermaid_demo / ".mermaid" / "conversations"
+    for p in sorted(conv.iterdir(), reverse=True):  # created in reverse: tmpfs lists newest first
+        if p.is_file():
+            data = p.read_bytes()
+            p.unlink()
+            p.write_bytes(data)
+            p.chmod(0o644)  # a mode finding for every file
+    r = run("--root", mermaid_demo, "check", "--format", "json")
+    paths = [f["path"] for f in _json.loads(r.stdout)["findings"]]
+    assert len(paths) >= 6 and paths == sorted(paths)
