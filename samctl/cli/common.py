@@ -238,6 +238,12 @@ def complete_ids(ctx, param, incomplete):
                      lambda store, ids: {m.id: m.title for m in store.list_metas([])})
 
 
+def complete_mermaid_ids(ctx, param, incomplete):
+    """``complete_ids`` for a command that reads only mermaid stores (``log``): nothing for SAM."""
+    return _complete(ctx, incomplete, lambda store: store.all_ids() if store.name == "mermaid" else [],
+                     lambda store, ids: {m.id: m.title for m in store.list_metas([])})
+
+
 def complete_attic_ids(ctx, param, incomplete):
     """shell_complete callback for ``restore``: ids of the conversations in the attic (read from its
     file names; titles from the manifests of at most 50).  Never raises and never prints."""

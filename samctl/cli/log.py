@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import (complete_ids, emit_json, emit_jsonl, examples, format_option, pasteable, store_of,
+from samctl.cli.common import (complete_mermaid_ids, emit_json, emit_jsonl, examples, format_option, pasteable, store_of,
                                table)
 from samctl.core.logview import EVENT_TYPES, log_rows
 from samctl.core.render import one_line, safe_text
@@ -13,7 +13,7 @@ from samctl.core.timeparse import format_local, parse_timestamp
 
 
 @click.command("log")
-@click.argument("conversation_id", metavar="ID", shell_complete=complete_ids)
+@click.argument("conversation_id", metavar="ID", shell_complete=complete_mermaid_ids)
 @click.option("--type", "types", type=click.Choice(EVENT_TYPES), multiple=True,
               help="Only events of this type (repeatable).")
 @format_option()

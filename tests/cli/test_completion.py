@@ -80,3 +80,10 @@ def test_restore_completes_the_ids_in_the_attic(run, mermaid_demo):
     r = _complete(f"samctl --root {mermaid_demo} restore 2026", 4, shell="zsh")
     assert r.stdout.split("\n")[:2] == ["plain", "20260812_091500_004"]
     assert r.stdout.split("\n")[2].startswith("Add a --json flag to the report command")  # its title
+
+
+def test_log_completes_mermaid_ids_only(sam_demo, mermaid_demo):
+    """log reads mermaid event logs; SAM ids would be refused (exit 2), so none are offered."""
+    assert _complete(f"samctl --root {sam_demo} log 8b", 4).stdout.strip() == ""
+    r = _complete(f"samctl --root {mermaid_demo} log 20260810", 4)
+    assert r.stdout.split() == ["plain,20260810_140307_512"]
