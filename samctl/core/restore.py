@@ -137,7 +137,7 @@ def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = 
     """
     report, failed = _restore(store, entries, as_new, dry_run, force, lock_wait)
     for r, exc in failed:
-        report.findings.append(Finding("not-restored", r.entry.stem, reason(exc), ERROR, r.entry.id))
+        report.findings.append(Finding("not-restored", str(r.entry.tar_path), reason(exc), ERROR, r.entry.id))
     return report
 
 

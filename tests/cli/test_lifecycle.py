@@ -864,6 +864,7 @@ def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid
     r = run("--root", mermaid_demo, "restore", *ids)
     assert r.exit_code == 3, r.stderr
     assert "not-restored" in r.stderr and MID in r.stderr and "damaged" in r.stderr
+    assert f"not-restored: {tar}: " in r.stderr  # the path is the archive's, as in every other finding
     if damage == "unreadable":
         assert failed  # the failure happened where the archive is read (inline, or on the helper thread)
         monkeypatch.undo()
