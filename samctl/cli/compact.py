@@ -54,7 +54,8 @@ def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose
     finally:
         if progress:
             progress.clear()
-    problems = [f for f in rep.findings if f.severity != "info"]
+    # (a dry run that the real run's refusal would stop says so, and exits 0 as every dry run does)
+    problems = [f for f in rep.findings if f.severity != "info" and f.code != "busy"]
     if fmt == "json":
         emit_json(rep.to_dict())
     else:

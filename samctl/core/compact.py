@@ -57,7 +57,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.core import attic as atticmod
-from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import INFO, WARNING, Finding
 from samctl.core.repair import drop_journal, pending, repair, write_journal
 from samctl.errors import SamctlError
@@ -125,8 +125,7 @@ def compact(store, opts: CompactOptions, progress=None) -> CompactReport:
     now = time.time() if opts.now is None else opts.now
     rep.bytes_before = _usage(store)
     if opts.dry_run:
-        if not opts.force and store.name == "sam" and store.app_is_running():
-            rep.findings.append(Finding("busy", str(store.conv_dir), "SAM is running: compact would refuse", WARNING))
+        rep.findings += would_refuse(store, [], opts.force)
         rep.findings.extend(pending(store))
         _run_steps(store, opts, rep, now, progress)
         rep.bytes_after = rep.bytes_before - sum(a["bytes_before"] - a["bytes_after"] for a in rep.actions)

@@ -30,7 +30,7 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core import tarscan, tarzst
-from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import ERROR, WARNING, Finding
 from samctl.core.repair import drop_journal, repair, write_batch
 from samctl.core.resolve import Listed, resolve_many
@@ -419,6 +419,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
     if dry_run:
         for t in targets:
             report.items.append(dict(t.to_dict(), action=f"would be {state}"))
+        report.findings += would_refuse(store, [t.id for t in targets], force)
         return report
     ensure_app_idle(store, [t.id for t in targets], force)  # before the lock: a refusal writes nothing
     with store_lock(store, lock_wait):
@@ -508,6 +509,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
             n = sum(1 for e in entries if e.id == t.id)
             report.items.append(dict(t.to_dict(), action="would be purged", in_store=t.id in in_store,
                                      attic_entries=n))
+        report.findings += would_refuse(store, [t.id for t in targets if t.id in in_store], force)
         return report
     ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
     with store_lock(store, lock_wait):

@@ -9,6 +9,8 @@
 - ``ensure_app_idle(store, ids, force)``: raises Busy when the owning app is
   using what a command would touch (SAM: a running SAM process; mermaid: the
   session's scratch ``.lock`` held), unless ``force``.
+- ``would_refuse(store, ids, force)``: what a dry run says instead of either
+  refusal (warnings): it changes nothing, so it never refuses.
 """
 
 from __future__ import annotations
@@ -108,3 +110,20 @@ def ensure_app_idle(store, ids=(), force: bool = False) -> None:
     if live:
         raise Busy(f"mermaid has {', '.join(live[:3])} open (its scratch lock is held)",
                    hint="close that mermaid session first, or pass --force")
+
+
+def would_refuse(store, ids=(), force: bool = False) -> list:
+    """Warnings for what would make the real run refuse right now (exit 5): the owning app using
+    what it would touch, another samctl holding the lock.  Read-only (nothing is created)."""
+    from samctl.core.model import WARNING, Finding
+
+    out = []
+    try:
+        ensure_app_idle(store, ids, force)
+    except Busy as exc:
+        out.append(Finding("busy", str(store.conv_dir), f"{exc.message}: the real run would refuse (exit 5)",
+                           WARNING))
+    if held_by_another(store):
+        out.append(Finding("busy", str(store.conv_dir), "another samctl is writing to this store: the real run "
+                           "would wait --lock-wait seconds, then refuse (exit 5)", WARNING))
+    return out

@@ -22,7 +22,7 @@ from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core import lifecycle, tarscan, tarzst
 from samctl.core.lifecycle import Report, attic_view, reason
-from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import ERROR, Finding
 from samctl.core.repair import drop_journal, place, repair, write_batch, write_journal
 from samctl.core.resolve import resolve_id
@@ -147,6 +147,7 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
     plans = _restore_plans(store, entries, as_new)
     if dry_run:
         report.items += [dict(r.item, action="would be restored") for r in plans]
+        report.findings += would_refuse(store, [x for r in plans for x in (r.entry.id, r.new)], force)
         return report, failed
     ids = [x for r in plans for x in (r.entry.id, r.new)]
     ensure_app_idle(store, ids, force)

@@ -1334,3 +1334,26 @@ def test_attic_state_filter_that_matches_nothing_says_so(run, mermaid_demo):
     assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
     r = run("--root", mermaid_demo, "attic", "--state", "archived")
     assert r.exit_code == 0 and "holds no archived entry" in r.stderr and "is empty" not in r.stderr
+
+
+@pytest.mark.parametrize("cmd", [["rm", SID, "--dry-run"], ["rm", SID, "--purge", "--dry-run", "--yes"],
+                                 ["archive", "--older-than", "1d", "--dry-run"], ["compact", "--dry-run"]])
+@pytest.mark.parametrize("why", ["sam-running", "lock-held"])
+def test_a_dry_run_says_the_real_run_would_be_refused(run, sam_demo, monkeypatch, cmd, why):
+    """Every dry run, whatever makes the real run refuse (exit 5): a warning, exit 0, nothing changed."""
+    fd = None
+    if why == "sam-running":
+        monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
+    else:
+        (sam_demo / ".samctl").mkdir(mode=0o700)
+        fd = os.open(sam_demo / ".samctl" / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fp = fingerprint(sam_demo)
+        r = run("--root", sam_demo, *cmd)
+        assert r.exit_code == 0, r.output
+        assert "warning: busy: " in r.stderr and "the real run would" in r.stderr
+        assert fingerprint(sam_demo) == fp
+    finally:
+        if fd is not None:
+            os.close(fd)
