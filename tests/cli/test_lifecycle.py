@@ -539,10 +539,8 @@ def test_a_read_only_sub_folder_moves_out_and_back(run, sam_demo, folder_write_r
     os.chmod(back / "sub", 0o755)  # (so pytest can clean up)
 
 
-@pytest.mark.parametrize("purge", [False, True], ids=["rm", "purge"])
-def test_a_folder_that_is_the_scope_of_a_conversation_in_the_attic_keeps_its_memories(run, sam_demo, purge):
-    """A conversation's own folder that another conversation, now in the attic, uses as its shared
-    scope: removing the conversation keeps the memories the attic's conversation needs back."""
+def _user_of_8b58s_memories(sam_demo) -> str:
+    """A new conversation whose shared-topic scope is 8B58's own folder (SAM allows it); its id."""
     from make_fixtures import sam_doc, sam_dumps, sam_message, sam_settings
 
     other = "F0000000-0000-4000-8000-000000000002"
@@ -553,6 +551,14 @@ def test_a_folder_that_is_the_scope_of_a_conversation_in_the_attic_keeps_its_mem
         settings=sam_settings(useSharedData=True, sharedTopicId=SID, sharedTopicName="Trips"))
     (conv(sam_demo) / other / "conversation.json").write_text(sam_dumps(doc))
     os.chmod(conv(sam_demo) / other / "conversation.json", 0o600)
+    return other
+
+
+@pytest.mark.parametrize("purge", [False, True], ids=["rm", "purge"])
+def test_a_folder_that_is_the_scope_of_a_conversation_in_the_attic_keeps_its_memories(run, sam_demo, purge):
+    """A conversation's own folder that another conversation, now in the attic, uses as its shared
+    scope: removing the conversation keeps the memories the attic's conversation needs back."""
+    other = _user_of_8b58s_memories(sam_demo)
     assert run("--root", sam_demo, "rm", other).exit_code == 0
     memories = (conv(sam_demo) / SID / "memory.db").read_bytes()
     r = run("--root", sam_demo, "rm", SID, "--yes", *(["--purge"] if purge else []))
@@ -563,16 +569,7 @@ def test_a_folder_that_is_the_scope_of_a_conversation_in_the_attic_keeps_its_mem
 
 
 def test_a_folder_that_is_also_another_conversations_scope_keeps_its_memories(run, sam_demo):
-    from make_fixtures import sam_doc, sam_dumps, sam_message, sam_settings
-
-    other = "F0000000-0000-4000-8000-000000000002"
-    (conv(sam_demo) / other).mkdir(mode=0o700)
-    doc = sam_doc(other, "Uses 8B58's memories", [
-        sam_message("11111111-2222-4333-8444-555555555555", "user", "hello", "2026-01-01T12:00:00Z")],
-        "2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z",
-        settings=sam_settings(useSharedData=True, sharedTopicId=SID, sharedTopicName="Trips"))
-    (conv(sam_demo) / other / "conversation.json").write_text(sam_dumps(doc))
-    os.chmod(conv(sam_demo) / other / "conversation.json", 0o600)
+    other = _user_of_8b58s_memories(sam_demo)
     before = files_state(sam_demo, SID)
     r = run("--root", sam_demo, "rm", SID)
     assert r.exit_code == 0, r.stderr
