@@ -467,16 +467,27 @@ def remove_tree(path: str | os.PathLike, sync_parent: bool = True) -> None:
 
 
 def _owner_may_write(top: Path) -> None:
-    """Give every folder under ``top`` (not through links) u+rwx, top down, so it can be emptied."""
-    for dirpath, dirnames, _ in os.walk(top, topdown=True, followlinks=False, onerror=None):
-        for p in [dirpath] + [os.path.join(dirpath, d) for d in dirnames]:
-            st = os.lstat(p)
-            if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o700 != 0o700:
-                os.chmod(p, stat.S_IMODE(st.st_mode) | 0o700)
+    """Give ``top`` and every folder under it (not through links) u+rwx, each before it is listed,
+    so that it can be emptied."""
+    def writable(p) -> None:
+        st = os.lstat(p)
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o700 != 0o700:
+            os.chmod(p, stat.S_IMODE(st.st_mode) | 0o700)
+
+    writable(top)
+    for dirpath, dirnames, _ in os.walk(top, topdown=True, followlinks=False):
+        for d in dirnames:  # (before os.walk lists it)
+            writable(os.path.join(dirpath, d))
+
+
+def _raise(exc: OSError) -> None:
+    if not isinstance(exc, FileNotFoundError):  # (gone meanwhile: nothing to remove)
+        raise exc
 
 
 def _remove_dir_tree(path: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(path, topdown=False, followlinks=False):
+    # a folder that cannot be listed raises (PermissionError), rather than being skipped and left full
+    for dirpath, dirnames, filenames in os.walk(path, topdown=False, followlinks=False, onerror=_raise):
         for name in filenames:
             remove(os.path.join(dirpath, name))
         for name in dirnames:

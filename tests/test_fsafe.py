@@ -288,3 +288,21 @@ def test_remove_tree_removes_read_only_folders_as_a_user_would_need(tmp_path, fo
     os.chmod(top / "sub", 0o555)
     fsafe.remove_tree(top)
     assert not top.exists()
+
+
+def test_remove_tree_lists_a_folder_without_read_permission_after_making_it_readable(tmp_path, monkeypatch):
+    """0333 (write and search, no read): it cannot be listed until its owner may read it."""
+    top = tmp_path / "t"
+    top.mkdir()
+    (top / "f").write_text("x")
+    real_scandir = os.scandir
+
+    def scandir(p="."):  # the kernel's rule for a user who is not root
+        if not os.stat(p).st_mode & stat.S_IRUSR:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_scandir(p)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    os.chmod(top, 0o333)
+    fsafe.remove_tree(top)
+    assert not top.exists()
