@@ -40,9 +40,13 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
 
     store = store_of(ctx)
     if repair:
-        ensure_app_idle(store, repairmod.pending_ids(store), force)
+        def app_idle() -> None:  # only moves touch the store (debris is the attic's): only they wait for the app
+            if repairmod.pending(store):
+                ensure_app_idle(store, repairmod.pending_ids(store), force)
+
+        app_idle()
         with store_lock(store, lock_wait):
-            ensure_app_idle(store, repairmod.pending_ids(store), force)  # (asked again: now nothing moves)
+            app_idle()  # (asked again: now nothing moves)
             lines = repairmod.repair(store, full=True)
         for line in lines:
             click.echo(f"repaired: {line}", err=True)

@@ -1354,3 +1354,10 @@ def test_a_dry_run_says_the_real_run_would_be_refused(run, sam_demo, monkeypatch
     finally:
         if fd is not None:
             os.close(fd)
+
+
+def test_attic_repair_with_nothing_interrupted_does_not_wait_for_sam(run, sam_demo, monkeypatch):
+    assert run("--root", sam_demo, "rm", SID).exit_code == 0
+    monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
+    r = run("--root", sam_demo, "attic", "--repair")
+    assert r.exit_code == 0 and "nothing to repair" in r.stderr, r.output
