@@ -75,6 +75,7 @@ def parse_timestamp(s, naive_tz=timezone.utc) -> float | None:
 
 
 _AGE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|y)\Z")
+_MONTHS_RE = re.compile(r"\s*\d+(?:\.\d+)?\s*M\s*")  # months to restic and borg: refused
 _AGE_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 
 
@@ -82,7 +83,7 @@ def parse_age(text: str) -> float:
     """Seconds in an age like ``90d``, ``12h``, ``2w``; raises UsageError.  Units are read in
     either case, except ``M``: in restic and borg it is months, so ``6M`` is refused, never six
     minutes."""
-    if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*M\s*", text):
+    if _MONTHS_RE.fullmatch(text):
         raise UsageError(f"{text!r} is ambiguous: samctl's m is minutes, and it has no months",
                          hint=f"write {text.strip()[:-1].strip()}m for minutes, or days (180d is about six months)")
     m = _AGE_RE.match(text.strip().lower())
@@ -118,7 +119,7 @@ def parse_when(text: str, now: float | None = None, end: bool = False) -> float:
     """
     now = time.time() if now is None else now
     t = text.strip()
-    if _AGE_RE.match(t.lower()) or t.endswith("M"):
+    if _AGE_RE.match(t.lower()) or _MONTHS_RE.fullmatch(t):
         return now - parse_age(t)
     if re.fullmatch(r"\d{4}-\d\d-\d\d", t):
         try:
