@@ -136,15 +136,26 @@ def attic_dir(store) -> Path:
     return store.base / ATTIC
 
 
-def ensure_attic(store) -> Path:
-    """The attic folder (created 0700), with its journal and staging folders; UnsafePath if one of
-    them is a symlink or not a folder (samctl never writes through a link)."""
+def check_attic_folders(store) -> dict:
+    """The lstat (or None: missing) of the attic and its journal and staging folders; UnsafePath if
+    one of them is a symlink or not a folder.  Everything that lists, writes or removes in them
+    asks first: samctl never reads, writes or deletes through a link someone put there."""
     p = attic_dir(store)
+    out = {}
     for folder in (p, p / JOURNAL, p / STAGING):
         st = fsafe.lstat(folder)
         if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
-            raise UnsafePath(f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder",
-                             hint="move it out of the way; samctl never writes through a symlink")
+            raise UnsafePath(f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder; "
+                             "nothing was changed", hint="move it out of the way; samctl never follows a link there")
+        out[folder] = st
+    return out
+
+
+def ensure_attic(store) -> Path:
+    """The attic folder (created 0700), with its journal and staging folders; UnsafePath if one of
+    them is a symlink or not a folder (``check_attic_folders``)."""
+    p = attic_dir(store)
+    for folder, st in check_attic_folders(store).items():
         if st is None:
             fsafe.make_private_dir(folder)
         elif folder == p and stat.S_IMODE(st.st_mode) != fsafe.DIR_MODE:

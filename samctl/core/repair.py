@@ -168,8 +168,9 @@ def pending_ids(store) -> list[str]:
     journal = atticmod.attic_dir(store) / atticmod.JOURNAL
     out: list[str] = []
     try:
+        atticmod.check_attic_folders(store)
         names = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
-    except OSError:
+    except (OSError, UnsafePath):
         return out
     for n in names:
         try:
@@ -184,9 +185,14 @@ def pending_ids(store) -> list[str]:
 
 
 def pending(store) -> list:
-    """Findings for moves a crash interrupted (read-only; ``repair`` finishes them)."""
+    """Findings for moves a crash interrupted (read-only; ``repair`` finishes them); an attic folder
+    that is a link is a finding, and is not read."""
     attic = atticmod.attic_dir(store)
     out = []
+    try:
+        atticmod.check_attic_folders(store)
+    except UnsafePath as exc:
+        return [Finding("attic-unsafe", str(attic), exc.message)]
     try:
         names = sorted(os.listdir(attic / atticmod.JOURNAL))
     except OSError:
@@ -211,7 +217,7 @@ def repair(store, full: bool = False) -> list[str]:
     and stale temps in the attic, whatever left them.
     """
     attic = atticmod.attic_dir(store)
-    if fsafe.lstat(attic) is None:
+    if atticmod.check_attic_folders(store)[attic] is None:  # (UnsafePath, before anything is listed, if a link)
         return []
     if not full and not _has_entries(attic / atticmod.JOURNAL) and not _has_entries(attic / atticmod.STAGING):
         return []

@@ -1229,18 +1229,23 @@ def test_a_move_repair_cannot_finish_waits_and_blocks_nothing_else(run, sam_demo
 
 
 @pytest.mark.parametrize("sub", [".staging", ".journal"])
-@pytest.mark.parametrize("cmd", [["rm", SID], ["restore", API]])
+@pytest.mark.parametrize("cmd", [["rm", SID], ["restore", API], ["archive", SID], ["rm", API, "--purge", "--yes"],
+                                 ["attic", "--repair"], ["compact"], ["attic"]])
 def test_a_symlinked_folder_inside_the_attic_is_never_followed(run, sam_demo, tmp_path, sub, cmd):
+    """Not listed, not written, not swept: what the link points at stays as it was."""
     assert run("--root", sam_demo, "rm", API).exit_code == 0
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
+    (elsewhere / "photos").mkdir(parents=True)
+    (elsewhere / "notes.txt").write_text("precious")
+    (elsewhere / "photos" / "a.jpg").write_text("jpg")
+    (elsewhere / "x.json").write_text("{}")  # (what a journal record is named like)
     shutil.rmtree(attic_of(sam_demo) / sub)
     os.symlink(elsewhere, attic_of(sam_demo) / sub)
-    fp = tree_state(sam_demo)
+    fp, theirs = tree_state(sam_demo), fingerprint(elsewhere)
     r = run("--root", sam_demo, *cmd)
-    # rm reports the conversation not moved (exit 1); restore refuses the unsafe path up front
-    assert r.exit_code == (1 if cmd[0] == "rm" else 2) and f"{sub} is a symlink" in r.stderr, r.output
-    assert list(elsewhere.iterdir()) == [] and tree_state(sam_demo) == fp
+    assert f"{sub} is a symlink" in r.stderr, r.output
+    assert r.exit_code == (3 if cmd == ["attic"] else 2), r.output  # (listing: a finding; writing: refused)
+    assert fingerprint(elsewhere) == theirs and tree_state(sam_demo) == fp
 
 
 @pytest.mark.parametrize("edit", [{"mode": 0o666}, {"mtime_ns": 0}], ids=["wider-mode", "mtime"])
