@@ -79,3 +79,15 @@ def test_a_prefix_of_one_conversation_and_of_empty_folders_names_the_conversatio
                                                "conversation.json").read_bytes())
     r = run("--root", sam_demo, "show", "8B58")
     assert r.exit_code == 2 and "ambiguous" in r.stderr
+
+
+def test_a_folder_a_crash_left_with_only_its_tmp_still_counts(run, sam_demo):
+    """The folder whose save was cut short holds conversation.json.tmp: that is what recover is for,
+    so a prefix matching it and a healthy conversation stays ambiguous."""
+    conv = sam_demo / "conversations"
+    crashed = conv / "8B58CBC4-1111-4111-8111-111111111111"
+    crashed.mkdir(mode=0o700)
+    (crashed / "conversation.json.tmp").write_bytes(
+        (conv / "8B58CBC4-ACA7-4811-AE66-C01921690310" / "conversation.json").read_bytes())
+    r = run("--root", sam_demo, "recover", "8B58", "--dry-run")
+    assert r.exit_code == 2 and "ambiguous" in r.stderr, r.output

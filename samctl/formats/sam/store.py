@@ -79,8 +79,11 @@ class SamStore(Store):
         return sorted(ids)
 
     def holds_conversation(self, cid: str) -> bool:
-        return fsafe.lstat(self.folder(cid) / "conversation.json") is not None or cid in self.odd_folders() \
-            or cid in self._legacy_docs([])
+        """Its folder has a conversation.json, or the .tmp a save cut short left (what recover reads),
+        or the conversation lives in an odd folder or the legacy file."""
+        folder = self.folder(cid)
+        return any(fsafe.lstat(folder / n) is not None for n in ("conversation.json", "conversation.json.tmp")) \
+            or cid in self.odd_folders() or cid in self._legacy_docs([])
 
     def odd_folders(self, folders: list | None = None) -> dict[str, str]:
         """Id -> folder name of each conversation.json in a folder not named by a UUID (never
