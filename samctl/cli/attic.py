@@ -8,7 +8,6 @@ from samctl import errors
 from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, human_size, report_findings, \
     store_of, table
 from samctl.cli.writeopts import force_option, lock_wait_option
-from samctl.core.model import WARNING, Finding
 
 
 @click.command("attic")
@@ -47,18 +46,14 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
         app_idle()
         with store_lock(store, lock_wait):
             app_idle()  # (asked again: now nothing moves)
-            lines = repairmod.repair(store, full=True)
+            lines, left = repairmod.settle(store, full=True)
         for line in lines:
             click.echo(f"repaired: {line}", err=True)
-        if not lines:
+        if not lines and not left:
             click.echo("nothing to repair", err=True)
     findings: list = []
     entries = attic.list_entries(store, findings, state or attic.STATES)
-    if not repair:
-        findings.extend(repairmod.pending(store))
-    elif any(isinstance(line, repairmod.Left) for line in lines):  # a move it had to leave, for a person
-        findings.append(Finding("attic-interrupted", str(attic.attic_dir(store) / attic.JOURNAL),
-                                "a move repair could not finish is left in the journal (see above)", WARNING))
+    findings.extend(left if repair else repairmod.pending(store))  # (after a repair: what it had to leave)
     if verify:
         for e in entries:
             findings.extend(attic.verify(e))

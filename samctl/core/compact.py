@@ -59,7 +59,7 @@ from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import INFO, WARNING, Finding
-from samctl.core.repair import drop_journal, pending, repair, write_journal
+from samctl.core.repair import drop_journal, pending, settle, write_journal
 from samctl.errors import SamctlError
 
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
@@ -133,7 +133,8 @@ def compact(store, opts: CompactOptions, progress=None) -> CompactReport:
     ensure_app_idle(store, [], opts.force)
     with store_lock(store, opts.lock_wait):
         ensure_app_idle(store, [], opts.force)
-        rep.repaired = repair(store, full=True)
+        rep.repaired, left = settle(store, full=True)
+        rep.findings += left
         _run_steps(store, opts, rep, now, progress)
     rep.bytes_after = _usage(store)
     return rep

@@ -32,7 +32,7 @@ from samctl.core import attic as atticmod
 from samctl.core import tarscan, tarzst
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import ERROR, WARNING, Finding
-from samctl.core.repair import drop_journal, repair, write_batch
+from samctl.core.repair import drop_journal, settle, write_batch
 from samctl.core.resolve import Listed, resolve_many
 from samctl.errors import NotFound, SamctlError, UsageError
 
@@ -424,7 +424,8 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
     ensure_app_idle(store, [t.id for t in targets], force)  # before the lock: a refusal writes nothing
     with store_lock(store, lock_wait):
         ensure_app_idle(store, [t.id for t in targets], force)
-        report.repaired = repair(store)
+        report.repaired, left = settle(store)
+        report.findings += left
         refs = topic_refs(store, [t.id for t in targets])
         moved, failed = move_out_many(store, targets, state, refs, now)
         for t, exc in failed:
@@ -514,7 +515,8 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
     ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
     with store_lock(store, lock_wait):
         ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
-        report.repaired = repair(store)
+        report.repaired, left = settle(store)
+        report.findings += left
         refs = topic_refs(store, [t.id for t in targets])
         entries = entries_of(store, [t.id for t in targets])
         for t in targets:

@@ -291,7 +291,17 @@ def _known(store, rec: dict) -> bool:
 
 
 class Left(str):
-    """What ``_repair_one`` says about a move it leaves in the journal (for a person, or a later run)."""
+    """What ``_repair_one`` says about a move it leaves in the journal (for a person, or a later run),
+    or the sweep about debris it could not remove: not done, so a finding (``settle``)."""
+
+
+def settle(store, full: bool = False) -> tuple[list[str], list]:
+    """``repair``, its lines split: (what it did, an error finding for each thing it had to leave).
+    Every command that repairs first reports both, so what is stuck is never a quiet exit 0."""
+    lines = repair(store, full)
+    where = str(atticmod.attic_dir(store))
+    return ([line for line in lines if not isinstance(line, Left)],
+            [Finding("attic-left", where, str(line)) for line in lines if isinstance(line, Left)])
 
 
 def _repair_one(store, attic: Path, rec: dict) -> str | None:

@@ -24,7 +24,7 @@ from samctl.core import lifecycle, tarscan, tarzst
 from samctl.core.lifecycle import Report, attic_view, reason
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import ERROR, Finding
-from samctl.core.repair import drop_journal, place, repair, write_batch, write_journal
+from samctl.core.repair import drop_journal, place, settle, write_batch, write_journal
 from samctl.core.resolve import resolve_id
 from samctl.errors import NotFound, SamctlError, UsageError
 
@@ -153,7 +153,8 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
     ensure_app_idle(store, ids, force)
     with store_lock(store, lock_wait):
         ensure_app_idle(store, ids, force)
-        report.repaired = repair(store)
+        report.repaired, left = settle(store)
+        report.findings += left
         for r in plans:
             if fsafe.lstat(r.entry.manifest_path) is None:
                 raise NotFound(f"attic entry {r.entry.stem} is gone (another samctl restored or purged it)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import stat
@@ -1205,8 +1206,9 @@ def test_attic_repair_waits_for_sam_like_every_writing_command(run, sam_demo, mo
 
 
 def test_a_move_repair_cannot_finish_waits_and_blocks_nothing_else(run, sam_demo, monkeypatch):
-    """An OSError while finishing one interrupted move leaves that move in the journal (said, exit 3);
-    the other writing commands, which repair first, still work."""
+    """An OSError while finishing one interrupted move leaves that move in the journal; the other
+    writing commands, which repair first, still do their work, and every one of them says what is
+    stuck (an error, exit 3: cron notices), never as a 'repaired:' line."""
     from samctl.core import repair as repairmod
 
     _interrupt_rm(run, sam_demo, SID, monkeypatch)
@@ -1215,13 +1217,15 @@ def test_a_move_repair_cannot_finish_waits_and_blocks_nothing_else(run, sam_demo
         raise PermissionError(13, "Permission denied", str(conv(sam_demo) / SID))
 
     monkeypatch.setattr(repairmod, "_repair_out", denied)
-    r = run("--root", sam_demo, "attic", "--repair")
+    r = run("--root", sam_demo, "attic", "--repair", "--format", "json")
     assert r.exit_code == 3, r.output
-    assert "cannot be finished yet (Permission denied" in r.stderr and "attic-interrupted" in r.stderr
+    [f] = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "attic-left"]
+    assert "cannot be finished yet (Permission denied" in f["reason"] and "repaired:" not in r.stderr
     assert os.listdir(attic_of(sam_demo) / ".journal")
-    r = run("--root", sam_demo, "rm", API)
-    assert r.exit_code == 0, r.output
-    assert not (conv(sam_demo) / API).exists()
+    for cmd in (["rm", API], ["compact"], ["restore", API]):
+        r = run("--root", sam_demo, *cmd)
+        assert r.exit_code == 3 and "error: attic-left: " in r.stderr and "repaired:" not in r.stderr, r.output
+    assert (conv(sam_demo) / API).exists()  # rm, then restore: both did their work
     monkeypatch.undo()
     r = run("--root", sam_demo, "attic", "--repair")
     assert r.exit_code == 0 and "finished an interrupted move" in r.stderr, r.output
