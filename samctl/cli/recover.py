@@ -7,7 +7,7 @@ import sys
 import click
 
 from samctl import errors
-from samctl.cli.common import complete_ids, emit_json, examples, store_of
+from samctl.cli.common import complete_ids, emit_json, examples, report_findings, store_of
 from samctl.core.recover import recover
 
 
@@ -73,5 +73,6 @@ def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait,
         emit_json(dict(plan.to_dict(), dry_run=dry_run))
     else:
         _print(plan, dry_run, to)
+        report_findings(plan.warnings)
     if plan.partial:  # recovered what could be; the lines above say what stays broken
         raise click.exceptions.Exit(errors.PARTIAL)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.core.lock import ensure_app_idle, store_lock
+from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.resolve import resolve_id
 from samctl.errors import SamctlError, UsageError
 from samctl.formats.mermaid import tail
@@ -73,6 +73,7 @@ class RecoveryPlan:
     set_aside: list = field(default_factory=list)  # files the document now holds: become .bak siblings, last
     partial: list = field(default_factory=list)  # what stays broken after the recovery (the command exits 3)
     written: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)  # Findings: a dry run's word that the real run would be refused
 
     @property
     def nothing_to_do(self) -> bool:
@@ -89,6 +90,7 @@ class RecoveryPlan:
                                                          "add_newline": self.tail.add_newline},
             "written": [str(p) for p in self.written],
             "left_broken": self.partial,
+            "findings": [f.to_dict() for f in self.warnings],
         }
 
 
@@ -188,6 +190,8 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
     if to is not None:
         to = destination(store, plan, to)
     if dry_run or (plan.nothing_to_do and to is None):
+        if dry_run and to is None and not plan.nothing_to_do:  # (--to writes outside the store: nothing refuses)
+            plan.warnings = would_refuse(store, [cid], force)
         return plan
     if to is not None:
         return execute(plan, to=to)

@@ -1343,10 +1343,14 @@ def test_attic_state_filter_that_matches_nothing_says_so(run, mermaid_demo):
 
 
 @pytest.mark.parametrize("cmd", [["rm", SID, "--dry-run"], ["rm", SID, "--purge", "--dry-run", "--yes"],
-                                 ["archive", "--older-than", "1d", "--dry-run"], ["compact", "--dry-run"]])
+                                 ["archive", "--older-than", "1d", "--dry-run"], ["compact", "--dry-run"],
+                                 ["recover", SID, "--dry-run"]])
 @pytest.mark.parametrize("why", ["sam-running", "lock-held"])
 def test_a_dry_run_says_the_real_run_would_be_refused(run, sam_demo, monkeypatch, cmd, why):
     """Every dry run, whatever makes the real run refuse (exit 5): a warning, exit 0, nothing changed."""
+    if cmd[0] == "recover":  # something to recover
+        p = conv(sam_demo) / SID / "conversation.json"
+        p.write_bytes(p.read_bytes()[:-40])
     fd = None
     if why == "sam-running":
         monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
