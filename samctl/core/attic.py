@@ -323,8 +323,9 @@ def apply_metadata(entry: Entry, dest: Path, renames: dict | None = None) -> Non
 
 # --- listing -----------------------------------------------------------------------
 
-def load_manifest(store, path: Path) -> Entry:
-    """The Entry of one manifest file; AtticProblem if it is not a valid samctl manifest."""
+def load_manifest(store, path: Path, data: bytes | None = None) -> Entry:
+    """The Entry of one manifest file (its bytes ``data``, if the caller read them); AtticProblem if
+    it is not a valid samctl manifest."""
     stem = path.name[: -len(MANIFEST_SUFFIX)]
     parsed = parse_stem(stem)
 
@@ -334,7 +335,7 @@ def load_manifest(store, path: Path) -> Entry:
     if parsed is None:
         raise bad("the name is not <id>.<state>.<stamp>.manifest.json")
     try:
-        d = orjson.loads(fsafe.read_capped(path, MANIFEST_CAP))
+        d = orjson.loads(fsafe.read_capped(path, MANIFEST_CAP) if data is None else data)
     except SamctlError as exc:
         raise bad(exc.message) from None
     except orjson.JSONDecodeError as exc:
@@ -404,14 +405,16 @@ def _wanted(name: str, states, want) -> bool:
     return False
 
 
-def list_entries(store, findings: list, states=STATES, want=None) -> list[Entry]:
+def list_entries(store, findings: list, states=STATES, want=None, want_bytes=None) -> list[Entry]:
     """Every committed entry, oldest first; a finding for each manifest or archive that is not right.
 
     Cheap checks only (the manifest parses, the archive exists with the
     recorded size); ``verify`` decompresses and checks every hash.  With
     ``want(stem, id)``, only the entries whose file names it accepts are read
     (and reported on): finding one conversation's entries in an attic of
-    100,000 reads a few manifests, not every one.
+    100,000 reads a few manifests, not every one.  With ``want_bytes(data)``,
+    only the manifests whose bytes it accepts are parsed and checked (the
+    others are skipped unreported: a cheap search of many).
     """
     listed = _attic_names(store, findings)
     if listed is None:
@@ -427,7 +430,15 @@ def list_entries(store, findings: list, states=STATES, want=None) -> list[Entry]
             continue
         stems.add(n[: -len(MANIFEST_SUFFIX)])
         try:
-            e = load_manifest(store, attic / n)
+            data = None
+            if want_bytes is not None:
+                try:
+                    data = fsafe.read_capped(attic / n, MANIFEST_CAP)
+                except SamctlError:
+                    data = None  # (load_manifest says what is wrong with it)
+                if data is not None and not want_bytes(data):
+                    continue
+            e = load_manifest(store, attic / n, data)
         except AtticProblem as exc:
             findings.extend(exc.findings)
             continue

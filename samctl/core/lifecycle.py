@@ -229,7 +229,14 @@ def topic_refs(store, ids) -> dict | None:
     refs = store.topic_refs()
     scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid)) is not None}
     if scopes:
-        for e in atticmod.list_entries(store, [], atticmod.RESTORABLE):
+        # a manifest naming its scope is parsed only if it names one of these (a byte search: an
+        # attic of thousands costs reads, not parses); older ones, which do not say, always are
+        needles = [cid.upper().encode() for cid in scopes]
+
+        def may_use(data: bytes) -> bool:
+            return b'"shared_topic"' not in data or any(x in data.upper() for x in needles)
+
+        for e in atticmod.list_entries(store, [], atticmod.RESTORABLE, want_bytes=may_use):
             topic = e.extra["shared_topic"] if "shared_topic" in e.extra else _archived_topic(store, e)
             if topic in scopes:
                 refs.setdefault(topic, set()).add(e.id)

@@ -441,7 +441,8 @@ def _count_manifest_reads(monkeypatch) -> list:
 
     read = []
     real = atticmod.load_manifest
-    monkeypatch.setattr(atticmod, "load_manifest", lambda store, path: (read.append(path.name), real(store, path))[1])
+    monkeypatch.setattr(atticmod, "load_manifest",
+                        lambda store, path, data=None: (read.append(path.name), real(store, path, data))[1])
     return read
 
 
@@ -1374,3 +1375,18 @@ def test_attic_repair_with_nothing_interrupted_does_not_wait_for_sam(run, sam_de
     monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
     r = run("--root", sam_demo, "attic", "--repair")
     assert r.exit_code == 0 and "nothing to repair" in r.stderr, r.output
+
+
+def test_removing_a_sam_conversation_parses_only_the_manifests_that_may_name_it(run, sam_demo, monkeypatch):
+    """topic_refs looks for attic users of a folder by a byte search: an attic of thousands is read,
+    but only manifests naming the folder (or too old to say) are parsed."""
+    for cid in (API, PINNED):
+        assert run("--root", sam_demo, "rm", cid, "--include-pinned").exit_code == 0
+    read = _count_manifest_reads(monkeypatch)
+    assert run("--root", sam_demo, "rm", SID).exit_code == 0
+    # the pinned one used TOPIC's memories; API used none: neither manifest names 8B58
+    assert read == [], read
+    read.clear()
+    r = run("--root", sam_demo, "rm", TOPIC, "--yes")  # the scope of the pinned one, which is in the attic
+    assert r.exit_code == 1 and "shared-topic memory scope" in r.stderr
+    assert any(n.startswith(PINNED) for n in read)
