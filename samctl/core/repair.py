@@ -14,8 +14,10 @@ left and settles each move:
   archive is removed (rolled back); likewise when the manifest was cut short
   by a power loss (the originals go only after the manifests are durable);
 - out, manifest written: the entry is re-verified, then every leftover
-  original whose bytes match the manifest is removed (rolled forward); a
-  leftover that differs is kept and reported;
+  original is removed (rolled forward) when each matches the manifest; when one
+  changed since (the app kept writing while the move was stuck) and none was
+  removed yet, the entry is dropped instead (rolled back: the store's copy is
+  the newer one); changed and partly removed, both are left for a person;
 - restore: the remaining files are placed from the staging copy, then the
   entry is dropped (rolled forward);
 - log (``compact``): the history segment is dropped unless the log on disk
@@ -354,13 +356,17 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
             atticmod.drop(entry)
             return f"{cid}: the interrupted move left a damaged archive; it was removed, the store copy is whole"
         return None  # neither copy is whole: leave everything for a person (attic lists the finding)
-    kept = []
+    changed = [m.name for m, p in present if m.type == "file" and sha256_file(p) != m.sha256]
+    if changed:  # used since (a stuck move, the app kept writing): the store's copy is the newer one
+        if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
+            atticmod.drop(entry)  # nothing of it was removed yet: the move is undone, whole in the store
+            return (f"{cid}: undid an interrupted move to the attic: {', '.join(changed[:3])} changed since it "
+                    "was archived, so the store's newer copy stays and the attic's older one was dropped")
+        return Left(f"{cid}: an interrupted move cannot be finished: {', '.join(changed[:3])} changed since it was "
+                    f"archived, and other files are only in the attic ({entry.stem}); both are kept for a person")
     for m, p in present:
         if m.type == "file":
-            if sha256_file(p) == m.sha256:
-                fsafe.remove(p)
-            else:
-                kept.append(m.name)
+            fsafe.remove(p)
     for m, p in sorted(present, key=lambda mp: -mp[0].name.count("/")):
         if m.type == "dir":
             try:
@@ -370,8 +376,7 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     fsafe.fsync_dir(store.conv_dir)
     if fsafe.lstat(trash) is not None:
         fsafe.remove_tree(trash)
-    note = f"; kept {', '.join(kept)} (changed since it was archived)" if kept else ""
-    return f"{cid}: finished an interrupted move to the attic ({entry.stem}){note}"
+    return f"{cid}: finished an interrupted move to the attic ({entry.stem})"
 
 
 def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:

@@ -1174,18 +1174,21 @@ def test_restore_as_new_of_a_database_with_its_wal(run, sam_demo):
     assert os.listdir(attic_of(sam_demo) / ".journal") == []
 
 
-def _interrupt_rm(run, root, cid, monkeypatch):
-    """Run `rm cid` and stop it where the originals start to go (after the commit point): the
-    journal record is left for repair to finish."""
+def _interrupt_rm(run, root, cid, monkeypatch, step="rename", nth=1):
+    """Run `rm cid` and stop it at the ``nth`` ``step`` past the commit point, where the originals go
+    (SAM: the folder's rename out of conversations/; mermaid: each file's unlink): the journal
+    record is left for repair to finish."""
     from samctl import fsafe
 
-    barriers = []
+    barriers, seen = [], []
 
-    def hook(step):
-        if step == "sync":
-            barriers.append(step)
-        elif step == "rename" and len(barriers) == 2:  # past the commit point: the folder leaving conversations/
-            raise _Stop(step)
+    def hook(name):
+        if name == "sync":
+            barriers.append(name)
+        elif name == step and len(barriers) == 2:
+            seen.append(name)
+            if len(seen) == nth:
+                raise _Stop(name)
 
     monkeypatch.setattr(fsafe, "fault_hook", hook)
     r = run("--root", root, "rm", cid)
@@ -1390,3 +1393,30 @@ def test_removing_a_sam_conversation_parses_only_the_manifests_that_may_name_it(
     r = run("--root", sam_demo, "rm", TOPIC, "--yes")  # the scope of the pinned one, which is in the attic
     assert r.exit_code == 1 and "shared-topic memory scope" in r.stderr
     assert any(n.startswith(PINNED) for n in read)
+
+
+def test_a_stuck_move_whose_conversation_was_used_since_is_undone_not_split(run, mermaid_demo, monkeypatch):
+    """The move stopped before any original went; the app then appended to the log. Repair keeps the
+    store's newer copy whole (and drops the older attic copy), rather than removing the unchanged
+    files and leaving the log alone in the store."""
+    _interrupt_rm(run, mermaid_demo, MID, monkeypatch, step="unlink")
+    log = conv(mermaid_demo) / f"{MID}.jsonl"
+    with open(log, "ab") as f:
+        f.write(log.read_bytes().splitlines(keepends=True)[-1])  # (any change: the bytes differ)
+    before = files_state(mermaid_demo, MID)
+    r = run("--root", mermaid_demo, "attic", "--repair")
+    assert r.exit_code == 0 and "undid an interrupted move" in r.stderr and "changed since" in r.stderr, r.output
+    assert files_state(mermaid_demo, MID) == before
+    assert not list(attic_of(mermaid_demo).glob(f"{MID}.*")) and os.listdir(attic_of(mermaid_demo) / ".journal") == []
+
+
+def test_a_stuck_move_partly_done_and_used_since_is_left_for_a_person(run, mermaid_demo, monkeypatch):
+    _interrupt_rm(run, mermaid_demo, MID, monkeypatch, step="unlink", nth=2)  # the sidecar went, not the rest
+    assert not (conv(mermaid_demo) / f"{MID}.meta").exists()
+    log = conv(mermaid_demo) / f"{MID}.jsonl"
+    with open(log, "ab") as f:
+        f.write(log.read_bytes().splitlines(keepends=True)[-1])
+    before = tree_state(mermaid_demo)
+    r = run("--root", mermaid_demo, "attic", "--repair")
+    assert r.exit_code == 3 and "error: attic-left: " in r.stderr and "both are kept for a person" in r.stderr
+    assert tree_state(mermaid_demo) == before  # nothing removed: the newer log and the attic's whole copy
