@@ -217,14 +217,19 @@ def _refuse_inside_store(p: Path, store) -> None:
 
 def _app_folder(store) -> str | None:
     """The app's own folder around the store: mermaid's ``.mermaid``; SAM's base folder (named SAM, or
-    holding SAM's memory.db or shared_memory.db, spec §2).  None for a store given as a bare folder
-    of conversations, whose parent is the user's."""
+    holding SAM's memory.db, shared_memory.db or topics, spec §2); and any store's parent that holds
+    samctl's attic or lock folder (samctl made it the store's base).  None for a store given as a
+    bare folder of conversations that samctl never wrote beside, whose parent is the user's."""
+    from samctl.core.attic import ATTIC
+
     base = os.path.dirname(store.root_real)
+    if any(os.path.lexists(os.path.join(base, n)) for n in (ATTIC, ".samctl")):
+        return base
     if store.name == "mermaid":
         return base if os.path.basename(base) == ".mermaid" else None
     if os.path.basename(store.root_real) == "conversations" and (
             os.path.basename(base) == "SAM"
-            or any(os.path.lexists(os.path.join(base, n)) for n in ("memory.db", "shared_memory.db"))):
+            or any(os.path.lexists(os.path.join(base, n)) for n in ("memory.db", "shared_memory.db", "topics"))):
         return base
     return None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 
 import pytest
@@ -215,3 +216,16 @@ def test_a_bare_folder_of_conversations_leaves_its_parent_to_the_user(run, merma
     assert r.exit_code == 0, r.stderr
     r = run("--root", bare, "export", SPEC_MERMAID, "--to", "json", "-o", bare / "one.json")
     assert r.exit_code == 2 and "inside the store" in r.stderr
+
+
+def test_a_sam_base_folder_by_another_name_is_the_apps_once_samctl_wrote_there(run, sam_demo, tmp_path):
+    """A copy named 'sam' (no memory.db beside conversations/): once rm made its attic there, that folder
+    holds the store, the attic and the lock, and exports beside them are refused like in SAM/."""
+    base = tmp_path / "copy" / "sam"
+    shutil.copytree(sam_demo, base)
+    r = run("--root", base, "export", "8B58", "--to", "json", "-o", base / "x.json")
+    assert r.exit_code == 0, r.stderr  # nothing of samctl's there yet: the user's folder
+    (base / "x.json").unlink()
+    assert run("--root", base, "rm", "D3B2").exit_code == 0
+    r = run("--root", base, "export", "8B58", "--to", "json", "-o", base / "x.json")
+    assert r.exit_code == 2 and "inside" in r.stderr and not (base / "x.json").exists(), r.output
