@@ -234,14 +234,17 @@ def complete_ids(ctx, param, incomplete):
     Reads --root/SAMCTL_ROOT from the command line being completed.  Never raises and
     never prints: a completion that fails offers nothing.
     """
-    return _complete(ctx, incomplete, lambda store: store.all_ids(),
-                     lambda store, ids: {m.id: m.title for m in store.list_metas([])})
+    return _complete(ctx, incomplete, lambda store: store.all_ids(), _listed_titles)
 
 
 def complete_mermaid_ids(ctx, param, incomplete):
     """``complete_ids`` for a command that reads only mermaid stores (``log``): nothing for SAM."""
     return _complete(ctx, incomplete, lambda store: store.all_ids() if store.name == "mermaid" else [],
-                     lambda store, ids: {m.id: m.title for m in store.list_metas([])})
+                     _listed_titles)
+
+
+def _listed_titles(store, ids) -> dict:
+    return {m.id: m.title for m in store.list_metas([])}
 
 
 def complete_attic_ids(ctx, param, incomplete):

@@ -155,10 +155,12 @@ def _run_steps(store, opts, rep, now, progress) -> None:
 def _purge_attic(store, opts, rep, now) -> None:
     findings: list = []
     for e in atticmod.list_entries(store, findings, ("deleted",)):
-        if e.when_ts <= now - opts.grace and e.extra.get("pinned") is True:  # only rm --purge --include-pinned
+        if e.when_ts > now - opts.grace:
+            continue
+        if e.extra.get("pinned") is True:  # only rm --purge --include-pinned
             findings.append(Finding("kept-pinned", str(e.tar_path), f"{e.id} was pinned in SAM; kept past the grace "
                                     "(`samctl rm --purge --include-pinned ID` removes it)", INFO, e.id))
-        elif e.when_ts <= now - opts.grace:
+        else:
             st = fsafe.lstat(e.manifest_path)  # (the manifest goes too: a dry run's estimate counts it)
             size = e.tar_size + (st.st_size if st is not None else 0)
             if not opts.dry_run:

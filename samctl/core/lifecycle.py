@@ -512,16 +512,17 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
     report = Report(dry_run=dry_run)
     entries = entries_of(store, [t.id for t in targets])
     in_store = set(store.all_ids())
+    touched = [t.id for t in targets if t.id in in_store]  # (entries only in the attic: the app never sees them)
     if dry_run:
         for t in targets:
             n = sum(1 for e in entries if e.id == t.id)
             report.items.append(dict(t.to_dict(), action="would be purged", in_store=t.id in in_store,
                                      attic_entries=n))
-        report.findings += would_refuse(store, [t.id for t in targets if t.id in in_store], force)
+        report.findings += would_refuse(store, touched, force)
         return report
-    ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
+    ensure_app_idle(store, touched, force)
     with store_lock(store, lock_wait):
-        ensure_app_idle(store, [t.id for t in targets if t.id in in_store], force)
+        ensure_app_idle(store, touched, force)
         report.repaired, left = settle(store)
         report.findings += left
         refs = topic_refs(store, [t.id for t in targets])

@@ -145,11 +145,11 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
     """(report of what was restored, [(plan, error)] for each entry that failed on the way)."""
     report, failed = Report(dry_run=dry_run), []
     plans = _restore_plans(store, entries, as_new)
+    ids = [x for r in plans for x in (r.entry.id, r.new)]  # what the app must not be using
     if dry_run:
         report.items += [dict(r.item, action="would be restored") for r in plans]
-        report.findings += would_refuse(store, [x for r in plans for x in (r.entry.id, r.new)], force)
+        report.findings += would_refuse(store, ids, force)
         return report, failed
-    ids = [x for r in plans for x in (r.entry.id, r.new)]
     ensure_app_idle(store, ids, force)
     with store_lock(store, lock_wait):
         ensure_app_idle(store, ids, force)
