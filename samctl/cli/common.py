@@ -6,6 +6,7 @@ data goes to stdout, findings and progress to stderr.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -246,14 +247,20 @@ def display_width(text: str) -> int:
     combining marks and format characters (zero-width space, joiners) none, the rest one."""
     if text.isascii():
         return len(text)
+    others = _NON_ASCII.findall(text)
+    return len(text) - len(others) + sum(map(_char_width, others))
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _char_width(ch: str) -> int:
     import unicodedata
 
-    n = 0
-    for ch in text:
-        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
-            continue
-        n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-    return n
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 def examples(*lines):
