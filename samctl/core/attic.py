@@ -323,6 +323,9 @@ def apply_metadata(entry: Entry, dest: Path, renames: dict | None = None) -> Non
 
 # --- listing -----------------------------------------------------------------------
 
+_KNOWN = frozenset(("samctl_attic", "id", "state", "when", "when_ts", "store", "from", "title", "tar", "members"))
+
+
 def load_manifest(store, path: Path, data: bytes | None = None) -> Entry:
     """The Entry of one manifest file (its bytes ``data``, if the caller read them); AtticProblem if
     it is not a valid samctl manifest."""
@@ -369,11 +372,10 @@ def load_manifest(store, path: Path, data: bytes | None = None) -> Entry:
         when_ts = float(d["when_ts"])
         if not 0 <= when_ts < WHEN_LIMIT:  # also false for nan
             raise ValueError(f"when_ts {str(d['when_ts'])[:30]} is not a time samctl records")
-        known = {"samctl_attic", "id", "state", "when", "when_ts", "store", "from", "title", "tar", "members"}
         return Entry(stem=stem, id=cid, state=state, when=str(d["when"]), when_ts=when_ts,
                      store=d["store"], origin=str(d["from"]), title=d.get("title"), members=members,
                      tar_size=int(tar["size"]), tar_sha256=str(tar["sha256"]), attic=path.parent,
-                     level=int(tar.get("level", LEVEL)), extra={k: v for k, v in d.items() if k not in known})
+                     level=int(tar.get("level", LEVEL)), extra={k: v for k, v in d.items() if k not in _KNOWN})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"not a samctl attic manifest: {str(exc)[:160]}") from None
 
