@@ -276,4 +276,24 @@ def diverged_keys(folded: dict, doc: dict, events: list) -> list[str]:
     compared then (spec §4.3, §10).
     """
     skip = {"compactions"} if len(events) > 1 and events[1].get("event", {}).get("type") == "reset" else set()
-    return sorted(k for k in set(folded) & set(doc) - skip if folded[k] != doc[k])
+    return sorted(k for k in set(folded) & set(doc) - skip
+                  if folded[k] != doc[k] and as_instants(k, folded[k]) != as_instants(k, doc[k]))
+
+
+TIMESTAMP_KEYS = frozenset(("created_at", "updated_at", "timestamp", "at"))  # a document's and its messages'
+
+
+def as_instants(key, value):
+    """``value`` (found under ``key``) with every timestamp as the instant it names, ``(seconds,
+    nanoseconds)``: mermaid re-saves each timestamp it loaded in the reader's offset (spec §2.7), so
+    after a time-zone or daylight-saving change the snapshot and the log write one instant two ways."""
+    if key in TIMESTAMP_KEYS and type(value) is str:
+        from samctl.formats.mermaid.eventlog import parse_rfc3339
+
+        t = parse_rfc3339(value)
+        return value if t is None else t[:2]
+    if type(value) is dict:
+        return {k: as_instants(k, v) for k, v in value.items()}
+    if type(value) is list:
+        return [as_instants(None, v) for v in value]
+    return value

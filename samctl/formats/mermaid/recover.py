@@ -73,18 +73,20 @@ def _read_conflict(store, cid: str, use) -> tuple[dict, list[str]]:
 
 
 def _diff_lines(old: dict | None, new: dict) -> list[str]:
-    """Messages gained and lost, counted as multisets (a changed message is one lost, one gained)."""
+    """Messages gained and lost, counted as multisets (a changed message is one lost, one gained);
+    one instant written in another offset is no change (``checks.as_instants``)."""
     if old is None:
         return [f"snapshot rebuilt with {len(new['messages'])} messages"]
-    a = Counter(orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in old["messages"])
-    b = Counter(orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in new["messages"])
+    a = Counter(orjson.dumps(checks.as_instants(None, m), option=orjson.OPT_SORT_KEYS) for m in old["messages"])
+    b = Counter(orjson.dumps(checks.as_instants(None, m), option=orjson.OPT_SORT_KEYS) for m in new["messages"])
     out = []
     if b - a:
         out.append(f"+{sum((b - a).values())} messages not in the old document")
     if a - b:
         out.append(f"-{sum((a - b).values())} messages no longer in the new document")
     for k in sorted(set(old) | set(new)):
-        if k != "messages" and old.get(k) != new.get(k):
+        if k != "messages" and old.get(k) != new.get(k) and checks.as_instants(k, old.get(k)) != checks.as_instants(
+                k, new.get(k)):
             out.append(f"{k} changed")
     return out
 
@@ -187,8 +189,14 @@ def _instant(ts: str):
 
 
 def _message_key(m: dict) -> tuple:
+    """(role, instant, text): what makes a message the same one in the snapshot and the fold."""
     role = m.get("role")
-    return (role if role in eventlog.ROLES else "System", m.get("timestamp"), m.get("content"))
+    return (role if role in eventlog.ROLES else "System", checks.as_instants("timestamp", m.get("timestamp")),
+            m.get("content"))
+
+
+def _same_record(a, b) -> bool:
+    return a == b or checks.as_instants(None, a) == checks.as_instants(None, b)
 
 
 def _merge(snap: dict, folded: dict, events: list) -> tuple[dict, str | None]:
@@ -225,6 +233,9 @@ def _merge(snap: dict, folded: dict, events: list) -> tuple[dict, str | None]:
         # the highest; the highest is the safe choice otherwise (no folded event is replayed).
         doc["checkpoint_seq"] = max(e["seq"] for e in events)
     backfilled = len(events) > 1 and events[1]["event"]["type"] == "reset"
-    if backfilled and len(snap.get("compactions") or []) > len(folded["compactions"]):
-        doc["compactions"] = snap["compactions"]
+    if backfilled and isinstance(snap.get("compactions"), list):
+        # The log began after the snapshot's earlier compactions (spec §4.3): keep those records, then the
+        # log's own (which a snapshot saved after them holds too, once).
+        older = [r for r in snap["compactions"] if not any(_same_record(r, x) for x in folded["compactions"])]
+        doc["compactions"] = older + folded["compactions"]
     return doc, None

@@ -1,0 +1,113 @@
+"""mermaid recover and check where the snapshot and the log say the same thing differently: one
+instant written in two offsets (mermaid re-saves every loaded timestamp in the reader's offset, spec
+§2.7), and compaction records older than a backfilled log (§4.3: "the snapshot stays authoritative")."""
+
+import json
+import re
+
+from tests.conftest import fingerprint, make_fixtures as mf
+
+CID = "20260810_140307_512"
+CREATED = "2026-08-10T14:03:07.512347811-04:00"
+
+
+def _conv(project):
+    c = project / ".mermaid" / "conversations"
+    c.mkdir(parents=True, exist_ok=True)
+    c.chmod(0o700)
+    return c
+
+
+def _write(conv, doc, log):
+    (conv / f"{CID}.json").write_text(mf.mermaid_snapshot(doc))
+    (conv / f"{CID}.meta").write_text(mf.mermaid_meta(doc))
+    (conv / f"{CID}.jsonl").write_text(log)
+    for f in conv.iterdir():
+        f.chmod(0o600)
+
+
+def _winter(s):
+    """The same instant as a -04:00 summer time, written in -05:00 (after the clocks went back)."""
+    return re.sub(r"T(\d\d):(\d\d:\d\d(?:\.\d+)?)-04:00", lambda m: f"T{int(m[1]) - 1:02d}:{m[2]}-05:00", s)
+
+
+def _dst_session(project, snapshot_has_last: bool):
+    """Summer: two messages, saved and backfilled into the log.  Winter: mermaid (now at -05:00) loads
+    the snapshot, so its two old timestamps are re-saved as -05:00, and appends two more messages; with
+    ``snapshot_has_last`` False it crashed before saving the second."""
+    conv = _conv(project)
+    summer = [mf.mermaid_message("User", "summer question", "2026-08-10T14:03:10.5-04:00"),
+              mf.mermaid_message("Assistant", "summer answer", "2026-08-10T14:03:11.5-04:00")]
+    doc = mf.mermaid_doc(CID, "summer question", summer, CREATED)
+    log = mf.mermaid_backfill_log(doc, "2026-08-10T14:03:11.6-04:00")
+    m3 = mf.mermaid_message("User", "winter follow-up", "2026-11-20T09:00:00.5-05:00")
+    m4 = mf.mermaid_message("Assistant", "winter answer", "2026-11-20T09:00:01.5-05:00")
+    n = log.count("\n")
+    log += mf.mermaid_line(n, "2026-11-20T09:00:00.6-05:00", {"type": "message", "message": m3})
+    log += mf.mermaid_line(n + 1, "2026-11-20T09:00:01.6-05:00", {"type": "message", "message": m4})
+    saved = [m3, m4] if snapshot_has_last else [m3]
+    winter = dict(doc, created_at=_winter(CREATED), updated_at=saved[-1]["timestamp"], input_history=["summer question"],
+                  messages=[dict(m, timestamp=_winter(m["timestamp"])) for m in summer] + saved)
+    _write(conv, winter, log)
+    return conv
+
+
+def test_one_instant_in_two_offsets_is_no_divergence(run, tmp_path):
+    conv = _dst_session(tmp_path, snapshot_has_last=True)
+    before = fingerprint(tmp_path)
+    r = run("--root", tmp_path, "check")
+    assert r.exit_code == 0, r.output
+    assert "log-diverged" not in r.stderr
+    r = run("--root", tmp_path, "recover", CID)
+    assert r.exit_code == 0, r.output
+    assert "snapshot kept" not in r.stderr and "lacks" not in r.stderr
+    assert fingerprint(tmp_path) == before
+    assert not list(conv.glob("*.bak"))
+
+
+def test_a_message_only_the_log_has_comes_back_across_an_offset_change(run, tmp_path):
+    conv = _dst_session(tmp_path, snapshot_has_last=False)
+    r = run("--root", tmp_path, "recover", CID)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((conv / f"{CID}.json").read_text())
+    assert [m["content"] for m in doc["messages"]] == ["summer question", "summer answer", "winter follow-up",
+                                                       "winter answer"]
+    assert doc["updated_at"] == "2026-11-20T09:00:01.5-05:00"
+
+
+def _compaction(i, at):
+    return {"after_tokens": 3120, "archive_path": None, "archived_message_count": 38, "before_tokens": 91554,
+            "created_at": at, "duration_secs": 6.25, "focus": None, "id": f"cmp_{i}", "preserved_message_count": 4,
+            "preserved_turn_count": 1, "review_error": None, "review_status": "reviewed", "summary_tokens": 1410,
+            "trigger": "auto_threshold"}
+
+
+def test_compaction_records_older_than_a_backfilled_log_are_kept_before_the_logs_own(run, tmp_path):
+    conv = _conv(tmp_path)
+    chk1 = mf.mermaid_message("System", "CHECKPOINT 1", "2026-08-10T15:00:00-04:00", kind="context_checkpoint")
+    m1 = mf.mermaid_message("User", "after the first compaction", "2026-08-10T15:01:00-04:00")
+    snap = mf.mermaid_doc(CID, "Fix it", [chk1, m1], CREATED, compactions=[_compaction(1, "2026-08-10T15:00:00-04:00")],
+                          input_history=["after the first compaction"])
+    log = mf.mermaid_backfill_log(snap, "2026-08-10T15:01:00.5-04:00")  # the log starts after cmp_1
+    n = log.count("\n")
+    chk2 = mf.mermaid_message("System", "CHECKPOINT 2", "2026-08-10T16:00:00-04:00", kind="context_checkpoint")
+    m3 = mf.mermaid_message("User", "after the second compaction", "2026-08-10T16:01:00-04:00")
+    log += mf.mermaid_line(n, "2026-08-10T16:00:00.1-04:00", {
+        "type": "compaction", "at": "2026-08-10T16:00:00-04:00", "record": _compaction(2, "2026-08-10T16:00:00-04:00"),
+        "replacement": [chk2]})
+    log += mf.mermaid_line(n + 1, "2026-08-10T16:01:00.1-04:00", {"type": "message", "message": m3})
+    _write(conv, snap, log)  # mermaid crashed before saving the second compaction
+    r = run("--root", tmp_path, "recover", CID)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((conv / f"{CID}.json").read_text())
+    assert [c["id"] for c in doc["compactions"]] == ["cmp_1", "cmp_2"]
+    assert [m["content"] for m in doc["messages"]] == ["CHECKPOINT 2", "after the second compaction"]
+
+
+def test_the_summary_counts_only_the_message_gained_not_the_ones_rewritten_in_another_offset(run, tmp_path):
+    _dst_session(tmp_path, snapshot_has_last=False)
+    r = run("--root", tmp_path, "recover", CID, "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "+1 messages not in the old document" in r.output + r.stderr
+    assert "no longer in the new document" not in r.output + r.stderr
+    assert "created_at changed" not in r.output + r.stderr
