@@ -16,7 +16,7 @@ from samctl.errors import UsageError
 # RFC 3339 / ISO-8601 with any fraction width (mermaid writes 0/3/6/9 digits,
 # SAM writes none, SQLite.swift writes 3 and no zone).
 _TS_RE = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|z|[+-]\d\d:?\d\d)?\Z"
+    r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|z|[+-]\d\d:?\d\d)?\Z"
 )
 
 
@@ -71,6 +71,7 @@ def parse_timestamp(s, naive_tz=timezone.utc) -> float | None:
                 return None
             offset = _OFFSETS[zone] = (-1 if zone[0] == "-" else 1) * (hh * 3600 + mm * 60)
     secs = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset
+    frac = frac[:9] if frac else frac  # digits past the nanosecond are skipped, as chrono does (spec §2.7)
     return secs + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
 

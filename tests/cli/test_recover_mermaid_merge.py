@@ -111,3 +111,15 @@ def test_the_summary_counts_only_the_message_gained_not_the_ones_rewritten_in_an
     assert "+1 messages not in the old document" in r.output + r.stderr
     assert "no longer in the new document" not in r.output + r.stderr
     assert "created_at changed" not in r.output + r.stderr
+
+
+def test_a_snapshot_timestamp_with_ten_fraction_digits_loads_as_mermaid_loads_it(run, tmp_path):
+    conv = _conv(tmp_path)
+    msgs = [mf.mermaid_message("User", "ten digit fraction", "2026-08-10T14:03:21.1049382011-04:00"),
+            mf.mermaid_message("Assistant", "ok", "2026-08-10T14:03:22-04:00")]
+    mf.write_mermaid(conv, mf.mermaid_doc(CID, "ten digit fraction", msgs, CREATED), log=True)
+    r = run("--root", tmp_path, "show", CID)
+    assert r.exit_code == 0, r.output
+    assert "ten digit fraction" in r.output and "ok" in r.output
+    r = run("--root", tmp_path, "check")
+    assert r.exit_code == 0, r.output

@@ -72,3 +72,11 @@ def test_an_empty_or_ambiguous_date_is_a_usage_error_everywhere(run, mermaid_dem
     r = run("--root", mermaid_demo, *cmd)
     assert r.exit_code == 2 and ("is not a" in r.stderr or "ambiguous" in r.stderr), r.output
     assert r.stdout == ""
+
+
+def test_a_fraction_of_more_than_nine_digits_is_read_with_its_first_nine():
+    # chrono reads up to nine fraction digits and skips the rest (spec §2.7: a nanosecond-capable parser)
+    from samctl.core.timeparse import parse_timestamp
+
+    assert parse_timestamp("2026-08-10T14:03:21.1049382011-04:00") == parse_timestamp(
+        "2026-08-10T14:03:21.104938201-04:00")
