@@ -74,6 +74,22 @@ class RecoveryPlan:
     partial: list = field(default_factory=list)  # what stays broken after the recovery (the command exits 3)
     written: list = field(default_factory=list)
     warnings: list = field(default_factory=list)  # Findings: a dry run's word that the real run would be refused
+    in_place_only: list = field(default_factory=list)  # lines of ``changes`` that only an in-place recovery makes
+
+    def change_in_place(self, line: str) -> None:
+        """Say a change to the store beside the document (a log's tail, a sidecar, a file set aside)."""
+        self.changes.append(line)
+        self.in_place_only.append(line)
+
+    def document_only(self) -> None:
+        """What ``--to`` carries out: the document alone, written elsewhere; the store stays as it is."""
+        if self.tail is None and not self.sidecars and not self.set_aside and not self.in_place_only:
+            return
+        self.tail, self.sidecars, self.set_aside = None, [], []
+        self.changes = [c for c in self.changes if c not in self.in_place_only]
+        self.changes.append("the store is left as it is (--to writes only the document; recover in place to "
+                            "repair the rest)")
+        self.in_place_only = []
 
     @property
     def nothing_to_do(self) -> bool:
@@ -189,6 +205,7 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
     plan = formats_recover.plan_recovery(store, cid, source)  # read-only; errors surface before anything is locked
     if to is not None:
         to = destination(store, plan, to)
+        plan.document_only()
     if dry_run or (plan.nothing_to_do and to is None):
         if dry_run and to is None and not plan.nothing_to_do:  # (--to writes outside the store: nothing refuses)
             plan.warnings = would_refuse(store, [cid], force)

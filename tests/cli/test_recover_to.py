@@ -6,12 +6,13 @@ import stat
 
 import pytest
 
-from tests.conftest import fingerprint
+from tests.conftest import REPO, fingerprint
 
 SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"  # "Portland weekend trip", 5 messages
 SAM_OTHER = "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"  # "Q3 budget", pinned
 MERMAID_ID = "20260810_140307_512"
 MERMAID_OTHER = "20260812_091500_004"
+SPEC_DIR = REPO / "fixtures" / "spec"
 
 
 def _damaged(which, sam_demo, mermaid_demo):
@@ -112,3 +113,24 @@ def test_to_dash_is_refused_not_a_file_named_dash(run, sam_demo, mermaid_demo, t
     r = run("--root", root, "recover", cid, "--to", "-")
     assert r.exit_code == 2 and "would write a file named '-'" in r.stderr and "hint: " in r.stderr, r.output
     assert os.listdir(cwd) == [] and fingerprint(root) == before
+
+
+def test_to_says_and_does_nothing_about_the_stores_torn_log_or_sidecar(run, mermaid_demo, tmp_path):
+    """--to writes the document only: what an in-place recovery would also repair in the store (the
+    log's torn tail, the .meta sidecar) is neither done nor claimed, in text or JSON."""
+    conv = mermaid_demo / ".mermaid" / "conversations"
+    (conv / f"{MERMAID_ID}.json").unlink()  # the snapshot is lost; the spec's log (torn tail) rebuilds it
+    (conv / f"{MERMAID_ID}.jsonl").write_bytes((SPEC_DIR / f"{MERMAID_ID}.jsonl").read_bytes())
+    (conv / f"{MERMAID_ID}.meta").write_text('{"id":"' + MERMAID_ID + '","title":"stale"}')
+    before = fingerprint(mermaid_demo)
+    out = tmp_path / "out.json"
+    r = run("--root", mermaid_demo, "recover", MERMAID_ID, "--to", out, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert plan["trim_log"] is None and plan["sidecars"] == [] and plan["set_aside"] == []
+    assert not any(c.startswith("log tail:") or "sidecar" in c for c in plan["changes"])
+    assert "the store is left as it is" in " ".join(plan["changes"])
+    assert plan["written"] == [str(out)] and json.loads(out.read_text())["messages"]
+    assert fingerprint(mermaid_demo) == before
+    r = run("--root", mermaid_demo, "recover", MERMAID_ID, "--to", tmp_path / "again.json")
+    assert "torn bytes cut" not in r.stdout and "sidecar rebuilt" not in r.stdout

@@ -126,7 +126,7 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         if read.stop == "torn-tail":
             plan.tail = tailfix.plan(log_path, read)
             plan.changes.append(f"log: {read.reason}")
-            plan.changes.append("log tail: " + ("newline added to the complete last line" if read.tail_complete
+            plan.change_in_place("log tail: " + ("newline added to the complete last line" if read.tail_complete
                                                 else f"{read.size - read.last_newline_offset} torn bytes cut "
                                                      "(kept in a .torn file)"))
         unfixed += [f"log stays broken: {f.reason}" for f in checks.log_findings(cid, log_path, read)]
@@ -171,7 +171,7 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         meta_now = None
     if meta_now != meta and doc["messages"]:
         plan.sidecars.append((meta_path, meta))
-        plan.changes.append(".meta sidecar rebuilt")
+        plan.change_in_place(".meta sidecar rebuilt")
     plan.changes += unfixed
     plan.partial = unfixed
     if unfixed and plan.nothing_to_do:

@@ -181,7 +181,7 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
         plan.new_bytes = encode.conversation_bytes(fixed)
     if tmp is not None:  # what it held is in the document now: kept as a .bak, it no longer looks pending
         plan.set_aside.append(tmp_path)
-        plan.changes.append("conversation.json.tmp: kept as a .bak (its messages are in the document)")
+        plan.change_in_place("conversation.json.tmp: kept as a .bak (its messages are in the document)")
     return plan
 
 
