@@ -53,3 +53,12 @@ def test_a_mermaid_user_image_is_shown_and_its_loss_in_a_package_is_said(run, me
     r = run("--root", mermaid_demo, "export", MERMAID_ID, "--to", "sam-package")
     assert r.exit_code == 0 and json.loads(r.stdout)["formatVersion"] == "1.0"
     assert "info: package-images: " in r.stderr and "1 image" in r.stderr
+
+
+def test_a_mermaid_images_size_is_its_decoded_size_padding_or_not():
+    from samctl.formats.mermaid.decode import images
+
+    for raw in (b"x", b"xy", b"xyz", b"\x89PNG" + b"\0" * 2997):
+        padded = base64.b64encode(raw).decode()
+        assert images({"images": [padded, padded.rstrip("=")]}) == [{"type": "image", "bytes": len(raw)}] * 2
+    assert images({"images": ["===="]}) == [{"type": "image", "bytes": 1}]  # not base64: never below zero

@@ -222,7 +222,8 @@ def _created_ts(cid: str):
 def images(m: dict) -> list:
     """A message's ``images`` (base64 strings, spec §3) as model attachments: their decoded sizes."""
     v = m.get("images")
-    return [{"type": "image", "bytes": len(i) * 3 // 4} for i in v if isinstance(i, str)] if isinstance(v, list) else []
+    return [{"type": "image", "bytes": max(0, len(i) * 3 // 4 - min(2, len(i) - len(i.rstrip("="))))}
+            for i in v if isinstance(i, str)] if isinstance(v, list) else []
 
 
 def message(m: dict) -> Message:
