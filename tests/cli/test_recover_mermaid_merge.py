@@ -123,3 +123,54 @@ def test_a_snapshot_timestamp_with_ten_fraction_digits_loads_as_mermaid_loads_it
     assert "ten digit fraction" in r.output and "ok" in r.output
     r = run("--root", tmp_path, "check")
     assert r.exit_code == 0, r.output
+
+
+REDACTED = "set OPENAI_API_KEY=[REDACTED] in env"
+SECRET = "set OPENAI_API_KEY=sk-abcdefghijklmnop1234 in env"
+
+
+def _redacted_session(tmp_path, meta_count_off_by=0):
+    """The snapshot is redacted, the sidecar (written from the live session) is not (spec §3.2)."""
+    conv = _conv(tmp_path)
+    msgs = [mf.mermaid_message("User", REDACTED, "2026-08-10T14:03:10-04:00"),
+            mf.mermaid_message("Assistant", "done", "2026-08-10T14:03:11-04:00")]
+    mf.write_mermaid(conv, mf.mermaid_doc(CID, REDACTED, msgs, CREATED))
+    meta = json.loads((conv / f"{CID}.meta").read_text())
+    meta["title"], meta["message_count"] = SECRET, meta["message_count"] + meta_count_off_by
+    (conv / f"{CID}.meta").write_text(json.dumps(meta, separators=(",", ":")))
+    return conv
+
+
+def test_recover_leaves_a_sidecar_whose_title_the_snapshot_only_redacted(run, tmp_path):
+    _redacted_session(tmp_path)
+    before = fingerprint(tmp_path)
+    r = run("--root", tmp_path, "recover", CID)
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("nothing to do") and "sidecar rebuilt" not in r.output
+    assert fingerprint(tmp_path) == before
+
+
+def test_a_sidecar_rebuilt_by_recover_or_check_fix_keeps_its_unredacted_title(run, tmp_path):
+    conv = _redacted_session(tmp_path, meta_count_off_by=5)  # stale: it must be rebuilt
+    r = run("--root", tmp_path, "recover", CID)
+    assert r.exit_code == 0 and ".meta sidecar rebuilt" in r.output, r.output
+    meta = json.loads((conv / f"{CID}.meta").read_text())
+    assert meta["title"] == SECRET and meta["message_count"] == 2
+    meta["message_count"] = 9
+    (conv / f"{CID}.meta").write_text(json.dumps(meta, separators=(",", ":")))
+    r = run("--root", tmp_path, "check", "--fix")
+    assert r.exit_code == 0, r.output
+    meta = json.loads((conv / f"{CID}.meta").read_text())
+    assert meta["title"] == SECRET and meta["message_count"] == 2
+
+
+def test_meta_title_keeps_only_a_title_the_redaction_explains():
+    from samctl.formats.mermaid.encode import meta_title
+
+    assert meta_title(REDACTED, SECRET) == SECRET
+    assert meta_title("key [REDACTED PRIVATE KEY] and [REDACTED]", "key -----BEGIN x----- and tok") \
+        == "key -----BEGIN x----- and tok"
+    assert meta_title(REDACTED, "another title") == REDACTED  # renamed since: the snapshot's
+    assert meta_title("plain title", "other") == "plain title"  # no redaction: the snapshot's
+    assert meta_title(REDACTED, None) == REDACTED
+    assert meta_title(REDACTED, "set OPENAI_API_KEY= in env") == REDACTED  # a redaction replaced something

@@ -154,12 +154,22 @@ def _duplicate_key(data: bytes):
     return found[0] if found else None
 
 
-def _write_meta(store, cid: str, doc: dict) -> str:
+def _write_meta(store, cid: str, doc: dict, old: bytes | None = None) -> str:
+    """Rebuild a sidecar from the snapshot (``old``: the sidecar's bytes, whose unredacted title stays)."""
     from samctl.formats.mermaid import encode
 
     path = store.path(cid, "meta")
-    fsafe.write_atomic(path, encode.meta_bytes(encode.meta_dict(doc)))
+    fsafe.write_atomic(path, encode.meta_bytes(encode.meta_dict(doc, sidecar_title(old))))
     return f"{path}: rebuilt from the snapshot"
+
+
+def sidecar_title(data: bytes | None):
+    """The title in a sidecar's bytes, or None if they hold none."""
+    try:
+        m = orjson.loads(data) if data is not None else None
+    except orjson.JSONDecodeError:
+        return None
+    return m.get("title") if type(m) is dict else None
 
 
 def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
@@ -175,7 +185,7 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         return
     except (orjson.JSONDecodeError, Rejected) as exc:
         if doc is not None and fix:
-            fixes.append(_write_meta(store, cid, doc))
+            fixes.append(_write_meta(store, cid, doc, data))
         else:
             findings.append(Finding("bad-meta", p, f"mermaid cannot read this sidecar: {_short(exc)}", conversation=cid))
         return
@@ -193,7 +203,7 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         diffs.insert(0, "id")
     if diffs:
         if fix:
-            fixes.append(_write_meta(store, cid, doc))
+            fixes.append(_write_meta(store, cid, doc, data))
         else:
             findings.append(Finding("meta-stale", p, f"sidecar disagrees with the snapshot on {', '.join(diffs)}",
                                     WARNING, cid))

@@ -123,15 +123,33 @@ def log_line_bytes(envelope) -> bytes:
     return _dumps(envelope, _COMPACT)
 
 
-def meta_dict(snapshot_doc: dict) -> dict:
+_REDACTION = re.compile(r"\[REDACTED[^\]]{0,40}\]")  # "[REDACTED]", "[REDACTED PRIVATE KEY]" (spec §5.1)
+
+
+def meta_title(snapshot_title, sidecar_title):
+    """The title a rebuilt sidecar gets: the old sidecar's own when the snapshot's title is a
+    redaction of it, else the snapshot's.  mermaid writes the sidecar from the live, unredacted
+    session and only the snapshot is redacted (spec §3.2, §5.1), so a rebuilt sidecar would
+    otherwise lose the title mermaid's picker shows, for good."""
+    if type(snapshot_title) is not str or type(sidecar_title) is not str or "[REDACTED" not in snapshot_title:
+        return snapshot_title
+    parts = _REDACTION.split(snapshot_title)
+    if len(parts) > 9 or len(sidecar_title) > 4096:  # (bounded: each marker is a lazy wildcard)
+        return snapshot_title
+    pattern = "(?s)" + ".+?".join(map(re.escape, parts))
+    return sidecar_title if re.fullmatch(pattern, sidecar_title) else snapshot_title
+
+
+def meta_dict(snapshot_doc: dict, sidecar_title=None) -> dict:
     """The ``ConversationMeta`` of a snapshot document, in struct order.
 
     ``git_branch``/``forked_from`` are None when absent; ``message_count`` is
-    the number of messages.
+    the number of messages.  ``sidecar_title``: the title of the sidecar this
+    one replaces, kept if the snapshot's is a redaction of it (``meta_title``).
     """
     return {
         "id": snapshot_doc["id"],
-        "title": snapshot_doc["title"],
+        "title": meta_title(snapshot_doc["title"], sidecar_title),
         "updated_at": snapshot_doc["updated_at"],
         "git_branch": snapshot_doc.get("git_branch"),
         "message_count": len(snapshot_doc.get("messages") or ()),

@@ -164,11 +164,11 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         if new != current_bytes:
             plan.new_bytes = new
     plan.messages_after = len(doc["messages"])
-    meta = encode.meta_bytes(encode.meta_dict(doc))
     try:
         meta_now = fsafe.read_capped(meta_path, store.caps.other)
     except FileProblem:
         meta_now = None
+    meta = encode.meta_bytes(encode.meta_dict(doc, checks.sidecar_title(meta_now)))
     if meta_now != meta and doc["messages"]:
         plan.sidecars.append((meta_path, meta))
         plan.change_in_place(".meta sidecar rebuilt")
