@@ -159,3 +159,37 @@ def test_a_folder_name_that_is_not_utf8(run, sam_demo, tmp_path, monkeypatch):
     shown = run("--root", sam_demo, "show", API, "--no-pager")
     assert shown.exit_code == 0 and "pong" in shown.stdout
     assert fingerprint(sam_demo) == before
+
+
+LEGACY = "66666666-2222-4333-8444-555555555555"
+
+
+def _legacy_copy_of_a_broken_folder(base: Path) -> Path:
+    """A legacy conversations.json holding a good copy of a conversation whose folder copy is torn:
+    SAM skips the torn file and loads the legacy copy (spec §5.3 steps 1 and 2)."""
+    from tests.conftest import make_fixtures as mf
+
+    conv = base / "conversations"
+    conv.mkdir(parents=True)
+    good = mf.sam_doc(LEGACY, "Legacy good copy", [mf.sam_message("D1000000-2222-4333-8444-555555555555", "user",
+                                                                  "legacy text kiwi", "2026-08-10T10:00:00Z")],
+                      "2026-08-10T10:00:00Z", "2026-08-10T10:00:00Z")
+    (conv / "conversations.json").write_text(mf.sam_dumps([good]))
+    (conv / LEGACY).mkdir()
+    torn = conv / LEGACY / "conversation.json"
+    torn.write_text('{"id": "%s", "title": trunc' % LEGACY)
+    return torn
+
+
+@pytest.mark.parametrize("cmd", [["show", LEGACY[:8]], ["export", LEGACY[:8], "--to", "markdown"],
+                                 ["search", "--exact", "kiwi"], ["search", "--exact", "kiwi", "--no-index"]])
+def test_the_legacy_copy_sam_loads_instead_of_a_torn_folder_copy_is_read_everywhere_ls_lists_it(run, tmp_path, cmd):
+    base = tmp_path / "SAM"
+    torn = _legacy_copy_of_a_broken_folder(base)
+    before = fingerprint(base)
+    r = run("--root", base, "ls")
+    assert "Legacy good copy" in r.stdout
+    r = run("--root", base, *cmd)
+    assert "legacy text kiwi" in r.stdout, r.output
+    assert r.exit_code == 3 and "bad-json" in r.stderr and str(torn) in r.stderr  # the torn file is still reported
+    assert fingerprint(base) == before

@@ -299,6 +299,11 @@ class SamStore(Store):
         doc, problem = self._parse(p)
         if problem:
             findings.append(Finding(problem[0], str(p), problem[1], conversation=cid.upper()))
+            # SAM skips a file it cannot decode and then loads the legacy copy of the id (spec §5.3), as
+            # ls lists it.  (The search index reads it as this folder's: SAM never writes the legacy file.)
+            legacy = self._legacy_docs(findings).get(cid.upper())
+            if legacy is not None:
+                return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             return None
         rejection = _first_rejection(doc)
         if rejection:
