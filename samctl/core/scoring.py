@@ -111,7 +111,7 @@ def _sam_split(s: str) -> list[str]:
     return s.split()
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
     """Lowercase then NFC-normalise (see the module docstring on canonical equivalence)."""
     low = text.lower()
     if low.isascii():
@@ -124,7 +124,7 @@ def tokens(text: str) -> set[str]:
 
     Punctuation is kept (``"budget."`` is not ``"budget"``).
     """
-    return {w for w in _sam_split(_fold(text)) if len(w) > 2}
+    return {w for w in _sam_split(fold(text)) if len(w) > 2}
 
 
 def keyword_boost(query_tokens: set[str], content_tokens: set[str]) -> float:
@@ -314,7 +314,7 @@ def _buckets(text: str):
     clean = text.strip(SAM_WHITESPACE)
     if not clean:
         return None
-    low = _fold(clean)
+    low = fold(clean)
     word_hits = chain.from_iterable(map(_WORDS.__getitem__, set(_sam_split(low))))
     head = low[:102]  # trigrams at the first 100 positions (zip stops at the shortest)
     tri_hits = map(_TRI.__getitem__, zip(head, head[1:], head[2:]))
@@ -386,7 +386,7 @@ def embed_many(texts, chunk: int = 4096):
             _trim()
             clean = text.strip(SAM_WHITESPACE)
             if clean:
-                low = _fold(clean)
+                low = fold(clean)
                 extend(chain.from_iterable(map(_WORDS.__getitem__, set(_sam_split(low)))))
                 head = low[:102]
                 if head.isascii():

@@ -16,7 +16,8 @@ are the same with or without the index and equal to a row-by-row evaluation.  Ti
 (kind, conversation id, position), never by where a row happens to sit in the index.
 
 ``--exact``: SAM's UI message search (§11): case-insensitive substring (``q.lower() in
-text.lower()``), whole-content matches first, then newest first; no score.
+text.lower()``, both NFC-normalised: Swift compares strings by canonical equivalence), whole-content
+matches first, then newest first; no score.
 
 ``--like MEMORY_ID``: "more like this" (§7.7 note): the stored vector of that memory is the query
 vector, compared only with stored vectors of the same length (a 4,096-byte Apple vector only with
@@ -33,6 +34,7 @@ import heapq
 import math
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -368,7 +370,7 @@ def _hit(store, idx, seg, r: int, text: str) -> Hit:
 
 def _exact(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
     np = ix._np()
-    needle = q.text.lower()
+    needle = scoring.fold(q.text)  # as the index folds every text (rows.process)
     nb = ix._enc(needle)
     found = []  # (whole?, date, segment, row)
     for seg, mask in _masks(idx, q, where, scope):
@@ -402,8 +404,9 @@ def _exact(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
     hits.sort(key=lambda x: (x[0], x[1], _KIND_ORDER[x[2].kind], x[2].conversation_id, x[2].position, x[2].ref or ""))
     out = [h for _, _, h in hits[: q.limit]]
     for h in out:
-        i = _find_ci(h.text, q.text)
-        h.snippet = excerpt(h.text, max(i, 0), len(q.text) if i >= 0 else 0)
+        text = h.text if h.text.isascii() else unicodedata.normalize("NFC", h.text)  # (what matched)
+        i = _find_ci(text, needle)
+        h.snippet = excerpt(text, max(i, 0), len(needle) if i >= 0 else 0)
     return out
 
 

@@ -478,3 +478,28 @@ def test_like_a_memory_in_a_database_that_cannot_be_read_is_not_called_missing(r
     if damage == "garbage":  # an id no database holds, while one cannot be read: still not "no such memory"
         r = run("--root", sam, "search", "--like", "FFFF")
         assert r.exit_code == 3
+
+
+@pytest.mark.parametrize("index", [[], ["--no-index"]])
+def test_exact_search_matches_canonically_equivalent_text(run, tmp_path, index):
+    """Swift compares strings by canonical equivalence: "café" typed (NFC) finds "café" stored
+    decomposed (NFD, as text from macOS file names often is), and "cafe" does not."""
+    import unicodedata
+
+    from tests.conftest import make_fixtures as mf
+
+    base = tmp_path / "SAM"
+    cid = "11111111-2222-4333-8444-555555555555"
+    nfd = unicodedata.normalize("NFD", "Meet at the café near Zürich station")
+    msgs = [mf.sam_message("A1111111-2222-4333-8444-555555555555", "user", nfd, "2026-08-10T14:02:11Z")]
+    (base / "conversations" / cid).mkdir(parents=True)
+    (base / "conversations" / cid / "conversation.json").write_text(
+        mf.sam_dumps(mf.sam_doc(cid, "Unicode test", msgs, "2026-08-10T14:02:05Z", "2026-08-10T14:02:12Z")))
+    for query in ("café", "ZÜRICH STATION", unicodedata.normalize("NFD", "café")):
+        r = run("--root", base, "search", "--exact", query, "--format", "json", *index)
+        assert r.exit_code == 0, (query, r.output)
+        hits = json.loads(r.stdout)
+        assert len(hits) == 1 and hits[0]["exact"] == "substring", query
+        assert unicodedata.normalize("NFC", query).lower() in unicodedata.normalize("NFC", hits[0]["snippet"]).lower()
+    r = run("--root", base, "search", "--exact", "cafe", "--format", "json", *index)
+    assert r.exit_code == 0 and json.loads(r.stdout) == [], r.output

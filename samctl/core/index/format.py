@@ -33,7 +33,7 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core import scoring
 
-INDEX_VERSION = 2  # 2: a crc32 per row
+INDEX_VERSION = 3  # 2: a crc32 per row; 3: lowered text NFC-normalised
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"

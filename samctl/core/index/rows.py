@@ -198,7 +198,7 @@ def process(batches: list[Batch]) -> Chunk:
     meta["dkey"] = np.array([dedupe_key(c, t) if k != MEMORY else 0
                              for k, c, t in zip(meta["kind"].tolist(), cstrs, texts)], dtype=np.uint64)
     enc = [_enc(t) for t in texts]
-    lenc = [_enc(t.lower()) for t in texts]
+    lenc = [_enc(scoring.fold(t)) for t in texts]  # --exact: lowercase, NFC (Swift's canonical equivalence)
     renc = [_enc(r) for b in batches for r in b.refs]
     cols = [meta[k].tolist() for k in ("kind", "role", "ctype", "flags", "pos", "date", "imp", "dim")]
     meta["crc"] = [row_crc(c, *fields, t, lt, r) for c, *fields, t, lt, r in zip(cstrs, *cols, enc, lenc, renc)]
