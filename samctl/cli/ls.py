@@ -10,6 +10,7 @@ import click
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, human_size, report_findings, \
     store_of, table
 from samctl.core.listing import SORT_KEYS, ListQuery, list_conversations
+from samctl.core.model import last_activity
 from samctl.core.render import one_line
 from samctl.core.timeparse import format_local, parse_when
 from samctl.gcpause import gc_paused
@@ -54,7 +55,7 @@ def _table(metas) -> None:
         click.echo("no conversations", err=True)
         return
     rows = [
-        (one_line(m.id), format_local(m.created_ts), format_local(m.updated_ts),
+        (one_line(m.id), format_local(m.created_ts), format_local(last_activity(m)),
          m.message_count if m.message_count is not None else "-", human_size(m.size), "*" if m.pinned else "",
          m.store, one_line(m.title))
         for m in metas

@@ -31,7 +31,7 @@ from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core import tarscan, tarzst
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.core.model import ERROR, WARNING, Finding
+from samctl.core.model import ERROR, WARNING, Finding, recency
 from samctl.core.repair import drop_journal, settle, write_batch
 from samctl.core.resolve import Listed, resolve_many
 from samctl.errors import NotFound, SamctlError, UsageError
@@ -112,7 +112,7 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
                          hint="`samctl ls` lists them")
     keep = set()
     if keep_last:
-        newest = sorted(metas.values(), key=lambda m: m.updated_ts or m.created_ts or 0.0, reverse=True)
+        newest = sorted(metas.values(), key=recency, reverse=True)
         keep = {m.id for m in newest[:keep_last]}
     needle = title.casefold() if title is not None else None
     pinned_named = []

@@ -59,6 +59,7 @@ class ConversationMeta:
     size: int | None = None
     pinned: bool = False
     path: str = ""
+    active_ts: float | None = None  # the newest message time, where it can be later than updated_ts (SAM)
 
     def to_dict(self) -> dict:
         return {
@@ -74,9 +75,18 @@ class ConversationMeta:
         }
 
 
+def last_activity(m: ConversationMeta) -> float | None:
+    """When the conversation was last updated or messaged in (SAM's ``updated`` is not touched by
+    message traffic, spec §4.1; mermaid's ``updated_at`` already is the last message), or None."""
+    if m.active_ts is None:
+        return m.updated_ts
+    return m.active_ts if m.updated_ts is None or m.active_ts > m.updated_ts else m.updated_ts
+
+
 def recency(m: ConversationMeta) -> float:
-    """The order of a listing, newest first when reversed: updated, else created, else 0."""
-    return m.updated_ts if m.updated_ts is not None else (m.created_ts or 0.0)
+    """The order of a listing, newest first when reversed: last activity, else created, else 0."""
+    t = last_activity(m)
+    return t if t is not None else (m.created_ts or 0.0)
 
 
 @dataclass(slots=True)

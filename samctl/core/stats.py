@@ -13,6 +13,8 @@ import stat
 from collections import Counter
 from datetime import datetime
 
+from samctl.core.model import recency
+
 
 def _month(ts) -> str | None:
     if ts is None:
@@ -70,8 +72,7 @@ def memory_count(store, findings: list) -> int | None:
 def store_stats(store, findings: list, top: int = 5) -> dict:
     metas = store.list_metas(findings)
     size, files = folder_bytes(store.conv_dir)
-    months = Counter(m for m in (_month(x.updated_ts if x.updated_ts is not None else x.created_ts) for x in metas)
-                     if m)
+    months = Counter(m for m in (_month(recency(x) or None) for x in metas) if m)
     largest = sorted(metas, key=lambda m: m.size or 0, reverse=True)[:top]
     return {
         "store": store.name,

@@ -357,3 +357,33 @@ def test_until_a_date_includes_that_day(run, sam_demo):
     r = run("--root", sam_demo, "ls", "--since", "2026-08-10", "--until", "2026-08-10", "--format", "jsonl")
     assert r.exit_code == 0, r.stderr
     assert "8B58CBC4-ACA7-4811-AE66-C01921690310" in r.stdout
+
+
+def test_sam_ls_orders_and_filters_by_last_activity_not_by_updated_alone(run, tmp_path):
+    """SAM's ``updated`` is not touched by message traffic (spec §4.1): a conversation chatted in
+    this week but updated long ago is listed first and found by --since; archive --keep-last keeps it."""
+    from tests.conftest import make_fixtures as mf
+
+    conv = tmp_path / "SAM" / "conversations"
+    a, b = "AAAAAAAA-2222-4333-8444-555555555555", "BBBBBBBB-2222-4333-8444-555555555555"
+    ma = [mf.sam_message("A1000000-2222-4333-8444-555555555555", "user", "old chat, renamed later",
+                         "2026-08-01T10:00:00Z")]
+    mb = [mf.sam_message("B1000000-2222-4333-8444-555555555555", "user", "started 08-10", "2026-08-10T10:00:00Z"),
+          mf.sam_message("B2000000-2222-4333-8444-555555555555", "user", "still chatting", "2026-08-25T10:00:00Z")]
+    for cid, title, msgs, created, updated in ((a, "A renamed", ma, "2026-08-01T10:00:00Z", "2026-08-20T10:00:00Z"),
+                                               (b, "B active", mb, "2026-08-10T10:00:00Z", "2026-08-10T10:00:05Z")):
+        (conv / cid).mkdir(parents=True)
+        (conv / cid / "conversation.json").write_text(mf.sam_dumps(mf.sam_doc(cid, title, msgs, created, updated)))
+    for cache in ([], ["--no-cache"], []):  # cold, uncached, warm
+        r = run("--root", tmp_path / "SAM", *cache, "ls", "--format", "json")
+        assert [m["id"] for m in json.loads(r.stdout)] == [b, a], r.output
+        r = run("--root", tmp_path / "SAM", *cache, "ls", "--since", "2026-08-22", "--format", "json")
+        assert [m["id"] for m in json.loads(r.stdout)] == [b], r.output
+    r = run("--root", tmp_path / "SAM", "ls")
+    assert "2026-08-25" in r.stdout.splitlines()[1] and r.stdout.splitlines()[1].startswith(b)
+    r = run("--root", tmp_path / "SAM", "archive", "--older-than", "0d", "--keep-last", "1", "--dry-run",
+            "--format", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [i["id"] for i in out["items"]] == [a]
+    assert b in json.dumps(out) and "one of the 1 most recent" in json.dumps(out)

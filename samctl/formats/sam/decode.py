@@ -109,7 +109,35 @@ def meta(doc: dict, path: str, size: int, fallback_id: str) -> ConversationMeta:
         size=size,
         pinned=_bool(doc.get("isPinned")),
         path=path,
+        active_ts=newest_message_ts(msgs) if isinstance(msgs, list) else None,
     )
+
+
+def newest_message_ts(msgs: list) -> float | None:
+    """The latest ``timestamp`` or ``lastModified`` of the messages, in epoch seconds (None if none).
+
+    SAM's own form (``2026-08-10T14:02:11Z``) orders as text, so only the latest of those is
+    parsed; any other form is parsed one by one (a cold ``ls`` reads every message of every
+    conversation)."""
+    plain, best = "", None
+    for m in msgs:
+        if type(m) is not dict:
+            continue
+        for k in ("timestamp", "lastModified"):
+            s = m.get(k)
+            if type(s) is not str:
+                continue
+            if len(s) == 20 and s[19] == "Z" and s[10] == "T":
+                if s > plain:
+                    plain = s
+                continue
+            t = parse_timestamp(s)
+            if t is not None and (best is None or t > best):
+                best = t
+    t = parse_timestamp(plain) if plain else None
+    if t is not None and (best is None or t > best):
+        best = t
+    return best
 
 
 def model_name(doc: dict) -> str | None:

@@ -45,9 +45,9 @@ _OPT_NUM = (int, float, type(None))
 # _scan saves them in): a cache is untrusted input (README §Caches).
 _META_TYPES = {"store": (str,), "id": (str,), "title": (str,), "created": _OPT_STR, "updated": _OPT_STR,
                "created_ts": _OPT_NUM, "updated_ts": _OPT_NUM, "message_count": (int, type(None)),
-               "size": (int, type(None)), "pinned": (bool,), "path": (str,)}
+               "size": (int, type(None)), "pinned": (bool,), "path": (str,), "active_ts": _OPT_NUM}
 _META_KEYS = tuple(_META_TYPES)
-# Every allowed tuple of field types (144): one set lookup per entry keeps a warm ``ls`` fast.
+# Every allowed tuple of field types (432): one set lookup per entry keeps a warm ``ls`` fast.
 _META_SIGNATURES = frozenset(itertools.product(*_META_TYPES.values()))
 
 
