@@ -38,7 +38,7 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 
-VERSION = 5  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts
+VERSION = 5  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic
 RACY_SECONDS = 2.0
 
 

@@ -183,6 +183,43 @@ def test_shared_topic_scope_in_use_is_never_removed(run, sam_demo):
     assert not (conv(sam_demo) / TOPIC).exists()
 
 
+def _age_every_file(root: Path, seconds: int = 3600) -> None:
+    """Move every mtime an hour back: ls caches only files older than its racy window."""
+    old = os.stat(root).st_mtime - seconds
+    for d, _, files in os.walk(root):
+        for f in files:
+            os.utime(os.path.join(d, f), (old, old))
+
+
+def test_scope_users_come_from_the_listing_cache_and_a_changed_file_is_read_again(run, sam_demo, monkeypatch):
+    """A warm rm of one id does not parse every conversation.json again to find who uses a scope, yet a
+    conversation that starts using the scope after ls cached it still keeps the scope in place."""
+    from samctl.formats.sam.store import SamStore
+
+    _age_every_file(sam_demo)
+    assert run("--root", sam_demo, "ls").exit_code == 0  # the cache now holds every conversation's topic
+    parsed = []
+    real_parse = SamStore._parse
+    monkeypatch.setattr(SamStore, "_parse", lambda self, p: parsed.append(p) or real_parse(self, p))
+    assert open_store(str(sam_demo)).topic_refs() == {TOPIC: {PINNED}}
+    assert parsed == []
+    # the pinned conversation stops using the scope, another one (written later) starts
+    pinned = conv(sam_demo) / PINNED / "conversation.json"
+    doc = orjson.loads(pinned.read_bytes())
+    doc["settings"]["useSharedData"] = False
+    pinned.write_bytes(orjson.dumps(doc))
+    user = conv(sam_demo) / SID / "conversation.json"
+    doc = orjson.loads(user.read_bytes())
+    doc["settings"].update(useSharedData=True, sharedTopicId=TOPIC)
+    user.write_bytes(orjson.dumps(doc))
+    assert open_store(str(sam_demo)).topic_refs() == {TOPIC: {SID}}
+    assert sorted(parsed) == sorted([str(pinned), str(user)])
+    fp = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "rm", TOPIC, "--yes")
+    assert r.exit_code == 1 and "shared-topic memory scope" in r.stderr and SID in r.stderr
+    assert fingerprint(sam_demo) == fp
+
+
 @pytest.mark.parametrize("state", ["archive", "rm"])
 @pytest.mark.parametrize("purge", [False, True], ids=["rm", "purge"])
 def test_a_scope_used_by_a_conversation_in_the_attic_is_never_removed(run, sam_demo, state, purge):

@@ -33,22 +33,6 @@ SCOPE_FILES = ("memory.db", "memory.db-journal", "memory.db-wal", "memory.db-shm
 PRIMARY = "conversation.json"
 
 
-def topic_refs(store) -> dict[str, set[str]]:
-    """Shared-topic scope id -> the ids of the conversations whose memories live there."""
-    refs: dict[str, set[str]] = {}
-    for e in store._folders():
-        p = os.path.join(e.path, PRIMARY)
-        if fsafe.lstat(p) is None:
-            continue
-        doc, problem = store._parse(p)
-        if doc is None:
-            continue
-        t = decode.shared_topic_id(doc)
-        if t:
-            refs.setdefault(t, set()).add(e.name.upper())
-    return refs
-
-
 def shared_topic(data: bytes) -> str | None:
     """See ``SamStore.shared_topic``."""
     try:
@@ -78,7 +62,7 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise FileProblem("not-regular", folder, f"{folder} is {fsafe.describe_mode(st.st_mode)}, not a folder; "
                           "samctl does not move it")
-    refs = topic_refs(store) if refs is None else refs
+    refs = store.topic_refs() if refs is None else refs
     users = refs.get(cid, set()) - {cid}
     has_primary = fsafe.lstat(folder / PRIMARY) is not None
     if users and not has_primary:

@@ -160,12 +160,15 @@ class SamStore(Store):
 
     @staticmethod
     def _cached(entry, st):
-        """The cached [size, mtime_ns, meta fields or None, [code, reason] or None], or None if stale or
-        malformed: every field must have the type ``_scan`` gives it, since ``ls`` sorts and adds by them."""
-        entry = MetaCache.fresh(entry, st, 4)
+        """The cached [size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None],
+        or None if stale or malformed: every field must have the type ``_scan`` gives it, since ``ls``
+        sorts and adds by them."""
+        entry = MetaCache.fresh(entry, st, 5)
         if entry is None:
             return None
         meta, problem = entry[2], entry[3]
+        if entry[4] is not None and not (type(entry[4]) is str and UUID_RE.match(entry[4])):
+            return None
         if meta is not None and not (type(meta) is dict and tuple(meta) == _META_KEYS
                                      and tuple(map(type, meta.values())) in _META_SIGNATURES
                                      and meta["store"] == "sam"):
@@ -239,15 +242,16 @@ class SamStore(Store):
         return metas
 
     def _scan(self, p: str, st, folder: str) -> list:
-        """[size, mtime_ns, meta fields or None, [code, reason] or None] for one file."""
+        """[size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None] for one file."""
         doc, problem = self._parse(p)
-        meta_d = None
+        meta_d = topic = None
         if doc is not None:
             m = decode.meta(doc, p, st.st_size, folder.upper())
             meta_d = {k: getattr(m, k) for k in m.__slots__}
             if problem is None:
                 problem = _first_rejection(doc)
-        return [st.st_size, st.st_mtime_ns, meta_d, problem]
+            topic = decode.shared_topic_id(doc)
+        return [st.st_size, st.st_mtime_ns, meta_d, problem, topic]
 
     def _parse(self, p) -> tuple[dict | None, list | None]:
         try:
@@ -332,9 +336,28 @@ class SamStore(Store):
         return lifecycle.conversation_files(self, cid, refs, stats=stats)
 
     def topic_refs(self) -> dict:
-        from samctl.formats.sam import lifecycle
+        """Shared-topic scope id -> the ids of the conversations whose memories live there.
 
-        return lifecycle.topic_refs(self)
+        Read through the listing cache: a conversation.json whose size and mtime are those
+        ``ls`` cached it at is not parsed again (an ``rm`` of one id in a store of 100,000 is
+        one lstat per conversation, not one parse)."""
+        cache = self._cache().load()
+        refs: dict[str, set[str]] = {}
+        for e in self._folders():
+            p = os.path.join(e.path, "conversation.json")
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue  # (a folder closed to us: ls reports it)
+            entry = self._cached(cache.get(e.name), st)
+            if entry is not None:
+                topic = entry[4]
+            else:
+                doc, _ = self._parse(p)
+                topic = decode.shared_topic_id(doc) if doc is not None else None
+            if topic:
+                refs.setdefault(topic, set()).add(e.name.upper())
+        return refs
 
     def shared_topic(self, data: bytes) -> str | None:
         """The shared-topic scope a conversation.json (its bytes) keeps its memories in; None for
