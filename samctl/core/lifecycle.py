@@ -58,6 +58,7 @@ class Selection:
     skipped: list = field(default_factory=list)  # (id, why)
     findings: list = field(default_factory=list)
     explicit: bool = False  # the user named the ids (no filter)
+    in_store: set | None = None  # the store's ids as select listed them (preflight needs them too)
 
 
 @dataclass
@@ -100,13 +101,17 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
     sel = Selection()
     metas = {m.id: m for m in store.list_metas(sel.findings)}
     filtered = older_than is not None or empty or title is not None
+    # the store is listed once here, and preflight reuses it: 100,000 ids list in a good part of a second
     if ids:
-        chosen = resolve_many(store, ids)
+        view = Listed(store)
+        sel.in_store = set(view.all_ids())
+        chosen = resolve_many(view, ids)
         sel.explicit = not filtered
     elif filtered:
         chosen = list(metas)
         if empty:
-            chosen += [i for i in store.all_ids() if i not in metas]
+            sel.in_store = set(store.all_ids())
+            chosen += [i for i in sorted(sel.in_store) if i not in metas]
     else:
         raise UsageError("name the conversations to act on, or select them with --older-than, --empty or --title",
                          hint="`samctl ls` lists them")
@@ -199,7 +204,7 @@ def preflight(store, sel: Selection, purge: bool = False) -> None:
     results: each is moved to ``sel.skipped`` with the reason.
     """
     refs = topic_refs(store, [t.id for t in sel.targets])
-    in_store = set(store.all_ids())
+    in_store = sel.in_store if sel.in_store is not None else set(store.all_ids())
     ok = []
     for t in sel.targets:
         if t.id not in in_store or (purge and store.name == "mermaid"):  # mermaid's delete takes anything

@@ -57,12 +57,10 @@ class MermaidStore(Store):
             raise NotFound(f"cannot list {self.conv_dir}: {exc.strerror}") from None
 
     def all_ids(self) -> list[str]:
-        ids = set()
-        for n in self._names():
-            stem, dot, ext = n.rpartition(".")
-            if ext in ("json", "meta", "jsonl") and MERMAID_ID_RE.match(stem):
-                ids.add(stem)
-        return sorted(ids)
+        """Every id with a snapshot, sidecar or log, sorted (the regex runs once per id, not per file)."""
+        stems = {n.rpartition(".")[0] for n in self._names() if n.endswith((".json", ".meta", ".jsonl"))}
+        match = MERMAID_ID_RE.match
+        return sorted(s for s in stems if match(s))
 
     def path(self, cid: str, ext: str) -> Path:
         if not decode.valid_id(cid):
