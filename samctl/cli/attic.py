@@ -57,11 +57,11 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
     if verify:
         for e in entries:
             findings.extend(attic.verify(e))
-    rows = [e.to_dict() for e in entries]
     if fmt == "json":
-        emit_json({"attic": str(attic.attic_dir(store)), "entries": rows, "findings": [f.to_dict() for f in findings]})
+        emit_json({"attic": str(attic.attic_dir(store)), "entries": [e.to_dict() for e in entries],
+                   "findings": [f.to_dict() for f in findings]})
     elif fmt == "jsonl":
-        emit_jsonl(rows)
+        emit_jsonl(e.to_dict() for e in entries)
     elif not repair or entries:
         if not entries:
             what = "holds no readable entry" if findings else "is empty"  # the findings say what is wrong

@@ -127,7 +127,8 @@ class Entry:
         return {"entry": self.stem, "id": self.id, "state": self.state, "when": self.when, "title": self.title,
                 "store": self.store, "from": self.origin, "files": [m.name for m in self.members if m.type == "file"],
                 "original_bytes": self.original_size, "stored_bytes": self.tar_size,
-                "path": str(self.tar_path), **{k: v for k, v in self.extra.items() if k in ("updated", "pinned")}}
+                "path": f"{self.attic}{os.sep}{self.stem}{TAR_SUFFIX}",  # str(tar_path), no path object made
+                **{k: v for k, v in self.extra.items() if k in ("updated", "pinned")}}
 
 
 # --- where ------------------------------------------------------------------------
@@ -326,10 +327,10 @@ def apply_metadata(entry: Entry, dest: Path, renames: dict | None = None) -> Non
 _KNOWN = frozenset(("samctl_attic", "id", "state", "when", "when_ts", "store", "from", "title", "tar", "members"))
 
 
-def load_manifest(store, path: Path, data: bytes | None = None) -> Entry:
-    """The Entry of one manifest file (its bytes ``data``, if the caller read them); AtticProblem if
-    it is not a valid samctl manifest."""
-    stem = path.name[: -len(MANIFEST_SUFFIX)]
+def load_manifest(store, path: Path | str, data: bytes | None = None, attic: Path | None = None) -> Entry:
+    """The Entry of one manifest file (its bytes ``data``, if the caller read them; ``attic``, its
+    folder, if the caller has it as a path already); AtticProblem if it is not a valid samctl manifest."""
+    stem = os.path.basename(path)[: -len(MANIFEST_SUFFIX)]
     parsed = parse_stem(stem)
 
     def bad(reason: str):
@@ -374,7 +375,8 @@ def load_manifest(store, path: Path, data: bytes | None = None) -> Entry:
             raise ValueError(f"when_ts {str(d['when_ts'])[:30]} is not a time samctl records")
         return Entry(stem=stem, id=cid, state=state, when=str(d["when"]), when_ts=when_ts,
                      store=d["store"], origin=str(d["from"]), title=d.get("title"), members=members,
-                     tar_size=int(tar["size"]), tar_sha256=str(tar["sha256"]), attic=path.parent,
+                     tar_size=int(tar["size"]), tar_sha256=str(tar["sha256"]),
+                     attic=Path(os.path.dirname(path)) if attic is None else attic,
                      level=int(tar.get("level", LEVEL)), extra={k: v for k, v in d.items() if k not in _KNOWN})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"not a samctl attic manifest: {str(exc)[:160]}") from None
@@ -427,24 +429,27 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
     entries = []
     tars = {n[: -len(TAR_SUFFIX)] for n in names if n.endswith(TAR_SUFFIX)}
     stems = set()
+    base = str(attic) + os.sep  # (string paths: an attic of 100,000 entries builds no path objects)
     for n in sorted(names):
         if not n.endswith(MANIFEST_SUFFIX):
             continue
-        stems.add(n[: -len(MANIFEST_SUFFIX)])
+        stem = n[: -len(MANIFEST_SUFFIX)]
+        stems.add(stem)
         try:
             data = None
             if want_bytes is not None:
                 try:
-                    data = fsafe.read_capped(attic / n, MANIFEST_CAP)
+                    data = fsafe.read_capped(base + n, MANIFEST_CAP)
                 except SamctlError:
                     data = None  # (load_manifest says what is wrong with it)
                 if data is not None and not want_bytes(data):
                     continue
-            e = load_manifest(store, attic / n, data)
+            e = load_manifest(store, base + n, data, attic)
         except AtticProblem as exc:
             findings.extend(exc.findings)
             continue
-        st = fsafe.lstat(e.tar_path)
+        tar = base + stem + TAR_SUFFIX
+        st = fsafe.lstat(tar)
         if st is None:
             findings.append(finding(e, "attic-missing", "the manifest's archive is missing"))
             continue
@@ -452,10 +457,10 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
             findings.append(finding(e, "attic-tampered", f"the archive is {st.st_size} bytes, the manifest says "
                                                           f"{e.tar_size}"))
             continue
-        for p, pst in ((e.tar_path, st), (e.manifest_path, fsafe.lstat(e.manifest_path))):
+        for p, pst in ((tar, st), (base + n, fsafe.lstat(base + n))):
             why = fsafe.mode_problem(pst) if pst is not None else None
             if why:  # the attic holds whole conversations: it must stay private
-                findings.append(Finding("attic-mode", str(p), why, WARNING, e.id))
+                findings.append(Finding("attic-mode", p, why, WARNING, e.id))
         if e.state in states:
             entries.append(e)
     journal = attic / JOURNAL

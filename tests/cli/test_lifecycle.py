@@ -479,7 +479,8 @@ def _count_manifest_reads(monkeypatch) -> list:
     read = []
     real = atticmod.load_manifest
     monkeypatch.setattr(atticmod, "load_manifest",
-                        lambda store, path, data=None: (read.append(path.name), real(store, path, data))[1])
+                        lambda store, path, data=None, attic=None: (read.append(os.path.basename(path)),
+                                                                    real(store, path, data, attic))[1])
     return read
 
 
