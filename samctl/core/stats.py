@@ -13,6 +13,7 @@ import stat
 from collections import Counter
 from datetime import datetime
 
+from samctl import fsafe
 from samctl.core.model import recency
 
 
@@ -65,8 +66,44 @@ def memory_count(store, findings: list) -> int | None:
         if e.name != "backups" and e.is_dir(follow_symlinks=False):
             dbs.append((os.path.join(e.path, "memory.db"), e.name.upper()))
     dbs.append((os.path.join(str(store.base), "memory.db"), None))
-    return sum(sum(1 for _ in memorydb.iter_memories(p, findings, scope_id=scope, missing_ok=True))
-               for p, scope in dbs if os.path.lexists(p))
+    return _counted(store, dbs, findings, memorydb)
+
+
+def _counted(store, dbs: list, findings: list, memorydb) -> int:
+    """The rows of ``dbs`` ((path, scope) pairs), each counted by reading it, or taken from the
+    stats cache while the database, its -wal and its -journal have the size and mtime they were
+    counted at (SQLite changes one of them with every write).  Only a count that came with no
+    finding, of files outside the racy window, is cached: a warm stats of 20,000 scopes opens none."""
+    import time
+
+    from samctl.formats.metacache import MetaCache
+
+    cache = MetaCache("sam-memories", store.root_real, store.use_cache)
+    known = cache.load()
+    fresh: dict = {}
+    now_ns = time.time_ns()
+    total = 0
+    for path, scope in dbs:
+        files = [fsafe.lstat(path + suffix) for suffix in ("", "-wal", "-journal")]
+        st = files[0]
+        if st is None:
+            continue  # no database there (a scope is a folder; its memory.db comes with the first memory)
+        stamp = [x for f in files for x in ((f.st_size, f.st_mtime_ns) if f is not None else (-1, -1))]
+        entry = known.get(path)
+        if type(entry) is list and len(entry) == 7 and entry[:6] == stamp \
+                and type(entry[6]) is int and entry[6] >= 0:
+            total += entry[6]
+            fresh[path] = entry
+            continue
+        before = len(findings)
+        n = sum(1 for _ in memorydb.iter_memories(path, findings, scope_id=scope, missing_ok=True))
+        total += n
+        if len(findings) == before and all(f is None or MetaCache.cacheable(f, now_ns)
+                                                              for f in files):
+            fresh[path] = stamp + [n]
+    if fresh != known:
+        cache.save(fresh)
+    return total
 
 
 def store_stats(store, findings: list, top: int = 5) -> dict:

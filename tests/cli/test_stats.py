@@ -93,3 +93,34 @@ def test_the_legacy_memory_db_is_counted_as_search_reads_it(run, sam_demo):
     insert_memory(base_db, "99999999-0000-4000-8000-000000000009", SAM_ID, "a legacy memory", None)
     r, count = _memories(run, sam_demo)
     assert r.exit_code == 0 and count == 3 + 2 + 1  # the copy's two rows of SAM_ID plus the new one
+
+
+def test_memory_counts_are_cached_per_database_and_read_again_when_one_changes(run, sam_demo, monkeypatch):
+    """A warm stats opens no memory.db whose size and mtime (and its -wal's) are as they were counted."""
+    import os
+    import sqlite3
+
+    from samctl.formats.sam import memorydb
+
+    old = os.stat(sam_demo).st_mtime - 3600  # out of the racy window: countable results are cached
+    for d, _, files in os.walk(sam_demo):
+        for f in files:
+            os.utime(os.path.join(d, f), (old, old))
+    first = json.loads(run("--root", sam_demo, "stats", "--format", "json").stdout)["stores"][0]["memories"]
+    opened = []
+    real = memorydb.iter_memories
+    monkeypatch.setattr(memorydb, "iter_memories", lambda p, *a, **k: opened.append(p) or real(p, *a, **k))
+    r = run("--root", sam_demo, "stats", "--format", "json")
+    assert json.loads(r.stdout)["stores"][0]["memories"] == first and opened == []
+    db = next(p for p in sorted(sam_demo.glob("conversations/*/memory.db")))
+    con = sqlite3.connect(db)
+    row = con.execute("SELECT * FROM conversation_memories LIMIT 1").fetchone()
+    con.execute("INSERT INTO conversation_memories VALUES (?,?,?,?,?,?,?,?,?,?)",
+                ("11111111-2222-4333-8444-555555555555",) + row[1:])
+    con.commit()
+    con.close()
+    r = run("--root", sam_demo, "stats", "--format", "json")
+    assert json.loads(r.stdout)["stores"][0]["memories"] == first + 1
+    assert [str(p) for p in opened] == [str(db)]
+    r = run("--root", sam_demo, "--no-cache", "stats", "--format", "json")
+    assert json.loads(r.stdout)["stores"][0]["memories"] == first + 1 and len(opened) > 1
