@@ -174,3 +174,16 @@ def test_meta_title_keeps_only_a_title_the_redaction_explains():
     assert meta_title("plain title", "other") == "plain title"  # no redaction: the snapshot's
     assert meta_title(REDACTED, None) == REDACTED
     assert meta_title(REDACTED, "set OPENAI_API_KEY= in env") == REDACTED  # a redaction replaced something
+
+
+def test_meta_title_is_linear_on_a_hostile_sidecar_title_and_ignores_an_all_marker_title():
+    from samctl.formats.mermaid.encode import meta_title
+
+    hostile = "[REDACTED]a" * 8 + "[REDACTED]b"
+    assert meta_title(hostile, "a" * 100_000) == hostile  # no match: a backtracking regex would hang here for hours
+    assert meta_title("[REDACTED]", "Session 2026-08-10 14:03") == "[REDACTED]"
+    assert meta_title("[REDACTED] [REDACTED]", "sk-1 sk-2") == "[REDACTED] [REDACTED]"
+    assert meta_title("a[REDACTED]b[REDACTED]c", "aXbYc") == "aXbYc"
+    assert meta_title("a[REDACTED]b[REDACTED]c", "abYc") == "a[REDACTED]b[REDACTED]c"  # a marker stands for something
+    assert meta_title("x=[REDACTED]", "x=") == "x=[REDACTED]"
+    assert meta_title("[REDACTED] key", "sk-abc key") == "sk-abc key"

@@ -134,10 +134,26 @@ def meta_title(snapshot_title, sidecar_title):
     if type(snapshot_title) is not str or type(sidecar_title) is not str or "[REDACTED" not in snapshot_title:
         return snapshot_title
     parts = _REDACTION.split(snapshot_title)
-    if len(parts) > 9 or len(sidecar_title) > 4096:  # (bounded: each marker is a lazy wildcard)
-        return snapshot_title
-    pattern = "(?s)" + ".+?".join(map(re.escape, parts))
-    return sidecar_title if re.fullmatch(pattern, sidecar_title) else snapshot_title
+    if not any(ch.isalnum() for p in parts for ch in p):
+        return snapshot_title  # a title that is all markers explains any sidecar title: it proves nothing
+    return sidecar_title if _fills(parts, sidecar_title) else snapshot_title
+
+
+def _fills(parts: list, text: str) -> bool:
+    """True if ``text`` is ``parts`` joined by one or more characters each (what each marker replaced).
+
+    Leftmost matching of each literal is enough for wildcards of this kind, and it is linear: a
+    sidecar title is untrusted input, and a backtracking regex over it could run for hours."""
+    first, last = parts[0], parts[-1]
+    if not text.startswith(first) or len(text) < len(first) + len(last) + len(parts) - 1:
+        return False
+    pos = len(first)
+    for lit in parts[1:-1]:
+        i = text.find(lit, pos + 1)  # (at least one character for the marker before it)
+        if i < 0:
+            return False
+        pos = i + len(lit)
+    return text.endswith(last) and len(text) - len(last) >= pos + 1
 
 
 def meta_dict(snapshot_doc: dict, sidecar_title=None) -> dict:
