@@ -187,3 +187,30 @@ def test_meta_title_is_linear_on_a_hostile_sidecar_title_and_ignores_an_all_mark
     assert meta_title("a[REDACTED]b[REDACTED]c", "abYc") == "a[REDACTED]b[REDACTED]c"  # a marker stands for something
     assert meta_title("x=[REDACTED]", "x=") == "x=[REDACTED]"
     assert meta_title("[REDACTED] key", "sk-abc key") == "sk-abc key"
+
+
+def test_a_time_inside_a_tool_calls_arguments_is_compared_as_written(run, tmp_path):
+    """Only mermaid's own timestamp fields are re-saved in another offset; a tool's arguments are
+    written verbatim, so the same instant spelled another way there is a real difference."""
+    conv = _conv(tmp_path)
+
+    def msgs(at):
+        return [mf.mermaid_message("User", "remind me at 2pm", "2026-08-10T14:03:10-04:00"),
+                mf.mermaid_message("Assistant", "scheduled", "2026-08-10T14:03:11-04:00",
+                                   tool_calls=[{"function": {"arguments": {"at": at}, "name": "schedule"},
+                                                "id": "call_1"}])]
+    snap = mf.mermaid_doc(CID, "remind me at 2pm", msgs("2026-08-10T14:00:00-04:00"), CREATED)
+    logdoc = mf.mermaid_doc(CID, "remind me at 2pm", msgs("2026-08-10T18:00:00Z"), CREATED)
+    (conv / f"{CID}.json").write_text(mf.mermaid_snapshot(snap))
+    (conv / f"{CID}.meta").write_text(mf.mermaid_meta(snap))
+    (conv / f"{CID}.jsonl").write_text(mf.mermaid_backfill_log(logdoc, logdoc["updated_at"]))
+    r = run("--root", tmp_path, "check")
+    assert r.exit_code == 3 and "log-diverged" in r.stderr and "messages" in r.stderr, r.output
+
+
+def test_a_compaction_record_saved_again_without_some_fields_is_one_record():
+    from samctl.formats.mermaid.recover import _same_record
+
+    full = _compaction(1, "2026-08-10T15:00:00-04:00")
+    slim = {k: v for k, v in full.items() if k not in ("review_status", "review_error")}
+    assert _same_record(full, slim) and not _same_record(full, _compaction(2, "2026-08-10T15:00:00-04:00"))

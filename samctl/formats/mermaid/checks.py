@@ -290,20 +290,30 @@ def diverged_keys(folded: dict, doc: dict, events: list) -> list[str]:
                   if folded[k] != doc[k] and as_instants(k, folded[k]) != as_instants(k, doc[k]))
 
 
-TIMESTAMP_KEYS = frozenset(("created_at", "updated_at", "timestamp", "at"))  # a document's and its messages'
+def instant(value):
+    """The instant an RFC 3339 string names, ``(seconds, nanoseconds)``; anything else as it is."""
+    if type(value) is not str:
+        return value
+    from samctl.formats.mermaid.eventlog import parse_rfc3339
+
+    t = parse_rfc3339(value)
+    return value if t is None else t[:2]
+
+
+def _with_instant(item, key: str):
+    return dict(item, **{key: instant(item[key])}) if type(item) is dict and key in item else item
 
 
 def as_instants(key, value):
-    """``value`` (found under ``key``) with every timestamp as the instant it names, ``(seconds,
-    nanoseconds)``: mermaid re-saves each timestamp it loaded in the reader's offset (spec §2.7), so
-    after a time-zone or daylight-saving change the snapshot and the log write one instant two ways."""
-    if key in TIMESTAMP_KEYS and type(value) is str:
-        from samctl.formats.mermaid.eventlog import parse_rfc3339
-
-        t = parse_rfc3339(value)
-        return value if t is None else t[:2]
-    if type(value) is dict:
-        return {k: as_instants(k, v) for k, v in value.items()}
-    if type(value) is list:
-        return [as_instants(None, v) for v in value]
+    """``value``, the document's field ``key``, with its chrono timestamps as the instants they name:
+    mermaid re-saves each one it loaded in the reader's offset (spec §2.7), so after a time-zone or
+    daylight-saving change the snapshot and the log write one instant two ways.  Only mermaid's own
+    DateTime fields (the document's created_at and updated_at, each message's timestamp, each
+    compaction's created_at): metadata, tool arguments and the like are JSON values mermaid writes
+    verbatim, where another offset is another value."""
+    if key in ("created_at", "updated_at"):
+        return instant(value)
+    if key in ("messages", "compactions") and type(value) is list:
+        inner = "timestamp" if key == "messages" else "created_at"
+        return [_with_instant(x, inner) for x in value]
     return value
