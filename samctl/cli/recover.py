@@ -62,8 +62,8 @@ def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait,
     """
     store = store_of(ctx)
     if use and not dry_run and not yes:
-        preview = recover(store, conversation_id, dry_run=True, use=use)
-        _print(preview, True)
+        preview = recover(store, conversation_id, dry_run=True, to=to, use=use)  # (with --to: the document only)
+        _print(preview, True, to)
         if not sys.stdin.isatty():
             raise click.UsageError("adopting a --use file needs --yes when not run from a terminal")
         click.confirm("adopt it?", abort=True, err=True)

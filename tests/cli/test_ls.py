@@ -1,5 +1,6 @@
 import json
 import os
+from pathlib import Path
 import shutil
 
 import pytest
@@ -387,3 +388,21 @@ def test_sam_ls_orders_and_filters_by_last_activity_not_by_updated_alone(run, tm
     out = json.loads(r.stdout)
     assert [i["id"] for i in out["items"]] == [a]
     assert b in json.dumps(out) and "one of the 1 most recent" in json.dumps(out)
+
+
+def test_a_shared_topic_that_is_not_a_uuid_is_cached_like_any_other(run, sam_demo):
+    """SAM stores whatever sharedTopicId it was given; the listing cache keeps it rather than
+    rewriting itself on every ls."""
+    p = sam_demo / "conversations" / "8B58CBC4-ACA7-4811-AE66-C01921690310" / "conversation.json"
+    doc = json.loads(p.read_text())
+    doc["settings"].update(useSharedData=True, sharedTopicId="finance")
+    p.write_text(json.dumps(doc))
+    old = os.stat(sam_demo).st_mtime - 3600
+    for d, _, files in os.walk(sam_demo):
+        for f in files:
+            os.utime(os.path.join(d, f), (old, old))
+    run("--root", sam_demo, "ls")
+    (cache,) = [c for c in (Path(os.environ["SAMCTL_CACHE_DIR"])).iterdir() if c.name.startswith("sam-meta")]
+    stamp = cache.stat().st_mtime_ns, cache.read_bytes()
+    run("--root", sam_demo, "ls")
+    assert (cache.stat().st_mtime_ns, cache.read_bytes()) == stamp

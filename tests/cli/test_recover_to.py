@@ -134,3 +134,15 @@ def test_to_says_and_does_nothing_about_the_stores_torn_log_or_sidecar(run, merm
     assert fingerprint(mermaid_demo) == before
     r = run("--root", mermaid_demo, "recover", MERMAID_ID, "--to", tmp_path / "again.json")
     assert "torn bytes cut" not in r.stdout and "sidecar rebuilt" not in r.stdout
+
+
+def test_the_preview_of_use_with_to_shows_only_what_to_does(run, mermaid_demo, tmp_path):
+    conv = mermaid_demo / ".mermaid" / "conversations"
+    (conv / f"{MERMAID_ID}.jsonl").write_bytes((SPEC_DIR / f"{MERMAID_ID}.jsonl").read_bytes())  # torn tail
+    conflict = conv / f"{MERMAID_ID}.4242.1.conflict"
+    conflict.write_bytes((conv / f"{MERMAID_ID}.json").read_bytes())
+    before = fingerprint(mermaid_demo)
+    r = run("--root", mermaid_demo, "recover", MERMAID_ID, "--use", conflict, "--to", tmp_path)
+    assert r.exit_code == 2 and "needs --yes" in r.stderr  # (not a terminal: the preview, then the refusal)
+    assert "the store is left as it is" in r.stdout and "torn bytes cut" not in r.stdout, r.stdout
+    assert fingerprint(mermaid_demo) == before

@@ -80,3 +80,10 @@ def test_a_fraction_of_more_than_nine_digits_is_read_with_its_first_nine():
 
     assert parse_timestamp("2026-08-10T14:03:21.1049382011-04:00") == parse_timestamp(
         "2026-08-10T14:03:21.104938201-04:00")
+
+
+def test_a_fraction_of_forty_digits_is_read_too():
+    from samctl.core.timeparse import parse_timestamp
+
+    assert parse_timestamp("2026-08-10T14:03:21." + "1" * 40 + "-04:00") == parse_timestamp(
+        "2026-08-10T14:03:21.111111111-04:00")

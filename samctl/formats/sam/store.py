@@ -167,7 +167,7 @@ class SamStore(Store):
         if entry is None:
             return None
         meta, problem = entry[2], entry[3]
-        if entry[4] is not None and not (type(entry[4]) is str and UUID_RE.match(entry[4])):
+        if entry[4] is not None and type(entry[4]) is not str:
             return None
         if meta is not None and not (type(meta) is dict and tuple(meta) == _META_KEYS
                                      and tuple(map(type, meta.values())) in _META_SIGNATURES
