@@ -194,9 +194,11 @@ def _age_every_file(root: Path, seconds: int = 3600) -> None:
 def test_scope_users_come_from_the_listing_cache_and_a_changed_file_is_read_again(run, sam_demo, monkeypatch):
     """A warm rm of one id does not parse every conversation.json again to find who uses a scope, yet a
     conversation that starts using the scope after ls cached it still keeps the scope in place."""
+    from samctl.formats.sam import store as samstore
     from samctl.formats.sam.store import SamStore
 
     _age_every_file(sam_demo)
+    monkeypatch.setattr(samstore, "RACY_SECONDS", 0)  # (utime just set every ctime: no 2 s wait)
     assert run("--root", sam_demo, "ls").exit_code == 0  # the cache now holds every conversation's topic
     parsed = []
     real_parse = SamStore._parse
@@ -217,6 +219,31 @@ def test_scope_users_come_from_the_listing_cache_and_a_changed_file_is_read_agai
     fp = fingerprint(sam_demo)
     r = run("--root", sam_demo, "rm", TOPIC, "--yes")
     assert r.exit_code == 1 and "shared-topic memory scope" in r.stderr and SID in r.stderr
+    assert fingerprint(sam_demo) == fp
+
+
+def test_a_rewrite_that_keeps_size_and_puts_the_mtime_back_is_read_again_before_a_scope_moves(run, sam_demo,
+                                                                                               monkeypatch):
+    """rsync -t or a restored backup: same size, old mtime, another scope.  The cached topic is
+    not trusted (its ctime changed), so the scope's memories stay where their user needs them."""
+    from samctl.formats.sam import store as samstore
+
+    monkeypatch.setattr(samstore, "RACY_SECONDS", 0)  # (the cache keeps every ctime, however recent)
+    pinned = conv(sam_demo) / PINNED / "conversation.json"
+    doc = orjson.loads(pinned.read_bytes())
+    other = "00000000-0000-4000-8000-000000000000"  # as long as TOPIC: the file keeps its size
+    doc["settings"]["sharedTopicId"] = other
+    pinned.write_bytes(orjson.dumps(doc))
+    _age_every_file(sam_demo)
+    assert run("--root", sam_demo, "ls").exit_code == 0  # cached: the pinned conversation uses `other`
+    st = pinned.stat()
+    doc["settings"]["sharedTopicId"] = TOPIC
+    pinned.write_bytes(orjson.dumps(doc))
+    os.utime(pinned, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert pinned.stat().st_size == st.st_size and pinned.stat().st_mtime_ns == st.st_mtime_ns
+    fp = fingerprint(sam_demo)
+    r = run("--root", sam_demo, "rm", TOPIC, "--yes")
+    assert r.exit_code == 1 and "shared-topic memory scope" in r.stderr and PINNED in r.stderr, r.output
     assert fingerprint(sam_demo) == fp
 
 

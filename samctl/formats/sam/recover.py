@@ -201,7 +201,7 @@ def _fallback_title(store, folder: Path, msgs: list) -> str:
     """The title when the file lost it (it sorts after ``messages``, so a torn file loses it first):
     samctl's meta cache remembers it; else the first user message, as a person would name it."""
     entry = store._load_cache().get(folder.name)
-    if isinstance(entry, list) and len(entry) == 5 and isinstance(entry[2], dict):  # (SamStore._scan's row)
+    if isinstance(entry, list) and len(entry) == 6 and isinstance(entry[2], dict):  # (SamStore._scan's row)
         title = entry[2].get("title")
         if isinstance(title, str) and title:
             return title

@@ -34,7 +34,7 @@ from samctl import fsafe
 from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.errors import FileProblem, NotFound, SamctlError
 from samctl.formats.base import Store
-from samctl.formats.metacache import MetaCache
+from samctl.formats.metacache import RACY_SECONDS, MetaCache
 from samctl.formats.sam import decode
 from samctl.formats.sam.dbvalues import UUID_RE
 
@@ -163,11 +163,11 @@ class SamStore(Store):
         """The cached [size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None],
         or None if stale or malformed: every field must have the type ``_scan`` gives it, since ``ls``
         sorts and adds by them."""
-        entry = MetaCache.fresh(entry, st, 5)
+        entry = MetaCache.fresh(entry, st, 6)
         if entry is None:
             return None
         meta, problem = entry[2], entry[3]
-        if entry[4] is not None and type(entry[4]) is not str:
+        if entry[4] is not None and type(entry[4]) is not str or entry[5] is not None and type(entry[5]) is not int:
             return None
         if meta is not None and not (type(meta) is dict and tuple(meta) == _META_KEYS
                                      and tuple(map(type, meta.values())) in _META_SIGNATURES
@@ -242,7 +242,9 @@ class SamStore(Store):
         return metas
 
     def _scan(self, p: str, st, folder: str) -> list:
-        """[size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None] for one file."""
+        """[size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None, ctime_ns or
+        None] for one file (the ctime only once it is out of the racy window: ``topic_refs`` trusts
+        the topic only while the ctime is unchanged too, which no copy that puts an mtime back keeps)."""
         doc, problem = self._parse(p)
         meta_d = topic = None
         if doc is not None:
@@ -251,7 +253,8 @@ class SamStore(Store):
             if problem is None:
                 problem = _first_rejection(doc)
             topic = decode.shared_topic_id(doc)
-        return [st.st_size, st.st_mtime_ns, meta_d, problem, topic]
+        ctime = st.st_ctime_ns if time.time_ns() - st.st_ctime_ns >= RACY_SECONDS * 1e9 else None
+        return [st.st_size, st.st_mtime_ns, meta_d, problem, topic, ctime]
 
     def _parse(self, p) -> tuple[dict | None, list | None]:
         try:
@@ -338,9 +341,11 @@ class SamStore(Store):
     def topic_refs(self) -> dict:
         """Shared-topic scope id -> the ids of the conversations whose memories live there.
 
-        Read through the listing cache: a conversation.json whose size and mtime are those
+        Read through the listing cache: a conversation.json whose size, mtime and ctime are those
         ``ls`` cached it at is not parsed again (an ``rm`` of one id in a store of 100,000 is
-        one lstat per conversation, not one parse)."""
+        one lstat per conversation, not one parse).  The ctime, which nothing but a change of the
+        file sets, guards this safety decision against a rewrite that kept the size and put the
+        mtime back (``cp -p``, ``rsync -t``, a restored backup)."""
         cache = self._cache().load()
         refs: dict[str, set[str]] = {}
         for e in self._folders():
@@ -350,7 +355,7 @@ class SamStore(Store):
             except OSError:
                 continue  # (a folder closed to us: ls reports it)
             entry = self._cached(cache.get(e.name), st)
-            if entry is not None:
+            if entry is not None and entry[5] == st.st_ctime_ns:
                 topic = entry[4]
             else:
                 doc, _ = self._parse(p)
