@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samctl.core.render import safe_text
+from samctl.core.timeparse import format_utc
 
 ROLES = ("user", "assistant", "tool", "reasoning", "system")
 
@@ -67,6 +68,7 @@ class ConversationMeta:
             "title": self.title,
             "created": self.created,
             "updated": self.updated,
+            "last_activity": format_utc(last_activity(self)),  # what ls orders and filters by
             "messages": self.message_count,
             "size": self.size,
             "pinned": self.pinned,

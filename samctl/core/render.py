@@ -57,11 +57,13 @@ def _plain(text, tag):
 
 
 def header_lines(conv) -> list[str]:
+    from samctl.core.model import last_activity
+
     m = conv.meta
     bits = [m.id, m.store]
     if conv.model:
         bits.append(conv.model)
-    bits.append(f"{format_local(m.created_ts)} → {format_local(m.updated_ts)}")
+    bits.append(f"{format_local(m.created_ts)} → {format_local(last_activity(m))}")  # (as ls shows it)
     bits.append(f"{len(conv.messages)} messages")
     return [m.title, " · ".join(bits)]
 

@@ -36,12 +36,12 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from samctl.core import index as ix
 from samctl.core import scoring
 from samctl.core.resolve import Listed, resolve_id
 from samctl.core.model import ERROR, Finding
+from samctl.core.timeparse import format_utc
 from samctl.errors import PARTIAL, FileProblem, NotFound, SamctlError, UsageError
 
 WHERE = ("memories", "messages", "all")
@@ -94,22 +94,12 @@ class Hit:
         return {
             "score": self.score, "cosine": self.cosine, "boost": self.boost, "kind": self.kind,
             "conversation_id": self.conversation_id, "title": self.title, "id": self.ref, "position": self.position,
-            "date": format_date(self.date_ts), "date_ts": self.date_ts, "importance": self.importance,
+            "date": format_utc(self.date_ts), "date_ts": self.date_ts, "importance": self.importance,
             "role": self.role, "content_type": self.content_type, "dimension": self.dimension, "exact": self.exact,
             "snippet": self.snippet, "text": self.text, "store": self.store,
         }
 
 
-def format_date(ts: float | None) -> str | None:
-    """ISO 8601 UTC: whole seconds as stored by SAM's JSON, milliseconds when there are any."""
-    if ts is None:
-        return None
-    try:
-        dt = datetime.fromtimestamp(ts, timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
-    spec = "seconds" if dt.microsecond // 1000 == 0 else "milliseconds"
-    return dt.isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -143,6 +143,18 @@ def parse_when(text: str, now: float | None = None, end: bool = False) -> float:
     )
 
 
+def format_utc(ts: float | None) -> str | None:
+    """ISO 8601 UTC: whole seconds as stored by SAM's JSON, milliseconds when there are any."""
+    if ts is None:
+        return None
+    try:
+        dt = datetime.fromtimestamp(ts, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    spec = "seconds" if dt.microsecond // 1000 == 0 else "milliseconds"
+    return dt.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
 def format_local(ts: float | None) -> str:
     """A short local date-time for tables: ``2026-08-10 14:03``."""
     if ts is None:

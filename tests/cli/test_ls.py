@@ -33,7 +33,7 @@ def test_mermaid_ls_jsonl_is_one_object_per_line(run, mermaid_demo):
     assert spec["updated"] == "2026-08-10T14:04:02.655120734-04:00"
     assert spec["store"] == "mermaid" and spec["pinned"] is False
     assert spec["size"] > 3428  # snapshot + meta + log
-    assert set(spec) == {"id", "title", "created", "updated", "messages", "size", "pinned", "store", "path"}
+    assert set(spec) == {"id", "title", "created", "updated", "last_activity", "messages", "size", "pinned", "store", "path"}
 
 
 @pytest.mark.parametrize("sub", ["", ".mermaid", ".mermaid/conversations"])
@@ -382,6 +382,11 @@ def test_sam_ls_orders_and_filters_by_last_activity_not_by_updated_alone(run, tm
         assert [m["id"] for m in json.loads(r.stdout)] == [b], r.output
     r = run("--root", tmp_path / "SAM", "ls")
     assert "2026-08-25" in r.stdout.splitlines()[1] and r.stdout.splitlines()[1].startswith(b)
+    rows = json.loads(run("--root", tmp_path / "SAM", "ls", "--format", "json").stdout)
+    assert [(m["updated"], m["last_activity"]) for m in rows] == [("2026-08-10T10:00:05Z", "2026-08-25T10:00:00Z"),
+                                                                  ("2026-08-20T10:00:00Z", "2026-08-20T10:00:00Z")]
+    r = run("--root", tmp_path / "SAM", "show", b[:8])
+    assert "2026-08-25" in r.stdout.splitlines()[1]  # the header's "created → last activity"
     r = run("--root", tmp_path / "SAM", "archive", "--older-than", "0d", "--keep-last", "1", "--dry-run",
             "--format", "json")
     assert r.exit_code == 0, r.output
@@ -406,3 +411,21 @@ def test_a_shared_topic_that_is_not_a_uuid_is_cached_like_any_other(run, sam_dem
     stamp = cache.stat().st_mtime_ns, cache.read_bytes()
     run("--root", sam_demo, "ls")
     assert (cache.stat().st_mtime_ns, cache.read_bytes()) == stamp
+
+
+def test_a_message_dated_after_its_file_was_written_is_not_activity(run, tmp_path):
+    """A wrong clock (a message of 2099) must not keep a conversation first in every listing."""
+    from tests.conftest import make_fixtures as mf
+
+    conv = tmp_path / "SAM" / "conversations"
+    a, b = "AAAAAAAA-2222-4333-8444-555555555555", "BBBBBBBB-2222-4333-8444-555555555555"
+    ma = [mf.sam_message("A1000000-2222-4333-8444-555555555555", "user", "from the future", "2099-01-01T00:00:00Z"),
+          mf.sam_message("A2000000-2222-4333-8444-555555555555", "user", "real", "2026-08-02T10:00:00Z")]
+    mb = [mf.sam_message("B1000000-2222-4333-8444-555555555555", "user", "later", "2026-08-10T10:00:00Z")]
+    for cid, msgs in ((a, ma), (b, mb)):
+        (conv / cid).mkdir(parents=True)
+        p = conv / cid / "conversation.json"
+        p.write_text(mf.sam_dumps(mf.sam_doc(cid, cid[:1], msgs, "2026-08-01T10:00:00Z", "2026-08-01T10:00:05Z")))
+        os.utime(p, (1786356000, 1786356000))  # 2026-08-10T10:00Z: written as its last real message was
+    rows = json.loads(run("--root", tmp_path / "SAM", "ls", "--format", "json").stdout)
+    assert [(m["id"], m["last_activity"]) for m in rows] == [(b, "2026-08-10T10:00:00Z"), (a, "2026-08-02T10:00:00Z")]

@@ -7,8 +7,11 @@ file is a separate question answered by samctl.formats.sam.schema.
 
 from __future__ import annotations
 
+import math
+import time
+
 from samctl.core.model import ConversationMeta, Message, tool_calls_from_openai
-from samctl.core.timeparse import parse_timestamp
+from samctl.core.timeparse import format_utc, parse_timestamp
 
 
 def _str(v, default=""):
@@ -93,7 +96,8 @@ def content_parts(parts) -> list:
     return out
 
 
-def meta(doc: dict, path: str, size: int, fallback_id: str) -> ConversationMeta:
+def meta(doc: dict, path: str, size: int, fallback_id: str, mtime: float | None = None) -> ConversationMeta:
+    """``mtime``: the file's, which bounds its message times (``newest_message_ts``)."""
     msgs = doc.get("messages")
     created = doc.get("created") if isinstance(doc.get("created"), str) else None
     updated = doc.get("updated") if isinstance(doc.get("updated"), str) else None
@@ -109,17 +113,24 @@ def meta(doc: dict, path: str, size: int, fallback_id: str) -> ConversationMeta:
         size=size,
         pinned=_bool(doc.get("isPinned")),
         path=path,
-        active_ts=newest_message_ts(msgs) if isinstance(msgs, list) else None,
+        active_ts=newest_message_ts(msgs, (time.time() if mtime is None else mtime) + FUTURE_SLACK)
+        if isinstance(msgs, list) else None,
     )
 
 
-def newest_message_ts(msgs: list) -> float | None:
-    """The latest ``timestamp`` or ``lastModified`` of the messages, in epoch seconds (None if none).
+FUTURE_SLACK = 86400.0  # seconds a message time may be later than its file's mtime (clocks disagree)
+
+
+def newest_message_ts(msgs: list, ceiling: float) -> float | None:
+    """The latest ``timestamp`` or ``lastModified`` of the messages up to ``ceiling``, in epoch
+    seconds (None if none).  A time later than the file was written is a wrong clock, not activity:
+    it would keep one conversation first in every listing.
 
     SAM's own form (``2026-08-10T14:02:11Z``) orders as text, so only the latest of those is
     parsed; any other form is parsed one by one (a cold ``ls`` reads every message of every
     conversation)."""
     plain, best = "", None
+    limit = format_utc(math.floor(ceiling)) or "9999"  # (SAM's own form orders as text: compared as text)
     for m in msgs:
         if type(m) is not dict:
             continue
@@ -128,11 +139,11 @@ def newest_message_ts(msgs: list) -> float | None:
             if type(s) is not str:
                 continue
             if len(s) == 20 and s[19] == "Z" and s[10] == "T":
-                if s > plain:
+                if plain < s <= limit:
                     plain = s
                 continue
             t = parse_timestamp(s)
-            if t is not None and (best is None or t > best):
+            if t is not None and t <= ceiling and (best is None or t > best):
                 best = t
     t = parse_timestamp(plain) if plain else None
     if t is not None and (best is None or t > best):

@@ -248,7 +248,7 @@ class SamStore(Store):
         doc, problem = self._parse(p)
         meta_d = topic = None
         if doc is not None:
-            m = decode.meta(doc, p, st.st_size, folder.upper())
+            m = decode.meta(doc, p, st.st_size, folder.upper(), st.st_mtime)
             meta_d = {k: getattr(m, k) for k in m.__slots__}
             if problem is None:
                 problem = _first_rejection(doc)
@@ -319,7 +319,7 @@ class SamStore(Store):
 
     def conversation_from_doc(self, doc: dict, source: str, cid: str) -> Conversation:
         st = fsafe.lstat(source)
-        meta = decode.meta(doc, source, st.st_size if st else None, cid)
+        meta = decode.meta(doc, source, st.st_size if st else None, cid, st.st_mtime if st else None)
         meta.id = cid
         raw_msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
         messages = [m for m in (decode.message(x) for x in raw_msgs) if m is not None]
