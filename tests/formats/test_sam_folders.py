@@ -193,3 +193,26 @@ def test_the_legacy_copy_sam_loads_instead_of_a_torn_folder_copy_is_read_everywh
     assert "legacy text kiwi" in r.stdout, r.output
     assert r.exit_code == 3 and "bad-json" in r.stderr and str(torn) in r.stderr  # the torn file is still reported
     assert fingerprint(base) == before
+
+
+def test_recover_of_a_torn_folder_copy_takes_the_legacy_copys_messages_too(run, tmp_path):
+    """show read the legacy copy SAM falls back to; recover must not write a folder file that
+    shadows it with fewer messages (spec §5.4: the folder file wins once it decodes)."""
+    from tests.conftest import make_fixtures as mf
+
+    base = tmp_path / "SAM"
+    conv = base / "conversations"
+    conv.mkdir(parents=True)
+    msgs = [mf.sam_message(f"D1000000-2222-4333-8444-55555555555{i}", "user" if i % 2 == 0 else "assistant",
+                           f"legacy text kiwi {i}", f"2026-08-10T10:0{i}:00Z") for i in range(4)]
+    (conv / "conversations.json").write_text(mf.sam_dumps([mf.sam_doc(LEGACY, "Legacy good copy", msgs,
+                                                                      "2026-08-10T10:00:00Z", "2026-08-10T10:00:00Z")]))
+    full = mf.sam_dumps(mf.sam_doc(LEGACY, "Folder copy", msgs[:2], "2026-08-10T10:00:00Z", "2026-08-11T10:00:00Z"))
+    (conv / LEGACY).mkdir()
+    (conv / LEGACY / "conversation.json").write_text(full[: full.index("legacy text kiwi 1") + 5])  # torn
+    r = run("--root", base, "recover", LEGACY[:8])
+    assert r.exit_code == 0, r.output
+    assert "messages from conversations.json" in r.stdout
+    r = run("--root", base, "show", LEGACY[:8])
+    assert r.exit_code == 0, r.output
+    assert all(f"legacy text kiwi {i}" in r.stdout for i in range(4))

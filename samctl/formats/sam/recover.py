@@ -110,7 +110,7 @@ def _from_package(path, cid: str, cap: int) -> dict | None:
 def inputs(store, cid: str, from_file=None) -> list:
     """Every path ``plan_recovery`` may read (folders too: a file added to one changes its mtime)."""
     folder, backups = store.folder(cid), store.conv_dir / "backups"
-    paths = [folder, *_entries(folder), backups, *_entries(backups)]
+    paths = [folder, *_entries(folder), backups, *_entries(backups), store.conv_dir / "conversations.json"]
     return paths + ([Path(from_file)] if from_file is not None else [])
 
 
@@ -138,6 +138,10 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
         # make it, newer than the file; a cut one only adds the messages the file lacks
         sources.insert(0 if tmp_whole else len(sources), (str(tmp_path), tmp))
     sources += _from_backups(store.conv_dir, cid, cap, notes)
+    legacy = store._legacy_docs([]).get(cid) if fsafe.lstat(target) is not None and store._parse(target)[0] is None \
+        else None
+    if legacy is not None:  # what SAM shows while the file does not decode (spec §5.3), and show/search too
+        sources.append((str(store.conv_dir / "conversations.json"), legacy))
     if from_file is not None:
         sources.append((str(from_file), _from_package(from_file, cid, cap)))
     if not sources:
