@@ -226,9 +226,10 @@ def table(rows, headers) -> str:
             col.append("" if c is None else str(c).strip())
     widths = []
     for col in columns:
-        if "\n" in "".join(col) or "\r" in "".join(col):
+        text = "".join(col)
+        if "\n" in text or "\r" in text:
             raise ValueError("a table cell holds a line break")
-        ascii_only = "".join(col).isascii()
+        ascii_only = text.isascii()
         w = len(col[0]) + 2 if ascii_only else display_width(col[0]) + 2
         w = max(w, max(map(len if ascii_only else display_width, col[1:]), default=0))
         widths.append((w, ascii_only))

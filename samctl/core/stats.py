@@ -98,8 +98,7 @@ def _counted(store, dbs: list, findings: list, memorydb) -> int:
         before = len(findings)
         n = sum(1 for _ in memorydb.iter_memories(path, findings, scope_id=scope, missing_ok=True))
         total += n
-        if len(findings) == before and all(f is None or MetaCache.cacheable(f, now_ns)
-                                                              for f in files):
+        if len(findings) == before and all(f is None or MetaCache.cacheable(f, now_ns) for f in files):
             fresh[path] = stamp + [n]
     if fresh != known:
         cache.save(fresh)

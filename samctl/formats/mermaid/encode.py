@@ -134,7 +134,7 @@ def meta_title(snapshot_title, sidecar_title):
     if type(snapshot_title) is not str or type(sidecar_title) is not str or "[REDACTED" not in snapshot_title:
         return snapshot_title
     parts = _REDACTION.split(snapshot_title)
-    if not any(ch.isalnum() for p in parts for ch in p):
+    if len(parts) < 2 or not any(ch.isalnum() for p in parts for ch in p):
         return snapshot_title  # a title that is all markers explains any sidecar title: it proves nothing
     return sidecar_title if _fills(parts, sidecar_title) else snapshot_title
 

@@ -127,8 +127,8 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
             plan.tail = tailfix.plan(log_path, read)
             plan.changes.append(f"log: {read.reason}")
             plan.change_in_place("log tail: " + ("newline added to the complete last line" if read.tail_complete
-                                                else f"{read.size - read.last_newline_offset} torn bytes cut "
-                                                     "(kept in a .torn file)"))
+                                                 else f"{read.size - read.last_newline_offset} torn bytes cut "
+                                                      "(kept in a .torn file)"))
         unfixed += [f"log stays broken: {f.reason}" for f in checks.log_findings(cid, log_path, read)]
     broken = bool(unfixed)
     folded = eventlog.fold(read.events) if read is not None and read.usable else None

@@ -160,14 +160,13 @@ class SamStore(Store):
 
     @staticmethod
     def _cached(entry, st):
-        """The cached [size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None],
-        or None if stale or malformed: every field must have the type ``_scan`` gives it, since ``ls``
-        sorts and adds by them."""
+        """The cached row ``_scan`` made, or None if stale or malformed: every field must have the
+        type ``_scan`` gives it, since ``ls`` sorts and adds by them."""
         entry = MetaCache.fresh(entry, st, 6)
         if entry is None:
             return None
         meta, problem = entry[2], entry[3]
-        if entry[4] is not None and type(entry[4]) is not str or entry[5] is not None and type(entry[5]) is not int:
+        if (entry[4] is not None and type(entry[4]) is not str) or (entry[5] is not None and type(entry[5]) is not int):
             return None
         if meta is not None and not (type(meta) is dict and tuple(meta) == _META_KEYS
                                      and tuple(map(type, meta.values())) in _META_SIGNATURES
