@@ -7,7 +7,8 @@ mermaid (default 100,000 conversations of 40 messages on average, a coding
 session's length; `--messages-mean 12` gives short chats): `ls --format jsonl`,
 warm (samctl's listing cache filled) and cold (cache deleted before each run), against
   - the raw-read floor: list the folder and os.read every .meta, nothing else;
-  - the naive lister: parse every snapshot .json with orjson.
+  - the naive lister: parse every snapshot .json with orjson;
+and the warm table (plain `ls`) against the warm jsonl: what laying out the table costs.
 SAM (default 10,000 conversations): `ls --format jsonl` with a warm meta cache
 against the cold run (cache deleted before each run).
 
@@ -98,6 +99,7 @@ def bench_mermaid(n: int, repeat: int, out: Path, messages_mean: float) -> None:
     cold_t, cpu["cold"] = medians(cold, repeat)
     run_samctl(args)
     warm_t, cpu["warm"] = medians(lambda: run_samctl(args), repeat)
+    table_t = medians(lambda: run_samctl(args[:-2]), repeat)[0]  # the default table, same listing
     naive, cpu["naive"] = medians(lambda: naive_parse_snapshots(conv), repeat)
     shutil.rmtree(cache, ignore_errors=True)
     print(f"mermaid ls --format jsonl, {n} conversations, {messages_mean:g} messages on average, "
@@ -105,6 +107,8 @@ def bench_mermaid(n: int, repeat: int, out: Path, messages_mean: float) -> None:
     print(f"  raw-read floor (os.read every .meta): {floor:.3f} s")
     print(f"  samctl ls, warm listing cache:        {warm_t:.3f} s   ratio to floor {warm_t / floor:.2f}x (goal <= 2x)")
     print(f"  samctl ls, cold (cache deleted):      {cold_t:.3f} s   ratio to floor {cold_t / floor:.2f}x")
+    print(f"  samctl ls as a table, warm:           {table_t:.3f} s   ratio to jsonl {table_t / warm_t:.2f}x "
+          "(the cost of laying out the table)")
     print(f"  naive (parse every snapshot):         {naive:.3f} s   samctl warm is {naive / warm_t:.1f}x faster, "
           f"cold {naive / cold_t:.1f}x (goal >= 10x)")
     print(f"  CPU time (user+sys, not slowed by other work): floor {cpu['floor']:.3f} s, warm {cpu['warm']:.3f} s "
