@@ -121,6 +121,22 @@ def _find_ci(text: str, needle: str) -> int:
     return m.start() if m else min(i, len(text))
 
 
+def _folded_find(text: str, needle: str) -> int:
+    """Where in ``text`` the folded ``needle`` starts, found in ``scoring.fold(text)`` (which may be
+    shorter) and mapped back: the shortest prefix of ``text`` that folds to that many characters."""
+    j = scoring.fold(text).find(needle)
+    if j < 0:
+        return -1
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(scoring.fold(text[:mid])) < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def snippet(text: str, query: str) -> str:
     """The excerpt around the first word of the query found in the text (the start otherwise)."""
     best, size = -1, 0
@@ -394,6 +410,8 @@ def _exact(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
     for h in out:
         text = h.text if h.text.isascii() else unicodedata.normalize("NFC", h.text)  # (what matched)
         i = _find_ci(text, needle)
+        if i < 0:  # lowercasing and NFC do not commute for a few letters (Greek with perispomeni)
+            i = _folded_find(text, needle)
         h.snippet = excerpt(text, max(i, 0), len(needle) if i >= 0 else 0)
     return out
 

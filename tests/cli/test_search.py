@@ -503,3 +503,18 @@ def test_exact_search_matches_canonically_equivalent_text(run, tmp_path, index):
         assert unicodedata.normalize("NFC", query).lower() in unicodedata.normalize("NFC", hits[0]["snippet"]).lower()
     r = run("--root", base, "search", "--exact", "cafe", "--format", "json", *index)
     assert r.exit_code == 0 and json.loads(r.stdout) == [], r.output
+
+
+def test_exact_snippet_shows_the_match_where_lowercasing_and_nfc_do_not_commute(run, tmp_path):
+    from tests.conftest import make_fixtures as mf
+
+    base = tmp_path / "SAM"
+    cid = "78888888-2222-4333-8444-555555555555"
+    text = "filler " * 40 + "ΚΑ\u0342ΛΟΣ end"
+    (base / "conversations" / cid).mkdir(parents=True)
+    (base / "conversations" / cid / "conversation.json").write_text(mf.sam_dumps(mf.sam_doc(cid, "Greek", [
+        mf.sam_message("A1000000-2222-4333-8444-555555555555", "user", text, "2026-08-10T10:00:00Z")],
+        "2026-08-10T10:00:00Z", "2026-08-10T10:00:00Z")))
+    r = run("--root", base, "search", "--exact", "κᾶλος", "--format", "json")
+    (hit,) = json.loads(r.stdout)
+    assert "end" in hit["snippet"] and hit["snippet"].startswith("...")
