@@ -186,7 +186,7 @@ def test_meta_title_is_linear_on_a_hostile_sidecar_title_and_ignores_an_all_mark
     assert meta_title("a[REDACTED]b[REDACTED]c", "aXbYc") == "aXbYc"
     assert meta_title("a[REDACTED]b[REDACTED]c", "abYc") == "a[REDACTED]b[REDACTED]c"  # a marker stands for something
     assert meta_title("x=[REDACTED]", "x=") == "x=[REDACTED]"
-    assert meta_title("x [REDACTED", "x [REDACTEDx [REDACTED") == "x [REDACTED"  # no whole marker
+    assert meta_title("x [REDACTED", "x [REDACTEDyx [REDACTED") == "x [REDACTED"  # no whole marker
     assert meta_title("[REDACTED] key", "sk-abc key") == "sk-abc key"
 
 
