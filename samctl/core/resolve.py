@@ -61,8 +61,11 @@ def resolve_id(store, text: str) -> str:
             f"{shown} is not a {store.name} conversation id or id prefix",
             hint=f"ids look like {store.id_rule}; `samctl ls` lists them",
         )
+    want = store.normalize_prefix(text)
+    if not isinstance(store, Listed) and store.valid_id(want) and store.has_id(want):
+        return want  # a whole id that is there: an exact match wins, no listing needed
     view = store if isinstance(store, Listed) else Listed(store)
-    matches = view.matches(store.normalize_prefix(text))
+    matches = view.matches(want)
     if not matches:
         raise NotFound(f"no conversation matches {text!r} in {view.conv_dir}", hint=view.hint)
     if len(matches) > 1:  # a prefix of one conversation and of folders holding none (SAM scopes) names it

@@ -55,6 +55,11 @@ class Store:
     def all_ids(self) -> list[str]:
         raise NotImplementedError
 
+    def has_id(self, cid: str) -> bool:
+        """True if ``cid`` is one of ``all_ids()``; a store answers without listing where it can
+        (a whole id typed in a store of 100,000 needs a few lstat calls, not the folder's listing)."""
+        return cid in self.all_ids()
+
     def holds_conversation(self, cid: str) -> bool:
         """False for an id of ``all_ids`` with no conversation file (SAM: a memory scope, a folder
         left empty); an id prefix matching it and one real conversation names the conversation."""

@@ -30,6 +30,12 @@ class FakeStore:
     def holds_conversation(self, cid):
         return True
 
+    def valid_id(self, text):
+        return len(text) == 19 and self.prefix_ok(text)
+
+    def has_id(self, cid):
+        return cid in self.ids  # (a store answers this without listing)
+
 
 def test_exact_unique_ambiguous_and_unknown():
     store = FakeStore(["20260810_140307_512", "20260812_091500_004", "20260812_091500_041"])
@@ -91,3 +97,32 @@ def test_a_folder_a_crash_left_with_only_its_tmp_still_counts(run, sam_demo):
         (conv / "8B58CBC4-ACA7-4811-AE66-C01921690310" / "conversation.json").read_bytes())
     r = run("--root", sam_demo, "recover", "8B58", "--dry-run")
     assert r.exit_code == 2 and "ambiguous" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+def test_a_whole_id_that_is_there_resolves_without_listing_the_store(run, mermaid_demo, sam_demo, monkeypatch, which):
+    """`show ID` in a store of 100,000 listed the whole folder to find an id typed in full."""
+    from samctl.formats.base import Store
+    from samctl.formats.mermaid.store import MermaidStore
+    from samctl.formats.sam.store import SamStore
+
+    root, cid = (mermaid_demo, "20260810_140307_512") if which == "mermaid" else \
+        (sam_demo, "8B58CBC4-ACA7-4811-AE66-C01921690310")
+    listed = []
+    assert {MermaidStore, SamStore} <= set(Store.__subclasses__())
+    for cls in (MermaidStore, SamStore):
+        real = cls.all_ids
+        monkeypatch.setattr(cls, "all_ids", lambda self, real=real: listed.append(1) or real(self))
+    r = run("--root", root, "show", cid, "--format", "json")
+    assert r.exit_code == 0 and cid in r.stdout, r.output
+    assert listed == []
+    r = run("--root", root, "show", cid[:8], "--format", "json")  # a prefix still resolves
+    assert r.exit_code == 0 and cid in r.stdout, r.output
+
+
+def test_a_sam_id_whose_folder_is_named_in_lowercase_still_resolves(run, sam_demo):
+    conv = sam_demo / "conversations"
+    cid = "8B58CBC4-ACA7-4811-AE66-C01921690310"
+    (conv / cid).rename(conv / cid.lower())
+    r = run("--root", sam_demo, "show", cid, "--format", "json")
+    assert r.exit_code == 0 and cid in r.stdout, r.output

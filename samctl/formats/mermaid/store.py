@@ -56,6 +56,10 @@ class MermaidStore(Store):
         except OSError as exc:
             raise NotFound(f"cannot list {self.conv_dir}: {exc.strerror}") from None
 
+    def has_id(self, cid: str) -> bool:
+        return self.valid_id(cid) and any(os.path.lexists(os.path.join(self.conv_dir, f"{cid}.{ext}"))
+                                          for ext in ("json", "meta", "jsonl"))
+
     def all_ids(self) -> list[str]:
         """Every id with a snapshot, sidecar or log, sorted (the regex runs once per id, not per file)."""
         stems = {n.rpartition(".")[0] for n in self._names() if n.endswith((".json", ".meta", ".jsonl"))}

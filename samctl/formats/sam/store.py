@@ -78,6 +78,10 @@ class SamStore(Store):
         ids.update(self._legacy_docs([]).keys())
         return sorted(ids)
 
+    def has_id(self, cid: str) -> bool:
+        st = fsafe.lstat(os.path.join(self.conv_dir, cid)) if self.valid_id(cid) else None
+        return True if st is not None and stat.S_ISDIR(st.st_mode) else super().has_id(cid)
+
     def holds_conversation(self, cid: str) -> bool:
         """Its folder has a conversation.json, or the .tmp a save cut short left (what recover reads),
         or the conversation lives in an odd folder or the legacy file."""
