@@ -31,7 +31,7 @@ from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core import tarscan, tarzst
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.core.model import ERROR, WARNING, Finding, recency
+from samctl.core.model import ERROR, WARNING, Finding, last_activity, recency
 from samctl.core.repair import drop_journal, settle, write_batch
 from samctl.core.resolve import Listed, resolve_many
 from samctl.errors import NotFound, SamctlError, UsageError
@@ -46,6 +46,13 @@ class Target:
     messages: int | None = None
     pinned: bool = False
     size: int | None = None
+    active_ts: float | None = None  # last activity (model.last_activity): what --older-than goes by
+
+    @classmethod
+    def of(cls, cid: str, m, messages: int | None) -> Target:
+        """The Target of a conversation's ConversationMeta ``m``."""
+        return cls(cid, m.title, m.updated or m.created, m.updated_ts or m.created_ts, messages, m.pinned, m.size,
+                   last_activity(m))
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "updated": self.updated, "messages": self.messages,
@@ -123,17 +130,12 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
     pinned_named = []
     for cid in chosen:
         m = metas.get(cid)
-        t = Target(cid)
-        if m is not None:
-            t = Target(cid, m.title, m.updated or m.created, m.updated_ts or m.created_ts, m.message_count, m.pinned,
-                       m.size)
-        else:
-            t = _target_without_meta(store, cid, sel.findings)
+        t = Target.of(cid, m, m.message_count) if m is not None else _target_without_meta(store, cid, sel.findings)
         if cid in keep:
             sel.skipped.append((cid, f"one of the {keep_last} most recent"))
             continue
         if older_than is not None and (t.updated_ts is None or t.updated_ts > now - older_than
-                                       or _last_activity(store, cid, t) > now - older_than):
+                                       or (t.active_ts or 0.0) > now - older_than):
             continue
         if needle is not None and needle not in (t.title or "").casefold():
             continue
@@ -161,28 +163,7 @@ def _target_without_meta(store, cid: str, findings: list) -> Target:
         conv = None
     if conv is None:
         return Target(cid, "?")
-    m = conv.meta
-    return Target(cid, m.title, m.updated or m.created, m.updated_ts or m.created_ts, len(conv.messages), m.pinned,
-                  m.size)
-
-
-def _last_activity(store, cid: str, t: Target) -> float:
-    """When the conversation was last used.  SAM's ``updated`` is not touched by ordinary message traffic
-    (spec §4.1), so the newest message time counts too; mermaid's ``updated_at`` already is that."""
-    best = t.updated_ts or 0.0
-    if store.name != "sam":
-        return best
-    from samctl.core.timeparse import parse_timestamp
-
-    doc, _ = store._parse(store.folder(cid) / "conversation.json")
-    msgs = doc.get("messages") if isinstance(doc, dict) else None
-    for m in msgs if isinstance(msgs, list) else ():
-        if isinstance(m, dict):
-            for k in ("lastModified", "timestamp"):
-                ts = parse_timestamp(m.get(k))
-                if ts is not None and ts > best:
-                    best = ts
-    return best
+    return Target.of(cid, conv.meta, len(conv.messages))
 
 
 def _is_empty(store, cid: str, t: Target) -> bool:

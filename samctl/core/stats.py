@@ -55,8 +55,6 @@ def memory_count(store, findings: list) -> int | None:
     symlink, a FIFO, damaged, locked) is a finding, as in search and check."""
     if store.name != "sam":
         return None
-    from samctl.formats.sam import memorydb
-
     dbs = []
     try:
         entries = sorted(os.scandir(store.conv_dir), key=lambda e: e.name)
@@ -66,10 +64,10 @@ def memory_count(store, findings: list) -> int | None:
         if e.name != "backups" and e.is_dir(follow_symlinks=False):
             dbs.append((os.path.join(e.path, "memory.db"), e.name.upper()))
     dbs.append((os.path.join(str(store.base), "memory.db"), None))
-    return _counted(store, dbs, findings, memorydb)
+    return _counted(store, dbs, findings)
 
 
-def _counted(store, dbs: list, findings: list, memorydb) -> int:
+def _counted(store, dbs: list, findings: list) -> int:
     """The rows of ``dbs`` ((path, scope) pairs), each counted by reading it, or taken from the
     stats cache while the database, its -wal and its -journal have the size and mtime they were
     counted at (SQLite changes one of them with every write).  Only a count that came with no
@@ -77,6 +75,7 @@ def _counted(store, dbs: list, findings: list, memorydb) -> int:
     import time
 
     from samctl.formats.metacache import MetaCache
+    from samctl.formats.sam import memorydb
 
     cache = MetaCache("sam-memories", store.root_real, store.use_cache)
     known = cache.load()
