@@ -183,9 +183,10 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
 
 
 def _instant(ts: str):
-    """(seconds, nanoseconds) of an RFC 3339 string: exact, where a float would tie distinct nanoseconds."""
-    t = eventlog.parse_rfc3339(ts)
-    return None if t is None else t[:2]
+    """(seconds, nanoseconds) of an RFC 3339 string (``checks.instant``), None for anything else: exact,
+    where a float would tie distinct nanoseconds."""
+    t = checks.instant(ts)
+    return t if type(t) is tuple else None
 
 
 def _message_key(m: dict) -> tuple:
