@@ -51,15 +51,25 @@ if TYPE_CHECKING:
     from samctl.core.index.rows import Chunk
 
 
+ROW_BYTES = DIM * 4 + 48 + 3 * 8  # what a row costs a segment besides its blobs and postings: vector, meta, offsets
+POSTING_BYTES = 8 + 4  # a token key and a row, before they are grouped
+
+
 class SegmentWriter:
-    """Builds one segment, streamed to ``path`` (or kept in memory when ``path`` is None)."""
+    """Builds one segment, streamed to ``path`` (or kept in memory when ``path`` is None).
+
+    The vectors go to the file as rows are added; the rest (meta, blobs, postings) is held until
+    ``finish``: what the writer holds grows with ``estimate()``, which callers bound.
+    """
 
     def __init__(self, root: str, path: Path | None = None):
         np = _np()
         self.np = np
         self.root = root
         self.path = path
+        self.name = path.name if path is not None else "(memory)"
         self.rows = 0
+        self.held = 0  # bytes of blobs and postings added (what ``estimate`` counts besides the rows)
         self.conv_index: dict[str, int] = {}
         self.metas: list = []
         self.vecs: list = []
@@ -107,7 +117,9 @@ class SegmentWriter:
         self.metas.append(m)
         self._vectors(vectors)
         for k in ("text", "ltext", "ref"):
-            self.blobs[k].append(bytes(blobs[k]))
+            b = bytes(blobs[k])
+            self.blobs[k].append(b)
+            self.held += len(b)
             self.lens[k].append(self.np.asarray(lens[k], dtype=self.np.int64))
         self.rows += len(m)
         return start
@@ -115,6 +127,12 @@ class SegmentWriter:
     def add_postings(self, hashes, rows) -> None:
         self.tok_hash.append(self.np.asarray(hashes, dtype=self.np.uint64))
         self.tok_row.append(self.np.asarray(rows, dtype=self.np.int32))
+        self.held += POSTING_BYTES * len(self.tok_row[-1])
+
+    def estimate(self) -> int:
+        """About the size of the segment file if it were finished now (a posting counted before
+        it is grouped under its key)."""
+        return PREAMBLE + self.rows * ROW_BYTES + self.held
 
     def add_chunk(self, c: Chunk) -> int:
         start = self.add_rows(c.meta, c.vectors, self.conv_map(c.conv_names), {"text": c.text, "ltext": c.ltext, "ref": c.ref},
@@ -131,7 +149,9 @@ class SegmentWriter:
             off = np.zeros(len(lens) + 1, dtype=np.int64)
             np.cumsum(lens, out=off[1:])
             out[k + "_off"] = off
-            out[k] = np.frombuffer(b"".join(self.blobs[k]), dtype=np.uint8)
+            if self.f is None:
+                out[k] = np.frombuffer(b"".join(self.blobs[k]), dtype=np.uint8)
+            # (on disk, ``finish`` writes the pieces as they are: no second copy of every text)
         h = np.concatenate(self.tok_hash) if self.tok_hash else np.zeros(0, dtype=np.uint64)
         r = np.concatenate(self.tok_row) if self.tok_row else np.zeros(0, dtype=np.int32)
         order = np.argsort(h, kind="stable")
@@ -163,10 +183,19 @@ class SegmentWriter:
             sec = {"vectors": [PREAMBLE, self.rows * DIM * 4, "<f4", [self.rows, DIM], self.crc["vectors"]]}
             for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_ptr",
                          "tok_rows"):
-                a = np.ascontiguousarray(arrays[name])
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
+                if name in self.blobs:
+                    crc = nbytes = 0
+                    for piece in self.blobs[name]:
+                        self.f.write(piece)
+                        crc = zlib.crc32(piece, crc)
+                        nbytes += len(piece)
+                    sec[name] = [self.pos, nbytes, "|u1", [nbytes], crc]
+                    self.pos += nbytes
+                    continue
+                a = np.ascontiguousarray(arrays[name])
                 data = memoryview(a).cast("B") if a.nbytes else b""
                 self.f.write(data)
                 sec[name] = [self.pos, a.nbytes, a.dtype.str if name != "meta" else "meta", list(a.shape),

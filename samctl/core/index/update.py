@@ -4,7 +4,7 @@ same rows built in memory when there is no index (``--no-index``).
 Data model
 ----------
 ``refresh`` compares the sources discovered now with the manifest's (``sources.stale``), reads the
-changed ones into one new segment, marks their old rows dead, and writes a new manifest.  An
+changed ones into new segments, marks their old rows dead, and writes a new manifest.  An
 archived copy of a message the conversation still has (same dedupe key) is listed in ``hidden``.
 
 Invariants
@@ -14,9 +14,13 @@ Invariants
   left to do.  Readers take no lock (see ``opened``).
 - Incremental: a source whose signature changed (or that is new) is read again into a new
   segment and its old rows become dead; removed sources only add dead rows.  A segment with no
-  alive rows is dropped.  Segments are merged (compacted) when more than ``DEAD_FRACTION`` of the
-  rows are dead (all of them), or when there are more than ``MAX_SEGMENTS`` (all but the biggest,
-  so a search never pays for rewriting the whole index).
+  alive rows is dropped.  Segments are rewritten when one has more than ``DEAD_FRACTION`` of its
+  rows dead, and the small ones merged when there are more than ``MAX_SEGMENTS`` of them
+  (``_to_rewrite``), so a search never pays for rewriting the whole index.
+- Bounded: a build or a rewrite cuts its output into segments of about ``SEGMENT_BYTES``, between
+  sources (a source's rows are always in one segment), so what it holds in memory does not grow
+  with the store: 20,000 mermaid sessions (241,040 messages) peaked at 1,078 MiB in one segment,
+  392 MiB in three.
 - A new segment is renamed into place before the manifest that names it; segments the manifest
   no longer names, and temps of dead writers, are removed afterwards (``_gc``), under the lock.
 - An error while reading or writing leaves the previous index as it was: new segments are
@@ -38,12 +42,14 @@ from samctl.core.index.format import ARCHIVED, DIM, INDEX_VERSION, MESSAGE, TOKE
 from samctl.core.index.manifest import HEAD, Manifest, alive_mask, encode_manifest, write_manifest_bytes
 from samctl.core.index.opened import Index, open_index, try_open
 from samctl.core.index.rows import _read_all
-from samctl.core.index.segment import Segment, SegmentWriter
+from samctl.core.index.segment import POSTING_BYTES, ROW_BYTES, Segment, SegmentWriter
 from samctl.core.index.sources import TRANSIENT_CODES, discover, stale
 from samctl.core.lock import flock_waiting
 
 MAX_SEGMENTS = 6
 DEAD_FRACTION = 0.3
+SEGMENT_BYTES = 256 << 20  # a segment is cut (between sources) once it holds this much: what a build or
+# rewrite holds in memory at a time is bounded by it, whatever the size of the store
 LOCK_WAIT = 600.0  # seconds to wait for another samctl that is refreshing the index
 
 
@@ -67,25 +73,46 @@ def _finding_rows(findings: list) -> list:
     return [[f.code, f.path, f.reason, f.severity, f.conversation] for f in findings]
 
 
-def _read_into(w: SegmentWriter, seg_name: str, store, todo: list, current: dict, convs: dict, progress=None,
-               jobs: int | None = None, keep_sigs: bool = True) -> dict:
-    """Read the sources ``todo`` into ``w`` (the segment ``seg_name``): the manifest entry of each, by
-    key; the infos of the conversations they hold go to ``convs``.  With ``keep_sigs`` a source
-    keeps its signature unless it was modified moments before or could not be read for a passing
-    reason; without, none does."""
-    entries = {}
-    for chunk in _read_all(store, todo, progress, jobs):
-        start = w.add_chunk(chunk)
-        for key, n, fnd, infos in zip(chunk.keys, chunk.counts, chunk.findings, chunk.infos):
-            src = current[key]
-            trusted = keep_sigs and src.trusted and not any(f.code in TRANSIENT_CODES for f in fnd)
-            entries[key] = {"kind": src.kind, "conv": src.conv, "sig": src.sig if trusted else None,
-                            "seg": seg_name, "start": start, "end": start + n, "findings": _finding_rows(fnd),
-                            "infos": [i["id"] for i in infos]}
-            for info in infos:
-                convs[info["id"]] = info
-            start += n
-    return entries
+def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progress=None, jobs: int | None = None,
+               keep_sigs: bool = True, cap: int | None = None) -> tuple[dict, list]:
+    """Read the sources ``todo`` into segments made by ``new_writer()``: (the manifest entry of each
+    source, by key; what ``finish`` returned for each segment, in order).  With ``cap``, a segment
+    is finished and the next one started once it holds ``cap`` bytes (between chunks of sources: a
+    source's rows are in one segment).  The infos of the conversations go to ``convs``.  With
+    ``keep_sigs`` a source keeps its signature unless it was modified moments before or could not
+    be read for a passing reason; without, none does."""
+    entries, done = {}, []
+    w = new_writer()
+    try:
+        for chunk in _read_all(store, todo, progress, jobs):
+            if cap is not None and w.rows and w.estimate() >= cap:
+                done.append(w.finish())
+                w = new_writer()
+            start = w.add_chunk(chunk)
+            for key, n, fnd, infos in zip(chunk.keys, chunk.counts, chunk.findings, chunk.infos):
+                src = current[key]
+                trusted = keep_sigs and src.trusted and not any(f.code in TRANSIENT_CODES for f in fnd)
+                entries[key] = {"kind": src.kind, "conv": src.conv, "sig": src.sig if trusted else None,
+                                "seg": w.name, "start": start, "end": start + n, "findings": _finding_rows(fnd),
+                                "infos": [i["id"] for i in infos]}
+                for info in infos:
+                    convs[info["id"]] = info
+                start += n
+        done.append(w.finish())
+    except BaseException:
+        w.discard()
+        _unlink_finished(None if w.path is None else w.path.parent, done)
+        raise
+    return entries, done
+
+
+def _unlink_finished(folder: Path | None, infos: list) -> None:
+    """Remove the segments a failed build or rewrite had already renamed into place in ``folder``
+    (None: built in memory): no manifest names them (``_gc`` would remove them at the next refresh)."""
+    if folder is None:
+        return
+    for info in infos:
+        fsafe.remove(folder / info["name"])
 
 
 def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = False, progress=None,
@@ -150,23 +177,17 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
             man["convs"].pop(cid, None)
     if changed:
         todo = [current[k] for k in changed]
-        w = SegmentWriter(root, _new_segment_path(d))
-        try:
-            entries = _read_into(w, w.path.name, store, todo, current, man["convs"], progress, jobs)
-            info = w.finish()
-        except BaseException:
-            w.discard()
-            raise
-        if info["rows"]:
-            man["segments"].append(info)
-            seg_by_name[info["name"]] = info
-        else:
-            fsafe.discard_temp(d / info["name"])
+        entries, infos = _read_into(lambda: SegmentWriter(root, _new_segment_path(d)), store, todo, current,
+                                    man["convs"], progress, jobs, cap=SEGMENT_BYTES)
+        for info in infos:
+            if info["rows"]:
+                man["segments"].append(info)
+                seg_by_name[info["name"]] = info
+            else:
+                fsafe.discard_temp(d / info["name"])
         for key, e in entries.items():
-            if not info["rows"]:
+            if e["end"] == e["start"]:
                 e["seg"], e["start"], e["end"] = None, 0, 0
-            elif e["end"] == e["start"]:
-                e["seg"] = None
             man["sources"][key] = e
     for s in man["segments"]:
         s["dead"] = _merge_ranges(s["dead"])
@@ -176,15 +197,9 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
         if e["seg"] not in live:
             e["seg"], e["start"], e["end"] = None, 0, 0
     opened = [segs.get(s["name"]) or Segment.open(d / s["name"], root, s) for s in man["segments"]]
-    total = sum(s["rows"] for s in man["segments"])
-    dead = sum(_dead_count(s) for s in man["segments"])
-    if total and dead > DEAD_FRACTION * total:
-        man, opened = _compact(d, root, man, opened, {s["name"] for s in man["segments"]})
-    elif len(man["segments"]) > MAX_SEGMENTS:
-        # merge the small segments the refreshes left; the big one is rewritten only when it has
-        # accumulated enough dead rows (above), so a search never pays for the whole index
-        biggest = max(man["segments"], key=lambda s: s["rows"])["name"]
-        man, opened = _compact(d, root, man, opened, {s["name"] for s in man["segments"]} - {biggest})
+    rewrite = _to_rewrite(man["segments"])
+    if rewrite:
+        man, opened = _rewrite(d, root, man, opened, rewrite)
     man["hidden"] = _hidden(man, opened)
     man["updated"] = now
     write_manifest_bytes(d / "manifest", encode_manifest(man))
@@ -205,57 +220,141 @@ def _dead_count(s: dict) -> int:
     return sum(b - a for a, b in s["dead"])
 
 
-def _compact(d: Path, root: str, man: dict, opened: list[Segment], names: set):
-    """Merge the alive rows of the segments in ``names`` into one new segment (the others stay as
-    they are); the sources in them are renumbered."""
+def _to_rewrite(segments: list) -> set:
+    """The segments to rewrite now (empty: none).
+
+    A segment with more than ``DEAD_FRACTION`` of its rows dead is rewritten, together with every
+    segment under ``SEGMENT_BYTES / 2``.  Otherwise the small segments refreshes leave are merged
+    once there are more than ``MAX_SEGMENTS`` of them besides the "sealed" ones (those of
+    ``SEGMENT_BYTES / 2`` or more, and the biggest); a sealed segment is rewritten only once it has
+    decayed.  So a search never pays for rewriting a big segment for nothing, and no rewrite holds
+    more than one ``SEGMENT_BYTES`` segment in memory at a time (``_rewrite``).
+    """
+    if not segments:
+        return set()
+    half = {s["name"] for s in segments if s["size"] < SEGMENT_BYTES // 2}
+    decayed = {s["name"] for s in segments if _dead_count(s) > DEAD_FRACTION * s["rows"]}
+    if decayed:
+        return decayed | half
+    small = half - {max(segments, key=lambda s: s["size"])["name"]}
+    if len(small) > MAX_SEGMENTS - 1:
+        return small
+    return set()
+
+
+def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
+    """Rewrite the alive rows of the segments in ``names``, in order, into new segments of about
+    ``SEGMENT_BYTES`` each, cut between sources (a source bigger than that goes alone); the other
+    segments stay as they are, and the sources in the rewritten ones are renumbered."""
     np = _np()
-    w = SegmentWriter(root, _new_segment_path(d))
-    remap = {}
+    cuts_of: dict = {}  # segment -> the rows where a source starts: the only places a segment may be cut
+    for e in man["sources"].values():
+        if e["seg"] in names and e["end"] > e["start"]:
+            cuts_of.setdefault(e["seg"], []).append(e["start"])
+    pieces: dict = {}  # old segment -> [(first row, end row, new segment, its first row there)]
+    done: list = []
+    w = None
     try:
         for entry, seg in zip(man["segments"], opened):
             if entry["name"] not in names:
                 continue
             alive = alive_mask(seg.rows, entry["dead"])
-            new_row = np.cumsum(alive, dtype=np.int64) - 1 + w.rows
-            remap[seg.name] = new_row
-            conv_map = w.conv_map(seg.convs)
             idx = np.flatnonzero(alive)
             if not len(idx):
                 continue
-            # runs of alive rows: contiguous in every section
+            cum = np.zeros(seg.rows + 1, dtype=np.int64)  # bytes of rows [0, i) in a segment file
+            np.cumsum(_row_bytes(seg), out=cum[1:])
+            cuts = np.unique(np.asarray(cuts_of.get(seg.name, []), dtype=np.int64))
+            by_row = _postings_by_row(seg)
+            conv_map = None
+            # runs of alive rows: contiguous in every section, and whole sources (dead rows are)
             breaks = np.flatnonzero(np.diff(idx) != 1)
             starts = np.concatenate(([idx[0]], idx[breaks + 1]))
             ends = np.concatenate((idx[breaks] + 1, [idx[-1] + 1]))
             for a, b in zip(starts.tolist(), ends.tolist()):
-                blobs, lens = {}, {}
-                for k in ("text", "ltext", "ref"):
-                    blobs[k] = seg.span(k, a, b)
-                    lens[k] = np.diff(seg.a[k + "_off"][a: b + 1])
-                w.add_rows(seg.meta[a:b], seg.vectors[a:b], conv_map, blobs, lens)
-            rows = seg.tok_rows.astype(np.int64)
-            keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
-            keep = alive[rows]
-            w.add_postings(keys[keep], new_row[rows[keep]])
-        info = w.finish()
+                while a < b:
+                    if w is None:
+                        w, conv_map = SegmentWriter(root, _new_segment_path(d)), None
+                    c = _cut(cum, cuts, a, b, SEGMENT_BYTES - w.estimate(), w.rows == 0)
+                    if c is None:  # the next source does not fit: this segment is full
+                        done.append(w.finish())
+                        w = None
+                        continue
+                    if conv_map is None:
+                        conv_map = w.conv_map(seg.convs)
+                    blobs, lens = {}, {}
+                    for k in ("text", "ltext", "ref"):
+                        blobs[k] = seg.span(k, a, c)
+                        lens[k] = np.diff(seg.a[k + "_off"][a: c + 1])
+                    first = w.add_rows(seg.meta[a:c], seg.vectors[a:c], conv_map, blobs, lens)
+                    keys, rows = by_row
+                    lo, hi = np.searchsorted(rows, (a, c))
+                    w.add_postings(keys[lo:hi], rows[lo:hi] - a + first)
+                    pieces.setdefault(seg.name, []).append((a, c, w.name, first))
+                    a = c
+        if w is not None:
+            done.append(w.finish())
+            w = None
     except BaseException:
-        w.discard()
+        if w is not None:
+            w.discard()
+        _unlink_finished(d, done)
         raise
     for e in man["sources"].values():
-        if e["seg"] in remap:
-            if info["rows"]:
-                first = int(remap[e["seg"]][e["start"]])
-                e["start"], e["end"], e["seg"] = first, first + (e["end"] - e["start"]), info["name"]
-            else:
-                e["seg"], e["start"], e["end"] = None, 0, 0
+        if e["seg"] in names:
+            e["seg"], e["start"], e["end"] = _moved(pieces.get(e["seg"], ()), e["start"], e["end"])
     kept = [(e, s) for e, s in zip(man["segments"], opened) if e["name"] not in names]
     man["segments"] = [e for e, _ in kept]
     opened = [s for _, s in kept]
-    if info["rows"]:
+    for info in done:
         man["segments"].append(info)
         opened.append(Segment.open(d / info["name"], root, info))
-    else:
-        fsafe.discard_temp(d / info["name"])
     return man, opened
+
+
+def _row_bytes(seg: Segment):
+    """About what each row of ``seg`` costs a segment file (``SegmentWriter.estimate``'s measure)."""
+    np = _np()
+    b = np.full(seg.rows, ROW_BYTES, dtype=np.int64)
+    for k in ("text", "ltext", "ref"):
+        b += np.diff(seg.a[k + "_off"])
+    rows = seg.tok_rows
+    b += POSTING_BYTES * np.bincount(rows[(rows >= 0) & (rows < seg.rows)], minlength=seg.rows)
+    return b
+
+
+def _postings_by_row(seg: Segment):
+    """(token keys, rows) of every posting of ``seg``, ordered by row."""
+    np = _np()
+    rows = seg.tok_rows.astype(np.int64)
+    keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
+    order = np.argsort(rows, kind="stable")
+    return keys[order], rows[order]
+
+
+def _cut(cum, cuts, a: int, b: int, room: int, empty: bool) -> int | None:
+    """Where the piece of the run ``[a, b)`` that goes into the current segment ends: ``b`` if the
+    rest fits in ``room`` bytes, else the farthest source start that fits; None if not even the first
+    source fits (the segment is full), unless the segment is ``empty``: then that source alone."""
+    np = _np()
+    if cum[b] - cum[a] <= room:
+        return b
+    last = int(np.searchsorted(cum, cum[a] + room, side="right")) - 1  # rows [a, last) fit
+    k = int(np.searchsorted(cuts, last, side="right")) - 1
+    if k >= 0 and a < int(cuts[k]) < b:
+        return int(cuts[k])
+    if not empty:
+        return None
+    k = int(np.searchsorted(cuts, a, side="right"))
+    return int(cuts[k]) if k < len(cuts) and int(cuts[k]) < b else b
+
+
+def _moved(pieces, start: int, end: int) -> tuple:
+    """(new segment, start, end) of a source that was at rows ``[start, end)`` of a rewritten segment."""
+    for a, c, name, first in pieces:
+        if a <= start < c:
+            return name, first + start - a, first + end - a
+    return None, 0, 0
 
 
 def _hidden(man: dict, opened: list[Segment]) -> dict:
@@ -301,10 +400,9 @@ def build_in_memory(store, findings: list, scope: set | None = None, progress=No
     disc: list = []
     current = discover(store, disc, scope)
     findings.extend(disc)
-    w = SegmentWriter(store.root_real)
-    convs = {}
-    sources = _read_into(w, "(memory)", store, list(current.values()), current, convs, progress, keep_sigs=False)
-    seg = w.finish()
+    convs: dict = {}
+    sources, (seg,) = _read_into(lambda: SegmentWriter(store.root_real), store, list(current.values()), current, convs,
+                                 progress, keep_sigs=False)
     man = {"segments": [{"name": seg.name, "rows": seg.rows, "dead": []}], "sources": sources, "convs": convs,
            "hidden": {}}
     man["hidden"] = _hidden(man, [seg])
