@@ -60,6 +60,7 @@ __all__ = [
     "parse_date",
     "format_date",
     "validate_conversation",
+    "errors_of",
     "message_errors",
     "would_load",
     "flag_problem",
@@ -659,13 +660,21 @@ def validate_conversation(doc) -> list[Problem]:
 
     ``doc`` is any decoded JSON value.  Never raises; never modifies ``doc``.
     """
+    out = errors_of(doc)
+    if isinstance(doc, dict):
+        _warnings(doc, out)
+    return out
+
+
+def errors_of(doc) -> list[Problem]:
+    """The error-severity problems of ``validate_conversation(doc)``, in its order (no warnings
+    looked for).  ``decodable.first_error`` is the fast way to ask for the first one."""
     out: list[Problem] = []
     if not isinstance(doc, dict):
         _err(out, "not-object", (), f"top level must be an object (ConversationData), got {json_kind(doc)}")
         return out
     check(CONVERSATION_KIND, doc, (), out)
     check_values(doc, (), out)
-    _warnings(doc, out)
     return out
 
 

@@ -397,12 +397,13 @@ class SamStore(Store):
 
 
 def _first_rejection(doc: dict) -> list | None:
-    """[code, reason] of the first rule that makes SAM skip the file, or None."""
-    from samctl.formats.sam import schema
+    """[code, reason] of the first rule that makes SAM skip the file, or None (``doc`` as
+    ``_parse`` decodes it: by orjson)."""
+    from samctl.formats.sam import decodable
 
-    for prob in schema.validate_conversation(doc):
-        if prob.severity == "error":
-            return ["sam-reject", f"SAM would skip this conversation: {prob.where}: {prob.reason}"]
+    prob = decodable.first_error(doc, strict_json=True)
+    if prob is not None:
+        return ["sam-reject", f"SAM would skip this conversation: {prob.where}: {prob.reason}"]
     return None
 
 
