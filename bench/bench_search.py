@@ -7,7 +7,7 @@
 On a synthetic SAM tree (gen_archive.py; generated once into --out and reused; 10,000 x 100 =
 1,000,000 memories is about 5 GB and 90 s) it prints:
 
-- the index build: a full rebuild, rows per second, size on disk;
+- the index build: a full rebuild, rows per second, the most memory it held, size on disk;
 - warm search (``samctl search QUERY --format jsonl`` in-process, index up to date, page cache
   warm; everything a search does except starting Python), median of --repeat, against
   (a) the baseline that does what SAM does: open each memory.db, decode each row's embedding blob,
@@ -46,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from timing import medians  # noqa: E402 - bench/ is on the path just above
+from timing import PeakAnonymousMemory, medians  # noqa: E402 - bench/ is on the path just above
 
 
 def generate(out: Path, conversations: int, memories: int) -> Path:
@@ -196,10 +196,12 @@ def main(argv=None) -> int:
             pass
     if not built:
         t = time.perf_counter()
-        idx = ix.refresh(store, [], rebuild=True)
+        with PeakAnonymousMemory() as peak:
+            idx = ix.refresh(store, [], rebuild=True)
         dt = time.perf_counter() - t
         print(f"index build (full, up to {jobs} worker processes): {idx.rows:,} rows in {dt:.1f} s = "
-              f"{idx.rows / dt:,.0f} rows/s")
+              f"{idx.rows / dt:,.0f} rows/s" + (f"; {peak.mib:,.0f} MiB of memory at most (this process)"
+                                                if peak.mib is not None else ""))
     st = ix.state(store, verify=False)
     print(f"  index: {sum(st['rows'].values()):,} rows ({st['rows']['memory']:,} memories, "
           f"{st['rows']['message']:,} messages), {st['size'] / 2**30:.2f} GiB on disk, {st['segments']} segment(s)")
