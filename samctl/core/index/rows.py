@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from samctl.core import scoring
 from samctl.core.index.format import (ARCHIVED, CTYPES, DIM, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, _enc, _np,
@@ -214,57 +212,23 @@ def process(batches: list[Batch]) -> Chunk:
     )
 
 
-# worker processes ----------------------------------------------------------------------------
-
-_WORKER_STORE = None
-
-
-def _worker_init(spec) -> None:
-    global _WORKER_STORE
-    from samctl.formats.base import Caps
-
-    kind, conv, base, caps = spec
-    if kind == "sam":
-        from samctl.formats.sam.store import SamStore as cls
-    else:
-        from samctl.formats.mermaid.store import MermaidStore as cls
-    _WORKER_STORE = cls(Path(conv), Path(base), Caps(*caps), False)
-
-
-def _worker_read(sources: list[Source]) -> Chunk:
+def _read_part(store, sources: list[Source]) -> Chunk:
     from samctl.core import index
 
-    return process([index.read_source(_WORKER_STORE, s) for s in sources])
+    return process([index.read_source(store, s) for s in sources])
 
 
 def _read_all(store, sources: list[Source], progress=None, jobs: int | None = None):
     """Chunks for ``sources`` in order, read by worker processes when there are many."""
-    from samctl.core import index
+    from samctl.formats import workers
 
     chunks = [sources[i:i + CHUNK_SOURCES] for i in range(0, len(sources), CHUNK_SOURCES)]
     total = len(sources)
     if jobs is None:
-        env = os.environ.get("SAMCTL_INDEX_JOBS", "")
-        jobs = int(env) if env.isdigit() else min(os.cpu_count() or 1, 4)
+        jobs = workers.jobs("SAMCTL_INDEX_JOBS" if "SAMCTL_INDEX_JOBS" in os.environ else "SAMCTL_JOBS")
     done = rows = 0
-    if jobs > 1 and total >= PARALLEL_MIN_SOURCES:
-        import concurrent.futures
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        spec = (store.name, str(store.conv_dir), str(store.base),
-                (store.caps.snapshot, store.caps.log, store.caps.other))
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
-                                                    initargs=(spec,)) as pool:
-            for part, chunk in zip(chunks, pool.map(_worker_read, chunks)):
-                done += len(part)
-                rows += len(chunk.meta)
-                if progress:
-                    progress(done, total, rows)
-                yield chunk
-        return
-    for part in chunks:
-        chunk = process([index.read_source(store, s) for s in part])
+    for part, chunk in zip(chunks, workers.ordered_map(store, _read_part, chunks,
+                                                       jobs if total >= PARALLEL_MIN_SOURCES else 1)):
         done += len(part)
         rows += len(chunk.meta)
         if progress:

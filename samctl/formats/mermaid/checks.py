@@ -16,7 +16,7 @@ import time
 import orjson
 
 from samctl import fsafe
-from samctl.formats import treecheck
+from samctl.formats import treecheck, workers
 from samctl.core.model import ERROR, WARNING, Finding
 from samctl.errors import FileProblem
 from samctl.formats.mermaid import decode
@@ -93,9 +93,28 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
             treecheck.mode(p, st, findings, fixes, fix)
             continue
         findings.append(Finding("unknown-file", p, "not a file mermaid writes; left alone", INFO))
-    for cid in sorted(by_id):
-        _check_conversation(store, cid, by_id[cid], findings, fixes, fixing(cid))
+    ids = sorted(by_id)
+    if fix:
+        for cid in ids:
+            _check_conversation(store, cid, by_id[cid], findings, fixes, fixing(cid))
+        return fixes
+    # without --fix every session is only read: in worker processes when there are many
+    parts = [[(cid, by_id[cid]) for cid in ids[i:i + CHECK_CHUNK]] for i in range(0, len(ids), CHECK_CHUNK)]
+    for found in workers.ordered_map(store, _check_part, parts, min_parts=PARALLEL_MIN_PARTS):
+        findings.extend(found)
     return fixes
+
+
+CHECK_CHUNK = 64  # sessions per unit of work handed to a worker process
+PARALLEL_MIN_PARTS = 8  # fewer sessions than 8 units of work: checked here, no worker processes
+
+
+def _check_part(store, part: list) -> list:
+    """The findings of the sessions in ``part`` (``[(id, {ext: (path, lstat)})]``), checked without fixing."""
+    found: list = []
+    for cid, files in part:
+        _check_conversation(store, cid, files, found, [], False)
+    return found
 
 
 def _check_conversation(store, cid: str, files: dict, findings: list, fixes: list, fix: bool) -> None:

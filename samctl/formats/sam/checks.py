@@ -14,7 +14,7 @@ import stat
 import time
 
 from samctl import fsafe
-from samctl.formats import treecheck
+from samctl.formats import treecheck, workers
 from samctl.core.model import ERROR, WARNING, Finding
 from samctl.formats.sam import decode
 from samctl.formats.sam.store import UUID_RE
@@ -39,11 +39,23 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
         return fixes
     topic_ids: set[str] = set()
     scopeless: list[os.DirEntry] = []
+    plan = []  # (entry, lstat) in name order; folders are checked below, here or in workers
     for e in sorted(entries, key=lambda e: e.name):
         try:
-            st = e.stat(follow_symlinks=False)
+            plan.append((e, e.stat(follow_symlinks=False)))
         except OSError as exc:
-            findings.append(Finding("unreadable", e.path, f"cannot stat: {exc.strerror}"))
+            plan.append((e, exc))
+    folders = [(e.name, e.path, st) for e, st in plan if isinstance(st, os.stat_result) and stat.S_ISDIR(st.st_mode)
+               and e.name not in ("backups", ".samctl")]
+    if fix:
+        checked = iter(_check_folder(store, *f, fix=True) for f in folders)
+    else:  # only read: in worker processes when there are many
+        parts = [folders[i:i + CHECK_CHUNK] for i in range(0, len(folders), CHECK_CHUNK)]
+        checked = (r for part in workers.ordered_map(store, _check_folders, parts, min_parts=PARALLEL_MIN_PARTS)
+                   for r in part)
+    for e, st in plan:
+        if isinstance(st, OSError):
+            findings.append(Finding("unreadable", e.path, f"cannot stat: {st.strerror}"))
             continue
         if stat.S_ISLNK(st.st_mode):
             treecheck.symlink(store.root_real, e.path, findings)
@@ -64,28 +76,47 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
                 elif e.name == "active-conversation.json":
                     _check_active(store, e.path, findings)
             continue
-        treecheck.mode(e.path, st, findings, fixes, fix)
-        conv = os.path.join(e.path, "conversation.json")
-        cst = fsafe.lstat(conv)
-        if cst is None:
+        found, fixed, topic, has_conversation = next(checked)
+        findings += found
+        fixes += fixed
+        if topic:
+            topic_ids.add(topic)
+        if not has_conversation:
             scopeless.append(e)
-            _check_folder_files(store, e.path, None, findings, fixes, fix)
-            continue
-        cid = e.name.upper()
-        if not UUID_RE.match(e.name):
-            findings.append(Finding("bad-id", e.path, f"folder name is not a UUID ({store.id_rule})", WARNING))
-        elif e.name != cid:
-            findings.append(Finding("bad-id", e.path, "folder name is not uppercase: SAM saves to the uppercase "
-                                    "name and leaves a duplicate", WARNING, cid))
-        doc = _check_conversation(store, cid, e.name, conv, cst, findings, fixes, fix)
-        if doc is not None:
-            t = decode.shared_topic_id(doc)
-            if t:
-                topic_ids.add(t)
-        _check_folder_files(store, e.path, cid, findings, fixes, fix)
     for e in scopeless:
         _classify_scope(e, topic_ids, findings)
     return fixes
+
+
+CHECK_CHUNK = 32  # conversation folders per unit of work handed to a worker process
+PARALLEL_MIN_PARTS = 8  # fewer folders than 8 units of work: checked here, no worker processes
+
+
+def _check_folders(store, part: list) -> list:
+    return [_check_folder(store, *f, fix=False) for f in part]
+
+
+def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
+    """(findings, fixes, the shared topic its conversation uses or None, whether it has a
+    conversation.json) of one folder of conversations/."""
+    found: list = []
+    fixes: list = []
+    treecheck.mode(path, st, found, fixes, fix)
+    conv = os.path.join(path, "conversation.json")
+    cst = fsafe.lstat(conv)
+    if cst is None:
+        _check_folder_files(store, path, None, found, fixes, fix)
+        return found, fixes, None, False
+    cid = name.upper()
+    if not UUID_RE.match(name):
+        found.append(Finding("bad-id", path, f"folder name is not a UUID ({store.id_rule})", WARNING))
+    elif name != cid:
+        found.append(Finding("bad-id", path, "folder name is not uppercase: SAM saves to the uppercase "
+                             "name and leaves a duplicate", WARNING, cid))
+    doc = _check_conversation(store, cid, name, conv, cst, found, fixes, fix)
+    topic = decode.shared_topic_id(doc) if doc is not None else None
+    _check_folder_files(store, path, cid, found, fixes, fix)
+    return found, fixes, topic, True
 
 
 def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):

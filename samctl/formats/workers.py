@@ -1,0 +1,69 @@
+"""Reading many conversations in worker processes: one store per worker, the results in order.
+
+Used where the work is per conversation, only reads, and costs far more than handing its result
+back: the search index build (``core/index/rows.py``) and ``samctl check`` without ``--fix``.
+
+Invariants:
+- ``ordered_map(store, fn, parts)`` yields ``fn(store, part)`` for each part, in the order of
+  ``parts``, whether in workers or (one job, or fewer parts than ``min_parts``) right here.
+  ``fn`` is a module-level function (workers find it by name); what it returns is pickled.
+- A worker's store is a new one on the same folders and caps, without samctl's listing cache:
+  workers read the store, never samctl's cache, and write nothing.
+- Linux forks the workers (what the parent imported, and patched, carries over); elsewhere they
+  are spawned, as fork is unsafe on macOS.
+- ``jobs()``: ``SAMCTL_JOBS`` when set (``1``: no workers), else the cores, at most ``MAX_JOBS``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+MAX_JOBS = 4  # past this the disk, not the cores, is what limits a read of every file
+
+
+def jobs(env: str = "SAMCTL_JOBS") -> int:
+    """Worker processes to use: ``env`` if it holds a number (0 or 1: none), else the cores (at most MAX_JOBS)."""
+    value = os.environ.get(env, "")
+    if value.isdigit():
+        return max(1, int(value))
+    return max(1, min(os.cpu_count() or 1, MAX_JOBS))
+
+
+_store = None
+
+
+def _init(spec) -> None:
+    global _store
+    from samctl.formats.base import Caps
+
+    kind, conv, base, caps = spec
+    if kind == "sam":
+        from samctl.formats.sam.store import SamStore as cls
+    else:
+        from samctl.formats.mermaid.store import MermaidStore as cls
+    _store = cls(Path(conv), Path(base), Caps(*caps), False)
+
+
+def _run(fn, part):
+    return fn(_store, part)
+
+
+def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: int = 2):
+    """``fn(store, part)`` for each of ``parts``, in order: in ``n_jobs`` worker processes (default
+    ``jobs()``), or here when there is one job or fewer than ``min_parts`` parts."""
+    n_jobs = jobs() if n_jobs is None else n_jobs
+    if n_jobs <= 1 or len(parts) < max(min_parts, 2):
+        for part in parts:
+            yield fn(store, part)
+        return
+    import concurrent.futures
+    import functools
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    spec = (store.name, str(store.conv_dir), str(store.base), (store.caps.snapshot, store.caps.log, store.caps.other))
+    with concurrent.futures.ProcessPoolExecutor(min(n_jobs, len(parts)), mp_context=ctx, initializer=_init,
+                                                initargs=(spec,)) as pool:
+        yield from pool.map(functools.partial(_run, fn), parts)

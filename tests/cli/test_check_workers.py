@@ -1,0 +1,50 @@
+"""`samctl check` without --fix reads sessions and conversation folders in worker processes when
+there are many: the report is the one a single process gives, finding for finding, in order."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import pytest
+
+from samctl.formats.mermaid import checks as mermaid_checks
+from samctl.formats.sam import checks as sam_checks
+from tests.conftest import fingerprint
+
+
+@pytest.fixture
+def pools(monkeypatch):
+    """Every unit of work is one session or folder, workers from two units on; counts the pools made."""
+    made = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    def counting(*args, **kw):
+        made.append(args)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counting)
+    for mod in (mermaid_checks, sam_checks):
+        monkeypatch.setattr(mod, "CHECK_CHUNK", 1)
+        monkeypatch.setattr(mod, "PARALLEL_MIN_PARTS", 2)
+    return made
+
+
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_workers_report_what_one_process_does(run, which, fmt, mermaid_broken, sam_broken, pools):
+    root, _ = mermaid_broken if which == "mermaid" else sam_broken
+    before = fingerprint(root)
+    one = run("--root", root, "check", "--format", fmt, env={"SAMCTL_JOBS": "1"})
+    assert pools == []
+    two = run("--root", root, "check", "--format", fmt, env={"SAMCTL_JOBS": "2"})
+    assert len(pools) == 1
+    assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
+    assert one.exit_code == 3 and (one.stdout + one.stderr).count("error") >= 3
+    assert fingerprint(root) == before
+
+
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+def test_fix_stays_in_one_process(run, which, mermaid_broken, sam_broken, pools):
+    root, _ = mermaid_broken if which == "mermaid" else sam_broken
+    run("--root", root, "check", "--fix", env={"SAMCTL_JOBS": "2"})
+    assert pools == []
