@@ -30,6 +30,7 @@ Invariants
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import secrets
@@ -350,9 +351,12 @@ def _cut(cum, cuts, a: int, b: int, room: int, empty: bool) -> int | None:
 
 
 def _moved(pieces, start: int, end: int) -> tuple:
-    """(new segment, start, end) of a source that was at rows ``[start, end)`` of a rewritten segment."""
-    for a, c, name, first in pieces:
-        if a <= start < c:
+    """(new segment, start, end) of a source that was at rows ``[start, end)`` of a rewritten segment
+    (``pieces``: that segment's, in row order; a bisection, as a decayed segment may have thousands)."""
+    i = bisect.bisect_right(pieces, start, key=lambda piece: piece[0]) - 1
+    if i >= 0:
+        a, c, name, first = pieces[i]
+        if start < c:
             return name, first + start - a, first + end - a
     return None, 0, 0
 
