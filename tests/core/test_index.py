@@ -213,12 +213,12 @@ def test_compaction_keeps_results(sam):
         if base in names:  # tiered: the small segments are merged, the big one is left alone ...
             assert idx.rows == first.rows + i + 1
     assert base in names and len(names) == 2
-    # ... until more than DEAD_FRACTION of its rows are dead: then everything is rewritten into one segment
+    # ... until more than DEAD_FRACTION of its rows are dead: then it is rewritten with what is alive in it
     for folder in (SAM_ID, TOPIC, "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"):  # all but the API chat: > 30% dead
         for p in (sam / "conversations" / folder).iterdir():
             _old(p, 900)
     idx, _ = refresh(sam)
-    assert [s.name for s in idx.segments] != names and len(idx.segments) == 1
+    assert base not in {s.name for s in idx.segments} and len(idx.segments) <= 2  # (the re-read files: the other)
     got = query(sam)
     shutil.rmtree(ix.index_dir(open_store(str(sam))))
     assert query(sam) == got

@@ -165,3 +165,39 @@ def test_a_build_that_fails_between_segments_leaves_the_index_as_it_was(tree, mo
     assert len(calls) == 3
     after = {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
     assert after == before  # the two finished segments are gone again, the third's temp too
+
+
+def test_a_refresh_that_reads_a_few_files_does_not_rewrite_the_big_segment(tree, monkeypatch):
+    """A small segment of a few sessions decays as soon as one of them is saved again: it is
+    rewritten alone; the big segment that holds the rest is left as it is."""
+    _results(tree)
+    (base,) = [s.name for s in ix.open_index(open_store(str(tree))).segments]
+    conv = tree / ".mermaid" / "conversations"
+    snaps = sorted(conv.glob("*.json"))
+    for i in range(12):
+        _change(snaps[i % 3: i % 3 + 2], 1800 - i)  # two of three "active" sessions, again and again
+        _results(tree, texts=("budget",))
+        assert base in {s.name for s in ix.open_index(open_store(str(tree))).segments}
+    assert _results(tree) == _one_segment_results(tree)
+
+
+def test_a_rewrite_that_fails_leaves_the_index_as_it_was(tree, monkeypatch):
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    store = open_store(str(tree))
+    ix.refresh(store, [])
+    d = ix.index_dir(store)
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
+    conv = tree / ".mermaid" / "conversations"
+    _change(sorted(conv.glob("*.json"))[::2])  # every other session: its segments decay
+    real = ixupdate._rewrite
+
+    def failing(*args):
+        monkeypatch.setattr(ixupdate.SegmentWriter, "finish", lambda self: (_ for _ in ()).throw(OSError(28, "full")))
+        return real(*args)
+
+    monkeypatch.setattr(ixupdate, "_rewrite", failing)
+    with pytest.raises(ix.BadIndex, match="full"):
+        ix.refresh(open_store(str(tree)), [])
+    after = {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
+    assert after == before  # the refresh's new segments are gone again, the rewrite's temps too

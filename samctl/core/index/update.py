@@ -14,9 +14,9 @@ Invariants
   left to do.  Readers take no lock (see ``opened``).
 - Incremental: a source whose signature changed (or that is new) is read again into a new
   segment and its old rows become dead; removed sources only add dead rows.  A segment with no
-  alive rows is dropped.  Segments are rewritten when one has more than ``DEAD_FRACTION`` of its
-  rows dead, and the small ones merged when there are more than ``MAX_SEGMENTS`` of them
-  (``_to_rewrite``), so a search never pays for rewriting the whole index.
+  alive rows is dropped.  A segment is rewritten once more than ``DEAD_FRACTION`` of its rows
+  are dead, and the small ones are merged when there are more than ``MAX_SEGMENTS`` of them
+  (``_to_rewrite``), so a search never pays for rewriting the whole index for a few files.
 - Bounded: a build or a rewrite cuts its output into segments of about ``SEGMENT_BYTES``, between
   sources (a source's rows are always in one segment), so what it holds in memory does not grow
   with the store: building the index of 100,000 mermaid sessions (1.2 million messages) peaked at
@@ -176,20 +176,35 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
             seg_by_name[old["seg"]]["dead"].append([old["start"], old["end"]])
         for cid in old["infos"]:
             man["convs"].pop(cid, None)
+    entries: dict = {}
+    infos: list = []
     if changed:
         todo = [current[k] for k in changed]
         entries, infos = _read_into(lambda: SegmentWriter(root, _new_segment_path(d)), store, todo, current,
                                     man["convs"], progress, jobs, cap=SEGMENT_BYTES)
-        for info in infos:
-            if info["rows"]:
-                man["segments"].append(info)
-                seg_by_name[info["name"]] = info
-            else:
-                fsafe.discard_temp(d / info["name"])
-        for key, e in entries.items():
-            if e["end"] == e["start"]:
-                e["seg"], e["start"], e["end"] = None, 0, 0
-            man["sources"][key] = e
+    try:
+        man = _settle(d, root, man, segs, seg_by_name, infos, entries)
+    except BaseException:
+        _unlink_finished(d, infos)  # no manifest names them yet: the index stays as it was
+        raise
+    man["updated"] = now
+    write_manifest_bytes(d / "manifest", encode_manifest(man))
+    _gc(d, {s["name"] for s in man["segments"]})
+
+
+def _settle(d: Path, root: str, man: dict, segs: dict, seg_by_name: dict, infos: list, entries: dict) -> dict:
+    """``man`` with the new segments ``infos`` (and their sources, ``entries``) in, the segments
+    no row is alive in out, and what ``_to_rewrite`` picks rewritten."""
+    for info in infos:
+        if info["rows"]:
+            man["segments"].append(info)
+            seg_by_name[info["name"]] = info
+        else:
+            fsafe.discard_temp(d / info["name"])
+    for key, e in entries.items():
+        if e["end"] == e["start"]:
+            e["seg"], e["start"], e["end"] = None, 0, 0
+        man["sources"][key] = e
     for s in man["segments"]:
         s["dead"] = _merge_ranges(s["dead"])
     man["segments"] = [s for s in man["segments"] if _dead_count(s) < s["rows"]]
@@ -202,9 +217,7 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
     if rewrite:
         man, opened = _rewrite(d, root, man, opened, rewrite)
     man["hidden"] = _hidden(man, opened)
-    man["updated"] = now
-    write_manifest_bytes(d / "manifest", encode_manifest(man))
-    _gc(d, {s["name"] for s in man["segments"]})
+    return man
 
 
 def _merge_ranges(ranges: list) -> list:
@@ -224,23 +237,21 @@ def _dead_count(s: dict) -> int:
 def _to_rewrite(segments: list) -> set:
     """The segments to rewrite now (empty: none).
 
-    A segment with more than ``DEAD_FRACTION`` of its rows dead is rewritten, together with every
-    segment under ``SEGMENT_BYTES / 2``.  Otherwise the small segments refreshes leave are merged
-    once there are more than ``MAX_SEGMENTS`` of them besides the "sealed" ones (those of
-    ``SEGMENT_BYTES / 2`` or more, and the biggest); a sealed segment is rewritten only once it has
-    decayed.  So a search never pays for rewriting a big segment for nothing, and no rewrite holds
-    more than one ``SEGMENT_BYTES`` segment in memory at a time (``_rewrite``).
+    A segment with more than ``DEAD_FRACTION`` of its rows dead is rewritten (with what is alive
+    in it), and the small segments refreshes leave are merged once there are more than
+    ``MAX_SEGMENTS`` of them besides the "sealed" ones (those of ``SEGMENT_BYTES / 2`` or more,
+    and the biggest).  So a refresh that read a few files never pays for rewriting a big segment
+    that has not decayed, and no rewrite holds more than one ``SEGMENT_BYTES`` segment in memory
+    at a time (``_rewrite``).
     """
     if not segments:
         return set()
-    half = {s["name"] for s in segments if s["size"] < SEGMENT_BYTES // 2}
-    decayed = {s["name"] for s in segments if _dead_count(s) > DEAD_FRACTION * s["rows"]}
-    if decayed:
-        return decayed | half
-    small = half - {max(segments, key=lambda s: s["size"])["name"]}
+    out = {s["name"] for s in segments if _dead_count(s) > DEAD_FRACTION * s["rows"]}
+    biggest = max(segments, key=lambda s: s["size"])["name"]
+    small = {s["name"] for s in segments if s["size"] < SEGMENT_BYTES // 2} - {biggest}
     if len(small) > MAX_SEGMENTS - 1:
-        return small
-    return set()
+        out |= small
+    return out
 
 
 def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
