@@ -58,12 +58,26 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
         for part in parts:
             yield fn(store, part)
         return
+    import collections
     import concurrent.futures
-    import functools
+    import itertools
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     spec = (store.name, str(store.conv_dir), str(store.base), (store.caps.snapshot, store.caps.log, store.caps.other))
-    with concurrent.futures.ProcessPoolExecutor(min(n_jobs, len(parts)), mp_context=ctx, initializer=_init,
-                                                initargs=(spec,)) as pool:
-        yield from pool.map(functools.partial(_run, fn), parts)
+    n_jobs = min(n_jobs, len(parts))
+    with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=ctx, initializer=_init, initargs=(spec,)) as pool:
+        # at most AHEAD parts per worker submitted and not yet handed back: results never pile up
+        # in memory when the caller is slower than the workers (pool.map would submit them all)
+        todo = iter(parts)
+        pending = collections.deque(pool.submit(_run, fn, part) for part in itertools.islice(todo, AHEAD * n_jobs))
+        while pending:
+            done = pending.popleft()
+            part = next(todo, _END)
+            if part is not _END:
+                pending.append(pool.submit(_run, fn, part))
+            yield done.result()
+
+
+AHEAD = 2
+_END = object()

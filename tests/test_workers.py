@@ -1,0 +1,58 @@
+"""formats/workers.py: results in the order of the parts, whether in workers or here, and never
+more than a few parts handed to the workers ahead of the caller."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+
+from samctl.formats import open_store, workers
+
+
+def _square(store, part):
+    return [(x * x, os.getpid(), store.name) for x in part]
+
+
+def test_results_come_back_in_order_from_workers(mermaid_demo):
+    store = open_store(str(mermaid_demo))
+    parts = [[i, i + 1] for i in range(0, 60, 2)]
+    here = list(workers.ordered_map(store, _square, parts, n_jobs=1))
+    there = list(workers.ordered_map(store, _square, parts, n_jobs=2))
+    assert [[v for v, _, _ in r] for r in there] == [[v for v, _, _ in r] for r in here] == \
+        [[i * i, (i + 1) * (i + 1)] for i in range(0, 60, 2)]
+    assert {pid for r in here for _, pid, _ in r} == {os.getpid()}
+    assert os.getpid() not in {pid for r in there for _, pid, _ in r}
+    assert {name for r in there for _, _, name in r} == {"mermaid"}  # each worker has the store
+
+
+def test_few_parts_or_one_job_stay_here(mermaid_demo):
+    store = open_store(str(mermaid_demo))
+    for n_jobs, parts in ((1, [[1]] * 10), (2, [[1]])):
+        assert {pid for r in workers.ordered_map(store, _square, parts, n_jobs=n_jobs) for _, pid, _ in r} == \
+            {os.getpid()}
+
+
+def test_parts_are_handed_out_a_few_at_a_time(mermaid_demo, monkeypatch):
+    submitted = []
+    real = concurrent.futures.ProcessPoolExecutor.submit
+
+    def counting(self, *args, **kw):
+        submitted.append(args)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", counting)
+    store = open_store(str(mermaid_demo))
+    it = workers.ordered_map(store, _square, [[i] for i in range(40)], n_jobs=2)
+    for taken in range(1, 6):
+        next(it)
+        assert len(submitted) <= taken + workers.AHEAD * 2
+    assert len(list(it)) == 35 and len(submitted) == 40
+
+
+def test_jobs_from_the_environment(monkeypatch):
+    monkeypatch.setenv("SAMCTL_JOBS", "3")
+    assert workers.jobs() == 3
+    monkeypatch.setenv("SAMCTL_JOBS", "0")
+    assert workers.jobs() == 1
+    monkeypatch.setenv("SAMCTL_JOBS", "lots")
+    assert 1 <= workers.jobs() <= workers.MAX_JOBS
