@@ -36,6 +36,19 @@ class SamctlError(Exception):
         self.message = message
         self.hint = hint
 
+    def __reduce__(self):
+        # Whole, attributes and all, across a pickle (a worker process hands errors back that
+        # way): the default rebuilds from ``args`` alone, which loses the hint, and cannot call
+        # a subclass whose __init__ takes other arguments (FileProblem) at all.
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild(cls, args: tuple, state: dict) -> SamctlError:
+    e = cls.__new__(cls)
+    Exception.__init__(e, *args)
+    e.__dict__.update(state)
+    return e
+
 
 class UsageError(SamctlError):
     exit_code = USAGE

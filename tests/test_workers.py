@@ -6,6 +6,8 @@ from __future__ import annotations
 import concurrent.futures
 import os
 
+import pytest
+
 from samctl.formats import open_store, workers
 
 
@@ -56,3 +58,38 @@ def test_jobs_from_the_environment(monkeypatch):
     assert workers.jobs() == 1
     monkeypatch.setenv("SAMCTL_JOBS", "lots")
     assert 1 <= workers.jobs() <= workers.MAX_JOBS
+
+
+def _fail_on_three(store, part):
+    from samctl.errors import FileProblem
+
+    if 3 in part:
+        raise FileProblem("too-large", "/x/3.json", "simulated: over the cap")
+    return part
+
+
+def test_an_error_in_a_worker_reaches_the_caller_whole(mermaid_demo):
+    from samctl.errors import FileProblem
+
+    store = open_store(str(mermaid_demo))
+    for n_jobs in (1, 2):
+        it = workers.ordered_map(store, _fail_on_three, [[i] for i in range(8)], n_jobs=n_jobs)
+        assert [next(it) for _ in range(3)] == [[0], [1], [2]]
+        with pytest.raises(FileProblem) as exc:
+            next(it)
+        assert (exc.value.code, exc.value.path, exc.value.message) == ("too-large", "/x/3.json",
+                                                                      "simulated: over the cap")
+
+
+def test_errors_survive_a_pickle():
+    import pickle
+
+    from samctl.core.attic import AtticProblem
+    from samctl.errors import Busy, FileProblem, SamctlError
+
+    for e in (SamctlError("m", hint="h"), Busy("b", hint="wait"), FileProblem("bad-json", "/p", "why"),
+              AtticProblem("gone", ["f1", "f2"], hint="repair")):
+        e.hint = e.hint or "given later"
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and back.args == e.args and back.__dict__ == e.__dict__
+        assert str(back) == str(e) and back.exit_code == e.exit_code

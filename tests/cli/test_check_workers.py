@@ -4,6 +4,7 @@ there are many: the report is the one a single process gives, finding for findin
 from __future__ import annotations
 
 import concurrent.futures
+import os
 
 import pytest
 
@@ -48,3 +49,15 @@ def test_fix_stays_in_one_process(run, which, mermaid_broken, sam_broken, pools)
     root, _ = mermaid_broken if which == "mermaid" else sam_broken
     run("--root", root, "check", "--fix", env={"SAMCTL_JOBS": "2"})
     assert pools == []
+
+
+def test_fix_stats_each_entry_when_it_reaches_it(run, sam_demo):
+    """A top-level file hard-linked to a conversation.json fixed earlier in the run has the fixed
+    mode by the time check reaches it: one fix, not two."""
+    conv = sam_demo / "conversations"
+    inner = sorted(conv.glob("*/conversation.json"))[0]
+    inner.chmod(0o644)
+    os.link(inner, conv / "zz-hardlink.json")
+    r = run("--root", sam_demo, "check", "--fix")
+    fixed = [line for line in (r.stdout + r.stderr).splitlines() if "fixed" in line and "0644" in line]
+    assert len(fixed) == 1 and inner.name in fixed[0] and "1 fixed" in r.stderr, r.stdout + r.stderr

@@ -134,7 +134,8 @@ def test_any_json_value_agrees(value):
     "2026-13-01T00:00:00Z", "2026-08-10T24:00:00Z", "2026-08-10T14:60:00Z", "2026-08-10T14:02:60Z",
     "0000-01-01T00:00:00Z", "2026-08-10 14:02:11Z", "2026-08-10T14:02:11", "２０２６-08-10T14:02:11Z",
 ])
-@pytest.mark.parametrize("where", [("created",), ("messages", 0, "timestamp"), ("settings", "telemetry", "lastUpdated")])
+@pytest.mark.parametrize("where", [("created",), ("messages", 0, "timestamp"),
+                                   ("settings", "telemetry", "lastUpdated")])
 def test_dates_agree(date, where):
     doc = rich()
     doc["settings"]["telemetry"] = {"archiveRecallCount": 0, "memoryRetrievalCount": 0, "compressionEventCount": 0,

@@ -225,7 +225,7 @@ def _read_all(store, sources: list[Source], progress=None, jobs: int | None = No
     chunks = [sources[i:i + CHUNK_SOURCES] for i in range(0, len(sources), CHUNK_SOURCES)]
     total = len(sources)
     if jobs is None:
-        jobs = workers.jobs("SAMCTL_INDEX_JOBS" if "SAMCTL_INDEX_JOBS" in os.environ else "SAMCTL_JOBS")
+        jobs = workers.jobs("SAMCTL_INDEX_JOBS" if os.environ.get("SAMCTL_INDEX_JOBS", "").isdigit() else "SAMCTL_JOBS")
     done = rows = 0
     for part, chunk in zip(chunks, workers.ordered_map(store, _read_part, chunks,
                                                        jobs if total >= PARALLEL_MIN_SOURCES else 1)):

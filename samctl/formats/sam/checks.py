@@ -39,21 +39,19 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
         return fixes
     topic_ids: set[str] = set()
     scopeless: list[os.DirEntry] = []
-    plan = []  # (entry, lstat) in name order; folders are checked below, here or in workers
-    for e in sorted(entries, key=lambda e: e.name):
-        try:
-            plan.append((e, e.stat(follow_symlinks=False)))
-        except OSError as exc:
-            plan.append((e, exc))
-    folders = [(e.name, e.path, st) for e, st in plan if isinstance(st, os.stat_result) and stat.S_ISDIR(st.st_mode)
-               and e.name not in ("backups", ".samctl")]
-    if fix:
-        checked = iter(_check_folder(store, *f, fix=True) for f in folders)
-    else:  # only read: in worker processes when there are many
+    ordered = sorted(entries, key=lambda e: e.name)
+    checked = None
+    if not fix:  # only read: the folders in worker processes when there are many, the rest below
+        folders = []
+        for e in ordered:
+            st = _lstat(e)
+            if isinstance(st, os.stat_result) and stat.S_ISDIR(st.st_mode) and e.name not in ("backups", ".samctl"):
+                folders.append((e.name, e.path, st))
         parts = [folders[i:i + CHECK_CHUNK] for i in range(0, len(folders), CHECK_CHUNK)]
         checked = (r for part in workers.ordered_map(store, _check_folders, parts, min_parts=PARALLEL_MIN_PARTS)
                    for r in part)
-    for e, st in plan:
+    for e in ordered:
+        st = _lstat(e)  # (with --fix: when the entry is reached, after the fixes before it, as a person would)
         if isinstance(st, OSError):
             findings.append(Finding("unreadable", e.path, f"cannot stat: {st.strerror}"))
             continue
@@ -76,7 +74,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
                 elif e.name == "active-conversation.json":
                     _check_active(store, e.path, findings)
             continue
-        found, fixed, topic, has_conversation = next(checked)
+        found, fixed, topic, has_conversation = _check_folder(store, e.name, e.path, st, fix) if fix else next(checked)
         findings += found
         fixes += fixed
         if topic:
@@ -90,6 +88,14 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
 
 CHECK_CHUNK = 32  # conversation folders per unit of work handed to a worker process
 PARALLEL_MIN_PARTS = 8  # fewer folders than 8 units of work: checked here, no worker processes
+
+
+def _lstat(e: os.DirEntry):
+    """The entry's lstat, or the OSError (os.DirEntry keeps the first answer)."""
+    try:
+        return e.stat(follow_symlinks=False)
+    except OSError as exc:
+        return exc
 
 
 def _check_folders(store, part: list) -> list:
