@@ -141,13 +141,22 @@ def test_small_segments_are_merged_up_to_the_cap(tree, monkeypatch):
     assert _results(tree) == _one_segment_results(tree)
 
 
-def test_a_build_that_fails_between_segments_leaves_the_index_as_it_was(tree, monkeypatch):
+def _index_files(d) -> dict:
+    return {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
+
+
+def _small_cap_index(tree, monkeypatch):
+    """(the index folder, its files) of ``tree`` indexed in segments of ``CAP``."""
     monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
     monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
     store = open_store(str(tree))
     ix.refresh(store, [])
     d = ix.index_dir(store)
-    before = {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
+    return d, _index_files(d)
+
+
+def test_a_build_that_fails_between_segments_leaves_the_index_as_it_was(tree, monkeypatch):
+    d, before = _small_cap_index(tree, monkeypatch)
     conv = tree / ".mermaid" / "conversations"
     _change(sorted(conv.glob("*.json"))[:30])  # enough for several new segments
     real = ixupdate.SegmentWriter.finish
@@ -163,8 +172,7 @@ def test_a_build_that_fails_between_segments_leaves_the_index_as_it_was(tree, mo
     with pytest.raises(ix.BadIndex, match="No space left on device"):
         ix.refresh(open_store(str(tree)), [])
     assert len(calls) == 3
-    after = {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
-    assert after == before  # the two finished segments are gone again, the third's temp too
+    assert _index_files(d) == before  # the two finished segments are gone again, the third's temp too
 
 
 def test_a_refresh_that_reads_a_few_files_does_not_rewrite_the_big_segment(tree, monkeypatch):
@@ -182,12 +190,7 @@ def test_a_refresh_that_reads_a_few_files_does_not_rewrite_the_big_segment(tree,
 
 
 def test_a_rewrite_that_fails_leaves_the_index_as_it_was(tree, monkeypatch):
-    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
-    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
-    store = open_store(str(tree))
-    ix.refresh(store, [])
-    d = ix.index_dir(store)
-    before = {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
+    d, before = _small_cap_index(tree, monkeypatch)
     conv = tree / ".mermaid" / "conversations"
     _change(sorted(conv.glob("*.json"))[::2])  # every other session: its segments decay
     real = ixupdate._rewrite
@@ -199,5 +202,4 @@ def test_a_rewrite_that_fails_leaves_the_index_as_it_was(tree, monkeypatch):
     monkeypatch.setattr(ixupdate, "_rewrite", failing)
     with pytest.raises(ix.BadIndex, match="full"):
         ix.refresh(open_store(str(tree)), [])
-    after = {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
-    assert after == before  # the refresh's new segments are gone again, the rewrite's temps too
+    assert _index_files(d) == before  # the refresh's new segments are gone again, the rewrite's temps too
