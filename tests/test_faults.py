@@ -40,7 +40,7 @@ from samctl.cli import cli
 from samctl.core import attic
 from samctl.formats import open_store
 from samctl.formats.mermaid import eventlog
-from tests.cli.test_compact import LONG, long_session
+from tests.cli.test_compact import long_session
 
 MID = "20260810_140307_512"
 SID = "8B58CBC4-ACA7-4811-AE66-C01921690310"

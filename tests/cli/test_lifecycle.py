@@ -636,7 +636,7 @@ def test_a_folder_that_is_the_scope_of_a_conversation_in_the_attic_keeps_its_mem
 
 
 def test_a_folder_that_is_also_another_conversations_scope_keeps_its_memories(run, sam_demo):
-    other = _user_of_8b58s_memories(sam_demo)
+    _user_of_8b58s_memories(sam_demo)  # (its folder is compared with the others below)
     before = files_state(sam_demo, SID)
     r = run("--root", sam_demo, "rm", SID)
     assert r.exit_code == 0, r.stderr

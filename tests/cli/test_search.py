@@ -4,7 +4,6 @@ read-only proof, --touch."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import subprocess

@@ -16,7 +16,7 @@ from samctl.core import index as ix
 from samctl.core import search as sx
 from samctl.formats import open_store
 from tests.conftest import fingerprint
-from tests.search_helpers import MEM1, SAM_ID, TOPIC, age, insert_memory
+from tests.search_helpers import SAM_ID, TOPIC, age, insert_memory
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import os
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
