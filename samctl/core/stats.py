@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections import Counter
 from datetime import datetime
 
@@ -72,8 +73,6 @@ def _counted(store, dbs: list, findings: list) -> int:
     stats cache while the database, its -wal and its -journal have the size and mtime they were
     counted at (SQLite changes one of them with every write).  Only a count that came with no
     finding, of files outside the racy window, is cached: a warm stats of 20,000 scopes opens none."""
-    import time
-
     from samctl.formats.metacache import MetaCache
     from samctl.formats.sam import memorydb
 

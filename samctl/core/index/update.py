@@ -183,7 +183,7 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
         entries, infos = _read_into(lambda: SegmentWriter(root, _new_segment_path(d)), store, todo, current,
                                     man["convs"], progress, jobs, cap=SEGMENT_BYTES)
     try:
-        man = _settle(d, root, man, segs, seg_by_name, infos, entries)
+        man = _settle(d, root, man, segs, infos, entries)
     except BaseException:
         _unlink_finished(d, infos)  # no manifest names them yet: the index stays as it was
         raise
@@ -192,13 +192,12 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
     _gc(d, {s["name"] for s in man["segments"]})
 
 
-def _settle(d: Path, root: str, man: dict, segs: dict, seg_by_name: dict, infos: list, entries: dict) -> dict:
+def _settle(d: Path, root: str, man: dict, segs: dict, infos: list, entries: dict) -> dict:
     """``man`` with the new segments ``infos`` (and their sources, ``entries``) in, the segments
     no row is alive in out, and what ``_to_rewrite`` picks rewritten."""
     for info in infos:
         if info["rows"]:
             man["segments"].append(info)
-            seg_by_name[info["name"]] = info
         else:
             fsafe.discard_temp(d / info["name"])
     for key, e in entries.items():
