@@ -269,21 +269,23 @@ def _restore_batch(store, plans: list) -> list:
 
 
 def _restore_record(r: _Restore, folder: Path) -> dict:
-    return {"op": "restore", "stem": r.entry.stem, "id": r.entry.id, "new_id": r.new,
-            "staging": r.staging.relative_to(folder.parent).as_posix(), "names": r.names}
+    staging = folder.name if r.staging is folder else f"{folder.name}/{r.staging.name}"  # (see _stage)
+    return {"op": "restore", "stem": r.entry.stem, "id": r.entry.id, "new_id": r.new, "staging": staging,
+            "names": r.names}
 
 
 READ_AHEAD_MIN = 64 << 10  # archives at least this big are read (and hashed) ahead on a helper thread
+AHEAD = 2  # entries read ahead: a small one the helper finishes early does not leave it idle
 
 
 def _read_ahead(plans: list):
-    """``(plan, its archive as atticmod.read_archive gives it, the error, or None)``: each archive
-    of ``READ_AHEAD_MIN`` or more is read and hashed on a helper thread while the caller extracts
-    the entry before it (hashlib and reads release the GIL); a smaller one (None) costs less to
-    read than to hand over, and is read by the extraction itself."""
+    """``(plan, its archive as tarscan.read_ahead gives it, the error, or None)``: each archive of
+    ``READ_AHEAD_MIN`` or more is read, hashed and (if small) decompressed on a helper thread while
+    the caller extracts the entries before it (hashlib, zstd and reads release the GIL); a smaller
+    one (None) costs less to read than to hand over, and is read by the extraction itself."""
     def read(r):
         try:
-            return tarscan.read_archive(r.entry)
+            return tarscan.read_ahead(r.entry)
         except SamctlError as exc:
             return exc
 
@@ -293,11 +295,11 @@ def _read_ahead(plans: list):
         return None
 
     pool = tarzst.helper()
-    nxt = ahead(0)
+    queue = [ahead(i) for i in range(AHEAD)]
     for i, r in enumerate(plans):
-        archive = nxt.result() if nxt is not None else None
-        nxt = ahead(i + 1)
-        yield r, archive
+        nxt = queue.pop(0)
+        queue.append(ahead(i + AHEAD))
+        yield r, nxt.result() if nxt is not None else None
 
 
 def _stage(store, folder: Path, i: int, r: _Restore, claimed: set, archive=None) -> None:

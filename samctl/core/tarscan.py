@@ -35,6 +35,7 @@ PARALLEL_HASH = 256 << 10  # a tar this big is hashed on a helper thread while i
 READ_WHOLE = 32 << 20  # archives up to this size are read whole on restore (one read, checked in memory) ...
 IN_MEMORY = 32 << 20  # ... and decompressed in memory if their manifest accounts for at most this
 ABSOLUTE_CAP = 64 << 30  # never decompress more than this, whatever a manifest says
+DECOMPRESS_AHEAD = 8 << 20  # restore decompresses an entry ahead of time if it accounts for at most this
 
 
 def check_written(entry: Entry, w: Written) -> list:
@@ -107,14 +108,33 @@ def read_archive(entry: Entry):
         return None, -1, ""
 
 
+def read_ahead(entry: Entry):
+    """``read_archive(entry)`` and, fourth, the tar it decompresses to, or None: decompressed only
+    once the archive is known to match its manifest, and only if that accounts for at most
+    ``DECOMPRESS_AHEAD`` bytes (restore's helper thread calls this for the entries after the
+    one being written: a bound on what waits in memory)."""
+    data, n, digest = read_archive(entry)
+    tar = None
+    if data is not None and (n, digest) == (entry.tar_size, entry.tar_sha256):
+        cap = decompressed_cap(entry)
+        if cap <= DECOMPRESS_AHEAD:
+            import zstandard
+
+            try:
+                tar = _decompress_whole(data, cap)
+            except zstandard.ZstdError:
+                pass  # scan decompresses it again and says what is wrong
+    return data, n, digest, tar
+
+
 def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: bool = False,
           archive=None, undo=None) -> list:
     """Decompress ``entry`` and check every member against the manifest; findings for each problem.
 
     ``sink(member, ti, chunks)`` (if given) receives each member's content as an
     iterator of chunks; it must consume it. Reading stops at the first problem.
-    ``archive`` is ``read_archive(entry)`` if the caller has it already (or the
-    SamctlError it raised).  ``undo()`` (if given with a sink) removes what the
+    ``archive`` is ``read_archive(entry)`` or ``read_ahead(entry)`` if the caller has
+    it already (or the SamctlError it raised).  ``undo()`` (if given with a sink) removes what the
     sink made: a big tar is then first read by ``_scan_plain_stream``, and read
     again with ``tarfile`` (after ``undo``) if it is not laid out as samctl writes.
     """
@@ -125,7 +145,7 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
     if sum(m.size for m in entry.members) > absolute_cap:
         return [finding(entry, "attic-too-large", f"the manifest claims {entry.original_size} bytes, over the "
                                                     f"{absolute_cap}-byte cap: not decompressed")]
-    data = None  # a small archive is read once, whole, and checked and decompressed from memory
+    data = ready = None  # a small archive is read once, whole, and checked and decompressed from memory
     if check_tar_first:
         try:
             if archive is None:
@@ -134,7 +154,8 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
                 raise archive
         except SamctlError as exc:
             return [finding(entry, "attic-missing", exc.message)]
-        data, n, digest = archive
+        data, n, digest, *ahead = archive
+        ready = ahead[0] if ahead else None  # decompressed by read_ahead
         if (n, digest) != (entry.tar_size, entry.tar_sha256):
             return [finding(entry, "attic-tampered", "the compressed archive does not match its manifest's "
                                                        "size and sha256: not decompressed")]
@@ -154,11 +175,12 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
             return _Capped(decompressor().stream_reader(hr, read_size=CHUNK, read_across_frames=True), cap)
 
         if data is not None and cap <= IN_MEMORY:
-            tar = _decompress_whole(data, cap)
+            tar = ready if ready is not None and len(ready) <= cap else _decompress_whole(data, cap)
             if tar is None:
                 tar = _read_all(stream())
             if plain_layout(tar, entry.members):
-                return _scan_plain(entry, tar, sink)
+                # (the helper that decompressed it is busy with the next one: the hashing stays here)
+                return _scan_plain(entry, tar, sink, helper_hashes=tar is not ready)
             raw = io.BytesIO(tar)  # not samctl's plain layout: the general reader below says what is wrong
         else:
             raw = stream()
@@ -302,13 +324,14 @@ def _stamp_problem(m: Member, mode: int, mtime: float) -> str | None:
     return None
 
 
-def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
+def _scan_plain(entry: Entry, tar: bytes, sink, helper_hashes: bool = True) -> list:
     """``_scan`` of a tar that ``plain_layout`` accepted: each member's data is hashed and sunk.
 
     Small tars are hashed member by member before each is sunk.  In a big one the
     hashing runs on a helper thread while the files are written (both release the
-    GIL); a mismatch is then found after the writing, and ``unpack`` removes what
-    it wrote, as it does for the general reader.
+    GIL), unless ``helper_hashes`` is false (the helper is busy reading ahead); a
+    mismatch is then found after the writing, and ``unpack`` removes what it
+    wrote, as it does for the general reader.
     """
     view = memoryview(tar)
     spans, off = [], 0
@@ -317,7 +340,7 @@ def _scan_plain(entry: Entry, tar: bytes, sink) -> list:
         spans.append((m, view[off:off + m.size]))
         off += m.size + (-m.size % 512)
     digests = None
-    if sink is not None and len(tar) >= PARALLEL_HASH:
+    if sink is not None and helper_hashes and len(tar) >= PARALLEL_HASH:
         digests = helper().submit(lambda: [hashlib.sha256(d).hexdigest() if m.type == "file" else None
                                            for m, d in spans])
     for m, data in spans:

@@ -904,7 +904,7 @@ def test_restore_many_does_nothing_if_one_exists_again(run, mermaid_demo):
 def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid_demo, monkeypatch, read_ahead, damage):
     from samctl.core import restore
 
-    if read_ahead:  # as for archives of 64 KiB or more: read and hashed on a helper thread, one ahead
+    if read_ahead:  # as for archives of 64 KiB or more: read, hashed and decompressed on a helper thread, ahead
         monkeypatch.setattr(restore, "READ_AHEAD_MIN", 0)
     ids, before = _rm_all(run, mermaid_demo)
     tar = next(attic_of(mermaid_demo).glob(f"{MID}.*.tar.zst"))

@@ -348,7 +348,7 @@ PLAIN_MUTATIONS = {
 }
 
 
-@pytest.mark.parametrize("reader", ["memory", "memory-helper-thread", "stream"])
+@pytest.mark.parametrize("reader", ["memory", "memory-helper-thread", "read-ahead", "stream"])
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 @pytest.mark.parametrize("mutation", sorted(PLAIN_MUTATIONS))
 def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, reader, mermaid_demo, sam_demo,
@@ -356,7 +356,8 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
     """For samctl's own tars and every kind of damage to them (the manifest rewritten to match the
     damaged archive, as a hostile attic would), verify and unpack give the same findings and the same
     files whether or not a plain-layout fast path takes the tar: in memory (hashing each member
-    before writing it, or, as for bigger tars, on a helper thread while writing), or as a stream
+    before writing it, or, as for bigger tars, on a helper thread while writing; or decompressed
+    ahead, as restore's helper thread does for the entries after the one it writes), or as a stream
     (as for tars too big to decompress in memory; it hands over to tarfile when the layout is not
     samctl's, undoing what it extracted)."""
     import zstandard
@@ -391,7 +392,7 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
         dest = tmp_path / tag
         dest.mkdir()
         try:
-            attic.unpack(e, dest)
+            attic.unpack(e, dest, archive=tarscan.read_ahead(e) if reader == "read-ahead" else None)
             problem = None
         except attic.AtticProblem as exc:
             problem = [f.code for f in exc.findings]
@@ -409,6 +410,30 @@ def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, 
     assert fast == general
     if mutation in ("unchanged", "data"):
         assert fast[0] == ([] if mutation == "unchanged" else ["attic-tampered"])
+
+
+def test_read_ahead_decompresses_only_an_archive_that_matches_its_manifest(mermaid_demo, tmp_path, monkeypatch):
+    import zstandard
+
+    store = open_store(str(mermaid_demo))
+    e = attic.pack(store, MID, "deleted", store.conversation_files(MID))
+    comp = e.tar_path.read_bytes()
+    data, n, digest, tar = tarscan.read_ahead(e)
+    assert (data, n, digest) == (comp, len(comp), e.tar_sha256)
+    assert tar == zstandard.ZstdDecompressor().decompress(comp)
+    monkeypatch.setattr(tarscan, "DECOMPRESS_AHEAD", len(tar) - 1)  # (the cap is above the tar's length)
+    assert tarscan.read_ahead(e)[3] is None  # too big to wait in memory: scan decompresses it when its turn comes
+    monkeypatch.undo()
+    bad = bytearray(comp)
+    bad[len(bad) // 2] ^= 0xFF
+    e.tar_path.write_bytes(bytes(bad))
+    ahead = tarscan.read_ahead(e)
+    assert ahead[3] is None  # never decompressed
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(attic.AtticProblem) as exc:
+        attic.unpack(e, dest, archive=ahead)
+    assert [f.code for f in exc.value.findings] == ["attic-tampered"] and list(dest.iterdir()) == []
 
 
 def test_the_helper_thread_is_started_afresh_in_a_forked_child():
