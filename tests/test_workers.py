@@ -34,6 +34,21 @@ def test_few_parts_or_one_job_stay_here(mermaid_demo):
             {os.getpid()}
 
 
+def _nested(store, part):
+    """What a worker gets when the work it does maps over parts again (a listing inside a check, say)."""
+    return [(os.getpid(), [pid for r in workers.ordered_map(store, _square, [[1], [2], [3]], n_jobs=2)
+                           for _, pid, _ in r]) for _ in part]
+
+
+def test_a_worker_never_starts_workers_of_its_own(mermaid_demo):
+    """A pool's workers are daemons, which may not have children: the inner map runs in the worker."""
+    store = open_store(str(mermaid_demo))
+    out = [x for r in workers.ordered_map(store, _nested, [[0], [1], [2]], n_jobs=2) for x in r]
+    assert len(out) == 3
+    for worker, inner in out:
+        assert worker != os.getpid() and inner == [worker] * 3
+
+
 def test_parts_are_handed_out_a_few_at_a_time(mermaid_demo, monkeypatch):
     submitted = []
     real = concurrent.futures.ProcessPoolExecutor.submit

@@ -1,7 +1,8 @@
 """Reading many conversations in worker processes: one store per worker, the results in order.
 
 Used where the work is per conversation, only reads, and costs far more than handing its result
-back: the search index build (``core/index/rows.py``) and ``samctl check`` without ``--fix``.
+back: the search index build (``core/index/rows.py``), ``samctl check`` without ``--fix``, and the
+reading of a mermaid listing's cache misses (``formats/mermaid/store.py``).
 
 Invariants:
 - ``ordered_map(store, fn, parts)`` yields ``fn(store, part)`` for each part, in the order of
@@ -11,6 +12,7 @@ Invariants:
   workers read the store, never samctl's cache, and write nothing.
 - Linux forks the workers (what the parent imported, and patched, carries over); elsewhere they
   are spawned, as fork is unsafe on macOS.
+- A worker never starts workers of its own: ``ordered_map`` called in one runs right there.
 - ``jobs()``: ``SAMCTL_JOBS`` when set (``1``: no workers), else the cores, at most ``MAX_JOBS``.
 """
 
@@ -31,7 +33,7 @@ def jobs(env: str = "SAMCTL_JOBS") -> int:
     return max(1, min(os.cpu_count() or 1, MAX_JOBS))
 
 
-_store = None
+_store = None  # a worker's store (None: this is not a worker)
 
 
 def _init(spec) -> None:
@@ -54,7 +56,7 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
     """``fn(store, part)`` for each of ``parts``, in order: in ``n_jobs`` worker processes (default
     ``jobs()``), or here when there is one job or fewer than ``min_parts`` parts."""
     n_jobs = jobs() if n_jobs is None else n_jobs
-    if n_jobs <= 1 or len(parts) < max(min_parts, 2):
+    if n_jobs <= 1 or len(parts) < max(min_parts, 2) or _store is not None:
         for part in parts:
             yield fn(store, part)
         return
