@@ -112,17 +112,12 @@ class MermaidStore(Store):
         fresh: dict = {}
         now_ns = time.time_ns()
         metas: list = []
-        listed = 0
-        for n in names:
-            if n.endswith(".meta"):
-                listed += 1
-                self._list_one(conv, n, self._scan_meta, cache, listing, fresh, now_ns, name_set, metas, findings)
+        metas_named = [n for n in names if n.endswith(".meta")]
+        self._list_pass(conv, metas_named, "meta", cache, listing, fresh, now_ns, name_set, metas, findings)
         seen = {m.id for m in metas}
-        for n in names:
-            if n.endswith(".json") and n[:-5] not in seen:
-                listed += 1
-                self._list_one(conv, n, self._scan_snapshot, cache, listing, fresh, now_ns, name_set, metas,
-                               findings)
+        snapshots = [n for n in names if n.endswith(".json") and n[:-5] not in seen]
+        self._list_pass(conv, snapshots, "json", cache, listing, fresh, now_ns, name_set, metas, findings)
+        listed = len(metas_named) + len(snapshots)
         metas.sort(key=recency, reverse=True)
         # The stamp may be trusted next time only if every listed name is in the cache
         # (nothing racy, unreadable, vanished or not a regular file) and the folder is not racy.
@@ -134,42 +129,60 @@ class MermaidStore(Store):
             cache_file.save(fresh)
         return metas
 
-    def _list_one(self, conv, n, scan, cache, listing, fresh, now_ns, name_set, metas, findings) -> None:
-        p = conv + os.sep + n
-        st = fsafe.lstat(p)
-        if st is None:
-            return
-        if not stat.S_ISREG(st.st_mode):
-            why = "is a symlink (samctl does not follow symlinks)" if stat.S_ISLNK(st.st_mode) else \
-                f"is not a regular file ({fsafe.describe_mode(st.st_mode)})"
-            findings.append(Finding("symlink" if stat.S_ISLNK(st.st_mode) else "not-regular", p, why))
-            return
-        entry = MetaCache.fresh(cache.get(n), st, 4)
-        if entry is not None and type(entry[2]) is int:  # its row is in the listing saved with it
-            row = listing.row(entry[2]) if listing is not None else None
-            entry = None if row is None else [entry[0], entry[1], row, entry[3]]
-        if entry is None or not (entry[2] is None or _row_ok(entry[2])) or not (
-                entry[3] is None or type(entry[3]) is list and len(entry[3]) == 2):
-            entry = scan(p, st, name_set)
-        # A permission problem can be fixed by chmod, which leaves the mtime alone: never cache it.
-        if MetaCache.cacheable(st, now_ns) and (entry[3] is None or entry[3][0] != "unreadable"):
-            fresh[n] = entry
-        if entry[3] is not None:
-            findings.append(Finding(entry[3][0], p, entry[3][1]))
-        row = entry[2]
-        if row is not None:
-            # row[7]: the bytes of the conversation's other saved file (.json beside a .meta, or
-            # the reverse), measured when this file was read: mermaid writes both in one save.
-            # The log grows between saves, so it is stat'ed every time.
-            log = conv + os.sep + n.rpartition(".")[0] + ".jsonl"
-            size = st.st_size + row[7]
-            if log[len(conv) + 1:] in name_set:
-                try:
-                    size += os.stat(log, follow_symlinks=False).st_size
-                except OSError:
-                    pass
-            metas.append(ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6],
-                                          size, False, p))
+    def _list_pass(self, conv, names, kind, cache, listing, fresh, now_ns, name_set, metas, findings) -> None:
+        """List ``names`` (sidecars, ``kind`` "meta", or snapshots, "json"), in order.
+
+        Each is lstat'ed and looked up in the cache; those it has nothing fresh for are
+        read and parsed (``_scan_part``), in worker processes when there are at least
+        ``PARALLEL_SCAN`` of them (a first listing, or after ``--no-cache``).
+        """
+        probes, todo = [], []
+        for n in names:
+            p = conv + os.sep + n
+            st = fsafe.lstat(p)
+            if st is None:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                why = "is a symlink (samctl does not follow symlinks)" if stat.S_ISLNK(st.st_mode) else \
+                    f"is not a regular file ({fsafe.describe_mode(st.st_mode)})"
+                probes.append((n, p, st, Finding("symlink" if stat.S_ISLNK(st.st_mode) else "not-regular", p, why)))
+                continue
+            entry = MetaCache.fresh(cache.get(n), st, 4)
+            if entry is not None and type(entry[2]) is int:  # its row is in the listing saved with it
+                row = listing.row(entry[2]) if listing is not None else None
+                entry = None if row is None else [entry[0], entry[1], row, entry[3]]
+            if entry is None or not (entry[2] is None or _row_ok(entry[2])) or not (
+                    entry[3] is None or type(entry[3]) is list and len(entry[3]) == 2):
+                entry = None
+                # (a worker is handed whether the other saved file is there, not the whole folder's names)
+                todo.append((p, st, n.rpartition(".")[0] + _OTHER[kind] in name_set))
+            probes.append((n, p, st, entry))
+        scanned = iter(_scanned(self, kind, todo))
+        for n, p, st, entry in probes:
+            if isinstance(entry, Finding):
+                findings.append(entry)
+                continue
+            if entry is None:
+                entry = next(scanned)
+            # A permission problem can be fixed by chmod, which leaves the mtime alone: never cache it.
+            if MetaCache.cacheable(st, now_ns) and (entry[3] is None or entry[3][0] != "unreadable"):
+                fresh[n] = entry
+            if entry[3] is not None:
+                findings.append(Finding(entry[3][0], p, entry[3][1]))
+            row = entry[2]
+            if row is not None:
+                # row[7]: the bytes of the conversation's other saved file (.json beside a .meta, or
+                # the reverse), measured when this file was read: mermaid writes both in one save.
+                # The log grows between saves, so it is stat'ed every time.
+                log = conv + os.sep + n.rpartition(".")[0] + ".jsonl"
+                size = st.st_size + row[7]
+                if log[len(conv) + 1:] in name_set:
+                    try:
+                        size += os.stat(log, follow_symlinks=False).st_size
+                    except OSError:
+                        pass
+                metas.append(ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6],
+                                              size, False, p))
 
     def _scan_meta(self, p: str, st, name_set) -> list:
         """[size, mtime_ns, listing row or None (skipped), [code, reason] or None] of one sidecar."""
@@ -331,6 +344,29 @@ class MermaidStore(Store):
 
 
 _ROW_WIDTH = 8
+_OTHER = {"meta": ".json", "json": ".meta"}  # the other file a save writes beside each
+PARALLEL_SCAN = 2000  # cache misses from which a listing reads them in worker processes
+SCAN_PART = 500  # files per unit of work handed to a worker
+
+
+def _scanned(store, kind: str, todo: list):
+    """``_scan_part`` of ``todo`` in order: in worker processes when there are ``PARALLEL_SCAN`` or more."""
+    from samctl.formats import workers
+
+    parts = [(kind, todo[i:i + SCAN_PART]) for i in range(0, len(todo), SCAN_PART)]
+    for part in workers.ordered_map(store, _scan_part, parts, n_jobs=None if len(todo) >= PARALLEL_SCAN else 1):
+        yield from part
+
+
+def _scan_part(store, part) -> list:
+    """The cache entries of one part's files: ``(kind, [(path, lstat, whether the other saved file is there)])``."""
+    kind, todo = part
+    scan = store._scan_meta if kind == "meta" else store._scan_snapshot
+    out = []
+    for p, st, other in todo:
+        name = p.rpartition(os.sep)[2].rpartition(".")[0] + _OTHER[kind]
+        out.append(scan(p, st, (name,) if other else ()))
+    return out
 
 
 def _row(m: ConversationMeta, p: str, other_ext: str, name_set) -> list:
