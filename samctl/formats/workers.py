@@ -2,7 +2,7 @@
 
 Used where the work is per conversation, only reads, and costs far more than handing its result
 back: the search index build (``core/index/rows.py``), ``samctl check`` without ``--fix``, and the
-reading of a mermaid listing's cache misses (``formats/mermaid/store.py``).
+files a listing's cache has nothing for (``ordered_items``, from the stores' ``list_metas``).
 
 Invariants:
 - ``ordered_map(store, fn, parts)`` yields ``fn(store, part)`` for each part, in the order of
@@ -83,3 +83,17 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
 
 AHEAD = 2
 _END = object()
+
+
+def ordered_items(store, fn, items: list, min_items: int, part_size: int):
+    """``fn(store, item)`` for each of ``items``, in order: in worker processes (``part_size``
+    items to a unit of work) when there are at least ``min_items``, else right here.  For a
+    listing's cache misses: a first listing reads every file, a warm one a few."""
+    parts = [(fn, items[i:i + part_size]) for i in range(0, len(items), part_size)]
+    for results in ordered_map(store, _each, parts, n_jobs=None if len(items) >= min_items else 1):
+        yield from results
+
+
+def _each(store, part) -> list:
+    fn, items = part
+    return [fn(store, item) for item in items]

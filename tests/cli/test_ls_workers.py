@@ -1,6 +1,6 @@
-"""The first `samctl ls` of a big mermaid store (or one with --no-cache) reads the sidecars and
-snapshots its cache has nothing for in worker processes: the listing, its findings and the cache
-it saves are the ones a single process gives."""
+"""The first `samctl ls` of a big store (or one with --no-cache) reads the files its cache has
+nothing for (mermaid's sidecars and snapshots, SAM's conversation.json files) in worker processes:
+the listing, its findings and the cache it saves are the ones a single process gives."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 import pytest
 
 from samctl.formats.mermaid import store as mermaid_store
+from samctl.formats.sam import store as sam_store
 from tests.conftest import fingerprint
 
 
@@ -24,8 +25,9 @@ def pools(monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counting)
-    monkeypatch.setattr(mermaid_store, "PARALLEL_SCAN", 1)
-    monkeypatch.setattr(mermaid_store, "SCAN_PART", 1)
+    for mod in (mermaid_store, sam_store):
+        monkeypatch.setattr(mod, "PARALLEL_SCAN", 1)
+        monkeypatch.setattr(mod, "SCAN_PART", 1)
     return made
 
 
@@ -45,17 +47,20 @@ def _age(root):
             os.utime(os.path.join(dirpath, f), (1.7e9, 1.7e9), follow_symlinks=False)
 
 
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
 @pytest.mark.parametrize("fmt", ["jsonl", "table"])
-def test_workers_list_what_one_process_does(run, fmt, mermaid_broken, pools, monkeypatch, tmp_path):
-    root, _ = mermaid_broken
+def test_workers_list_what_one_process_does(run, which, fmt, mermaid_broken, sam_broken, pools, monkeypatch,
+                                            tmp_path):
+    root, _ = mermaid_broken if which == "mermaid" else sam_broken
     _age(root)
     before = fingerprint(root)
     one = run("--root", root, "--no-cache", "ls", "--format", fmt, env={"SAMCTL_JOBS": "1"})
     assert pools == []
     two = run("--root", root, "--no-cache", "ls", "--format", fmt, env={"SAMCTL_JOBS": "2"})
-    assert len(pools) == 2  # the sidecars, then the snapshots no sidecar listed
+    # mermaid: the sidecars, then the snapshots no sidecar listed; SAM: the conversation.json files
+    assert len(pools) == (2 if which == "mermaid" else 1)
     assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
-    assert one.exit_code == 3 and "bad-json" in one.stderr and "symlink" in one.stderr
+    assert one.exit_code == 3 and one.stderr.count("error: ") >= 3 and len(one.stdout.splitlines()) >= 3
     assert fingerprint(root) == before
 
     # the cache a parallel scan saves is the one a serial scan saves, and a warm listing reads the same
@@ -71,8 +76,9 @@ def test_workers_list_what_one_process_does(run, fmt, mermaid_broken, pools, mon
     assert fingerprint(root) == before
 
 
-def test_a_few_cache_misses_are_read_here(run, mermaid_broken, monkeypatch):
-    root, _ = mermaid_broken
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+def test_a_few_cache_misses_are_read_here(run, which, mermaid_broken, sam_broken, monkeypatch):
+    root, _ = mermaid_broken if which == "mermaid" else sam_broken
     made = []
     real = concurrent.futures.ProcessPoolExecutor
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", lambda *a, **k: made.append(a) or real(*a, **k))

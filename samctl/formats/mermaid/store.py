@@ -23,6 +23,7 @@ import orjson
 from samctl import fsafe
 from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.errors import FileProblem, NotFound
+from samctl.formats import workers
 from samctl.formats.base import Store
 from samctl.formats.metacache import MetaCache
 from samctl.formats.mermaid import decode
@@ -133,7 +134,7 @@ class MermaidStore(Store):
         """List ``names`` (sidecars, ``kind`` "meta", or snapshots, "json"), in order.
 
         Each is lstat'ed and looked up in the cache; those it has nothing fresh for are
-        read and parsed (``_scan_part``), in worker processes when there are at least
+        read and parsed (``_scan_one``), in worker processes when there are at least
         ``PARALLEL_SCAN`` of them (a first listing, or after ``--no-cache``).
         """
         probes, todo = [], []
@@ -155,9 +156,9 @@ class MermaidStore(Store):
                     entry[3] is None or type(entry[3]) is list and len(entry[3]) == 2):
                 entry = None
                 # (a worker is handed whether the other saved file is there, not the whole folder's names)
-                todo.append((p, st, n.rpartition(".")[0] + _OTHER[kind] in name_set))
+                todo.append((kind, p, st, n.rpartition(".")[0] + _OTHER[kind] in name_set))
             probes.append((n, p, st, entry))
-        scanned = iter(_scanned(self, kind, todo))
+        scanned = workers.ordered_items(self, _scan_one, todo, PARALLEL_SCAN, SCAN_PART)
         for n, p, st, entry in probes:
             if isinstance(entry, Finding):
                 findings.append(entry)
@@ -349,24 +350,11 @@ PARALLEL_SCAN = 2000  # cache misses from which a listing reads them in worker p
 SCAN_PART = 500  # files per unit of work handed to a worker
 
 
-def _scanned(store, kind: str, todo: list):
-    """``_scan_part`` of ``todo`` in order: in worker processes when there are ``PARALLEL_SCAN`` or more."""
-    from samctl.formats import workers
-
-    parts = [(kind, todo[i:i + SCAN_PART]) for i in range(0, len(todo), SCAN_PART)]
-    for part in workers.ordered_map(store, _scan_part, parts, n_jobs=None if len(todo) >= PARALLEL_SCAN else 1):
-        yield from part
-
-
-def _scan_part(store, part) -> list:
-    """The cache entries of one part's files: ``(kind, [(path, lstat, whether the other saved file is there)])``."""
-    kind, todo = part
-    scan = store._scan_meta if kind == "meta" else store._scan_snapshot
-    out = []
-    for p, st, other in todo:
-        name = p.rpartition(os.sep)[2].rpartition(".")[0] + _OTHER[kind]
-        out.append(scan(p, st, (name,) if other else ()))
-    return out
+def _scan_one(store, item) -> list:
+    """The cache entry of one file to read: ``(kind, path, lstat, whether the other saved file is there)``."""
+    kind, p, st, other = item
+    name = p.rpartition(os.sep)[2].rpartition(".")[0] + _OTHER[kind]
+    return (store._scan_meta if kind == "meta" else store._scan_snapshot)(p, st, (name,) if other else ())
 
 
 def _row(m: ConversationMeta, p: str, other_ext: str, name_set) -> list:

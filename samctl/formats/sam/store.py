@@ -33,6 +33,7 @@ import orjson
 from samctl import fsafe
 from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.errors import FileProblem, NotFound, SamctlError
+from samctl.formats import workers
 from samctl.formats.base import Store
 from samctl.formats.metacache import RACY_SECONDS, MetaCache
 from samctl.formats.sam import decode
@@ -194,7 +195,7 @@ class SamStore(Store):
         odd: list[tuple[str, ConversationMeta]] = []  # (folder name, meta) of oddly named folders
         taken: set[str] = set()  # ids whose own folder holds a conversation.json (_primary loads that one)
         now_ns = time.time_ns()
-        changed = False
+        probes, todo = [], []  # (folder name, path, lstat, cache entry, or None: read it, or a Finding)
         for e in self._folders():
             p = os.path.join(e.path, "conversation.json")
             try:
@@ -202,31 +203,41 @@ class SamStore(Store):
             except FileNotFoundError:
                 continue  # a memory scope or leftover folder: not a conversation
             except OSError as exc:  # the folder is closed to us: say so rather than skip it silently
-                findings.append(Finding("unreadable", p, f"cannot stat: {exc.strerror}", conversation=e.name.upper()))
+                probes.append((e.name, p, None, Finding("unreadable", p, f"cannot stat: {exc.strerror}",
+                                                        conversation=e.name.upper())))
                 continue
             if UUID_RE.match(e.name):
                 taken.add(e.name.upper())
             if not stat.S_ISREG(st.st_mode):
-                findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file"))
+                probes.append((e.name, p, st, Finding("not-regular", p,
+                                                      f"is {fsafe.describe_mode(st.st_mode)}, not a file")))
                 continue
             entry = self._cached(cache.get(e.name), st)
             if entry is None:
-                entry = self._scan(p, st, e.name)
-                changed = True
+                todo.append((p, st, e.name))
+            probes.append((e.name, p, st, entry))
+        # what the cache has nothing for (every file, the first time): in worker processes when there is much
+        scanned = workers.ordered_items(self, _scan_one, todo, PARALLEL_SCAN, SCAN_PART)
+        for name, p, st, entry in probes:
+            if isinstance(entry, Finding):
+                findings.append(entry)
+                continue
+            if entry is None:
+                entry = next(scanned)
             if MetaCache.cacheable(st, now_ns):
-                fresh[e.name] = entry
+                fresh[name] = entry
             meta_d, problem = entry[2], entry[3]
             if problem:
-                findings.append(Finding(problem[0], p, problem[1], conversation=e.name.upper()))
+                findings.append(Finding(problem[0], p, problem[1], conversation=name.upper()))
             if meta_d is not None:
                 m = ConversationMeta(**meta_d)
                 m.path = p
-                if UUID_RE.match(e.name):
-                    m.id = e.name.upper()
+                if UUID_RE.match(name):
+                    m.id = name.upper()
                     metas.append(m)
                 elif UUID_RE.match(m.id):  # the file's id; one naming no valid id has a finding (SAM skips it)
-                    odd.append((e.name, m))
-        if changed or len(fresh) != len(cache):
+                    odd.append((name, m))
+        if todo or len(fresh) != len(cache):
             cache_file.save(fresh)
         for _, m in sorted(odd, key=lambda x: x[0]):  # the order odd_folders breaks ties in
             if m.id in taken:
@@ -394,6 +405,15 @@ class SamStore(Store):
         from samctl.formats.sam import checks
 
         return checks.check_tree(self, findings, fix)
+
+
+PARALLEL_SCAN = 2000  # files to read from which a listing reads them in worker processes
+SCAN_PART = 250  # files per unit of work handed to a worker
+
+
+def _scan_one(store, item) -> list:
+    """``_scan`` of one ``(path, lstat, folder name)``."""
+    return store._scan(*item)
 
 
 def _first_rejection(doc: dict) -> list | None:
