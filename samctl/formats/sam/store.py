@@ -167,7 +167,7 @@ class SamStore(Store):
     def _cached(entry, st):
         """The cached row ``_scan`` made, or None if stale or malformed: every field must have the
         type ``_scan`` gives it, since ``ls`` sorts and adds by them."""
-        entry = MetaCache.fresh(entry, st, 6)
+        entry = MetaCache.fresh(entry, st, CACHE_ENTRY_WIDTH)
         if entry is None:
             return None
         meta, problem = entry[2], entry[3]
@@ -407,6 +407,7 @@ class SamStore(Store):
         return checks.check_tree(self, findings, fix)
 
 
+CACHE_ENTRY_WIDTH = 6  # the fields of a listing cache entry, as ``SamStore._scan`` makes it
 PARALLEL_SCAN = 2000  # files to read from which a listing reads them in worker processes
 SCAN_PART = 250  # files per unit of work handed to a worker
 
