@@ -217,9 +217,9 @@ def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
         try:
             if disk:
                 idx = ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress)
+                hits = _best(*_candidates(store, idx, q, where, scope), q)
             else:
-                idx = ix.build_in_memory(store, local, scope, progress)
-            hits = _exact(store, idx, q, where, scope) if q.exact else _scored(store, idx, q, where, scope)
+                hits = _search_in_parts(store, q, where, scope, local, progress)
         except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
             if not disk or os.environ.get("SAMCTL_DEBUG") == "1":
                 raise
@@ -259,7 +259,109 @@ def _sort_key(h: Hit):
     return (-h.score if h.score is not None else 0.0, _KIND_ORDER[h.kind], h.conversation_id, h.position, h.ref or "")
 
 
-def _scored(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
+def _search_in_parts(store, q: SearchQuery, where: str, scope, findings: list, progress) -> list[Hit]:
+    """``search`` without the index: the store's rows are read into an index in memory one part
+    at a time (``ix.memory``); each part's candidates are kept, the part let go.  The results are
+    those of the whole index, candidate for candidate: see ``_cut``."""
+    from samctl.core.index import memory
+
+    convs: dict = {}
+    kept, total = None, 0
+    for idx in memory.parts(store, findings, scope, progress, convs):
+        cands, n = _candidates(store, idx, q, where, scope)
+        kept = cands if kept is None else _Candidates.join(kept, cands)
+        total += n
+        if total > q.limit + RESCORE_MARGIN:
+            kept = kept.cut(q.limit)  # what the last cut keeps; memory stays bounded
+    if kept is None:
+        return []
+    titles = memory.titles(convs)
+    for h in kept.hits:
+        if h is not None:
+            h.title = titles.title_of(h.conversation_id)
+    return _best(kept, total, q)
+
+
+@dataclass
+class _Candidates:
+    """Rows chosen for a closer look, with the key they were chosen by (``keys``: the approximate
+    score; with ``--exact``, whole match first, then newest) and what the closer look made of each
+    (``hits``: the Hit, or None when its exact score is under the threshold)."""
+    keys: object  # numpy array (float32 scores) or a list of (whole, date) tuples
+    hits: list
+
+    @staticmethod
+    def join(a: "_Candidates", b: "_Candidates") -> "_Candidates":
+        if isinstance(a.keys, list):
+            return _Candidates(a.keys + b.keys, a.hits + b.hits)
+        return _Candidates(ix._np().concatenate([a.keys, b.keys]), a.hits + b.hits)
+
+    def cut(self, limit: int) -> "_Candidates":
+        if isinstance(self.keys, list):
+            keep = _cut_exact(self.keys, limit)
+            return _Candidates([self.keys[i] for i in keep], [self.hits[i] for i in keep])
+        np = ix._np()
+        ((_, rows, keys),) = _cut([(None, np.arange(len(self.hits)), self.keys)], limit)
+        return _Candidates(keys, [self.hits[i] for i in rows.tolist()])
+
+
+def _candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candidates, int]:
+    """(the candidates of ``idx`` for ``q``, already cut, how many there were before the cut)."""
+    return (_exact_candidates if q.exact else _scored_candidates)(store, idx, q, where, scope)
+
+
+def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
+    """The results: the candidates that the cut of all ``total`` keeps (a cut keeps what a cut of
+    its output keeps: ``_cut``), best first, the first ``limit``, with their snippets."""
+    if total > q.limit + RESCORE_MARGIN:
+        cands = cands.cut(q.limit)
+    if q.exact:
+        hits = sorted(((not whole, -date, h) for (whole, date), h in zip(cands.keys, cands.hits)),
+                      key=lambda x: (x[0], x[1], _KIND_ORDER[x[2].kind], x[2].conversation_id, x[2].position,
+                                     x[2].ref or ""))
+        out = [h for _, _, h in hits[: q.limit]]
+        needle = scoring.fold(q.text)
+        for h in out:
+            text = h.text if h.text.isascii() else unicodedata.normalize("NFC", h.text)  # (what matched)
+            i = _find_ci(text, needle)
+            if i < 0:  # lowercasing and NFC do not commute for a few letters (Greek with perispomeni)
+                i = _folded_find(text, needle)
+            h.snippet = excerpt(text, max(i, 0), len(needle) if i >= 0 else 0)
+        return out
+    hits = sorted((h for h in cands.hits if h is not None), key=_sort_key)[: q.limit]
+    for h in hits:
+        h.snippet = snippet(h.text, q.text)
+    return hits
+
+
+def _cut(found: list, limit: int) -> list:
+    """The candidates worth scoring exactly, of ``found`` = [(segment, rows, approximate scores)]:
+    the best ``limit`` and everything within 2 ``EPS`` of the last of them; if that is still more
+    than ``RESCORE_MARGIN`` beyond the limit (many near-ties), the best approximations.
+
+    A cut of the union of cuts keeps what one cut of the whole keeps: the best ``limit`` of the
+    whole are among the best of their part, so the last of them, and with it every value the
+    whole's cut keeps, is the same; what a part's cut dropped is below that.  So parts can be
+    cut one by one (``_search_in_parts``), and a cut of a cut changes nothing."""
+    np = ix._np()
+    total = sum(len(r) for _, r, _ in found)
+    allscores = np.concatenate([s for _, _, s in found])
+    kth = np.partition(allscores, total - limit)[total - limit]
+    cut = kth - 2 * EPS
+    picked = []
+    for seg, rows, s in found:
+        k = s >= cut
+        picked.append((seg, rows[k], s[k]))
+    found = picked
+    total = sum(len(r) for _, r, _ in found)
+    if total > limit + RESCORE_MARGIN:  # many near-ties: the best approximations win
+        allscores = np.concatenate([s for _, _, s in found])
+        cut = np.partition(allscores, total - limit - RESCORE_MARGIN)[total - limit - RESCORE_MARGIN]
+        found = [(seg, rows[s >= cut], s[s >= cut]) for seg, rows, s in found]
+    return found
+
+
+def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candidates, int]:
     np = ix._np()
     qv = scoring.embed(q.text)
     qt = scoring.tokens(q.text)
@@ -313,39 +415,22 @@ def _scored(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
             sel = np.flatnonzero(mask & (score >= floor))
             found.append((seg, sel, score[sel]))
     total = sum(len(r) for _, r, _ in found)
-    if not total:
-        return []
-    limit = q.limit
-    if total > limit + RESCORE_MARGIN:
-        allscores = np.concatenate([s for _, _, s in found])
-        kth = np.partition(allscores, total - limit)[total - limit]
-        cut = kth - 2 * EPS
-        picked = []
-        for seg, rows, s in found:
-            k = s >= cut
-            picked.append((seg, rows[k], s[k]))
-        found = picked
-        total = sum(len(r) for _, r, _ in found)
-        if total > limit + RESCORE_MARGIN:  # many near-ties: the best approximations win
-            allscores = np.concatenate([s for _, _, s in found])
-            cut = np.partition(allscores, total - limit - RESCORE_MARGIN)[total - limit - RESCORE_MARGIN]
-            found = [(seg, rows[s >= cut], s[s >= cut]) for seg, rows, s in found]
-    hits = []
-    for seg, rows, _ in found:
+    if total > q.limit + RESCORE_MARGIN:
+        found = _cut(found, q.limit)
+    keys, hits = [], []
+    for seg, rows, approx in found:
+        keys.append(approx)
         for r in rows.tolist():
             text = seg.text(r)
             cos = scoring.cosine(qv, scoring.embed(text)) if qv is not None else 0.0
             boost = scoring.keyword_boost(qt, scoring.tokens(text))
             score = cos + boost
+            h = None
             if score >= q.threshold:
                 h = _hit(store, idx, seg, r, text)
                 h.score, h.cosine, h.boost = score, cos, boost
-                hits.append(h)
-    hits.sort(key=_sort_key)
-    hits = hits[:limit]
-    for h in hits:
-        h.snippet = snippet(h.text, q.text)
-    return hits
+            hits.append(h)
+    return _Candidates(np.concatenate(keys) if keys else np.zeros(0, dtype=np.float32), hits), total
 
 
 def _hit(store, idx, seg, r: int, text: str) -> Hit:
@@ -372,7 +457,7 @@ def _hit(store, idx, seg, r: int, text: str) -> Hit:
     return h
 
 
-def _exact(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
+def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candidates, int]:
     np = ix._np()
     needle = scoring.fold(q.text)  # as the index folds every text (rows.process)
     nb = ix._enc(needle)
@@ -393,27 +478,23 @@ def _exact(store, idx, q: SearchQuery, where: str, scope) -> list[Hit]:
                 p = buf.find(nb, stop, end)
             else:
                 p = buf.find(nb, p + 1, end)
-    if not found:
-        return []
-    if len(found) > q.limit + RESCORE_MARGIN:
-        # the newest limit (whole matches first) and everything tied with the last of them
-        keys = sorted(((w, d) for w, d, _, _ in found), reverse=True)
-        last = keys[q.limit - 1] if q.limit else keys[0]
-        found = [f for f in found if (f[0], f[1]) >= last]
+    total = len(found)
+    if total > q.limit + RESCORE_MARGIN:
+        found = [found[i] for i in _cut_exact([(w, d) for w, d, _, _ in found], q.limit)]
     hits = []
     for whole, date, seg, r in found:
         h = _hit(store, idx, seg, r, seg.text(r))
         h.exact = "whole" if whole else "substring"
-        hits.append((not whole, -date, h))
-    hits.sort(key=lambda x: (x[0], x[1], _KIND_ORDER[x[2].kind], x[2].conversation_id, x[2].position, x[2].ref or ""))
-    out = [h for _, _, h in hits[: q.limit]]
-    for h in out:
-        text = h.text if h.text.isascii() else unicodedata.normalize("NFC", h.text)  # (what matched)
-        i = _find_ci(text, needle)
-        if i < 0:  # lowercasing and NFC do not commute for a few letters (Greek with perispomeni)
-            i = _folded_find(text, needle)
-        h.snippet = excerpt(text, max(i, 0), len(needle) if i >= 0 else 0)
-    return out
+        hits.append(h)
+    return _Candidates([(w, d) for w, d, _, _ in found], hits), total
+
+
+def _cut_exact(keys: list, limit: int) -> list[int]:
+    """Which of the (whole, date) ``keys`` to keep: the newest ``limit`` (whole matches first) and
+    everything tied with the last of them (like ``_cut``, a cut of cuts keeps the same)."""
+    ordered = sorted(keys, reverse=True)
+    last = ordered[limit - 1] if limit else ordered[0]
+    return [i for i, k in enumerate(keys) if k >= last]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ The parts, each with its own data model and invariants:
 - ``rows``      building rows from sources (memories, messages, archives), in worker processes
                 when there are many;
 - ``opened``    the opened ``Index`` and ``state`` (``samctl index``);
-- ``update``    refresh, compaction, hidden archived copies, clean-up, the in-memory build
-                (``--no-index``), ``invalidate``.
+- ``update``    refresh, compaction, hidden archived copies, clean-up, ``invalidate``;
+- ``memory``    the index built in memory one part at a time, for a search without it
+                (``--no-index``).
 
 The query path (candidate selection, mat-vec, token map) is ``samctl.core.search``.
 
@@ -51,10 +52,10 @@ from samctl.core.index.manifest import write_manifest_bytes
 from samctl.core.index.opened import open_index, state
 from samctl.core.index.rows import read_source
 from samctl.core.index.sources import discover
-from samctl.core.index.update import MAX_SEGMENTS, build_in_memory, invalidate, refresh
+from samctl.core.index.update import MAX_SEGMENTS, invalidate, refresh
 
 __all__ = [
-    "FLAG_BASE_DB", "INDEX_VERSION", "MAX_SEGMENTS", "MEMORY", "TRAILER", "BadIndex", "_enc", "_np", "build_in_memory",
+    "FLAG_BASE_DB", "INDEX_VERSION", "MAX_SEGMENTS", "MEMORY", "TRAILER", "BadIndex", "_enc", "_np",
     "discover", "fsafe", "index_dir", "invalidate", "open_index", "read_source", "refresh", "row_crc", "state",
     "token_key", "write_manifest_bytes",
 ]

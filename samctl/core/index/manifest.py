@@ -15,7 +15,7 @@ Data model
   the findings reading it gave and the conversations it described;
 - ``conv``: the conversations' ids, titles, shared topic ids and names, one list per field.
 
-In memory (``refresh``, ``build_in_memory``) the same manifest is a dict with ``sources`` (key ->
+In memory (``refresh``, ``memory.parts``) the same manifest is a dict with ``sources`` (key ->
 entry) and ``convs`` (id -> info) instead of ``src``/``conv``; ``Manifest`` gives lazy views of the
 checked on-disk form.
 

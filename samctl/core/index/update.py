@@ -1,5 +1,5 @@
-"""Bringing the index up to date: refresh, compaction, hiding archived copies, clean-up; and the
-same rows built in memory when there is no index (``--no-index``).
+"""Bringing the index up to date: refresh, compaction, hiding archived copies, clean-up; and
+``read_segments``, which ``memory`` also builds its parts with (``--no-index``).
 
 Data model
 ----------
@@ -40,7 +40,7 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core import scoring
 from samctl.core.index.format import ARCHIVED, DIM, INDEX_VERSION, MESSAGE, TOKEN_HASH_NAME, BadIndex, _np, index_dir
-from samctl.core.index.manifest import HEAD, Manifest, alive_mask, encode_manifest, write_manifest_bytes
+from samctl.core.index.manifest import HEAD, alive_mask, encode_manifest, write_manifest_bytes
 from samctl.core.index.opened import Index, open_index, try_open
 from samctl.core.index.rows import _read_all
 from samctl.core.index.segment import POSTING_BYTES, ROW_BYTES, Segment, SegmentWriter
@@ -78,16 +78,41 @@ def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progre
                keep_sigs: bool = True, cap: int | None = None) -> tuple[dict, list]:
     """Read the sources ``todo`` into segments made by ``new_writer()``: (the manifest entry of each
     source, by key; what ``finish`` returned for each segment, in order).  With ``cap``, a segment
-    is finished and the next one started once it holds ``cap`` bytes (between chunks of sources: a
-    source's rows are in one segment).  The infos of the conversations go to ``convs``.  With
-    ``keep_sigs`` a source keeps its signature unless it was modified moments before or could not
-    be read for a passing reason; without, none does."""
-    entries, done = {}, []
+    is finished and the next one started once it holds ``cap`` bytes (``read_segments``).  If
+    anything fails, the segments already finished are removed again."""
+    entries, done, made = {}, [], []
+
+    def tracked():
+        made.append(new_writer())
+        return made[-1]
+
+    try:
+        for part, finished in read_segments(tracked, store, todo, current, convs, progress, jobs, keep_sigs, cap):
+            entries.update(part)
+            done.append(finished)
+    except BaseException:
+        _unlink_finished(None if not made or made[0].path is None else made[0].path.parent, done)
+        raise
+    return entries, done
+
+
+def read_segments(new_writer, store, todo: list, current: dict, convs: dict, progress=None, jobs: int | None = None,
+                  keep_sigs: bool = True, cap: int | None = None):
+    """Yield, segment by segment as each is finished, (the manifest entries of its sources, by key;
+    what ``finish`` returned): the sources ``todo``, read in order into segments made by
+    ``new_writer()``.  With ``cap``, a segment is finished once it holds ``cap`` bytes, between
+    chunks of sources (a source's rows are in one segment).  The infos of the conversations go to
+    ``convs``.  With ``keep_sigs`` a source keeps its signature unless it was modified moments
+    before or could not be read for a passing reason; without, none does.  The segment being
+    written when this fails (or is closed early) is discarded."""
+    entries = {}
     w = new_writer()
     try:
         for chunk in _read_all(store, todo, progress, jobs):
             if cap is not None and w.rows and w.estimate() >= cap:
-                done.append(w.finish())
+                finished, w = w.finish(), None
+                yield entries, finished
+                entries = {}
                 w = new_writer()
             start = w.add_chunk(chunk)
             for key, n, fnd, infos in zip(chunk.keys, chunk.counts, chunk.findings, chunk.infos):
@@ -99,12 +124,11 @@ def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progre
                 for info in infos:
                     convs[info["id"]] = info
                 start += n
-        done.append(w.finish())
-    except BaseException:
-        w.discard()
-        _unlink_finished(None if w.path is None else w.path.parent, done)
-        raise
-    return entries, done
+        finished, w = w.finish(), None
+        yield entries, finished
+    finally:
+        if w is not None:
+            w.discard()
 
 
 def _unlink_finished(folder: Path | None, infos: list) -> None:
@@ -407,22 +431,6 @@ def _gc(d: Path, keep: set) -> None:
 
 
 # Without an index: the same rows, in memory ---------------------------------------------------
-
-
-def build_in_memory(store, findings: list, scope: set | None = None, progress=None) -> Index:
-    """An Index of the sources in ``scope`` that lives only in memory (``--no-index``)."""
-    disc: list = []
-    current = discover(store, disc, scope)
-    findings.extend(disc)
-    convs: dict = {}
-    sources, (seg,) = _read_into(lambda: SegmentWriter(store.root_real), store, list(current.values()), current, convs,
-                                 progress, keep_sigs=False)
-    man = {"segments": [{"name": seg.name, "rows": seg.rows, "dead": []}], "sources": sources, "convs": convs,
-           "hidden": {}}
-    man["hidden"] = _hidden(man, [seg])
-    idx = Index(Manifest(encode_manifest(man)), [seg])
-    findings.extend(idx.findings(scope))
-    return idx
 
 
 def invalidate(store) -> None:
