@@ -223,6 +223,7 @@ def _restore_batch(store, plans: list) -> list:
                 staged.append(r)
             except (SamctlError, OSError) as exc:
                 out.append((r, exc))
+            archive = None  # let it go before the next one is waited for: at most AHEAD are held
         record = None
         if staged:
             try:
@@ -279,14 +280,14 @@ AHEAD = 2  # entries read ahead: a small one the helper finishes early does not 
 
 
 def _read_ahead(plans: list):
-    """``(plan, its archive as tarscan.read_ahead gives it, the error, or None)``: each archive of
+    """``(plan, its archive as tarscan.read_ahead gives it, the exception, or None)``: each archive of
     ``READ_AHEAD_MIN`` or more is read, hashed and (if small) decompressed on a helper thread while
     the caller extracts the entries before it (hashlib, zstd and reads release the GIL); a smaller
     one (None) costs less to read than to hand over, and is read by the extraction itself."""
     def read(r):
         try:
             return tarscan.read_ahead(r.entry)
-        except SamctlError as exc:
+        except Exception as exc:  # noqa: BLE001 - raised again where the entry is extracted: it fails alone
             return exc
 
     def ahead(i):

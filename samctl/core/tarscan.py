@@ -134,7 +134,7 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
     ``sink(member, ti, chunks)`` (if given) receives each member's content as an
     iterator of chunks; it must consume it. Reading stops at the first problem.
     ``archive`` is ``read_archive(entry)`` or ``read_ahead(entry)`` if the caller has
-    it already (or the SamctlError it raised).  ``undo()`` (if given with a sink) removes what the
+    it already (or the exception it raised).  ``undo()`` (if given with a sink) removes what the
     sink made: a big tar is then first read by ``_scan_plain_stream``, and read
     again with ``tarfile`` (after ``undo``) if it is not laid out as samctl writes.
     """
@@ -146,11 +146,12 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
         return [finding(entry, "attic-too-large", f"the manifest claims {entry.original_size} bytes, over the "
                                                     f"{absolute_cap}-byte cap: not decompressed")]
     data = ready = None  # a small archive is read once, whole, and checked and decompressed from memory
+    ahead: list = []  # (what read_ahead gave beyond read_archive)
     if check_tar_first:
         try:
             if archive is None:
                 archive = read_archive(entry)
-            elif isinstance(archive, SamctlError):
+            elif isinstance(archive, BaseException):  # what reading it ahead raised: as if raised here
                 raise archive
         except SamctlError as exc:
             return [finding(entry, "attic-missing", exc.message)]
@@ -179,8 +180,8 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
             if tar is None:
                 tar = _read_all(stream())
             if plain_layout(tar, entry.members):
-                # (the helper that decompressed it is busy with the next one: the hashing stays here)
-                return _scan_plain(entry, tar, sink, helper_hashes=tar is not ready)
+                # (an archive read ahead: the helper is busy with the next ones, the hashing stays here)
+                return _scan_plain(entry, tar, sink, helper_hashes=not ahead)
             raw = io.BytesIO(tar)  # not samctl's plain layout: the general reader below says what is wrong
         else:
             raw = stream()

@@ -900,7 +900,7 @@ def test_restore_many_does_nothing_if_one_exists_again(run, mermaid_demo):
 
 
 @pytest.mark.parametrize("read_ahead", [False, True], ids=["inline", "read-ahead"])
-@pytest.mark.parametrize("damage", ["flipped-byte", "unreadable"])
+@pytest.mark.parametrize("damage", ["flipped-byte", "unreadable", "io-error"])
 def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid_demo, monkeypatch, read_ahead, damage):
     from samctl.core import restore
 
@@ -913,6 +913,8 @@ def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid
     if damage == "flipped-byte":
         tar.write_bytes(bytes(data))
     else:  # listed fine, then cannot be read (an I/O error, permissions gone): a finding, never a crash
+        import errno
+
         from samctl import fsafe
         from samctl.errors import FileProblem
 
@@ -921,15 +923,18 @@ def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid
         def read_capped(path, cap):
             if str(path) == str(tar):
                 failed.append(path)
+                if damage == "io-error":  # (not turned into a FileProblem on the way: an OSError as it comes)
+                    raise OSError(errno.EIO, "Input/output error", str(path))
                 raise FileProblem("unreadable", path, f"{path}: Input/output error")
             return real(path, cap)
 
         monkeypatch.setattr(fsafe, "read_capped", read_capped)
     r = run("--root", mermaid_demo, "restore", *ids)
     assert r.exit_code == 3, r.stderr
-    assert "not-restored" in r.stderr and MID in r.stderr and "damaged" in r.stderr
+    assert "not-restored" in r.stderr and MID in r.stderr
+    assert ("Input/output error" if damage == "io-error" else "damaged") in r.stderr
     assert f"not-restored: {tar}: " in r.stderr  # the path is the archive's, as in every other finding
-    if damage == "unreadable":
+    if damage != "flipped-byte":
         assert failed  # the failure happened where the archive is read (inline, or on the helper thread)
         monkeypatch.undo()
     assert sorted(open_store(str(mermaid_demo)).all_ids()) == sorted(set(ids) - {MID})
