@@ -41,7 +41,7 @@ def _nested(store, part):
 
 
 def test_a_worker_never_starts_workers_of_its_own(mermaid_demo):
-    """A pool's workers are daemons, which may not have children: the inner map runs in the worker."""
+    """A worker that started its own pool would start as many workers again: the inner map runs in the worker."""
     store = open_store(str(mermaid_demo))
     out = [x for r in workers.ordered_map(store, _nested, [[0], [1], [2]], n_jobs=2) for x in r]
     assert len(out) == 3
@@ -94,6 +94,30 @@ def test_an_error_in_a_worker_reaches_the_caller_whole(mermaid_demo):
             next(it)
         assert (exc.value.code, exc.value.path, exc.value.message) == ("too-large", "/x/3.json",
                                                                       "simulated: over the cap")
+
+
+class _TwoArgs(Exception):
+    """An exception that pickles but cannot be rebuilt (its __init__ wants two arguments)."""
+
+    def __init__(self, a, b):
+        super().__init__(f"{a} and {b}")
+
+
+def _fail_oddly(store, part):
+    if 2 in part:
+        raise _TwoArgs("this", "that")
+    return part
+
+
+def test_an_error_that_cannot_come_back_whole_is_named_not_a_broken_pool(mermaid_demo):
+    store = open_store(str(mermaid_demo))
+    it = workers.ordered_map(store, _fail_oddly, [[i] for i in range(6)], n_jobs=2)
+    assert [next(it) for _ in range(2)] == [[0], [1]]
+    with pytest.raises(RuntimeError, match=r"^_TwoArgs: this and that$"):
+        next(it)
+    here = workers.ordered_map(store, _fail_oddly, [[i] for i in range(6)], n_jobs=1)
+    with pytest.raises(_TwoArgs):  # (in one process it is itself)
+        list(here)
 
 
 def test_errors_survive_a_pickle():

@@ -12,7 +12,10 @@ Invariants:
   workers read the store, never samctl's cache, and write nothing.
 - Linux forks the workers (what the parent imported, and patched, carries over); elsewhere they
   are spawned, as fork is unsafe on macOS.
-- A worker never starts workers of its own: ``ordered_map`` called in one runs right there.
+- A worker never starts workers of its own (each would start as many again): ``ordered_map``
+  called in one runs right there.
+- An exception raised in a worker reaches the caller as itself, or, if it cannot be pickled and
+  rebuilt, as a RuntimeError that names it (rather than a broken pool).
 - ``jobs()``: ``SAMCTL_JOBS`` when set (``1``: no workers), else the cores, at most ``MAX_JOBS``.
 """
 
@@ -49,7 +52,16 @@ def _init(spec) -> None:
 
 
 def _run(fn, part):
-    return fn(_store, part)
+    try:
+        return fn(_store, part)
+    except Exception as exc:
+        import pickle
+
+        try:  # what the parent will do with it: an exception it cannot rebuild breaks the whole pool
+            pickle.loads(pickle.dumps(exc))
+        except Exception:  # noqa: BLE001
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+        raise
 
 
 def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: int = 2):
