@@ -146,7 +146,8 @@ class MermaidStore(Store):
             if not stat.S_ISREG(st.st_mode):
                 why = "is a symlink (samctl does not follow symlinks)" if stat.S_ISLNK(st.st_mode) else \
                     f"is not a regular file ({fsafe.describe_mode(st.st_mode)})"
-                probes.append((n, p, st, Finding("symlink" if stat.S_ISLNK(st.st_mode) else "not-regular", p, why)))
+                code = "symlink" if stat.S_ISLNK(st.st_mode) else "not-regular"
+                probes.append((n, p, 0, False, Finding(code, p, why)))
                 continue
             entry = MetaCache.fresh(cache.get(n), st, 4)
             if entry is not None and type(entry[2]) is int:  # its row is in the listing saved with it
@@ -157,16 +158,17 @@ class MermaidStore(Store):
                 entry = None
                 # (a worker is handed whether the other saved file is there, not the whole folder's names)
                 todo.append((kind, p, st, n.rpartition(".")[0] + _OTHER[kind] in name_set))
-            probes.append((n, p, st, entry))
+            # (what the rest needs of the lstat, not the lstat: a listing holds one of these per file)
+            probes.append((n, p, st.st_size, MetaCache.cacheable(st, now_ns), entry))
         scanned = workers.ordered_items(self, _scan_one, todo, PARALLEL_SCAN, SCAN_PART)
-        for n, p, st, entry in probes:
+        for n, p, own_size, cacheable, entry in probes:
             if isinstance(entry, Finding):
                 findings.append(entry)
                 continue
             if entry is None:
                 entry = next(scanned)
             # A permission problem can be fixed by chmod, which leaves the mtime alone: never cache it.
-            if MetaCache.cacheable(st, now_ns) and (entry[3] is None or entry[3][0] != "unreadable"):
+            if cacheable and (entry[3] is None or entry[3][0] != "unreadable"):
                 fresh[n] = entry
             if entry[3] is not None:
                 findings.append(Finding(entry[3][0], p, entry[3][1]))
@@ -176,7 +178,7 @@ class MermaidStore(Store):
                 # the reverse), measured when this file was read: mermaid writes both in one save.
                 # The log grows between saves, so it is stat'ed every time.
                 log = conv + os.sep + n.rpartition(".")[0] + ".jsonl"
-                size = st.st_size + row[7]
+                size = own_size + row[7]
                 if log[len(conv) + 1:] in name_set:
                     try:
                         size += os.stat(log, follow_symlinks=False).st_size

@@ -195,7 +195,7 @@ class SamStore(Store):
         odd: list[tuple[str, ConversationMeta]] = []  # (folder name, meta) of oddly named folders
         taken: set[str] = set()  # ids whose own folder holds a conversation.json (_primary loads that one)
         now_ns = time.time_ns()
-        probes, todo = [], []  # (folder name, path, lstat, cache entry, or None: read it, or a Finding)
+        probes, todo = [], []  # (folder name, path, cacheable?, cache entry, or None: read it, or a Finding)
         for e in self._folders():
             p = os.path.join(e.path, "conversation.json")
             try:
@@ -203,28 +203,28 @@ class SamStore(Store):
             except FileNotFoundError:
                 continue  # a memory scope or leftover folder: not a conversation
             except OSError as exc:  # the folder is closed to us: say so rather than skip it silently
-                probes.append((e.name, p, None, Finding("unreadable", p, f"cannot stat: {exc.strerror}",
-                                                        conversation=e.name.upper())))
+                probes.append((e.name, p, False, Finding("unreadable", p, f"cannot stat: {exc.strerror}",
+                                                         conversation=e.name.upper())))
                 continue
             if UUID_RE.match(e.name):
                 taken.add(e.name.upper())
             if not stat.S_ISREG(st.st_mode):
-                probes.append((e.name, p, st, Finding("not-regular", p,
-                                                      f"is {fsafe.describe_mode(st.st_mode)}, not a file")))
+                probes.append((e.name, p, False, Finding("not-regular", p,
+                                                         f"is {fsafe.describe_mode(st.st_mode)}, not a file")))
                 continue
             entry = self._cached(cache.get(e.name), st)
             if entry is None:
                 todo.append((p, st, e.name))
-            probes.append((e.name, p, st, entry))
+            probes.append((e.name, p, MetaCache.cacheable(st, now_ns), entry))  # (not the lstat: one per file)
         # what the cache has nothing for (every file, the first time): in worker processes when there is much
         scanned = workers.ordered_items(self, _scan_one, todo, PARALLEL_SCAN, SCAN_PART)
-        for name, p, st, entry in probes:
+        for name, p, cacheable, entry in probes:
             if isinstance(entry, Finding):
                 findings.append(entry)
                 continue
             if entry is None:
                 entry = next(scanned)
-            if MetaCache.cacheable(st, now_ns):
+            if cacheable:
                 fresh[name] = entry
             meta_d, problem = entry[2], entry[3]
             if problem:
