@@ -277,16 +277,15 @@ def _search_in_parts(store, q: SearchQuery, where: str, scope, findings: list, p
         return []
     titles = memory.titles(convs)
     for h in kept.hits:
-        if h is not None:
-            h.title = titles.title_of(h.conversation_id)
+        h.title = titles.title_of(h.conversation_id)
     return _best(kept, total, q)
 
 
 @dataclass
 class _Candidates:
-    """Rows chosen for a closer look, with the key they were chosen by (``keys``: the approximate
-    score; with ``--exact``, whole match first, then newest) and what the closer look made of each
-    (``hits``: the Hit, or None when its exact score is under the threshold)."""
+    """Rows chosen for a closer look (``hits``: each as a Hit, not yet scored exactly), with the key
+    they were chosen by (``keys``: the approximate score; with ``--exact``, whole match first, then
+    newest)."""
     keys: object  # numpy array (float32 scores) or a list of (whole, date) tuples
     hits: list
 
@@ -312,7 +311,8 @@ def _candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candida
 
 def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
     """The results: the candidates that the cut of all ``total`` keeps (a cut keeps what a cut of
-    its output keeps: ``_cut``), best first, the first ``limit``, with their snippets."""
+    its output keeps: ``_cut``), scored exactly, at or over the threshold, best first, the first
+    ``limit``, with their snippets."""
     if total > q.limit + RESCORE_MARGIN:
         cands = cands.cut(q.limit)
     if q.exact:
@@ -328,7 +328,15 @@ def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
                 i = _folded_find(text, needle)
             h.snippet = excerpt(text, max(i, 0), len(needle) if i >= 0 else 0)
         return out
-    hits = sorted((h for h in cands.hits if h is not None), key=_sort_key)[: q.limit]
+    qv, qt = scoring.embed(q.text), scoring.tokens(q.text)
+    hits = []
+    for h in cands.hits:  # each candidate's score, exactly
+        h.cosine = scoring.cosine(qv, scoring.embed(h.text)) if qv is not None else 0.0
+        h.boost = scoring.keyword_boost(qt, scoring.tokens(h.text))
+        h.score = h.cosine + h.boost
+        if h.score >= q.threshold:
+            hits.append(h)
+    hits = sorted(hits, key=_sort_key)[: q.limit]
     for h in hits:
         h.snippet = snippet(h.text, q.text)
     return hits
@@ -417,19 +425,8 @@ def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_
     total = sum(len(r) for _, r, _ in found)
     if total > q.limit + RESCORE_MARGIN:
         found = _cut(found, q.limit)
-    keys, hits = [], []
-    for seg, rows, approx in found:
-        keys.append(approx)
-        for r in rows.tolist():
-            text = seg.text(r)
-            cos = scoring.cosine(qv, scoring.embed(text)) if qv is not None else 0.0
-            boost = scoring.keyword_boost(qt, scoring.tokens(text))
-            score = cos + boost
-            h = None
-            if score >= q.threshold:
-                h = _hit(store, idx, seg, r, text)
-                h.score, h.cosine, h.boost = score, cos, boost
-            hits.append(h)
+    keys = [approx for _, _, approx in found]
+    hits = [_hit(store, idx, seg, r, seg.text(r)) for seg, rows, _ in found for r in rows.tolist()]
     return _Candidates(np.concatenate(keys) if keys else np.zeros(0, dtype=np.float32), hits), total
 
 

@@ -7,7 +7,7 @@ Data model
 read, with the manifest of its own sources; ``titles`` gives the titles of every conversation
 read so far, once the parts are done.  The search keeps the best candidates of each part
 (``core.search``) and lets the part go, so what it holds does not grow with the store: the whole
-index of 100,000 mermaid sessions held in memory at once was 7 GiB.
+index of 100,000 mermaid sessions held in memory at once was 6.8 GiB; in parts, 0.47 GiB.
 
 Invariants
 ----------
@@ -45,7 +45,7 @@ def parts(store, findings: list, scope: set | None = None, progress=None, convs:
     todo = _legacy_first(list(current.values()))
     convs = {} if convs is None else convs
     names = itertools.count(1)
-    seen = np.empty(0, dtype=np.uint64)  # the dedupe keys of every message read so far
+    seen: list = []  # the dedupe keys of the messages of each part read so far
     late: list = []  # the legacy file's findings: where the whole build has them, at the end
 
     def new_writer():
@@ -57,9 +57,9 @@ def parts(store, findings: list, scope: set | None = None, progress=None, convs:
                                       cap=PART_BYTES):
         kind = seg.meta["kind"]
         keys = seg.meta["dkey"]
-        seen = np.union1d(seen, keys[kind == MESSAGE])
+        seen.append(keys[kind == MESSAGE])
         archived = np.flatnonzero(kind == ARCHIVED)
-        dup = archived[np.isin(keys[archived], seen)]
+        dup = archived[np.isin(keys[archived], np.concatenate(seen))] if len(archived) else archived
         man = {"segments": [{"name": seg.name, "rows": seg.rows, "dead": []}], "sources": entries,
                "convs": {}, "hidden": {seg.name: dup.tolist()} if len(dup) else {}}
         idx = Index(Manifest(encode_manifest(man)), [seg])
