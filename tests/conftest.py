@@ -80,6 +80,21 @@ def sam_broken(tmp_path):
     return base, expected
 
 
+def count_pools(monkeypatch) -> list:
+    """The worker pools (``ProcessPoolExecutor``) made from now on in this test: their arguments, one entry each."""
+    import concurrent.futures
+
+    made: list = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    def counting(*args, **kw):
+        made.append(args)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counting)
+    return made
+
+
 def fingerprint(root: Path) -> dict:
     """Every entry under root (not following symlinks): kind, mode, size, mtime_ns, sha256 of regular files."""
     out = {}

@@ -3,27 +3,19 @@ there are many: the report is the one a single process gives, finding for findin
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 
 import pytest
 
 from samctl.formats.mermaid import checks as mermaid_checks
 from samctl.formats.sam import checks as sam_checks
-from tests.conftest import fingerprint
+from tests.conftest import count_pools, fingerprint
 
 
 @pytest.fixture
 def pools(monkeypatch):
     """Every unit of work is one session or folder, workers from two units on; counts the pools made."""
-    made = []
-    real = concurrent.futures.ProcessPoolExecutor
-
-    def counting(*args, **kw):
-        made.append(args)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counting)
+    made = count_pools(monkeypatch)
     for mod in (mermaid_checks, sam_checks):
         monkeypatch.setattr(mod, "CHECK_CHUNK", 1)
         monkeypatch.setattr(mod, "PARALLEL_MIN_PARTS", 2)

@@ -4,27 +4,19 @@ the listing, its findings and the cache it saves are the ones a single process g
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 
 import pytest
 
 from samctl.formats.mermaid import store as mermaid_store
 from samctl.formats.sam import store as sam_store
-from tests.conftest import fingerprint
+from tests.conftest import count_pools, fingerprint
 
 
 @pytest.fixture
 def pools(monkeypatch):
     """Workers from one cache miss on, one file per unit of work; counts the pools made."""
-    made = []
-    real = concurrent.futures.ProcessPoolExecutor
-
-    def counting(*args, **kw):
-        made.append(args)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counting)
+    made = count_pools(monkeypatch)
     for mod in (mermaid_store, sam_store):
         monkeypatch.setattr(mod, "PARALLEL_SCAN", 1)
         monkeypatch.setattr(mod, "SCAN_PART", 1)
@@ -79,8 +71,6 @@ def test_workers_list_what_one_process_does(run, which, fmt, mermaid_broken, sam
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 def test_a_few_cache_misses_are_read_here(run, which, mermaid_broken, sam_broken, monkeypatch):
     root, _ = mermaid_broken if which == "mermaid" else sam_broken
-    made = []
-    real = concurrent.futures.ProcessPoolExecutor
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", lambda *a, **k: made.append(a) or real(*a, **k))
+    made = count_pools(monkeypatch)
     r = run("--root", root, "--no-cache", "ls", env={"SAMCTL_JOBS": "2"})
     assert r.exit_code == 3 and made == []  # fewer than PARALLEL_SCAN files to read: no worker is worth starting
