@@ -270,6 +270,7 @@ def _search_in_parts(store, q: SearchQuery, where: str, scope, findings: list, p
     kept, total = None, 0
     for idx in memory.parts(store, findings, scope, progress, convs):
         cands, n = _candidates(store, idx, q, where, scope)
+        del idx  # (let the part go before the next is read: the candidates hold none of it)
         kept = cands if kept is None else _Candidates.join(kept, cands)
         total += n
         if total > q.limit + RESCORE_MARGIN:
@@ -285,9 +286,9 @@ def _search_in_parts(store, q: SearchQuery, where: str, scope, findings: list, p
 @dataclass
 class _Candidates:
     """Rows chosen for a closer look (``hits``: each as a Hit, not yet scored exactly), with the key
-    they were chosen by (``keys``: the approximate score; with ``--exact``, whole match first, then
-    newest)."""
-    keys: object  # numpy array (float32 scores) or a list of (whole, date) tuples
+    they were chosen by (``keys``: the approximate score; with ``--exact``, the order of the results
+    itself, ``_exact_key``)."""
+    keys: object  # numpy array (float32 scores) or a list of _exact_key tuples
     hits: list
 
     @staticmethod
@@ -297,8 +298,8 @@ class _Candidates:
         return _Candidates(ix._np().concatenate([a.keys, b.keys]), a.hits + b.hits)
 
     def cut(self, limit: int) -> "_Candidates":
-        if isinstance(self.keys, list):
-            keep = _cut_exact(self.keys, limit)
+        if isinstance(self.keys, list):  # --exact: a total order, so exactly the first ``limit``
+            keep = sorted(range(len(self.keys)), key=self.keys.__getitem__)[:limit]
             return _Candidates([self.keys[i] for i in keep], [self.hits[i] for i in keep])
         np = ix._np()
         ((_, rows, keys),) = _cut([(None, np.arange(len(self.hits)), self.keys)], limit)
@@ -311,16 +312,11 @@ def _candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candida
 
 
 def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
-    """The results: the candidates that the cut of all ``total`` keeps (a cut keeps what a cut of
-    its output keeps: ``_cut``), scored exactly, at or over the threshold, best first, the first
-    ``limit``, with their snippets."""
-    if total > q.limit + RESCORE_MARGIN:
-        cands = cands.cut(q.limit)
+    """The results, with their snippets: the candidates that the cut of all ``total`` keeps (a cut
+    keeps what a cut of its output keeps: ``_cut``), scored exactly, at or over the threshold, best
+    first, the first ``limit``; with --exact, the first ``limit`` in ``_exact_key`` order."""
     if q.exact:
-        hits = sorted(((not whole, -date, h) for (whole, date), h in zip(cands.keys, cands.hits)),
-                      key=lambda x: (x[0], x[1], _KIND_ORDER[x[2].kind], x[2].conversation_id, x[2].position,
-                                     x[2].ref or ""))
-        out = [h for _, _, h in hits[: q.limit]]
+        out = cands.cut(q.limit).hits
         needle = scoring.fold(q.text)
         for h in out:
             text = h.text if h.text.isascii() else unicodedata.normalize("NFC", h.text)  # (what matched)
@@ -329,6 +325,8 @@ def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
                 i = _folded_find(text, needle)
             h.snippet = excerpt(text, max(i, 0), len(needle) if i >= 0 else 0)
         return out
+    if total > q.limit + RESCORE_MARGIN:
+        cands = cands.cut(q.limit)
     qv, qt = scoring.embed(q.text), scoring.tokens(q.text)
     hits = []
     for h in cands.hits:  # each candidate's score, exactly
@@ -351,7 +349,8 @@ def _cut(found: list, limit: int) -> list:
     A cut of the union of cuts keeps what one cut of the whole keeps: the best ``limit`` of the
     whole are among the best of their part, so the last of them, and with it every value the
     whole's cut keeps, is the same; what a part's cut dropped is below that.  So parts can be
-    cut one by one (``_search_in_parts``), and a cut of a cut changes nothing."""
+    cut one by one (``_search_in_parts``), and a cut of a cut changes nothing.  This needs a
+    row's approximate score to be the same however the rows are split (``_scored_candidates``)."""
     np = ix._np()
     total = sum(len(r) for _, r, _ in found)
     allscores = np.concatenate([s for _, _, s in found])
@@ -384,10 +383,10 @@ def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_
         sparse = mask is not seg.alive and int(mask.sum()) * 4 < n
         if sparse:  # a small selection (one conversation): score only its rows
             rows = np.flatnonzero(mask)
-            score = seg.vectors[rows] @ q32 if q32 is not None else np.zeros(len(rows), dtype=np.float32)
+            score = _dots(seg.vectors[rows], q32) if q32 is not None else np.zeros(len(rows), dtype=np.float32)
         else:
             rows = None
-            score = seg.vectors @ q32 if q32 is not None else np.zeros(n, dtype=np.float32)
+            score = _dots(seg.vectors, q32) if q32 is not None else np.zeros(n, dtype=np.float32)
         if nq:
             keys = seg.tok_keys
             at = np.searchsorted(keys, qkeys)
@@ -455,6 +454,41 @@ def _hit(store, idx, seg, r: int, text: str) -> Hit:
     return h
 
 
+DOTS_CHUNK = 1 << 16  # rows per piece of the approximate scores, computed by several threads
+_dots_pool = None
+
+
+def _forget_dots_pool() -> None:
+    global _dots_pool
+    _dots_pool = None  # a forked child has no threads behind the parent's pool
+
+
+os.register_at_fork(after_in_child=_forget_dots_pool)
+
+
+def _dots(vectors, q):
+    """``vectors @ q`` (float32), row by row with einsum rather than BLAS: a row's value must not
+    depend on where it sits or how many rows there are (BLAS's can differ in the last bit), or
+    near-ties would be cut differently in parts (``_search_in_parts``) than in the index.  Big
+    matrices are split among threads (einsum lets go of the GIL): faster than BLAS's one call."""
+    np = ix._np()
+    if len(vectors) < 2 * DOTS_CHUNK:
+        return np.einsum("ij,j->i", vectors, q)
+    global _dots_pool
+    if _dots_pool is None:
+        import concurrent.futures
+
+        _dots_pool = concurrent.futures.ThreadPoolExecutor(min(os.cpu_count() or 1, 4),
+                                                           thread_name_prefix="samctl-dots")
+    out = np.empty(len(vectors), dtype=np.float32)
+
+    def piece(a: int) -> None:
+        np.einsum("ij,j->i", vectors[a:a + DOTS_CHUNK], q, out=out[a:a + DOTS_CHUNK])
+
+    list(_dots_pool.map(piece, range(0, len(vectors), DOTS_CHUNK)))
+    return out
+
+
 def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candidates, int]:
     np = ix._np()
     needle = scoring.fold(q.text)  # as the index folds every text (rows.process)
@@ -478,21 +512,23 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
                 p = buf.find(nb, p + 1, end)
     total = len(found)
     if total > q.limit + RESCORE_MARGIN:
-        found = [found[i] for i in _cut_exact([(w, d) for w, d, _, _ in found], q.limit)]
-    hits = []
+        # the newest limit (whole matches first) and everything tied with the last of them: the
+        # first limit results are among them, whatever the rest of their order
+        keys = sorted(((w, d) for w, d, _, _ in found), reverse=True)
+        last = keys[q.limit - 1] if q.limit else keys[0]
+        found = [f for f in found if (f[0], f[1]) >= last]
+    hits, keys = [], []
     for whole, date, seg, r in found:
         h = _hit(store, idx, seg, r, seg.text(r))
         h.exact = "whole" if whole else "substring"
         hits.append(h)
-    return _Candidates([(w, d) for w, d, _, _ in found], hits), total
+        keys.append(_exact_key(whole, date, h))
+    return _Candidates(keys, hits).cut(q.limit), total
 
 
-def _cut_exact(keys: list, limit: int) -> list[int]:
-    """Which of the (whole, date) ``keys`` to keep: the newest ``limit`` (whole matches first) and
-    everything tied with the last of them (like ``_cut``, a cut of cuts keeps the same)."""
-    ordered = sorted(keys, reverse=True)
-    last = ordered[limit - 1] if limit else ordered[0]
-    return [i for i, k in enumerate(keys) if k >= last]
+def _exact_key(whole: bool, date: float, h: Hit) -> tuple:
+    """The order of --exact results: whole matches first, then newest, then as every result is ordered."""
+    return (not whole, -date, _KIND_ORDER[h.kind], h.conversation_id, h.position, h.ref or "")
 
 
 # ---------------------------------------------------------------------------------------------

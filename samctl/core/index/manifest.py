@@ -138,10 +138,15 @@ class Manifest:
         out = []
         convs = self.src["convs"]
         for i, rows in self.src["findings"].items():
-            conv = convs[int(i)]
-            if scope is None or conv is None or conv in scope:
-                out.extend(Finding(c, p, r, sev or ERROR, cv) for c, p, r, sev, cv in rows)
+            out += findings_of(convs[int(i)], rows, scope)
         return out
+
+
+def findings_of(conv: str | None, rows: list, scope: set | None = None) -> list[Finding]:
+    """The findings a source's manifest rows stand for, unless its conversation is outside ``scope``."""
+    if scope is not None and conv is not None and conv not in scope:
+        return []
+    return [Finding(c, p, r, sev or ERROR, cv) for c, p, r, sev, cv in rows]
 
 
 _STR, _STR_NONE, _INT = {str}, {str, type(None)}, {int}

@@ -13,12 +13,13 @@ Invariants
 ----------
 - Each part's ``hidden`` is what ``update._hidden`` gives for the whole store: an archived copy
   of a message can only be hidden by a message of its own conversation (the dedupe key holds
-  the conversation's id), and the sources are read so that every message comes before the
-  archived copies it could hide: SAM's legacy ``conversations.json`` first, then each folder's
-  ``conversation.json`` before its ``context_archive.db`` (``discover``'s order); each part is
-  checked against the message keys of every part read so far, its own included.
-- The findings come in the order the whole build gives them: the legacy file's, read first,
-  are added after the others.
+  the conversation's id), and every archive database is read after every other source (a
+  conversation's messages can be in its folder, in an oddly named folder, or in the legacy
+  ``conversations.json``), each part checked against the message keys of every part so far.
+- The findings and the conversations' infos (which name shared topics) come out in
+  ``discover``'s order, as the whole build gives them, once every part is read.
+- A part is let go before the next is read: what is held meanwhile is the part being read,
+  the candidates kept, and the keys of the messages read so far.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import itertools
 
 from samctl.core.index.format import ARCHIVED, MESSAGE, _np
-from samctl.core.index.manifest import Manifest, encode_manifest
+from samctl.core.index.manifest import Manifest, encode_manifest, findings_of
 from samctl.core.index.opened import Index
 from samctl.core.index.segment import SegmentWriter
 from samctl.core.index.sources import discover
@@ -37,41 +38,56 @@ PART_BYTES = 64 << 20  # a part is cut (between sources) once its segment holds 
 
 def parts(store, findings: list, scope: set | None = None, progress=None, convs: dict | None = None):
     """An ``Index`` of each part of the sources in ``scope``, in turn (see the module docstring).
-    ``convs`` (if given) gets the info of every conversation read, for ``titles``."""
-    np = _np()
+    Once the last is given, ``findings`` gets the sources' findings and ``convs`` (if given) the
+    info of every conversation read, both in ``discover``'s order, for ``titles``."""
     disc: list = []
     current = discover(store, disc, scope)
     findings.extend(disc)
-    todo = _legacy_first(list(current.values()))
-    convs = {} if convs is None else convs
-    names = itertools.count(1)
+    read: dict = {}  # the conversations' infos, as they were read
     seen: list = []  # the dedupe keys of the messages of each part read so far
-    late: list = []  # the legacy file's findings: where the whole build has them, at the end
+    found: dict = {}  # source key -> (its conversation, its findings' rows)
+    gave: dict = {}  # source key -> the ids of the conversations it gave
+    names = itertools.count(1)
 
     def new_writer():
         w = SegmentWriter(store.root_real)
         w.name = f"(memory {next(names)})"
         return w
 
-    for entries, seg in read_segments(new_writer, store, todo, current, convs, progress, keep_sigs=False,
-                                      cap=PART_BYTES):
-        kind = seg.meta["kind"]
-        keys = seg.meta["dkey"]
-        seen.append(keys[kind == MESSAGE])
-        archived = np.flatnonzero(kind == ARCHIVED)
-        dup = archived[np.isin(keys[archived], np.concatenate(seen))] if len(archived) else archived
-        man = {"segments": [{"name": seg.name, "rows": seg.rows, "dead": []}], "sources": entries,
-               "convs": {}, "hidden": {seg.name: dup.tolist()} if len(dup) else {}}
-        idx = Index(Manifest(encode_manifest(man)), [seg])
-        for legacy, out in ((False, findings), (True, late)):
-            some = {k: e for k, e in entries.items() if (current[k].kind == "sam-legacy") == legacy}
-            out += Manifest(encode_manifest(dict(man, sources=some))).findings(scope) if some else []
-        yield idx
-    findings.extend(late)
+    for entries, seg in read_segments(new_writer, store, _messages_first(current), current, read, progress,
+                                      keep_sigs=False, cap=PART_BYTES):
+        for key, e in entries.items():
+            if e["findings"]:
+                found[key] = (e["conv"], e["findings"])
+            if e["infos"]:
+                gave[key] = e["infos"]
+        yield _index(seg, entries, seen)
+        del seg, entries  # the caller lets the part go too: none of it is held while the next is read
+    for key in current:
+        if key in found:
+            findings.extend(findings_of(*found[key], scope))
+        if convs is not None:
+            for cid in gave.get(key, ()):
+                convs[cid] = read[cid]
 
 
-def _legacy_first(sources: list) -> list:
-    return sorted(sources, key=lambda s: s.kind != "sam-legacy")  # (sorted is stable)
+def _messages_first(current: dict) -> list:
+    """The sources to read: every archive database after every other source (``sorted`` is stable)."""
+    return sorted(current.values(), key=lambda s: s.kind == "sam-arch")
+
+
+def _index(seg, entries: dict, seen: list) -> Index:
+    """The part ``seg`` as an Index, its archived copies of messages read so far hidden (``seen``
+    gets its messages' keys)."""
+    np = _np()
+    kind = seg.meta["kind"]
+    keys = seg.meta["dkey"]
+    seen.append(keys[kind == MESSAGE])
+    archived = np.flatnonzero(kind == ARCHIVED)
+    dup = archived[np.isin(keys[archived], np.concatenate(seen))] if len(archived) else archived
+    man = {"segments": [{"name": seg.name, "rows": seg.rows, "dead": []}], "sources": entries, "convs": {},
+           "hidden": {seg.name: dup.tolist()} if len(dup) else {}}
+    return Index(Manifest(encode_manifest(man)), [seg])
 
 
 def titles(convs: dict) -> Manifest:
