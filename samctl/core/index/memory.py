@@ -7,7 +7,7 @@ Data model
 read, with the manifest of its own sources; ``titles`` gives the titles of every conversation
 read so far, once the parts are done.  The search keeps the best candidates of each part
 (``core.search``) and lets the part go, so what it holds does not grow with the store: the whole
-index of 100,000 mermaid sessions held in memory at once was 6.8 GiB; in parts, 0.47 GiB.
+index of 100,000 mermaid sessions held in memory at once was 6.8 GiB; in parts, 0.35 GiB.
 
 Invariants
 ----------
