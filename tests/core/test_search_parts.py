@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 
 import pytest
 
@@ -231,6 +232,27 @@ def test_findings_come_in_the_order_of_the_index(tmp_path, tiny_parts):
     indexed = _hits(root, "budget", use_index=True)
     parts = _hits(root, "budget", use_index=False)
     assert parts == indexed and len(parts[1]) >= 3
+
+
+def test_findings_keep_their_order_when_the_index_reads_a_file_again(tmp_path):
+    """A refresh puts the sources it read again last in the index; the findings still come in
+    discover's order, search after search, as without the index."""
+    import time
+
+    root = _sam_with_archives(tmp_path / "s")
+    conv_dir = root / "conversations"
+    folders = sorted(p for p in conv_dir.iterdir() if p.is_dir())
+    first_bad = folders[1] / "conversation.json"
+    first_bad.write_text("{not json")
+    (folders[-2] / "memory.db").write_bytes(b"not a database" * 100)
+    age(root)
+    before = _hits(root, "budget", use_index=True)[1]
+    assert len(before) >= 2 and first_bad.name in before[0] and str(folders[1]) in before[0]
+    first_bad.write_text("{not json")  # saved again, as broken: read again by the next refresh
+    t = time.time() - 1800
+    os.utime(first_bad, (t, t))
+    assert _hits(root, "budget", use_index=True)[1] == before
+    assert _hits(root, "budget", use_index=False)[1] == before
 
 
 def test_what_a_part_holds_is_let_go(tmp_path, monkeypatch):

@@ -134,10 +134,17 @@ class Manifest:
         names = [n for t, n in zip(c["topics"], c["topic_names"]) if t == cid and n]
         return f"{names[0]} (shared topic)" if names else "(shared topic)"
 
-    def findings(self, scope: set | None = None) -> list[Finding]:
+    def findings(self, scope: set | None = None, order=None) -> list[Finding]:
+        """The stored findings of the sources in ``scope``: in the order of the keys of ``order``
+        (``discover``'s) when given, else in the manifest's (a refresh puts the sources it read
+        again last)."""
+        items = list(self.src["findings"].items())
+        if order is not None and len(items) > 1:
+            keys, at = self.src["keys"], {k: n for n, k in enumerate(order)}
+            items.sort(key=lambda item: at.get(keys[int(item[0])], len(at)))
         out = []
         convs = self.src["convs"]
-        for i, rows in self.src["findings"].items():
+        for i, rows in items:
             out += findings_of(convs[int(i)], rows, scope)
         return out
 

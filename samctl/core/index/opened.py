@@ -57,8 +57,8 @@ class Index:
     def title_of(self, cid: str) -> str:
         return self.manifest.title_of(cid)
 
-    def findings(self, scope: set | None = None) -> list[Finding]:
-        return self.manifest.findings(scope)
+    def findings(self, scope: set | None = None, order=None) -> list[Finding]:
+        return self.manifest.findings(scope, order)
 
 
 def open_index(store) -> Index:

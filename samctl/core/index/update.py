@@ -155,7 +155,7 @@ def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = 
     if idx is not None:
         changed, removed = stale(idx.manifest, current, scope)
         if not changed and not removed:
-            findings.extend(idx.findings(scope))
+            findings.extend(idx.findings(scope, current))
             return idx
     d = index_dir(store)
     try:
@@ -171,7 +171,7 @@ def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = 
     new.read = sorted(changed)
     new.removed = sorted(removed)
     new.rebuilt = idx is None
-    findings.extend(new.findings(scope))
+    findings.extend(new.findings(scope, current))  # (in discover's order, whatever was read again)
     return new
 
 
