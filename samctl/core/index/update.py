@@ -430,9 +430,6 @@ def _gc(d: Path, keep: set) -> None:
                 pass
 
 
-# Without an index: the same rows, in memory ---------------------------------------------------
-
-
 def invalidate(store) -> None:
     """Drop the index (its manifest; the segments go with the next refresh's clean-up)."""
     d = index_dir(store)
