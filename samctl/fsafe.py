@@ -421,16 +421,21 @@ def open_regular(path: str | os.PathLike):
 def sha256_of(path: str | os.PathLike) -> tuple[int, str]:
     """``(size, sha256 hex)`` of a regular file's bytes, read in 1 MiB pieces; FileProblem like
     ``open_regular``."""
-    import hashlib
-
     f, _ = open_regular(path)
     try:
-        h, n = hashlib.sha256(), 0
-        while b := f.read(MIB):
-            h.update(b)
-            n += len(b)
+        return sha256_of_file(f)
     finally:
         f.close()
+
+
+def sha256_of_file(f) -> tuple[int, str]:
+    """``(size, sha256 hex)`` of the rest of the open binary file ``f``, read in 1 MiB pieces."""
+    import hashlib
+
+    h, n = hashlib.sha256(), 0
+    while b := f.read(MIB):
+        h.update(b)
+        n += len(b)
     return n, h.hexdigest()
 
 

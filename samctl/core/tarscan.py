@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 from typing import TYPE_CHECKING
 
 from samctl import fsafe
@@ -93,15 +94,24 @@ def finding(entry: Entry, code: str, reason: str, severity: str = ERROR) -> Find
 
 
 def read_archive(entry: Entry):
-    """``(data or None, size, sha256)`` of the entry's archive as it is on disk: a small one is read
-    whole (``data``), a big one only hashed; ``(None, -1, "")`` if it is bigger than it may be.
-    Raises SamctlError if it cannot be read.  (Restore reads the next entry's while it
-    extracts one: the hashing of one overlaps the decompression of the other.)"""
+    """``(data, size, sha256)`` of the entry's archive as it is on disk: a small one is read whole
+    (``data``: its bytes); a big one is hashed, and ``data`` is the file it was hashed from, opened
+    and back at its start, so that what is decompressed is what was hashed, whatever replaces the
+    name meanwhile; ``(None, -1, "")`` if it is bigger than it may be.  Raises SamctlError if it
+    cannot be read.  (Restore reads the next entry's while it extracts one: the hashing of one
+    overlaps the decompression of the other.)"""
     try:
         if entry.tar_size <= READ_WHOLE:
             data = fsafe.read_capped(entry.tar_path, entry.tar_size)
             return data, len(data), hashlib.sha256(data).hexdigest()
-        return (None, *fsafe.sha256_of(entry.tar_path))
+        f, _ = fsafe.open_regular(entry.tar_path)
+        try:
+            n, digest = fsafe.sha256_of_file(f)
+            f.seek(0)
+        except BaseException:
+            f.close()
+            raise
+        return f, n, digest
     except SamctlError as exc:
         if getattr(exc, "code", None) != "too-large":
             raise
@@ -115,7 +125,7 @@ def read_ahead(entry: Entry):
     one being written: a bound on what waits in memory)."""
     data, n, digest = read_archive(entry)
     tar = None
-    if data is not None and (n, digest) == (entry.tar_size, entry.tar_sha256):
+    if isinstance(data, bytes) and (n, digest) == (entry.tar_size, entry.tar_sha256):
         cap = decompressed_cap(entry)
         if cap <= DECOMPRESS_AHEAD:
             import zstandard
@@ -158,10 +168,13 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
         data, n, digest, *ahead = archive
         ready = ahead[0] if ahead else None  # decompressed by read_ahead
         if (n, digest) != (entry.tar_size, entry.tar_sha256):
+            if data is not None and not isinstance(data, bytes):
+                data.close()
             return [finding(entry, "attic-tampered", "the compressed archive does not match its manifest's "
                                                        "size and sha256: not decompressed")]
     try:
-        f = io.BytesIO(data) if data is not None else fsafe.open_regular(entry.tar_path)[0]
+        # (a big archive checked first: the file it was hashed from)
+        f = io.BytesIO(data) if isinstance(data, bytes) else data or fsafe.open_regular(entry.tar_path)[0]
     except SamctlError as exc:
         return [finding(entry, "attic-missing", exc.message)]
     want = {m.name: m for m in entry.members}
@@ -175,7 +188,7 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
         def stream():
             return _Capped(decompressor().stream_reader(hr, read_size=CHUNK, read_across_frames=True), cap)
 
-        if data is not None and cap <= IN_MEMORY:
+        if isinstance(data, bytes) and cap <= IN_MEMORY:
             tar = ready if ready is not None and len(ready) <= cap else _decompress_whole(data, cap)
             if tar is None:
                 tar = _read_all(stream())
@@ -191,9 +204,11 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
                     return found
                 if sink is not None:
                     undo()
-                f.close()  # read it again from the start, with tarfile
-                f = io.BytesIO(data) if data is not None else fsafe.open_regular(entry.tar_path)[0]
-                hr = f
+                # read it again from the start, with tarfile: the same file (a new descriptor on it)
+                again = io.BytesIO(data) if isinstance(data, bytes) else os.fdopen(os.dup(f.fileno()), "rb", 0)
+                f.close()
+                f = hr = again
+                f.seek(0)
                 raw = stream()
         with tarfile.open(fileobj=raw, mode="r|", bufsize=CHUNK) as tf:
             for ti in tf:

@@ -436,6 +436,32 @@ def test_read_ahead_decompresses_only_an_archive_that_matches_its_manifest(merma
     assert [f.code for f in exc.value.findings] == ["attic-tampered"] and list(dest.iterdir()) == []
 
 
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+def test_a_big_archive_is_decompressed_from_the_file_it_was_hashed_from(which, mermaid_demo, sam_demo, tmp_path,
+                                                                         monkeypatch):
+    """A big archive is hashed, then decompressed as a stream: another file put in its place between
+    the two (here a valid archive of other content) is never what gets decompressed."""
+    import zstandard
+
+    monkeypatch.setattr(tarscan, "READ_WHOLE", -1)  # (every archive is "big" here)
+    store = open_store(str(mermaid_demo if which == "mermaid" else sam_demo))
+    cid = MID if which == "mermaid" else SID
+    paths = store.conversation_files(cid)
+    before = {str(p.relative_to(store.conv_dir)): p.read_bytes() for p in paths if p.is_file()}
+    e = attic.pack(store, cid, "deleted", paths)
+    archive = tarscan.read_archive(e)  # hashed: matches the manifest
+    assert archive[1:] == (e.tar_size, e.tar_sha256)
+    tar = bytearray(zstandard.ZstdDecompressor().decompress(e.tar_path.read_bytes()))
+    _flip_data(tar)
+    other = tmp_path / "other.tar.zst"
+    other.write_bytes(zstandard.ZstdCompressor(level=3).compress(bytes(tar)))
+    os.replace(other, e.tar_path)  # swapped in after the hash
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    names = attic.unpack(e, dest, archive=archive)
+    assert {n: (dest / n).read_bytes() for n in names if (dest / n).is_file()} == before
+
+
 def test_the_helper_thread_is_started_afresh_in_a_forked_child():
     """A child forked after the helper started (the fault-injection tests fork) must not queue work
     behind a thread that does not exist in it."""
