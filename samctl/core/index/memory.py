@@ -50,9 +50,7 @@ def parts(store, findings: list, scope: set | None = None, progress=None, convs:
     names = itertools.count(1)
 
     def new_writer():
-        w = SegmentWriter(store.root_real)
-        w.name = f"(memory {next(names)})"
-        return w
+        return SegmentWriter(store.root_real, name=f"(memory {next(names)})")
 
     for entries, seg in read_segments(new_writer, store, _messages_first(current), current, read, progress,
                                       keep_sigs=False, cap=PART_BYTES):

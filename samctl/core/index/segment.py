@@ -62,12 +62,12 @@ class SegmentWriter:
     ``finish``: what the writer holds grows with ``estimate()``, which callers bound.
     """
 
-    def __init__(self, root: str, path: Path | None = None):
+    def __init__(self, root: str, path: Path | None = None, name: str = "(memory)"):
         np = _np()
         self.np = np
         self.root = root
         self.path = path
-        self.name = path.name if path is not None else "(memory)"
+        self.name = path.name if path is not None else name
         self.rows = 0
         self.held = 0  # bytes of blobs and postings added (what ``estimate`` counts besides the rows)
         self.conv_index: dict[str, int] = {}

@@ -112,7 +112,7 @@ def read_segments(new_writer, store, todo: list, current: dict, convs: dict, pro
             if cap is not None and w.rows and w.estimate() >= cap:
                 finished, w = w.finish(), None
                 yield entries, finished
-                entries = finished = {}  # (nothing of the segment handed over is held from here on)
+                entries, finished = {}, None  # (nothing of the segment handed over is held from here on)
                 w = new_writer()
             start = w.add_chunk(chunk)
             for key, n, fnd, infos in zip(chunk.keys, chunk.counts, chunk.findings, chunk.infos):

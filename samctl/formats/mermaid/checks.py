@@ -99,8 +99,9 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
             _check_conversation(store, cid, by_id[cid], findings, fixes, fixing(cid))
         return fixes
     # without --fix every session is only read: in worker processes when there are many
-    parts = [[(cid, by_id[cid]) for cid in ids[i:i + CHECK_CHUNK]] for i in range(0, len(ids), CHECK_CHUNK)]
-    for found in workers.ordered_map(store, _check_part, parts, min_parts=PARALLEL_MIN_PARTS):
+    sessions = [(cid, by_id[cid]) for cid in ids]
+    for found in workers.ordered_items(store, _check_read_only, sessions, PARALLEL_MIN_PARTS * CHECK_CHUNK,
+                                       CHECK_CHUNK):
         findings.extend(found)
     return fixes
 
@@ -109,11 +110,10 @@ CHECK_CHUNK = 64  # sessions per unit of work handed to a worker process
 PARALLEL_MIN_PARTS = 8  # fewer sessions than 8 units of work: checked here, no worker processes
 
 
-def _check_part(store, part: list) -> list:
-    """The findings of the sessions in ``part`` (``[(id, {ext: (path, lstat)})]``), checked without fixing."""
+def _check_read_only(store, session: tuple) -> list:
+    """The findings of one session ``(id, {ext: (path, lstat)})``, checked without fixing."""
     found: list = []
-    for cid, files in part:
-        _check_conversation(store, cid, files, found, [], False)
+    _check_conversation(store, *session, found, [], False)
     return found
 
 

@@ -47,9 +47,8 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             st = _lstat(e)
             if isinstance(st, os.stat_result) and stat.S_ISDIR(st.st_mode) and e.name not in ("backups", ".samctl"):
                 folders.append((e.name, e.path, st))
-        parts = [folders[i:i + CHECK_CHUNK] for i in range(0, len(folders), CHECK_CHUNK)]
-        checked = (r for part in workers.ordered_map(store, _check_folders, parts, min_parts=PARALLEL_MIN_PARTS)
-                   for r in part)
+        checked = workers.ordered_items(store, _check_read_only, folders, PARALLEL_MIN_PARTS * CHECK_CHUNK,
+                                        CHECK_CHUNK)
     for e in ordered:
         st = _lstat(e)  # (with --fix: when the entry is reached, after the fixes before it, as a person would)
         if isinstance(st, OSError):
@@ -98,8 +97,8 @@ def _lstat(e: os.DirEntry):
         return exc
 
 
-def _check_folders(store, part: list) -> list:
-    return [_check_folder(store, *f, fix=False) for f in part]
+def _check_read_only(store, folder: tuple) -> tuple:
+    return _check_folder(store, *folder, fix=False)
 
 
 def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
