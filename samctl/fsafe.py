@@ -268,6 +268,28 @@ def flock_held(path: str | os.PathLike) -> bool:
     return False
 
 
+HELD_LOCKS: set = set()  # the descriptors on which this process holds an flock (``core.lock`` adds them)
+
+
+def unlock(fd: int) -> None:
+    """Close ``fd``, a descriptor in ``HELD_LOCKS``: its flock goes with the last descriptor on it."""
+    HELD_LOCKS.discard(fd)
+    os.close(fd)
+
+
+def close_inherited_locks() -> None:
+    """In a worker forked while its parent held locks: close the worker's copies of those
+    descriptors.  The parent's own stay open, so its locks are as they were (an flock goes only
+    when every descriptor on it is closed); but a worker that outlives a killed parent holds none,
+    and the next samctl does not wait for it."""
+    for fd in list(HELD_LOCKS):
+        HELD_LOCKS.discard(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def make_private_dir(path: str | os.PathLike, created: list | None = None) -> Path:
     """mkdir -p with 0700 on every folder it creates; an existing folder is left as is.
     ``created``, if given, gets each folder this call made, outermost first."""

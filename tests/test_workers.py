@@ -132,3 +132,97 @@ def test_errors_survive_a_pickle():
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and back.args == e.args and back.__dict__ == e.__dict__
         assert str(back) == str(e) and back.exit_code == e.exit_code
+
+
+_KILLED_PARENT = r'''
+import os, sys, time
+sys.path.insert(0, sys.argv[3])
+from samctl.core.index.update import _writer_lock
+from samctl.core.lock import store_lock
+from samctl.formats import open_store, workers
+import sleepy
+
+store = open_store(sys.argv[1])
+with store_lock(store), _writer_lock(__import__("pathlib").Path(sys.argv[2])):
+    for _ in workers.ordered_map(store, sleepy.sleep_and_say, [[sys.argv[3]]] * 8, n_jobs=2):
+        pass
+'''
+
+_SLEEPY = '''
+import os, time
+
+def sleep_and_say(store, part):
+    with open(os.path.join(part[0], f"worker-{os.getpid()}"), "w"):
+        pass
+    time.sleep(120)
+'''
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie no one has reaped yet is gone too
+    except FileNotFoundError:
+        return True
+
+
+def _until(check, seconds: float = 20.0) -> bool:
+    """Poll ``check`` until it holds or ``seconds`` pass (a deadline for liveness, not a speed test)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _free(path) -> bool:
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see the workers")
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_workers_of_a_killed_samctl_exit_and_hold_no_lock(mermaid_demo, tmp_path, sig):
+    """`timeout` (SIGTERM: Python's default is to die at once, no cleanup) or `kill -9` in the middle
+    of a listing or an index build: the workers must not live on, waiting for work forever, holding
+    the store's lock or the index's writer lock (the next samctl would wait for them)."""
+    import signal
+    import subprocess
+    import sys
+
+    from samctl.core.lock import samctl_dir
+
+    (tmp_path / "sleepy.py").write_text(_SLEEPY)
+    (tmp_path / "parent.py").write_text(_KILLED_PARENT)
+    index = tmp_path / "index"
+    index.mkdir()
+    child = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(mermaid_demo), str(index),
+                              str(tmp_path)], cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        assert _until(lambda: len(list(tmp_path.glob("worker-*"))) == 2, 60), "the workers never started"
+        pids = [int(p.name.split("-")[1]) for p in tmp_path.glob("worker-*")]
+        store_lock_file = samctl_dir(open_store(str(mermaid_demo))) / "lock"
+        assert not _free(store_lock_file) and not _free(index / "lock")
+        child.send_signal(getattr(signal, sig))
+        child.wait(30)
+        assert _until(lambda: _free(store_lock_file) and _free(index / "lock")), "a worker still holds a lock"
+        assert _until(lambda: all(_gone(p) for p in pids)), "the workers outlived samctl"
+    finally:
+        child.kill()
+        child.wait()
+        for p in tmp_path.glob("worker-*"):
+            try:
+                os.kill(int(p.name.split("-")[1]), signal.SIGKILL)
+            except ProcessLookupError:
+                pass

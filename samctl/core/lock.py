@@ -5,7 +5,9 @@
   second one waits up to ``wait`` seconds, then raises Busy (exit 5).  The
   lock is released when the process dies, so a crash never leaves it stuck.
 - ``flock_waiting(fd, wait, timed_out, waiting)``: the waiting ``flock`` of both ``store_lock``
-  and the search index's writer lock (``core.index.update``).
+  and the search index's writer lock (``core.index.update``); a descriptor it locked is in
+  ``fsafe.HELD_LOCKS`` until ``fsafe.unlock``, so that a forked worker closes its copy
+  (``fsafe.close_inherited_locks``): a worker never keeps a lock after its parent is gone.
 - ``ensure_app_idle(store, ids, force)``: raises Busy when the owning app is
   using what a command would touch (SAM: a running SAM process; mermaid: the
   session's scratch ``.lock`` held), unless ``force``.
@@ -38,6 +40,7 @@ def flock_waiting(fd: int, wait: float, timed_out, waiting=None) -> None:
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fsafe.HELD_LOCKS.add(fd)
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
@@ -95,7 +98,7 @@ def store_lock(store, wait: float = 0.0):
             pass
         yield path
     finally:
-        os.close(fd)  # closing the descriptor releases the flock
+        fsafe.unlock(fd)  # closing the descriptor releases the flock
 
 
 def ensure_app_idle(store, ids=(), force: bool = False) -> None:

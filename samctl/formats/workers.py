@@ -12,6 +12,10 @@ Invariants:
   workers read the store, never samctl's cache, and write nothing.
 - Linux forks the workers (what the parent imported, and patched, carries over); elsewhere they
   are spawned, as fork is unsafe on macOS.
+- A worker holds no lock and does not outlive samctl: it closes its copies of the locks its parent
+  held when it was forked (``fsafe.close_inherited_locks``), and exits once its parent is gone
+  (``kill -9``, or ``timeout``'s SIGTERM, which ends Python without any cleanup: the pool's workers
+  would otherwise wait for work forever).
 - A worker never starts workers of its own (each would start as many again): ``ordered_map``
   called in one runs right there.
 - An exception raised in a worker reaches the caller as itself, or, if it cannot be pickled and
@@ -39,16 +43,34 @@ def jobs(env: str = "SAMCTL_JOBS") -> int:
 _store = None  # a worker's store (None: this is not a worker)
 
 
+PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent is still there
+
+
 def _init(spec) -> None:
     global _store
+    import threading
+
+    from samctl import fsafe
     from samctl.formats.base import Caps
 
-    kind, conv, base, caps = spec
+    kind, conv, base, caps, parent = spec
+    fsafe.close_inherited_locks()
+    threading.Thread(target=_exit_with, args=(parent,), name="samctl-parent-watch", daemon=True).start()
     if kind == "sam":
         from samctl.formats.sam.store import SamStore as cls
     else:
         from samctl.formats.mermaid.store import MermaidStore as cls
     _store = cls(Path(conv), Path(base), Caps(*caps), False)
+
+
+def _exit_with(parent: int) -> None:
+    """Exit this worker once ``parent`` is no longer its parent (it died, and the worker was
+    handed to init or a subreaper).  Polled: there is no portable way to be told."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    os._exit(1)
 
 
 def _run(fn, part):
@@ -78,7 +100,8 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    spec = (store.name, str(store.conv_dir), str(store.base), (store.caps.snapshot, store.caps.log, store.caps.other))
+    spec = (store.name, str(store.conv_dir), str(store.base), (store.caps.snapshot, store.caps.log, store.caps.other),
+            os.getpid())
     n_jobs = min(n_jobs, len(parts))
     with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=ctx, initializer=_init, initargs=(spec,)) as pool:
         # at most AHEAD parts per worker submitted and not yet handed back: results never pile up

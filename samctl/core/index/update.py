@@ -63,7 +63,7 @@ def _writer_lock(d: Path, wait: float = LOCK_WAIT, progress=None):
                       lambda: progress.note("waiting for another samctl that is updating the index"))
         yield
     finally:
-        os.close(fd)
+        fsafe.unlock(fd)
 
 
 def _new_segment_path(d: Path) -> Path:
