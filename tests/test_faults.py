@@ -44,6 +44,7 @@ from tests.cli.test_compact import long_session
 
 MID = "20260810_140307_512"
 SID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
+API = "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
 KILLED, INJECTED = 200, 201
 
 
@@ -130,6 +131,9 @@ SCENARIOS = {
     "restore-sam": (_after_rm(_sam, SID), ["restore", SID]),
     "rm-many-mermaid": (_mermaid, ["rm", "--yes", *MERMAID_IDS]),
     "restore-many-mermaid": (_after_rm_all(_mermaid), ["restore", *MERMAID_IDS]),
+    # the archives read and compressed in worker processes (lifecycle._built) while the command writes
+    "rm-many-mermaid-in-workers": (_mermaid, ["rm", "--yes", *MERMAID_IDS]),
+    "rm-many-sam-in-workers": (_sam, ["rm", "--yes", SID, API]),
     "compact-mermaid": (_compact_mermaid, ["compact", "--log-threshold", "16K"]),
     "compact-sam": (_compact_sam, ["compact"]),
 }
@@ -280,9 +284,24 @@ def templates(tmp_path_factory):
     return out
 
 
+_real_build_part = samctl.core.lifecycle._build_part
+
+
+def _build_part_noting(store, part):
+    """``lifecycle._build_part``, leaving a file named for the parent of the process it ran in."""
+    open(os.path.join(os.environ["FAULTS_BUILT_IN"], f"built-{os.getppid()}"), "w").close()
+    return _real_build_part(store, part)
+
+
 @pytest.mark.parametrize("mode", ["kill", "raise"])
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path):
+def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkeypatch):
+    if scenario.endswith("in-workers"):  # (the forked command, and its workers, inherit these)
+        monkeypatch.setattr(samctl.core.lifecycle, "PARALLEL_PACK", 2)
+        monkeypatch.setattr(samctl.core.lifecycle, "PACK_PART", 1)
+        monkeypatch.setattr(samctl.core.lifecycle, "_build_part", _build_part_noting)
+        monkeypatch.setenv("SAMCTL_JOBS", "2")
+        monkeypatch.setenv("FAULTS_BUILT_IN", str(tmp_path))
     template = templates[scenario]
     args = SCENARIOS[scenario][1]
     before = _conversations(template)
@@ -317,3 +336,6 @@ def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path):
             assert code == 0, (n, code)
             assert n > 2  # the hook really was reached on the way
             break
+    # a worker's parent is the command (forked from this process), not this process
+    assert any(int(p.name.split("-")[1]) != os.getpid() for p in tmp_path.glob("built-*")) == \
+        scenario.endswith("in-workers")

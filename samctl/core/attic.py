@@ -198,7 +198,7 @@ class Changed(SamctlError):
 
 def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int | None = None,
          now: float | None = None, stem: str | None = None, attic: Path | None = None,
-         total: int | None = None) -> Entry:
+         total: int | None = None, built=None) -> Entry:
     """Archive ``paths`` (files and folders under the store) as one attic entry.
 
     The tar is written (temp, fsync, rename), re-read and verified against
@@ -206,8 +206,9 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     last (``commit_entry``).  If an original changes while it is read, or
     anything fails, what was written is removed and the error raised
     (``SamctlError`` for a change).  A caller moving many passes the ``attic``
-    it ensured and the ``total`` size of ``paths`` it has seen.  (How the tar is
-    built and checked: ``core/tarzst.py``, ``core/tarscan.py``.)
+    it ensured and the ``total`` size of ``paths`` it has seen, and may pass what
+    ``build`` made of ``paths`` (a ``tarzst.Written``, or the error it met) as
+    ``built``.  (How the tar is built and checked: ``core/tarzst.py``, ``core/tarscan.py``.)
     """
     if state not in STATES:
         raise ValueError(state)
@@ -219,18 +220,17 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     if total is None:
         total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
     in_memory = total <= tarzst.SMALL
+    if isinstance(built, BaseException):
+        _reraise(built)
     tmp, f = fsafe.create_temp(tar_path, buffering=0 if in_memory else 1 << 20)
     try:
-        written = tarzst.write(store, paths, f, level, in_memory, total)
+        written = tarzst.write(store, paths, f, level, in_memory, total, built)
         fsafe.finish_temp(f)
         fsafe.commit_temp(tmp, tar_path, sync_dir=False)  # the manifest's commit fsyncs the folder
     except BaseException as exc:
         f.close()
         fsafe.discard_temp(tmp)
-        if isinstance(exc, tarzst.FileChanged):
-            raise Changed(f"{exc}: it changed while samctl was archiving it; nothing was moved",
-                          hint="make sure the app is not using it, then try again") from None
-        raise
+        _reraise(exc)
     for m in written.members:  # (a conversation's file with special bits: archived, and restored, without them)
         m.mode &= PERMISSIONS[m.type]
     entry = Entry(stem=stem, id=cid, state=state, when=iso(now), when_ts=now, store=store.name,
@@ -240,12 +240,35 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
     try:
         problems = tarscan.check_written(entry, written)
         if problems:
-            raise AtticProblem(f"the archive of {cid} did not read back as written; nothing was moved", problems)
+            raise AtticProblem(f"the archive of {cid} did not read back as written ({problems[0].reason}); "
+                               "nothing was moved", problems)
     except BaseException:
         fsafe.remove(tar_path)
         raise
     commit_entry(entry)
     return entry
+
+
+def _reraise(exc: BaseException):
+    """Raise ``exc`` again; a file that changed while it was read (``FileChanged``) as the
+    SamctlError that tells the user."""
+    if isinstance(exc, tarzst.FileChanged):
+        raise Changed(f"{exc}: it changed while samctl was archiving it; nothing was moved",
+                      hint="make sure the app is not using it, then try again") from None
+    raise exc
+
+
+def build(store, item: tuple):
+    """What ``pack`` is to write for ``item`` = (paths, their total size, level): a ``tarzst.Written``
+    (built in memory), None (too big for memory: ``pack`` streams it), or the error met reading
+    them.  Reads only; run in worker processes for many small conversations (``core/lifecycle.py``)."""
+    paths, total, level = item
+    if total > tarzst.SMALL:
+        return None
+    try:
+        return tarzst.build(store, paths, level)
+    except (SamctlError, OSError, tarzst.FileChanged) as exc:
+        return exc
 
 
 def commit_entry(entry: Entry) -> None:

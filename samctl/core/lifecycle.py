@@ -15,7 +15,10 @@ Moves of many conversations go in batches that share one journal record
 and their fsyncs (``fsafe.sync_batch``): the order above holds for each
 conversation, with a barrier wherever it must reach the disk.
 A crash leaves the batch's record in ``samctl-attic/.journal``;
-``core/repair.py`` finishes or undoes each move it describes.
+``core/repair.py`` finishes or undoes each move it describes.  In a big
+batch, worker processes read, hash and compress the conversations
+(``_built``: reads only, after the batch is planned) while this process
+writes each archive and does every other step above, in the same order.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +39,7 @@ from samctl.core.model import ERROR, WARNING, Finding, last_activity, recency
 from samctl.core.repair import drop_journal, settle, write_batch
 from samctl.core.resolve import Listed, resolve_many
 from samctl.errors import NotFound, SamctlError, UsageError
+from samctl.formats import workers
 
 
 @dataclass
@@ -272,6 +277,10 @@ class _Out:
     now: float
     entry: atticmod.Entry | None = None
 
+    @property
+    def total(self) -> int:
+        return sum(b[1] for b in self.before.values())
+
     def record(self, store, state: str) -> dict:
         return {"op": "out", "stem": self.stem, "id": self.target.id, "state": state,
                 "files": [tarzst.member_name(store, p) for p in self.paths]}
@@ -316,11 +325,10 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
                 continue
             sync.barrier()  # the record is on disk before any entry: repair knows what the batch was
             committed = []
-            for o in outs:
+            for o, built in zip(outs, _built(store, outs)):
                 try:
                     o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(o.target, scope_of),
-                                            now=o.now, stem=o.stem, attic=attic,
-                                            total=sum(b[1] for b in o.before.values()))
+                                            now=o.now, stem=o.stem, attic=attic, total=o.total, built=built)
                     committed.append(o)
                 except (SamctlError, OSError) as exc:
                     failed.append((o.target, exc))
@@ -342,6 +350,39 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             sync.barrier()  # the removals are on disk before the record goes
             drop_journal(attic, record)
     return moved, failed
+
+
+PARALLEL_PACK = 64 if sys.platform.startswith("linux") else 1024  # a batch this big is read and compressed in
+# worker processes (where they are forked: a spawned one costs far more to start)
+PACK_PART = 32  # ... at most this many conversations to a unit of work
+PACK_PART_BYTES = 4 << 20  # ... and a unit ends once it holds this much: a bound on what waits in memory
+
+
+def _built(store, outs: list):
+    """``attic.build`` of each of ``outs``, in order: in worker processes for a batch of at least
+    ``PARALLEL_PACK`` (while this process writes what they built), else here, one by one as they
+    are asked for.  Each reads its files after they were planned (``_plan_out``), so
+    ``_unchanged`` still catches a change made after the read."""
+    items = [(o.paths, o.total, atticmod.LEVEL) for o in outs]
+    if len(items) < PARALLEL_PACK:
+        for item in items:
+            yield atticmod.build(store, item)
+        return
+    parts, part, size = [], [], 0
+    for item in items:
+        part.append(item)
+        size += item[1] if item[1] <= tarzst.SMALL else 0  # (a streamed one comes back as a None)
+        if len(part) == PACK_PART or size >= PACK_PART_BYTES:
+            parts.append(part)
+            part, size = [], 0
+    if part:
+        parts.append(part)
+    for results in workers.ordered_map(store, _build_part, parts):
+        yield from results
+
+
+def _build_part(store, part: list) -> list:
+    return [atticmod.build(store, item) for item in part]
 
 
 def _plan_out(store, attic: Path, t: Target, state: str, refs, now, taken: set) -> _Out:

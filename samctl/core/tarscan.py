@@ -2,8 +2,8 @@
 
 Invariants:
 - ``check_written``: an archive just written (``tarzst.write``) must read back as
-  written: byte for byte and decompressing to that tar (built in memory), or, streamed,
-  every member checked again by ``scan``.
+  written: byte for byte (``tarzst.build`` has checked those bytes decompress to the
+  tar it built), or, streamed, every member checked again by ``scan``.
 - ``scan``: the compressed bytes must match the manifest's size and sha256 before
   anything is decompressed; every member must be a regular file or folder named
   exactly as in the manifest (no absolute names, no ``..``, no links or devices), of
@@ -40,13 +40,15 @@ DECOMPRESS_AHEAD = 8 << 20  # restore decompresses an entry ahead of time if it 
 
 
 def check_written(entry: Entry, w: Written) -> list:
-    """Findings unless the archive file reads back as ``w`` was written: byte for byte and
-    decompressing to that tar (built in memory), or every member checked again (streamed)."""
-    return read_back(entry, w.compressed, w.tar) if w.tar is not None else scan(entry, None)
+    """Findings unless the archive file reads back as ``w`` was written: byte for byte, those
+    bytes decompressing to the tar built in memory (checked by ``tarzst.build``, or here if
+    it kept the tar), or, streamed, every member checked again."""
+    return read_back(entry, w.compressed, w.tar) if w.compressed is not None else scan(entry, None)
 
 
-def read_back(entry: Entry, compressed: bytes, tar: bytes) -> list:
-    """Findings unless the archive file holds ``compressed`` and that decompresses to ``tar``."""
+def read_back(entry: Entry, compressed: bytes, tar: bytes | None) -> list:
+    """Findings unless the archive file holds ``compressed`` and (unless ``tar`` is None: that
+    was checked where they were made) that decompresses to ``tar``."""
     import zstandard
 
     try:
@@ -55,6 +57,8 @@ def read_back(entry: Entry, compressed: bytes, tar: bytes) -> list:
         return [finding(entry, "attic-missing", exc.message)]
     if back != compressed:
         return [finding(entry, "attic-tampered", "the archive on disk is not the bytes written")]
+    if tar is None:
+        return []
     try:
         ok = decompressor().decompress(back, max_output_size=len(tar)) == tar
     except zstandard.ZstdError as exc:

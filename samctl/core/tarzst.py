@@ -9,9 +9,11 @@ the zstd contexts, the helper thread); ``core/tarscan.py`` reads and checks them
 
 Invariants:
 - A conversation up to ``SMALL`` bytes is read whole (one read per file), its tar
-  built in memory (byte for byte what ``tarfile`` would stream) and compressed in
-  one call; a bigger one is streamed.  A file that changes while it is read raises
-  ``FileChanged``.  (The file is then checked by ``tarscan.check_written``.)
+  built in memory (byte for byte what ``tarfile`` would stream), compressed in
+  one call and decompressed again to check it (``build``: it only reads, so it may
+  run in a worker process); a bigger one is streamed.  A file that changes while
+  it is read raises ``FileChanged``.  (The file is then checked by
+  ``tarscan.check_written``.)
 - ``zstandard`` and ``tarfile`` are imported only inside the functions that need them.
 """
 
@@ -206,7 +208,8 @@ def decompressor():
 @dataclass
 class Written:
     """What ``write`` wrote: the members, the archive's size and sha256, and (built in
-    memory) the compressed bytes and the tar, to check the file against."""
+    memory) the compressed bytes, to check the file against.  ``tar`` is the tar they
+    decompress to, or None once ``build`` has checked that they do."""
     members: list
     size: int
     sha256: str
@@ -214,15 +217,32 @@ class Written:
     tar: bytes | None = None
 
 
-def write(store, paths: list, f, level: int, in_memory: bool, total: int) -> Written:
-    """Write the tar.zst of ``paths`` (files and folders under the store, ``total`` bytes) to the
-    open file ``f``: built in memory and compressed in one call (``f`` unbuffered), or streamed."""
-    if not in_memory:
-        return Written(*tar_streamed(store, paths, f, level, total))
+def build(store, paths: list, level: int) -> Written:
+    """The tar.zst of ``paths`` built in memory, nothing written: compressed in one call, then
+    decompressed again and compared with the tar (which is then let go: ``tar`` None), or, should
+    that fail, with ``tar`` kept for ``tarscan.check_written`` to say what is wrong.  Reads only:
+    lifecycle runs it in worker processes for many small conversations."""
     members, tar = tar_in_memory(store, paths)
     compressed = compressor(level, 0).compress(tar)
-    fsafe.write_all(f, compressed)
-    return Written(members, len(compressed), hashlib.sha256(compressed).hexdigest(), compressed, tar)
+    w = Written(members, len(compressed), hashlib.sha256(compressed).hexdigest(), compressed, tar)
+    import zstandard
+
+    try:
+        if decompressor().decompress(compressed, max_output_size=len(tar)) == tar:
+            w.tar = None
+    except zstandard.ZstdError:
+        pass
+    return w
+
+
+def write(store, paths: list, f, level: int, in_memory: bool, total: int, built: Written | None = None) -> Written:
+    """Write the tar.zst of ``paths`` (files and folders under the store, ``total`` bytes) to the
+    open file ``f``: built in memory (``build``, or ``built`` if given; ``f`` unbuffered), or streamed."""
+    if not in_memory:
+        return Written(*tar_streamed(store, paths, f, level, total))
+    w = built or build(store, paths, level)
+    fsafe.write_all(f, w.compressed)
+    return w
 
 
 def tar_streamed(store, paths: list, f, level: int, total: int | None = None) -> tuple[list, int, str]:
