@@ -13,6 +13,9 @@ Invariants:
   ``barrier()``, one ``syncfs`` for everything written since: a move of many
   conversations pays for durability a few times, not a dozen times each.
   Until a barrier, writes in a batch may reach the disk in any order.
+  A worker process writing for a batch of its parent's (``synced_by_parent``)
+  leaves its fsyncs to the parent's barriers: a ``syncfs`` of a file system
+  writes out every process's writes on it, and the parent notes the folders.
 """
 
 from __future__ import annotations
@@ -715,6 +718,13 @@ class SyncBatch:
         except OSError:
             pass  # gone already: its parent, noted too, carries the change
 
+    def note_written(self, folder, nbytes: int) -> None:
+        """Another process (a worker) wrote ``nbytes`` under ``folder`` for this batch."""
+        self.note_path(folder)
+        self.noted += nbytes
+        if self.noted >= self.EARLY and self.early_on and (self.early is None or not self.early.is_alive()):
+            self._start_early()
+
     def barrier(self) -> None:
         """Everything written in the batch so far is on disk when this returns."""
         _step("sync")
@@ -740,6 +750,39 @@ class _NoBatch:
 
     def barrier(self) -> None:
         _step("sync")
+
+    def note_written(self, folder, nbytes: int) -> None:
+        pass  # (each of those writes was fsynced by the process that made it)
+
+
+def batch_defers() -> bool:
+    """True inside a ``sync_batch`` whose barriers are ``syncfs`` calls (which write out what
+    other processes wrote on that file system too)."""
+    return isinstance(_batch, SyncBatch)
+
+
+class _ByParent:
+    """``_batch`` in a worker writing for its parent's batch: nothing to note, nothing to fsync."""
+
+    def note_fd(self, fd: int) -> None:
+        pass
+
+    def note_path(self, path) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def synced_by_parent(defer: bool):
+    """In a worker process: with ``defer`` (the parent's ``batch_defers()``), the block's writes
+    are left to the parent's next barrier, which must cover the folders written in (the parent
+    notes them: ``note_written``); without, they fsync as usual."""
+    global _batch
+    before = _batch
+    _batch = _ByParent() if defer else None
+    try:
+        yield
+    finally:
+        _batch = before
 
 
 @contextlib.contextmanager

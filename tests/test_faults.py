@@ -134,6 +134,7 @@ SCENARIOS = {
     # the archives read and compressed in worker processes (lifecycle._built) while the command writes
     "rm-many-mermaid-in-workers": (_mermaid, ["rm", "--yes", *MERMAID_IDS]),
     "rm-many-sam-in-workers": (_sam, ["rm", "--yes", SID, API]),
+    "restore-many-mermaid-in-workers": (_after_rm_all(_mermaid), ["restore", *MERMAID_IDS]),
     "compact-mermaid": (_compact_mermaid, ["compact", "--log-threshold", "16K"]),
     "compact-sam": (_compact_sam, ["compact"]),
 }
@@ -232,7 +233,10 @@ def _check_intact(root: Path, before: dict, originals: dict, tmp: Path, exactly_
 
 # --- the driver -----------------------------------------------------------------------------
 
-def _run_child(args: list, n: int, mode: str) -> int:
+def _run_child(args: list, n: int, mode: str, shared: Path | None = None) -> int:
+    """Run the command in a forked child stopped at its Nth write step.  With ``shared`` (a file),
+    the steps are counted across the child and its worker processes, and whichever reaches the
+    Nth is stopped: a worker killed, or raising, fails the command, which is then stopped too."""
     pid = os.fork()
     if pid == 0:  # the child: run the command, stop it at the Nth write step
         code = 99
@@ -241,7 +245,15 @@ def _run_child(args: list, n: int, mode: str) -> int:
 
             def hook(step):
                 nonlocal count
-                count += 1
+                if shared is None:
+                    count += 1
+                else:  # each step appends a byte: where it lands is its number, whoever took it
+                    fd = os.open(shared, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    try:
+                        os.write(fd, b".")
+                        count = os.lseek(fd, 0, os.SEEK_CUR)
+                    finally:
+                        os.close(fd)
                 if count == n:
                     if mode == "kill":
                         os.kill(os.getpid(), signal.SIGKILL)
@@ -257,6 +269,8 @@ def _run_child(args: list, n: int, mode: str) -> int:
                 code = 0
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
+            if shared is not None:
+                count = os.path.getsize(shared) if os.path.exists(shared) else 0
             code = INJECTED if count >= n else code
         finally:
             os._exit(code)
@@ -287,10 +301,22 @@ def templates(tmp_path_factory):
 _real_build_part = samctl.core.lifecycle._build_part
 
 
-def _build_part_noting(store, part):
-    """``lifecycle._build_part``, leaving a file named for the parent of the process it ran in."""
+_real_stage_part = samctl.core.restore._stage_part
+
+
+def _note_where() -> None:
+    """Leave a file named for the parent of the process this runs in."""
     open(os.path.join(os.environ["FAULTS_BUILT_IN"], f"built-{os.getppid()}"), "w").close()
+
+
+def _build_part_noting(store, part):  # (module level: a worker finds it by name)
+    _note_where()
     return _real_build_part(store, part)
+
+
+def _stage_part_noting(store, part):
+    _note_where()
+    return _real_stage_part(store, part)
 
 
 @pytest.mark.parametrize("mode", ["kill", "raise"])
@@ -300,6 +326,9 @@ def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkey
         monkeypatch.setattr(samctl.core.lifecycle, "PARALLEL_PACK", 2)
         monkeypatch.setattr(samctl.core.lifecycle, "PACK_PART", 1)
         monkeypatch.setattr(samctl.core.lifecycle, "_build_part", _build_part_noting)
+        monkeypatch.setattr(samctl.core.restore, "PARALLEL_STAGE", 2)
+        monkeypatch.setattr(samctl.core.restore, "STAGE_PART", 1)
+        monkeypatch.setattr(samctl.core.restore, "_stage_part", _stage_part_noting)
         monkeypatch.setenv("SAMCTL_JOBS", "2")
         monkeypatch.setenv("FAULTS_BUILT_IN", str(tmp_path))
     template = templates[scenario]
@@ -316,7 +345,8 @@ def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkey
         assert n < 400, "the command never completed"
         root = tmp_path / f"{n}"
         shutil.copytree(template, root, symlinks=True)
-        code = _run_child(["--root", str(root), *args], n, mode)
+        shared = tmp_path / f"{n}.steps" if scenario.endswith("in-workers") else None
+        code = _run_child(["--root", str(root), *args], n, mode, shared)
         stopped = code in (KILLED, INJECTED)
         _check_intact(root, before, originals, tmp_path, exactly_one=not stopped)
         if stopped:

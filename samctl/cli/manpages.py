@@ -95,8 +95,8 @@ def page(name: str, cmd: click.Command, ctx: click.Context, see_also: list[str])
         "Where samctl keeps its disposable caches and search index (else XDG_CACHE_HOME/samctl).\n"
         ".TP\n.B NO_COLOR\nSet and not empty: no colours or bold, also on a terminal.\n"
         ".TP\n.B SAMCTL_JOBS\nWorker processes for a search index build, for check without \\-\\-fix, for a "
-        "listing with 2,000 or more files to read, and to read and compress what rm and archive move, 64 "
-        "conversations or more (default: the cores, at most 4; 1: none).\n"
+        "listing with 2,000 or more files to read, and to read and compress what rm and archive move, or "
+        "extract what restore brings back, 64 conversations or more (default: the cores, at most 4; 1: none).\n"
         ".TP\n.B SAMCTL_INDEX_JOBS\nThe same for index builds only (it wins over SAMCTL_JOBS there).\n"
         ".TP\n.B SAMCTL_DEBUG\n1: an unexpected error prints its traceback.",
         ".SH SEE ALSO",

@@ -9,12 +9,15 @@ staging folder.  Entries go in batches of ``lifecycle.BATCH`` that share one
 journal record, one staging folder and their fsyncs (``fsafe.sync_batch``),
 with a barrier wherever the order must reach the disk.  A crash leaves the
 batch's record in ``samctl-attic/.journal``; ``core/repair.py`` finishes
-each move it describes.
+each move it describes.  In a big batch of small entries, worker processes
+extract and check them into the staging folder (``_stage_all``); everything
+after that is done here.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +30,7 @@ from samctl.core.model import ERROR, Finding
 from samctl.core.repair import drop_journal, place, settle, write_batch, write_journal
 from samctl.core.resolve import resolve_id
 from samctl.errors import NotFound, SamctlError, UsageError
+from samctl.formats import workers
 
 
 def find_entry(store, text: str | None, entry_name: str | None = None) -> atticmod.Entry:
@@ -216,14 +220,11 @@ def _restore_batch(store, plans: list) -> list:
     os.mkdir(folder, fsafe.DIR_MODE)
     out, staged, placed, left = [], [], [], []
     with fsafe.sync_batch() as sync:
-        claimed: set = set()
-        for i, (r, archive) in enumerate(_read_ahead(plans)):
-            try:
-                _stage(store, folder, i, r, claimed, archive)
+        for r, exc in _stage_all(store, folder, plans, sync):
+            if exc is None:
                 staged.append(r)
-            except (SamctlError, OSError) as exc:
+            else:
                 out.append((r, exc))
-            archive = None  # let it go before the next one is waited for: at most AHEAD are held
         record = None
         if staged:
             try:
@@ -303,14 +304,83 @@ def _read_ahead(plans: list):
         yield r, nxt.result() if nxt is not None else None
 
 
-def _stage(store, folder: Path, i: int, r: _Restore, claimed: set, archive=None) -> None:
-    """Extract and check ``r``'s entry (the ``i``-th of its batch) into the batch's staging ``folder``.
+PARALLEL_STAGE = 64 if sys.platform.startswith("linux") else 1024  # a batch this big is staged by worker
+# processes (where they are forked: a spawned one costs far more to start)
+STAGE_SMALL = 256 << 10  # ... of entries this big on average: bigger ones are bound by hashing, decompressing
+# and copying, which the helper thread (_read_ahead) already does beside the writing; small ones by the work
+# per file in Python, which only more processes share
+STAGE_PART = 16  # ... at most this many entries to a unit of work
+STAGE_PART_BYTES = 4 << 20  # ... and a unit ends once it holds this much
 
-    The members go straight into ``folder`` unless another entry of the batch
-    has claimed one of their top-level names there, or their id is being
-    rewritten (``retarget`` works on a folder of its own): then into
-    ``folder/<i>``.  On failure nothing of this entry is left in ``folder``.
-    """
+
+def _stage_all(store, folder: Path, plans: list, sync):
+    """``(plan, None or the error that stopped it)`` for each of ``plans``, once it is staged
+    (``_claim``, then ``_extract``), in order.  A batch of at least ``PARALLEL_STAGE`` small
+    entries is extracted by worker processes, into the staging folder only (``_extract`` reads
+    the attic and writes nothing else; the store is changed here, later); their writes are left
+    to the batch's next barrier (``fsafe.synced_by_parent``), which covers the staging folder.
+    Otherwise the entries are extracted here, each archive read ahead on a helper thread.  A crash
+    meanwhile leaves only the staging folder (no journal record yet), which repair sweeps."""
+    claimed: set = set()
+    small = sum(r.entry.original_size for r in plans) <= len(plans) * STAGE_SMALL
+    if len(plans) < PARALLEL_STAGE or not small or workers.jobs() <= 1:
+        for i, (r, archive) in enumerate(_read_ahead(plans)):
+            try:
+                _claim(folder, i, r, claimed)
+                _extract(store, folder, r, archive)
+                yield r, None
+            except (SamctlError, OSError) as exc:
+                yield r, exc
+            archive = None  # let it go before the next one is waited for: at most AHEAD are held
+        return
+    parts, part, size = [], [], 0
+    defer = fsafe.batch_defers()
+    for i, r in enumerate(plans):
+        try:
+            _claim(folder, i, r, claimed)
+            part.append((r.entry, r.new, r.names, r.staging))
+            size += r.entry.original_size
+        except OSError as exc:
+            part.append(exc)  # (handed back as it is)
+        if len(part) == STAGE_PART or size >= STAGE_PART_BYTES:
+            parts.append((folder, defer, part))
+            part, size = [], 0
+    if part:
+        parts.append((folder, defer, part))
+    done = (x for results in workers.ordered_map(store, _stage_part, parts) for x in results)
+    for r, result in zip(plans, done):
+        if isinstance(result, BaseException):
+            yield r, result
+            continue
+        r.names = result
+        sync.note_written(r.staging, r.entry.original_size)
+        yield r, None
+
+
+def _stage_part(store, part) -> list:
+    """In a worker: ``_extract`` each entry of ``part``; its names in the store, or the error."""
+    folder, defer, items = part
+    out: list = []
+    with fsafe.synced_by_parent(defer):
+        for item in items:
+            if isinstance(item, BaseException):
+                out.append(item)
+                continue
+            entry, new, names, staging = item
+            r = _Restore(entry, new, names, {}, staging)
+            try:
+                _extract(store, folder, r)
+                out.append(r.names)
+            except (SamctlError, OSError) as exc:
+                out.append(exc)
+    return out
+
+
+def _claim(folder: Path, i: int, r: _Restore, claimed: set) -> None:
+    """Where ``r``'s entry (the ``i``-th of its batch) is extracted: straight into the batch's
+    staging ``folder`` unless another entry of the batch has claimed one of their top-level names
+    there, or their id is being rewritten (``retarget`` works on a folder of its own): then into
+    ``folder/<i>``."""
     entry = r.entry
     tops = {m.name.split("/")[0] for m in entry.members}
     if r.new == entry.id and tops.isdisjoint(claimed):
@@ -319,6 +389,12 @@ def _stage(store, folder: Path, i: int, r: _Restore, claimed: set, archive=None)
     else:
         r.staging = folder / str(i)
         os.mkdir(r.staging, fsafe.DIR_MODE)
+
+
+def _extract(store, folder: Path, r: _Restore, archive=None) -> None:
+    """Extract and check ``r``'s entry into ``r.staging`` (see ``_claim``); with an id to rewrite,
+    rewrite it there, and set ``r.names``.  On failure nothing of this entry is left in ``folder``."""
+    entry = r.entry
     try:
         staged = atticmod.unpack(entry, r.staging, archive=archive)
         if r.new != entry.id:

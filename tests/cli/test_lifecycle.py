@@ -899,13 +899,17 @@ def test_restore_many_does_nothing_if_one_exists_again(run, mermaid_demo):
     assert fingerprint(mermaid_demo) == state
 
 
-@pytest.mark.parametrize("read_ahead", [False, True], ids=["inline", "read-ahead"])
+@pytest.mark.parametrize("read_ahead", ["inline", "read-ahead", "workers"])
 @pytest.mark.parametrize("damage", ["flipped-byte", "unreadable", "io-error"])
 def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid_demo, monkeypatch, read_ahead, damage):
     from samctl.core import restore
 
-    if read_ahead:  # as for archives of 64 KiB or more: read, hashed and decompressed on a helper thread, ahead
-        monkeypatch.setattr(restore, "READ_AHEAD_MIN", 0)
+    if read_ahead == "read-ahead":  # as for archives of 64 KiB or more: read, hashed and decompressed on a helper
+        monkeypatch.setattr(restore, "READ_AHEAD_MIN", 0)  # thread, ahead
+    if read_ahead == "workers":  # as for a batch of 64 small entries or more: extracted by worker processes
+        monkeypatch.setattr(restore, "PARALLEL_STAGE", 2)
+        monkeypatch.setattr(restore, "STAGE_PART", 1)
+        monkeypatch.setenv("SAMCTL_JOBS", "2")
     ids, before = _rm_all(run, mermaid_demo)
     tar = next(attic_of(mermaid_demo).glob(f"{MID}.*.tar.zst"))
     data = bytearray(tar.read_bytes())
@@ -935,8 +939,8 @@ def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid
     assert ("Input/output error" if damage == "io-error" else "damaged") in r.stderr
     assert f"not-restored: {tar}: " in r.stderr  # the path is the archive's, as in every other finding
     if damage != "flipped-byte":
-        assert failed  # the failure happened where the archive is read (inline, or on the helper thread)
-        monkeypatch.undo()
+        assert failed or read_ahead == "workers"  # it failed where the archive is read (inline, on the helper
+        monkeypatch.undo()  # thread; or in a worker, which has its own copy of the list)
     assert sorted(open_store(str(mermaid_demo)).all_ids()) == sorted(set(ids) - {MID})
     for cid in set(ids) - {MID}:
         assert files_state(mermaid_demo, cid) == before[cid]
