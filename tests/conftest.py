@@ -95,6 +95,15 @@ def count_pools(monkeypatch) -> list:
     return made
 
 
+def pools_with(monkeypatch, settings: dict) -> list:
+    """``count_pools``, after setting each ``(module, name): value`` of ``settings`` (the thresholds
+    that make a small fixture go to worker processes)."""
+    made = count_pools(monkeypatch)
+    for (mod, name), value in settings.items():
+        monkeypatch.setattr(mod, name, value)
+    return made
+
+
 def fingerprint(root: Path) -> dict:
     """Every entry under root (not following symlinks): kind, mode, size, mtime_ns, sha256 of regular files."""
     out = {}

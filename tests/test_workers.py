@@ -226,3 +226,23 @@ def test_workers_of_a_killed_samctl_exit_and_hold_no_lock(mermaid_demo, tmp_path
                 os.kill(int(p.name.split("-")[1]), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _die_on_two(store, part):
+    import signal
+
+    if 2 in part:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would
+    return part
+
+
+def test_a_worker_that_dies_is_an_error_that_says_so(mermaid_demo):
+    from samctl.errors import SamctlError
+
+    store = open_store(str(mermaid_demo))
+    it = workers.ordered_map(store, _die_on_two, [[i] for i in range(6)], n_jobs=2)
+    with pytest.raises(SamctlError) as exc:
+        list(it)
+    assert type(exc.value) is SamctlError and exc.value.exit_code == 1
+    assert exc.value.message == "a worker process stopped before it finished its work (killed, or out of memory?)"
+    assert "run the command again" in exc.value.hint and "SAMCTL_JOBS=1" in exc.value.hint

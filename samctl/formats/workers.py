@@ -19,7 +19,8 @@ Invariants:
 - A worker never starts workers of its own (each would start as many again): ``ordered_map``
   called in one runs right there.
 - An exception raised in a worker reaches the caller as itself, or, if it cannot be pickled and
-  rebuilt, as a RuntimeError that names it (rather than a broken pool).
+  rebuilt, as a RuntimeError that names it (rather than a broken pool).  A worker that dies (the
+  OOM killer, a kill -9) is a SamctlError that says so, not an internal error.
 - ``jobs()``: ``SAMCTL_JOBS`` when set (``1``: no workers), else the cores, at most ``MAX_JOBS``.
 """
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+
+from samctl.errors import SamctlError
 
 MAX_JOBS = 4  # past this the disk, not the cores, is what limits a read of every file
 
@@ -98,6 +101,7 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
     import concurrent.futures
     import itertools
     import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     spec = (store.name, str(store.conv_dir), str(store.base), (store.caps.snapshot, store.caps.log, store.caps.other),
@@ -113,7 +117,13 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
             part = next(todo, _END)
             if part is not _END:
                 pending.append(pool.submit(_run, fn, part))
-            yield done.result()
+            try:
+                result = done.result()
+            except BrokenProcessPool:
+                raise SamctlError("a worker process stopped before it finished its work (killed, or out of "
+                                  "memory?)", hint="run the command again (a move it interrupted is finished "
+                                  "first); SAMCTL_JOBS=1 does all the work in one process") from None
+            yield result
 
 
 AHEAD = 2
