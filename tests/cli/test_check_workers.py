@@ -9,17 +9,14 @@ import pytest
 
 from samctl.formats.mermaid import checks as mermaid_checks
 from samctl.formats.sam import checks as sam_checks
-from tests.conftest import count_pools, fingerprint
+from tests.conftest import fingerprint, pools_with
 
 
 @pytest.fixture
 def pools(monkeypatch):
     """Every unit of work is one session or folder, workers from two units on; counts the pools made."""
-    made = count_pools(monkeypatch)
-    for mod in (mermaid_checks, sam_checks):
-        monkeypatch.setattr(mod, "CHECK_CHUNK", 1)
-        monkeypatch.setattr(mod, "PARALLEL_MIN_PARTS", 2)
-    return made
+    return pools_with(monkeypatch, {(mod, name): value for mod in (mermaid_checks, sam_checks)
+                                    for name, value in (("CHECK_CHUNK", 1), ("PARALLEL_MIN_PARTS", 2))})
 
 
 @pytest.mark.parametrize("which", ["mermaid", "sam"])

@@ -10,17 +10,14 @@ import pytest
 
 from samctl.formats.mermaid import store as mermaid_store
 from samctl.formats.sam import store as sam_store
-from tests.conftest import count_pools, fingerprint
+from tests.conftest import fingerprint, pools_with
 
 
 @pytest.fixture
 def pools(monkeypatch):
     """Workers from one cache miss on, one file per unit of work; counts the pools made."""
-    made = count_pools(monkeypatch)
-    for mod in (mermaid_store, sam_store):
-        monkeypatch.setattr(mod, "PARALLEL_SCAN", 1)
-        monkeypatch.setattr(mod, "SCAN_PART", 1)
-    return made
+    return pools_with(monkeypatch, {(mod, name): 1 for mod in (mermaid_store, sam_store)
+                                    for name in ("PARALLEL_SCAN", "SCAN_PART")})
 
 
 def _cache_files(folder):
@@ -71,6 +68,6 @@ def test_workers_list_what_one_process_does(run, which, fmt, mermaid_broken, sam
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 def test_a_few_cache_misses_are_read_here(run, which, mermaid_broken, sam_broken, monkeypatch):
     root, _ = mermaid_broken if which == "mermaid" else sam_broken
-    made = count_pools(monkeypatch)
+    made = pools_with(monkeypatch, {})
     r = run("--root", root, "--no-cache", "ls", env={"SAMCTL_JOBS": "2"})
     assert r.exit_code == 3 and made == []  # fewer than PARALLEL_SCAN files to read: no worker is worth starting

@@ -15,16 +15,13 @@ import pytest
 from samctl.core import restore
 from samctl.formats import open_store
 from tests.cli.test_lifecycle import API, SID, attic_of, conv
-from tests.conftest import count_pools, fingerprint
+from tests.conftest import fingerprint, pools_with
 
 
 @pytest.fixture
 def pools(monkeypatch):
     """Workers from two entries on, one to a unit of work; counts the pools made."""
-    made = count_pools(monkeypatch)
-    monkeypatch.setattr(restore, "PARALLEL_STAGE", 2)
-    monkeypatch.setattr(restore, "STAGE_PART", 1)
-    return made
+    return pools_with(monkeypatch, {(restore, "PARALLEL_STAGE"): 2, (restore, "STAGE_PART"): 1})
 
 
 def _removed(run, root, which) -> list:
