@@ -679,7 +679,11 @@ class SyncBatch:
         self.dirty = True
         if st.st_dev not in self.fds:
             self.fds[st.st_dev] = os.dup(fd)
-        self.noted += st.st_size
+        self._count(st.st_size)
+
+    def _count(self, nbytes: int) -> None:
+        """``nbytes`` more written: start a background writeback after every ``EARLY`` bytes."""
+        self.noted += nbytes
         if self.noted >= self.EARLY and self.early_on and (self.early is None or not self.early.is_alive()):
             self._start_early()
 
@@ -721,9 +725,7 @@ class SyncBatch:
     def note_written(self, folder, nbytes: int) -> None:
         """Another process (a worker) wrote ``nbytes`` under ``folder`` for this batch."""
         self.note_path(folder)
-        self.noted += nbytes
-        if self.noted >= self.EARLY and self.early_on and (self.early is None or not self.early.is_alive()):
-            self._start_early()
+        self._count(nbytes)
 
     def barrier(self) -> None:
         """Everything written in the batch so far is on disk when this returns."""

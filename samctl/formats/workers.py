@@ -1,15 +1,18 @@
-"""Reading many conversations in worker processes: one store per worker, the results in order.
+"""Work on many conversations in worker processes: one store per worker, the results in order.
 
-Used where the work is per conversation, only reads, and costs far more than handing its result
-back: the search index build (``core/index/rows.py``), ``samctl check`` without ``--fix``, and the
-files a listing's cache has nothing for (``ordered_items``, from the stores' ``list_metas``).
+Used where the work is per conversation and costs far more than handing its result back: the
+search index build (``core/index/rows.py``), ``samctl check`` without ``--fix``, the files a
+listing's cache has nothing for (``ordered_items``, from the stores' ``list_metas``), the archives
+``rm`` and ``archive`` write (``core/lifecycle.py``: read and compressed there), and the entries
+``restore`` extracts into its staging folder (``core/restore.py``).
 
 Invariants:
 - ``ordered_map(store, fn, parts)`` yields ``fn(store, part)`` for each part, in the order of
   ``parts``, whether in workers or (one job, or fewer parts than ``min_parts``) right here.
   ``fn`` is a module-level function (workers find it by name); what it returns is pickled.
 - A worker's store is a new one on the same folders and caps, without samctl's listing cache:
-  workers read the store, never samctl's cache, and write nothing.
+  workers read the store, never samctl's cache.  They change nothing in the store; the one thing
+  a worker writes is restore's extraction into the private staging folder its parent made.
 - Linux forks the workers (what the parent imported, and patched, carries over); elsewhere they
   are spawned, as fork is unsafe on macOS.
 - A worker holds no lock and does not outlive samctl: it closes its copies of the locks its parent
