@@ -398,10 +398,16 @@ def commit_temp(tmp: str | os.PathLike, path: str | os.PathLike, sync_dir: bool 
     """Rename a finished temp over ``path`` and fsync the folder.
 
     ``sync_dir=False`` leaves the folder's fsync to the caller's next commit in
-    the same folder (one fsync makes both renames durable).
+    the same folder (one fsync makes both renames durable).  If the rename does
+    not happen (it fails, or samctl is stopped just before it), the temp is
+    removed: nothing else would remove it.
     """
-    _step("rename")
-    os.replace(tmp, path)
+    try:
+        _step("rename")
+        os.replace(tmp, path)
+    except BaseException:
+        discard_temp(tmp)
+        raise
     if sync_dir:
         _step("dir-fsync")
         fsync_dir(os.path.dirname(os.fspath(path)))
