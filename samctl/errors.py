@@ -50,6 +50,12 @@ def _rebuild(cls, args: tuple, state: dict) -> SamctlError:
     return e
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (``timeout``, a service manager, ``kill``): raised where samctl is, so that
+    what it was writing is cleaned up as for Ctrl-C; then samctl dies of the signal (``cli.main``).
+    Not an Exception: nothing that handles errors may swallow it."""
+
+
 class UsageError(SamctlError):
     exit_code = USAGE
 

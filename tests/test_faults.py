@@ -2,8 +2,10 @@
 
 For each scenario and each N = 1, 2, ... until the command completes, a fresh
 copy of a fixture tree is made and the command runs in a forked child whose
-``samctl.fsafe.fault_hook`` fires at the Nth write step: either a real
-SIGKILL of the child, or an injected exception.  Then, in the parent:
+``samctl.fsafe.fault_hook`` fires at the Nth write step: a real SIGKILL of
+the child, an injected exception, or a SIGTERM (which samctl's entry point
+handles: it cleans up, so no temp file of its own may be left, then dies of
+the signal).  Then, in the parent:
 
 1. right away, every conversation is complete in the store or in a committed
    attic entry (whose archive verifies), byte for byte (for compact: its log
@@ -32,6 +34,7 @@ import zstandard  # noqa: F401  (loaded before forking, so children start fast)
 from click.testing import CliRunner
 
 import make_fixtures
+import samctl.cli
 import samctl.core.compact  # noqa: F401
 import samctl.core.lifecycle  # noqa: F401
 import samctl.core.restore  # noqa: F401
@@ -257,6 +260,9 @@ def _run_child(args: list, n: int, mode: str, shared: Path | None = None) -> int
                 if count == n:
                     if mode == "kill":
                         os.kill(os.getpid(), signal.SIGKILL)
+                    if mode == "term":  # as `timeout` ends it: samctl cleans up, then dies of the signal
+                        os.kill(os.getpid(), signal.SIGTERM)
+                        return
                     raise Injected(step)
 
             fsafe.fault_hook = hook
@@ -265,7 +271,11 @@ def _run_child(args: list, n: int, mode: str, shared: Path | None = None) -> int
             os.dup2(null, 2)
             sys.stdout = sys.stderr = open(os.devnull, "w")
             try:
-                cli.main(args, prog_name="samctl", standalone_mode=True)
+                if mode == "term":
+                    sys.argv = ["samctl", *args]
+                    samctl.cli.main()  # the program's entry point, with its SIGTERM handler
+                else:
+                    cli.main(args, prog_name="samctl", standalone_mode=True)
                 code = 0
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
@@ -276,9 +286,13 @@ def _run_child(args: list, n: int, mode: str, shared: Path | None = None) -> int
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
+        assert os.WTERMSIG(status) == (signal.SIGTERM if mode == "term" else signal.SIGKILL)
         return KILLED
     return os.WEXITSTATUS(status)
+
+
+def _temps(root: Path) -> set:
+    return {str(p.relative_to(root)) for p in root.rglob("*.tmp")}
 
 
 @pytest.fixture(autouse=True)
@@ -319,7 +333,7 @@ def _stage_part_noting(store, part):
     return _real_stage_part(store, part)
 
 
-@pytest.mark.parametrize("mode", ["kill", "raise"])
+@pytest.mark.parametrize("mode", ["kill", "raise", "term"])
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkeypatch):
     if scenario.endswith("in-workers"):  # (the forked command, and its workers, inherit these)
@@ -348,6 +362,8 @@ def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkey
         shared = tmp_path / f"{n}.steps" if scenario.endswith("in-workers") else None
         code = _run_child(["--root", str(root), *args], n, mode, shared)
         stopped = code in (KILLED, INJECTED)
+        if mode == "term" and stopped:  # cleaned up on the way out: no temp file of samctl's is left
+            assert _temps(root) <= _temps(template), (n, _temps(root) - _temps(template))
         _check_intact(root, before, originals, tmp_path, exactly_one=not stopped)
         if stopped:
             r = runner.invoke(cli, ["--root", str(root), "attic", "--repair"])

@@ -146,4 +146,27 @@ def cli(ctx, root, max_file_size, no_cache):
 
 
 def main() -> None:
-    cli.main(prog_name="samctl")
+    """The ``samctl`` program.  SIGTERM is handled as Ctrl-C is: what samctl was writing is cleaned
+    up (temp files removed, worker processes stopped, a move left for repair as a crash would leave
+    it), then samctl dies of the signal, so whoever sent it sees that it worked."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        cli.main(prog_name="samctl")
+    except errors.Terminated:
+        for stream, text in ((sys.stdout, ""), (sys.stderr, "samctl: terminated\n")):
+            try:
+                stream.write(text)
+                stream.flush()  # (what was printed before the signal is not lost with the process)
+            except (OSError, ValueError):
+                pass
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _terminated(signum, frame) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends samctl at once
+    raise errors.Terminated()

@@ -54,12 +54,14 @@ PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent is s
 
 def _init(spec) -> None:
     global _store
+    import signal
     import threading
 
     from samctl import fsafe
     from samctl.formats.base import Caps
 
     kind, conv, base, caps, parent = spec
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (not samctl's own handler, forked along: see cli.main)
     fsafe.close_inherited_locks()
     threading.Thread(target=_exit_with, args=(parent,), name="samctl-parent-watch", daemon=True).start()
     if kind == "sam":
