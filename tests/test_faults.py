@@ -312,10 +312,10 @@ def templates(tmp_path_factory):
     return out
 
 
-_real_build_part = samctl.core.lifecycle._build_part
+_real_build = samctl.core.attic.build
 
 
-_real_stage_part = samctl.core.restore._stage_part
+_real_stage_one = samctl.core.restore._stage_one
 
 
 def _note_where() -> None:
@@ -323,14 +323,14 @@ def _note_where() -> None:
     open(os.path.join(os.environ["FAULTS_BUILT_IN"], f"built-{os.getppid()}"), "w").close()
 
 
-def _build_part_noting(store, part):  # (module level: a worker finds it by name)
+def _build_noting(store, item):  # (module level: a worker finds it by name)
     _note_where()
-    return _real_build_part(store, part)
+    return _real_build(store, item)
 
 
-def _stage_part_noting(store, part):
+def _stage_one_noting(store, item):
     _note_where()
-    return _real_stage_part(store, part)
+    return _real_stage_one(store, item)
 
 
 @pytest.mark.parametrize("mode", ["kill", "raise", "term"])
@@ -339,10 +339,10 @@ def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkey
     if scenario.endswith("in-workers"):  # (the forked command, and its workers, inherit these)
         monkeypatch.setattr(samctl.core.lifecycle, "PARALLEL_PACK", 2)
         monkeypatch.setattr(samctl.core.lifecycle, "PACK_PART", 1)
-        monkeypatch.setattr(samctl.core.lifecycle, "_build_part", _build_part_noting)
+        monkeypatch.setattr(samctl.core.attic, "build", _build_noting)
         monkeypatch.setattr(samctl.core.restore, "PARALLEL_STAGE", 2)
         monkeypatch.setattr(samctl.core.restore, "STAGE_PART", 1)
-        monkeypatch.setattr(samctl.core.restore, "_stage_part", _stage_part_noting)
+        monkeypatch.setattr(samctl.core.restore, "_stage_one", _stage_one_noting)
         monkeypatch.setenv("SAMCTL_JOBS", "2")
         monkeypatch.setenv("FAULTS_BUILT_IN", str(tmp_path))
     template = templates[scenario]

@@ -360,29 +360,13 @@ PACK_PART_BYTES = 4 << 20  # ... and a unit ends once it holds this much: a boun
 
 def _built(store, outs: list):
     """``attic.build`` of each of ``outs``, in order: in worker processes for a batch of at least
-    ``PARALLEL_PACK`` (while this process writes what they built), else here, one by one as they
-    are asked for.  Each reads its files after they were planned (``_plan_out``), so
-    ``_unchanged`` still catches a change made after the read."""
+    ``PARALLEL_PACK`` (while this process writes what they built), else here.  Each reads its
+    files after they were planned (``_plan_out``), so ``_unchanged`` still catches a change made
+    after the read."""
     items = [(o.paths, o.total, atticmod.LEVEL) for o in outs]
-    if len(items) < PARALLEL_PACK:
-        for item in items:
-            yield atticmod.build(store, item)
-        return
-    parts, part, size = [], [], 0
-    for item in items:
-        part.append(item)
-        size += item[1] if item[1] <= tarzst.SMALL else 0  # (a streamed one comes back as a None)
-        if len(part) == PACK_PART or size >= PACK_PART_BYTES:
-            parts.append(part)
-            part, size = [], 0
-    if part:
-        parts.append(part)
-    for results in workers.ordered_map(store, _build_part, parts):
-        yield from results
-
-
-def _build_part(store, part: list) -> list:
-    return [atticmod.build(store, item) for item in part]
+    # (what a unit of work holds: a streamed one comes back as a None)
+    return workers.ordered_items(store, atticmod.build, items, PARALLEL_PACK, PACK_PART, PACK_PART_BYTES,
+                                 weight=lambda item: item[1] if item[1] <= tarzst.SMALL else 0)
 
 
 def _plan_out(store, attic: Path, t: Target, state: str, refs, now, taken: set) -> _Out:

@@ -333,21 +333,16 @@ def _stage_all(store, folder: Path, plans: list, sync):
                 yield r, exc
             archive = None  # let it go before the next one is waited for: at most AHEAD are held
         return
-    parts, part, size = [], [], 0
     defer = fsafe.batch_defers()
+    items: list = []
     for i, r in enumerate(plans):
         try:
             _claim(folder, i, r, claimed)
-            part.append((r.entry, r.new, r.names, r.staging))
-            size += r.entry.original_size
+            items.append((folder, defer, r.entry, r.new, r.names, r.staging))
         except OSError as exc:
-            part.append(exc)  # (handed back as it is)
-        if len(part) == STAGE_PART or size >= STAGE_PART_BYTES:
-            parts.append((folder, defer, part))
-            part, size = [], 0
-    if part:
-        parts.append((folder, defer, part))
-    done = (x for results in workers.ordered_map(store, _stage_part, parts) for x in results)
+            items.append(exc)  # (handed back as it is)
+    done = workers.ordered_items(store, _stage_one, items, PARALLEL_STAGE, STAGE_PART, STAGE_PART_BYTES,
+                                 weight=lambda item: 0 if isinstance(item, BaseException) else item[2].original_size)
     for r, result in zip(plans, done):
         if isinstance(result, BaseException):
             yield r, result
@@ -357,23 +352,18 @@ def _stage_all(store, folder: Path, plans: list, sync):
         yield r, None
 
 
-def _stage_part(store, part) -> list:
-    """In a worker: ``_extract`` each entry of ``part``; its names in the store, or the error."""
-    folder, defer, items = part
-    out: list = []
+def _stage_one(store, item):
+    """In a worker: ``_extract`` one entry; its names in the store, or the error."""
+    if isinstance(item, BaseException):
+        return item
+    folder, defer, entry, new, names, staging = item
+    r = _Restore(entry, new, names, {}, staging)
     with fsafe.synced_by_parent(defer):
-        for item in items:
-            if isinstance(item, BaseException):
-                out.append(item)
-                continue
-            entry, new, names, staging = item
-            r = _Restore(entry, new, names, {}, staging)
-            try:
-                _extract(store, folder, r)
-                out.append(r.names)
-            except (SamctlError, OSError) as exc:
-                out.append(exc)
-    return out
+        try:
+            _extract(store, folder, r)
+        except (SamctlError, OSError) as exc:
+            return exc
+    return r.names
 
 
 def _claim(folder: Path, i: int, r: _Restore, claimed: set) -> None:

@@ -135,11 +135,22 @@ AHEAD = 2
 _END = object()
 
 
-def ordered_items(store, fn, items: list, min_items: int, part_size: int):
-    """``fn(store, item)`` for each of ``items``, in order: in worker processes (``part_size``
-    items to a unit of work) when there are at least ``min_items``, else right here.  For a
-    listing's cache misses: a first listing reads every file, a warm one a few."""
-    parts = [(fn, items[i:i + part_size]) for i in range(0, len(items), part_size)]
+def ordered_items(store, fn, items: list, min_items: int, part_size: int, part_bytes: int | None = None,
+                  weight=None):
+    """``fn(store, item)`` for each of ``items``, in order: in worker processes when there are at
+    least ``min_items``, else right here.  A unit of work is ``part_size`` items, or fewer once
+    their ``weight(item)`` (bytes it will hold) reaches ``part_bytes``: a bound on what waits in
+    memory.  For a listing's cache misses (a first listing reads every file, a warm one a few),
+    and the archives rm builds and the entries restore extracts."""
+    parts, part, held = [], [], 0
+    for item in items:
+        part.append(item)
+        held += weight(item) if part_bytes is not None else 0
+        if len(part) == part_size or (part_bytes is not None and held >= part_bytes):
+            parts.append((fn, part))
+            part, held = [], 0
+    if part:
+        parts.append((fn, part))
     for results in ordered_map(store, _each, parts, n_jobs=None if len(items) >= min_items else 1):
         yield from results
 
