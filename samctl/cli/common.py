@@ -284,10 +284,23 @@ def complete_ids(ctx, param, incomplete):
     return _complete(ctx, incomplete, lambda store: store.all_ids(), _listed_titles)
 
 
-def complete_mermaid_ids(ctx, param, incomplete):
-    """``complete_ids`` for a command that reads only mermaid stores (``log``): nothing for SAM."""
-    return _complete(ctx, incomplete, lambda store: store.all_ids() if store.name == "mermaid" else [],
+def complete_logged_ids(ctx, param, incomplete):
+    """``complete_ids`` for a command that reads event logs (``log``): nothing for a store without them."""
+    return _complete(ctx, incomplete, lambda store: store.all_ids() if store.has_event_logs else [],
                      _listed_titles)
+
+
+def complete_event_types(ctx, param, incomplete):
+    """shell_complete callback for ``log --type``: the event types of the store's logs."""
+    try:
+        from click.shell_completion import CompletionItem
+
+        from samctl.formats import open_store
+
+        store = open_store(ctx.find_root().params.get("root"), cache=True)
+        return [CompletionItem(t) for t in store.event_types if t.startswith(incomplete or "")]
+    except Exception:  # noqa: BLE001 - a completion offers nothing rather than fail
+        return []
 
 
 def _listed_titles(store, ids) -> dict:

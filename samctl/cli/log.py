@@ -5,17 +5,17 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import (complete_mermaid_ids, emit_json, emit_jsonl, examples, format_option, pasteable, store_of,
+from samctl.cli.common import (complete_event_types, complete_logged_ids, emit_json, emit_jsonl, examples, format_option, pasteable, store_of,
                                table)
-from samctl.core.logview import EVENT_TYPES, log_rows
+from samctl.core.logview import log_rows
 from samctl.core.render import one_line, safe_text
 from samctl.core.timeparse import format_local, parse_timestamp
 
 
 @click.command("log")
-@click.argument("conversation_id", metavar="ID", shell_complete=complete_mermaid_ids)
-@click.option("--type", "types", type=click.Choice(EVENT_TYPES), multiple=True,
-              help="Only events of this type (repeatable).")
+@click.argument("conversation_id", metavar="ID", shell_complete=complete_logged_ids)
+@click.option("--type", "types", metavar="TYPE", multiple=True, shell_complete=complete_event_types,
+              help="Only events of this type (repeatable): started, message, compaction, state, input, ...")
 @format_option()
 @examples("samctl log 20260810_1403", "samctl log 20260810 --type compaction", "samctl log ID --format jsonl | jq .seq")
 @click.pass_context

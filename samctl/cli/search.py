@@ -69,8 +69,8 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
 
     store = store_of(ctx)
     if touch:
-        if store.name != "sam":
-            raise UsageError("--touch updates SAM memories; this is a " + store.name + " store")
+        if not store.has_memories:
+            raise UsageError("--touch updates SAM memories; this is a " + store.name + " store, which has none")
         from samctl.core.lock import ensure_app_idle
 
         ensure_app_idle(store, force=force)

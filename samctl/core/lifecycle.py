@@ -175,12 +175,7 @@ def _is_empty(store, cid: str, t: Target) -> bool:
     """SAM's "delete empty": no messages, not pinned, not using shared data; mermaid: a message-less snapshot."""
     if t.messages != 0:
         return False
-    if store.name == "sam":
-        from samctl.formats.sam import decode
-
-        doc, _ = store._parse(store.folder(cid) / "conversation.json")
-        return doc is not None and decode.shared_topic_id(doc) is None
-    return True
+    return store.empty_is_deletable(cid)
 
 
 def preflight(store, sel: Selection, purge: bool = False) -> None:
@@ -193,7 +188,7 @@ def preflight(store, sel: Selection, purge: bool = False) -> None:
     in_store = sel.in_store if sel.in_store is not None else set(store.all_ids())
     ok = []
     for t in sel.targets:
-        if t.id not in in_store or (purge and store.name == "mermaid"):  # mermaid's delete takes anything
+        if t.id not in in_store or (purge and store.purge_takes_anything):
             ok.append(t)
             continue
         try:
@@ -215,9 +210,9 @@ def topic_refs(store, ids) -> dict | None:
     archived ones in the attic too: a conversation that can be restored needs
     its memories when it comes back.
     """
-    if store.name != "sam":
-        return None
     refs = store.topic_refs()
+    if refs is None:
+        return None
     scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid)) is not None}
     if scopes:
         # a manifest naming its scope is parsed only if it names one of these (a byte search: an
@@ -499,7 +494,7 @@ def keep_pinned_entries(store, sel: Selection, include_pinned: bool = False) -> 
     """Purge of conversations in the store: one with an attic entry that was pinned when it went
     there (the conversation since came back unpinned) is an error when named, and skipped when a
     filter found it, unless ``include_pinned``: its pinned copy goes with it."""
-    if include_pinned or store.name != "sam" or not sel.targets:
+    if include_pinned or not store.keeps_pinned or not sel.targets:
         return
     pinned = {e.id for e in entries_of(store, [t.id for t in sel.targets]) if e.extra.get("pinned") is True}
     if not pinned:

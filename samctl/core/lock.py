@@ -104,15 +104,9 @@ def store_lock(store, wait: float = 0.0):
 def ensure_app_idle(store, ids=(), force: bool = False) -> None:
     if force:
         return
-    if store.name == "sam":
-        if store.app_is_running():
-            raise Busy("SAM is running: it holds every conversation in memory and would overwrite changes",
-                       hint="quit SAM first, or pass --force if you are sure it is not using this store")
-        return
-    live = store.live_sessions(ids)
-    if live:
-        raise Busy(f"mermaid has {', '.join(live[:3])} open (its scratch lock is held)",
-                   hint="close that mermaid session first, or pass --force")
+    reason = store.busy_reason(ids)
+    if reason is not None:
+        raise Busy(reason[0], hint=reason[1])
 
 
 def would_refuse(store, ids=(), force: bool = False) -> list:

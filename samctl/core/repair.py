@@ -288,7 +288,7 @@ def repair(store, full: bool = False) -> list[str]:
 
 
 def _known(store, rec: dict) -> bool:
-    return rec["op"] in MOVES or (rec["op"] == "log" and store.name == "mermaid"
+    return rec["op"] in MOVES or (rec["op"] == "log" and store.has_event_logs
                                   and store.valid_id(str(rec.get("id"))))
 
 

@@ -86,22 +86,15 @@ def _targets_of(store, entry: atticmod.Entry, new: str) -> list[str]:
     for m in entry.members:
         n = m.name
         if new != old:
-            if store.name == "mermaid":
-                n = new + n[len(old):]
-            else:
-                n = new + n[len(n.split("/", 1)[0]):]
+            n = store.renamed_member(n, old, new)
         out.append(n)
     return out
 
 
-def _collisions(store, names: list[str], entry: atticmod.Entry) -> list[str]:
-    """The store names that would stand in the way: the entry's files, and the files by which
-    the app knows the conversation (mermaid: any of its three; SAM: its conversation.json)."""
-    if store.name == "mermaid":
-        cid = names[0].split(".", 1)[0]
-        known = [f"{cid}.{e}" for e in ("json", "meta", "jsonl")]
-    else:
-        known = [names[0].split("/", 1)[0] + "/conversation.json"]
+def _collisions(store, cid: str, names: list[str], entry: atticmod.Entry) -> list[str]:
+    """The store names that would stand in the way of restoring ``entry`` as ``cid``: the entry's
+    files, and the files by which the app knows the conversation (``store.identity_files``)."""
+    known = store.identity_files(cid)
     files = [n for n, m in zip(names, entry.members) if m.type == "file"]
     base = str(store.conv_dir) + os.sep
     return [n for n in dict.fromkeys(files + known) if os.path.lexists(base + n)]
@@ -165,7 +158,7 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
         if as_new and not {r.new for r in plans}.isdisjoint(store.all_ids()):
             plans = _restore_plans(store, entries, as_new)
         for r in plans:
-            clash = _collisions(store, r.names, r.entry)
+            clash = _collisions(store, r.new, r.names, r.entry)
             if clash:
                 raise SamctlError(f"{', '.join(clash[:3])} exists in the store; nothing was restored",
                                   hint="restore it beside the existing one with --as-new")
@@ -191,7 +184,7 @@ def _restore_plans(store, entries: list, as_new: bool) -> list:
         new = store.new_id(taken, like=entry.extra.get("updated")) if as_new else entry.id
         taken.add(new)
         names = _targets_of(store, entry, new)
-        clash = _collisions(store, names, entry)
+        clash = _collisions(store, new, names, entry)
         if clash and not as_new:
             raise SamctlError(f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
                               hint="restore it beside the existing one with --as-new")

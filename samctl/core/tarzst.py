@@ -28,6 +28,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.errors import FileProblem, UnsafePath
+from samctl.formats import store_class
 
 CHUNK = 1 << 20  # reads and writes of big members and streams
 _WINDOW_CAP = 1 << 27  # refuse zstd frames asking for more than 128 MiB of window
@@ -70,9 +71,7 @@ def safe_member_name(name, cid: str, store_name: str) -> bool:
             fsafe.check_component(p)
     except UnsafePath:
         return False
-    if store_name == "mermaid":
-        return len(parts) == 1 and name in (f"{cid}.json", f"{cid}.meta", f"{cid}.jsonl")
-    return parts[0].upper() == cid.upper()
+    return store_class(store_name).member_belongs(parts, cid)
 
 
 # --- packing ----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Store detection: which store lives at a path, and the Store object for it.
+"""The store registry, and detection: which store lives at a path, and the Store object for it.
 
 Accepted ``--root`` values (DESIGN.md): a SAM base folder, a SAM
 ``conversations`` folder, a mermaid project folder, or a
@@ -8,6 +8,7 @@ if present, else SAM's default location.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from pathlib import Path
@@ -98,12 +99,20 @@ def _safe_iterdir(p: Path):
         return
 
 
+# Every store samctl reads: its name -> (module, class).  Adding a store is one line here (and its
+# detection in ``locate``).  Modules are imported on first use, so start-up stays light.
+STORES = {
+    "mermaid": ("samctl.formats.mermaid.store", "MermaidStore"),
+    "sam": ("samctl.formats.sam.store", "SamStore"),
+}
+
+
+def store_class(name: str) -> type[Store]:
+    """The Store class registered as ``name`` (KeyError for a name samctl does not know)."""
+    module, cls = STORES[name]
+    return getattr(importlib.import_module(module), cls)
+
+
 def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -> Store:
     kind, conv, base = locate(root)
-    if kind == "mermaid":
-        from samctl.formats.mermaid.store import MermaidStore
-
-        return MermaidStore(conv, base, caps, cache)
-    from samctl.formats.sam.store import SamStore
-
-    return SamStore(conv, base, caps, cache)
+    return store_class(kind)(conv, base, caps, cache)

@@ -28,8 +28,20 @@ class Caps:
 
 
 class Store:
+    """The Store protocol: everything the rest of samctl asks of a store.
+
+    Capabilities a store lacks are declared here (the class attributes below, and methods whose
+    default says "none"), so no caller ever branches on a store's name.
+    """
+
     name = "?"
     id_rule = ""  # one line for error messages
+    app_name = "?"  # the owning app, as a person calls it
+    # capabilities
+    has_event_logs = False  # an append-only event log per conversation (`samctl log`, compact's log steps)
+    has_memories = False  # memory databases (search --touch/--like, stats), shared-topic scopes
+    keeps_pinned = False  # the app protects pinned conversations: a purge needs --include-pinned
+    purge_takes_anything = False  # the app's own delete removes whatever files are there, unchecked
 
     def __init__(self, conv_dir: Path, base: Path, caps: Caps | None = None, cache: bool = True):
         self.conv_dir = Path(conv_dir)
@@ -83,6 +95,41 @@ class Store:
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
         """Append every finding to ``findings``; with ``fix``, return what was changed (``force``:
         also what the owning app is using, where the store can tell per conversation)."""
+        raise NotImplementedError
+
+    # event logs (has_event_logs) ----------------------------------------------
+    event_types: tuple = ()
+
+    def event_log_rows(self, cid: str, types: tuple = ()):
+        """(path, rows, LogRead) of ``cid``'s event log: rows of seq, ts, type, summary, event."""
+        raise NotImplementedError
+
+    # the owning app --------------------------------------------------------
+    def busy_reason(self, ids=()) -> tuple[str, str] | None:
+        """(why, hint) if the owning app is using what a write to ``ids`` would touch, else None."""
+        return None
+
+    # lifecycle ----------------------------------------------------------------
+    def topic_refs(self) -> dict | None:
+        """Shared scope id -> the ids of the conversations that use it; None: the store has no shared scopes."""
+        return None
+
+    def empty_is_deletable(self, cid: str) -> bool:
+        """For a conversation with no messages: whether the app's "delete empty" takes it."""
+        return True
+
+    @classmethod
+    def member_belongs(cls, parts: list[str], cid: str) -> bool:
+        """True if a (safe, relative) archive member name, split at "/", can only belong to ``cid``."""
+        raise NotImplementedError
+
+    def renamed_member(self, name: str, old: str, new: str) -> str:
+        """An archive member name of conversation ``old`` as it is for the same file under id ``new``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def identity_files(cid: str) -> list[str]:
+        """The names (relative to ``conv_dir``) by which the app knows conversation ``cid`` exists."""
         raise NotImplementedError
 
     def describe(self) -> str:

@@ -58,17 +58,14 @@ def _init(spec) -> None:
     import threading
 
     from samctl import fsafe
+    from samctl.formats import store_class
     from samctl.formats.base import Caps
 
     kind, conv, base, caps, parent = spec
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (not samctl's own handler, forked along: see cli.main)
     fsafe.close_inherited_locks()
     threading.Thread(target=_exit_with, args=(parent,), name="samctl-parent-watch", daemon=True).start()
-    if kind == "sam":
-        from samctl.formats.sam.store import SamStore as cls
-    else:
-        from samctl.formats.mermaid.store import MermaidStore as cls
-    _store = cls(Path(conv), Path(base), Caps(*caps), False)
+    _store = store_class(kind)(Path(conv), Path(base), Caps(*caps), False)
 
 
 def _exit_with(parent: int) -> None:

@@ -28,6 +28,7 @@ from samctl.formats.base import Store
 from samctl.formats.metacache import MetaCache
 from samctl.formats.mermaid import decode
 from samctl.formats.mermaid.decode import MERMAID_ID_RE, Rejected
+from samctl.formats.mermaid.eventlog import EVENT_TYPES
 
 INFO = "info"
 _CONFLICT_RE = re.compile(r"([0-9]{8}_[0-9]{6}_[0-9]{3})\.\d+\.\d+\.conflict(\.jsonl)?\Z")
@@ -43,6 +44,10 @@ def project_slug(project: str) -> str:
 class MermaidStore(Store):
     name = "mermaid"
     id_rule = "YYYYMMDD_HHMMSS_mmm (19 characters: 8 digits, _, 6 digits, _, 3 digits)"
+    app_name = "mermaid"
+    has_event_logs = True
+    event_types = EVENT_TYPES
+    purge_takes_anything = True  # mermaid's own delete removes whichever of the three files exist
 
     # ids ---------------------------------------------------------------
     def valid_id(self, text: str) -> bool:
@@ -291,6 +296,11 @@ class MermaidStore(Store):
                 return None
         return doc
 
+    def event_log_rows(self, cid: str, types: tuple = ()):
+        from samctl.formats.mermaid import logview
+
+        return logview.log_rows(self, cid, types)
+
     # liveness --------------------------------------------------------------
     def scratch_project_dir(self) -> Path:
         """mermaid's scratch folder for this project: one subfolder per session (spec §1)."""
@@ -314,6 +324,13 @@ class MermaidStore(Store):
             present = None
         return [cid for cid in ids if (present is None or project_slug(cid) in present) and self.session_is_live(cid)]
 
+    def busy_reason(self, ids=()) -> tuple[str, str] | None:
+        live = self.live_sessions(ids)
+        if not live:
+            return None
+        return (f"mermaid has {', '.join(live[:3])} open (its scratch lock is held)",
+                "close that mermaid session first, or pass --force")
+
     def session_is_live(self, cid: str) -> bool:
         """True if a mermaid process holds the session's scratch ``.lock`` (spec §1)."""
         return fsafe.flock_held(self.scratch_lock_path(cid))
@@ -323,6 +340,17 @@ class MermaidStore(Store):
         from samctl.formats.mermaid import lifecycle
 
         return lifecycle.conversation_files(self, cid, stats=stats)
+
+    @classmethod
+    def member_belongs(cls, parts: list[str], cid: str) -> bool:
+        return len(parts) == 1 and parts[0] in cls.identity_files(cid)
+
+    def renamed_member(self, name: str, old: str, new: str) -> str:
+        return new + name[len(old):]
+
+    @staticmethod
+    def identity_files(cid: str) -> list[str]:
+        return [f"{cid}.{ext}" for ext in ("json", "meta", "jsonl")]
 
     def purge(self, cid: str, refs=None) -> list[str]:
         from samctl.formats.mermaid import lifecycle

@@ -55,6 +55,9 @@ _META_SIGNATURES = frozenset(itertools.product(*_META_TYPES.values()))
 class SamStore(Store):
     name = "sam"
     id_rule = "an uppercase UUID like 8B58CBC4-ACA7-4811-AE66-C01921690310"
+    app_name = "SAM"
+    has_memories = True
+    keeps_pinned = True
 
     def valid_id(self, text: str) -> bool:
         return isinstance(text, str) and UUID_RE.match(text) is not None
@@ -345,7 +348,29 @@ class SamStore(Store):
 
         return sam_is_running()
 
+    def busy_reason(self, ids=()) -> tuple[str, str] | None:
+        if not self.app_is_running():
+            return None
+        return ("SAM is running: it holds every conversation in memory and would overwrite changes",
+                "quit SAM first, or pass --force if you are sure it is not using this store")
+
     # lifecycle: rm, restore, archive (the rules live in formats/sam/lifecycle.py) --------------
+    def empty_is_deletable(self, cid: str) -> bool:
+        """SAM's "delete empty" keeps a conversation that uses shared data (a shared topic)."""
+        doc, _ = self._parse(self.folder(cid) / "conversation.json")
+        return doc is not None and decode.shared_topic_id(doc) is None
+
+    @classmethod
+    def member_belongs(cls, parts: list[str], cid: str) -> bool:
+        return parts[0].upper() == cid.upper()
+
+    def renamed_member(self, name: str, old: str, new: str) -> str:
+        return new + name[len(name.split("/", 1)[0]):]
+
+    @staticmethod
+    def identity_files(cid: str) -> list[str]:
+        return [f"{cid}/conversation.json"]
+
     def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
         from samctl.formats.sam import lifecycle
 
