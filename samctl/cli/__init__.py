@@ -69,7 +69,7 @@ class SamctlGroup(click.Group):
         except Exception as exc:  # noqa: BLE001 - the last line of defence: no tracebacks
             if os.environ.get("SAMCTL_DEBUG") == "1":
                 raise
-            from samctl.core.render import safe_text
+            from samctl.safetext import safe_text
 
             click.echo(safe_text(f"samctl: internal error: {type(exc).__name__}: {exc}", lines=False), err=True)
             click.echo("hint: this is a bug in samctl; rerun with SAMCTL_DEBUG=1 for the traceback and report it",
@@ -78,7 +78,7 @@ class SamctlGroup(click.Group):
 
 
 def report_error(exc: errors.SamctlError) -> None:
-    from samctl.core.render import safe_text
+    from samctl.safetext import safe_text
 
     # messages quote file names and file text: never a control character to the terminal
     from samctl.cli.common import pasteable

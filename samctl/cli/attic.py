@@ -34,7 +34,7 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
     from samctl.core import attic
     from samctl.core import repair as repairmod
     from samctl.core.lock import ensure_app_idle, store_lock
-    from samctl.core.render import one_line
+    from samctl.safetext import one_line
     from samctl.core.timeparse import format_local
 
     store = store_of(ctx)

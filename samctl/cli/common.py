@@ -51,7 +51,7 @@ def remember_root(root: str | None) -> None:
     global _ROOT_ARG
     import shlex
 
-    from samctl.core.render import safe_text
+    from samctl.safetext import safe_text
 
     # quoted for a shell, and escaped for the terminal it is printed on (a control character in it
     # makes the suggestion unpasteable, but never reaches the terminal raw)

@@ -11,7 +11,7 @@ from samctl import errors
 from samctl.cli import size_option
 from samctl.cli.common import emit_json, examples, human_size, store_of
 from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option
-from samctl.core.render import safe_text
+from samctl.safetext import safe_text
 from samctl.core.timeparse import parse_age
 
 

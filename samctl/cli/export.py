@@ -105,7 +105,7 @@ class _Stdout:
 
     def write(self, data: bytes) -> None:
         if self.tty:
-            from samctl.core.render import safe_text
+            from samctl.safetext import safe_text
 
             data = safe_text(data.decode("utf-8", "replace")).encode("utf-8")
         self.out.write(data)

@@ -8,7 +8,7 @@ from samctl import errors
 from samctl.cli.common import (complete_event_types, complete_logged_ids, emit_json, emit_jsonl, examples, format_option, pasteable, store_of,
                                table)
 from samctl.core.logview import log_rows
-from samctl.core.render import one_line, safe_text
+from samctl.safetext import one_line, safe_text
 from samctl.core.timeparse import format_local, parse_timestamp
 
 

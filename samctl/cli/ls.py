@@ -11,7 +11,7 @@ from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_op
     store_of, table
 from samctl.core.listing import SORT_KEYS, ListQuery, list_conversations
 from samctl.core.model import last_activity
-from samctl.core.render import one_line
+from samctl.safetext import one_line
 from samctl.core.timeparse import format_local, parse_when
 from samctl.gcpause import gc_paused
 

@@ -110,7 +110,7 @@ def _touch(store, hits, force, lock_wait) -> None:
 
 
 def _table(hits, query: str) -> None:
-    from samctl.core.render import one_line
+    from samctl.safetext import one_line
     from samctl.core.timeparse import format_local
 
     if not hits:

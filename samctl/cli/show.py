@@ -8,6 +8,7 @@ import click
 
 from samctl.cli.common import complete_ids, emit_json, examples, finish, report_findings, store_of
 from samctl.core import render
+from samctl.safetext import safe_text
 from samctl.core.load import load_conversation
 
 _COLORS = {"user": "green", "assistant": "cyan", "tool": "yellow", "reasoning": "magenta", "system": "blue"}
@@ -56,7 +57,7 @@ def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw,
         elif fmt == "markdown":
             # to_markdown is faithful (export writes it to files); on its way to a terminal every control
             # character is escaped, as in the text format (markdown itself adds only newlines)
-            _page(render.safe_text(render.to_markdown(conv, reasoning=True, include_hidden=show_all,
+            _page(safe_text(render.to_markdown(conv, reasoning=True, include_hidden=show_all,
                                                       min_importance=min_importance)), pager)
         else:
             tty = sys.stdout.isatty()

@@ -42,7 +42,7 @@ def command(ctx, roots, top, months, fmt):
 
 def _text(result: dict, months: int) -> str:
     from samctl.cli.common import table
-    from samctl.core.render import one_line, safe_text
+    from samctl.safetext import one_line, safe_text
     from samctl.core.stats import bar, month_range
 
     out = []

@@ -87,7 +87,7 @@ def show_targets(targets, verb: str, yes: bool) -> None:
 
 
 def _one_line(text) -> str:
-    from samctl.core.render import one_line
+    from samctl.safetext import one_line
 
     return one_line(text)[:80]
 

@@ -12,11 +12,16 @@ Invariants:
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from samctl.core.render import safe_text
+from samctl import fsafe
+from samctl.errors import SamctlError
+
 from samctl.core.timeparse import format_utc
+from samctl.safetext import safe_text
 
 ROLES = ("user", "assistant", "tool", "reasoning", "system")
 
@@ -176,3 +181,81 @@ class Conversation:
         d["messages"] = [m.to_dict() for m in self.messages]
         d["message_count"] = len(self.messages)
         return d
+
+
+# --- recovery: what a store plans, and core carries out (core/recover.py) ---------------------------
+
+CAP_HINT = f"a file is over samctl's read cap: {fsafe.TOO_LARGE_HINT}"
+
+
+def over_cap(text: str) -> bool:
+    """Whether ``text`` (a message or finding) says a file was skipped for its size (``fsafe.read_capped``)."""
+    return "-byte cap" in text
+
+
+def refuse_over_cap(path: Path, cap: int, app: str) -> None:
+    """NothingToRecover if ``path`` is a file bigger than the read cap ``cap`` while ``app`` would
+    read it: samctl cannot tell whether it is damaged, and must not replace it with an older copy."""
+    st = fsafe.lstat(path)
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
+        raise NothingToRecover(f"{path} is {st.st_size} bytes, over samctl's {cap}-byte cap, so samctl cannot "
+                               f"read it; {app} can, and it is left as it is")
+
+
+class NothingToRecover(SamctlError):
+    """No source holds anything of the conversation.  When a file was only skipped for its size,
+    the hint says how to read it rather than where else to look."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message, hint=CAP_HINT if over_cap(message) else hint)
+
+
+@dataclass
+class RecoveryPlan:
+    cid: str
+    target: Path
+    source: str
+    new_bytes: bytes | None  # None: the file is already right
+    sidecars: list = field(default_factory=list)  # (path, bytes) written after the main file
+    changes: list = field(default_factory=list)
+    messages_before: int | None = None
+    messages_after: int | None = None
+    tail: Any = None  # a logtail.TailRepair: the torn tail of a log to cut first
+    set_aside: list = field(default_factory=list)  # files the document now holds: become .bak siblings, last
+    partial: list = field(default_factory=list)  # what stays broken after the recovery (the command exits 3)
+    written: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)  # Findings: a dry run's word that the real run would be refused
+    in_place_only: list = field(default_factory=list)  # lines of ``changes`` that only an in-place recovery makes
+
+    def change_in_place(self, line: str) -> None:
+        """Say a change to the store beside the document (a log's tail, a sidecar, a file set aside)."""
+        self.changes.append(line)
+        self.in_place_only.append(line)
+
+    def document_only(self) -> None:
+        """What ``--to`` carries out: the document alone, written elsewhere; the store stays as it is."""
+        if self.tail is None and not self.sidecars and not self.set_aside and not self.in_place_only:
+            return
+        self.tail, self.sidecars, self.set_aside = None, [], []
+        self.changes = [c for c in self.changes if c not in self.in_place_only]
+        self.changes.append("the store is left as it is (--to writes only the document; recover in place to "
+                            "repair the rest)")
+        self.in_place_only = []
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return self.new_bytes is None and not self.sidecars and self.tail is None and not self.set_aside
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.cid, "target": str(self.target), "source": self.source,
+            "messages_before": self.messages_before, "messages_after": self.messages_after,
+            "changes": self.changes, "rewrites": self.new_bytes is not None,
+            "sidecars": [str(p) for p, _ in self.sidecars],
+            "set_aside": [str(p) for p in self.set_aside],
+            "trim_log": None if self.tail is None else {"log": str(self.tail.log), "keep_bytes": self.tail.offset,
+                                                         "add_newline": self.tail.add_newline},
+            "written": [str(p) for p in self.written],
+            "left_broken": self.partial,
+            "findings": [f.to_dict() for f in self.warnings],
+        }

@@ -23,91 +23,14 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from samctl import fsafe
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.resolve import resolve_id
 from samctl.errors import SamctlError, UsageError
-from samctl.formats.mermaid import tail
-from samctl.formats.mermaid.tail import TailRepair
-
-
-CAP_HINT = f"a file is over samctl's read cap: {fsafe.TOO_LARGE_HINT}"
-
-
-def over_cap(text: str) -> bool:
-    """Whether ``text`` (a message or finding) says a file was skipped for its size (``fsafe.read_capped``)."""
-    return "-byte cap" in text
-
-
-def refuse_over_cap(path: Path, cap: int, app: str) -> None:
-    """NothingToRecover if ``path`` is a file bigger than the read cap ``cap`` while ``app`` would
-    read it: samctl cannot tell whether it is damaged, and must not replace it with an older copy."""
-    st = fsafe.lstat(path)
-    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
-        raise NothingToRecover(f"{path} is {st.st_size} bytes, over samctl's {cap}-byte cap, so samctl cannot "
-                               f"read it; {app} can, and it is left as it is")
-
-
-class NothingToRecover(SamctlError):
-    """No source holds anything of the conversation.  When a file was only skipped for its size,
-    the hint says how to read it rather than where else to look."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message, hint=CAP_HINT if over_cap(message) else hint)
-
-
-@dataclass
-class RecoveryPlan:
-    cid: str
-    target: Path
-    source: str
-    new_bytes: bytes | None  # None: the file is already right
-    sidecars: list = field(default_factory=list)  # (path, bytes) written after the main file
-    changes: list = field(default_factory=list)
-    messages_before: int | None = None
-    messages_after: int | None = None
-    tail: TailRepair | None = None
-    set_aside: list = field(default_factory=list)  # files the document now holds: become .bak siblings, last
-    partial: list = field(default_factory=list)  # what stays broken after the recovery (the command exits 3)
-    written: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)  # Findings: a dry run's word that the real run would be refused
-    in_place_only: list = field(default_factory=list)  # lines of ``changes`` that only an in-place recovery makes
-
-    def change_in_place(self, line: str) -> None:
-        """Say a change to the store beside the document (a log's tail, a sidecar, a file set aside)."""
-        self.changes.append(line)
-        self.in_place_only.append(line)
-
-    def document_only(self) -> None:
-        """What ``--to`` carries out: the document alone, written elsewhere; the store stays as it is."""
-        if self.tail is None and not self.sidecars and not self.set_aside and not self.in_place_only:
-            return
-        self.tail, self.sidecars, self.set_aside = None, [], []
-        self.changes = [c for c in self.changes if c not in self.in_place_only]
-        self.changes.append("the store is left as it is (--to writes only the document; recover in place to "
-                            "repair the rest)")
-        self.in_place_only = []
-
-    @property
-    def nothing_to_do(self) -> bool:
-        return self.new_bytes is None and not self.sidecars and self.tail is None and not self.set_aside
-
-    def to_dict(self) -> dict:
-        return {
-            "id": self.cid, "target": str(self.target), "source": self.source,
-            "messages_before": self.messages_before, "messages_after": self.messages_after,
-            "changes": self.changes, "rewrites": self.new_bytes is not None,
-            "sidecars": [str(p) for p, _ in self.sidecars],
-            "set_aside": [str(p) for p in self.set_aside],
-            "trim_log": None if self.tail is None else {"log": str(self.tail.log), "keep_bytes": self.tail.offset,
-                                                         "add_newline": self.tail.add_newline},
-            "written": [str(p) for p in self.written],
-            "left_broken": self.partial,
-            "findings": [f.to_dict() for f in self.warnings],
-        }
+from samctl.core.model import RecoveryPlan
+from samctl.formats import logtail as tail
 
 
 def backup_path(target: Path, suffix: str = "bak") -> Path:
@@ -189,20 +112,9 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
             lock_wait: float = 0.0) -> RecoveryPlan:
     """Plan and (unless ``dry_run``) carry out the recovery of one conversation."""
     cid = resolve_id(store, text)
-    if store.name == "mermaid":
-        from samctl.formats.mermaid import recover as formats_recover
-
-        if from_file is not None:
-            raise UsageError("--from reads SAM export packages; for mermaid use --use PATH with a .conflict file")
-        source = use
-    else:
-        from samctl.formats.sam import recover as formats_recover
-
-        if use is not None:
-            raise UsageError("--use adopts a mermaid .conflict file; for SAM give an export package with --from")
-        source = from_file
-    stamps = _stamps(formats_recover.inputs(store, cid, source))  # before the plan reads them
-    plan = formats_recover.plan_recovery(store, cid, source)  # read-only; errors surface before anything is locked
+    source = store.recovery_source(use=use, from_file=from_file)
+    stamps = _stamps(store.recovery_inputs(cid, source))  # before the plan reads them
+    plan = store.plan_recovery(cid, source)  # read-only; errors surface before anything is locked
     if to is not None:
         to = destination(store, plan, to)
         plan.document_only()
@@ -214,8 +126,8 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
         return execute(plan, to=to)
     ensure_app_idle(store, [cid], force)
     with store_lock(store, lock_wait):
-        if _stamps(formats_recover.inputs(store, cid, source)) != stamps:  # the files moved on: plan again
-            plan = formats_recover.plan_recovery(store, cid, source)
+        if _stamps(store.recovery_inputs(cid, source)) != stamps:  # the files moved on: plan again
+            plan = store.plan_recovery(cid, source)
         return execute(plan)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from samctl import fsafe
+from samctl.errors import UsageError
 
 
 @dataclass
@@ -102,6 +103,23 @@ class Store:
 
     def event_log_rows(self, cid: str, types: tuple = ()):
         """(path, rows, LogRead) of ``cid``'s event log: rows of seq, ts, type, summary, event."""
+        raise NotImplementedError
+
+    # recovery ---------------------------------------------------------------
+    def recovery_source(self, use=None, from_file=None):
+        """The extra source ``recover`` was given (``--use`` a conflict file, ``--from`` a package), checked
+        against what this store can read: UsageError for the other kind."""
+        if use is not None or from_file is not None:
+            raise UsageError(f"{'--use' if use is not None else '--from'} is not a recovery source for "
+                             f"{self.app_name} conversations")
+        return None
+
+    def recovery_inputs(self, cid: str, source=None) -> list[Path]:
+        """Every path ``plan_recovery`` may read (to notice a change between planning and the lock)."""
+        raise NotImplementedError
+
+    def plan_recovery(self, cid: str, source=None):
+        """A RecoveryPlan for ``cid`` (read-only); NothingToRecover when no source holds anything of it."""
         raise NotImplementedError
 
     # the owning app --------------------------------------------------------

@@ -246,7 +246,7 @@ def main(argv: list[str]) -> None:
         import samctl.formats.mermaid.decode  # noqa: F401
         import samctl.formats.mermaid.eventlog  # noqa: F401
         import samctl.formats.mermaid.store  # noqa: F401
-        import samctl.formats.mermaid.tail  # noqa: F401
+        import samctl.formats.logtail  # noqa: F401
         import samctl.formats.sam.checks  # noqa: F401
         import samctl.formats.sam.decode  # noqa: F401
         import samctl.formats.sam.memorydb  # noqa: F401

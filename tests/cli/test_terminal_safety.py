@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from samctl.core.render import safe_text
+from samctl.safetext import safe_text
 
 SAM_ID = "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
 SPEC_ID = "20260810_140307_512"

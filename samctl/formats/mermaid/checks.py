@@ -242,7 +242,7 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
         findings.append(Finding(exc.code, p, exc.message, conversation=cid))
         return
     if read.stop == "torn-tail":
-        from samctl.formats.mermaid import tail
+        from samctl.formats import logtail as tail
 
         if fix and not store.session_is_live(cid):
             torn = tail.apply(tail.plan(p, read))

@@ -30,10 +30,10 @@ from pathlib import Path
 import orjson
 
 from samctl import errors, fsafe
-from samctl.core.recover import NothingToRecover, RecoveryPlan, refuse_over_cap
+from samctl.core.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
 from samctl.formats.mermaid import checks, decode, encode, eventlog
-from samctl.formats.mermaid import tail as tailfix
+from samctl.formats import logtail as tailfix
 from samctl.formats.base import Caps
 
 

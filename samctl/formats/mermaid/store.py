@@ -22,7 +22,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
-from samctl.errors import FileProblem, NotFound
+from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.formats import workers
 from samctl.formats.base import Store
 from samctl.formats.metacache import MetaCache
@@ -300,6 +300,22 @@ class MermaidStore(Store):
         from samctl.formats.mermaid import logview
 
         return logview.log_rows(self, cid, types)
+
+    # recovery --------------------------------------------------------------
+    def recovery_source(self, use=None, from_file=None):
+        if from_file is not None:
+            raise UsageError("--from reads SAM export packages; for mermaid use --use PATH with a .conflict file")
+        return use
+
+    def recovery_inputs(self, cid: str, source=None) -> list[Path]:
+        from samctl.formats.mermaid import recover
+
+        return recover.inputs(self, cid, source)
+
+    def plan_recovery(self, cid: str, source=None):
+        from samctl.formats.mermaid import recover
+
+        return recover.plan_recovery(self, cid, source)
 
     # liveness --------------------------------------------------------------
     def scratch_project_dir(self) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.core.recover import NothingToRecover, RecoveryPlan, refuse_over_cap
+from samctl.core.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, SamctlError, UsageError
 from samctl.formats.sam import encode, repair, schema
 from samctl.formats.sam import store as store_mod

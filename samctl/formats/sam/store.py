@@ -32,7 +32,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
-from samctl.errors import FileProblem, NotFound, SamctlError
+from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
 from samctl.formats import workers
 from samctl.formats.base import Store
 from samctl.formats.metacache import RACY_SECONDS, MetaCache
@@ -341,6 +341,22 @@ class SamStore(Store):
         raw_msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
         messages = [m for m in (decode.message(x) for x in raw_msgs) if m is not None]
         return Conversation(meta=meta, messages=messages, raw=doc, model=decode.model_name(doc), source=source)
+
+    # recovery ---------------------------------------------------------------
+    def recovery_source(self, use=None, from_file=None):
+        if use is not None:
+            raise UsageError("--use adopts a mermaid .conflict file; for SAM give an export package with --from")
+        return from_file
+
+    def recovery_inputs(self, cid: str, source=None) -> list[Path]:
+        from samctl.formats.sam import recover
+
+        return recover.inputs(self, cid, source)
+
+    def plan_recovery(self, cid: str, source=None):
+        from samctl.formats.sam import recover
+
+        return recover.plan_recovery(self, cid, source)
 
     # liveness ---------------------------------------------------------------
     def app_is_running(self) -> bool:

@@ -1,9 +1,9 @@
-"""Repair a torn log tail so mermaid's next append is not glued onto the fragment (spec §4.3).
+"""Repair a torn log tail so the app's next append is not glued onto the fragment (mermaid: spec §4.3).
 
 A torn last line (no ``\\n``) is cut back to the last newline, its bytes kept
 first in a 0600 ``<log>.<UTC time>.torn`` sibling; a last line that is a
 complete event but lacks its newline gets the newline instead.  The caller
-must have made sure no mermaid process has the session open; the log's size
+must have made sure the app does not have the log open; the log's size
 is checked again right before the change so a concurrent append is never cut.
 """
 
