@@ -16,15 +16,14 @@ import math
 
 from samctl.core import index as ix
 from samctl.core import scoring
-from samctl.core.model import ERROR, Finding
 from samctl.core import search as sx
 from samctl.core.search import Hit, SearchQuery, snippet
-from samctl.errors import PARTIAL, FileProblem, NotFound, SamctlError, UsageError
+from samctl.errors import PARTIAL, NotFound, SamctlError, UsageError
 
 
 def _memory_sources(store, scope, findings):
     srcs = ix.discover(store, findings, scope)
-    return [s for s in srcs.values() if s.kind in ("sam-mem", "sam-base-mem")]
+    return [s for s in srcs.values() if s.holds == "memories"]
 
 
 class _SeedUnread(SamctlError):
@@ -34,28 +33,10 @@ class _SeedUnread(SamctlError):
 
 def _find_seed(store, like: str, sources):
     """(id, blob, content, conversation id, path) of the memory ``like`` names (id or unique prefix)."""
-    from samctl.formats.sam import memorydb
-    from samctl.formats.sam.sqlitefile import SQLITE_ERRORS, _sqlite_finding
-
     lo = like.upper()
-    hi = lo + "\uffff"
     seen, unread = {}, []
     for src in sources:
-        try:
-            conn = memorydb.open_readonly(src.paths[0])
-            try:
-                rows = conn.execute('SELECT "id", "embedding", "content", "conversation_id" FROM '
-                                    '"conversation_memories" WHERE "id" >= ? AND "id" < ? LIMIT 3', (lo, hi)).fetchall()
-            finally:
-                conn.close()
-        except FileProblem as exc:
-            if exc.code != "missing":
-                unread.append(Finding(exc.code, src.paths[0], exc.message, ERROR, src.conv))
-            continue
-        except SQLITE_ERRORS as exc:
-            unread.append(_sqlite_finding(exc, src.paths[0], src.conv))
-            continue
-        for mid, blob, content, cid in rows:
+        for mid, blob, content, cid in store.memories_by_prefix(src.paths[0], src.conv, lo, unread):
             if isinstance(mid, str):
                 seen.setdefault(mid.upper(), (mid, blob, content, src.conv or str(cid).upper(), src.paths[0]))
     if not seen and unread:  # it may be in a file that could not be read: not "no such memory"
@@ -80,8 +61,6 @@ def _find_seed(store, like: str, sources):
 
 def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
     """The hits of ``q`` (``q.like`` set): ``search`` hands it over after checking the query and scope."""
-    from samctl.formats.sam import memorydb
-
     np = ix._np()
     disc: list = []
     sources = _memory_sources(store, scope, disc)
@@ -97,10 +76,10 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
     seq = 0
     for src in sources:
         rows = []
-        for row in memorydb.iter_memories(src.paths[0], findings, scope_id=src.conv, missing_ok=True):
+        for row in store.memory_rows(src.paths[0], findings, src.conv):
             if row.id.upper() == mid.upper():
                 continue
-            ts = memorydb.parse_db_date(row.created_at)
+            ts = row.created_ts
             if q.since is not None and (ts is None or ts < q.since):
                 continue
             if q.until is not None and (ts is None or ts > q.until):
@@ -139,7 +118,7 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
             continue
         conv = src.conv or r.conversation_id.upper()
         hits.append(Hit(kind="memory", conversation_id=conv, title="", ref=r.id, position=r.rowid,
-                        date_ts=memorydb.parse_db_date(r.created_at), importance=r.importance, text=r.content,
+                        date_ts=r.created_ts, importance=r.importance, text=r.content,
                         score=score, cosine=cos, boost=boost, content_type=r.content_type, dimension=r.dimension,
                         store=store.name, source=src.paths[0]))
     hits.sort(key=sx._sort_key)

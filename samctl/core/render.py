@@ -56,7 +56,7 @@ def visible(messages, include_hidden: bool, min_importance: float | None = None)
         if msg.hidden and not include_hidden:
             continue
         if min_importance is not None:
-            from samctl.core.scoring import message_importance
+            from samctl.core.importance import message_importance
 
             if message_importance(msg) < min_importance:
                 continue

@@ -2,8 +2,6 @@
 
 Spec references are to ``shared/spec/sam-format.md``:
 
-- ``importance``      §4.5.4 (message importance, plain substring tests)
-- ``message_importance`` stored value, else ``importance`` (what show and search filter on)
 - ``tokens``          §7.7  (lowercase, SAM whitespace split, tokens of more than 2 characters)
 - ``keyword_boost``   §7.7  (min(0.5 * Jaccard, 0.5))
 - ``cosine``          §7.7  (0 for empty / different lengths / zero norm; not clamped)
@@ -35,59 +33,6 @@ from collections import Counter
 from functools import reduce
 from itertools import chain
 from operator import add, mul
-
-# ---------------------------------------------------------------------------------------------
-# §4.5.4 importance
-
-_QUESTION_WORDS = ("what", "which", "how")
-_CONSTRAINT_WORDS = (
-    "must", "require", "need to", "budget", "limit", "maximum", "minimum", "within", "miles",
-    "radius", "constraint",
-)  # fmt: skip
-_CONFIRM_WORDS = (
-    "yes", "proceed", "approved", "confirmed", "agree", "correct", "exactly", "that's right",
-    "go ahead",
-)  # fmt: skip
-_PRIORITY_WORDS = ("focus on", "prioritize", "most important", "critical", "priority", "key requirement")
-_ACK_WORDS = ("thanks", "thank you", "ok", "okay", "got it", "sounds good", "perfect", "great")
-_ACKS = frozenset(w + end for w in _ACK_WORDS for end in ("", "!", "."))
-
-
-def importance(text: str, is_user: bool) -> float:
-    """SAM's importance score of a message (§4.5.4), exactly, including its float arithmetic.
-
-    Lengths are Swift character counts, approximated by ``len`` (code points), as the spec says.
-    """
-    lower = text.lower()
-    imp = 0.7 if is_user else 0.5
-    if not is_user and ("?" in text or any(w in lower for w in _QUESTION_WORDS)):
-        imp = max(imp, 0.85)
-    if any(w in lower for w in _CONSTRAINT_WORDS):
-        imp = max(imp, 0.9)
-    if len(text) < 200 and any(w in lower for w in _CONFIRM_WORDS):
-        imp = max(imp, 0.85)
-    if any(w in lower for w in _PRIORITY_WORDS):
-        imp = max(imp, 0.85)
-    if len(text) < 50 and lower in _ACKS:
-        imp = 0.3
-    if is_user and len(text) > 300:
-        imp = min(imp + 0.1, 1.0)
-    return imp
-
-
-def message_importance(msg) -> float:
-    """The importance of a model ``Message`` as ``show --min-importance`` and ``search`` use it.
-
-    The stored value where the store has one (SAM); otherwise §4.5.4 computed as SAM would have:
-    user and assistant messages are scored, every other kind (tool, reasoning, system) keeps SAM's
-    default 0.5.
-    """
-    if msg.importance is not None:
-        return msg.importance
-    if msg.role in ("user", "assistant"):
-        return importance(msg.content, msg.role == "user")
-    return 0.5
-
 
 # ---------------------------------------------------------------------------------------------
 # Tokenising (§7.5 step 2, §7.7)

@@ -160,7 +160,7 @@ def _check(store, q: SearchQuery) -> str:
     if where not in WHERE:
         raise UsageError(f"--in {where!r}: use memories, messages or all")
     if q.like:
-        if store.name != "sam":
+        if not store.has_memories:
             raise UsageError("--like compares the stored vectors of SAM memories; this is a "
                              f"{store.name} store", hint="use a SAM store")
         if where != "memories":
@@ -183,23 +183,10 @@ def resolve_scope(store, texts) -> set | None:
     for t in texts:
         cid = resolve_id(view, t)
         scope.add(cid)
-        if store.name == "sam":
-            topic = _topic_of(store, cid)
-            if topic:
-                scope.add(topic)
+        topic = store.memory_scope_of(cid)
+        if topic:
+            scope.add(topic)
     return scope
-
-
-def _topic_of(store, cid: str) -> str | None:
-    from samctl.formats.sam import decode
-
-    try:
-        conv = store.load(cid, [])
-    except Exception:  # noqa: BLE001 - a scope folder without conversation.json, an unreadable file
-        return None
-    if conv is None or not isinstance(conv.raw, dict):
-        return None
-    return decode.shared_topic_id(conv.raw)
 
 
 def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
@@ -445,10 +432,7 @@ def _hit(store, idx, seg, r: int, text: str) -> Hit:
     if kind == "memory":
         h.content_type = ctype or None
         h.dimension = int(m["dim"])
-        if int(m["flags"]) & ix.FLAG_BASE_DB:
-            h.source = os.path.join(str(store.base), "memory.db")
-        else:
-            h.source = os.path.join(str(store.folder(conv)), "memory.db")
+        h.source = store.memory_db(None if int(m["flags"]) & ix.FLAG_BASE_DB else conv)
     else:
         h.role = role or None
     return h
@@ -539,15 +523,13 @@ def touch(store, hits: list[Hit]) -> int:
     """SAM's retrieval side effect for the returned memories: ``access_count + 1``,
     ``last_accessed = now`` (§7.7 step 3), one short transaction per memory.db.  The caller holds
     samctl's store lock and has checked that SAM is not running."""
-    from samctl.formats.sam import memorydb
-
     by_file: dict[str, list[str]] = {}
     for h in hits:
         if h.kind == "memory" and h.source and h.ref:
             by_file.setdefault(h.source, []).append(h.ref)
     done = 0
     for path, ids in sorted(by_file.items()):
-        done += memorydb.touch_memories(path, ids)
+        done += store.touch_memories(path, ids)
     return done
 
 

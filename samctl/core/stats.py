@@ -54,18 +54,9 @@ def memory_count(store, findings: list) -> int | None:
     """Rows in every ``CONV/*/memory.db`` and the legacy ``BASE/memory.db`` (SAM), the set search
     reads; None for stores without memories.  A database that is there but cannot be read (a
     symlink, a FIFO, damaged, locked) is a finding, as in search and check."""
-    if store.name != "sam":
+    if not store.has_memories:
         return None
-    dbs = []
-    try:
-        entries = sorted(os.scandir(store.conv_dir), key=lambda e: e.name)
-    except OSError:
-        entries = []
-    for e in entries:
-        if e.name != "backups" and e.is_dir(follow_symlinks=False):
-            dbs.append((os.path.join(e.path, "memory.db"), e.name.upper()))
-    dbs.append((os.path.join(str(store.base), "memory.db"), None))
-    return _counted(store, dbs, findings)
+    return _counted(store, store.memory_databases(), findings)
 
 
 def _counted(store, dbs: list, findings: list) -> int:
@@ -74,9 +65,8 @@ def _counted(store, dbs: list, findings: list) -> int:
     counted at (SQLite changes one of them with every write).  Only a count that came with no
     finding, of files outside the racy window, is cached: a warm stats of 20,000 scopes opens none."""
     from samctl.formats.metacache import MetaCache
-    from samctl.formats.sam import memorydb
 
-    cache = MetaCache("sam-memories", store.root_real, store.use_cache)
+    cache = MetaCache(f"{store.name}-memories", store.root_real, store.use_cache)
     known = cache.load()
     fresh: dict = {}
     now_ns = time.time_ns()
@@ -94,7 +84,7 @@ def _counted(store, dbs: list, findings: list) -> int:
             fresh[path] = entry
             continue
         before = len(findings)
-        n = sum(1 for _ in memorydb.iter_memories(path, findings, scope_id=scope, missing_ok=True))
+        n = sum(1 for _ in store.memory_rows(path, findings, scope))
         total += n
         if len(findings) == before and all(f is None or MetaCache.cacheable(f, now_ns) for f in files):
             fresh[path] = stamp + [n]

@@ -105,6 +105,45 @@ class Store:
         """(path, rows, LogRead) of ``cid``'s event log: rows of seq, ts, type, summary, event."""
         raise NotImplementedError
 
+    # search -----------------------------------------------------------------
+    def search_sources(self, findings: list, scope: set | None = None) -> dict:
+        """Every ``sources.Source`` of the store (or of the conversations/scopes in ``scope``), by key:
+        one ``lstat`` per file, never a read (this runs before every search)."""
+        raise NotImplementedError
+
+    def source_rows(self, src, findings: list, infos: list):
+        """The ``sources.Row`` of one source, in order; what cannot be read becomes ``findings``, and
+        each conversation read adds its info ({"id", "title"}, plus "topic"/"topic_name" for a
+        conversation whose memories live in a shared scope) to ``infos``.  Never raises for bad input."""
+        raise NotImplementedError
+
+    # memories (has_memories) --------------------------------------------------
+    def memory_databases(self) -> list[tuple[str, str | None]]:
+        """(path, scope) of every memory database search reads; scope None: the store-wide one."""
+        return []
+
+    def memory_db(self, scope: str | None) -> str:
+        """The path of the database that holds the memories of ``scope`` (None: the store-wide one)."""
+        raise NotImplementedError
+
+    def memory_rows(self, path: str, findings: list, scope: str | None):
+        """The memory rows of one database (``id``, ``content``, ``embedding``, ``created_ts``, ...);
+        bad rows and files are findings.  An absent database has none."""
+        return iter(())
+
+    def memories_by_prefix(self, path: str, scope: str | None, prefix: str, findings: list) -> list:
+        """(id, embedding, content, conversation id) of the memories of one database whose id starts with
+        ``prefix`` (uppercase), at most 3; a database that cannot be read is a finding."""
+        return []
+
+    def touch_memories(self, path: str, ids: list) -> int:
+        """The app's retrieval side effect on these memories (e.g. access counts); the number touched."""
+        raise NotImplementedError
+
+    def memory_scope_of(self, cid: str) -> str | None:
+        """The shared scope whose memories conversation ``cid`` uses, if any."""
+        return None
+
     # recovery ---------------------------------------------------------------
     def recovery_source(self, use=None, from_file=None):
         """The extra source ``recover`` was given (``--use`` a conflict file, ``--from`` a package), checked

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samctl.core import scoring
+from samctl.core.importance import importance
 from samctl.core.scoring import (
     SAM_WHITESPACE,
     STABLE_HASH,
@@ -22,7 +23,6 @@ from samctl.core.scoring import (
     embed,
     embed_many,
     fnv1a64,
-    importance,
     keyword_boost,
     pack_vector,
     score_memory,

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from samctl.core import scoring
+from samctl.core.importance import message_importance
 from samctl.core import search as sx
 from samctl.core.model import Message
 from samctl.formats import open_store
@@ -90,7 +91,7 @@ def test_message_importance_is_shared_with_show():
             Message("tool", "what? how?"), Message("reasoning", "which budget?"),
             Message("assistant", "fine", importance=0.95)]
     want = [0.9, 0.3, 0.5, 0.5, 0.95]
-    assert [scoring.message_importance(m) for m in msgs] == want
+    assert [message_importance(m) for m in msgs] == want
     assert [m.content for m in visible(msgs, True, 0.85)] == ["Plan a trip within a $500 budget.", "fine"]
 
 

@@ -71,7 +71,7 @@ def parts(store, findings: list, scope: set | None = None, progress=None, convs:
 
 def _messages_first(current: dict) -> list:
     """The sources to read: every archive database after every other source (``sorted`` is stable)."""
-    return sorted(current.values(), key=lambda s: s.kind == "sam-arch")
+    return sorted(current.values(), key=lambda s: s.holds == "archived")
 
 
 def _index(seg, entries: dict, seen: list) -> Index:

@@ -77,73 +77,22 @@ class Batch:
         self.texts.append(text)
 
 
+_KIND_CODE = {"memory": MEMORY, "message": MESSAGE, "archived": ARCHIVED}
 _ROLE_CODE = {r: i for i, r in enumerate(ROLES)}
 _CTYPE_CODE = {c: i for i, c in enumerate(CTYPES)}
 
 
-def _messages(b: Batch, conv, cid: str) -> None:
-    for i, m in enumerate(conv.messages):
-        if not m.content.strip():
-            continue
-        b.add(MESSAGE, _ROLE_CODE.get(m.role, 0), 0, cid, i, m.timestamp_ts, scoring.message_importance(m), 0,
-              m.id or "", m.content)
-
-
-def _sam_info(conv, cid: str) -> dict:
-    from samctl.formats.sam import decode
-
-    raw = conv.raw if isinstance(conv.raw, dict) else {}
-    settings = raw.get("settings") if isinstance(raw.get("settings"), dict) else {}
-    name = settings.get("sharedTopicName")
-    return {"id": cid, "title": conv.meta.title, "topic": decode.shared_topic_id(raw),
-            "topic_name": name if isinstance(name, str) else None}
-
-
 def read_source(store, src: Source) -> Batch:
     """The rows of one source; never raises for bad input (findings say what was wrong)."""
-    from samctl.core.load import load_resolved
-
-    b = Batch(src.key, FLAG_BASE_DB if src.kind == "sam-base-mem" else 0)
-    if src.kind in ("sam-conv", "mermaid"):
-        conv = load_resolved(store, src.conv, b.findings)
-        if conv is not None:
-            b.infos.append(_sam_info(conv, src.conv) if src.kind == "sam-conv"
-                           else {"id": src.conv, "title": conv.meta.title})
-            _messages(b, conv, src.conv)
-    elif src.kind in ("sam-mem", "sam-base-mem"):
-        from samctl.formats.sam import memorydb
-
-        for row in memorydb.iter_memories(src.paths[0], b.findings, scope_id=src.conv, missing_ok=True):
-            conv = src.conv or row.conversation_id.upper()
-            b.add(MEMORY, 0, _CTYPE_CODE.get(row.content_type, 1), conv, row.rowid,
-                  memorydb.parse_db_date(row.created_at), row.importance, row.dimension, row.id, row.content)
-    elif src.kind == "sam-arch":
-        from samctl.formats.sam import archivedb
-
-        for chunk in archivedb.read_archives(src.paths[0], b.findings, scope_id=src.conv, missing_ok=True):
-            for j, m in enumerate(chunk["messages"]):
-                text = m.get("content")
-                if not isinstance(text, str) or not text.strip():
-                    continue
-                role = m.get("role")
-                if role not in ("user", "assistant", "system"):
-                    role = "user" if m.get("isFromUser") is True else "assistant"
-                imp = scoring.importance(text, role == "user") if role != "system" else 0.5
-                b.add(ARCHIVED, _ROLE_CODE[role], 0, src.conv, (chunk["rowid"] << 20) + j, m.get("timestamp_epoch"),
-                      imp, 0, f"{chunk['id']}#{j}", text)
-    elif src.kind == "sam-legacy":
-        path = src.paths[0]
-        for cid, doc in store._legacy_docs(b.findings).items():
-            if os.path.lexists(os.path.join(str(store.conv_dir), cid, "conversation.json")):
-                continue  # the folder copy wins, as in SAM's loader
-            conv = store.conversation_from_doc(doc, path, cid)
-            b.infos.append(_sam_info(conv, cid))
-            _messages(b, conv, cid)
+    b = Batch(src.key, FLAG_BASE_DB if src.holds == "memories" and src.conv is None else 0)
+    add, roles, ctypes = b.add, _ROLE_CODE, _CTYPE_CODE
+    for r in store.source_rows(src, b.findings, b.infos):
+        kind = _KIND_CODE[r.kind]
+        add(kind, roles.get(r.role, 0), ctypes.get(r.content_type, 1) if kind == MEMORY else 0, r.conversation,
+            r.position, r.date, r.importance, r.dimension, r.ref, r.text)
     for f in b.findings:
         f.conversation = f.conversation or src.conv
     return b
-
-
 
 
 @dataclass

@@ -44,7 +44,8 @@ from samctl.core.index.manifest import HEAD, alive_mask, encode_manifest, write_
 from samctl.core.index.opened import Index, open_index, try_open
 from samctl.core.index.rows import _read_all
 from samctl.core.index.segment import POSTING_BYTES, ROW_BYTES, Segment, SegmentWriter
-from samctl.core.index.sources import TRANSIENT_CODES, discover, stale
+from samctl.core.index.sources import discover, stale
+from samctl.formats.sources import TRANSIENT_CODES
 from samctl.core.lock import flock_waiting
 
 MAX_SEGMENTS = 6

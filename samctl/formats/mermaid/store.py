@@ -301,6 +301,17 @@ class MermaidStore(Store):
 
         return logview.log_rows(self, cid, types)
 
+    # search ----------------------------------------------------------------
+    def search_sources(self, findings: list, scope: set | None = None) -> dict:
+        from samctl.formats.mermaid import search
+
+        return search.sources(self, findings, scope)
+
+    def source_rows(self, src, findings: list, infos: list):
+        from samctl.formats.mermaid import search
+
+        return search.rows(self, src, findings, infos)
+
     # recovery --------------------------------------------------------------
     def recovery_source(self, use=None, from_file=None):
         if from_file is not None:

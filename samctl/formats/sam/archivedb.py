@@ -29,7 +29,7 @@ from samctl import fsafe
 from samctl.core.model import WARNING
 from samctl.formats.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.formats.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
-                                           SQLITE_ERRORS, _BadText, _open_checked, _Reporter, _sqlite_finding,
+                                           SQLITE_ERRORS, _BadText, _open_checked, _Reporter, sqlite_finding,
                                            _text_factory, row_batches)
 
 ARCHIVE_REASONS = ("yarn_compression", "manual", "token_limit", "conversation_trimmed")
@@ -137,7 +137,7 @@ def read_archives(
                 rows = next(batches, None)
             except SQLITE_ERRORS as exc:
                 after = f" (stopped after {len(out)} rows)" if out else ""
-                findings.append(_sqlite_finding(exc, spath, scope_id, after))
+                findings.append(sqlite_finding(exc, spath, scope_id, after))
                 break
             if rows is None:
                 break

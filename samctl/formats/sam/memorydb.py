@@ -51,7 +51,7 @@ from samctl.formats.sam.archivedb import ARCHIVE_REASONS, create_archive_db, enc
 from samctl.formats.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.formats.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
                                            MEMORY_TABLE, SCHEMA_SQL, SQLITE_ERRORS, _BadText, _open_checked,
-                                           _Reporter, _sqlite_finding, _text_factory, _uri, open_readonly, rw_uri,
+                                           _Reporter, sqlite_finding, _text_factory, _uri, open_readonly, rw_uri,
                                            row_batches, schema_problems)
 
 __all__ = [
@@ -247,7 +247,7 @@ def iter_memories(
             try:
                 rows = next(batches, None)
             except SQLITE_ERRORS as exc:
-                findings.append(_sqlite_finding(exc, spath, scope_id, f" (stopped after {done} rows)" if done else ""))
+                findings.append(sqlite_finding(exc, spath, scope_id, f" (stopped after {done} rows)" if done else ""))
                 return
             if rows is None:
                 return
@@ -313,7 +313,7 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
                     conn.execute("ROLLBACK")
                 except SQLITE_ERRORS:
                     pass
-            problem = _sqlite_finding(exc, os.fspath(path), None)
+            problem = sqlite_finding(exc, os.fspath(path), None)
             if problem.code == "db-locked":
                 raise Busy(f"{path}: {problem.reason}", hint="quit SAM, then try again") from None
             raise FileProblem(problem.code, path, problem.reason) from None

@@ -270,7 +270,7 @@ def default_settings(model: str) -> dict:
 
 def _sam_message(new_id: str, type_: str, content: str, when: str, *, user: bool = False, tool: bool = False,
                  pinned: bool = False, system_generated: bool = False, **extra) -> dict:
-    from samctl.core.scoring import importance
+    from samctl.core.importance import importance
 
     m = {
         "id": new_id,

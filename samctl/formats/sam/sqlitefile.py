@@ -2,7 +2,7 @@
 
 What is here: the spec's schemas (``SCHEMA_SQL``, ``ARCHIVE_SCHEMA_SQL`` and their expected
 ``PRAGMA`` form), the read-only opener ``open_readonly`` and its pre-flight checks, the
-classification of SQLite errors into findings (``SQLITE_ERRORS``, ``_sqlite_finding``),
+classification of SQLite errors into findings (``SQLITE_ERRORS``, ``sqlite_finding``),
 ``_open_checked`` (open + schema check, problems as findings), ``schema_problems``, and what the
 row readers share (``_text_factory``/``_BadText``, the capped ``_Reporter``, ``BATCH``,
 ``DEFAULT_TIMEOUT``, ``MAX_ROW_FINDINGS``).  The rows themselves are read by
@@ -260,7 +260,7 @@ def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
 SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
-def _sqlite_finding(exc: Exception, path: str, scope_id: str | None, after: str = "") -> Finding:
+def sqlite_finding(exc: Exception, path: str, scope_id: str | None, after: str = "") -> Finding:
     name = getattr(exc, "sqlite_errorname", "") or ""
     msg = str(exc)
     if isinstance(exc, UnicodeDecodeError):
@@ -297,7 +297,7 @@ def _open_checked(path, findings: list, table: str, timeout: float, scope_id: st
         findings.append(Finding(exc.code, spath, exc.message, ERROR, scope_id))
         return None
     except SQLITE_ERRORS as exc:
-        findings.append(_sqlite_finding(exc, spath, scope_id))
+        findings.append(sqlite_finding(exc, spath, scope_id))
         return None
     wal = fsafe.lstat(spath + "-wal")
     if wal is not None and _rollback_mode(spath):
@@ -308,7 +308,7 @@ def _open_checked(path, findings: list, table: str, timeout: float, scope_id: st
         fatal, minor = _schema_check(conn, table)
     except SQLITE_ERRORS as exc:
         conn.close()
-        findings.append(_sqlite_finding(exc, spath, scope_id))
+        findings.append(sqlite_finding(exc, spath, scope_id))
         return None
     for p in fatal:
         findings.append(Finding("db-schema", spath, p, ERROR, scope_id))

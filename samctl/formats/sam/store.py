@@ -342,6 +342,61 @@ class SamStore(Store):
         messages = [m for m in (decode.message(x) for x in raw_msgs) if m is not None]
         return Conversation(meta=meta, messages=messages, raw=doc, model=decode.model_name(doc), source=source)
 
+    # search ----------------------------------------------------------------
+    def search_sources(self, findings: list, scope: set | None = None) -> dict:
+        from samctl.formats.sam import search
+
+        return search.sources(self, findings, scope)
+
+    def source_rows(self, src, findings: list, infos: list):
+        from samctl.formats.sam import search
+
+        return search.rows(self, src, findings, infos)
+
+    # memories ---------------------------------------------------------------
+    def memory_databases(self) -> list[tuple[str, str | None]]:
+        """Every ``CONV/*/memory.db`` (listed or not) and the legacy ``BASE/memory.db``."""
+        dbs = []
+        try:
+            entries = sorted(os.scandir(self.conv_dir), key=lambda e: e.name)
+        except OSError:
+            entries = []
+        for e in entries:
+            if e.name != "backups" and e.is_dir(follow_symlinks=False):
+                dbs.append((os.path.join(e.path, "memory.db"), e.name.upper()))
+        dbs.append((self.memory_db(None), None))
+        return dbs
+
+    def memory_db(self, scope: str | None) -> str:
+        if scope is None:
+            return os.path.join(str(self.base), "memory.db")
+        return os.path.join(str(self.folder(scope)), "memory.db")
+
+    def memory_rows(self, path: str, findings: list, scope: str | None):
+        from samctl.formats.sam import memorydb
+
+        return memorydb.iter_memories(path, findings, scope_id=scope, missing_ok=True)
+
+    def memories_by_prefix(self, path: str, scope: str | None, prefix: str, findings: list) -> list:
+        from samctl.formats.sam import search
+
+        return search.memories_by_prefix(path, scope, prefix, findings)
+
+    def touch_memories(self, path: str, ids: list) -> int:
+        from samctl.formats.sam import memorydb
+
+        return memorydb.touch_memories(path, ids)
+
+    def memory_scope_of(self, cid: str) -> str | None:
+        """The shared topic of conversation ``cid`` (None for its own folder, or one that cannot be read)."""
+        try:
+            conv = self.load(cid, [])
+        except Exception:  # noqa: BLE001 - a scope folder without conversation.json, an unreadable file
+            return None
+        if conv is None or not isinstance(conv.raw, dict):
+            return None
+        return decode.shared_topic_id(conv.raw)
+
     # recovery ---------------------------------------------------------------
     def recovery_source(self, use=None, from_file=None):
         if use is not None:
