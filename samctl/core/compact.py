@@ -49,7 +49,6 @@ import calendar
 import hashlib
 import os
 import re
-import sqlite3
 import stat
 import time
 from dataclasses import dataclass, field
@@ -65,7 +64,6 @@ from samctl.errors import SamctlError
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
 _BACKUP_RE = re.compile(r".+\.([0-9]{8}T[0-9]{6}Z)\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
 _TEMP_RE = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")  # fsafe.tmp_name, mermaid's own: .<name>.<pid>.<n>.tmp
-_SAM_TEMP_RE = re.compile(r"[^.].*\.tmp(\.[0-9]+)?")  # SAM's: <file>.tmp, ltm.json.tmp.<pid> (spec §5.2, §6)
 SETTLE_SECONDS = 0.05
 LIVE_WATCH_SECONDS = 1.0  # how long the replaced log is watched when a session is live right after the swap
 READ_CAP = 1 << 31  # compact reads logs past mermaid's cap: rescuing those is its job
@@ -142,12 +140,11 @@ def compact(store, opts: CompactOptions, progress=None) -> CompactReport:
 
 def _run_steps(store, opts, rep, now, progress) -> None:
     _purge_attic(store, opts, rep, now)
-    if store.name == "mermaid":
-        _mermaid_logs(store, opts, rep, now, progress)
-        _mermaid_leftovers(store, opts, rep, now)
-    else:
-        _sam_leftovers(store, opts, rep, now)
-        _sam_vacuum(store, opts, rep, progress)
+    if store.has_event_logs:
+        _logs(store, opts, rep, now, progress)
+    for folder in store.maintenance_folders():
+        _sweep_folder(store, folder, opts, rep, now)
+    _vacuum(store, opts, rep, progress)
 
 
 # --- attic ------------------------------------------------------------------------------
@@ -169,21 +166,14 @@ def _purge_attic(store, opts, rep, now) -> None:
     rep.findings.extend(findings)
 
 
-# --- mermaid logs ------------------------------------------------------------------------------
+# --- event logs --------------------------------------------------------------------------------
 
-def _mermaid_logs(store, opts, rep, now, progress) -> None:
-    try:
-        names = sorted(n for n in os.listdir(store.conv_dir) if n.endswith(".jsonl"))
-    except OSError:
-        return
-    total = len(names)
-    for i, n in enumerate(names):
+def _logs(store, opts, rep, now, progress) -> None:
+    logs = store.event_logs()
+    total = len(logs)
+    for i, (cid, path) in enumerate(logs):
         if progress:
-            progress(i, total, n)
-        cid = n[:-6]
-        if not store.valid_id(cid):
-            continue
-        path = store.conv_dir / n
+            progress(i, total, path.name)
         st = fsafe.lstat(path)
         if st is None or not stat.S_ISREG(st.st_mode):
             continue
@@ -193,9 +183,9 @@ def _mermaid_logs(store, opts, rep, now, progress) -> None:
         big = st.st_size > opts.log_threshold
         if not torn and not big:
             continue
-        if store.session_is_live(cid):  # even with --force: mermaid caches the seq cursor of an open session
-            rep.findings.append(Finding("skipped-live", str(path), "mermaid has this session open; left alone", INFO,
-                                        cid))
+        if store.session_is_live(cid):  # even with --force: the app caches where it appends (mermaid: the seq)
+            rep.findings.append(Finding("skipped-live", str(path), f"{store.app_name} has this session open; left "
+                                        "alone", INFO, cid))
             continue
         if now - st.st_mtime < opts.idle:
             rep.findings.append(Finding("skipped-busy", str(path), f"written in the last {opts.idle:.0f} s; left "
@@ -229,10 +219,10 @@ def _ends_torn(path: Path) -> bool:
 
 
 def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
-    from samctl.formats.mermaid import eventlog, tail
+    from samctl.formats import logtail
 
-    read = eventlog.read_log_file(path, READ_CAP)
-    fix = tail.plan(path, read)
+    read = store.read_event_log(path, READ_CAP)
+    fix = logtail.plan(path, read)
     if fix is None:  # the read stopped before the tail: cutting it would not make the log readable
         if read.stop is not None:
             rep.findings.append(Finding("compact-skipped", str(path), f"the log ends torn, but {read.reason}; "
@@ -241,17 +231,11 @@ def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
     cut = read.size - read.last_newline_offset
     detail = "newline added to a complete last line" if fix.add_newline else f"{cut} torn bytes kept in a .torn file"
     if not opts.dry_run:
-        tail.apply(fix)
+        logtail.apply(fix)
     rep.add("trim-tail", path, read.size, read.size + 1 if fix.add_newline else fix.offset, detail)
 
 
-def _without_compactions(doc: dict) -> dict:
-    return {k: v for k, v in doc.items() if k != "compactions"}
-
-
 def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
-    from samctl.formats.mermaid import encode, eventlog
-
     f, st = fsafe.open_regular(path)
     fd_old = f.fileno()
     try:
@@ -263,26 +247,16 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
         size0 = len(data)
         if not data.endswith(b"\n"):
             raise SamctlError("the log has a torn tail; left alone")
-        read = eventlog.parse_log(data)
-        if read.stop is not None or not read.usable:
-            raise SamctlError(f"the log is not clean ({read.reason}); `samctl check` says more; left alone")
-        doc = eventlog.fold(read.events)
-        if doc is None:
-            raise SamctlError("the log does not fold; left alone")
-        events = eventlog.backfill_events(doc, read.events[-1]["ts"])
-        new = b"".join(encode.log_line_bytes(e) for e in events)
-        again = eventlog.parse_log(new)
-        if again.stop is not None or _without_compactions(eventlog.fold(again.events) or {}) != \
-                _without_compactions(doc):
-            raise SamctlError("a backfill would not fold to the same conversation; left alone")
+        fresh = store.fresh_log(data)
+        new = fresh.data
         if len(new) >= size0:
             return
         if opts.dry_run:  # the old log goes to the attic compressed: count that too, as the real run does
             from samctl.core import tarzst
 
             history = len(tarzst.compressor(opts.level, 0).compress(data)) + 64  # (+ the tar blocks, mostly zeros)
-            rep.add("rewrite-log", path, size0, len(new) + history, f"{len(read.events)} events -> {len(events)} "
-                                                                     "(old log to the attic)")
+            rep.add("rewrite-log", path, size0, len(new) + history, f"{fresh.events_before} events -> "
+                                                                     f"{fresh.events_after} (old log to the attic)")
             return
         old_sha = hashlib.sha256(data).hexdigest()
         attic = atticmod.ensure_attic(store)
@@ -292,7 +266,7 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
                                     "new_sha256": hashlib.sha256(new).hexdigest()})
         try:
             entry = atticmod.pack(store, cid, "history", [path],
-                                  {"title": doc.get("title"), "events": len(read.events)}, opts.level, now, stem)
+                                  {"title": fresh.title, "events": fresh.events_before}, opts.level, now, stem)
         except BaseException:
             drop_journal(attic, stem)
             raise
@@ -306,10 +280,10 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
 
         if live():
             _undo(entry, attic, stem)
-            rep.findings.append(Finding("skipped-live", str(path), "mermaid opened this session while compact "
-                                        "worked on it; left alone", INFO, cid))
+            rep.findings.append(Finding("skipped-live", str(path), f"{store.app_name} opened this session while "
+                                        "compact worked on it; left alone", INFO, cid))
             return
-        # mermaid creates its log 0600 (spec §4.3); never carry setuid or group/other bits over
+        # the app creates its log 0600 (mermaid: spec §4.3); never carry setuid or group/other bits over
         swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode) & 0o600, live)
         if not swapped:
             _undo(entry, attic, stem)
@@ -318,7 +292,7 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             return
         drop_journal(attic, stem)
         rep.add("rewrite-log", path, size0, len(new) + entry.tar_size,
-                f"{len(read.events)} events -> {len(events)}; old log kept as {entry.stem}")
+                f"{fresh.events_before} events -> {fresh.events_after}; old log kept as {entry.stem}")
     finally:
         f.close()
 
@@ -440,7 +414,7 @@ def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
         fsafe.remove(tar)
         return (f"{cid}: undid an interrupted log rewrite: its history segment was not committed (or was "
                 "already dropped), so the log holds the old events")
-    head, size = _log_head(store.path(cid, "jsonl"), rec)
+    head, size = _log_head(store.event_log_path(cid), rec)
     if head == "new":
         grown = size - rec["new_size"]
         since = f", with {grown} bytes appended since" if grown else ""
@@ -507,7 +481,7 @@ def _remove_file(path: Path, st, kind: str, opts, rep, detail: str) -> None:
     rep.add(kind, path, st.st_size, 0, detail)
 
 
-def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
+def _sweep_folder(store, folder: Path, opts, rep, now) -> None:
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -517,8 +491,7 @@ def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
         if st is None or not stat.S_ISREG(st.st_mode):
             continue
         n = e.name
-        if _TEMP_RE.fullmatch(n) or (sam and n != "conversation.json.tmp" and _SAM_TEMP_RE.fullmatch(n)):
-            # (SAM's conversation.json.tmp is a recovery source, spec §5.7)
+        if _TEMP_RE.fullmatch(n) or store.is_app_temp(n):
             if _old_enough(st, now, fsafe.STALE_TMP_SECONDS):
                 _remove_file(Path(e.path), st, "remove-temp", opts, rep, "stale temp file")
         elif m := _BACKUP_RE.fullmatch(n):
@@ -529,61 +502,19 @@ def _sweep_folder(folder: Path, opts, rep, now, sam: bool) -> None:
                 _remove_file(Path(e.path), st, "remove-backup", opts, rep, "samctl's copy, past the grace period")
 
 
-def _mermaid_leftovers(store, opts, rep, now) -> None:
-    _sweep_folder(store.conv_dir, opts, rep, now, sam=False)
+# --- databases ----------------------------------------------------------------------------------
 
-
-def _sam_leftovers(store, opts, rep, now) -> None:
-    _sweep_folder(store.conv_dir, opts, rep, now, sam=True)
-    for e in store._folders():
-        if not e.is_symlink():
-            _sweep_folder(Path(e.path), opts, rep, now, sam=True)
-
-
-# --- SAM databases --------------------------------------------------------------------------------
-
-def _sam_vacuum(store, opts, rep, progress) -> None:
-    from samctl.errors import FileProblem
-    from samctl.formats.sam import sqlitefile
-
-    dbs = []
-    for e in store._folders():
-        for name in ("memory.db", "context_archive.db"):
-            p = Path(e.path) / name
-            st = fsafe.lstat(p)
-            if st is not None and stat.S_ISREG(st.st_mode):
-                dbs.append((p, st))
+def _vacuum(store, opts, rep, progress) -> None:
+    dbs = store.vacuum_candidates()
     for i, (p, st) in enumerate(dbs):
         if progress:
             progress(i, len(dbs), p.name)
         try:
-            if opts.dry_run:  # read-only for real: no -shm/-wal created, no hot journal rolled back
-                db = sqlitefile.open_readonly(p, timeout=0)
-            else:
-                db = sqlite3.connect(sqlitefile.rw_uri(p), uri=True, timeout=0,
-                                     isolation_level=None)
-        except FileProblem as exc:
-            rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc.message}", WARNING))
+            free, after = store.vacuum(p, opts.dry_run)
+        except SamctlError as exc:
+            rep.findings.append(Finding("compact-skipped", str(p), exc.message, WARNING))
             continue
-        except sqlite3.Error as exc:
-            rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc}", WARNING))
-            continue
-        try:
-            free = db.execute("PRAGMA freelist_count").fetchone()[0]
-            page = db.execute("PRAGMA page_size").fetchone()[0]
-            if not free:
-                continue
-            if opts.dry_run:
-                rep.add("vacuum", p, st.st_size, max(0, st.st_size - free * page), f"{free} free pages")
-                continue
-            fsafe._step("vacuum")
-            db.execute("VACUUM")
-        except sqlite3.Error as exc:
-            rep.findings.append(Finding("compact-skipped", str(p), f"cannot VACUUM: {exc}", WARNING))
-            continue
-        finally:
-            db.close()
-        after = fsafe.lstat(p)
-        rep.add("vacuum", p, st.st_size, after.st_size if after else 0, f"{free} free pages")
+        if free:
+            rep.add("vacuum", p, st.st_size, after, f"{free} free pages")
     if progress and dbs:
         progress(len(dbs), len(dbs), "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from samctl import fsafe
 from samctl.errors import UsageError
@@ -26,6 +27,15 @@ class Caps:
     @classmethod
     def uniform(cls, n: int) -> "Caps":
         return cls(n, n, n)
+
+
+class FreshLog(NamedTuple):
+    """An event log written afresh (``Store.fresh_log``): the same conversation in fewer bytes."""
+
+    data: bytes
+    events_before: int
+    events_after: int
+    title: str | None
 
 
 class Store:
@@ -103,6 +113,45 @@ class Store:
 
     def event_log_rows(self, cid: str, types: tuple = ()):
         """(path, rows, LogRead) of ``cid``'s event log: rows of seq, ts, type, summary, event."""
+        raise NotImplementedError
+
+    def event_log_path(self, cid: str) -> Path:
+        raise NotImplementedError
+
+    def event_logs(self) -> list[tuple[str, Path]]:
+        """(id, path) of every event log in the store, by name."""
+        return []
+
+    def read_event_log(self, path: Path, cap: int):
+        """A LogRead of the log at ``path``: its events, and where and why reading stopped (``stop``,
+        ``reason``, ``size``, ``last_newline_offset``, ``tail_complete``)."""
+        raise NotImplementedError
+
+    def fresh_log(self, data: bytes) -> FreshLog:
+        """The log ``data`` rewritten as the app would start it for the same conversation; SamctlError
+        (left alone) when it is not clean or a fresh log would not fold to the same conversation."""
+        raise NotImplementedError
+
+    def session_is_live(self, cid: str) -> bool:
+        """True if the app has conversation ``cid`` open right now (where the store can tell)."""
+        return False
+
+    # maintenance (compact) ----------------------------------------------------
+    def maintenance_folders(self) -> list[Path]:
+        """The folders whose stale temps and old samctl copies compact sweeps."""
+        return [self.conv_dir]
+
+    def is_app_temp(self, name: str) -> bool:
+        """True for a file name the app uses for its own temporary files (beyond samctl's pattern)."""
+        return False
+
+    def vacuum_candidates(self) -> list:
+        """(path, lstat) of every database compact may VACUUM."""
+        return []
+
+    def vacuum(self, path: Path, dry_run: bool) -> tuple[int, int]:
+        """VACUUM one database if it has free pages: (free pages, its size after, or the estimate of a
+        dry run); SamctlError when it cannot be opened or vacuumed."""
         raise NotImplementedError
 
     # search -----------------------------------------------------------------

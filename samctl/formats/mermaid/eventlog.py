@@ -737,3 +737,29 @@ def backfill_events(snapshot: dict, ts: str) -> list[dict]:
     out.append(state)
     out.append({"type": "tasks", "store": s.get("tasks") or _empty_tasks()})
     return [{"v": FORMAT_VERSION, "seq": i, "ts": ts, "event": e} for i, e in enumerate(out)]
+
+
+def _without_compactions(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "compactions"}
+
+
+def fresh_log(data: bytes):
+    """``data`` (a whole log) as exactly mermaid's own backfill of its fold (``started``, ``reset``,
+    ``input``, ``state``, ``tasks``): the same conversation but for its ``compactions`` records, which a
+    backfill has no place for.  SamctlError when the log is not clean or would not fold the same."""
+    from samctl.errors import SamctlError
+    from samctl.formats.base import FreshLog
+    from samctl.formats.mermaid import encode
+
+    read = parse_log(data)
+    if read.stop is not None or not read.usable:
+        raise SamctlError(f"the log is not clean ({read.reason}); `samctl check` says more; left alone")
+    doc = fold(read.events)
+    if doc is None:
+        raise SamctlError("the log does not fold; left alone")
+    events = backfill_events(doc, read.events[-1]["ts"])
+    new = b"".join(encode.log_line_bytes(e) for e in events)
+    again = parse_log(new)
+    if again.stop is not None or _without_compactions(fold(again.events) or {}) != _without_compactions(doc):
+        raise SamctlError("a backfill would not fold to the same conversation; left alone")
+    return FreshLog(new, len(read.events), len(events), doc.get("title"))

@@ -296,6 +296,26 @@ class MermaidStore(Store):
                 return None
         return doc
 
+    def event_log_path(self, cid: str) -> Path:
+        return self.path(cid, "jsonl")
+
+    def event_logs(self) -> list[tuple[str, Path]]:
+        try:
+            names = sorted(n for n in os.listdir(self.conv_dir) if n.endswith(".jsonl"))
+        except OSError:
+            return []
+        return [(n[:-6], self.conv_dir / n) for n in names if self.valid_id(n[:-6])]
+
+    def read_event_log(self, path: Path, cap: int):
+        from samctl.formats.mermaid import eventlog
+
+        return eventlog.read_log_file(path, cap)
+
+    def fresh_log(self, data: bytes):
+        from samctl.formats.mermaid import eventlog
+
+        return eventlog.fresh_log(data)
+
     def event_log_rows(self, cid: str, types: tuple = ()):
         from samctl.formats.mermaid import logview
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -397,6 +398,29 @@ class SamStore(Store):
             return None
         return decode.shared_topic_id(conv.raw)
 
+    # maintenance (compact) ----------------------------------------------------
+    def maintenance_folders(self) -> list[Path]:
+        return [self.conv_dir] + [Path(e.path) for e in self._folders() if not e.is_symlink()]
+
+    def is_app_temp(self, name: str) -> bool:
+        # <file>.tmp, ltm.json.tmp.<pid> (spec §5.2, §6); conversation.json.tmp is a recovery source (§5.7)
+        return name != "conversation.json.tmp" and _APP_TEMP_RE.fullmatch(name) is not None
+
+    def vacuum_candidates(self) -> list:
+        out = []
+        for e in self._folders():
+            for name in ("memory.db", "context_archive.db"):
+                p = Path(e.path) / name
+                st = fsafe.lstat(p)
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    out.append((p, st))
+        return out
+
+    def vacuum(self, path: Path, dry_run: bool) -> tuple[int, int]:
+        from samctl.formats.sam import maintenance
+
+        return maintenance.vacuum(path, dry_run)
+
     # recovery ---------------------------------------------------------------
     def recovery_source(self, use=None, from_file=None):
         if use is not None:
@@ -503,6 +527,7 @@ class SamStore(Store):
         return checks.check_tree(self, findings, fix)
 
 
+_APP_TEMP_RE = re.compile(r"[^.].*\.tmp(\.[0-9]+)?")
 CACHE_ENTRY_WIDTH = 6  # the fields of a listing cache entry, as ``SamStore._scan`` makes it
 PARALLEL_SCAN = 2000  # files to read from which a listing reads them in worker processes
 SCAN_PART = 250  # files per unit of work handed to a worker

@@ -1,0 +1,41 @@
+"""compact's work on SAM's SQLite files: VACUUM a database that has free pages."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from samctl import fsafe
+from samctl.errors import FileProblem, SamctlError
+from samctl.formats.sam import sqlitefile
+
+
+def vacuum(path: Path, dry_run: bool) -> tuple[int, int]:
+    """(free pages, size after) of VACUUMing ``path``; a dry run opens it read-only for real (no -shm or
+    -wal created, no hot journal rolled back) and estimates the size.  SamctlError when it cannot."""
+    try:
+        if dry_run:
+            db = sqlitefile.open_readonly(path, timeout=0)
+        else:
+            db = sqlite3.connect(sqlitefile.rw_uri(path), uri=True, timeout=0, isolation_level=None)
+    except FileProblem as exc:
+        raise SamctlError(f"cannot open: {exc.message}") from None
+    except sqlite3.Error as exc:
+        raise SamctlError(f"cannot open: {exc}") from None
+    st = fsafe.lstat(path)
+    size = st.st_size if st is not None else 0
+    try:
+        free = db.execute("PRAGMA freelist_count").fetchone()[0]
+        page = db.execute("PRAGMA page_size").fetchone()[0]
+        if not free:
+            return 0, size
+        if dry_run:
+            return free, max(0, size - free * page)
+        fsafe._step("vacuum")
+        db.execute("VACUUM")
+    except sqlite3.Error as exc:
+        raise SamctlError(f"cannot VACUUM: {exc}") from None
+    finally:
+        db.close()
+    after = fsafe.lstat(path)
+    return free, after.st_size if after else 0
