@@ -20,8 +20,8 @@ Rules:
 
 from __future__ import annotations
 
+import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +30,10 @@ from typing import Callable
 from samctl import fsafe
 from samctl.core import render
 from samctl.core.load import load_resolved
-from samctl.core.model import ERROR, INFO, Finding
+from samctl.core.model import INFO, Finding
+from samctl.core.timeparse import format_utc
 from samctl.errors import SamctlError, UsageError
+from samctl.formats import exporter
 
 FORMATS = ("markdown", "html", "json", "jsonl", "sam-package")
 EXTENSIONS = {"markdown": ".md", "html": ".html", "json": ".json", "jsonl": ".jsonl", "sam-package": ".sam.json"}
@@ -105,52 +107,6 @@ def _json_bytes(obj, indent: bool = True) -> bytes:
                           separators=None if indent else (",", ":")).encode("utf-8", "surrogateescape")
 
 
-def package_for(store, conv, findings: list, exported_at: str) -> bytes | None:
-    """The encoded §10.1 package for one conversation, or None (with a finding) if SAM would refuse it."""
-    from samctl.formats.sam import package, schema
-    from samctl.formats.sam.encode import package_bytes
-
-    if conv.meta.store == "sam":
-        doc = package.strict_conversation(conv.raw if isinstance(conv.raw, dict) else {})
-        memories = package.memories_sorted(_sam_memories(store, conv.meta.id, findings))
-    else:
-        doc = package.from_mermaid(conv)
-        memories = []
-        images = sum(1 for m in conv.messages for a in m.attachments if a.get("type") == "image")
-        if images:  # SAM keeps only the images it generates (file:// parts), not a user's pasted ones
-            findings.append(Finding("package-images", conv.meta.path or str(store.conv_dir),
-                                    f"{images} image{'s' if images != 1 else ''} of {conv.meta.id} left out of the "
-                                    "package: SAM's import has no place for them", INFO, conv.meta.id))
-    errors = [p for p in schema.validate_conversation(doc) if p.severity == schema.ERROR]
-    if errors:
-        first = errors[0]
-        findings.append(Finding("package-refused", conv.meta.path or str(store.conv_dir),
-                                f"SAM's import would refuse this conversation ({first.where}: {first.reason}); "
-                                f"skipped. `samctl check` shows every problem", ERROR, conv.meta.id))
-        return None
-    try:
-        return package_bytes(package.single_package(doc, memories, exported_at))
-    except ValueError as exc:
-        findings.append(Finding("package-refused", conv.meta.path or str(store.conv_dir),
-                                f"cannot be written as a SAM package: {exc}; skipped", ERROR, conv.meta.id))
-        return None
-
-
-def _sam_memories(store, cid: str, findings: list) -> list:
-    """Rows of ``CONV/<id>/memory.db`` whose conversation_id is this one (SAM's getAllMemories)."""
-    path = store.folder(cid) / "memory.db"
-    if fsafe.lstat(path) is None:
-        return []
-    from samctl.formats.sam import memorydb
-
-    rows = memorydb.read_memories(path, findings, scope_id=cid) or []
-    return [r for r in rows if str(_row_field(r, "conversation_id") or cid).upper() == cid.upper()]
-
-
-def _row_field(row, name):
-    return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
-
-
 def render_one(fmt: str, store, conv, include_hidden: bool, findings: list, exported_at: str,
                index_link: bool = False) -> bytes | None:
     """One conversation as the bytes of one file of ``fmt``, or None if it was refused."""
@@ -168,7 +124,7 @@ def render_one(fmt: str, store, conv, include_hidden: bool, findings: list, expo
     if fmt == "jsonl":
         return b"".join(_json_bytes(r, indent=False) + b"\n" for r in jsonl_rows(conv, include_hidden))
     if fmt == "sam-package":
-        return package_for(store, conv, findings, exported_at)
+        return exporter("sam-package").package_for(store, conv, findings, exported_at)
     raise UsageError(f"unknown export format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
 
 
@@ -209,15 +165,14 @@ def _refuse_inside_store(p: Path, store) -> None:
     for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
                          (os.path.realpath(attic_dir(store)), "samctl's attic"),
                          (os.path.realpath(samctl_dir(store)), "samctl's own folder"),
-                         (app, f"{'SAM' if store.name == 'sam' else 'mermaid'}'s folder ({app})")):
+                         (app, f"{store.app_name}'s folder ({app})")):
         if folder is not None and fsafe.is_inside(folder, p):
             raise UsageError(f"{p} is inside {what}; export never writes there",
                              hint="pick a folder outside it, e.g. -o ~/exports")
 
 
 def _app_folder(store) -> str | None:
-    """The app's own folder around the store: mermaid's ``.mermaid``; SAM's base folder (named SAM, or
-    holding SAM's memory.db, shared_memory.db or topics, spec §2); and any store's parent that holds
+    """The app's own folder around the store (``Store.app_folder``), or any store's parent that holds
     samctl's attic or lock folder (samctl made it the store's base).  None for a store given as a
     bare folder of conversations that samctl never wrote beside, whose parent is the user's."""
     from samctl.core.attic import ATTIC
@@ -225,19 +180,12 @@ def _app_folder(store) -> str | None:
     base = os.path.dirname(store.root_real)
     if any(os.path.lexists(os.path.join(base, n)) for n in (ATTIC, ".samctl")):
         return base
-    if store.name == "mermaid":
-        return base if os.path.basename(base) == ".mermaid" else None
-    if os.path.basename(store.root_real) == "conversations" and (
-            os.path.basename(base) == "SAM"
-            or any(os.path.lexists(os.path.join(base, n)) for n in ("memory.db", "shared_memory.db", "topics"))):
-        return base
-    return None
+    return store.app_folder()
 
 
 def _now_iso() -> str:
-    from samctl.formats.sam.schema import format_date
-
-    return format_date(time.time())
+    """Now, as exports record it: ISO 8601 UTC, whole seconds."""
+    return format_utc(math.floor(time.time()))
 
 
 # -- the whole export -------------------------------------------------------------------------------
@@ -355,29 +303,8 @@ def _to_stream(store, convs, fmt, out, findings, res, include_hidden, exported_a
             res.exported += 1
         out.write(b"\n]\n")
     elif fmt == "sam-package":
-        _bulk(store, convs, out, findings, res, exported_at)
+        done, skipped = exporter("sam-package").bulk(store, convs, out, findings, exported_at)
+        res.exported += done
+        res.skipped += skipped
     else:  # plan_output refuses this; kept as a guard
         raise UsageError(f"{fmt} of several conversations needs a folder", hint="add -o FOLDER")
-
-
-def _bulk(store, convs, out, findings, res, exported_at):
-    from samctl.formats.sam.package import bulk_stream
-
-    spans = []
-    with tempfile.TemporaryFile(prefix="samctl-export-") as spool:
-        for conv in convs:
-            data = package_for(store, conv, findings, exported_at)
-            if data is None:
-                res.skipped += 1
-                continue
-            spans.append((spool.tell(), len(data)))
-            spool.write(data)
-            res.exported += 1
-
-        def chunks():
-            for off, n in spans:
-                spool.seek(off)
-                yield spool.read(n)
-
-        for piece in bulk_stream(chunks(), len(spans), exported_at):
-            out.write(piece)

@@ -107,6 +107,17 @@ STORES = {
 }
 
 
+# Export formats a store package writes for conversations of any store: --to name -> module.
+EXPORTERS = {
+    "sam-package": "samctl.formats.sam.export",
+}
+
+
+def exporter(fmt: str):
+    """The module that writes ``fmt`` (``package_for(store, conv, findings, exported_at)``, ``bulk(...)``)."""
+    return importlib.import_module(EXPORTERS[fmt])
+
+
 def store_class(name: str) -> type[Store]:
     """The Store class registered as ``name`` (KeyError for a name samctl does not know)."""
     module, cls = STORES[name]

@@ -211,6 +211,11 @@ class Store:
         raise NotImplementedError
 
     # the owning app --------------------------------------------------------
+    def app_folder(self) -> str | None:
+        """The app's own folder around the store, where samctl never writes an export; None if the store
+        was given as a bare folder whose parent is the user's."""
+        return None
+
     def busy_reason(self, ids=()) -> tuple[str, str] | None:
         """(why, hint) if the owning app is using what a write to ``ids`` would touch, else None."""
         return None

@@ -371,6 +371,10 @@ class MermaidStore(Store):
             present = None
         return [cid for cid in ids if (present is None or project_slug(cid) in present) and self.session_is_live(cid)]
 
+    def app_folder(self) -> str | None:
+        base = os.path.dirname(self.root_real)
+        return base if os.path.basename(base) == ".mermaid" else None
+
     def busy_reason(self, ids=()) -> tuple[str, str] | None:
         live = self.live_sessions(ids)
         if not live:

@@ -443,6 +443,15 @@ class SamStore(Store):
 
         return sam_is_running()
 
+    def app_folder(self) -> str | None:
+        """SAM's base folder: named SAM, or holding SAM's memory.db, shared_memory.db or topics (spec §2)."""
+        base = os.path.dirname(self.root_real)
+        if os.path.basename(self.root_real) == "conversations" and (
+                os.path.basename(base) == "SAM"
+                or any(os.path.lexists(os.path.join(base, n)) for n in ("memory.db", "shared_memory.db", "topics"))):
+            return base
+        return None
+
     def busy_reason(self, ids=()) -> tuple[str, str] | None:
         if not self.app_is_running():
             return None
