@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from samctl import fsafe
-from samctl.core.model import ERROR, INFO, WARNING, Finding
+from samctl.core.model import ERROR, INFO, Finding
 from samctl.core.resolve import resolve_id
-from samctl.errors import FileProblem, NotFound
+from samctl.errors import FileProblem
 
 
 def load_conversation(store, text: str, findings: list):
@@ -16,50 +14,13 @@ def load_conversation(store, text: str, findings: list):
     Raises UsageError for an invalid or ambiguous id, NotFound when no
     conversation has it.
     """
-    return _load(store, resolve_id(store, text), findings)
+    return store.load_reported(resolve_id(store, text), findings)
 
 
 def load_resolved(store, cid: str, findings: list):
-    """``load_conversation`` for an id taken from a listing: no id lookup, never raises NotFound.
-
-    A conversation that vanished since it was listed is a finding.
-    """
-    try:
-        return _load(store, cid, findings)
-    except NotFound as exc:
-        findings.append(Finding("missing", str(store.conv_dir), f"{cid}: {exc.message} (removed while samctl ran?)",
-                                ERROR, cid))
-        return None
-
-
-def _load(store, cid: str, findings: list):
-    start = len(findings)
-    try:
-        conv = store.load(cid, findings)
-    except FileProblem as exc:
-        extra = f"; {fsafe.TOO_LARGE_HINT}" if exc.code == "too-large" else ""
-        findings.append(Finding(exc.code, str(exc.path), exc.message + extra, ERROR, cid))
-        return None
-    if conv is None:
-        # a file skipped only for its size is not damaged: recover would not help, a bigger cap does
-        too_large = any(f.code == "too-large" for f in findings[start:])
-        what = fsafe.TOO_LARGE_HINT if too_large else f"try `samctl recover {cid}`"
-        findings.append(Finding("unreadable-conversation", str(store.conv_dir), f"nothing of {cid} could be read; "
-                                + what, ERROR, cid))
-    elif conv.source.endswith(" (folded)"):  # how MermaidStore.load marks a transcript it folded from the log
-        findings.append(_from_log(conv))
-    return conv
-
-
-def _from_log(conv) -> Finding:
-    """The finding README promises when a mermaid transcript comes from its event log, not its snapshot
-    (show, export, every reader of whole conversations).
-
-    Names come from the log path samctl built (``<id>.jsonl``), never from the fold, whose id may differ.
-    """
-    log = Path(conv.source.removesuffix(" (folded)"))
-    return Finding("from-log", str(log), f"no readable snapshot ({log.stem}.json); this transcript is the event "
-                   f"log's fold (`samctl recover {log.stem}` rebuilds the snapshot)", WARNING, log.stem)
+    """``load_conversation`` for an id taken from a listing: no id lookup, never raises NotFound
+    (``Store.load_listed``)."""
+    return store.load_listed(cid, findings)
 
 
 def raw_bytes(store, text: str, findings: list):

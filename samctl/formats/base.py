@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from samctl import fsafe
-from samctl.errors import UsageError
+from samctl.core.model import ERROR, Finding
+from samctl.errors import FileProblem, NotFound, UsageError
 
 
 @dataclass
@@ -95,6 +96,39 @@ class Store:
 
     def load(self, cid: str, findings: list):
         raise NotImplementedError
+
+    def load_reported(self, cid: str, findings: list):
+        """``load``, but what cannot be read is a finding, not an exception: the conversation, or None when
+        nothing of it could be read (findings say why).  NotFound when no conversation has the id."""
+        start = len(findings)
+        try:
+            conv = self.load(cid, findings)
+        except FileProblem as exc:
+            extra = f"; {fsafe.TOO_LARGE_HINT}" if exc.code == "too-large" else ""
+            findings.append(Finding(exc.code, str(exc.path), exc.message + extra, ERROR, cid))
+            return None
+        if conv is None:
+            # a file skipped only for its size is not damaged: recover would not help, a bigger cap does
+            too_large = any(f.code == "too-large" for f in findings[start:])
+            what = fsafe.TOO_LARGE_HINT if too_large else f"try `samctl recover {cid}`"
+            findings.append(Finding("unreadable-conversation", str(self.conv_dir), f"nothing of {cid} could be read; "
+                                    + what, ERROR, cid))
+        else:
+            findings.extend(self.load_notes(conv))
+        return conv
+
+    def load_listed(self, cid: str, findings: list):
+        """``load_reported`` for an id taken from a listing: a conversation that vanished since is a finding."""
+        try:
+            return self.load_reported(cid, findings)
+        except NotFound as exc:
+            findings.append(Finding("missing", str(self.conv_dir), f"{cid}: {exc.message} (removed while samctl "
+                                    "ran?)", ERROR, cid))
+            return None
+
+    def load_notes(self, conv) -> list:
+        """Findings every reader of a whole conversation shows with it (e.g. that it was rebuilt from a log)."""
+        return []
 
     def raw_path(self, cid: str) -> Path:
         raise NotImplementedError

@@ -18,7 +18,7 @@ lengths, and the token postings (64-bit token key, row in the chunk) of the keyw
 
 Invariants
 ----------
-- The store is only read, through the stores' own loaders (``load_resolved``, ``memorydb``),
+- The store is only read, through the store (``Store.source_rows``),
   read-only; ``read_source`` never raises for bad input: findings say what was wrong, and a
   finding without a conversation gets the source's.
 - Blank texts are not rows.  Messages and archived messages get a dedupe key

@@ -26,9 +26,8 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
 
 
 def rows(store, src: Source, findings: list, infos: list):
-    from samctl.core.load import load_resolved
 
-    conv = load_resolved(store, src.conv, findings)
+    conv = store.load_listed(src.conv, findings)
     if conv is not None:
         infos.append({"id": src.conv, "title": conv.meta.title})
         yield from message_rows(conv, src.conv)

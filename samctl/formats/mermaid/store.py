@@ -257,6 +257,16 @@ class MermaidStore(Store):
             return None
         return self.conversation_from_doc(doc, source, cid)
 
+    def load_notes(self, conv) -> list:
+        """The finding README promises when a transcript comes from the event log, not the snapshot (show,
+        export, every reader of whole conversations).  Names come from the log path samctl built
+        (``<id>.jsonl``), never from the fold, whose id may differ."""
+        if not conv.source.endswith(" (folded)"):  # how ``load`` marks a transcript it folded from the log
+            return []
+        log = Path(conv.source.removesuffix(" (folded)"))
+        return [Finding("from-log", str(log), f"no readable snapshot ({log.stem}.json); this transcript is the event "
+                        f"log's fold (`samctl recover {log.stem}` rebuilds the snapshot)", WARNING, log.stem)]
+
     def conversation_from_doc(self, doc: dict, source: str, cid: str | None = None) -> Conversation:
         """The conversation in ``doc``; its size is that of ``cid``'s own files (snapshot, sidecar,
         log), as ``ls`` reports it, whichever of them ``doc`` came from (None: ``doc``'s id)."""

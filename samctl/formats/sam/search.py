@@ -95,10 +95,9 @@ def info(conv, cid: str) -> dict:
 def rows(store, src: Source, findings: list, infos: list):
     """The rows of one source (see ``Store.source_rows``)."""
     from samctl.core.importance import importance
-    from samctl.core.load import load_resolved
 
     if src.kind == "sam-conv":
-        conv = load_resolved(store, src.conv, findings)
+        conv = store.load_listed(src.conv, findings)
         if conv is not None:
             infos.append(info(conv, src.conv))
             yield from message_rows(conv, src.conv)
