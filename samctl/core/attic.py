@@ -43,18 +43,17 @@ the tar.zst itself (and how each of those checks is done) is ``core/tarzst.py``
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
 from samctl import fsafe
-from samctl.core.model import WARNING, Finding
 from samctl.core import tarscan, tarzst
+from samctl.core.entry import LEVEL, MANIFEST_SUFFIX, MANIFEST_VERSION, TAR_SUFFIX, Entry  # noqa: F401 - the attic's names
+from samctl.core.model import WARNING, Finding
 from samctl.core.tarscan import ABSOLUTE_CAP, finding
 from samctl.core.tarzst import Member, safe_member_name
 from samctl.errors import SamctlError, UnsafePath
@@ -64,11 +63,7 @@ JOURNAL = ".journal"
 STAGING = ".staging"
 STATES = ("deleted", "archived", "history")
 RESTORABLE = ("deleted", "archived")  # a history segment is compact's copy of an old log, not a conversation
-MANIFEST_VERSION = 1
-LEVEL = 3  # zstd's own default level
 MANIFEST_CAP = 16 << 20
-TAR_SUFFIX = ".tar.zst"
-MANIFEST_SUFFIX = ".manifest.json"
 PERMISSIONS = {"file": 0o777, "dir": 0o2777}  # mode bits a manifest may record: a folder's setgid (inherited
 # from its parent on Linux) is put back as it was; setuid, sticky, or setgid on a file never
 TIME_T = 2 ** 63  # os.utime takes an mtime whose seconds fit a 64-bit time_t
@@ -81,54 +76,6 @@ class AtticProblem(SamctlError):
     def __init__(self, message: str, findings: list | None = None, hint: str | None = None):
         super().__init__(message, hint)
         self.findings = findings or []
-
-
-@dataclass
-class Entry:
-    stem: str
-    id: str
-    state: str
-    when: str
-    when_ts: float
-    store: str
-    origin: str
-    title: str | None
-    members: list
-    tar_size: int
-    tar_sha256: str
-    attic: Path
-    level: int = LEVEL
-    extra: dict = field(default_factory=dict)
-
-    @functools.cached_property
-    def tar_path(self) -> Path:
-        return self.attic / (self.stem + TAR_SUFFIX)
-
-    @functools.cached_property
-    def manifest_path(self) -> Path:
-        return self.attic / (self.stem + MANIFEST_SUFFIX)
-
-    @property
-    def original_size(self) -> int:
-        return sum(m.size for m in self.members)
-
-    def manifest(self) -> dict:
-        d = {
-            "samctl_attic": MANIFEST_VERSION, "id": self.id, "state": self.state, "when": self.when,
-            "when_ts": self.when_ts, "store": self.store, "from": self.origin, "title": self.title,
-            "tar": {"name": self.stem + TAR_SUFFIX, "size": self.tar_size, "sha256": self.tar_sha256,
-                    "level": self.level},
-            "members": [m.to_dict() for m in self.members],
-        }
-        d.update(self.extra)
-        return d
-
-    def to_dict(self) -> dict:
-        return {"entry": self.stem, "id": self.id, "state": self.state, "when": self.when, "title": self.title,
-                "store": self.store, "from": self.origin, "files": [m.name for m in self.members if m.type == "file"],
-                "original_bytes": self.original_size, "stored_bytes": self.tar_size,
-                "path": f"{self.attic}{os.sep}{self.stem}{TAR_SUFFIX}",  # str(tar_path), no path object made
-                **{k: v for k, v in self.extra.items() if k in ("updated", "pinned")}}
 
 
 # --- where ------------------------------------------------------------------------

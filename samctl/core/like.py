@@ -16,8 +16,7 @@ import math
 
 from samctl.core import index as ix
 from samctl.core import scoring
-from samctl.core import search as sx
-from samctl.core.search import Hit, SearchQuery, snippet
+from samctl.core.hits import RESCORE_MARGIN, Hit, SearchQuery, snippet, sort_key
 from samctl.errors import PARTIAL, NotFound, SamctlError, UsageError
 
 
@@ -71,7 +70,7 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
     length = len(blob)
     qtext = q.text if q.text.strip() else content
     qt = scoring.tokens(qtext)
-    size = q.limit + sx.RESCORE_MARGIN
+    size = q.limit + RESCORE_MARGIN
     heap: list = []  # (approximate score, tiebreak, row info), the best ``size``
     seq = 0
     for src in sources:
@@ -121,7 +120,7 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
                         date_ts=r.created_ts, importance=r.importance, text=r.content,
                         score=score, cosine=cos, boost=boost, content_type=r.content_type, dimension=r.dimension,
                         store=store.name, source=src.paths[0]))
-    hits.sort(key=sx._sort_key)
+    hits.sort(key=sort_key)
     hits = hits[: q.limit]
     titles = _titles(store, {h.conversation_id for h in hits})
     for h in hits:

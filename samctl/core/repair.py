@@ -31,6 +31,7 @@ record are removed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -314,8 +315,6 @@ def _repair_one(store, attic: Path, rec: dict) -> str | None:
         return _repair_out(store, attic, stem, rec)
     if op == "restore":
         return _repair_restore(store, attic, stem, rec)
-    from samctl.core.compact import repair_log
-
     return repair_log(store, attic, stem, rec)
 
 
@@ -409,3 +408,76 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
     else:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
     return f"{cid}: finished an interrupted restore"  # the staging copy goes with the record's other debris
+
+
+def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
+    """Settle an interrupted log rewrite (journal op ``log``) without ever losing the old log.
+
+    What is on disk decides, not sizes (mermaid may have appended since):
+    the history segment is dropped only when the log still starts with the
+    old log's bytes and the segment holds exactly those (the log has every
+    old event); when the log starts with the new log's bytes the swap
+    happened and the segment is kept; anything else (no log, other bytes, a
+    record or segment that does not say) keeps it too.  None (the record is
+    left for a person) when the record names another entry.
+    """
+    cid = str(rec.get("id"))
+    parsed = atticmod.parse_stem(stem)
+    if parsed is None or parsed[:2] != (cid, "history"):
+        return None  # never drop an entry a (tampered) record points at that is not this log's history
+    manifest, tar = attic / (stem + atticmod.MANIFEST_SUFFIX), attic / (stem + atticmod.TAR_SUFFIX)
+    for p in fsafe.stale_temps(store.conv_dir, f"{cid}.jsonl", now=float("inf")):  # at any age
+        fsafe.remove(p)  # our own unfinished new log (mermaid never writes its log through a temp)
+    if fsafe.lstat(manifest) is None:
+        fsafe.remove(tar)
+        return (f"{cid}: undid an interrupted log rewrite: its history segment was not committed (or was "
+                "already dropped), so the log holds the old events")
+    head, size = _log_head(store.event_log_path(cid), rec)
+    if head == "new":
+        grown = size - rec["new_size"]
+        since = f", with {grown} bytes appended since" if grown else ""
+        return (f"{cid}: finished an interrupted log rewrite: the log is the new one{since}; the old log is kept "
+                f"as {stem}")
+    why = "the log is neither the old one nor the new one"
+    if head == "old":
+        try:
+            entry = atticmod.load_manifest(store, manifest)
+        except atticmod.AtticProblem:
+            entry = None
+        if entry is not None and [(m.size, m.sha256) for m in entry.members] == \
+                [(rec["old_size"], rec["old_sha256"])]:
+            atticmod.drop(entry)
+            return (f"{cid}: undid an interrupted log rewrite: the log still holds the old log (it was never "
+                    f"replaced, or was put back), so its history segment {stem} was dropped")
+        why = "the segment is not the old log the record describes"
+    return f"{cid}: kept the history segment {stem} of an interrupted log rewrite: {why}"
+
+
+def _log_head(path: Path, rec: dict) -> tuple[str | None, int]:
+    """("new" or "old" if the log starts with the bytes the record describes, else None; its size)."""
+    sizes, shas = (rec.get("new_size"), rec.get("old_size")), (rec.get("new_sha256"), rec.get("old_sha256"))
+    if not all(type(n) is int and n >= 0 for n in sizes) or not all(type(h) is str for h in shas):
+        return None, 0
+    try:
+        f, st = fsafe.open_regular(path)
+    except SamctlError:
+        return None, 0
+    try:
+        for which, n, sha in (("new", sizes[0], shas[0]), ("old", sizes[1], shas[1])):  # new first: it keeps
+            if _head_sha256(f.fileno(), n) == sha:
+                return which, st.st_size
+    finally:
+        f.close()
+    return None, st.st_size
+
+
+def _head_sha256(fd: int, n: int) -> str | None:
+    """The sha256 of the first ``n`` bytes of ``fd``; None if it holds fewer."""
+    h, off = hashlib.sha256(), 0
+    while off < n:
+        b = os.pread(fd, min(fsafe.MIB, n - off), off)
+        if not b:
+            return None
+        h.update(b)
+        off += len(b)
+    return h.hexdigest()

@@ -39,117 +39,16 @@ from dataclasses import dataclass
 
 from samctl.core import index as ix
 from samctl.core import scoring
+from samctl.core.hits import (KIND_ORDER, RESCORE_MARGIN, Hit, SearchQuery, excerpt, find_ci, folded_find,  # noqa: F401
+                              snippet, sort_key)
 from samctl.core.resolve import Listed, resolve_id
-from samctl.core.timeparse import format_utc
 from samctl.errors import NotFound, UsageError
 
 WHERE = ("memories", "messages", "all")
-EXCERPT = 75  # characters either side of the hit (§11)
 EPS = 1e-4  # bound on |float32 approximate score - exact score|, with a wide margin
-RESCORE_MARGIN = 512  # at most this many candidates beyond the limit are scored exactly
-_KIND_ORDER = {"memory": 0, "message": 1, "archived": 2}
 _UUID_PREFIX = re.compile(r"[0-9A-Fa-f-]{1,36}\Z")
 _TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
-
-
-@dataclass
-class SearchQuery:
-    text: str = ""
-    conversations: tuple = ()  # ids or unique prefixes
-    where: str | None = None  # memories | messages | all; None: all (memories with --like)
-    limit: int = 10
-    threshold: float = 0.3
-    since: float | None = None
-    until: float | None = None
-    exact: bool = False
-    like: str | None = None
-    min_importance: float | None = None
-    use_index: bool = True
-
-
-@dataclass
-class Hit:
-    kind: str
-    conversation_id: str
-    title: str
-    ref: str | None
-    position: int
-    date_ts: float | None
-    importance: float
-    text: str
-    snippet: str = ""
-    score: float | None = None
-    cosine: float | None = None
-    boost: float | None = None
-    role: str | None = None
-    content_type: str | None = None
-    dimension: int | None = None
-    exact: str | None = None
-    store: str = ""
-    source: str | None = None  # the memory.db of a memory (for --touch)
-
-    def to_dict(self) -> dict:
-        return {
-            "score": self.score, "cosine": self.cosine, "boost": self.boost, "kind": self.kind,
-            "conversation_id": self.conversation_id, "title": self.title, "id": self.ref, "position": self.position,
-            "date": format_utc(self.date_ts), "date_ts": self.date_ts, "importance": self.importance,
-            "role": self.role, "content_type": self.content_type, "dimension": self.dimension, "exact": self.exact,
-            "snippet": self.snippet, "text": self.text, "store": self.store,
-        }
-
-
-# ---------------------------------------------------------------------------------------------
-# Excerpts (§11)
-
-
-def excerpt(text: str, start: int, length: int, ctx: int = EXCERPT) -> str:
-    """Up to ``ctx`` characters either side of ``text[start:start+length]``, with ``...`` markers."""
-    s = max(0, start - ctx)
-    e = min(len(text), start + length + ctx)
-    return ("..." if s > 0 else "") + text[s:e] + ("..." if e < len(text) else "")
-
-
-def _find_ci(text: str, needle: str) -> int:
-    """Index in ``text`` of the first case-insensitive occurrence of ``needle`` (-1 if none)."""
-    low = text.lower()
-    i = low.find(needle.lower())
-    if i < 0 or len(low) == len(text):
-        return i
-    m = re.search(re.escape(needle), text, re.IGNORECASE)  # lower() changed lengths: map back
-    return m.start() if m else min(i, len(text))
-
-
-def _folded_find(text: str, needle: str) -> int:
-    """Where in ``text`` the folded ``needle`` starts, found in ``scoring.fold(text)`` (which may be
-    shorter) and mapped back: the shortest prefix of ``text`` that folds to that many characters."""
-    j = scoring.fold(text).find(needle)
-    if j < 0:
-        return -1
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if len(scoring.fold(text[:mid])) < j:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def snippet(text: str, query: str) -> str:
-    """The excerpt around the first word of the query found in the text (the start otherwise)."""
-    best, size = -1, 0
-    words = {w.strip(".,;:!?\"'()[]{}") for w in scoring.tokens(query)} | scoring.tokens(query)
-    for w in sorted(w for w in words if len(w) > 2):
-        i = _find_ci(text, w)
-        if i >= 0 and (best < 0 or i < best):
-            best, size = i, len(w)
-    return excerpt(text, max(best, 0), size)
-
-
-# ---------------------------------------------------------------------------------------------
-# The query
-
 
 def _check(store, q: SearchQuery) -> str:
     if q.like and q.exact:
@@ -243,10 +142,6 @@ def _masks(idx, q: SearchQuery, where: str, scope: set | None):
         yield seg, mask
 
 
-def _sort_key(h: Hit):
-    return (-h.score if h.score is not None else 0.0, _KIND_ORDER[h.kind], h.conversation_id, h.position, h.ref or "")
-
-
 def _search_in_parts(store, q: SearchQuery, where: str, scope, findings: list, progress) -> list[Hit]:
     """``search`` without the index: the store's rows are read into an index in memory one part
     at a time (``ix.memory``); each part's candidates are kept, the part let go.  The results are
@@ -307,9 +202,9 @@ def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
         needle = scoring.fold(q.text)
         for h in out:
             text = h.text if h.text.isascii() else unicodedata.normalize("NFC", h.text)  # (what matched)
-            i = _find_ci(text, needle)
+            i = find_ci(text, needle)
             if i < 0:  # lowercasing and NFC do not commute for a few letters (Greek with perispomeni)
-                i = _folded_find(text, needle)
+                i = folded_find(text, needle)
             h.snippet = excerpt(text, max(i, 0), len(needle) if i >= 0 else 0)
         return out
     if total > q.limit + RESCORE_MARGIN:
@@ -322,7 +217,7 @@ def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
         h.score = h.cosine + h.boost
         if h.score >= q.threshold:
             hits.append(h)
-    hits = sorted(hits, key=_sort_key)[: q.limit]
+    hits = sorted(hits, key=sort_key)[: q.limit]
     for h in hits:
         h.snippet = snippet(h.text, q.text)
     return hits
@@ -512,7 +407,7 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
 
 def _exact_key(whole: bool, date: float, h: Hit) -> tuple:
     """The order of --exact results: whole matches first, then newest, then as every result is ordered."""
-    return (not whole, -date, _KIND_ORDER[h.kind], h.conversation_id, h.position, h.ref or "")
+    return (not whole, -date, KIND_ORDER[h.kind], h.conversation_id, h.position, h.ref or "")
 
 
 # ---------------------------------------------------------------------------------------------

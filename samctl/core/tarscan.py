@@ -21,16 +21,12 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from typing import TYPE_CHECKING
-
 from samctl import fsafe
+from samctl.core.entry import Entry
 from samctl.core.model import ERROR, Finding
 from samctl.core.tarzst import (CHUNK, HashReader, Member, Sha256, Written, decompressor, helper, read_exactly,
                                 safe_member_name)
 from samctl.errors import SamctlError
-
-if TYPE_CHECKING:
-    from samctl.core.attic import Entry
 
 PARALLEL_HASH = 256 << 10  # a tar this big is hashed on a helper thread while its files are written
 READ_WHOLE = 32 << 20  # archives up to this size are read whole on restore (one read, checked in memory) ...

@@ -220,15 +220,15 @@ def test_a_hostile_log_journal_record_does_not_break_every_writing_command(tree,
 
 
 def test_repair_log_refuses_a_new_size_past_the_log(tmp_path):
-    from samctl.core import compact
+    from samctl.core import repair
     from samctl.formats import open_store
 
     ctx = hostile.make_ctx("mermaid", tmp_path / "case")
     store = open_store(str(ctx.root))
     attic = ctx.attic
     attic.mkdir(mode=0o700)
-    line = compact.repair_log(store, attic, f"{hostile.M2}.history.20260101T000000Z",
-                              {"id": hostile.M2, "new_size": 10**18, "new_sha256": "0" * 64, "old_size": 5})
+    line = repair.repair_log(store, attic, f"{hostile.M2}.history.20260101T000000Z",
+                             {"id": hostile.M2, "new_size": 10**18, "new_sha256": "0" * 64, "old_size": 5})
     assert "undid" in line
 
 

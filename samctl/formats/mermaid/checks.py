@@ -17,11 +17,10 @@ import orjson
 
 from samctl import fsafe
 from samctl.formats import treecheck, workers
-from samctl.core.model import ERROR, WARNING, Finding
+from samctl.core.model import ERROR, INFO, WARNING, Finding
 from samctl.errors import FileProblem
 from samctl.formats.mermaid import decode
-from samctl.formats.mermaid.decode import MERMAID_ID_RE, Rejected
-from samctl.formats.mermaid.store import _CONFLICT_RE, _TMP_RE, INFO, _short
+from samctl.formats.mermaid.decode import CONFLICT_RE, MERMAID_ID_RE, TMP_RE, Rejected, short_reason
 
 _SAMCTL_LEFTOVER = (".torn", ".bak")
 
@@ -61,7 +60,7 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
         if stat.S_ISLNK(st.st_mode):
             treecheck.symlink(store.root_real, p, findings)
             continue
-        m = _CONFLICT_RE.match(e.name)
+        m = CONFLICT_RE.match(e.name)
         if m:  # before the id rule: a 0.26+ ``<id>.<pid>.<n>.conflict.jsonl`` ends in .jsonl too
             what = ("a 0.26+ writer's diverted log (spec §9): compare it, then adopt its fold" if m.group(2)
                     else "a concurrent writer's diverted copy: compare it, then adopt it")
@@ -80,7 +79,7 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
         if ext in ("json", "meta", "jsonl") and stem and not stem.startswith("."):
             findings.append(Finding("bad-id", p, f"{stem[:40]!r} is not a valid id ({store.id_rule})"))
             continue
-        m = _TMP_RE.match(e.name)
+        m = TMP_RE.match(e.name)
         if m:
             age = now - st.st_mtime
             if age >= fsafe.STALE_TMP_SECONDS:
@@ -206,7 +205,7 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         if doc is not None and fix:
             fixes.append(_write_meta(store, cid, doc, data))
         else:
-            findings.append(Finding("bad-meta", p, f"mermaid cannot read this sidecar: {_short(exc)}", conversation=cid))
+            findings.append(Finding("bad-meta", p, f"mermaid cannot read this sidecar: {short_reason(exc)}", conversation=cid))
         return
     if snap is None:
         findings.append(Finding("meta-orphan", p, "sidecar without a snapshot: mermaid still lists it, but loading "

@@ -14,8 +14,15 @@ import time
 
 from samctl.core.model import ConversationMeta, Message, tool_calls_from_openai
 from samctl.core.timeparse import parse_timestamp
+from samctl.formats.mermaid.eventlog import MERMAID_ID_RE
 
-MERMAID_ID_RE = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9]{3}\Z")
+CONFLICT_RE = re.compile(r"([0-9]{8}_[0-9]{6}_[0-9]{3})\.\d+\.\d+\.conflict(\.jsonl)?\Z")  # a diverted writer's
+TMP_RE = re.compile(r"\.(.+)\.\d+\.\d+\.tmp\Z")  # mermaid's temp files: .<name>.<pid>.<n>.tmp
+
+
+def short_reason(exc: Exception) -> str:
+    """The first line of an error, for a finding."""
+    return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
 
 ROLE_MAP = {"User": "user", "Assistant": "assistant", "Tool": "tool", "System": "system"}
 KINDS = {"normal", "context_checkpoint", "run_summary", "continuation", "recovery_nudge", "context_marker"}

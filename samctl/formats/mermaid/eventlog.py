@@ -41,7 +41,7 @@ __all__ = [
     "fold", "fold_file", "backfill_events", "normalize_message", "is_timestamp", "parse_rfc3339",
 ]
 
-from samctl.formats.mermaid.decode import MERMAID_ID_RE  # noqa: E402 - one definition of the id rule
+MERMAID_ID_RE = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9]{3}\Z")  # the one definition of the id rule
 ID_RE = MERMAID_ID_RE
 
 FORMAT_VERSION = 1  # SESSION_EVENT_FORMAT_VERSION

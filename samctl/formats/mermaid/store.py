@@ -27,12 +27,9 @@ from samctl.formats import workers
 from samctl.formats.base import Store
 from samctl.formats.metacache import MetaCache
 from samctl.formats.mermaid import decode
-from samctl.formats.mermaid.decode import MERMAID_ID_RE, Rejected
+from samctl.formats.mermaid.decode import MERMAID_ID_RE, Rejected, short_reason
 from samctl.formats.mermaid.eventlog import EVENT_TYPES
 
-INFO = "info"
-_CONFLICT_RE = re.compile(r"([0-9]{8}_[0-9]{6}_[0-9]{3})\.\d+\.\d+\.conflict(\.jsonl)?\Z")
-_TMP_RE = re.compile(r"\.(.+)\.\d+\.\d+\.tmp\Z")
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -200,7 +197,7 @@ class MermaidStore(Store):
         except FileProblem as exc:
             return [st.st_size, st.st_mtime_ns, None, [exc.code, exc.message]]
         except (orjson.JSONDecodeError, Rejected) as exc:
-            return [st.st_size, st.st_mtime_ns, None, ["bad-meta", f"mermaid cannot read this sidecar: {_short(exc)}"]]
+            return [st.st_size, st.st_mtime_ns, None, ["bad-meta", f"mermaid cannot read this sidecar: {short_reason(exc)}"]]
         if not decode.valid_id(doc["id"]):
             return [st.st_size, st.st_mtime_ns, None, ["bad-id", f"sidecar names an invalid id {doc['id'][:40]!r}"]]
         if not doc.get("message_count"):
@@ -227,7 +224,7 @@ class MermaidStore(Store):
             doc = orjson.loads(data)
             decode.check_snapshot(doc)
         except orjson.JSONDecodeError as exc:
-            findings.append(Finding("bad-json", str(p), f"not valid JSON: {_short(exc)}"))
+            findings.append(Finding("bad-json", str(p), f"not valid JSON: {short_reason(exc)}"))
             return None
         except Rejected as exc:
             findings.append(Finding("bad-snapshot", str(p), f"mermaid would not load this: {exc}"))
@@ -556,7 +553,3 @@ def _row_ok(row) -> bool:
     return (type(row) is list and len(row) == _ROW_WIDTH and decode.valid_id(row[0]) and type(row[1]) is str
             and type(row[2]) in _STRS and type(row[3]) in _STRS and type(row[4]) in _NUM and type(row[5]) in _NUM
             and type(row[6]) in _NUM and type(row[7]) is int)
-
-
-def _short(exc: Exception) -> str:
-    return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__

@@ -17,7 +17,7 @@ from samctl import fsafe
 from samctl.formats import treecheck, workers
 from samctl.core.model import ERROR, WARNING, Finding
 from samctl.formats.sam import decode
-from samctl.formats.sam.store import UUID_RE
+from samctl.formats.sam.dbvalues import UUID_RE
 
 INFO = "info"
 DATABASES = ("memory.db", "context_archive.db")

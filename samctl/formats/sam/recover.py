@@ -21,7 +21,6 @@ from samctl import fsafe
 from samctl.core.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, SamctlError, UsageError
 from samctl.formats.sam import encode, repair, schema
-from samctl.formats.sam import store as store_mod
 
 
 def _msg_id(m) -> str | None:
@@ -205,11 +204,9 @@ def _strict(doc) -> bytes | None:
 def _fallback_title(store, folder: Path, msgs: list) -> str:
     """The title when the file lost it (it sorts after ``messages``, so a torn file loses it first):
     samctl's meta cache remembers it; else the first user message, as a person would name it."""
-    entry = store._load_cache().get(folder.name)
-    if isinstance(entry, list) and len(entry) == store_mod.CACHE_ENTRY_WIDTH and isinstance(entry[2], dict):
-        title = entry[2].get("title")
-        if isinstance(title, str) and title:
-            return title
+    title = store.cached_title(folder.name)
+    if title:
+        return title
     for m in msgs:
         if m.get("isFromUser") is True and isinstance(m.get("content"), str) and m["content"].strip():
             return " ".join(m["content"].split())[:50]

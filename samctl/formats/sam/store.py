@@ -187,6 +187,15 @@ class SamStore(Store):
         return entry
 
     # listing ---------------------------------------------------------------
+    def cached_title(self, name: str) -> str | None:
+        """The title samctl's listing cache remembers for the conversation in folder ``name`` (any age)."""
+        entry = self._load_cache().get(name)
+        if isinstance(entry, list) and len(entry) == CACHE_ENTRY_WIDTH and isinstance(entry[2], dict):
+            title = entry[2].get("title")
+            if isinstance(title, str) and title:
+                return title
+        return None
+
     def list_metas(self, findings: list) -> list:
         """Every conversation SAM would show, newest first: under its folder's name when that is a
         UUID, else under the id its file gives (see ``odd_folders``), each id once: a copy in an oddly
