@@ -100,7 +100,8 @@ def mermaid_meta(data: bytes) -> None:
 
 
 def mermaid_log(data: bytes) -> None:
-    from samctl.formats.mermaid import eventlog, tail
+    from samctl.formats import logtail as tail
+    from samctl.formats.mermaid import eventlog
 
     read = eventlog.parse_log(data)
     if read.usable:
