@@ -94,7 +94,7 @@ def query_terms(text: str) -> list[str]:
     ws = words(text)
     kept = [t for w, gram in ws for t in ([w] if gram else _terms_of(w)) if gram or w not in STOP]
     if kept:
-        return kept
+        return kept + query_dates(text)
     return [t for w, gram in ws for t in ([w] if gram else _terms_of(w))]
 
 
@@ -102,15 +102,34 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "november", "december")
 
 
+_MONTH_RE = "|".join(m[:3] + r"[a-z]*" for m in _MONTHS)
+_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE}),?\s+(\d{{4}})\b")
+_MONTH_FIRST = re.compile(rf"\b({_MONTH_RE})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b")
+
+
 def date_terms(ts: float | None) -> list[str]:
-    """Terms of a message's date (UTC): its month's name and its year, as tokens() gives them."""
+    """Terms of a message's date (UTC): its month's name, its year (as tokens() gives them) and its day (ISO)."""
     if ts is None or ts != ts:
         return []
     try:
         t = time.gmtime(ts)
     except (OverflowError, OSError, ValueError):
         return []
-    return [stem(_MONTHS[t.tm_mon - 1]), str(t.tm_year)]
+    return [stem(_MONTHS[t.tm_mon - 1]), str(t.tm_year), f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"]
+
+
+def _day(month: str, day: str, year: str) -> list[str]:
+    m = next((i for i, name in enumerate(_MONTHS) if name.startswith(month[:3])), None)
+    if m is None or not 1 <= int(day) <= 31:
+        return []
+    return [f"{int(year):04d}-{m + 1:02d}-{int(day):02d}"]
+
+
+def query_dates(text: str) -> list[str]:
+    """ISO day terms of the dates a query spells out: '9 November, 2022', 'May 7th 2023'."""
+    text = fold(text)
+    out = [t for d, m, y in _DAY_FIRST.findall(text) for t in _day(m, d, y)]
+    return out + [t for m, d, y in _MONTH_FIRST.findall(text) for t in _day(m, d, y)]
 
 
 # ---------------------------------------------------------------- Porter stemmer

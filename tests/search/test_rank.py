@@ -144,3 +144,10 @@ def test_parts_add_up():
     base = p["own"] + p["date"] + p["context"] + p["conversation"]
     assert p["score"] == pytest.approx(base + p["addressee"])
     assert top_k(p["score"], 1).tolist() == [0]
+
+
+def test_a_spelled_out_day_finds_that_day():
+    day1, day2 = 1667995200.0, 1668081600.0  # 2022-11-09 and 2022-11-10, noon UTC
+    c = corpus([Message("I cooked dinner", "user", day2)], [Message("I cooked dinner", "user", day1)])
+    assert rows(c, "What did Nate cook on 9 November, 2022?")[0] == 1
+    assert rows(c, "What did Nate cook on November 10th, 2022?")[0] == 0

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from samctl.search.text import date_terms, fold, query_terms, stem, tokens
+from samctl.search.text import date_terms, fold, query_dates, query_terms, stem, tokens
 
 # Porter (1980) and his reference vocabulary: word -> stem
 PORTER = """caresses caress ponies poni ties ti caress caress cats cat feed feed agreed agre plastered plaster
@@ -118,6 +118,15 @@ def test_hostile_text_never_raises(text):
 
 
 def test_date_terms():
-    assert date_terms(1688169600) == [stem("july"), "2023"]  # 2023-07-01T00:00Z
+    assert date_terms(1688169600) == [stem("july"), "2023", "2023-07-01"]  # 2023-07-01T00:00Z
     assert date_terms(None) == [] and date_terms(float("nan")) == [] and date_terms(1e30) == []
     assert set(query_terms("in July 2023")) <= set(date_terms(1688169600))
+
+
+def test_query_dates_spelled_out_days():
+    assert query_dates("What did Nate cook on 9 November, 2022?") == ["2022-11-09"]
+    assert query_dates("between August 11 and August 15 2023") == ["2023-08-15"]
+    assert query_dates("the 1st of Feb 2024, or Dec 31st, 1999") == ["2024-02-01", "1999-12-31"]
+    assert query_dates("on 45 May 2023, in May 2023, 7 2023") == []
+    assert "2022-11-09" in query_terms("on 9 November, 2022")
+    assert set(query_dates("9 November, 2022")) <= set(date_terms(1667995200))  # 2022-11-09T12:00Z
