@@ -4,7 +4,7 @@ A *document* is one message (a row).  Its score adds up, all measured on LoCoMo 
 bench/bench_relevance.py (which prints what each part contributes):
 
 * ``own``: Okapi BM25 of the message's text (``text.tokens``: stems, folded accents, n-grams);
-* ``date``: BM25 of the message's date terms (month name and year: "in July", "2023");
+* ``date``: BM25 of the message's date terms (month, year, day: "in July", "2023", "on 9 November, 2022");
 * ``context``: a share of the ``own + date`` score of the turns before and after it in the same
   conversation (the question it answers, the reply it got), two turns each way;
 * ``conversation``: BM25 of the whole conversation as one document, scaled to the best row's score,
