@@ -15,8 +15,9 @@ bench/bench_relevance.py (which prints what each part contributes):
 Invariants: statistics (N, document frequencies, average lengths, role counts) are global and
 computed at query time from the postings as they are now, so an index refreshed in parts ranks
 exactly like one built from scratch.  Ranking reads a corpus only through ``postings(field, term)``,
-``lengths(field)``, ``rows()`` (neighbours, conversation, role): an in-memory ``Corpus`` or a
-precomputed impact index can stand behind it.  Ties are broken by row number.
+``lengths(field)``, ``rows()`` (neighbours, conversation, role): the in-memory ``Corpus``, the
+flat-array ``FrozenCorpus`` (what an on-disk, memory-mapped index holds) or an impact index can stand
+behind it.  Ties are broken by row number.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ class Corpus:
         self._prev: list[int] = []
         self._next: list[int] = []
         self._rows_of: list[list[int]] = []
-        self._cache = None
+        self._cache = None  # rows() arrays; None after any change
+        self._lens: dict = {}  # field -> lengths(), valid while _cache is
 
     def _index(self, fld: str, key: int, terms: list[str]) -> None:
         for term, tf in Counter(terms).items():
@@ -131,6 +133,13 @@ class Corpus:
 
     def lengths(self, fld: str):
         """(lengths by key, live mask): every row (text, date) or conversation (conv)."""
+        if self._cache is None:
+            self.rows()
+        if fld not in self._lens:
+            self._lens[fld] = self._lengths(fld)
+        return self._lens[fld]
+
+    def _lengths(self, fld: str):
         n = len(self._group) if fld != "conv" else len(self._rows_of)
         lens, live = np.zeros(n), np.zeros(n, bool)
         d = self._len[fld]
@@ -144,11 +153,55 @@ class Corpus:
         """(prev, next, conversation, role) arrays over every row number (-1: none / removed)."""
         if self._cache is None:
             self._cache = tuple(np.asarray(a, np.int64) for a in (self._prev, self._next, self._group, self._role))
+            self._lens = {}
         return self._cache
 
     @property
     def size(self) -> int:
         return len(self._group)
+
+
+class FrozenCorpus:
+    """The ranking interface over flat arrays (CSR postings per field), as an on-disk index would hold them.
+
+    ``arrays`` maps names to numpy arrays (``np.save``-able, so they can be memory-mapped): per field F,
+    ``F.offsets``/``F.keys``/``F.tfs`` (term i's postings are ``keys[offsets[i]:offsets[i+1]]``),
+    ``F.lengths``, ``F.live``; and ``prev``, ``next``, ``group``, ``role``.  ``vocab`` maps field -> term -> i.
+    """
+
+    def __init__(self, arrays: dict, vocab: dict):
+        self.arrays, self.vocab = arrays, vocab
+
+    @classmethod
+    def from_corpus(cls, corpus: Corpus) -> "FrozenCorpus":
+        arrays, vocab = {}, {}
+        for fld in FIELDS:
+            terms = sorted(corpus._post[fld])
+            vocab[fld] = {t: i for i, t in enumerate(terms)}
+            posts = [sorted(corpus._post[fld][t].items()) for t in terms]
+            arrays[f"{fld}.offsets"] = np.cumsum([0] + [len(p) for p in posts], dtype=np.int64)
+            arrays[f"{fld}.keys"] = np.fromiter((k for p in posts for k, _ in p), np.int64)
+            arrays[f"{fld}.tfs"] = np.fromiter((tf for p in posts for _, tf in p), np.float32)
+            arrays[f"{fld}.lengths"], arrays[f"{fld}.live"] = corpus.lengths(fld)
+        arrays.update(zip(("prev", "next", "group", "role"), corpus.rows()))
+        return cls(arrays, vocab)
+
+    def postings(self, fld: str, term: str):
+        i = self.vocab[fld].get(term)
+        if i is None:
+            return np.empty(0, np.int64), np.empty(0, np.float64)
+        a, b = self.arrays[f"{fld}.offsets"][i:i + 2]
+        return self.arrays[f"{fld}.keys"][a:b], self.arrays[f"{fld}.tfs"][a:b].astype(np.float64)
+
+    def lengths(self, fld: str):
+        return self.arrays[f"{fld}.lengths"], self.arrays[f"{fld}.live"]
+
+    def rows(self):
+        return tuple(self.arrays[k] for k in ("prev", "next", "group", "role"))
+
+    @property
+    def size(self) -> int:
+        return int(self.arrays["prev"].size)
 
 
 def bm25(corpus, fld: str, terms, params: Params = BASELINE) -> np.ndarray:

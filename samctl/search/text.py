@@ -8,6 +8,7 @@ never raises on any ``str`` (NUL, lone surrogates, RTL, emoji included).
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import unicodedata
@@ -15,8 +16,11 @@ import unicodedata
 # Words of text in scripts written without spaces: Han, Hiragana, Katakana, Hangul, Thai.
 _NOSPACE = ("\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
             "\u1100-\u11ff\u3130-\u318f\uff66-\uff9f")
-# A word: letters/digits (not of those scripts), with inner hyphens, apostrophes or dots kept together.
-_TOKEN = re.compile(rf"([{_NOSPACE}]+)|((?:(?![{_NOSPACE}])\w)+(?:[-'.](?:(?![{_NOSPACE}])\w)+)*)")
+_NOSPACE_RUN = re.compile(f"[{_NOSPACE}]+")
+# Word characters: \w plus the marks inside words of Hebrew, Arabic, Indic, Thai, Lao, Myanmar, Khmer.
+_W = "[\\w\u0591-\u05bd\u05bf-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]"
+# A word: word characters, with inner hyphens, apostrophes or dots kept together (spotter-dov, don't, v1.2).
+_TOKEN = re.compile(f"{_W}+(?:[-'.]{_W}+)*")
 
 # English stop words (Snowball's list, trimmed to function words; pronouns and auxiliaries included).
 STOP = frozenset("""
@@ -33,11 +37,13 @@ weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shouldn't coul
 """.split())
 
 
-_ACCENTS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+_ACCENTS = re.compile("[\u0591-\u05bd\u05bf-\u05c7\u064b-\u065f\u0670\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
 def fold(text: str) -> str:
     """Lowercase, accents removed, NFC: 'Zürich' -> 'zurich'; kana voicing marks and Hangul kept."""
+    if text.isascii():
+        return text.lower()
     text = _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold()))
     return unicodedata.normalize("NFC", text)
 
@@ -53,25 +59,31 @@ def words(text: str) -> list[tuple[str, bool]]:
     """(word, is_ngram) in order, folded but not stemmed; apostrophes normalised to '."""
     text = fold(text.replace("\u2019", "'").replace("\u2018", "'"))
     out = []
-    for m in _TOKEN.finditer(text):
-        if m.group(1):
-            out.extend((g, True) for g in _ngrams(m.group(1)))
-        else:
-            out.append((m.group(2), False))
+    for w in _TOKEN.findall(text):
+        if w.isascii() or not _NOSPACE_RUN.search(w):
+            out.append((w, False))
+            continue
+        # a script without spaces: its runs as n-grams, what lies between them as words
+        at = 0
+        for m in _NOSPACE_RUN.finditer(w):
+            out.extend((x, False) for x in _TOKEN.findall(w[at:m.start()]))
+            out.extend((g, True) for g in _ngrams(m.group()))
+            at = m.end()
+        out.extend((x, False) for x in _TOKEN.findall(w[at:]))
     return out
 
 
-def _terms_of(word: str) -> list[str]:
+@functools.lru_cache(maxsize=1 << 17)
+def _terms_of(word: str) -> tuple[str, ...]:
     """Index terms of one folded word: its stem; for a compound (a-b, a.b) the whole, each part, the join."""
-    if "'" in word:  # possessives and contractions: caroline's -> caroline
+    if "'" in word:  # possessives and contractions: caroline's -> caroline, o'brien -> obrien
         if word in STOP:
-            return [word]
-        word = word.split("'", 1)[0] if word.endswith(("'s", "'t")) or word.count("'") == 1 else word
-        word = word.replace("'", "")
+            return (word,)
+        word = word.removesuffix("'s").replace("'", "")
     if "-" in word or "." in word:  # spotter-dov: the whole, each part, and the parts joined (de-stress ~ destress)
         parts = [p for p in re.split(r"[-.]", word) if p]
-        return [word] + [stem(p) for p in parts] + [stem("".join(parts))]
-    return [stem(word)]
+        return (word, *(stem(p) for p in parts), stem("".join(parts)))
+    return (stem(word),)
 
 
 def tokens(text: str) -> list[str]:

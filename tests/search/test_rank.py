@@ -151,3 +151,20 @@ def test_a_spelled_out_day_finds_that_day():
     c = corpus([Message("I cooked dinner", "user", day2)], [Message("I cooked dinner", "user", day1)])
     assert rows(c, "What did Nate cook on 9 November, 2022?")[0] == 1
     assert rows(c, "What did Nate cook on November 10th, 2022?")[0] == 0
+
+
+def test_frozen_arrays_rank_exactly_like_the_corpus(tmp_path):
+    c = corpus([Message("We went camping in July, Mel", "assistant", JULY), Message("camping with kids", "user", JULY)],
+               [Message("budget for the trip", "user", MARCH), Message("the trip to 東京", "assistant", MARCH)],
+               ["quokka", "zanzibar budget"])
+    c.remove_conversation(2)
+    c.add_conversation(["zanzibar again", "budget camping"])
+    frozen = rank.FrozenCorpus.from_corpus(c)
+    for name, a in frozen.arrays.items():  # memory-mapped from disk, as an index would be
+        np.save(tmp_path / f"{name}.npy", a)
+    mapped = rank.FrozenCorpus({n: np.load(tmp_path / f"{n}.npy", mmap_mode="r") for n in frozen.arrays},
+                               frozen.vocab)
+    for q in ("camping in July", "budget trip", "東京", "quokka", "zanzibar", "Mel camping", "", "nothing"):
+        want = rank.score(c, q)
+        assert rank.score(frozen, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
+        assert rank.score(mapped, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)

@@ -130,3 +130,18 @@ def test_query_dates_spelled_out_days():
     assert query_dates("on 45 May 2023, in May 2023, 7 2023") == []
     assert "2022-11-09" in query_terms("on 9 November, 2022")
     assert set(query_dates("9 November, 2022")) <= set(date_terms(1667995200))  # 2022-11-09T12:00Z
+
+
+def test_apostrophes_inside_names_and_possessives():
+    assert tokens("O'Brien's guitar") == ["obrien", "guitar"]
+    assert set(query_terms("obrien")) <= set(tokens("O\u2019Brien"))  # typographic apostrophe too
+
+
+def test_marks_inside_words_do_not_split_them():
+    assert tokens("हिन्दी भाषा") == ["हिन्दी", "भाषा"]  # Devanagari vowel signs are marks, not separators
+    assert tokens("مَرْحَبًا") == ["مرحبا"]  # Arabic short vowels folded like accents
+    assert tokens("שָׁלוֹם") == ["שלום"]  # Hebrew points too
+
+
+def test_underscored_identifiers_stay_whole():
+    assert "load_config" in tokens("call load_config() now")
