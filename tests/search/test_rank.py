@@ -1,0 +1,170 @@
+"""BM25 ranking over small hand-made conversations whose right order is obvious."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from samctl.search import rank
+from samctl.search.rank import BASELINE, Corpus, Message, Params, search, top_k
+
+JULY, MARCH = 1688212800.0, 1678190400.0  # 2023-07-01 12:00Z, 2023-03-07 12:00Z
+
+
+def corpus(*conversations) -> Corpus:
+    c = Corpus()
+    for conv in conversations:
+        c.add_conversation(conv)
+    return c
+
+
+def rows(c, query, params=Params(), k=10):
+    return [r for r, _ in search(c, query, k, params)]
+
+
+def test_baseline_is_okapi_bm25_by_hand():
+    c = corpus(["apple banana", "apple apple cherry date", "banana"])
+    got = rank.score(c, "apple", BASELINE)
+    n, df, avgdl = 3, 2, (2 + 4 + 1) / 3
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def part(tf, dl):
+        return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
+    assert got == pytest.approx([part(1, 2), part(2, 4), 0.0])
+
+
+def test_rare_word_beats_common_word():
+    c = corpus(["the budget for the trip", "budget budget meeting", "a quokka at the zoo", "budget again"])
+    assert rows(c, "budget quokka", BASELINE)[0] == 2
+
+
+def test_stems_and_accents_match():
+    c = corpus(["We went camping in Zürich", "nothing here", "another line"])
+    assert rows(c, "camp zurich", BASELINE) == [0]
+    assert rows(c, "camp zurich")[0] == 0  # (its neighbours follow, by the context they give)
+
+
+def test_stop_words_only_query_finds_them_and_longer_query_ignores_them():
+    c = corpus(["to be or not to be", "the budget", "something else"])
+    assert 0 in rows(c, "to be", BASELINE)
+    assert rows(c, "what is the budget", BASELINE) == [1]
+
+
+def test_nothing_matching_gives_nothing():
+    c = corpus(["alpha", "beta"])
+    assert search(c, "gamma") == []
+    assert search(c, "") == []
+    assert search(Corpus(), "alpha") == []
+
+
+def test_a_reply_is_found_by_the_question_it_answers():
+    conv = ["What did you name your new puppy?", "We called him Biscuit!", "Nice weather today.",
+            "I fed the neighbours' cat.", "The shop was closed."]
+    c = corpus(conv)
+    order = rows(c, "puppy name")
+    assert order[:2] == [0, 1]  # the turn that says it first, then its reply
+    assert rows(c, "puppy name", BASELINE) == [0]  # plain BM25 never finds the reply
+
+
+def test_neighbours_never_cross_conversations():
+    c = corpus(["quokka sighting"], ["unrelated first turn", "second"])
+    s = rank.score(c, "quokka")
+    assert s[1] == 0 and s[2] == 0
+
+
+def test_date_field_prefers_the_month_asked_for():
+    c = corpus([Message("we went hiking", "user", MARCH)], [Message("we went hiking", "user", JULY)])
+    assert rows(c, "hiking in July")[0] == 1
+    assert rows(c, "hiking in March")[0] == 0
+    assert rows(c, "hiking 2023") == [0, 1]  # a tie: by row
+
+
+def test_conversation_level_evidence_breaks_ties():
+    a = ["I adopted a dog", "filler one", "the shelter was big", "filler two", "filler three", "filler four"]
+    b = ["I adopted a dog", "filler five", "filler six", "filler seven", "filler eight", "filler nine"]
+    c = corpus(b, a)
+    p = replace(Params(), addressee=0)
+    assert rows(c, "dog shelter adopted", p)[0] == 6  # the dog turn of the conversation that also has the shelter
+
+
+def test_addressee_favours_the_side_a_name_calls():
+    # the assistant keeps calling the user "Mel": a question about Mel favours the user's turns
+    conv = []
+    for i in range(6):
+        conv.append(Message(f"I went running on day {i}", "user"))
+        conv.append(Message(f"Great job Mel, running {i} is fun", "assistant"))
+    c = corpus(conv)
+    s0 = rank.parts(c, "Mel running", replace(Params(), addressee=0))["score"]
+    s1 = rank.parts(c, "Mel running")["score"]
+    assert np.all(s1[0::2] > s0[0::2]) and np.all(s1[1::2] == s0[1::2])
+    few = corpus(conv[:4])  # "mel" in fewer rows than addressee_min_rows: no side is inferred
+    assert rank.parts(few, "Mel running")["addressee"].max() == 0
+
+
+def test_statistics_are_global_at_query_time_refresh_equals_rebuild():
+    a = ["alpha beta", "gamma delta budget"]
+    b_old = ["budget review", "old text about quokkas"]
+    b_new = ["budget review again", "new text about zanzibar budget", "third"]
+    cc = ["delta budget epsilon"]
+    refreshed = corpus(a, b_old, cc)
+    refreshed.remove_conversation(1)
+    refreshed.add_conversation(b_new)
+    rebuilt = corpus(a, cc, b_new)
+    texts_r = a + ["-"] * len(b_old) + cc + b_new
+    texts_b = a + cc + b_new
+    for q in ("budget", "zanzibar budget", "quokkas", "delta", "alpha budget review"):
+        sr, sb = rank.score(refreshed, q), rank.score(rebuilt, q)
+        got_r = sorted((texts_r[r], round(sr[r], 12)) for r in range(len(texts_r)) if sr[r] > 0)
+        got_b = sorted((texts_b[r], round(sb[r], 12)) for r in range(len(texts_b)) if sb[r] > 0)
+        assert got_r == got_b, q
+    assert rank.score(refreshed, "quokkas").max() == 0  # the removed text is gone from every statistic
+
+
+def test_top_k_order_ties_and_zeros():
+    s = np.array([0.0, 2.0, 1.0, 2.0, 0.0, 3.0])
+    assert top_k(s, 10).tolist() == [5, 1, 3, 2]
+    assert top_k(s, 2).tolist() == [5, 1]
+    assert top_k(s, 0).tolist() == []
+    assert top_k(np.zeros(3), 5).tolist() == []
+
+
+@pytest.mark.parametrize("q", ["\x00", "😀", "-", '"', "x" * 1_000_000, "שלום", "+a -b \"c* d:e"])
+def test_hostile_queries_never_raise(q):
+    c = corpus(["hello world", "שלום"])
+    search(c, q)
+
+
+def test_parts_add_up():
+    c = corpus([Message("We went camping in July", "user", JULY), Message("Camping is fun, Mel", "assistant", JULY),
+                Message("The tent leaked", "user", JULY)])
+    p = rank.parts(c, "When did we go camping in July?")
+    base = p["own"] + p["date"] + p["context"] + p["conversation"]
+    assert p["score"] == pytest.approx(base + p["addressee"])
+    assert top_k(p["score"], 1).tolist() == [0]
+
+
+def test_a_spelled_out_day_finds_that_day():
+    day1, day2 = 1667995200.0, 1668081600.0  # 2022-11-09 and 2022-11-10, noon UTC
+    c = corpus([Message("I cooked dinner", "user", day2)], [Message("I cooked dinner", "user", day1)])
+    assert rows(c, "What did Nate cook on 9 November, 2022?")[0] == 1
+    assert rows(c, "What did Nate cook on November 10th, 2022?")[0] == 0
+
+
+def test_frozen_arrays_rank_exactly_like_the_corpus(tmp_path):
+    c = corpus([Message("We went camping in July, Mel", "assistant", JULY), Message("camping with kids", "user", JULY)],
+               [Message("budget for the trip", "user", MARCH), Message("the trip to 東京", "assistant", MARCH)],
+               ["quokka", "zanzibar budget"])
+    c.remove_conversation(2)
+    c.add_conversation(["zanzibar again", "budget camping"])
+    frozen = rank.FrozenCorpus.from_corpus(c)
+    for name, a in frozen.arrays.items():  # memory-mapped from disk, as an index would be
+        np.save(tmp_path / f"{name}.npy", a)
+    mapped = rank.FrozenCorpus({n: np.load(tmp_path / f"{n}.npy", mmap_mode="r") for n in frozen.arrays},
+                               frozen.vocab)
+    for q in ("camping in July", "budget trip", "東京", "quokka", "zanzibar", "Mel camping", "", "nothing"):
+        want = rank.score(c, q)
+        assert rank.score(frozen, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
+        assert rank.score(mapped, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)

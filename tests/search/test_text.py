@@ -1,0 +1,147 @@
+"""The search tokenizer: Porter stems, accents, stop words, hyphens, CJK/Thai n-grams, hostile text."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from samctl.search.text import date_terms, fold, query_dates, query_terms, stem, tokens
+
+# Porter (1980) and his reference vocabulary: word -> stem
+PORTER = """caresses caress ponies poni ties ti caress caress cats cat feed feed agreed agre plastered plaster
+bled bled motoring motor sing sing conflated conflat troubled troubl sized size hopping hop tanned tan falling fall
+hissing hiss fizzed fizz failing fail filing file happy happi sky sky relational relat conditional condit
+rational ration valenci valenc hesitanci hesit digitizer digit conformabli conform radicalli radic differentli
+differ vileli vile analogousli analog vietnamization vietnam predication predic operator oper feudalism feudal
+decisiveness decis hopefulness hope callousness callous formaliti formal sensitiviti sensit sensibiliti sensibl
+triplicate triplic formative form formalize formal electriciti electr electrical electr hopeful hope goodness good
+revival reviv allowance allow inference infer airliner airlin gyroscopic gyroscop adjustable adjust defensible
+defens irritant irrit replacement replac adjustment adjust dependent depend adoption adopt homologou homolog
+communism commun activate activ angulariti angular homologous homolog effective effect bowdlerize bowdler
+probate probat rate rate cease ceas controll control roll roll generalizations gener oscillators oscil""".split()
+
+
+@pytest.mark.parametrize("word,expected", list(zip(PORTER[::2], PORTER[1::2])))
+def test_porter_reference_words(word, expected):
+    assert stem(word) == expected
+
+
+def _fts5_porter():
+    try:
+        con = sqlite3.connect(":memory:")
+        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter ascii')")
+        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+        return con
+    except sqlite3.OperationalError:
+        return None
+
+
+def test_stems_agree_with_sqlite_fts5_porter():
+    """The same stems as FTS5's porter tokenizer, over every word of the README (thousands of words)."""
+    con = _fts5_porter()
+    if con is None:
+        pytest.skip("this SQLite has no FTS5")
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").lower()
+    words = sorted(set(re.findall(r"\b[a-z]+\b", text)))
+    assert len(words) > 1000
+    wrong = []
+    for w in words:
+        con.execute("DELETE FROM t")
+        con.execute("INSERT INTO t VALUES (?)", (w,))
+        got = [r[0] for r in con.execute("SELECT term FROM v")]
+        if got != [stem(w)]:
+            wrong.append((w, got, stem(w)))
+    assert wrong == []
+
+
+def test_short_and_non_ascii_words_are_not_stemmed():
+    assert stem("is") == "is"
+    assert stem("naïve") == "naïve"
+    assert stem("v2") == "v2"
+
+
+def test_accents_and_case_fold():
+    assert fold("Zürich CAFÉ São Ångström") == "zurich cafe sao angstrom"
+    assert tokens("Café in ZÜRICH") == tokens("cafe in zurich")
+    assert fold("Straße") == "strasse"
+
+
+def test_kana_voicing_and_hangul_survive_folding():
+    assert fold("がっこう") == "がっこう"  # the voicing mark is not an accent
+    assert fold("한국어") == "한국어"  # precomposed Hangul stays precomposed
+
+
+def test_stop_words_kept_in_text_dropped_from_longer_queries():
+    assert "the" in tokens("the budget")
+    assert query_terms("What is the budget?") == ["budget"]
+    assert query_terms("the of") == ["the", "of"]  # a query of only stop words keeps them
+    assert query_terms("to be or not to be") == ["to", "be", "or", "not", "to", "be"]
+
+
+def test_stemmed_variants_match():
+    assert query_terms("camping trips") == ["camp", "trip"]
+    assert set(query_terms("camping trips")) <= set(tokens("we camped on a trip"))
+    assert set(query_terms("painting")) <= set(tokens("She paints landscapes"))
+
+
+def test_possessives_and_contractions():
+    assert tokens("Caroline's dog") == [stem("caroline"), "dog"]
+    assert "don't" in tokens("I don't know")
+
+
+def test_inner_hyphen_keeps_whole_parts_and_join():
+    t = tokens("ask spotter-dov about load-config")
+    for term in ("spotter-dov", "spotter", "dov", "load-config", "load", "config", "loadconfig"):
+        assert term in t
+    assert set(query_terms("spotter-dov")) <= set(t)
+    assert set(query_terms("destress")) <= set(tokens("running helps me de-stress"))
+
+
+def test_cjk_and_thai_as_character_ngrams():
+    t = tokens("我住在東京タワーの近く")
+    assert "東京" in t and "タワ" in t and "東" in t
+    assert set(query_terms("東京")) <= set(t)
+    assert set(query_terms("東")) <= set(t)  # one character alone is found too
+    assert set(query_terms("한국어")) <= set(tokens("저는 한국어를 공부해요"))
+    assert set(query_terms("ภาษาไทย")) <= set(tokens("ฉันเรียนภาษาไทยทุกวัน"))
+    assert "tokyo" in tokens("東京 tokyo")  # mixed scripts split where the script changes
+
+
+@pytest.mark.parametrize("text", ["", "\x00", "a\x00b", "\ud800", "😀🎉 emoji", "שלום עולם", "مرحبا بالعالم",
+                                  "-", "+", '"', "x" * 100_000, "\u200f\u202e reversed", "ﷺ", "Ⅻ ½"])
+def test_hostile_text_never_raises(text):
+    tokens(text)
+    query_terms(text)
+
+
+def test_date_terms():
+    assert date_terms(1688169600) == [stem("july"), "2023", "2023-07-01"]  # 2023-07-01T00:00Z
+    assert date_terms(None) == [] and date_terms(float("nan")) == [] and date_terms(1e30) == []
+    assert set(query_terms("in July 2023")) <= set(date_terms(1688169600))
+
+
+def test_query_dates_spelled_out_days():
+    assert query_dates("What did Nate cook on 9 November, 2022?") == ["2022-11-09"]
+    assert query_dates("between August 11 and August 15 2023") == ["2023-08-15"]
+    assert query_dates("the 1st of Feb 2024, or Dec 31st, 1999") == ["2024-02-01", "1999-12-31"]
+    assert query_dates("on 45 May 2023, in May 2023, 7 2023") == []
+    assert "2022-11-09" in query_terms("on 9 November, 2022")
+    assert set(query_dates("9 November, 2022")) <= set(date_terms(1667995200))  # 2022-11-09T12:00Z
+
+
+def test_apostrophes_inside_names_and_possessives():
+    assert tokens("O'Brien's guitar") == ["obrien", "guitar"]
+    assert set(query_terms("obrien")) <= set(tokens("O\u2019Brien"))  # typographic apostrophe too
+
+
+def test_marks_inside_words_do_not_split_them():
+    assert tokens("हिन्दी भाषा") == ["हिन्दी", "भाषा"]  # Devanagari vowel signs are marks, not separators
+    assert tokens("مَرْحَبًا") == ["مرحبا"]  # Arabic short vowels folded like accents
+    assert tokens("שָׁלוֹם") == ["שלום"]  # Hebrew points too
+
+
+def test_underscored_identifiers_stay_whole():
+    assert "load_config" in tokens("call load_config() now")
