@@ -62,7 +62,11 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise FileProblem("not-regular", folder, f"{folder} is {fsafe.describe_mode(st.st_mode)}, not a folder; "
                           "samctl does not move it")
-    refs = store.topic_refs() if refs is None else refs
+    if refs is None:
+        unreadable: list = []
+        refs = store.topic_refs(unreadable)
+    else:
+        unreadable = list(getattr(refs, "unreadable", ()))
     users = refs.get(cid, set()) - {cid}
     has_primary = fsafe.lstat(folder / PRIMARY) is not None
     if users and not has_primary:
@@ -70,6 +74,13 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
         raise SamctlError(f"{cid} is the shared-topic memory scope of {some}; it is never removed while in use",
                           hint="purge the conversations that use it first (`samctl rm --purge ID`): one in the "
                                "attic can be restored, and needs its memories back")
+    unknown = [u for u in unreadable if u != cid]
+    if unknown and not has_primary:
+        # a conversation that cannot be read may keep its memories here: nothing may call this scope unused
+        raise SamctlError(f"{cid} may be the shared-topic memory scope of a conversation that cannot be read "
+                          f"({unreadable_names(unknown)}); it is not removed while that is so",
+                          hint="`samctl check` says what is wrong with them (`samctl recover ID` may help); "
+                               "--ignore-unreadable removes the scope anyway")
     out: list[Path] = [folder] if not users else []
     if not users:
         stats[folder] = st
@@ -92,6 +103,12 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
                 raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves "
                                   "only files and folders (see `samctl check`)")
     return out
+
+
+def unreadable_names(ids: list) -> str:
+    """The conversations whose scope cannot be known, for a message: the first three, then a count."""
+    more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+    return ", ".join(sorted(ids)[:3]) + more
 
 
 def new_id(store, taken=None) -> str:
