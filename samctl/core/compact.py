@@ -576,20 +576,24 @@ def _sam_vacuum(store, opts, rep, progress) -> None:
 
     dbs = []
     for e in store._folders():
-        for name in ("memory.db", "context_archive.db"):
+        for name, table in (("memory.db", sqlitefile.MEMORY_TABLE), ("context_archive.db", sqlitefile.ARCHIVE_TABLE)):
             p = Path(e.path) / name
             st = fsafe.lstat(p)
-            if st is not None and stat.S_ISREG(st.st_mode):
-                dbs.append((p, st))
-    for i, (p, st) in enumerate(dbs):
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size:  # (0 bytes: nothing to vacuum)
+                dbs.append((p, st, table))
+    for i, (p, st, table) in enumerate(dbs):
         if progress:
             progress(i, len(dbs), p.name)
         try:
             if opts.dry_run:  # read-only for real: no -shm/-wal created, no hot journal rolled back
                 db = sqlitefile.open_readonly(p, timeout=0)
-            else:
-                db = sqlite3.connect(sqlitefile.rw_uri(p), uri=True, timeout=0,
-                                     isolation_level=None)
+                try:
+                    sqlitefile.check_writable(db, p, table)  # what the real run would refuse
+                except BaseException:
+                    db.close()
+                    raise
+            else:  # (the schema exactly SAM's, or refused: see open_for_writing)
+                db = sqlitefile.open_for_writing(p, table, timeout=0)
         except FileProblem as exc:
             rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc.message}", WARNING))
             continue

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import uuid
 from pathlib import Path
@@ -161,18 +160,22 @@ _DB_SIDECARS = {f"{db}-{s}" for db in ("memory.db", "context_archive.db") for s 
 
 
 def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
+    """Rewrite ``conversation_id`` in a staged database.  One that is not SAM's exactly (a trigger,
+    another table, not a database: ``sqlitefile.write_transaction``) refuses the whole restore of
+    this conversation under a new id, rather than bring it back with memories under the old id."""
+    st = fsafe.lstat(path)
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+        return  # an empty database SAM fills on its next open: nothing to rewrite
     try:
-        db = sqlite3.connect(sqlitefile.rw_uri(path), uri=True, isolation_level=None, timeout=0)
-    except sqlite3.Error:
-        return
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        db.execute(f'UPDATE "{table}" SET conversation_id = ? WHERE upper(conversation_id) = ?', (new, old.upper()))
-        db.execute("COMMIT")
-    except sqlite3.Error:
-        pass  # not a database SAM wrote, or another schema: leave it as it was
-    finally:
-        db.close()
+        with sqlitefile.write_transaction(path, table, timeout=0) as db:
+            db.execute(f'UPDATE "{table}" SET conversation_id = ? WHERE upper(conversation_id) = ?',
+                       (new, old.upper()))
+    except FileProblem as exc:
+        raise SamctlError(f"cannot restore {old} under a new id: its {path.name} cannot be rewritten ({exc.message})",
+                          hint="restore it under its own id (without --as-new)") from None
+    except sqlitefile.SQLITE_ERRORS as exc:
+        raise SamctlError(f"cannot restore {old} under a new id: its {path.name} cannot be rewritten ({exc})",
+                          hint="restore it under its own id (without --as-new)") from None
 
 
 def purge(store, cid: str, refs: dict | None = None) -> list[str]:
