@@ -595,7 +595,8 @@ def _sam_vacuum(store, opts, rep, progress) -> None:
             else:  # (the schema exactly SAM's, or refused: see open_for_writing)
                 db = sqlitefile.open_for_writing(p, table, timeout=0)
         except FileProblem as exc:
-            rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc.message}", WARNING))
+            why = "not vacuumed" if exc.code == "db-schema" else "cannot open"
+            rep.findings.append(Finding("compact-skipped", str(p), f"{why}: {exc.message}", WARNING))
             continue
         except sqlite3.Error as exc:
             rep.findings.append(Finding("compact-skipped", str(p), f"cannot open: {exc}", WARNING))

@@ -64,7 +64,7 @@ def test_search_touch_refuses_a_database_with_its_own_schema(run, sam_demo, what
             "--threshold", "0", "--touch", "--format", "json")
     assert r.exit_code == 3, r.output
     assert json.loads(r.stdout), "the search itself still answers"
-    assert "db-schema" in r.stderr and "not written" in r.stderr and "not touched" in r.stderr
+    assert "db-schema" in r.stderr and "not exactly SAM's" in r.stderr and "not touched" in r.stderr
     assert "touched 0 memories" in r.stderr
     assert state(db) == before and rows(db) == kept
 
@@ -92,7 +92,7 @@ def test_compact_does_not_vacuum_a_database_with_its_own_schema(run, sam_demo, w
     for dry in ([], ["--dry-run"]):
         r = run("--root", sam_demo, "compact", "--force", "-v", *dry)
         assert r.exit_code == 3, r.output
-        assert "compact-skipped" in r.stderr and "not written" in r.stderr and name in r.stderr, r.stderr
+        assert "compact-skipped" in r.stderr and "not vacuumed" in r.stderr and "not exactly SAM's" in r.stderr and name in r.stderr, r.stderr
         assert state(db) == before
 
 
@@ -121,7 +121,7 @@ def test_restore_as_new_refuses_a_database_with_its_own_schema(run, sam_demo, wh
     entries = sorted(attic_of(sam_demo).iterdir())
     r = run("--root", sam_demo, "restore", SID, "--as-new")
     assert r.exit_code in (1, 3), r.output
-    assert "under a new id" in r.stderr and name in r.stderr and "not written" in r.stderr, r.stderr
+    assert "under a new id" in r.stderr and name in r.stderr and "not exactly SAM's" in r.stderr, r.stderr
     assert sorted(d.name for d in conv(sam_demo).iterdir() if d.is_dir()) == sorted([PINNED, TOPIC, API])
     assert sorted(attic_of(sam_demo).iterdir()) == entries
     # under its own id nothing is rewritten: it comes back as it went
@@ -167,7 +167,7 @@ def test_open_for_writing_refuses_any_other_schema(tmp_path, what):
     before = state(p)
     with pytest.raises(FileProblem) as e:
         sqlitefile.open_for_writing(p, sqlitefile.MEMORY_TABLE)
-    assert e.value.code == "db-schema" and "not written" in e.value.message
+    assert e.value.code == "db-schema" and "not exactly SAM's" in e.value.message
     with pytest.raises(FileProblem):
         memorydb.touch_memories(p, ["296E5007-66D6-4DA2-B9F5-7BC7B9542F8E"])
     assert state(p) == before

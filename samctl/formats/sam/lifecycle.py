@@ -171,10 +171,10 @@ def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
             db.execute(f'UPDATE "{table}" SET conversation_id = ? WHERE upper(conversation_id) = ?',
                        (new, old.upper()))
     except FileProblem as exc:
-        raise SamctlError(f"cannot restore {old} under a new id: its {path.name} cannot be rewritten ({exc.message})",
+        raise SamctlError(f"cannot restore {old} under a new id: {path.name}: {exc.message}",
                           hint="restore it under its own id (without --as-new)") from None
     except sqlitefile.SQLITE_ERRORS as exc:
-        raise SamctlError(f"cannot restore {old} under a new id: its {path.name} cannot be rewritten ({exc})",
+        raise SamctlError(f"cannot restore {old} under a new id: {path.name} cannot be rewritten ({exc})",
                           hint="restore it under its own id (without --as-new)") from None
 
 

@@ -246,8 +246,8 @@ def check_writable(conn: sqlite3.Connection, path, table: str) -> None:
     """Raise FileProblem ``db-schema`` unless the schema is exactly the spec's (see ``open_for_writing``)."""
     problem = exact_schema_problem(conn, table)
     if problem is not None:
-        raise FileProblem("db-schema", path, f"not written: {problem} (samctl writes only to a database whose "
-                          "schema is exactly SAM's)")
+        raise FileProblem("db-schema", path, f"its schema is not exactly SAM's ({problem}): samctl does not write "
+                          "to it")
 
 
 def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
