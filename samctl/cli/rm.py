@@ -30,8 +30,8 @@ from samctl.core.timeparse import parse_age
 @examples("samctl rm 20260810_140307", "samctl rm --older-than 180d --title scratch --dry-run",
           "samctl rm --empty --yes", "samctl rm --purge 8B58CBC4")
 @click.pass_context
-def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, ignore_unreadable, lock_wait,
-            fmt):
+def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, ignore_unreadable,
+            lock_wait, fmt):
     """Move conversations to the attic, where `samctl restore` can bring them back.
 
     Name them by id (or unique prefix), or select them with --older-than,

@@ -92,7 +92,8 @@ def test_compact_does_not_vacuum_a_database_with_its_own_schema(run, sam_demo, w
     for dry in ([], ["--dry-run"]):
         r = run("--root", sam_demo, "compact", "--force", "-v", *dry)
         assert r.exit_code == 3, r.output
-        assert "compact-skipped" in r.stderr and "not vacuumed" in r.stderr and "not exactly SAM's" in r.stderr and name in r.stderr, r.stderr
+        assert "compact-skipped" in r.stderr and "not vacuumed" in r.stderr, r.stderr
+        assert "not exactly SAM's" in r.stderr and name in r.stderr, r.stderr
         assert state(db) == before
 
 

@@ -286,7 +286,8 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
     Returns the number of rows updated.  The file must exist (``mode=rw``, never created) and
     have exactly SAM's schema (``sqlitefile.write_transaction``: a trigger would make the UPDATE
     do something else).  Raises Busy if the database stays locked for ``timeout`` seconds,
-    FileProblem if it cannot or must not be written.  The caller must first make sure SAM is not running (SAM's busy timeout is 0).
+    FileProblem if it cannot or must not be written.  The caller must first make sure SAM is not
+    running (SAM's busy timeout is 0).
     """
     ids = list(ids)
     stamp = format_db_date(now)
