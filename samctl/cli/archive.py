@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from samctl.cli.common import complete_ids, examples, store_of
-from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, nothing, \
-    render, say_kept, show_targets, yes_option
+from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
+    lock_wait_option, nothing, render, say_kept, show_targets, yes_option
 from samctl.core.timeparse import parse_age
 
 
@@ -22,12 +22,14 @@ from samctl.core.timeparse import parse_age
 @dry_run_option
 @yes_option
 @force_option
+@ignore_unreadable_option
 @lock_wait_option
 @format_opt
 @examples("samctl archive --older-than 90d --dry-run", "samctl archive --older-than 90d --keep-last 20 --yes",
           "samctl archive 20260810_140307")
 @click.pass_context
-def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes, force, lock_wait, fmt):
+def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes, force, ignore_unreadable, lock_wait,
+            fmt):
     """Move idle conversations to the attic as archived; `samctl restore` brings them back.
 
     Archived entries are kept until you remove them (`samctl compact` purges
@@ -43,7 +45,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
         raise click.UsageError("say which conversations: --older-than AGE, or ids")
     age = parse_age(older_than) if older_than is not None else None
     sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
-    lifecycle.preflight(store, sel)
+    lifecycle.preflight(store, sel, ignore_unreadable=ignore_unreadable)
     kept = say_kept(sel, fmt)
     if not sel.targets:
         nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed")
@@ -53,6 +55,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
             show_targets(sel.targets, "archive", yes)
         n = len(sel.targets)
         confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
-    report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait)
+    report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait,
+                              ignore_unreadable=ignore_unreadable)
     report.kept = kept
     render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)")

@@ -10,7 +10,7 @@ import click
 from samctl import errors
 from samctl.cli import size_option
 from samctl.cli.common import emit_json, examples, human_size, store_of
-from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option
+from samctl.cli.writeopts import dry_run_option, force_option, format_opt, ignore_unreadable_option, lock_wait_option
 from samctl.safetext import safe_text
 from samctl.core.timeparse import parse_age
 
@@ -23,6 +23,7 @@ from samctl.core.timeparse import parse_age
               help="Rewrite mermaid logs larger than SIZE (half mermaid's 128 MiB cap by default).")
 @dry_run_option
 @force_option
+@ignore_unreadable_option
 @lock_wait_option
 @click.option("--quiet", "-q", is_flag=True, help="Say nothing unless something is wrong.")
 @click.option("--verbose", "-v", is_flag=True, help="One line per action, and what was left alone and why.")
@@ -30,12 +31,13 @@ from samctl.core.timeparse import parse_age
 @examples("samctl compact", "samctl compact --dry-run -v", "samctl compact --grace 7d --lock-wait 60 -q",
           "0 3 * * *  samctl --root ~/proj compact -q   # crontab")
 @click.pass_context
-def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose, fmt):
+def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_wait, quiet, verbose, fmt):
     """Keep the store and its attic healthy; safe to run from cron.
 
     In one pass: finish moves a crash interrupted; purge deleted attic
     entries past the grace period (not pinned ones: rm --purge
-    --include-pinned); for mermaid sessions that are not in use (an open
+    --include-pinned; not SAM memory scopes a conversation uses, or might:
+    see --ignore-unreadable); for mermaid sessions that are not in use (an open
     session is left alone, even with --force), cut torn log tails (kept in a .torn file) and rewrite logs over the
     threshold into a compressed history segment in the attic plus a fresh log
     that mermaid reads as its own backfill; remove stale temp files (by the
@@ -47,7 +49,7 @@ def command(ctx, grace, log_threshold, dry_run, force, lock_wait, quiet, verbose
 
     store = store_of(ctx)
     opts = CompactOptions(grace=parse_age(grace), log_threshold=log_threshold, dry_run=dry_run,
-                          force=force, lock_wait=lock_wait)
+                          force=force, lock_wait=lock_wait, ignore_unreadable=ignore_unreadable)
     progress = _Progress() if fmt == "text" and not quiet and _stderr_is_tty() else None
     try:
         rep = compact(store, opts, progress)

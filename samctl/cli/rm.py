@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from samctl.cli.common import complete_ids, examples, store_of
-from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, lock_wait_option, nothing, \
-    render, say_kept, show_targets, yes_option
+from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
+    lock_wait_option, nothing, render, say_kept, show_targets, yes_option
 from samctl.core.timeparse import parse_age
 
 
@@ -24,12 +24,14 @@ from samctl.core.timeparse import parse_age
 @dry_run_option
 @yes_option
 @force_option
+@ignore_unreadable_option
 @lock_wait_option
 @format_opt
 @examples("samctl rm 20260810_140307", "samctl rm --older-than 180d --title scratch --dry-run",
           "samctl rm --empty --yes", "samctl rm --purge 8B58CBC4")
 @click.pass_context
-def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, lock_wait, fmt):
+def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, ignore_unreadable,
+            lock_wait, fmt):
     """Move conversations to the attic, where `samctl restore` can bring them back.
 
     Name them by id (or unique prefix), or select them with --older-than,
@@ -48,7 +50,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
         sel = _purge_selection(store, ids, age, empty, title, include_pinned)
     else:
         sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
-    lifecycle.preflight(store, sel, purge)
+    lifecycle.preflight(store, sel, purge, ignore_unreadable)
     kept = say_kept(sel, fmt)
     if not sel.targets:
         nothing(fmt, dry_run, kept, "nothing matches; nothing was changed")
@@ -60,11 +62,13 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
         what = f"{n} conversation{'s' if n != 1 else ''}"
         confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?", yes)
     if purge:
-        report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait)
+        report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait,
+                                  ignore_unreadable=ignore_unreadable)
         report.kept = kept
         render(report, fmt)
         return
-    report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait)
+    report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait,
+                              ignore_unreadable=ignore_unreadable)
     report.kept = kept
     first = report.items[0]["id"] if report.items else ""
     render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"

@@ -88,7 +88,7 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
         if progress:
             progress.done()
     if touch:
-        _touch(store, hits, force, lock_wait)
+        _touch(store, hits, force, lock_wait, findings)
     if fmt == "json":
         emit_json([h.to_dict() for h in hits])
     elif fmt == "jsonl":
@@ -99,13 +99,13 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
     finish(findings)
 
 
-def _touch(store, hits, force, lock_wait) -> None:
+def _touch(store, hits, force, lock_wait, findings) -> None:
     from samctl.core import search as core
     from samctl.core.lock import ensure_app_idle, store_lock
 
     with store_lock(store, lock_wait):
         ensure_app_idle(store, force=force)
-        n = core.touch(store, hits)
+        n = core.touch(store, hits, findings)  # (a file it must not write: an error in findings)
     click.echo(f"touched {n} memor{'y' if n == 1 else 'ies'} (access_count + 1, last_accessed = now)", err=True)
 
 

@@ -24,6 +24,11 @@ def force_option(f):
                         "store (SAM running; a mermaid session's scratch lock held).")(f)
 
 
+def ignore_unreadable_option(f):
+    return click.option("--ignore-unreadable", is_flag=True, help="SAM: remove a memory scope even while some "
+                        "conversation cannot be read (it might use that scope; by default the scope is kept).")(f)
+
+
 def dry_run_option(f):
     return click.option("--dry-run", "-n", is_flag=True, help="Only list what would be done; change nothing.")(f)
 

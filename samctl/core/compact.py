@@ -4,7 +4,9 @@ In order, under samctl's lock:
 
 1. finish moves a crash interrupted (``repair.repair``);
 2. purge ``deleted`` attic entries older than the grace period (``archived``
-   entries and ``history`` segments are kept: archiving is a decision to keep);
+   entries and ``history`` segments are kept: archiving is a decision to keep;
+   SAM: so is a memory scope a conversation in the store uses, and, while some
+   conversation cannot be read, every scope without ``ignore_unreadable``);
 3. mermaid: for each session that is not live (its scratch lock is free, also
    with ``force``: mermaid caches an open session's seq cursor) and
    whose log has not changed for ``idle`` seconds: cut a torn tail back to the
@@ -57,7 +59,7 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.core.model import INFO, WARNING, Finding
+from samctl.core.model import ERROR, INFO, WARNING, Finding
 from samctl.core.repair import drop_journal, pending, settle, write_journal
 from samctl.errors import SamctlError
 
@@ -79,6 +81,7 @@ class CompactOptions:
     lock_wait: float = 0.0
     level: int = atticmod.LEVEL
     now: float | None = None
+    ignore_unreadable: bool = False  # SAM: purge a deleted scope even while a conversation cannot be read
 
 
 @dataclass
@@ -151,10 +154,18 @@ def _run_steps(store, opts, rep, now, progress) -> None:
 
 def _purge_attic(store, opts, rep, now) -> None:
     findings: list = []
+    scopes = None  # (scope -> users, unreadable conversations), read once an entry is due; () without scopes
     for e in atticmod.list_entries(store, findings, ("deleted",)):
         if e.when_ts > now - opts.grace:
             continue
-        if e.extra.get("pinned") is True:  # only rm --purge --include-pinned
+        if scopes is None:
+            unreadable: list = []
+            refs = store.topic_refs(unreadable)
+            scopes = (refs, [] if opts.ignore_unreadable else unreadable) if refs is not None else ()
+        kept = _kept_scope(e, scopes) if scopes else None
+        if kept is not None:
+            findings.append(kept)
+        elif e.extra.get("pinned") is True:  # only rm --purge --include-pinned
             findings.append(Finding("kept-pinned", str(e.tar_path), f"{e.id} was pinned in SAM; kept past the grace "
                                     "(`samctl rm --purge --include-pinned ID` removes it)", INFO, e.id))
         else:
@@ -164,6 +175,28 @@ def _purge_attic(store, opts, rep, now) -> None:
                 atticmod.drop(e)
             rep.add("purge-entry", e.tar_path, size, 0, f"{e.id} deleted {e.when}")
     rep.findings.extend(findings)
+
+
+def _kept_scope(e, scopes) -> Finding | None:
+    """Why a deleted SAM entry that is a memory scope (no conversation.json of its own) must stay:
+    a conversation in the store uses it, or one that cannot be read might."""
+    refs, unreadable = scopes
+    users = sorted(refs.get(e.id, ()))
+    if users:
+        return Finding("kept-scope", str(e.tar_path), f"{e.id} is the shared-topic memory scope of "
+                       f"{', '.join(users[:3])}: kept past the grace; `samctl restore {e.id}` brings its memories "
+                       "back", WARNING, e.id)
+    if unreadable and not any(m.name == f"{e.id}/conversation.json" for m in e.members):
+        return Finding("kept-scope", str(e.tar_path), f"{e.id} may be the memory scope of a conversation that cannot "
+                       f"be read ({_some(unreadable)}): kept past the grace (`samctl check` says what "
+                       "is wrong; --ignore-unreadable purges it anyway)", ERROR, e.id)
+    return None
+
+
+def _some(ids: list) -> str:
+    """The first three of ``ids``, then a count, for a message."""
+    more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+    return ", ".join(sorted(ids)[:3]) + more
 
 
 # --- event logs --------------------------------------------------------------------------------

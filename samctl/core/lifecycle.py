@@ -178,13 +178,13 @@ def _is_empty(store, cid: str, t: Target) -> bool:
     return store.empty_is_deletable(cid)
 
 
-def preflight(store, sel: Selection, purge: bool = False) -> None:
+def preflight(store, sel: Selection, purge: bool = False, ignore_unreadable: bool = False) -> None:
     """Drop targets that cannot be moved (a scope in use, a symlink inside, ...), read-only.
 
     Named ids: the first such problem is raised (nothing is done); filter
     results: each is moved to ``sel.skipped`` with the reason.
     """
-    refs = topic_refs(store, [t.id for t in sel.targets])
+    refs = topic_refs(store, [t.id for t in sel.targets], ignore_unreadable)
     in_store = sel.in_store if sel.in_store is not None else set(store.all_ids())
     ok = []
     for t in sel.targets:
@@ -202,17 +202,29 @@ def preflight(store, sel: Selection, purge: bool = False) -> None:
     sel.targets = ok
 
 
-def topic_refs(store, ids) -> dict | None:
+class Refs(dict):
+    """``topic_refs``'s answer: scope -> users, and ``unreadable``, the conversations whose scope
+    cannot be known (empty when the caller chose to ignore them); while there is one, a folder
+    without conversation.json is never removed (``formats/sam/lifecycle.conversation_files``)."""
+
+    unreadable: list = []
+
+
+def topic_refs(store, ids, ignore_unreadable: bool = False) -> Refs | None:
     """SAM: shared-topic scope -> the conversations whose memories live there (None for mermaid).
 
     Those in the store, and, for the ``ids`` whose folder is there (a scope
     only, or a conversation's own folder that is also a scope), the deleted and
     archived ones in the attic too: a conversation that can be restored needs
-    its memories when it comes back.
+    its memories when it comes back.  ``ignore_unreadable`` (``--ignore-unreadable``):
+    conversations that cannot be read do not stop a scope from going.
     """
-    refs = store.topic_refs()
-    if refs is None:
+    unreadable: list = []
+    found = store.topic_refs(unreadable)
+    if found is None:
         return None
+    refs = Refs(found)
+    refs.unreadable = [] if ignore_unreadable else unreadable
     scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid)) is not None}
     if scopes:
         # a manifest naming its scope is parsed only if it names one of these (a byte search: an
@@ -426,7 +438,7 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
 
 
 def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bool = False,
-           lock_wait: float = 0.0, now: float | None = None) -> Report:
+           lock_wait: float = 0.0, now: float | None = None, ignore_unreadable: bool = False) -> Report:
     """Move ``targets`` into the attic as ``state`` (deleted or archived)."""
     report = Report(dry_run=dry_run)
     if dry_run:
@@ -439,7 +451,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
         ensure_app_idle(store, [t.id for t in targets], force)
         report.repaired, left = settle(store)
         report.findings += left
-        refs = topic_refs(store, [t.id for t in targets])
+        refs = topic_refs(store, [t.id for t in targets], ignore_unreadable)
         moved, failed = move_out_many(store, targets, state, refs, now)
         for t, exc in failed:
             why = reason(exc)
@@ -513,7 +525,8 @@ def entries_of(store, ids, states=atticmod.STATES) -> list[atticmod.Entry]:
     return atticmod.list_entries(store, [], states, want=lambda stem, cid: cid in wanted)
 
 
-def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0) -> Report:
+def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0,
+          ignore_unreadable: bool = False) -> Report:
     """Destroy ``targets`` for good: the store's files with the app's own semantics, and their attic entries."""
     report = Report(dry_run=dry_run)
     entries = entries_of(store, [t.id for t in targets])
@@ -531,7 +544,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
         ensure_app_idle(store, touched, force)
         report.repaired, left = settle(store)
         report.findings += left
-        refs = topic_refs(store, [t.id for t in targets])
+        refs = topic_refs(store, [t.id for t in targets], ignore_unreadable)
         entries = entries_of(store, [t.id for t in targets])
         for t in targets:
             removed = []

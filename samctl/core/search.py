@@ -414,17 +414,27 @@ def _exact_key(whole: bool, date: float, h: Hit) -> tuple:
 # --touch
 
 
-def touch(store, hits: list[Hit]) -> int:
+def touch(store, hits: list[Hit], findings: list | None = None) -> int:
     """SAM's retrieval side effect for the returned memories: ``access_count + 1``,
     ``last_accessed = now`` (§7.7 step 3), one short transaction per memory.db.  The caller holds
-    samctl's store lock and has checked that SAM is not running."""
+    samctl's store lock and has checked that SAM is not running.  A memory.db that cannot or must
+    not be written (``Store.touch_memories``) is left as it is: an error in ``findings`` (raised
+    when no list is given); the others are still touched."""
+    from samctl.core.model import ERROR, Finding
+    from samctl.errors import FileProblem
+
     by_file: dict[str, list[str]] = {}
     for h in hits:
         if h.kind == "memory" and h.source and h.ref:
             by_file.setdefault(h.source, []).append(h.ref)
     done = 0
     for path, ids in sorted(by_file.items()):
-        done += store.touch_memories(path, ids)
+        try:
+            done += store.touch_memories(path, ids)
+        except FileProblem as exc:
+            if findings is None:
+                raise
+            findings.append(Finding(exc.code, path, f"{exc.message}; its memories were not touched", ERROR))
     return done
 
 

@@ -255,8 +255,9 @@ class Store:
         return None
 
     # lifecycle ----------------------------------------------------------------
-    def topic_refs(self) -> dict | None:
-        """Shared scope id -> the ids of the conversations that use it; None: the store has no shared scopes."""
+    def topic_refs(self, unreadable: list | None = None) -> dict | None:
+        """Shared scope id -> the ids of the conversations that use it; None: the store has no shared scopes.
+        ``unreadable``, if given, gets every conversation whose scope cannot be known (it cannot be read)."""
         return None
 
     def empty_is_deletable(self, cid: str) -> bool:

@@ -1436,6 +1436,7 @@ def cases() -> list[Case]:
         out += special_files(store) + size_cases(store) + encoding_cases(store) + attic_cases(store)
         out += permission_cases(store) + cli_cases(store)
     out += mermaid_structure() + sam_structure() + sqlite_cases()
+    out += sqlite_writer_cases() + scope_in_doubt_cases()
     names = [c.name for c in out]
     dupes = {n for n in names if names.count(n) > 1}
     assert not dupes, dupes
@@ -1448,3 +1449,78 @@ def fast_cases() -> list[Case]:
 
 def categories() -> set:
     return {c.category for c in cases()}
+
+
+# ---- what no writing command may change (issue 20, findings 1 and 3)
+# ``protected`` of a case: the files every writing command must leave byte for byte as they were
+# (tests/adversarial/test_protected.py runs them all and checks).
+SQLITE_HOSTILE = {
+    "trigger": ["CREATE TRIGGER wipe AFTER UPDATE ON {t} BEGIN DELETE FROM {t}; END"],
+    "view": ["CREATE VIEW everything AS SELECT * FROM {t}"],
+    "foreign-table": ["CREATE TABLE refs (mid TEXT REFERENCES {t}(id) ON UPDATE CASCADE ON DELETE CASCADE)",
+                      "INSERT INTO refs SELECT id FROM {t}"],
+}
+PROTECTED: dict = {}  # case name -> paths relative to the conversations folder
+
+
+def _sqlite_extra(rel: str, table: str, what: str, archive: bool):
+    def build(ctx):
+        p = ctx.p(rel)
+        c = sqlite3.connect(p)
+        if archive:  # a context_archive.db of the spec's schema, holding one chunk
+            c.execute('CREATE TABLE "context_archives" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT NOT '
+                      'NULL, "messages_json" TEXT NOT NULL, "time_start" TEXT NOT NULL, "time_end" TEXT NOT NULL, '
+                      '"summary" TEXT NOT NULL, "key_topics_json" TEXT NOT NULL, "token_count" INTEGER NOT NULL, '
+                      '"reason" TEXT NOT NULL, "created_at" TEXT NOT NULL)')
+            c.execute('CREATE INDEX "index_context_archives_on_conversation_id" ON "context_archives" '
+                      '("conversation_id")')
+            c.execute('CREATE INDEX "index_context_archives_on_time_start" ON "context_archives" ("time_start")')
+            t = "2026-08-10T14:02:12.345"
+            c.execute('INSERT INTO "context_archives" VALUES (?,?,?,?,?,?,?,?,?,?)',
+                      ("0D3C2B1A-0000-4000-8000-000000000001", SID, "[]", t, t, "", "[]", 0, "manual", t))
+        c.execute("CREATE TABLE filler (x)")  # free pages: something for compact's VACUUM to do
+        c.executemany("INSERT INTO filler VALUES (?)", [("x" * 1000,)] * 100)
+        c.commit()
+        c.execute("DROP TABLE filler")
+        for stmt in SQLITE_HOSTILE[what]:
+            c.execute(stmt.format(t=table))
+        c.commit()
+        c.close()
+        os.chmod(p, 0o600)
+    return build
+
+
+def sqlite_writer_cases() -> list[Case]:
+    """SQLite files with their own triggers, views and tables referencing the memories, for every
+    writing path: search --touch (memory.db), compact's VACUUM and restore --as-new (both files)."""
+    out = []
+    for name, table, archive in (("memory.db", "conversation_memories", False),
+                                 ("context_archive.db", "context_archives", True)):
+        rel = f"{SID}/{name}"
+        for what in SQLITE_HOSTILE:
+            case = _s(f"sqlite/writer-{what}-{name.split('.')[0]}", _sqlite_extra(rel, table, what, archive),
+                      [("db-schema", rel)], target=SID, fast=what == "trigger" and not archive)
+            PROTECTED[case.name] = [rel]
+            out.append(case)
+    return out
+
+
+def scope_in_doubt_cases() -> list[Case]:
+    """The conversation using the shared-topic scope TOPIC (S2) cannot be read: the scope must
+    survive every writing command (check calls it scope-unknown)."""
+    conv_rel, scope = f"{S2}/conversation.json", f"{TOPIC}/memory.db"
+
+    def unparseable(ctx):
+        with open(ctx.p(conv_rel), "ab") as f:
+            f.write(b"x")
+    out = [
+        _s("scope/user-unparseable", unparseable, [("bad-json", conv_rel), ("scope-unknown", TOPIC)], target=TOPIC,
+           fast=True),
+        _s("scope/user-unreadable", lambda ctx: os.chmod(ctx.p(conv_rel), 0),
+           [("unreadable", conv_rel), ("scope-unknown", TOPIC)], target=TOPIC, needs="nonroot"),
+        _s("scope/user-folder-unreadable", lambda ctx: os.chmod(ctx.p(S2), 0),
+           [("unreadable", S2), ("scope-unknown", TOPIC)], target=TOPIC, needs="nonroot"),
+    ]
+    for c in out:
+        PROTECTED[c.name] = [scope]
+    return out

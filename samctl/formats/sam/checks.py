@@ -3,7 +3,10 @@
 Errors are exactly what makes SAM skip a conversation (its rejection rules);
 everything else SAM tolerates is a warning.  Folders without a
 conversation.json are classified (spec §2): a shared-topic memory scope (info:
-normal), a stray scope (memory.db only, referenced by nobody), or a leftover.
+normal), a stray scope (memory.db only, referenced by nobody), or a leftover;
+while some conversation cannot be read, an unreferenced scope is ``scope-unknown``
+(it may be that conversation's).  A ``sharedTopicId`` whose scope folder is not
+there is ``scope-missing`` (a warning when the attic holds it).
 Without ``fix`` nothing is written; with ``fix`` only modes are tightened.
 """
 
@@ -20,6 +23,7 @@ from samctl.formats.sam import decode
 from samctl.formats.sam.dbvalues import UUID_RE
 
 INFO = "info"
+UNKNOWN = "?"  # _check_folder's topic when the conversation cannot be read: it may use any scope
 DATABASES = ("memory.db", "context_archive.db")
 KNOWN_FILES = {
     "conversation.json", "memory.db", "context_archive.db", "ltm.json", "kv_store.json", "tasks.json",
@@ -37,7 +41,8 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
     except OSError as exc:
         findings.append(Finding("unreadable", str(root), f"cannot list the folder: {exc.strerror}"))
         return fixes
-    topic_ids: set[str] = set()
+    topic_ids: dict[str, list] = {}  # scope -> the conversations using it
+    unknown: list[str] = []  # conversations whose scope cannot be known
     scopeless: list[os.DirEntry] = []
     ordered = sorted(entries, key=lambda e: e.name)
     checked = None
@@ -76,13 +81,46 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
         found, fixed, topic, has_conversation = _check_folder(store, e.name, e.path, st, fix) if fix else next(checked)
         findings += found
         fixes += fixed
-        if topic:
-            topic_ids.add(topic)
+        if topic == UNKNOWN:
+            unknown.append(e.name.upper())
+        elif topic:
+            topic_ids.setdefault(topic, []).append(e.name.upper())
         if not has_conversation:
             scopeless.append(e)
+    if fsafe.lstat(root / "conversations.json") is not None:  # SAM migrates these: their scopes are in use
+        legacy_problems: list = []
+        for cid, doc in store._legacy_docs(legacy_problems).items():
+            if topic := decode.shared_topic_id(doc):
+                topic_ids.setdefault(topic, []).append(cid)
+        if legacy_problems:
+            unknown.append("conversations.json")
     for e in scopeless:
-        _classify_scope(e, topic_ids, findings)
+        _classify_scope(e, topic_ids, unknown, findings)
+    _missing_scopes(store, {e.name.upper() for e in scopeless}, topic_ids, findings)
     return fixes
+
+
+def _missing_scopes(store, present: set, topic_ids: dict, findings: list) -> None:
+    """``scope-missing`` for each scope a conversation names that has no folder (SAM creates it
+    empty on its next memory store): a warning naming the way back when the attic holds it."""
+    missing = sorted(t for t in topic_ids
+                     if t not in present and UUID_RE.match(t) and fsafe.lstat(store.folder(t)) is None)
+    if not missing:
+        return
+    from samctl.core import attic as atticmod
+
+    in_attic = atticmod.named_ids(store, atticmod.RESTORABLE)
+    for t in missing:
+        users = ", ".join(sorted(topic_ids[t])[:3])
+        path = str(store.folder(t))
+        if t in in_attic:
+            findings.append(Finding("scope-missing", path, f"shared-topic memory scope {t} of {users} is not in the "
+                                    f"store but in the attic: `samctl restore {t}` brings its memories back",
+                                    WARNING, topic_ids[t][0]))
+        else:
+            findings.append(Finding("scope-missing", path, f"shared-topic memory scope {t} of {users} is not in the "
+                                    "store and not in the attic: SAM starts it empty when it next stores a memory "
+                                    "(memories it had, if any, are gone)", INFO, topic_ids[t][0]))
 
 
 CHECK_CHUNK = 32  # conversation folders per unit of work handed to a worker process
@@ -102,13 +140,19 @@ def _check_read_only(store, folder: tuple) -> tuple:
 
 
 def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
-    """(findings, fixes, the shared topic its conversation uses or None, whether it has a
-    conversation.json) of one folder of conversations/."""
+    """(findings, fixes, the shared topic its conversation uses, None, or UNKNOWN when it cannot be
+    read, whether it has a conversation.json) of one folder of conversations/."""
     found: list = []
     fixes: list = []
     treecheck.mode(path, st, found, fixes, fix)
     conv = os.path.join(path, "conversation.json")
-    cst = fsafe.lstat(conv)
+    try:
+        cst = os.lstat(conv)
+    except FileNotFoundError:
+        cst = None
+    except OSError:  # a folder closed to us: it may hold a conversation, using any scope
+        _check_folder_files(store, path, None, found, fixes, fix)  # (says it cannot be listed)
+        return found, fixes, UNKNOWN, True
     if cst is None:
         _check_folder_files(store, path, None, found, fixes, fix)
         return found, fixes, None, False
@@ -119,7 +163,7 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
         found.append(Finding("bad-id", path, "folder name is not uppercase: SAM saves to the uppercase "
                              "name and leaves a duplicate", WARNING, cid))
     doc = _check_conversation(store, cid, name, conv, cst, found, fixes, fix)
-    topic = decode.shared_topic_id(doc) if doc is not None else None
+    topic = decode.shared_topic_id(doc) if doc is not None else UNKNOWN
     _check_folder_files(store, path, cid, found, fixes, fix)
     return found, fixes, topic, True
 
@@ -244,7 +288,7 @@ def _check_db(path, name, folder, cid, findings):
     findings.extend(local)
 
 
-def _classify_scope(e, topic_ids, findings):
+def _classify_scope(e, topic_ids, unknown, findings):
     name = e.name.upper()
     try:
         files = set(os.listdir(e.path))
@@ -253,6 +297,12 @@ def _classify_scope(e, topic_ids, findings):
     if name in topic_ids:
         findings.append(Finding("scope-shared", e.path, "shared-topic memory scope used by a conversation (normal)",
                                 INFO))
+    elif files and files <= {"memory.db", "memory.db-journal"} and unknown:
+        from samctl.formats.sam.lifecycle import unreadable_names
+
+        findings.append(Finding("scope-unknown", e.path, "memory scope no readable conversation uses; whether "
+                                f"{unreadable_names(unknown)}, which cannot be read, uses it is unknown: samctl "
+                                "keeps it (rm and compact refuse to remove it)", WARNING))
     elif files and files <= {"memory.db", "memory.db-journal"}:
         findings.append(Finding("scope-stray", e.path, "memory scope no conversation uses (a store_memory call "
                                 "without a conversation); kept until you remove it", WARNING))

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import uuid
 from pathlib import Path
@@ -62,7 +61,11 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise FileProblem("not-regular", folder, f"{folder} is {fsafe.describe_mode(st.st_mode)}, not a folder; "
                           "samctl does not move it")
-    refs = store.topic_refs() if refs is None else refs
+    if refs is None:
+        unreadable: list = []
+        refs = store.topic_refs(unreadable)
+    else:
+        unreadable = list(getattr(refs, "unreadable", ()))
     users = refs.get(cid, set()) - {cid}
     has_primary = fsafe.lstat(folder / PRIMARY) is not None
     if users and not has_primary:
@@ -70,6 +73,13 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
         raise SamctlError(f"{cid} is the shared-topic memory scope of {some}; it is never removed while in use",
                           hint="purge the conversations that use it first (`samctl rm --purge ID`): one in the "
                                "attic can be restored, and needs its memories back")
+    unknown = [u for u in unreadable if u != cid]
+    if unknown and not has_primary:
+        # a conversation that cannot be read may keep its memories here: nothing may call this scope unused
+        raise SamctlError(f"{cid} may be the shared-topic memory scope of a conversation that cannot be read "
+                          f"({unreadable_names(unknown)}); it is not removed while that is so",
+                          hint="`samctl check` says what is wrong with them (`samctl recover ID` may help); "
+                               "--ignore-unreadable removes the scope anyway")
     out: list[Path] = [folder] if not users else []
     if not users:
         stats[folder] = st
@@ -92,6 +102,12 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
                 raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves "
                                   "only files and folders (see `samctl check`)")
     return out
+
+
+def unreadable_names(ids: list) -> str:
+    """The conversations whose scope cannot be known, for a message: the first three, then a count."""
+    more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+    return ", ".join(sorted(ids)[:3]) + more
 
 
 def new_id(store, taken=None) -> str:
@@ -144,18 +160,22 @@ _DB_SIDECARS = {f"{db}-{s}" for db in ("memory.db", "context_archive.db") for s 
 
 
 def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
+    """Rewrite ``conversation_id`` in a staged database.  One that is not SAM's exactly (a trigger,
+    another table, not a database: ``sqlitefile.write_transaction``) refuses the whole restore of
+    this conversation under a new id, rather than bring it back with memories under the old id."""
+    st = fsafe.lstat(path)
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+        return  # an empty database SAM fills on its next open: nothing to rewrite
     try:
-        db = sqlite3.connect(sqlitefile.rw_uri(path), uri=True, isolation_level=None, timeout=0)
-    except sqlite3.Error:
-        return
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        db.execute(f'UPDATE "{table}" SET conversation_id = ? WHERE upper(conversation_id) = ?', (new, old.upper()))
-        db.execute("COMMIT")
-    except sqlite3.Error:
-        pass  # not a database SAM wrote, or another schema: leave it as it was
-    finally:
-        db.close()
+        with sqlitefile.write_transaction(path, table, timeout=0) as db:
+            db.execute(f'UPDATE "{table}" SET conversation_id = ? WHERE upper(conversation_id) = ?',
+                       (new, old.upper()))
+    except FileProblem as exc:
+        raise SamctlError(f"cannot restore {old} under a new id: {path.name}: {exc.message}",
+                          hint="restore it under its own id (without --as-new)") from None
+    except sqlitefile.SQLITE_ERRORS as exc:
+        raise SamctlError(f"cannot restore {old} under a new id: {path.name} cannot be rewritten ({exc})",
+                          hint="restore it under its own id (without --as-new)") from None
 
 
 def purge(store, cid: str, refs: dict | None = None) -> list[str]:

@@ -11,19 +11,30 @@ from samctl.formats.sam import sqlitefile
 
 
 def vacuum(path: Path, dry_run: bool) -> tuple[int, int]:
-    """(free pages, size after) of VACUUMing ``path``; a dry run opens it read-only for real (no -shm or
-    -wal created, no hot journal rolled back) and estimates the size.  SamctlError when it cannot."""
+    """(free pages, size after) of VACUUMing ``path``, only if its schema is exactly SAM's
+    (``sqlitefile.open_for_writing``).  A dry run opens it read-only for real (no -shm or -wal created,
+    no hot journal rolled back), says what the real run would refuse, and estimates the size.
+    SamctlError when it cannot or must not be vacuumed."""
+    table = sqlitefile.MEMORY_TABLE if path.name == "memory.db" else sqlitefile.ARCHIVE_TABLE
+    st = fsafe.lstat(path)
+    size = st.st_size if st is not None else 0
+    if not size:
+        return 0, 0  # an empty database SAM fills on its next open: nothing to vacuum
     try:
         if dry_run:
             db = sqlitefile.open_readonly(path, timeout=0)
+            try:
+                sqlitefile.check_writable(db, path, table)
+            except BaseException:
+                db.close()
+                raise
         else:
-            db = sqlite3.connect(sqlitefile.rw_uri(path), uri=True, timeout=0, isolation_level=None)
+            db = sqlitefile.open_for_writing(path, table, timeout=0)
     except FileProblem as exc:
-        raise SamctlError(f"cannot open: {exc.message}") from None
+        why = "not vacuumed" if exc.code == "db-schema" else "cannot open"
+        raise SamctlError(f"{why}: {exc.message}") from None
     except sqlite3.Error as exc:
         raise SamctlError(f"cannot open: {exc}") from None
-    st = fsafe.lstat(path)
-    size = st.st_size if st is not None else 0
     try:
         free = db.execute("PRAGMA freelist_count").fetchone()[0]
         page = db.execute("PRAGMA page_size").fetchone()[0]

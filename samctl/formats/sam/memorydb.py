@@ -17,7 +17,8 @@ Invariants:
   kept with a warning); at most ``MAX_ROW_FINDINGS`` findings of one code per file, then one
   finding counts the rest.
 - ``touch_memories`` is the only writer (SAM's retrieval side effect, §7.7 step 3), in one short
-  transaction; the caller must first make sure SAM is not running.
+  transaction, through ``sqlitefile.write_transaction`` (a file whose schema is not exactly SAM's
+  is refused); the caller must first make sure SAM is not running.
 
 Finding codes (severity): the file-level ones of ``sqlitefile``; memory.db rows:
 ``memory-bad-id`` (id or conversation_id not a UUID), ``memory-bad-date``,
@@ -51,8 +52,8 @@ from samctl.formats.sam.archivedb import ARCHIVE_REASONS, create_archive_db, enc
 from samctl.formats.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.formats.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
                                            MEMORY_TABLE, SCHEMA_SQL, SQLITE_ERRORS, _BadText, _open_checked,
-                                           _Reporter, sqlite_finding, _text_factory, _uri, open_readonly, rw_uri,
-                                           row_batches, schema_problems)
+                                           _Reporter, sqlite_finding, _text_factory, _uri, open_readonly,
+                                           row_batches, schema_problems, write_transaction)
 
 __all__ = [
     "APPLE_EPOCH", "ARCHIVE_REASONS", "ARCHIVE_SCHEMA_SQL", "ARCHIVE_TABLE", "BATCH", "CONTENT_TYPES",
@@ -282,9 +283,11 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
     """SAM's retrieval side effect (§7.7 step 3) for ``ids``: ``access_count + 1`` and
     ``last_accessed = now`` (``yyyy-MM-dd'T'HH:mm:ss.SSS`` UTC), in one short transaction.
 
-    Returns the number of rows updated.  The file must exist (``mode=rw``, never created).
-    Raises Busy if the database stays locked for ``timeout`` seconds, FileProblem if it cannot
-    be written.  The caller must first make sure SAM is not running (SAM's busy timeout is 0).
+    Returns the number of rows updated.  The file must exist (``mode=rw``, never created) and
+    have exactly SAM's schema (``sqlitefile.write_transaction``: a trigger would make the UPDATE
+    do something else).  Raises Busy if the database stays locked for ``timeout`` seconds,
+    FileProblem if it cannot or must not be written.  The caller must first make sure SAM is not
+    running (SAM's busy timeout is 0).
     """
     ids = list(ids)
     stamp = format_db_date(now)
@@ -293,32 +296,18 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
     if not ids:
         return 0
     try:
-        conn = sqlite3.connect(rw_uri(path), uri=True, timeout=timeout, isolation_level=None)
-    except SQLITE_ERRORS as exc:
-        raise FileProblem("db-unreadable", path, f"cannot open for writing: {exc}") from None
-    try:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+        with write_transaction(path, MEMORY_TABLE, timeout) as conn:
             cur = conn.executemany(
                 'UPDATE "conversation_memories" SET "access_count" = "access_count" + 1, "last_accessed" = ? '
                 'WHERE "id" = ?',
                 [(stamp, i) for i in ids],
             )
-            n = cur.rowcount
-            conn.execute("COMMIT")
-            return n
-        except SQLITE_ERRORS as exc:
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except SQLITE_ERRORS:
-                    pass
-            problem = sqlite_finding(exc, os.fspath(path), None)
-            if problem.code == "db-locked":
-                raise Busy(f"{path}: {problem.reason}", hint="quit SAM, then try again") from None
-            raise FileProblem(problem.code, path, problem.reason) from None
-    finally:
-        conn.close()
+            return cur.rowcount
+    except SQLITE_ERRORS as exc:
+        problem = sqlite_finding(exc, os.fspath(path), None)
+        if problem.code == "db-locked":
+            raise Busy(f"{path}: {problem.reason}", hint="quit SAM, then try again") from None
+        raise FileProblem(problem.code, path, problem.reason) from None
 
 
 def _memory_values(row) -> tuple:

@@ -11,6 +11,9 @@ row readers share (``_text_factory``/``_BadText``, the capped ``_Reporter``, ``B
 
 Invariants:
 
+- Writing goes through ``open_for_writing`` (and ``write_transaction``) only, which refuses a file
+  whose schema is not exactly the spec's: no trigger, view or extra table can turn a write into
+  something else.
 - Reading changes nothing: ``open_readonly`` opens ``file:<path>?mode=ro`` with ``query_only``;
   it never creates the file, a ``-journal``, a ``-wal`` or a ``-shm`` (a WAL-mode database, which
   SAM never makes, is opened ``immutable`` when it has no log and refused when it has one, because
@@ -37,6 +40,7 @@ import os
 import sqlite3
 import stat
 from collections import Counter
+from contextlib import contextmanager
 from urllib.parse import quote
 
 from samctl import fsafe
@@ -186,15 +190,92 @@ def _uri(path, immutable: bool = False) -> str:
 
 def rw_uri(path) -> str:
     """The URI that opens ``path`` for writing and never creates it (``mode=rw``; a '?' or '#' in
-    the path is data).  Writers: ``memorydb.touch_memories``, compact's VACUUM, restore's retarget."""
+    the path is data).  Only ``open_for_writing`` uses it."""
     return "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=rw"
 
 
-def _preflight(path) -> bool:
+def open_for_writing(path, table: str, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
+    """The one way samctl opens a SAM database to change it (``memorydb.touch_memories``, compact's
+    VACUUM, restore's retarget; any future writer): ``mode=rw`` (never created), autocommit, and
+    only if its schema is exactly the spec's for ``table`` (``exact_schema_problem``).
+
+    A trigger, a view, another table (one whose foreign key points at ``table``, say) or any other
+    difference would make a write do more than samctl means, or act on what SAM does not have: such a
+    file is refused.  A writer that changes rows must call ``check_writable`` again inside its
+    ``BEGIN IMMEDIATE`` (``write_transaction`` does), so that nothing is added in between.  Raises
+    FileProblem (``db-schema`` for the schema; else as ``_preflight``, or ``db-unreadable``) and
+    sqlite3.Error.
+    """
+    _preflight(path, writing=True)
+    try:
+        conn = sqlite3.connect(rw_uri(path), uri=True, timeout=timeout, isolation_level=None)
+    except SQLITE_ERRORS as exc:
+        raise FileProblem("db-unreadable", path, f"cannot open for writing: {exc}") from None
+    try:
+        conn.execute("PRAGMA trusted_schema=OFF")  # (belt and braces: no SQL functions from the schema)
+        check_writable(conn, path, table)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextmanager
+def write_transaction(path, table: str, timeout: float = DEFAULT_TIMEOUT):
+    """``open_for_writing``, then ``BEGIN IMMEDIATE`` and the schema check again under the write
+    lock; yields the connection, commits when the block ends, rolls back if it raises."""
+    conn = open_for_writing(path, table, timeout)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            check_writable(conn, path, table)
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except SQLITE_ERRORS:
+                    pass
+            raise
+    finally:
+        conn.close()
+
+
+def check_writable(conn: sqlite3.Connection, path, table: str) -> None:
+    """Raise FileProblem ``db-schema`` unless the schema is exactly the spec's (see ``open_for_writing``)."""
+    problem = exact_schema_problem(conn, table)
+    if problem is not None:
+        raise FileProblem("db-schema", path, f"its schema is not exactly SAM's ({problem}): samctl does not write "
+                          "to it")
+
+
+def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
+    """The first way the schema differs from the spec's for ``table`` (§7.2, §8), or None: every
+    ``schema_problems`` line, and any object besides the table, its indexes and SQLite's automatic
+    index (no trigger, view or other table, whatever its name), and no hidden or generated column."""
+    problems = schema_problems(conn, table)
+    if problems:
+        return problems[0] + (f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else "")
+    for kind, name, tbl in conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall():
+        if kind == "table" and name == table:
+            continue
+        if kind == "index" and tbl == table and (name in _INDEXES[table]
+                                                 or str(name).startswith(f"sqlite_autoindex_{table}_")):
+            continue
+        return f"unexpected {kind} {name}"
+    q = '"' + table.replace('"', '""') + '"'
+    if len(conn.execute(f"PRAGMA table_xinfo({q})").fetchall()) != len(_COLUMNS[table]):
+        return f"{table} has hidden or generated columns"
+    return None
+
+
+def _preflight(path, writing: bool = False) -> bool:
     """Check the file before SQLite sees it; True if it must be opened ``immutable``.
 
     Raises FileProblem: ``missing``/``symlink``/``not-regular``/``unreadable`` (as fsafe),
-    ``db-not-sqlite``, ``db-corrupt`` (truncated header), ``db-wal`` (WAL mode with a log).
+    ``db-not-sqlite``, ``db-corrupt`` (truncated header), ``db-wal`` (WAL mode with a log; not
+    when ``writing``: a writer merges the log as SQLite does).
     """
     f, st = fsafe.open_regular(path)
     with f:
@@ -208,6 +289,8 @@ def _preflight(path) -> bool:
         raise FileProblem("db-not-sqlite", path, "not a SQLite database (no SQLite header)")
     if len(head) < 100:
         raise FileProblem("db-corrupt", path, f"truncated: {len(head)} bytes, shorter than a SQLite header")
+    if writing:
+        return False
     wal = fsafe.lstat(os.fspath(path) + "-wal")
     if head[18] == 2 or head[19] == 2:  # WAL mode; SAM always uses a rollback journal
         if wal is not None and (wal.st_size > 0 or not stat.S_ISREG(wal.st_mode)):

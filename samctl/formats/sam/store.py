@@ -490,8 +490,13 @@ class SamStore(Store):
         self._refuse_odd(cid)
         return lifecycle.conversation_files(self, cid, refs, stats=stats)
 
-    def topic_refs(self) -> dict:
-        """Shared-topic scope id -> the ids of the conversations whose memories live there.
+    def topic_refs(self, unreadable: list | None = None) -> dict:
+        """Shared-topic scope id -> the ids of the conversations whose memories live there (those
+        still in the legacy ``conversations.json`` too: SAM migrates them).
+
+        ``unreadable``, if given, gets the id of every conversation whose scope cannot be known (its
+        conversation.json, or its folder, cannot be read or parsed): while there is one, no scope can
+        be called unused.
 
         Read through the listing cache: a conversation.json whose size, mtime and ctime are those
         ``ls`` cached it at is not parsed again (an ``rm`` of one id in a store of 100,000 is
@@ -504,16 +509,30 @@ class SamStore(Store):
             p = os.path.join(e.path, "conversation.json")
             try:
                 st = os.lstat(p)
-            except OSError:
-                continue  # (a folder closed to us: ls reports it)
+            except FileNotFoundError:
+                continue  # a scope, or a leftover
+            except OSError:  # a folder closed to us: it may hold a conversation using any scope
+                if unreadable is not None:
+                    unreadable.append(e.name.upper())
+                continue
             entry = self._cached(cache.get(e.name), st)
             if entry is not None and entry[5] == st.st_ctime_ns:
-                topic = entry[4]
+                topic, known = entry[4], entry[2] is not None
             else:
                 doc, _ = self._parse(p)
-                topic = decode.shared_topic_id(doc) if doc is not None else None
+                topic, known = (decode.shared_topic_id(doc) if doc is not None else None), doc is not None
             if topic:
                 refs.setdefault(topic, set()).add(e.name.upper())
+            elif not known and unreadable is not None:
+                unreadable.append(e.name.upper())
+        if fsafe.lstat(self.conv_dir / "conversations.json") is not None:
+            legacy: list = []
+            for cid, doc in self._legacy_docs(legacy).items():
+                topic = decode.shared_topic_id(doc)
+                if topic:
+                    refs.setdefault(topic, set()).add(cid)
+            if legacy and unreadable is not None:  # a legacy file that cannot be read may name any scope
+                unreadable.append("conversations.json")
         return refs
 
     def shared_topic(self, data: bytes) -> str | None:
