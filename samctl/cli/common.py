@@ -32,14 +32,23 @@ class Options:
             from samctl.formats.base import Caps
 
             caps = Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
-            self._store = open_store(self.root, caps, self.cache)
-            if self._store.cache_in_store:
+            self._store = store = open_store(self.root, caps, self.cache)
+            if store.use_cache:
+                from samctl import fsafe
+                from samctl.core.export import store_folder_holding
+
+                what = store_folder_holding(store, fsafe.cache_dir())
+                if what is not None:  # e.g. SAMCTL_CACHE_DIR set to the SAM base folder
+                    store.cache_note = ("cache-in-store", f"samctl's cache folder is inside {what}")
+                    store.use_cache = False
+            if store.cache_note:
                 from samctl import fsafe
                 from samctl.core.model import WARNING, Finding
 
-                report_findings([Finding("cache-in-store", str(fsafe.cache_dir()), "samctl's cache folder is inside "
-                                         "the store; this run uses no cache (set SAMCTL_CACHE_DIR to a folder "
-                                         "outside it)", WARNING)])
+                code, why = store.cache_note
+                report_findings([Finding(code, str(fsafe.cache_dir()), f"{why}; this run uses no cache (set "
+                                         "SAMCTL_CACHE_DIR to a folder samctl may write, outside every store)",
+                                         WARNING)])
         return self._store
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core.model import ERROR, INFO, WARNING, Finding
 from samctl.core.resolve import resolve_id
-from samctl.errors import FileProblem, NotFound
+from samctl.errors import Denied, FileProblem, NotFound
 
 
 def load_conversation(store, text: str, findings: list):
@@ -26,6 +26,9 @@ def load_resolved(store, cid: str, findings: list):
     """
     try:
         return _load(store, cid, findings)
+    except Denied as exc:
+        findings.append(Finding("unreadable", exc.path, "permission denied", ERROR, cid))
+        return None
     except NotFound as exc:
         findings.append(Finding("missing", str(store.conv_dir), f"{cid}: {exc.message} (removed while samctl ran?)",
                                 ERROR, cid))

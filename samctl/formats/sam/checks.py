@@ -108,7 +108,15 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
     fixes: list = []
     treecheck.mode(path, st, found, fixes, fix)
     conv = os.path.join(path, "conversation.json")
-    cst = fsafe.lstat(conv)
+    try:
+        cst = os.lstat(conv)
+    except PermissionError:
+        # A folder samctl may not enter may well hold a conversation: "unreadable", never also a leftover.
+        found.append(Finding("unreadable", path, "permission denied: cannot tell what the folder holds",
+                             conversation=name.upper() if UUID_RE.match(name) else None))
+        return found, fixes, None, True
+    except OSError:
+        cst = None
     if cst is None:
         _check_folder_files(store, path, None, found, fixes, fix)
         return found, fixes, None, False
