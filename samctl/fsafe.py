@@ -76,6 +76,19 @@ def is_inside(root_real: str, path: str | os.PathLike) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
+def shown(path) -> str:
+    """A path as samctl prints it, one rule for all: relative to the current folder when inside it,
+    else absolute (whether it came from --root as typed or from a realpath)."""
+    p = os.path.abspath(path)
+    try:
+        here = os.getcwd().rstrip(os.sep)
+    except OSError:  # the current folder was removed
+        return p
+    if p == here or not here:
+        return "." if p == here else p
+    return p[len(here) + 1:] if p.startswith(here + os.sep) else p
+
+
 def _problem_for_oserror(exc: OSError, path) -> FileProblem:
     if exc.errno == errno.ENOENT:
         return FileProblem("missing", path, "file does not exist")

@@ -52,6 +52,17 @@ class Options:
         return self._store
 
 
+class Number(click.FloatRange):
+    """click.FloatRange that also refuses NaN, which every range check lets through (each comparison
+    with NaN is false) and which then matches nothing or waits forever."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if rv != rv:
+            self.fail(f"{value} is not a number", param, ctx)
+        return rv
+
+
 _ROOT_ARG = ""  # " --root PATH" (shell-quoted) when the store was named on the command line
 
 

@@ -29,6 +29,15 @@ def _escape(m) -> str:
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
+def quoted(text, width: int = 60) -> str:
+    """``repr(text)`` cut to about ``width`` characters and still closed, saying how long it was:
+    a 100,000-character argument is quoted as ``'FFFF…' (100000 characters)``."""
+    r = repr(text)
+    if len(r) <= width:
+        return r
+    return f"{r[:width - 2]}…{r[-1]} ({len(text)} characters)"
+
+
 def safe_text(s: str, lines: bool = True) -> str:
     """``s`` with every control character written as an escape; ``lines=False`` escapes newline and tab too
     (for what must stay on one line, such as a finding)."""

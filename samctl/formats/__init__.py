@@ -59,13 +59,14 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
             raise PermissionError(errno.EACCES, "Permission denied", str(conv))
     except PermissionError as exc:
         raise denied(exc.filename) from None
-    return kind, conv, base
+    # every path printed from here on is built on these: printed by fsafe.shown's one rule
+    return kind, Path(fsafe.shown(conv)), Path(fsafe.shown(base))
 
 
 def denied(path) -> Denied:
     """The error for a store path samctl may not read: names the first folder on ``path`` that
     samctl may not enter, else ``path`` itself (a folder it may enter but not list, or a file)."""
-    return Denied(fsafe.first_closed(path or "."), hint="samctl needs to read the store's folders; check their "
+    return Denied(fsafe.shown(fsafe.first_closed(path or ".")), hint="samctl needs to read the store's folders; check their "
                   "owner and mode (ls -ld), or run samctl as the user who owns them")
 
 

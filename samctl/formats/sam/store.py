@@ -315,7 +315,7 @@ class SamStore(Store):
         try:
             os.lstat(p)
         except PermissionError:  # its folder is closed to samctl: say so, not "no conversation"
-            raise Denied(fsafe.first_closed(p.parent)) from None
+            raise Denied(fsafe.shown(fsafe.first_closed(p.parent))) from None
         except OSError:
             pass
         if fsafe.lstat(p) is None:
