@@ -23,7 +23,9 @@ IS_ROOT = os.geteuid() == 0
 
 
 def _pythonpath() -> str:
-    paths = [str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    """This checkout, then every folder this process imports from (its venv's packages, a PYTHONPATH)."""
+    paths = [str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+             *(p for p in sys.path if p and os.path.isdir(p))]
     return os.pathsep.join(dict.fromkeys(paths))
 
 
