@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, report_findings, \
-    store_of
+from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
+    report_findings, store_of
 from samctl.cli.writeopts import force_option, lock_wait_option
 
 

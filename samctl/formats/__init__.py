@@ -66,8 +66,9 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
 def denied(path) -> Denied:
     """The error for a store path samctl may not read: names the first folder on ``path`` that
     samctl may not enter, else ``path`` itself (a folder it may enter but not list, or a file)."""
-    return Denied(fsafe.shown(fsafe.first_closed(path or ".")), hint="samctl needs to read the store's folders; check their "
-                  "owner and mode (ls -ld), or run samctl as the user who owns them")
+    return Denied(fsafe.shown(fsafe.first_closed(path or ".")),
+                  hint="samctl needs to read the store's folders; check their owner and mode (ls -ld), "
+                       "or run samctl as the user who owns them")
 
 
 def _locate(root: str | None) -> tuple[str, Path, Path]:
