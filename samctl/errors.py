@@ -11,7 +11,7 @@ OK = 0  # done, nothing wrong found
 FAILED = 1  # the command could not do its job
 USAGE = 2  # usage error (click's own)
 PARTIAL = 3  # done, but some files were corrupt or skipped, or check found problems
-NOT_FOUND = 4  # no such conversation, or no store at the root
+NOT_FOUND = 4  # no such conversation, no store at the root, or a store folder samctl may not read
 BUSY = 5  # the owning app is using the store, or another samctl holds the lock
 INTERRUPTED = 130  # Ctrl-C
 
@@ -20,7 +20,7 @@ EXIT_CODES = [
     (FAILED, "failed: the command could not do its job"),
     (USAGE, "usage error: a bad option, argument or id"),
     (PARTIAL, "partial: done, but some files were corrupt or skipped, or check found problems"),
-    (NOT_FOUND, "not found: no such conversation, or no store at the root"),
+    (NOT_FOUND, "not found: no such conversation, no store at the root, or permission denied on a store folder"),
     (BUSY, "busy: the owning app is using the store, or another samctl holds the lock"),
     (INTERRUPTED, "interrupted"),
 ]
@@ -62,6 +62,14 @@ class UsageError(SamctlError):
 
 class NotFound(SamctlError):
     exit_code = NOT_FOUND
+
+
+class Denied(NotFound):
+    """A store folder this user may not read (the store's own, or one conversation's)."""
+
+    def __init__(self, path, hint: str | None = None):
+        super().__init__(f"permission denied: {path}", hint)
+        self.path = str(path)
 
 
 class Busy(SamctlError):

@@ -76,6 +76,19 @@ def is_inside(root_real: str, path: str | os.PathLike) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
+def shown(path) -> str:
+    """A path as samctl prints it, one rule for all: relative to the current folder when inside it,
+    else absolute (whether it came from --root as typed or from a realpath)."""
+    p = os.path.abspath(path)
+    try:
+        here = os.getcwd().rstrip(os.sep)
+    except OSError:  # the current folder was removed
+        return p
+    if p == here or not here:
+        return "." if p == here else p
+    return p[len(here) + 1:] if p.startswith(here + os.sep) else p
+
+
 def _problem_for_oserror(exc: OSError, path) -> FileProblem:
     if exc.errno == errno.ENOENT:
         return FileProblem("missing", path, "file does not exist")
@@ -347,7 +360,7 @@ def stale_temps(parent: str | os.PathLike, name: str | None = None, now: float |
 
 
 def cache_dir() -> Path:
-    """samctl's disposable cache folder (not created here).
+    """samctl's disposable cache folder (not created here; ``cache_unusable`` says whether it can be).
 
     ``SAMCTL_CACHE_DIR`` wins; then ``XDG_CACHE_HOME/samctl``; then the
     platform's user cache folder.
@@ -358,10 +371,57 @@ def cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg:
         return Path(xdg) / "samctl"
-    home = Path.home()
-    if (home / "Library" / "Caches").is_dir():
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no password entry: no cache folder (cache_unusable says so)
+        return Path("/nonexistent") / ".cache" / "samctl"
+    if _is_dir(home / "Library" / "Caches"):
         return home / "Library" / "Caches" / "samctl"
     return home / ".cache" / "samctl"
+
+
+def _is_dir(path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:  # an unreadable or missing home is not a crash: the cache is just not there
+        return False
+
+
+def first_closed(path) -> Path:
+    """The first folder on ``path`` (from /) that this user may not enter, else ``path`` itself:
+    where a PermissionError about ``path`` comes from."""
+    p = Path(os.path.abspath(path))
+    for q in [*reversed(p.parents), p]:
+        if not os.access(q, os.X_OK):
+            return q
+    return p
+
+
+def cache_unusable(path) -> str | None:
+    """Why samctl cannot keep its cache in the folder ``path``, or None if it can: the folder is
+    one samctl may list and write, or can be made (``make_private_dir``) below a folder it may
+    write, which is not above the home folder (samctl never makes a missing home).  Creates nothing."""
+    p = q = Path(os.path.abspath(path))
+    while True:
+        try:
+            st = os.stat(q)
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            if q == q.parent:
+                return f"{p} cannot be made"
+            q = q.parent
+        except PermissionError:
+            return f"permission denied: {first_closed(q)}"
+        except OSError as exc:
+            return f"{q}: {(exc.strerror or str(exc)).lower()}"
+    home = os.environ.get("HOME")
+    if home and q != p and is_inside(os.path.realpath(home), p) and not _is_dir(home):
+        return f"the home folder {home} does not exist"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{q} is not a folder"
+    if not os.access(q, os.R_OK | os.W_OK | os.X_OK):
+        return f"permission denied: {q}"
+    return None
 
 
 # --- pieces for multi-step moves (attic, compact) --------------------------------

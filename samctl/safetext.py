@@ -32,3 +32,12 @@ def one_line(s) -> str:
     """``s`` (None reads as "") for one cell of a table: whitespace runs, newlines included, made one space,
     then ``safe_text``."""
     return safe_text(" ".join(str(s if s is not None else "").split()))
+
+
+def quoted(text, width: int = 60) -> str:
+    """``repr(text)`` cut to about ``width`` characters and still closed, saying how long it was:
+    a 100,000-character argument is quoted as ``'FFFF…' (100000 characters)``."""
+    r = repr(text)
+    if len(r) <= width:
+        return r
+    return f"{r[:width - 2]}…{r[-1]} ({len(text)} characters)"

@@ -104,7 +104,9 @@ def _parse_size(text: str) -> int:
     """Bytes of a size like ``64M``, ``64MiB`` or ``1048576`` (binary units: K, M, G are 1024-based)."""
     m = _SIZE.fullmatch(text.strip())
     if m is None or int(m.group(1)) <= 0:
-        raise click.BadParameter(f"{text!r} is not a size like 64M, 64MiB or 1048576")
+        from samctl.safetext import quoted
+
+        raise click.BadParameter(f"{quoted(text)} is not a size like 64M, 64MiB or 1048576")
     return int(m.group(1)) << {None: 0, "k": 10, "m": 20, "g": 30}[m.group(2) and m.group(2).lower()]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import emit_json, examples, format_option, report_findings, store_of
+from samctl.cli.common import Number, emit_json, examples, format_option, report_findings, store_of
 from samctl.core.check import check
 
 
@@ -13,7 +13,7 @@ from samctl.core.check import check
 @click.option("--fix", is_flag=True, help="Apply safe fixes only: tighten modes to 0600/0700, rebuild "
               "missing or stale mermaid .meta sidecars, trim torn log tails of sessions mermaid does not have "
               "open. Says what it changed.")
-@click.option("--lock-wait", type=click.FloatRange(min=0), default=0, show_default=True, metavar="SECONDS",
+@click.option("--lock-wait", type=Number(min=0), default=0, show_default=True, metavar="SECONDS",
               help="With --fix: wait up to SECONDS for another samctl that is writing to this store, then give up "
                    "with exit 5.")
 @click.option("--force", is_flag=True, help="With --fix: fix even while the owning app uses the store (SAM "

@@ -32,15 +32,35 @@ class Options:
             from samctl.formats.base import Caps
 
             caps = Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
-            self._store = open_store(self.root, caps, self.cache)
-            if self._store.cache_in_store:
+            self._store = store = open_store(self.root, caps, self.cache)
+            if store.use_cache:
+                from samctl import fsafe
+                from samctl.core.export import store_folder_holding
+
+                what = store_folder_holding(store, fsafe.cache_dir())
+                if what is not None:  # e.g. SAMCTL_CACHE_DIR set to the SAM base folder
+                    store.cache_note = ("cache-in-store", f"samctl's cache folder is inside {what}")
+                    store.use_cache = False
+            if store.cache_note:
                 from samctl import fsafe
                 from samctl.core.model import WARNING, Finding
 
-                report_findings([Finding("cache-in-store", str(fsafe.cache_dir()), "samctl's cache folder is inside "
-                                         "the store; this run uses no cache (set SAMCTL_CACHE_DIR to a folder "
-                                         "outside it)", WARNING)])
+                code, why = store.cache_note
+                report_findings([Finding(code, str(fsafe.cache_dir()), f"{why}; this run uses no cache (set "
+                                         "SAMCTL_CACHE_DIR to a folder samctl may write, outside every store)",
+                                         WARNING)])
         return self._store
+
+
+class Number(click.FloatRange):
+    """click.FloatRange that also refuses NaN, which every range check lets through (each comparison
+    with NaN is false) and which then matches nothing or waits forever."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if rv != rv:
+            self.fail(f"{value} is not a number", param, ctx)
+        return rv
 
 
 _ROOT_ARG = ""  # " --root PATH" (shell-quoted) when the store was named on the command line

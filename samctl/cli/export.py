@@ -67,7 +67,7 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
         raise UsageError("give conversation IDs or --all, not both", hint="drop the IDs to export everything")
     if not ids and not all_:
         raise UsageError("nothing to export: give conversation IDs or --all",
-                         hint="`samctl ls` lists the ids; e.g. samctl export 8B58 --to markdown")
+                         hint="`samctl ls` lists the ids; then e.g. `samctl export ID --to markdown`")
     if (since is not None or until is not None) and not all_:
         raise UsageError("--since/--until choose from --all", hint="add --all, or drop --since/--until")
     store = store_of(ctx)

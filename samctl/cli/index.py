@@ -75,6 +75,8 @@ def command(ctx, rebuild, update, fmt):
     from samctl.errors import SamctlError, UsageError
 
     store = store_of(ctx)
+    if store.cache_note:
+        raise SamctlError("the index lives in samctl's cache folder, which this run cannot use (above)")
     if not store.use_cache:
         raise UsageError("the index is a cache, and --no-cache turns caches off",
                          hint="leave out --no-cache (searches with --no-cache read the files directly)")

@@ -21,7 +21,7 @@ from samctl.gcpause import gc_paused
 @click.option("--until", metavar="WHEN", help="Only conversations updated until WHEN.")
 @click.option("--pinned", is_flag=True, help="Only pinned conversations (SAM).")
 @click.option("--title", metavar="TEXT", help="Only titles containing TEXT (case-insensitive).")
-@click.option("--limit", "-n", type=click.IntRange(min=0), metavar="N", help="At most N conversations.")
+@click.option("--limit", "-n", type=click.IntRange(min=1), metavar="N", help="At most N conversations (1 or more).")
 @click.option("--sort", type=click.Choice(SORT_KEYS), default="updated", show_default=True,
               help="Order; newest/largest first (titles A-Z).")
 @click.option("--reverse", "-r", is_flag=True, help="Reverse the order.")

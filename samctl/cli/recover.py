@@ -7,7 +7,7 @@ import sys
 import click
 
 from samctl import errors
-from samctl.cli.common import complete_ids, emit_json, examples, report_findings, store_of
+from samctl.cli.common import Number, complete_ids, emit_json, examples, report_findings, store_of
 from samctl.core.recover import recover
 
 
@@ -39,7 +39,7 @@ def _print(plan, dry_run: bool, to=None) -> None:
 @click.option("--from", "from_file", metavar="FILE", help="SAM: also salvage from this SAM export package "
               "(single or bulk).")
 @click.option("--force", is_flag=True, help="Write even though the owning app seems to be using the conversation.")
-@click.option("--lock-wait", type=click.FloatRange(min=0), default=0, show_default=True, metavar="SECONDS",
+@click.option("--lock-wait", type=Number(min=0), default=0, show_default=True, metavar="SECONDS",
               help="Wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before adopting a --use file.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from samctl.cli.common import complete_ids, emit_json, emit_jsonl, examples, finish, format_option, report_findings, \
-    store_of
+from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
+    report_findings, store_of
 from samctl.cli.writeopts import force_option, lock_wait_option
 
 
@@ -26,8 +26,8 @@ def _a_number(ctx, param, value):
 @click.option("--in", "where", type=click.Choice(("memories", "messages", "all")), default=None,
               help="What to search: SAM memories, messages (of conversations and SAM's context archives), or all. "
                    "[default: all; memories with --like]")
-@click.option("--limit", "-n", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
-              help="At most N results.")
+@click.option("--limit", "-n", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
+              help="At most N results (1 or more).")
 @click.option("--threshold", type=float, default=0.3, show_default=True, metavar="X", callback=_a_number,
               help="Keep results scoring at least X (SAM's default 0.3; scores reach 1.5).")
 @click.option("--since", metavar="WHEN", help="Only rows dated since WHEN (7d, 12h, 2026-08-01).")
@@ -36,7 +36,7 @@ def _a_number(ctx, param, value):
               "message search (no score).")
 @click.option("--like", metavar="MEMORY_ID", help="More like this SAM memory: its stored vector is the query vector, "
               "compared with stored vectors of the same length; QUERY (optional) gives the keywords, else its text.")
-@click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
+@click.option("--min-importance", type=Number(0, 1), metavar="X",
               help="Only rows whose importance (SAM's score; computed where not stored) is at least X.")
 @format_option()
 @click.option("--touch", is_flag=True, help="Do what SAM does on retrieval to the SAM memories returned: "
@@ -95,8 +95,27 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
         emit_jsonl(h.to_dict() for h in hits)
     else:
         _table(hits, query)
+        if not hits:
+            click.echo(_what_to_try(q), err=True)
     report_findings(findings)
     finish(findings)
+
+
+def _what_to_try(q) -> str:
+    """The hint after a search that found nothing: what would widen this search."""
+    tries = []
+    narrowing = [o for o, given in (("--conversation", q.conversations), ("--in", q.where), ("--since", q.since),
+                                    ("--until", q.until), ("--min-importance", q.min_importance)) if given]
+    if narrowing:
+        tries.append("without " + ", ".join(narrowing))
+    if q.exact:
+        tries.append("fewer or shorter words, or a scored search (without --exact)")
+    elif not q.like:
+        tries.append(f"a lower --threshold (now {q.threshold:g})")
+        tries.append("--exact for a plain substring")
+    else:
+        tries.append(f"a lower --threshold (now {q.threshold:g})")
+    return "hint: try " + "; or ".join(tries)
 
 
 def _touch(store, hits, force, lock_wait, findings) -> None:
@@ -110,11 +129,11 @@ def _touch(store, hits, force, lock_wait, findings) -> None:
 
 
 def _table(hits, query: str) -> None:
-    from samctl.safetext import one_line
+    from samctl.safetext import one_line, quoted
     from samctl.core.timeparse import format_local
 
     if not hits:
-        click.echo("no matches", err=True)
+        click.echo(f"no matches for {quoted(query)}" if query else "no matches", err=True)
         return
     tty = sys.stdout.isatty()
     width = shutil.get_terminal_size((120, 24)).columns if tty else None

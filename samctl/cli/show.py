@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from samctl.cli.common import complete_ids, emit_json, examples, finish, report_findings, store_of
+from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, store_of
 from samctl.core import render
 from samctl.safetext import safe_text
 from samctl.core.load import load_conversation
@@ -29,7 +29,7 @@ def _style(text, tag):
 @click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
 @click.option("--all", "show_all", is_flag=True, help="Also show what the app's UI hides (system-generated turns, "
               "empty messages).")
-@click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
+@click.option("--min-importance", type=Number(0, 1), metavar="X",
               help="Only messages whose importance (SAM's score, computed where not stored) is at least X.")
 @click.option("--raw", is_flag=True, help="Print the stored file exactly as it is on disk.")
 @click.option("--pager/--no-pager", default=None, help="Page the output when stdout is a terminal (the default), or never (--no-pager).")

@@ -8,13 +8,13 @@ import sys
 import click
 
 from samctl import errors
-from samctl.cli.common import emit_json, human_size, pasteable, report_findings
+from samctl.cli.common import Number, emit_json, human_size, pasteable, report_findings
 
 FORMATS = click.Choice(("text", "json"))
 
 
 def lock_wait_option(f):
-    return click.option("--lock-wait", type=click.FloatRange(min=0), default=0, show_default=True,
+    return click.option("--lock-wait", type=Number(min=0), default=0, show_default=True,
                         metavar="SECONDS", help="Wait up to SECONDS for another samctl that is writing to this "
                         "store, then give up with exit 5.")(f)
 

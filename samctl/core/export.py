@@ -158,6 +158,15 @@ def plan_output(output: str | None, fmt: str, many: bool, store) -> Plan:
 def _refuse_inside_store(p: Path, store) -> None:
     """UsageError if ``p`` lies in the store, in samctl's own folders beside it (its attic, its lock
     folder) or in the app's folder that holds them all, directly or through a symlink."""
+    what = store_folder_holding(store, p)
+    if what is not None:
+        raise UsageError(f"{p} is inside {what}; export never writes there",
+                         hint="pick a folder outside it, e.g. -o ~/exports")
+
+
+def store_folder_holding(store, p) -> str | None:
+    """Which of the store's folders (the store itself, samctl's attic and lock folder beside it,
+    the app's folder around them) holds ``p``, directly or through a symlink, as words; else None."""
     from samctl.core.attic import attic_dir
     from samctl.core.lock import samctl_dir
 
@@ -167,8 +176,8 @@ def _refuse_inside_store(p: Path, store) -> None:
                          (os.path.realpath(samctl_dir(store)), "samctl's own folder"),
                          (app, f"{store.app_name}'s folder ({app})")):
         if folder is not None and fsafe.is_inside(folder, p):
-            raise UsageError(f"{p} is inside {what}; export never writes there",
-                             hint="pick a folder outside it, e.g. -o ~/exports")
+            return what
+    return None
 
 
 def _app_folder(store) -> str | None:

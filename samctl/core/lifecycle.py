@@ -34,6 +34,7 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.core import attic as atticmod
 from samctl.core import tarscan, tarzst
+from samctl.core.listing import title_key
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import ERROR, WARNING, Finding, last_activity, recency
 from samctl.core.repair import drop_journal, settle, write_batch
@@ -131,7 +132,7 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
     if keep_last:
         newest = sorted(metas.values(), key=recency, reverse=True)
         keep = {m.id for m in newest[:keep_last]}
-    needle = title.casefold() if title is not None else None
+    needle = title_key(title) if title is not None else None
     pinned_named = []
     for cid in chosen:
         m = metas.get(cid)
@@ -142,7 +143,7 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
         if older_than is not None and (t.updated_ts is None or t.updated_ts > now - older_than
                                        or (t.active_ts or 0.0) > now - older_than):
             continue
-        if needle is not None and needle not in (t.title or "").casefold():
+        if needle is not None and needle not in title_key(t.title or ""):
             continue
         if empty and not _is_empty(store, cid, t):
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from samctl.core.model import recency
@@ -26,7 +27,7 @@ def list_conversations(store, query: ListQuery, findings: list) -> list:
     if query.since is None and query.until is None and not query.pinned and not query.title:
         return _ordered(metas, query)
     out = []
-    needle = query.title.casefold() if query.title else None
+    needle = title_key(query.title) if query.title else None
     for m in metas:
         t = recency(m)
         if query.since is not None and t < query.since:
@@ -35,10 +36,17 @@ def list_conversations(store, query: ListQuery, findings: list) -> list:
             continue
         if query.pinned and not m.pinned:
             continue
-        if needle is not None and needle not in m.title.casefold():
+        if needle is not None and needle not in title_key(m.title):
             continue
         out.append(m)
     return _ordered(out, query)
+
+
+def title_key(text: str) -> str:
+    """What ``--title`` compares: casefolded and NFC-normalised, as ``search --exact`` does (a
+    decomposed "résumé" typed on one system finds the precomposed one stored by another)."""
+    low = text.casefold()
+    return low if low.isascii() else unicodedata.normalize("NFC", low)
 
 
 def _ordered(out: list, query: ListQuery) -> list:

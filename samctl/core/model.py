@@ -41,7 +41,7 @@ class Finding:
     conversation: str | None = None
 
     def to_dict(self) -> dict:
-        d = {"code": self.code, "severity": self.severity, "path": self.path, "reason": self.reason}
+        d = {"code": self.code, "severity": self.severity, "path": _shown(self.path), "reason": self.reason}
         if self.conversation:
             d["conversation"] = self.conversation
         return d
@@ -49,7 +49,17 @@ class Finding:
     def line(self) -> str:
         """``severity: code: path: reason`` on one line, every control character escaped: the path is a file
         name from the store and the reason may quote the file, and the line goes to a terminal."""
-        return safe_text(f"{self.severity}: {self.code}: {self.path}: {self.reason}", lines=False)
+        return safe_text(f"{self.severity}: {self.code}: {_shown(self.path)}: {self.reason}", lines=False)
+
+
+def _shown(path) -> str:
+    """An absolute path by samctl's one rule (``fsafe.shown``); anything else as it is (a path built
+    from a relative --root already is relative to the current folder; some "paths" are ids)."""
+    import os
+
+    from samctl import fsafe
+
+    return fsafe.shown(path) if isinstance(path, str) and os.path.isabs(path) else path
 
 
 @dataclass(slots=True)

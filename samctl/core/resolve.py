@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 
+from samctl.safetext import quoted
 from samctl.errors import NotFound, UsageError
 
 
@@ -56,7 +57,7 @@ class Listed:
 
 def resolve_id(store, text: str) -> str:
     if not isinstance(text, str) or not store.prefix_ok(text):
-        shown = repr(text)[:60]
+        shown = quoted(text)
         raise UsageError(
             f"{shown} is not a {store.name} conversation id or id prefix",
             hint=f"ids look like {store.id_rule}; `samctl ls` lists them",
@@ -67,14 +68,14 @@ def resolve_id(store, text: str) -> str:
     view = store if isinstance(store, Listed) else Listed(store)
     matches = view.matches(want)
     if not matches:
-        raise NotFound(f"no conversation matches {text!r} in {view.conv_dir}", hint=view.hint)
+        raise NotFound(f"no conversation matches {quoted(text)} in {view.conv_dir}", hint=view.hint)
     if len(matches) > 1:  # a prefix of one conversation and of folders holding none (SAM scopes) names it
         real = [m for m in matches if view.holds_conversation(m)]
         if len(real) == 1:
             return real[0]
     if len(matches) > 1:
         some = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
-        raise UsageError(f"{text!r} is ambiguous: {len(matches)} conversations match ({some})",
+        raise UsageError(f"{quoted(text)} is ambiguous: {len(matches)} conversations match ({some})",
                          hint="type more of the id")
     return matches[0]
 

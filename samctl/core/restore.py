@@ -27,6 +27,7 @@ from samctl.core import lifecycle, tarscan, tarzst
 from samctl.core.lifecycle import Report, attic_view, reason
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import ERROR, Finding
+from samctl.safetext import quoted
 from samctl.core.repair import drop_journal, place, settle, write_batch, write_journal
 from samctl.core.resolve import resolve_id
 from samctl.errors import NotFound, SamctlError, UsageError
@@ -53,7 +54,7 @@ def find_entry(store, text: str | None, entry_name: str | None = None) -> atticm
                 hint="`samctl attic` lists the entries")
         e = match[0]
         if text is not None and not e.id.startswith(store.normalize_prefix(text)):
-            raise UsageError(f"entry {e.stem} holds {e.id}, not {text!r}")
+            raise UsageError(f"entry {e.stem} holds {e.id}, not {quoted(text)}")
         return e
     if text is None:
         raise UsageError("name the conversation to restore", hint="`samctl attic` lists what can be restored")

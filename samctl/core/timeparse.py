@@ -85,11 +85,11 @@ def parse_age(text: str) -> float:
     either case, except ``M``: in restic and borg it is months, so ``6M`` is refused, never six
     minutes."""
     if _MONTHS_RE.fullmatch(text):
-        raise UsageError(f"{text!r} is ambiguous: samctl's m is minutes, and it has no months",
+        raise UsageError(f"{_quoted(text)} is ambiguous: samctl's m is minutes, and it has no months",
                          hint=f"write {text.strip()[:-1].strip()}m for minutes, or days (180d is about six months)")
     m = _AGE_RE.match(text.strip().lower())
     if not m:
-        raise UsageError(f"{text!r} is not an age", hint="write it like 30m, 12h, 7d, 2w or 1y")
+        raise UsageError(f"{_quoted(text)} is not an age", hint="write it like 30m, 12h, 7d, 2w or 1y")
     return float(m.group(1)) * _AGE_UNITS[m.group(2)]
 
 
@@ -138,7 +138,7 @@ def parse_when(text: str, now: float | None = None, end: bool = False) -> float:
         if v is not None:
             return v
     raise UsageError(
-        f"{text!r} is not a date or an age",
+        f"{_quoted(text)} is not a date or an age",
         hint="use an age like 7d or 12h, a date like 2026-08-01, or 2026-08-01T14:00",
     )
 
@@ -163,3 +163,9 @@ def format_local(ts: float | None) -> str:
         return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
     except (OverflowError, OSError, ValueError):
         return "-"
+
+
+def _quoted(text) -> str:
+    from samctl.safetext import quoted
+
+    return quoted(text)

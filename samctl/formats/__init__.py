@@ -8,12 +8,14 @@ if present, else SAM's default location.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import re
 from pathlib import Path
 
-from samctl.errors import NotFound
+from samctl import fsafe
+from samctl.errors import Denied, NotFound
 from samctl.formats.base import Caps, Store
 
 SAM_DEFAULT_BASE = Path("~/Library/Application Support/SAM")
@@ -29,6 +31,8 @@ def _looks_like_sam_conversations(p: Path) -> bool:
             for e in it:
                 if _UUID_NAME.match(e.name) and e.is_dir(follow_symlinks=False):
                     return True
+    except PermissionError:
+        raise  # a folder samctl may not list: locate says so
     except OSError:
         return False
     return False
@@ -38,14 +42,42 @@ def _looks_like_mermaid_conversations(p: Path) -> bool:
     try:
         with os.scandir(p) as it:
             return any(_MERMAID_NAME.match(e.name) for e in it)
+    except PermissionError:
+        raise
     except OSError:
         return False
 
 
 def locate(root: str | None) -> tuple[str, Path, Path]:
-    """(store name, conversations folder, base folder) for a ``--root`` value."""
+    """(store name, conversations folder, base folder) for a ``--root`` value.
+
+    Raises NotFound (exit 4) for no store, and for a folder on the way that samctl may not
+    read ("permission denied: PATH"): every command then says the same one line.
+    """
+    try:
+        kind, conv, base = _locate(root)
+        if not os.access(conv, os.R_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "Permission denied", str(conv))
+    except PermissionError as exc:
+        raise denied(exc.filename) from None
+    # every path printed from here on is built on these: printed by fsafe.shown's one rule
+    return kind, Path(fsafe.shown(conv)), Path(fsafe.shown(base))
+
+
+def denied(path) -> Denied:
+    """The error for a store path samctl may not read: names the first folder on ``path`` that
+    samctl may not enter, else ``path`` itself (a folder it may enter but not list, or a file)."""
+    return Denied(fsafe.shown(fsafe.first_closed(path or ".")),
+                  hint="samctl needs to read the store's folders; check their owner and mode (ls -ld), "
+                       "or run samctl as the user who owns them")
+
+
+def _locate(root: str | None) -> tuple[str, Path, Path]:
     if root is None:
-        here = Path.cwd() / ".mermaid" / "conversations"
+        try:
+            here = Path.cwd() / ".mermaid" / "conversations"
+        except FileNotFoundError:  # the current folder was removed: it holds no project
+            here = Path("/nonexistent")
         if here.is_dir():
             return "mermaid", here, here.parent
         sam = SAM_DEFAULT_BASE.expanduser()
@@ -56,8 +88,13 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
             hint="point samctl at one with --root PATH or SAMCTL_ROOT",
         )
     p = Path(root).expanduser()
-    if not p.exists():
-        raise NotFound(f"{root}: no such folder", hint="check the path given with --root or SAMCTL_ROOT")
+    try:
+        os.stat(p)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise PermissionError(exc.errno, exc.strerror, str(p)) from None
+        what = "symlink loop" if exc.errno == errno.ELOOP else "no such folder"
+        raise NotFound(f"{root}: {what}", hint="check the path given with --root or SAMCTL_ROOT") from None
     if not p.is_dir():
         raise NotFound(f"{root}: is not a folder", hint="--root takes a folder")
     if (p / ".mermaid" / "conversations").is_dir():
@@ -95,6 +132,8 @@ def _looks_like_sam_base(p: Path) -> bool:
 def _safe_iterdir(p: Path):
     try:
         yield from os.scandir(p)
+    except PermissionError:
+        raise
     except OSError:
         return
 

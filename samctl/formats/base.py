@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from samctl import fsafe
 from samctl.core.model import ERROR, Finding
-from samctl.errors import FileProblem, NotFound, UsageError
+from samctl.errors import Denied, FileProblem, NotFound, UsageError
 
 
 @dataclass
@@ -61,9 +61,17 @@ class Store:
         self.caps = caps or Caps()
         self.root_real = str(Path(conv_dir).resolve())
         # A cache folder inside the store would put samctl's files among the app's, and make a
-        # read-only command write there: such a run uses no cache (the CLI says so).
-        self.cache_in_store = cache and fsafe.is_inside(self.root_real, fsafe.cache_dir())
-        self.use_cache = cache and not self.cache_in_store
+        # read-only command write there; one samctl cannot write or make is no use: such a run
+        # uses no cache, and ``cache_note`` says why (the CLI prints it once; it also turns the
+        # cache off for a cache folder in the app's folders around the store).
+        self.cache_note = None  # (finding code, reason) when the cache is off for one of those reasons
+        if cache:
+            if fsafe.is_inside(self.root_real, fsafe.cache_dir()):
+                self.cache_note = ("cache-in-store", "samctl's cache folder is inside the store")
+            else:
+                why = fsafe.cache_unusable(fsafe.cache_dir())
+                self.cache_note = ("cache-unusable", f"samctl cannot use its cache folder: {why}") if why else None
+        self.use_cache = cache and self.cache_note is None
 
     # ids -------------------------------------------------------------
     def valid_id(self, text: str) -> bool:
@@ -121,6 +129,9 @@ class Store:
         """``load_reported`` for an id taken from a listing: a conversation that vanished since is a finding."""
         try:
             return self.load_reported(cid, findings)
+        except Denied as exc:
+            findings.append(Finding("unreadable", exc.path, "permission denied", ERROR, cid))
+            return None
         except NotFound as exc:
             findings.append(Finding("missing", str(self.conv_dir), f"{cid}: {exc.message} (removed while samctl "
                                     "ran?)", ERROR, cid))

@@ -144,7 +144,7 @@ def invoke(args: list, env: dict | None = None) -> Outcome:
 
 def invoke_subprocess(args: list, env: dict | None = None, timeout: float = HANG_SECONDS) -> Outcome:
     """The same through a real process (``python -m samctl``): what a user's shell sees."""
-    full_env = dict(os.environ, **(env or {}))
+    full_env = {k: v for k, v in dict(os.environ, **(env or {})).items() if v is not None}  # None: unset
     full_env.pop("SAMCTL_DEBUG", None)
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     try:

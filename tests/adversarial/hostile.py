@@ -64,6 +64,7 @@ class Ctx:
     outside: Path  # a folder beside the store that symlinks point into
     store: str
     cleanups: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)  # environment for every command run on the tree (None: unset)
 
     def p(self, rel: str) -> Path:
         return self.conv / rel
@@ -1377,13 +1378,14 @@ def permission_cases(store: str) -> list[Case]:
                       fast=spot in ("snapshot", "conversation")))
         out.append(mk(f"permissions/{spot}-world-writable", chmod(rel, 0o666, create), [("mode", rel)], target=tgt))
     for what, rel in folders.items():
-        exits = frozenset({0, 3, 4}) if rel == "." else frozenset({0, 3})
-        exp = [("unreadable", rel if rel != "." else None)]
+        # a conversations folder samctl may not list: every command says "permission denied" (exit 4)
+        exits = frozenset({4}) if rel == "." else frozenset({0, 3})
+        exp = [] if rel == "." else [("unreadable", rel)]
         if what == "conversation-folder":
             exp.append(Expect("unreadable", rel + "/conversation.json", "ls-jsonl"))  # ls says so too
         out.append(mk(f"permissions/{what}-unreadable", chmod(rel, 0o000), exp,
                       needs="nonroot", target=tgt, global_exits=exits))
-        out.append(mk(f"permissions/{what}-exec-only", chmod(rel, 0o100), [("unreadable", rel if rel != "." else None)],
+        out.append(mk(f"permissions/{what}-exec-only", chmod(rel, 0o100), [] if rel == "." else [("unreadable", rel)],
                       needs="nonroot", target=tgt, global_exits=exits))
         out.append(mk(f"permissions/{what}-world-open", chmod(rel, 0o777), [("mode", rel if rel != "." else None)],
                       target=tgt, fast=rel == "."))
@@ -1428,13 +1430,52 @@ def baseline(store: str) -> Case:
     return mk("baseline/healthy-demo", lambda ctx: None, [], target=MID if store == "mermaid" else SID, fast=True)
 
 
+# ---- the folders above the conversations folder, and samctl's cache folder (issue 20, finding 2)
+def store_path_cases(store: str) -> list[Case]:
+    """The store's own folders above ``conversations/`` closed (every command: exit 4, "permission
+    denied"), or enterable but not listable; and a home or cache folder samctl cannot use (the
+    command runs without the cache, says so once, and creates nothing)."""
+    mk, tgt = (_m, M2) if store == "mermaid" else (_s, S2)
+    spots = {"project": lambda ctx: ctx.root, "dotmermaid": lambda ctx: ctx.root / ".mermaid"} \
+        if store == "mermaid" else {"base": lambda ctx: ctx.root}
+    out = []
+
+    def close(where, mode):
+        def build(ctx):
+            os.chmod(where(ctx), mode)
+        return build
+    for spot, where in spots.items():
+        out.append(mk(f"permissions/{spot}-unreadable", close(where, 0o000), [], needs="nonroot", target=tgt,
+                      global_exits=frozenset({4})))
+        # enterable, not listable: the store is found by name; nothing may crash on the folder above it
+        out.append(mk(f"permissions/{spot}-exec-only", close(where, 0o100), [], needs="nonroot", target=tgt))
+
+    def home(make, cache_env=None):
+        def build(ctx):
+            h = ctx.case_dir / "home"
+            make(ctx, h)
+            ctx.env.update({"HOME": str(h), "XDG_CACHE_HOME": None, "SAMCTL_CACHE_DIR": cache_env and cache_env(ctx)})
+        return build
+    note = [Expect("cache-unusable", None, "ls")]
+    out.append(mk("cache/home-missing", home(lambda ctx, h: None), note, target=tgt, fast=store == "sam"))
+    out.append(mk("cache/home-unreadable", home(lambda ctx, h: h.mkdir(mode=0)), note, target=tgt, needs="nonroot"))
+    out.append(mk("cache/cache-folder-unreadable", home(lambda ctx, h: (h / ".cache").mkdir(mode=0, parents=True)),
+                  note, target=tgt, needs="nonroot"))
+    out.append(mk("cache/cache-folder-is-a-file", home(lambda ctx, h: put(h / "cache", "x"), lambda ctx: str(
+        ctx.case_dir / "home" / "cache")), note, target=tgt))
+    app = (lambda ctx: str(ctx.root / ".mermaid")) if store == "mermaid" else (lambda ctx: str(ctx.root))
+    out.append(mk("cache/cache-folder-in-app-folder", home(lambda ctx, h: h.mkdir(mode=0o700), app),
+                  [Expect("cache-in-store", None, "ls")], target=tgt, fast=True))
+    return out
+
+
 # ------------------------------------------------------------------------------------------ registry
 def cases() -> list[Case]:
     out = [baseline("mermaid"), baseline("sam")]
     out += mermaid_traversal() + sam_traversal()
     for store in ("mermaid", "sam"):
         out += special_files(store) + size_cases(store) + encoding_cases(store) + attic_cases(store)
-        out += permission_cases(store) + cli_cases(store)
+        out += permission_cases(store) + cli_cases(store) + store_path_cases(store)
     out += mermaid_structure() + sam_structure() + sqlite_cases()
     out += sqlite_writer_cases() + scope_in_doubt_cases()
     names = [c.name for c in out]

@@ -105,7 +105,7 @@ def run_writes(case, tmp_path) -> None:
             if key == "compact-logs":
                 age(ctx.conv)  # compact leaves alone logs written in the last minute
                 seen = inodes(ctx.root)
-            out = invoke(["--root", str(ctx.root), *case.args, *args])
+            out = invoke(["--root", str(ctx.root), *case.args, *args], env=ctx.env or None)
             TALLY.cases += 1
             results[key] = out
             label = f"{case.name}: samctl {' '.join(a[:60] for a in args)}"

@@ -27,6 +27,7 @@ import sqlite3
 
 from samctl import fsafe
 from samctl.core.model import WARNING
+from samctl.safetext import quoted
 from samctl.formats.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.formats.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
                                            SQLITE_ERRORS, _BadText, _open_checked, _Reporter, sqlite_finding,
@@ -47,7 +48,7 @@ def _check_archive(r, rep: _Reporter, scope_id: str | None, loads) -> dict | Non
         rep.add("archive-bad-id", f"{at}: id {aid!r} is not a UUID")
         return None
     if not is_uuid(cid):
-        rep.add("archive-bad-id", f"{at} ({aid}): conversation_id {cid!r} is not a UUID")
+        rep.add("archive-bad-id", f"{at} ({aid}): conversation_id {quoted(cid)} is not a UUID")
         return None
     at = f"{at} ({aid})"
     for col, val in (("messages_json", mjson), ("summary", summary), ("key_topics_json", topics_json),

@@ -150,7 +150,13 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
         cst = os.lstat(conv)
     except FileNotFoundError:
         cst = None
-    except OSError:  # a folder closed to us: it may hold a conversation, using any scope
+    except PermissionError:
+        # A folder samctl may not enter may well hold a conversation, using any scope: "unreadable",
+        # never also a leftover.
+        found.append(Finding("unreadable", path, "permission denied: cannot tell what the folder holds",
+                             conversation=name.upper() if UUID_RE.match(name) else None))
+        return found, fixes, UNKNOWN, True
+    except OSError:  # (a folder closed to us otherwise: it may hold a conversation, using any scope)
         _check_folder_files(store, path, None, found, fixes, fix)  # (says it cannot be listed)
         return found, fixes, UNKNOWN, True
     if cst is None:

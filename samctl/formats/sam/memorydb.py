@@ -47,6 +47,7 @@ from datetime import datetime
 
 from samctl import fsafe
 from samctl.core.model import WARNING
+from samctl.safetext import quoted
 from samctl.errors import Busy, FileProblem
 from samctl.formats.sam.archivedb import ARCHIVE_REASONS, create_archive_db, encode_archive_messages, read_archives
 from samctl.formats.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
@@ -149,7 +150,7 @@ def _check_memory(r, rep: _Reporter, scope_id: str | None) -> MemoryRow | None:
         rep.add("memory-bad-id", f"{at}: id {mid!r} is not a UUID (SAM crashes reading this row)")
         return None
     if not is_uuid(cid):
-        rep.add("memory-bad-id", f"{at} ({mid}): conversation_id {cid!r} is not a UUID (SAM crashes on it)")
+        rep.add("memory-bad-id", f"{at} ({mid}): conversation_id {quoted(cid)} is not a UUID (SAM crashes on it)")
         return None
     at = f"{at} ({mid})"
     for col, val in (("content", content), ("content_type", ctype)):

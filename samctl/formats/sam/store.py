@@ -33,7 +33,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.core.model import WARNING, Conversation, ConversationMeta, Finding, recency
-from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
+from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
 from samctl.formats import workers
 from samctl.formats.base import Store
 from samctl.formats.metacache import RACY_SECONDS, MetaCache
@@ -325,6 +325,12 @@ class SamStore(Store):
     # loading ---------------------------------------------------------------
     def load(self, cid: str, findings: list):
         p = self._primary(cid)
+        try:
+            os.lstat(p)
+        except PermissionError:  # its folder is closed to samctl: say so, not "no conversation"
+            raise Denied(fsafe.shown(fsafe.first_closed(p.parent))) from None
+        except OSError:
+            pass
         if fsafe.lstat(p) is None:
             legacy = self._legacy_docs(findings).get(cid.upper())
             if legacy is not None:
