@@ -350,6 +350,11 @@ class SamStore(Store):
         from samctl.formats.sam import lifecycle
 
         self._refuse_odd(cid)
+        folder = self.folder(cid)
+        if folder.name != cid.upper():  # (its lowercase twin) an attic entry's members are named by its id exactly
+            raise SamctlError(f"{cid.upper()} lives in the folder {folder.name!r}, which is not named exactly by its "
+                              "id; samctl moves a conversation only together with its own folder",
+                              hint=f"with SAM not running, rename {folder.name!r} to {cid.upper()}, then try again")
         return lifecycle.conversation_files(self, cid, refs, stats=stats)
 
     def topic_refs(self) -> dict:

@@ -1,0 +1,111 @@
+"""Issue 20, findings 4-6: attic member names match the entry's id byte for byte; a writing command
+selects again under the lock; interrupted moves are settled (or, by `check`, reported) first."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from tests.conftest import fingerprint
+
+SID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
+MID = "20260810_140307_512"
+
+
+def _entry(attic: Path, cid: str) -> tuple[Path, Path]:
+    m = sorted(attic.glob(f"{cid}.*.manifest.json"))[-1]
+    return m, m.with_name(m.name[: -len(".manifest.json")] + ".tar.zst")
+
+
+def unchanged(root: Path) -> dict:
+    """The conversations and attic entries (a writing command may touch its lock and scratch folders)."""
+    return {k: v for k, v in fingerprint(root).items() if not k.startswith((".samctl", "samctl-attic/."))}
+
+
+def rename_members(manifest: Path, tar: Path, rename) -> None:
+    """Rewrite an entry with every member renamed by ``rename(name)``, hashes and sizes kept right."""
+    raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(tar.read_bytes())).read()
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(raw)) as src, tarfile.open(fileobj=out, mode="w",
+                                                                    format=tarfile.PAX_FORMAT) as dst:
+        for ti in src.getmembers():
+            data = src.extractfile(ti).read() if ti.isreg() else None
+            ti.name = rename(ti.name)
+            dst.addfile(ti, io.BytesIO(data) if data is not None else None)
+    blob = zstandard.ZstdCompressor().compress(out.getvalue())
+    tar.write_bytes(blob)
+    d = json.loads(manifest.read_bytes())
+    d["tar"]["size"], d["tar"]["sha256"] = len(blob), hashlib.sha256(blob).hexdigest()
+    for m in d["members"]:
+        m["name"] = rename(m["name"])
+    manifest.write_bytes(json.dumps(d, indent=2).encode())
+
+
+# --- finding 4: member names are the entry's id, byte for byte ---------------------------------------
+
+@pytest.mark.parametrize("variant", [str.lower, lambda s: s[:4].lower() + s[4:],
+                                     lambda s: s.replace("A", "\uff21")])  # lowercase, mixed, fullwidth (NFKC-equal)
+def test_a_sam_member_named_like_the_id_but_not_exactly_is_refused(variant, run, sam_demo):
+    assert run("--root", sam_demo, "rm", SID).exit_code == 0
+    manifest, tar = _entry(sam_demo / "samctl-attic", SID)
+    rename_members(manifest, tar, lambda n: variant(SID) + n[len(SID):])
+    before = unchanged(sam_demo)
+    r = run("--root", sam_demo, "attic", "--verify")
+    assert r.exit_code == 3 and "attic-bad-manifest" in r.stderr and "not a plain name" in r.stderr, r.output
+    r = run("--root", sam_demo, "restore", SID)
+    assert r.exit_code in (1, 4) and "no attic entry of" in r.stderr, r.output
+    assert unchanged(sam_demo) == before
+    assert not any(p.name.upper() == SID and p.name != SID for p in (sam_demo / "conversations").iterdir())
+
+
+def test_a_member_that_differs_only_in_the_tar_is_refused_too(run, sam_demo):
+    """The manifest names the members right, the archive lowercase: --verify and restore refuse it."""
+    assert run("--root", sam_demo, "rm", SID).exit_code == 0
+    manifest, tar = _entry(sam_demo / "samctl-attic", SID)
+    d = manifest.read_bytes()
+    rename_members(manifest, tar, lambda n: SID.lower() + n[len(SID):])
+    fixed = json.loads(manifest.read_bytes())
+    fixed["members"] = json.loads(d)["members"]
+    manifest.write_bytes(json.dumps(fixed, indent=2).encode())
+    before = unchanged(sam_demo)
+    r = run("--root", sam_demo, "attic", "--verify")
+    assert r.exit_code == 3 and ("attic-unsafe" in r.stderr or "attic-tampered" in r.stderr), r.output
+    r = run("--root", sam_demo, "restore", SID)
+    assert r.exit_code != 0 and "damaged or not samctl's" in r.stderr, r.output
+    assert unchanged(sam_demo) == before
+
+
+def test_a_conversation_in_a_lowercase_folder_is_not_moved(run, sam_demo):
+    """rm would make an entry whose members differ from its id by case: it refuses and says how to fix it."""
+    conv = sam_demo / "conversations"
+    (conv / SID).rename(conv / SID.lower())
+    before = unchanged(sam_demo)
+    r = run("--root", sam_demo, "rm", SID)
+    assert r.exit_code == 1 and "not named exactly by its id" in r.stderr and f"rename" in r.stderr, r.output
+    assert unchanged(sam_demo) == before
+
+
+def test_an_entry_whose_id_is_not_as_samctl_names_it_is_refused(run, sam_demo):
+    """A SAM entry renamed to the lowercase id throughout (stem, manifest, members) would restore a
+    lowercase folder beside the conversation: not an entry samctl made, so refused."""
+    assert run("--root", sam_demo, "rm", SID).exit_code == 0
+    manifest, tar = _entry(sam_demo / "samctl-attic", SID)
+    rename_members(manifest, tar, lambda n: SID.lower() + n[len(SID):])
+    d = json.loads(manifest.read_bytes())
+    stem = manifest.name[: -len(".manifest.json")].replace(SID, SID.lower())
+    d["id"], d["tar"]["name"] = SID.lower(), stem + ".tar.zst"
+    (manifest.parent / (stem + ".manifest.json")).write_bytes(json.dumps(d, indent=2).encode())
+    tar.rename(manifest.parent / (stem + ".tar.zst"))
+    manifest.unlink()
+    before = unchanged(sam_demo)
+    r = run("--root", sam_demo, "attic", "--verify")
+    assert r.exit_code == 3 and "attic-bad-manifest" in r.stderr, r.output
+    r = run("--root", sam_demo, "restore", SID.lower())
+    assert r.exit_code in (1, 4), r.output
+    assert unchanged(sam_demo) == before
