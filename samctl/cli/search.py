@@ -88,7 +88,7 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
         if progress:
             progress.done()
     if touch:
-        _touch(store, hits, force, lock_wait)
+        findings += _touch(store, hits, force, lock_wait)
     if fmt == "json":
         emit_json([h.to_dict() for h in hits])
     elif fmt == "jsonl":
@@ -99,14 +99,19 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
     finish(findings)
 
 
-def _touch(store, hits, force, lock_wait) -> None:
+def _touch(store, hits, force, lock_wait) -> list:
     from samctl.core import search as core
     from samctl.core.lock import ensure_app_idle, store_lock
+    from samctl.core.repair import settle
 
     with store_lock(store, lock_wait):
         ensure_app_idle(store, force=force)
+        repaired, left = settle(store)  # interrupted moves first, as every writing command does
         n = core.touch(store, hits)
+    for line in repaired:
+        click.echo(f"repaired: {line}", err=True)
     click.echo(f"touched {n} memor{'y' if n == 1 else 'ies'} (access_count + 1, last_accessed = now)", err=True)
+    return left  # (what settling had to leave: findings of this run)
 
 
 def _table(hits, query: str) -> None:

@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from samctl import fsafe
+from samctl.core import repair
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
+from samctl.core.model import WARNING, Finding
 from samctl.core.resolve import resolve_id
-from samctl.errors import SamctlError, UsageError
+from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.formats.mermaid import tail
 from samctl.formats.mermaid.tail import TailRepair
 
@@ -74,6 +76,7 @@ class RecoveryPlan:
     partial: list = field(default_factory=list)  # what stays broken after the recovery (the command exits 3)
     written: list = field(default_factory=list)
     warnings: list = field(default_factory=list)  # Findings: a dry run's word that the real run would be refused
+    repaired: list = field(default_factory=list)  # interrupted moves settled first (lines)
     in_place_only: list = field(default_factory=list)  # lines of ``changes`` that only an in-place recovery makes
 
     def change_in_place(self, line: str) -> None:
@@ -107,6 +110,7 @@ class RecoveryPlan:
             "written": [str(p) for p in self.written],
             "left_broken": self.partial,
             "findings": [f.to_dict() for f in self.warnings],
+            "repaired": self.repaired,
         }
 
 
@@ -206,17 +210,35 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
     if to is not None:
         to = destination(store, plan, to)
         plan.document_only()
-    if dry_run or (plan.nothing_to_do and to is None):
+    held = to is None and cid in repair.pending_ids(store)  # half moved: the move is settled first
+    if dry_run or (plan.nothing_to_do and to is None and not held):
         if dry_run and to is None and not plan.nothing_to_do:  # (--to writes outside the store: nothing refuses)
             plan.warnings = would_refuse(store, [cid], force)
+        if dry_run and held:
+            plan.warnings.append(Finding("pending-move", str(plan.target), f"an interrupted move holds {cid}: the real "
+                                         "run finishes or undoes it first, which changes what there is to recover",
+                                         WARNING, cid))
         return plan
     if to is not None:
         return execute(plan, to=to)
     ensure_app_idle(store, [cid], force)
     with store_lock(store, lock_wait):
-        if _stamps(formats_recover.inputs(store, cid, source)) != stamps:  # the files moved on: plan again
-            plan = formats_recover.plan_recovery(store, cid, source)
-        return execute(plan)
+        repaired, left = repair.settle(store)  # as every writing command does, before it reads what to write
+        if cid in repair.pending_ids(store):
+            raise SamctlError(f"an interrupted move of {cid} could not be settled; nothing was recovered",
+                              hint="`samctl attic` says what is wrong; `samctl attic --repair` tries again")
+        if repaired or _stamps(formats_recover.inputs(store, cid, source)) != stamps:  # the files moved on
+            try:
+                plan = formats_recover.plan_recovery(store, cid, source)
+            except SamctlError:  # (NotFound, or "nothing to recover")
+                if not held or cid in set(store.all_ids()):
+                    raise
+                raise NotFound(f"{cid} was on its way to the attic when a samctl was interrupted; that move is now "
+                               "finished, so there is nothing in the store to recover",
+                               hint=f"`samctl restore {cid}` brings it back") from None
+        plan = execute(plan)
+        plan.repaired, plan.warnings = repaired, plan.warnings + left
+        return plan
 
 
 def _stamps(paths: list) -> list:

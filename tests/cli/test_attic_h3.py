@@ -109,3 +109,97 @@ def test_an_entry_whose_id_is_not_as_samctl_names_it_is_refused(run, sam_demo):
     r = run("--root", sam_demo, "restore", SID.lower())
     assert r.exit_code in (1, 4), r.output
     assert unchanged(sam_demo) == before
+
+
+# --- finding 6: interrupted moves are settled first, and `check` reports them -------------------------
+
+def half_moved(tmp_path: Path, build, args: list, predicate, monkeypatch) -> Path:
+    """A tree where ``args`` was killed (SIGKILL) at the first write step after which ``predicate(root)`` holds."""
+    import os
+    import shutil
+
+    from tests.test_faults import KILLED, _run_child
+
+    monkeypatch.setattr(os, "fsync", lambda fd: None)  # (a kill loses nothing the kernel has)
+    template = tmp_path / "template"
+    build(template)
+    for n in range(1, 200):
+        root = tmp_path / f"n{n}"
+        shutil.copytree(template, root, symlinks=True)
+        code = _run_child(["--root", str(root), *args], n, "kill")
+        assert code == KILLED, f"the command completed before {predicate.__doc__}"
+        if predicate(root):
+            return root
+        shutil.rmtree(root)
+    raise AssertionError("never reached")
+
+
+def _log_only(root: Path) -> bool:
+    """the session was log-only"""
+    c = root / ".mermaid" / "conversations"
+    return (c / f"{MID}.jsonl").exists() and not (c / f"{MID}.json").exists() and not (c / f"{MID}.meta").exists()
+
+
+@pytest.fixture
+def log_only(tmp_path, monkeypatch):
+    """A mermaid tree where `rm MID` was killed with only the session's log left in the store."""
+    from tests.conftest import make_fixtures
+
+    return half_moved(tmp_path, make_fixtures.build_demo_mermaid, ["rm", MID], _log_only, monkeypatch)
+
+
+def test_check_reports_a_pending_move_and_does_not_advise_recover(run, log_only):
+    before = fingerprint(log_only)
+    r = run("--root", log_only, "check", "--format", "json")
+    assert r.exit_code == 3
+    findings = json.loads(r.stdout)["findings"]
+    pending = [f for f in findings if f["code"] == "pending-move"]
+    assert pending and pending[0]["severity"] == "error" and pending[0].get("conversation") == MID, findings
+    assert "samctl attic --repair" in pending[0]["reason"]
+    assert not [f for f in findings if "samctl recover" in f["reason"] and f.get("conversation") == MID], findings
+    r = run("--root", log_only, "check")
+    assert r.exit_code == 3 and "pending-move" in r.stderr and "1 errors" in r.stderr.splitlines()[-1], r.stderr
+    assert fingerprint(log_only) == before  # check without --fix stays read-only
+
+
+def test_recover_finishes_the_move_first_instead_of_rebuilding_the_session(run, log_only):
+    r = run("--root", log_only, "recover", MID)
+    assert r.exit_code == 4, r.output
+    assert "on its way to the attic" in r.stderr and "now finished" in r.stderr and f"restore {MID}" in r.stderr
+    conv = log_only / ".mermaid" / "conversations"
+    assert not list(conv.glob(f"{MID}.*"))  # finished: not rebuilt, so no later repair can take it away again
+    r = run("--root", log_only, "attic", "--repair")
+    assert r.exit_code == 0 and "nothing to repair" in r.stderr, r.output
+    r = run("--root", log_only, "restore", MID)
+    assert r.exit_code == 0, r.output
+    assert run("--root", log_only, "check").exit_code == 0
+
+
+def test_recover_dry_run_says_a_pending_move_holds_the_conversation(run, log_only):
+    before = fingerprint(log_only)
+    r = run("--root", log_only, "recover", MID, "--dry-run")
+    assert "pending-move" in r.stderr and "finishes or undoes it first" in r.stderr, r.output
+    assert fingerprint(log_only) == before
+
+
+def test_check_fix_settles_the_move_first(run, log_only):
+    r = run("--root", log_only, "check", "--fix")
+    assert "fixed: attic:" in r.stdout and "finished an interrupted move" in r.stdout, r.output
+    assert not list((log_only / ".mermaid" / "samctl-attic" / ".journal").glob("*.json"))
+    assert not list((log_only / ".mermaid" / "conversations").glob(f"{MID}.*"))
+    r = run("--root", log_only, "check")
+    assert "pending-move" not in r.stderr, r.stderr
+
+
+def _sam_half(root: Path) -> bool:
+    """a journal record was left"""
+    return any((root / "samctl-attic" / ".journal").glob("*.json")) if (root / "samctl-attic").exists() else False
+
+
+def test_search_touch_settles_the_move_first(run, tmp_path, monkeypatch):
+    from tests.conftest import make_fixtures
+
+    root = half_moved(tmp_path, make_fixtures.build_demo_sam, ["rm", SID], _sam_half, monkeypatch)
+    r = run("--root", root, "search", "portland", "--touch", "--no-index")
+    assert "repaired:" in r.stderr, r.output
+    assert not list((root / "samctl-attic" / ".journal").glob("*.json"))
