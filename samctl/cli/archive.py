@@ -53,6 +53,8 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
             show_targets(sel.targets, "archive", yes)
         n = len(sel.targets)
         confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
-    report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait)
+    report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait,
+                              again=lambda confirmed: lifecycle.matching(store, confirmed, age, False, title,
+                                                                         include_pinned, keep_last))
     report.kept = kept
     render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)")

@@ -59,12 +59,16 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
         n = len(sel.targets)
         what = f"{n} conversation{'s' if n != 1 else ''}"
         confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?", yes)
+    def again(confirmed):  # under the lock: another samctl may have taken some while this one waited
+        return lifecycle.matching(store, confirmed, age, empty, title, include_pinned, attic_too=purge)
+
     if purge:
-        report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait)
+        report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait, again=again)
         report.kept = kept
         render(report, fmt)
         return
-    report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait)
+    report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait,
+                              again=again)
     report.kept = kept
     first = report.items[0]["id"] if report.items else ""
     render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"

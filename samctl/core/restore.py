@@ -159,9 +159,11 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
         ensure_app_idle(store, ids, force)
         report.repaired, left = settle(store)
         report.findings += left
-        for r in plans:
-            if fsafe.lstat(r.entry.manifest_path) is None:
-                raise NotFound(f"attic entry {r.entry.stem} is gone (another samctl restored or purged it)")
+        # another samctl may have restored or purged some while this one waited for the lock
+        there = {r.entry.id for r in plans if fsafe.lstat(r.entry.manifest_path) is not None}
+        lifecycle.gone_meanwhile(report, [r.entry.id for r in plans], there)
+        plans = [r for r in plans if r.entry.id in there]
+        entries = [r.entry for r in plans]
         if as_new and not {r.new for r in plans}.isdisjoint(store.all_ids()):
             plans = _restore_plans(store, entries, as_new)
         for r in plans:

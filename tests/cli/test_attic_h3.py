@@ -203,3 +203,95 @@ def test_search_touch_settles_the_move_first(run, tmp_path, monkeypatch):
     r = run("--root", root, "search", "portland", "--touch", "--no-index")
     assert "repaired:" in r.stderr, r.output
     assert not list((root / "samctl-attic" / ".journal").glob("*.json"))
+
+
+# --- finding 5: select and confirm before the lock, select again under it --------------------------------
+
+MIDS = ["20260810_140307_512", "20260812_091500_004", "20260901_170000_250"]
+
+
+def another_samctl_first(monkeypatch, module, args_of_other):
+    """``module``'s store_lock lets another samctl (``args_of_other``, run to completion) write first,
+    as if this command had waited on the lock while it ran; then takes the lock for real."""
+    import contextlib
+
+    from click.testing import CliRunner
+
+    from samctl.cli import cli
+    from samctl.core import lock
+
+    real, ran = lock.store_lock, []
+
+    @contextlib.contextmanager
+    def first(store, wait=0.0):
+        if not ran:
+            ran.append(1)
+            r = CliRunner().invoke(cli, [str(a) for a in args_of_other], catch_exceptions=False)
+            ran.append(r)
+        with real(store, wait) as p:
+            yield p
+
+    monkeypatch.setattr(module, "store_lock", first)
+    return ran
+
+
+@pytest.mark.parametrize("cmd", [["rm", "--older-than", "0d", "--yes"], ["archive", "--older-than", "0d", "--yes"],
+                                 ["rm", "--yes", *MIDS], ["rm", "--purge", "--yes", *MIDS]])
+def test_what_another_samctl_took_while_this_one_waited_is_one_line(cmd, run, mermaid_demo, monkeypatch):
+    from samctl.core import lifecycle
+
+    purge = ["--purge"] if "--purge" in cmd else []  # (purge also takes what is in the attic: the other purges)
+    ran = another_samctl_first(monkeypatch, lifecycle, ["--root", mermaid_demo, "rm", "--yes", *purge, *MIDS[:2]])
+    r = run("--root", mermaid_demo, *cmd, "--lock-wait", "30")
+    assert ran[1].exit_code == 0, ran[1].output
+    assert r.exit_code == 0, r.output
+    assert "not-moved" not in r.stderr and "not-purged" not in r.stderr, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if "gone-meanwhile" in ln]
+    assert len(lines) == 1 and "2 of the 3 confirmed" in lines[0] and "left alone" in lines[0], r.stderr
+    assert MIDS[2] in r.stdout and MIDS[0] not in r.stdout
+    attic = mermaid_demo / ".mermaid" / "samctl-attic"
+    for cid in MIDS[:2]:  # what the other one moved stays in the attic, once
+        assert len(list(attic.glob(f"{cid}.deleted.*.manifest.json"))) == (0 if purge else 1)
+
+
+def test_nothing_left_to_do_after_the_wait_is_exit_0(run, mermaid_demo, monkeypatch):
+    from samctl.core import lifecycle
+
+    another_samctl_first(monkeypatch, lifecycle, ["--root", mermaid_demo, "rm", "--yes", *MIDS])
+    r = run("--root", mermaid_demo, "rm", "--older-than", "0d", "--yes", "--lock-wait", "30")
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.stderr.splitlines() if "gone-meanwhile" in ln]
+    assert len(lines) == 1 and "nothing left to do" in lines[0] and "error" not in r.stderr, r.stderr
+
+
+def test_a_conversation_that_no_longer_matches_the_filter_is_left_alone(run, mermaid_demo, monkeypatch):
+    """Selected by --title, retitled by the time the lock is held: not moved."""
+    from samctl.core import lifecycle
+
+    title = json.loads((mermaid_demo / ".mermaid" / "conversations" / f"{MIDS[0]}.meta").read_bytes())["title"]
+    real = lifecycle.settle
+
+    def retitle_then_settle(store, full=False):
+        for ext in ("json", "meta"):
+            p = mermaid_demo / ".mermaid" / "conversations" / f"{MIDS[0]}.{ext}"
+            d = json.loads(p.read_bytes())
+            d["title"] = "something else"
+            p.write_bytes(json.dumps(d).encode())
+        return real(store, full)
+
+    monkeypatch.setattr(lifecycle, "settle", retitle_then_settle)
+    r = run("--root", mermaid_demo, "rm", "--title", title, "--yes")
+    assert r.exit_code == 0 and "nothing left to do" in r.stderr, r.output
+    assert (mermaid_demo / ".mermaid" / "conversations" / f"{MIDS[0]}.json").exists()
+
+
+def test_restore_of_entries_another_samctl_restored_meanwhile(run, mermaid_demo, monkeypatch):
+    from samctl.core import restore
+
+    assert run("--root", mermaid_demo, "rm", "--yes", *MIDS).exit_code == 0
+    another_samctl_first(monkeypatch, restore, ["--root", mermaid_demo, "restore", MIDS[0]])
+    r = run("--root", mermaid_demo, "restore", *MIDS, "--lock-wait", "30")
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.stderr.splitlines() if "gone-meanwhile" in ln]
+    assert len(lines) == 1 and "1 of the 3" in lines[0], r.stderr
+    assert all((mermaid_demo / ".mermaid" / "conversations" / f"{cid}.json").exists() for cid in MIDS)
