@@ -46,7 +46,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     lifecycle.preflight(store, sel)
     kept = say_kept(sel, fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed")
+        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed", store)
         return
     if not dry_run and (not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":

@@ -51,7 +51,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     lifecycle.preflight(store, sel, purge)
     kept = say_kept(sel, fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed")
+        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed", store)
         return
     if not dry_run and (purge or not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":

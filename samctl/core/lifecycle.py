@@ -196,7 +196,8 @@ def gone_meanwhile(report: Report, ids: list, keep: set) -> set:
         report.findings.append(Finding(
             "gone-meanwhile", ", ".join(gone[:3]) + more,
             f"{len(gone)} of the {len(ids)} confirmed conversation{'s' if len(ids) != 1 else ''} no longer "
-            "match (another samctl or the app moved or changed them while this one waited for the lock): "
+            "match (moved or changed meanwhile: by another samctl while this one waited for the lock, by the app, "
+            "or by settling an interrupted move first): "
             + ("left alone" if len(gone) < len(ids) else "nothing left to do"), INFO))
     return keep
 

@@ -295,3 +295,42 @@ def test_restore_of_entries_another_samctl_restored_meanwhile(run, mermaid_demo,
     lines = [ln for ln in r.stderr.splitlines() if "gone-meanwhile" in ln]
     assert len(lines) == 1 and "1 of the 3" in lines[0], r.stderr
     assert all((mermaid_demo / ".mermaid" / "conversations" / f"{cid}.json").exists() for cid in MIDS)
+
+
+def test_restore_after_an_interrupted_restore_finishes_it_instead_of_refusing(run, tmp_path, monkeypatch):
+    """A restore killed with some files placed: `restore` again settles it first (the entry is then
+    gone: nothing left to do), where it used to refuse because the conversation "exists again"."""
+    from tests.conftest import make_fixtures
+
+    def build(root):
+        make_fixtures.build_demo_mermaid(root)
+        assert run("--root", root, "rm", MID).exit_code == 0
+
+    def half(root: Path) -> bool:
+        """some files were placed"""
+        c = root / ".mermaid" / "conversations"
+        return any(c.glob(f"{MID}.*")) and any((root / ".mermaid" / "samctl-attic").glob(f"{MID}.*.manifest.json"))
+
+    root = half_moved(tmp_path, build, ["restore", MID], half, monkeypatch)
+    r = run("--root", root, "restore", MID)
+    assert r.exit_code == 0 and "repaired:" in r.stderr and "nothing left to do" in r.stderr, r.output
+    assert all((root / ".mermaid" / "conversations" / f"{MID}.{e}").exists() for e in ("json", "meta", "jsonl"))
+    assert run("--root", root, "check").exit_code == 0
+
+
+def test_rm_with_nothing_to_act_on_says_a_move_is_pending(run, log_only):
+    r = run("--root", log_only, "rm", "--title", "no such title anywhere", "--yes")
+    assert r.exit_code == 0 and "nothing matches" in r.stderr and "attic-interrupted" in r.stderr, r.output
+
+
+def test_restore_of_an_id_a_pending_move_holds_says_what_settles_it(run, tmp_path, monkeypatch):
+    from tests.conftest import make_fixtures
+
+    def journal_only(root: Path) -> bool:
+        """only the journal record was written"""
+        a = root / ".mermaid" / "samctl-attic"
+        return any((a / ".journal").glob("*.json")) and not any(a.glob("*.manifest.json"))
+
+    root = half_moved(tmp_path, make_fixtures.build_demo_mermaid, ["rm", MID], journal_only, monkeypatch)
+    r = run("--root", root, "restore", MID)
+    assert r.exit_code == 4 and "interrupted move is pending" in r.stderr, r.output
