@@ -206,12 +206,20 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
             raise UsageError("--use adopts a mermaid .conflict file; for SAM give an export package with --from")
         source = from_file
     stamps = _stamps(formats_recover.inputs(store, cid, source))  # before the plan reads them
-    plan = formats_recover.plan_recovery(store, cid, source)  # read-only; errors surface before anything is locked
+    held = to is None and cid in repair.pending_ids(store)  # half moved: the move is settled first
+    try:
+        plan = formats_recover.plan_recovery(store, cid, source)  # read-only; errors surface before the lock
+    except SamctlError as exc:
+        if not held:
+            raise
+        if dry_run:
+            exc.hint = "an interrupted move holds it: `samctl attic --repair` finishes or undoes it; then try again"
+            raise
+        plan = None  # (what a half-moved conversation lacks: planned again once the move is settled)
     if to is not None:
         to = destination(store, plan, to)
         plan.document_only()
-    held = to is None and cid in repair.pending_ids(store)  # half moved: the move is settled first
-    if dry_run or (plan.nothing_to_do and to is None and not held):
+    if plan is not None and (dry_run or (plan.nothing_to_do and to is None and not held)):
         if dry_run and to is None and not plan.nothing_to_do:  # (--to writes outside the store: nothing refuses)
             plan.warnings = would_refuse(store, [cid], force)
         if dry_run and held:
@@ -227,7 +235,7 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
         if cid in repair.pending_ids(store):
             raise SamctlError(f"an interrupted move of {cid} could not be settled; nothing was recovered",
                               hint="`samctl attic` says what is wrong; `samctl attic --repair` tries again")
-        if repaired or _stamps(formats_recover.inputs(store, cid, source)) != stamps:  # the files moved on
+        if plan is None or repaired or _stamps(formats_recover.inputs(store, cid, source)) != stamps:  # moved on
             try:
                 plan = formats_recover.plan_recovery(store, cid, source)
             except SamctlError:  # (NotFound, or "nothing to recover")

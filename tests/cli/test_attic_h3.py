@@ -334,3 +334,24 @@ def test_restore_of_an_id_a_pending_move_holds_says_what_settles_it(run, tmp_pat
     root = half_moved(tmp_path, make_fixtures.build_demo_mermaid, ["rm", MID], journal_only, monkeypatch)
     r = run("--root", root, "restore", MID)
     assert r.exit_code == 4 and "interrupted move is pending" in r.stderr, r.output
+
+
+def test_recover_of_a_half_restored_sam_conversation_finishes_the_restore(run, tmp_path, monkeypatch):
+    """A SAM restore killed before conversation.json was placed: recover used to say there was
+    nothing to recover (exit 1) and leave the move pending; it settles it first."""
+    from tests.conftest import make_fixtures
+
+    def build(root):
+        make_fixtures.build_demo_sam(root)
+        assert run("--root", root, "rm", SID).exit_code == 0
+
+    def folder_without_primary(root: Path) -> bool:
+        """the folder was placed without its conversation.json"""
+        f = root / "conversations" / SID
+        return f.is_dir() and not (f / "conversation.json").exists()
+
+    root = half_moved(tmp_path, build, ["restore", SID], folder_without_primary, monkeypatch)
+    r = run("--root", root, "recover", SID)
+    assert r.exit_code == 0 and "repaired:" in r.stderr, r.output
+    assert (root / "conversations" / SID / "conversation.json").exists()
+    assert run("--root", root, "check").exit_code == 0
