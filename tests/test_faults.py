@@ -471,7 +471,8 @@ def every_command_after_a_kill(scenario: str, tmp_path: Path, every: int = 1) ->
                     assert "pending-move" in r.output, (where, r.output)
             else:
                 # settled first; or, where it did nothing (refused, or nothing to act on), said to be pending
-                reported = any(s in r.output for s in ("attic-interrupted", "attic-left", "interrupted move is pending"))
+                reported = any(s in r.output for s in
+                               ("attic-interrupted", "attic-left", "interrupted move is pending"))
                 r2 = runner.invoke(cli, ["--root", str(root), "attic", "--repair"])
                 assert r2.exit_code == 0, (where, r2.output)
                 if pending and not reported and name != "recover":  # (recover writes only for a pending move of its id)

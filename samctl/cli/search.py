@@ -102,11 +102,11 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
 def _touch(store, hits, force, lock_wait) -> list:
     from samctl.core import search as core
     from samctl.core.lock import ensure_app_idle, store_lock
-    from samctl.core.repair import settle
+    from samctl.core.repair import settle_first
 
     with store_lock(store, lock_wait):
         ensure_app_idle(store, force=force)
-        repaired, left = settle(store)  # interrupted moves first, as every writing command does
+        repaired, left = settle_first(store)  # interrupted moves first, as every writing command does
         n = core.touch(store, hits)
     for line in repaired:
         click.echo(f"repaired: {line}", err=True)

@@ -50,10 +50,11 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
         with store_lock(store, lock_wait):
             ensure_app_idle(store, (), force)
             # interrupted moves first, as every writing command does: what is fixed is the settled store
-            done, pending = repair.settle(store)
+            done, pending = repair.settle_first(store)
             report.fixes = [f"attic: {line}" for line in done]
             report.fixes += store.check(report.findings, fix=True, force=force)
-            pending += repair.pending_moves(store)  # (what settling had to leave)
+            # (what settling had to leave; an unsafe attic folder is said once)
+            pending += [f for f in repair.pending_moves(store) if f.code != "attic-unsafe"]
     report.findings += pending
     _held(report.findings, {f.conversation for f in pending if f.code == "pending-move" and f.conversation})
     # in path order, not the folder's listing order: two runs (or two copies of a tree) diff cleanly

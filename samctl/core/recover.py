@@ -231,7 +231,7 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
         return execute(plan, to=to)
     ensure_app_idle(store, [cid], force)
     with store_lock(store, lock_wait):
-        repaired, left = repair.settle(store)  # as every writing command does, before it reads what to write
+        repaired, left = repair.settle_first(store)  # as every writing command does, before it reads what to write
         if cid in repair.pending_ids(store):
             raise SamctlError(f"an interrupted move of {cid} could not be settled; nothing was recovered",
                               hint="`samctl attic` says what is wrong; `samctl attic --repair` tries again")

@@ -344,6 +344,16 @@ def settle(store, full: bool = False) -> tuple[list[str], list]:
             [Finding("attic-left", where, str(line)) for line in lines if isinstance(line, Left)])
 
 
+def settle_first(store) -> tuple[list[str], list]:
+    """``settle``, for the writing commands whose own work needs no attic (recover, check --fix,
+    search --touch): an attic folder that is not samctl's (a link, a file) is a finding for them,
+    not a refusal (nothing in it is read)."""
+    try:
+        return settle(store)
+    except UnsafePath as exc:
+        return [], [Finding("attic-unsafe", str(atticmod.attic_dir(store)), exc.message)]
+
+
 def _repair_one(store, attic: Path, rec: dict) -> str | None:
     """Settle one interrupted move or log rewrite (``_known``): a line saying what was done, or None
     (or a ``Left`` line saying why) to leave it."""

@@ -1468,10 +1468,12 @@ def attic_name_cases(store: str) -> list[Case]:
     suffix_upper = lambda n: n[: len(cid)] + n[len(cid):].upper()  # noqa: E731
     variants = {"fullwidth-nfkc-equal": (head(lambda s: s.translate(fullwidth)), True)}
     if store == "sam":
-        variants.update({"lowercase": (head(str.lower), True), "mixed-case": (head(lambda s: s[:4].lower() + s[4:]), True),
+        variants.update({"lowercase": (head(str.lower), True),
+                         "mixed-case": (head(lambda s: s[:4].lower() + s[4:]), True),
                          "lowercase-in-tar-only": (head(str.lower), False)})
     else:
-        variants.update({"suffix-uppercase": (suffix_upper, True), "suffix-uppercase-in-tar-only": (suffix_upper, False)})
+        variants.update({"suffix-uppercase": (suffix_upper, True),
+                         "suffix-uppercase-in-tar-only": (suffix_upper, False)})
     out = []
     for what, (rename, in_manifest) in variants.items():
         code = "attic-bad-manifest" if in_manifest else "attic-unsafe|attic-tampered"

@@ -355,3 +355,16 @@ def test_recover_of_a_half_restored_sam_conversation_finishes_the_restore(run, t
     assert r.exit_code == 0 and "repaired:" in r.stderr, r.output
     assert (root / "conversations" / SID / "conversation.json").exists()
     assert run("--root", root, "check").exit_code == 0
+
+
+@pytest.mark.parametrize("cmd", [["check", "--fix"], ["recover", MID]])
+def test_an_attic_folder_that_is_a_link_does_not_stop_commands_that_need_no_attic(cmd, run, mermaid_demo, tmp_path):
+    """Settling first reads the attic; a link there is said (attic-unsafe), and the command still does its work."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (mermaid_demo / ".mermaid" / "samctl-attic").symlink_to(elsewhere)
+    (mermaid_demo / ".mermaid" / "conversations" / f"{MID}.meta").unlink()
+    r = run("--root", mermaid_demo, *cmd)
+    assert "attic-unsafe" in r.stderr and "internal error" not in r.output, r.output
+    assert (mermaid_demo / ".mermaid" / "conversations" / f"{MID}.meta").exists(), r.output
+    assert list(elsewhere.iterdir()) == []
