@@ -56,7 +56,7 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
             # (what settling had to leave; an unsafe attic folder is said once)
             pending += [f for f in repair.pending_moves(store) if f.code != "attic-unsafe"]
     report.findings += pending
-    _held(report.findings, {f.conversation for f in pending if f.code == "pending-move" and f.conversation})
+    mark_held(report.findings, {f.conversation for f in pending if f.code == "pending-move" and f.conversation})
     # in path order, not the folder's listing order: two runs (or two copies of a tree) diff cleanly
     report.findings.sort(key=lambda f: str(f.path))
     return report
@@ -65,7 +65,7 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
 _RECOVER_ADVICE = re.compile(r"[;,]?\s*\(?(?:try )?`samctl recover [^`]*`[^;()]*\)?")
 
 
-def _held(findings: list, held: set) -> None:
+def mark_held(findings: list, held: set) -> None:
     """A conversation a pending move holds is half in the attic: its other findings are that
     move's traces, so they point at the move, not at ``recover`` (a rebuild the move would undo)."""
     for f in findings:

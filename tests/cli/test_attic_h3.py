@@ -368,3 +368,11 @@ def test_an_attic_folder_that_is_a_link_does_not_stop_commands_that_need_no_atti
     assert "attic-unsafe" in r.stderr and "internal error" not in r.output, r.output
     assert (mermaid_demo / ".mermaid" / "conversations" / f"{MID}.meta").exists(), r.output
     assert list(elsewhere.iterdir()) == []
+
+
+def test_show_of_a_conversation_a_pending_move_holds_says_so(run, log_only):
+    before = fingerprint(log_only)
+    r = run("--root", log_only, "show", MID)
+    assert r.exit_code == 3 and "pending-move" in r.stderr and "attic --repair" in r.stderr, r.output
+    assert "samctl recover" not in r.stderr, r.stderr
+    assert fingerprint(log_only) == before
