@@ -48,7 +48,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     lifecycle.preflight(store, sel, ignore_unreadable=ignore_unreadable)
     kept = say_kept(sel, fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed")
+        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed", store)
         return
     if not dry_run and (not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -56,6 +56,8 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
         n = len(sel.targets)
         confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
     report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait,
-                              ignore_unreadable=ignore_unreadable)
+                              ignore_unreadable=ignore_unreadable,
+                              again=lambda confirmed: lifecycle.matching(store, confirmed, age, False, title,
+                                                                         include_pinned, keep_last))
     report.kept = kept
     render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)")

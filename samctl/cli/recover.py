@@ -12,6 +12,8 @@ from samctl.core.recover import recover
 
 
 def _print(plan, dry_run: bool, to=None) -> None:
+    for line in plan.repaired:
+        click.echo(f"repaired: {line}", err=True)
     if not plan.nothing_to_do:
         head = "would recover" if dry_run else "recovered"
     elif to:

@@ -53,7 +53,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     lifecycle.preflight(store, sel, purge, ignore_unreadable)
     kept = say_kept(sel, fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed")
+        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed", store)
         return
     if not dry_run and (purge or not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -61,14 +61,17 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
         n = len(sel.targets)
         what = f"{n} conversation{'s' if n != 1 else ''}"
         confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?", yes)
+    def again(confirmed):  # under the lock: another samctl may have taken some while this one waited
+        return lifecycle.matching(store, confirmed, age, empty, title, include_pinned, attic_too=purge)
+
     if purge:
         report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait,
-                                  ignore_unreadable=ignore_unreadable)
+                                 ignore_unreadable=ignore_unreadable, again=again)
         report.kept = kept
         render(report, fmt)
         return
     report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait,
-                              ignore_unreadable=ignore_unreadable)
+                              ignore_unreadable=ignore_unreadable, again=again)
     report.kept = kept
     first = report.items[0]["id"] if report.items else ""
     render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"

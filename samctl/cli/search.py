@@ -88,7 +88,7 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
         if progress:
             progress.done()
     if touch:
-        _touch(store, hits, force, lock_wait, findings)
+        findings += _touch(store, hits, force, lock_wait, findings)
     if fmt == "json":
         emit_json([h.to_dict() for h in hits])
     elif fmt == "jsonl":
@@ -118,14 +118,19 @@ def _what_to_try(q) -> str:
     return "hint: try " + "; or ".join(tries)
 
 
-def _touch(store, hits, force, lock_wait, findings) -> None:
+def _touch(store, hits, force, lock_wait, findings) -> list:
     from samctl.core import search as core
     from samctl.core.lock import ensure_app_idle, store_lock
+    from samctl.core.repair import settle_first
 
     with store_lock(store, lock_wait):
         ensure_app_idle(store, force=force)
+        repaired, left = settle_first(store)  # interrupted moves first, as every writing command does
         n = core.touch(store, hits, findings)  # (a file it must not write: an error in findings)
+    for line in repaired:
+        click.echo(f"repaired: {line}", err=True)
     click.echo(f"touched {n} memor{'y' if n == 1 else 'ies'} (access_count + 1, last_accessed = now)", err=True)
+    return left  # (what settling had to leave: findings of this run)
 
 
 def _table(hits, query: str) -> None:

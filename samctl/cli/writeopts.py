@@ -71,14 +71,18 @@ def say_kept(sel, fmt: str) -> list:
     return kept
 
 
-def nothing(fmt: str, dry_run: bool, kept: list, message: str) -> None:
-    """Nothing selected: the json format still prints a report (empty ``items``), a script reads it."""
+def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None) -> None:
+    """Nothing selected: the json format still prints a report (empty ``items``), a script reads it.
+    Nothing is written, so an interrupted move is not settled: said, with what settles it."""
     from samctl.core.lifecycle import Report
+    from samctl.core.repair import pending
 
+    report = Report(dry_run=dry_run, kept=kept, findings=pending(store) if store is not None else [])
     if fmt == "json":
-        emit_json(Report(dry_run=dry_run, kept=kept).to_dict())
+        emit_json(report.to_dict())
     else:
         click.echo(message, err=True)
+        report_findings(report.findings)
 
 
 def show_targets(targets, verb: str, yes: bool) -> None:

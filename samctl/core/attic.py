@@ -318,7 +318,8 @@ def load_manifest(store, path: Path | str, data: bytes | None = None, attic: Pat
         if d.get("samctl_attic") != MANIFEST_VERSION:
             raise ValueError(f"unknown manifest version {d.get('samctl_attic')!r}")
         cid, state, _ = parsed
-        if d["id"] != cid or d["state"] != state or not store.valid_id(cid):
+        if d["id"] != cid or d["state"] != state or not store.valid_id(cid) or store.normalize_prefix(cid) != cid:
+            # (SAM: uppercase, as samctl names every entry; a lowercase one would restore a second folder)
             raise ValueError("id or state differs from the file name, or the id breaks the store's rule")
         if d["store"] != store.name:
             raise ValueError(f"written for a {d['store']} store, this is a {store.name} store")

@@ -7,6 +7,7 @@ a warning, OK if there are none or only informational ones.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -36,16 +37,38 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
     """Every finding of ``store``; with ``fix``, under samctl's lock, after making sure the owning
     app is not using the store (SAM running: Busy unless ``force``; a live mermaid session's
     files are left alone unless ``force``, each said so)."""
+    from samctl.core import repair
+
     report = CheckReport()
     if not fix:
         report.fixes = store.check(report.findings)
+        pending = repair.pending_moves(store)
     else:
         from samctl.core.lock import ensure_app_idle, store_lock
 
         ensure_app_idle(store, (), force)  # before the lock: a refusal writes nothing
         with store_lock(store, lock_wait):
             ensure_app_idle(store, (), force)
-            report.fixes = store.check(report.findings, fix=True, force=force)
+            # interrupted moves first, as every writing command does: what is fixed is the settled store
+            done, pending = repair.settle_first(store)
+            report.fixes = [f"attic: {line}" for line in done]
+            report.fixes += store.check(report.findings, fix=True, force=force)
+            # (what settling had to leave; an unsafe attic folder is said once)
+            pending += [f for f in repair.pending_moves(store) if f.code != "attic-unsafe"]
+    report.findings += pending
+    mark_held(report.findings, {f.conversation for f in pending if f.code == "pending-move" and f.conversation})
     # in path order, not the folder's listing order: two runs (or two copies of a tree) diff cleanly
     report.findings.sort(key=lambda f: str(f.path))
     return report
+
+
+_RECOVER_ADVICE = re.compile(r"[;,]?\s*\(?(?:try )?`samctl recover [^`]*`[^;()]*\)?")
+
+
+def mark_held(findings: list, held: set) -> None:
+    """A conversation a pending move holds is half in the attic: its other findings are that
+    move's traces, so they point at the move, not at ``recover`` (a rebuild the move would undo)."""
+    for f in findings:
+        if f.conversation in held and f.code != "pending-move" and "samctl recover" in f.reason:
+            f.reason = _RECOVER_ADVICE.sub("", f.reason) + " (an interrupted move holds this conversation: " \
+                "see pending-move)"

@@ -36,7 +36,7 @@ from samctl.core import attic as atticmod
 from samctl.core import tarscan, tarzst
 from samctl.core.listing import title_key
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.core.model import ERROR, WARNING, Finding, last_activity, recency
+from samctl.core.model import ERROR, INFO, WARNING, Finding, last_activity, recency
 from samctl.core.repair import drop_journal, settle, write_batch
 from samctl.core.resolve import Listed, resolve_many
 from samctl.errors import NotFound, SamctlError, UsageError
@@ -158,6 +158,49 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
         raise SamctlError(f"{', '.join(pinned_named[:3])} {'is' if len(pinned_named) == 1 else 'are'} pinned in SAM; "
                           "nothing was removed", hint="pass --include-pinned to remove pinned conversations too")
     return sel
+
+
+def matching(store, ids, older_than: float | None = None, empty: bool = False, title: str | None = None,
+             include_pinned: bool = False, keep_last: int | None = None, attic_too: bool = False) -> set:
+    """Which of ``ids`` (selected and confirmed before samctl's lock) the same selection still picks.
+
+    Called under the lock: another samctl may have moved, purged or restored some while this one
+    waited (or the app changed them).  Named ids must still be in the store (``attic_too``: or
+    named by an attic entry, as purge takes them); filters are applied again.
+    """
+    in_store = set(store.all_ids())
+    here = [cid for cid in ids if cid in in_store]
+    out = set()
+    if attic_too:
+        named = atticmod.named_ids(store, atticmod.STATES)
+        out = {cid for cid in ids if cid not in in_store and cid in named}
+    if not here or (older_than is None and not empty and title is None and not keep_last):
+        return out | set(here)
+    sel = select(store, here, older_than, empty, title, include_pinned, keep_last)
+    return out | {t.id for t in sel.targets}
+
+
+def still_matching(report: Report, targets: list, again) -> list:
+    """``targets`` that ``again(ids)`` (``matching``, under the lock) still picks; see ``gone_meanwhile``."""
+    if again is None:
+        return targets
+    keep = gone_meanwhile(report, [t.id for t in targets], again([t.id for t in targets]))
+    return [t for t in targets if t.id in keep]
+
+
+def gone_meanwhile(report: Report, ids: list, keep: set) -> set:
+    """``keep``; the ``ids`` not in it (taken by another samctl, or changed, while this one waited
+    for the lock) are one info line of ``report``, which says so when nothing is left to do."""
+    gone = [cid for cid in ids if cid not in keep]
+    if gone:
+        more = f" and {len(gone) - 3} more" if len(gone) > 3 else ""
+        report.findings.append(Finding(
+            "gone-meanwhile", ", ".join(gone[:3]) + more,
+            f"{len(gone)} of the {len(ids)} confirmed conversation{'s' if len(ids) != 1 else ''} no longer "
+            "match (moved or changed meanwhile: by another samctl while this one waited for the lock, by the app, "
+            "or by settling an interrupted move first): "
+            + ("left alone" if len(gone) < len(ids) else "nothing left to do"), INFO))
+    return keep
 
 
 def _target_without_meta(store, cid: str, findings: list) -> Target:
@@ -439,8 +482,9 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
 
 
 def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bool = False,
-           lock_wait: float = 0.0, now: float | None = None, ignore_unreadable: bool = False) -> Report:
-    """Move ``targets`` into the attic as ``state`` (deleted or archived)."""
+           lock_wait: float = 0.0, now: float | None = None, ignore_unreadable: bool = False, again=None) -> Report:
+    """Move ``targets`` into the attic as ``state`` (deleted or archived); with ``again``, only
+    those it still picks once the lock is held (``still_matching``)."""
     report = Report(dry_run=dry_run)
     if dry_run:
         for t in targets:
@@ -452,6 +496,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
         ensure_app_idle(store, [t.id for t in targets], force)
         report.repaired, left = settle(store)
         report.findings += left
+        targets = still_matching(report, targets, again)
         refs = topic_refs(store, [t.id for t in targets], ignore_unreadable)
         moved, failed = move_out_many(store, targets, state, refs, now)
         for t, exc in failed:
@@ -527,8 +572,9 @@ def entries_of(store, ids, states=atticmod.STATES) -> list[atticmod.Entry]:
 
 
 def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0,
-          ignore_unreadable: bool = False) -> Report:
-    """Destroy ``targets`` for good: the store's files with the app's own semantics, and their attic entries."""
+          ignore_unreadable: bool = False, again=None) -> Report:
+    """Destroy ``targets`` for good: the store's files with the app's own semantics, and their attic
+    entries; with ``again``, only those it still picks once the lock is held (``still_matching``)."""
     report = Report(dry_run=dry_run)
     entries = entries_of(store, [t.id for t in targets])
     in_store = set(store.all_ids())
@@ -545,6 +591,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
         ensure_app_idle(store, touched, force)
         report.repaired, left = settle(store)
         report.findings += left
+        targets = still_matching(report, targets, again)
         refs = topic_refs(store, [t.id for t in targets], ignore_unreadable)
         entries = entries_of(store, [t.id for t in targets])
         for t in targets:

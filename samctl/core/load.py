@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from samctl import fsafe
-from samctl.core.model import ERROR, INFO, Finding
+from samctl.core.model import ERROR, INFO, WARNING, Finding
 from samctl.core.resolve import resolve_id
 from samctl.errors import FileProblem
 
@@ -12,9 +12,21 @@ def load_conversation(store, text: str, findings: list):
     """The conversation, or None when nothing of it could be read (findings say why).
 
     Raises UsageError for an invalid or ambiguous id, NotFound when no
-    conversation has it.
+    conversation has it.  A conversation an interrupted move holds is shown
+    as it is, with a pending-move finding (and no advice to recover it).
     """
-    return store.load_reported(resolve_id(store, text), findings)
+    from samctl.core.check import mark_held
+    from samctl.core.lock import held_by_another
+    from samctl.core.repair import SETTLE, pending_ids
+
+    cid = resolve_id(store, text)
+    start = len(findings)
+    conv = store.load_reported(cid, findings)
+    if cid in pending_ids(store) and not held_by_another(store):  # (one listing of the journal folder, if any)
+        findings.append(Finding("pending-move", str(store.conv_dir), f"an interrupted move holds {cid} half done, so "
+                                f"what is shown may be part of it; {SETTLE}", WARNING, cid))
+        mark_held(findings[start:], {cid})
+    return conv
 
 
 def load_resolved(store, cid: str, findings: list):

@@ -235,6 +235,7 @@ class RecoveryPlan:
     partial: list = field(default_factory=list)  # what stays broken after the recovery (the command exits 3)
     written: list = field(default_factory=list)
     warnings: list = field(default_factory=list)  # Findings: a dry run's word that the real run would be refused
+    repaired: list = field(default_factory=list)  # interrupted moves settled first (lines)
     in_place_only: list = field(default_factory=list)  # lines of ``changes`` that only an in-place recovery makes
 
     def change_in_place(self, line: str) -> None:
@@ -268,4 +269,5 @@ class RecoveryPlan:
             "written": [str(p) for p in self.written],
             "left_broken": self.partial,
             "findings": [f.to_dict() for f in self.warnings],
+            "repaired": self.repaired,
         }

@@ -26,10 +26,11 @@ import stat
 from pathlib import Path
 
 from samctl import fsafe
+from samctl.core import repair
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
+from samctl.core.model import WARNING, Finding, RecoveryPlan
 from samctl.core.resolve import resolve_id
-from samctl.errors import SamctlError, UsageError
-from samctl.core.model import RecoveryPlan
+from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.formats import logtail as tail
 
 
@@ -114,21 +115,47 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
     cid = resolve_id(store, text)
     source = store.recovery_source(use=use, from_file=from_file)
     stamps = _stamps(store.recovery_inputs(cid, source))  # before the plan reads them
-    plan = store.plan_recovery(cid, source)  # read-only; errors surface before anything is locked
+    held = to is None and cid in repair.pending_ids(store)  # half moved: the move is settled first
+    try:
+        plan = store.plan_recovery(cid, source)  # read-only; errors surface before the lock
+    except SamctlError as exc:
+        if not held:
+            raise
+        if dry_run:
+            exc.hint = "an interrupted move holds it: `samctl attic --repair` finishes or undoes it; then try again"
+            raise
+        plan = None  # (what a half-moved conversation lacks: planned again once the move is settled)
     if to is not None:
         to = destination(store, plan, to)
         plan.document_only()
-    if dry_run or (plan.nothing_to_do and to is None):
+    if plan is not None and (dry_run or (plan.nothing_to_do and to is None and not held)):
         if dry_run and to is None and not plan.nothing_to_do:  # (--to writes outside the store: nothing refuses)
             plan.warnings = would_refuse(store, [cid], force)
+        if dry_run and held:
+            plan.warnings.append(Finding("pending-move", str(plan.target), f"an interrupted move holds {cid}: the real "
+                                         "run finishes or undoes it first, which changes what there is to recover",
+                                         WARNING, cid))
         return plan
     if to is not None:
         return execute(plan, to=to)
     ensure_app_idle(store, [cid], force)
     with store_lock(store, lock_wait):
-        if _stamps(store.recovery_inputs(cid, source)) != stamps:  # the files moved on: plan again
-            plan = store.plan_recovery(cid, source)
-        return execute(plan)
+        repaired, left = repair.settle_first(store)  # as every writing command does, before it reads what to write
+        if cid in repair.pending_ids(store):
+            raise SamctlError(f"an interrupted move of {cid} could not be settled; nothing was recovered",
+                              hint="`samctl attic` says what is wrong; `samctl attic --repair` tries again")
+        if plan is None or repaired or _stamps(store.recovery_inputs(cid, source)) != stamps:  # moved on
+            try:
+                plan = store.plan_recovery(cid, source)
+            except SamctlError:  # (NotFound, or "nothing to recover")
+                if not held or cid in set(store.all_ids()):
+                    raise
+                raise NotFound(f"{cid} was on its way to the attic when a samctl was interrupted; that move is now "
+                               "finished, so there is nothing in the store to recover",
+                               hint=f"`samctl restore {cid}` brings it back") from None
+        plan = execute(plan)
+        plan.repaired, plan.warnings = repaired, plan.warnings + left
+        return plan
 
 
 def _stamps(paths: list) -> list:

@@ -211,6 +211,44 @@ def pending(store) -> list:
     return out
 
 
+SETTLE = "`samctl attic --repair` (or any writing samctl command) finishes or undoes it"
+
+
+def pending_moves(store) -> list:
+    """``check``'s findings for the moves a crash interrupted (read-only): one ``pending-move``
+    error per move, naming the conversation it holds half in the store and half in the attic,
+    with the command that settles it (until then ``recover`` is no answer for that conversation:
+    settling it finishes the move, and would undo such a rebuild).  While another samctl holds
+    the lock its moves are in progress, not interrupted: an info line each."""
+    attic = atticmod.attic_dir(store)
+    try:
+        atticmod.check_attic_folders(store)
+        journal = attic / atticmod.JOURNAL
+        names = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
+    except UnsafePath as exc:
+        return [Finding("attic-unsafe", str(attic), exc.message)]
+    except OSError:
+        return []
+    if names and held_by_another(store):
+        return [Finding("attic-in-progress", str(journal / n), "another samctl is moving this right now", INFO)
+                for n in names]
+    what = {"out": "move to the attic", "restore": "restore", "log": "log rewrite (compact)"}
+    out = []
+    for n in names:
+        path = str(journal / n)
+        try:
+            moves = _moves_of(orjson.loads(fsafe.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
+        except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            out.append(Finding("pending-move", path, f"an unreadable journal record of an interrupted move; {SETTLE}"))
+            continue
+        for m in moves:
+            cid = m.get("new_id") if m.get("op") == "restore" and m.get("new_id") != m.get("id") else m.get("id")
+            cid = cid if isinstance(cid, str) and store.valid_id(cid) else None
+            out.append(Finding("pending-move", path, f"an interrupted {what.get(m.get('op'), 'move')} of "
+                               f"{cid or 'a conversation'} holds it half done; {SETTLE}", conversation=cid))
+    return out
+
+
 def repair(store, full: bool = False) -> list[str]:
     """Finish or undo every interrupted move (caller holds samctl's lock); one line per action.
 
@@ -305,6 +343,16 @@ def settle(store, full: bool = False) -> tuple[list[str], list]:
     where = str(atticmod.attic_dir(store))
     return ([line for line in lines if not isinstance(line, Left)],
             [Finding("attic-left", where, str(line)) for line in lines if isinstance(line, Left)])
+
+
+def settle_first(store) -> tuple[list[str], list]:
+    """``settle``, for the writing commands whose own work needs no attic (recover, check --fix,
+    search --touch): an attic folder that is not samctl's (a link, a file) is a finding for them,
+    not a refusal (nothing in it is read)."""
+    try:
+        return settle(store)
+    except UnsafePath as exc:
+        return [], [Finding("attic-unsafe", str(atticmod.attic_dir(store)), exc.message)]
 
 
 def _repair_one(store, attic: Path, rec: dict) -> str | None:

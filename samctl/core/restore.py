@@ -27,8 +27,8 @@ from samctl.core import lifecycle, tarscan, tarzst
 from samctl.core.lifecycle import Report, attic_view, reason
 from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import ERROR, Finding
+from samctl.core.repair import drop_journal, pending_ids, place, settle, write_batch, write_journal
 from samctl.safetext import quoted
-from samctl.core.repair import drop_journal, place, settle, write_batch, write_journal
 from samctl.core.resolve import resolve_id
 from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.formats import workers
@@ -142,7 +142,8 @@ def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = 
 def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, lock_wait: float):
     """(report of what was restored, [(plan, error)] for each entry that failed on the way)."""
     report, failed = Report(dry_run=dry_run), []
-    plans = _restore_plans(store, entries, as_new)
+    held = set(pending_ids(store))  # half moved by an interrupted command: settled under the lock, then checked
+    plans = _restore_plans(store, entries, as_new, held)
     ids = [x for r in plans for x in (r.entry.id, r.new)]  # what the app must not be using
     if dry_run:
         report.items += [dict(r.item, action="would be restored") for r in plans]
@@ -153,9 +154,13 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
         ensure_app_idle(store, ids, force)
         report.repaired, left = settle(store)
         report.findings += left
-        for r in plans:
-            if fsafe.lstat(r.entry.manifest_path) is None:
-                raise NotFound(f"attic entry {r.entry.stem} is gone (another samctl restored or purged it)")
+        # another samctl (or the repair just done) may have restored or purged some meanwhile
+        there = {r.entry.id for r in plans if fsafe.lstat(r.entry.manifest_path) is not None}
+        lifecycle.gone_meanwhile(report, [r.entry.id for r in plans], there)
+        plans = [r for r in plans if r.entry.id in there]
+        entries = [r.entry for r in plans]
+        if report.repaired:  # the store moved on: what would clash now
+            plans = _restore_plans(store, entries, as_new)
         if as_new and not {r.new for r in plans}.isdisjoint(store.all_ids()):
             plans = _restore_plans(store, entries, as_new)
         for r in plans:
@@ -176,7 +181,9 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
     return report, failed
 
 
-def _restore_plans(store, entries: list, as_new: bool) -> list:
+def _restore_plans(store, entries: list, as_new: bool, held=()) -> list:
+    """A plan per entry; SamctlError if one exists in the store again (unless ``as_new``), except
+    for the ids in ``held`` (a pending move holds them: asked again once it is settled)."""
     plans = []
     # new_id(taken) avoids exactly these: the store's ids and the attic's (a later restore of
     # one of those must not find its id taken by this copy)
@@ -186,7 +193,7 @@ def _restore_plans(store, entries: list, as_new: bool) -> list:
         taken.add(new)
         names = _targets_of(store, entry, new)
         clash = _collisions(store, new, names, entry)
-        if clash and not as_new:
+        if clash and not as_new and entry.id not in held:
             raise SamctlError(f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
                               hint="restore it beside the existing one with --as-new")
         item = {"id": entry.id, "title": entry.title, "entry": entry.stem, "state": entry.state,

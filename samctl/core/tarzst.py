@@ -60,7 +60,8 @@ def member_name(store, p) -> str:
 
 
 def safe_member_name(name, cid: str, store_name: str) -> bool:
-    """True if ``name`` is a plain relative path that can only belong to conversation ``cid``."""
+    """True if ``name`` is a plain relative path that can only belong to conversation ``cid``: its first
+    component is ``cid`` byte for byte (a case or Unicode variant would restore a second folder)."""
     if not isinstance(name, str) or not name or len(name) > 1024 or "\\" in name or "\0" in name:
         return False
     parts = name.split("/")

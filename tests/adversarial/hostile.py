@@ -1429,6 +1429,64 @@ def baseline(store: str) -> Case:
     mk = _m if store == "mermaid" else _s
     return mk("baseline/healthy-demo", lambda ctx: None, [], target=MID if store == "mermaid" else SID, fast=True)
 
+# ---- attic members named like the entry's id but not byte for byte (issue 20, finding 4)
+def attic_name_cases(store: str) -> list[Case]:
+    """Entries whose members differ from the id by case or by Unicode normalisation, hashes right:
+    samctl must refuse them (restoring one would make a second folder, or files the app never loads)."""
+    import zstandard
+
+    mk = _m if store == "mermaid" else _s
+    cid = M3 if store == "mermaid" else S3
+
+    def renamed(rename, in_manifest=True, new_id=None):
+        def build(ctx):
+            manifest, tar = attic_entry(ctx, cid)
+            raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(tar.read_bytes())).read()
+            members = []
+            with tarfile.open(fileobj=io.BytesIO(raw)) as tf:
+                for ti in tf.getmembers():
+                    data = tf.extractfile(ti).read() if ti.isreg() else None
+                    ti.name = rename(ti.name)
+                    members.append((ti, data))
+
+            def tweak(d):
+                if in_manifest:
+                    for m in d["members"]:
+                        m["name"] = rename(m["name"])
+                if new_id:
+                    d["id"] = new_id
+                    d["tar"]["name"] = d["tar"]["name"].replace(cid, new_id)
+            rewrite_entry(manifest, tar, members, tweak)
+            if new_id:
+                for p in (manifest, tar):
+                    os.rename(p, p.with_name(p.name.replace(cid, new_id)))
+        return build
+
+    def head(variant):  # the id part of a member name replaced by ``variant(id)``
+        return lambda n: variant(cid) + n[len(cid):]
+
+    fullwidth = str.maketrans("0123456789ABCDEF", "".join(chr(0xFF10 + i) for i in range(10))
+                              + "".join(chr(0xFF21 + i) for i in range(6)))  # NFKC folds them back
+    suffix_upper = lambda n: n[: len(cid)] + n[len(cid):].upper()  # noqa: E731
+    variants = {"fullwidth-nfkc-equal": (head(lambda s: s.translate(fullwidth)), True)}
+    if store == "sam":
+        variants.update({"lowercase": (head(str.lower), True),
+                         "mixed-case": (head(lambda s: s[:4].lower() + s[4:]), True),
+                         "lowercase-in-tar-only": (head(str.lower), False)})
+    else:
+        variants.update({"suffix-uppercase": (suffix_upper, True),
+                         "suffix-uppercase-in-tar-only": (suffix_upper, False)})
+    out = []
+    for what, (rename, in_manifest) in variants.items():
+        code = "attic-bad-manifest" if in_manifest else "attic-unsafe|attic-tampered"
+        out.append(mk(f"attic/name-{what}", renamed(rename, in_manifest), [Expect(code, None, "attic")], target=cid,
+                      fast=what == "lowercase"))
+    if store == "sam":  # the whole entry under the lowercase id: not an id samctl names entries by
+        out.append(mk("attic/name-entry-id-lowercase", renamed(head(str.lower), new_id=cid.lower()),
+                      [Expect("attic-bad-manifest", None, "attic")], target=cid))
+    return out
+
+
 
 # ---- the folders above the conversations folder, and samctl's cache folder (issue 20, finding 2)
 def store_path_cases(store: str) -> list[Case]:
@@ -1476,6 +1534,7 @@ def cases() -> list[Case]:
     for store in ("mermaid", "sam"):
         out += special_files(store) + size_cases(store) + encoding_cases(store) + attic_cases(store)
         out += permission_cases(store) + cli_cases(store) + store_path_cases(store)
+        out += attic_name_cases(store)
     out += mermaid_structure() + sam_structure() + sqlite_cases()
     out += sqlite_writer_cases() + scope_in_doubt_cases()
     names = [c.name for c in out]

@@ -481,7 +481,7 @@ class SamStore(Store):
 
     @classmethod
     def member_belongs(cls, parts: list[str], cid: str) -> bool:
-        return parts[0].upper() == cid.upper()
+        return parts[0] == cid  # byte for byte: SAM would not load a second, differently cased folder
 
     def renamed_member(self, name: str, old: str, new: str) -> str:
         return new + name[len(name.split("/", 1)[0]):]
@@ -494,6 +494,11 @@ class SamStore(Store):
         from samctl.formats.sam import lifecycle
 
         self._refuse_odd(cid)
+        folder = self.folder(cid)
+        if folder.name != cid.upper():  # (its lowercase twin) an attic entry's members are named by its id exactly
+            raise SamctlError(f"{cid.upper()} lives in the folder {folder.name!r}, which is not named exactly by its "
+                              "id; samctl moves a conversation only together with its own folder",
+                              hint=f"with SAM not running, rename {folder.name!r} to {cid.upper()}, then try again")
         return lifecycle.conversation_files(self, cid, refs, stats=stats)
 
     def topic_refs(self, unreadable: list | None = None) -> dict:
