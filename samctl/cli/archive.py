@@ -46,7 +46,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     lifecycle.preflight(store, sel)
     kept = say_kept(sel, fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed")
+        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed", sel.problems)
         return
     if not dry_run and (not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -55,4 +55,5 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
         confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
     report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait)
     report.kept = kept
+    report.findings[:0] = sel.problems
     render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)")

@@ -38,10 +38,8 @@ def command(ctx, ids, as_new, entry, dry_run, force, lock_wait, fmt):
     store = store_of(ctx)
     if entry and len(ids) > 1:
         raise UsageError("--entry names one entry: give at most one ID with it")
-    if len(ids) <= 1:
-        e = restore.find_entry(store, ids[0] if ids else None, entry)
-        report = restore.restore(store, e, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
-    else:
-        report = restore.restore_many(store, restore.find_entries(store, ids), as_new=as_new, dry_run=dry_run,
-                                      force=force, lock_wait=lock_wait)
+    # an entry that fails on the way (damaged, a file appeared) is a finding and exit 3, one id or many
+    entries = [restore.find_entry(store, ids[0] if ids else None, entry)] if len(ids) <= 1 else \
+        restore.find_entries(store, ids)
+    report = restore.restore_many(store, entries, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
     render(report, fmt)

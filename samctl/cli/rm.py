@@ -51,7 +51,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     lifecycle.preflight(store, sel, purge)
     kept = say_kept(sel, fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed")
+        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed", sel.problems)
         return
     if not dry_run and (purge or not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -62,10 +62,12 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     if purge:
         report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait)
         report.kept = kept
+        report.findings[:0] = sel.problems
         render(report, fmt)
         return
     report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait)
     report.kept = kept
+    report.findings[:0] = sel.problems
     first = report.items[0]["id"] if report.items else ""
     render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"
                                                                 if len(report.items) > 1 else "")

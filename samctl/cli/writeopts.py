@@ -66,14 +66,18 @@ def say_kept(sel, fmt: str) -> list:
     return kept
 
 
-def nothing(fmt: str, dry_run: bool, kept: list, message: str) -> None:
-    """Nothing selected: the json format still prints a report (empty ``items``), a script reads it."""
+def nothing(fmt: str, dry_run: bool, kept: list, message: str, problems: list = ()) -> None:
+    """Nothing selected: the json format still prints a report (empty ``items``), a script reads it.
+    ``problems`` (``Selection.problems``): what was chosen but cannot be moved, exit 3."""
     from samctl.core.lifecycle import Report
 
     if fmt == "json":
-        emit_json(Report(dry_run=dry_run, kept=kept).to_dict())
+        emit_json(Report(dry_run=dry_run, kept=kept, findings=list(problems)).to_dict())
     else:
-        click.echo(message, err=True)
+        click.echo("nothing was changed" if problems else message, err=True)
+        report_findings(problems)
+    if problems:
+        raise click.exceptions.Exit(errors.PARTIAL)
 
 
 def show_targets(targets, verb: str, yes: bool) -> None:
@@ -93,7 +97,9 @@ def _one_line(text) -> str:
 
 
 def render(report, fmt: str, undo_hint: str | None = None) -> None:
-    """Print a lifecycle report and exit with its code (1 if nothing was done and something failed)."""
+    """Print a lifecycle report and exit with its code: 3 if a conversation it was given could not be
+    moved, purged or restored (a problem of that conversation, even when it was the only one; the
+    command's own failures are raised before and exit 1)."""
     if fmt == "json":
         emit_json(report.to_dict())
     else:
@@ -110,4 +116,4 @@ def render(report, fmt: str, undo_hint: str | None = None) -> None:
             click.echo(pasteable(undo_hint, whole=True), err=True)
     report_findings(report.findings)
     if report.failed:
-        raise click.exceptions.Exit(errors.FAILED if not report.items else errors.PARTIAL)
+        raise click.exceptions.Exit(errors.PARTIAL)
