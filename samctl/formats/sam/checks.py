@@ -18,6 +18,7 @@ from samctl.formats import treecheck, workers
 from samctl.core.model import ERROR, WARNING, Finding
 from samctl.formats.sam import decode
 from samctl.formats.sam.store import UUID_RE
+from samctl.errors import FileProblem
 
 INFO = "info"
 DATABASES = ("memory.db", "context_archive.db")
@@ -140,11 +141,27 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
                                     ERROR, cid))
         else:
             findings.append(Finding(prob.code, p, f"{prob.where}: {prob.reason}", WARNING, cid))
+    _check_repeated_keys(store, cid, p, findings)
     fid = doc.get("id")
     if isinstance(fid, str) and fid.upper() != folder.upper():
         findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM loads it, "
                                 "and saves it to a second folder on its next save", WARNING, cid))  # spec §4.5.8
     return doc
+
+
+def _check_repeated_keys(store, cid, p, findings) -> None:
+    """A warning per key written twice in one object: samctl reads the last, and whether SAM's
+    decoder (Apple's) refuses the file or keeps either value is not known."""
+    from samctl.formats import dupkeys
+
+    try:
+        found = dupkeys.anywhere(fsafe.read_capped(p, store.caps.snapshot))
+    except FileProblem:
+        return
+    for where, key in found:
+        findings.append(Finding("duplicate-key", p, f"key {key[:40]!r} appears twice in {where[:80]}: samctl reads "
+                                "the last; SAM may refuse the conversation or keep the other (`samctl recover "
+                                f"{cid}` rewrites it with the last)", WARNING, cid))
 
 
 def _check_legacy(store, path: str, findings: list) -> None:
