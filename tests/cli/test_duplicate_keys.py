@@ -5,30 +5,12 @@ SAM conversation.json each one is a warning.  `ls` never pays for the second par
 
 from __future__ import annotations
 
-import json
-
 import orjson
 import pytest
 
+from tests.adversarial.hostile import with_repeated
 from tests.cli.test_lifecycle import MID, SID, conv
 from tests.conftest import fingerprint
-
-
-def with_repeated(doc, path: tuple, key: str, value="a hand edit", indent: int | None = 2) -> str:
-    """``doc`` as JSON text in which the object at ``path`` (keys and list indexes) has ``key``
-    written twice: first ``value``, then what ``doc`` holds (a JSON reader keeps the last)."""
-    sep = (",\n", ": ") if indent else (",", ":")
-
-    def enc(v, at: tuple) -> str:
-        if isinstance(v, dict):
-            items = [f"{json.dumps(k, ensure_ascii=False)}{sep[1]}{enc(c, at + (k,))}" for k, c in v.items()]
-            if at == path:
-                items.insert(0, f"{json.dumps(key)}{sep[1]}{json.dumps(value, ensure_ascii=False)}")
-            return "{" + sep[0].join(items) + "}"
-        if isinstance(v, list):
-            return "[" + sep[0].join(enc(c, at + (i,)) for i, c in enumerate(v)) + "]"
-        return json.dumps(v, ensure_ascii=False)
-    return enc(doc, ())
 
 
 # --- mermaid snapshot ------------------------------------------------------------------------
@@ -88,7 +70,7 @@ def test_a_field_repeated_in_a_log_line_is_where_mermaid_stops_reading(run, merm
     obj = env
     for p in path:
         obj = obj[p]
-    lines[n] = (with_repeated(env, path, key, obj[key], indent=None) + "\n").encode()
+    lines[n] = (with_repeated(env, path, key, obj[key], indent=False) + "\n").encode()
     log.write_bytes(b"".join(lines))
     fp = fingerprint(mermaid_demo)
     r = run("--root", mermaid_demo, "check")
@@ -105,7 +87,7 @@ def test_a_key_repeated_in_tool_arguments_of_a_log_line_is_no_finding(run, merma
     env = orjson.loads(lines[n])
     args = env["event"]["message"]["tool_calls"][0]["function"]["arguments"]
     lines[n] = (with_repeated(env, ("event", "message", "tool_calls", 0, "function", "arguments"), next(iter(args)),
-                              indent=None) + "\n").encode()
+                              indent=False) + "\n").encode()
     log.write_bytes(b"".join(lines))
     r = run("--root", mermaid_demo, "check")
     assert "log-duplicate-key" not in r.stderr, r.output
@@ -116,7 +98,7 @@ def test_a_repeated_field_in_a_big_sidecar_is_caught_too(run, mermaid_demo):
     meta = conv(mermaid_demo) / f"{MID}.meta"
     doc = orjson.loads(meta.read_bytes())
     doc["title"] = "x" * 70000
-    meta.write_text(with_repeated(doc, (), "message_count", 3, indent=None))
+    meta.write_text(with_repeated(doc, (), "message_count", 3, indent=False))
     r = run("--root", mermaid_demo, "check")
     assert r.exit_code == 3 and "bad-meta" in r.stderr and "'message_count' appears twice" in r.stderr, r.output
 
