@@ -156,7 +156,11 @@ def _guard_streams() -> None:
             continue
         new = io.TextIOWrapper(io.BufferedWriter(_PipeSafe(fd)), encoding=old.encoding, errors=old.errors,
                                line_buffering=old.line_buffering, write_through=old.write_through)
+        _REPLACED.append(old)  # kept: the last reference going would close the descriptor under the new one
         setattr(sys, name, new)
+
+
+_REPLACED: list = []
 
 
 _SIZE = re.compile(r"([0-9]+)\s*(?:([kmg])(?:i?b)?|b)?", re.I)  # 64M, 64MB, 64MiB, 64 mib, 1048576, 1048576B
