@@ -119,7 +119,8 @@ class _PipeSafe(io.RawIOBase):
     """A standard stream's descriptor that a reader going away cannot stop (``samctl check | head -1``):
     on a broken pipe it is pointed at /dev/null and the command goes on to its end, so it exits with
     the code of its result, as when everything is read, and prints nothing more there. The other
-    stream is not touched (with ``2>&1`` it is the same pipe, and breaks on its own next write)."""
+    stream is not touched (with ``2>&1`` it is the same pipe, and breaks on its own next write).
+    Closing it never closes the descriptor (RawIOBase's own close only marks it closed)."""
 
     def __init__(self, fd: int):
         super().__init__()
@@ -140,9 +141,6 @@ class _PipeSafe(io.RawIOBase):
         except BrokenPipeError:
             _to_devnull(self.fd)
             return len(b)
-
-    def close(self) -> None:  # never the descriptor itself: it is the process's stdout or stderr
-        super().close()
 
 
 def _guard_streams() -> None:
