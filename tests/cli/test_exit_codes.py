@@ -342,6 +342,21 @@ def test_130_ctrl_c(run, mermaid_demo, monkeypatch, args):
     assert fingerprint(conv(mermaid_demo)) == fp
 
 
+def _waits_on(p: subprocess.Popen, lock: Path) -> None:
+    """Until ``p`` has the lock file open (it is waiting for it), or 30 s: a signal that comes
+    before samctl is running would stop Python's start-up instead."""
+    deadline = time.monotonic() + (30 if os.path.isdir("/proc/self/fd") else 0)
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            if any(os.readlink(f"/proc/{p.pid}/fd/{fd}") == str(lock) for fd in os.listdir(f"/proc/{p.pid}/fd")):
+                time.sleep(0.2)
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    time.sleep(2)  # (no /proc: a guess)
+
+
 def test_130_ctrl_c_while_waiting_for_the_lock(mermaid_demo):
     """A real SIGINT to a real process: rm waiting for another samctl's lock stops, changing nothing."""
     fd = _hold(mermaid_demo / ".mermaid" / ".samctl" / "lock")
@@ -349,7 +364,7 @@ def test_130_ctrl_c_while_waiting_for_the_lock(mermaid_demo):
         fp = fingerprint(conv(mermaid_demo))
         p = subprocess.Popen([sys.executable, "-m", "samctl", "--root", str(mermaid_demo), "rm", MID, "--lock-wait",
                               "60"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(1.5)
+        _waits_on(p, mermaid_demo / ".mermaid" / ".samctl" / "lock")
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=30)
         assert p.returncode == 130 and b"interrupted" in err, (p.returncode, err)
