@@ -44,6 +44,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     age = parse_age(older_than) if older_than is not None else None
     sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
     lifecycle.preflight(store, sel)
+    lifecycle.keep_live(store, sel, force)
     kept = say_kept(sel, fmt)
     if not sel.targets:
         nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed", sel.problems)

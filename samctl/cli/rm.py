@@ -49,6 +49,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     else:
         sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
     lifecycle.preflight(store, sel, purge)
+    lifecycle.keep_live(store, sel, force)
     kept = say_kept(sel, fmt)
     if not sel.targets:
         nothing(fmt, dry_run, kept, "nothing matches; nothing was changed", sel.problems)

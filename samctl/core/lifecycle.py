@@ -215,6 +215,17 @@ def preflight(store, sel: Selection, purge: bool = False) -> None:
     sel.targets = ok
 
 
+def keep_live(store, sel: Selection, force: bool = False) -> None:
+    """Conversations a filter found that mermaid has open (its scratch lock held) are kept and
+    listed, as pinned ones are: an exclusion, not a problem (the exit code does not change).
+    Named ones are left in: the move refuses them (exit 5) unless ``force``."""
+    if force or sel.explicit or store.name == "sam" or not sel.targets:  # (SAM: the whole app is busy or not)
+        return
+    live = set(store.live_sessions([t.id for t in sel.targets]))
+    sel.skipped += [(t.id, "mermaid has this session open") for t in sel.targets if t.id in live]
+    sel.targets = [t for t in sel.targets if t.id not in live]
+
+
 def topic_refs(store, ids) -> dict | None:
     """SAM: shared-topic scope -> the conversations whose memories live there (None for mermaid).
 

@@ -423,3 +423,21 @@ def test_a_broken_pipe_does_not_stop_a_writing_command(sam_demo, tmp_path):
     assert p.returncode == 3
     assert not (conv(sam_demo) / API).exists() and (conv(sam_demo) / SID / "conversation.json").exists()
     assert len(list(attic_of(sam_demo).glob(f"{API}.archived.*.tar.zst"))) == 1
+
+
+@pytest.mark.parametrize("args", [("archive", "--older-than", "1d", "--yes"), ("rm", "--older-than", "1d", "--yes"),
+                                  ("rm", "--purge", "--older-than", "1d", "--yes")], ids=["archive", "rm", "purge"])
+def test_a_session_mermaid_has_open_is_an_exclusion_for_a_filter(run, mermaid_demo, args):
+    """Found by a filter, it is kept and listed, and the others go (exit 0); it refused the whole run (exit 5)."""
+    from samctl.formats import open_store
+
+    fd = _hold(open_store(str(mermaid_demo)).scratch_lock_path(MID))
+    try:
+        before = {p.name: p.read_bytes() for p in conv(mermaid_demo).glob(f"{MID}.*")}
+        r = run("--root", mermaid_demo, *args)
+        assert r.exit_code == 0, r.output
+        assert f"kept: {MID}: mermaid has this session open" in r.stderr and MID2 in r.stdout
+        assert {p.name: p.read_bytes() for p in conv(mermaid_demo).glob(f"{MID}.*")} == before
+        assert not list(conv(mermaid_demo).glob(f"{MID2}.*"))
+    finally:
+        os.close(fd)
