@@ -9,6 +9,7 @@ SAMCTL_DEBUG=1.
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import re
 import sys
@@ -62,8 +63,11 @@ class SamctlGroup(click.Group):
             click.echo("samctl: interrupted", err=True)
             ctx.exit(errors.INTERRUPTED)
         except BrokenPipeError:
+            # (stdout and stderr never raise it under main(): _guard_streams.) A pipe the command wrote
+            # to itself, an export into a FIFO whose reader went away: the job was not done
             _quiet_broken_pipe()
-            ctx.exit(errors.OK)
+            _say_quietly("samctl: error: broken pipe: the reader went away before everything was written")
+            ctx.exit(errors.FAILED)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence: no tracebacks
@@ -89,12 +93,72 @@ def report_error(exc: errors.SamctlError) -> None:
 
 
 def _quiet_broken_pipe() -> None:
-    # The reader went away (samctl ls | head): stop quietly, like other tools.
+    # The reader went away: nothing more goes to that stdout (nor a failed flush at exit).
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
+        _to_devnull(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
         pass
+
+
+def _say_quietly(text: str) -> None:
+    try:
+        click.echo(text, err=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _to_devnull(fd: int) -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+class _PipeSafe(io.RawIOBase):
+    """A standard stream's descriptor that a reader going away cannot stop (``samctl check | head -1``):
+    on a broken pipe it is pointed at /dev/null and the command goes on to its end, so it exits with
+    the code of its result, as when everything is read, and prints nothing more there. The other
+    stream is not touched (with ``2>&1`` it is the same pipe, and breaks on its own next write).
+    Closing it never closes the descriptor (RawIOBase's own close only marks it closed)."""
+
+    def __init__(self, fd: int):
+        super().__init__()
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def write(self, b) -> int:
+        try:
+            return os.write(self.fd, b)
+        except BrokenPipeError:
+            _to_devnull(self.fd)
+            return len(b)
+
+
+def _guard_streams() -> None:
+    """Put ``_PipeSafe`` under ``sys.stdout`` and ``sys.stderr``, keeping their encoding and buffering."""
+    for name in ("stdout", "stderr"):
+        old = getattr(sys, name)
+        try:
+            fd = old.fileno()
+            old.flush()
+        except (AttributeError, OSError, ValueError):  # no real stream (embedded, closed): leave it
+            continue
+        new = io.TextIOWrapper(io.BufferedWriter(_PipeSafe(fd)), encoding=old.encoding, errors=old.errors,
+                               line_buffering=old.line_buffering, write_through=old.write_through)
+        _REPLACED.append(old)  # kept: the last reference going would close the descriptor under the new one
+        setattr(sys, name, new)
+
+
+_REPLACED: list = []
 
 
 _SIZE = re.compile(r"([0-9]+)\s*(?:([kmg])(?:i?b)?|b)?", re.I)  # 64M, 64MB, 64MiB, 64 mib, 1048576, 1048576B
@@ -154,6 +218,7 @@ def main() -> None:
     import signal
 
     signal.signal(signal.SIGTERM, _terminated)
+    _guard_streams()
     try:
         cli.main(prog_name="samctl")
     except errors.Terminated:

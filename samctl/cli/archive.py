@@ -46,9 +46,10 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     age = parse_age(older_than) if older_than is not None else None
     sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
     lifecycle.preflight(store, sel, ignore_unreadable=ignore_unreadable)
+    lifecycle.keep_live(store, sel, force)
     kept = say_kept(sel, fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed", store)
+        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed", store, sel.problems)
         return
     if not dry_run and (not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -60,4 +61,5 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
                               again=lambda confirmed: lifecycle.matching(store, confirmed, age, False, title,
                                                                          include_pinned, keep_last))
     report.kept = kept
+    report.findings[:0] = sel.problems
     render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)")

@@ -68,6 +68,9 @@ def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_w
             for a in rep.actions:
                 size = f" ({human_size(a['bytes_before'])} -> {human_size(a['bytes_after'])})" \
                     if a["bytes_before"] or a["bytes_after"] else ""
+                if "log_after" in a:  # the parts: what the log becomes, and what its old bytes take in the attic
+                    size = (f" (log {human_size(a['bytes_before'])} -> {human_size(a['log_after'])}, history segment "
+                            f"{human_size(a['history'])})")
                 click.echo(safe_text(f"{'would ' if dry_run else ''}{a['kind']}: {a['path']}{size} {a['detail']}"
                                      .rstrip(), lines=False))
         for f in rep.findings:

@@ -39,15 +39,13 @@ def command(ctx, ids, as_new, entry, dry_run, force, lock_wait, fmt):
     store = store_of(ctx)
     if entry and len(ids) > 1:
         raise UsageError("--entry names one entry: give at most one ID with it")
+    # an entry that fails on the way (damaged, a file appeared) is a finding and exit 3, one id or many
     try:
-        found = [restore.find_entry(store, ids[0] if ids else None, entry)] if len(ids) <= 1 else \
+        entries = [restore.find_entry(store, ids[0] if ids else None, entry)] if len(ids) <= 1 else \
             restore.find_entries(store, ids)
     except NotFound as exc:
         if pending(store):  # a move a crash interrupted may be what holds it: say what settles that
             exc.hint = "an interrupted move is pending: `samctl attic --repair` finishes or undoes it; then try again"
         raise
-    if len(ids) <= 1:
-        report = restore.restore(store, found[0], as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
-    else:
-        report = restore.restore_many(store, found, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
+    report = restore.restore_many(store, entries, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait)
     render(report, fmt)

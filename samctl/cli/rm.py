@@ -51,9 +51,10 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     else:
         sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
     lifecycle.preflight(store, sel, purge, ignore_unreadable)
+    lifecycle.keep_live(store, sel, force)
     kept = say_kept(sel, fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed", store)
+        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed", store, sel.problems)
         return
     if not dry_run and (purge or not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -68,11 +69,13 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
         report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait,
                                  ignore_unreadable=ignore_unreadable, again=again)
         report.kept = kept
+        report.findings[:0] = sel.problems
         render(report, fmt)
         return
     report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait,
                               ignore_unreadable=ignore_unreadable, again=again)
     report.kept = kept
+    report.findings[:0] = sel.problems
     first = report.items[0]["id"] if report.items else ""
     render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"
                                                                 if len(report.items) > 1 else "")

@@ -71,18 +71,22 @@ def say_kept(sel, fmt: str) -> list:
     return kept
 
 
-def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None) -> None:
+def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None, problems: list = ()) -> None:
     """Nothing selected: the json format still prints a report (empty ``items``), a script reads it.
-    Nothing is written, so an interrupted move is not settled: said, with what settles it."""
+    ``problems`` (``Selection.problems``): what was chosen but cannot be moved, exit 3.  Nothing is
+    written, so an interrupted move is not settled: said, with what settles it."""
     from samctl.core.lifecycle import Report
     from samctl.core.repair import pending
 
-    report = Report(dry_run=dry_run, kept=kept, findings=pending(store) if store is not None else [])
+    report = Report(dry_run=dry_run, kept=kept,
+                    findings=list(problems) + (pending(store) if store is not None else []))
     if fmt == "json":
         emit_json(report.to_dict())
     else:
-        click.echo(message, err=True)
+        click.echo("nothing was changed" if problems else message, err=True)
         report_findings(report.findings)
+    if problems:
+        raise click.exceptions.Exit(errors.PARTIAL)
 
 
 def show_targets(targets, verb: str, yes: bool) -> None:
@@ -102,7 +106,9 @@ def _one_line(text) -> str:
 
 
 def render(report, fmt: str, undo_hint: str | None = None) -> None:
-    """Print a lifecycle report and exit with its code (1 if nothing was done and something failed)."""
+    """Print a lifecycle report and exit with its code: 3 if a conversation it was given could not be
+    moved, purged or restored (a problem of that conversation, even when it was the only one; the
+    command's own failures are raised before and exit 1)."""
     if fmt == "json":
         emit_json(report.to_dict())
     else:
@@ -119,4 +125,4 @@ def render(report, fmt: str, undo_hint: str | None = None) -> None:
             click.echo(pasteable(undo_hint, whole=True), err=True)
     report_findings(report.findings)
     if report.failed:
-        raise click.exceptions.Exit(errors.FAILED if not report.items else errors.PARTIAL)
+        raise click.exceptions.Exit(errors.PARTIAL)

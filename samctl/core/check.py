@@ -7,9 +7,12 @@ a warning, OK if there are none or only informational ones.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+
+from samctl.core.model import WARNING
 
 
 @dataclass
@@ -56,10 +59,30 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
             # (what settling had to leave; an unsafe attic folder is said once)
             pending += [f for f in repair.pending_moves(store) if f.code != "attic-unsafe"]
     report.findings += pending
+    _missing_scopes_in_attic(store, report.findings)
     mark_held(report.findings, {f.conversation for f in pending if f.code == "pending-move" and f.conversation})
     # in path order, not the folder's listing order: two runs (or two copies of a tree) diff cleanly
     report.findings.sort(key=lambda f: str(f.path))
     return report
+
+
+def _missing_scopes_in_attic(store, findings: list) -> None:
+    """A ``scope-missing`` scope (a shared memory scope a conversation names, not in the store) that the
+    attic holds is a warning naming the way back; one it does not hold, the app starts empty."""
+    missing = [f for f in findings if f.code == "scope-missing"]
+    if not missing:
+        return
+    from samctl.core import attic
+
+    in_attic = attic.named_ids(store, attic.RESTORABLE)
+    for f in missing:
+        scope = os.path.basename(f.path)
+        if scope in in_attic:
+            f.severity = WARNING
+            f.reason += f" but in the attic: `samctl restore {scope}` brings its memories back"
+        else:
+            f.reason += (f" and not in the attic: {store.app_name} starts it empty when it next stores a memory "
+                         "(memories it had, if any, are gone)")
 
 
 _RECOVER_ADVICE = re.compile(r"[;,]?\s*\(?(?:try )?`samctl recover [^`]*`[^;()]*\)?")

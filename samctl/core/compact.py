@@ -16,7 +16,9 @@ In order, under samctl's lock:
    log becomes a ``history`` segment in the attic and a fresh log holds what
    mermaid itself writes as a backfill (started, reset, input, state, tasks),
    folding to the same conversation but for its ``compactions`` records (a
-   backfill has no place for them; the snapshot and the history segment keep them);
+   backfill has no place for them; the snapshot and the history segment keep them).
+   Only when the fresh log plus the segment take less than the old log: else
+   the log is left as it is, and an info finding (``log-kept``) says why;
 4. remove stale temp files by the store's own rule (mermaid and samctl:
    ``.<name>.<pid>.<n>.tmp`` older than 3600 s; SAM also: ``<file>.tmp`` and
    ``ltm.json.tmp.<pid>`` older than 3600 s, except ``conversation.json.tmp``,
@@ -93,9 +95,11 @@ class CompactReport:
     bytes_after: int = 0
     dry_run: bool = False
 
-    def add(self, kind: str, path, before: int = 0, after: int = 0, detail: str = "") -> None:
+    def add(self, kind: str, path, before: int = 0, after: int = 0, detail: str = "", **sizes) -> None:
+        """``bytes_after`` is everything the action leaves (a rewritten log: the fresh log plus its history
+        segment); ``sizes`` gives the parts (``log_after``, ``history``)."""
         self.actions.append({"kind": kind, "path": str(path), "bytes_before": before, "bytes_after": after,
-                             "detail": detail})
+                             "detail": detail, **sizes})
 
     def counts(self) -> dict:
         out: dict = {}
@@ -282,14 +286,15 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             raise SamctlError("the log has a torn tail; left alone")
         fresh = store.fresh_log(data)
         new = fresh.data
-        if len(new) >= size0:
+        # The old log goes to the attic: rewrite only when the fresh log and that segment together take
+        # less than the old log (a big incompressible event is carried by both, and would grow the store)
+        history = len(new) < size0 and _history_estimate(data, opts.level)
+        if not history or len(new) + history >= size0:
+            _kept(rep, path, cid, size0, len(new), history)
             return
-        if opts.dry_run:  # the old log goes to the attic compressed: count that too, as the real run does
-            from samctl.core import tarzst
-
-            history = len(tarzst.compressor(opts.level, 0).compress(data)) + 64  # (+ the tar blocks, mostly zeros)
+        if opts.dry_run:
             rep.add("rewrite-log", path, size0, len(new) + history, f"{fresh.events_before} events -> "
-                                                                     f"{fresh.events_after} (old log to the attic)")
+                    f"{fresh.events_after}", log_after=len(new), history=history)
             return
         old_sha = hashlib.sha256(data).hexdigest()
         attic = atticmod.ensure_attic(store)
@@ -307,6 +312,11 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
         if (m.size, m.sha256) != (size0, old_sha):
             _undo(entry, attic, stem)
             raise atticmod.Changed("the log changed while compact read it (someone is appending); left for the next run")
+        history = _entry_bytes(entry)
+        if len(new) + history >= size0:  # the estimate was close, and the real segment came out bigger
+            _undo(entry, attic, stem)
+            _kept(rep, path, cid, size0, len(new), history)
+            return
         # Reading and packing took a while: a session may have started meanwhile (spec §1's lock)
         def live() -> bool:
             return store.session_is_live(cid)
@@ -324,10 +334,32 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
                                         "everything was kept, it is tried again on the next run", INFO, cid))
             return
         drop_journal(attic, stem)
-        rep.add("rewrite-log", path, size0, len(new) + entry.tar_size,
-                f"{fresh.events_before} events -> {fresh.events_after}; old log kept as {entry.stem}")
+        rep.add("rewrite-log", path, size0, len(new) + history,
+                f"{fresh.events_before} events -> {fresh.events_after}; old log kept as {entry.stem}",
+                log_after=len(new), history=history)
     finally:
         f.close()
+
+
+def _history_estimate(data: bytes, level: int) -> int:
+    """About what the history segment of ``data`` takes in the attic: compressed, plus the tar blocks
+    (mostly zeros) and the manifest."""
+    from samctl.core import tarzst
+
+    return len(tarzst.compressor(level, 0).compress(data)) + 1024
+
+
+def _entry_bytes(entry) -> int:
+    st = fsafe.lstat(entry.manifest_path)
+    return entry.tar_size + (st.st_size if st is not None else 0)
+
+
+def _kept(rep, path: Path, cid: str, size0: int, new: int, history: int | bool) -> None:
+    """Say (under -v) why a log over the threshold stays as it is: a rewrite would not shrink it."""
+    what = f"a fresh log of {new} bytes" + (f" plus its history segment of about {history} bytes in the attic"
+                                             if history else "")
+    rep.findings.append(Finding("log-kept", str(path), f"over the threshold, but a rewrite would not make it "
+                                f"smaller ({what}, against {size0} bytes now); left alone", INFO, cid))
 
 
 def _undo(entry, attic: Path, stem: str) -> None:

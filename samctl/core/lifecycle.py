@@ -39,7 +39,7 @@ from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.core.model import ERROR, INFO, WARNING, Finding, last_activity, recency
 from samctl.core.repair import drop_journal, settle, write_batch
 from samctl.core.resolve import Listed, resolve_many
-from samctl.errors import NotFound, SamctlError, UsageError
+from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
 from samctl.formats import workers
 
 
@@ -72,6 +72,7 @@ class Selection:
     findings: list = field(default_factory=list)
     explicit: bool = False  # the user named the ids (no filter)
     in_store: set | None = None  # the store's ids as select listed them (preflight needs them too)
+    problems: list = field(default_factory=list)  # Findings (errors): chosen, but a file problem keeps them (exit 3)
 
 
 @dataclass
@@ -225,8 +226,11 @@ def _is_empty(store, cid: str, t: Target) -> bool:
 def preflight(store, sel: Selection, purge: bool = False, ignore_unreadable: bool = False) -> None:
     """Drop targets that cannot be moved (a scope in use, a symlink inside, ...), read-only.
 
-    Named ids: the first such problem is raised (nothing is done); filter
-    results: each is moved to ``sel.skipped`` with the reason.
+    A file problem (a symlink or a special file inside) is a problem, named or
+    found by a filter: an error in ``sel.problems`` (the others go on; exit 3).
+    A rule that keeps it (a scope in use, a legacy-only conversation): named
+    ids, the first is raised (nothing is done); filter results, each is moved
+    to ``sel.skipped`` with the reason.
     """
     refs = topic_refs(store, [t.id for t in sel.targets], ignore_unreadable)
     in_store = sel.in_store if sel.in_store is not None else set(store.all_ids())
@@ -237,6 +241,10 @@ def preflight(store, sel: Selection, purge: bool = False, ignore_unreadable: boo
             continue
         try:
             store.conversation_files(t.id, refs)
+        except FileProblem as exc:
+            verb = "purged" if purge else "moved"
+            sel.problems.append(Finding(f"not-{verb}", t.id, f"{exc.message}; nothing was {verb}", ERROR, t.id))
+            continue
         except SamctlError as exc:
             if sel.explicit:
                 raise SamctlError(f"{exc.message}; nothing was changed", exc.hint) from None
@@ -252,6 +260,17 @@ class Refs(dict):
     without conversation.json is never removed (``formats/sam/lifecycle.conversation_files``)."""
 
     unreadable: list = []
+
+
+def keep_live(store, sel: Selection, force: bool = False) -> None:
+    """Conversations a filter found that the app has open (``Store.live_sessions``) are kept and
+    listed, as pinned ones are: an exclusion, not a problem (the exit code does not change).
+    Named ones are left in: the move refuses them (exit 5) unless ``force``."""
+    if force or sel.explicit or not sel.targets:
+        return
+    live = set(store.live_sessions([t.id for t in sel.targets]))
+    sel.skipped += [(t.id, f"{store.app_name} has this session open") for t in sel.targets if t.id in live]
+    sel.targets = [t for t in sel.targets if t.id not in live]
 
 
 def topic_refs(store, ids, ignore_unreadable: bool = False) -> Refs | None:
@@ -358,6 +377,9 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
         try:
             attic = atticmod.ensure_attic(store)
         except (SamctlError, OSError) as exc:
+            if not i:  # no attic: the command cannot do its job at all (exit 1), not one conversation's problem
+                raise exc if isinstance(exc, SamctlError) else SamctlError(
+                    f"cannot make the attic {atticmod.attic_dir(store)}: {reason(exc)}; nothing was moved") from None
             failed += [(t, exc) for t in batch]
             continue
         with fsafe.sync_batch() as sync:

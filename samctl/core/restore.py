@@ -135,7 +135,9 @@ def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = 
     """
     report, failed = _restore(store, entries, as_new, dry_run, force, lock_wait)
     for r, exc in failed:
-        report.findings.append(Finding("not-restored", str(r.entry.tar_path), reason(exc), ERROR, r.entry.id))
+        hint = getattr(exc, "hint", None)  # (what to do about a damaged entry: where it is said)
+        report.findings.append(Finding("not-restored", str(r.entry.tar_path), reason(exc) + (f"; {hint}" if hint else ""),
+                                       ERROR, r.entry.id))
     return report
 
 

@@ -178,8 +178,13 @@ class Store:
         raise NotImplementedError
 
     def session_is_live(self, cid: str) -> bool:
-        """True if the app has conversation ``cid`` open right now (where the store can tell)."""
+        """True if the app has conversation ``cid`` open right now (where the store can tell per
+        conversation; an app that holds the whole store says so in ``busy_reason``)."""
         return False
+
+    def live_sessions(self, ids) -> list[str]:
+        """The ids among ``ids`` that ``session_is_live``."""
+        return [cid for cid in ids if self.session_is_live(cid)]
 
     # maintenance (compact) ----------------------------------------------------
     def maintenance_folders(self) -> list[Path]:
@@ -256,6 +261,10 @@ class Store:
         raise NotImplementedError
 
     # the owning app --------------------------------------------------------
+    def own_folders(self) -> list[Path]:
+        """The folders the store consists of (not the project or base folder the user named)."""
+        return [self.conv_dir]
+
     def app_folder(self) -> str | None:
         """The app's own folder around the store, where samctl never writes an export; None if the store
         was given as a bare folder whose parent is the user's."""

@@ -66,7 +66,4 @@ def root(store, findings: list, fixes: list, fix: bool) -> None:
 def root_symlinks(store) -> list:
     """The symlinks among the folders the store consists of: ``conversations/`` (and mermaid's
     ``.mermaid/``), not the project or base folder the user named."""
-    folders = [store.conv_dir]
-    if store.name == "mermaid" and store.conv_dir.parent.name == ".mermaid":
-        folders.append(store.conv_dir.parent)
-    return [p for p in folders if os.path.islink(p)]
+    return [p for p in store.own_folders() if os.path.islink(p)]

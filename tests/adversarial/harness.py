@@ -142,16 +142,28 @@ def invoke(args: list, env: dict | None = None) -> Outcome:
     return Outcome(args, r.exit_code, r.stdout_bytes, r.stderr, crash)
 
 
-def invoke_subprocess(args: list, env: dict | None = None, timeout: float = HANG_SECONDS) -> Outcome:
-    """The same through a real process (``python -m samctl``): what a user's shell sees."""
+def invoke_subprocess(args: list, env: dict | None = None, timeout: float = HANG_SECONDS,
+                      broken_pipe: bool = False) -> Outcome:
+    """The same through a real process (``python -m samctl``): what a user's shell sees.
+    ``broken_pipe``: stdout and stderr go into a pipe whose reader is gone (``samctl ... 2>&1 | head -c0``,
+    without the race); nothing is captured then, only the exit code."""
     full_env = {k: v for k, v in dict(os.environ, **(env or {})).items() if v is not None}  # None: unset
     full_env.pop("SAMCTL_DEBUG", None)
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    out = subprocess.PIPE
+    if broken_pipe:
+        r, out = os.pipe()
+        os.close(r)
     try:
-        p = subprocess.run([sys.executable, "-m", "samctl", *args], capture_output=True, timeout=timeout,
+        p = subprocess.run([sys.executable, "-m", "samctl", *args], stdout=out, stderr=out, timeout=timeout,
                            stdin=subprocess.DEVNULL, env=full_env, cwd=str(REPO))
     except subprocess.TimeoutExpired:
         return Outcome(args, None, b"", "", f"no answer within {timeout} s")
+    finally:
+        if broken_pipe:
+            os.close(out)
+    if broken_pipe:
+        return Outcome(args, p.returncode, b"", "", None)
     err = p.stderr.decode("utf-8", "replace")
     crash = err[-4000:] if ("Traceback" in err or "internal error" in err) else None
     return Outcome(args, p.returncode, p.stdout, err, crash)

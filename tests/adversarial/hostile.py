@@ -88,6 +88,7 @@ class Case:
     needs: str | None = None  # "nonroot" (permissions bite) or "root" (mknod)
     global_exits: frozenset = frozenset({0, 3})
     writes: bool = True  # run the writing-command sequence on it too
+    broken_pipe: bool = False  # also run every read-only command into a pipe nobody reads: the same exit code
 
     @property
     def category(self) -> str:
@@ -1527,6 +1528,95 @@ def store_path_cases(store: str) -> list[Case]:
     return out
 
 
+# ---- keys written twice (issue #20, finding 11), a log compact cannot shrink (finding 7), and a
+# reader that goes away (finding 9)
+def with_repeated(doc, path: tuple, key: str, value="a hand edit", indent: bool = True) -> str:
+    """``doc`` as JSON text in which the object at ``path`` (keys and list indexes) has ``key``
+    written twice: first ``value``, then what ``doc`` holds there (a JSON reader keeps the last)."""
+    sep = (",\n", ": ") if indent else (",", ":")
+
+    def enc(v, here: tuple) -> str:
+        if isinstance(v, dict):
+            items = [f"{json.dumps(k, ensure_ascii=False)}{sep[1]}{enc(c, here + (k,))}" for k, c in v.items()]
+            if here == path:
+                items.insert(0, f"{json.dumps(key)}{sep[1]}{json.dumps(value, ensure_ascii=False)}")
+            return "{" + sep[0].join(items) + "}"
+        if isinstance(v, list):
+            return "[" + sep[0].join(enc(c, here + (i,)) for i, c in enumerate(v)) + "]"
+        return json.dumps(v, ensure_ascii=False)
+    return enc(doc, ())
+
+
+def _repeat_in_snapshot(cid: str, path: tuple, key: str):
+    def build(ctx):
+        doc = mermaid_doc(ctx, cid)
+        put(ctx.p(f"{cid}.json"), with_repeated(doc, path, key, 7 if isinstance(at(doc, path)[key], int) else "x"))
+    return build
+
+
+def _repeat_in_line(cid: str, event_type: str, path: tuple, key: str):
+    def edit(lines):
+        n = next(i for i, x in enumerate(lines) if json.loads(x)["event"]["type"] == event_type)
+        env = json.loads(lines[n])
+        lines[n] = (with_repeated(env, path, key, at(env, path)[key], indent=False) + "\n").encode()
+        return lines
+    return log_edit(cid, edit)
+
+
+def duplicate_key_cases() -> list[Case]:
+    """A key written twice at each struct level of a mermaid snapshot, log line and sidecar (serde
+    refuses them: an error), inside free JSON values (serde keeps the last: no finding), and in a SAM
+    conversation.json (a warning)."""
+    out = []
+    struct_levels = {"top": ((), "title"), "message": (("messages", 0), "content"),
+                     "action": (("messages", 1, "actions", 0), "target"),
+                     "action-result": (("messages", 1, "actions", 0, "result", "Success"), "output"),
+                     "tool-call": (("messages", 1, "tool_calls", 0), "id"),
+                     "tool-function": (("messages", 1, "tool_calls", 0, "function"), "name"),
+                     "token-usage": (("cumulative_token_usage",), "prompt_tokens"), "tasks": (("tasks",), "next_id")}
+    for what, (path, key) in struct_levels.items():
+        out.append(_m(f"structure/repeated-field-snapshot-{what}", _repeat_in_snapshot(MID, path, key),
+                      [("bad-snapshot", f"{MID}.json")], target=MID, fast=what == "message",
+                      broken_pipe=what == "top"))
+    out.append(_m("structure/repeated-key-snapshot-tool-arguments",
+                  _repeat_in_snapshot(MID, ("messages", 1, "tool_calls", 0, "function", "arguments"), "path"), [],
+                  target=MID))
+    lines = {"envelope": ("message", (), "seq"), "event": ("message", ("event",), "type"),
+             "message": ("message", ("event", "message"), "role"), "started": ("started", ("event",), "session_id"),
+             "reset-message": ("reset", ("event", "messages", 0), "content"),
+             "action": ("action", ("event", "action"), "action_type")}
+    for what, (etype, path, key) in lines.items():
+        out.append(_m(f"structure/repeated-field-log-{what}", _repeat_in_line(MID, etype, path, key),
+                      [("log-duplicate-key", f"{MID}.jsonl")], target=MID, fast=what == "message"))
+    out.append(_m("structure/repeated-field-meta-message-count",
+                  lambda ctx: put(ctx.p(f"{M2}.meta"), with_repeated(json.loads(ctx.p(f"{M2}.meta").read_bytes()), (),
+                                                                      "message_count", 1, indent=False)),
+                  [("bad-meta", f"{M2}.meta")], target=M2))
+    rel = f"{S2}/conversation.json"
+    for what, (path, key) in {"top": ((), "title"), "message": (("messages", 0), "content"),
+                              "settings": (("settings",), "temperature")}.items():
+        out.append(_s(f"structure/repeated-key-{what}",
+                      lambda ctx, path=path, key=key: put(ctx.p(rel), with_repeated(sam_doc(ctx, S2), path, key)),
+                      [("duplicate-key", rel)], target=S2, fast=what == "message", broken_pipe=what == "top"))
+    return out
+
+
+def compact_cases() -> list[Case]:
+    """A log over compact's threshold whose rewrite would not shrink it: one big incompressible input
+    (the fresh log carries it again, and the old log goes to the attic); compact must leave it."""
+    def big_input(ctx):
+        import base64
+
+        lines = log_lines(ctx, MID)
+        blob = base64.b64encode(os.urandom(96_000)).decode()
+        lines.append(mf.mermaid_line(len(lines), "2026-08-10T14:05:00Z", {"text": blob, "type": "input"}).encode())
+        put(ctx.p(f"{MID}.jsonl"), b"".join(lines))
+        doc = mermaid_doc(ctx, MID)
+        doc["input_history"] = (doc.get("input_history") or []) + [blob]
+        write_mermaid_doc(ctx, MID, doc)
+    return [_m("size/log-rewrite-would-not-shrink", big_input, [], target=MID, fast=True)]
+
+
 # ------------------------------------------------------------------------------------------ registry
 def cases() -> list[Case]:
     out = [baseline("mermaid"), baseline("sam")]
@@ -1537,6 +1627,7 @@ def cases() -> list[Case]:
         out += attic_name_cases(store)
     out += mermaid_structure() + sam_structure() + sqlite_cases()
     out += sqlite_writer_cases() + scope_in_doubt_cases()
+    out += duplicate_key_cases() + compact_cases()
     names = [c.name for c in out]
     dupes = {n for n in names if names.count(n) > 1}
     assert not dupes, dupes

@@ -128,6 +128,22 @@ def run_readonly(case, tmp_path, subprocess_sample: bool) -> None:
         for miss in missing_expectations(case, ctx, outputs):
             TALLY.note("missed", f"{case.name}: {miss}")
             failures.append(f"MISSED {case.name}: {miss}")
+        if case.broken_pipe:  # a reader that goes away changes no exit code (issue #20, finding 9)
+            for key, args, exits in commands(case, ctx, tmp_path / "export-out-piped"):
+                if args[0] == "export" and "-o" in args:
+                    continue  # (writes files, not a stream)
+                out = invoke_subprocess(["--root", str(ctx.root), *case.args, *args], broken_pipe=True)
+                TALLY.cases += 1
+                want = outputs[key.split(":")[0]].exit_code
+                if out.exit_code != want:
+                    label = f"{case.name}: samctl {' '.join(args)[:200]} | (reader gone)"
+                    TALLY.note("bad_exits", f"{label} -> {out.exit_code}")
+                    failures.append(f"EXIT {out.exit_code} (want {want}, as when read) {label}")
+            after = fingerprint(ctx.case_dir)
+            if after != before:
+                TALLY.note("changed", f"{case.name}: broken pipe")
+                failures.append("CHANGED by a broken-pipe run:\n  " + "\n  ".join(diff(before, after)[:20]))
+                before = after
         if subprocess_sample:
             for args in (["check"],):  # a real process per tree: what a user's shell sees (ls/show: below)
                 out = invoke_subprocess(["--root", str(ctx.root), *case.args, *args], env=ctx.env or None)

@@ -272,3 +272,86 @@ def test_a_dry_run_predicts_the_bytes_the_run_frees(run, mermaid_demo):
     real = orjson.loads(run("--root", mermaid_demo, "compact", "--grace", "0s", "--format", "json").stdout)
     assert dry["bytes_before"] == real["bytes_before"]
     assert dry["bytes_after"] == real["bytes_after"] < real["bytes_before"]
+
+
+def big_input(conv: Path, cid: str = LONG, size: int = 300_000) -> Path:
+    """``long_session`` plus one input event of ``size`` incompressible characters (a pasted blob):
+    a backfill carries it again, so no rewrite can shrink this log."""
+    import base64
+
+    long_session(conv, cid)
+    log = conv / f"{cid}.jsonl"
+    n = sum(1 for _ in log.open("rb"))
+    blob = base64.b64encode(os.urandom(size * 3 // 4)).decode()
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(mermaid_line(n, T0, {"text": blob, "type": "input"}))
+    snap = conv / f"{cid}.json"
+    doc = orjson.loads(snap.read_bytes())
+    doc["input_history"] = (doc.get("input_history") or []) + [blob]
+    snap.write_text(mermaid_snapshot(doc), encoding="utf-8")
+    return log
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_a_rewrite_that_would_not_shrink_is_not_done_and_says_why(run, mermaid_demo, dry):
+    """Finding 7 of issue #20: the fresh log holds the big input again and the old log goes to the attic,
+    so a rewrite would grow the store; it is left alone, with the reason under -v, also on later runs."""
+    c = conv(mermaid_demo)
+    log = big_input(c)
+    assert fold_of(log.read_bytes()) == {k: v for k, v in orjson.loads((c / f"{LONG}.json").read_bytes()).items()
+                                         if k != "compactions"}
+    age(c.iterdir(), 7200)
+    fp = fingerprint(c)
+    for _ in range(2):
+        r = run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "-v", *(["--dry-run"] if dry else []))
+        assert r.exit_code == 0, r.output
+        assert "rewrite-log" not in r.stdout and "nothing to do" in r.stdout
+        assert "log-kept" in r.stderr and f"{LONG}.jsonl" in r.stderr and "would not make it smaller" in r.stderr
+        assert fingerprint(c) == fp and not (c.parent / "samctl-attic").exists()
+    r = run("--root", mermaid_demo, "compact", "--log-threshold", "8K")  # without -v: quiet, nothing wrong
+    assert r.exit_code == 0 and r.output == ""
+    assert fingerprint(c) == fp
+
+
+def test_a_rewrite_reports_the_log_and_the_history_segment_separately(run, mermaid_demo):
+    c = conv(mermaid_demo)
+    long_session(c)
+    log = c / f"{LONG}.jsonl"
+    age(c.iterdir(), 7200)
+    size0 = log.stat().st_size
+    r = run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    [a] = orjson.loads(r.stdout)["actions"]
+    [e] = attic.list_entries(open_store(str(mermaid_demo)), [], ("history",))
+    history = e.tar_size + e.manifest_path.stat().st_size
+    assert (a["bytes_before"], a["log_after"], a["history"]) == (size0, log.stat().st_size, history)
+    assert a["bytes_after"] == a["log_after"] + history < size0
+
+
+def test_a_segment_bigger_than_estimated_undoes_the_rewrite(run, mermaid_demo, monkeypatch):
+    """The estimate decides before anything is written; the real segment decides again after packing,
+    and a rewrite that would not shrink after all leaves no entry and no journal record behind."""
+    from samctl.core import compact
+
+    c = conv(mermaid_demo)
+    big_input(c)
+    age(c.iterdir(), 7200)
+    fp = fingerprint(c)
+    monkeypatch.setattr(compact, "_history_estimate", lambda data, level: 1)
+    r = run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "-v")
+    assert r.exit_code == 0, r.output
+    assert "log-kept" in r.stderr and "rewrite-log" not in r.stdout
+    assert fingerprint(c) == fp
+    a = c.parent / "samctl-attic"
+    assert [p.name for p in a.iterdir() if not p.name.startswith(".")] == [] and list((a / ".journal").iterdir()) == []
+    assert run("--root", mermaid_demo, "attic", "--verify").exit_code == 0
+
+
+def test_verbose_says_what_the_log_became_and_what_the_attic_got(run, mermaid_demo):
+    c = conv(mermaid_demo)
+    long_session(c)
+    age(c.iterdir(), 7200)
+    r = run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "-v")
+    assert r.exit_code == 0, r.output
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("rewrite-log:")]
+    assert "(log 37.9K -> 33.6K, history segment " in line and "old log kept as" in line

@@ -16,7 +16,7 @@ import time
 import orjson
 
 from samctl import fsafe
-from samctl.formats import treecheck, workers
+from samctl.formats import dupkeys, treecheck, workers
 from samctl.core.model import ERROR, INFO, WARNING, Finding
 from samctl.errors import FileProblem
 from samctl.formats.mermaid import decode
@@ -123,7 +123,7 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
     doc = None
     if snap and stat.S_ISREG(snap[1].st_mode):
         local: list = []
-        doc = store._read_snapshot(snap[0], local)
+        doc = store._read_snapshot(snap[0], local, strict=True)
         for f in local:
             f.conversation = cid
         findings.extend(local)
@@ -142,34 +142,6 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
                                     WARNING, cid))
     if log and stat.S_ISREG(log[1].st_mode):
         _check_log(store, cid, log[0], doc, findings, fixes, fix, hidden=not snap and not meta)
-
-
-def _duplicate_key(data: bytes):
-    """The first key repeated in one object of a (small) JSON text, else None.
-
-    orjson keeps the last of repeated keys; mermaid's serde derive refuses the
-    sidecar.  Sidecars are small; bigger texts are not parsed a second time.
-    """
-    import json
-
-    if len(data) > 1 << 16:
-        return None
-    found = []
-
-    def hook(pairs):
-        if not found:
-            seen = set()
-            for k, _ in pairs:
-                if k in seen:
-                    found.append(k)
-                    break
-                seen.add(k)
-        return dict(pairs)
-    try:
-        json.loads(data, object_pairs_hook=hook)
-    except (ValueError, RecursionError):
-        return None
-    return found[0] if found else None
 
 
 def _write_meta(store, cid: str, doc: dict, old: bytes | None = None) -> str:
@@ -195,9 +167,9 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         data = fsafe.read_capped(p, store.caps.other)
         m = orjson.loads(data)
         decode.check_meta(m)
-        dup = _duplicate_key(data)
-        if dup is not None:
-            raise Rejected(f"key {dup[:40]!r} appears twice (serde refuses a repeated field)")
+        found = dupkeys.in_mermaid(data, "meta")
+        if found:
+            raise Rejected(f"{dupkeys.say(found)} (serde refuses a repeated field)")
     except FileProblem as exc:
         findings.append(Finding(exc.code, p, exc.message, conversation=cid))
         return
@@ -250,6 +222,10 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
             live = " (not trimmed: mermaid has the session open)" if fix else f" (`samctl recover {cid}` trims it)"
             findings.append(Finding("log-torn-tail", p, read.reason + live, WARNING, cid))
     findings.extend(log_findings(cid, p, read))
+    dup = _repeated_in_log(p, read, store.caps.log)
+    if dup:
+        findings.append(Finding("log-duplicate-key", p, f"{dup}: mermaid stops reading the log there (serde refuses "
+                                "a repeated field), so a recovery from the log ends before it", ERROR, cid))
     if not read.usable or (doc is None and not hidden):
         return
     folded = eventlog.fold(read.events)
@@ -270,6 +246,27 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
         if "messages" in keys:
             detail += f" (log has {len(folded['messages'])} messages, snapshot {len(doc['messages'])})"
         findings.append(Finding("log-diverged", p, f"the log's fold differs from the snapshot on {detail}", WARNING, cid))
+
+
+def _repeated_in_log(p, read, cap: int) -> str | None:
+    """Where the first line mermaid reads has a field repeated in one of its structs, else None.
+    The lines read are parsed once more, all in one go (check only)."""
+    if not read.events:
+        return None
+    try:
+        data = fsafe.read_capped(p, cap)
+    except FileProblem:
+        return None
+    lines = data.split(b"\n", len(read.events))[:len(read.events)]
+    if dupkeys.in_mermaid(b"[" + b",".join(lines) + b"]", "any") == []:
+        return None
+    offset = 0
+    for n, line in enumerate(lines):
+        found = dupkeys.in_mermaid(line, "line")
+        if found:
+            return f"line {n + 1} at byte {offset}: {dupkeys.say(found)}"
+        offset += len(line) + 1
+    return None
 
 
 def log_findings(cid: str, p, read) -> list:

@@ -32,6 +32,7 @@ import orjson
 from samctl import errors, fsafe
 from samctl.core.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
+from samctl.formats import dupkeys
 from samctl.formats.mermaid import checks, decode, encode, eventlog
 from samctl.formats import logtail as tailfix
 from samctl.formats.base import Caps
@@ -115,6 +116,10 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
     plan = RecoveryPlan(cid=cid, target=snap_path, source=str(snap_path), new_bytes=None,
                         messages_before=len(snap["messages"]) if snap else None)
     plan.changes += [f"snapshot unusable: {f.code}: {f.reason}" for f in findings]
+    repeated = dupkeys.in_mermaid(current_bytes, "snapshot") if current_bytes is not None else []
+    if repeated:  # mermaid refuses the file; samctl read it keeping the last of each: written back so
+        plan.changes.append(f"snapshot: {dupkeys.say(repeated)}, which mermaid refuses: rewritten with the last "
+                            "value of each")
     unfixed: list[str] = []
     read = None
     if fsafe.lstat(log_path) is not None:
@@ -158,8 +163,9 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
             unfixed.append(kept)
         if doc is not snap:
             plan.source = f"{log_path} (folded)"
-    if doc is not snap:
-        plan.changes += _diff_lines(snap, doc)
+    if doc is not snap or repeated:
+        if doc is not snap:
+            plan.changes += _diff_lines(snap, doc)
         new = encode.snapshot_bytes(doc)
         if new != current_bytes:
             plan.new_bytes = new

@@ -213,8 +213,9 @@ class MermaidStore(Store):
             return [st.st_size, st.st_mtime_ns, None, problem]
         return [st.st_size, st.st_mtime_ns, _row(decode.meta_from_snapshot(doc, p, 0), p, ".meta", name_set), problem]
 
-    def _read_snapshot(self, p, findings: list, stem_must_match: bool = True):
-        """The parsed snapshot at ``p``, or None with a finding."""
+    def _read_snapshot(self, p, findings: list, stem_must_match: bool = True, strict: bool = False):
+        """The parsed snapshot at ``p``, or None with a finding.  ``strict`` (check): also refuse a
+        field repeated in one of mermaid's structs, as serde does (a second parse: not for listings)."""
         try:
             data = fsafe.read_capped(p, self.caps.snapshot)
         except FileProblem as exc:
@@ -223,6 +224,14 @@ class MermaidStore(Store):
         try:
             doc = orjson.loads(data)
             decode.check_snapshot(doc)
+            if strict:
+                from samctl.formats import dupkeys
+
+                found = dupkeys.in_mermaid(data, "snapshot")
+                if found:
+                    cid = os.path.basename(str(p))[:-5]
+                    raise Rejected(f"{dupkeys.say(found)} (serde refuses a repeated field; `samctl recover {cid}` "
+                                   "rewrites it with the last value of each, as samctl reads it)")
         except orjson.JSONDecodeError as exc:
             findings.append(Finding("bad-json", str(p), f"not valid JSON: {short_reason(exc)}"))
             return None
@@ -377,6 +386,12 @@ class MermaidStore(Store):
         except OSError:  # a folder we may enter but not list: ask each id
             present = None
         return [cid for cid in ids if (present is None or project_slug(cid) in present) and self.session_is_live(cid)]
+
+    def own_folders(self) -> list[Path]:
+        folders = [self.conv_dir]
+        if self.conv_dir.parent.name == ".mermaid":
+            folders.append(self.conv_dir.parent)
+        return folders
 
     def app_folder(self) -> str | None:
         base = os.path.dirname(self.root_real)

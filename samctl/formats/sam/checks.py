@@ -21,6 +21,7 @@ from samctl.formats import treecheck, workers
 from samctl.core.model import ERROR, WARNING, Finding
 from samctl.formats.sam import decode
 from samctl.formats.sam.dbvalues import UUID_RE
+from samctl.errors import FileProblem
 
 INFO = "info"
 UNKNOWN = "?"  # _check_folder's topic when the conversation cannot be read: it may use any scope
@@ -101,26 +102,14 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
 
 
 def _missing_scopes(store, present: set, topic_ids: dict, findings: list) -> None:
-    """``scope-missing`` for each scope a conversation names that has no folder (SAM creates it
-    empty on its next memory store): a warning naming the way back when the attic holds it."""
+    """``scope-missing`` (info) for each scope a conversation names that has no folder (SAM creates it
+    empty on its next memory store); ``core.check`` says whether the attic holds it."""
     missing = sorted(t for t in topic_ids
                      if t not in present and UUID_RE.match(t) and fsafe.lstat(store.folder(t)) is None)
-    if not missing:
-        return
-    from samctl.core import attic as atticmod
-
-    in_attic = atticmod.named_ids(store, atticmod.RESTORABLE)
     for t in missing:
         users = ", ".join(sorted(topic_ids[t])[:3])
-        path = str(store.folder(t))
-        if t in in_attic:
-            findings.append(Finding("scope-missing", path, f"shared-topic memory scope {t} of {users} is not in the "
-                                    f"store but in the attic: `samctl restore {t}` brings its memories back",
-                                    WARNING, topic_ids[t][0]))
-        else:
-            findings.append(Finding("scope-missing", path, f"shared-topic memory scope {t} of {users} is not in the "
-                                    "store and not in the attic: SAM starts it empty when it next stores a memory "
-                                    "(memories it had, if any, are gone)", INFO, topic_ids[t][0]))
+        findings.append(Finding("scope-missing", str(store.folder(t)), f"shared-topic memory scope {t} of {users} "
+                                "is not in the store", INFO, topic_ids[t][0]))
 
 
 CHECK_CHUNK = 32  # conversation folders per unit of work handed to a worker process
@@ -190,11 +179,27 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
                                     ERROR, cid))
         else:
             findings.append(Finding(prob.code, p, f"{prob.where}: {prob.reason}", WARNING, cid))
+    _check_repeated_keys(store, cid, p, findings)
     fid = doc.get("id")
     if isinstance(fid, str) and fid.upper() != folder.upper():
         findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM loads it, "
                                 "and saves it to a second folder on its next save", WARNING, cid))  # spec §4.5.8
     return doc
+
+
+def _check_repeated_keys(store, cid, p, findings) -> None:
+    """A warning per key written twice in one object: samctl reads the last, and whether SAM's
+    decoder (Apple's) refuses the file or keeps either value is not known."""
+    from samctl.formats import dupkeys
+
+    try:
+        found = dupkeys.anywhere(fsafe.read_capped(p, store.caps.snapshot))
+    except FileProblem:
+        return
+    for where, key in found:
+        findings.append(Finding("duplicate-key", p, f"key {key[:40]!r} appears twice in {where[:80]}: samctl reads "
+                                "the last; SAM may refuse the conversation or keep the other (`samctl recover "
+                                f"{cid}` rewrites it with the last)", WARNING, cid))
 
 
 def _check_legacy(store, path: str, findings: list) -> None:

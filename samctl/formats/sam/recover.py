@@ -20,6 +20,7 @@ import orjson
 from samctl import fsafe
 from samctl.core.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, SamctlError, UsageError
+from samctl.formats import dupkeys
 from samctl.formats.sam import encode, repair, schema
 
 
@@ -41,7 +42,10 @@ def _from_file(path: Path, cap: int, notes: list, label: str):
         doc = orjson.loads(data)
         if isinstance(doc, dict):
             if "messages" in doc and isinstance(doc["messages"], list):
-                return doc, True
+                repeated = dupkeys.anywhere(data) if label == "conversation.json" else []
+                if repeated:  # (SAM may refuse it: the file is written again, the last value of each kept)
+                    notes.append(f"{label}: {dupkeys.say(repeated)}; rewritten with the last value of each")
+                return doc, not repeated
             # valid JSON without its array: a damaged key ("messagfs") leaves the elements in the text
             msgs = repair.salvage_messages(data)
             if not msgs:
