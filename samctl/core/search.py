@@ -331,7 +331,7 @@ def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
     hits = []
     for h in cands.hits:  # each candidate's score, exactly
         h.cosine = scoring.cosine(qv, scoring.embed(h.text)) if qv is not None else 0.0
-        h.boost = scoring.keyword_boost(qt, scoring.tokens(h.text))
+        h.boost = scoring.text_boost(qt, h.text)
         h.score = h.cosine + h.boost
         if h.score >= q.threshold:
             hits.append(h)
@@ -436,8 +436,10 @@ def _hit(store, idx, seg, r: int, text: str) -> Hit:
     kind, role, ctype, conv = seg.row(r)
     m = seg.meta[r]
     date = float(m["date"])
-    got = ix.row_crc(conv, int(m["kind"]), int(m["role"]), int(m["ctype"]), int(m["flags"]), int(m["pos"]), date,
-                     float(m["imp"]), int(m["dim"]), seg.blob("text", r), seg.blob("ltext", r), seg.blob("ref", r))
+    got = ix.row_crc_head(conv, int(m["kind"]), int(m["role"]), int(m["ctype"]), int(m["flags"]), int(m["pos"]), date,
+                          float(m["imp"]), int(m["dim"]), seg.size("text", r), seg.size("ltext", r))
+    for blob in ("text", "ltext", "ref"):  # (read in place: a long text is not copied to be checked)
+        got = seg.crc(blob, r, got)
     if got != int(m["crc"]):
         raise ix.BadIndex(f"{seg.name}: row {r} does not match its checksum")
     h = Hit(kind=kind, conversation_id=conv, title=idx.title_of(conv), ref=seg.ref(r) or None, position=int(m["pos"]),

@@ -167,6 +167,13 @@ class Chunk:
     tok_row: object
 
 
+def _bounded_key(tok: str) -> int:
+    """``TOKH[tok]``, the memo kept bounded within one long text too."""
+    if len(TOKH) > 1 << 20:
+        TOKH.clear()
+    return TOKH[tok]
+
+
 def process(batches: list[Batch]) -> Chunk:
     """Embed, tokenise and pack the rows of some sources."""
     np = _np()
@@ -183,19 +190,28 @@ def process(batches: list[Batch]) -> Chunk:
     meta["conv"] = convs
     meta["flags"] = [b.flag for b in batches for _ in b.texts]
     keys: list[int] = []
+    key_parts = []  # the token keys in row order: lists of short texts' keys, arrays of long texts'
     ntok = []
     extend = keys.extend
     get = TOKH.__getitem__
     for t in texts:
+        if len(t) > scoring.PIECE:  # a piece at a time: no set of all its words (``scoring.word_table``)
+            table = scoring.word_table(t, key=_bounded_key)
+            key_parts += [np.array(keys, dtype=np.uint64), table.keys[table.token]]
+            keys = []
+            extend = keys.extend
+            ntok.append(len(key_parts[-1]))
+            continue
         toks = scoring.tokens(t)
         ntok.append(len(toks))
         extend(map(get, toks))
+    key_parts.append(np.array(keys, dtype=np.uint64))
     meta["ntok"] = ntok
     names = list(conv_names)
     cstrs = [names[i] for i in convs]
-    meta["dkey"] = np.array([dedupe_key(c, t) if k != MEMORY else 0
-                             for k, c, t in zip(meta["kind"].tolist(), cstrs, texts)], dtype=np.uint64)
     enc = [_enc(t) for t in texts]
+    meta["dkey"] = np.array([dedupe_key(c, t, e) if k != MEMORY else 0
+                             for k, c, t, e in zip(meta["kind"].tolist(), cstrs, texts, enc)], dtype=np.uint64)
     lenc = [_enc(scoring.fold(t)) for t in texts]  # --exact: lowercase, NFC (Swift's canonical equivalence)
     renc = [_enc(r) for b in batches for r in b.refs]
     cols = [meta[k].tolist() for k in ("kind", "role", "ctype", "flags", "pos", "date", "imp", "dim")]
@@ -207,7 +223,7 @@ def process(batches: list[Batch]) -> Chunk:
         text=b"".join(enc), text_len=np.fromiter(map(len, enc), dtype=np.int64, count=n),
         ltext=b"".join(lenc), ltext_len=np.fromiter(map(len, lenc), dtype=np.int64, count=n),
         ref=b"".join(renc), ref_len=np.fromiter(map(len, renc), dtype=np.int64, count=n),
-        tok_hash=np.array(keys, dtype=np.uint64),
+        tok_hash=np.concatenate(key_parts),
         tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(ntok, dtype=np.int64)),
     )
 
