@@ -150,7 +150,7 @@ def text_boost(query_tokens: set[str], text: str) -> float:
 # ---------------------------------------------------------------------------------------------
 # Long texts, a piece at a time
 
-PIECE = 1 << 20  # characters: a text longer than this is split a piece at a time (``word_table``)
+PIECE = 1 << 18  # characters: a text longer than this is split a piece at a time (``word_table``)
 
 
 def _pieces(text: str):

@@ -74,7 +74,7 @@ def test_a_long_text_is_not_split_at_once():
         assert _peak(fn) < 16 * scoring.PIECE + len(text)  # one piece's words; the old code: 10 times the text
     b = rows.Batch("k")
     b.add(1, 1, 0, "C", 0, None, 0.5, 0, "r", text)
-    assert _peak(lambda: rows.process([b])) < 4 * len(text)  # text, folded text, their blobs
+    assert _peak(lambda: rows.process([b])) < 16 * scoring.PIECE + 3 * len(text)  # its blobs, the folded text
 
 
 def test_a_segment_in_memory_holds_its_texts_once():
