@@ -88,5 +88,17 @@ def test_a_segment_in_memory_holds_its_texts_once():
     w.add_chunk(rows.process([b]))
     seg = w.finish()
     buf, base = seg.bufs["text"]
-    assert seg.a["text"].base is buf or seg.a["text"].base.base is buf
+    import numpy as np
+
+    assert np.frombuffer(buf, dtype=np.uint8).ctypes.data == seg.a["text"].ctypes.data  # the same bytes
     assert seg.text(0) == "x" * (1 << 20)
+
+
+def test_the_snippet_of_a_long_text_is_found_without_lowercasing_it_whole():
+    from samctl.core import search as sx
+
+    text = "Budget " * (5 * scoring.PIECE // 7) + "the PORTLAND plan " + "weekend " * 1000
+    want = text.lower().find("portland")
+    assert sx._find_ci(text, "portland") == want
+    assert sx._find_ci(text, "nowhere") == -1
+    assert _peak(lambda: sx.snippet(text, "portland")) < len(text)  # the old code: a lowercased copy

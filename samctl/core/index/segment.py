@@ -117,7 +117,7 @@ class SegmentWriter:
         self.metas.append(m)
         self._vectors(vectors)
         for k in ("text", "ltext", "ref"):
-            b = bytes(blobs[k])
+            b = blobs[k] if type(blobs[k]) in (bytes, bytearray) else bytes(blobs[k])  # (a chunk's: not copied)
             self.blobs[k].append(b)
             self.held += len(b)
             self.lens[k].append(self.np.asarray(lens[k], dtype=self.np.int64))
@@ -150,7 +150,8 @@ class SegmentWriter:
             np.cumsum(lens, out=off[1:])
             out[k + "_off"] = off
             if self.f is None:
-                joined = self.blobs[k] = b"".join(self.blobs[k])  # (one piece: itself, not a copy)
+                pieces = self.blobs[k]  # (one piece, a chunk's bytearray: itself, not a copy)
+                joined = self.blobs[k] = pieces[0] if len(pieces) == 1 else b"".join(pieces)
                 out[k] = np.frombuffer(joined, dtype=np.uint8)
             # (on disk, ``finish`` writes the pieces as they are: no second copy of every text)
         h = np.concatenate(self.tok_hash) if self.tok_hash else np.zeros(0, dtype=np.uint64)
