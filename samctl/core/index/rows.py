@@ -219,9 +219,10 @@ def process(batches: list[Batch]) -> Chunk:
     ntok = []
     extend = keys.extend
     get = TOKH.__getitem__
-    for t in texts:
+    tables = {}  # row -> the word table of a long text (its tokens here, its embedding below)
+    for i, t in enumerate(texts):
         if len(t) > scoring.PIECE:  # a piece at a time: no set of all its words (``scoring.word_table``)
-            table = scoring.word_table(t, key=_bounded_key)
+            table = tables[i] = scoring.word_table(t, key=_bounded_key)
             key_parts += [np.array(keys, dtype=np.uint64), table.keys[table.token]]
             keys = []
             extend = keys.extend
@@ -252,7 +253,7 @@ def process(batches: list[Batch]) -> Chunk:
     return Chunk(
         keys=[b.key for b in batches], counts=[len(b.texts) for b in batches], findings=[b.findings for b in batches],
         infos=[b.infos for b in batches], conv_names=names, meta=meta,
-        vectors=scoring.embed_many(texts) if n else np.zeros((0, DIM), dtype=np.float32),
+        vectors=scoring.embed_many(texts, tables=tables) if n else np.zeros((0, DIM), dtype=np.float32),
         text=text, text_len=text_len, ltext=ltext, ltext_len=ltext_len, ref=ref, ref_len=ref_len,
         tok_hash=np.concatenate(key_parts),
         tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(ntok, dtype=np.int64)),
