@@ -188,9 +188,8 @@ def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
     (``_pieces``), for texts too long to split at once: a 60 MB message split in one go is a list of
     550 MB of words.  What is held besides the text is one piece's words and 21 bytes per distinct
     word.  Words of different pieces are told apart by Python's 64-bit string hash (two distinct
-    words of one text with the same hash would count once: about one chance in 10**5 for a text
-    of 10 million distinct words, never for a text under ``PIECE`` characters, which does not
-    come here)."""
+    words of one text with the same hash would count once: about one chance in 400,000 for a
+    text of 10 million distinct words; a text of at most ``PIECE`` characters does not come here)."""
     import numpy as np
 
     hs, b1, b2, tok, keys = [], [], [], [], []
