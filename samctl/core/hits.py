@@ -71,7 +71,16 @@ def excerpt(text: str, start: int, length: int, ctx: int = EXCERPT) -> str:
 
 
 def find_ci(text: str, needle: str) -> int:
-    """Index in ``text`` of the first case-insensitive occurrence of ``needle`` (-1 if none)."""
+    """Index in ``text`` of the first case-insensitive occurrence of ``needle`` (-1 if none).
+    A long text is lowercased a window at a time (windows overlap by the needle's length), not
+    copied whole."""
+    if len(text) > 4 * scoring.PIECE:
+        step = scoring.PIECE
+        for start in range(0, len(text), step):
+            i = find_ci(text[start:start + step + len(needle)], needle)
+            if i >= 0:
+                return start + i
+        return -1
     low = text.lower()
     i = low.find(needle.lower())
     if i < 0 or len(low) == len(text):

@@ -98,7 +98,7 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
                 c = np.where(norms > 0, dots / (norms * qnorm), 0.0)
             cos[same] = c
         for r, c in zip(rows, cos.tolist()):
-            approx = c + scoring.keyword_boost(qt, scoring.tokens(r.content))
+            approx = c + scoring.text_boost(qt, r.content)
             if approx < q.threshold - 1e-9:
                 continue
             seq += 1
@@ -111,7 +111,7 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
     hits = []
     for _, _, (r, src) in heap:
         cos = scoring.cosine(qlist, r.vector()) if r.embedding and len(r.embedding) == length else 0.0
-        boost = scoring.keyword_boost(qt, scoring.tokens(r.content))
+        boost = scoring.text_boost(qt, r.content)
         score = cos + boost
         if score < q.threshold:
             continue

@@ -30,6 +30,7 @@ import math
 import struct
 import unicodedata
 from collections import Counter
+from dataclasses import dataclass
 from functools import reduce
 from itertools import chain
 from operator import add, mul
@@ -74,13 +75,104 @@ def tokens(text: str) -> set[str]:
 
 def keyword_boost(query_tokens: set[str], content_tokens: set[str]) -> float:
     """``min(0.5 * |Q & C| / |Q | C|, 0.5)``; 0 when the union is empty (§7.7)."""
-    if not query_tokens and not content_tokens:
+    return _boost(len(query_tokens), len(content_tokens), len(query_tokens & content_tokens))
+
+
+def _boost(nq: int, nc: int, inter: int) -> float:
+    if not inter:  # (also when both sets are empty)
         return 0.0
-    inter = len(query_tokens & content_tokens)
-    if not inter:
-        return 0.0
-    union = len(query_tokens) + len(content_tokens) - inter
-    return min(0.5 * (inter / union), 0.5)
+    return min(0.5 * (inter / (nq + nc - inter)), 0.5)
+
+
+def text_boost(query_tokens: set[str], text: str) -> float:
+    """``keyword_boost(query_tokens, tokens(text))``, in bounded memory for a text of any size."""
+    if len(text) <= PIECE:
+        return keyword_boost(query_tokens, tokens(text))
+    table = word_table(text, watch=query_tokens)
+    return _boost(len(query_tokens), int(table.token.sum()), len(table.seen))
+
+
+# ---------------------------------------------------------------------------------------------
+# Long texts, a piece at a time
+
+PIECE = 1 << 18  # characters: a text longer than this is split a piece at a time (``word_table``)
+
+
+def _pieces(text: str):
+    """``text`` in pieces of about ``PIECE`` characters, each cut just before a space or a newline,
+    so that no word spans two pieces and folding (lowercase, NFC) a piece gives the same characters
+    as folding the whole text there (neither changes across a space or a newline).  A piece with
+    neither grows to the next one (a text without any is one piece)."""
+    start, n = 0, len(text)
+    while start < n:
+        end = start + PIECE
+        if end >= n:
+            yield text[start:]
+            return
+        cut = max(text.rfind(" ", start + 1, end), text.rfind("\n", start + 1, end))
+        if cut < 0:
+            found = [i for i in (text.find(" ", end), text.find("\n", end)) if i >= 0]
+            cut = min(found) if found else n
+        yield text[start:cut]
+        start = cut
+
+
+@dataclass
+class WordTable:
+    """The distinct words of a text, as numpy arrays over them (see ``word_table``)."""
+
+    hits: object  # int16 (n, 2): §7.5 word bucket, stem bucket (64 + stem; -1 for words under 4 characters)
+    token: object  # bool (n): a §7.7 token (more than 2 characters)
+    keys: object  # uint64 (n): ``key(word)`` of tokens (0 for other words), or None without ``key``
+    seen: set  # the words of ``watch`` that the text holds
+    head: str  # the first 102 characters of ``fold(text.strip(SAM_WHITESPACE))`` (trigrams, §7.5 step 6)
+
+
+def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
+    """The distinct words of ``fold(text)`` split as SAM splits it, read a piece at a time
+    (``_pieces``), for texts too long to split at once: a 60 MB message split in one go is a list of
+    550 MB of words.  What is held besides the text is one piece's words and 21 bytes per distinct
+    word.  Words of different pieces are told apart by Python's 64-bit string hash (two distinct
+    words of one text with the same hash would count once: about one chance in 400,000 for a
+    text of 10 million distinct words; a text of at most ``PIECE`` characters does not come here)."""
+    import numpy as np
+
+    hs, b1, b2, tok, keys = [], [], [], [], []
+    seen: set = set()
+    head = ""
+    for piece in _pieces(text.strip(SAM_WHITESPACE)):
+        _trim()
+        low = fold(piece)
+        if len(head) < 102:  # (the folded pieces, end to end, are the folded text)
+            head = (head + low[:102])[:102]
+        words = list(set(_sam_split(low)))
+        del low
+        n = len(words)
+        hits = list(map(_WORDS.__getitem__, words))
+        hs.append(np.fromiter(map(hash, words), dtype=np.int64, count=n))
+        b1.append(np.fromiter((h[0] for h in hits), dtype=np.int16, count=n))
+        b2.append(np.fromiter((h[-1] if len(h) > 1 else -1 for h in hits), dtype=np.int16, count=n))
+        tok.append(np.fromiter(map(len, words), dtype=np.int64, count=n) > 2)
+        if key is not None:
+            keys.append(np.fromiter((key(w) if len(w) > 2 else 0 for w in words), dtype=np.uint64, count=n))
+        if watch:
+            seen.update(watch.intersection(words))
+    if not hs:
+        return WordTable(np.zeros((0, 2), np.int16), np.zeros(0, bool), np.zeros(0, np.uint64) if key else None,
+                         seen, "")
+    _, first = np.unique(np.concatenate(hs), return_index=True)
+    del hs
+    return WordTable(np.stack((np.concatenate(b1)[first], np.concatenate(b2)[first]), axis=1),
+                     np.concatenate(tok)[first], np.concatenate(keys)[first] if key is not None else None, seen,
+                     head)
+
+
+def _table_counts(table: WordTable):
+    """The word and stem hits of ``table`` per bucket: an int64 array of 256."""
+    import numpy as np
+
+    h = table.hits.ravel()
+    return np.bincount(h[h >= 0].astype(np.int64), minlength=EMBED_DIM)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,10 +365,20 @@ def embed(text: str) -> list[float] | None:
     trigrams adding repeatedly); the hash is ``STABLE_HASH``, bucket = ``abs(signed hash) % m``.
     """
     _trim()
-    hits = _buckets(text)
-    if hits is None:
-        return None
-    counts = Counter(hits)
+    if len(text) > PIECE:
+        table = word_table(text)
+        if not table.head:
+            return None
+        head = table.head
+        counts = Counter(map(_TRI.__getitem__, zip(head, head[1:], head[2:])))
+        for i, c in enumerate(_table_counts(table).tolist()):
+            if c:
+                counts[i] += c
+    else:
+        hits = _buckets(text)
+        if hits is None:
+            return None
+        counts = Counter(hits)
     vals = list(map(_VALUE.__getitem__, counts.items()))
     # The sum of squares is exact (multiples of 0.25 below 2**53), so its order cannot matter.
     norm = math.sqrt(sum(map(mul, vals, vals)))
@@ -302,14 +404,15 @@ def _ascii_trigram_buckets(np, buf, idx):
     return (mag % np.uint64(128)).astype(np.int64) + 128
 
 
-def embed_many(texts, chunk: int = 4096):
+def embed_many(texts, chunk: int = 4096, tables: dict | None = None):
     """Embed many texts at once: a float32 ``numpy.ndarray`` of shape ``(len(texts), 256)``.
 
     Row ``i`` equals ``numpy.float32(embed(texts[i]))`` bit for bit (tested); a blank text
     (``embed`` -> None) gives an all-zero row, whose cosine with anything is 0 like SAM's empty
     blob.  Words go through the same memo as ``embed``; trigrams of ASCII text are hashed
     vectorised; counting, capping and normalising are vectorised per chunk of ``chunk`` texts,
-    which also bounds the temporary memory.
+    which also bounds the temporary memory.  ``tables`` (text index -> its ``word_table``) saves
+    reading a long text again when the caller has its table already.
     """
     import numpy as np
 
@@ -326,14 +429,21 @@ def embed_many(texts, chunk: int = 4096):
         heads: list[str] = []  # ASCII trigram windows (first 102 characters), hashed by numpy
         head_rows: list[int] = []
         extend = flat.extend
+        big = []  # (row, word and stem hits per bucket) of texts longer than PIECE
         for row, text in enumerate(part):
             before = len(flat)
             _trim()
-            clean = text.strip(SAM_WHITESPACE)
-            if clean:
-                low = fold(clean)
+            if len(text) > PIECE:  # a piece at a time: no list of all its words (``word_table``)
+                table = (tables or {}).get(start + row) or word_table(text)
+                head = table.head
+                if head:
+                    big.append((row, _table_counts(table)))
+            else:
+                clean = text.strip(SAM_WHITESPACE)
+                low = fold(clean) if clean else ""
                 extend(chain.from_iterable(map(_WORDS.__getitem__, set(_sam_split(low)))))
                 head = low[:102]
+            if head:
                 if head.isascii():
                     if len(head) >= 3:
                         heads.append(head)
@@ -353,6 +463,8 @@ def embed_many(texts, chunk: int = 4096):
             tri_rows = np.repeat(np.array(head_rows, dtype=np.int64), ntri)
             cells = np.concatenate((cells, tri_rows * EMBED_DIM + _ascii_trigram_buckets(np, buf, idx)))
         counts = np.bincount(cells, minlength=m * EMBED_DIM).reshape(m, EMBED_DIM)
+        for row, c in big:
+            counts[row] += c
         vec = np.minimum(counts * weight, cap)
         norm = np.sqrt(np.einsum("ij,ij->i", vec, vec))  # exact sums, so order does not matter
         nz = norm > 0.0

@@ -1618,8 +1618,38 @@ def compact_cases() -> list[Case]:
 
 
 # ------------------------------------------------------------------------------------------ registry
+HUGE_MESSAGE = 60 * 2**20  # characters: under the 64 MiB cap with the rest of the file (issue 20, finding 8)
+
+
+def _huge_text(n: int) -> str:
+    words = "budget deadline portland weekend invoice the of a café Zürich".split()
+    line = " ".join(words[(i * 7) % len(words)] for i in range(4096))
+    return (line + "\n") * (n // (len(line) + 1))
+
+
+def huge_message(ctx: Ctx) -> None:
+    """One conversation of a single message of ``HUGE_MESSAGE`` characters: what search, ls, show
+    and check hold must stay a small multiple of the file (a list of its words was 10 times it)."""
+    ts = "2026-01-02T03:04:05Z"
+    text = _huge_text(HUGE_MESSAGE)
+    if ctx.store == "sam":
+        doc = mf.sam_doc(NEW_S, "one huge message", [mf.sam_message("A0000000-0000-4000-8000-000000000001", "user",
+                                                                    text, ts)], ts, ts)
+        put(ctx.p(f"{NEW_S}/conversation.json"), mf.sam_dumps(doc))
+    else:  # (mermaid keeps a user message in input_history too: an assistant message is kept once)
+        doc = mf.mermaid_doc(NEW_M, "one huge message", [mf.mermaid_message("Assistant", text, ts)], ts)
+        put(ctx.p(f"{NEW_M}.json"), mf.mermaid_snapshot(doc))
+        put(ctx.p(f"{NEW_M}.meta"), mf.mermaid_meta(doc))
+
+
+def huge_message_cases() -> list[Case]:
+    return [_s("size/one-huge-message", huge_message, [], target=NEW_S, heavy=True, writes=False),
+            _m("size/one-huge-message", huge_message, [], target=NEW_M, heavy=True, writes=False)]
+
+
 def cases() -> list[Case]:
     out = [baseline("mermaid"), baseline("sam")]
+    out += huge_message_cases()
     out += mermaid_traversal() + sam_traversal()
     for store in ("mermaid", "sam"):
         out += special_files(store) + size_cases(store) + encoding_cases(store) + attic_cases(store)

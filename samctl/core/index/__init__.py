@@ -47,7 +47,7 @@ it here takes effect.
 
 from samctl import fsafe
 from samctl.core.index.format import (FLAG_BASE_DB, INDEX_VERSION, MEMORY, TRAILER, BadIndex, _enc, _np, index_dir,
-                                      row_crc, token_key)
+                                      row_crc, row_crc_head, token_key)
 from samctl.core.index.manifest import write_manifest_bytes
 from samctl.core.index.opened import open_index, state
 from samctl.core.index.rows import read_source
@@ -56,6 +56,6 @@ from samctl.core.index.update import MAX_SEGMENTS, invalidate, refresh
 
 __all__ = [
     "FLAG_BASE_DB", "INDEX_VERSION", "MAX_SEGMENTS", "MEMORY", "TRAILER", "BadIndex", "_enc", "_np",
-    "discover", "fsafe", "index_dir", "invalidate", "open_index", "read_source", "refresh", "row_crc", "state",
+    "discover", "fsafe", "index_dir", "invalidate", "open_index", "read_source", "refresh", "row_crc", "row_crc_head", "state",
     "token_key", "write_manifest_bytes",
 ]

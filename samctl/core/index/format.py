@@ -116,9 +116,19 @@ def row_crc(conv: str, kind: int, role: int, ctype: int, flags: int, pos: int, d
     of it, so a compaction that renumbers keeps it), codes, position, date, importance, and the
     bytes of its text, lowered text and id.  A search checks it for every row it returns: a
     flipped byte there is caught where it would be shown (``samctl index`` checks every byte)."""
-    head = f"{conv}|{kind}|{role}|{ctype}|{flags}|{pos}|{date!r}|{imp!r}|{dim}|{len(text)}|{len(ltext)}|".encode()
-    return zlib.crc32(ref, zlib.crc32(ltext, zlib.crc32(text, zlib.crc32(head))))
+    return zlib.crc32(ref, zlib.crc32(ltext, zlib.crc32(text, row_crc_head(conv, kind, role, ctype, flags, pos, date,
+                                                                          imp, dim, len(text), len(ltext)))))
 
 
-def dedupe_key(conv: str, text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(_enc(conv + "\0" + text), digest_size=8).digest(), "little")
+def row_crc_head(conv, kind, role, ctype, flags, pos, date, imp, dim, ntext: int, nltext: int) -> int:
+    """``row_crc`` up to the text: the crc32 of what precedes the blobs (so a caller can go on with
+    the blobs read in place)."""
+    return zlib.crc32(f"{conv}|{kind}|{role}|{ctype}|{flags}|{pos}|{date!r}|{imp!r}|{dim}|{ntext}|{nltext}|".encode())
+
+
+def dedupe_key(conv: str, text: str, encoded: bytes | None = None) -> int:
+    """The key of conversation + NUL + text; ``encoded``, if given, is ``_enc(text)`` (no second copy
+    of a long text is made)."""
+    h = hashlib.blake2b(_enc(conv + "\0"), digest_size=8)
+    h.update(_enc(text) if encoded is None else encoded)
+    return int.from_bytes(h.digest(), "little")

@@ -106,14 +106,46 @@ class Chunk:
     conv_names: list
     meta: object
     vectors: object
-    text: bytes
+    text: bytes | bytearray
     text_len: object
-    ltext: bytes
+    ltext: bytes | bytearray
     ltext_len: object
-    ref: bytes
+    ref: bytes | bytearray
     ref_len: object
     tok_hash: object
     tok_row: object
+
+
+def _blob(pieces) -> tuple:
+    """(a bytearray of the byte strings ``pieces`` gives, end to end; an int64 array of their lengths).
+    Each piece is let go once appended (a generator gives one at a time)."""
+    out = bytearray()
+    lens = []
+    for b in pieces:
+        out += b
+        lens.append(len(b))
+    return out, _np().array(lens, dtype=_np().int64)
+
+
+def _folded_blob(texts) -> tuple:
+    """``_blob`` of ``_enc(scoring.fold(t))`` for each text; a long text folded and appended a piece
+    at a time (folding does not change across the spaces and newlines the pieces are cut at:
+    ``scoring._pieces``), so its folded form is never held whole besides the blob."""
+    out = bytearray()
+    lens = []
+    for t in texts:
+        before = len(out)
+        for piece in scoring._pieces(t) if len(t) > scoring.PIECE else (t,):
+            out += _enc(scoring.fold(piece))
+        lens.append(len(out) - before)
+    return out, _np().array(lens, dtype=_np().int64)
+
+
+def _bounded_key(tok: str) -> int:
+    """``TOKH[tok]``, the memo kept bounded within one long text too."""
+    if len(TOKH) > 1 << 20:
+        TOKH.clear()
+    return TOKH[tok]
 
 
 def process(batches: list[Batch]) -> Chunk:
@@ -132,31 +164,47 @@ def process(batches: list[Batch]) -> Chunk:
     meta["conv"] = convs
     meta["flags"] = [b.flag for b in batches for _ in b.texts]
     keys: list[int] = []
+    key_parts = []  # the token keys in row order: lists of short texts' keys, arrays of long texts'
     ntok = []
     extend = keys.extend
     get = TOKH.__getitem__
-    for t in texts:
+    tables = {}  # row -> the word table of a long text (its tokens here, its embedding below)
+    for i, t in enumerate(texts):
+        if len(t) > scoring.PIECE:  # a piece at a time: no set of all its words (``scoring.word_table``)
+            table = tables[i] = scoring.word_table(t, key=_bounded_key)
+            key_parts += [np.array(keys, dtype=np.uint64), table.keys[table.token]]
+            keys = []
+            extend = keys.extend
+            ntok.append(len(key_parts[-1]))
+            continue
         toks = scoring.tokens(t)
         ntok.append(len(toks))
         extend(map(get, toks))
+    key_parts.append(np.array(keys, dtype=np.uint64))
     meta["ntok"] = ntok
     names = list(conv_names)
     cstrs = [names[i] for i in convs]
-    meta["dkey"] = np.array([dedupe_key(c, t) if k != MEMORY else 0
-                             for k, c, t in zip(meta["kind"].tolist(), cstrs, texts)], dtype=np.uint64)
-    enc = [_enc(t) for t in texts]
-    lenc = [_enc(scoring.fold(t)) for t in texts]  # --exact: lowercase, NFC (Swift's canonical equivalence)
-    renc = [_enc(r) for b in batches for r in b.refs]
+    # The blobs are built text by text: a long text's bytes are never held twice (its UTF-8 and the
+    # blob it is joined into), and its folded form is made a piece at a time.
+    text, text_len = _blob(_enc(t) for t in texts)
+    ltext, ltext_len = _folded_blob(texts)  # --exact: lowercase, NFC (Swift's canonical equivalence)
+    ref, ref_len = _blob(_enc(r) for b in batches for r in b.refs)
     cols = [meta[k].tolist() for k in ("kind", "role", "ctype", "flags", "pos", "date", "imp", "dim")]
-    meta["crc"] = [row_crc(c, *fields, t, lt, r) for c, *fields, t, lt, r in zip(cstrs, *cols, enc, lenc, renc)]
+    toff, loff, roff = (np.concatenate(([0], np.cumsum(x))).tolist() for x in (text_len, ltext_len, ref_len))
+    dkeys, crcs = [], []
+    with memoryview(text) as tv, memoryview(ltext) as lv, memoryview(ref) as rv:
+        for i, (c, *fields) in enumerate(zip(cstrs, *cols)):
+            with tv[toff[i]:toff[i + 1]] as t, lv[loff[i]:loff[i + 1]] as lt, rv[roff[i]:roff[i + 1]] as r:
+                dkeys.append(dedupe_key(c, texts[i], t) if fields[0] != MEMORY else 0)
+                crcs.append(row_crc(c, *fields, t, lt, r))
+    meta["dkey"] = np.array(dkeys, dtype=np.uint64)
+    meta["crc"] = crcs
     return Chunk(
         keys=[b.key for b in batches], counts=[len(b.texts) for b in batches], findings=[b.findings for b in batches],
         infos=[b.infos for b in batches], conv_names=names, meta=meta,
-        vectors=scoring.embed_many(texts) if n else np.zeros((0, DIM), dtype=np.float32),
-        text=b"".join(enc), text_len=np.fromiter(map(len, enc), dtype=np.int64, count=n),
-        ltext=b"".join(lenc), ltext_len=np.fromiter(map(len, lenc), dtype=np.int64, count=n),
-        ref=b"".join(renc), ref_len=np.fromiter(map(len, renc), dtype=np.int64, count=n),
-        tok_hash=np.array(keys, dtype=np.uint64),
+        vectors=scoring.embed_many(texts, tables=tables) if n else np.zeros((0, DIM), dtype=np.float32),
+        text=text, text_len=text_len, ltext=ltext, ltext_len=ltext_len, ref=ref, ref_len=ref_len,
+        tok_hash=np.concatenate(key_parts),
         tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(ntok, dtype=np.int64)),
     )
 

@@ -117,7 +117,7 @@ class SegmentWriter:
         self.metas.append(m)
         self._vectors(vectors)
         for k in ("text", "ltext", "ref"):
-            b = bytes(blobs[k])
+            b = blobs[k] if type(blobs[k]) in (bytes, bytearray) else bytes(blobs[k])  # (a chunk's: not copied)
             self.blobs[k].append(b)
             self.held += len(b)
             self.lens[k].append(self.np.asarray(lens[k], dtype=self.np.int64))
@@ -150,7 +150,9 @@ class SegmentWriter:
             np.cumsum(lens, out=off[1:])
             out[k + "_off"] = off
             if self.f is None:
-                out[k] = np.frombuffer(b"".join(self.blobs[k]), dtype=np.uint8)
+                pieces = self.blobs[k]  # (one piece, a chunk's bytearray: itself, not a copy)
+                joined = self.blobs[k] = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                out[k] = np.frombuffer(joined, dtype=np.uint8)
             # (on disk, ``finish`` writes the pieces as they are: no second copy of every text)
         h = np.concatenate(self.tok_hash) if self.tok_hash else np.zeros(0, dtype=np.uint64)
         r = np.concatenate(self.tok_row) if self.tok_row else np.zeros(0, dtype=np.int32)
@@ -177,7 +179,7 @@ class SegmentWriter:
             arrays["vectors"] = np.concatenate(self.vecs) if self.vecs else np.zeros((0, DIM), dtype=np.float32)
             seg = Segment("(memory)", self.rows, list(self.conv_index), arrays)
             for k in ("text", "ltext", "ref"):
-                seg.bufs[k] = (arrays[k].tobytes(), 0)
+                seg.bufs[k] = (self.blobs[k], 0)  # the bytes under arrays[k]: no second copy
             return seg
         try:
             sec = {"vectors": [PREAMBLE, self.rows * DIM * 4, "<f4", [self.rows, DIM], self.crc["vectors"]]}
@@ -251,8 +253,22 @@ class Segment:
     def blob(self, kind: str, i: int) -> bytes:
         return bytes(self.span(kind, i, i + 1))
 
+    def crc(self, kind: str, i: int, value: int = 0) -> int:
+        """``zlib.crc32`` of row ``i``'s bytes of the blob ``kind``, read in place (no copy of a long text)."""
+        buf, base = self.bufs[kind]
+        off = self.a[kind + "_off"]
+        with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
+            return zlib.crc32(part, value)
+
+    def size(self, kind: str, i: int) -> int:
+        off = self.a[kind + "_off"]
+        return int(off[i + 1] - off[i])
+
     def text(self, i: int) -> str:
-        return self.blob("text", i).decode("utf-8", "surrogatepass")
+        buf, base = self.bufs["text"]
+        off = self.a["text_off"]
+        with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
+            return str(part, "utf-8", "surrogatepass")  # decoded in place: one copy of a long text, not two
 
     def ref(self, i: int) -> str:
         return self.blob("ref", i).decode("utf-8", "surrogatepass")

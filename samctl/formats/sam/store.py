@@ -404,7 +404,15 @@ class SamStore(Store):
         return memorydb.touch_memories(path, ids)
 
     def memory_scope_of(self, cid: str) -> str | None:
-        """The shared topic of conversation ``cid`` (None for its own folder, or one that cannot be read)."""
+        """The shared topic of conversation ``cid`` (None for its own folder, or one that cannot be read):
+        its conversation.json parsed, nothing decoded (a conversation of 150,000 messages took seconds to
+        load whole), else as ``load`` finds it (the legacy file, an oddly named folder)."""
+        try:
+            doc = orjson.loads(fsafe.read_capped(self._primary(cid), self.caps.snapshot))
+        except Exception:  # noqa: BLE001 - (missing, unreadable, too large, not JSON: the loader below tries)
+            doc = None
+        if isinstance(doc, dict):
+            return decode.shared_topic_id(doc)
         try:
             conv = self.load(cid, [])
         except Exception:  # noqa: BLE001 - a scope folder without conversation.json, an unreadable file
