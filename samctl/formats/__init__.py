@@ -65,6 +65,10 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
         return "mermaid", p, p.parent
     if p.name == ".mermaid" and (p / "conversations").is_dir():
         return "mermaid", p / "conversations", p
+    from samctl.formats import readers  # other apps' stores (read-only): Claude Code, Codex CLI
+
+    if (found := readers.detect(p)) is not None:
+        return found
     if (p / "conversations").is_dir() and _looks_like_sam_base(p):
         return "sam", p / "conversations", p
     if _looks_like_sam_conversations(p):
@@ -100,6 +104,10 @@ def _safe_iterdir(p: Path):
 
 def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -> Store:
     kind, conv, base = locate(root)
+    if kind not in ("sam", "mermaid"):
+        from samctl.formats.readers import open_reader
+
+        return open_reader(kind, conv, base, caps, cache)
     if kind == "mermaid":
         from samctl.formats.mermaid.store import MermaidStore
 

@@ -30,6 +30,7 @@ class Caps:
 class Store:
     name = "?"
     id_rule = ""  # one line for error messages
+    read_only = False  # another app's store that samctl only reads: writing commands refuse (cli/common.py)
 
     def __init__(self, conv_dir: Path, base: Path, caps: Caps | None = None, cache: bool = True):
         self.conv_dir = Path(conv_dir)
