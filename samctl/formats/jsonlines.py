@@ -20,10 +20,11 @@ LINE_CAP = 64 << 20  # a single Claude Code tool result line of 5-12 MB is repor
 FRESH_SECONDS = 600  # a torn last line in a file written this recently is a live write
 
 
-def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int = LINE_CAP, fresh: bool = False,
+def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None = None, fresh: bool = False,
                 conversation: str | None = None) -> list[tuple[int, dict]]:
     """``[(line number, object)]`` of every line of ``data`` that holds a JSON object."""
     out = []
+    line_cap = LINE_CAP if line_cap is None else line_cap
     lines = data.split(b"\n")
     torn = lines[-1] != b""  # the last piece has no newline after it
     if not torn:

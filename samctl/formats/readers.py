@@ -78,10 +78,20 @@ def open_reader(kind: str, conv: Path, base: Path, caps, cache: bool):
     return CodexStore(conv, base, caps, cache)
 
 
-def scan(folder: str, findings: list | None, what: str = "") -> list[tuple[str, str, os.stat_result]]:
+def scan(folder: str, findings: list | None, what: str = "", root: bool = False) -> list[tuple[str, str, os.stat_result]]:
     """``(name, path, lstat)`` of every entry of ``folder`` (sorted by name); symlinks are reported (when
-    ``findings`` is given) and left out, never followed.  A folder that cannot be listed is empty."""
+    ``findings`` is given) and left out, never followed, and so is ``folder`` itself when it is one (unless
+    it is the store's ``root``, which the user named).  A folder that cannot be listed is empty."""
     out = []
+    if not root:
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            return out
+        if not stat.S_ISDIR(st.st_mode):
+            if stat.S_ISLNK(st.st_mode) and findings is not None:
+                findings.append(Finding("symlink", folder, "is a symlink (samctl does not follow symlinks)", WARNING))
+            return out
     try:
         names = sorted(os.listdir(folder))
     except OSError:

@@ -17,7 +17,7 @@ import re
 
 from samctl.core.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.core.timeparse import parse_timestamp
-from samctl.formats.jsonlines import LINE_CAP, compact, parse_lines
+from samctl.formats.jsonlines import compact, parse_lines
 
 STORE = "claude-code"
 SESSION_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
@@ -35,7 +35,7 @@ def _str(v) -> str | None:
 
 
 def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | None = None, fresh: bool = False,
-                   line_cap: int = LINE_CAP) -> tuple[Conversation, list[Finding]]:
+                   line_cap: int | None = None) -> tuple[Conversation, list[Finding]]:
     """The session in ``data`` (file ``path``, id ``sid``) and what could not be read of it.
 
     ``agents``: ``(agent id, path, bytes)`` of the sub-agent transcripts that belong to it.
@@ -80,13 +80,18 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
     # side branches: off-main entries of the main chain, grouped by the entry that left the main branch
     groups: dict = {}
     sidechains: dict = {}
+    memo: dict = {}
     for i, e in enumerate(entries):
         if i in on_main or _str(e.get("uuid")) is None or nodes.get(e["uuid"]) != i:
             continue
         if e.get("isSidechain") is True:
             sidechains.setdefault(str(e.get("agentId") or "?"), []).append(i)
         else:
-            groups.setdefault(_fork_of(i, entries, nodes, on_main), []).append(i)
+            start, looped = _fork_of(i, entries, nodes, on_main, memo)
+            groups.setdefault(start, []).append(i)
+            if looped and not any(f.code == "tree-cycle" for f in findings):
+                findings.append(Finding("tree-cycle", path, f"the parent chain of {e['uuid'][:40]!r} loops (off the "
+                                        "main branch); that branch starts where the loop closes", WARNING, sid))
     for n, (start, idx) in enumerate(groups.items(), 1):
         conv_entries = [entries[i] for i in idx if entries[i].get("type") in ("user", "assistant", "system")
                         or entries[i].get("type") not in STRUCTURAL]
@@ -155,18 +160,29 @@ def _main_branch(entries, nodes, path, sid, findings) -> list[int]:
     return out
 
 
-def _fork_of(i, entries, nodes, on_main) -> int:
-    """The first entry of the side branch ``i`` is on: walking up until the parent is on the main branch
-    or missing (bounded, so a cycle ends)."""
-    seen = set()
-    while i not in seen:
+def _fork_of(i, entries, nodes, on_main, memo: dict) -> tuple[int, bool]:
+    """(the first entry of the side branch ``i`` is on, whether its parent chain loops): walking up until
+    the parent is on the main branch or missing, or an entry repeats.  ``memo`` keeps each walk's answer
+    for every entry it passed, so a long abandoned branch costs one walk, not one per entry."""
+    path, seen = [], set()
+    while True:
+        if i in memo:
+            result = memo[i]
+            break
+        if i in seen:
+            result = (i, True)
+            break
         seen.add(i)
+        path.append(i)
         parent = _str(entries[i].get("parentUuid")) or _str(entries[i].get("logicalParentUuid"))
         j = nodes.get(parent) if parent else None
         if j is None or j in on_main:
-            return i
+            result = (i, False)
+            break
         i = j
-    return i
+    for k in path:
+        memo[k] = result
+    return result
 
 
 def _marker(text: str, kind: str) -> Message:

@@ -53,7 +53,7 @@ class ClaudeCodeStore(Store):
         """The project folders: the store's folder itself when it holds sessions (a root given as one
         project), else its subfolders (never through a symlink)."""
         root = str(self.conv_dir)
-        entries = scan(root, findings)
+        entries = scan(root, findings, root=True)
         if any(SESSION_RE.match(n[:-6]) and n.endswith(".jsonl") for n, _, _ in entries):
             return [root]
         return [p for _, p, st in entries if stat.S_ISDIR(st.st_mode)]

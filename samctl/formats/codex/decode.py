@@ -20,7 +20,7 @@ import orjson
 
 from samctl.core.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.core.timeparse import parse_timestamp
-from samctl.formats.jsonlines import LINE_CAP, compact, parse_lines
+from samctl.formats.jsonlines import compact, parse_lines
 
 STORE = "codex"
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
@@ -42,7 +42,7 @@ def _str(v) -> str | None:
 
 
 def decode_rollout(data: bytes, path: str, cid: str, *, index_title: str | None = None, size: int | None = None,
-                   fresh: bool = False, line_cap: int = LINE_CAP) -> tuple[Conversation, list[Finding]]:
+                   fresh: bool = False, line_cap: int | None = None) -> tuple[Conversation, list[Finding]]:
     """The thread in ``data`` (file ``path``, id ``cid``) and what could not be read of it.
     ``index_title``: the thread's name in ``session_index.jsonl``, if any (it wins)."""
     findings: list = []
