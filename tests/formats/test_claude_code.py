@@ -173,3 +173,12 @@ def test_odd_shapes_never_raise(line):
 def test_nul_bytes_do_not_crash():
     conv, found = _decode(b"\x00\x00\n" + _data([mcc._user(1, None, "2026-03-04T09:00:00Z", "a\u0000b")]))
     assert "bad-line" in _codes(found) and conv.messages[0].content == "a\x00b"
+
+
+def test_benchmark_runs_small(capsys):
+    from bench import bench_claude_code_decode, bench_codex_decode
+
+    bench_claude_code_decode.main(["--sessions", "2", "--turns", "3", "--repeat", "1"])
+    bench_codex_decode.main(["--sessions", "2", "--turns", "3", "--repeat", "1", "--zst"])
+    out = capsys.readouterr().out
+    assert "decode_session" in out and "decode_rollout" in out
