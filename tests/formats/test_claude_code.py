@@ -164,7 +164,8 @@ def test_cycle_and_missing_parent_end_the_walk():
                                   b'{"type":"assistant","message":{"id":5,"content":[1,{"type":7}]}}',
                                   b'{"type":"user","message":{"content":[{"type":"tool_result","content":{}}]}}',
                                   b'{"type":"system","uuid":"u","parentUuid":"u"}',
-                                  b'{"type":"user","uuid":["x"],"message":{"content":"hi"}}'])
+                                  b'{"type":"user","uuid":["x"],"message":{"content":"hi"}}',
+                                  b'{"type":["x"],"uuid":"q","parentUuid":null}', b'{"type":{"a":1}}'])
 def test_odd_shapes_never_raise(line):
     conv, found = _decode(line + b"\n" + _data([mcc._user(1, None, "2026-03-04T09:00:00Z", "after")]))
     assert "after" in [m.content for m in conv.messages]

@@ -152,7 +152,9 @@ def test_deep_nesting_and_huge_line():
                                   b'{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":true}}',
                                   b'{"type":"event_msg","payload":{"type":"user_message","images":[1,"x"]}}',
                                   b'{"type":"response_item","payload":{"type":"function_call","arguments":{}}}',
-                                  b'{"type":"turn_context","payload":{"model":["x"]}}', b'{"payload":{}}'])
+                                  b'{"type":"turn_context","payload":{"model":["x"]}}', b'{"payload":{}}',
+                                  b'{"type":"response_item","payload":{"type":[1]}}',
+                                  b'{"type":"event_msg","payload":{"type":{}}}'])
 def test_odd_shapes_never_raise(line):
     ok = _data([mcx._ev("2026-02-10T08:30:06Z", "agent_message", message="after")])
     conv, _ = _decode(_data(mcx.thread_three()[:1]) + line + b"\n" + ok)

@@ -34,6 +34,12 @@ def _str(v) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def _type(e: dict) -> str:
+    """An entry's ``type``, or ``<list>``-style for one that is not a string (kept as unknown)."""
+    t = e.get("type")
+    return t if isinstance(t, str) else f"<{type(t).__name__}>"
+
+
 def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | None = None, fresh: bool = False,
                    line_cap: int | None = None) -> tuple[Conversation, list[Finding]]:
     """The session in ``data`` (file ``path``, id ``sid``) and what could not be read of it.
@@ -49,7 +55,7 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
     times: list = []
     unknown: dict = {}
     for i, e in enumerate(entries):
-        t = e.get("type")
+        t = _type(e)
         if t == "custom-title" and _str(e.get("customTitle")):
             titles["custom"] = e["customTitle"]
         elif t == "ai-title" and _str(e.get("aiTitle")):
@@ -65,8 +71,8 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
                 dup += 1
             else:
                 nodes[u] = i
-        if not isinstance(t, str) or (t not in STRUCTURAL and t not in ("user", "assistant", "system")):
-            unknown[str(t)] = unknown.get(str(t), 0) + 1
+        if t not in STRUCTURAL and t not in ("user", "assistant", "system"):
+            unknown[t] = unknown.get(t, 0) + 1
     if dup:
         findings.append(Finding("duplicate-uuid", path, f"{dup} entr{'y repeats' if dup == 1 else 'ies repeat'} "
                                 "an earlier uuid (a resume rewrite); the first is used", INFO, sid))
@@ -93,8 +99,7 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
                 findings.append(Finding("tree-cycle", path, f"the parent chain of {e['uuid'][:40]!r} loops (off the "
                                         "main branch); that branch starts where the loop closes", WARNING, sid))
     for n, (start, idx) in enumerate(groups.items(), 1):
-        conv_entries = [entries[i] for i in idx if entries[i].get("type") in ("user", "assistant", "system")
-                        or entries[i].get("type") not in STRUCTURAL]
+        conv_entries = [entries[i] for i in idx if _type(entries[i]) not in STRUCTURAL]
         if not conv_entries:
             continue
         parent = _str(entries[start].get("parentUuid")) or "no parent"
@@ -195,7 +200,7 @@ def _messages(entries, *, hidden: bool, findings, path, sid) -> list[Message]:
     tool_names: dict = {}
     last_id = None
     for e in entries:
-        t = e.get("type")
+        t = _type(e)
         ts_text = _str(e.get("timestamp"))
         ts = parse_timestamp(ts_text) if ts_text else None
         msg = e.get("message") if isinstance(e.get("message"), dict) else None

@@ -176,7 +176,7 @@ class _Decoder:
         self._unknown(f"record {t}", ts_text, ts, p)
 
     def item(self, p, ts_text, ts) -> None:
-        it = p.get("type")
+        it = p.get("type") if isinstance(p.get("type"), str) else f"<{type(p.get('type')).__name__}>"
         if it == "message":
             role = _str(p.get("role")) or "?"
             text, atts = _content(p.get("content"))
@@ -240,7 +240,7 @@ class _Decoder:
             self._unknown(f"response item {it}", ts_text, ts, p)
 
     def event(self, p, ts_text, ts) -> None:
-        et = p.get("type")
+        et = p.get("type") if isinstance(p.get("type"), str) else f"<{type(p.get('type')).__name__}>"
         if et == "user_message":
             text = _str(p.get("message")) or ""
             atts = [{"type": "image", "url": u} for u in (p.get("images") or []) if isinstance(u, str)]
