@@ -109,3 +109,60 @@ def scan(folder: str, findings: list | None, what: str = "", root: bool = False)
             continue
         out.append((n, p, st))
     return out
+
+
+def cached_metas(store, items, read_meta, findings: list, title_of=None) -> list:
+    """The listing of ``items`` (``(id, path, lstat)``, one file per conversation), newest first, through
+    samctl's listing cache: a file whose size and mtime match its cache entry is not read again.
+
+    ``read_meta(id)`` -> ``(ConversationMeta or None, findings)`` reads one file; a file it reports an error
+    for is never cached (it is read again next time), and one with no message is cached as such and not
+    listed.  ``title_of(id)``, if given, names a title that wins over the file's (Codex's
+    ``session_index.jsonl``, which changes without the rollout changing, so it is applied after the cache).
+    """
+    import time
+
+    from samctl.core.model import ConversationMeta, recency
+    from samctl.formats.metacache import MetaCache
+
+    cache = MetaCache(store.name, store.root_real, store.use_cache, store.caps)
+    old = cache.load()
+    fresh: dict = {}
+    now = time.time_ns()
+    prefix = str(store.conv_dir) + os.sep
+    metas = []
+    for cid, path, st in items:
+        key = path[len(prefix):] if path.startswith(prefix) else path
+        entry = MetaCache.fresh(old.get(key), st, 3)
+        if entry is not None and not (entry[2] is None or _row_ok(entry[2], cid)):
+            entry = None
+        if entry is None:
+            meta, errors = read_meta(cid)
+            findings.extend(errors)
+            row = None if meta is None or not meta.message_count else [
+                meta.id, meta.title, meta.created, meta.updated, meta.created_ts, meta.updated_ts,
+                meta.message_count, meta.size]
+            if not errors and meta is not None and MetaCache.cacheable(st, now):
+                fresh[key] = [st.st_size, st.st_mtime_ns, row]
+        else:
+            fresh[key] = entry
+            row = entry[2]
+        if row is not None:
+            title = (title_of(cid) if title_of else None) or row[1]
+            metas.append(ConversationMeta(store.name, row[0], title, row[2], row[3], row[4], row[5], row[6], row[7],
+                                          False, path))
+    if fresh != old:
+        cache.save(fresh)
+    metas.sort(key=recency, reverse=True)
+    return metas
+
+
+_NUM = (int, float, type(None))
+
+
+def _row_ok(row, cid: str) -> bool:
+    """A cached row has the types a read gives it and the id of the file it is keyed by (a corrupt or
+    hostile cache is only read again)."""
+    return (type(row) is list and len(row) == 8 and row[0] == cid and type(row[1]) is str
+            and type(row[2]) in (str, type(None)) and type(row[3]) in (str, type(None)) and type(row[4]) in _NUM
+            and type(row[5]) in _NUM and type(row[6]) is int and type(row[7]) is int)

@@ -100,3 +100,16 @@ def test_store_specific_readers_say_not_yet(claude, run, args):
     r = run("--root", claude, *args)
     assert r.exit_code == 2
     assert r.stderr.splitlines()[0] == f"samctl: error: {args[0]} does not read claude-code stores yet; nothing was done"
+
+
+def test_warm_ls_reads_no_session(claude, run, monkeypatch):
+    from samctl.formats.claude_code import store as cc_store
+
+    calls = []
+    real = cc_store.decode_session
+    monkeypatch.setattr(cc_store, "decode_session", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    first = run("--root", claude, "ls", "--format", "json").stdout
+    assert len(calls) == 3  # S3 (no message) too: cached as such
+    calls.clear()
+    assert run("--root", claude, "ls", "--format", "json").stdout == first and calls == []
+    assert run("--root", claude, "--no-cache", "ls", "--format", "json").stdout == first and len(calls) == 3

@@ -5,6 +5,7 @@ writing command refuses with one line (exit 2) before touching anything."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -113,3 +114,32 @@ def test_writing_commands_refuse_with_one_line(codex, run, args):
 def test_store_specific_readers_say_not_yet(codex, run, args):
     r = run("--root", codex, *args)
     assert r.exit_code == 2 and "does not read codex stores yet" in r.stderr
+
+
+def test_warm_ls_reads_no_rollout_and_follows_changes(tmp_path, run, monkeypatch):
+    """The listing cache: a second ls decodes nothing; a changed rollout is read again; a rename in
+    session_index.jsonl shows without the rollout changing; a corrupt cache is only ignored."""
+    from samctl.formats.codex import store as codex_store
+
+    home = tmp_path / "home"
+    shutil.copytree(REPO / "fixtures" / "demo" / "codex", home)
+    calls = []
+    real = codex_store.decode_rollout
+    monkeypatch.setattr(codex_store, "decode_rollout", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    first = run("--root", home, "ls", "--format", "json").stdout
+    assert len(calls) == 6
+    calls.clear()
+    assert run("--root", home, "ls", "--format", "json").stdout == first and calls == []
+    t1 = next((home / "sessions" / "2026" / "02" / "10").glob(f"*{T1}.jsonl"))
+    with open(t1, "ab") as f:
+        f.write(json.dumps({"timestamp": "2026-02-11T00:00:00.000Z", "type": "event_msg",
+                            "payload": {"type": "agent_message", "message": "later"}}).encode() + b"\n")
+    os.utime(t1, (1772800000, 1772800000))
+    with open(home / "session_index.jsonl", "a") as f:
+        f.write(json.dumps({"id": T6, "thread_name": "renamed"}) + "\n")
+    rows = {r["id"]: r for r in json.loads(run("--root", home, "ls", "--format", "json").stdout)}
+    assert calls == [str(t1)] and rows[T1]["updated"] == "2026-02-11T00:00:00.000Z" and rows[T6]["title"] == "renamed"
+    for f in Path(os.environ["SAMCTL_CACHE_DIR"]).glob("codex-meta-*.json"):
+        f.write_bytes(b'{"v":5,"kind":"codex","entries":{"x":[1,2,["bad"]]}}')
+    calls.clear()
+    assert len(json.loads(run("--root", home, "ls", "--format", "json").stdout)) == 6 and len(calls) == 6

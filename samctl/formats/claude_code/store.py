@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.core.model import WARNING, Finding, recency
+from samctl.core.model import WARNING, Finding
 from samctl.errors import FileProblem, NotFound
 from samctl.formats.base import Store
 from samctl.formats.claude_code.decode import AGENT_RE, SESSION_RE, agent_ids, decode_session
 from samctl.formats.jsonlines import FRESH_SECONDS
-from samctl.formats.readers import scan
+from samctl.formats.readers import cached_metas, scan
 
 _TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _PREFIX_RE = re.compile(r"[0-9a-fA-F-]{1,36}\Z")
@@ -35,6 +35,7 @@ class ClaudeCodeStore(Store):
     def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
         super().__init__(conv_dir, base, caps, cache)
         self._index: dict | None = None
+        self._stats: dict = {}
         self._scan_findings: list = []
 
     # ids -------------------------------------------------------------------
@@ -76,6 +77,7 @@ class ClaudeCodeStore(Store):
                                              "is used", WARNING, cid))
                     else:
                         idx[cid] = p
+                        self._stats[cid] = st
             self._index = idx
             self._scan_findings = found
         return self._index
@@ -139,19 +141,16 @@ class ClaudeCodeStore(Store):
         return self._read(cid, findings, with_agents=True)
 
     def list_metas(self, findings: list) -> list:
-        """Every session with at least one message, newest first; a file that cannot be read is a finding
-        (what is wrong inside a readable file is for ``show`` and ``check``)."""
-        metas = []
+        """Every session with at least one message, newest first, through the listing cache; a file that
+        cannot be read is a finding (what is wrong inside a readable file is for ``show`` and ``check``)."""
         idx = self.index()
         findings.extend(self._scan_findings)
-        for cid in idx:
+
+        def read(cid):
             found: list = []
             conv = self._read(cid, found, with_agents=False)
-            findings.extend(f for f in found if f.severity == "error")
-            if conv is not None and conv.meta.message_count:
-                metas.append(conv.meta)
-        metas.sort(key=recency, reverse=True)
-        return metas
+            return (conv.meta if conv is not None else None), [f for f in found if f.severity == "error"]
+        return cached_metas(self, [(cid, p, self._stats[cid]) for cid, p in idx.items()], read, findings)
 
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
         """Every finding of every session (and its sub-agents); nothing is ever fixed here."""

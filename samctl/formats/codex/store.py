@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.core.model import WARNING, Finding, recency
+from samctl.core.model import WARNING, Finding
 from samctl.errors import FileProblem, NotFound
 from samctl.formats.base import Store
 from samctl.formats.codex.decode import NAME_RE, UUID_RE, decode_rollout
 from samctl.formats.jsonlines import FRESH_SECONDS, parse_lines
-from samctl.formats.readers import scan
+from samctl.formats.readers import cached_metas, scan
 
 _TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _PREFIX_RE = re.compile(r"[0-9a-fA-F-]{1,36}\Z")
@@ -64,6 +64,7 @@ class CodexStore(Store):
         super().__init__(conv_dir, base, caps, cache)
         self._index: dict | None = None
         self._titles: dict | None = None
+        self._stats: dict = {}
         self._scan_findings: list = []
 
     # ids -------------------------------------------------------------------
@@ -100,22 +101,24 @@ class CodexStore(Store):
                     findings.append(Finding("not-regular", p, f"is not a regular file "
                                             f"({fsafe.describe_mode(st.st_mode)})", WARNING))
                     continue
-                yield p, m.group(2).lower(), "." + m.group(3)
+                yield p, m.group(2).lower(), "." + m.group(3), st
 
     def index(self) -> dict:
         """id -> rollout path (plain before .zst, sessions/ before archived_sessions/)."""
         if self._index is None:
             found: list = []
             idx: dict = {}
-            for p, cid, suffix in self._rollouts(found):
+            for p, cid, suffix, st in self._rollouts(found):
                 old = idx.get(cid)
                 if old is None:
                     idx[cid] = (p, suffix)
+                    self._stats[cid] = st
                 elif old[0][:-len(old[1])] != p[:-len(suffix)]:  # not the .zst twin: another copy of the thread
                     found.append(Finding("duplicate-id", p, f"thread {cid} is also in {old[0]}; that one is read",
                                          WARNING, cid))
                 elif _RANK[suffix] < _RANK[old[1]]:
                     idx[cid] = (p, suffix)
+                    self._stats[cid] = st
             self._index = {k: v[0] for k, v in idx.items()}
             self._scan_findings = found
         return self._index
@@ -152,8 +155,10 @@ class CodexStore(Store):
 
     # reading ---------------------------------------------------------------
     def load(self, cid: str, findings: list):
+        return self._read(cid, findings, self.titles().get(cid))
+
+    def _read(self, cid: str, findings: list, index_title: str | None):
         path = str(self.raw_path(cid))
-        titles = self.titles()
         try:
             st = fsafe.lstat(path)
             data = fsafe.read_capped(path, self.caps.log)
@@ -163,26 +168,25 @@ class CodexStore(Store):
             findings.append(Finding(exc.code, path, exc.message, "error", cid))
             return None
         fresh = st is not None and time.time() - st.st_mtime < FRESH_SECONDS
-        conv, found = decode_rollout(data, path, cid, index_title=titles.get(cid), size=st.st_size if st else None,
+        conv, found = decode_rollout(data, path, cid, index_title=index_title, size=st.st_size if st else None,
                                      fresh=fresh)
         findings.extend(found)
         return conv
 
     def list_metas(self, findings: list) -> list:
-        """Every thread with at least one message, newest first; a file that cannot be read is a finding
-        (what is wrong inside a readable file is for ``show`` and ``check``)."""
-        metas = []
+        """Every thread with at least one message, newest first, through the listing cache (the names of
+        ``session_index.jsonl`` applied after it); a file that cannot be read is a finding (what is wrong
+        inside a readable file is for ``show`` and ``check``)."""
         idx = self.index()
-        self.titles()
+        titles = self.titles()
         findings.extend(self._scan_findings)
-        for cid in idx:
+
+        def read(cid):
             found: list = []
-            conv = self.load(cid, found)
-            findings.extend(f for f in found if f.severity == "error")
-            if conv is not None and conv.meta.message_count:
-                metas.append(conv.meta)
-        metas.sort(key=recency, reverse=True)
-        return metas
+            conv = self._read(cid, found, None)
+            return (conv.meta if conv is not None else None), [f for f in found if f.severity == "error"]
+        return cached_metas(self, [(cid, p, self._stats[cid]) for cid, p in idx.items()], read, findings,
+                            titles.get)
 
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
         """Every finding of every rollout; nothing is ever fixed here."""
