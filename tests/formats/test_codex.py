@@ -172,3 +172,13 @@ def test_zstd_bomb_and_garbage_are_refused():
         decompress(b"\x28\xb5\x2f\xfdgarbage", 1000, "/x.zst")
     assert exc.value.code == "bad-zstd"
     assert decompress(zstandard.ZstdCompressor().compress(b"abc"), 1000, "/x.zst") == b"abc"
+
+
+def test_subagent_and_fork_origin_is_a_note():
+    from samctl.formats.codex.decode import decode_rollout as dec
+
+    conv, _ = dec(_data(mcx.thread_two()), "/x.jsonl", mcx.T2)
+    assert conv.messages[0].kind == "origin" and mcx.T1 in conv.messages[0].content and "scout" in conv.messages[0].content
+    assert conv.meta.title == "find where the mail server is started"
+    conv, _ = dec(_data([mcx._meta(mcx.T2, "2026-02-10T08:40:00Z", forked_from_id=mcx.T1)]), "/x.jsonl", mcx.T2)
+    assert conv.messages[0].content == f"forked from thread {mcx.T1}"

@@ -158,6 +158,9 @@ class _Decoder:
             if self.session_meta is None:
                 self.session_meta = p
                 self.start = _str(p.get("timestamp"))
+                origin = _origin(p)
+                if origin:
+                    self.messages.append(Message("system", origin, ts_text, ts, kind="origin", raw=p))
             return
         if t == "turn_context":
             self.model = _str(p.get("model")) or self.model
@@ -274,6 +277,21 @@ class _Decoder:
             return
         else:
             self._unknown(f"event {et}", ts_text, ts, p)
+
+
+def _origin(meta: dict) -> str | None:
+    """One line naming the thread this one was forked from or spawned by, if its meta says so."""
+    if _str(meta.get("forked_from_id")):
+        return f"forked from thread {meta['forked_from_id'][:40]}"
+    src = meta.get("source")
+    sub = src.get("subagent") if isinstance(src, dict) else None
+    spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
+    if isinstance(spawn, dict) and _str(spawn.get("parent_thread_id")):
+        who = ", ".join(str(spawn[k])[:40] for k in ("agent_nickname", "agent_role") if _str(spawn.get(k)))
+        return f"sub-agent of thread {spawn['parent_thread_id'][:40]}" + (f" ({who})" if who else "")
+    if isinstance(sub, str):
+        return f"sub-agent ({sub[:40]})"
+    return None
 
 
 def _short_url(a: dict) -> dict:
