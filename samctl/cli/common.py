@@ -33,6 +33,8 @@ class Options:
 
             caps = Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
             self._store = store = open_store(self.root, caps, self.cache)
+            if store.read_only:
+                refuse_on_read_only(store, click.get_current_context(silent=True))
             if store.use_cache:
                 from samctl import fsafe
                 from samctl.core.export import store_folder_holding
@@ -61,6 +63,29 @@ class Number(click.FloatRange):
         if rv != rv:
             self.fail(f"{value} is not a number", param, ctx)
         return rv
+
+
+# On a read-only store (another app's: Claude Code, Codex CLI), the commands that write, or the option
+# that makes one write, and the commands whose reading is store-specific today.  Checked once, where every
+# command gets its store, before any id is resolved or anything is opened for writing.
+_WRITES = {"rm": None, "archive": None, "restore": None, "recover": None, "compact": None, "attic": "repair",
+           "check": "fix", "search": "touch"}
+_NOT_YET = ("search", "index", "log")
+
+
+def refuse_on_read_only(store, ctx) -> None:
+    """UsageError (exit 2, as for any command that does not apply to the store it is given: nothing was
+    tried) when the running command would write to the read-only ``store`` or cannot read it yet."""
+    if ctx is None:
+        return
+    name = ctx.info_name
+    if name in _WRITES and (_WRITES[name] is None or ctx.params.get(_WRITES[name])):
+        what = f"{name} --{_WRITES[name]}" if _WRITES[name] else name
+        raise errors.UsageError(f"{store.describe()}: samctl only reads it, and {what} would change it; "
+                                "nothing was done", hint="ls, show, export, stats and check read this store")
+    if name in _NOT_YET:
+        raise errors.UsageError(f"{name} does not read {store.name} stores yet; nothing was done",
+                                hint="ls, show, export, stats and check read this store")
 
 
 _ROOT_ARG = ""  # " --root PATH" (shell-quoted) when the store was named on the command line

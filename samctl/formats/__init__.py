@@ -103,6 +103,10 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
         return "mermaid", p, p.parent
     if p.name == ".mermaid" and (p / "conversations").is_dir():
         return "mermaid", p / "conversations", p
+    from samctl.formats import readers  # other apps' stores (read-only): Claude Code, Codex CLI
+
+    if (found := readers.detect(p)) is not None:
+        return found
     if (p / "conversations").is_dir() and _looks_like_sam_base(p):
         return "sam", p / "conversations", p
     if _looks_like_sam_conversations(p):
@@ -143,6 +147,8 @@ def _safe_iterdir(p: Path):
 STORES = {
     "mermaid": ("samctl.formats.mermaid.store", "MermaidStore"),
     "sam": ("samctl.formats.sam.store", "SamStore"),
+    "claude-code": ("samctl.formats.claude_code.store", "ClaudeCodeStore"),
+    "codex": ("samctl.formats.codex.store", "CodexStore"),
 }
 
 

@@ -54,6 +54,7 @@ class Store:
     has_memories = False  # memory databases (search --touch/--like, stats), shared-topic scopes
     keeps_pinned = False  # the app protects pinned conversations: a purge needs --include-pinned
     purge_takes_anything = False  # the app's own delete removes whatever files are there, unchecked
+    read_only = False  # another app's store that samctl only reads: writing commands refuse (cli/common.py)
 
     def __init__(self, conv_dir: Path, base: Path, caps: Caps | None = None, cache: bool = True):
         self.conv_dir = Path(conv_dir)
