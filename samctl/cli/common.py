@@ -76,7 +76,33 @@ def pasteable(text: str, whole: bool = False) -> str:
 
 
 def store_of(ctx: click.Context):
-    return ctx.find_object(Options).store()
+    store = ctx.find_object(Options).store()
+    if getattr(store, "read_only", False):
+        refuse_on_read_only(store, ctx)
+    return store
+
+
+# What a read-only store (llm, a ChatGPT export: issue #23) cannot do: the commands that write,
+# the options that make a command write, and what reads samctl's per-store index or mermaid's log.
+_WRITING = ("rm", "restore", "archive", "attic", "recover", "compact")
+_WRITING_OPTIONS = {"check": "fix", "search": "touch"}
+_UNSUPPORTED = ("search", "index", "log")
+
+
+def refuse_on_read_only(store, ctx: click.Context) -> None:
+    """The one gate for read-only stores: a writing command (or --fix, --touch) and search are refused
+    before anything is read, with one line and a usage error (exit 2): the request cannot be carried
+    out on this kind of store at all, so retrying, unlike a failure (exit 1), would never help."""
+    name = ctx.command.name if ctx.command else ""
+    option = _WRITING_OPTIONS.get(name)
+    if name in _WRITING or (option and ctx.params.get(option)):
+        what = f"{name} --{option}" if option and ctx.params.get(option) else name
+        raise errors.UsageError(f"{what} writes, and the {store.name} store is read-only: samctl never changes "
+                                f"{store.describe().split(' at ', 1)[-1].removesuffix(' (read-only)')}",
+                                hint="read it with ls, show, export or check")
+    if name in _UNSUPPORTED:
+        raise errors.UsageError(f"{name} does not read {store.name} stores yet",
+                                hint="use ls, show or export (e.g. `samctl export --to jsonl` piped to grep)")
 
 
 def format_option(choices=("table", "json", "jsonl"), default="table"):

@@ -55,6 +55,9 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
             hint="point samctl at one with --root PATH or SAMCTL_ROOT",
         )
     p = Path(root).expanduser()
+    other = _reader_store(p)
+    if other is not None:
+        return other
     if not p.exists():
         raise NotFound(f"{root}: no such folder", hint="check the path given with --root or SAMCTL_ROOT")
     if not p.is_dir():
@@ -80,6 +83,22 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
     )
 
 
+def _reader_store(p: Path):
+    """An llm ``logs.db`` (its folder or the file) or a ChatGPT export (folder or ``.zip``): read-only
+    stores (issue #23).  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
+    folder does.  Returns locate's tuple, the file itself as the second item for a file root."""
+    from samctl.formats.chatgpt.store import looks_like_export
+    from samctl.formats.llm.store import looks_like_llm
+
+    db = looks_like_llm(p)
+    if db is not None:
+        return "llm", db if db == p else p, p.parent if db == p else p
+    export = looks_like_export(p)
+    if export is not None:
+        return "chatgpt", p, p.parent if export[0] == "zip" else p
+    return None
+
+
 def _looks_like_sam_base(p: Path) -> bool:
     conv = p / "conversations"
     return (
@@ -100,6 +119,14 @@ def _safe_iterdir(p: Path):
 
 def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -> Store:
     kind, conv, base = locate(root)
+    if kind == "llm":
+        from samctl.formats.llm.store import LlmStore
+
+        return LlmStore(conv.parent, base, caps, cache, db=conv) if conv.is_file() else LlmStore(conv, base, caps, cache)
+    if kind == "chatgpt":
+        from samctl.formats.chatgpt.store import ChatgptStore
+
+        return ChatgptStore(conv, base, caps, cache, zip_path=conv if conv.is_file() else None)
     if kind == "mermaid":
         from samctl.formats.mermaid.store import MermaidStore
 
