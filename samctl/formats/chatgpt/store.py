@@ -125,8 +125,11 @@ class ChatgptStore(Store):
         """Yield (where, Item) for every element of every conversations file; scan problems as findings."""
         for where, read in self._sources(findings):
             end = scan.End()
+            before = len(findings)
             for item in scan.iter_items(read, self.caps.snapshot, end):
                 yield where, item
+            if any(f.code == "unreadable" and f.path == where for f in findings[before:]):
+                continue  # the read failed (said so): the cut it left is not the file's own
             if end.problem:
                 sev = INFO if end.problem[1].startswith("more data") else None
                 findings.append(Finding(end.problem[0], where, end.problem[1], *(() if sev is None else (sev,))))

@@ -54,6 +54,14 @@ def _json(text):
         return text
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def _str(v) -> str:
     return v if isinstance(v, str) else ("" if v is None else str(v))
 
@@ -198,6 +206,10 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
                 times.append(ts(th[4]))
     if not raw.get("responses") and "conversation" not in raw and "thread" not in raw:
         return None
+    bad = sum(1 for m in messages if not _utf8(m.content) or m.reasoning and not _utf8(m.reasoning))
+    if bad:  # SQLite does not enforce encoding; the text factory kept the bytes as surrogate escapes
+        findings.append(Finding("bad-utf8", path, f"{bad} messages hold text that is not valid UTF-8; shown "
+                                "escaped", WARNING, cid))
     created, updated = (min(times), max(times)) if times else (None, None)
     meta = ConversationMeta("llm", cid, _title(title) or "(untitled)", format_utc(created), format_utc(updated),
                             created, updated, len(messages), None, False, path)
