@@ -151,12 +151,9 @@ def body_html(text: str) -> str:
 
 
 def _pretty_args(arguments) -> str:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return arguments
-    return json.dumps(arguments, ensure_ascii=False, indent=2)
+    from samctl.core.render import args_json
+
+    return args_json(arguments, 2)
 
 
 def _iso_utc(ts) -> str:

@@ -35,10 +35,12 @@ def _edit(path, *sql):
 def _read(path, cid=None):
     findings = []
     conn = sqlitefile.open_readonly(path)
+    text = conn.text_factory = decode.TextFactory()
     try:
         out = decode.load(conn, cid, str(path), findings) if cid else decode.list_metas(conn, str(path), findings)
     finally:
         conn.close()
+    text.report(str(path), findings)
     return out, findings
 
 

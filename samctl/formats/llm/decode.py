@@ -54,12 +54,26 @@ def _json(text):
         return text
 
 
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
+class TextFactory:
+    """A connection's ``text_factory``: TEXT as str, invalid UTF-8 (SQLite does not enforce the encoding)
+    decoded with U+FFFD and counted, so that every string samctl handles is valid and the count
+    becomes one finding (``report``) instead of an exception anywhere downstream."""
+
+    def __init__(self):
+        self.bad = 0
+
+    def __call__(self, b: bytes) -> str:
+        try:
+            return b.decode("utf-8")
+        except UnicodeDecodeError:
+            self.bad += 1
+            return b.decode("utf-8", "replace")
+
+    def report(self, path: str, findings: list, cid: str | None = None) -> None:
+        if self.bad:
+            findings.append(Finding("bad-utf8", path, f"{self.bad} text values are not valid UTF-8; shown with "
+                                    "U+FFFD", WARNING, cid))
+            self.bad = 0
 
 
 def _str(v) -> str:
@@ -73,6 +87,9 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
     unordered.  ``message_count`` counts what ``load`` shows on the main chain."""
     t = schema(conn)
     rows: dict[str, dict] = {}
+    if t and not ({"responses", "threads", "logs", "log"} & t.keys()):
+        findings.append(Finding("db-schema", path, "no llm table (responses, threads, logs): a foreign database; "
+                                "nothing listed"))
 
     def add(cid, title, first, last, count):
         if not isinstance(cid, str) or not valid_id(cid.lower()):
@@ -206,10 +223,6 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
                 times.append(ts(th[4]))
     if not raw.get("responses") and "conversation" not in raw and "thread" not in raw:
         return None
-    bad = sum(1 for m in messages if not _utf8(m.content) or m.reasoning and not _utf8(m.reasoning))
-    if bad:  # SQLite does not enforce encoding; the text factory kept the bytes as surrogate escapes
-        findings.append(Finding("bad-utf8", path, f"{bad} messages hold text that is not valid UTF-8; shown "
-                                "escaped", WARNING, cid))
     created, updated = (min(times), max(times)) if times else (None, None)
     meta = ConversationMeta("llm", cid, _title(title) or "(untitled)", format_utc(created), format_utc(updated),
                             created, updated, len(messages), None, False, path)

@@ -10,6 +10,7 @@ base32 characters) for conversations, threads and lone responses; ``log-<n>`` fo
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -59,6 +60,7 @@ class LlmStore(Store):
         except sqlitefile.SQLITE_ERRORS as exc:
             findings.append(sqlitefile._sqlite_finding(exc, str(self.db), None))
             return default
+        text = conn.text_factory = decode.TextFactory()
         try:
             return fn(conn)
         except sqlitefile.SQLITE_ERRORS as exc:
@@ -66,6 +68,7 @@ class LlmStore(Store):
             return default
         finally:
             conn.close()
+            text.report(str(self.db), findings)
 
     def all_ids(self) -> list[str]:
         return sorted(m.id for m in self.list_metas([]))
@@ -101,16 +104,13 @@ class LlmStore(Store):
             if rows != ["ok"]:
                 findings.append(Finding("db-corrupt", str(self.db), "quick_check: " + "; ".join(map(str, rows[:3]))))
             tables = decode.schema(conn)
-            if not ({"responses", "threads", "logs", "log"} & tables.keys()):
-                findings.append(Finding("db-schema", str(self.db), "no llm table (responses, threads, logs): not an "
-                                        "llm database?"))
             known = KNOWN_TABLES
             extra = sorted(n for n in tables if n not in known and not n.startswith(("sqlite_", "responses_fts",
                                                                                      "turn_search_fts")))
             if extra:
                 findings.append(Finding("unknown-table", str(self.db), "tables samctl does not read: " + ", ".join(extra)[:200],
                                         INFO))
-            for m in decode.list_metas(conn, str(self.db), findings):
+            for m in decode.list_metas(conn, str(self.db), findings):  # (db-schema reported there)
                 decode.load(conn, m.id, str(self.db), findings)
         self._with(findings, run, None)
         return []
@@ -134,8 +134,8 @@ def looks_like_llm(p: Path) -> Path | None:
     a finding), or a regular SQLite file named ``*.db``; else None."""
     try:
         if p.is_dir():
-            db = p / DB_NAME
-            return db if db.is_file() and not db.is_symlink() else None
+            db = p / DB_NAME  # whatever it is (a symlink, a FIFO): reading it is refused with a finding
+            return db if os.path.lexists(db) else None
         if p.name.endswith(".db") and p.is_file() and not p.is_symlink():
             with open(p, "rb") as f:
                 if f.read(16) == b"SQLite format 3\0":
