@@ -157,7 +157,28 @@ def _parents(conn, t) -> dict:
     return dict(conn.execute(f"SELECT {_cols(t, 'messages', ('hash', 'parent_hash'))} FROM messages"))
 
 
-def _chain(parents: dict, tip, findings: list, path: str, cid: str | None = None) -> list[str]:
+class _LazyParents:
+    """``hash -> parent_hash`` answered one primary-key lookup at a time (a load walks one chain; the
+    whole table is read only by a listing)."""
+
+    def __init__(self, conn):
+        self.conn, self.seen = conn, {}
+
+    def _get(self, h):
+        if h not in self.seen:
+            row = self.conn.execute("SELECT parent_hash FROM messages WHERE hash = ?", (h,)).fetchone() \
+                if isinstance(h, str) else None
+            self.seen[h] = row
+        return self.seen[h]
+
+    def __contains__(self, h) -> bool:
+        return self._get(h) is not None
+
+    def __getitem__(self, h):
+        return self._get(h)[0]
+
+
+def _chain(parents, tip, findings: list, path: str, cid: str | None = None) -> list[str]:
     """The hashes from the root to ``tip`` (a visited set and ``MAX_CHAIN`` stop cycles)."""
     out, seen, h = [], set(), tip
     while h is not None:
@@ -194,14 +215,16 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
     if "responses" in t:
         if "conversations" in t:
             row = conn.execute(f"SELECT {_cols(t, 'conversations', ('id', 'name', 'model'))} FROM conversations "
-                               "WHERE lower(id) = ?", (cid,)).fetchone()
+                               "WHERE id IN (?, ?)", (cid, cid.upper())).fetchone()
             if row is not None:
                 raw["conversation"] = dict(zip(("id", "name", "model"), row))
                 title, model = row[1], row[2]
         sel = f"SELECT {_cols(t, 'responses', _RESP)} FROM responses"
-        rs = conn.execute(sel + " WHERE lower(conversation_id) = ? ORDER BY id, datetime_utc", (cid,)).fetchall()
+        # (ids as parameters in both cases llm may have written, never lower(): that would defeat the indexes)
+        rs = conn.execute(sel + " WHERE conversation_id IN (?, ?) ORDER BY id, datetime_utc",
+                          (cid, cid.upper())).fetchall()
         if not rs and "conversation" not in raw:  # a lone response is a conversation by its own id
-            rs = conn.execute(sel + " WHERE lower(id) = ?", (cid,)).fetchall()
+            rs = conn.execute(sel + " WHERE id IN (?, ?)", (cid, cid.upper())).fetchall()
         raw["responses"] = [dict(zip(_RESP, r)) for r in rs]
         system = None
         for r in raw["responses"]:
@@ -213,7 +236,7 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
                 times.append(ts(r["datetime_utc"]))
     if "threads" in t:
         th = conn.execute(f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'forked_from', 'datetime_utc'))}"
-                          " FROM threads WHERE lower(id) = ?", (cid,)).fetchone()
+                          " FROM threads WHERE id IN (?, ?)", (cid, cid.upper())).fetchone()
         if th is not None:
             raw["thread"] = dict(zip(("id", "name", "tip_message_hash", "forked_from", "datetime_utc"), th))
             title = th[1] or title
@@ -286,18 +309,20 @@ def _attachments(conn, t, table, key, value) -> list:
 def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
     """The thread's main chain, one Message per stored message (a tool_result-only user message becomes
     one tool message per result); each message timed by the earliest turn whose span contains it."""
-    parents = _parents(conn, t)
+    parents = _LazyParents(conn) if "messages" in t else {}
     if tip is not None and tip not in parents:
         findings.append(Finding("dangling-tip", path, f"thread {tid}'s tip {str(tip)[:40]} is missing", WARNING, cid))
     chain = _chain(parents, tip, findings, path, cid)
     when: dict = {}
     raw["turns"] = []
-    if "turns" in t:
+    if "turns" in t and chain:
         cols = ("id", "parent_message_hash", "tip_message_hash", "model", "resolved_model", "datetime_utc",
                 "input_tokens", "output_tokens")
-        # every thread's turns: a fork's shared opening was answered in the thread it forked from
-        for row in conn.execute(f"SELECT {_cols(t, 'turns', cols + ('thread_id',))} FROM turns ORDER BY "
-                                "datetime_utc, id"):
+        # every turn that ended on this chain, whatever its thread: a fork's shared opening was answered in
+        # the thread it forked from (one scan of turns, in SQLite, for the whole chain)
+        for row in conn.execute(f"SELECT {_cols(t, 'turns', cols + ('thread_id',))} FROM turns WHERE "
+                                "tip_message_hash IN (SELECT value FROM json_each(?)) ORDER BY datetime_utc, id",
+                                (orjson.dumps(chain).decode(),)):
             turn = dict(zip(cols, row[:-1]))
             at = ts(turn["datetime_utc"])
             if row[-1] == tid:
