@@ -154,3 +154,12 @@ def test_valid_ids_and_prefixes(db):
     assert not s.valid_id("../x") and not s.valid_id(T1.upper()) and not s.valid_id("log-")
     assert s.prefix_ok("01KG") and s.prefix_ok("lo") and s.prefix_ok("log-1")
     assert not s.prefix_ok("01u") and not s.prefix_ok("") and not s.prefix_ok("log-x")
+
+
+def test_default_db_follows_llm_logs_path():
+    from samctl.formats.llm.store import default_db
+
+    assert default_db({"LLM_USER_PATH": "/x/llm"}, "linux") == Path("/x/llm/logs.db")
+    assert default_db({"XDG_CONFIG_HOME": "/cfg"}, "linux") == Path("/cfg/io.datasette.llm/logs.db")
+    assert str(default_db({}, "darwin")).endswith("Library/Application Support/io.datasette.llm/logs.db")
+    assert str(default_db({}, "linux")).endswith(".config/io.datasette.llm/logs.db")

@@ -55,16 +55,16 @@ class LlmStore(Store):
         try:
             conn = sqlitefile.open_readonly(self.db)
         except FileProblem as exc:
-            findings.append(Finding(exc.code, str(self.db), exc.message))
+            findings.append(_llm_words(Finding(exc.code, str(self.db), exc.message)))
             return default
         except sqlitefile.SQLITE_ERRORS as exc:
-            findings.append(sqlitefile._sqlite_finding(exc, str(self.db), None))
+            findings.append(_llm_words(sqlitefile._sqlite_finding(exc, str(self.db), None)))
             return default
         text = conn.text_factory = decode.TextFactory()
         try:
             return fn(conn)
         except sqlitefile.SQLITE_ERRORS as exc:
-            findings.append(sqlitefile._sqlite_finding(exc, str(self.db), None))
+            findings.append(_llm_words(sqlitefile._sqlite_finding(exc, str(self.db), None)))
             return default
         finally:
             conn.close()
@@ -123,10 +123,33 @@ KNOWN_TABLES = {"_llm_migrations", "conversations", "responses", "schemas", "att
                 "tool_instantiations", "logs", "log"}
 
 
+def _llm_words(f: Finding) -> Finding:
+    """sqlitefile's reasons name SAM (its first user): the same classification, said of llm."""
+    f.reason = f.reason.replace("SAM", "llm")
+    return f
+
+
 def _printable(v):
     if isinstance(v, bytes):
         return f"<{len(v)} bytes>"
     return str(v)
+
+
+def default_db(env=None, platform: str | None = None) -> Path:
+    """Where ``llm logs path`` says the database is, computed without calling llm (its ``user_dir()``
+    creates the folder): ``$LLM_USER_PATH/logs.db``, else click's app dir for ``io.datasette.llm``.
+    For the cross-store view (issue #23); nothing here reads or creates it."""
+    import sys
+
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if env.get("LLM_USER_PATH"):
+        return Path(env["LLM_USER_PATH"]).expanduser() / DB_NAME
+    if platform == "darwin":
+        return Path("~/Library/Application Support/io.datasette.llm").expanduser() / DB_NAME
+    if platform.startswith("win"):
+        return Path(env.get("APPDATA") or "~").expanduser() / "io.datasette.llm" / DB_NAME
+    return Path(env.get("XDG_CONFIG_HOME") or "~/.config").expanduser() / "io.datasette.llm" / DB_NAME
 
 
 def looks_like_llm(p: Path) -> Path | None:
