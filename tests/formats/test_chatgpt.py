@@ -192,3 +192,22 @@ def test_cap_from_max_file_size(tmp_path):
     findings = []
     assert len(s.list_metas(findings)) == 1
     assert [f.code for f in findings] == ["too-large", "too-large"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+def test_loads_after_a_listing_do_not_rescan_the_export(tmp_path, monkeypatch, kind):
+    """export --all loads every listed conversation: each must be read at its offset (a zip member from
+    one spool), not found by scanning the whole export again (quadratic on a 300 MB export)."""
+    make_chatgpt.write_demo(tmp_path)
+    z = tmp_path / "chatgpt-export.zip"
+    store = ChatgptStore(z, tmp_path, zip_path=z) if kind == "zip" else \
+        ChatgptStore(tmp_path / "export", tmp_path / "export")
+    metas = store.list_metas([])
+    scans = []
+    real = scan.iter_items
+    monkeypatch.setattr(scan, "iter_items", lambda *a, **k: scans.append(1) or real(*a, **k))
+    for m in metas:
+        conv = store.load(m.id, [])
+        assert conv.meta.id == m.id and conv.messages
+    assert scans == []
+    assert json.loads(store.raw_part(SINE, None))["id"] == SINE

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -41,6 +42,11 @@ class ChatgptStore(Store):
     def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True, zip_path: Path | None = None):
         super().__init__(conv_dir, base, caps, cache=False)  # nothing of samctl's is written for it
         self.zip_path = Path(zip_path) if zip_path is not None else None
+        # Where the last listing found each conversation (source, byte offset, length): loading many
+        # (export --all, check) then reads each one's bytes instead of scanning the export again per
+        # conversation.  A zip member cannot seek, so it is first spooled once to an anonymous temp file.
+        self._index: dict = {}
+        self._spools: dict = {}
 
     def describe(self) -> str:
         return f"ChatGPT export at {self.zip_path or self.conv_dir} (read-only)"
@@ -155,6 +161,7 @@ class ChatgptStore(Store):
                 findings.append(Finding("duplicate-id", at, f"{cid} appears twice; the first is listed", WARNING, cid))
                 continue
             seen.add(cid)
+            self._index[cid] = (where, item.offset, len(item.data))
             metas.append(decode.meta(doc, cid, where, findings, len(item.data)))
         metas.sort(key=recency, reverse=True)
         return metas
@@ -165,7 +172,15 @@ class ChatgptStore(Store):
     def _find(self, cid: str, findings: list):
         """(where, bytes) of the first conversation whose id is ``cid``, or None.  Only elements whose bytes
         contain the id are parsed."""
-        needle = cid.encode()
+        if cid in self._index:
+            data = self._read_at(*self._index[cid])
+            if data is not None:
+                found: list = []
+                doc = decode.parse(data, self._index[cid][0], found)
+                if isinstance(doc, dict) and decode.conv_id(doc) == cid:
+                    findings.extend(found)
+                    return self._index[cid][0], data, doc
+        needle = cid.encode()  # not listed yet, or the export changed since: scan for it
         scratch: list = []
         for where, item in self._items(scratch):
             if item.data is not None and not item.problem and needle in item.data.lower():
@@ -177,6 +192,27 @@ class ChatgptStore(Store):
         findings.extend(f for f in scratch if f.code in ("bad-zip", "zip-refused", "truncated", "symlink",
                                                          "not-regular", "unreadable", "missing"))
         return None
+
+    def _read_at(self, where: str, offset: int, length: int) -> bytes | None:
+        """``length`` bytes at ``offset`` of a conversations file (a zip member: of its spool), or None."""
+        try:
+            if self.zip_path is None:
+                f, _ = fsafe.open_regular(where)
+                with f:
+                    f.seek(offset)
+                    return f.read(length)
+            if not self._spools:
+                for w, read in self._sources([]):
+                    spool = self._spools[w] = tempfile.TemporaryFile(prefix="samctl-chatgpt-")
+                    while chunk := read(1 << 20):
+                        spool.write(chunk)
+            spool = self._spools.get(where)
+            if spool is None:
+                return None
+            spool.seek(offset)
+            return spool.read(length)
+        except (FileProblem, OSError):
+            return None
 
     def load(self, cid: str, findings: list):
         if not self.valid_id(cid):
