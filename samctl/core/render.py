@@ -41,6 +41,21 @@ def one_line(s) -> str:
     return safe_text(" ".join(str(s if s is not None else "").split()))
 
 
+def _args(arguments) -> str:
+    value = arguments
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return arguments
+    if isinstance(value, dict):
+        try:
+            return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
+        except (ValueError, TypeError, RecursionError):
+            return arguments if isinstance(arguments, str) else args_json(arguments)
+    return args_json(arguments)
+
+
 def args_json(arguments, indent: int | None = None, quote: bool = False) -> str:
     """Tool-call arguments as JSON text: a JSON string parsed and re-dumped (``indent``), any other value
     dumped; a string that is not JSON as it is (``quote``: as a JSON string).  RecursionError counts as
@@ -55,21 +70,6 @@ def args_json(arguments, indent: int | None = None, quote: bool = False) -> str:
         return json.dumps(value, ensure_ascii=False, indent=indent)
     except (ValueError, TypeError, RecursionError):
         return arguments if isinstance(arguments, str) else repr(arguments)[:100_000]
-
-
-def _args(arguments) -> str:
-    value = arguments
-    if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments)
-        except (ValueError, RecursionError):
-            return arguments
-    if isinstance(value, dict):
-        try:
-            return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
-        except (ValueError, TypeError, RecursionError):
-            return arguments if isinstance(arguments, str) else args_json(arguments)
-    return args_json(arguments)
 
 
 def _plain(text, tag):

@@ -119,14 +119,11 @@ def _safe_iterdir(p: Path):
 
 def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -> Store:
     kind, conv, base = locate(root)
-    if kind == "llm":
+    if kind in ("llm", "chatgpt"):  # (read-only stores, issue #23: the folder, or the database / zip file)
+        from samctl.formats.chatgpt.store import ChatgptStore
         from samctl.formats.llm.store import LlmStore
 
-        return LlmStore(conv.parent, base, caps, cache, db=conv) if conv.is_file() else LlmStore(conv, base, caps, cache)
-    if kind == "chatgpt":
-        from samctl.formats.chatgpt.store import ChatgptStore
-
-        return ChatgptStore(conv, base, caps, cache, zip_path=conv if conv.is_file() else None)
+        return (LlmStore if kind == "llm" else ChatgptStore)(conv, base, caps, cache)
     if kind == "mermaid":
         from samctl.formats.mermaid.store import MermaidStore
 

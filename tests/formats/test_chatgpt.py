@@ -142,7 +142,7 @@ def _zip(path, members):
 def test_hostile_zip_members_refuse_the_zip(tmp_path, name, attr, why):
     data = json.dumps(make_chatgpt.conversations()).encode()
     z = _zip(tmp_path / "x.zip", [("conversations.json", data, 0o600 << 16), (name, b"x", attr)])
-    store = ChatgptStore(z, tmp_path, zip_path=z)
+    store = ChatgptStore(z, tmp_path)
     findings = []
     assert store.list_metas(findings) == []
     assert [f.code for f in findings] == ["zip-refused"] and why in findings[0].reason
@@ -170,7 +170,7 @@ def test_damaged_zip_member_reads_as_cut(tmp_path):
     raw[i + 3] ^= 0xFF  # stored, not deflated: the bytes change and the CRC no longer matches
     z.write_bytes(bytes(raw))
     findings = []
-    metas = ChatgptStore(z, tmp_path, zip_path=z).list_metas(findings)
+    metas = ChatgptStore(z, tmp_path).list_metas(findings)
     assert [f.code for f in findings] == ["unreadable"] and "Bad CRC" in findings[0].reason
     assert len(metas) == 0  # (zipfile checks the CRC at the member's end: nothing before is kept either)
 
@@ -179,7 +179,7 @@ def test_demo_folder_and_zip_list_the_same(tmp_path):
     make_chatgpt.write_demo(tmp_path)
     a = ChatgptStore(tmp_path / "export", tmp_path / "export")
     z = tmp_path / "chatgpt-export.zip"
-    b = ChatgptStore(z, tmp_path, zip_path=z)
+    b = ChatgptStore(z, tmp_path)
     fa, fb = [], []
     assert [(m.id, m.title) for m in a.list_metas(fa)] == [(m.id, m.title) for m in b.list_metas(fb)]
     assert fa == fb == []
@@ -200,7 +200,7 @@ def test_loads_after_a_listing_do_not_rescan_the_export(tmp_path, monkeypatch, k
     one spool), not found by scanning the whole export again (quadratic on a 300 MB export)."""
     make_chatgpt.write_demo(tmp_path)
     z = tmp_path / "chatgpt-export.zip"
-    store = ChatgptStore(z, tmp_path, zip_path=z) if kind == "zip" else \
+    store = ChatgptStore(z, tmp_path) if kind == "zip" else \
         ChatgptStore(tmp_path / "export", tmp_path / "export")
     metas = store.list_metas([])
     scans = []

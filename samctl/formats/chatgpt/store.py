@@ -39,9 +39,10 @@ class ChatgptStore(Store):
     id_rule = "a UUID (8-4-4-4-12 lowercase hex digits)"
     read_only = True
 
-    def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True, zip_path: Path | None = None):
+    def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
+        """``conv_dir``: the export folder, or the export's ``.zip`` file."""
         super().__init__(conv_dir, base, caps, cache=False)  # nothing of samctl's is written for it
-        self.zip_path = Path(zip_path) if zip_path is not None else None
+        self.zip_path = Path(conv_dir) if Path(conv_dir).is_file() else None
         # Where the last listing found each conversation (source, byte offset, length): loading many
         # (export --all, check) then reads each one's bytes instead of scanning the export again per
         # conversation.  A zip member cannot seek, so it is first spooled once to an anonymous temp file.

@@ -23,6 +23,8 @@ from samctl.formats.llm import decode
 from samctl.formats.sam import sqlitefile
 
 DB_NAME = "logs.db"
+# (renamed sqlite_finding on main since this branch started: either spelling works)
+_sqlite_finding = getattr(sqlitefile, "sqlite_finding", None) or getattr(sqlitefile, "_sqlite_finding")
 
 
 class LlmStore(Store):
@@ -30,9 +32,11 @@ class LlmStore(Store):
     id_rule = "a ULID (26 characters of 0-9 a-z without i l o u), or log-N for a pre-0.5 row"
     read_only = True
 
-    def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True, db: Path | None = None):
-        super().__init__(conv_dir, base, caps, cache=False)  # nothing of samctl's is written for it
-        self.db = Path(db) if db is not None else Path(conv_dir) / DB_NAME
+    def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
+        """``conv_dir``: the folder holding ``logs.db``, or the database file itself (any name)."""
+        conv_dir = Path(conv_dir)
+        self.db = conv_dir if conv_dir.is_file() else conv_dir / DB_NAME
+        super().__init__(conv_dir.parent if conv_dir.is_file() else conv_dir, base, caps, cache=False)  # (no cache)
 
     def describe(self) -> str:
         return f"llm store at {self.db} (read-only)"
@@ -58,13 +62,13 @@ class LlmStore(Store):
             findings.append(_llm_words(Finding(exc.code, str(self.db), exc.message)))
             return default
         except sqlitefile.SQLITE_ERRORS as exc:
-            findings.append(_llm_words(sqlitefile._sqlite_finding(exc, str(self.db), None)))
+            findings.append(_llm_words(_sqlite_finding(exc, str(self.db), None)))
             return default
         text = conn.text_factory = decode.TextFactory()
         try:
             return fn(conn)
         except sqlitefile.SQLITE_ERRORS as exc:
-            findings.append(_llm_words(sqlitefile._sqlite_finding(exc, str(self.db), None)))
+            findings.append(_llm_words(_sqlite_finding(exc, str(self.db), None)))
             return default
         finally:
             conn.close()
