@@ -33,8 +33,6 @@ class Options:
 
             caps = Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
             self._store = store = open_store(self.root, caps, self.cache)
-            if store.read_only:
-                refuse_on_read_only(store, click.get_current_context(silent=True))
             if store.use_cache:
                 from samctl import fsafe
                 from samctl.core.export import store_folder_holding
@@ -63,29 +61,6 @@ class Number(click.FloatRange):
         if rv != rv:
             self.fail(f"{value} is not a number", param, ctx)
         return rv
-
-
-# On a read-only store (another app's: Claude Code, Codex CLI), the commands that write, or the option
-# that makes one write, and the commands whose reading is store-specific today.  Checked once, where every
-# command gets its store, before any id is resolved or anything is opened for writing.
-_WRITES = {"rm": None, "archive": None, "restore": None, "recover": None, "compact": None, "attic": "repair",
-           "check": "fix", "search": "touch"}
-_NOT_YET = ("search", "index", "log")
-
-
-def refuse_on_read_only(store, ctx) -> None:
-    """UsageError (exit 2, as for any command that does not apply to the store it is given: nothing was
-    tried) when the running command would write to the read-only ``store`` or cannot read it yet."""
-    if ctx is None:
-        return
-    name = ctx.info_name
-    if name in _WRITES and (_WRITES[name] is None or ctx.params.get(_WRITES[name])):
-        what = f"{name} --{_WRITES[name]}" if _WRITES[name] else name
-        raise errors.UsageError(f"{store.describe()}: samctl only reads it, and {what} would change it; "
-                                "nothing was done", hint="ls, show, export, stats and check read this store")
-    if name in _NOT_YET:
-        raise errors.UsageError(f"{name} does not read {store.name} stores yet; nothing was done",
-                                hint="ls, show, export, stats and check read this store")
 
 
 _ROOT_ARG = ""  # " --root PATH" (shell-quoted) when the store was named on the command line
@@ -121,7 +96,36 @@ def pasteable(text: str, whole: bool = False) -> str:
 
 
 def store_of(ctx: click.Context):
-    return ctx.find_object(Options).store()
+    store = ctx.find_object(Options).store()
+    if store.read_only:
+        refuse_on_read_only(store, ctx)
+    return store
+
+
+# What a read-only store (another app's: Claude Code, Codex CLI, llm, a ChatGPT export) cannot do: the
+# commands that write (the attic too: such a store has none), the options that make a command write, and
+# the commands whose reading is store-specific today.
+_WRITING = ("rm", "restore", "archive", "attic", "recover", "compact")
+_WRITING_OPTIONS = {"check": "fix", "search": "touch"}
+_UNSUPPORTED = ("search", "index", "log")
+
+
+def refuse_on_read_only(store, ctx) -> None:
+    """The one gate for read-only stores, where every command gets its store, before any id is resolved or
+    anything opened: a writing command (or --fix, --touch) and what cannot read the store yet are refused
+    with one line and a usage error (exit 2): the request cannot be carried out on this kind of store at
+    all, so retrying, unlike a failure (exit 1), would never help."""
+    if ctx is None:
+        return
+    name = ctx.command.name if ctx.command else ""
+    option = _WRITING_OPTIONS.get(name)
+    if name in _WRITING or (option and ctx.params.get(option)):
+        what = f"{name} --{option}" if option and ctx.params.get(option) else name
+        raise errors.UsageError(f"{store.describe()}: samctl only reads it, and {what} writes; nothing was done",
+                                hint="read it with ls, show, export, stats or check")
+    if name in _UNSUPPORTED:
+        raise errors.UsageError(f"{name} does not read {store.name} stores yet; nothing was done",
+                                hint="use ls, show or export (e.g. `samctl export --to jsonl` piped to grep)")
 
 
 def format_option(choices=("table", "json", "jsonl"), default="table"):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from html import escape
 from urllib.parse import quote
@@ -151,12 +150,9 @@ def body_html(text: str) -> str:
 
 
 def _pretty_args(arguments) -> str:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return arguments
-    return json.dumps(arguments, ensure_ascii=False, indent=2)
+    from samctl.core.render import args_json
+
+    return args_json(arguments, 2)
 
 
 def _iso_utc(ts) -> str:

@@ -16,14 +16,34 @@ from samctl.core.timeparse import format_local
 from samctl.safetext import one_line, safe_text
 
 def _args(arguments) -> str:
+    value = arguments
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except ValueError:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
             return arguments
-    if isinstance(arguments, dict):
-        return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
-    return json.dumps(arguments, ensure_ascii=False)
+    if isinstance(value, dict):
+        try:
+            return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
+        except (ValueError, TypeError, RecursionError):
+            return arguments if isinstance(arguments, str) else args_json(arguments)
+    return args_json(arguments)
+
+
+def args_json(arguments, indent: int | None = None, quote: bool = False) -> str:
+    """Tool-call arguments as JSON text: a JSON string parsed and re-dumped (``indent``), any other value
+    dumped; a string that is not JSON as it is (``quote``: as a JSON string).  RecursionError counts as
+    not JSON: arguments nested deeper than Python recurses (a hostile file) are shown, never a crash."""
+    value = arguments
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return json.dumps(arguments, ensure_ascii=False) if quote else arguments
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent)
+    except (ValueError, TypeError, RecursionError):
+        return arguments if isinstance(arguments, str) else repr(arguments)[:100_000]
 
 
 def _plain(text, tag):
@@ -206,13 +226,7 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
             out += [f"*{_md_inline(attachment_line(a))}*" if a.get("type") != "text" else _contained(a["text"])
                     for a in msg.attachments] + [""]
         for tc in msg.tool_calls:
-            args = tc.arguments
-            if isinstance(args, str):
-                try:
-                    args = json.loads(args)
-                except ValueError:
-                    pass
-            body = json.dumps(args, ensure_ascii=False, indent=2)
+            body = args_json(tc.arguments, 2, quote=True)
             f = _fence(body)
             out += [f"**Tool call** `{tc.name}`" + (f" (`{tc.id}`)" if tc.id else ""), "", f + "json", body, f, ""]
         for a in msg.actions:

@@ -56,7 +56,7 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
     """
     try:
         kind, conv, base = _locate(root)
-        if not os.access(conv, os.R_OK | os.X_OK):
+        if not os.access(conv, os.R_OK | (os.X_OK if os.path.isdir(conv) else 0)):  # (a file root: llm's db, a zip)
             raise PermissionError(errno.EACCES, "Permission denied", str(conv))
     except PermissionError as exc:
         raise denied(exc.filename) from None
@@ -95,6 +95,9 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
             raise PermissionError(exc.errno, exc.strerror, str(p)) from None
         what = "symlink loop" if exc.errno == errno.ELOOP else "no such folder"
         raise NotFound(f"{root}: {what}", hint="check the path given with --root or SAMCTL_ROOT") from None
+    other = _reader_store(p)  # (before SAM's rules: an export folder holds a conversations.json too)
+    if other is not None:
+        return other
     if not p.is_dir():
         raise NotFound(f"{root}: is not a folder", hint="--root takes a folder")
     if (p / ".mermaid" / "conversations").is_dir():
@@ -120,6 +123,22 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
         hint="give a SAM base folder (…/Application Support/SAM), its conversations folder, "
         "a mermaid project folder, its .mermaid folder, or its .mermaid/conversations folder",
     )
+
+
+def _reader_store(p: Path):
+    """An llm ``logs.db`` (its folder or the file) or a ChatGPT export (folder or ``.zip``): read-only
+    stores (issue #23).  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
+    folder does.  Returns locate's tuple, the file itself as the second item for a file root."""
+    from samctl.formats.chatgpt.store import looks_like_export
+    from samctl.formats.llm.store import looks_like_llm
+
+    db = looks_like_llm(p)
+    if db is not None:
+        return "llm", db if db == p else p, p.parent if db == p else p
+    export = looks_like_export(p)
+    if export is not None:
+        return "chatgpt", p, p.parent if export[0] == "zip" else p
+    return None
 
 
 def _looks_like_sam_base(p: Path) -> bool:
@@ -149,6 +168,8 @@ STORES = {
     "sam": ("samctl.formats.sam.store", "SamStore"),
     "claude-code": ("samctl.formats.claude_code.store", "ClaudeCodeStore"),
     "codex": ("samctl.formats.codex.store", "CodexStore"),
+    "llm": ("samctl.formats.llm.store", "LlmStore"),
+    "chatgpt": ("samctl.formats.chatgpt.store", "ChatgptStore"),
 }
 
 
