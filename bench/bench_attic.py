@@ -90,8 +90,10 @@ def files_of(store) -> list[Path]:
 
 def samctl_cycle(root: Path):
     """Archive every conversation, then restore every entry; (archive s, restore s, bytes, stored bytes)."""
-    from samctl.core import attic, lifecycle, restore
-    from samctl.formats import open_store
+    from samctl.attic import entries as attic
+    from samctl.attic import lifecycle
+    from samctl.attic import restore
+    from samctl.stores import open_store
 
     store = open_store(str(root), cache=False)
     refs = store.topic_refs() if store.name == "sam" else None
@@ -216,7 +218,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE / "out")
     ap.add_argument("--only", choices=("log", "transcripts", "sam"), action="append")
     args = ap.parse_args()
-    from samctl.core import attic
+    from samctl.attic import entries as attic
 
     attic.LEVEL = args.level  # the level every archive is written at
     have_zstd = shutil.which("zstd") is not None
@@ -235,7 +237,7 @@ def main() -> int:
             tree = Path(tmp) / "tree"
             shutil.copytree(src.parent if kind == "sam" else src, tree, symlinks=True)
             root = tree / "SAM" if kind == "sam" else tree
-            from samctl.formats import open_store
+            from samctl.stores import open_store
 
             files = files_of(open_store(str(root), cache=False))
             sa, sr = [], []

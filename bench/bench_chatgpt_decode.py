@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import orjson  # noqa: E402
 
 from bench.timing import PeakAnonymousMemory, medians  # noqa: E402
-from samctl.formats.chatgpt import decode, scan  # noqa: E402
-from samctl.formats.chatgpt.store import ChatgptStore  # noqa: E402
+from samctl.stores.chatgpt import decode, scan  # noqa: E402
+from samctl.stores.chatgpt.store import ChatgptStore  # noqa: E402
 
 
 def generate(path: Path, mib: int, seed: int = 0) -> int:

@@ -89,8 +89,8 @@ def main(argv=None) -> None:
     ap.add_argument("--turns", type=int, default=60)
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args(argv)
-    from samctl.formats.claude_code.decode import decode_session
-    from samctl.formats.claude_code.store import ClaudeCodeStore
+    from samctl.stores.claude_code.decode import decode_session
+    from samctl.stores.claude_code.store import ClaudeCodeStore
 
     with tempfile.TemporaryDirectory() as tmp:
         paths = generate(Path(tmp), a.sessions, a.turns)

@@ -89,8 +89,8 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--zst", action="store_true")
     a = ap.parse_args(argv)
-    from samctl.formats.codex.decode import decode_rollout
-    from samctl.formats.codex.store import CodexStore, decompress
+    from samctl.stores.codex.decode import decode_rollout
+    from samctl.stores.codex.store import CodexStore, decompress
 
     def read(p: Path) -> bytes:
         data = p.read_bytes()

@@ -42,7 +42,7 @@ def floor(path: Path) -> int:
 
 
 def ours(path: Path) -> int:
-    from samctl.formats.mermaid import eventlog
+    from samctl.stores.mermaid import eventlog
 
     read = eventlog.read_log_file(path)
     doc = eventlog.fold(read.events)

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.timing import medians  # noqa: E402
-from samctl.formats.llm.store import LlmStore  # noqa: E402
+from samctl.stores.llm.store import LlmStore  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import make_llm  # noqa: E402

@@ -136,7 +136,7 @@ def today(root: Path, question: str, where: dict, runner, cli) -> list:
 def read_back(root: Path, where: dict):
     """The archive's messages read with samctl's loaders: (Corpus, dia id per row)."""
     from samctl.core.load import load_resolved
-    from samctl.formats import open_store
+    from samctl.stores import open_store
 
     store = open_store(str(root), None, False)
     findings: list = []

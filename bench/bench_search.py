@@ -120,7 +120,7 @@ def query_vector(dbs: list[str]) -> list[float]:
 
 def sam_baseline(dbs: list[str], qvec: list[float], query: str, threshold: float = 0.3, limit: int = 10):
     """retrieveRelevantMemories over every memory.db, row by row, in Python (spec §7.7)."""
-    from samctl.core.scoring import cosine, keyword_boost, tokens
+    from samctl.search.scoring import cosine, keyword_boost, tokens
 
     qtok = tokens(query)
     found = []
@@ -145,8 +145,8 @@ def sam_baseline(dbs: list[str], qvec: list[float], query: str, threshold: float
 def floor_fn(store, query: str, limit: int = 10):
     import numpy as np
 
-    from samctl.core import index as ix
-    from samctl.core import scoring
+    from samctl.search import index as ix
+    from samctl.search import scoring
 
     idx = ix.open_index(store)
     mat = np.ascontiguousarray(np.concatenate([s.vectors for s in idx.segments]))
@@ -177,8 +177,8 @@ def main(argv=None) -> int:
     cache = a.out / f"cache-sam-{a.conversations}x{a.memories}"
     os.environ["SAMCTL_CACHE_DIR"] = str(cache)
 
-    from samctl.core import index as ix
-    from samctl.formats import open_store
+    from samctl.search import index as ix
+    from samctl.stores import open_store
 
     store = open_store(str(base))
     dbs = memory_dbs(base)

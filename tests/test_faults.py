@@ -35,14 +35,15 @@ from click.testing import CliRunner
 
 import make_fixtures
 import samctl.cli
-import samctl.core.compact  # noqa: F401
-import samctl.core.lifecycle  # noqa: F401
-import samctl.core.restore  # noqa: F401
+import samctl.attic.compact  # noqa: F401
+import samctl.attic.lifecycle  # noqa: F401
+import samctl.attic.restore  # noqa: F401
 from samctl import fsafe
 from samctl.cli import cli
-from samctl.core import attic, repair
-from samctl.formats import open_store
-from samctl.formats.mermaid import eventlog
+from samctl.attic import entries as attic
+from samctl.attic import journal as repair
+from samctl.stores import open_store
+from samctl.stores.mermaid import eventlog
 from tests.cli.test_compact import long_session
 
 MID = "20260810_140307_512"
@@ -334,10 +335,10 @@ def templates(tmp_path_factory):
     return out
 
 
-_real_build = samctl.core.attic.build
+_real_build = samctl.attic.entries.build
 
 
-_real_stage_one = samctl.core.restore._stage_one
+_real_stage_one = samctl.attic.restore._stage_one
 
 
 def _note_where() -> None:
@@ -359,12 +360,12 @@ def _stage_one_noting(store, item):
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkeypatch):
     if scenario.endswith("in-workers"):  # (the forked command, and its workers, inherit these)
-        monkeypatch.setattr(samctl.core.lifecycle, "PARALLEL_PACK", 2)
-        monkeypatch.setattr(samctl.core.lifecycle, "PACK_PART", 1)
-        monkeypatch.setattr(samctl.core.attic, "build", _build_noting)
-        monkeypatch.setattr(samctl.core.restore, "PARALLEL_STAGE", 2)
-        monkeypatch.setattr(samctl.core.restore, "STAGE_PART", 1)
-        monkeypatch.setattr(samctl.core.restore, "_stage_one", _stage_one_noting)
+        monkeypatch.setattr(samctl.attic.lifecycle, "PARALLEL_PACK", 2)
+        monkeypatch.setattr(samctl.attic.lifecycle, "PACK_PART", 1)
+        monkeypatch.setattr(samctl.attic.entries, "build", _build_noting)
+        monkeypatch.setattr(samctl.attic.restore, "PARALLEL_STAGE", 2)
+        monkeypatch.setattr(samctl.attic.restore, "STAGE_PART", 1)
+        monkeypatch.setattr(samctl.attic.restore, "_stage_one", _stage_one_noting)
         monkeypatch.setenv("SAMCTL_JOBS", "2")
         monkeypatch.setenv("FAULTS_BUILT_IN", str(tmp_path))
     template = templates[scenario]

@@ -1,4 +1,4 @@
-"""formats/workers.py: results in the order of the parts, whether in workers or here, and never
+"""stores/workers.py: results in the order of the parts, whether in workers or here, and never
 more than a few parts handed to the workers ahead of the caller."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from samctl.formats import open_store, workers
+from samctl.stores import open_store, workers
 
 
 def _square(store, part):
@@ -123,7 +123,7 @@ def test_an_error_that_cannot_come_back_whole_is_named_not_a_broken_pool(mermaid
 def test_errors_survive_a_pickle():
     import pickle
 
-    from samctl.core.attic import AtticProblem
+    from samctl.attic.entries import AtticProblem
     from samctl.errors import Busy, FileProblem, SamctlError
 
     for e in (SamctlError("m", hint="h"), Busy("b", hint="wait"), FileProblem("bad-json", "/p", "why"),
@@ -137,9 +137,9 @@ def test_errors_survive_a_pickle():
 _KILLED_PARENT = r'''
 import os, sys, time
 sys.path.insert(0, sys.argv[3])
-from samctl.core.index.update import _writer_lock
-from samctl.core.lock import store_lock
-from samctl.formats import open_store, workers
+from samctl.search.index.update import _writer_lock
+from samctl.lock import store_lock
+from samctl.stores import open_store, workers
 import sleepy
 
 store = open_store(sys.argv[1])
@@ -201,7 +201,7 @@ def test_workers_of_a_killed_samctl_exit_and_hold_no_lock(mermaid_demo, tmp_path
     import subprocess
     import sys
 
-    from samctl.core.lock import samctl_dir
+    from samctl.lock import samctl_dir
 
     (tmp_path / "sleepy.py").write_text(_SLEEPY)
     (tmp_path / "parent.py").write_text(_KILLED_PARENT)

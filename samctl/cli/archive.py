@@ -7,7 +7,7 @@ import click
 from samctl.cli.common import complete_ids, examples, store_of
 from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
     lock_wait_option, nothing, render, say_kept, show_targets, yes_option
-from samctl.core.timeparse import parse_age
+from samctl.timeparse import parse_age
 
 
 @click.command("archive")
@@ -38,7 +38,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     pinned SAM conversations are kept unless --include-pinned, and exit 5 if
     the owning app is using the store.
     """
-    from samctl.core import lifecycle
+    from samctl.attic import lifecycle
 
     store = store_of(ctx)
     if not ids and older_than is None:

@@ -31,11 +31,11 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
     archive plus a manifest of sha256 hashes per entry. Exit 3 if an entry is
     damaged, incomplete or not samctl's.
     """
-    from samctl.core import attic
-    from samctl.core import repair as repairmod
-    from samctl.core.lock import ensure_app_idle, store_lock
+    from samctl.attic import entries as attic
+    from samctl.attic import journal as repairmod
+    from samctl.lock import ensure_app_idle, store_lock
     from samctl.safetext import one_line
-    from samctl.core.timeparse import format_local
+    from samctl.timeparse import format_local
 
     store = store_of(ctx)
     if repair:

@@ -28,8 +28,8 @@ class Options:
 
     def store(self):
         if self._store is None:
-            from samctl.formats import open_store
-            from samctl.formats.base import Caps
+            from samctl.stores import open_store
+            from samctl.stores.base import Caps
 
             caps = Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
             self._store = store = open_store(self.root, caps, self.cache)
@@ -43,7 +43,7 @@ class Options:
                     store.use_cache = False
             if store.cache_note:
                 from samctl import fsafe
-                from samctl.core.model import WARNING, Finding
+                from samctl.model import WARNING, Finding
 
                 code, why = store.cache_note
                 report_findings([Finding(code, str(fsafe.cache_dir()), f"{why}; this run uses no cache (set "
@@ -136,7 +136,7 @@ def format_option(choices=("table", "json", "jsonl"), default="table"):
 
 
 # What JSON allows raw in a string but a terminal acts on (DEL, C1 controls, line separators, bidi
-# overrides; see core/render.py): written as \uXXXX, the same JSON value.  As UTF-8 these byte
+# overrides; see render/text.py): written as \uXXXX, the same JSON value.  As UTF-8 these byte
 # sequences only ever encode those characters, and outside strings JSON is ASCII.
 _RAW_CONTROL = re.compile(rb"\x7f|\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
 
@@ -344,7 +344,7 @@ def complete_event_types(ctx, param, incomplete):
     try:
         from click.shell_completion import CompletionItem
 
-        from samctl.formats import open_store
+        from samctl.stores import open_store
 
         store = open_store(ctx.find_root().params.get("root"), cache=True)
         return [CompletionItem(t) for t in store.event_types if t.startswith(incomplete or "")]
@@ -359,7 +359,7 @@ def _listed_titles(store, ids) -> dict:
 def complete_attic_ids(ctx, param, incomplete):
     """shell_complete callback for ``restore``: ids of the conversations in the attic (read from its
     file names; titles from the manifests of at most 50).  Never raises and never prints."""
-    from samctl.core import attic
+    from samctl.attic import entries as attic
 
     def ids_in_attic(store) -> list:
         out = set()
@@ -380,7 +380,7 @@ def _complete(ctx, incomplete, ids_of, titles_of) -> list:
     try:
         from click.shell_completion import CompletionItem
 
-        from samctl.formats import open_store
+        from samctl.stores import open_store
 
         store = open_store(ctx.find_root().params.get("root"), cache=True)
         text = incomplete or ""

@@ -12,7 +12,7 @@ from samctl.cli import size_option
 from samctl.cli.common import emit_json, examples, human_size, store_of
 from samctl.cli.writeopts import dry_run_option, force_option, format_opt, ignore_unreadable_option, lock_wait_option
 from samctl.safetext import safe_text
-from samctl.core.timeparse import parse_age
+from samctl.timeparse import parse_age
 
 
 @click.command("compact")
@@ -45,7 +45,7 @@ def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_w
     databases. Ends with one summary, bytes before and after. Exit 3 if
     something was wrong, 5 if the app or another samctl is busy.
     """
-    from samctl.core.compact import CompactOptions, compact
+    from samctl.attic.compact import CompactOptions, compact
 
     store = store_of(ctx)
     opts = CompactOptions(grace=parse_age(grace), log_threshold=log_threshold, dry_run=dry_run,

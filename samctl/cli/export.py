@@ -61,7 +61,7 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
     reported on stderr and skipped (exit 3).
     """
     from samctl.core import export as core
-    from samctl.core.timeparse import parse_when
+    from samctl.timeparse import parse_when
 
     if ids and all_:
         raise UsageError("give conversation IDs or --all, not both", hint="drop the IDs to export everything")

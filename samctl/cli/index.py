@@ -71,7 +71,7 @@ def command(ctx, rebuild, update, fmt):
     foreign or outdated one is rebuilt, and deleting it costs only time. Showing the state also
     checks every byte of it against its checksums, and drops an index that fails.
     """
-    from samctl.core import index as ix
+    from samctl.search import index as ix
     from samctl.errors import SamctlError, UsageError
 
     store = store_of(ctx)
@@ -120,7 +120,7 @@ def _ago(seconds) -> str:
 
 
 def _text(st: dict) -> str:
-    from samctl.core.timeparse import format_local
+    from samctl.timeparse import format_local
 
     lines = [f"index:    {st['path']}"]
     if not st["exists"]:

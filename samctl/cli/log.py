@@ -9,7 +9,7 @@ from samctl.cli.common import (complete_event_types, complete_logged_ids, emit_j
                                table)
 from samctl.core.logview import log_rows
 from samctl.safetext import one_line, safe_text
-from samctl.core.timeparse import format_local, parse_timestamp
+from samctl.timeparse import format_local, parse_timestamp
 
 
 @click.command("log")

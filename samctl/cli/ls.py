@@ -10,9 +10,9 @@ import click
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, human_size, report_findings, \
     store_of, table
 from samctl.core.listing import SORT_KEYS, ListQuery, list_conversations
-from samctl.core.model import last_activity
+from samctl.model import last_activity
 from samctl.safetext import one_line
-from samctl.core.timeparse import format_local, parse_when
+from samctl.timeparse import format_local, parse_when
 from samctl.gcpause import gc_paused
 
 

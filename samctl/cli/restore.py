@@ -32,8 +32,8 @@ def command(ctx, ids, as_new, entry, dry_run, force, lock_wait, fmt):
     With several IDs, nothing is done if one of them cannot be found or
     exists again; one that fails on the way is reported and the rest restored.
     """
-    from samctl.core import restore
-    from samctl.core.repair import pending
+    from samctl.attic import restore
+    from samctl.attic.journal import pending
     from samctl.errors import NotFound, UsageError
 
     store = store_of(ctx)

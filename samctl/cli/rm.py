@@ -7,7 +7,7 @@ import click
 from samctl.cli.common import complete_ids, examples, store_of
 from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
     lock_wait_option, nothing, render, say_kept, show_targets, yes_option
-from samctl.core.timeparse import parse_age
+from samctl.timeparse import parse_age
 
 
 @click.command("rm")
@@ -42,7 +42,8 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     on a terminal (--yes for scripts). Pinned SAM conversations are kept unless
     --include-pinned. Exit 5 if the owning app is using the store.
     """
-    from samctl.core import attic, lifecycle
+    from samctl.attic import entries as attic
+    from samctl.attic import lifecycle
 
     store = store_of(ctx)
     age = parse_age(older_than) if older_than is not None else None
@@ -84,7 +85,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
 
 def _purge_selection(store, ids, age, empty, title, include_pinned):
     """Store conversations through the usual selection; ids only in the attic are purged from there."""
-    from samctl.core import lifecycle
+    from samctl.attic import lifecycle
 
     if not ids:
         sel = lifecycle.select(store, ids, age, empty, title, include_pinned)

@@ -63,15 +63,15 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
     progress on a terminal); later searches re-read only the files that changed. Searching
     never changes the store, unless --touch.
     """
-    from samctl.core import search as core
-    from samctl.core.timeparse import parse_when
+    from samctl.search import retrieve as core
+    from samctl.timeparse import parse_when
     from samctl.errors import UsageError
 
     store = store_of(ctx)
     if touch:
         if not store.has_memories:
             raise UsageError("--touch updates SAM memories; this is a " + store.name + " store, which has none")
-        from samctl.core.lock import ensure_app_idle
+        from samctl.lock import ensure_app_idle
 
         ensure_app_idle(store, force=force)
     q = core.SearchQuery(text=query or "", conversations=tuple(conversations), where=where, limit=limit,
@@ -119,9 +119,9 @@ def _what_to_try(q) -> str:
 
 
 def _touch(store, hits, force, lock_wait, findings) -> list:
-    from samctl.core import search as core
-    from samctl.core.lock import ensure_app_idle, store_lock
-    from samctl.core.repair import settle_first
+    from samctl.search import retrieve as core
+    from samctl.lock import ensure_app_idle, store_lock
+    from samctl.attic.journal import settle_first
 
     with store_lock(store, lock_wait):
         ensure_app_idle(store, force=force)
@@ -135,7 +135,7 @@ def _touch(store, hits, force, lock_wait, findings) -> list:
 
 def _table(hits, query: str) -> None:
     from samctl.safetext import one_line, quoted
-    from samctl.core.timeparse import format_local
+    from samctl.timeparse import format_local
 
     if not hits:
         click.echo(f"no matches for {quoted(query)}" if query else "no matches", err=True)

@@ -7,7 +7,7 @@ import sys
 import click
 
 from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, store_of
-from samctl.core import render
+from samctl.render import text as render
 from samctl.safetext import safe_text
 from samctl.core.load import load_conversation
 

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Callable
 
 from samctl import fsafe
-from samctl.core import render
+from samctl.render import text as render
 from samctl.core.load import load_resolved
-from samctl.core.model import INFO, Finding
-from samctl.core.timeparse import format_utc
+from samctl.model import INFO, Finding
+from samctl.timeparse import format_utc
 from samctl.errors import SamctlError, UsageError
-from samctl.formats import exporter
+from samctl.stores import exporter
 
 FORMATS = ("markdown", "html", "json", "jsonl", "sam-package")
 EXTENSIONS = {"markdown": ".md", "html": ".html", "json": ".json", "jsonl": ".jsonl", "sam-package": ".sam.json"}
@@ -66,7 +66,7 @@ def select_ids(store, ids, all_: bool, since, until, findings: list) -> list[str
         from samctl.core.listing import ListQuery, list_conversations
 
         return [m.id for m in list_conversations(store, ListQuery(since=since, until=until), findings)]
-    from samctl.core.resolve import resolve_many
+    from samctl.stores.resolve import resolve_many
 
     return resolve_many(store, ids)
 
@@ -114,7 +114,7 @@ def render_one(fmt: str, store, conv, include_hidden: bool, findings: list, expo
         return render.to_markdown(conv, reasoning=True, include_hidden=include_hidden).encode("utf-8",
                                                                                                "surrogateescape")
     if fmt == "html":
-        from samctl.core import html
+        from samctl.render import html
 
         msgs = shown(conv, include_hidden)
         page = html.conversation_page(conv, msgs, len(conv.messages) - len(msgs), index_link)
@@ -167,8 +167,8 @@ def _refuse_inside_store(p: Path, store) -> None:
 def store_folder_holding(store, p) -> str | None:
     """Which of the store's folders (the store itself, samctl's attic and lock folder beside it,
     the app's folder around them) holds ``p``, directly or through a symlink, as words; else None."""
-    from samctl.core.attic import attic_dir
-    from samctl.core.lock import samctl_dir
+    from samctl.attic.entries import attic_dir
+    from samctl.lock import samctl_dir
 
     app = _app_folder(store)
     for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
@@ -184,7 +184,7 @@ def _app_folder(store) -> str | None:
     """The app's own folder around the store (``Store.app_folder``), or any store's parent that holds
     samctl's attic or lock folder (samctl made it the store's base).  None for a store given as a
     bare folder of conversations that samctl never wrote beside, whose parent is the user's."""
-    from samctl.core.attic import ATTIC
+    from samctl.attic.entries import ATTIC
 
     base = os.path.dirname(store.root_real)
     if any(os.path.lexists(os.path.join(base, n)) for n in (ATTIC, ".samctl")):
@@ -283,7 +283,7 @@ def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, e
                             "updated_ts": conv.meta.updated_ts, "messages": len(shown(conv, include_hidden)),
                             "store": conv.meta.store})
     if index and entries:
-        from samctl.core import html
+        from samctl.render import html
 
         fsafe.write_atomic(folder / "index.html", html.index_page(entries).encode("utf-8", "surrogateescape"))
         res.files.append(str(folder / "index.html"))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
-from samctl.core.model import recency
+from samctl.model import recency, title_key
 
 SORT_KEYS = ("updated", "created", "title", "messages", "size")
 
@@ -40,13 +39,6 @@ def list_conversations(store, query: ListQuery, findings: list) -> list:
             continue
         out.append(m)
     return _ordered(out, query)
-
-
-def title_key(text: str) -> str:
-    """What ``--title`` compares: casefolded and NFC-normalised, as ``search --exact`` does (a
-    decomposed "résumé" typed on one system finds the precomposed one stored by another)."""
-    low = text.casefold()
-    return low if low.isascii() else unicodedata.normalize("NFC", low)
 
 
 def _ordered(out: list, query: ListQuery) -> list:

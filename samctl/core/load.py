@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from samctl import fsafe
-from samctl.core.model import ERROR, INFO, WARNING, Finding
-from samctl.core.resolve import resolve_id
+from samctl.model import ERROR, INFO, WARNING, Finding
+from samctl.stores.resolve import resolve_id
 from samctl.errors import FileProblem
 
 
@@ -16,8 +16,8 @@ def load_conversation(store, text: str, findings: list):
     as it is, with a pending-move finding (and no advice to recover it).
     """
     from samctl.core.check import mark_held
-    from samctl.core.lock import held_by_another
-    from samctl.core.repair import SETTLE, pending_ids
+    from samctl.lock import held_by_another
+    from samctl.attic.journal import SETTLE, pending_ids
 
     cid = resolve_id(store, text)
     start = len(findings)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from samctl.core.resolve import resolve_id
+from samctl.stores.resolve import resolve_id
 from samctl.errors import UsageError
 
 

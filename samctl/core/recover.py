@@ -26,12 +26,12 @@ import stat
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.core import repair
-from samctl.core.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.core.model import WARNING, Finding, RecoveryPlan
-from samctl.core.resolve import resolve_id
+from samctl.attic import journal as repair
+from samctl.lock import ensure_app_idle, store_lock, would_refuse
+from samctl.model import WARNING, Finding, RecoveryPlan
+from samctl.stores.resolve import resolve_id
 from samctl.errors import NotFound, SamctlError, UsageError
-from samctl.formats import logtail as tail
+from samctl.stores import logtail as tail
 
 
 def backup_path(target: Path, suffix: str = "bak") -> Path:

@@ -15,7 +15,7 @@ from collections import Counter
 from datetime import datetime
 
 from samctl import fsafe
-from samctl.core.model import recency
+from samctl.model import recency
 
 
 def _month(ts) -> str | None:
@@ -64,7 +64,7 @@ def _counted(store, dbs: list, findings: list) -> int:
     stats cache while the database, its -wal and its -journal have the size and mtime they were
     counted at (SQLite changes one of them with every write).  Only a count that came with no
     finding, of files outside the racy window, is cached: a warm stats of 20,000 scopes opens none."""
-    from samctl.formats.metacache import MetaCache
+    from samctl.stores.metacache import MetaCache
 
     cache = MetaCache(f"{store.name}-memories", store.root_real, store.use_cache)
     known = cache.load()

@@ -44,8 +44,8 @@ def _mermaid_store():
     if "mermaid" not in _state:
         sys.path.insert(0, str(REPO))
         from tests.conftest import make_fixtures as mf
-        from samctl.formats.base import Caps
-        from samctl.formats.mermaid.store import MermaidStore
+        from samctl.stores.base import Caps
+        from samctl.stores.mermaid.store import MermaidStore
 
         project = _scratch() / "proj"
         mf.build_demo_mermaid(project)
@@ -58,8 +58,8 @@ def _sam_store():
     if "sam" not in _state:
         sys.path.insert(0, str(REPO))
         from tests.conftest import make_fixtures as mf
-        from samctl.formats.base import Caps
-        from samctl.formats.sam.store import SamStore
+        from samctl.stores.base import Caps
+        from samctl.stores.sam.store import SamStore
 
         base = _scratch() / "SAM"
         mf.build_demo_sam(base)
@@ -100,8 +100,8 @@ def mermaid_meta(data: bytes) -> None:
 
 
 def mermaid_log(data: bytes) -> None:
-    from samctl.formats import logtail as tail
-    from samctl.formats.mermaid import eventlog
+    from samctl.stores import logtail as tail
+    from samctl.stores.mermaid import eventlog
 
     read = eventlog.parse_log(data)
     if read.usable:
@@ -123,7 +123,7 @@ def mermaid_log(data: bytes) -> None:
 
 def sam_conversation(data: bytes) -> None:
     from samctl.core.load import load_resolved
-    from samctl.formats.sam import package, repair, schema
+    from samctl.stores.sam import package, repair, schema
 
     store = _sam_store()
     _write(store.conv_dir / SID / "conversation.json", data)
@@ -177,7 +177,7 @@ def _values(data: bytes, n: int) -> list:
 
 def memorydb_rows(data: bytes) -> None:
     from tests.conftest import make_fixtures as mf
-    from samctl.formats.sam import memorydb
+    from samctl.stores.sam import memorydb
 
     path = _scratch() / "memory.db"
     for suffix in ("", "-journal"):
@@ -243,18 +243,18 @@ def main(argv: list[str]) -> None:
     sys.path.insert(0, str(REPO))
     with atheris.instrument_imports(include=["samctl"]):
         import samctl.core.load  # noqa: F401
-        import samctl.formats.mermaid.checks  # noqa: F401
-        import samctl.formats.mermaid.decode  # noqa: F401
-        import samctl.formats.mermaid.eventlog  # noqa: F401
-        import samctl.formats.mermaid.store  # noqa: F401
-        import samctl.formats.logtail  # noqa: F401
-        import samctl.formats.sam.checks  # noqa: F401
-        import samctl.formats.sam.decode  # noqa: F401
-        import samctl.formats.sam.memorydb  # noqa: F401
-        import samctl.formats.sam.package  # noqa: F401
-        import samctl.formats.sam.repair  # noqa: F401
-        import samctl.formats.sam.schema  # noqa: F401
-        import samctl.formats.sam.store  # noqa: F401
+        import samctl.stores.mermaid.checks  # noqa: F401
+        import samctl.stores.mermaid.decode  # noqa: F401
+        import samctl.stores.mermaid.eventlog  # noqa: F401
+        import samctl.stores.mermaid.store  # noqa: F401
+        import samctl.stores.logtail  # noqa: F401
+        import samctl.stores.sam.checks  # noqa: F401
+        import samctl.stores.sam.decode  # noqa: F401
+        import samctl.stores.sam.memorydb  # noqa: F401
+        import samctl.stores.sam.package  # noqa: F401
+        import samctl.stores.sam.repair  # noqa: F401
+        import samctl.stores.sam.schema  # noqa: F401
+        import samctl.stores.sam.store  # noqa: F401
         import samctl.fsafe  # noqa: F401
     target = TARGETS[name]
     atheris.Setup(argv, target)

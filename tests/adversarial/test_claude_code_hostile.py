@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from samctl.formats import jsonlines
+from samctl.stores import jsonlines
 from tests.adversarial.harness import REPO, TALLY, diff, fingerprint, invoke
 
 S1 = "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from samctl.formats import jsonlines
+from samctl.stores import jsonlines
 from tests.adversarial.harness import REPO, TALLY, diff, fingerprint, invoke
 
 T1 = "019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f"

@@ -110,7 +110,7 @@ def test_sam_nesting_past_foundations_limit(tree):
 
 
 def test_sam_schema_depth_limit_is_exact():
-    from samctl.formats.sam import schema
+    from samctl.stores.sam import schema
 
     def deep(n):
         v = 0
@@ -220,8 +220,8 @@ def test_a_hostile_log_journal_record_does_not_break_every_writing_command(tree,
 
 
 def test_repair_log_refuses_a_new_size_past_the_log(tmp_path):
-    from samctl.core import repair
-    from samctl.formats import open_store
+    from samctl.attic import journal as repair
+    from samctl.stores import open_store
 
     ctx = hostile.make_ctx("mermaid", tmp_path / "case")
     store = open_store(str(ctx.root))

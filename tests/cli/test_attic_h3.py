@@ -218,7 +218,7 @@ def another_samctl_first(monkeypatch, module, args_of_other):
     from click.testing import CliRunner
 
     from samctl.cli import cli
-    from samctl.core import lock
+    from samctl import lock
 
     real, ran = lock.store_lock, []
 
@@ -238,7 +238,7 @@ def another_samctl_first(monkeypatch, module, args_of_other):
 @pytest.mark.parametrize("cmd", [["rm", "--older-than", "0d", "--yes"], ["archive", "--older-than", "0d", "--yes"],
                                  ["rm", "--yes", *MIDS], ["rm", "--purge", "--yes", *MIDS]])
 def test_what_another_samctl_took_while_this_one_waited_is_one_line(cmd, run, mermaid_demo, monkeypatch):
-    from samctl.core import lifecycle
+    from samctl.attic import lifecycle
 
     purge = ["--purge"] if "--purge" in cmd else []  # (purge also takes what is in the attic: the other purges)
     ran = another_samctl_first(monkeypatch, lifecycle, ["--root", mermaid_demo, "rm", "--yes", *purge, *MIDS[:2]])
@@ -255,7 +255,7 @@ def test_what_another_samctl_took_while_this_one_waited_is_one_line(cmd, run, me
 
 
 def test_nothing_left_to_do_after_the_wait_is_exit_0(run, mermaid_demo, monkeypatch):
-    from samctl.core import lifecycle
+    from samctl.attic import lifecycle
 
     another_samctl_first(monkeypatch, lifecycle, ["--root", mermaid_demo, "rm", "--yes", *MIDS])
     r = run("--root", mermaid_demo, "rm", "--older-than", "0d", "--yes", "--lock-wait", "30")
@@ -266,7 +266,7 @@ def test_nothing_left_to_do_after_the_wait_is_exit_0(run, mermaid_demo, monkeypa
 
 def test_a_conversation_that_no_longer_matches_the_filter_is_left_alone(run, mermaid_demo, monkeypatch):
     """Selected by --title, retitled by the time the lock is held: not moved."""
-    from samctl.core import lifecycle
+    from samctl.attic import lifecycle
 
     title = json.loads((mermaid_demo / ".mermaid" / "conversations" / f"{MIDS[0]}.meta").read_bytes())["title"]
     real = lifecycle.settle
@@ -286,7 +286,7 @@ def test_a_conversation_that_no_longer_matches_the_filter_is_left_alone(run, mer
 
 
 def test_restore_of_entries_another_samctl_restored_meanwhile(run, mermaid_demo, monkeypatch):
-    from samctl.core import restore
+    from samctl.attic import restore
 
     assert run("--root", mermaid_demo, "rm", "--yes", *MIDS).exit_code == 0
     another_samctl_first(monkeypatch, restore, ["--root", mermaid_demo, "restore", MIDS[0]])

@@ -110,8 +110,8 @@ def test_sam_cache_with_mistyped_fields_is_rescanned(run, sam_demo, tmp_path, mo
 
 
 def test_sam_cache_checks_every_field_of_the_model_in_its_order():
-    from samctl.core.model import ConversationMeta
-    from samctl.formats.sam.store import _META_KEYS
+    from samctl.model import ConversationMeta
+    from samctl.stores.sam.store import _META_KEYS
 
     assert _META_KEYS == tuple(ConversationMeta.__slots__)
 

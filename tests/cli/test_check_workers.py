@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from samctl.formats.mermaid import checks as mermaid_checks
-from samctl.formats.sam import checks as sam_checks
+from samctl.stores.mermaid import checks as mermaid_checks
+from samctl.stores.sam import checks as sam_checks
 from tests.conftest import fingerprint, pools_with
 
 

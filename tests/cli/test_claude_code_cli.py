@@ -103,7 +103,7 @@ def test_store_specific_readers_say_not_yet(claude, run, args):
 
 
 def test_warm_ls_reads_no_session(claude, run, monkeypatch):
-    from samctl.formats.claude_code import store as cc_store
+    from samctl.stores.claude_code import store as cc_store
 
     calls = []
     real = cc_store.decode_session

@@ -119,7 +119,7 @@ def test_store_specific_readers_say_not_yet(codex, run, args):
 def test_warm_ls_reads_no_rollout_and_follows_changes(tmp_path, run, monkeypatch):
     """The listing cache: a second ls decodes nothing; a changed rollout is read again; a rename in
     session_index.jsonl shows without the rollout changing; a corrupt cache is only ignored."""
-    from samctl.formats.codex import store as codex_store
+    from samctl.stores.codex import store as codex_store
 
     home = tmp_path / "home"
     shutil.copytree(REPO / "fixtures" / "demo" / "codex", home)

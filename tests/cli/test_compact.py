@@ -12,9 +12,9 @@ import orjson
 import pytest
 
 from make_fixtures import mermaid_doc, mermaid_line, mermaid_message, mermaid_meta, mermaid_snapshot
-from samctl.core import attic
-from samctl.formats import open_store
-from samctl.formats.mermaid import eventlog
+from samctl.attic import entries as attic
+from samctl.stores import open_store
+from samctl.stores.mermaid import eventlog
 from tests.conftest import fingerprint
 
 LONG = "20260301_100000_000"
@@ -331,7 +331,7 @@ def test_a_rewrite_reports_the_log_and_the_history_segment_separately(run, merma
 def test_a_segment_bigger_than_estimated_undoes_the_rewrite(run, mermaid_demo, monkeypatch):
     """The estimate decides before anything is written; the real segment decides again after packing,
     and a rewrite that would not shrink after all leaves no entry and no journal record behind."""
-    from samctl.core import compact
+    from samctl.attic import compact
 
     c = conv(mermaid_demo)
     big_input(c)

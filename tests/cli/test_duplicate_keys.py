@@ -130,7 +130,7 @@ def test_a_key_repeated_in_a_sam_conversation_is_a_warning_and_recover_rewrites_
 # --- ls does not pay for it -----------------------------------------------------------------------
 
 def test_ls_and_show_never_parse_twice(run, mermaid_demo, sam_demo, monkeypatch):
-    from samctl.formats import dupkeys
+    from samctl.stores import dupkeys
 
     def second_parse(*a, **k):
         raise AssertionError("a second parse on a listing's path")

@@ -110,7 +110,7 @@ def test_1_no_attic_can_be_made(run, mermaid_demo, folder_write_rule):
 
 @pytest.mark.parametrize("args", [("ls",), ("stats",), ("export", "--all", "--to", "jsonl")], ids=lambda a: a[0])
 def test_1_an_internal_error_is_one_line(run, mermaid_demo, monkeypatch, args):
-    from samctl.formats.mermaid.store import MermaidStore
+    from samctl.stores.mermaid.store import MermaidStore
 
     def boom(*a, **k):
         raise RuntimeError("boom")
@@ -312,7 +312,7 @@ def test_5_sam_is_running(run, sam_demo, monkeypatch):
 
 
 def test_5_mermaid_has_the_session_open(run, mermaid_demo):
-    from samctl.formats import open_store
+    from samctl.stores import open_store
 
     fd = _hold(open_store(str(mermaid_demo)).scratch_lock_path(MID))
     try:
@@ -429,7 +429,7 @@ def test_a_broken_pipe_does_not_stop_a_writing_command(sam_demo, tmp_path):
                                   ("rm", "--purge", "--older-than", "1d", "--yes")], ids=["archive", "rm", "purge"])
 def test_a_session_mermaid_has_open_is_an_exclusion_for_a_filter(run, mermaid_demo, args):
     """Found by a filter, it is kept and listed, and the others go (exit 0); it refused the whole run (exit 5)."""
-    from samctl.formats import open_store
+    from samctl.stores import open_store
 
     fd = _hold(open_store(str(mermaid_demo)).scratch_lock_path(MID))
     try:

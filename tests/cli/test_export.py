@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from samctl.formats.sam import package, schema
+from samctl.stores.sam import package, schema
 from tests.conftest import fingerprint
 
 SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"

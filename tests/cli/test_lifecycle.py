@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from samctl.formats import open_store
+from samctl.stores import open_store
 from tests.conftest import fingerprint
 
 MID = "20260810_140307_512"
@@ -194,8 +194,8 @@ def _age_every_file(root: Path, seconds: int = 3600) -> None:
 def test_scope_users_come_from_the_listing_cache_and_a_changed_file_is_read_again(run, sam_demo, monkeypatch):
     """A warm rm of one id does not parse every conversation.json again to find who uses a scope, yet a
     conversation that starts using the scope after ls cached it still keeps the scope in place."""
-    from samctl.formats.sam import store as samstore
-    from samctl.formats.sam.store import SamStore
+    from samctl.stores.sam import store as samstore
+    from samctl.stores.sam.store import SamStore
 
     _age_every_file(sam_demo)
     monkeypatch.setattr(samstore, "RACY_SECONDS", 0)  # (utime just set every ctime: no 2 s wait)
@@ -226,7 +226,7 @@ def test_a_rewrite_that_keeps_size_and_puts_the_mtime_back_is_read_again_before_
                                                                                                monkeypatch):
     """rsync -t or a restored backup: same size, old mtime, another scope.  The cached topic is
     not trusted (its ctime changed), so the scope's memories stay where their user needs them."""
-    from samctl.formats.sam import store as samstore
+    from samctl.stores.sam import store as samstore
 
     monkeypatch.setattr(samstore, "RACY_SECONDS", 0)  # (the cache keeps every ctime, however recent)
     pinned = conv(sam_demo) / PINNED / "conversation.json"
@@ -501,7 +501,7 @@ def test_attic_verify_reports_damage(run, mermaid_demo):
 
 
 def _count_manifest_reads(monkeypatch) -> list:
-    from samctl.core import attic as atticmod
+    from samctl.attic import entries as atticmod
 
     read = []
     real = atticmod.load_manifest
@@ -691,7 +691,8 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
 def test_moves_of_more_than_one_batch_round_trip(which, run, mermaid_demo, sam_demo, monkeypatch):
     """A batch size of 2: rm and restore of every conversation each take several batches, every one
     with its own record and staging folder, and leave nothing behind."""
-    from samctl.core import lifecycle, restore
+    from samctl.attic import lifecycle
+    from samctl.attic import restore
 
     monkeypatch.setattr(lifecycle, "BATCH", 2)
     root = mermaid_demo if which == "mermaid" else sam_demo
@@ -722,7 +723,7 @@ def test_moves_of_more_than_one_batch_round_trip(which, run, mermaid_demo, sam_d
 
 
 def test_one_conversation_changing_mid_batch_stays_and_the_others_move(run, mermaid_demo, monkeypatch):
-    from samctl.core import attic as atticmod
+    from samctl.attic import entries as atticmod
 
     c = conv(mermaid_demo)
     real_commit = atticmod.commit_entry
@@ -749,7 +750,9 @@ def test_one_conversation_changing_mid_batch_stays_and_the_others_move(run, merm
 def _committed_not_removed(root, cid):
     """What a crash leaves between a batch's manifests and the removal of its originals: the batch's
     journal record, the archive and its manifest, and every original.  The entry."""
-    from samctl.core import attic as atticmod, lifecycle, repair
+    from samctl.attic import entries as atticmod
+    from samctl.attic import lifecycle
+    from samctl.attic import journal as repair
 
     store = open_store(str(root))
     attic = atticmod.ensure_attic(store)
@@ -848,7 +851,7 @@ def test_a_file_appearing_mid_restore_keeps_that_entry_and_its_move_for_repair(r
     """mermaid saves a session with the same id after samctl checked the store but before it placed
     the files: the others are restored; that one keeps its attic entry, its staged copy and its move
     in the batch's journal record, and `attic --repair` finishes it once the intruder is moved aside."""
-    from samctl.core import restore
+    from samctl.attic import restore
 
     ids, before = _rm_all(run, mermaid_demo)
     intruder = conv(mermaid_demo) / f"{MID}.jsonl"
@@ -902,7 +905,7 @@ def test_restore_many_does_nothing_if_one_exists_again(run, mermaid_demo):
 @pytest.mark.parametrize("read_ahead", ["inline", "read-ahead", "workers"])
 @pytest.mark.parametrize("damage", ["flipped-byte", "unreadable", "io-error"])
 def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid_demo, monkeypatch, read_ahead, damage):
-    from samctl.core import restore
+    from samctl.attic import restore
 
     if read_ahead == "read-ahead":  # as for archives of 64 KiB or more: read, hashed and decompressed on a helper
         monkeypatch.setattr(restore, "READ_AHEAD_MIN", 0)  # thread, ahead
@@ -958,7 +961,7 @@ def test_restore_many_as_new_gives_each_its_own_id(run, mermaid_demo):
 
 def test_restore_as_new_never_picks_an_id_the_attic_holds(run, mermaid_demo, monkeypatch):
     """The fresh id must not be one a later `samctl restore` would want back."""
-    from samctl.formats.mermaid.store import MermaidStore
+    from samctl.stores.mermaid.store import MermaidStore
 
     ids, _ = _rm_all(run, mermaid_demo)
     seen = []
@@ -1112,7 +1115,7 @@ def test_a_damaged_interrupted_restore_blocks_no_writing_command(run, mermaid_de
 
 def test_an_attic_entry_that_cannot_be_dropped_after_its_restore(run, mermaid_demo, monkeypatch):
     """The conversation is back; the entry stays (exit 3, said so), and a later repair removes it."""
-    from samctl.core import attic as atticmod
+    from samctl.attic import entries as atticmod
 
     before = files_state(mermaid_demo, MID)
     assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
@@ -1287,7 +1290,7 @@ def test_a_move_repair_cannot_finish_waits_and_blocks_nothing_else(run, sam_demo
     """An OSError while finishing one interrupted move leaves that move in the journal; the other
     writing commands, which repair first, still do their work, and every one of them says what is
     stuck (an error, exit 3: cron notices), never as a 'repaired:' line."""
-    from samctl.core import repair as repairmod
+    from samctl.attic import journal as repairmod
 
     _interrupt_rm(run, sam_demo, SID, monkeypatch)
 
@@ -1336,7 +1339,7 @@ def test_a_manifest_edited_to_other_modes_or_mtimes_is_refused(run, mermaid_demo
     """The tar headers keep each member's mode and mtime: a manifest that says otherwise is tampered."""
     import orjson
 
-    from samctl.core import tarscan
+    from samctl.attic import tarscan
 
     if streamed:  # the general (tarfile) reader, as for a tar not laid out as samctl writes it
         monkeypatch.setattr(tarscan, "plain_layout", lambda tar, members: False)

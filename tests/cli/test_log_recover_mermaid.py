@@ -169,7 +169,7 @@ def test_use_with_another_sessions_file_is_refused(run, mermaid_demo):
 def test_busy_when_mermaid_holds_the_scratch_lock(run, torn):
     import fcntl
 
-    from samctl.formats import open_store
+    from samctl.stores import open_store
 
     (_conv(torn) / f"{SPEC_ID}.json").unlink()
     lock = open_store(str(torn)).scratch_lock_path(SPEC_ID)
@@ -207,7 +207,7 @@ def test_recover_interrupted_at_any_step_leaves_old_or_new(run, torn, monkeypatc
     monkeypatch.setattr(fsafe, "fault_hook", hook)
     with pytest.raises(RuntimeError):
         from samctl.core.recover import recover
-        from samctl.formats import open_store
+        from samctl.stores import open_store
 
         recover(open_store(str(torn)), SPEC_ID)
         raise RuntimeError("injected")  # the step never came up twice: still a valid run

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from samctl.core.timeparse import parse_timestamp
+from samctl.timeparse import parse_timestamp
 
 CID = "20260810_140307_512"
 

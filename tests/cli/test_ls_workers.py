@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from samctl.formats.mermaid import store as mermaid_store
-from samctl.formats.sam import store as sam_store
+from samctl.stores.mermaid import store as mermaid_store
+from samctl.stores.sam import store as sam_store
 from tests.conftest import fingerprint, pools_with
 
 

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from samctl.formats.mermaid import eventlog
+from samctl.stores.mermaid import eventlog
 from tests.conftest import fingerprint, make_fixtures
 
 SPEC_ID = "20260810_140307_512"

@@ -165,7 +165,7 @@ def test_a_sidecar_rebuilt_by_recover_or_check_fix_keeps_its_unredacted_title(ru
 
 
 def test_meta_title_keeps_only_a_title_the_redaction_explains():
-    from samctl.formats.mermaid.encode import meta_title
+    from samctl.stores.mermaid.encode import meta_title
 
     assert meta_title(REDACTED, SECRET) == SECRET
     assert meta_title("key [REDACTED PRIVATE KEY] and [REDACTED]", "key -----BEGIN x----- and tok") \
@@ -177,7 +177,7 @@ def test_meta_title_keeps_only_a_title_the_redaction_explains():
 
 
 def test_meta_title_is_linear_on_a_hostile_sidecar_title_and_ignores_an_all_marker_title():
-    from samctl.formats.mermaid.encode import meta_title
+    from samctl.stores.mermaid.encode import meta_title
 
     hostile = "[REDACTED]a" * 8 + "[REDACTED]b"
     assert meta_title(hostile, "a" * 100_000) == hostile  # no match: a backtracking regex would hang here for hours
@@ -210,7 +210,7 @@ def test_a_time_inside_a_tool_calls_arguments_is_compared_as_written(run, tmp_pa
 
 
 def test_a_compaction_record_saved_again_without_some_fields_is_one_record():
-    from samctl.formats.mermaid.recover import _same_record
+    from samctl.stores.mermaid.recover import _same_record
 
     full = _compaction(1, "2026-08-10T15:00:00-04:00")
     slim = {k: v for k, v in full.items() if k not in ("review_status", "review_error")}

@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from samctl.formats.sam import schema
+from samctl.stores.sam import schema
 from tests.conftest import fingerprint, make_fixtures
 
 SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"

@@ -12,8 +12,8 @@ import shutil
 import orjson
 import pytest
 
-from samctl.core import restore
-from samctl.formats import open_store
+from samctl.attic import restore
+from samctl.stores import open_store
 from tests.cli.test_lifecycle import API, SID, attic_of, conv
 from tests.conftest import fingerprint, pools_with
 

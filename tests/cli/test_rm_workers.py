@@ -11,8 +11,9 @@ import shutil
 import orjson
 import pytest
 
-from samctl.core import lifecycle, tarzst
-from samctl.formats import open_store
+from samctl.attic import lifecycle
+from samctl.attic import tarzst
+from samctl.stores import open_store
 from tests.cli.test_lifecycle import API, MID, SID, attic_of, conv, files_state
 from tests.conftest import pools_with
 

@@ -112,7 +112,7 @@ def test_check_still_calls_a_scope_nobody_uses_stray(run, sam_demo):
 
 def test_the_listing_cache_does_not_hide_an_unreadable_conversation(run, sam_demo, monkeypatch):
     """ls caches a file it could not parse too; the scope check must still see it as unreadable."""
-    from samctl.formats.sam import store as samstore
+    from samctl.stores.sam import store as samstore
     from tests.cli.test_lifecycle import _age_every_file
 
     break_json(sam_demo)

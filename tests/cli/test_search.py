@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from samctl.core.importance import importance
-from samctl.core.scoring import cosine, embed, keyword_boost, tokens
+from samctl.importance import importance
+from samctl.search.scoring import cosine, embed, keyword_boost, tokens
 from tests.conftest import fingerprint
 from tests.search_helpers import (
     API_ID, MEM1, MEM1_TEXT, MEM2, MEM2_TEXT, PROBE, Q3_ID, SAM_ID, TOPIC, TOPIC_MEM, add_probe, age, insert_memory,
@@ -46,8 +46,8 @@ def sam(sam_demo, monkeypatch):
 
 
 def test_the_index_is_really_used(run, sam):
-    from samctl.core import index as ix
-    from samctl.formats import open_store
+    from samctl.search import index as ix
+    from samctl.stores import open_store
 
     search(run, sam, "budget")
     idx = ix.open_index(open_store(str(sam)))
@@ -293,7 +293,7 @@ def _bad_db(base, maker):
 
 
 def _rows(path, rows):
-    from samctl.formats.sam.memorydb import create_memory_db
+    from samctl.stores.sam.memorydb import create_memory_db
 
     create_memory_db(path, rows)
 
@@ -413,7 +413,7 @@ def test_help_shows_examples(run):
 
 
 def test_archived_messages_only_when_the_conversation_lost_them(run, sam):
-    from samctl.formats.sam.memorydb import create_archive_db
+    from samctl.stores.sam.memorydb import create_archive_db
 
     kept = "Plan a weekend trip to Portland within a $500 budget."  # still in conversation.json
     lost = "Earlier we compared zanzibar ferry times for the trip."

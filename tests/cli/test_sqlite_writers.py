@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from samctl.formats.sam import archivedb, memorydb, sqlitefile
+from samctl.stores.sam import archivedb, memorydb, sqlitefile
 from samctl.errors import FileProblem
 from tests.cli.test_lifecycle import API, PINNED, SID, TOPIC, attic_of, conv
 
@@ -197,7 +197,7 @@ def test_every_sqlite_writer_goes_through_open_for_writing():
     for path in (REPO / "samctl").rglob("*.py"):
         text = path.read_text()
         rel = path.relative_to(REPO).as_posix()
-        if rel == "samctl/formats/sam/sqlitefile.py":
+        if rel == "samctl/stores/sam/sqlitefile.py":
             continue
         for m in re.finditer(r"rw_uri\(|sqlite3\.connect\(", text):
             line = text[: m.start()].count("\n") + 1

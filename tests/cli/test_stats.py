@@ -100,7 +100,7 @@ def test_memory_counts_are_cached_per_database_and_read_again_when_one_changes(r
     import os
     import sqlite3
 
-    from samctl.formats.sam import memorydb
+    from samctl.stores.sam import memorydb
 
     old = os.stat(sam_demo).st_mtime - 3600  # out of the racy window: countable results are cached
     for d, _, files in os.walk(sam_demo):

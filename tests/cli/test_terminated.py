@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 
-from samctl.formats import open_store
+from samctl.stores import open_store
 from tests.cli.test_lifecycle import MID, attic_of, conv, files_state
 from tests.conftest import REPO
 

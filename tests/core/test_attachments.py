@@ -7,8 +7,9 @@ from __future__ import annotations
 import base64
 import json
 
-from samctl.core import html, render
-from samctl.formats import open_store
+from samctl.render import html
+from samctl.render import text as render
+from samctl.stores import open_store
 
 SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
 MERMAID_ID = "20260810_140307_512"
@@ -56,7 +57,7 @@ def test_a_mermaid_user_image_is_shown_and_its_loss_in_a_package_is_said(run, me
 
 
 def test_a_mermaid_images_size_is_its_decoded_size_padding_or_not():
-    from samctl.formats.mermaid.decode import images
+    from samctl.stores.mermaid.decode import images
 
     for raw in (b"x", b"xy", b"xyz", b"\x89PNG" + b"\0" * 2997):
         padded = base64.b64encode(raw).decode()

@@ -12,11 +12,11 @@ import tracemalloc
 import pytest
 
 from samctl.core import export as core
-from samctl.core import html
-from samctl.formats import open_store
-from samctl.formats.sam import package, schema
-from samctl.formats.sam.encode import package_bytes
-from samctl.formats.sam.store import SamStore
+from samctl.render import html
+from samctl.stores import open_store
+from samctl.stores.sam import package, schema
+from samctl.stores.sam.encode import package_bytes
+from samctl.stores.sam.store import SamStore
 from tests.conftest import fingerprint, make_fixtures
 
 SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"

@@ -9,9 +9,9 @@ import os
 import pytest
 
 from samctl.core import recover as core_recover
-from samctl.formats import open_store
-from samctl.formats.mermaid import recover as mermaid_recover
-from samctl.formats.sam import recover as sam_recover
+from samctl.stores import open_store
+from samctl.stores.mermaid import recover as mermaid_recover
+from samctl.stores.sam import recover as sam_recover
 
 SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
 MERMAID_ID = "20260810_140307_512"

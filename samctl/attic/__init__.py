@@ -1,0 +1,2 @@
+"""The attic: archive entries, their manifests, the journal of moves and crash repair, and
+the commands that move conversations in and out of it (rm, archive, restore, compact)."""

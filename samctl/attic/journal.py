@@ -1,0 +1,531 @@
+"""The journal of moves in progress, and repair: finishing or undoing what a crash interrupted.
+
+Every move between the store and the attic (attic/lifecycle.py) and every log
+rewrite (attic/compact.py) is described in a journal record in
+``samctl-attic/.journal`` before its first change; the record is dropped after
+the last change.  A log rewrite has a record of its own (``<stem>.json``); the
+moves of one batch share one (``batch.<first stem>.json``, ``{"op": "batch",
+"moves": [...]}``), which is written once and dropped once, however many
+conversations the batch moves.  ``repair`` (run first by every writing
+command, under samctl's lock, and by ``samctl attic --repair``) reads what is
+left and settles each move:
+
+- out, manifest not written: the originals were never touched; the partial
+  archive is removed (rolled back); likewise when the manifest was cut short
+  by a power loss (the originals go only after the manifests are durable);
+- out, manifest written: the entry is re-verified, then every leftover
+  original is removed (rolled forward) when each matches the manifest; when one
+  changed since (the app kept writing while the move was stuck) and none was
+  removed yet, the entry is dropped instead (rolled back: the store's copy is
+  the newer one); changed and partly removed, both are left for a person;
+- restore: the remaining files are placed from the staging copy, then the
+  entry is dropped (rolled forward);
+- log (``compact``): the history segment is dropped unless the log on disk
+  is already the new one.
+
+A record is dropped once all its moves are settled; a move left for a person
+(both copies damaged, a conflict in the store) stays in it, with its staging
+copy.  Leftover staging folders and archives without a manifest or journal
+record are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.attic import entries as atticmod
+from samctl.attic import tarzst
+from samctl.lock import held_by_another
+from samctl.model import INFO, WARNING, Finding
+from samctl.errors import SamctlError, UnsafePath
+
+
+# --- journal records ---------------------------------------------------------------------
+
+BATCH_PREFIX = "batch."
+MOVES = ("out", "restore")  # the ops a batch record may hold
+
+
+def journal_path(attic: Path, name: str) -> Path:
+    """The record ``name``: an entry's stem (a log rewrite) or ``batch.<first stem>`` (a batch of moves)."""
+    return attic / atticmod.JOURNAL / f"{name}.json"
+
+
+def write_journal(attic: Path, name: str, record: dict) -> None:
+    fsafe.write_atomic(journal_path(attic, name), orjson.dumps(record))
+
+
+def drop_journal(attic: Path, name: str) -> None:
+    fsafe.remove(journal_path(attic, name))
+
+
+def write_batch(attic: Path, moves: list[dict]) -> str:
+    """Record the moves of one batch (each ``{"op": "out" or "restore", "stem": ..., ...}``); its name."""
+    name = BATCH_PREFIX + moves[0]["stem"]
+    write_journal(attic, name, {"op": "batch", "moves": moves})
+    return name
+
+
+def _moves_of(rec, name: str) -> list[dict]:
+    """The moves a record holds, each checked to name a well-formed entry; ValueError otherwise."""
+    if rec["op"] == "batch":
+        moves = rec["moves"]
+        if type(moves) is not list or not moves or not name.startswith(BATCH_PREFIX):
+            raise ValueError("not a batch record")
+        if not all(type(m) is dict and m.get("op") in MOVES for m in moves):
+            raise ValueError("a move of unknown kind")
+    else:
+        moves = [rec]
+        if rec["stem"] != name:
+            raise ValueError("names another entry")
+    for m in moves:
+        if type(m["stem"]) is not str or atticmod.parse_stem(m["stem"]) is None:
+            raise ValueError("names no entry")
+    return moves
+
+
+def sha256_file(p) -> str | None:
+    """The sha256 of a regular file's bytes, or None if it cannot be read as one."""
+    try:
+        return fsafe.sha256_of(p)[1]
+    except SamctlError:
+        return None
+
+
+# --- placing restored files ---------------------------------------------------------------
+
+def placement_order(pairs):
+    def key(pair):
+        n, m = pair
+        if m.type == "dir":
+            return (0, n.count("/"), n)
+        return (1 + (n.endswith(".meta")) + (n.endswith(".json")), 0, n)
+    return sorted(pairs, key=key)
+
+
+def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None) -> list[str]:
+    """Move each staged member to its store name (never replacing anything), folders' modes and
+    mtimes last.  A name None is a member that is not placed (a SQLite ``-wal`` that ``retarget``'s
+    write merged into its database).
+
+    Returns the names of members whose target already held other bytes (not placed).
+    ``conv_st``: the lstat of the conversations folder's real path, if the caller has it.
+    """
+    conflicts = []
+    conv, stage = str(store.conv_dir), str(staging)
+    touched = {conv}
+    # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
+    conv_st = conv_st or fsafe.lstat(store.root_real)
+    for n, m in placement_order([(n, m) for n, m in zip(names, entry.members) if n is not None]):
+        dst, src = f"{conv}/{n}", f"{stage}/{n}"
+        if m.type == "dir":
+            if fsafe.lstat(dst) is None:
+                fsafe._step("mkdir")
+                os.mkdir(dst, fsafe.DIR_MODE)
+            continue
+        parent = os.path.dirname(dst) if "/" in n else conv
+        pst = fsafe.lstat(parent) if parent != conv else conv_st
+        if pst is None:
+            fsafe.make_private_dir(parent)
+            touched.add(os.path.dirname(parent))
+        elif not stat.S_ISDIR(pst.st_mode):  # a symlink (or file) where the folder should be: never write through
+            conflicts.append(n)
+            continue
+        try:
+            fsafe.move_new(src, dst)
+        except (FileExistsError, FileNotFoundError):
+            st = fsafe.lstat(dst)
+            if st is None:
+                raise  # the staged copy is gone and nothing is in its place
+            sst = fsafe.lstat(src)
+            # placed before a crash: moved (the staging copy is private, only this moves it out), or
+            # linked by an older samctl
+            if (sst is None or (sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
+                    or sha256_file(src) == sha256_file(dst)):
+                continue
+            conflicts.append(n)
+            continue
+        touched.add(parent)
+    for n, m in zip(names, entry.members):
+        p = f"{conv}/{n}"
+        st = fsafe.lstat(p) if m.type == "dir" and n is not None else None
+        if st is not None and stat.S_ISDIR(st.st_mode):  # never through a link someone put there
+            os.chmod(p, m.mode)
+            os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+    for d in sorted(touched, key=lambda p: -p.count("/")):
+        fsafe.fsync_dir(d)
+    return conflicts
+
+
+# --- repair -----------------------------------------------------------------------------------
+
+def pending_ids(store) -> list[str]:
+    """The conversation ids the journal's records name (what a repair would touch); read-only,
+    best effort: an unreadable record names none."""
+    journal = atticmod.attic_dir(store) / atticmod.JOURNAL
+    out: list[str] = []
+    try:
+        atticmod.check_attic_folders(store)
+        names = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
+    except (OSError, UnsafePath):
+        return out
+    for n in names:
+        try:
+            moves = _moves_of(orjson.loads(fsafe.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
+        except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        for m in moves:
+            for key in ("id", "new_id"):
+                if isinstance(m.get(key), str) and store.valid_id(m[key]) and m[key] not in out:
+                    out.append(m[key])
+    return out
+
+
+def pending(store) -> list:
+    """Findings for moves a crash interrupted (read-only; ``repair`` finishes them); an attic folder
+    that is a link is a finding, and is not read."""
+    attic = atticmod.attic_dir(store)
+    out = []
+    try:
+        atticmod.check_attic_folders(store)
+    except UnsafePath as exc:
+        return [Finding("attic-unsafe", str(attic), exc.message)]
+    try:
+        names = sorted(os.listdir(attic / atticmod.JOURNAL))
+    except OSError:
+        return out
+    records = [n for n in names if n.endswith(".json")]
+    if records and held_by_another(store):  # a running samctl's moves: in progress, not interrupted
+        return [Finding("attic-in-progress", str(attic / atticmod.JOURNAL / n), "another samctl is moving this "
+                        "right now", INFO) for n in records]
+    for n in records:
+        out.append(Finding("attic-interrupted", str(attic / atticmod.JOURNAL / n),
+                           "a move was interrupted; `samctl attic --repair` (or any writing samctl command) "
+                           "finishes it", WARNING))
+    return out
+
+
+SETTLE = "`samctl attic --repair` (or any writing samctl command) finishes or undoes it"
+
+
+def pending_moves(store) -> list:
+    """``check``'s findings for the moves a crash interrupted (read-only): one ``pending-move``
+    error per move, naming the conversation it holds half in the store and half in the attic,
+    with the command that settles it (until then ``recover`` is no answer for that conversation:
+    settling it finishes the move, and would undo such a rebuild).  While another samctl holds
+    the lock its moves are in progress, not interrupted: an info line each."""
+    attic = atticmod.attic_dir(store)
+    try:
+        atticmod.check_attic_folders(store)
+        journal = attic / atticmod.JOURNAL
+        names = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
+    except UnsafePath as exc:
+        return [Finding("attic-unsafe", str(attic), exc.message)]
+    except OSError:
+        return []
+    if names and held_by_another(store):
+        return [Finding("attic-in-progress", str(journal / n), "another samctl is moving this right now", INFO)
+                for n in names]
+    what = {"out": "move to the attic", "restore": "restore", "log": "log rewrite (compact)"}
+    out = []
+    for n in names:
+        path = str(journal / n)
+        try:
+            moves = _moves_of(orjson.loads(fsafe.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
+        except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            out.append(Finding("pending-move", path, f"an unreadable journal record of an interrupted move; {SETTLE}"))
+            continue
+        for m in moves:
+            cid = m.get("new_id") if m.get("op") == "restore" and m.get("new_id") != m.get("id") else m.get("id")
+            cid = cid if isinstance(cid, str) and store.valid_id(cid) else None
+            out.append(Finding("pending-move", path, f"an interrupted {what.get(m.get('op'), 'move')} of "
+                               f"{cid or 'a conversation'} holds it half done; {SETTLE}", conversation=cid))
+    return out
+
+
+def repair(store, full: bool = False) -> list[str]:
+    """Finish or undo every interrupted move (caller holds samctl's lock); one line per action.
+
+    Every interrupted move leaves a journal record or a staging folder, so
+    without ``full`` nothing else is looked at when there are none; ``full``
+    (``attic --repair``, ``compact``) also sweeps archives without a manifest
+    and stale temps in the attic, whatever left them.
+    """
+    attic = atticmod.attic_dir(store)
+    if atticmod.check_attic_folders(store)[attic] is None:  # (UnsafePath, before anything is listed, if a link)
+        return []
+    if not full and not _has_entries(attic / atticmod.JOURNAL) and not _has_entries(attic / atticmod.STAGING):
+        return []
+    done: list[str] = []
+    journal = attic / atticmod.JOURNAL
+    try:
+        records = sorted(n for n in os.listdir(journal) if n.endswith(".json"))
+    except OSError:
+        records = []
+    keep_staging, keep_stems = set(), set()
+    for n in records:
+        path, name = journal / n, n[: -len(".json")]
+        try:
+            moves = _moves_of(orjson.loads(fsafe.read_capped(path, 1 << 24)), name)
+        except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            done.append(f"ignored an unreadable journal record {path}")
+            continue
+        left = []
+        for rec in moves:
+            if not _known(store, rec):  # perhaps a newer samctl's: its record and files are left alone
+                done.append(f"ignored journal record {n} (unknown operation {rec['op']!r})")
+                line = None
+            else:
+                try:
+                    line = _repair_one(store, attic, rec)
+                except OSError as exc:  # (a folder it may not write, ...): this move waits, the rest go on
+                    line = Left(f"{rec.get('id')}: an interrupted move cannot be finished yet "
+                                f"({exc.strerror}: {exc.filename}); it stays in the journal")
+            if line is None or isinstance(line, Left):
+                left.append(rec)
+                keep_stems.add(rec["stem"])
+                keep_staging.add(f"{rec['stem']}.trash")
+                keep_staging.add(str(rec.get("staging", "")).split("/")[0])
+            if line is not None:
+                done.append(line)
+        if not left:
+            drop_journal(attic, name)
+        elif len(left) < len(moves):
+            write_journal(attic, name, {"op": "batch", "moves": left})
+    # debris: staging copies and archives nobody refers to
+    staging = attic / atticmod.STAGING
+    try:
+        leftovers = sorted(n for n in os.listdir(staging) if n not in keep_staging)
+    except OSError:
+        leftovers = []
+    for n in leftovers:
+        try:
+            fsafe.remove_tree(staging / n)
+            done.append(f"removed leftover staging copy {n}")
+        except OSError as exc:
+            done.append(Left(f"could not remove leftover staging copy {n} ({exc.strerror}: {exc.filename})"))
+    try:
+        names = os.listdir(attic)
+    except OSError:
+        names = []
+    for n in sorted(names):
+        if n.endswith(atticmod.TAR_SUFFIX):
+            stem = n[: -len(atticmod.TAR_SUFFIX)]
+            if fsafe.lstat(attic / (stem + atticmod.MANIFEST_SUFFIX)) is None and stem not in keep_stems:
+                fsafe.remove(attic / n)
+                done.append(f"removed {n}: an archive whose move never completed")
+    # Only samctl writes the journal, and under the lock we hold: a temp there is a crash's, whatever its age.
+    for p in fsafe.stale_temps(attic) + fsafe.stale_temps(journal, now=float("inf")):
+        fsafe.remove(p)
+    return done
+
+
+def _known(store, rec: dict) -> bool:
+    return rec["op"] in MOVES or (rec["op"] == "log" and store.has_event_logs
+                                  and store.valid_id(str(rec.get("id"))))
+
+
+class Left(str):
+    """What ``_repair_one`` says about a move it leaves in the journal (for a person, or a later run),
+    or the sweep about debris it could not remove: not done, so a finding (``settle``)."""
+
+
+def settle(store, full: bool = False) -> tuple[list[str], list]:
+    """``repair``, its lines split: (what it did, an error finding for each thing it had to leave).
+    Every command that repairs first reports both, so what is stuck is never a quiet exit 0."""
+    lines = repair(store, full)
+    where = str(atticmod.attic_dir(store))
+    return ([line for line in lines if not isinstance(line, Left)],
+            [Finding("attic-left", where, str(line)) for line in lines if isinstance(line, Left)])
+
+
+def settle_first(store) -> tuple[list[str], list]:
+    """``settle``, for the writing commands whose own work needs no attic (recover, check --fix,
+    search --touch): an attic folder that is not samctl's (a link, a file) is a finding for them,
+    not a refusal (nothing in it is read)."""
+    try:
+        return settle(store)
+    except UnsafePath as exc:
+        return [], [Finding("attic-unsafe", str(atticmod.attic_dir(store)), exc.message)]
+
+
+def _repair_one(store, attic: Path, rec: dict) -> str | None:
+    """Settle one interrupted move or log rewrite (``_known``): a line saying what was done, or None
+    (or a ``Left`` line saying why) to leave it."""
+    op, stem = rec["op"], rec["stem"]
+    if op == "out":
+        return _repair_out(store, attic, stem, rec)
+    if op == "restore":
+        return _repair_restore(store, attic, stem, rec)
+    return repair_log(store, attic, stem, rec)
+
+
+def _has_entries(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as it:
+            return any(True for _ in it)
+    except OSError:
+        return False
+
+
+def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
+    cid = rec.get("id")
+    manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
+    trash = attic / atticmod.STAGING / f"{stem}.trash"
+    if fsafe.lstat(manifest) is None:
+        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+        return f"{cid}: undid an interrupted move to the attic (the store copy was never touched)"
+    try:
+        entry = atticmod.load_manifest(store, manifest)
+    except atticmod.AtticProblem:
+        # A manifest cut short by a power loss before the batch's barrier made it durable:
+        # the originals were not touched yet (they go only after that barrier).
+        files = rec.get("files")
+        parsed = atticmod.parse_stem(stem)
+        if (parsed and type(files) is list and files
+                and all(type(n) is str and tarzst.safe_member_name(n, parsed[0], store.name) for n in files)
+                and all(fsafe.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)):
+            fsafe.remove(manifest)
+            fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+            return f"{cid}: undid an interrupted move to the attic (its manifest was cut short; the store copy is whole)"
+        return None  # leave it for a person: `samctl attic` reports the bad manifest
+    problems = atticmod.verify(entry)
+    leftovers = [(m, store.conv_dir.joinpath(*m.name.split("/"))) for m in entry.members]
+    present = [(m, p) for m, p in leftovers if fsafe.lstat(p) is not None]
+    if problems:
+        if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
+            atticmod.drop(entry)
+            return f"{cid}: the interrupted move left a damaged archive; it was removed, the store copy is whole"
+        return None  # neither copy is whole: leave everything for a person (attic lists the finding)
+    changed = [m.name for m, p in present if m.type == "file" and sha256_file(p) != m.sha256]
+    if changed:  # used since (a stuck move, the app kept writing): the store's copy is the newer one
+        if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
+            atticmod.drop(entry)  # nothing of it was removed yet: the move is undone, whole in the store
+            return (f"{cid}: undid an interrupted move to the attic: {', '.join(changed[:3])} changed since it "
+                    "was archived, so the store's newer copy stays and the attic's older one was dropped")
+        return Left(f"{cid}: an interrupted move cannot be finished: {', '.join(changed[:3])} changed since it was "
+                    f"archived, and other files are only in the attic ({entry.stem}); both are kept for a person")
+    for m, p in present:
+        if m.type == "file":
+            fsafe.remove(p)
+    for m, p in sorted(present, key=lambda mp: -mp[0].name.count("/")):
+        if m.type == "dir":
+            try:
+                os.rmdir(p)
+            except OSError:
+                pass
+    fsafe.fsync_dir(store.conv_dir)
+    if fsafe.lstat(trash) is not None:
+        fsafe.remove_tree(trash)
+    return f"{cid}: finished an interrupted move to the attic ({entry.stem})"
+
+
+def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
+    manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
+    cid = rec.get("id")
+    if fsafe.lstat(manifest) is not None:
+        names = rec.get("names")
+        parts = str(rec.get("staging", "")).split("/")
+        try:
+            entry = atticmod.load_manifest(store, manifest)
+            staging = attic.joinpath(atticmod.STAGING, *map(fsafe.check_component, parts))
+        except (atticmod.AtticProblem, UnsafePath):
+            return Left(f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
+                        "left for a person: `samctl attic` says what is wrong")
+        if (type(names) is not list or len(names) != len(entry.members) or fsafe.lstat(staging) is None
+                or not all(n is None or type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")),
+                                                                                        store.name)
+                           for n in names)):
+            return Left(f"{cid}: an interrupted restore cannot be finished (its journal record is damaged); "
+                        "left for a person")
+        conflicts = place(store, entry, staging, names)
+        if conflicts:  # the move waits in the journal for the person its message spoke to
+            return Left(f"{cid}: an interrupted restore is waiting: {', '.join(conflicts[:3])} hold other bytes; "
+                        "move them aside, then run `samctl attic --repair`")
+        try:
+            atticmod.drop(entry)
+        except OSError as exc:
+            return Left(f"{cid}: is restored, but its attic entry {stem} cannot be removed yet "
+                        f"({exc.strerror}); a later repair removes it")
+    else:
+        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+    return f"{cid}: finished an interrupted restore"  # the staging copy goes with the record's other debris
+
+
+def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
+    """Settle an interrupted log rewrite (journal op ``log``) without ever losing the old log.
+
+    What is on disk decides, not sizes (mermaid may have appended since):
+    the history segment is dropped only when the log still starts with the
+    old log's bytes and the segment holds exactly those (the log has every
+    old event); when the log starts with the new log's bytes the swap
+    happened and the segment is kept; anything else (no log, other bytes, a
+    record or segment that does not say) keeps it too.  None (the record is
+    left for a person) when the record names another entry.
+    """
+    cid = str(rec.get("id"))
+    parsed = atticmod.parse_stem(stem)
+    if parsed is None or parsed[:2] != (cid, "history"):
+        return None  # never drop an entry a (tampered) record points at that is not this log's history
+    manifest, tar = attic / (stem + atticmod.MANIFEST_SUFFIX), attic / (stem + atticmod.TAR_SUFFIX)
+    for p in fsafe.stale_temps(store.conv_dir, f"{cid}.jsonl", now=float("inf")):  # at any age
+        fsafe.remove(p)  # our own unfinished new log (mermaid never writes its log through a temp)
+    if fsafe.lstat(manifest) is None:
+        fsafe.remove(tar)
+        return (f"{cid}: undid an interrupted log rewrite: its history segment was not committed (or was "
+                "already dropped), so the log holds the old events")
+    head, size = _log_head(store.event_log_path(cid), rec)
+    if head == "new":
+        grown = size - rec["new_size"]
+        since = f", with {grown} bytes appended since" if grown else ""
+        return (f"{cid}: finished an interrupted log rewrite: the log is the new one{since}; the old log is kept "
+                f"as {stem}")
+    why = "the log is neither the old one nor the new one"
+    if head == "old":
+        try:
+            entry = atticmod.load_manifest(store, manifest)
+        except atticmod.AtticProblem:
+            entry = None
+        if entry is not None and [(m.size, m.sha256) for m in entry.members] == \
+                [(rec["old_size"], rec["old_sha256"])]:
+            atticmod.drop(entry)
+            return (f"{cid}: undid an interrupted log rewrite: the log still holds the old log (it was never "
+                    f"replaced, or was put back), so its history segment {stem} was dropped")
+        why = "the segment is not the old log the record describes"
+    return f"{cid}: kept the history segment {stem} of an interrupted log rewrite: {why}"
+
+
+def _log_head(path: Path, rec: dict) -> tuple[str | None, int]:
+    """("new" or "old" if the log starts with the bytes the record describes, else None; its size)."""
+    sizes, shas = (rec.get("new_size"), rec.get("old_size")), (rec.get("new_sha256"), rec.get("old_sha256"))
+    if not all(type(n) is int and n >= 0 for n in sizes) or not all(type(h) is str for h in shas):
+        return None, 0
+    try:
+        f, st = fsafe.open_regular(path)
+    except SamctlError:
+        return None, 0
+    try:
+        for which, n, sha in (("new", sizes[0], shas[0]), ("old", sizes[1], shas[1])):  # new first: it keeps
+            if _head_sha256(f.fileno(), n) == sha:
+                return which, st.st_size
+    finally:
+        f.close()
+    return None, st.st_size
+
+
+def _head_sha256(fd: int, n: int) -> str | None:
+    """The sha256 of the first ``n`` bytes of ``fd``; None if it holds fewer."""
+    h, off = hashlib.sha256(), 0
+    while off < n:
+        b = os.pread(fd, min(fsafe.MIB, n - off), off)
+        if not b:
+            return None
+        h.update(b)
+        off += len(b)
+    return h.hexdigest()

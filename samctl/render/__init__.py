@@ -1,0 +1,1 @@
+"""Writers of conversations: plain text, Markdown and HTML (no click, no terminal codes)."""

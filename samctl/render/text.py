@@ -1,0 +1,250 @@
+"""Transcripts as text and Markdown: plain strings, no click, no terminal codes.
+
+``style`` is an optional callable(text, role_or_tag) -> text the CLI uses to
+add colour; the core never emits escape codes itself.  Message text is
+printed as stored, except that ``safe_text`` (samctl/safetext.py) shows every control character as ``\\xNN``/``\\uNNNN`` so a hostile transcript cannot drive
+the terminal.  Invariant: every piece of file text a command prints as text
+(not JSON) goes through ``safe_text`` or ``one_line``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from samctl.timeparse import format_local
+from samctl.safetext import one_line, safe_text
+
+def _args(arguments) -> str:
+    value = arguments
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return arguments
+    if isinstance(value, dict):
+        try:
+            return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
+        except (ValueError, TypeError, RecursionError):
+            return arguments if isinstance(arguments, str) else args_json(arguments)
+    return args_json(arguments)
+
+
+def args_json(arguments, indent: int | None = None, quote: bool = False) -> str:
+    """Tool-call arguments as JSON text: a JSON string parsed and re-dumped (``indent``), any other value
+    dumped; a string that is not JSON as it is (``quote``: as a JSON string).  RecursionError counts as
+    not JSON: arguments nested deeper than Python recurses (a hostile file) are shown, never a crash."""
+    value = arguments
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return json.dumps(arguments, ensure_ascii=False) if quote else arguments
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent)
+    except (ValueError, TypeError, RecursionError):
+        return arguments if isinstance(arguments, str) else repr(arguments)[:100_000]
+
+
+def _plain(text, tag):
+    return text
+
+
+def header_lines(conv) -> list[str]:
+    from samctl.model import last_activity
+
+    m = conv.meta
+    bits = [m.id, m.store]
+    if conv.model:
+        bits.append(conv.model)
+    bits.append(f"{format_local(m.created_ts)} → {format_local(last_activity(m))}")  # (as ls shows it)
+    bits.append(f"{len(conv.messages)} messages")
+    return [m.title, " · ".join(bits)]
+
+
+def attachment_line(a: dict) -> str:
+    """One attachment as a line of text: ``[image] file:///...``, ``[image, 12,345 bytes, in the file]``."""
+    if a.get("type") == "text":
+        return a.get("text") or ""
+    if "url" in a:
+        return f"[{a.get('type')}] {a['url']}"
+    return f"[{a.get('type')}, {a.get('bytes', 0):,} bytes, in the file]"
+
+
+def visible(messages, include_hidden: bool, min_importance: float | None = None):
+    for msg in messages:
+        if msg.hidden and not include_hidden:
+            continue
+        if min_importance is not None:
+            from samctl.importance import message_importance
+
+            if message_importance(msg) < min_importance:
+                continue
+        yield msg
+
+
+def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=_plain,
+            min_importance: float | None = None) -> str:
+    title, info = header_lines(conv)
+    out = [style(one_line(title), "title"), style(safe_text(info), "dim"), ""]  # the title: one line, as in ls
+    for msg in visible(conv.messages, include_hidden, min_importance):
+        label = msg.role
+        if msg.role == "tool" and msg.tool_name:
+            label += f" {msg.tool_name}"
+            if msg.tool_status and msg.tool_status != "success":
+                label += f" [{msg.tool_status}]"
+        when = format_local(msg.timestamp_ts)
+        out.append(style(f"── {safe_text(label, lines=False)} · {when} ──", msg.role))
+        if msg.reasoning:
+            if reasoning:
+                out.append(style("(reasoning)", "dim"))
+                out.append(style(safe_text(msg.reasoning), "dim"))
+            else:
+                n = msg.reasoning.count("\n") + 1
+                out.append(style(f"(reasoning folded: {n} line{'s' if n != 1 else ''}; --reasoning shows it)", "dim"))
+        if msg.content:
+            out.append(safe_text(msg.content))
+        for at in msg.attachments:
+            out.append(safe_text(at["text"]) if at.get("type") == "text" else style(safe_text(attachment_line(at)),
+                                                                                     "dim"))
+        for tc in msg.tool_calls:
+            out.append(style(f"  → {safe_text(tc.name)}({safe_text(_args(tc.arguments))})"
+                             + (f" [{safe_text(tc.id)}]" if tc.id else ""), "tool"))
+        for a in msg.actions:
+            if isinstance(a, dict):
+                out.append(style(f"  ⚙ {safe_text(str(a.get('action_type', '?')))} "
+                                 f"{safe_text(str(a.get('target', '')))} {_action_result(a)}", "tool"))
+        out.append("")
+    return "\n".join(out)
+
+
+def action_outcome(a: dict) -> tuple[str, object]:
+    """("ok"|"error"|"", output) of a mermaid tool run's externally tagged ``result``."""
+    r = a.get("result")
+    if isinstance(r, dict):
+        if isinstance(r.get("Success"), dict):
+            return "ok", r["Success"].get("output", "")
+        if isinstance(r.get("Error"), dict):
+            return "error", r["Error"].get("error", "")
+    return "", ""
+
+
+def _action_result(a: dict) -> str:
+    status, output = action_outcome(a)
+    return f"{status}: " + safe_text(str(output)[:120]) if status else ""
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+_FENCE_LINE = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
+_DETAILS_END = re.compile(r"</details\s*>", re.I)
+_CODE_SPAN = re.compile(r"(`+).*?(?<!`)\1(?!`)")
+
+
+def _fences(text: str):
+    """``([(line, in a fenced code block or a fence line)], the fence left open as its opening
+    indentation and run, or None)``, by CommonMark §4.5: a fence closes with a run of the same
+    character at least as long, with nothing but spaces after it."""
+    lines, open_fence = [], None
+    for line in text.split("\n"):
+        m = _FENCE_LINE.fullmatch(line)
+        if open_fence is None:
+            if m and not (m[2][0] == "`" and "`" in m[3]):  # (a backtick fence's info string has no backtick)
+                open_fence = (m[1], m[2])
+            lines.append((line, open_fence is not None))
+            continue
+        lines.append((line, True))
+        if m and m[2][0] == open_fence[1][0] and len(m[2]) >= len(open_fence[1]) and not m[3].strip():
+            open_fence = None
+    return lines, open_fence
+
+
+def _closed(text: str, open_fence) -> str:
+    # indented like its opener: inside a list item a fence at column 0 would open a new block instead
+    return text if open_fence is None else text.rstrip("\n") + "\n" + "".join(open_fence)
+
+
+def _contained(text: str) -> str:
+    """``text`` with a closing line added for a code fence it leaves open, so that one message's
+    text cannot turn the headings and messages after it into code."""
+    return _closed(text, _fences(text)[1])
+
+
+def _in_fold(reasoning: str) -> str:
+    """Reasoning for a ``<details>`` block, contained: a ``</details>`` of its own, outside code
+    (where a reader would take it for the tag and end the fold early), is written as ``&lt;/details>``,
+    which a reader shows as those characters.  In code it is shown as written already."""
+    lines, open_fence = _fences(reasoning)
+    out = [line if code else _outside_code_spans(line, lambda t: _DETAILS_END.sub(lambda m: "&lt;" + m[0][1:], t))
+           for line, code in lines]
+    return _closed("\n".join(out), open_fence)
+
+
+def _outside_code_spans(line: str, fix) -> str:
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(line):
+        out += [fix(line[at:m.start()]), m[0]]
+        at = m.end()
+    return "".join(out) + fix(line[at:])
+
+
+def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
+                min_importance: float | None = None) -> str:
+    m = conv.meta
+    out = [f"# {_md_inline(m.title)}", ""]
+    out.append(f"- **id:** `{m.id}` ({m.store})")
+    if conv.model:
+        out.append(f"- **model:** {_md_inline(conv.model)}")
+    out.append(f"- **created:** {m.created or '-'}")
+    out.append(f"- **updated:** {m.updated or '-'}")
+    out.append(f"- **messages:** {len(conv.messages)}")
+    out.append("")
+    for msg in visible(conv.messages, include_hidden, min_importance):
+        label = msg.role.capitalize()
+        if msg.role == "tool" and msg.tool_name:
+            label += f" `{msg.tool_name}`"
+            if msg.tool_call_id:
+                label += f" (result of `{msg.tool_call_id}`)"
+        if msg.role == "tool" and msg.tool_status and msg.tool_status != "success":
+            label += f" [{msg.tool_status}]"
+        if msg.hidden:
+            label += " (hidden in the app)"
+        out.append(f"## {label} · {msg.timestamp or ''}".rstrip(" ·"))
+        out.append("")
+        if msg.reasoning and reasoning:
+            out += ["<details><summary>Reasoning</summary>", "", _in_fold(msg.reasoning), "", "</details>", ""]
+        if msg.content:
+            if msg.role == "tool":
+                f = _fence(msg.content)
+                out += [f, msg.content.rstrip("\n"), f, ""]
+            else:
+                out += [_contained(msg.content), ""]
+        if msg.attachments:
+            out += [f"*{_md_inline(attachment_line(a))}*" if a.get("type") != "text" else _contained(a["text"])
+                    for a in msg.attachments] + [""]
+        for tc in msg.tool_calls:
+            body = args_json(tc.arguments, 2, quote=True)
+            f = _fence(body)
+            out += [f"**Tool call** `{tc.name}`" + (f" (`{tc.id}`)" if tc.id else ""), "", f + "json", body, f, ""]
+        for a in msg.actions:
+            if isinstance(a, dict):
+                out += _md_action(a)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_action(a: dict) -> list[str]:
+    """A mermaid tool run (an ``actions`` entry) as a line and its output, fenced."""
+    status, output = action_outcome(a)
+    line = f"**Tool run** {_md_inline(str(a.get('action_type', '?')))} `{_md_inline(str(a.get('target', '')))}`"
+    out = [line + (f": {status}" if status else ""), ""]
+    if isinstance(output, str) and output:
+        f = _fence(output)
+        out += [f, output.rstrip("\n"), f, ""]
+    return out
+
+
+def _md_inline(s: str) -> str:
+    return " ".join(s.split())

@@ -1,0 +1,134 @@
+"""The index's vocabulary on disk: where it lives, version and magic numbers, the row codes, the
+per-row ``meta`` record, the segment sections, and the two 64-bit keys stored in segments.
+
+Data model
+----------
+- The index of a store lives in ``<cache>/search-<store>-<sha256(root realpath)[:24]>/``
+  (``index_dir``); its files are described in ``manifest`` and ``segment``.
+- A row's ``meta`` record (``META_FIELDS``, 48 bytes): kind (``KINDS``), role (``ROLES``), content
+  type (``CTYPES``), flags (``FLAG_BASE_DB``), conversation (index into the segment header's
+  ``convs``), position (memory rowid / message index), date (Unix seconds, NaN when unknown),
+  importance (float64: stored, else computed), token count ``|C|``, stored-vector dimension
+  (memories), a dedupe key (archived copies of messages), and the row's own crc32 (``row_crc``).
+- ``SECTIONS``: name -> (dtype, shape rule) of every section of a segment; shape rules use R
+  (rows), K (token keys), P (postings), B (bytes of that blob).
+- ``token_key``: the 64-bit BLAKE2b of a §7.7 token (the keys of the token map, named by
+  ``TOKEN_HASH_NAME``); ``dedupe_key``: the 64-bit BLAKE2b of conversation + NUL + text.
+
+Invariants
+----------
+- A change to any of these (codes, record layout, sections, hashes) is a change of the on-disk
+  format and needs a new ``INDEX_VERSION``: an index of another version is never read, only rebuilt.
+- numpy is imported only inside functions (``_np``), never at import time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+import zlib
+from pathlib import Path
+
+from samctl import fsafe
+from samctl.search import scoring
+
+INDEX_VERSION = 3  # 2: a crc32 per row; 3: lowered text NFC-normalised
+MANIFEST_MAGIC = b"SAMCTLIX"
+SEGMENT_MAGIC = b"SAMCTLSG"
+TRAILER_MAGIC = b"SGTRAIL1"
+PREAMBLE = 64
+ALIGN = 64
+TRAILER = struct.Struct("<QII8s")
+TOKEN_HASH_NAME = "blake2b-64"
+DIM = scoring.EMBED_DIM
+
+KINDS = ("memory", "message", "archived")
+FLAG_BASE_DB = 1  # meta flags: the row comes from the legacy BASE/memory.db
+MEMORY, MESSAGE, ARCHIVED = 0, 1, 2
+ROLES = ("", "user", "assistant", "tool", "reasoning", "system")
+CTYPES = ("", "message", "user_input", "assistant_response", "system_event", "tool_result", "context_info",
+          "document")
+META_FIELDS = [
+    ("kind", "u1"), ("role", "u1"), ("ctype", "u1"), ("flags", "u1"), ("conv", "<i4"), ("pos", "<i8"),
+    ("date", "<f8"), ("imp", "<f8"), ("ntok", "<u4"), ("dim", "<i4"), ("dkey", "<u8"), ("crc", "<u4"),
+]
+# section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), B (bytes)
+SECTIONS = {
+    "vectors": ("<f4", ("R", DIM)),
+    "meta": (None, ("R",)),
+    "text_off": ("<i8", ("R+1",)),
+    "text": ("|u1", ("B",)),
+    "ltext_off": ("<i8", ("R+1",)),
+    "ltext": ("|u1", ("B",)),
+    "ref_off": ("<i8", ("R+1",)),
+    "ref": ("|u1", ("B",)),
+    "tok_keys": ("<u8", ("K",)),
+    "tok_ptr": ("<i8", ("K+1",)),
+    "tok_rows": ("<i4", ("P",)),
+}
+SEG_NAME = re.compile(r"seg-[0-9a-f]{8,40}\.seg\Z")
+
+
+class BadIndex(Exception):
+    """The index on disk cannot be used (the message says why); it will be rebuilt."""
+
+
+def _np():
+    import numpy as np
+
+    return np
+
+
+def meta_dtype():
+    return _np().dtype(META_FIELDS)
+
+
+def index_dir(store) -> Path:
+    key = hashlib.sha256(store.root_real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return fsafe.cache_dir() / f"search-{store.name}-{key}"
+
+
+# token -> 64-bit key, memoised (bounded: ``rows.process`` clears it when it grows too big)
+class _TokenKeys(dict):
+    __slots__ = ()
+
+    def __missing__(self, tok: str) -> int:
+        v = self[tok] = int.from_bytes(hashlib.blake2b(tok.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                                       "little")
+        return v
+
+
+TOKH = _TokenKeys()
+
+
+def token_key(tok: str) -> int:
+    return TOKH[tok]
+
+
+def _enc(s: str) -> bytes:
+    return s.encode("utf-8", "surrogatepass")
+
+
+def row_crc(conv: str, kind: int, role: int, ctype: int, flags: int, pos: int, date: float, imp: float, dim: int,
+            text: bytes, ltext: bytes, ref: bytes) -> int:
+    """The crc32 of what a search shows of a row: its conversation (the id, not the segment's index
+    of it, so a compaction that renumbers keeps it), codes, position, date, importance, and the
+    bytes of its text, lowered text and id.  A search checks it for every row it returns: a
+    flipped byte there is caught where it would be shown (``samctl index`` checks every byte)."""
+    return zlib.crc32(ref, zlib.crc32(ltext, zlib.crc32(text, row_crc_head(conv, kind, role, ctype, flags, pos, date,
+                                                                          imp, dim, len(text), len(ltext)))))
+
+
+def row_crc_head(conv, kind, role, ctype, flags, pos, date, imp, dim, ntext: int, nltext: int) -> int:
+    """``row_crc`` up to the text: the crc32 of what precedes the blobs (so a caller can go on with
+    the blobs read in place)."""
+    return zlib.crc32(f"{conv}|{kind}|{role}|{ctype}|{flags}|{pos}|{date!r}|{imp!r}|{dim}|{ntext}|{nltext}|".encode())
+
+
+def dedupe_key(conv: str, text: str, encoded: bytes | None = None) -> int:
+    """The key of conversation + NUL + text; ``encoded``, if given, is ``_enc(text)`` (no second copy
+    of a long text is made)."""
+    h = hashlib.blake2b(_enc(conv + "\0"), digest_size=8)
+    h.update(_enc(text) if encoded is None else encoded)
+    return int.from_bytes(h.digest(), "little")

@@ -1,0 +1,243 @@
+"""The manifest: the one file that says which segments make up the index and what is in them.
+
+Data model
+----------
+``manifest`` = ``b"SAMCTLIX" | u32 version | u32 crc32(body) | body`` (JSON, 0600).  The body
+(``encode_manifest``) holds the head fields (``v``, ``root``, ``store``, hash names, ``dim``,
+``created``, ``updated``) and:
+
+- ``segments``: one entry per segment: name, rows, size, header crc32, and its dead row ranges
+  ``[[start, end), ...]`` (rows of sources read again or removed);
+- ``hidden``: segment name -> rows to hide (archived copies of messages the conversation still has);
+- ``src``: the sources, one list per field (it parses several times faster than one object per
+  source): key, kind, conversation, signature (None: read it again), segment (index into
+  ``segments``, -1: no rows), the row range ``[start, end)`` it produced, and by source position
+  the findings reading it gave and the conversations it described;
+- ``conv``: the conversations' ids, titles, shared topic ids and names, one list per field.
+
+In memory (``refresh``, ``memory.parts``) the same manifest is a dict with ``sources`` (key ->
+entry) and ``convs`` (id -> info) instead of ``src``/``conv``; ``Manifest`` gives lazy views of the
+checked on-disk form.
+
+Invariants
+----------
+- Replaced atomically (``fsafe.write_atomic``), never changed in place.
+- Never trusted: ``read_manifest`` checks magic, version, crc32, the head fields against this
+  store and this samctl, and every table field by field (types, lengths, segment names, dead and
+  hidden rows within their segment, source rows within theirs); anything wrong raises BadIndex.
+- A row of a segment is alive unless a dead range or ``hidden`` covers it (``alive_mask``).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.search import scoring
+from samctl.search.index.format import DIM, INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TOKEN_HASH_NAME, BadIndex, _np
+from samctl.model import ERROR, Finding
+from samctl.errors import FileProblem
+
+
+def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -> None:
+    """Write a manifest body (the on-disk, columnar form) atomically."""
+    data = orjson.dumps(body)
+    fsafe.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(data)) + data)
+
+
+HEAD = ("v", "root", "store", "hash", "token_hash", "dim", "created", "updated")
+_SRC_COLS = ("keys", "kinds", "convs", "sigs", "segs", "start", "end")
+
+
+def encode_manifest(man: dict) -> dict:
+    """The in-memory manifest (``sources``: key -> dict, ``convs``: id -> info) in its on-disk form:
+    one list per field, which parses several times faster than one object per source."""
+    names = {s["name"]: i for i, s in enumerate(man["segments"])}
+    src = {c: [] for c in _SRC_COLS}
+    findings, infos = {}, {}
+    for i, (key, e) in enumerate(man["sources"].items()):
+        src["keys"].append(key)
+        src["kinds"].append(e["kind"])
+        src["convs"].append(e["conv"])
+        src["sigs"].append(e["sig"])
+        src["segs"].append(names.get(e["seg"], -1))
+        src["start"].append(e["start"])
+        src["end"].append(e["end"])
+        if e["findings"]:
+            findings[str(i)] = e["findings"]
+        if e["infos"]:
+            infos[str(i)] = e["infos"]
+    src["findings"] = findings
+    src["infos"] = infos
+    convs = list(man["convs"].values())
+    body = {k: man.get(k) for k in HEAD}
+    body.update(segments=man["segments"], hidden=man["hidden"], src=src, conv={
+        "ids": [c["id"] for c in convs], "titles": [c.get("title") for c in convs],
+        "topics": [c.get("topic") for c in convs], "topic_names": [c.get("topic_name") for c in convs]})
+    return body
+
+
+class Manifest:
+    """A checked manifest: the segment table, and lazy views of the source and conversation tables."""
+
+    def __init__(self, body: dict):
+        self.body = body
+        self.segments = body["segments"]
+        self.hidden = body["hidden"]
+        self.src = body["src"]
+        self._sources = self._convs = self._sig = None
+
+    def __getitem__(self, k):
+        return self.body[k]
+
+    def sig_map(self) -> dict:
+        """key -> trusted signature (None: read it again)."""
+        if self._sig is None:
+            self._sig = dict(zip(self.src["keys"], self.src["sigs"]))
+        return self._sig
+
+    def conv_map(self) -> dict:
+        return dict(zip(self.src["keys"], self.src["convs"]))
+
+    def sources(self) -> dict:
+        """key -> {"kind", "conv", "sig", "seg" (name or None), "start", "end", "findings", "infos"}."""
+        if self._sources is None:
+            names = [s["name"] for s in self.segments]
+            src = self.src
+            fnd, inf = src["findings"], src["infos"]
+            self._sources = {
+                k: {"kind": kind, "conv": conv, "sig": sig, "seg": names[seg] if seg >= 0 else None, "start": a,
+                    "end": b, "findings": fnd.get(str(i), []), "infos": inf.get(str(i), [])}
+                for i, (k, kind, conv, sig, seg, a, b) in enumerate(zip(*(src[c] for c in _SRC_COLS)))}
+        return self._sources
+
+    def convs(self) -> dict:
+        if self._convs is None:
+            c = self.body["conv"]
+            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn}
+                           for i, t, tp, tn in zip(c["ids"], c["titles"], c["topics"], c["topic_names"])}
+        return self._convs
+
+    def title_of(self, cid: str) -> str:
+        """The conversation's title; for a shared-topic scope "<topic name> (shared topic)"; else ""."""
+        c = self.body["conv"]
+        try:  # list.index: a scan in C, cheaper than building a dict for the few titles a search shows
+            return c["titles"][c["ids"].index(cid)] or ""
+        except ValueError:
+            pass
+        if cid not in c["topics"]:
+            return ""
+        names = [n for t, n in zip(c["topics"], c["topic_names"]) if t == cid and n]
+        return f"{names[0]} (shared topic)" if names else "(shared topic)"
+
+    def findings(self, scope: set | None = None, order=None) -> list[Finding]:
+        """The stored findings of the sources in ``scope``: in the order of the keys of ``order``
+        (``discover``'s) when given, else in the manifest's (a refresh puts the sources it read
+        again last)."""
+        items = list(self.src["findings"].items())
+        if order is not None and len(items) > 1:
+            keys, at = self.src["keys"], {k: n for n, k in enumerate(order)}
+            items.sort(key=lambda item: at.get(keys[int(item[0])], len(at)))
+        out = []
+        convs = self.src["convs"]
+        for i, rows in items:
+            out += findings_of(convs[int(i)], rows, scope)
+        return out
+
+
+def findings_of(conv: str | None, rows: list, scope: set | None = None) -> list[Finding]:
+    """The findings a source's manifest rows stand for, unless its conversation is outside ``scope``."""
+    if scope is not None and conv is not None and conv not in scope:
+        return []
+    return [Finding(c, p, r, sev or ERROR, cv) for c, p, r, sev, cv in rows]
+
+
+_STR, _STR_NONE, _INT = {str}, {str, type(None)}, {int}
+
+
+def _strs(x, n, none_ok=False) -> bool:
+    return isinstance(x, list) and len(x) == n and set(map(type, x)) <= (_STR_NONE if none_ok else _STR)
+
+
+def _ints(x, n=None) -> bool:
+    return isinstance(x, list) and (n is None or len(x) == n) and set(map(type, x)) <= _INT
+
+
+def read_manifest(path: Path, store) -> Manifest:
+    """The manifest, checked field by field; raises BadIndex."""
+    try:
+        raw = fsafe.read_capped(path, 1 << 31)
+    except FileProblem as exc:
+        raise BadIndex(f"manifest: {exc.message}") from None
+    if len(raw) < 16 or raw[:8] != MANIFEST_MAGIC:
+        raise BadIndex("manifest: not a samctl index")
+    version, crc = struct.unpack_from("<II", raw, 8)
+    if version != INDEX_VERSION:
+        raise BadIndex(f"manifest: version {version}, this samctl writes {INDEX_VERSION}")
+    body = memoryview(raw)[16:]
+    if zlib.crc32(body) != crc:
+        raise BadIndex("manifest: checksum mismatch")
+    try:
+        m = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise BadIndex("manifest: not JSON") from None
+    try:
+        ok = (isinstance(m, dict) and m["v"] == INDEX_VERSION and m["root"] == store.root_real
+              and m["store"] == store.name and m["hash"] == scoring.STABLE_HASH_NAME
+              and m["token_hash"] == TOKEN_HASH_NAME and m["dim"] == DIM
+              and all(isinstance(m[k], (int, float)) for k in ("created", "updated")))
+        if not ok:
+            raise BadIndex("manifest: of another version, store, root or hash")
+        names = set()
+        rows = []
+        for s in m["segments"]:
+            if not (isinstance(s["name"], str) and SEG_NAME.match(s["name"]) and type(s["rows"]) is int
+                    and type(s["size"]) is int and type(s["hcrc"]) is int and isinstance(s["dead"], list)
+                    and all(_ints(d, 2) and 0 <= d[0] <= d[1] <= s["rows"] for d in s["dead"])):
+                raise BadIndex("manifest: bad segment entry")
+            names.add(s["name"])
+            rows.append(s["rows"])
+        seg_rows = {s["name"]: s["rows"] for s in m["segments"]}
+        for k, v in m["hidden"].items():
+            if k not in names or not _ints(v) or not all(0 <= r < seg_rows[k] for r in v):
+                raise BadIndex("manifest: bad hidden rows")
+        src = m["src"]
+        n = len(src["keys"])
+        if not (_strs(src["keys"], n) and _strs(src["kinds"], n) and _strs(src["convs"], n, True)
+                and _strs(src["sigs"], n, True) and _ints(src["segs"], n) and _ints(src["start"], n)
+                and _ints(src["end"], n)):
+            raise BadIndex("manifest: bad source table")
+        if n:
+            np = _np()
+            segs = np.array(src["segs"], dtype=np.int64)
+            a, b = np.array(src["start"], dtype=np.int64), np.array(src["end"], dtype=np.int64)
+            limit = np.array(rows + [0], dtype=np.int64)[segs]  # segs == -1 -> 0 (a source without rows)
+            if segs.min() < -1 or segs.max() >= len(rows) or np.any(a < 0) or np.any(a > b) or np.any(b > limit):
+                raise BadIndex("manifest: source rows out of range")
+        for table, check in ((src["findings"], lambda f: isinstance(f, list) and len(f) == 5 and all(
+                isinstance(x, str) or x is None for x in f)), (src["infos"], lambda i: isinstance(i, str))):
+            for i, items in table.items():
+                if not (i.isdigit() and int(i) < n and isinstance(items, list) and all(map(check, items))):
+                    raise BadIndex("manifest: bad source details")
+        c = m["conv"]
+        k = len(c["ids"])
+        if not (_strs(c["ids"], k) and _strs(c["titles"], k, True) and _strs(c["topics"], k, True)
+                and _strs(c["topic_names"], k, True)):
+            raise BadIndex("manifest: bad conversation table")
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
+        raise BadIndex("manifest: missing or mistyped fields") from None
+    return Manifest(m)
+
+
+
+def alive_mask(rows: int, dead):
+    """A bool array of ``rows``: False in the dead ranges ``[[start, end), ...]``."""
+    np = _np()
+    alive = np.ones(rows, dtype=bool)
+    for a, b in dead:
+        alive[a:b] = False
+    return alive

@@ -1,0 +1,131 @@
+"""The opened index: a checked manifest with its segments and which of their rows are alive; and
+what ``samctl index`` reports about it.
+
+Data model
+----------
+``Index``: the ``Manifest``, the opened ``Segment`` list (each with its ``alive`` mask: not in a
+dead range, not hidden), the count of alive rows, and what the refresh that produced it did
+(``read``, ``removed``, ``rebuilt``).  The query path (``core.search``) works on this: candidate
+selection over ``meta``, the mat-vec over ``vectors``, the token map.
+
+Invariants
+----------
+- Readers take no lock: a segment is never changed once renamed into place and the manifest is
+  replaced atomically, so ``open_index`` sees one consistent version, or, having lost a race with
+  the garbage collector (a segment it names is gone), reads the manifest once more.
+- ``open_index`` never refreshes and never writes; anything it cannot trust raises BadIndex.
+- ``state(verify=True)`` also checks every byte of every segment.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from samctl.search.index.format import KINDS, BadIndex, _np, index_dir
+from samctl.search.index.manifest import Manifest, alive_mask, read_manifest
+from samctl.search.index.segment import Segment
+from samctl.search.index.sources import discover, stale
+from samctl.model import Finding
+
+
+class Index:
+    """Segments with their alive masks, and the manifest (sources, conversation titles).
+
+    ``read``/``removed``: source keys read again / dropped by the refresh that produced it;
+    ``rebuilt``: it was built from nothing (no index, or one that could not be trusted).
+    """
+
+    def __init__(self, manifest: Manifest, segments: list[Segment], path: Path | None = None):
+        np = _np()
+        self.manifest = manifest
+        self.segments = segments
+        self.path = path
+        self.read: list[str] = []
+        self.removed: list[str] = []
+        self.rebuilt = False
+        dead = {s["name"]: s["dead"] for s in manifest.segments}
+        for seg in segments:
+            alive = alive_mask(seg.rows, dead.get(seg.name, ()))
+            h = manifest.hidden.get(seg.name)
+            if h:
+                alive[np.asarray(h, dtype=np.int64)] = False
+            seg.alive = alive
+        self.rows = int(sum(int(s.alive.sum()) for s in segments))
+
+    def title_of(self, cid: str) -> str:
+        return self.manifest.title_of(cid)
+
+    def findings(self, scope: set | None = None, order=None) -> list[Finding]:
+        return self.manifest.findings(scope, order)
+
+
+def open_index(store) -> Index:
+    """The index as it is on disk (not refreshed); raises BadIndex."""
+    d = index_dir(store)
+    for attempt in range(2):
+        m = read_manifest(d / "manifest", store)
+        try:
+            return Index(m, [Segment.open(d / s["name"], store.root_real, s) for s in m.segments], d)
+        except BadIndex:
+            if attempt:
+                raise
+            # a refresh may have replaced the manifest and removed the segments it named
+            continue
+    raise BadIndex("unreachable")  # pragma: no cover
+
+
+def try_open(store) -> Index | None:
+    try:
+        return open_index(store)
+    except BadIndex:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# State (samctl index)
+
+
+def state(store, verify: bool = True) -> dict:
+    """What ``samctl index`` shows: where the index is, whether it can be used, its rows, files,
+    size, age, and which sources changed since it was updated."""
+    d = index_dir(store)
+    out = {"path": str(d), "store": store.name, "root": store.root_real, "exists": (d / "manifest").exists(),
+           "valid": False, "problems": [], "segments": 0, "rows": {k: 0 for k in KINDS}, "dead": 0, "files": 0,
+           "files_with_findings": 0, "size": 0, "created": None, "updated": None, "age": None, "stale": []}
+    try:
+        out["size"] = sum(os.lstat(d / n).st_size for n in os.listdir(d))
+    except OSError:
+        pass
+    if not out["exists"]:
+        return out
+    try:
+        idx = open_index(store)
+    except BadIndex as exc:
+        out["problems"].append(str(exc))
+        return out
+    m = idx.manifest
+    problems = []
+    if verify:
+        for seg in idx.segments:
+            problems += seg.verify()
+    np = _np()
+    for seg in idx.segments:
+        counts = np.bincount(seg.meta["kind"][seg.alive], minlength=3)
+        for k, name in enumerate(KINDS):
+            out["rows"][name] += int(counts[k])
+        out["dead"] += int(seg.rows - seg.alive.sum())
+    out.update(valid=not problems, problems=problems, segments=len(idx.segments), created=m["created"],
+               updated=m["updated"], age=max(0.0, time.time() - m["updated"]))
+    out["files"] = sum(1 if sig is None else sum(part != "-" for part in sig.split("|")) for sig in m.src["sigs"])
+    out["files_with_findings"] = len(m.src["findings"])
+    current = discover(store, [])
+    changed, removed = stale(m, current, None)
+    for k in changed:
+        known = m.sig_map()
+        reason = "new" if k not in known else ("unsettled: changed moments before indexing, or unreadable"
+                                                if known[k] is None else "changed")
+        out["stale"].append({"key": k, "reason": reason})
+    out["stale"] += [{"key": k, "reason": "removed"} for k in removed]
+    return out

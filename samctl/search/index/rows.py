@@ -1,0 +1,234 @@
+"""Building rows from sources: SAM memories, messages of conversations, messages of archives.
+
+Data model
+----------
+A **row** is one searchable text:
+
+- a SAM memory (a ``memory.db`` row; ``@base/memory.db`` rows carry ``FLAG_BASE_DB``): position is
+  its rowid, importance the stored one, ``dim`` the dimension of its stored vector;
+- a message of a conversation (SAM ``conversation.json``, the legacy ``conversations.json``,
+  mermaid snapshot + log): position is its index among the conversation's messages;
+- a message of a SAM ``context_archive.db`` chunk ("archived"): position is
+  ``(chunk rowid << 20) + index in the chunk``, the id ``<chunk id>#<index>``.
+
+``read_source`` turns one ``Source`` into a ``Batch`` (Python lists, one per meta column, plus the
+findings and the conversations' infos: id, title, shared topic); ``process`` turns batches into a
+``Chunk``: the meta records, the §7.5 embeddings, the UTF-8 blobs of text/lower(text)/id with their
+lengths, and the token postings (64-bit token key, row in the chunk) of the keyword boost.
+
+Invariants
+----------
+- The store is only read, through the store (``Store.source_rows``),
+  read-only; ``read_source`` never raises for bad input: findings say what was wrong, and a
+  finding without a conversation gets the source's.
+- Blank texts are not rows.  Messages and archived messages get a dedupe key
+  (``format.dedupe_key``), so an archived copy of a message the conversation still has can be
+  hidden; memories get 0.
+- Rows come back in the order of the sources given, chunk by chunk (``CHUNK_SOURCES`` sources per
+  chunk), whether read here or by worker processes (only for ``PARALLEL_MIN_SOURCES`` or more).
+- ``read_source`` is called through the package (``samctl.search.index.read_source``), as it was
+  when the index was one module, so replacing it there is seen by every reader.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from samctl.search import scoring
+from samctl.search.index.format import (ARCHIVED, CTYPES, DIM, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, _enc, _np,
+                                      dedupe_key, meta_dtype, row_crc)
+from samctl.search.index.sources import Source
+
+CHUNK_SOURCES = 48  # sources per unit of work (and per progress report)
+PARALLEL_MIN_SOURCES = 256  # fewer sources to read than this: no worker processes
+
+
+@dataclass
+class Batch:
+    """The rows of one source, as Python lists, plus what reading it found."""
+
+    key: str
+    flag: int = 0  # meta flags of every row
+    findings: list = field(default_factory=list)
+    infos: list = field(default_factory=list)  # conversation infos: {"id", "title", "topic", "topic_name"}
+    kinds: list = field(default_factory=list)
+    roles: list = field(default_factory=list)
+    ctypes: list = field(default_factory=list)
+    convs: list = field(default_factory=list)
+    pos: list = field(default_factory=list)
+    dates: list = field(default_factory=list)
+    imps: list = field(default_factory=list)
+    dims: list = field(default_factory=list)
+    refs: list = field(default_factory=list)
+    texts: list = field(default_factory=list)
+
+    def add(self, kind, role, ctype, conv, pos, date, imp, dim, ref, text):
+        self.kinds.append(kind)
+        self.roles.append(role)
+        self.ctypes.append(ctype)
+        self.convs.append(conv)
+        self.pos.append(pos)
+        self.dates.append(math.nan if date is None else date)
+        self.imps.append(imp)
+        self.dims.append(dim)
+        self.refs.append(ref)
+        self.texts.append(text)
+
+
+_KIND_CODE = {"memory": MEMORY, "message": MESSAGE, "archived": ARCHIVED}
+_ROLE_CODE = {r: i for i, r in enumerate(ROLES)}
+_CTYPE_CODE = {c: i for i, c in enumerate(CTYPES)}
+
+
+def read_source(store, src: Source) -> Batch:
+    """The rows of one source; never raises for bad input (findings say what was wrong)."""
+    b = Batch(src.key, FLAG_BASE_DB if src.holds == "memories" and src.conv is None else 0)
+    add, roles, ctypes = b.add, _ROLE_CODE, _CTYPE_CODE
+    for r in store.source_rows(src, b.findings, b.infos):
+        kind = _KIND_CODE[r.kind]
+        add(kind, roles.get(r.role, 0), ctypes.get(r.content_type, 1) if kind == MEMORY else 0, r.conversation,
+            r.position, r.date, r.importance, r.dimension, r.ref, r.text)
+    for f in b.findings:
+        f.conversation = f.conversation or src.conv
+    return b
+
+
+@dataclass
+class Chunk:
+    """Rows ready for a segment: what a worker sends back (numpy arrays and bytes, picklable)."""
+
+    keys: list
+    counts: list
+    findings: list
+    infos: list
+    conv_names: list
+    meta: object
+    vectors: object
+    text: bytes | bytearray
+    text_len: object
+    ltext: bytes | bytearray
+    ltext_len: object
+    ref: bytes | bytearray
+    ref_len: object
+    tok_hash: object
+    tok_row: object
+
+
+def _blob(pieces) -> tuple:
+    """(a bytearray of the byte strings ``pieces`` gives, end to end; an int64 array of their lengths).
+    Each piece is let go once appended (a generator gives one at a time)."""
+    out = bytearray()
+    lens = []
+    for b in pieces:
+        out += b
+        lens.append(len(b))
+    return out, _np().array(lens, dtype=_np().int64)
+
+
+def _folded_blob(texts) -> tuple:
+    """``_blob`` of ``_enc(scoring.fold(t))`` for each text; a long text folded and appended a piece
+    at a time (folding does not change across the spaces and newlines the pieces are cut at:
+    ``scoring._pieces``), so its folded form is never held whole besides the blob."""
+    out = bytearray()
+    lens = []
+    for t in texts:
+        before = len(out)
+        for piece in scoring._pieces(t) if len(t) > scoring.PIECE else (t,):
+            out += _enc(scoring.fold(piece))
+        lens.append(len(out) - before)
+    return out, _np().array(lens, dtype=_np().int64)
+
+
+def _bounded_key(tok: str) -> int:
+    """``TOKH[tok]``, the memo kept bounded within one long text too."""
+    if len(TOKH) > 1 << 20:
+        TOKH.clear()
+    return TOKH[tok]
+
+
+def process(batches: list[Batch]) -> Chunk:
+    """Embed, tokenise and pack the rows of some sources."""
+    np = _np()
+    if len(TOKH) > 1 << 20:
+        TOKH.clear()
+    texts = [t for b in batches for t in b.texts]
+    n = len(texts)
+    meta = np.zeros(n, dtype=meta_dtype())
+    conv_names: dict[str, int] = {}
+    convs = [conv_names.setdefault(c, len(conv_names)) for b in batches for c in b.convs]
+    for name, col in (("kind", "kinds"), ("role", "roles"), ("ctype", "ctypes"), ("pos", "pos"), ("date", "dates"),
+                      ("imp", "imps"), ("dim", "dims")):
+        meta[name] = [x for b in batches for x in getattr(b, col)]
+    meta["conv"] = convs
+    meta["flags"] = [b.flag for b in batches for _ in b.texts]
+    keys: list[int] = []
+    key_parts = []  # the token keys in row order: lists of short texts' keys, arrays of long texts'
+    ntok = []
+    extend = keys.extend
+    get = TOKH.__getitem__
+    tables = {}  # row -> the word table of a long text (its tokens here, its embedding below)
+    for i, t in enumerate(texts):
+        if len(t) > scoring.PIECE:  # a piece at a time: no set of all its words (``scoring.word_table``)
+            table = tables[i] = scoring.word_table(t, key=_bounded_key)
+            key_parts += [np.array(keys, dtype=np.uint64), table.keys[table.token]]
+            keys = []
+            extend = keys.extend
+            ntok.append(len(key_parts[-1]))
+            continue
+        toks = scoring.tokens(t)
+        ntok.append(len(toks))
+        extend(map(get, toks))
+    key_parts.append(np.array(keys, dtype=np.uint64))
+    meta["ntok"] = ntok
+    names = list(conv_names)
+    cstrs = [names[i] for i in convs]
+    # The blobs are built text by text: a long text's bytes are never held twice (its UTF-8 and the
+    # blob it is joined into), and its folded form is made a piece at a time.
+    text, text_len = _blob(_enc(t) for t in texts)
+    ltext, ltext_len = _folded_blob(texts)  # --exact: lowercase, NFC (Swift's canonical equivalence)
+    ref, ref_len = _blob(_enc(r) for b in batches for r in b.refs)
+    cols = [meta[k].tolist() for k in ("kind", "role", "ctype", "flags", "pos", "date", "imp", "dim")]
+    toff, loff, roff = (np.concatenate(([0], np.cumsum(x))).tolist() for x in (text_len, ltext_len, ref_len))
+    dkeys, crcs = [], []
+    with memoryview(text) as tv, memoryview(ltext) as lv, memoryview(ref) as rv:
+        for i, (c, *fields) in enumerate(zip(cstrs, *cols)):
+            with tv[toff[i]:toff[i + 1]] as t, lv[loff[i]:loff[i + 1]] as lt, rv[roff[i]:roff[i + 1]] as r:
+                dkeys.append(dedupe_key(c, texts[i], t) if fields[0] != MEMORY else 0)
+                crcs.append(row_crc(c, *fields, t, lt, r))
+    meta["dkey"] = np.array(dkeys, dtype=np.uint64)
+    meta["crc"] = crcs
+    return Chunk(
+        keys=[b.key for b in batches], counts=[len(b.texts) for b in batches], findings=[b.findings for b in batches],
+        infos=[b.infos for b in batches], conv_names=names, meta=meta,
+        vectors=scoring.embed_many(texts, tables=tables) if n else np.zeros((0, DIM), dtype=np.float32),
+        text=text, text_len=text_len, ltext=ltext, ltext_len=ltext_len, ref=ref, ref_len=ref_len,
+        tok_hash=np.concatenate(key_parts),
+        tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(ntok, dtype=np.int64)),
+    )
+
+
+def _read_part(store, sources: list[Source]) -> Chunk:
+    from samctl.search import index
+
+    return process([index.read_source(store, s) for s in sources])
+
+
+def _read_all(store, sources: list[Source], progress=None, jobs: int | None = None):
+    """Chunks for ``sources`` in order, read by worker processes when there are many."""
+    from samctl.stores import workers
+
+    chunks = [sources[i:i + CHUNK_SOURCES] for i in range(0, len(sources), CHUNK_SOURCES)]
+    total = len(sources)
+    if jobs is None:
+        jobs = workers.jobs("SAMCTL_INDEX_JOBS" if os.environ.get("SAMCTL_INDEX_JOBS", "").isdigit() else "SAMCTL_JOBS")
+    done = rows = 0
+    for part, chunk in zip(chunks, workers.ordered_map(store, _read_part, chunks,
+                                                       jobs if total >= PARALLEL_MIN_SOURCES else 1)):
+        done += len(part)
+        rows += len(chunk.meta)
+        if progress:
+            progress(done, total, rows)
+        yield chunk
+

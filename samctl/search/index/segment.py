@@ -1,0 +1,376 @@
+"""Segments: immutable files of rows and everything a query needs about them.
+
+Data model
+----------
+A segment holds, per row (see ``format.SECTIONS``):
+
+- ``vectors``  float32 (rows, 256): samctl's §7.5 embedding of the text (``scoring.embed_many``);
+- ``meta``     one 48-byte record (``format.META_FIELDS``);
+- ``text``/``ltext``/``ref`` UTF-8 blobs with ``*_off`` offsets (rows + 1): the text, its
+  ``lower()`` (for ``--exact``) and the row's id;
+- ``tok_keys``/``tok_ptr``/``tok_rows``: the token -> rows map of the keyword boost (CSR; a key is
+  ``format.token_key`` of a §7.7 token; rows ascending within a key is not promised).
+
+Layout of a segment file: 64-byte preamble (magic, version), the sections (64-byte aligned,
+``vectors`` first so it can be streamed), the header JSON (v, root, dim, rows, hash names, convs,
+and each section's offset/size/dtype/shape/crc32), and a 24-byte trailer (header offset, length,
+crc32, magic).  ``SegmentWriter`` builds one (on disk, or in memory for ``--no-index``); ``Segment``
+is an opened one: numpy views on a read-only mmap.
+
+Invariants
+----------
+- A segment is written to a temp sibling, fsynced and renamed into place, and never changed after.
+- Never trusted: ``Segment.open`` checks the file's size, magic, version, trailer, the header's
+  crc32 against the manifest's, root, hash names, row count, and every section's dtype, bounds,
+  size and shape; the offsets and token pointers must start at 0, end at their blob's length and
+  never go down.  Codes of a row (kind, role, content type, conversation) are checked where the
+  row is used (``Segment.row``).  Anything wrong raises BadIndex.  ``Segment.verify`` checks every
+  byte against the sections' crc32.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import stat
+import struct
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+
+from samctl import fsafe
+from samctl.search import scoring
+from samctl.search.index.format import (ALIGN, CTYPES, DIM, INDEX_VERSION, KINDS, PREAMBLE, ROLES, SECTIONS,
+                                      SEGMENT_MAGIC, TOKEN_HASH_NAME, TRAILER, TRAILER_MAGIC, BadIndex, _np,
+                                      meta_dtype)
+
+if TYPE_CHECKING:
+    from samctl.search.index.rows import Chunk
+
+
+ROW_BYTES = DIM * 4 + 48 + 3 * 8  # what a row costs a segment besides its blobs and postings: vector, meta, offsets
+POSTING_BYTES = 8 + 4  # a token key and a row, before they are grouped
+
+
+class SegmentWriter:
+    """Builds one segment, streamed to ``path`` (or kept in memory when ``path`` is None).
+
+    The vectors go to the file as rows are added; the rest (meta, blobs, postings) is held until
+    ``finish``: what the writer holds grows with ``estimate()``, which callers bound.
+    """
+
+    def __init__(self, root: str, path: Path | None = None, name: str = "(memory)"):
+        np = _np()
+        self.np = np
+        self.root = root
+        self.path = path
+        self.name = path.name if path is not None else name
+        self.rows = 0
+        self.held = 0  # bytes of blobs and postings added (what ``estimate`` counts besides the rows)
+        self.conv_index: dict[str, int] = {}
+        self.metas: list = []
+        self.vecs: list = []
+        self.blobs = {"text": [], "ltext": [], "ref": []}
+        self.lens = {"text": [], "ltext": [], "ref": []}
+        self.tok_hash: list = []
+        self.tok_row: list = []
+        self.crc: dict[str, int] = {}
+        self.tmp = self.f = None
+        if path is not None:
+            self.tmp, self.f = fsafe.create_temp(path)
+            self.f.write(SEGMENT_MAGIC + struct.pack("<I", INDEX_VERSION) + b"\0" * (PREAMBLE - 12))
+            self.pos = PREAMBLE
+            self.crc["vectors"] = 0
+
+    def discard(self) -> None:
+        if self.f is not None:
+            self.f.close()
+            fsafe.discard_temp(self.tmp)
+            self.f = None
+
+    def conv_map(self, names: list):
+        """Array mapping a chunk's or segment's conversation indexes to this segment's."""
+        np = self.np
+        return np.array([self.conv_index.setdefault(c, len(self.conv_index)) for c in names] or [0], dtype=np.int32)
+
+    def _vectors(self, v) -> None:
+        v = self.np.ascontiguousarray(v, dtype=self.np.float32)
+        if not v.size:
+            return
+        if self.f is None:
+            self.vecs.append(v)
+            return
+        data = memoryview(v).cast("B")
+        self.f.write(data)
+        self.crc["vectors"] = zlib.crc32(data, self.crc["vectors"])
+        self.pos += len(data)
+
+    def add_rows(self, meta, vectors, conv_map, blobs: dict, lens: dict) -> int:
+        """Append rows; ``conv_map[meta['conv']]`` is their conversation here.  Returns the first new row."""
+        start = self.rows
+        m = meta.copy()
+        if len(m):
+            m["conv"] = conv_map[m["conv"]]
+        self.metas.append(m)
+        self._vectors(vectors)
+        for k in ("text", "ltext", "ref"):
+            b = blobs[k] if type(blobs[k]) in (bytes, bytearray) else bytes(blobs[k])  # (a chunk's: not copied)
+            self.blobs[k].append(b)
+            self.held += len(b)
+            self.lens[k].append(self.np.asarray(lens[k], dtype=self.np.int64))
+        self.rows += len(m)
+        return start
+
+    def add_postings(self, hashes, rows) -> None:
+        self.tok_hash.append(self.np.asarray(hashes, dtype=self.np.uint64))
+        self.tok_row.append(self.np.asarray(rows, dtype=self.np.int32))
+        self.held += POSTING_BYTES * len(self.tok_row[-1])
+
+    def estimate(self) -> int:
+        """About the size of the segment file if it were finished now (a posting counted before
+        it is grouped under its key)."""
+        return PREAMBLE + self.rows * ROW_BYTES + self.held
+
+    def add_chunk(self, c: Chunk) -> int:
+        start = self.add_rows(c.meta, c.vectors, self.conv_map(c.conv_names), {"text": c.text, "ltext": c.ltext, "ref": c.ref},
+                              {"text": c.text_len, "ltext": c.ltext_len, "ref": c.ref_len})
+        self.add_postings(c.tok_hash, c.tok_row.astype(self.np.int64) + start)
+        return start
+
+    def _sections(self) -> dict:
+        np = self.np
+        out = {}
+        out["meta"] = np.concatenate(self.metas) if self.metas else np.zeros(0, dtype=meta_dtype())
+        for k in ("text", "ltext", "ref"):
+            lens = np.concatenate(self.lens[k]) if self.lens[k] else np.zeros(0, dtype=np.int64)
+            off = np.zeros(len(lens) + 1, dtype=np.int64)
+            np.cumsum(lens, out=off[1:])
+            out[k + "_off"] = off
+            if self.f is None:
+                pieces = self.blobs[k]  # (one piece, a chunk's bytearray: itself, not a copy)
+                joined = self.blobs[k] = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                out[k] = np.frombuffer(joined, dtype=np.uint8)
+            # (on disk, ``finish`` writes the pieces as they are: no second copy of every text)
+        h = np.concatenate(self.tok_hash) if self.tok_hash else np.zeros(0, dtype=np.uint64)
+        r = np.concatenate(self.tok_row) if self.tok_row else np.zeros(0, dtype=np.int32)
+        order = np.argsort(h, kind="stable")
+        hs = h[order]
+        out["tok_rows"] = r[order].astype(np.int32)
+        if len(hs):
+            starts = np.flatnonzero(np.concatenate(([True], hs[1:] != hs[:-1])))
+        else:
+            starts = np.zeros(0, dtype=np.int64)
+        out["tok_keys"] = hs[starts]
+        out["tok_ptr"] = np.concatenate((starts, [len(hs)])).astype(np.int64)
+        return out
+
+    def _header(self, sections: dict) -> dict:
+        return {"v": INDEX_VERSION, "root": self.root, "dim": DIM, "rows": self.rows, "hash": scoring.STABLE_HASH_NAME,
+                "token_hash": TOKEN_HASH_NAME, "convs": list(self.conv_index), "sections": sections}
+
+    def finish(self):
+        """In memory: the Segment.  On disk: ``{"name", "rows", "size", "hcrc"}`` once renamed into place."""
+        np = self.np
+        arrays = self._sections()
+        if self.f is None:
+            arrays["vectors"] = np.concatenate(self.vecs) if self.vecs else np.zeros((0, DIM), dtype=np.float32)
+            seg = Segment("(memory)", self.rows, list(self.conv_index), arrays)
+            for k in ("text", "ltext", "ref"):
+                seg.bufs[k] = (self.blobs[k], 0)  # the bytes under arrays[k]: no second copy
+            return seg
+        try:
+            sec = {"vectors": [PREAMBLE, self.rows * DIM * 4, "<f4", [self.rows, DIM], self.crc["vectors"]]}
+            for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_ptr",
+                         "tok_rows"):
+                pad = (-self.pos) % ALIGN
+                self.f.write(b"\0" * pad)
+                self.pos += pad
+                if name in self.blobs:
+                    crc = nbytes = 0
+                    for piece in self.blobs[name]:
+                        self.f.write(piece)
+                        crc = zlib.crc32(piece, crc)
+                        nbytes += len(piece)
+                    sec[name] = [self.pos, nbytes, "|u1", [nbytes], crc]
+                    self.pos += nbytes
+                    continue
+                a = np.ascontiguousarray(arrays[name])
+                data = memoryview(a).cast("B") if a.nbytes else b""
+                self.f.write(data)
+                sec[name] = [self.pos, a.nbytes, a.dtype.str if name != "meta" else "meta", list(a.shape),
+                             zlib.crc32(data)]
+                self.pos += a.nbytes
+            header = orjson.dumps(self._header(sec))
+            hcrc = zlib.crc32(header)
+            self.f.write(header)
+            self.f.write(TRAILER.pack(self.pos, len(header), hcrc, TRAILER_MAGIC))
+            size = self.pos + len(header) + TRAILER.size
+            fsafe.finish_temp(self.f)
+            self.f = None
+            fsafe.commit_temp(self.tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        return {"name": self.path.name, "rows": self.rows, "size": size, "hcrc": hcrc, "dead": []}
+
+
+class Segment:
+    """An opened segment: numpy views (on a read-only mmap, or in memory) plus what queries need."""
+
+    def __init__(self, name: str, rows: int, convs: list, arrays: dict):
+        self.name = name
+        self.rows = rows
+        self.convs = convs
+        self.a = arrays
+        self.bufs: dict = {}  # "text"/"ltext"/"ref" -> (buffer with .find and slicing, base offset)
+        self.alive = None
+        self.header: dict = {}
+        self.mm = None
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["a"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def row(self, i: int) -> tuple:
+        """(kind, role, content type, conversation id) of row ``i``; BadIndex if a code is out of range."""
+        m = self.a["meta"][i]
+        k, r, c, v = int(m["kind"]), int(m["role"]), int(m["ctype"]), int(m["conv"])
+        if not (0 <= k < len(KINDS) and 0 <= r < len(ROLES) and 0 <= c < len(CTYPES) and 0 <= v < len(self.convs)):
+            raise BadIndex(f"{self.name}: row {i} has codes out of range")
+        return KINDS[k], ROLES[r], CTYPES[c], self.convs[v]
+
+    def span(self, kind: str, a: int, b: int):
+        """The bytes of rows ``a`` to ``b`` (exclusive) of the blob ``kind``, as the buffer slices them."""
+        buf, base = self.bufs[kind]
+        off = self.a[kind + "_off"]
+        return buf[base + int(off[a]): base + int(off[b])]
+
+    def blob(self, kind: str, i: int) -> bytes:
+        return bytes(self.span(kind, i, i + 1))
+
+    def crc(self, kind: str, i: int, value: int = 0) -> int:
+        """``zlib.crc32`` of row ``i``'s bytes of the blob ``kind``, read in place (no copy of a long text)."""
+        buf, base = self.bufs[kind]
+        off = self.a[kind + "_off"]
+        with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
+            return zlib.crc32(part, value)
+
+    def size(self, kind: str, i: int) -> int:
+        off = self.a[kind + "_off"]
+        return int(off[i + 1] - off[i])
+
+    def text(self, i: int) -> str:
+        buf, base = self.bufs["text"]
+        off = self.a["text_off"]
+        with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
+            return str(part, "utf-8", "surrogatepass")  # decoded in place: one copy of a long text, not two
+
+    def ref(self, i: int) -> str:
+        return self.blob("ref", i).decode("utf-8", "surrogatepass")
+
+    @classmethod
+    def open(cls, path: Path, root: str, expect: dict) -> "Segment":
+        np = _np()
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise BadIndex(f"{path.name}: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise BadIndex(f"{path.name}: not a regular file")
+            if st.st_size != expect["size"] or st.st_size < PREAMBLE + TRAILER.size:
+                raise BadIndex(f"{path.name}: {st.st_size} bytes, the manifest says {expect['size']}")
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        size = len(mm)
+        if mm[:8] != SEGMENT_MAGIC or struct.unpack_from("<I", mm, 8)[0] != INDEX_VERSION:
+            raise BadIndex(f"{path.name}: not a samctl segment of version {INDEX_VERSION}")
+        hoff, hlen, hcrc, magic = TRAILER.unpack_from(mm, size - TRAILER.size)
+        if magic != TRAILER_MAGIC or hoff + hlen != size - TRAILER.size or hoff < PREAMBLE:
+            raise BadIndex(f"{path.name}: bad trailer")
+        raw = mm[hoff: hoff + hlen]
+        if zlib.crc32(raw) != hcrc or hcrc != expect["hcrc"]:
+            raise BadIndex(f"{path.name}: header checksum mismatch")
+        try:
+            h = orjson.loads(raw)
+            rows = h["rows"]
+            ok = (h["v"] == INDEX_VERSION and h["root"] == root and h["dim"] == DIM and rows == expect["rows"]
+                  and h["hash"] == scoring.STABLE_HASH_NAME and h["token_hash"] == TOKEN_HASH_NAME
+                  and isinstance(h["convs"], list) and all(isinstance(c, str) for c in h["convs"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise BadIndex(f"{path.name}: header of another version, root or hash")
+        arrays = {}
+        dims = {}
+        try:
+            for name, (dtype, shape_rule) in SECTIONS.items():
+                off, nbytes, dt, shape, _crc = h["sections"][name]
+                dt = meta_dtype() if name == "meta" and dt == "meta" else np.dtype(dt)
+                if dtype is not None and dt != np.dtype(dtype):
+                    raise BadIndex(f"{path.name}: section {name} has dtype {dt}")
+                if not (isinstance(off, int) and isinstance(nbytes, int) and PREAMBLE <= off and off + nbytes <= hoff):
+                    raise BadIndex(f"{path.name}: section {name} out of bounds")
+                if not isinstance(shape, list) or math.prod(shape) * dt.itemsize != nbytes:
+                    raise BadIndex(f"{path.name}: section {name} has the wrong size")
+                for want, got in zip(shape_rule, shape):
+                    if isinstance(want, int):
+                        ok = want == got
+                    elif want == "R":
+                        ok = got == rows
+                    elif want == "R+1":
+                        ok = got == rows + 1
+                    else:  # K, K+1, P are shared by the token sections; B is each blob's own
+                        ok = dims.setdefault(want if want != "B" else name, got) == got
+                    if not ok or len(shape) != len(shape_rule):
+                        raise BadIndex(f"{path.name}: section {name} has shape {shape}")
+                arrays[name] = np.frombuffer(mm, dtype=dt, count=math.prod(shape), offset=off).reshape(shape)
+                if name in ("text", "ltext", "ref"):
+                    arrays["_base_" + name] = off
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadIndex(f"{path.name}: bad section table ({exc})") from None
+        if dims.get("K+1", 0) != dims.get("K", 0) + 1 and "K" in dims:
+            raise BadIndex(f"{path.name}: token table sizes disagree")
+        seg = cls(path.name, rows, h["convs"], arrays)
+        seg.header = h
+        seg.mm = mm
+        for k in ("text", "ltext", "ref"):
+            seg.bufs[k] = (mm, arrays.pop("_base_" + k))
+        seg._check_cheap()
+        return seg
+
+    def _check_cheap(self) -> None:
+        """Structural checks cheap enough for every open (offsets, pointers, codes in range)."""
+        np = _np()
+        a = self.a
+
+        def consistent(off, end) -> bool:  # from 0 to ``end``, never going down
+            return not (off[0] != 0 or off[-1] != end or (len(off) > 1 and np.any(off[1:] < off[:-1])))
+
+        for k in ("text", "ltext", "ref"):
+            if not consistent(a[k + "_off"], len(a[k])):
+                raise BadIndex(f"{self.name}: {k} offsets are not consistent")
+        if not consistent(a["tok_ptr"], len(a["tok_rows"])):
+            raise BadIndex(f"{self.name}: token pointers are not consistent")
+        # codes (kind, role, content type, conversation) are checked where a row is used: Segment.row
+
+    def verify(self) -> list[str]:
+        """Every section's crc32 against the header (reads every byte)."""
+        problems = []
+        view = memoryview(self.mm)
+        try:
+            for name, (off, nbytes, _dt, _shape, crc) in self.header["sections"].items():
+                if zlib.crc32(view[off: off + nbytes]) != crc:
+                    problems.append(f"{self.name}: section {name} does not match its checksum")
+        finally:
+            view.release()
+        return problems
+
+

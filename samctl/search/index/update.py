@@ -1,0 +1,445 @@
+"""Bringing the index up to date: refresh, compaction, hiding archived copies, clean-up; and
+``read_segments``, which ``memory`` also builds its parts with (``--no-index``).
+
+Data model
+----------
+``refresh`` compares the sources discovered now with the manifest's (``sources.stale``), reads the
+changed ones into new segments, marks their old rows dead, and writes a new manifest.  An
+archived copy of a message the conversation still has (same dedupe key) is listed in ``hidden``.
+
+Invariants
+----------
+- Writers hold ``<index dir>/lock`` (flock, waiting up to ``LOCK_WAIT`` seconds); two searches
+  that both find the index stale refresh it one after the other, and the second finds nothing
+  left to do.  Readers take no lock (see ``opened``).
+- Incremental: a source whose signature changed (or that is new) is read again into a new
+  segment and its old rows become dead; removed sources only add dead rows.  A segment with no
+  alive rows is dropped.  A segment is rewritten once more than ``DEAD_FRACTION`` of its rows
+  are dead, and the small ones are merged when there are more than ``MAX_SEGMENTS`` of them
+  (``_to_rewrite``), so a search never pays for rewriting the whole index for a few files.
+- Bounded: a build or a rewrite cuts its output into segments of about ``SEGMENT_BYTES``, between
+  sources (a source's rows are always in one segment), so what it holds in memory does not grow
+  with the store: building the index of 100,000 mermaid sessions (1.2 million messages) peaked at
+  5.4 GiB of memory in one segment, 585 MiB in twelve.
+- A new segment is renamed into place before the manifest that names it; segments the manifest
+  no longer names, and temps of dead writers, are removed afterwards (``_gc``), under the lock.
+- An error while reading or writing leaves the previous index as it was: new segments are
+  temps until complete, and the manifest is replaced last.  ``refresh`` raises BadIndex only
+  when the index cannot be written (the caller then searches without it).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import secrets
+import time
+from pathlib import Path
+
+from samctl import fsafe
+from samctl.search import scoring
+from samctl.search.index.format import ARCHIVED, DIM, INDEX_VERSION, MESSAGE, TOKEN_HASH_NAME, BadIndex, _np, index_dir
+from samctl.search.index.manifest import HEAD, alive_mask, encode_manifest, write_manifest_bytes
+from samctl.search.index.opened import Index, open_index, try_open
+from samctl.search.index.rows import _read_all
+from samctl.search.index.segment import POSTING_BYTES, ROW_BYTES, Segment, SegmentWriter
+from samctl.search.index.sources import discover, stale
+from samctl.stores.sources import TRANSIENT_CODES
+from samctl.lock import flock_waiting
+
+MAX_SEGMENTS = 6
+DEAD_FRACTION = 0.3
+SEGMENT_BYTES = 256 << 20  # a segment is cut (between sources) once it holds this much: what a build or
+# rewrite holds in memory at a time is bounded by it, whatever the size of the store
+LOCK_WAIT = 600.0  # seconds to wait for another samctl that is refreshing the index
+
+
+@contextlib.contextmanager
+def _writer_lock(d: Path, wait: float = LOCK_WAIT, progress=None):
+    fd = os.open(d / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        flock_waiting(fd, wait, lambda: BadIndex("another samctl has been refreshing the index for too long"),
+                      None if progress is None else
+                      lambda: progress.note("waiting for another samctl that is updating the index"))
+        yield
+    finally:
+        fsafe.unlock(fd)
+
+
+def _new_segment_path(d: Path) -> Path:
+    return d / f"seg-{secrets.token_hex(12)}.seg"
+
+
+def _finding_rows(findings: list) -> list:
+    return [[f.code, f.path, f.reason, f.severity, f.conversation] for f in findings]
+
+
+def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progress=None, jobs: int | None = None,
+               keep_sigs: bool = True, cap: int | None = None) -> tuple[dict, list]:
+    """Read the sources ``todo`` into segments made by ``new_writer()``: (the manifest entry of each
+    source, by key; what ``finish`` returned for each segment, in order).  With ``cap``, a segment
+    is finished and the next one started once it holds ``cap`` bytes (``read_segments``).  If
+    anything fails, the segments already finished are removed again."""
+    entries, done, made = {}, [], []
+
+    def tracked():
+        made.append(new_writer())
+        return made[-1]
+
+    try:
+        for part, finished in read_segments(tracked, store, todo, current, convs, progress, jobs, keep_sigs, cap):
+            entries.update(part)
+            done.append(finished)
+    except BaseException:
+        _unlink_finished(None if not made or made[0].path is None else made[0].path.parent, done)
+        raise
+    return entries, done
+
+
+def read_segments(new_writer, store, todo: list, current: dict, convs: dict, progress=None, jobs: int | None = None,
+                  keep_sigs: bool = True, cap: int | None = None):
+    """Yield, segment by segment as each is finished, (the manifest entries of its sources, by key;
+    what ``finish`` returned): the sources ``todo``, read in order into segments made by
+    ``new_writer()``.  With ``cap``, a segment is finished once it holds ``cap`` bytes, between
+    chunks of sources (a source's rows are in one segment).  The infos of the conversations go to
+    ``convs``.  With ``keep_sigs`` a source keeps its signature unless it was modified moments
+    before or could not be read for a passing reason; without, none does.  The segment being
+    written when this fails (or is closed early) is discarded."""
+    entries = {}
+    w = new_writer()
+    try:
+        for chunk in _read_all(store, todo, progress, jobs):
+            if cap is not None and w.rows and w.estimate() >= cap:
+                finished, w = w.finish(), None
+                yield entries, finished
+                entries, finished = {}, None  # (nothing of the segment handed over is held from here on)
+                w = new_writer()
+            start = w.add_chunk(chunk)
+            for key, n, fnd, infos in zip(chunk.keys, chunk.counts, chunk.findings, chunk.infos):
+                src = current[key]
+                trusted = keep_sigs and src.trusted and not any(f.code in TRANSIENT_CODES for f in fnd)
+                entries[key] = {"kind": src.kind, "conv": src.conv, "sig": src.sig if trusted else None,
+                                "seg": w.name, "start": start, "end": start + n, "findings": _finding_rows(fnd),
+                                "infos": [i["id"] for i in infos]}
+                for info in infos:
+                    convs[info["id"]] = info
+                start += n
+        finished, w = w.finish(), None
+        yield entries, finished
+    finally:
+        if w is not None:
+            w.discard()
+
+
+def _unlink_finished(folder: Path | None, infos: list) -> None:
+    """Remove the segments a failed build or rewrite had already renamed into place in ``folder``
+    (None: built in memory): no manifest names them (``_gc`` would remove them at the next refresh)."""
+    if folder is None:
+        return
+    for info in infos:
+        fsafe.remove(folder / info["name"])
+
+
+def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = False, progress=None,
+            jobs: int | None = None) -> Index:
+    """The store's index, brought up to date for ``scope`` (all sources when None).
+
+    Appends discovery findings and the findings of every source in scope (stored with the index,
+    so an unchanged bad file is still reported) to ``findings``.  Raises BadIndex only when the
+    index cannot be written (the caller then searches without it).
+    """
+    disc: list = []
+    current = discover(store, disc, scope)
+    findings.extend(disc)
+    idx = None if rebuild else try_open(store)
+    if idx is not None:
+        changed, removed = stale(idx.manifest, current, scope)
+        if not changed and not removed:
+            findings.extend(idx.findings(scope, current))
+            return idx
+    d = index_dir(store)
+    try:
+        fsafe.make_private_dir(d)
+        with _writer_lock(d, progress=progress):
+            idx = None if rebuild else try_open(store)
+            changed, removed = stale(idx.manifest if idx else None, current, scope)
+            if idx is None or changed or removed:
+                _update(store, d, idx, current, changed, removed, progress, jobs)
+            new = open_index(store)
+    except OSError as exc:
+        raise BadIndex(f"cannot write the index in {d}: {exc.strerror or exc}") from None
+    new.read = sorted(changed)
+    new.removed = sorted(removed)
+    new.rebuilt = idx is None
+    findings.extend(new.findings(scope, current))  # (in discover's order, whatever was read again)
+    return new
+
+
+def _update(store, d: Path, idx: Index | None, current: dict, changed: list, removed: list, progress, jobs) -> None:
+    now = time.time()
+    root = store.root_real
+    if idx is None:
+        man = {"v": INDEX_VERSION, "root": root, "store": store.name, "hash": scoring.STABLE_HASH_NAME,
+               "token_hash": TOKEN_HASH_NAME, "dim": DIM, "created": now, "updated": now, "segments": [],
+               "hidden": {}, "sources": {}, "convs": {}}
+        segs: dict[str, Segment] = {}
+    else:
+        old_man = idx.manifest
+        man = {k: old_man.body[k] for k in HEAD}
+        man["segments"] = [dict(s, dead=[list(x) for x in s["dead"]]) for s in old_man.segments]
+        man["hidden"] = {}
+        man["sources"] = dict(old_man.sources())
+        man["convs"] = dict(old_man.convs())
+        segs = {s.name: s for s in idx.segments}
+    seg_by_name = {s["name"]: s for s in man["segments"]}
+    for k in list(changed) + list(removed):
+        old = man["sources"].pop(k, None)
+        if old is None:
+            continue
+        if old["seg"] is not None and old["end"] > old["start"]:
+            seg_by_name[old["seg"]]["dead"].append([old["start"], old["end"]])
+        for cid in old["infos"]:
+            man["convs"].pop(cid, None)
+    entries: dict = {}
+    infos: list = []
+    if changed:
+        todo = [current[k] for k in changed]
+        entries, infos = _read_into(lambda: SegmentWriter(root, _new_segment_path(d)), store, todo, current,
+                                    man["convs"], progress, jobs, cap=SEGMENT_BYTES)
+    try:
+        man = _settle(d, root, man, segs, infos, entries)
+    except BaseException:
+        _unlink_finished(d, infos)  # no manifest names them yet: the index stays as it was
+        raise
+    man["updated"] = now
+    write_manifest_bytes(d / "manifest", encode_manifest(man))
+    _gc(d, {s["name"] for s in man["segments"]})
+
+
+def _settle(d: Path, root: str, man: dict, segs: dict, infos: list, entries: dict) -> dict:
+    """``man`` with the new segments ``infos`` (and their sources, ``entries``) in, the segments
+    no row is alive in out, and what ``_to_rewrite`` picks rewritten."""
+    for info in infos:
+        if info["rows"]:
+            man["segments"].append(info)
+        else:
+            fsafe.discard_temp(d / info["name"])
+    for key, e in entries.items():
+        if e["end"] == e["start"]:
+            e["seg"], e["start"], e["end"] = None, 0, 0
+        man["sources"][key] = e
+    for s in man["segments"]:
+        s["dead"] = _merge_ranges(s["dead"])
+    man["segments"] = [s for s in man["segments"] if _dead_count(s) < s["rows"]]
+    live = {s["name"] for s in man["segments"]}
+    for e in man["sources"].values():
+        if e["seg"] not in live:
+            e["seg"], e["start"], e["end"] = None, 0, 0
+    opened = [segs.get(s["name"]) or Segment.open(d / s["name"], root, s) for s in man["segments"]]
+    rewrite = _to_rewrite(man["segments"])
+    if rewrite:
+        man, opened = _rewrite(d, root, man, opened, rewrite)
+    man["hidden"] = _hidden(man, opened)
+    return man
+
+
+def _merge_ranges(ranges: list) -> list:
+    out: list = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def _dead_count(s: dict) -> int:
+    return sum(b - a for a, b in s["dead"])
+
+
+def _to_rewrite(segments: list) -> set:
+    """The segments to rewrite now (empty: none).
+
+    A segment with more than ``DEAD_FRACTION`` of its rows dead is rewritten (with what is alive
+    in it), and the small segments refreshes leave are merged once there are more than
+    ``MAX_SEGMENTS`` of them besides the "sealed" ones (those of ``SEGMENT_BYTES / 2`` or more,
+    and the biggest).  So a refresh that read a few files never pays for rewriting a big segment
+    that has not decayed, and no rewrite holds more than one ``SEGMENT_BYTES`` segment in memory
+    at a time (``_rewrite``).
+    """
+    if not segments:
+        return set()
+    out = {s["name"] for s in segments if _dead_count(s) > DEAD_FRACTION * s["rows"]}
+    biggest = max(segments, key=lambda s: s["size"])["name"]
+    small = {s["name"] for s in segments if s["size"] < SEGMENT_BYTES // 2} - {biggest}
+    if len(small) > MAX_SEGMENTS - 1:
+        out |= small
+    return out
+
+
+def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
+    """Rewrite the alive rows of the segments in ``names``, in order, into new segments of about
+    ``SEGMENT_BYTES`` each, cut between sources (a source bigger than that goes alone); the other
+    segments stay as they are, and the sources in the rewritten ones are renumbered."""
+    np = _np()
+    cuts_of: dict = {}  # segment -> the rows where a source starts: the only places a segment may be cut
+    for e in man["sources"].values():
+        if e["seg"] in names and e["end"] > e["start"]:
+            cuts_of.setdefault(e["seg"], []).append(e["start"])
+    pieces: dict = {}  # old segment -> [(first row, end row, new segment, its first row there)]
+    done: list = []
+    w = None
+    try:
+        for entry, seg in zip(man["segments"], opened):
+            if entry["name"] not in names:
+                continue
+            alive = alive_mask(seg.rows, entry["dead"])
+            idx = np.flatnonzero(alive)
+            if not len(idx):
+                continue
+            cum = np.zeros(seg.rows + 1, dtype=np.int64)  # bytes of rows [0, i) in a segment file
+            np.cumsum(_row_bytes(seg), out=cum[1:])
+            cuts = np.unique(np.asarray(cuts_of.get(seg.name, []), dtype=np.int64))
+            by_row = _postings_by_row(seg)
+            conv_map = None
+            # runs of alive rows: contiguous in every section, and whole sources (dead rows are)
+            breaks = np.flatnonzero(np.diff(idx) != 1)
+            starts = np.concatenate(([idx[0]], idx[breaks + 1]))
+            ends = np.concatenate((idx[breaks] + 1, [idx[-1] + 1]))
+            for a, b in zip(starts.tolist(), ends.tolist()):
+                while a < b:
+                    if w is None:
+                        w, conv_map = SegmentWriter(root, _new_segment_path(d)), None
+                    c = _cut(cum, cuts, a, b, SEGMENT_BYTES - w.estimate(), w.rows == 0)
+                    if c is None:  # the next source does not fit: this segment is full
+                        done.append(w.finish())
+                        w = None
+                        continue
+                    if conv_map is None:
+                        conv_map = w.conv_map(seg.convs)
+                    blobs, lens = {}, {}
+                    for k in ("text", "ltext", "ref"):
+                        blobs[k] = seg.span(k, a, c)
+                        lens[k] = np.diff(seg.a[k + "_off"][a: c + 1])
+                    first = w.add_rows(seg.meta[a:c], seg.vectors[a:c], conv_map, blobs, lens)
+                    keys, rows = by_row
+                    lo, hi = np.searchsorted(rows, (a, c))
+                    w.add_postings(keys[lo:hi], rows[lo:hi] - a + first)
+                    pieces.setdefault(seg.name, []).append((a, c, w.name, first))
+                    a = c
+        if w is not None:
+            done.append(w.finish())
+            w = None
+    except BaseException:
+        if w is not None:
+            w.discard()
+        _unlink_finished(d, done)
+        raise
+    for e in man["sources"].values():
+        if e["seg"] in names:
+            e["seg"], e["start"], e["end"] = _moved(pieces.get(e["seg"], ()), e["start"], e["end"])
+    kept = [(e, s) for e, s in zip(man["segments"], opened) if e["name"] not in names]
+    man["segments"] = [e for e, _ in kept]
+    opened = [s for _, s in kept]
+    for info in done:
+        man["segments"].append(info)
+        opened.append(Segment.open(d / info["name"], root, info))
+    return man, opened
+
+
+def _row_bytes(seg: Segment):
+    """About what each row of ``seg`` costs a segment file (``SegmentWriter.estimate``'s measure)."""
+    np = _np()
+    b = np.full(seg.rows, ROW_BYTES, dtype=np.int64)
+    for k in ("text", "ltext", "ref"):
+        b += np.diff(seg.a[k + "_off"])
+    rows = seg.tok_rows
+    b += POSTING_BYTES * np.bincount(rows[(rows >= 0) & (rows < seg.rows)], minlength=seg.rows)
+    return b
+
+
+def _postings_by_row(seg: Segment):
+    """(token keys, rows) of every posting of ``seg``, ordered by row."""
+    np = _np()
+    rows = seg.tok_rows.astype(np.int64)
+    keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
+    order = np.argsort(rows, kind="stable")
+    return keys[order], rows[order]
+
+
+def _cut(cum, cuts, a: int, b: int, room: int, empty: bool) -> int | None:
+    """Where the piece of the run ``[a, b)`` that goes into the current segment ends: ``b`` if the
+    rest fits in ``room`` bytes, else the farthest source start that fits; None if not even the first
+    source fits (the segment is full), unless the segment is ``empty``: then that source alone."""
+    np = _np()
+    if cum[b] - cum[a] <= room:
+        return b
+    last = int(np.searchsorted(cum, cum[a] + room, side="right")) - 1  # rows [a, last) fit
+    k = int(np.searchsorted(cuts, last, side="right")) - 1
+    if k >= 0 and a < int(cuts[k]) < b:
+        return int(cuts[k])
+    if not empty:
+        return None
+    k = int(np.searchsorted(cuts, a, side="right"))
+    return int(cuts[k]) if k < len(cuts) and int(cuts[k]) < b else b
+
+
+def _moved(pieces, start: int, end: int) -> tuple:
+    """(new segment, start, end) of a source that was at rows ``[start, end)`` of a rewritten segment
+    (``pieces``: that segment's, in row order; a bisection, as a decayed segment may have thousands)."""
+    i = bisect.bisect_right(pieces, start, key=lambda piece: piece[0]) - 1
+    if i >= 0:
+        a, c, name, first = pieces[i]
+        if start < c:
+            return name, first + start - a, first + end - a
+    return None, 0, 0
+
+
+def _hidden(man: dict, opened: list[Segment]) -> dict:
+    """Archived copies of messages that the conversation still has: rows to hide, per segment."""
+    np = _np()
+    per = []
+    for entry, seg in zip(man["segments"], opened):
+        alive = alive_mask(seg.rows, entry["dead"])
+        kind = seg.meta["kind"]
+        per.append((entry["name"], seg, alive, kind))
+    if not any(np.any(k == ARCHIVED) for _, _, _, k in per):
+        return {}
+    keys = np.unique(np.concatenate([seg.meta["dkey"][alive & (kind == MESSAGE)] for _, seg, alive, kind in per]))
+    out = {}
+    for name, seg, alive, kind in per:
+        rows = np.flatnonzero(alive & (kind == ARCHIVED))
+        dup = rows[np.isin(seg.meta["dkey"][rows], keys)]
+        if len(dup):
+            out[name] = dup.tolist()
+    return out
+
+
+def _gc(d: Path, keep: set) -> None:
+    """Remove segments the manifest no longer names and temps of dead writers (we hold the lock)."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for n in names:
+        if (n.endswith(".seg") and n not in keep) or (n.startswith(".seg-") and n.endswith(".tmp")) or \
+                (n.startswith(".manifest.") and n.endswith(".tmp")):
+            try:
+                os.unlink(d / n)
+            except OSError:
+                pass
+
+
+def invalidate(store) -> None:
+    """Drop the index (its manifest; the segments go with the next refresh's clean-up)."""
+    d = index_dir(store)
+    if not (d / "manifest").exists():
+        return
+    with _writer_lock(d):
+        try:
+            os.unlink(d / "manifest")
+        except FileNotFoundError:
+            pass
+        _gc(d, set())
+

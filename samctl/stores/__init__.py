@@ -1,0 +1,195 @@
+"""The store registry, and detection: which store lives at a path, and the Store object for it.
+
+Accepted ``--root`` values (DESIGN.md): a SAM base folder, a SAM
+``conversations`` folder, a mermaid project folder, or a
+``.mermaid/conversations`` folder.  Without one: ``./.mermaid/conversations``
+if present, else SAM's default location.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib
+import os
+import re
+from pathlib import Path
+
+from samctl import fsafe
+from samctl.errors import Denied, NotFound
+from samctl.stores.base import Caps, Store
+
+SAM_DEFAULT_BASE = Path("~/Library/Application Support/SAM")
+_UUID_NAME = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
+_MERMAID_NAME = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9]{3}\.(json|meta|jsonl)\Z")
+
+
+def _looks_like_sam_conversations(p: Path) -> bool:
+    if (p / "active-conversation.json").exists() or (p / "conversations.json").exists():
+        return True
+    try:
+        with os.scandir(p) as it:
+            for e in it:
+                if _UUID_NAME.match(e.name) and e.is_dir(follow_symlinks=False):
+                    return True
+    except PermissionError:
+        raise  # a folder samctl may not list: locate says so
+    except OSError:
+        return False
+    return False
+
+
+def _looks_like_mermaid_conversations(p: Path) -> bool:
+    try:
+        with os.scandir(p) as it:
+            return any(_MERMAID_NAME.match(e.name) for e in it)
+    except PermissionError:
+        raise
+    except OSError:
+        return False
+
+
+def locate(root: str | None) -> tuple[str, Path, Path]:
+    """(store name, conversations folder, base folder) for a ``--root`` value.
+
+    Raises NotFound (exit 4) for no store, and for a folder on the way that samctl may not
+    read ("permission denied: PATH"): every command then says the same one line.
+    """
+    try:
+        kind, conv, base = _locate(root)
+        if not os.access(conv, os.R_OK | (os.X_OK if os.path.isdir(conv) else 0)):  # (a file root: llm's db, a zip)
+            raise PermissionError(errno.EACCES, "Permission denied", str(conv))
+    except PermissionError as exc:
+        raise denied(exc.filename) from None
+    # every path printed from here on is built on these: printed by fsafe.shown's one rule
+    return kind, Path(fsafe.shown(conv)), Path(fsafe.shown(base))
+
+
+def denied(path) -> Denied:
+    """The error for a store path samctl may not read: names the first folder on ``path`` that
+    samctl may not enter, else ``path`` itself (a folder it may enter but not list, or a file)."""
+    return Denied(fsafe.shown(fsafe.first_closed(path or ".")),
+                  hint="samctl needs to read the store's folders; check their owner and mode (ls -ld), "
+                       "or run samctl as the user who owns them")
+
+
+def _locate(root: str | None) -> tuple[str, Path, Path]:
+    if root is None:
+        try:
+            here = Path.cwd() / ".mermaid" / "conversations"
+        except FileNotFoundError:  # the current folder was removed: it holds no project
+            here = Path("/nonexistent")
+        if here.is_dir():
+            return "mermaid", here, here.parent
+        sam = SAM_DEFAULT_BASE.expanduser()
+        if (sam / "conversations").is_dir():
+            return "sam", sam / "conversations", sam
+        raise NotFound(
+            f"no store found: neither ./.mermaid/conversations nor {sam}/conversations exists",
+            hint="point samctl at one with --root PATH or SAMCTL_ROOT",
+        )
+    p = Path(root).expanduser()
+    try:
+        os.stat(p)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise PermissionError(exc.errno, exc.strerror, str(p)) from None
+        what = "symlink loop" if exc.errno == errno.ELOOP else "no such folder"
+        raise NotFound(f"{root}: {what}", hint="check the path given with --root or SAMCTL_ROOT") from None
+    other = _reader_store(p)  # (before SAM's rules: an export folder holds a conversations.json too)
+    if other is not None:
+        return other
+    if not p.is_dir():
+        raise NotFound(f"{root}: is not a folder", hint="--root takes a folder")
+    if (p / ".mermaid" / "conversations").is_dir():
+        return "mermaid", p / ".mermaid" / "conversations", p / ".mermaid"
+    if p.name == "conversations" and p.parent.name == ".mermaid":
+        return "mermaid", p, p.parent
+    if p.name == ".mermaid" and (p / "conversations").is_dir():
+        return "mermaid", p / "conversations", p
+    from samctl.stores import readers# other apps' stores (read-only): Claude Code, Codex CLI
+
+    if (found := readers.detect(p)) is not None:
+        return found
+    if (p / "conversations").is_dir() and _looks_like_sam_base(p):
+        return "sam", p / "conversations", p
+    if _looks_like_sam_conversations(p):
+        return "sam", p, p.parent
+    if _looks_like_mermaid_conversations(p):
+        return "mermaid", p, p.parent
+    if p.name == "conversations" and p.parent.name == "SAM":
+        return "sam", p, p.parent
+    raise NotFound(
+        f"{root}: not a SAM or mermaid-cli store",
+        hint="give a SAM base folder (…/Application Support/SAM), its conversations folder, "
+        "a mermaid project folder, its .mermaid folder, or its .mermaid/conversations folder",
+    )
+
+
+def _reader_store(p: Path):
+    """An llm ``logs.db`` (its folder or the file) or a ChatGPT export (folder or ``.zip``): read-only
+    stores (issue #23).  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
+    folder does.  Returns locate's tuple, the file itself as the second item for a file root."""
+    from samctl.stores.chatgpt.store import looks_like_export
+    from samctl.stores.llm.store import looks_like_llm
+
+    db = looks_like_llm(p)
+    if db is not None:
+        return "llm", db if db == p else p, p.parent if db == p else p
+    export = looks_like_export(p)
+    if export is not None:
+        return "chatgpt", p, p.parent if export[0] == "zip" else p
+    return None
+
+
+def _looks_like_sam_base(p: Path) -> bool:
+    conv = p / "conversations"
+    return (
+        p.name == "SAM"
+        or (p / "shared_memory.db").exists()
+        or (p / "memory.db").exists()
+        or _looks_like_sam_conversations(conv)
+        or not any(True for _ in _safe_iterdir(conv))
+    )
+
+
+def _safe_iterdir(p: Path):
+    try:
+        yield from os.scandir(p)
+    except PermissionError:
+        raise
+    except OSError:
+        return
+
+
+# Every store samctl reads: its name -> (module, class).  Adding a store is one line here (and its
+# detection in ``locate``).  Modules are imported on first use, so start-up stays light.
+STORES = {
+    "mermaid": ("samctl.stores.mermaid.store", "MermaidStore"),
+    "sam": ("samctl.stores.sam.store", "SamStore"),
+    "claude-code": ("samctl.stores.claude_code.store", "ClaudeCodeStore"),
+    "codex": ("samctl.stores.codex.store", "CodexStore"),
+    "llm": ("samctl.stores.llm.store", "LlmStore"),
+    "chatgpt": ("samctl.stores.chatgpt.store", "ChatgptStore"),
+}
+
+
+# Export formats a store package writes for conversations of any store: --to name -> module.
+EXPORTERS = {
+    "sam-package": "samctl.stores.sam.export",
+}
+
+
+def exporter(fmt: str):
+    """The module that writes ``fmt`` (``package_for(store, conv, findings, exported_at)``, ``bulk(...)``)."""
+    return importlib.import_module(EXPORTERS[fmt])
+
+
+def store_class(name: str) -> type[Store]:
+    """The Store class registered as ``name`` (KeyError for a name samctl does not know)."""
+    module, cls = STORES[name]
+    return getattr(importlib.import_module(module), cls)
+
+
+def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -> Store:
+    kind, conv, base = locate(root)
+    return store_class(kind)(conv, base, caps, cache)

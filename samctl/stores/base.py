@@ -1,0 +1,303 @@
+"""What every store module provides.
+
+A Store is bound to one root on disk.  It validates ids before building any
+path, reads only through samctl.fsafe, and reports every problem it meets as a
+Finding instead of raising, except when the caller asked for one thing that
+cannot be had (then a SamctlError).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from samctl import fsafe
+from samctl.model import ERROR, Finding
+from samctl.errors import Denied, FileProblem, NotFound, UsageError
+
+
+@dataclass
+class Caps:
+    """Size caps for reads; ``--max-file-size`` sets all three to one value."""
+
+    snapshot: int = fsafe.SNAPSHOT_CAP
+    log: int = fsafe.LOG_CAP
+    other: int = fsafe.SNAPSHOT_CAP
+
+    @classmethod
+    def uniform(cls, n: int) -> "Caps":
+        return cls(n, n, n)
+
+
+class FreshLog(NamedTuple):
+    """An event log written afresh (``Store.fresh_log``): the same conversation in fewer bytes."""
+
+    data: bytes
+    events_before: int
+    events_after: int
+    title: str | None
+
+
+class Store:
+    """The Store protocol: everything the rest of samctl asks of a store.
+
+    Capabilities a store lacks are declared here (the class attributes below, and methods whose
+    default says "none"), so no caller ever branches on a store's name.
+    """
+
+    name = "?"
+    id_rule = ""  # one line for error messages
+    app_name = "?"  # the owning app, as a person calls it
+    # capabilities
+    has_event_logs = False  # an append-only event log per conversation (`samctl log`, compact's log steps)
+    has_memories = False  # memory databases (search --touch/--like, stats), shared-topic scopes
+    keeps_pinned = False  # the app protects pinned conversations: a purge needs --include-pinned
+    purge_takes_anything = False  # the app's own delete removes whatever files are there, unchecked
+    read_only = False  # another app's store that samctl only reads: writing commands refuse (cli/common.py)
+
+    def __init__(self, conv_dir: Path, base: Path, caps: Caps | None = None, cache: bool = True):
+        self.conv_dir = Path(conv_dir)
+        self.base = Path(base)
+        self.caps = caps or Caps()
+        self.root_real = str(Path(conv_dir).resolve())
+        # A cache folder inside the store would put samctl's files among the app's, and make a
+        # read-only command write there; one samctl cannot write or make is no use: such a run
+        # uses no cache, and ``cache_note`` says why (the CLI prints it once; it also turns the
+        # cache off for a cache folder in the app's folders around the store).
+        self.cache_note = None  # (finding code, reason) when the cache is off for one of those reasons
+        if cache:
+            if fsafe.is_inside(self.root_real, fsafe.cache_dir()):
+                self.cache_note = ("cache-in-store", "samctl's cache folder is inside the store")
+            else:
+                why = fsafe.cache_unusable(fsafe.cache_dir())
+                self.cache_note = ("cache-unusable", f"samctl cannot use its cache folder: {why}") if why else None
+        self.use_cache = cache and self.cache_note is None
+
+    # ids -------------------------------------------------------------
+    def valid_id(self, text: str) -> bool:
+        raise NotImplementedError
+
+    def prefix_ok(self, text: str) -> bool:
+        """True if ``text`` could be the start of a valid id (nothing else is tried)."""
+        raise NotImplementedError
+
+    def normalize_prefix(self, text: str) -> str:
+        return text
+
+    def all_ids(self) -> list[str]:
+        raise NotImplementedError
+
+    def has_id(self, cid: str) -> bool:
+        """True if ``cid`` is one of ``all_ids()``; a store answers without listing where it can
+        (a whole id typed in a store of 100,000 needs a few lstat calls, not the folder's listing)."""
+        return cid in self.all_ids()
+
+    def holds_conversation(self, cid: str) -> bool:
+        """False for an id of ``all_ids`` with no conversation file (SAM: a memory scope, a folder
+        left empty); an id prefix matching it and one real conversation names the conversation."""
+        return True
+
+    # reading ------------------------------------------------------------
+    def list_metas(self, findings: list) -> list:
+        """Every listed conversation's ConversationMeta, newest first (``model.recency``, stable)."""
+        raise NotImplementedError
+
+    def load(self, cid: str, findings: list):
+        raise NotImplementedError
+
+    def load_reported(self, cid: str, findings: list):
+        """``load``, but what cannot be read is a finding, not an exception: the conversation, or None when
+        nothing of it could be read (findings say why).  NotFound when no conversation has the id."""
+        start = len(findings)
+        try:
+            conv = self.load(cid, findings)
+        except FileProblem as exc:
+            extra = f"; {fsafe.TOO_LARGE_HINT}" if exc.code == "too-large" else ""
+            findings.append(Finding(exc.code, str(exc.path), exc.message + extra, ERROR, cid))
+            return None
+        if conv is None:
+            # a file skipped only for its size is not damaged: recover would not help, a bigger cap does
+            too_large = any(f.code == "too-large" for f in findings[start:])
+            what = fsafe.TOO_LARGE_HINT if too_large else f"try `samctl recover {cid}`"
+            findings.append(Finding("unreadable-conversation", str(self.conv_dir), f"nothing of {cid} could be read; "
+                                    + what, ERROR, cid))
+        else:
+            findings.extend(self.load_notes(conv))
+        return conv
+
+    def load_listed(self, cid: str, findings: list):
+        """``load_reported`` for an id taken from a listing: a conversation that vanished since is a finding."""
+        try:
+            return self.load_reported(cid, findings)
+        except Denied as exc:
+            findings.append(Finding("unreadable", exc.path, "permission denied", ERROR, cid))
+            return None
+        except NotFound as exc:
+            findings.append(Finding("missing", str(self.conv_dir), f"{cid}: {exc.message} (removed while samctl "
+                                    "ran?)", ERROR, cid))
+            return None
+
+    def load_notes(self, conv) -> list:
+        """Findings every reader of a whole conversation shows with it (e.g. that it was rebuilt from a log)."""
+        return []
+
+    def raw_path(self, cid: str) -> Path:
+        raise NotImplementedError
+
+    def raw_part(self, cid: str, path: Path) -> bytes | None:
+        """When ``path`` (``raw_path(cid)``) holds other conversations too: ``cid``'s part of it."""
+        return None
+
+    def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
+        """Append every finding to ``findings``; with ``fix``, return what was changed (``force``:
+        also what the owning app is using, where the store can tell per conversation)."""
+        raise NotImplementedError
+
+    # event logs (has_event_logs) ----------------------------------------------
+    event_types: tuple = ()
+
+    def event_log_rows(self, cid: str, types: tuple = ()):
+        """(path, rows, LogRead) of ``cid``'s event log: rows of seq, ts, type, summary, event."""
+        raise NotImplementedError
+
+    def event_log_path(self, cid: str) -> Path:
+        raise NotImplementedError
+
+    def event_logs(self) -> list[tuple[str, Path]]:
+        """(id, path) of every event log in the store, by name."""
+        return []
+
+    def read_event_log(self, path: Path, cap: int):
+        """A LogRead of the log at ``path``: its events, and where and why reading stopped (``stop``,
+        ``reason``, ``size``, ``last_newline_offset``, ``tail_complete``)."""
+        raise NotImplementedError
+
+    def fresh_log(self, data: bytes) -> FreshLog:
+        """The log ``data`` rewritten as the app would start it for the same conversation; SamctlError
+        (left alone) when it is not clean or a fresh log would not fold to the same conversation."""
+        raise NotImplementedError
+
+    def session_is_live(self, cid: str) -> bool:
+        """True if the app has conversation ``cid`` open right now (where the store can tell per
+        conversation; an app that holds the whole store says so in ``busy_reason``)."""
+        return False
+
+    def live_sessions(self, ids) -> list[str]:
+        """The ids among ``ids`` that ``session_is_live``."""
+        return [cid for cid in ids if self.session_is_live(cid)]
+
+    # maintenance (compact) ----------------------------------------------------
+    def maintenance_folders(self) -> list[Path]:
+        """The folders whose stale temps and old samctl copies compact sweeps."""
+        return [self.conv_dir]
+
+    def is_app_temp(self, name: str) -> bool:
+        """True for a file name the app uses for its own temporary files (beyond samctl's pattern)."""
+        return False
+
+    def vacuum_candidates(self) -> list:
+        """(path, lstat) of every database compact may VACUUM."""
+        return []
+
+    def vacuum(self, path: Path, dry_run: bool) -> tuple[int, int]:
+        """VACUUM one database if it has free pages: (free pages, its size after, or the estimate of a
+        dry run); SamctlError when it cannot be opened or vacuumed."""
+        raise NotImplementedError
+
+    # search -----------------------------------------------------------------
+    def search_sources(self, findings: list, scope: set | None = None) -> dict:
+        """Every ``sources.Source`` of the store (or of the conversations/scopes in ``scope``), by key:
+        one ``lstat`` per file, never a read (this runs before every search)."""
+        raise NotImplementedError
+
+    def source_rows(self, src, findings: list, infos: list):
+        """The ``sources.Row`` of one source, in order; what cannot be read becomes ``findings``, and
+        each conversation read adds its info ({"id", "title"}, plus "topic"/"topic_name" for a
+        conversation whose memories live in a shared scope) to ``infos``.  Never raises for bad input."""
+        raise NotImplementedError
+
+    # memories (has_memories) --------------------------------------------------
+    def memory_databases(self) -> list[tuple[str, str | None]]:
+        """(path, scope) of every memory database search reads; scope None: the store-wide one."""
+        return []
+
+    def memory_db(self, scope: str | None) -> str:
+        """The path of the database that holds the memories of ``scope`` (None: the store-wide one)."""
+        raise NotImplementedError
+
+    def memory_rows(self, path: str, findings: list, scope: str | None):
+        """The memory rows of one database (``id``, ``content``, ``embedding``, ``created_ts``, ...);
+        bad rows and files are findings.  An absent database has none."""
+        return iter(())
+
+    def memories_by_prefix(self, path: str, scope: str | None, prefix: str, findings: list) -> list:
+        """(id, embedding, content, conversation id) of the memories of one database whose id starts with
+        ``prefix`` (uppercase), at most 3; a database that cannot be read is a finding."""
+        return []
+
+    def touch_memories(self, path: str, ids: list) -> int:
+        """The app's retrieval side effect on these memories (e.g. access counts); the number touched."""
+        raise NotImplementedError
+
+    def memory_scope_of(self, cid: str) -> str | None:
+        """The shared scope whose memories conversation ``cid`` uses, if any."""
+        return None
+
+    # recovery ---------------------------------------------------------------
+    def recovery_source(self, use=None, from_file=None):
+        """The extra source ``recover`` was given (``--use`` a conflict file, ``--from`` a package), checked
+        against what this store can read: UsageError for the other kind."""
+        if use is not None or from_file is not None:
+            raise UsageError(f"{'--use' if use is not None else '--from'} is not a recovery source for "
+                             f"{self.app_name} conversations")
+        return None
+
+    def recovery_inputs(self, cid: str, source=None) -> list[Path]:
+        """Every path ``plan_recovery`` may read (to notice a change between planning and the lock)."""
+        raise NotImplementedError
+
+    def plan_recovery(self, cid: str, source=None):
+        """A RecoveryPlan for ``cid`` (read-only); NothingToRecover when no source holds anything of it."""
+        raise NotImplementedError
+
+    # the owning app --------------------------------------------------------
+    def own_folders(self) -> list[Path]:
+        """The folders the store consists of (not the project or base folder the user named)."""
+        return [self.conv_dir]
+
+    def app_folder(self) -> str | None:
+        """The app's own folder around the store, where samctl never writes an export; None if the store
+        was given as a bare folder whose parent is the user's."""
+        return None
+
+    def busy_reason(self, ids=()) -> tuple[str, str] | None:
+        """(why, hint) if the owning app is using what a write to ``ids`` would touch, else None."""
+        return None
+
+    # lifecycle ----------------------------------------------------------------
+    def topic_refs(self, unreadable: list | None = None) -> dict | None:
+        """Shared scope id -> the ids of the conversations that use it; None: the store has no shared scopes.
+        ``unreadable``, if given, gets every conversation whose scope cannot be known (it cannot be read)."""
+        return None
+
+    def empty_is_deletable(self, cid: str) -> bool:
+        """For a conversation with no messages: whether the app's "delete empty" takes it."""
+        return True
+
+    @classmethod
+    def member_belongs(cls, parts: list[str], cid: str) -> bool:
+        """True if a (safe, relative) archive member name, split at "/", can only belong to ``cid``."""
+        raise NotImplementedError
+
+    def renamed_member(self, name: str, old: str, new: str) -> str:
+        """An archive member name of conversation ``old`` as it is for the same file under id ``new``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def identity_files(cid: str) -> list[str]:
+        """The names (relative to ``conv_dir``) by which the app knows conversation ``cid`` exists."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return f"{self.name} store at {self.conv_dir}"

@@ -1,0 +1,169 @@
+"""The Claude Code store (read-only): ``<config>/projects/<project slug>/<session uuid>.jsonl``.
+
+A conversation is one session file; its id is the file's UUID (never a ``sessionId`` from inside a file).
+Its sub-agent transcripts are ``<session>/subagents/agent-<id>.jsonl`` (2.1.2 and later) and, before that,
+``agent-<id>.jsonl`` beside it when the session names that agent.  Nothing here writes: ``read_only`` makes
+every writing command refuse before it starts (cli/common.py), and the files' mtimes, which Claude Code's
+cleanup keys on, are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from pathlib import Path
+
+from samctl import fsafe
+from samctl.model import WARNING, Finding
+from samctl.errors import FileProblem, NotFound
+from samctl.stores.base import Store
+from samctl.stores.claude_code.decode import AGENT_RE, SESSION_RE, agent_ids, decode_session
+from samctl.stores.jsonlines import FRESH_SECONDS
+from samctl.stores.readers import cached_metas, scan
+
+_TEMPLATE = "00000000-0000-0000-0000-000000000000"
+_PREFIX_RE = re.compile(r"[0-9a-fA-F-]{1,36}\Z")
+
+
+class ClaudeCodeStore(Store):
+    name = "claude-code"
+    read_only = True
+    id_rule = "a session UUID (8-4-4-4-12 hex digits), the name of its .jsonl file"
+
+    def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
+        super().__init__(conv_dir, base, caps, cache)
+        self._index: dict | None = None
+        self._stats: dict = {}
+        self._scan_findings: list = []
+
+    # ids -------------------------------------------------------------------
+    def valid_id(self, text: str) -> bool:
+        return isinstance(text, str) and SESSION_RE.match(text) is not None
+
+    def prefix_ok(self, text: str) -> bool:
+        if not isinstance(text, str) or not _PREFIX_RE.match(text):
+            return False
+        return all((c == "-") == (t == "-") for c, t in zip(text, _TEMPLATE))
+
+    def normalize_prefix(self, text: str) -> str:
+        return text.lower()
+
+    def _projects(self, findings: list) -> list[str]:
+        """The project folders: the store's folder itself when it holds sessions (a root given as one
+        project), else its subfolders (never through a symlink)."""
+        root = str(self.conv_dir)
+        entries = scan(root, findings, root=True)
+        if any(SESSION_RE.match(n[:-6]) and n.endswith(".jsonl") for n, _, _ in entries):
+            return [root]
+        return [p for _, p, st in entries if stat.S_ISDIR(st.st_mode)]
+
+    def index(self) -> dict:
+        """id -> session file path, the first project (by name) winning a duplicate id."""
+        if self._index is None:
+            found: list = []
+            idx: dict = {}
+            for proj in self._projects(found):
+                for n, p, st in scan(proj, found, ""):
+                    if not n.endswith(".jsonl") or not SESSION_RE.match(n[:-6]):
+                        continue
+                    cid = n[:-6].lower()
+                    if not stat.S_ISREG(st.st_mode):
+                        found.append(Finding("not-regular", p, f"is not a regular file "
+                                             f"({fsafe.describe_mode(st.st_mode)})", WARNING, cid))
+                    elif cid in idx:
+                        found.append(Finding("duplicate-id", p, f"session {cid} is also in {idx[cid]}; that one "
+                                             "is used", WARNING, cid))
+                    else:
+                        idx[cid] = p
+                        self._stats[cid] = st
+            self._index = idx
+            self._scan_findings = found
+        return self._index
+
+    def all_ids(self) -> list[str]:
+        return sorted(self.index())
+
+    def has_id(self, cid: str) -> bool:
+        return self.valid_id(cid) and cid in self.index()
+
+    def raw_path(self, cid: str) -> Path:
+        if not self.valid_id(cid):
+            raise FileProblem("bad-id", cid, "invalid session id")
+        p = self.index().get(cid)
+        if p is None:
+            raise NotFound(f"no session {cid} in {self.conv_dir}")
+        return Path(p)
+
+    # reading ---------------------------------------------------------------
+    def _read(self, cid: str, findings: list, with_agents: bool):
+        path = self.raw_path(cid)
+        try:
+            st = fsafe.lstat(path)
+            data = fsafe.read_capped(path, self.caps.log)
+        except FileProblem as exc:
+            findings.append(Finding(exc.code, str(path), exc.message, "error", cid))
+            return None
+        fresh = st is not None and time.time() - st.st_mtime < FRESH_SECONDS
+        agents = self._agents(path, cid, data, findings) if with_agents else []
+        conv, found = decode_session(data, str(path), cid, agents, size=len(data), fresh=fresh)
+        findings.extend(found)
+        return conv
+
+    def _agents(self, path: Path, cid: str, data: bytes, findings: list) -> list:
+        """``(agent id, path, bytes)`` of the session's sub-agent transcripts (both layouts)."""
+        out, seen = [], set()
+        folder = path.parent / path.stem / "subagents"
+        st = fsafe.lstat(path.parent / path.stem)
+        sub = fsafe.lstat(folder)
+        candidates = []
+        if st is not None and stat.S_ISDIR(st.st_mode) and sub is not None and stat.S_ISDIR(sub.st_mode):
+            candidates += [(n, p) for n, p, s in scan(str(folder), findings, " in a subagents folder")
+                           if stat.S_ISREG(s.st_mode)]
+        for agent in sorted(agent_ids(data)):
+            n = f"agent-{agent}.jsonl"
+            if AGENT_RE.match(agent):
+                candidates.append((n, str(fsafe.child(path.parent, n))))
+        for n, p in candidates:
+            if not (n.startswith("agent-") and n.endswith(".jsonl")) or not AGENT_RE.match(n[6:-6]) or p in seen:
+                continue
+            seen.add(p)
+            if fsafe.lstat(p) is None:
+                continue
+            try:
+                out.append((n[6:-6], p, fsafe.read_capped(p, self.caps.log)))
+            except FileProblem as exc:
+                findings.append(Finding(exc.code, p, exc.message, WARNING, cid))
+        return out
+
+    def load(self, cid: str, findings: list):
+        return self._read(cid, findings, with_agents=True)
+
+    def list_metas(self, findings: list) -> list:
+        """Every session with at least one message, newest first, through the listing cache; a file that
+        cannot be read is a finding (what is wrong inside a readable file is for ``show`` and ``check``)."""
+        idx = self.index()
+        findings.extend(self._scan_findings)
+
+        def read(cid):
+            found: list = []
+            conv = self._read(cid, found, with_agents=False)
+            return (conv.meta if conv is not None else None), [f for f in found if f.severity == "error"]
+        return cached_metas(self, [(cid, p, self._stats[cid]) for cid, p in idx.items()], read, findings)
+
+    def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
+        """Every finding of every session (and its sub-agents); nothing is ever fixed here."""
+        idx = self.index()
+        findings.extend(self._scan_findings)
+        for cid in idx:
+            self._read(cid, findings, with_agents=True)
+        return []
+
+    def describe(self) -> str:
+        return f"Claude Code store at {self.conv_dir} (read-only)"
+
+
+def default_root() -> Path:
+    """Where Claude Code keeps its files: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude").expanduser()

@@ -1,0 +1,765 @@
+"""Read and fold mermaid's per-session event log ``<id>.jsonl`` (spec §4, §4.4).
+
+Data model: every line is an envelope ``{"v": 1, "seq": N, "ts": <RFC 3339>,
+"event": {"type": ..., ...}}``; the first event must be ``started``; folding
+the events in order rebuilds the ``ConversationHistory`` snapshot (spec §3).
+
+Invariants:
+- ``parse_log`` never raises, whatever the bytes; it returns a ``LogRead``.
+- ``LogRead.events`` follow mermaid's prefix semantics: every valid envelope
+  before the first bad line, in file order. A parseable line with ``v > 1``
+  before that point refuses the whole log (``events`` empty).
+- Validation is what mermaid's typed parse checks at the top level of each
+  payload (JSON types, RFC 3339 times, the ten event types, serde_json's
+  nesting limit). Nested values (actions, plan, records, ...) stay opaque.
+- ``fold`` returns a full snapshot document (every §3 field, every §3.1
+  message field) whose ``encode.snapshot_bytes`` are the bytes mermaid would
+  write. Timestamps are the log's strings, never re-formatted. Unknown
+  message keys (from newer builds) are kept; unknown roles/kinds are mapped
+  the way mermaid maps them.
+- ``fold`` does not mutate its input; the result may share nested opaque
+  values with the events.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import accumulate
+
+import orjson
+
+from samctl import fsafe
+from samctl.errors import FileProblem
+from samctl.gcpause import gc_paused
+
+__all__ = [
+    "MERMAID_ID_RE", "ID_RE", "STOPS", "LogRead", "parse_log", "read_log_file", "torn_tail",
+    "fold", "fold_file", "backfill_events", "normalize_message", "is_timestamp", "parse_rfc3339",
+]
+
+MERMAID_ID_RE = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9]{3}\Z")  # the one definition of the id rule
+ID_RE = MERMAID_ID_RE
+
+FORMAT_VERSION = 1  # SESSION_EVENT_FORMAT_VERSION
+# serde_json's default recursion limit is 128; it fails when the 128th nested
+# container opens, so 127 levels is the deepest line mermaid can parse.
+MAX_DEPTH = 127
+INPUT_HISTORY_CAP = 100
+TITLE_BYTES = 60
+IMAGE_MARKER = "\n[screenshot not persisted]"  # 0.25.0's text (0.26+: "[tool image not persisted]")
+
+STOPS = (None, "torn-tail", "malformed", "newer-format", "headerless", "empty", "invalid-utf8", "too-large")
+
+_U32 = 0xFFFFFFFF
+_U64 = 0xFFFFFFFFFFFFFFFF
+_NONE = type(None)
+_ABSENT = object()
+
+ROLES = frozenset({"User", "Assistant", "System", "Tool"})
+KINDS = frozenset({"normal", "context_checkpoint", "run_summary", "continuation", "recovery_nudge",
+                   "context_marker", "unknown"})
+# ChatMessage struct order (spec §3.1).
+MESSAGE_FIELDS = ("role", "content", "timestamp", "kind", "metadata", "actions", "thinking", "images",
+                  "image_numbers", "tool_calls", "tool_call_id", "tool_name", "provider_continuation")
+_MESSAGE_FIELD_SET = frozenset(MESSAGE_FIELDS)
+SCALARS = ("title", "model_name", "safety_mode", "plan", "advertised_context", "last_token_usage",
+           "cumulative_token_usage", "context_usage", "git_branch", "git_sha", "cli_version", "forked_from",
+           "parent_session")
+
+
+def _zero_usage() -> dict:
+    return {"prompt_tokens": 0, "completion_tokens": 0, "cached_input_tokens": 0,
+            "cache_creation_input_tokens": 0, "reasoning_output_tokens": 0}
+
+
+def _empty_tasks() -> dict:
+    return {"tasks": [], "next_id": 0}
+
+
+# --- timestamps -----------------------------------------------------------------
+
+# RFC 3339 as chrono's DateTime deserializer reads it: 'T', 't' or ' ' between
+# date and time, any number of fraction digits, 'Z'/'z' or +-HH:MM, leap second 60.
+# Fixed widths up to the seconds, so the day check can slice; no capture groups
+# on the hot path (it runs twice per log line).
+_TS_RE = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt ]"
+    r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])\Z"
+)
+_MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _day_ok(s: str) -> bool:
+    """The day of a string that matched _TS_RE exists in its month."""
+    if s[8:10] <= "28":
+        return True
+    y, mo, day = int(s[0:4]), int(s[5:7]), int(s[8:10])
+    if mo == 2 and day == 29:
+        return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    return day <= _MONTH_DAYS[mo]
+
+
+def is_timestamp(s) -> bool:
+    """True if ``s`` is a string mermaid reads as a timestamp (spec §2.7)."""
+    return type(s) is str and _TS_RE.match(s) is not None and (s[8:10] <= "28" or _day_ok(s))
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def _civil_from_days(z: int) -> tuple[int, int, int]:
+    z += 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (m <= 2), m, d
+
+
+def parse_rfc3339(s) -> tuple[int, int, int] | None:
+    """``(unix_seconds, nanoseconds, utc_offset_seconds)`` of a timestamp, or None.
+
+    Handles 0-9+ fraction digits (extra digits are dropped, as chrono does);
+    a leap second 60 is second 59 plus 1e9 ns, as chrono stores it.
+    """
+    if not is_timestamp(s):
+        return None
+    y, mo, d, hh, mm, ss = int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]), int(s[14:16]), int(s[17:19])
+    rest = s[19:]
+    frac = ""
+    if rest[0] == ".":
+        n = len(rest) - len(rest[1:].lstrip("0123456789"))
+        frac, rest = rest[1:n], rest[n:]
+    nanos = int(frac[:9].ljust(9, "0"))
+    if ss == 60:
+        ss, nanos = 59, nanos + 1_000_000_000
+    off = 0
+    if rest[0] in "+-":
+        off = (int(rest[1:3]) * 3600 + int(rest[4:6]) * 60) * (1 if rest[0] == "+" else -1)
+    secs = _days_from_civil(y, mo, d) * 86400 + hh * 3600 + mm * 60 + ss - off
+    return secs, nanos, off
+
+
+def _local_minute(secs: int, tz) -> tuple[int, int, int, int, int]:
+    """(year, month, day, hour, minute) of ``secs`` in ``tz`` (None: the process's local zone)."""
+    off = 0
+    try:
+        if tz is None:
+            t = time.localtime(secs)
+            return t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min
+        dt = datetime.fromtimestamp(secs, tz)
+        return dt.year, dt.month, dt.day, dt.hour, dt.minute
+    except (OverflowError, OSError, ValueError):
+        # Outside the platform's clock range: a fixed zone's offset, else UTC.
+        delta = tz.utcoffset(None) if tz is not None else None
+        off = int(delta.total_seconds()) if delta is not None else 0
+    days, rem = divmod(secs + off, 86400)
+    y, mo, d = _civil_from_days(days)
+    return y, mo, d, rem // 3600, rem % 3600 // 60
+
+
+def _session_title(created_at: str, tz) -> str:
+    """``Session <created_at in local time, %Y-%m-%d %H:%M>`` (ConversationHistory::new)."""
+    secs = parse_rfc3339(created_at)[0]
+    y, mo, d, hh, mm = _local_minute(secs, tz)
+    year = f"{y:04d}" if 0 <= y <= 9999 else (f"+{y}" if y > 0 else f"-{-y:04d}")  # chrono's %Y
+    return f"Session {year}-{mo:02d}-{d:02d} {hh:02d}:{mm:02d}"
+
+
+# --- validation -------------------------------------------------------------------
+
+def _opt(e: dict, key: str, types: tuple, where: str):
+    v = e.get(key, _ABSENT)
+    if v is not _ABSENT and type(v) not in types:
+        return f"{where}.{key} is {_jtype(v)}"
+    return None
+
+
+def _jtype(v) -> str:
+    if v is _ABSENT:
+        return "missing"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a float", _NONE: "null"}.get(type(v), type(v).__name__)
+
+
+_MESSAGE_OPTIONAL = (
+    ("kind", (str,)),  # a unit enum: null is a type error for serde
+    ("actions", (list,)),  # Vec with #[serde(default)]: absent is fine, null is not
+    ("thinking", (str, _NONE)),
+    ("images", (list, _NONE)),
+    ("image_numbers", (list, _NONE)),
+    ("tool_calls", (list, _NONE)),
+    ("tool_call_id", (str, _NONE)),
+    ("tool_name", (str, _NONE)),
+    ("provider_continuation", (dict, _NONE)),
+)
+
+
+_S_N, _L_N, _D_N = (str, _NONE), (list, _NONE), (dict, _NONE)
+
+
+def _check_message(m, where: str) -> str | None:
+    if type(m) is not dict:
+        return f"{where} is {_jtype(m)}, not an object"
+    if m.keys() == _MESSAGE_FIELD_SET and (
+            type(m["role"]) is str and type(m["content"]) is str and type(m["kind"]) is str
+            and type(m["actions"]) is list and type(m["thinking"]) in _S_N and type(m["images"]) in _L_N
+            and type(m["image_numbers"]) in _L_N and type(m["tool_calls"]) in _L_N
+            and type(m["tool_call_id"]) in _S_N and type(m["tool_name"]) in _S_N
+            and type(m["provider_continuation"]) in _D_N and is_timestamp(m["timestamp"])):
+        # Every field present, as mermaid writes them: the rules below with plain subscripts,
+        # half the cost on the line type every log is mostly made of.
+        return None
+    return _message_problem(m, where)
+
+
+def _message_problem(m: dict, where: str) -> str | None:
+    """The general rule for a ChatMessage object (any subset of fields)."""
+    get = m.get
+    if type(get("role")) is not str:
+        return f"{where}.role is {_jtype(get('role', _ABSENT))}"
+    if type(get("content")) is not str:
+        return f"{where}.content is {_jtype(get('content', _ABSENT))}"
+    if not is_timestamp(get("timestamp")):
+        return f"{where}.timestamp is not an RFC 3339 time"
+    for key, types in _MESSAGE_OPTIONAL:
+        v = get(key, _ABSENT)
+        if v is not _ABSENT and type(v) not in types:
+            return f"{where}.{key} is {_jtype(v)}"
+    return None
+
+
+def _check_messages(ms, where: str) -> str | None:
+    if type(ms) is not list:
+        return f"{where} is {_jtype(ms)}, not an array"
+    for i, m in enumerate(ms):
+        why = _check_message(m, f"{where}[{i}]")
+        if why:
+            return why
+    return None
+
+
+def _need(e: dict, key: str, t: type, where: str) -> str | None:
+    v = e.get(key, _ABSENT)
+    if type(v) is not t:
+        return f"{where}.{key} is {_jtype(v)}"
+    return None
+
+
+def _need_ts(e: dict, key: str, where: str) -> str | None:
+    if not is_timestamp(e.get(key)):
+        return f"{where}.{key} is not an RFC 3339 time"
+    return None
+
+
+def _started(e):
+    return (_need(e, "session_id", str, "started") or _need(e, "project_path", str, "started")
+            or _need(e, "model_id", str, "started") or _need_ts(e, "created_at", "started")
+            or _opt(e, "forked_from", (str, _NONE), "started") or _opt(e, "parent_session", (str, _NONE), "started"))
+
+
+_STATE_FIELDS = (
+    ("safety_mode", (str, _NONE)), ("plan", (dict, _NONE)), ("advertised_context", (dict, _NONE)),
+    ("last_token_usage", (dict, _NONE)), ("cumulative_token_usage", (dict,)), ("context_usage", (dict, _NONE)),
+    ("git_branch", (str, _NONE)), ("git_sha", (str, _NONE)), ("cli_version", (str, _NONE)),
+    ("forked_from", (str, _NONE)), ("parent_session", (str, _NONE)),
+)
+
+
+_STATE_TYPES = dict(_STATE_FIELDS)
+
+
+def _state(e):
+    if type(e.get("title")) is str and type(e.get("model_name")) is str:
+        # Only the fields present are looked at (a state line omits its null ones): fewer
+        # lookups than walking the table, on a line written at every save point.
+        for key, v in e.items():
+            types = _STATE_TYPES.get(key)
+            if types is not None and type(v) not in types:
+                break
+        else:
+            return None
+    return _state_problem(e)  # the reason, in struct order
+
+
+def _state_problem(e: dict) -> str | None:
+    why = _need(e, "title", str, "state") or _need(e, "model_name", str, "state")
+    if why:
+        return why
+    get = e.get
+    for key, types in _STATE_FIELDS:  # a table, not 11 calls: every save point writes a state line
+        v = get(key, _ABSENT)
+        if v is not _ABSENT and type(v) not in types:
+            return f"state.{key} is {_jtype(v)}"
+    return None
+
+
+_EVENT_CHECKS = {
+    "started": _started,
+    "message": lambda e: _check_message(e.get("message", _ABSENT), "message.message"),
+    "inserted_before_last": lambda e: _check_message(e.get("message", _ABSENT), "inserted_before_last.message"),
+    "action": lambda e: _need(e, "action", dict, "action"),
+    "image": lambda e: _need(e, "data", str, "image"),
+    "compaction": lambda e: (_need_ts(e, "at", "compaction") or _need(e, "record", dict, "compaction")
+                             or _check_messages(e.get("replacement", _ABSENT), "compaction.replacement")),
+    "reset": lambda e: _need_ts(e, "at", "reset") or _check_messages(e.get("messages", _ABSENT), "reset.messages"),
+    "state": _state,
+    "input": lambda e: _need(e, "text", str, "input"),
+    "tasks": lambda e: _need(e, "store", dict, "tasks"),
+}
+EVENT_TYPES = tuple(_EVENT_CHECKS)
+
+
+_last_good_ts = ""  # one-entry cache: every line of an append batch shares one ts
+
+
+def _check_envelope(obj) -> str | None:
+    """Why ``obj`` is not a valid v1 envelope (None if it is)."""
+    global _last_good_ts
+    if type(obj) is not dict:
+        return f"the line is {_jtype(obj)}, not an object"
+    v = obj.get("v", _ABSENT)
+    if type(v) is not int or not 0 <= v <= _U32:
+        return f"v is {_jtype(v)}, not a u32"
+    seq = obj.get("seq", _ABSENT)
+    if type(seq) is not int or not 0 <= seq <= _U64:
+        return f"seq is {_jtype(seq)}, not a u64"
+    ts = obj.get("ts")
+    if ts != _last_good_ts:
+        if not is_timestamp(ts):
+            return "ts is not an RFC 3339 time"
+        _last_good_ts = ts
+    ev = obj.get("event", _ABSENT)
+    if type(ev) is not dict:
+        return f"event is {_jtype(ev)}, not an object"
+    t = ev.get("type", _ABSENT)
+    check = _EVENT_CHECKS.get(t) if type(t) is str else None
+    if check is None:
+        return f"unknown event type {t!r}" if type(t) is str else f"event.type is {_jtype(t)}"
+    return check(ev)
+
+
+# Depth checks: a cheap count first; the exact depth only when the count could exceed the limit.
+_HUGE = 1 << 16  # above this many open brackets, measure depth on the bytes before parsing
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKETS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _bytes_depth(line: bytes) -> int:
+    """Nesting depth of a JSON line, counted on the bytes (exact for valid JSON)."""
+    marks = _JSON_STRING.sub(b"", line).translate(_BRACKETS, _NOT_BRACKETS)
+    return max(accumulate(memoryview(marks).cast("b")), default=0)
+
+
+def _deeper_than(obj, limit: int) -> bool:
+    stack = [(obj, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return True
+        for c in (v.values() if type(v) is dict else v):
+            if type(c) is dict or type(c) is list:
+                stack.append((c, d + 1))
+    return False
+
+
+_BAD_UTF8 = "not valid UTF-8"
+_TOO_DEEP = f"nested deeper than serde_json's limit ({MAX_DEPTH} levels)"
+
+
+def _parse_line(line: bytes):
+    """(envelope, None) for a valid line, else (None, why); why is _BAD_UTF8 for encoding errors."""
+    opens = line.count(b"[") + line.count(b"{")
+    try:
+        if opens > _HUGE and _bytes_depth(line) > MAX_DEPTH:
+            line.decode("utf-8")  # the line reader's UTF-8 error comes first
+            return None, _TOO_DEEP  # refused before building a million nested objects
+        obj = orjson.loads(line)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, _BAD_UTF8  # mermaid's line reader fails on this before any JSON parse
+        return None, f"not JSON ({str(exc).split(':')[0][:80]})"
+    if opens > MAX_DEPTH and _deeper_than(obj, MAX_DEPTH):
+        return None, _TOO_DEEP
+    why = _check_envelope(obj)
+    return (obj, None) if why is None else (None, why)
+
+
+# --- reading ----------------------------------------------------------------------
+
+@dataclass(slots=True)
+class LogRead:
+    """The outcome of reading one event log (see the module docstring for ``events``).
+
+    ``stop`` is None (clean end) or one of STOPS: "torn-tail" (the last line has
+    no ``\\n``), "malformed" (a line that is not a valid envelope), "invalid-utf8"
+    (mermaid's hard read error; the events before it are kept), "newer-format"
+    (a valid line with v > 1 before any bad line: the whole log is refused),
+    "headerless" (the first event is not ``started``), "empty" (no bytes),
+    "too-large" (over the cap: never read). ``stop_line`` is 0-based and
+    ``stop_offset`` the byte where that line starts. ``last_newline_offset`` is
+    the offset just after the last ``\\n`` (where to cut a torn tail).
+    ``tail_complete`` is True when the unterminated last line is itself a valid
+    event: mermaid reads it (it is in ``events``), but mermaid's next append
+    would glue onto it, so a repair should add the ``\\n`` rather than cut.
+    """
+
+    events: list = field(default_factory=list)
+    stop: str | None = None
+    stop_line: int | None = None
+    stop_offset: int | None = None
+    reason: str = ""
+    size: int = 0
+    last_newline_offset: int = 0
+    tail_complete: bool = False
+
+    @property
+    def usable(self) -> bool:
+        """True if the events fold: some were read, the first is ``started``, and the log is not refused."""
+        return bool(self.events) and self.events[0]["event"]["type"] == "started"
+
+    @property
+    def torn(self) -> bool:
+        """True if the data does not end with ``\\n`` (whatever ``stop`` says)."""
+        return self.stop != "too-large" and self.size > self.last_newline_offset
+
+
+def torn_tail(data: bytes) -> int | None:
+    """The offset just after the last ``\\n`` if ``data`` does not end with one, else None."""
+    if not data or data.endswith(b"\n"):
+        return None
+    return data.rfind(b"\n") + 1
+
+
+def parse_log(data: bytes) -> LogRead:
+    """Read a whole log from its bytes (pure; never raises)."""
+    with gc_paused():
+        return _parse_log(data)
+
+
+def _parse_log(data: bytes) -> LogRead:
+    size = len(data)
+    read = LogRead(size=size, last_newline_offset=data.rfind(b"\n") + 1)
+    if not data:
+        read.stop, read.reason = "empty", "the log is empty"
+        return read
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the data ends with a newline
+    events = read.events
+    offset = 0
+    loads, check = orjson.loads, _check_envelope
+    for n, line in enumerate(lines):
+        # _parse_line inlined for the usual line (shallow, JSON): one call less per line.
+        if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
+            try:
+                obj = loads(line)
+                why = check(obj)
+            except (ValueError, RecursionError):
+                obj, why = _parse_line(line)  # the reason, worded as for any bad line
+        else:
+            obj, why = _parse_line(line)
+        if why is not None:
+            if why is _BAD_UTF8:
+                _stop(read, "invalid-utf8", n, offset,
+                      f"line {n + 1} at byte {offset} is not valid UTF-8 (a read error for mermaid)")
+            else:
+                _stop(read, "malformed", n, offset, f"line {n + 1} at byte {offset} is malformed: {why}")
+            return _check_header(read)
+        if obj["v"] > FORMAT_VERSION:
+            return _refuse(read, n, offset, obj["v"])
+        events.append(obj)
+        offset += len(line) + 1
+    if tail:
+        n = len(lines)
+        obj, why = _parse_line(tail)
+        if why is None and obj["v"] > FORMAT_VERSION:
+            return _refuse(read, n, offset, obj["v"])
+        if why is None:
+            # mermaid's line reader yields an unterminated last line like any other.
+            events.append(obj)
+            read.tail_complete = True
+            note = "it is a complete event, but mermaid's next append would glue onto it"
+        else:
+            note = "mermaid stops reading there"
+        _stop(read, "torn-tail", n, offset, f"torn tail at byte {offset}: last line has no newline ({note})")
+    return _check_header(read)
+
+
+def _stop(read: LogRead, code: str, n: int, offset: int, reason: str) -> None:
+    read.stop, read.stop_line, read.stop_offset, read.reason = code, n, offset, reason
+
+
+def _refuse(read: LogRead, n: int, offset: int, v: int) -> LogRead:
+    read.events = []
+    read.tail_complete = False
+    _stop(read, "newer-format", n, offset,
+          f"line {n + 1} was written by a newer mermaid (v={v}): the whole log is refused")
+    return read
+
+
+def _check_header(read: LogRead) -> LogRead:
+    if read.events and read.events[0]["event"]["type"] != "started":
+        first = read.events[0]["event"]["type"]
+        also = f"; also {read.reason}" if read.reason else ""
+        _stop(read, "headerless", 0, 0, f"the first event is {first!r}, not 'started': nothing to fold{also}")
+    elif read.stop is None:
+        read.reason = f"{len(read.events)} events, clean end"
+    return read
+
+
+def read_log_file(path, cap: int = fsafe.LOG_CAP) -> LogRead:
+    """Read ``path`` with mermaid's rules: over ``cap`` -> "too-large" without reading.
+
+    Raises FileProblem (missing, symlink, not-regular, unreadable) as
+    ``fsafe.read_capped`` does.
+    """
+    st = fsafe.lstat(path)
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
+        return _too_large(st.st_size, cap)
+    try:
+        data = fsafe.read_capped(path, cap)
+    except FileProblem as exc:
+        if exc.code != "too-large":
+            raise
+        st = fsafe.lstat(path)
+        return _too_large(st.st_size if st is not None else cap + 1, cap)  # it grew while we read
+    return parse_log(data)
+
+
+def _too_large(size: int, cap: int) -> LogRead:
+    return LogRead(stop="too-large", size=size,
+                   reason=f"{size} bytes is over the {cap}-byte cap: not read (mermaid treats it as no log)")
+
+
+# --- folding ----------------------------------------------------------------------
+
+def normalize_message(m: dict) -> dict:
+    """A ChatMessage as mermaid re-saves it: every field, defaults filled,
+    an unknown role as "System", an unknown kind as "unknown". Keys of newer builds are kept
+    after the known ones. ``actions`` is a new list (folding appends to it).
+    """
+    if m.keys() == _MESSAGE_FIELD_SET and m["role"] in ROLES and m["kind"] in KINDS:
+        # What mermaid itself wrote (every field, known role and kind): a copy is enough, as
+        # writers sort keys anyway. Most messages of a log take this path.
+        out = m.copy()
+        out["actions"] = list(m["actions"])
+        return out
+    kind = m.get("kind", "normal")
+    out = {
+        "role": m["role"] if m["role"] in ROLES else "System",
+        "content": m["content"],
+        "timestamp": m["timestamp"],
+        "kind": kind if kind in KINDS else "unknown",
+        "metadata": m.get("metadata"),
+        "actions": list(m.get("actions") or ()),
+        "thinking": m.get("thinking"),
+        "images": m.get("images"),
+        "image_numbers": m.get("image_numbers"),
+        "tool_calls": m.get("tool_calls"),
+        "tool_call_id": m.get("tool_call_id"),
+        "tool_name": m.get("tool_name"),
+        "provider_continuation": m.get("provider_continuation"),
+    }
+    for k, v in m.items():
+        if k not in out:
+            out[k] = v
+    return out
+
+
+def _title_preview(content: str) -> str:
+    """The first user message as a title: over 60 bytes, cut at a char boundary and add "..."."""
+    b = content.encode("utf-8", "surrogatepass")
+    if len(b) <= TITLE_BYTES:
+        return content
+    end = TITLE_BYTES
+    while end > 0 and b[end] & 0xC0 == 0x80:  # back off a UTF-8 continuation byte
+        end -= 1
+    return b[:end].decode("utf-8", "surrogatepass") + "..."
+
+
+_RUST_WHITESPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+                    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")  # char::is_whitespace (Python's adds \x1c-\x1f)
+
+
+def _add_input(history: list, text: str) -> None:
+    if not text.strip(_RUST_WHITESPACE):
+        return
+    if history and history[-1] == text:
+        return
+    if len(history) >= INPUT_HISTORY_CAP:
+        del history[0]
+    history.append(text)
+
+
+def _new_conversation(started: dict, tz) -> dict:
+    created = started["created_at"]
+    return {
+        "id": started["session_id"],
+        "title": _session_title(created, tz),
+        "messages": [],
+        "model_name": started["model_id"],
+        "project_path": started["project_path"],
+        "created_at": created,
+        "updated_at": created,
+        "compactions": [],
+        "input_history": [],
+        "git_branch": None,
+        "safety_mode": None,
+        "plan": None,
+        "advertised_context": None,
+        "last_token_usage": None,
+        "cumulative_token_usage": _zero_usage(),
+        "context_usage": None,
+        "forked_from": started.get("forked_from"),
+        "parent_session": started.get("parent_session"),
+        "cli_version": None,
+        "git_sha": None,
+        "tasks": _empty_tasks(),
+    }
+
+
+def fold(events: list, local_tz=None) -> dict | None:
+    """Fold validated envelopes (``LogRead.events``) into a snapshot document (spec §4.2).
+
+    None when there are no events, the first is not ``started``, or its
+    session id is not a valid mermaid id. ``local_tz`` (a tzinfo; default the
+    process's local zone) is only used for the provisional "Session ..." title.
+    """
+    with gc_paused():
+        return _fold(events, local_tz)
+
+
+def _fold(events: list, local_tz) -> dict | None:
+    if not events:
+        return None
+    first = events[0]["event"]
+    if first["type"] != "started" or not MERMAID_ID_RE.match(first["session_id"]):
+        return None
+    doc = _new_conversation(first, local_tz)
+    msgs = doc["messages"]
+    for env in events[1:]:
+        ev = env["event"]
+        t = ev["type"]
+        if t == "message":
+            m = normalize_message(ev["message"])
+            msgs.append(m)
+            doc["updated_at"] = m["timestamp"]
+            if doc["title"].startswith("Session "):
+                user = next((x for x in msgs if x["role"] == "User"), None)
+                if user is not None:
+                    doc["title"] = _title_preview(user["content"])
+        elif t == "action":
+            if msgs and msgs[-1]["role"] == "Assistant":
+                msgs[-1]["actions"].append(ev["action"])
+        elif t == "state":
+            doc.update(zip(SCALARS, map(ev.get, SCALARS)))  # every field: an absent one becomes null
+            if doc["cumulative_token_usage"] is None:
+                doc["cumulative_token_usage"] = _zero_usage()
+        elif t == "tasks":
+            doc["tasks"] = ev["store"]
+        elif t == "input":
+            _add_input(doc["input_history"], ev["text"])
+        elif t == "inserted_before_last":
+            msgs.insert(max(len(msgs) - 1, 0), normalize_message(ev["message"]))
+        elif t == "reset":
+            msgs = doc["messages"] = [normalize_message(m) for m in ev["messages"]]
+            doc["updated_at"] = ev["at"]
+        elif t == "compaction":
+            msgs = doc["messages"] = [normalize_message(m) for m in ev["replacement"]]
+            doc["compactions"].append(ev["record"])
+            doc["updated_at"] = ev["at"]
+        elif t == "image":
+            if msgs and msgs[-1]["role"] == "Assistant":
+                msgs[-1]["images"] = [*(msgs[-1]["images"] or ()), ev["data"]]
+        # "started" after the first event is ignored (a corrupt concatenation must not reset identity)
+    return doc
+
+
+def fold_file(path, cap: int = fsafe.LOG_CAP, local_tz=None) -> tuple[dict | None, LogRead]:
+    """``read_log_file`` then ``fold`` when the read is usable."""
+    read = read_log_file(path, cap)
+    return (fold(read.events, local_tz) if read.usable else None), read
+
+
+# --- backfill (writer side, spec §4.3) ----------------------------------------------
+
+def _strip_tool_images(m: dict) -> dict:
+    """Non-User images are not persisted: images := null plus the marker (not doubled)."""
+    if m["role"] == "User" or m["images"] is None:
+        return m
+    m = dict(m, images=None)
+    if not m["content"].endswith(IMAGE_MARKER):
+        m["content"] += IMAGE_MARKER
+    return m
+
+
+def backfill_events(snapshot: dict, ts: str) -> list[dict]:
+    """The envelopes mermaid writes when it creates a log from ``snapshot`` (spec §4.3).
+
+    ``started``, ``reset`` (only if there are messages), one ``input`` per history
+    entry, ``state``, ``tasks``; seq from 0, all sharing ``ts``. Optional payload
+    fields are omitted when null (spec §0.2). Folding the result gives back the
+    snapshot except ``compactions`` (a log cannot carry earlier compaction records).
+    """
+    s = snapshot
+    started = {"type": "started", "session_id": s["id"], "project_path": s["project_path"],
+               "model_id": s["model_name"], "created_at": s["created_at"]}
+    for k in ("forked_from", "parent_session"):
+        if s.get(k) is not None:
+            started[k] = s[k]
+    out = [started]
+    if s.get("messages"):
+        out.append({"type": "reset", "at": s["updated_at"],
+                    "messages": [_strip_tool_images(normalize_message(m)) for m in s["messages"]]})
+    out.extend({"type": "input", "text": text} for text in s.get("input_history") or ())
+    state = {"type": "state", "title": s["title"], "model_name": s["model_name"]}
+    for k in SCALARS[2:]:
+        if k == "cumulative_token_usage":
+            state[k] = s.get(k) or _zero_usage()  # always written
+        elif s.get(k) is not None:
+            state[k] = s[k]
+    out.append(state)
+    out.append({"type": "tasks", "store": s.get("tasks") or _empty_tasks()})
+    return [{"v": FORMAT_VERSION, "seq": i, "ts": ts, "event": e} for i, e in enumerate(out)]
+
+
+def _without_compactions(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "compactions"}
+
+
+def fresh_log(data: bytes):
+    """``data`` (a whole log) as exactly mermaid's own backfill of its fold (``started``, ``reset``,
+    ``input``, ``state``, ``tasks``): the same conversation but for its ``compactions`` records, which a
+    backfill has no place for.  SamctlError when the log is not clean or would not fold the same."""
+    from samctl.errors import SamctlError
+    from samctl.stores.base import FreshLog
+    from samctl.stores.mermaid import encode
+
+    read = parse_log(data)
+    if read.stop is not None or not read.usable:
+        raise SamctlError(f"the log is not clean ({read.reason}); `samctl check` says more; left alone")
+    doc = fold(read.events)
+    if doc is None:
+        raise SamctlError("the log does not fold; left alone")
+    events = backfill_events(doc, read.events[-1]["ts"])
+    new = b"".join(encode.log_line_bytes(e) for e in events)
+    again = parse_log(new)
+    if again.stop is not None or _without_compactions(fold(again.events) or {}) != _without_compactions(doc):
+        raise SamctlError("a backfill would not fold to the same conversation; left alone")
+    return FreshLog(new, len(read.events), len(events), doc.get("title"))

@@ -1,0 +1,176 @@
+"""Would SAM decode this conversation?  ``schema``'s rules compiled into plain predicates, for the
+listing, which asks that of every conversation.json and needs no more than the first reason.
+
+``schema.validate_conversation`` walks a document building a path for every value and reports
+every problem, warnings included: 279 µs for a generated 14 KB conversation (bench/gen_archive.py).
+The predicates answer yes or no in 90 µs; only a document they do not pass is walked again by
+``schema`` to say where and why.
+
+Invariants:
+- ``first_error(doc, strict_json)`` is the first error-severity problem ``validate_conversation``
+  reports, or None, for any decoded JSON value (``tests/formats/test_sam_decodable.py`` checks the
+  two against each other on mutated documents).
+- A compiled predicate is true exactly when ``schema.check`` appends nothing for the value.
+- Never raises, never modifies its input; recursion follows the schema (depth < 10), and values
+  under keys the schema does not know are walked iteratively.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from datetime import datetime
+
+from samctl.stores.sam import schema
+from samctl.stores.sam.schema import (_DATE_RE, BOOL, DATA, DATE, DOUBLE, INT, PART, STRING, UUID, UUID_RE, Array,
+                                       Map, Object, OneOf)
+
+SCHEMA_DEPTH = 8  # containers the schema itself nests, at most (conversation, messages, message, contentParts, ...)
+LOOSE_DEPTH = schema.MAX_DEPTH - SCHEMA_DEPTH  # nesting allowed under a key the schema does not know
+
+
+def _date(v) -> bool:
+    """``schema.parse_date_parts(v)`` is not None and has no fraction, without computing the instant."""
+    m = _DATE_RE.match(v) if isinstance(v, str) else None
+    if m is None or m[7] or (m[9] and (int(m[10]) > 23 or int(m[11]) > 59)):
+        return False
+    try:
+        datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]))
+    except ValueError:  # month 13, Feb 30, hour 24, second 60, year 0 ...
+        return False
+    return True
+
+
+def _leaf(kind):
+    if kind == STRING:
+        return lambda v: isinstance(v, str)
+    if kind == BOOL:
+        return lambda v: isinstance(v, bool)
+    if kind == INT:
+        return lambda v: isinstance(v, int) and not isinstance(v, bool) and schema._INT_MIN <= v <= schema._INT_MAX
+    if kind == UUID:
+        return lambda v: isinstance(v, str) and UUID_RE.match(v) is not None
+    if kind == DATE:
+        return _date
+    if kind == DOUBLE:
+        def double(v) -> bool:
+            if isinstance(v, float):
+                return math.isfinite(v)
+            if isinstance(v, bool) or not isinstance(v, int):
+                return False
+            try:
+                float(v)
+            except OverflowError:
+                return False
+            return True
+        return double
+    if kind == DATA:
+        def data(v) -> bool:
+            if not isinstance(v, str):
+                return False
+            try:
+                base64.b64decode(v, validate=True)
+            except (binascii.Error, ValueError):
+                return False
+            return True
+        return data
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+class _Compiler:
+    """One predicate per kind of the schema (shared kinds compiled once).  Values under keys an
+    object's kind does not know are outside the schema, but nesting there deeper than SAM's JSON
+    reader takes still makes SAM refuse the file: an object predicate is false when such a value
+    nests more than ``MAX_DEPTH - SCHEMA_DEPTH`` levels (``schema.check_values`` then says exactly)."""
+
+    def __init__(self):
+        self.done: dict = {}
+
+    def of(self, kind):
+        key = id(kind)
+        if key not in self.done:
+            self.done[key] = self._make(kind)
+        return self.done[key]
+
+    def _make(self, kind):
+        if isinstance(kind, Object):
+            subs: dict = {}
+            required = frozenset(key for key, (_, req) in kind.fields.items() if req)
+
+            def obj(v) -> bool:
+                # the keys present, not every key of the kind: most optional ones are absent
+                if not isinstance(v, dict) or not required <= v.keys():
+                    return False
+                for key, x in v.items():
+                    sub = subs.get(key)
+                    if sub is None:
+                        if not _nests_within(x, LOOSE_DEPTH):
+                            return False
+                    elif x is None:  # null is absent, for SAM
+                        if key in required:
+                            return False
+                    elif not sub(x):
+                        return False
+                return True
+            self.done[id(kind)] = obj  # before the fields: a kind may (some day) contain itself
+            subs.update((key, self.of(sub)) for key, (sub, _) in kind.fields.items())
+            return obj
+        if isinstance(kind, Array):
+            item = self.of(kind.item)
+            return lambda v: isinstance(v, list) and all(map(item, v))
+        if isinstance(kind, Map):
+            value = self.of(kind.value)
+            return lambda v: isinstance(v, dict) and all(map(value, v.values()))
+        if isinstance(kind, OneOf):
+            return lambda v: isinstance(v, str) and v in kind
+        if kind is PART:
+            parts = {t: self.of(k) for t, k in schema._PART_KINDS.items()}
+            unknown = self.of(schema._UNKNOWN_PART_KIND)
+
+            def part(v) -> bool:
+                t = v.get("type") if isinstance(v, dict) else None
+                return (parts.get(t, unknown) if isinstance(t, str) else unknown)(v)
+            return part
+        return _leaf(kind)
+
+
+_conversation = None
+
+
+def _nests_within(value, limit: int) -> bool:
+    """True if ``value`` holds no array or object nested more than ``limit`` levels (itself one)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            items = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack += [(x, depth + 1) for x in items if isinstance(x, (dict, list))]
+    return True
+
+
+def first_error(doc, strict_json: bool = False) -> schema.Problem | None:
+    """The first error-severity problem ``schema.validate_conversation(doc)`` reports, or None.
+
+    ``strict_json``: ``doc`` was decoded by orjson, which refuses lone surrogates and NaN or
+    Infinity, so of ``schema.check_values``'s rules only the nesting depth is left, which the
+    predicates look after; otherwise ``check_values`` runs too.
+    """
+    global _conversation
+    if _conversation is None:
+        _conversation = _Compiler().of(schema.CONVERSATION_KIND)
+    fine = isinstance(doc, dict) and _conversation(doc)
+    if fine and not strict_json:
+        out: list = []
+        schema.check_values(doc, (), out)
+        fine = not out
+    if fine:
+        return None
+    errors = schema.errors_of(doc)
+    return errors[0] if errors else None

@@ -1,0 +1,165 @@
+"""Lenient decoding of SAM's conversation.json into the neutral model.
+
+Reads what SAM accepts and more (fractional dates, nulls, unknown keys, odd
+types): whatever can be shown is shown.  Whether SAM itself would load the
+file is a separate question answered by samctl.stores.sam.schema.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from samctl.model import ConversationMeta, Message, tool_calls_from_openai
+from samctl.timeparse import format_utc, parse_timestamp
+
+
+def _str(v, default=""):
+    return v if isinstance(v, str) else default
+
+
+def _bool(v):
+    return v is True
+
+
+def role_of(m: dict) -> str:
+    """spec §4.3 recommended mapping: user / tool / reasoning / assistant."""
+    if _bool(m.get("isFromUser")):
+        return "user"
+    t = m.get("type")
+    if t == "toolExecution":
+        return "tool"
+    if t == "thinking":
+        return "reasoning"
+    if t == "systemStatus":
+        return "system"
+    return "assistant"
+
+
+def hidden_by_ui(m: dict) -> bool:
+    """What SAM's UI hides (spec §10.4): system-generated turns and empty messages."""
+    if _bool(m.get("isSystemGenerated")):
+        return True
+    content = _str(m.get("content")).replace("<think>", "").replace("</think>", "").strip()
+    if content:
+        return False
+    if m.get("type") == "toolExecution" or _bool(m.get("isToolMessage")) and m.get("type") != "thinking":
+        return False
+    if m.get("type") == "thinking" and _str(m.get("reasoningContent")).strip():
+        return False
+    if isinstance(m.get("contentParts"), list) and m["contentParts"]:
+        return False
+    return True
+
+
+def message(m) -> Message | None:
+    if not isinstance(m, dict):
+        return None
+    ts = m.get("timestamp") if isinstance(m.get("timestamp"), str) else None
+    imp = m.get("importance")
+    reasoning = m.get("reasoningContent")
+    return Message(
+        role=role_of(m),
+        content=_str(m.get("content")),
+        timestamp=ts,
+        timestamp_ts=parse_timestamp(ts),
+        id=m.get("id") if isinstance(m.get("id"), str) else None,
+        tool_calls=tool_calls_from_openai(m.get("toolCalls")),
+        tool_call_id=m.get("toolCallId") if isinstance(m.get("toolCallId"), str) else None,
+        tool_name=m.get("toolName") if isinstance(m.get("toolName"), str) else None,
+        tool_status=m.get("toolStatus") if isinstance(m.get("toolStatus"), str) else None,
+        reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+        kind=_str(m.get("type"), None),
+        importance=float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) else None,
+        hidden=hidden_by_ui(m),
+        pinned=_bool(m.get("isPinned")),
+        attachments=content_parts(m.get("contentParts")),
+        raw=m,
+    )
+
+
+_PART_URL = {"image_url": "image", "video_url": "video", "audio_url": "audio"}
+
+
+def content_parts(parts) -> list:
+    """A message's ``contentParts`` (spec §4.4.1) as model attachments: what can be shown of each."""
+    out = []
+    for p in parts if isinstance(parts, list) else ():
+        t = p.get("type") if isinstance(p, dict) else None
+        if t == "text" and isinstance(p.get("text"), str):
+            out.append({"type": "text", "text": p["text"]})
+        elif t in _PART_URL:
+            v = p.get(t)
+            url = v.get("url") if isinstance(v, dict) else v  # ImageURL is an object, the others a string
+            if isinstance(url, str):
+                out.append({"type": _PART_URL[t], "url": url})
+    return out
+
+
+def meta(doc: dict, path: str, size: int, fallback_id: str, mtime: float | None = None) -> ConversationMeta:
+    """``mtime``: the file's, which bounds its message times (``newest_message_ts``)."""
+    msgs = doc.get("messages")
+    created = doc.get("created") if isinstance(doc.get("created"), str) else None
+    updated = doc.get("updated") if isinstance(doc.get("updated"), str) else None
+    return ConversationMeta(
+        store="sam",
+        id=doc["id"].upper() if isinstance(doc.get("id"), str) else fallback_id,
+        title=_str(doc.get("title"), "(untitled)"),
+        created=created,
+        updated=updated,
+        created_ts=parse_timestamp(created),
+        updated_ts=parse_timestamp(updated),
+        message_count=len(msgs) if isinstance(msgs, list) else 0,
+        size=size,
+        pinned=_bool(doc.get("isPinned")),
+        path=path,
+        active_ts=newest_message_ts(msgs, (time.time() if mtime is None else mtime) + FUTURE_SLACK)
+        if isinstance(msgs, list) else None,
+    )
+
+
+FUTURE_SLACK = 86400.0  # seconds a message time may be later than its file's mtime (clocks disagree)
+
+
+def newest_message_ts(msgs: list, ceiling: float) -> float | None:
+    """The latest ``timestamp`` or ``lastModified`` of the messages up to ``ceiling``, in epoch
+    seconds (None if none).  A time later than the file was written is a wrong clock, not activity:
+    it would keep one conversation first in every listing.
+
+    SAM's own form (``2026-08-10T14:02:11Z``) orders as text, so only the latest of those is
+    parsed; any other form is parsed one by one (a cold ``ls`` reads every message of every
+    conversation)."""
+    plain, best = "", None
+    limit = format_utc(math.floor(ceiling)) or "9999"  # (SAM's own form orders as text: compared as text)
+    for m in msgs:
+        if type(m) is not dict:
+            continue
+        for k in ("timestamp", "lastModified"):
+            s = m.get(k)
+            if type(s) is not str:
+                continue
+            if len(s) == 20 and s[19] == "Z" and s[10] == "T":
+                if plain < s <= limit:
+                    plain = s
+                continue
+            t = parse_timestamp(s)
+            if t is not None and t <= ceiling and (best is None or t > best):
+                best = t
+    t = parse_timestamp(plain) if plain else None
+    if t is not None and (best is None or t > best):
+        best = t
+    return best
+
+
+def model_name(doc: dict) -> str | None:
+    s = doc.get("settings")
+    if isinstance(s, dict) and isinstance(s.get("selectedModel"), str):
+        return s["selectedModel"]
+    return None
+
+
+def shared_topic_id(doc: dict) -> str | None:
+    s = doc.get("settings")
+    if isinstance(s, dict) and s.get("useSharedData") is True and isinstance(s.get("sharedTopicId"), str):
+        return s["sharedTopicId"].upper()
+    return None

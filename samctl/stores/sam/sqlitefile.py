@@ -1,0 +1,492 @@
+"""Opening SAM's SQLite files (``memory.db`` §7, ``context_archive.db`` §8) safely, and checking them.
+
+What is here: the spec's schemas (``SCHEMA_SQL``, ``ARCHIVE_SCHEMA_SQL`` and their expected
+``PRAGMA`` form), the read-only opener ``open_readonly`` and its pre-flight checks, the
+classification of SQLite errors into findings (``SQLITE_ERRORS``, ``sqlite_finding``),
+``_open_checked`` (open + schema check, problems as findings), ``schema_problems``, and what the
+row readers share (``_text_factory``/``_BadText``, the capped ``_Reporter``, ``BATCH``,
+``DEFAULT_TIMEOUT``, ``MAX_ROW_FINDINGS``).  The rows themselves are read by
+``samctl.stores.sam.memorydb`` (memory.db) and ``samctl.stores.sam.archivedb``
+(context_archive.db); date and UUID formats are in ``samctl.stores.sam.dbvalues``.
+
+Invariants:
+
+- Writing goes through ``open_for_writing`` (and ``write_transaction``) only, which refuses a file
+  whose schema is not exactly the spec's: no trigger, view or extra table can turn a write into
+  something else.
+- Reading changes nothing: ``open_readonly`` opens ``file:<path>?mode=ro`` with ``query_only``;
+  it never creates the file, a ``-journal``, a ``-wal`` or a ``-shm`` (a WAL-mode database, which
+  SAM never makes, is opened ``immutable`` when it has no log and refused when it has one, because
+  SQLite would otherwise create or write the ``-shm``), never takes a write lock, and never
+  changes a byte or an mtime.  Reads go in short rowid-keyed batches (``BATCH`` rows), so the
+  shared lock that blocks SAM's writers (busy timeout 0, §7.9) is never held for long.
+- Bad files are reported, never raised: every problem is a ``Finding`` appended to the caller's
+  list; a file that cannot be read yields ``[]``; a bad row is skipped (error) and the others
+  are still returned; an odd-but-usable row is kept (warning).  Per file, at most
+  ``MAX_ROW_FINDINGS`` findings of one code are listed, then one finding counts the rest.
+- TEXT values that are not valid UTF-8 never raise: they come back as ``_BadText`` (decoded with
+  surrogateescape) for the row checkers to report.
+
+File-level finding codes (severity): ``missing``/``symlink``/``not-regular``/``unreadable``
+(error, as ``fsafe``), ``db-not-sqlite``, ``db-corrupt``, ``db-locked``, ``db-hot-journal``,
+``db-wal``, ``db-unreadable``, ``db-schema`` (error when the table or a column is missing, else
+warning), ``db-empty`` (warning: 0-byte file, SAM fills it on its next open), ``db-stray-wal``
+(warning: a ``-wal`` beside a database not in WAL mode; read without it).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections import Counter
+from contextlib import contextmanager
+from urllib.parse import quote
+
+from samctl import fsafe
+from samctl.model import ERROR, WARNING, Finding
+from samctl.errors import FileProblem
+
+SCHEMA_SQL = (
+    'CREATE TABLE IF NOT EXISTS "conversation_memories" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT '
+    'NOT NULL, "content" TEXT NOT NULL, "content_type" TEXT NOT NULL, "embedding" BLOB, "importance" REAL NOT NULL, '
+    '"created_at" TEXT NOT NULL, "access_count" INTEGER NOT NULL DEFAULT (0), "last_accessed" TEXT NOT NULL, '
+    '"tags" TEXT);\n'
+    "CREATE INDEX IF NOT EXISTS idx_conversation_id ON conversation_memories(conversation_id);\n"
+    "CREATE INDEX IF NOT EXISTS idx_created_at ON conversation_memories(created_at);\n"
+    "CREATE INDEX IF NOT EXISTS idx_importance ON conversation_memories(importance);\n"
+)
+
+ARCHIVE_SCHEMA_SQL = (
+    'CREATE TABLE IF NOT EXISTS "context_archives" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT NOT NULL, '
+    '"messages_json" TEXT NOT NULL, "time_start" TEXT NOT NULL, "time_end" TEXT NOT NULL, "summary" TEXT NOT NULL, '
+    '"key_topics_json" TEXT NOT NULL, "token_count" INTEGER NOT NULL, "reason" TEXT NOT NULL, "created_at" TEXT '
+    "NOT NULL);\n"
+    'CREATE INDEX IF NOT EXISTS "index_context_archives_on_conversation_id" ON "context_archives" '
+    '("conversation_id");\n'
+    'CREATE INDEX IF NOT EXISTS "index_context_archives_on_time_start" ON "context_archives" ("time_start");\n'
+)
+
+MEMORY_TABLE = "conversation_memories"
+ARCHIVE_TABLE = "context_archives"
+
+# (name, declared type, notnull, default, pk) as PRAGMA table_info reports them for §7.2 / §8.
+_COLUMNS = {
+    MEMORY_TABLE: (
+        ("id", "TEXT", 1, None, 1),
+        ("conversation_id", "TEXT", 1, None, 0),
+        ("content", "TEXT", 1, None, 0),
+        ("content_type", "TEXT", 1, None, 0),
+        ("embedding", "BLOB", 0, None, 0),
+        ("importance", "REAL", 1, None, 0),
+        ("created_at", "TEXT", 1, None, 0),
+        ("access_count", "INTEGER", 1, "0", 0),
+        ("last_accessed", "TEXT", 1, None, 0),
+        ("tags", "TEXT", 0, None, 0),
+    ),
+    ARCHIVE_TABLE: (
+        ("id", "TEXT", 1, None, 1),
+        ("conversation_id", "TEXT", 1, None, 0),
+        ("messages_json", "TEXT", 1, None, 0),
+        ("time_start", "TEXT", 1, None, 0),
+        ("time_end", "TEXT", 1, None, 0),
+        ("summary", "TEXT", 1, None, 0),
+        ("key_topics_json", "TEXT", 1, None, 0),
+        ("token_count", "INTEGER", 1, None, 0),
+        ("reason", "TEXT", 1, None, 0),
+        ("created_at", "TEXT", 1, None, 0),
+    ),
+}
+_INDEXES = {
+    MEMORY_TABLE: {
+        "idx_conversation_id": ("conversation_id",),
+        "idx_created_at": ("created_at",),
+        "idx_importance": ("importance",),
+    },
+    ARCHIVE_TABLE: {
+        "index_context_archives_on_conversation_id": ("conversation_id",),
+        "index_context_archives_on_time_start": ("time_start",),
+    },
+}
+
+DEFAULT_TIMEOUT = 2.0  # seconds to wait for a lock SAM holds while it writes
+BATCH = 1000  # rows per read statement; the shared lock is released between batches
+MAX_ROW_FINDINGS = 100  # per code per file; then one finding counts the rest
+
+_SQLITE_MAGIC = b"SQLite format 3\0"
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows as they come out of a connection
+
+
+class _BadText(str):
+    """A TEXT value that was not valid UTF-8 (decoded with surrogateescape, like the rest of samctl)."""
+
+    __slots__ = ()
+
+
+def _text_factory(b: bytes) -> str:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return _BadText(b.decode("utf-8", "surrogateescape"))
+
+
+def row_batches(conn: sqlite3.Connection, select: str, batch: int, after_rowid: int | None = None):
+    """The rows of ``select`` (whose first column is the rowid) in rowid order, as lists of at most
+    ``batch``: each list is one short statement, so the shared lock that blocks SAM's writers is
+    released between them.  SQLite errors come out of the ``next()`` that met them."""
+    last = after_rowid
+    while True:
+        if last is None:
+            rows = conn.execute(select + " ORDER BY rowid LIMIT ?", (batch,)).fetchall()
+        else:
+            rows = conn.execute(select + " WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)).fetchall()
+        yield rows
+        if len(rows) < batch:
+            return
+        last = rows[-1][0]
+
+
+class _Reporter:
+    """Row findings of one file, at most ``limit`` per code, then a count of the rest.
+
+    ``limit`` is ``MAX_ROW_FINDINGS`` as the reader's own module (``memorydb``, ``archivedb``)
+    has it when the read starts, so a test can lower it there.
+    """
+
+    def __init__(self, findings: list, path: str, scope_id: str | None, limit: int):
+        self.findings = findings
+        self.path = path
+        self.scope_id = scope_id
+        self.limit = limit
+        self.seen: Counter = Counter()
+        self.severity: dict[str, str] = {}
+
+    def add(self, code: str, reason: str, severity: str = ERROR) -> None:
+        self.seen[code] += 1
+        self.severity.setdefault(code, severity)
+        if self.seen[code] <= self.limit:
+            self.findings.append(Finding(code, self.path, reason, severity, self.scope_id))
+
+    def finish(self) -> None:
+        for code, n in self.seen.items():
+            if n > self.limit:
+                self.findings.append(
+                    Finding(code, self.path, f"{n - self.limit} more rows with this problem (not listed)",
+                            self.severity[code], self.scope_id)
+                )
+
+
+# ---------------------------------------------------------------------------------------------
+# Opening
+
+
+def _uri(path, immutable: bool = False) -> str:
+    uri = "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=ro"
+    return uri + "&immutable=1" if immutable else uri
+
+
+def rw_uri(path) -> str:
+    """The URI that opens ``path`` for writing and never creates it (``mode=rw``; a '?' or '#' in
+    the path is data).  Only ``open_for_writing`` uses it."""
+    return "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=rw"
+
+
+def open_for_writing(path, table: str, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
+    """The one way samctl opens a SAM database to change it (``memorydb.touch_memories``, compact's
+    VACUUM, restore's retarget; any future writer): ``mode=rw`` (never created), autocommit, and
+    only if its schema is exactly the spec's for ``table`` (``exact_schema_problem``).
+
+    A trigger, a view, another table (one whose foreign key points at ``table``, say) or any other
+    difference would make a write do more than samctl means, or act on what SAM does not have: such a
+    file is refused.  A writer that changes rows must call ``check_writable`` again inside its
+    ``BEGIN IMMEDIATE`` (``write_transaction`` does), so that nothing is added in between.  Raises
+    FileProblem (``db-schema`` for the schema; else as ``_preflight``, or ``db-unreadable``) and
+    sqlite3.Error.
+    """
+    _preflight(path, writing=True)
+    try:
+        conn = sqlite3.connect(rw_uri(path), uri=True, timeout=timeout, isolation_level=None)
+    except SQLITE_ERRORS as exc:
+        raise FileProblem("db-unreadable", path, f"cannot open for writing: {exc}") from None
+    try:
+        conn.execute("PRAGMA trusted_schema=OFF")  # (belt and braces: no SQL functions from the schema)
+        check_writable(conn, path, table)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextmanager
+def write_transaction(path, table: str, timeout: float = DEFAULT_TIMEOUT):
+    """``open_for_writing``, then ``BEGIN IMMEDIATE`` and the schema check again under the write
+    lock; yields the connection, commits when the block ends, rolls back if it raises."""
+    conn = open_for_writing(path, table, timeout)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            check_writable(conn, path, table)
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except SQLITE_ERRORS:
+                    pass
+            raise
+    finally:
+        conn.close()
+
+
+def check_writable(conn: sqlite3.Connection, path, table: str) -> None:
+    """Raise FileProblem ``db-schema`` unless the schema is exactly the spec's (see ``open_for_writing``)."""
+    problem = exact_schema_problem(conn, table)
+    if problem is not None:
+        raise FileProblem("db-schema", path, f"its schema is not exactly SAM's ({problem}): samctl does not write "
+                          "to it")
+
+
+def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
+    """The first way the schema differs from the spec's for ``table`` (§7.2, §8), or None: every
+    ``schema_problems`` line, and any object besides the table, its indexes and SQLite's automatic
+    index (no trigger, view or other table, whatever its name), and no hidden or generated column."""
+    problems = schema_problems(conn, table)
+    if problems:
+        return problems[0] + (f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else "")
+    for kind, name, tbl in conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall():
+        if kind == "table" and name == table:
+            continue
+        if kind == "index" and tbl == table and (name in _INDEXES[table]
+                                                 or str(name).startswith(f"sqlite_autoindex_{table}_")):
+            continue
+        return f"unexpected {kind} {name}"
+    q = '"' + table.replace('"', '""') + '"'
+    if len(conn.execute(f"PRAGMA table_xinfo({q})").fetchall()) != len(_COLUMNS[table]):
+        return f"{table} has hidden or generated columns"
+    return None
+
+
+def _preflight(path, writing: bool = False) -> bool:
+    """Check the file before SQLite sees it; True if it must be opened ``immutable``.
+
+    Raises FileProblem: ``missing``/``symlink``/``not-regular``/``unreadable`` (as fsafe),
+    ``db-not-sqlite``, ``db-corrupt`` (truncated header), ``db-wal`` (WAL mode with a log; not
+    when ``writing``: a writer merges the log as SQLite does).
+    """
+    f, st = fsafe.open_regular(path)
+    with f:
+        try:
+            head = f.read(100)
+        except OSError as exc:
+            raise FileProblem("unreadable", path, f"cannot read: {exc.strerror or exc}") from None
+    if not head:
+        return False  # a 0-byte file is an empty database to SQLite; nothing to read, nothing created
+    if head[:16] != _SQLITE_MAGIC[: len(head[:16])]:
+        raise FileProblem("db-not-sqlite", path, "not a SQLite database (no SQLite header)")
+    if len(head) < 100:
+        raise FileProblem("db-corrupt", path, f"truncated: {len(head)} bytes, shorter than a SQLite header")
+    if writing:
+        return False
+    wal = fsafe.lstat(os.fspath(path) + "-wal")
+    if head[18] == 2 or head[19] == 2:  # WAL mode; SAM always uses a rollback journal
+        if wal is not None and (wal.st_size > 0 or not stat.S_ISREG(wal.st_mode)):
+            raise FileProblem(
+                "db-wal", path,
+                "in WAL mode with an unmerged -wal log (not how SAM writes); reading it would modify the -shm "
+                "file, so it was not read",
+            )
+        return True  # no log: every row is in the main file; immutable keeps SQLite from creating -wal/-shm
+    if wal is not None:
+        # A -wal beside a rollback-journal database is debris (SQLite checkpoints and deletes it before it
+        # leaves WAL mode), yet SQLite would open it and create a -shm: read the main file as it is.
+        return True
+    return False
+
+
+def _rollback_mode(path) -> bool:
+    try:
+        f, _ = fsafe.open_regular(path)
+    except FileProblem:
+        return False
+    with f:
+        head = f.read(20)
+    return len(head) == 20 and head[18] != 2 and head[19] != 2
+
+
+def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
+    """A read-only, query-only connection to a SAM database that cannot change the file.
+
+    ``file:<quoted path>?mode=ro`` (so a missing file is never created), ``uri=True``, autocommit
+    (no transaction is held between statements), ``timeout`` as busy timeout, ``PRAGMA
+    query_only=ON``.  Raises FileProblem for a file that is missing, not regular, not SQLite, or
+    in WAL mode with a log (see ``_preflight``), and sqlite3.Error from SQLite itself; the
+    ``read_*`` functions turn both into findings.  A hot journal makes the first read fail with
+    SQLITE_READONLY_ROLLBACK (SAM rolls it back on its next open; samctl never does).
+    """
+    immutable = _preflight(path)
+    conn = sqlite3.connect(_uri(path, immutable), uri=True, timeout=timeout, isolation_level=None)
+    conn.text_factory = _text_factory  # values with invalid UTF-8 become _BadText, never an exception
+    try:
+        conn.execute("PRAGMA query_only=ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+# A corrupt schema makes SQLite's own error text invalid UTF-8, and Python's
+# sqlite3 raises UnicodeDecodeError decoding it: that is a database error too.
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def sqlite_finding(exc: Exception, path: str, scope_id: str | None, after: str = "") -> Finding:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    msg = str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        code, why = "db-corrupt", "corrupt (SQLite's error text about it is not even UTF-8)"
+    elif name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in msg:
+        code, why = "db-locked", "locked by another program (SAM writing?); try again"
+    elif name == "SQLITE_NOTADB" or "not a database" in msg:
+        code, why = "db-not-sqlite", "not a SQLite database"
+    elif name.startswith("SQLITE_CORRUPT") or "malformed" in msg:
+        code, why = "db-corrupt", f"corrupt ({msg})"
+    elif name == "SQLITE_READONLY_ROLLBACK" or (name == "" and "readonly" in msg):
+        code, why = "db-hot-journal", (
+            "has a hot -journal from an interrupted write; SAM rolls it back on its next open "
+            "(samctl reads only, so it cannot)"
+        )
+    else:
+        code, why = "db-unreadable", f"cannot be read: {msg}"
+    return Finding(code, path, why + after, ERROR, scope_id)
+
+
+def _open_checked(path, findings: list, table: str, timeout: float, scope_id: str | None, missing_ok: bool):
+    """Open read-only and check the schema; None (after adding findings) if nothing can be read."""
+    spath = os.fspath(path)
+    st = fsafe.lstat(spath)
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+        findings.append(Finding("db-empty", spath, "0-byte database (SAM creates its tables on its next open)",
+                                WARNING, scope_id))
+        return None
+    try:
+        conn = open_readonly(path, timeout)
+    except FileProblem as exc:
+        if exc.code == "missing" and missing_ok:
+            return None
+        findings.append(Finding(exc.code, spath, exc.message, ERROR, scope_id))
+        return None
+    except SQLITE_ERRORS as exc:
+        findings.append(sqlite_finding(exc, spath, scope_id))
+        return None
+    wal = fsafe.lstat(spath + "-wal")
+    if wal is not None and _rollback_mode(spath):
+        findings.append(Finding("db-stray-wal", spath + "-wal", "a -wal file beside a database that is not in WAL "
+                                "mode (debris; SQLite would use it): the database was read without it", WARNING,
+                                scope_id))
+    try:
+        fatal, minor = _schema_check(conn, table)
+    except SQLITE_ERRORS as exc:
+        conn.close()
+        findings.append(sqlite_finding(exc, spath, scope_id))
+        return None
+    for p in fatal:
+        findings.append(Finding("db-schema", spath, p, ERROR, scope_id))
+    for p in minor:
+        findings.append(Finding("db-schema", spath, p, WARNING, scope_id))
+    if fatal:
+        conn.close()
+        return None
+    return conn
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema
+
+
+def _norm_default(d):
+    if d is None:
+        return None
+    d = str(d).strip()
+    while d.startswith("(") and d.endswith(")"):
+        d = d[1:-1].strip()
+    return d
+
+
+def _schema_check(conn: sqlite3.Connection, table: str) -> tuple[list[str], list[str]]:
+    """(fatal, minor) differences from the spec's schema of ``table``.
+
+    Fatal: the table or one of its columns is missing, or it has no rowid; rows cannot be read.
+    Minor: other column types/constraints, extra columns, missing or different indexes, extra
+    tables, views or triggers.
+    """
+    fatal: list[str] = []
+    minor: list[str] = []
+    objects = conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
+    kinds = {name: kind for kind, name, _ in objects}
+    if table not in kinds:
+        return [f"no table {table}"], []
+    if kinds[table] != "table":
+        return [f"{table} is a {kinds[table]}, not a table"], []
+    q = '"' + table.replace('"', '""') + '"'
+    info = {r[1]: r for r in conn.execute(f"PRAGMA table_info({q})").fetchall()}
+    expected = _COLUMNS[table]
+    for name, typ, notnull, default, pk in expected:
+        got = info.get(name)
+        if got is None:
+            fatal.append(f"{table} has no column {name}")
+            continue
+        _, _, gtyp, gnotnull, gdefault, gpk = got
+        if (gtyp or "").upper() != typ:
+            minor.append(f"column {name} is {gtyp or 'untyped'}, expected {typ}")
+        if bool(gnotnull) != bool(notnull):
+            minor.append(f"column {name} is {'NOT NULL' if gnotnull else 'nullable'}, expected "
+                         f"{'NOT NULL' if notnull else 'nullable'}")
+        if _norm_default(gdefault) != default:
+            minor.append(f"column {name} has default {gdefault}, expected {default if default is not None else 'none'}")
+        if bool(gpk) != bool(pk):
+            minor.append(f"column {name} is {'' if gpk else 'not '}the primary key, expected "
+                         f"{'' if pk else 'not '}the primary key")
+    names = {c[0] for c in expected}
+    for extra in sorted(set(info) - names):
+        minor.append(f"unexpected column {extra}")
+    try:
+        conn.execute(f"SELECT rowid FROM {q} LIMIT 0").fetchall()
+    except sqlite3.OperationalError:
+        fatal.append(f"{table} has no rowid (WITHOUT ROWID table)")
+    want = _INDEXES[table]
+    have = {r[1]: r for r in conn.execute(f"PRAGMA index_list({q})").fetchall()}
+    for idx, cols in want.items():
+        if idx not in have:
+            minor.append(f"missing index {idx}")
+            continue
+        iq = '"' + idx.replace('"', '""') + '"'
+        gcols = tuple(r[2] for r in conn.execute(f"PRAGMA index_info({iq})").fetchall())
+        if gcols != cols or have[idx][2]:
+            minor.append(f"index {idx} is {'UNIQUE ' if have[idx][2] else ''}on ({', '.join(map(str, gcols))}), "
+                         f"expected ({', '.join(cols)})")
+    for idx in sorted(set(have) - set(want)):
+        if not idx.startswith("sqlite_autoindex_"):
+            minor.append(f"unexpected index {idx}")
+    for kind, name, tbl in sorted(objects):
+        if name == table or name in want or name.startswith("sqlite_"):
+            continue
+        if kind == "index" and tbl == table:
+            continue  # reported above
+        minor.append(f"unexpected {kind} {name}")
+    return fatal, minor
+
+
+def schema_problems(conn: sqlite3.Connection, table: str = MEMORY_TABLE) -> list[str]:
+    """Every difference between the database's ``table`` and the spec (§7.2, or §8 for
+    ``ARCHIVE_TABLE``), one line each; [] when it matches.
+
+    Columns are compared through ``PRAGMA table_info`` (name, declared type, NOT NULL, default,
+    primary key) and indexes through ``PRAGMA index_list``/``index_info``, not through SQL text,
+    so whitespace and quoting differences do not count.
+    """
+    fatal, minor = _schema_check(conn, table)
+    return fatal + minor

@@ -1,0 +1,157 @@
+"""Work on many conversations in worker processes: one store per worker, the results in order.
+
+Used where the work is per conversation and costs far more than handing its result back: the
+search index build (``search/index/rows.py``), ``samctl check`` without ``--fix``, the files a
+listing's cache has nothing for (``ordered_items``, from the stores' ``list_metas``), the archives
+``rm`` and ``archive`` write (``attic/lifecycle.py``: read and compressed there), and the entries
+``restore`` extracts into its staging folder (``attic/restore.py``).
+
+Invariants:
+- ``ordered_map(store, fn, parts)`` yields ``fn(store, part)`` for each part, in the order of
+  ``parts``, whether in workers or (one job, or fewer parts than ``min_parts``) right here.
+  ``fn`` is a module-level function (workers find it by name); what it returns is pickled.
+- A worker's store is a new one on the same folders and caps, without samctl's listing cache:
+  workers read the store, never samctl's cache.  They change nothing in the store; the one thing
+  a worker writes is restore's extraction into the private staging folder its parent made.
+- Linux forks the workers (what the parent imported, and patched, carries over); elsewhere they
+  are spawned, as fork is unsafe on macOS.
+- A worker holds no lock and does not outlive samctl: it closes its copies of the locks its parent
+  held when it was forked (``fsafe.close_inherited_locks``), and exits once its parent is gone
+  (``kill -9``, or ``timeout``'s SIGTERM, which ends Python without any cleanup: the pool's workers
+  would otherwise wait for work forever).
+- A worker never starts workers of its own (each would start as many again): ``ordered_map``
+  called in one runs right there.
+- An exception raised in a worker reaches the caller as itself, or, if it cannot be pickled and
+  rebuilt, as a RuntimeError that names it (rather than a broken pool).  A worker that dies (the
+  OOM killer, a kill -9) is a SamctlError that says so, not an internal error.
+- ``jobs()``: ``SAMCTL_JOBS`` when set (``1``: no workers), else the cores, at most ``MAX_JOBS``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from samctl.errors import SamctlError
+
+MAX_JOBS = 4  # past this the disk, not the cores, is what limits a read of every file
+
+
+def jobs(env: str = "SAMCTL_JOBS") -> int:
+    """Worker processes to use: ``env`` if it holds a number (0 or 1: none), else the cores (at most MAX_JOBS)."""
+    value = os.environ.get(env, "")
+    if value.isdigit():
+        return max(1, int(value))
+    return max(1, min(os.cpu_count() or 1, MAX_JOBS))
+
+
+_store = None  # a worker's store (None: this is not a worker)
+
+
+PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent is still there
+
+
+def _init(spec) -> None:
+    global _store
+    import signal
+    import threading
+
+    from samctl import fsafe
+    from samctl.stores import store_class
+    from samctl.stores.base import Caps
+
+    kind, conv, base, caps, parent = spec
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (not samctl's own handler, forked along: see cli.main)
+    fsafe.close_inherited_locks()
+    threading.Thread(target=_exit_with, args=(parent,), name="samctl-parent-watch", daemon=True).start()
+    _store = store_class(kind)(Path(conv), Path(base), Caps(*caps), False)
+
+
+def _exit_with(parent: int) -> None:
+    """Exit this worker once ``parent`` is no longer its parent (it died, and the worker was
+    handed to init or a subreaper).  Polled: there is no portable way to be told."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    os._exit(1)
+
+
+def _run(fn, part):
+    try:
+        return fn(_store, part)
+    except Exception as exc:
+        import pickle
+
+        try:  # what the parent will do with it: an exception it cannot rebuild breaks the whole pool
+            pickle.loads(pickle.dumps(exc))
+        except Exception:  # noqa: BLE001
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+        raise
+
+
+def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: int = 2):
+    """``fn(store, part)`` for each of ``parts``, in order: in ``n_jobs`` worker processes (default
+    ``jobs()``), or here when there is one job or fewer than ``min_parts`` parts."""
+    n_jobs = jobs() if n_jobs is None else n_jobs
+    if n_jobs <= 1 or len(parts) < max(min_parts, 2) or _store is not None:
+        for part in parts:
+            yield fn(store, part)
+        return
+    import collections
+    import concurrent.futures
+    import itertools
+    import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    spec = (store.name, str(store.conv_dir), str(store.base), (store.caps.snapshot, store.caps.log, store.caps.other),
+            os.getpid())
+    n_jobs = min(n_jobs, len(parts))
+    with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=ctx, initializer=_init, initargs=(spec,)) as pool:
+        # at most AHEAD parts per worker submitted and not yet handed back: results never pile up
+        # in memory when the caller is slower than the workers (pool.map would submit them all)
+        todo = iter(parts)
+        pending = collections.deque(pool.submit(_run, fn, part) for part in itertools.islice(todo, AHEAD * n_jobs))
+        while pending:
+            done = pending.popleft()
+            part = next(todo, _END)
+            if part is not _END:
+                pending.append(pool.submit(_run, fn, part))
+            try:
+                result = done.result()
+            except BrokenProcessPool:
+                raise SamctlError("a worker process stopped before it finished its work (killed, or out of "
+                                  "memory?)", hint="run the command again (a move it interrupted is finished "
+                                  "first); SAMCTL_JOBS=1 does all the work in one process") from None
+            yield result
+
+
+AHEAD = 2
+_END = object()
+
+
+def ordered_items(store, fn, items: list, min_items: int, part_size: int, part_bytes: int | None = None,
+                  weight=None):
+    """``fn(store, item)`` for each of ``items``, in order: in worker processes when there are at
+    least ``min_items``, else right here.  A unit of work is ``part_size`` items, or fewer once
+    their ``weight(item)`` (bytes it will hold) reaches ``part_bytes``: a bound on what waits in
+    memory.  For a listing's cache misses (a first listing reads every file, a warm one a few),
+    and the archives rm builds and the entries restore extracts."""
+    parts, part, held = [], [], 0
+    for item in items:
+        part.append(item)
+        held += weight(item) if part_bytes is not None else 0
+        if len(part) == part_size or (part_bytes is not None and held >= part_bytes):
+            parts.append((fn, part))
+            part, held = [], 0
+    if part:
+        parts.append((fn, part))
+    for results in ordered_map(store, _each, parts, n_jobs=None if len(items) >= min_items else 1):
+        yield from results
+
+
+def _each(store, part) -> list:
+    fn, items = part
+    return [fn(store, item) for item in items]

@@ -1,0 +1,402 @@
+"""The disposable search index: where it lives, that it is never trusted, incremental refresh,
+concurrent builders, compaction, `samctl index`."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import stat
+import time
+
+import pytest
+
+from samctl.search import index as ix
+from samctl.search import retrieve as sx
+from samctl.stores import open_store
+from tests.conftest import fingerprint
+from tests.search_helpers import SAM_ID, TOPIC, age, insert_memory
+
+
+@pytest.fixture
+def sam(sam_demo, monkeypatch):
+    age(sam_demo)
+    monkeypatch.setenv("SAMCTL_DEBUG", "1")
+    return sam_demo
+
+
+def refresh(root, **kw):
+    findings: list = []
+    idx = ix.refresh(open_store(str(root)), findings, **kw)
+    return idx, findings
+
+
+def query(root, text="budget", **kw):
+    findings: list = []
+    q = sx.SearchQuery(text=text, threshold=-10.0, limit=1000, **kw)
+    return [(h.kind, h.conversation_id, h.ref, h.score) for h in sx.search(open_store(str(root)), q, findings)]
+
+
+def _old(path, seconds):
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def files_of(d):
+    return sorted(p.name for p in d.iterdir())
+
+
+def test_index_lives_in_the_cache_private(sam):
+    before = fingerprint(sam)
+    idx, findings = refresh(sam)
+    assert findings == [] and idx.rebuilt
+    d = ix.index_dir(open_store(str(sam)))
+    assert d.parent == ix.fsafe.cache_dir()
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+    for p in d.iterdir():
+        assert stat.S_IMODE(os.lstat(p).st_mode) == 0o600, p
+    names = files_of(d)
+    assert "manifest" in names and any(n.endswith(".seg") for n in names)
+    assert fingerprint(sam) == before  # building the index writes nothing into the store
+    idx2, _ = refresh(sam)
+    assert not idx2.rebuilt and idx2.read == []  # warm: nothing re-read
+    assert idx2.rows == idx.rows > 0
+
+
+def test_a_store_without_rows(tmp_path, monkeypatch, run):
+    from samctl.stores.sam.memorydb import create_memory_db
+
+    monkeypatch.setenv("SAMCTL_DEBUG", "1")
+    base = tmp_path / "SAM"
+    (base / "conversations" / SAM_ID).mkdir(parents=True)
+    create_memory_db(base / "conversations" / SAM_ID / "memory.db", [])
+    age(base)
+    idx, findings = refresh(base)
+    assert idx.rows == 0 and findings == [] and idx.segments == []
+    r = run("--root", base, "search", "budget")
+    assert r.exit_code == 0 and "no matches" in r.stderr
+    assert json.loads(run("--root", base, "index", "--format", "json").stdout)["valid"] is True
+
+
+def test_no_cache_writes_no_index(sam, run):
+    cache = ix.fsafe.cache_dir()
+    r = run("--root", sam, "--no-cache", "search", "budget")
+    assert r.exit_code == 0, r.stderr
+    assert not list(cache.glob("search-*"))
+
+
+def _segment(d):
+    return next(p for p in d.iterdir() if p.name.endswith(".seg"))
+
+
+CORRUPTIONS = {
+    "truncated segment": lambda d: os.truncate(_segment(d), os.path.getsize(_segment(d)) // 2),
+    "garbage segment": lambda d: _segment(d).write_bytes(os.urandom(4096)),
+    "missing segment": lambda d: _segment(d).unlink(),
+    "garbage manifest": lambda d: (d / "manifest").write_bytes(b"\x00garbage" * 100),
+    "empty manifest": lambda d: (d / "manifest").write_bytes(b""),
+    "truncated manifest": lambda d: os.truncate(d / "manifest", 40),
+    "wrong version": lambda d: _patch_manifest(d, v=ix.INDEX_VERSION + 1),
+    "wrong body version": lambda d: _patch_manifest(d, body_v=0),
+    "flipped manifest byte": lambda d: _flip(d / "manifest", 30),
+    "flipped segment header": lambda d: _flip(_segment(d), os.path.getsize(_segment(d)) - 40),
+}
+
+
+def _flip(p, offset):
+    data = bytearray(p.read_bytes())
+    data[offset] ^= 0xFF
+    p.write_bytes(bytes(data))
+
+
+def _patch_manifest(d, v=None, body_v=None):
+    raw = (d / "manifest").read_bytes()
+    body = json.loads(raw[16:])
+    if body_v is not None:
+        body["v"] = body_v
+    ix.write_manifest_bytes(d / "manifest", body, version=v if v is not None else ix.INDEX_VERSION)
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+def test_a_corrupt_index_is_rebuilt_never_trusted(sam, name):
+    want = query(sam)
+    idx, _ = refresh(sam)
+    d = ix.index_dir(open_store(str(sam)))
+    CORRUPTIONS[name](d)
+    idx, findings = refresh(sam)
+    assert idx.rebuilt, name
+    assert findings == []  # rebuilt silently
+    assert query(sam) == want
+
+
+def test_an_index_of_another_root_is_rebuilt(sam, tmp_path):
+    other = tmp_path / "other" / "SAM"
+    shutil.copytree(sam, other)
+    insert_memory(other / "conversations" / SAM_ID / "memory.db", "99999999-0000-4000-8000-000000000001", SAM_ID,
+                  "only in the other tree: budget zanzibar", None)
+    age(other)
+    want = query(sam)
+    refresh(other)
+    src = ix.index_dir(open_store(str(other)))
+    dst = ix.index_dir(open_store(str(sam)))
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    idx, _ = refresh(sam)
+    assert idx.rebuilt
+    assert query(sam) == want
+    assert "zanzibar" not in json.dumps(query(sam))
+
+
+def test_incremental_refresh_rereads_only_the_changed_file(sam, monkeypatch):
+    refresh(sam)
+    db = sam / "conversations" / SAM_ID / "memory.db"
+    insert_memory(db, "99999999-0000-4000-8000-000000000002", SAM_ID, "the budget for zanzibar", None)
+    _old(db, 1800)  # changed, and older than the racy window
+    opened = []
+    real = ix.read_source
+    monkeypatch.setattr(ix, "read_source", lambda store, src: opened.append(src.paths) or real(store, src))
+    idx, _ = refresh(sam)
+    assert not idx.rebuilt
+    assert idx.read == [f"{SAM_ID}/memory.db"]
+    assert opened == [(str(db),)]  # the only file read
+    got = query(sam, "zanzibar budget")
+    assert got[0][2] == "99999999-0000-4000-8000-000000000002"
+    # the same answer as a fresh build
+    d = ix.index_dir(open_store(str(sam)))
+    shutil.rmtree(d)
+    assert query(sam, "zanzibar budget") == got
+
+
+def test_a_removed_conversation_leaves_the_index(sam):
+    refresh(sam)
+    shutil.rmtree(sam / "conversations" / SAM_ID)
+    idx, _ = refresh(sam)
+    assert idx.read == [] and sorted(idx.removed) == sorted(
+        [f"{SAM_ID}/conversation.json", f"{SAM_ID}/memory.db"])
+    assert all(c != SAM_ID for _, c, _, _ in query(sam, "portland"))
+
+
+def test_a_file_changed_within_the_racy_window_is_read_again(sam):
+    refresh(sam)
+    db = sam / "conversations" / SAM_ID / "memory.db"
+    os.utime(db)  # now
+    idx, _ = refresh(sam)
+    assert idx.read == [f"{SAM_ID}/memory.db"]
+    idx, _ = refresh(sam)
+    assert idx.read == [f"{SAM_ID}/memory.db"]  # still too fresh to trust its (size, mtime)
+    _old(db, 3600)
+    idx, _ = refresh(sam)
+    assert idx.read == [f"{SAM_ID}/memory.db"]
+    idx, _ = refresh(sam)
+    assert idx.read == []
+
+
+def test_scoped_refresh_reads_only_the_scope(sam):
+    store = open_store(str(sam))
+    idx = ix.refresh(store, [], scope={TOPIC})
+    assert idx.read == [f"{TOPIC}/memory.db"]
+    idx = ix.refresh(store, [])
+    assert f"{TOPIC}/memory.db" not in idx.read and f"{SAM_ID}/memory.db" in idx.read
+
+
+def test_compaction_keeps_results(sam):
+    db = sam / "conversations" / SAM_ID / "memory.db"
+    first, _ = refresh(sam)
+    base = first.segments[0].name
+    for i in range(ix.MAX_SEGMENTS + 3):
+        insert_memory(db, f"99999999-0000-4000-8000-{i:012d}", SAM_ID, f"budget note number {i}", None)
+        _old(db, 1800 - i)
+        idx, _ = refresh(sam)
+        assert len(idx.segments) <= ix.MAX_SEGMENTS
+        names = [s.name for s in idx.segments]
+        if base in names:  # tiered: the small segments are merged, the big one is left alone ...
+            assert idx.rows == first.rows + i + 1
+    assert base in names and len(names) == 2
+    # ... until more than DEAD_FRACTION of its rows are dead: then it is rewritten with what is alive in it
+    for folder in (SAM_ID, TOPIC, "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"):  # all but the API chat: > 30% dead
+        for p in (sam / "conversations" / folder).iterdir():
+            _old(p, 900)
+    idx, _ = refresh(sam)
+    assert base not in {s.name for s in idx.segments} and len(idx.segments) <= 2  # (the re-read files: the other)
+    got = query(sam)
+    shutil.rmtree(ix.index_dir(open_store(str(sam))))
+    assert query(sam) == got
+    assert len(got) >= ix.MAX_SEGMENTS + 3
+
+
+def _child_refresh(root, q):
+    try:
+        findings: list = []
+        ix.refresh(open_store(root), findings, rebuild=True)
+        q.put(("ok", len(findings)))
+    except BaseException as exc:  # noqa: BLE001
+        q.put(("error", repr(exc)))
+
+
+def test_concurrent_builders_do_not_corrupt_the_index(sam):
+    want = query(sam)
+    shutil.rmtree(ix.index_dir(open_store(str(sam))))
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_child_refresh, args=(str(sam), q)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert results == [("ok", 0)] * 3
+    idx, _ = refresh(sam)
+    assert not idx.rebuilt and idx.read == []
+    assert query(sam) == want
+    d = ix.index_dir(open_store(str(sam)))
+    assert not [n for n in files_of(d) if n.endswith(".tmp")]
+    assert len([n for n in files_of(d) if n.endswith(".seg")]) == 1
+
+
+# --- samctl index ---------------------------------------------------------------------------------
+
+
+def test_index_command_state_and_rebuild(run, sam):
+    r = run("--root", sam, "index", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["exists"] is False
+    r = run("--root", sam, "index", "--rebuild")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    assert doc["exists"] and doc["rows"]["memory"] == 3 and doc["rows"]["message"] > 5
+    assert doc["files"] >= 5 and doc["size"] > 0 and doc["stale"] == [] and doc["age"] >= 0
+    assert doc["valid"] is True
+    text = run("--root", sam, "index").stdout
+    assert "rows:" in text and "stale:" in text and "files:" in text
+    insert_memory(sam / "conversations" / SAM_ID / "memory.db", "99999999-0000-4000-8000-000000000009", SAM_ID,
+                  "x", None)
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    assert [s["key"] for s in doc["stale"]] == [f"{SAM_ID}/memory.db"]
+    assert "1 file changed" in run("--root", sam, "index").stdout
+
+
+def test_index_verify_finds_flipped_data(run, sam):
+    run("--root", sam, "index", "--rebuild")
+    seg = _segment(ix.index_dir(open_store(str(sam))))
+    _flip(seg, 200)  # inside the vectors
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    assert doc["valid"] is False and doc["problems"] and doc["dropped"]
+    r = run("--root", sam, "search", "budget")  # dropped: the next search rebuilds
+    assert r.exit_code == 0
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    assert doc["valid"] is True
+
+
+def test_progress_only_on_a_tty(sam):
+    from samctl.cli.index import progress_printer
+
+    class Stream:
+        def __init__(self, tty):
+            self.tty, self.out = tty, []
+
+        def isatty(self):
+            return self.tty
+
+        def write(self, s):
+            self.out.append(s)
+
+        def flush(self):
+            pass
+
+    assert progress_printer(Stream(False)) is None
+    s = Stream(True)
+    p = progress_printer(s, interval=0, delay=0)
+    ix.refresh(open_store(str(sam)), [], rebuild=True, progress=p)
+    p.done()
+    assert any("\r" in x for x in s.out) and "rows" in "".join(s.out)
+
+
+def test_index_command_refuses_no_cache(run, sam):
+    r = run("--root", sam, "--no-cache", "index")
+    assert r.exit_code == 2 and "--no-cache" in r.stderr
+
+
+def _section(seg_path, name):
+    data = seg_path.read_bytes()
+    hoff, hlen, _crc, _magic = ix.TRAILER.unpack_from(data, len(data) - ix.TRAILER.size)
+    off, nbytes, *_ = json.loads(data[hoff:hoff + hlen])["sections"][name]
+    return off, nbytes
+
+
+@pytest.mark.parametrize("section", ["tok_rows", "meta"])
+def test_garbage_inside_a_section_is_caught_when_used(sam, monkeypatch, section):
+    want = query(sam)
+    refresh(sam)
+    seg = _segment(ix.index_dir(open_store(str(sam))))
+    off, nbytes = _section(seg, section)
+    data = bytearray(seg.read_bytes())
+    data[off:off + nbytes] = b"\xff" * nbytes  # row -1 everywhere / every code out of range
+    seg.write_bytes(bytes(data))
+    monkeypatch.delenv("SAMCTL_DEBUG")
+    assert query(sam) == want  # noticed while searching: rebuilt, same answer
+    idx, _ = refresh(sam)
+    assert not idx.rebuilt and idx.read == []
+
+
+def test_an_unwritable_cache_costs_only_time(sam, tmp_path, monkeypatch, run):
+    want = query(sam)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.delenv("SAMCTL_DEBUG")
+    assert query(sam) == want
+    r = run("--root", sam, "search", "budget")
+    assert r.exit_code == 0 and r.stdout
+
+
+def test_an_edit_that_puts_the_mtime_back_is_read_again(sam):
+    """Same size, same mtime, same inode (an editor that saves in place, then restores the
+    mtime): the ctime, which no one can set, still tells."""
+    refresh(sam)
+    conv = sam / "conversations" / SAM_ID / "conversation.json"
+    st = conv.stat()
+    data = conv.read_bytes()
+    assert b"weekend trip" in data
+    with open(conv, "r+b") as f:
+        f.write(data.replace(b"weekend trip", b"zanzibr trip"))
+    os.utime(conv, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (conv.stat().st_size, conv.stat().st_mtime_ns, conv.stat().st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+    idx, _ = refresh(sam)
+    assert idx.read == [f"{SAM_ID}/conversation.json"]
+    assert any(c == SAM_ID for _, c, _, _ in query(sam, "zanzibr", where="messages"))
+
+
+def test_update_and_rebuild_together_is_a_usage_error(run, sam):
+    r = run("--root", sam, "index", "--update", "--rebuild")
+    assert r.exit_code == 2 and "not both" in r.stderr
+    assert not ix.index_dir(open_store(str(sam))).exists()
+
+
+@pytest.mark.parametrize("how", ["--update", "--rebuild"])
+def test_update_and_rebuild_report_the_files_they_could_not_read(run, sam, how):
+    conv = sam / "conversations" / SAM_ID / "conversation.json"
+    conv.write_bytes(conv.read_bytes()[:-100])
+    _old(conv, 3600)
+    r = run("--root", sam, "index", how)
+    assert r.exit_code == 3, r.stderr
+    assert "error: bad-json: " in r.stderr and str(conv) in r.stderr
+    assert run("--root", sam, "index").exit_code == 0  # the state alone: its count of files with problems
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_a_flipped_byte_in_a_shown_row_is_caught_by_the_search(run, sam, monkeypatch, exact):
+    """Only samctl index reads every byte against its checksums; a search checks the rows it
+    shows: edited segment text is never served as a result (the index is rebuilt)."""
+    args = ["search", "--exact", "a weekend trip to"] if exact else ["search", "weekend trip"]
+    want = run("--root", sam, "--no-cache", *args, "--format", "json").stdout
+    assert "Plan a weekend trip to Portland" in want
+    refresh(sam)
+    seg = _segment(ix.index_dir(open_store(str(sam))))
+    data = seg.read_bytes()
+    assert data.count(b"Plan a weekend") == 1
+    seg.write_bytes(data.replace(b"Plan a weekend", b"Hack a weekend"))
+    monkeypatch.delenv("SAMCTL_DEBUG")
+    r = run("--root", sam, *args, "--format", "json")
+    assert r.exit_code == 0 and r.stdout == want and "Hack" not in r.stdout

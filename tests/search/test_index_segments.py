@@ -1,0 +1,205 @@
+"""The index is cut into segments of about ``SEGMENT_BYTES`` (between sources), by a build and by
+every rewrite, so that what samctl holds in memory while indexing does not grow with the store;
+and the results are those of one segment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+from bench import gen_archive as gen
+from samctl.search import index as ix
+from samctl.search import retrieve as sx
+from samctl.search.index import rows as ixrows
+from samctl.search.index import update as ixupdate
+from samctl.stores import open_store
+from tests.search_helpers import age
+
+CAP = 48 << 10  # about 35 messages a segment: a 40-conversation tree needs several
+
+
+@pytest.fixture
+def tree(tmp_path):
+    gen.make_mermaid(tmp_path / "m", 40, seed=3, jobs=1, progress=False)
+    age(tmp_path / "m")
+    return tmp_path / "m"
+
+
+def _results(root, texts=("budget", "quokka deadline", "café")):
+    out = []
+    for text in texts:
+        for exact in (False, True):
+            findings: list = []
+            q = sx.SearchQuery(text=text, threshold=-10.0, limit=100000, exact=exact)
+            out.append([(h.kind, h.conversation_id, h.ref, h.score) for h in sx.search(open_store(str(root)), q,
+                                                                                          findings)])
+            assert findings == []
+    return out
+
+
+def _change(paths, seconds_ago: float = 1800) -> None:
+    """Save ``paths`` again, dated long enough ago to be trusted (only their signatures change)."""
+    t = time.time() - seconds_ago
+    for p in paths:
+        p.write_bytes(p.read_bytes())
+        os.utime(p, (t, t))
+
+
+def _one_segment_results(root):
+    """The results of an index built in one segment, then that index gone again."""
+    d = ix.index_dir(open_store(str(root)))
+    shutil.rmtree(d, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ixupdate, "SEGMENT_BYTES", 1 << 30)
+        got = _results(root)
+    assert len(ix.open_index(open_store(str(root))).segments) == 1
+    shutil.rmtree(d)
+    return got
+
+
+def _check_layout(root, cap, chunk_bytes, older=()):
+    """Every segment (but those named in ``older``) is at most ``cap`` plus what was added before
+    the cut was seen, every source's rows are in one segment, and every byte matches its checksum."""
+    idx = ix.open_index(open_store(str(root)))
+    for entry in idx.manifest.segments:
+        assert entry["name"] in older or entry["size"] <= cap + chunk_bytes, (entry["size"], cap)
+    rows = {s.name: s.rows for s in idx.segments}
+    for key, e in idx.manifest.sources().items():
+        if e["seg"] is not None:
+            assert 0 <= e["start"] < e["end"] <= rows[e["seg"]], key
+    st = ix.state(open_store(str(root)), verify=True)
+    assert st["problems"] == [], st["problems"]
+    return idx
+
+
+def test_a_build_is_cut_between_sources_and_finds_the_same(tree, monkeypatch):
+    want = _one_segment_results(tree)
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)  # a cut may come after any source
+    assert _results(tree) == want
+    idx = _check_layout(tree, CAP, 64 << 10)
+    assert len(idx.segments) >= 4
+
+
+def test_rewrites_stay_cut_and_find_the_same(tree, monkeypatch):
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    _results(tree)
+    first = {s.name for s in ix.open_index(open_store(str(tree))).segments}
+    conv = tree / ".mermaid" / "conversations"
+    # the sessions of the first half change: their segments decay and are rewritten, cut again
+    _change(sorted(conv.iterdir())[:60])
+    got = _results(tree)
+    idx = _check_layout(tree, CAP, 64 << 10)
+    names = {s.name for s in idx.segments}
+    assert names != first and not names <= first  # rewritten, not only added to
+    assert got == _one_segment_results(tree)
+
+
+def test_a_source_bigger_than_a_segment_goes_alone(tree, monkeypatch):
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", 4096)  # smaller than any session
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    got = _results(tree)
+    idx = ix.open_index(open_store(str(tree)))
+    per_seg: dict = {}
+    for e in idx.manifest.sources().values():
+        if e["seg"] is not None:
+            per_seg.setdefault(e["seg"], []).append(e)
+    assert len(per_seg) == len(idx.segments) == 40 and all(len(v) == 1 for v in per_seg.values())
+    # a rewrite of decayed segments keeps one session a segment
+    conv = tree / ".mermaid" / "conversations"
+    _change(sorted(conv.iterdir())[:9])
+    assert _results(tree) == got
+    idx = ix.open_index(open_store(str(tree)))
+    assert len(idx.segments) == 40
+
+
+def test_small_segments_are_merged_up_to_the_cap(tree, monkeypatch):
+    """Refreshes that each read a few sessions leave small segments; once there are too many they
+    are merged, into segments no bigger than the cap."""
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", 1 << 30)
+    _results(tree)
+    (base,) = [s.name for s in ix.open_index(open_store(str(tree))).segments]
+    cap = 256 << 10  # a session is far under half of it: each refresh leaves a small segment
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", cap)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    conv = tree / ".mermaid" / "conversations"
+    snaps = sorted(conv.glob("*.json"))
+    merged = False
+    for i in range(ix.MAX_SEGMENTS + 4):
+        _change([snaps[i]], 1800 - i)
+        _results(tree, texts=("budget",))
+        idx = _check_layout(tree, cap, 64 << 10, older={base})
+        sizes = [e["size"] for e in idx.manifest.segments if e["name"] != base]
+        assert base in {s.name for s in idx.segments}  # 10 of 40 sessions dead: not decayed, not rewritten
+        assert len([n for n in sizes if n < cap // 2]) <= ix.MAX_SEGMENTS - 1
+        merged |= len(sizes) < i + 1
+    assert merged
+    assert _results(tree) == _one_segment_results(tree)
+
+
+def _index_files(d) -> dict:
+    return {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
+
+
+def _small_cap_index(tree, monkeypatch):
+    """(the index folder, its files) of ``tree`` indexed in segments of ``CAP``."""
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    store = open_store(str(tree))
+    ix.refresh(store, [])
+    d = ix.index_dir(store)
+    return d, _index_files(d)
+
+
+def test_a_build_that_fails_between_segments_leaves_the_index_as_it_was(tree, monkeypatch):
+    d, before = _small_cap_index(tree, monkeypatch)
+    conv = tree / ".mermaid" / "conversations"
+    _change(sorted(conv.glob("*.json"))[:30])  # enough for several new segments
+    real = ixupdate.SegmentWriter.finish
+    calls = []
+
+    def finish(self):
+        calls.append(self.name)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real(self)
+
+    monkeypatch.setattr(ixupdate.SegmentWriter, "finish", finish)
+    with pytest.raises(ix.BadIndex, match="No space left on device"):
+        ix.refresh(open_store(str(tree)), [])
+    assert len(calls) == 3
+    assert _index_files(d) == before  # the two finished segments are gone again, the third's temp too
+
+
+def test_a_refresh_that_reads_a_few_files_does_not_rewrite_the_big_segment(tree, monkeypatch):
+    """A small segment of a few sessions decays as soon as one of them is saved again: it is
+    rewritten alone; the big segment that holds the rest is left as it is."""
+    _results(tree)
+    (base,) = [s.name for s in ix.open_index(open_store(str(tree))).segments]
+    conv = tree / ".mermaid" / "conversations"
+    snaps = sorted(conv.glob("*.json"))
+    for i in range(12):
+        _change(snaps[i % 3: i % 3 + 2], 1800 - i)  # two of three "active" sessions, again and again
+        _results(tree, texts=("budget",))
+        assert base in {s.name for s in ix.open_index(open_store(str(tree))).segments}
+    assert _results(tree) == _one_segment_results(tree)
+
+
+def test_a_rewrite_that_fails_leaves_the_index_as_it_was(tree, monkeypatch):
+    d, before = _small_cap_index(tree, monkeypatch)
+    conv = tree / ".mermaid" / "conversations"
+    _change(sorted(conv.glob("*.json"))[::2])  # every other session: its segments decay
+    real = ixupdate._rewrite
+
+    def failing(*args):
+        monkeypatch.setattr(ixupdate.SegmentWriter, "finish", lambda self: (_ for _ in ()).throw(OSError(28, "full")))
+        return real(*args)
+
+    monkeypatch.setattr(ixupdate, "_rewrite", failing)
+    with pytest.raises(ix.BadIndex, match="full"):
+        ix.refresh(open_store(str(tree)), [])
+    assert _index_files(d) == before  # the refresh's new segments are gone again, the rewrite's temps too

@@ -1,0 +1,78 @@
+"""The shortcuts of the event-log validator agree with its general rules, case for case.
+
+``_check_message`` and ``_state`` accept the usual line with fewer lookups; on anything
+else they defer to ``_message_problem`` / ``_state_problem``. A shortcut that accepted
+what the rule refuses would let samctl fold a line mermaid stops at.
+"""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from samctl.stores.mermaid import eventlog as E
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False, width=32),
+                   st.sampled_from(["", "x", "2026-08-10T14:03:07.512Z", "2026-02-30T00:00:00Z",
+                                    "2026-08-10T14:03:07.512-04:00", "User"]),
+                   st.just([]), st.just(["a"]), st.just({}), st.just({"k": 1}))
+MISSING = object()
+BASE_MESSAGE = {"role": "User", "content": "hi", "timestamp": "2026-08-10T14:03:07.512Z", "kind": "normal",
+                "metadata": {"any": [1]}, "actions": [], "thinking": None, "images": None, "image_numbers": None,
+                "tool_calls": None, "tool_call_id": None, "tool_name": None, "provider_continuation": None}
+BASE_STATE = {"type": "state", "title": "t", "model_name": "m", "safety_mode": "ask", "plan": None,
+              "advertised_context": None, "last_token_usage": {}, "cumulative_token_usage": {},
+              "context_usage": None, "git_branch": "main", "git_sha": None, "cli_version": "0.25.0",
+              "forked_from": None, "parent_session": None}
+
+
+def _perturbed(base, changes, extra):
+    """``base`` (valid) with a few fields replaced or removed: near the line of the shortcut."""
+    d = dict(base)
+    for key, value in changes:
+        if value is MISSING:
+            d.pop(key, None)
+        else:
+            d[key] = value
+    if extra:
+        d["newer_field"] = 1
+    return d
+
+
+def _changes(keys):
+    return st.lists(st.tuples(st.sampled_from(keys), st.one_of(VALUES, st.just(MISSING))), max_size=3)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_changes(E.MESSAGE_FIELDS), st.booleans())
+def test_message_shortcut_agrees_with_the_rule(changes, extra):
+    m = _perturbed(BASE_MESSAGE, changes, extra)
+    assert E._check_message(m, "m") == E._message_problem(m, "m")
+
+
+def test_message_shortcut_takes_every_valid_type_combination():
+    base = BASE_MESSAGE
+    assert E._check_message(base, "m") is None
+    for key, types in E._MESSAGE_OPTIONAL:
+        sample = {str: "s", list: [], dict: {}, type(None): None}
+        for t in types:
+            assert E._check_message({**base, key: sample[t]}, "m") is None, (key, t)
+        for wrong in (1, 1.5, True):
+            assert E._check_message({**base, key: wrong}, "m") == f"m.{key} is {E._jtype(wrong)}"
+    assert E._check_message({**base, "timestamp": "2026-02-30T00:00:00Z"}, "m") == \
+        "m.timestamp is not an RFC 3339 time"
+    assert E._check_message({**base, "role": 1}, "m") == "m.role is an integer"
+    assert E._check_message({**base, "content": None}, "m") == "m.content is null"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_changes(("type", *E.SCALARS)), st.booleans())
+def test_state_shortcut_agrees_with_the_rule(changes, extra):
+    e = _perturbed(BASE_STATE, changes, extra)
+    assert E._state(e) == E._state_problem(e)
+
+
+def test_state_shortcut_takes_a_line_without_its_null_fields_and_names_the_first_bad_one():
+    e = {"type": "state", "title": "t", "model_name": "m", "cumulative_token_usage": {}, "git_sha": "abc"}
+    assert E._state(e) is None
+    bad = {**e, "plan": 3, "safety_mode": 4}
+    assert E._state(bad) == "state.safety_mode is an integer"  # struct order, not the line's
+    assert E._state({**e, "cumulative_token_usage": None}) == "state.cumulative_token_usage is null"
