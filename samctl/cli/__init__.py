@@ -182,8 +182,9 @@ def size_option(ctx, param, value):
 @click.group("samctl", cls=SamctlGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--root", envvar="SAMCTL_ROOT", metavar="PATH",
               help="The store: a SAM base folder, a SAM conversations folder, a mermaid project folder, "
-                   "or a .mermaid/conversations folder. Default: ./.mermaid/conversations if present, "
-                   "else SAM's default location. Also SAMCTL_ROOT.")
+                   "or a .mermaid/conversations folder; read-only: ~/.claude or ~/.codex (or a folder in them), "
+                   "llm's logs.db, a ChatGPT export (.zip or folder). Default: ./.mermaid/conversations if "
+                   "present, else SAM's default location. Also SAMCTL_ROOT.")
 @click.option("--max-file-size", metavar="SIZE", default=None, callback=size_option,
               help="Refuse to read files larger than SIZE (e.g. 64M). Default: mermaid's own caps "
                    "(64 MiB snapshots, 128 MiB logs).")

@@ -119,9 +119,10 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
     if p.name == "conversations" and p.parent.name == "SAM":
         return "sam", p, p.parent
     raise NotFound(
-        f"{root}: not a SAM or mermaid-cli store",
-        hint="give a SAM base folder (…/Application Support/SAM), its conversations folder, "
-        "a mermaid project folder, its .mermaid folder, or its .mermaid/conversations folder",
+        f"{root}: not a store samctl reads",
+        hint="give a SAM base folder (…/Application Support/SAM) or its conversations folder, a mermaid project "
+        "folder (or its .mermaid, or .mermaid/conversations), ~/.claude or ~/.codex (or a folder in them), "
+        "llm's logs.db, or a ChatGPT export (.zip or folder)",
     )
 
 
