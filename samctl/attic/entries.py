@@ -50,6 +50,7 @@ from pathlib import Path
 
 import orjson
 
+from samctl.attic import ATTIC  # noqa: F401 - the attic's own name, used here and by its callers
 from samctl import fsafe
 from samctl.attic import tarscan
 from samctl.attic import tarzst
@@ -59,7 +60,6 @@ from samctl.attic.tarscan import ABSOLUTE_CAP, finding
 from samctl.attic.tarzst import Member, safe_member_name
 from samctl.errors import SamctlError, UnsafePath
 
-ATTIC = "samctl-attic"
 JOURNAL = ".journal"
 STAGING = ".staging"
 STATES = ("deleted", "archived", "history")

@@ -35,7 +35,7 @@ class Options:
             self._store = store = open_store(self.root, caps, self.cache)
             if store.use_cache:
                 from samctl import fsafe
-                from samctl.core.export import store_folder_holding
+                from samctl.core.places import store_folder_holding
 
                 what = store_folder_holding(store, fsafe.cache_dir())
                 if what is not None:  # e.g. SAMCTL_CACHE_DIR set to the SAM base folder

@@ -30,6 +30,7 @@ from typing import Callable
 from samctl import fsafe
 from samctl.render import text as render
 from samctl.core.load import load_resolved
+from samctl.core.places import store_folder_holding
 from samctl.model import INFO, Finding
 from samctl.timeparse import format_utc
 from samctl.errors import SamctlError, UsageError
@@ -162,34 +163,6 @@ def _refuse_inside_store(p: Path, store) -> None:
     if what is not None:
         raise UsageError(f"{p} is inside {what}; export never writes there",
                          hint="pick a folder outside it, e.g. -o ~/exports")
-
-
-def store_folder_holding(store, p) -> str | None:
-    """Which of the store's folders (the store itself, samctl's attic and lock folder beside it,
-    the app's folder around them) holds ``p``, directly or through a symlink, as words; else None."""
-    from samctl.attic.entries import attic_dir
-    from samctl.lock import samctl_dir
-
-    app = _app_folder(store)
-    for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
-                         (os.path.realpath(attic_dir(store)), "samctl's attic"),
-                         (os.path.realpath(samctl_dir(store)), "samctl's own folder"),
-                         (app, f"{store.app_name}'s folder ({app})")):
-        if folder is not None and fsafe.is_inside(folder, p):
-            return what
-    return None
-
-
-def _app_folder(store) -> str | None:
-    """The app's own folder around the store (``Store.app_folder``), or any store's parent that holds
-    samctl's attic or lock folder (samctl made it the store's base).  None for a store given as a
-    bare folder of conversations that samctl never wrote beside, whose parent is the user's."""
-    from samctl.attic.entries import ATTIC
-
-    base = os.path.dirname(store.root_real)
-    if any(os.path.lexists(os.path.join(base, n)) for n in (ATTIC, ".samctl")):
-        return base
-    return store.app_folder()
 
 
 def _now_iso() -> str:

@@ -126,10 +126,18 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
     )
 
 
+# Names an llm folder or a ChatGPT export folder holds (a split export's first shard, or its manifest).
+_READER_NAMES = ("logs.db", "conversations.json", "export_manifest.json", "conversations-000.json",
+                 "conversations-001.json", "conversations-0.json", "conversations-1.json")
+
+
 def _reader_store(p: Path):
     """An llm ``logs.db`` (its folder or the file) or a ChatGPT export (folder or ``.zip``): read-only
     stores (issue #23).  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
-    folder does.  Returns locate's tuple, the file itself as the second item for a file root."""
+    folder does.  Returns locate's tuple, the file itself as the second item for a file root.  Their
+    modules are imported only when a name says it may be one (every command locates its store)."""
+    if not (p.name.lower().endswith((".db", ".zip")) or any(os.path.lexists(p / n) for n in _READER_NAMES)):
+        return None
     from samctl.stores.chatgpt.store import looks_like_export
     from samctl.stores.llm.store import looks_like_llm
 
