@@ -317,7 +317,7 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             _undo(entry, attic, stem)
             _kept(rep, path, cid, size0, len(new), history)
             return
-        # Reading and packing took a while: a session may have started meanwhile (spec §1's lock)
+        # Reading and packing took a while: a session may have started meanwhile (docs/formats/mermaid.md §1's lock)
         def live() -> bool:
             return store.session_is_live(cid)
 
@@ -326,7 +326,7 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             rep.findings.append(Finding("skipped-live", str(path), f"{store.app_name} opened this session while "
                                         "compact worked on it; left alone", INFO, cid))
             return
-        # the app creates its log 0600 (mermaid: spec §4.3); never carry setuid or group/other bits over
+        # the app creates its log 0600 (mermaid.md §4.3); never carry setuid or group/other bits over
         swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode) & 0o600, live)
         if not swapped:
             _undo(entry, attic, stem)

@@ -12,7 +12,7 @@ Data model
   (memories), a dedupe key (archived copies of messages), and the row's own crc32 (``row_crc``).
 - ``SECTIONS``: name -> (dtype, shape rule) of every section of a segment; shape rules use R
   (rows), K (token keys), P (postings), B (bytes of that blob).
-- ``token_key``: the 64-bit BLAKE2b of a §7.7 token (the keys of the token map, named by
+- ``token_key``: the 64-bit BLAKE2b of a docs/formats/sam.md §7.7 token (the keys of the token map, named by
   ``TOKEN_HASH_NAME``); ``dedupe_key``: the 64-bit BLAKE2b of conversation + NUL + text.
 
 Invariants

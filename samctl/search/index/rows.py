@@ -13,7 +13,7 @@ A **row** is one searchable text:
 
 ``read_source`` turns one ``Source`` into a ``Batch`` (Python lists, one per meta column, plus the
 findings and the conversations' infos: id, title, shared topic); ``process`` turns batches into a
-``Chunk``: the meta records, the §7.5 embeddings, the UTF-8 blobs of text/lower(text)/id with their
+``Chunk``: the meta records, the docs/formats/sam.md §7.5 embeddings, the UTF-8 blobs of text/lower(text)/id with their
 lengths, and the token postings (64-bit token key, row in the chunk) of the keyword boost.
 
 Invariants

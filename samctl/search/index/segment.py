@@ -4,12 +4,12 @@ Data model
 ----------
 A segment holds, per row (see ``format.SECTIONS``):
 
-- ``vectors``  float32 (rows, 256): samctl's §7.5 embedding of the text (``scoring.embed_many``);
+- ``vectors``  float32 (rows, 256): samctl's docs/formats/sam.md §7.5 embedding of the text (``scoring.embed_many``);
 - ``meta``     one 48-byte record (``format.META_FIELDS``);
 - ``text``/``ltext``/``ref`` UTF-8 blobs with ``*_off`` offsets (rows + 1): the text, its
   ``lower()`` (for ``--exact``) and the row's id;
 - ``tok_keys``/``tok_ptr``/``tok_rows``: the token -> rows map of the keyword boost (CSR; a key is
-  ``format.token_key`` of a §7.7 token; rows ascending within a key is not promised).
+  ``format.token_key`` of a docs/formats/sam.md §7.7 token; rows ascending within a key is not promised).
 
 Layout of a segment file: 64-byte preamble (magic, version), the sections (64-byte aligned,
 ``vectors`` first so it can be streamed), the header JSON (v, root, dim, rows, hash names, convs,

@@ -1,4 +1,4 @@
-"""Byte-compatible writers for mermaid's files (spec §2).
+"""Byte-compatible writers for mermaid's files (mermaid.md §2).
 
 Invariants:
 - ``snapshot_bytes`` gives the bytes serde_json's ``to_string_pretty`` writes
@@ -34,12 +34,12 @@ _COMPACT = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 _I64_MIN = -(1 << 63)
 _U64_MAX = (1 << 64) - 1
 
-# ConversationMeta struct order (spec §3.2); the .meta file keeps it.
+# ConversationMeta struct order (mermaid.md §3.2); the .meta file keeps it.
 META_FIELDS = ("id", "title", "updated_at", "git_branch", "message_count", "forked_from")
 
 
 def format_float(x: float) -> str:
-    """``x`` as serde_json writes an f64 (ryu layout, spec §2.6); ``null`` if not finite.
+    """``x`` as serde_json writes an f64 (ryu layout, mermaid.md §2.6); ``null`` if not finite.
 
     Shortest round-trip digits D (taken from ``repr``) and exponent e with
     value = D x 10^e, kk = len(D) + e:
@@ -123,13 +123,13 @@ def log_line_bytes(envelope) -> bytes:
     return _dumps(envelope, _COMPACT)
 
 
-_REDACTION = re.compile(r"\[REDACTED[^\]]{0,40}\]")  # "[REDACTED]", "[REDACTED PRIVATE KEY]" (spec §5.1)
+_REDACTION = re.compile(r"\[REDACTED[^\]]{0,40}\]")  # "[REDACTED]", "[REDACTED PRIVATE KEY]" (mermaid.md §5.1)
 
 
 def meta_title(snapshot_title, sidecar_title):
     """The title a rebuilt sidecar gets: the old sidecar's own when the snapshot's title is a
     redaction of it, else the snapshot's.  mermaid writes the sidecar from the live, unredacted
-    session and only the snapshot is redacted (spec §3.2, §5.1), so a rebuilt sidecar would
+    session and only the snapshot is redacted (mermaid.md §3.2, §5.1), so a rebuilt sidecar would
     otherwise lose the title mermaid's picker shows, for good."""
     if type(snapshot_title) is not str or type(sidecar_title) is not str or "[REDACTED" not in snapshot_title:
         return snapshot_title

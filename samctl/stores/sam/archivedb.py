@@ -1,8 +1,8 @@
-"""SAM's ``context_archive.db`` (spec §8), read safely; and made, for tests and fixtures.
+"""SAM's ``context_archive.db`` (sam.md §8), read safely; and made, for tests and fixtures.
 
 Data model:
 
-- ``CONV/<id>/context_archive.db`` holds ``context_archives`` (``ARCHIVE_SCHEMA_SQL``, §8): chunks of
+- ``CONV/<id>/context_archive.db`` holds ``context_archives`` (``ARCHIVE_SCHEMA_SQL``, sam.md §8): chunks of
   messages trimmed from the LLM context, ``messages_json`` being a JSON array whose ``timestamp`` is
   a Double of seconds since 2001-01-01 UTC (``APPLE_EPOCH``).  ``reason`` is one of
   ``ARCHIVE_REASONS``.
@@ -164,9 +164,9 @@ def encode_archive_messages(messages: list[dict]) -> str:
 
 
 def create_archive_db(path, rows=(), mode: int = fsafe.FILE_MODE):
-    """Make a ``context_archive.db`` with the §8 schema and insert ``rows``; for tests and fixtures.
+    """Make a ``context_archive.db`` with the sam.md §8 schema and insert ``rows``; for tests and fixtures.
 
-    A row is a dict with the §8 columns (``messages`` and ``key_topics`` as Python lists may
+    A row is a dict with the sam.md §8 columns (``messages`` and ``key_topics`` as Python lists may
     stand for ``messages_json``/``key_topics_json``) or a tuple of the 10 columns.
     """
     import json

@@ -1,4 +1,4 @@
-"""The repairs ``samctl recover`` applies to SAM conversations (spec §4.5.5, §4.6, §14).
+"""The repairs ``samctl recover`` applies to SAM conversations (sam.md §4.5.5, §4.6, §14).
 
 ``repair_conversation`` turns a decoded conversation.json that SAM would skip
 into one it loads, losing as little as possible; ``salvage_messages`` and
@@ -29,14 +29,14 @@ The repair, in order:
    the message and on its tool card) -> ``error``; ``isStreaming`` -> false.
 4. Each message is settled alone: a missing/null required key with an obvious
    safe value is filled (``content`` "", ``showReasoning``/``isStreaming``
-   false, ``isToolMessage``/``type``/``isFromUser`` derived per §4.3 from the
+   false, ``isToolMessage``/``type``/``isFromUser`` derived per sam.md §4.3 from the
    others, ``timestamp`` from ``lastModified``) -- but only if nothing else in
    the message is beyond repair.  An optional part holding an error is removed
    (the smallest one: a key, an array element, a map entry).  An unknown enum
    value anywhere in the message, a bad message id, or a required key that is
-   wrong and has no default drops the message (§14: don't guess).
+   wrong and has no default drops the message (sam.md §14: don't guess).
 5. ``settings`` are settled the same way, but a missing or invalid required
-   setting takes the default of a new conversation (§4.2); settings that are
+   setting takes the default of a new conversation (sam.md §4.2); settings that are
    not an object are removed (SAM then uses its defaults).
 6. The top level: broken optional keys are removed (or the broken elements of
    ``performanceMetrics``/``enabledCustomInstructionIds``); ``id``,
@@ -272,7 +272,7 @@ def _settle(value, kind, path: tuple, notes: list, defaults: dict, *, fatal=(), 
             notes.append(f"{where_of(path + point)}: removed ({inside}{p.code}: {p.reason})")
 
 
-# Message defaults (§4.3): only for keys that are missing or null.
+# Message defaults (sam.md §4.3): only for keys that are missing or null.
 
 
 def _message_type(m):
@@ -281,7 +281,7 @@ def _message_type(m):
 
 
 def _derived_type(m):
-    # §4.3 derivation, from the flags; without isFromUser the role would be a guess.
+    # sam.md §4.3 derivation, from the flags; without isFromUser the role would be a guess.
     user, reasoning = m.get("isFromUser"), m.get("reasoningContent")
     if not isinstance(user, bool):
         return _NO
@@ -307,7 +307,7 @@ _MESSAGE_DEFAULTS = {
     ("timestamp",): _timestamp_from_last_modified,
 }
 
-# Settings defaults: those of a new conversation (§4.2); also replace invalid values.
+# Settings defaults: those of a new conversation (sam.md §4.2); also replace invalid values.
 _SETTINGS_DEFAULTS = {
     ("selectedModel",): lambda s: "",
     ("temperature",): lambda s: 0.7,
@@ -325,9 +325,9 @@ _SETTINGS_DEFAULTS = {
 def _carries_nothing(m: dict) -> bool:
     """A non-user message interrupted mid-stream with no text and nothing else worth keeping.
 
-    SAM's save filter (§4.5.2) drops every non-user streaming message with blank
+    SAM's save filter (sam.md §4.5.2) drops every non-user streaming message with blank
     content; we keep those that carry reasoning, content parts or tool-call
-    pairing (§12: recovering a stream must not drop its tool calls).
+    pairing (sam.md §12: recovering a stream must not drop its tool calls).
     """
     content = m.get("content")
     blank = content is None or (isinstance(content, str) and not content.strip())
@@ -365,7 +365,7 @@ def _repair_message(m, i: int, notes: list):
 
 
 def _rename_mini_prompts(doc: dict, notes: list) -> None:
-    """§4.6: enabledMiniPromptIds was renamed without migration; merge it into the new key."""
+    """sam.md §4.6: enabledMiniPromptIds was renamed without migration; merge it into the new key."""
     if "enabledMiniPromptIds" not in doc:
         return
     old = doc.pop("enabledMiniPromptIds")
@@ -641,7 +641,7 @@ _OBJECT_START = re.compile(r'\{\s*"')  # an object that opens with a key, as eve
 
 
 def looks_like_message(value) -> bool:
-    """A message object, by the keys every message has (spec §4.2: ``id``, ``isFromUser``);
+    """A message object, by the keys every message has (sam.md §4.2: ``id``, ``isFromUser``);
     performance records, settings and tool calls have no ``isFromUser``."""
     return isinstance(value, dict) and isinstance(value.get("id"), str) and "isFromUser" in value
 

@@ -1,4 +1,4 @@
-"""Opening SAM's SQLite files (``memory.db`` §7, ``context_archive.db`` §8) safely, and checking them.
+"""Opening SAM's SQLite files (``memory.db`` sam.md §7, ``context_archive.db`` sam.md §8) safely, and checking them.
 
 What is here: the spec's schemas (``SCHEMA_SQL``, ``ARCHIVE_SCHEMA_SQL`` and their expected
 ``PRAGMA`` form), the read-only opener ``open_readonly`` and its pre-flight checks, the
@@ -19,7 +19,7 @@ Invariants:
   SAM never makes, is opened ``immutable`` when it has no log and refused when it has one, because
   SQLite would otherwise create or write the ``-shm``), never takes a write lock, and never
   changes a byte or an mtime.  Reads go in short rowid-keyed batches (``BATCH`` rows), so the
-  shared lock that blocks SAM's writers (busy timeout 0, §7.9) is never held for long.
+  shared lock that blocks SAM's writers (busy timeout 0, sam.md §7.9) is never held for long.
 - Bad files are reported, never raised: every problem is a ``Finding`` appended to the caller's
   list; a file that cannot be read yields ``[]``; a bad row is skipped (error) and the others
   are still returned; an odd-but-usable row is kept (warning).  Per file, at most
@@ -70,7 +70,7 @@ ARCHIVE_SCHEMA_SQL = (
 MEMORY_TABLE = "conversation_memories"
 ARCHIVE_TABLE = "context_archives"
 
-# (name, declared type, notnull, default, pk) as PRAGMA table_info reports them for §7.2 / §8.
+# (name, declared type, notnull, default, pk) as PRAGMA table_info reports them for sam.md §7.2 / §8.
 _COLUMNS = {
     MEMORY_TABLE: (
         ("id", "TEXT", 1, None, 1),
@@ -251,7 +251,7 @@ def check_writable(conn: sqlite3.Connection, path, table: str) -> None:
 
 
 def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
-    """The first way the schema differs from the spec's for ``table`` (§7.2, §8), or None: every
+    """The first way the schema differs from the spec's for ``table`` (sam.md §7.2, §8), or None: every
     ``schema_problems`` line, and any object besides the table, its indexes and SQLite's automatic
     index (no trigger, view or other table, whatever its name), and no hidden or generated column."""
     problems = schema_problems(conn, table)
@@ -481,7 +481,7 @@ def _schema_check(conn: sqlite3.Connection, table: str) -> tuple[list[str], list
 
 
 def schema_problems(conn: sqlite3.Connection, table: str = MEMORY_TABLE) -> list[str]:
-    """Every difference between the database's ``table`` and the spec (§7.2, or §8 for
+    """Every difference between the database's ``table`` and the spec (sam.md §7.2, or sam.md §8 for
     ``ARCHIVE_TABLE``), one line each; [] when it matches.
 
     Columns are compared through ``PRAGMA table_info`` (name, declared type, NOT NULL, default,

@@ -1,10 +1,10 @@
 """The SAM store: ``~/Library/Application Support/SAM/conversations/<UUID>/``.
 
 Listing walks ``conversations/*/conversation.json`` (skipping ``backups``) and
-merges the legacy ``conversations.json`` for ids not seen (spec §5.3, §14).
+merges the legacy ``conversations.json`` for ids not seen (sam.md §5.3, §14).
 
 Ids and folders: a conversation's id is its folder's name when that is a UUID.
-SAM also loads a conversation.json from a folder of any other name (spec §5.3);
+SAM also loads a conversation.json from a folder of any other name (sam.md §5.3);
 such a conversation is listed under the UUID its file names (and not at all
 if the file names none), and ``odd_folders`` maps that id back to the folder,
 so every listed id can be shown and exported.  ``folder(id)`` stays the folder
@@ -339,7 +339,7 @@ class SamStore(Store):
         doc, problem = self._parse(p)
         if problem:
             findings.append(Finding(problem[0], str(p), problem[1], conversation=cid.upper()))
-            # SAM skips a file it cannot decode and then loads the legacy copy of the id (spec §5.3), as
+            # SAM skips a file it cannot decode and then loads the legacy copy of the id (sam.md §5.3), as
             # ls lists it.  (The search index reads it as this folder's: SAM never writes the legacy file.)
             legacy = self._legacy_docs(findings).get(cid.upper())
             if legacy is not None:
@@ -426,7 +426,7 @@ class SamStore(Store):
         return [self.conv_dir] + [Path(e.path) for e in self._folders() if not e.is_symlink()]
 
     def is_app_temp(self, name: str) -> bool:
-        # <file>.tmp, ltm.json.tmp.<pid> (spec §5.2, §6); conversation.json.tmp is a recovery source (§5.7)
+        # <file>.tmp, ltm.json.tmp.<pid> (sam.md §5.2, §6); conversation.json.tmp is a recovery source (sam.md §5.7)
         return name != "conversation.json.tmp" and _APP_TEMP_RE.fullmatch(name) is not None
 
     def vacuum_candidates(self) -> list:
@@ -467,7 +467,7 @@ class SamStore(Store):
         return sam_is_running()
 
     def app_folder(self) -> str | None:
-        """SAM's base folder: named SAM, or holding SAM's memory.db, shared_memory.db or topics (spec §2)."""
+        """SAM's base folder: named SAM, or holding SAM's memory.db, shared_memory.db or topics (sam.md §2)."""
         base = os.path.dirname(self.root_real)
         if os.path.basename(self.root_real) == "conversations" and (
                 os.path.basename(base) == "SAM"
