@@ -1,27 +1,10 @@
 """SAM's scoring rules, reimplemented exactly: importance, keyword boost, cosine, fallback embedding.
 
-References are to docs/formats/sam.md:
+Pure functions, no I/O; numpy is imported only inside ``embed_many``; ``embed(t)`` and
+``embed_many([t])[0]`` are bit-identical.  Which section of docs/formats/sam.md each function follows, and
+the approximations: see below.
 
-- ``tokens``          sam.md §7.7  (lowercase, SAM whitespace split, tokens of more than 2 characters)
-- ``keyword_boost``   sam.md §7.7  (min(0.5 * Jaccard, 0.5))
-- ``cosine``          sam.md §7.7  (0 for empty / different lengths / zero norm; not clamped)
-- ``embed``           sam.md §7.5  (256-d hashed vector; our own deterministic hash, see ``STABLE_HASH``)
-- ``pack_vector``     sam.md §7.3, §15.3 (raw little-endian float64, no header)
-
-Invariants:
-
-- Pure functions, no I/O.  This module must not import numpy at import time: the CLI's start-up path
-  imports it.  Only ``embed_many`` imports numpy, inside the function.
-- ``embed(t)`` and ``embed_many([t])[0]`` are bit-identical (after the float32 cast of the latter).
-- Fallback vectors are compatible with SAM's in *format* only: SAM hashes with Swift's per-process
-  seeded ``String.hashValue``, which nobody (not even SAM across launches) can reproduce.
-
-Approximations, all documented where they occur:
-
-- Swift counts and slices *grapheme clusters*; we use code points of the NFC-normalised text.  They
-  agree for all precomposed text (ASCII, Latin, CJK, most emoji without modifiers/ZWJ sequences).
-- Swift string equality is canonical equivalence; NFC-normalising before hashing and before building
-  token sets gives the same equivalence classes.
+Design notes: docs/search-index.md, "search/scoring.py".
 """
 
 from __future__ import annotations

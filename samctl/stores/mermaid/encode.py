@@ -1,22 +1,9 @@
 """Byte-compatible writers for mermaid's files (mermaid.md §2).
 
-Invariants:
-- ``snapshot_bytes`` gives the bytes serde_json's ``to_string_pretty`` writes
-  for a ``serde_json::Value``: keys sorted bytewise at every depth, 2-space
-  indent, ``": "``, empty containers as ``[]``/``{}``, raw UTF-8 (only ``"``,
-  ``\\``, and C0 controls escaped; ``\\u00xx`` lowercase), floats in ryu
-  layout, non-finite floats as ``null``, no trailing newline.
-- ``log_line_bytes`` is the compact form of the same value plus ``\\n``.
-- ``meta_bytes`` is compact JSON in ``ConversationMeta`` struct order (not
-  sorted), nulls included, no trailing newline.
-- Integers outside the 64-bit range are written as the float serde_json would
-  have parsed them into (it has no arbitrary precision); a value that is not
-  JSON (a non-str key, a set, ...) raises ``TypeError``.
+``snapshot_bytes``, ``log_line_bytes`` and ``meta_bytes`` give exactly the bytes mermaid (serde_json)
+writes; a value that is not JSON raises TypeError.
 
-orjson produces this layout (tested rule by rule in
-``tests/formats/test_mermaid_encode.py``) with two gaps: big integers, which
-orjson refuses and we widen to float first, and the ``+`` that orjson 3.10
-and later write in positive exponents, which we drop.
+Design notes: docs/stores.md, "stores/mermaid/encode.py".
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Read and fold mermaid's per-session event log ``<id>.jsonl`` (mermaid.md §4, §4.4).
 
-Data model: every line is an envelope ``{"v": 1, "seq": N, "ts": <RFC 3339>,
-"event": {"type": ..., ...}}``; the first event must be ``started``; folding
-the events in order rebuilds the ``ConversationHistory`` snapshot (mermaid.md §3).
+``parse_log`` never raises and keeps mermaid's prefix semantics (every valid envelope before the first bad
+line); ``fold`` gives the snapshot mermaid would write and does not mutate its input.
 
-Invariants:
-- ``parse_log`` never raises, whatever the bytes; it returns a ``LogRead``.
-- ``LogRead.events`` follow mermaid's prefix semantics: every valid envelope
-  before the first bad line, in file order. A parseable line with ``v > 1``
-  before that point refuses the whole log (``events`` empty).
-- Validation is what mermaid's typed parse checks at the top level of each
-  payload (JSON types, RFC 3339 times, the ten event types, serde_json's
-  nesting limit). Nested values (actions, plan, records, ...) stay opaque.
-- ``fold`` returns a full snapshot document (every mermaid.md §3 field, every mermaid.md §3.1
-  message field) whose ``encode.snapshot_bytes`` are the bytes mermaid would
-  write. Timestamps are the log's strings, never re-formatted. Unknown
-  message keys (from newer builds) are kept; unknown roles/kinds are mapped
-  the way mermaid maps them.
-- ``fold`` does not mutate its input; the result may share nested opaque
-  values with the events.
+Design notes: docs/stores.md, "stores/mermaid/eventlog.py".
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """Plan the recovery of one mermaid session (mermaid.md §4.4, §6, §10 "recover").
 
-Sources: the snapshot if it loads, the event-log fold, or a sibling the user
-names with ``--use``: a ``.conflict`` snapshot, or a 0.26+ ``.conflict.jsonl``
-log, which is folded. Output bytes are exactly what mermaid writes
-(encode.snapshot_bytes / meta_bytes).
+A snapshot that loads is authoritative: the fold replaces it only when strictly newer and holding every
+message; a message-less fold is never a source; what cannot be fixed raises LeftUnfixed (exit 3).
 
-Invariants:
-- A snapshot that loads is authoritative (mermaid.md §0.1). The fold replaces it only
-  when the fold is strictly newer (``updated_at``) *and* holds every message of
-  the snapshot, unless a compaction or reset dated after the snapshot replaced
-  them (their originals stay in the log, mermaid.md §4.2). A backfilled log carries
-  no earlier compaction records, so the snapshot's are kept; keys the fold does
-  not know (newer builds) are carried over.
-- A fold without messages, or of another session's log, is never a source:
-  mermaid never persists a message-less session (mermaid.md §5 step 2).
-- A snapshot written from a full fold carries ``checkpoint_seq`` only if the
-  snapshot it replaces did (a 0.26+ build), and then the fold's last seq (mermaid.md §9).
-- What recover cannot fix (a log line that stops mermaid's read, a refused or
-  foreign log, a seq gap, a snapshot kept over a log that differs from it) is
-  listed in the plan's changes; when there is nothing else to do, planning
-  raises ``LeftUnfixed`` (exit 3) instead of reporting "nothing to do".
+Design notes: docs/recovery.md, "stores/mermaid/recover.py".
 """
 
 from __future__ import annotations

@@ -1,38 +1,10 @@
 """SAM's ``memory.db`` (sam.md §7), read safely; and ``touch_memories``, samctl's one writer to it.
 
-Data model:
+Reading changes nothing (``sqlitefile``), bad rows are findings; ``touch_memories`` is the only writer, in
+one short transaction, on a file whose schema is exactly SAM's, with SAM not running.  Re-exports the names
+of ``sqlitefile``, ``dbvalues`` and ``archivedb`` that were defined here before the split.
 
-- ``CONV/<scope>/memory.db`` holds one table, ``conversation_memories`` (exact schema ``SCHEMA_SQL``,
-  sam.md §7.2), one row per memory: uppercase UUID ``id`` and ``conversation_id`` (the scope), ``content``,
-  ``content_type``, ``embedding`` (raw little-endian float64 blob: 4096 bytes = 512-d Apple NL,
-  2048 = 256-d hash fallback, empty/NULL = none), ``importance`` (0..1), ``created_at`` and
-  ``last_accessed`` (``yyyy-MM-dd'T'HH:mm:ss.SSS`` UTC, no zone), ``access_count``, ``tags``
-  (comma-joined or NULL).  A full scan returns rows in rowid (insertion) order.
-
-Invariants:
-
-- Those of ``samctl.stores.sam.sqlitefile``: reading changes nothing (read-only, query-only,
-  nothing created, short rowid-keyed batches); bad files are reported, never raised (a file that
-  cannot be read yields ``[]``, a bad row is skipped with an error, an odd-but-usable row is
-  kept with a warning); at most ``MAX_ROW_FINDINGS`` findings of one code per file, then one
-  finding counts the rest.
-- ``touch_memories`` is the only writer (SAM's retrieval side effect, sam.md §7.7 step 3), in one short
-  transaction, through ``sqlitefile.write_transaction`` (a file whose schema is not exactly SAM's
-  is refused); the caller must first make sure SAM is not running.
-
-Finding codes (severity): the file-level ones of ``sqlitefile``; memory.db rows:
-``memory-bad-id`` (id or conversation_id not a UUID), ``memory-bad-date``,
-``memory-bad-value`` (a column of the wrong type), ``memory-bad-blob`` (length not a multiple
-of 8), ``memory-nan`` (NaN/Inf in importance or the vector) are errors and skip the row;
-``memory-blob-dim`` (not 4096/2048/0 bytes), ``memory-scope`` (conversation_id is not the
-folder's UUID), ``memory-id-case`` (lowercase UUID), ``memory-content-type`` (unknown type; SAM
-reads it as ``message``), ``memory-importance-range``, ``memory-bad-utf8`` are warnings.
-
-The modules beside this one: ``sqlitefile`` (opening read-only, SQLite errors as findings, the
-sam.md §7.2/§8 schemas and their check, what both row readers share), ``dbvalues`` (dates, UUIDs) and
-``archivedb`` (context_archive.db).  This module also re-exports (``__all__``) the names of those
-that were defined here before the split, so ``memorydb.read_archives``, ``memorydb.open_readonly``,
-``memorydb.parse_db_date``, ... keep working.
+Design notes: docs/stores.md, "stores/sam/memorydb.py".
 """
 
 from __future__ import annotations

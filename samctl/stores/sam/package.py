@@ -1,24 +1,9 @@
 """SAM's import/export packages (sam.md §10.1, §10.2): build them from the model, read them back.
 
-A single package is ``{"formatVersion": "1.0", "exportedAt": date, "samVersion": S,
-"conversation": ConversationData, "memories": [ExportedMemory]}``; a bulk package is
-``{"formatVersion": "1.0", "exportedAt", "samVersion", "conversationCount": n,
-"conversations": [package, ...]}``.  SAM's ``importFromFile`` tries bulk first, then
-single, and rejects anything else (sam.md §10.3).
+Everything built here is what SAM's strict decoder accepts; a SAM conversation goes in as stored, a mermaid
+session is converted; no I/O.
 
-Invariants:
-- Everything built here is what SAM's strict decoder accepts: dates are
-  ``%Y-%m-%dT%H:%M:%SZ`` (whole seconds, UTC), UUIDs uppercase, Int fields ints;
-  callers check the conversation with ``schema.validate_conversation`` before
-  writing, and encode with ``encode.package_bytes`` (SAM's layout).
-- A SAM conversation goes in as stored (every message, whatever the UI hides:
-  the package is SAM's own backup format and loses nothing SAM keeps); only its
-  dates are normalised to whole seconds so an older macOS can import it.
-- A mermaid session is converted (``from_mermaid``): fresh UUIDs, the sam.md §4.3 role
-  mapping run backwards, reasoning as SAM thinking messages, mermaid's hidden
-  turns as ``isSystemGenerated``.  Images, mermaid's tool-run cards and token
-  usage have no place in SAM's schema and are left out.
-- No I/O here: bytes in, dicts out.
+Design notes: docs/stores.md, "stores/sam/package.py".
 """
 
 from __future__ import annotations

@@ -1,50 +1,10 @@
 """The repairs ``samctl recover`` applies to SAM conversations (sam.md §4.5.5, §4.6, §14).
 
-``repair_conversation`` turns a decoded conversation.json that SAM would skip
-into one it loads, losing as little as possible; ``salvage_messages`` and
-``salvage_top_level`` get what can still be read out of a file that is not
-even valid JSON (a ``conversation.json.tmp`` truncated mid-write, a corrupt
-byte).  Combine them as ``doc = salvage_top_level(text); doc["messages"] =
-salvage_messages(text)`` and repair the result.
+``repair_conversation`` never modifies its input, returns a document with no error-severity problem, notes
+every change, and drops a message only when it cannot be made to decode; ValueError only when nothing can be
+salvaged.
 
-Invariants of ``repair_conversation(doc, ...) -> (new_doc, notes)``:
-- The input is never modified; ``new_doc`` is a fresh copy.
-- ``validate_conversation(new_doc)`` has no error-severity problem (warnings
-  such as orphan tool results or duplicate ids may remain: SAM loads those).
-- Every change is one line in ``notes``, ``<json path>: <what happened>``,
-  paths as in the input (message indexes are the original ones).
-- A message is dropped only if it cannot be made to decode, or it is a
-  non-user message interrupted mid-stream that carries nothing at all;
-  every other message is kept, in order.
-- It raises ValueError only when nothing can be salvaged: the top level is not
-  an object, or it has no usable ``id`` (and no ``fallback_id``) or no usable
-  date anywhere (and no ``fallback_epoch``).
-
-The repair, in order:
-1. Copy; lone UTF-16 surrogates in any string become U+FFFD, NaN/Infinity null.
-2. ``enabledMiniPromptIds`` -> ``enabledCustomInstructionIds`` (merged, deduplicated).
-3. Lossless normalisation wherever the schema says so: UUIDs uppercased;
-   dates truncated to whole seconds and converted to ``...Z`` UTC; integral
-   floats in Int fields made ints; ``running``/``queued`` tool statuses (on
-   the message and on its tool card) -> ``error``; ``isStreaming`` -> false.
-4. Each message is settled alone: a missing/null required key with an obvious
-   safe value is filled (``content`` "", ``showReasoning``/``isStreaming``
-   false, ``isToolMessage``/``type``/``isFromUser`` derived per sam.md §4.3 from the
-   others, ``timestamp`` from ``lastModified``) -- but only if nothing else in
-   the message is beyond repair.  An optional part holding an error is removed
-   (the smallest one: a key, an array element, a map entry).  An unknown enum
-   value anywhere in the message, a bad message id, or a required key that is
-   wrong and has no default drops the message (sam.md §14: don't guess).
-5. ``settings`` are settled the same way, but a missing or invalid required
-   setting takes the default of a new conversation (sam.md §4.2); settings that are
-   not an object are removed (SAM then uses its defaults).
-6. The top level: broken optional keys are removed (or the broken elements of
-   ``performanceMetrics``/``enabledCustomInstructionIds``); ``id``,
-   ``title``, ``created``, ``updated`` missing or invalid are taken from the
-   fallbacks (``fallback_id`` = the folder name, ``fallback_title``,
-   ``fallback_epoch`` = the file's mtime, for ``updated``), else title
-   "Recovered Conversation"; ``created`` from the first message's date, then
-   the fallback; dates from each other when nothing else has one.
+Design notes: docs/recovery.md, "stores/sam/repair.py".
 """
 
 from __future__ import annotations

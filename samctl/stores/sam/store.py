@@ -1,23 +1,10 @@
 """The SAM store: ``~/Library/Application Support/SAM/conversations/<UUID>/``.
 
-Listing walks ``conversations/*/conversation.json`` (skipping ``backups``) and
-merges the legacy ``conversations.json`` for ids not seen (sam.md §5.3, §14).
+A conversation's id is its folder's name when a UUID (a file in an oddly named folder: the UUID it names,
+``odd_folders``; the lifecycle commands refuse those rather than guess).  A disposable meta cache makes a
+warm ``ls`` read one file.
 
-Ids and folders: a conversation's id is its folder's name when that is a UUID.
-SAM also loads a conversation.json from a folder of any other name (sam.md §5.3);
-such a conversation is listed under the UUID its file names (and not at all
-if the file names none), and ``odd_folders`` maps that id back to the folder,
-so every listed id can be shown and exported.  ``folder(id)`` stays the folder
-named by the id: SAM keeps the conversation's memories there, and saves it
-there.  The lifecycle commands (rm, archive, purge) refuse a conversation that
-lives only in an oddly named folder rather than guess which folder is its own.
-
-SAM keeps no sidecars, so samctl keeps a disposable meta cache in the user's
-cache folder, keyed by (folder name, size, mtime_ns) of each conversation.json:
-a warm ``ls`` reads one file instead of every conversation.  A cache that is
-corrupt, foreign, or of another version is ignored and rewritten; entries for
-files modified in the last two seconds are not cached (their mtime could still
-change within the same tick, as git's "racy clean" problem).
+Design notes: docs/stores.md, "stores/sam/store.py".
 """
 
 from __future__ import annotations
