@@ -1,4 +1,4 @@
-"""core.export, core.html and formats.sam.package: what each format holds, escaping, streaming, round trips."""
+"""core.export, render.html and stores.sam.package: what each format holds, escaping, streaming, round trips."""
 
 from __future__ import annotations
 

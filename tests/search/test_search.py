@@ -1,4 +1,4 @@
-"""core.search: the ranking equals SAM's brute force (docs/formats/sam.md §7.7), excerpts (§11), importance."""
+"""search.retrieve: the ranking equals SAM's brute force (docs/formats/sam.md §7.7), excerpts (§11), importance."""
 
 from __future__ import annotations
 
