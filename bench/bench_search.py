@@ -11,7 +11,7 @@ On a synthetic SAM tree (gen_archive.py; generated once into --out and reused; 1
 - warm search (``samctl search QUERY --format jsonl`` in-process, index up to date, page cache
   warm; everything a search does except starting Python), median of --repeat, against
   (a) the baseline that does what SAM does: open each memory.db, decode each row's embedding blob,
-      score row by row in Python (cosine of the stored vectors + the §7.7 keyword boost), keep
+      score row by row in Python (cosine of the stored vectors + the docs/formats/sam.md §7.7 keyword boost), keep
       score >= 0.3, sort, top 10 -- median of --baseline-repeat runs (it takes minutes at full
       size; --baseline-sample F times a deterministic fraction F of the databases and scales the
       time up, and says so);
@@ -119,7 +119,7 @@ def query_vector(dbs: list[str]) -> list[float]:
 
 
 def sam_baseline(dbs: list[str], qvec: list[float], query: str, threshold: float = 0.3, limit: int = 10):
-    """retrieveRelevantMemories over every memory.db, row by row, in Python (spec §7.7)."""
+    """retrieveRelevantMemories over every memory.db, row by row, in Python (docs/formats/sam.md §7.7)."""
     from samctl.search.scoring import cosine, keyword_boost, tokens
 
     qtok = tokens(query)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Synthetic conversation archives for samctl benchmarks.
 
-Writes trees in the on-disk formats of the two programs samctl reads, straight from the specs
-(``shared/spec/mermaid-format.md`` and ``shared/spec/sam-format.md``).  It deliberately does not import
+Writes trees in the on-disk formats of the two programs samctl reads, straight from the format
+pages (``docs/formats/mermaid.md`` and ``docs/formats/sam.md``).  It deliberately does not import
 samctl: a generator that shared code with the thing it measures could hide a bug in both.
 
     python bench/gen_archive.py mermaid OUTDIR --conversations 100000
@@ -14,22 +14,24 @@ Data model and invariants (what a benchmark may rely on):
 * **Deterministic.** The bytes depend only on the arguments and ``--seed``, never on ``--jobs``: every
   conversation ``i`` is built from its own RNG seeded with ``(kind, seed, i)``.
 * **mermaid** (``OUTDIR/.mermaid/conversations/``, dirs 0700, files 0600):
-  ``<id>.json`` is the pretty sorted-key snapshot (spec §2.2, §3, §11.1) and is byte-identical to
+  ``<id>.json`` is the pretty sorted-key snapshot (docs/formats/mermaid.md §2.2, §3, §11.1) and is byte-identical to
   ``json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=True)``; ``<id>.meta`` is compact, in struct
-  order, without a newline (§3.2, §11.2); ``<id>.jsonl`` is a valid 0.25.0 event log (§4) that starts with
-  the backfill of the first save (``started, reset, input, state, tasks, state, tasks``), then
+  order, without a newline (docs/formats/mermaid.md §3.2, §11.2); ``<id>.jsonl`` is a valid 0.25.0 event log
+  (docs/formats/mermaid.md §4) that starts with the backfill of the first save (``started, reset, input,
+  state, tasks, state, tasks``), then
   ``message``/``action``/``input``/``state``/``tasks`` batches; seqs are gapless from 0, ``v`` is 1, keys are
   sorted, every line ends in ``\\n``, and folding the log gives exactly the snapshot.  Conversation ``i``
   lives in its own 15-minute window starting 2023-06-01T00:00 local (offset -04:00), so ids, creation
   times and every timestamp are distinct and increase with ``i``.  Timestamps have 9 fraction digits.
 * **SAM** (``OUTDIR/SAM/conversations/``, default file modes like SAM itself): one
   ``<UUID>/conversation.json`` per conversation in SAM's encoder style (keys sorted case-insensitively,
-  ``" : "``, ``\\/``, whole-second ``Z`` dates, integral doubles written as integers, §3, §15.1), a
-  ``memory.db`` per memory scope with the exact §7.2 schema and §7.3 encodings, ``active-conversation.json``,
+  ``" : "``, ``\\/``, whole-second ``Z`` dates, integral doubles written as integers, docs/formats/sam.md §3, §15.1), a
+  ``memory.db`` per memory scope with the exact schema and encodings (docs/formats/sam.md §7.2, §7.3),
+  ``active-conversation.json``,
   and the (empty) legacy ``OUTDIR/SAM/memory.db`` SAM creates at start-up.  About 5% of conversations are
   pinned; about 2% use shared data, whose memories go to a shared-topic scope directory holding only
   ``memory.db``.  Embeddings are random 512-d unit vectors (4,096 bytes), about 2% are 256-d hash-fallback
-  vectors (2,048 bytes, §7.5 with CRC-32 as the hash).
+  vectors (2,048 bytes, docs/formats/sam.md §7.5 with CRC-32 as the hash).
 * Text is drawn from a fixed word list (budget, deadline, portland, ...) so searches have hits; a few
   rare words (zanzibar, quokka, xylophone) give selective searches.
 """
@@ -446,7 +448,7 @@ class _MermaidSession:
         self.context_chars += len(content)
         batch_ns = ns + rng.randint(2, 30) * MS + rng.randint(1, 999_999)
         if first:
-            # Backfill on first touch (§4.3), then the batch's own idempotent state/tasks.
+            # Backfill on first touch (docs/formats/mermaid.md §4.3), then the batch's own idempotent state/tasks.
             started = {"type": "started", "session_id": self.id, "project_path": self.project_path,
                        "model_id": self.model_name, "created_at": self.created_at}
             events = [started, {"type": "reset", "at": self.updated_at, "messages": [m]}]
@@ -750,7 +752,7 @@ _ACKS = ["thanks!", "Thanks.", "ok", "okay", "Got it", "perfect", "Yes, go ahead
 
 
 def sam_importance(text: str, is_user: bool) -> float:
-    """Importance of a new message, spec §4.5.4."""
+    """Importance of a new message, docs/formats/sam.md §4.5.4."""
     lower = text.lower()
     imp = 0.7 if is_user else 0.5
     if not is_user and ("?" in text or "what" in lower or "which" in lower or "how" in lower):
@@ -796,7 +798,7 @@ def _sam_norm(obj):
 
 
 def sam_json(obj) -> bytes:
-    """Foundation JSONEncoder [.prettyPrinted, .sortedKeys] style (spec §3)."""
+    """Foundation JSONEncoder [.prettyPrinted, .sortedKeys] style (docs/formats/sam.md §3)."""
     text = json.dumps(_sam_norm(obj), indent=2, separators=(",", " : "), ensure_ascii=False,
                       allow_nan=False)
     return text.replace("/", "\\/").encode("utf-8")
@@ -944,7 +946,7 @@ def sam_conversation(i: int, seed: int = 0, messages_mean: float = 12, corp: str
 
 
 def _hash_embedding(text: str) -> bytes:
-    """Spec §7.5 fallback vector (256-d), with CRC-32 standing in for Swift's seeded hash."""
+    """docs/formats/sam.md §7.5 fallback vector (256-d), with CRC-32 standing in for Swift's seeded hash."""
     clean = text.strip()
     if not clean:
         return b""
@@ -975,7 +977,7 @@ _MCP_TAGS = ["travel,portland", "budget", "deadline,work", "preference", "weathe
 
 def sam_memories(scope_id: str, seed: int, i: int, k: int, dims: int, start_s: int,
                  corp: str) -> list[tuple]:
-    """k memory rows for conversation i, stored under scope_id (§7.3 encodings)."""
+    """k memory rows for conversation i, stored under scope_id (docs/formats/sam.md §7.3 encodings)."""
     import numpy as np
 
     rng = random.Random(f"sam-mem:{seed}:{i}")

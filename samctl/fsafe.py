@@ -284,7 +284,7 @@ def flock_held(path: str | os.PathLike) -> bool:
     return False
 
 
-HELD_LOCKS: set = set()  # the descriptors on which this process holds an flock (``core.lock`` adds them)
+HELD_LOCKS: set = set()  # the descriptors on which this process holds an flock (``samctl.lock`` adds them)
 
 
 def unlock(fd: int) -> None:

@@ -19,7 +19,7 @@ _ACKS = frozenset(w + end for w in _ACK_WORDS for end in ("", "!", "."))
 
 
 def importance(text: str, is_user: bool) -> float:
-    """SAM's importance score of a message (§4.5.4), exactly, including its float arithmetic.
+    """SAM's importance score of a message (sam.md §4.5.4), exactly, including its float arithmetic.
 
     Lengths are Swift character counts, approximated by ``len`` (code points), as the spec says.
     """
@@ -43,7 +43,7 @@ def importance(text: str, is_user: bool) -> float:
 def message_importance(msg) -> float:
     """The importance of a model ``Message`` as ``show --min-importance`` and ``search`` use it.
 
-    The stored value where the store has one (SAM); otherwise §4.5.4 computed as SAM would have:
+    The stored value where the store has one (SAM); otherwise sam.md §4.5.4 computed as SAM would have:
     user and assistant messages are scored, every other kind (tool, reasoning, system) keeps SAM's
     default 0.5.
     """

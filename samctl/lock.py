@@ -5,7 +5,7 @@
   second one waits up to ``wait`` seconds, then raises Busy (exit 5).  The
   lock is released when the process dies, so a crash never leaves it stuck.
 - ``flock_waiting(fd, wait, timed_out, waiting)``: the waiting ``flock`` of both ``store_lock``
-  and the search index's writer lock (``core.index.update``); a descriptor it locked is in
+  and the search index's writer lock (``search.index.update``); a descriptor it locked is in
   ``fsafe.HELD_LOCKS`` until ``fsafe.unlock``, so that a forked worker closes its copy
   (``fsafe.close_inherited_locks``): a worker never keeps a lock after its parent is gone.
 - ``ensure_app_idle(store, ids, force)``: raises Busy when the owning app is

@@ -95,7 +95,7 @@ class ConversationMeta:
 
 def last_activity(m: ConversationMeta) -> float | None:
     """When the conversation was last updated or messaged in (SAM's ``updated`` is not touched by
-    message traffic, spec §4.1; mermaid's ``updated_at`` already is the last message), or None."""
+    message traffic, docs/formats/sam.md §4.1; mermaid's ``updated_at`` already is the last message), or None."""
     if m.active_ts is None:
         return m.updated_ts
     return m.active_ts if m.updated_ts is None or m.active_ts > m.updated_ts else m.updated_ts

@@ -71,7 +71,7 @@ def parse_timestamp(s, naive_tz=timezone.utc) -> float | None:
                 return None
             offset = _OFFSETS[zone] = (-1 if zone[0] == "-" else 1) * (hh * 3600 + mm * 60)
     secs = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset
-    frac = frac[:9] if frac else frac  # digits past the nanosecond are skipped, as chrono does (spec §2.7)
+    frac = frac[:9] if frac else frac  # digits past the nanosecond are skipped as chrono does (mermaid.md §2.7)
     return secs + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
 

@@ -47,7 +47,8 @@ def insert_memory(db: Path, mid: str, scope: str, content: str, blob: bytes | No
 
 
 def add_probe(base: Path, content: str = "probe vector e3") -> Path:
-    """The §7.7 test vector: a memory whose stored vector is the unit e3 (512-d), next to the spec's two."""
+    """The docs/formats/sam.md §7.7 test vector: a memory whose stored vector is the unit e3 (512-d),
+    next to the page's two."""
     db = base / "conversations" / SAM_ID / "memory.db"
     insert_memory(db, PROBE, SAM_ID, content, vec(512, i3=1.0))
     return db

@@ -50,7 +50,7 @@ def _read_log(path):
 
 
 def _fold(envs):
-    """Spec §4.2 fold, enough for the events the generator writes."""
+    """docs/formats/mermaid.md §4.2 fold, enough for the events the generator writes."""
     ev0 = envs[0]["event"]
     conv = {"id": ev0["session_id"], "messages": [], "input_history": [],
             "created_at": ev0["created_at"], "updated_at": ev0["created_at"],
@@ -216,7 +216,7 @@ def test_sam_archive(tmp_path):
 
 
 def test_sam_importance_vectors():
-    """Spec §4.5.4 test vectors."""
+    """docs/formats/sam.md §4.5.4 test vectors."""
     cases = [(True, "Plan a weekend trip to Portland within a $500 budget.", 0.9),
              (True, "thanks!", 0.3), (True, "thanks :)", 0.7), (False, "ok", 0.3),
              (False, "Okay.", 0.3), (False, "Here is the show schedule", 0.85),

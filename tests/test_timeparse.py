@@ -75,7 +75,7 @@ def test_an_empty_or_ambiguous_date_is_a_usage_error_everywhere(run, mermaid_dem
 
 
 def test_a_fraction_of_more_than_nine_digits_is_read_with_its_first_nine():
-    # chrono reads up to nine fraction digits and skips the rest (spec §2.7: a nanosecond-capable parser)
+    # chrono reads up to nine fraction digits and skips the rest (mermaid.md §2.7: a nanosecond-capable parser)
     from samctl.timeparse import parse_timestamp
 
     assert parse_timestamp("2026-08-10T14:03:21.1049382011-04:00") == parse_timestamp(

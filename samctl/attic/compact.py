@@ -1,50 +1,10 @@
 """compact: the one maintenance command for cron; the only step besides ``rm --purge`` that destroys.
 
-In order, under samctl's lock:
+Under samctl's lock, in order: settle interrupted moves, purge old ``deleted`` entries, cut torn log tails
+and rewrite big idle logs, remove stale temps and samctl's own old copies (no other file), VACUUM SAM's
+databases. A log rewrite never loses or duplicates an event: it is undone when a writer appended meanwhile.
 
-1. finish moves a crash interrupted (``repair.repair``);
-2. purge ``deleted`` attic entries older than the grace period (``archived``
-   entries and ``history`` segments are kept: archiving is a decision to keep;
-   SAM: so is a memory scope a conversation in the store uses, and, while some
-   conversation cannot be read, every scope without ``ignore_unreadable``);
-3. mermaid: for each session that is not live (its scratch lock is free, also
-   with ``force``: mermaid caches an open session's seq cursor) and
-   whose log has not changed for ``idle`` seconds: cut a torn tail back to the
-   last newline (the cut bytes go to a 0600 ``.torn`` sibling first; a complete
-   unterminated last line gets its newline instead), then, if the log is over
-   ``log_threshold`` (default half mermaid's 128 MiB cap), rewrite it: the old
-   log becomes a ``history`` segment in the attic and a fresh log holds what
-   mermaid itself writes as a backfill (started, reset, input, state, tasks),
-   folding to the same conversation but for its ``compactions`` records (a
-   backfill has no place for them; the snapshot and the history segment keep them).
-   Only when the fresh log plus the segment take less than the old log: else
-   the log is left as it is, and an info finding (``log-kept``) says why;
-4. remove stale temp files by the store's own rule (mermaid and samctl:
-   ``.<name>.<pid>.<n>.tmp`` older than 3600 s; SAM also: ``<file>.tmp`` and
-   ``ltm.json.tmp.<pid>`` older than 3600 s, except ``conversation.json.tmp``,
-   which is a recovery source) and samctl's own ``<name>.<UTC time>.bak``/``.torn``
-   copies older than the grace period.  No other file is ever removed: a
-   user's ``notes.bak`` or ``.x.tmp`` stays;
-5. SAM: VACUUM ``memory.db``/``context_archive.db`` files that have free pages,
-   only when SAM is not running (the whole command refuses with "busy"
-   otherwise, unless ``force``).
-
-**The log-rewrite rule** (mermaid appends with ``O_APPEND`` and no lock): the
-old log is read through a descriptor that stays open; its bytes become the
-history segment (written, verified, committed first); the new log is written
-to a temp sibling and fsynced.  Right before the swap no mermaid process may
-hold the session's scratch lock (asked again: the read and the packing take
-a while) and the log must still be the same inode with the same size as when
-read, else nothing is swapped and the log is tried again on the next run.
-After the swap compact waits a moment (a second if a session is live by then)
-and looks at the old inode again: if a writer that had it open appended in
-between, the swap is undone -- the old bytes, what was appended to the old
-file, and what was appended to the new file are written back, in that order,
-and the history segment is dropped.  So no event is lost or duplicated.  (An
-append batch opened before the swap and written after that watch is the case
-this cannot see: a session starting within microseconds of the rename whose
-first write then waits a second, or a writer other than mermaid that holds the
-log open without mermaid's scratch lock.)
+Design notes: docs/attic.md, "attic/compact.py".
 """
 
 from __future__ import annotations
@@ -317,7 +277,7 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             _undo(entry, attic, stem)
             _kept(rep, path, cid, size0, len(new), history)
             return
-        # Reading and packing took a while: a session may have started meanwhile (spec §1's lock)
+        # Reading and packing took a while: a session may have started meanwhile (docs/formats/mermaid.md §1's lock)
         def live() -> bool:
             return store.session_is_live(cid)
 
@@ -326,7 +286,7 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             rep.findings.append(Finding("skipped-live", str(path), f"{store.app_name} opened this session while "
                                         "compact worked on it; left alone", INFO, cid))
             return
-        # the app creates its log 0600 (mermaid: spec §4.3); never carry setuid or group/other bits over
+        # the app creates its log 0600 (mermaid.md §4.3); never carry setuid or group/other bits over
         swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode) & 0o600, live)
         if not swapped:
             _undo(entry, attic, stem)

@@ -1,44 +1,10 @@
 """The attic: where samctl keeps what it removes, archives, or compacts away.
 
-Layout (``<store.base>/samctl-attic/``, 0700; SAM: next to ``conversations/``,
-mermaid: inside ``.mermaid/``; neither app ever lists it)::
+An entry (``<id>.<state>.<stamp>.tar.zst`` plus its manifest, in ``samctl-attic/``) exists only once its
+manifest does; extraction never trusts the tar (hashes, names, sizes, a decompression cap) and places
+nothing on any problem.
 
-    <id>.<state>.<stamp>.tar.zst          one zstandard-compressed POSIX tar per entry
-    <id>.<state>.<stamp>.manifest.json    its manifest (0600): the entry's commit record
-    .journal/batch.<stem>.json            a batch of moves in progress (attic/lifecycle.py, attic/journal.py)
-    .journal/<stem>.json                  a log rewrite in progress (attic/compact.py)
-    .staging/                             private scratch space for extraction and removal
-
-``state`` is ``deleted`` (``samctl rm``), ``archived`` (``samctl archive``) or
-``history`` (an event log ``samctl compact`` replaced by a fresh backfill);
-``stamp`` is the UTC time of the move (``20260901T170000Z``, ``-N`` added on a
-collision).  Tar member names are relative to the store's conversations
-folder (mermaid ``<id>.json``; SAM ``<UUID>/`` and ``<UUID>/memory.db``).
-
-The manifest records, per member, its type (file or dir), size, sha256, mode
-(permission bits; a folder's setgid too) and mtime_ns, plus the entry's id,
-state, when, where from, title, and the size and sha256 of the compressed
-tar; for a removed or archived conversation also ``updated`` and ``pinned``,
-and for SAM ``shared_topic``, the scope its memories live in (which must stay
-while the entry can be restored).
-
-Invariants:
-- An entry exists only once its manifest exists.  The tar is written first
-  (temp, fsync, rename), re-read and checked against the hashes taken while
-  reading the originals, and only then is the manifest written (atomically).
-  A tar without a manifest is the debris of an interrupted move.
-- Extraction never trusts the tar: the compressed bytes must match the
-  manifest's sha256 before anything is decompressed; every member must be a
-  regular file or folder named exactly as in the manifest (no absolute
-  names, no ``..``, no links or devices), of the manifest's size and sha256;
-  the decompressed stream is capped at what the manifest accounts for (and
-  an absolute cap), so a decompression bomb stops early.  Any problem is an
-  ``AtticProblem`` carrying findings, and nothing is placed anywhere.
-- ``zstandard`` is imported only inside the functions that need it.
-
-This module decides where entries go and when they count; making and reading
-the tar.zst itself (and how each of those checks is done) is ``attic/tarzst.py``
-(writing) and ``attic/tarscan.py`` (reading back).
+Design notes: docs/attic.md, "attic/entries.py".
 """
 
 from __future__ import annotations

@@ -1,32 +1,10 @@
 """The journal of moves in progress, and repair: finishing or undoing what a crash interrupted.
 
-Every move between the store and the attic (attic/lifecycle.py) and every log
-rewrite (attic/compact.py) is described in a journal record in
-``samctl-attic/.journal`` before its first change; the record is dropped after
-the last change.  A log rewrite has a record of its own (``<stem>.json``); the
-moves of one batch share one (``batch.<first stem>.json``, ``{"op": "batch",
-"moves": [...]}``), which is written once and dropped once, however many
-conversations the batch moves.  ``repair`` (run first by every writing
-command, under samctl's lock, and by ``samctl attic --repair``) reads what is
-left and settles each move:
+Every move and log rewrite has a journal record before its first change, dropped after its last; ``repair``
+(run first by every writing command, under the lock) rolls each move forward or back, and leaves a conflict
+for a person.
 
-- out, manifest not written: the originals were never touched; the partial
-  archive is removed (rolled back); likewise when the manifest was cut short
-  by a power loss (the originals go only after the manifests are durable);
-- out, manifest written: the entry is re-verified, then every leftover
-  original is removed (rolled forward) when each matches the manifest; when one
-  changed since (the app kept writing while the move was stuck) and none was
-  removed yet, the entry is dropped instead (rolled back: the store's copy is
-  the newer one); changed and partly removed, both are left for a person;
-- restore: the remaining files are placed from the staging copy, then the
-  entry is dropped (rolled forward);
-- log (``compact``): the history segment is dropped unless the log on disk
-  is already the new one.
-
-A record is dropped once all its moves are settled; a move left for a person
-(both copies damaged, a conflict in the store) stays in it, with its staging
-copy.  Leftover staging folders and archives without a manifest or journal
-record are removed.
+Design notes: docs/attic.md, "attic/journal.py".
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """rm, archive and purge: moving conversations out of the store (restore: ``attic/restore.py``).
 
-Nothing is lost: every move is ordered so that a crash at any instant leaves
-each conversation complete in the store or in the attic (attic/entries.py).
+A crash at any instant leaves each conversation complete in the store or in the attic: journal record,
+archive checked, manifest (the commit point), originals removed, record dropped.  Purge uses the owning
+app's own delete.
 
-- **Out** (``rm``, ``archive``): write a journal record, write the archive
-  (temp, fsync, rename), re-read it and check every hash, write its manifest
-  (the commit point), check the originals did not change meanwhile, remove
-  them (SAM: the folder is first renamed out of ``conversations/`` in one
-  step), drop the journal record.
-- **Purge** destroys with the owning app's own delete semantics (the store
-  modules' ``purge``), plus the conversation's attic entries.
-
-Moves of many conversations go in batches that share one journal record
-and their fsyncs (``fsafe.sync_batch``): the order above holds for each
-conversation, with a barrier wherever it must reach the disk.
-A crash leaves the batch's record in ``samctl-attic/.journal``;
-``attic/journal.py`` finishes or undoes each move it describes.  In a big
-batch, worker processes read, hash and compress the conversations
-(``_built``: reads only, after the batch is planned) while this process
-writes each archive and does every other step above, in the same order.
+Design notes: docs/attic.md, "attic/lifecycle.py".
 """
 
 from __future__ import annotations

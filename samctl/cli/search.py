@@ -1,4 +1,4 @@
-"""samctl search: memories and messages that match, best first (SAM's scoring, spec §7.7, §11)."""
+"""samctl search: memories and messages that match, best first (SAM's scoring, docs/formats/sam.md §7.7, §11)."""
 
 from __future__ import annotations
 

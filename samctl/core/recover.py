@@ -1,22 +1,10 @@
 """recover: bring back a conversation whose file is missing, corrupt, or behind its history.
 
-The store module builds a RecoveryPlan (what to write, from which source,
-what changed); this module carries it out with the one write protocol every
-recovery shares, ordered so a crash at any instant leaves the old or the new
-file complete, never neither:
+The store plans (a RecoveryPlan); this carries it out so that a crash leaves the old or the new file
+complete: a torn tail goes to a ``.torn`` sibling, the old file is kept as a ``.bak``, the new one is
+written atomically.  ``--to`` and ``dry_run`` change nothing in the store.
 
-1. cut a torn log tail: its bytes first go to a 0600 ``.torn`` sibling
-   (fsynced), then the log is truncated to its last newline; a complete but
-   unterminated last line gets its newline instead;
-2. keep the old file as a 0600 ``<name>.<UTC time>.bak`` sibling (an atomic
-   copy), which ``samctl compact`` removes after its grace period;
-3. write the new file atomically (temp, fsync, rename, dir fsync), then any
-   sidecar;
-4. rename the files whose content the new one now holds (SAM's leftover
-   ``conversation.json.tmp``) to 0600 ``.bak`` siblings too.
-
-``--to PATH`` writes only the recovered document, elsewhere, and touches
-nothing in the store.  ``dry_run`` writes nothing at all.
+Design notes: docs/recovery.md, "core/recover.py".
 """
 
 from __future__ import annotations

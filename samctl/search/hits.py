@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from samctl.search import scoring
 from samctl.timeparse import format_utc
 
-EXCERPT = 75  # characters either side of the hit (§11)
+EXCERPT = 75  # characters either side of the hit (docs/formats/sam.md §11)
 RESCORE_MARGIN = 512  # at most this many candidates beyond the limit are scored exactly
 KIND_ORDER = {"memory": 0, "message": 1, "archived": 2}
 
@@ -60,7 +60,7 @@ class Hit:
 
 
 # ---------------------------------------------------------------------------------------------
-# Excerpts (§11)
+# Excerpts (docs/formats/sam.md §11)
 
 
 def excerpt(text: str, start: int, length: int, ctx: int = EXCERPT) -> str:

@@ -1,4 +1,4 @@
-"""samctl search --like MEMORY_ID: "more like this" over the stored vectors (spec §7.7 note).
+"""samctl search --like MEMORY_ID: "more like this" over the stored vectors (sam.md §7.7 note).
 
 The stored vector of that memory is the query vector, compared only with stored vectors of the
 same length (a 4,096-byte Apple vector only with other 4,096-byte rows), ``cosine`` as SAM

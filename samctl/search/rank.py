@@ -1,23 +1,9 @@
 """BM25 ranking of conversation messages, with conversation-aware evidence.
 
-A *document* is one message (a row).  Its score adds up, all measured on LoCoMo by
-bench/bench_relevance.py (which prints what each part contributes):
+Statistics are global and computed at query time, so an index refreshed in parts ranks like one built from
+scratch; ties are broken by row number.
 
-* ``own``: Okapi BM25 of the message's text (``text.tokens``: stems, folded accents, n-grams);
-* ``date``: BM25 of the message's date terms (month, year, day: "in July", "2023", "on 9 November, 2022");
-* ``context``: a share of the ``own + date`` score of the turns before and after it in the same
-  conversation (the question it answers, the reply it got), two turns each way;
-* ``conversation``: BM25 of the whole conversation as one document, scaled to the best row's score,
-  added to each of its rows (evidence spread over several turns);
-* ``addressee``: in a two-sided conversation, a query word one side keeps saying (a name used to
-  address the other side) raises the other side's rows.
-
-Invariants: statistics (N, document frequencies, average lengths, role counts) are global and
-computed at query time from the postings as they are now, so an index refreshed in parts ranks
-exactly like one built from scratch.  Ranking reads a corpus only through ``postings(field, term)``,
-``lengths(field)``, ``rows()`` (neighbours, conversation, role): the in-memory ``Corpus``, the
-flat-array ``FrozenCorpus`` (what an on-disk, memory-mapped index holds) or an impact index can stand
-behind it.  Ties are broken by row number.
+Design notes: docs/search-index.md, "search/rank.py".
 """
 
 from __future__ import annotations

@@ -1,32 +1,10 @@
-"""samctl search: SAM's memory retrieval (spec §7.7) and message search (§11) over a whole store.
+"""samctl search: SAM's memory retrieval and message search over a whole store (docs/formats/sam.md §7.7, §11).
 
-What is searched ("rows", see ``core.index``): SAM memories (every ``CONV/*/memory.db`` plus the
-legacy ``BASE/memory.db`` -- a superset of what SAM's own cross-conversation search opens, §7.8),
-the messages of every conversation of either store, and the messages of SAM's
-``context_archive.db`` chunks (§8) that the conversation no longer has ("archived").
+A result and its score are the same with or without the index and equal to a row-by-row evaluation
+(candidates are rescored exactly, in float64); ties by (kind, conversation id, position).  Nothing here
+writes into a store: ``touch`` is called by the CLI after checking SAM is not running.
 
-Scoring (the default): SAM's ``retrieveRelevantMemories``, exactly --
-``score = cosine(embed(query), embed(text)) + min(0.5 * Jaccard(tokens), 0.5)``, keep
-``score >= threshold``, sort descending, first ``limit``.  ``embed`` is samctl's deterministic
-§7.5 hash embedding (``scoring.embed``) because SAM's Apple vectors cannot be computed off a Mac.
-The index computes every row's score approximately (one float32 matrix-vector product and the
-token -> rows map) to choose the candidates; the candidates' scores are then computed again
-exactly, with ``scoring.cosine``/``scoring.keyword_boost`` in float64, so a result and its score
-are the same with or without the index and equal to a row-by-row evaluation.  Ties are broken by
-(kind, conversation id, position), never by where a row happens to sit in the index.
-
-``--exact``: SAM's UI message search (§11): case-insensitive substring (``q.lower() in
-text.lower()``, both NFC-normalised: Swift compares strings by canonical equivalence), whole-content
-matches first, then newest first; no score.
-
-``--like MEMORY_ID``: "more like this" (§7.7 note): the stored vector of that memory is the query
-vector, compared only with stored vectors of the same length (a 4,096-byte Apple vector only with
-other 4,096-byte rows), ``cosine`` as SAM computes it; the keyword part uses QUERY, or the memory's
-own text.  Stored vectors are read from the databases (they are not copied into the index):
-``search/like.py``.
-
-Read-only: nothing here writes into a store; ``touch`` (``--touch``) is SAM's side effect, done
-by the CLI only after checking that SAM is not running.
+Design notes: docs/search-index.md, "search/retrieve.py".
 """
 
 from __future__ import annotations
@@ -456,7 +434,7 @@ def _exact_key(whole: bool, date: float, h: Hit) -> tuple:
 
 def touch(store, hits: list[Hit], findings: list | None = None) -> int:
     """SAM's retrieval side effect for the returned memories: ``access_count + 1``,
-    ``last_accessed = now`` (§7.7 step 3), one short transaction per memory.db.  The caller holds
+    ``last_accessed = now`` (docs/formats/sam.md §7.7 step 3), one short transaction per memory.db.  The caller holds
     samctl's store lock and has checked that SAM is not running.  A memory.db that cannot or must
     not be written (``Store.touch_memories``) is left as it is: an error in ``findings`` (raised
     when no list is given); the others are still touched."""

@@ -1,27 +1,10 @@
 """SAM's scoring rules, reimplemented exactly: importance, keyword boost, cosine, fallback embedding.
 
-Spec references are to ``shared/spec/sam-format.md``:
+Pure functions, no I/O; numpy is imported only inside ``embed_many``; ``embed(t)`` and
+``embed_many([t])[0]`` are bit-identical.  Which section of docs/formats/sam.md each function follows, and
+the approximations: see below.
 
-- ``tokens``          §7.7  (lowercase, SAM whitespace split, tokens of more than 2 characters)
-- ``keyword_boost``   §7.7  (min(0.5 * Jaccard, 0.5))
-- ``cosine``          §7.7  (0 for empty / different lengths / zero norm; not clamped)
-- ``embed``           §7.5  (256-d hashed vector; our own deterministic hash, see ``STABLE_HASH``)
-- ``pack_vector``     §7.3, §15.3 (raw little-endian float64, no header)
-
-Invariants:
-
-- Pure functions, no I/O.  This module must not import numpy at import time: the CLI's start-up path
-  imports it.  Only ``embed_many`` imports numpy, inside the function.
-- ``embed(t)`` and ``embed_many([t])[0]`` are bit-identical (after the float32 cast of the latter).
-- Fallback vectors are compatible with SAM's in *format* only: SAM hashes with Swift's per-process
-  seeded ``String.hashValue``, which nobody (not even SAM across launches) can reproduce.
-
-Approximations, all documented where they occur:
-
-- Swift counts and slices *grapheme clusters*; we use code points of the NFC-normalised text.  They
-  agree for all precomposed text (ASCII, Latin, CJK, most emoji without modifiers/ZWJ sequences).
-- Swift string equality is canonical equivalence; NFC-normalising before hashing and before building
-  token sets gives the same equivalence classes.
+Design notes: docs/search-index.md, "search/scoring.py".
 """
 
 from __future__ import annotations
@@ -36,9 +19,9 @@ from itertools import chain
 from operator import add, mul
 
 # ---------------------------------------------------------------------------------------------
-# Tokenising (§7.5 step 2, §7.7)
+# Tokenising (sam.md §7.5 step 2, §7.7)
 
-#: Foundation's ``CharacterSet.whitespacesAndNewlines`` as listed in §7.5 step 2.
+#: Foundation's ``CharacterSet.whitespacesAndNewlines`` as listed in sam.md §7.5 step 2.
 SAM_WHITESPACE = (
     "\t\n\x0b\x0c\r \x85\xa0\u1680"
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
@@ -66,7 +49,7 @@ def fold(text: str) -> str:
 
 
 def tokens(text: str) -> set[str]:
-    """The token set of §7.7: lowercase, SAM-whitespace split, tokens of more than 2 characters.
+    """The token set of sam.md §7.7: lowercase, SAM-whitespace split, tokens of more than 2 characters.
 
     Punctuation is kept (``"budget."`` is not ``"budget"``).
     """
@@ -74,7 +57,7 @@ def tokens(text: str) -> set[str]:
 
 
 def keyword_boost(query_tokens: set[str], content_tokens: set[str]) -> float:
-    """``min(0.5 * |Q & C| / |Q | C|, 0.5)``; 0 when the union is empty (§7.7)."""
+    """``min(0.5 * |Q & C| / |Q | C|, 0.5)``; 0 when the union is empty (sam.md §7.7)."""
     return _boost(len(query_tokens), len(content_tokens), len(query_tokens & content_tokens))
 
 
@@ -121,11 +104,11 @@ def _pieces(text: str):
 class WordTable:
     """The distinct words of a text, as numpy arrays over them (see ``word_table``)."""
 
-    hits: object  # int16 (n, 2): §7.5 word bucket, stem bucket (64 + stem; -1 for words under 4 characters)
-    token: object  # bool (n): a §7.7 token (more than 2 characters)
+    hits: object  # int16 (n, 2): sam.md §7.5 word bucket, stem bucket (64 + stem; -1 for words under 4 characters)
+    token: object  # bool (n): a sam.md §7.7 token (more than 2 characters)
     keys: object  # uint64 (n): ``key(word)`` of tokens (0 for other words), or None without ``key``
     seen: set  # the words of ``watch`` that the text holds
-    head: str  # the first 102 characters of ``fold(text.strip(SAM_WHITESPACE))`` (trigrams, §7.5 step 6)
+    head: str  # the first 102 characters of ``fold(text.strip(SAM_WHITESPACE))`` (trigrams, sam.md §7.5 step 6)
 
 
 def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
@@ -180,7 +163,7 @@ def _table_counts(table: WordTable):
 
 
 def cosine(a, b) -> float:
-    """Cosine similarity as SAM computes it (§7.7): 0.0 if either vector is empty (or None), the
+    """Cosine similarity as SAM computes it (sam.md §7.7): 0.0 if either vector is empty (or None), the
     lengths differ, or a norm is 0; otherwise ``dot / (|a| * |b|)``, not clamped.
 
     Sums are accumulated left to right in float64, like SAM's loop.
@@ -199,7 +182,7 @@ def cosine(a, b) -> float:
 
 
 def pack_vector(floats) -> bytes:
-    """Pack as SAM stores an embedding: n little-endian IEEE-754 float64, no header (§7.3)."""
+    """Pack as SAM stores an embedding: n little-endian IEEE-754 float64, no header (sam.md §7.3)."""
     floats = list(floats)
     return struct.pack("<%dd" % len(floats), *floats)
 
@@ -212,7 +195,7 @@ def unpack_vector(blob: bytes) -> list[float]:
 
 
 def score_memory(query_vec, query_tokens: set[str], mem_vec, mem_content: str) -> float:
-    """SAM's retrieval score of one memory row (§7.7): ``cosine + keyword_boost``.
+    """SAM's retrieval score of one memory row (sam.md §7.7): ``cosine + keyword_boost``.
 
     ``query_vec``/``mem_vec`` may be None or empty (cosine 0): keyword-only search passes None.
     """
@@ -220,7 +203,7 @@ def score_memory(query_vec, query_tokens: set[str], mem_vec, mem_content: str) -
 
 
 # ---------------------------------------------------------------------------------------------
-# §7.5 fallback embedding
+# sam.md §7.5 fallback embedding
 
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -236,7 +219,7 @@ def fnv1a64(data: bytes) -> int:
 
 
 def stable_hash(s: str) -> int:
-    """samctl's stand-in for Swift's ``String.hashValue`` in §7.5.
+    """samctl's stand-in for Swift's ``String.hashValue`` in sam.md §7.5.
 
     FNV-1a 64 over the UTF-8 bytes of the NFC-normalised string (lone surrogates encoded with
     ``surrogatepass`` so that no ``str`` can make it raise), reinterpreted as a two's complement
@@ -266,7 +249,7 @@ def _bucket(s: str, mod: int) -> int:
 
 class _WordMemo(dict):
     """word -> its bucket hits: ``(word_bucket,)``, or ``(word_bucket, stem_bucket)`` when the word
-    has at least 4 characters (§7.5 steps 4 and 5).
+    has at least 4 characters (sam.md §7.5 steps 4 and 5).
 
     A dict with ``__missing__`` instead of ``functools.lru_cache``: a hit is a plain C dict lookup and
     ``map(memo.__getitem__, words)`` keeps the whole loop in C (about twice as fast, measured).
@@ -295,7 +278,7 @@ class _StemMemo(dict):
 
 
 class _TriMemo(dict):
-    """trigram, as a tuple of 3 one-character strings -> ``128 + abs(h) % 128`` (§7.5 step 6).
+    """trigram, as a tuple of 3 one-character strings -> ``128 + abs(h) % 128`` (sam.md §7.5 step 6).
 
     Tuple keys: ``zip(s, s[1:], s[2:])`` makes them in C, cheaper than 100 string slices.
     """
@@ -330,7 +313,7 @@ _TRI = _TriMemo()
 _VALUE = _ValueMemo()
 _ZERO = [0.0] * 256
 
-# Per-bucket weight and cap (§7.5 steps 4-6): words 2.0 cap 10 in 0..63, stems 1.5 cap 8 in
+# Per-bucket weight and cap (sam.md §7.5 steps 4-6): words 2.0 cap 10 in 0..63, stems 1.5 cap 8 in
 # 64..127, trigrams 0.5 cap 5 in 128..255.
 _WEIGHT = [2.0] * 64 + [1.5] * 64 + [0.5] * 128
 _CAP = [10.0] * 64 + [8.0] * 64 + [5.0] * 128
@@ -343,7 +326,7 @@ def _trim() -> None:
 
 
 def _buckets(text: str):
-    """The bucket hits of §7.5 steps 1-6 as an iterator of indexes, or None for blank text.
+    """The bucket hits of sam.md §7.5 steps 1-6 as an iterator of indexes, or None for blank text.
 
     ``characters`` are code points of the lowercased, NFC-normalised text (Swift uses grapheme
     clusters; see the module docstring).
@@ -359,7 +342,7 @@ def _buckets(text: str):
 
 
 def embed(text: str) -> list[float] | None:
-    """The §7.5 fallback embedding of ``text``: 256 floats, L2-normalised; None for blank text.
+    """The sam.md §7.5 fallback embedding of ``text``: 256 floats, L2-normalised; None for blank text.
 
     Structure exactly as SAM's (weights, caps, regions, first 100 trigram positions, repeated
     trigrams adding repeatedly); the hash is ``STABLE_HASH``, bucket = ``abs(signed hash) % m``.

@@ -1,9 +1,9 @@
 """The store registry, and detection: which store lives at a path, and the Store object for it.
 
-Accepted ``--root`` values (DESIGN.md): a SAM base folder, a SAM
-``conversations`` folder, a mermaid project folder, or a
-``.mermaid/conversations`` folder.  Without one: ``./.mermaid/conversations``
-if present, else SAM's default location.
+Accepted ``--root`` values (README "Choosing the store"; docs/ARCHITECTURE.md): a SAM base folder, a SAM
+``conversations`` folder, a mermaid project folder, a ``.mermaid/conversations`` folder, or a read-only
+store's root (``readers.detect``, ``_reader_store``).  Without one: ``./.mermaid/conversations`` if
+present, else SAM's default location.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def anywhere(data: bytes) -> list[tuple[str, str]]:
     return sorted(out)
 
 
-# mermaid's structs (spec §3, §4): name -> (its fields, or None: a struct whose fields are not
+# mermaid's structs (docs/formats/mermaid.md §3, §4): name -> (its fields, or None: a struct whose fields are not
 # listed in the spec, any repeated key counts; {field: (how, struct)}), how: "one", "list" (of
 # structs), "map" (string -> struct), "enum" (externally tagged: {"Variant": struct}).
 _USAGE = {"prompt_tokens", "completion_tokens", "cached_input_tokens", "cache_creation_input_tokens",

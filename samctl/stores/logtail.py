@@ -1,4 +1,4 @@
-"""Repair a torn log tail so the app's next append is not glued onto the fragment (mermaid: spec §4.3).
+"""Repair a torn log tail so the app's next append is not glued onto the fragment (docs/formats/mermaid.md §4.3).
 
 A torn last line (no ``\\n``) is cut back to the last newline, its bytes kept
 first in a 0600 ``<log>.<UTC time>.torn`` sibling; a last line that is a

@@ -1,30 +1,10 @@
 """A disposable listing cache per store root, in the user's cache folder.
 
-What ``ls`` would learn by reading and parsing one file per conversation is
-kept here, keyed by that file's name and trusted only while its (size,
-mtime_ns) are unchanged, so a warm ``ls`` stats files instead of reading them.
+Disposable and untrusted: one 0600 file per (store kind, root) in the cache folder, ignored when unreadable,
+foreign, or made under other caps or another time zone; an entry is trusted only while its file's (size,
+mtime_ns) match, and racy files are never stored.  The store is never touched.
 
-Invariants:
-- The cache lives in ``fsafe.cache_dir()`` (0700), one 0600 file per (store
-  kind, root realpath), written atomically; the store itself is never touched.
-- A cache that is unreadable, corrupt, of another version or for another
-  root is ignored (and rewritten): deleting it costs only time.
-- A cache is keyed on the read caps (``--max-file-size``) it was made under:
-  what a file's entry says (``too-large``, or a row read within a bigger cap)
-  holds only under the same caps, so a run with other caps ignores it.  Likewise
-  the time zone (``_zone``): a mermaid row's created time is its id read in local time.
-- Entries are untrusted input: each store checks the type of every field it
-  uses before trusting one, and rescans the file otherwise.
-- Entries for files modified in the last RACY_SECONDS are never stored: their
-  mtime could still change within the same clock tick (git's "racy clean").
-- A store may also record a *folder stamp* (see ``folder_stamp``) with the
-  entries: while the folder's stamp is unchanged, no name in it was created,
-  removed or renamed since the save, so a store whose app only ever replaces
-  files by rename may trust the entries without a stat per file.  The stamp
-  is recorded only when the folder was last changed RACY_SECONDS or more
-  before it was read, for the same reason as above.  What the store saves
-  beside the stamp (``extra``: mermaid keeps its whole listing there, in
-  columns) is loaded only together with a well-formed stamp.
+Design notes: docs/stores.md, "stores/metacache.py".
 """
 
 from __future__ import annotations

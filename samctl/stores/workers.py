@@ -1,30 +1,9 @@
 """Work on many conversations in worker processes: one store per worker, the results in order.
 
-Used where the work is per conversation and costs far more than handing its result back: the
-search index build (``search/index/rows.py``), ``samctl check`` without ``--fix``, the files a
-listing's cache has nothing for (``ordered_items``, from the stores' ``list_metas``), the archives
-``rm`` and ``archive`` write (``attic/lifecycle.py``: read and compressed there), and the entries
-``restore`` extracts into its staging folder (``attic/restore.py``).
+Results come back in input order, as if run here; a worker reads the store (never samctl's cache), writes
+nothing but restore's staging folder, holds no lock, starts no workers, and does not outlive samctl.
 
-Invariants:
-- ``ordered_map(store, fn, parts)`` yields ``fn(store, part)`` for each part, in the order of
-  ``parts``, whether in workers or (one job, or fewer parts than ``min_parts``) right here.
-  ``fn`` is a module-level function (workers find it by name); what it returns is pickled.
-- A worker's store is a new one on the same folders and caps, without samctl's listing cache:
-  workers read the store, never samctl's cache.  They change nothing in the store; the one thing
-  a worker writes is restore's extraction into the private staging folder its parent made.
-- Linux forks the workers (what the parent imported, and patched, carries over); elsewhere they
-  are spawned, as fork is unsafe on macOS.
-- A worker holds no lock and does not outlive samctl: it closes its copies of the locks its parent
-  held when it was forked (``fsafe.close_inherited_locks``), and exits once its parent is gone
-  (``kill -9``, or ``timeout``'s SIGTERM, which ends Python without any cleanup: the pool's workers
-  would otherwise wait for work forever).
-- A worker never starts workers of its own (each would start as many again): ``ordered_map``
-  called in one runs right there.
-- An exception raised in a worker reaches the caller as itself, or, if it cannot be pickled and
-  rebuilt, as a RuntimeError that names it (rather than a broken pool).  A worker that dies (the
-  OOM killer, a kill -9) is a SamctlError that says so, not an internal error.
-- ``jobs()``: ``SAMCTL_JOBS`` when set (``1``: no workers), else the cores, at most ``MAX_JOBS``.
+Design notes: docs/stores.md, "stores/workers.py".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """compact against a concurrent mermaid-style appender: no event lost or duplicated.
 
-The appender does what mermaid's appender does (spec §4.3): open the log with
+The appender does what mermaid's appender does (docs/formats/mermaid.md §4.3): open the log with
 O_APPEND for each batch, write one compact line per event with its own seq
 counter continuing, close.  It holds no lock, so compact cannot know it is
 there; compact must notice the growth (see the rule in attic/compact.py).

@@ -29,7 +29,7 @@ def test_help_shows_examples(run):
     (("--all", "-o", "{store}/conversations/out"), "inside the store"),
     (("--all", "-o", "{store}/samctl-attic/out"), "inside samctl's attic"),
     (("8B58", "-o", "{store}/.samctl/out.json"), "inside samctl's own folder"),
-    # SAM's own files beside conversations/ (spec §2): the legacy memory.db, shared_memory.db, ...
+    # SAM's own files beside conversations/ (docs/formats/sam.md §2): the legacy memory.db, shared_memory.db, ...
     (("8B58", "--to", "json", "-o", "{store}/memory.db"), "inside SAM's folder"),
     (("8B58", "--to", "json", "-o", "{store}/shared_memory.db"), "inside SAM's folder"),
     (("--all", "--to", "markdown", "-o", "{store}"), "inside SAM's folder"),

@@ -565,8 +565,8 @@ def test_a_symlinked_file_is_not_moved_but_can_be_purged(run, mermaid_demo, tmp_
 
 
 def test_sam_age_counts_the_newest_message_not_only_updated(run, sam_demo):
-    """SAM does not touch `updated` for ordinary messages (spec §4.1): a conversation with a recent message is
-    not idle, whatever `updated` says."""
+    """SAM does not touch `updated` for ordinary messages (docs/formats/sam.md §4.1): a conversation with a
+    recent message is not idle, whatever `updated` says."""
     from make_fixtures import sam_doc, sam_dumps, sam_message
     import time as _time
 

@@ -18,7 +18,7 @@ def _conv(project):
 
 @pytest.fixture
 def torn(mermaid_demo):
-    """The demo project with the spec's torn log (§11.3) in place of the clean one."""
+    """The demo project with the spec's torn log (mermaid.md §11.3) in place of the clean one."""
     shutil.copy(SPEC / f"{SPEC_ID}.jsonl", _conv(mermaid_demo) / f"{SPEC_ID}.jsonl")
     (_conv(mermaid_demo) / f"{SPEC_ID}.jsonl").chmod(0o600)
     return mermaid_demo

@@ -361,7 +361,7 @@ def test_until_a_date_includes_that_day(run, sam_demo):
 
 
 def test_sam_ls_orders_and_filters_by_last_activity_not_by_updated_alone(run, tmp_path):
-    """SAM's ``updated`` is not touched by message traffic (spec §4.1): a conversation chatted in
+    """SAM's ``updated`` is not touched by message traffic (docs/formats/sam.md §4.1): a conversation chatted in
     this week but updated long ago is listed first and found by --since; archive --keep-last keeps it."""
     from tests.conftest import make_fixtures as mf
 

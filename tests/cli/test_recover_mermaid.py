@@ -1,6 +1,6 @@
-"""mermaid recover and check on what the log and the snapshot disagree about: which one wins (spec §0.1),
-checkpoint_seq (§9), message-less sessions (§5), 0.26+ .conflict.jsonl logs (§9), logs that stay broken
-(§4.4) and sessions only a log holds (§6)."""
+"""mermaid recover and check on what the log and the snapshot disagree about: which one wins (mermaid.md §0.1),
+checkpoint_seq (mermaid.md §9), message-less sessions (mermaid.md §5), 0.26+ .conflict.jsonl logs (mermaid.md §9),
+logs that stay broken (mermaid.md §4.4) and sessions only a log holds (mermaid.md §6)."""
 
 import json
 import stat
@@ -28,7 +28,7 @@ def _write_log(path, envelopes):
 
 
 def _drop_log_line(project, index):
-    """The demo log without line ``index``, seqs renumbered: a failed append (spec §4.3)."""
+    """The demo log without line ``index``, seqs renumbered: a failed append (mermaid.md §4.3)."""
     log = _conv(project) / f"{SPEC_ID}.jsonl"
     ev = [e for i, e in enumerate(_lines(log)) if i != index]
     for i, e in enumerate(ev):
@@ -70,7 +70,7 @@ def test_a_newer_fold_that_lacks_a_snapshot_message_does_not_replace_it(run, mer
 
 
 def test_a_newer_compaction_in_the_log_replaces_the_snapshot(run, mermaid_demo):
-    """A compaction shrinks the message list legitimately (the originals stay in the log, spec §4.2)."""
+    """A compaction shrinks the message list legitimately (the originals stay in the log, mermaid.md §4.2)."""
     conv = _conv(mermaid_demo)
     log = conv / f"{SPEC_ID}.jsonl"
     ev = _lines(log)
@@ -112,7 +112,7 @@ def test_full_fold_sets_checkpoint_seq_to_the_last_folded_seq(run, mermaid_demo)
     doc = json.loads((conv / f"{SPEC_ID}.json").read_text())
     events = eventlog.read_log_file(conv / f"{SPEC_ID}.jsonl").events
     assert len(doc["messages"]) == 4 and doc["checkpoint_seq"] == events[-1]["seq"] == 12
-    # a 0.26+ resume (spec §9): the checkpoint plus the events after its watermark gives the same conversation
+    # a 0.26+ resume (mermaid.md §9): the checkpoint plus the events after its watermark gives the same conversation
     replay = [e for e in events if e["seq"] > doc["checkpoint_seq"]]
     assert replay == []
     assert doc == dict(eventlog.fold(events), checkpoint_seq=12)

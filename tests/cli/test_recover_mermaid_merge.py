@@ -1,6 +1,7 @@
 """mermaid recover and check where the snapshot and the log say the same thing differently: one
-instant written in two offsets (mermaid re-saves every loaded timestamp in the reader's offset, spec
-§2.7), and compaction records older than a backfilled log (§4.3: "the snapshot stays authoritative")."""
+instant written in two offsets (mermaid re-saves every loaded timestamp in the reader's offset,
+mermaid.md §2.7), and compaction records older than a backfilled log (mermaid.md §4.3: "the snapshot stays
+authoritative")."""
 
 import json
 import re
@@ -130,7 +131,7 @@ SECRET = "set OPENAI_API_KEY=sk-abcdefghijklmnop1234 in env"
 
 
 def _redacted_session(tmp_path, meta_count_off_by=0):
-    """The snapshot is redacted, the sidecar (written from the live session) is not (spec §3.2)."""
+    """The snapshot is redacted, the sidecar (written from the live session) is not (mermaid.md §3.2)."""
     conv = _conv(tmp_path)
     msgs = [mf.mermaid_message("User", REDACTED, "2026-08-10T14:03:10-04:00"),
             mf.mermaid_message("Assistant", "done", "2026-08-10T14:03:11-04:00")]

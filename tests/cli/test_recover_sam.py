@@ -225,7 +225,7 @@ def test_a_message_is_never_taken_for_the_conversation(run, sam_demo, original):
 
 
 def test_a_complete_tmp_is_the_newer_save(run, sam_demo, original):
-    """A .tmp that parses whole is what SAM was saving when it stopped (spec §5.2, §5.7 lists it
+    """A .tmp that parses whole is what SAM was saving when it stopped (sam.md §5.2, §5.7 lists it
     first): its text wins over the file's, and it is kept as a .bak, so check stops pointing at it."""
     p = _file(sam_demo)
     tmp = p.parent / "conversation.json.tmp"
@@ -272,7 +272,7 @@ def test_an_invalid_created_comes_from_the_first_message_not_the_clock(run, sam_
 
 
 def test_a_folder_id_mismatch_is_a_warning_as_the_spec_says(run, sam_demo):
-    """SAM loads it (and saves it to a second folder): spec §4.5.8 lists it among the warnings."""
+    """SAM loads it (and saves it to a second folder): sam.md §4.5.8 lists it among the warnings."""
     p = _file(sam_demo)
     p.write_bytes(p.read_bytes().replace(f'"id" : "{SAM_ID}"'.encode(),
                                          b'"id" : "11111111-2222-3333-4444-555555555555"', 1))

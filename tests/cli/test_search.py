@@ -1,4 +1,4 @@
-"""samctl search end to end: SAM's scoring (spec §7.7), exact search (§11), every option, bad input,
+"""samctl search end to end: SAM's scoring and exact search (docs/formats/sam.md §7.7, §11), every option, bad input,
 read-only proof, --touch."""
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def test_like_ranks_the_spec_vectors(run, sam):
     age(sam)
     for mode in ((), ("--no-index",)):
         got = hits(run, sam, "portland budget", "--like", PROBE, "--threshold", "0", *mode)
-        # query vector e3: cos 0.6 and 0.8, boost 1/18 and 0 -> memory 2 first (spec §7.7)
+        # query vector e3: cos 0.6 and 0.8, boost 1/18 and 0 -> memory 2 first (docs/formats/sam.md §7.7)
         assert [h["id"] for h in got] == [MEM2, MEM1, TOPIC_MEM]
         assert [round(h["score"], 6) for h in got] == [0.8, 0.655556, 0.1]
         # the topic memory has a 2,048-byte vector: never compared with a 4,096-byte one (cosine 0),
@@ -158,7 +158,7 @@ def test_like_errors(run, sam, mermaid_demo):
     search(run, sam, code=2)  # neither QUERY nor --like
 
 
-# --- exact (§11) ----------------------------------------------------------------------------------
+# --- exact (docs/formats/sam.md §11) ----------------------------------------------------------------------------------
 
 
 def test_exact_is_case_insensitive_substring_newest_first(run, sam):
@@ -231,7 +231,7 @@ def test_min_importance_uses_sams_score(run, sam, mermaid_demo):
         every = hits(run, root, "the", "--threshold", "-10", "--limit", "1000")
         key = lambda h: (h["conversation_id"], h["id"], h["position"])  # noqa: E731
         assert {key(h) for h in got} == {key(h) for h in every if h["importance"] >= 0.85}
-    # mermaid stores no importance: computed exactly as §4.5.4 (and as show --min-importance does)
+    # mermaid stores no importance: computed exactly as docs/formats/sam.md §4.5.4 (and as show --min-importance does)
     m = hits(run, mermaid_demo, "budget lines", "--threshold", "0", "--limit", "100")
     for h in m:
         if h["role"] in ("user", "assistant"):
@@ -409,7 +409,7 @@ def test_help_shows_examples(run):
     assert "Examples:" in r.stdout
 
 
-# --- context_archive.db (§8) ------------------------------------------------------------------------
+# --- context_archive.db (docs/formats/sam.md §8) ----------------------------------------------------------------------
 
 
 def test_archived_messages_only_when_the_conversation_lost_them(run, sam):

@@ -1,4 +1,4 @@
-"""``show --raw`` of a conversation that only the legacy single-file store holds (spec §5.3):
+"""``show --raw`` of a conversation that only the legacy single-file store holds (docs/formats/sam.md §5.3):
 that conversation's element, not the whole ``conversations.json`` with every other one in it."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""A message's images and other parts (SAM contentParts, spec §4.4.1; mermaid images, spec §3) are
-shown in every output, not exported as an empty message; a SAM package made from a mermaid session
-says which images it could not carry."""
+"""A message's images and other parts (SAM contentParts, docs/formats/sam.md §4.4.1; mermaid images,
+docs/formats/mermaid.md §3) are shown in every output, not exported as an empty message; a SAM package made
+from a mermaid session says which images it could not carry."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_a_sam_image_only_message_is_shown_everywhere(run, sam_demo):
     conv = _sam_image(sam_demo)
     msg = conv.messages[1]
     assert msg.attachments == [{"type": "image", "url": URL}, {"type": "text", "text": "a caption"}]
-    assert not msg.hidden  # SAM shows a message with content parts (spec §10.4)
+    assert not msg.hidden  # SAM shows a message with content parts (docs/formats/sam.md §10.4)
     assert f"*[image] {URL}*" in render.to_markdown(conv) and "a caption" in render.to_markdown(conv)
     page = html.conversation_page(conv, conv.messages)
     assert f"[image] {URL}" in page and "a caption" in page

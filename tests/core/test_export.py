@@ -1,4 +1,4 @@
-"""core.export, core.html and formats.sam.package: what each format holds, escaping, streaming, round trips."""
+"""core.export, render.html and stores.sam.package: what each format holds, escaping, streaming, round trips."""
 
 from __future__ import annotations
 
@@ -232,7 +232,7 @@ def test_mermaid_session_becomes_a_sam_conversation_sam_accepts(mermaid_demo):
     assert call["toolCalls"] == [{"id": "call_07", "type": "function",
                                   "function": {"name": "grep", "arguments": '{"pattern":"fn report"}'}}]
     assert result["toolCallId"] == "call_07" and result["toolName"] == "grep" and result["toolStatus"] == "success"
-    assert c["messages"][0]["importance"] == 0.9 and c["messages"][0]["isPinned"] is True  # "budget" (§4.5.4)
+    assert c["messages"][0]["importance"] == 0.9 and c["messages"][0]["isPinned"] is True  # "budget" (sam.md §4.5.4)
     assert c["settings"]["selectedModel"] == "ollama/qwen3-coder:30b" and pkg["memories"] == []
     # read back as SAM would: the roles are mermaid's
     back = SamStore(store.conv_dir, store.base).conversation_from_doc(c, "pkg", c["id"])

@@ -14,7 +14,7 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
 def _outside_fences(md: str) -> list[str]:
-    """The lines CommonMark reads outside fenced code blocks (§4.5: a fence closes with a run of the
+    """The lines CommonMark reads outside fenced code blocks (CommonMark §4.5: a fence closes with a run of the
     same character, at least as long, and nothing but spaces after it)."""
     out, open_run = [], None
     for line in md.split("\n"):

@@ -1,4 +1,4 @@
-"""SAM's scoring rules: every test vector of spec §4.5.4, §7.5, §7.7 and §15.3."""
+"""SAM's scoring rules: every test vector of sam.md §4.5.4, §7.5, §7.7 and §15.3."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def vec(n, **nz):
     return v
 
 
-# --- §4.5.4 importance --------------------------------------------------------------------------
+# --- sam.md §4.5.4 importance --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_importance_in_unit_interval(text, is_user):
     assert 0.0 <= importance(text, is_user) <= 1.0
 
 
-# --- tokens and keyword boost (§7.7) --------------------------------------------------------------
+# --- tokens and keyword boost (sam.md §7.7) --------------------------------------------------------------
 
 
 def test_tokens_of_memory_1():
@@ -160,7 +160,7 @@ def test_keyword_boost_edges():
     assert keyword_boost(tokens("portland budget"), tokens(MEM1)) == 0.5 * (1 / 9)
 
 
-# --- cosine, pack/unpack, §7.7 full example -------------------------------------------------------
+# --- cosine, pack/unpack, sam.md §7.7 full example -------------------------------------------------------
 
 
 def test_cosine_rules():
@@ -267,11 +267,11 @@ def test_bucket_of_int_min_is_zero():
     assert abs(-(1 << 63)) % 64 == 0 and abs(-(1 << 63)) % 128 == 0
 
 
-# --- §7.5 embedding -------------------------------------------------------------------------------
+# --- sam.md §7.5 embedding -------------------------------------------------------------------------------
 
 
 def reference_embed(text):
-    """A literal, slow transcription of spec §7.5 (steps 1-7) with STABLE_HASH."""
+    """A literal, slow transcription of sam.md §7.5 (steps 1-7) with STABLE_HASH."""
     clean = text.strip(SAM_WHITESPACE)
     if not clean:
         return None

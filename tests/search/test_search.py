@@ -1,4 +1,4 @@
-"""core.search: the ranking equals SAM's §7.7 brute force, excerpts (§11), importance."""
+"""search.retrieve: the ranking equals SAM's brute force (docs/formats/sam.md §7.7), excerpts (§11), importance."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _tree(base: Path, texts: list[str]) -> None:
 
 
 def _brute(query: str, texts: list[str], threshold: float) -> list[tuple[str, float]]:
-    """SAM's retrieveRelevantMemories, row by row (spec §7.7), with samctl's embedding."""
+    """SAM's retrieveRelevantMemories, row by row (docs/formats/sam.md §7.7), with samctl's embedding."""
     q = scoring.embed(query)
     qt = scoring.tokens(query)
     out = []

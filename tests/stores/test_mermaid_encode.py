@@ -1,6 +1,6 @@
-"""Byte-compatibility of samctl's mermaid writers (spec §2, §11.1, §11.2).
+"""Byte-compatibility of samctl's mermaid writers (mermaid.md §2, §11.1, §11.2).
 
-The spec examples below are copied verbatim from spec §11; other test modules
+The spec examples below are copied verbatim from mermaid.md §11; other test modules
 load them from here.
 """
 
@@ -24,7 +24,7 @@ from samctl.stores.mermaid.encode import (
     snapshot_bytes,
 )
 
-# --- spec §11 examples, verbatim ---------------------------------------------
+# --- mermaid.md §11 examples, verbatim ---------------------------------------------
 
 SNAPSHOT_11_1 = r'''{
   "advertised_context": null,
@@ -205,7 +205,7 @@ def test_meta_11_2_round_trips_byte_for_byte():
     assert meta_bytes(orjson.loads(META_11_2)) == META_11_2.encode("utf-8")
 
 
-# --- snapshot layout rules (spec §2.2, §2.5) ----------------------------------
+# --- snapshot layout rules (mermaid.md §2.2, §2.5) ----------------------------------
 
 
 def test_pretty_layout_indent_colon_no_trailing_newline():
@@ -286,7 +286,7 @@ def test_non_json_values_raise_type_error():
         log_line_bytes({"a": object()})
 
 
-# --- floats (spec §2.6) --------------------------------------------------------
+# --- floats (mermaid.md §2.6) --------------------------------------------------------
 
 FLOAT_TABLE = [
     # e >= 0 and kk <= 16: integer digits then ".0"
@@ -334,7 +334,7 @@ def test_format_float_non_finite_is_null(value):
 
 
 def _ryu(x: float) -> str:
-    """An independent spelling of the §2.6 layout, from the exact decimal digits of repr."""
+    """An independent spelling of the mermaid.md §2.6 layout, from the exact decimal digits of repr."""
     from decimal import Decimal
 
     sign, digits, exp = Decimal(repr(x)).normalize().as_tuple()
@@ -373,7 +373,7 @@ def test_format_float_matches_the_writer_and_round_trips(x):
 
 
 def _ref(v, indent: int | None, level: int = 0) -> str:
-    """serde_json's writer restated from spec §2 (sorted keys, ryu floats, minimal escaping)."""
+    """serde_json's writer restated from mermaid.md §2 (sorted keys, ryu floats, minimal escaping)."""
     if v is None or v is True or v is False:
         return json.dumps(v)
     if isinstance(v, float):
@@ -415,7 +415,7 @@ def test_writers_match_the_reference_writer(v):
     assert orjson.loads(snapshot_bytes(v)) == v
 
 
-# --- log lines and meta (spec §2.3, §2.4, §3.2) ---------------------------------
+# --- log lines and meta (mermaid.md §2.3, §2.4, §3.2) ---------------------------------
 
 
 def test_log_line_is_compact_sorted_with_newline():

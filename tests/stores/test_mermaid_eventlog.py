@@ -1,7 +1,7 @@
-"""Reading and folding mermaid's event log (spec §4, §4.4, §8 items 15-34, §11.3, §11.4).
+"""Reading and folding mermaid's event log (mermaid.md §4, §4.4, §8 items 15-34, mermaid.md §11.3, §11.4).
 
 Tests named ``test_item_NN_*`` mirror the behaviour pinned by mermaid's own
-tests in spec §8.
+tests in mermaid.md §8.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ SNAPSHOT_11_1 = _enc.SNAPSHOT_11_1
 LEGACY_11_5 = _enc.LEGACY_11_5
 
 UTC = timezone.utc
-UTC_M4 = timezone(timedelta(hours=-4))  # the §11 writer's offset
+UTC_M4 = timezone(timedelta(hours=-4))  # the mermaid.md §11 writer's offset
 
-# --- spec §11.3 / §11.4, verbatim -------------------------------------------------
+# --- mermaid.md §11.3 / §11.4, verbatim -------------------------------------------------
 
 LOG_11_3 = r'''{"event":{"created_at":"2026-08-10T14:03:07.512347811-04:00","model_id":"ollama/qwen3-coder:30b","project_path":"/home/dev/parsekit","session_id":"20260810_140307_512","type":"started"},"seq":0,"ts":"2026-08-10T14:03:21.131552090-04:00","v":1}
 {"event":{"at":"2026-08-10T14:03:21.104938201-04:00","messages":[{"actions":[],"content":"Fix the flaky test in tests/parser.rs","image_numbers":null,"images":null,"kind":"normal","metadata":null,"provider_continuation":null,"role":"User","thinking":null,"timestamp":"2026-08-10T14:03:21.104938201-04:00","tool_call_id":null,"tool_calls":null,"tool_name":null}],"type":"reset"},"seq":1,"ts":"2026-08-10T14:03:21.131552090-04:00","v":1}
@@ -134,7 +134,7 @@ def spec_log() -> bytes:
     return LOG_11_3.encode("utf-8")
 
 
-# --- spec §11.3: the example log folds to the §11.1 snapshot, byte for byte -----------
+# --- mermaid.md §11.3: the example log folds to the mermaid.md §11.1 snapshot, byte for byte -----------
 
 
 def test_spec_11_3_folds_to_the_11_1_snapshot_bytes():
@@ -152,7 +152,7 @@ def test_spec_11_3_folds_to_the_11_1_snapshot_bytes():
 
 
 def test_spec_11_3_fold_does_not_depend_on_the_local_zone_once_retitled():
-    # The "Session ..." title is replaced by the state event, so any zone gives §11.1.
+    # The "Session ..." title is replaced by the state event, so any zone gives mermaid.md §11.1.
     assert snapshot_bytes(fold_bytes(spec_log(), UTC)) == SNAPSHOT_11_1.encode("utf-8")
 
 
@@ -187,7 +187,7 @@ def test_spec_11_3_first_batch_is_the_backfill_of_the_first_save():
     assert b"".join(lines) == b"".join(line + b"\n" for line in spec_log().split(b"\n")[:5])
 
 
-# --- spec §11.4 ----------------------------------------------------------------------
+# --- mermaid.md §11.4 ----------------------------------------------------------------------
 
 
 def test_spec_11_4_compaction_line_folds_replacement_and_record():
@@ -235,7 +235,7 @@ def test_v0_is_accepted():
     assert read.stop is None and read.usable
 
 
-# --- spec §8, event log -----------------------------------------------------------------
+# --- mermaid.md §8, event log -----------------------------------------------------------------
 
 
 def _driven_events() -> list[dict]:
@@ -468,7 +468,7 @@ def test_item_34_repeated_state_and_tasks_lines_are_harmless():
     assert fold_bytes(log(*twice)) == fold_bytes(log(*events))
 
 
-# --- spec §8 items about decoding: 1, 3, 6, 7, 11 ----------------------------------------
+# --- mermaid.md §8 items about decoding: 1, 3, 6, 7, 11 ----------------------------------------
 
 
 def test_item_01_legacy_snapshot_backfills_and_folds_with_every_default():

@@ -1,7 +1,7 @@
 """Property: folding a rendered log equals applying the same mutations to a reference model.
 
-The reference model below restates ConversationHistory's mutators (spec §3,
-§4.2) independently of ``eventlog.fold``; each random mutation is applied to
+The reference model below restates ConversationHistory's mutators
+(mermaid.md §3, §4.2) independently of ``eventlog.fold``; each random mutation is applied to
 it and rendered as one log line. Then:
 
 - fold(log) == the model, and the snapshot bytes agree;
@@ -121,7 +121,7 @@ events = st.one_of(
 
 
 class Model:
-    """ConversationHistory's mutators, restated for the test (spec §3, §4.2)."""
+    """ConversationHistory's mutators, restated for the test (mermaid.md §3, §4.2)."""
 
     def __init__(self, created: datetime, created_at: str):
         u = created.astimezone(UTC)

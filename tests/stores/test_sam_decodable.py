@@ -18,7 +18,7 @@ from tests.stores.test_sam_schema import DELETE, ERROR_CASES, all_paths, example
 
 
 def rich() -> dict:
-    """The §15.1 example with every kind of the schema present at least once."""
+    """The sam.md §15.1 example with every kind of the schema present at least once."""
     doc = example()
     m = doc["messages"][0]
     m["contentParts"] = [

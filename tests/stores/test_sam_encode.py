@@ -1,4 +1,4 @@
-"""Tests for samctl.stores.sam.encode: the strict writer (spec §3, §15.1)."""
+"""Tests for samctl.stores.sam.encode: the strict writer (sam.md §3, §15.1)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def concrete(path):
     return tuple((4 if path[0] == "messages" else 0) if c == "*" else c for c in path)
 
 
-# --- §15.1 -----------------------------------------------------------------------
+# --- sam.md §15.1 -----------------------------------------------------------------------
 
 
 def test_example_15_1_re_encodes_to_the_spec_bytes():
@@ -73,7 +73,7 @@ def test_input_is_not_modified():
 
 
 def test_sort_key_case_insensitive_timestamp_first():
-    # The one pair in SAM's schema where case-insensitive and bytewise order differ (§3).
+    # The one pair in SAM's schema where case-insensitive and bytewise order differ (sam.md §3).
     assert sorted(["timeToFirstToken", "timestamp"], key=sort_key) == ["timestamp", "timeToFirstToken"]
     assert sorted(["b", "A", "a", "B"], key=sort_key) == ["A", "a", "B", "b"]
 

@@ -1,4 +1,4 @@
-"""SAM conversations in folders not named by their UUID (spec §5.3: SAM loads every subfolder but
+"""SAM conversations in folders not named by their UUID (sam.md §5.3: SAM loads every subfolder but
 ``backups`` that holds a conversation.json, whatever its name).
 
 What ``ls`` lists can be reached by its id: shown, exported, loaded.  The lifecycle commands
@@ -166,7 +166,7 @@ LEGACY = "66666666-2222-4333-8444-555555555555"
 
 def _legacy_copy_of_a_broken_folder(base: Path) -> Path:
     """A legacy conversations.json holding a good copy of a conversation whose folder copy is torn:
-    SAM skips the torn file and loads the legacy copy (spec §5.3 steps 1 and 2)."""
+    SAM skips the torn file and loads the legacy copy (sam.md §5.3 steps 1 and 2)."""
     from tests.conftest import make_fixtures as mf
 
     conv = base / "conversations"
@@ -197,7 +197,7 @@ def test_the_legacy_copy_sam_loads_instead_of_a_torn_folder_copy_is_read_everywh
 
 def test_recover_of_a_torn_folder_copy_takes_the_legacy_copys_messages_too(run, tmp_path):
     """show read the legacy copy SAM falls back to; recover must not write a folder file that
-    shadows it with fewer messages (spec §5.4: the folder file wins once it decodes)."""
+    shadows it with fewer messages (sam.md §5.4: the folder file wins once it decodes)."""
     from tests.conftest import make_fixtures as mf
 
     base = tmp_path / "SAM"

@@ -1,4 +1,4 @@
-"""memory.db / context_archive.db: spec §7.2, §7.3, §8, §15.3, and the read-only guarantees."""
+"""memory.db / context_archive.db: sam.md §7.2, §7.3, §8, §15.3, and the read-only guarantees."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ ID2 = "AB2B1E7D-4173-496C-8D08-F7CA82E37410"
 MEM1 = "User wants a weekend trip to Portland within a $500 budget."
 MEM2 = "Weather: Saturday 24°C sunny, Sunday 19°C light rain in Portland."
 
-# §7.2, verbatim
+# sam.md §7.2, verbatim
 SPEC_SCHEMA = [
     'CREATE TABLE IF NOT EXISTS "conversation_memories" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT NOT '
     'NULL, "content" TEXT NOT NULL, "content_type" TEXT NOT NULL, "embedding" BLOB, "importance" REAL NOT NULL, '
@@ -53,7 +53,7 @@ SPEC_SCHEMA = [
     "CREATE INDEX IF NOT EXISTS idx_created_at ON conversation_memories(created_at);",
     "CREATE INDEX IF NOT EXISTS idx_importance ON conversation_memories(importance);",
 ]
-# §8, verbatim
+# sam.md §8, verbatim
 SPEC_ARCHIVE_SCHEMA = [
     'CREATE TABLE IF NOT EXISTS "context_archives" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT NOT NULL, '
     '"messages_json" TEXT NOT NULL, "time_start" TEXT NOT NULL, "time_end" TEXT NOT NULL, "summary" TEXT NOT NULL, '
@@ -191,7 +191,7 @@ def test_archive_schema(folder):
     conn.close()
 
 
-# --- §15.3 example --------------------------------------------------------------------------------
+# --- sam.md §15.3 example --------------------------------------------------------------------------------
 
 
 def test_reads_spec_example(spec_db):
@@ -206,7 +206,7 @@ def test_reads_spec_example(spec_db):
                                                                        "2026-08-10T14:02:12.345", [])
     assert b.tags == ["weather", "portland"] and b.access_count == 2 and b.last_accessed == "2026-08-10T14:09:41.502"
     assert len(a.embedding) == 4096 and a.dimension == 512
-    # the hex route of the §15.3 SQL gives the same blobs
+    # the hex route of the sam.md §15.3 SQL gives the same blobs
     assert a.embedding == bytes.fromhex("0" * 48 + "333333333333E33F" + "0" * 16 * 196 + "9A9999999999E93F"
                                         + "0" * 16 * 311)
     assert b.embedding == bytes.fromhex("0" * 48 + "9A9999999999E93F" + "0" * 16 * 397 + "333333333333E33F"

@@ -1,4 +1,4 @@
-"""Numbers SAM cannot hold in otherwise valid JSON (spec §2 "JSON values": Int fields are 64-bit
+"""Numbers SAM cannot hold in otherwise valid JSON (sam.md §2 "JSON values": Int fields are 64-bit
 integers, Doubles are finite).  orjson refuses a number past Double's range outright, so the file
 is reported as valid JSON that SAM rejects (``sam-reject``), not as "not valid JSON"; and a
 read-only command changes nothing."""

@@ -1,4 +1,4 @@
-"""Tests for samctl.stores.sam.repair: recover's repairs and salvage (spec §4.5.5, §4.6, §14)."""
+"""Tests for samctl.stores.sam.repair: recover's repairs and salvage (sam.md §4.5.5, §4.6, §14)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_valid_example_is_returned_unchanged_without_notes():
     assert conversation_bytes(out) == EXAMPLE_15_1.encode()
 
 
-# --- interrupted streams and running tools (§4.5.5) ------------------------------------
+# --- interrupted streams and running tools (sam.md §4.5.5) ------------------------------------
 
 
 def test_streaming_flag_cleared_tool_calls_kept():
@@ -205,7 +205,7 @@ def test_invalid_uuids_in_id_arrays_are_dropped_one_by_one():
     assert noted(notes, "settings.workspacePromptIds[0]: removed")
 
 
-# --- enabledMiniPromptIds (§4.6) -----------------------------------------------------------------
+# --- enabledMiniPromptIds (sam.md §4.6) -----------------------------------------------------------------
 
 
 def test_mini_prompt_ids_renamed():
@@ -355,7 +355,7 @@ def test_several_fills_in_one_message():
     m = out["messages"][2]
     assert (m["content"], m["showReasoning"], m["isStreaming"], m["isToolMessage"], m["type"]) == (
         "", False, False, False, "assistant"
-    )  # no isToolMessage, no reasoning, not from the user: §4.3 says assistant
+    )  # no isToolMessage, no reasoning, not from the user: sam.md §4.3 says assistant
     assert len(notes) == 5
 
 

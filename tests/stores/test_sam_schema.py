@@ -1,6 +1,6 @@
-"""Tests for samctl.stores.sam.schema: SAM's decoder rules (spec §3, §4, §4.5.8).
+"""Tests for samctl.stores.sam.schema: SAM's decoder rules (sam.md §3, §4, §4.5.8).
 
-The spec §15.1 example is copied verbatim below; the encode and repair tests
+The sam.md §15.1 example is copied verbatim below; the encode and repair tests
 load it from here.
 """
 
@@ -30,7 +30,7 @@ from samctl.stores.sam.schema import (
     would_load,
 )
 
-# --- spec §15.1, verbatim ------------------------------------------------------
+# --- sam.md §15.1, verbatim ------------------------------------------------------
 
 EXAMPLE_15_1 = r'''{
   "created" : "2026-08-10T14:02:05Z",
@@ -188,7 +188,7 @@ DELETE = object()
 
 
 def example() -> dict:
-    """A fresh decoded copy of the §15.1 conversation."""
+    """A fresh decoded copy of the sam.md §15.1 conversation."""
     return json.loads(EXAMPLE_15_1)
 
 
@@ -333,17 +333,17 @@ def test_problem_fields():
     assert p.line().startswith("error: bad-enum: messages[3].type: ")
 
 
-# --- errors: exactly the §4.5.8 rules ---------------------------------------------------
+# --- errors: exactly the sam.md §4.5.8 rules ---------------------------------------------------
 
 ERROR_CASES = [
-    # required keys of ConversationData (§4.1)
+    # required keys of ConversationData (sam.md §4.1)
     (("id",), DELETE, "missing-key", "id"),
     (("title",), None, "null-key", "title"),
     (("created",), DELETE, "missing-key", "created"),
     (("updated",), DELETE, "missing-key", "updated"),
     (("messages",), DELETE, "missing-key", "messages"),
     (("messages",), {}, "wrong-type", "messages"),
-    # settings (§4.2): required only when settings is present
+    # settings (sam.md §4.2): required only when settings is present
     (("settings", "selectedModel"), DELETE, "missing-key", "settings.selectedModel"),
     (("settings", "temperature"), "0.7", "wrong-type", "settings.temperature"),
     (("settings", "topP"), None, "null-key", "settings.topP"),
@@ -378,7 +378,7 @@ ERROR_CASES = [
     (("enabledCustomInstructionIds",), [CONV_ID, "x"], "bad-uuid", "enabledCustomInstructionIds[1]"),
     (("enabledCustomInstructionIds",), "x", "wrong-type", "enabledCustomInstructionIds"),
     (("performanceMetrics", 0, "id"), None, "null-key", "performanceMetrics[0].id"),
-    # EnhancedMessage (§4.3)
+    # EnhancedMessage (sam.md §4.3)
     (("messages", 1, "content"), DELETE, "missing-key", "messages[1].content"),
     (("messages", 1, "content"), None, "null-key", "messages[1].content"),
     (("messages", 1, "isFromUser"), "false", "wrong-type", "messages[1].isFromUser"),
@@ -396,18 +396,18 @@ ERROR_CASES = [
     (("messages", 0, "importance"), "high", "wrong-type", "messages[0].importance"),
     (("messages", 0, "isPinned"), "yes", "wrong-type", "messages[0].isPinned"),
     (("messages", 0), "hello", "not-object", "messages[0]"),
-    # tool calls (§4.4.3)
+    # tool calls (sam.md §4.4.3)
     (("messages", 1, "toolCalls", 0, "function", "arguments"), {"location": "x"}, "wrong-type",
      "messages[1].toolCalls[0].function.arguments"),
     (("messages", 1, "toolCalls", 0, "function"), DELETE, "missing-key", "messages[1].toolCalls[0].function"),
     (("messages", 1, "toolCalls", 0, "type"), None, "null-key", "messages[1].toolCalls[0].type"),
     (("messages", 1, "toolCalls", 0, "id"), 7, "wrong-type", "messages[1].toolCalls[0].id"),
-    # message metrics (§4.4.5)
+    # message metrics (sam.md §4.4.5)
     (("messages", 4, "performanceMetrics", "tokenCount"), 41.0, "integral-float",
      "messages[4].performanceMetrics.tokenCount"),
     (("messages", 4, "performanceMetrics", "tokensPerSecond"), DELETE, "missing-key",
      "messages[4].performanceMetrics.tokensPerSecond"),
-    # API metrics (§4.4.6)
+    # API metrics (sam.md §4.4.6)
     (("performanceMetrics", 0, "requestTokens"), 1843.5, "wrong-type", "performanceMetrics[0].requestTokens"),
     (("performanceMetrics", 0, "success"), "true", "wrong-type", "performanceMetrics[0].success"),
     (("performanceMetrics", 0, "model"), DELETE, "missing-key", "performanceMetrics[0].model"),

@@ -1,25 +1,10 @@
 """The index's vocabulary on disk: where it lives, version and magic numbers, the row codes, the
 per-row ``meta`` record, the segment sections, and the two 64-bit keys stored in segments.
 
-Data model
-----------
-- The index of a store lives in ``<cache>/search-<store>-<sha256(root realpath)[:24]>/``
-  (``index_dir``); its files are described in ``manifest`` and ``segment``.
-- A row's ``meta`` record (``META_FIELDS``, 48 bytes): kind (``KINDS``), role (``ROLES``), content
-  type (``CTYPES``), flags (``FLAG_BASE_DB``), conversation (index into the segment header's
-  ``convs``), position (memory rowid / message index), date (Unix seconds, NaN when unknown),
-  importance (float64: stored, else computed), token count ``|C|``, stored-vector dimension
-  (memories), a dedupe key (archived copies of messages), and the row's own crc32 (``row_crc``).
-- ``SECTIONS``: name -> (dtype, shape rule) of every section of a segment; shape rules use R
-  (rows), K (token keys), P (postings), B (bytes of that blob).
-- ``token_key``: the 64-bit BLAKE2b of a §7.7 token (the keys of the token map, named by
-  ``TOKEN_HASH_NAME``); ``dedupe_key``: the 64-bit BLAKE2b of conversation + NUL + text.
+Any change here (codes, record layout, sections, hashes) changes the on-disk format and needs a new
+``INDEX_VERSION``; numpy is imported only inside functions.
 
-Invariants
-----------
-- A change to any of these (codes, record layout, sections, hashes) is a change of the on-disk
-  format and needs a new ``INDEX_VERSION``: an index of another version is never read, only rebuilt.
-- numpy is imported only inside functions (``_np``), never at import time.
+Design notes: docs/search-index.md, "search/index/format.py".
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
 """The manifest: the one file that says which segments make up the index and what is in them.
 
-Data model
-----------
-``manifest`` = ``b"SAMCTLIX" | u32 version | u32 crc32(body) | body`` (JSON, 0600).  The body
-(``encode_manifest``) holds the head fields (``v``, ``root``, ``store``, hash names, ``dim``,
-``created``, ``updated``) and:
+Replaced atomically, never changed in place; ``read_manifest`` checks every field and raises BadIndex; a row
+is alive unless a dead range or ``hidden`` covers it.
 
-- ``segments``: one entry per segment: name, rows, size, header crc32, and its dead row ranges
-  ``[[start, end), ...]`` (rows of sources read again or removed);
-- ``hidden``: segment name -> rows to hide (archived copies of messages the conversation still has);
-- ``src``: the sources, one list per field (it parses several times faster than one object per
-  source): key, kind, conversation, signature (None: read it again), segment (index into
-  ``segments``, -1: no rows), the row range ``[start, end)`` it produced, and by source position
-  the findings reading it gave and the conversations it described;
-- ``conv``: the conversations' ids, titles, shared topic ids and names, one list per field.
-
-In memory (``refresh``, ``memory.parts``) the same manifest is a dict with ``sources`` (key ->
-entry) and ``convs`` (id -> info) instead of ``src``/``conv``; ``Manifest`` gives lazy views of the
-checked on-disk form.
-
-Invariants
-----------
-- Replaced atomically (``fsafe.write_atomic``), never changed in place.
-- Never trusted: ``read_manifest`` checks magic, version, crc32, the head fields against this
-  store and this samctl, and every table field by field (types, lengths, segment names, dead and
-  hidden rows within their segment, source rows within theirs); anything wrong raises BadIndex.
-- A row of a segment is alive unless a dead range or ``hidden`` covers it (``alive_mask``).
+Design notes: docs/search-index.md, "search/index/manifest.py".
 """
 
 from __future__ import annotations

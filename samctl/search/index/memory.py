@@ -1,25 +1,10 @@
 """The index of a store built in memory, one part at a time, for a search without the index
 (``--no-index``, ``--no-cache``).
 
-Data model
-----------
-``parts`` yields one ``Index`` per segment of about ``PART_BYTES``, each as soon as its rows are
-read, with the manifest of its own sources; ``titles`` gives the titles of every conversation
-read so far, once the parts are done.  The search keeps the best candidates of each part
-(``core.search``) and lets the part go, so what it holds does not grow with the store: the whole
-index of 100,000 mermaid sessions held in memory at once was 6.8 GiB; in parts, 0.35 GiB.
+Each part is let go before the next is read, and the parts hide and report exactly what the whole build
+would.
 
-Invariants
-----------
-- Each part's ``hidden`` is what ``update._hidden`` gives for the whole store: an archived copy
-  of a message can only be hidden by a message of its own conversation (the dedupe key holds
-  the conversation's id), and every archive database is read after every other source (a
-  conversation's messages can be in its folder, in an oddly named folder, or in the legacy
-  ``conversations.json``), each part checked against the message keys of every part so far.
-- The findings and the conversations' infos (which name shared topics) come out in
-  ``discover``'s order, as the whole build gives them, once every part is read.
-- A part is let go before the next is read: what is held meanwhile is the part being read,
-  the candidates kept, and the keys of the messages read so far.
+Design notes: docs/search-index.md, "search/index/memory.py".
 """
 
 from __future__ import annotations

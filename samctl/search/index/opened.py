@@ -5,7 +5,7 @@ Data model
 ----------
 ``Index``: the ``Manifest``, the opened ``Segment`` list (each with its ``alive`` mask: not in a
 dead range, not hidden), the count of alive rows, and what the refresh that produced it did
-(``read``, ``removed``, ``rebuilt``).  The query path (``core.search``) works on this: candidate
+(``read``, ``removed``, ``rebuilt``).  The query path (``search.retrieve``) works on this: candidate
 selection over ``meta``, the mat-vec over ``vectors``, the token map.
 
 Invariants

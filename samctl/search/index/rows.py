@@ -1,33 +1,9 @@
 """Building rows from sources: SAM memories, messages of conversations, messages of archives.
 
-Data model
-----------
-A **row** is one searchable text:
+The store is only read (``Store.source_rows``); ``read_source`` never raises for bad input; blank texts are
+not rows; rows come back in source order, with or without worker processes.
 
-- a SAM memory (a ``memory.db`` row; ``@base/memory.db`` rows carry ``FLAG_BASE_DB``): position is
-  its rowid, importance the stored one, ``dim`` the dimension of its stored vector;
-- a message of a conversation (SAM ``conversation.json``, the legacy ``conversations.json``,
-  mermaid snapshot + log): position is its index among the conversation's messages;
-- a message of a SAM ``context_archive.db`` chunk ("archived"): position is
-  ``(chunk rowid << 20) + index in the chunk``, the id ``<chunk id>#<index>``.
-
-``read_source`` turns one ``Source`` into a ``Batch`` (Python lists, one per meta column, plus the
-findings and the conversations' infos: id, title, shared topic); ``process`` turns batches into a
-``Chunk``: the meta records, the §7.5 embeddings, the UTF-8 blobs of text/lower(text)/id with their
-lengths, and the token postings (64-bit token key, row in the chunk) of the keyword boost.
-
-Invariants
-----------
-- The store is only read, through the store (``Store.source_rows``),
-  read-only; ``read_source`` never raises for bad input: findings say what was wrong, and a
-  finding without a conversation gets the source's.
-- Blank texts are not rows.  Messages and archived messages get a dedupe key
-  (``format.dedupe_key``), so an archived copy of a message the conversation still has can be
-  hidden; memories get 0.
-- Rows come back in the order of the sources given, chunk by chunk (``CHUNK_SOURCES`` sources per
-  chunk), whether read here or by worker processes (only for ``PARALLEL_MIN_SOURCES`` or more).
-- ``read_source`` is called through the package (``samctl.search.index.read_source``), as it was
-  when the index was one module, so replacing it there is seen by every reader.
+Design notes: docs/search-index.md, "search/index/rows.py".
 """
 
 from __future__ import annotations

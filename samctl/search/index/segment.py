@@ -1,31 +1,9 @@
 """Segments: immutable files of rows and everything a query needs about them.
 
-Data model
-----------
-A segment holds, per row (see ``format.SECTIONS``):
+Written to a temp sibling, fsynced and renamed, never changed after; ``Segment.open`` checks every size,
+bound and crc32 and raises BadIndex.
 
-- ``vectors``  float32 (rows, 256): samctl's §7.5 embedding of the text (``scoring.embed_many``);
-- ``meta``     one 48-byte record (``format.META_FIELDS``);
-- ``text``/``ltext``/``ref`` UTF-8 blobs with ``*_off`` offsets (rows + 1): the text, its
-  ``lower()`` (for ``--exact``) and the row's id;
-- ``tok_keys``/``tok_ptr``/``tok_rows``: the token -> rows map of the keyword boost (CSR; a key is
-  ``format.token_key`` of a §7.7 token; rows ascending within a key is not promised).
-
-Layout of a segment file: 64-byte preamble (magic, version), the sections (64-byte aligned,
-``vectors`` first so it can be streamed), the header JSON (v, root, dim, rows, hash names, convs,
-and each section's offset/size/dtype/shape/crc32), and a 24-byte trailer (header offset, length,
-crc32, magic).  ``SegmentWriter`` builds one (on disk, or in memory for ``--no-index``); ``Segment``
-is an opened one: numpy views on a read-only mmap.
-
-Invariants
-----------
-- A segment is written to a temp sibling, fsynced and renamed into place, and never changed after.
-- Never trusted: ``Segment.open`` checks the file's size, magic, version, trailer, the header's
-  crc32 against the manifest's, root, hash names, row count, and every section's dtype, bounds,
-  size and shape; the offsets and token pointers must start at 0, end at their blob's length and
-  never go down.  Codes of a row (kind, role, content type, conversation) are checked where the
-  row is used (``Segment.row``).  Anything wrong raises BadIndex.  ``Segment.verify`` checks every
-  byte against the sections' crc32.
+Design notes: docs/search-index.md, "search/index/segment.py".
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """What the index is made of, and what changed since it was built: sources and their signatures.
 
-Data model
-----------
-A **source** (``Source``, samctl/stores/sources.py) is what one unit of rows is read from: a file,
-or for mermaid a conversation's snapshot + log.  The store finds them (``Store.search_sources``) and
-reads their rows (``Store.source_rows``); its key names it in the manifest.  Its signature is
-``size:mtime_ns:inode:ctime_ns`` per file, ``-`` for an absent one, joined by ``|``.
+``discover`` costs one ``lstat`` per file and reads nothing; a source is stale when new or its signature
+changed; a racy or passingly unreadable file is indexed without a signature (read again next time).
 
-Invariants
-----------
-- ``discover`` runs before every search, so it costs one ``lstat`` per file and little else; it
-  never reads a file, and reports one it cannot stat, or that is not a regular file, as a finding
-  instead of a source.
-- A source is stale (``stale``) when it is new or its signature differs from the manifest's; a
-  source the manifest lists without a signature (None) is always stale.  Sources no longer
-  discovered are removed, limited to ``scope`` when one is given.
-- A file modified less than ``RACY_SECONDS`` ago (``Source.trusted`` False), or one that could not
-  be read for a passing reason (``TRANSIENT_CODES``), is indexed with no signature: read again next
-  time.
+Design notes: docs/search-index.md, "search/index/sources.py".
 """
 
 from __future__ import annotations

@@ -1,31 +1,10 @@
 """Bringing the index up to date: refresh, compaction, hiding archived copies, clean-up; and
 ``read_segments``, which ``memory`` also builds its parts with (``--no-index``).
 
-Data model
-----------
-``refresh`` compares the sources discovered now with the manifest's (``sources.stale``), reads the
-changed ones into new segments, marks their old rows dead, and writes a new manifest.  An
-archived copy of a message the conversation still has (same dedupe key) is listed in ``hidden``.
+Writers hold the index lock; a refresh is incremental and bounded in memory; a segment is in place before
+the manifest names it; an error leaves the previous index as it was.
 
-Invariants
-----------
-- Writers hold ``<index dir>/lock`` (flock, waiting up to ``LOCK_WAIT`` seconds); two searches
-  that both find the index stale refresh it one after the other, and the second finds nothing
-  left to do.  Readers take no lock (see ``opened``).
-- Incremental: a source whose signature changed (or that is new) is read again into a new
-  segment and its old rows become dead; removed sources only add dead rows.  A segment with no
-  alive rows is dropped.  A segment is rewritten once more than ``DEAD_FRACTION`` of its rows
-  are dead, and the small ones are merged when there are more than ``MAX_SEGMENTS`` of them
-  (``_to_rewrite``), so a search never pays for rewriting the whole index for a few files.
-- Bounded: a build or a rewrite cuts its output into segments of about ``SEGMENT_BYTES``, between
-  sources (a source's rows are always in one segment), so what it holds in memory does not grow
-  with the store: building the index of 100,000 mermaid sessions (1.2 million messages) peaked at
-  5.4 GiB of memory in one segment, 585 MiB in twelve.
-- A new segment is renamed into place before the manifest that names it; segments the manifest
-  no longer names, and temps of dead writers, are removed afterwards (``_gc``), under the lock.
-- An error while reading or writing leaves the previous index as it was: new segments are
-  temps until complete, and the manifest is replaced last.  ``refresh`` raises BadIndex only
-  when the index cannot be written (the caller then searches without it).
+Design notes: docs/search-index.md, "search/index/update.py".
 """
 
 from __future__ import annotations

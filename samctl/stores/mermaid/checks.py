@@ -1,4 +1,4 @@
-"""fsck of a mermaid conversations folder (spec §10 "verify").
+"""fsck of a mermaid conversations folder (mermaid.md §10 "verify").
 
 Keeps going after every problem.  Without ``fix`` nothing is written and no
 file is opened for writing.  With ``fix`` only safe repairs are made: modes
@@ -203,7 +203,7 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
     """The log's own problems, then how its fold compares with the snapshot ``doc``.
 
     ``hidden``: the session has neither ``.json`` nor ``.meta``, so mermaid 0.25's
-    listing and ``--continue`` never show it (spec §6).
+    listing and ``--continue`` never show it (mermaid.md §6).
     """
     from samctl.stores.mermaid import eventlog
 
@@ -233,8 +233,8 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
         return
     if hidden and folded["messages"] and folded["id"] == cid:
         # A warning, not an error: nothing is corrupt or lost (the log folds, mermaid still loads
-        # it by id, spec §6 "Recovery", and 0.26+ lists it, §9), but 0.25 never shows it. A log
-        # without messages is no finding: message-less sessions are never persisted (spec §5).
+        # it by id, mermaid.md §6 "Recovery", and 0.26+ lists it, mermaid.md §9), but 0.25 never shows it. A log
+        # without messages is no finding: message-less sessions are never persisted (mermaid.md §5).
         findings.append(Finding("log-only", p, f"the log holds {len(folded['messages'])} messages but there is "
                                 "neither a snapshot nor a sidecar, so mermaid does not list this session; "
                                 f"`samctl recover {cid}` rebuilds them", WARNING, cid))
@@ -272,7 +272,7 @@ def _repeated_in_log(p, read, cap: int) -> str | None:
 def log_findings(cid: str, p, read) -> list:
     """What is wrong with a read log itself, apart from a torn tail (which recover and
     ``check --fix`` cut): where reading stopped, a foreign first event, a seq that is not
-    ``0..N-1`` (spec §10 "verify")."""
+    ``0..N-1`` (mermaid.md §10 "verify")."""
     out = []
     if read.stop not in (None, "torn-tail"):
         sev = WARNING if read.stop == "too-large" else ERROR
@@ -298,7 +298,7 @@ def diverged_keys(folded: dict, doc: dict, events: list) -> list[str]:
     Only keys both have: a snapshot may carry keys of newer builds (checkpoint_seq,
     usage_by_model) that no event produces. A backfilled log (its second event a
     ``reset``) cannot carry earlier compaction records, so ``compactions`` is not
-    compared then (spec §4.3, §10).
+    compared then (mermaid.md §4.3, §10).
     """
     skip = {"compactions"} if len(events) > 1 and events[1].get("event", {}).get("type") == "reset" else set()
     return sorted(k for k in set(folded) & set(doc) - skip
@@ -321,7 +321,7 @@ def _with_instant(item, key: str):
 
 def as_instants(key, value):
     """``value``, the document's field ``key``, with its chrono timestamps as the instants they name:
-    mermaid re-saves each one it loaded in the reader's offset (spec §2.7), so after a time-zone or
+    mermaid re-saves each one it loaded in the reader's offset (mermaid.md §2.7), so after a time-zone or
     daylight-saving change the snapshot and the log write one instant two ways.  Only mermaid's own
     DateTime fields (the document's created_at and updated_at, each message's timestamp, each
     compaction's created_at): metadata, tool arguments and the like are JSON values mermaid writes

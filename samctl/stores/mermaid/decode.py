@@ -1,6 +1,6 @@
 """Lenient decoding of mermaid snapshots and metas into the neutral model.
 
-Reading rules follow mermaid (spec §2.8, §3, §6): unknown keys are ignored
+Reading rules follow mermaid (mermaid.md §2.8, §3, §6): unknown keys are ignored
 (and kept in ``raw``), optional fields may be absent or null, an unknown role
 reads as System, an unknown kind as "unknown".  A document mermaid itself
 would refuse (a required field missing or of the wrong type) raises
@@ -52,7 +52,7 @@ def _need_ts(doc: dict, key: str, where: str = "") -> str:
     return v
 
 
-# Optional top-level fields and the JSON kinds serde accepts for them (spec §3; the same
+# Optional top-level fields and the JSON kinds serde accepts for them (mermaid.md §3; the same
 # types the log's ``state``/``tasks`` events carry).  ``metadata``-like opaque values are
 # not listed: any JSON is fine there.
 _SNAPSHOT_OPTIONAL = (
@@ -227,7 +227,7 @@ def _created_ts(cid: str):
 
 
 def images(m: dict) -> list:
-    """A message's ``images`` (base64 strings, spec §3) as model attachments: their decoded sizes."""
+    """A message's ``images`` (base64 strings, mermaid.md §3) as model attachments: their decoded sizes."""
     v = m.get("images")
     return [{"type": "image", "bytes": max(0, len(i) * 3 // 4 - min(2, len(i) - len(i.rstrip("="))))}
             for i in v if isinstance(i, str)] if isinstance(v, list) else []

@@ -1,22 +1,9 @@
-"""Byte-compatible writers for mermaid's files (spec §2).
+"""Byte-compatible writers for mermaid's files (mermaid.md §2).
 
-Invariants:
-- ``snapshot_bytes`` gives the bytes serde_json's ``to_string_pretty`` writes
-  for a ``serde_json::Value``: keys sorted bytewise at every depth, 2-space
-  indent, ``": "``, empty containers as ``[]``/``{}``, raw UTF-8 (only ``"``,
-  ``\\``, and C0 controls escaped; ``\\u00xx`` lowercase), floats in ryu
-  layout, non-finite floats as ``null``, no trailing newline.
-- ``log_line_bytes`` is the compact form of the same value plus ``\\n``.
-- ``meta_bytes`` is compact JSON in ``ConversationMeta`` struct order (not
-  sorted), nulls included, no trailing newline.
-- Integers outside the 64-bit range are written as the float serde_json would
-  have parsed them into (it has no arbitrary precision); a value that is not
-  JSON (a non-str key, a set, ...) raises ``TypeError``.
+``snapshot_bytes``, ``log_line_bytes`` and ``meta_bytes`` give exactly the bytes mermaid (serde_json)
+writes; a value that is not JSON raises TypeError.
 
-orjson produces this layout (tested rule by rule in
-``tests/formats/test_mermaid_encode.py``) with two gaps: big integers, which
-orjson refuses and we widen to float first, and the ``+`` that orjson 3.10
-and later write in positive exponents, which we drop.
+Design notes: docs/stores.md, "stores/mermaid/encode.py".
 """
 
 from __future__ import annotations
@@ -34,12 +21,12 @@ _COMPACT = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 _I64_MIN = -(1 << 63)
 _U64_MAX = (1 << 64) - 1
 
-# ConversationMeta struct order (spec §3.2); the .meta file keeps it.
+# ConversationMeta struct order (mermaid.md §3.2); the .meta file keeps it.
 META_FIELDS = ("id", "title", "updated_at", "git_branch", "message_count", "forked_from")
 
 
 def format_float(x: float) -> str:
-    """``x`` as serde_json writes an f64 (ryu layout, spec §2.6); ``null`` if not finite.
+    """``x`` as serde_json writes an f64 (ryu layout, mermaid.md §2.6); ``null`` if not finite.
 
     Shortest round-trip digits D (taken from ``repr``) and exponent e with
     value = D x 10^e, kk = len(D) + e:
@@ -123,13 +110,13 @@ def log_line_bytes(envelope) -> bytes:
     return _dumps(envelope, _COMPACT)
 
 
-_REDACTION = re.compile(r"\[REDACTED[^\]]{0,40}\]")  # "[REDACTED]", "[REDACTED PRIVATE KEY]" (spec §5.1)
+_REDACTION = re.compile(r"\[REDACTED[^\]]{0,40}\]")  # "[REDACTED]", "[REDACTED PRIVATE KEY]" (mermaid.md §5.1)
 
 
 def meta_title(snapshot_title, sidecar_title):
     """The title a rebuilt sidecar gets: the old sidecar's own when the snapshot's title is a
     redaction of it, else the snapshot's.  mermaid writes the sidecar from the live, unredacted
-    session and only the snapshot is redacted (spec §3.2, §5.1), so a rebuilt sidecar would
+    session and only the snapshot is redacted (mermaid.md §3.2, §5.1), so a rebuilt sidecar would
     otherwise lose the title mermaid's picker shows, for good."""
     if type(snapshot_title) is not str or type(sidecar_title) is not str or "[REDACTED" not in snapshot_title:
         return snapshot_title

@@ -1,24 +1,9 @@
-"""Read and fold mermaid's per-session event log ``<id>.jsonl`` (spec §4, §4.4).
+"""Read and fold mermaid's per-session event log ``<id>.jsonl`` (mermaid.md §4, §4.4).
 
-Data model: every line is an envelope ``{"v": 1, "seq": N, "ts": <RFC 3339>,
-"event": {"type": ..., ...}}``; the first event must be ``started``; folding
-the events in order rebuilds the ``ConversationHistory`` snapshot (spec §3).
+``parse_log`` never raises and keeps mermaid's prefix semantics (every valid envelope before the first bad
+line); ``fold`` gives the snapshot mermaid would write and does not mutate its input.
 
-Invariants:
-- ``parse_log`` never raises, whatever the bytes; it returns a ``LogRead``.
-- ``LogRead.events`` follow mermaid's prefix semantics: every valid envelope
-  before the first bad line, in file order. A parseable line with ``v > 1``
-  before that point refuses the whole log (``events`` empty).
-- Validation is what mermaid's typed parse checks at the top level of each
-  payload (JSON types, RFC 3339 times, the ten event types, serde_json's
-  nesting limit). Nested values (actions, plan, records, ...) stay opaque.
-- ``fold`` returns a full snapshot document (every §3 field, every §3.1
-  message field) whose ``encode.snapshot_bytes`` are the bytes mermaid would
-  write. Timestamps are the log's strings, never re-formatted. Unknown
-  message keys (from newer builds) are kept; unknown roles/kinds are mapped
-  the way mermaid maps them.
-- ``fold`` does not mutate its input; the result may share nested opaque
-  values with the events.
+Design notes: docs/stores.md, "stores/mermaid/eventlog.py".
 """
 
 from __future__ import annotations
@@ -62,7 +47,7 @@ _ABSENT = object()
 ROLES = frozenset({"User", "Assistant", "System", "Tool"})
 KINDS = frozenset({"normal", "context_checkpoint", "run_summary", "continuation", "recovery_nudge",
                    "context_marker", "unknown"})
-# ChatMessage struct order (spec §3.1).
+# ChatMessage struct order (mermaid.md §3.1).
 MESSAGE_FIELDS = ("role", "content", "timestamp", "kind", "metadata", "actions", "thinking", "images",
                   "image_numbers", "tool_calls", "tool_call_id", "tool_name", "provider_continuation")
 _MESSAGE_FIELD_SET = frozenset(MESSAGE_FIELDS)
@@ -105,7 +90,7 @@ def _day_ok(s: str) -> bool:
 
 
 def is_timestamp(s) -> bool:
-    """True if ``s`` is a string mermaid reads as a timestamp (spec §2.7)."""
+    """True if ``s`` is a string mermaid reads as a timestamp (mermaid.md §2.7)."""
     return type(s) is str and _TS_RE.match(s) is not None and (s[8:10] <= "28" or _day_ok(s))
 
 
@@ -635,7 +620,7 @@ def _new_conversation(started: dict, tz) -> dict:
 
 
 def fold(events: list, local_tz=None) -> dict | None:
-    """Fold validated envelopes (``LogRead.events``) into a snapshot document (spec §4.2).
+    """Fold validated envelopes (``LogRead.events``) into a snapshot document (mermaid.md §4.2).
 
     None when there are no events, the first is not ``started``, or its
     session id is not a valid mermaid id. ``local_tz`` (a tzinfo; default the
@@ -697,7 +682,7 @@ def fold_file(path, cap: int = fsafe.LOG_CAP, local_tz=None) -> tuple[dict | Non
     return (fold(read.events, local_tz) if read.usable else None), read
 
 
-# --- backfill (writer side, spec §4.3) ----------------------------------------------
+# --- backfill (writer side, mermaid.md §4.3) ----------------------------------------------
 
 def _strip_tool_images(m: dict) -> dict:
     """Non-User images are not persisted: images := null plus the marker (not doubled)."""
@@ -710,11 +695,11 @@ def _strip_tool_images(m: dict) -> dict:
 
 
 def backfill_events(snapshot: dict, ts: str) -> list[dict]:
-    """The envelopes mermaid writes when it creates a log from ``snapshot`` (spec §4.3).
+    """The envelopes mermaid writes when it creates a log from ``snapshot`` (mermaid.md §4.3).
 
     ``started``, ``reset`` (only if there are messages), one ``input`` per history
     entry, ``state``, ``tasks``; seq from 0, all sharing ``ts``. Optional payload
-    fields are omitted when null (spec §0.2). Folding the result gives back the
+    fields are omitted when null (mermaid.md §0.2). Folding the result gives back the
     snapshot except ``compactions`` (a log cannot carry earlier compaction records).
     """
     s = snapshot

@@ -1,4 +1,4 @@
-"""What removing, purging and re-identifying a mermaid session means (spec §1, §1.1, §7).
+"""What removing, purging and re-identifying a mermaid session means (mermaid.md §1, §1.1, §7).
 
 - The files that move together are ``<id>.json``, ``<id>.meta`` and
   ``<id>.jsonl`` (those that exist).  ``.conflict`` siblings are not part of
@@ -123,7 +123,7 @@ def _retarget_log(data: bytes, old: str, new: str) -> bytes:
 
 
 def purge(store, cid: str) -> list[str]:
-    """Delete ``cid`` for good as mermaid does (spec §7); the paths removed."""
+    """Delete ``cid`` for good as mermaid does (mermaid.md §7); the paths removed."""
     removed = []
     snap = store.path(cid, "json")
     st = fsafe.lstat(snap)

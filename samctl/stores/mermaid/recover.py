@@ -1,25 +1,9 @@
-"""Plan the recovery of one mermaid session (spec §4.4, §6, §10 "recover").
+"""Plan the recovery of one mermaid session (mermaid.md §4.4, §6, §10 "recover").
 
-Sources: the snapshot if it loads, the event-log fold, or a sibling the user
-names with ``--use``: a ``.conflict`` snapshot, or a 0.26+ ``.conflict.jsonl``
-log, which is folded. Output bytes are exactly what mermaid writes
-(encode.snapshot_bytes / meta_bytes).
+A snapshot that loads is authoritative: the fold replaces it only when strictly newer and holding every
+message; a message-less fold is never a source; what cannot be fixed raises LeftUnfixed (exit 3).
 
-Invariants:
-- A snapshot that loads is authoritative (spec §0.1). The fold replaces it only
-  when the fold is strictly newer (``updated_at``) *and* holds every message of
-  the snapshot, unless a compaction or reset dated after the snapshot replaced
-  them (their originals stay in the log, spec §4.2). A backfilled log carries
-  no earlier compaction records, so the snapshot's are kept; keys the fold does
-  not know (newer builds) are carried over.
-- A fold without messages, or of another session's log, is never a source:
-  mermaid never persists a message-less session (spec §5 step 2).
-- A snapshot written from a full fold carries ``checkpoint_seq`` only if the
-  snapshot it replaces did (a 0.26+ build), and then the fold's last seq (§9).
-- What recover cannot fix (a log line that stops mermaid's read, a refused or
-  foreign log, a seq gap, a snapshot kept over a log that differs from it) is
-  listed in the plan's changes; when there is nothing else to do, planning
-  raises ``LeftUnfixed`` (exit 3) instead of reporting "nothing to do".
+Design notes: docs/recovery.md, "stores/mermaid/recover.py".
 """
 
 from __future__ import annotations
@@ -39,7 +23,7 @@ from samctl.stores.base import Caps
 
 
 class NeverPersisted(NotFound):
-    """No snapshot and a log that folds to no messages: mermaid never wrote this session (spec §5)."""
+    """No snapshot and a log that folds to no messages: mermaid never wrote this session (mermaid.md §5)."""
 
 
 class LeftUnfixed(SamctlError):
@@ -53,7 +37,7 @@ def _read_conflict(store, cid: str, use) -> tuple[dict, list[str]]:
     p = Path(use)
     notes = []
     try:
-        if p.name.endswith(".jsonl"):  # a 0.26+ diverted log: a complete log, backfilled (spec §9)
+        if p.name.endswith(".jsonl"):  # a 0.26+ diverted log: a complete log, backfilled (mermaid.md §9)
             read = eventlog.read_log_file(p, store.caps.log)
             doc = eventlog.fold(read.events) if read.usable else None
             if doc is None or not doc["messages"]:
@@ -202,7 +186,7 @@ def _message_key(m: dict) -> tuple:
 
 
 def _same_record(a, b) -> bool:
-    """One compaction record, saved twice: the same id (later builds may drop fields, spec §3)."""
+    """One compaction record, saved twice: the same id (later builds may drop fields, mermaid.md §3)."""
     if type(a) is dict and type(b) is dict and type(a.get("id")) is str:
         return a.get("id") == b.get("id")
     return a == b
@@ -223,8 +207,8 @@ def _merge(snap: dict, folded: dict, events: list) -> tuple[dict, str | None]:
     why = []
     if not folded["messages"]:
         why.append("folds to no messages (mermaid never persists a message-less session, spec §5)")
-    # Equal updated_at keeps the snapshot: in 0.25.0 it is authoritative (spec §0.1), and a log can
-    # lack events the snapshot has, since a failed append is only a warning before the save (§4.3).
+    # Equal updated_at keeps the snapshot: in 0.25.0 it is authoritative (mermaid.md §0.1), and a log can
+    # lack events the snapshot has, since a failed append is only a warning before the save (mermaid.md §4.3).
     if t_snap is None or t_fold is None or t_fold <= t_snap:
         why.append("is not newer than the snapshot")
     if lost:
@@ -237,13 +221,13 @@ def _merge(snap: dict, folded: dict, events: list) -> tuple[dict, str | None]:
         if k not in folded:
             doc[k] = v  # keys of newer builds (usage_by_model, ...)
     if "checkpoint_seq" in snap:
-        # A 0.26+ checkpoint: "the last log seq folded into it" (spec §9); resume replays the events
+        # A 0.26+ checkpoint: "the last log seq folded into it" (mermaid.md §9); resume replays the events
         # after it, so the old watermark would apply them twice. On a gapless log the last seq is
         # the highest; the highest is the safe choice otherwise (no folded event is replayed).
         doc["checkpoint_seq"] = max(e["seq"] for e in events)
     backfilled = len(events) > 1 and events[1]["event"]["type"] == "reset"
     if backfilled and isinstance(snap.get("compactions"), list):
-        # The log began after the snapshot's earlier compactions (spec §4.3): keep those records, then the
+        # The log began after the snapshot's earlier compactions (mermaid.md §4.3): keep those records, then the
         # log's own (which a snapshot saved after them holds too, once).
         older = [r for r in snap["compactions"] if not any(_same_record(r, x) for x in folded["compactions"])]
         doc["compactions"] = older + folded["compactions"]

@@ -1,9 +1,9 @@
 """The mermaid-cli store: ``<project>/.mermaid/conversations/``.
 
-Listing is mermaid's own ``list_conversation_metas`` (spec §6): every ``*.meta``
+Listing is mermaid's own ``list_conversation_metas`` (mermaid.md §6): every ``*.meta``
 that parses with ``message_count > 0``, then every ``*.json`` whose stem no
 accepted meta named, newest ``updated_at`` first.  Loading is snapshot-first
-with the event-log fold as the fallback (spec §6 "Recovery").  Nothing here
+with the event-log fold as the fallback (mermaid.md §6 "Recovery").  Nothing here
 writes except ``check(fix=True)``, which only tightens modes and rebuilds
 ``.meta`` sidecars byte-compatibly.
 """
@@ -34,7 +34,7 @@ _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def project_slug(project: str) -> str:
-    """mermaid's scratch-dir slug of a path string (spec §1)."""
+    """mermaid's scratch-dir slug of a path string (mermaid.md §1)."""
     return _SLUG_RE.sub("-", project)[:96] or "project"
 
 
@@ -79,7 +79,7 @@ class MermaidStore(Store):
 
     # listing -------------------------------------------------------------
     def list_metas(self, findings: list) -> list:
-        """mermaid's list_conversation_metas (spec §6), with samctl's listing cache.
+        """mermaid's list_conversation_metas (mermaid.md §6), with samctl's listing cache.
 
         Each ``*.meta`` (pass 1) and each ``*.json`` without an accepted meta
         (pass 2) is read and parsed only when the cache has nothing fresh for
@@ -366,7 +366,7 @@ class MermaidStore(Store):
 
     # liveness --------------------------------------------------------------
     def scratch_project_dir(self) -> Path:
-        """mermaid's scratch folder for this project: one subfolder per session (spec §1)."""
+        """mermaid's scratch folder for this project: one subfolder per session (mermaid.md §1)."""
         return Path(tempfile.gettempdir()) / f"mermaid-{os.getuid()}" / project_slug(str(self.base.parent))
 
     def scratch_lock_path(self, cid: str) -> Path:
@@ -405,7 +405,7 @@ class MermaidStore(Store):
                 "close that mermaid session first, or pass --force")
 
     def session_is_live(self, cid: str) -> bool:
-        """True if a mermaid process holds the session's scratch ``.lock`` (spec §1)."""
+        """True if a mermaid process holds the session's scratch ``.lock`` (mermaid.md §1)."""
         return fsafe.flock_held(self.scratch_lock_path(cid))
 
     # lifecycle: rm, restore, archive (the rules live in stores/mermaid/lifecycle.py) --------

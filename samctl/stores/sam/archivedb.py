@@ -1,22 +1,9 @@
-"""SAM's ``context_archive.db`` (spec §8), read safely; and made, for tests and fixtures.
+"""SAM's ``context_archive.db`` (sam.md §8), read safely; and made, for tests and fixtures.
 
-Data model:
+Those of ``sqlitefile``: reading changes nothing, bad files and rows are findings.  The only writer,
+``create_archive_db``, is for tests and fixtures.
 
-- ``CONV/<id>/context_archive.db`` holds ``context_archives`` (``ARCHIVE_SCHEMA_SQL``, §8): chunks of
-  messages trimmed from the LLM context, ``messages_json`` being a JSON array whose ``timestamp`` is
-  a Double of seconds since 2001-01-01 UTC (``APPLE_EPOCH``).  ``reason`` is one of
-  ``ARCHIVE_REASONS``.
-
-Invariants: those of ``samctl.stores.sam.sqlitefile``: reading changes nothing (read-only,
-query-only, nothing created, short rowid-keyed batches); bad files are reported, never raised
-(a file that cannot be read yields ``[]``, a bad row is skipped with an error, an odd-but-usable
-row is kept with a warning); at most ``MAX_ROW_FINDINGS`` findings of one code per file, then
-one finding counts the rest.  The only writer here is ``create_archive_db``, for tests and
-fixtures.
-
-Finding codes (severity): the file-level ones of ``sqlitefile``; context_archive.db rows:
-``archive-bad-id``, ``archive-bad-date``, ``archive-bad-value``, ``archive-bad-json`` (errors,
-row skipped); ``archive-scope``, ``archive-bad-topics``, ``archive-bad-utf8`` (warnings).
+Design notes: docs/stores.md, "stores/sam/archivedb.py".
 """
 
 from __future__ import annotations
@@ -164,9 +151,9 @@ def encode_archive_messages(messages: list[dict]) -> str:
 
 
 def create_archive_db(path, rows=(), mode: int = fsafe.FILE_MODE):
-    """Make a ``context_archive.db`` with the §8 schema and insert ``rows``; for tests and fixtures.
+    """Make a ``context_archive.db`` with the sam.md §8 schema and insert ``rows``; for tests and fixtures.
 
-    A row is a dict with the §8 columns (``messages`` and ``key_topics`` as Python lists may
+    A row is a dict with the sam.md §8 columns (``messages`` and ``key_topics`` as Python lists may
     stand for ``messages_json``/``key_topics_json``) or a tuple of the 10 columns.
     """
     import json

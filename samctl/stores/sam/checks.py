@@ -1,8 +1,8 @@
-"""fsck of a SAM conversations folder (spec §2, §4.5.8, §14 "verify").
+"""fsck of a SAM conversations folder (sam.md §2, §4.5.8, §14 "verify").
 
 Errors are exactly what makes SAM skip a conversation (its rejection rules);
 everything else SAM tolerates is a warning.  Folders without a
-conversation.json are classified (spec §2): a shared-topic memory scope (info:
+conversation.json are classified (sam.md §2): a shared-topic memory scope (info:
 normal), a stray scope (memory.db only, referenced by nobody), or a leftover;
 while some conversation cannot be read, an unreferenced scope is ``scope-unknown``
 (it may be that conversation's).  A ``sharedTopicId`` whose scope folder is not
@@ -183,7 +183,7 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
     fid = doc.get("id")
     if isinstance(fid, str) and fid.upper() != folder.upper():
         findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM loads it, "
-                                "and saves it to a second folder on its next save", WARNING, cid))  # spec §4.5.8
+                                "and saves it to a second folder on its next save", WARNING, cid))  # sam.md §4.5.8
     return doc
 
 
@@ -203,7 +203,7 @@ def _check_repeated_keys(store, cid, p, findings) -> None:
 
 
 def _check_legacy(store, path: str, findings: list) -> None:
-    """What SAM would refuse in the legacy ``conversations.json`` (spec §5.4): the file is decoded as
+    """What SAM would refuse in the legacy ``conversations.json`` (sam.md §5.4): the file is decoded as
     one array of ConversationData, so an element that does not decode fails the whole file."""
     import orjson
 
@@ -229,7 +229,7 @@ def _check_legacy(store, path: str, findings: list) -> None:
 
 
 def _check_active(store, path: str, findings: list) -> None:
-    """``active-conversation.json`` (spec §6.1): SAM falls back to no selection when it cannot use it."""
+    """``active-conversation.json`` (sam.md §6.1): SAM falls back to no selection when it cannot use it."""
     import orjson
 
     from samctl.errors import FileProblem

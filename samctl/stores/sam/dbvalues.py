@@ -1,11 +1,11 @@
 """Value formats shared by SAM's SQLite files (``memory.db``, ``context_archive.db``).
 
-- Dates (spec §7.3): ``yyyy-MM-dd'T'HH:mm:ss.SSS``, UTC, no zone.  ``parse_db_date`` is as strict
+- Dates (sam.md §7.3): ``yyyy-MM-dd'T'HH:mm:ss.SSS``, UTC, no zone.  ``parse_db_date`` is as strict
   as SAM's formatter (SAM crashes on a date it cannot parse) and ``format_db_date`` truncates
-  milliseconds like spec §15.3; ``format_db_date(parse_db_date(s)) == s`` for every valid ``s``.
+  milliseconds like sam.md §15.3; ``format_db_date(parse_db_date(s)) == s`` for every valid ``s``.
 - UUIDs: canonical 8-4-4-4-12 hex in either case (what Swift's UUID parses); SAM writes uppercase.
 - ``APPLE_EPOCH``: Foundation's reference date, the origin of ``context_archive.db``'s message
-  ``timestamp`` (a Double of seconds since 2001-01-01 UTC, §8).
+  ``timestamp`` (a Double of seconds since 2001-01-01 UTC, sam.md §8).
 
 Pure: no I/O, no samctl imports.
 """
@@ -28,7 +28,7 @@ _DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-
 def format_db_date(when: float | datetime | None = None) -> str:
     """``yyyy-MM-dd'T'HH:mm:ss.SSS`` in UTC for a Unix time (float seconds) or an aware datetime.
 
-    Milliseconds are truncated, as in spec §15.3 (``dt.microsecond // 1000``), except that a float
+    Milliseconds are truncated, as in sam.md §15.3 (``dt.microsecond // 1000``), except that a float
     within rounding noise of a whole millisecond counts as that millisecond, so that
     ``format_db_date(parse_db_date(s)) == s`` for every valid ``s``.  None means now.
     """
@@ -61,7 +61,7 @@ def parse_db_date(s) -> float | None:
     """Unix seconds of a strict ``yyyy-MM-dd'T'HH:mm:ss.SSS`` UTC string; None for anything else.
 
     Strict like SAM's formatter: ASCII digits only, exactly three fraction digits, no zone, no
-    spaces, a real calendar date and time.  (SAM crashes on a date it cannot parse, §7.3.)
+    spaces, a real calendar date and time.  (SAM crashes on a date it cannot parse, sam.md §7.3.)
     """
     if not isinstance(s, str) or not _DATE_RE.match(s):
         return None

@@ -8,7 +8,7 @@ The predicates answer yes or no in 90 µs; only a document they do not pass is w
 
 Invariants:
 - ``first_error(doc, strict_json)`` is the first error-severity problem ``validate_conversation``
-  reports, or None, for any decoded JSON value (``tests/formats/test_sam_decodable.py`` checks the
+  reports, or None, for any decoded JSON value (``tests/stores/test_sam_decodable.py`` checks the
   two against each other on mutated documents).
 - A compiled predicate is true exactly when ``schema.check`` appends nothing for the value.
 - Never raises, never modifies its input; recursion follows the schema (depth < 10), and values

@@ -23,7 +23,7 @@ def _bool(v):
 
 
 def role_of(m: dict) -> str:
-    """spec §4.3 recommended mapping: user / tool / reasoning / assistant."""
+    """sam.md §4.3 recommended mapping: user / tool / reasoning / assistant."""
     if _bool(m.get("isFromUser")):
         return "user"
     t = m.get("type")
@@ -37,7 +37,7 @@ def role_of(m: dict) -> str:
 
 
 def hidden_by_ui(m: dict) -> bool:
-    """What SAM's UI hides (spec §10.4): system-generated turns and empty messages."""
+    """What SAM's UI hides (sam.md §10.4): system-generated turns and empty messages."""
     if _bool(m.get("isSystemGenerated")):
         return True
     content = _str(m.get("content")).replace("<think>", "").replace("</think>", "").strip()
@@ -82,7 +82,7 @@ _PART_URL = {"image_url": "image", "video_url": "video", "audio_url": "audio"}
 
 
 def content_parts(parts) -> list:
-    """A message's ``contentParts`` (spec §4.4.1) as model attachments: what can be shown of each."""
+    """A message's ``contentParts`` (sam.md §4.4.1) as model attachments: what can be shown of each."""
     out = []
     for p in parts if isinstance(parts, list) else ():
         t = p.get("type") if isinstance(p, dict) else None

@@ -1,25 +1,9 @@
-"""The strict writer for SAM's JSON files (spec §3, "A near byte-faithful writer").
+"""The strict writer for SAM's JSON files (sam.md §3, "A near byte-faithful writer").
 
-Invariants of every ``*_bytes`` function:
-- Keys are ordered at every depth by ``sort_key`` (Foundation's historical
-  ``.sortedKeys`` rule, see below), 2-space indent, ``"key" : value``, ``\\n``
-  newlines, no trailing newline, empty containers as ``[]``/``{}`` (as §15.1
-  shows them), ``/`` escaped as ``\\/``, non-ASCII as raw UTF-8.
-- Integral floats are written as integers (``1.0`` -> ``1``), as SAM's encoder
-  does; only below 2**53, where the integer is exact.
-- Int fields (``INT_FIELDS``) hold integers: an integral float there is coerced
-  to ``int``; a fractional one raises ValueError (SAM could not read it).
-- NaN/Infinity raise ValueError (SAM's own save throws on them); so does a
-  string that is not valid Unicode (a lone surrogate) or a non-string key.
-- The input is never modified.
+Every ``*_bytes`` gives SAM's encoder layout (Foundation's key order, ``" : "``, ``\\/``, integral floats as
+ints); a value SAM could not read raises ValueError; the input is never modified.
 
-Key order: Foundation compares keys with ``.numeric, .caseInsensitive,
-.forcedOrdering`` (§3).  We model that as: compare case-folded (``str.lower``)
-strings character by character, a run of ASCII digits comparing by numeric value
-as if it were one ``0``; ties (``a1``/``a01``, ``Id``/``id``) broken by plain
-code-point order.  Newer swift-foundation may sort bytewise; within SAM's schema
-the two differ only for ``timeToFirstToken``/``timestamp`` (§3), and §15.1 shows
-the case-insensitive order (``timestamp`` first), which we follow.
+Design notes: docs/stores.md, "stores/sam/encode.py".
 """
 
 from __future__ import annotations
@@ -33,7 +17,7 @@ from samctl.stores.sam.schema import format_date, is_uuid
 
 __all__ = ["INT_FIELDS", "sort_key", "dumps", "conversation_bytes", "package_bytes", "active_conversation_bytes"]
 
-# Where SAM's schema has Int fields, relative to a ConversationData (§4).
+# Where SAM's schema has Int fields, relative to a ConversationData (sam.md §4).
 # "*" stands for every element of an array.
 INT_FIELDS = (
     ("settings", "contextWindowSize"),
@@ -146,7 +130,7 @@ def conversation_bytes(doc) -> bytes:
 
 
 def package_bytes(obj) -> bytes:
-    """Bytes of a SAM export package (§10.1 single or §10.2 bulk) with the same encoder.
+    """Bytes of a SAM export package (sam.md §10.1 single or sam.md §10.2 bulk) with the same encoder.
 
     The conversations inside get the same Int-field coercion as conversation.json.
     """
@@ -164,7 +148,7 @@ def package_bytes(obj) -> bytes:
 
 
 def active_conversation_bytes(conversation_id: str, updated_epoch: float) -> bytes:
-    """``active-conversation.json`` bytes: ``{"id": UUID, "updated": date}`` (§6.1).
+    """``active-conversation.json`` bytes: ``{"id": UUID, "updated": date}`` (sam.md §6.1).
 
     The id is written uppercase; raises ValueError if it is not a UUID or the
     epoch cannot be a SAM date.

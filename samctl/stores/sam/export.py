@@ -1,4 +1,4 @@
-"""SAM import packages (spec §10.1, §10.2) of any store's conversations: what ``export --to sam-package`` writes.
+"""SAM import packages (sam.md §10.1, §10.2) of any store's conversations: what ``export --to sam-package`` writes.
 
 A SAM conversation goes as SAM stores it (made strict) with its memories; any other conversation is
 converted from the shared model.  A conversation SAM's import would refuse is skipped with a finding.
@@ -15,7 +15,7 @@ from samctl.stores.sam.encode import package_bytes
 
 
 def package_for(store, conv, findings: list, exported_at: str) -> bytes | None:
-    """The encoded §10.1 package for one conversation, or None (with a finding) if SAM would refuse it."""
+    """The encoded sam.md §10.1 package for one conversation, or None (with a finding) if SAM would refuse it."""
     if conv.meta.store == "sam":
         doc = package.strict_conversation(conv.raw if isinstance(conv.raw, dict) else {})
         memories = package.memories_sorted(_sam_memories(store, conv.meta.id, findings))
@@ -58,7 +58,7 @@ def _row_field(row, name):
 
 
 def bulk(store, convs, out, findings: list, exported_at: str) -> tuple[int, int]:
-    """One bulk package (§10.2) of ``convs`` written to ``out``: (exported, skipped)."""
+    """One bulk package (sam.md §10.2) of ``convs`` written to ``out``: (exported, skipped)."""
     spans = []
     skipped = 0
     with tempfile.TemporaryFile(prefix="samctl-export-") as spool:

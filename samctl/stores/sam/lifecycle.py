@@ -1,4 +1,4 @@
-"""What removing, purging and re-identifying a SAM conversation means (spec §2, §5.6, §7.1, §7.6).
+"""What removing, purging and re-identifying a SAM conversation means (sam.md §2, §5.6, §7.1, §7.6).
 
 - A conversation is its folder ``CONV/<UUID>/``: ``conversation.json``,
   ``memory.db``, ``context_archive.db``, ``ltm.json``, ``kv_store.json``,

@@ -1,4 +1,4 @@
-"""Is SAM running?  (spec §5.1: never modify files while it runs.)
+"""Is SAM running?  (sam.md §5.1: never modify files while it runs.)
 
 On macOS the process is named ``SAM`` (bundle id
 com.fewtarius.syntheticautonomicmind).  We look at process names without

@@ -1,38 +1,10 @@
-"""SAM's ``memory.db`` (spec §7), read safely; and ``touch_memories``, samctl's one writer to it.
+"""SAM's ``memory.db`` (sam.md §7), read safely; and ``touch_memories``, samctl's one writer to it.
 
-Data model:
+Reading changes nothing (``sqlitefile``), bad rows are findings; ``touch_memories`` is the only writer, in
+one short transaction, on a file whose schema is exactly SAM's, with SAM not running.  Re-exports the names
+of ``sqlitefile``, ``dbvalues`` and ``archivedb`` that were defined here before the split.
 
-- ``CONV/<scope>/memory.db`` holds one table, ``conversation_memories`` (exact schema ``SCHEMA_SQL``,
-  §7.2), one row per memory: uppercase UUID ``id`` and ``conversation_id`` (the scope), ``content``,
-  ``content_type``, ``embedding`` (raw little-endian float64 blob: 4096 bytes = 512-d Apple NL,
-  2048 = 256-d hash fallback, empty/NULL = none), ``importance`` (0..1), ``created_at`` and
-  ``last_accessed`` (``yyyy-MM-dd'T'HH:mm:ss.SSS`` UTC, no zone), ``access_count``, ``tags``
-  (comma-joined or NULL).  A full scan returns rows in rowid (insertion) order.
-
-Invariants:
-
-- Those of ``samctl.stores.sam.sqlitefile``: reading changes nothing (read-only, query-only,
-  nothing created, short rowid-keyed batches); bad files are reported, never raised (a file that
-  cannot be read yields ``[]``, a bad row is skipped with an error, an odd-but-usable row is
-  kept with a warning); at most ``MAX_ROW_FINDINGS`` findings of one code per file, then one
-  finding counts the rest.
-- ``touch_memories`` is the only writer (SAM's retrieval side effect, §7.7 step 3), in one short
-  transaction, through ``sqlitefile.write_transaction`` (a file whose schema is not exactly SAM's
-  is refused); the caller must first make sure SAM is not running.
-
-Finding codes (severity): the file-level ones of ``sqlitefile``; memory.db rows:
-``memory-bad-id`` (id or conversation_id not a UUID), ``memory-bad-date``,
-``memory-bad-value`` (a column of the wrong type), ``memory-bad-blob`` (length not a multiple
-of 8), ``memory-nan`` (NaN/Inf in importance or the vector) are errors and skip the row;
-``memory-blob-dim`` (not 4096/2048/0 bytes), ``memory-scope`` (conversation_id is not the
-folder's UUID), ``memory-id-case`` (lowercase UUID), ``memory-content-type`` (unknown type; SAM
-reads it as ``message``), ``memory-importance-range``, ``memory-bad-utf8`` are warnings.
-
-The modules beside this one: ``sqlitefile`` (opening read-only, SQLite errors as findings, the
-§7.2/§8 schemas and their check, what both row readers share), ``dbvalues`` (dates, UUIDs) and
-``archivedb`` (context_archive.db).  This module also re-exports (``__all__``) the names of those
-that were defined here before the split, so ``memorydb.read_archives``, ``memorydb.open_readonly``,
-``memorydb.parse_db_date``, ... keep working.
+Design notes: docs/stores.md, "stores/sam/memorydb.py".
 """
 
 from __future__ import annotations
@@ -67,7 +39,7 @@ __all__ = [
 CONTENT_TYPES = (
     "message", "user_input", "assistant_response", "system_event", "tool_result", "context_info", "document",
 )  # fmt: skip
-EXPECTED_BLOB_LENGTHS = (4096, 2048, 0)  # Apple NL 512-d, hash fallback 256-d, none (§7.4)
+EXPECTED_BLOB_LENGTHS = (4096, 2048, 0)  # Apple NL 512-d, hash fallback 256-d, none (sam.md §7.4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +205,7 @@ def iter_memories(
     ``since_rowid``: only rows with a larger rowid (for incremental indexing; SAM only appends,
     though a deleted-then-reinserted memory gets a new rowid).  ``scope_id``: the folder's UUID,
     for the ``memory-scope`` check.  ``missing_ok``: a missing file yields nothing and no
-    finding (memory.db is created lazily, §7.1).  Findings are appended as the iteration runs;
+    finding (memory.db is created lazily, sam.md §7.1).  Findings are appended as the iteration runs;
     a lock or corruption met half-way stops it with a finding, keeping the rows already given.
     """
     spath = os.fspath(path)
@@ -281,7 +253,7 @@ def read_memories(
 
 
 def touch_memories(path, ids, now: float | datetime | None = None, timeout: float = DEFAULT_TIMEOUT) -> int:
-    """SAM's retrieval side effect (§7.7 step 3) for ``ids``: ``access_count + 1`` and
+    """SAM's retrieval side effect (sam.md §7.7 step 3) for ``ids``: ``access_count + 1`` and
     ``last_accessed = now`` (``yyyy-MM-dd'T'HH:mm:ss.SSS`` UTC), in one short transaction.
 
     Returns the number of rows updated.  The file must exist (``mode=rw``, never created) and
@@ -334,7 +306,7 @@ def _memory_values(row) -> tuple:
 
 
 def create_memory_db(path, rows=(), mode: int = fsafe.FILE_MODE):
-    """Make a ``memory.db`` as SAM does (§7.2 schema, §15.3 Python route) and insert ``rows``.
+    """Make a ``memory.db`` as SAM does (sam.md §7.2 schema, sam.md §15.3 Python route) and insert ``rows``.
 
     For tests and fixtures.  A row is a ``MemoryRow``, a dict (``embedding`` may be a list of
     floats, ``tags`` a list), or a tuple of the 10 columns in schema order.  Returns the path.

@@ -1,24 +1,9 @@
-"""SAM's import/export packages (spec §10.1, §10.2): build them from the model, read them back.
+"""SAM's import/export packages (sam.md §10.1, §10.2): build them from the model, read them back.
 
-A single package is ``{"formatVersion": "1.0", "exportedAt": date, "samVersion": S,
-"conversation": ConversationData, "memories": [ExportedMemory]}``; a bulk package is
-``{"formatVersion": "1.0", "exportedAt", "samVersion", "conversationCount": n,
-"conversations": [package, ...]}``.  SAM's ``importFromFile`` tries bulk first, then
-single, and rejects anything else (§10.3).
+Everything built here is what SAM's strict decoder accepts; a SAM conversation goes in as stored, a mermaid
+session is converted; no I/O.
 
-Invariants:
-- Everything built here is what SAM's strict decoder accepts: dates are
-  ``%Y-%m-%dT%H:%M:%SZ`` (whole seconds, UTC), UUIDs uppercase, Int fields ints;
-  callers check the conversation with ``schema.validate_conversation`` before
-  writing, and encode with ``encode.package_bytes`` (SAM's layout).
-- A SAM conversation goes in as stored (every message, whatever the UI hides:
-  the package is SAM's own backup format and loses nothing SAM keeps); only its
-  dates are normalised to whole seconds so an older macOS can import it.
-- A mermaid session is converted (``from_mermaid``): fresh UUIDs, the §4.3 role
-  mapping run backwards, reasoning as SAM thinking messages, mermaid's hidden
-  turns as ``isSystemGenerated``.  Images, mermaid's tool-run cards and token
-  usage have no place in SAM's schema and are left out.
-- No I/O here: bytes in, dicts out.
+Design notes: docs/stores.md, "stores/sam/package.py".
 """
 
 from __future__ import annotations
@@ -32,7 +17,7 @@ from samctl.stores.sam.schema import format_date, parse_date
 
 FORMAT_VERSION = "1.0"
 
-# Where ConversationData holds dates (§4.1-§4.4); "*" is every element of an array.
+# Where ConversationData holds dates (sam.md §4.1-§4.4); "*" is every element of an array.
 DATE_PATHS = (
     ("created",),
     ("updated",),
@@ -119,10 +104,10 @@ def _field(row, *names):
 
 
 def exported_memory(row) -> dict:
-    """ExportedMemory (§10.1) of one memory.db row (a samctl.stores.sam.memorydb row or a dict).
+    """ExportedMemory (sam.md §10.1) of one memory.db row (a samctl.stores.sam.memorydb row or a dict).
 
     ``created_at`` in memory.db is ``yyyy-MM-dd'T'HH:mm:ss.SSS`` UTC without a zone
-    (§7.3); the package wants a JSON date, so it becomes whole-second ``Z``.
+    (sam.md §7.3); the package wants a JSON date, so it becomes whole-second ``Z``.
     """
     created = _field(row, "created_at", "createdAt", "created")
     if isinstance(created, str) and parse_date(created) is None:
@@ -143,7 +128,7 @@ def exported_memory(row) -> dict:
 
 
 def memories_sorted(rows: Iterable) -> list[dict]:
-    """ExportedMemory dicts in ``getAllMemories`` order: ``created_at`` descending (§7.8)."""
+    """ExportedMemory dicts in ``getAllMemories`` order: ``created_at`` descending (sam.md §7.8)."""
     out = [exported_memory(r) for r in rows]
     out.sort(key=lambda m: m["createdAt"] or "", reverse=True)
     return out
@@ -205,7 +190,7 @@ def read_package(data: bytes) -> list[dict]:
     """The single packages inside a SAM export file (bulk first, then single, as SAM's import).
 
     Raises ValueError("File is not a valid SAM conversation export") for anything else,
-    including a bare conversation.json (§10.3).
+    including a bare conversation.json (sam.md §10.3).
     """
     try:
         doc = json.loads(data)
@@ -248,7 +233,7 @@ def _date_of(msg_or_ts, fallback: str) -> str:
 
 
 def default_settings(model: str) -> dict:
-    """A new conversation's settings (§4.2), with the session's model."""
+    """A new conversation's settings (sam.md §4.2), with the session's model."""
     return {
         "selectedModel": model,
         "temperature": 0.7,

@@ -1,4 +1,4 @@
-"""Plan the recovery of one SAM conversation (spec §5.2, §5.4, §5.7, §14 "recover").
+"""Plan the recovery of one SAM conversation (sam.md §5.2, §5.4, §5.7, §14 "recover").
 
 Sources, in the spec's order: the file itself (decoded message by message
 when it no longer parses, so one bad message no longer loses the whole
@@ -138,13 +138,13 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     tmp_path = folder / "conversation.json.tmp"
     tmp, tmp_whole = _from_file(tmp_path, cap, notes, "conversation.json.tmp")
     if tmp is not None:
-        # SAM writes the .tmp, then swaps it in (spec §5.2): a whole one is the save that did not
+        # SAM writes the .tmp, then swaps it in (sam.md §5.2): a whole one is the save that did not
         # make it, newer than the file; a cut one only adds the messages the file lacks
         sources.insert(0 if tmp_whole else len(sources), (str(tmp_path), tmp))
     sources += _from_backups(store.conv_dir, cid, cap, notes)
     legacy = store._legacy_docs([]).get(cid) if fsafe.lstat(target) is not None and store._parse(target)[0] is None \
         else None
-    if legacy is not None:  # what SAM shows while the file does not decode (spec §5.3), and show/search too
+    if legacy is not None:  # what SAM shows while the file does not decode (sam.md §5.3), and show/search too
         sources.append((str(store.conv_dir / "conversations.json"), legacy))
     if from_file is not None:
         sources.append((str(from_file), _from_package(from_file, cid, cap)))
@@ -168,7 +168,7 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
         for k, v in doc.items():  # fill top-level keys the base lost
             merged.setdefault(k, v)
     if gained:
-        # SAM sorts by lastModified ?? timestamp on load (spec §4.5.1); do the same for added messages
+        # SAM sorts by lastModified ?? timestamp on load (sam.md §4.5.1); do the same for added messages
         msgs.sort(key=lambda m: str(m.get("lastModified") or m.get("timestamp") or ""))
     if msgs or isinstance(base.get("messages"), list):
         merged["messages"] = msgs  # (else repair says what the base held instead of an array)

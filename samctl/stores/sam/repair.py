@@ -1,50 +1,10 @@
-"""The repairs ``samctl recover`` applies to SAM conversations (spec §4.5.5, §4.6, §14).
+"""The repairs ``samctl recover`` applies to SAM conversations (sam.md §4.5.5, §4.6, §14).
 
-``repair_conversation`` turns a decoded conversation.json that SAM would skip
-into one it loads, losing as little as possible; ``salvage_messages`` and
-``salvage_top_level`` get what can still be read out of a file that is not
-even valid JSON (a ``conversation.json.tmp`` truncated mid-write, a corrupt
-byte).  Combine them as ``doc = salvage_top_level(text); doc["messages"] =
-salvage_messages(text)`` and repair the result.
+``repair_conversation`` never modifies its input, returns a document with no error-severity problem, notes
+every change, and drops a message only when it cannot be made to decode; ValueError only when nothing can be
+salvaged.
 
-Invariants of ``repair_conversation(doc, ...) -> (new_doc, notes)``:
-- The input is never modified; ``new_doc`` is a fresh copy.
-- ``validate_conversation(new_doc)`` has no error-severity problem (warnings
-  such as orphan tool results or duplicate ids may remain: SAM loads those).
-- Every change is one line in ``notes``, ``<json path>: <what happened>``,
-  paths as in the input (message indexes are the original ones).
-- A message is dropped only if it cannot be made to decode, or it is a
-  non-user message interrupted mid-stream that carries nothing at all;
-  every other message is kept, in order.
-- It raises ValueError only when nothing can be salvaged: the top level is not
-  an object, or it has no usable ``id`` (and no ``fallback_id``) or no usable
-  date anywhere (and no ``fallback_epoch``).
-
-The repair, in order:
-1. Copy; lone UTF-16 surrogates in any string become U+FFFD, NaN/Infinity null.
-2. ``enabledMiniPromptIds`` -> ``enabledCustomInstructionIds`` (merged, deduplicated).
-3. Lossless normalisation wherever the schema says so: UUIDs uppercased;
-   dates truncated to whole seconds and converted to ``...Z`` UTC; integral
-   floats in Int fields made ints; ``running``/``queued`` tool statuses (on
-   the message and on its tool card) -> ``error``; ``isStreaming`` -> false.
-4. Each message is settled alone: a missing/null required key with an obvious
-   safe value is filled (``content`` "", ``showReasoning``/``isStreaming``
-   false, ``isToolMessage``/``type``/``isFromUser`` derived per §4.3 from the
-   others, ``timestamp`` from ``lastModified``) -- but only if nothing else in
-   the message is beyond repair.  An optional part holding an error is removed
-   (the smallest one: a key, an array element, a map entry).  An unknown enum
-   value anywhere in the message, a bad message id, or a required key that is
-   wrong and has no default drops the message (§14: don't guess).
-5. ``settings`` are settled the same way, but a missing or invalid required
-   setting takes the default of a new conversation (§4.2); settings that are
-   not an object are removed (SAM then uses its defaults).
-6. The top level: broken optional keys are removed (or the broken elements of
-   ``performanceMetrics``/``enabledCustomInstructionIds``); ``id``,
-   ``title``, ``created``, ``updated`` missing or invalid are taken from the
-   fallbacks (``fallback_id`` = the folder name, ``fallback_title``,
-   ``fallback_epoch`` = the file's mtime, for ``updated``), else title
-   "Recovered Conversation"; ``created`` from the first message's date, then
-   the fallback; dates from each other when nothing else has one.
+Design notes: docs/recovery.md, "stores/sam/repair.py".
 """
 
 from __future__ import annotations
@@ -272,7 +232,7 @@ def _settle(value, kind, path: tuple, notes: list, defaults: dict, *, fatal=(), 
             notes.append(f"{where_of(path + point)}: removed ({inside}{p.code}: {p.reason})")
 
 
-# Message defaults (§4.3): only for keys that are missing or null.
+# Message defaults (sam.md §4.3): only for keys that are missing or null.
 
 
 def _message_type(m):
@@ -281,7 +241,7 @@ def _message_type(m):
 
 
 def _derived_type(m):
-    # §4.3 derivation, from the flags; without isFromUser the role would be a guess.
+    # sam.md §4.3 derivation, from the flags; without isFromUser the role would be a guess.
     user, reasoning = m.get("isFromUser"), m.get("reasoningContent")
     if not isinstance(user, bool):
         return _NO
@@ -307,7 +267,7 @@ _MESSAGE_DEFAULTS = {
     ("timestamp",): _timestamp_from_last_modified,
 }
 
-# Settings defaults: those of a new conversation (§4.2); also replace invalid values.
+# Settings defaults: those of a new conversation (sam.md §4.2); also replace invalid values.
 _SETTINGS_DEFAULTS = {
     ("selectedModel",): lambda s: "",
     ("temperature",): lambda s: 0.7,
@@ -325,9 +285,9 @@ _SETTINGS_DEFAULTS = {
 def _carries_nothing(m: dict) -> bool:
     """A non-user message interrupted mid-stream with no text and nothing else worth keeping.
 
-    SAM's save filter (§4.5.2) drops every non-user streaming message with blank
+    SAM's save filter (sam.md §4.5.2) drops every non-user streaming message with blank
     content; we keep those that carry reasoning, content parts or tool-call
-    pairing (§12: recovering a stream must not drop its tool calls).
+    pairing (sam.md §12: recovering a stream must not drop its tool calls).
     """
     content = m.get("content")
     blank = content is None or (isinstance(content, str) and not content.strip())
@@ -365,7 +325,7 @@ def _repair_message(m, i: int, notes: list):
 
 
 def _rename_mini_prompts(doc: dict, notes: list) -> None:
-    """§4.6: enabledMiniPromptIds was renamed without migration; merge it into the new key."""
+    """sam.md §4.6: enabledMiniPromptIds was renamed without migration; merge it into the new key."""
     if "enabledMiniPromptIds" not in doc:
         return
     old = doc.pop("enabledMiniPromptIds")
@@ -641,7 +601,7 @@ _OBJECT_START = re.compile(r'\{\s*"')  # an object that opens with a key, as eve
 
 
 def looks_like_message(value) -> bool:
-    """A message object, by the keys every message has (spec §4.2: ``id``, ``isFromUser``);
+    """A message object, by the keys every message has (sam.md §4.2: ``id``, ``isFromUser``);
     performance records, settings and tool calls have no ``isFromUser``."""
     return isinstance(value, dict) and isinstance(value.get("id"), str) and "isFromUser" in value
 

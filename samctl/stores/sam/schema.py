@@ -1,34 +1,9 @@
-"""SAM's conversation.json decoder rules as a validator (spec §3, §4, §4.5.8).
+"""SAM's conversation.json decoder rules as a validator (sam.md §3, §4, §4.5.8).
 
-A ``conversation.json`` is valid for SAM iff it decodes as ``ConversationData``;
-one undecodable value anywhere hides the whole conversation.  This module states
-those rules once, as data (the ``*_KIND`` tables below), and checks a decoded
-JSON document against them.
+``validate_conversation`` never raises and reports every problem: errors are exactly SAM's rejection rules,
+warnings the rest.  Pure; the input is never modified.
 
-Invariants:
-- ``validate_conversation`` never raises, whatever it is given (any JSON value,
-  deep nesting, huge strings); it reports every problem, not just the first.
-- Error-severity problems are exactly SAM's rejection rules (§4.5.8): the file
-  would not load.  Warnings are the rest of §4.5.8 (orphans, duplicate ids,
-  interrupted streams, running tools, lastModified < timestamp, type/flag
-  combinations outside §4.3's derivation) plus ``renamed-key``.
-- ``Problem.where`` is a JSON path (``messages[3].toolStatus``, ``$`` for the
-  root); ``Problem.path`` is the same place as a tuple of keys and indexes.
-- Pure: no I/O, no printing; the input is never modified.
-
-Interpretations of the spec (where SAM's source leaves a choice):
-- An integral float in an Int field (``8192.0``) is an error of its own,
-  ``integral-float``: the current (swift-foundation) decoder rejects it (§3),
-  older Foundation accepted it.  Likewise ``fractional-date`` (macOS <= 15).
-- ``workingDirectoryBookmark`` is a ``Data`` field: Foundation's base64
-  decoding strategy fails the file on invalid base64 (``bad-base64``).
-- A lone UTF-16 surrogate in any string (possible from Python's ``json``, never
-  from valid UTF-8) cannot be read by SAM's parser: ``bad-string``; NaN or
-  Infinity anywhere, even under an unknown key, is ``non-finite``.  So a
-  document with no error can always be written by ``encode.conversation_bytes``
-  (nesting deeper than Python's recursion limit aside).
-- ``thinkingEffort`` and ``SimpleToolCall.type`` are plain strings in SAM, so
-  any string is accepted; ``folderId`` and ``sessionId`` are strings, not UUIDs.
+Design notes: docs/stores.md, "stores/sam/schema.py".
 """
 
 from __future__ import annotations
@@ -161,7 +136,7 @@ def parse_date(s, *, allow_fraction: bool = True) -> float | None:
     """Epoch seconds of a SAM JSON date (``2026-08-10T14:02:11Z``), or None.
 
     Accepts ``Z`` or a ``+HH:MM``/``-HH:MM`` offset (Foundation probably does,
-    §3).  Fractional seconds are accepted only with ``allow_fraction`` (the
+    sam.md §3).  Fractional seconds are accepted only with ``allow_fraction`` (the
     lenient reader); SAM on macOS <= 15 rejects them.  Non-strings give None.
     """
     parts = parse_date_parts(s)
@@ -577,7 +552,7 @@ def check_values(value, path: tuple, out: list) -> None:
 
 
 def flag_problem(msg) -> str | None:
-    """Why a message's type/flags could not come out of SAM's §4.3 derivation, or None.
+    """Why a message's type/flags could not come out of SAM's derivation (sam.md §4.3), or None.
 
     Only judged when ``type``, ``isFromUser`` and ``isToolMessage`` decode.
     Derivation: explicit thinking => thinking/tool; non-empty reasoningContent

@@ -2,7 +2,7 @@
 
 Sources: every conversation folder's ``conversation.json`` (messages), ``memory.db`` (memories)
 and ``context_archive.db`` (archived messages), the legacy ``BASE/memory.db`` (memories of no one
-scope) and ``conversations.json`` (the legacy single-file store, spec §5.4).
+scope) and ``conversations.json`` (the legacy single-file store, sam.md §5.4).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
                                          cid, now - st.st_mtime_ns >= racy_ns, holds))
     finally:
         os.close(dirfd)
-    if odd:  # a conversation.json in a folder not named by a UUID: SAM loads it (spec §5.3), ls lists it
+    if odd:  # a conversation.json in a folder not named by a UUID: SAM loads it (sam.md §5.3), ls lists it
         for cid, name in store.odd_folders().items():
             if not utf8_name(name):
                 continue  # a key the index manifest (JSON) cannot hold; ls reports such a folder

@@ -1,37 +1,10 @@
-"""Opening SAM's SQLite files (``memory.db`` §7, ``context_archive.db`` §8) safely, and checking them.
+"""Opening SAM's SQLite files (``memory.db`` sam.md §7, ``context_archive.db`` sam.md §8) safely, and checking them.
 
-What is here: the spec's schemas (``SCHEMA_SQL``, ``ARCHIVE_SCHEMA_SQL`` and their expected
-``PRAGMA`` form), the read-only opener ``open_readonly`` and its pre-flight checks, the
-classification of SQLite errors into findings (``SQLITE_ERRORS``, ``sqlite_finding``),
-``_open_checked`` (open + schema check, problems as findings), ``schema_problems``, and what the
-row readers share (``_text_factory``/``_BadText``, the capped ``_Reporter``, ``BATCH``,
-``DEFAULT_TIMEOUT``, ``MAX_ROW_FINDINGS``).  The rows themselves are read by
-``samctl.stores.sam.memorydb`` (memory.db) and ``samctl.stores.sam.archivedb``
-(context_archive.db); date and UUID formats are in ``samctl.stores.sam.dbvalues``.
+Reading changes nothing (``mode=ro``, ``query_only``, no journal, -wal or -shm created, short batches);
+writing only through ``open_for_writing``, on a file whose schema is exactly SAM's; bad files are findings,
+never raised.
 
-Invariants:
-
-- Writing goes through ``open_for_writing`` (and ``write_transaction``) only, which refuses a file
-  whose schema is not exactly the spec's: no trigger, view or extra table can turn a write into
-  something else.
-- Reading changes nothing: ``open_readonly`` opens ``file:<path>?mode=ro`` with ``query_only``;
-  it never creates the file, a ``-journal``, a ``-wal`` or a ``-shm`` (a WAL-mode database, which
-  SAM never makes, is opened ``immutable`` when it has no log and refused when it has one, because
-  SQLite would otherwise create or write the ``-shm``), never takes a write lock, and never
-  changes a byte or an mtime.  Reads go in short rowid-keyed batches (``BATCH`` rows), so the
-  shared lock that blocks SAM's writers (busy timeout 0, §7.9) is never held for long.
-- Bad files are reported, never raised: every problem is a ``Finding`` appended to the caller's
-  list; a file that cannot be read yields ``[]``; a bad row is skipped (error) and the others
-  are still returned; an odd-but-usable row is kept (warning).  Per file, at most
-  ``MAX_ROW_FINDINGS`` findings of one code are listed, then one finding counts the rest.
-- TEXT values that are not valid UTF-8 never raise: they come back as ``_BadText`` (decoded with
-  surrogateescape) for the row checkers to report.
-
-File-level finding codes (severity): ``missing``/``symlink``/``not-regular``/``unreadable``
-(error, as ``fsafe``), ``db-not-sqlite``, ``db-corrupt``, ``db-locked``, ``db-hot-journal``,
-``db-wal``, ``db-unreadable``, ``db-schema`` (error when the table or a column is missing, else
-warning), ``db-empty`` (warning: 0-byte file, SAM fills it on its next open), ``db-stray-wal``
-(warning: a ``-wal`` beside a database not in WAL mode; read without it).
+Design notes: docs/stores.md, "stores/sam/sqlitefile.py".
 """
 
 from __future__ import annotations
@@ -70,7 +43,7 @@ ARCHIVE_SCHEMA_SQL = (
 MEMORY_TABLE = "conversation_memories"
 ARCHIVE_TABLE = "context_archives"
 
-# (name, declared type, notnull, default, pk) as PRAGMA table_info reports them for §7.2 / §8.
+# (name, declared type, notnull, default, pk) as PRAGMA table_info reports them for sam.md §7.2 / §8.
 _COLUMNS = {
     MEMORY_TABLE: (
         ("id", "TEXT", 1, None, 1),
@@ -251,7 +224,7 @@ def check_writable(conn: sqlite3.Connection, path, table: str) -> None:
 
 
 def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
-    """The first way the schema differs from the spec's for ``table`` (§7.2, §8), or None: every
+    """The first way the schema differs from the spec's for ``table`` (sam.md §7.2, §8), or None: every
     ``schema_problems`` line, and any object besides the table, its indexes and SQLite's automatic
     index (no trigger, view or other table, whatever its name), and no hidden or generated column."""
     problems = schema_problems(conn, table)
@@ -481,7 +454,7 @@ def _schema_check(conn: sqlite3.Connection, table: str) -> tuple[list[str], list
 
 
 def schema_problems(conn: sqlite3.Connection, table: str = MEMORY_TABLE) -> list[str]:
-    """Every difference between the database's ``table`` and the spec (§7.2, or §8 for
+    """Every difference between the database's ``table`` and the spec (sam.md §7.2, or sam.md §8 for
     ``ARCHIVE_TABLE``), one line each; [] when it matches.
 
     Columns are compared through ``PRAGMA table_info`` (name, declared type, NOT NULL, default,

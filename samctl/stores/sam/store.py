@@ -1,23 +1,10 @@
 """The SAM store: ``~/Library/Application Support/SAM/conversations/<UUID>/``.
 
-Listing walks ``conversations/*/conversation.json`` (skipping ``backups``) and
-merges the legacy ``conversations.json`` for ids not seen (spec §5.3, §14).
+A conversation's id is its folder's name when a UUID (a file in an oddly named folder: the UUID it names,
+``odd_folders``; the lifecycle commands refuse those rather than guess).  A disposable meta cache makes a
+warm ``ls`` read one file.
 
-Ids and folders: a conversation's id is its folder's name when that is a UUID.
-SAM also loads a conversation.json from a folder of any other name (spec §5.3);
-such a conversation is listed under the UUID its file names (and not at all
-if the file names none), and ``odd_folders`` maps that id back to the folder,
-so every listed id can be shown and exported.  ``folder(id)`` stays the folder
-named by the id: SAM keeps the conversation's memories there, and saves it
-there.  The lifecycle commands (rm, archive, purge) refuse a conversation that
-lives only in an oddly named folder rather than guess which folder is its own.
-
-SAM keeps no sidecars, so samctl keeps a disposable meta cache in the user's
-cache folder, keyed by (folder name, size, mtime_ns) of each conversation.json:
-a warm ``ls`` reads one file instead of every conversation.  A cache that is
-corrupt, foreign, or of another version is ignored and rewritten; entries for
-files modified in the last two seconds are not cached (their mtime could still
-change within the same tick, as git's "racy clean" problem).
+Design notes: docs/stores.md, "stores/sam/store.py".
 """
 
 from __future__ import annotations
@@ -339,7 +326,7 @@ class SamStore(Store):
         doc, problem = self._parse(p)
         if problem:
             findings.append(Finding(problem[0], str(p), problem[1], conversation=cid.upper()))
-            # SAM skips a file it cannot decode and then loads the legacy copy of the id (spec §5.3), as
+            # SAM skips a file it cannot decode and then loads the legacy copy of the id (sam.md §5.3), as
             # ls lists it.  (The search index reads it as this folder's: SAM never writes the legacy file.)
             legacy = self._legacy_docs(findings).get(cid.upper())
             if legacy is not None:
@@ -426,7 +413,7 @@ class SamStore(Store):
         return [self.conv_dir] + [Path(e.path) for e in self._folders() if not e.is_symlink()]
 
     def is_app_temp(self, name: str) -> bool:
-        # <file>.tmp, ltm.json.tmp.<pid> (spec §5.2, §6); conversation.json.tmp is a recovery source (§5.7)
+        # <file>.tmp, ltm.json.tmp.<pid> (sam.md §5.2, §6); conversation.json.tmp is a recovery source (sam.md §5.7)
         return name != "conversation.json.tmp" and _APP_TEMP_RE.fullmatch(name) is not None
 
     def vacuum_candidates(self) -> list:
@@ -467,7 +454,7 @@ class SamStore(Store):
         return sam_is_running()
 
     def app_folder(self) -> str | None:
-        """SAM's base folder: named SAM, or holding SAM's memory.db, shared_memory.db or topics (spec §2)."""
+        """SAM's base folder: named SAM, or holding SAM's memory.db, shared_memory.db or topics (sam.md §2)."""
         base = os.path.dirname(self.root_real)
         if os.path.basename(self.root_real) == "conversations" and (
                 os.path.basename(base) == "SAM"
