@@ -62,7 +62,7 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
             continue
         m = CONFLICT_RE.match(e.name)
         if m:  # before the id rule: a 0.26+ ``<id>.<pid>.<n>.conflict.jsonl`` ends in .jsonl too
-            what = ("a 0.26+ writer's diverted log (spec §9): compare it, then adopt its fold" if m.group(2)
+            what = ("a 0.26+ writer's diverted log (docs/formats/mermaid.md §9): compare it, then adopt its fold" if m.group(2)
                     else "a concurrent writer's diverted copy: compare it, then adopt it")
             use = f"samctl recover {m.group(1)} --use {shlex.quote(p)}"
             findings.append(Finding("conflict", p, f"{what} with `{use}` or remove it", WARNING, m.group(1)))

@@ -167,8 +167,8 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
     if unfixed and plan.nothing_to_do:
         raise LeftUnfixed(f"left {cid} as it is: " + "; ".join(unfixed), hint=(
             f"samctl never rewrites an event log; `samctl log {cid}` shows its events and where mermaid stops "
-            "reading: what lies beyond, and every later append, is invisible to a fold (spec §4.4)" if broken else
-            f"mermaid 0.25 loads the snapshot (spec §0.1); `samctl log {cid}` shows what the log holds"))
+            "reading: what lies beyond, and every later append, is invisible to a fold (docs/formats/mermaid.md §4.4)" if broken else
+            f"mermaid 0.25 loads the snapshot (docs/formats/mermaid.md §0.1); `samctl log {cid}` shows what the log holds"))
     return plan
 
 
@@ -206,7 +206,7 @@ def _merge(snap: dict, folded: dict, events: list) -> tuple[dict, str | None]:
         lost = 0  # replaced after the snapshot was saved: the originals are earlier lines of the log
     why = []
     if not folded["messages"]:
-        why.append("folds to no messages (mermaid never persists a message-less session, spec §5)")
+        why.append("folds to no messages (mermaid never persists a message-less session, docs/formats/mermaid.md §5)")
     # Equal updated_at keeps the snapshot: in 0.25.0 it is authoritative (mermaid.md §0.1), and a log can
     # lack events the snapshot has, since a failed append is only a warning before the save (mermaid.md §4.3).
     if t_snap is None or t_fold is None or t_fold <= t_snap:
