@@ -46,7 +46,7 @@ _tmp_counter = itertools.count()
 fault_hook = None
 
 
-def _step(name: str) -> None:
+def step(name: str) -> None:
     if fault_hook is not None:
         fault_hook(name)
 
@@ -224,17 +224,17 @@ def write_atomic(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) ->
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         try:
-            _step("tmp-write")
+            step("tmp-write")
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
             os.fchmod(fd, mode)  # the umask may have taken bits we want, never adds any
-            _step("fsync")
+            step("fsync")
             _fsync(fd)
         finally:
             os.close(fd)
-        _step("rename")
+        step("rename")
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -242,7 +242,7 @@ def write_atomic(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) ->
         except OSError:
             pass
         raise
-    _step("dir-fsync")
+    step("dir-fsync")
     fsync_dir(parent)
 
 
@@ -425,7 +425,7 @@ def cache_unusable(path) -> str | None:
 
 
 # --- pieces for multi-step moves (attic, compact) --------------------------------
-# Each function calls ``_step`` before the operation that changes the disk, so
+# Each function calls ``step`` before the operation that changes the disk, so
 # the fault-injection tests can stop a command at every write step.
 
 def create_temp(path: str | os.PathLike, mode: int = FILE_MODE, buffering: int = 1 << 20):
@@ -436,7 +436,7 @@ def create_temp(path: str | os.PathLike, mode: int = FILE_MODE, buffering: int =
     ``discard_temp``); nothing appears at ``path`` before ``commit_temp``.
     """
     _, tmp = _temp_sibling(path)
-    _step("tmp-write")
+    step("tmp-write")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     return tmp, os.fdopen(fd, "wb", buffering=buffering)
 
@@ -448,7 +448,7 @@ def finish_temp(f, mode: int = FILE_MODE, mtime_ns: int | None = None) -> None:
         os.fchmod(f.fileno(), mode)
         if mtime_ns is not None:
             os.utime(f.fileno(), ns=(mtime_ns, mtime_ns))
-        _step("fsync")
+        step("fsync")
         _fsync(f.fileno())
     finally:
         f.close()
@@ -463,13 +463,13 @@ def commit_temp(tmp: str | os.PathLike, path: str | os.PathLike, sync_dir: bool 
     removed: nothing else would remove it.
     """
     try:
-        _step("rename")
+        step("rename")
         os.replace(tmp, path)
     except BaseException:
         discard_temp(tmp)
         raise
     if sync_dir:
-        _step("dir-fsync")
+        step("dir-fsync")
         fsync_dir(os.path.dirname(os.fspath(path)))
 
 
@@ -532,7 +532,7 @@ def sha256_of_file(f) -> tuple[int, str]:
 
 def remove(path: str | os.PathLike, missing_ok: bool = True) -> bool:
     """Unlink one file (never a folder, never through a symlink). True if it was there."""
-    _step("unlink")
+    step("unlink")
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -591,9 +591,9 @@ def _remove_dir_tree(path: Path) -> None:
             if os.path.islink(p):
                 remove(p)
             else:
-                _step("rmdir")
+                step("rmdir")
                 os.rmdir(p)
-    _step("rmdir")
+    step("rmdir")
     os.rmdir(path)
 
 
@@ -604,7 +604,7 @@ def place_new(src: str | os.PathLike, dst: str | os.PathLike, sync_dir: bool = T
     bytes are copied to a temp sibling of ``dst`` first.  Raises
     FileExistsError if ``dst`` exists.  ``src`` is left in place.
     """
-    _step("link")
+    step("link")
     try:
         os.link(src, dst, follow_symlinks=False)
     except OSError as exc:
@@ -615,7 +615,7 @@ def place_new(src: str | os.PathLike, dst: str | os.PathLike, sync_dir: bool = T
             tmp = write_temp(dst, f.read(), stat.S_IMODE(st.st_mode))
         try:
             os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-            _step("link")
+            step("link")
             os.link(tmp, dst)
         finally:
             discard_temp(tmp)
@@ -634,7 +634,7 @@ def move_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     if renameat2 is _UNSET:
         renameat2 = _load_renameat2()
     if renameat2 is not None:
-        _step("rename")
+        step("rename")
         try:
             renameat2(os.fspath(src), os.fspath(dst))
             return
@@ -677,7 +677,7 @@ def create_new(path: str | os.PathLike, mode: int = FILE_MODE):
     Returns an unbuffered file (writes go straight to the descriptor: use
     ``write_all``).  Finish it with ``finish_temp``; the caller fsyncs the folder.
     """
-    _step("tmp-write")
+    step("tmp-write")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     return os.fdopen(fd, "wb", buffering=0)
 
@@ -795,7 +795,7 @@ class SyncBatch:
 
     def barrier(self) -> None:
         """Everything written in the batch so far is on disk when this returns."""
-        _step("sync")
+        step("sync")
         self.flush()
 
     def flush(self) -> None:
@@ -817,7 +817,7 @@ class _NoBatch:
     """What ``sync_batch`` yields where writes are not deferred: every write fsyncs itself."""
 
     def barrier(self) -> None:
-        _step("sync")
+        step("sync")
 
     def note_written(self, folder, nbytes: int) -> None:
         pass  # (each of those writes was fsynced by the process that made it)

@@ -126,7 +126,7 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None
         dst, src = f"{conv}/{n}", f"{stage}/{n}"
         if m.type == "dir":
             if fsafe.lstat(dst) is None:
-                fsafe._step("mkdir")
+                fsafe.step("mkdir")
                 os.mkdir(dst, fsafe.DIR_MODE)
             continue
         parent = os.path.dirname(dst) if "/" in n else conv

@@ -483,7 +483,7 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     if stat.S_ISDIR(stats[0].st_mode) and first.parent == store.conv_dir:
         # SAM: the whole folder leaves conversations/ in one rename, then is deleted.
         trash = attic / atticmod.STAGING / f"{stem}.trash"
-        fsafe._step("rename")
+        fsafe.step("rename")
         try:
             os.rename(first, trash)
         except OSError as exc:

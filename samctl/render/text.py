@@ -46,7 +46,7 @@ def args_json(arguments, indent: int | None = None, quote: bool = False) -> str:
         return arguments if isinstance(arguments, str) else repr(arguments)[:100_000]
 
 
-def _plain(text, tag):
+def plain_style(text, tag):
     return text
 
 
@@ -83,7 +83,7 @@ def visible(messages, include_hidden: bool, min_importance: float | None = None)
         yield msg
 
 
-def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=_plain,
+def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=plain_style,
             min_importance: float | None = None) -> str:
     title, info = header_lines(conv)
     out = [style(one_line(title), "title"), style(safe_text(info), "dim"), ""]  # the title: one line, as in ls

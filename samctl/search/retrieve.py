@@ -118,7 +118,7 @@ def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
 
 def _masks(idx, q: SearchQuery, where: str, scope: set | None):
     """(segment, mask of the rows the filters keep) for every segment with at least one."""
-    np = ix._np()
+    np = ix.load_numpy()
     for seg in idx.segments:
         if not seg.rows:
             continue
@@ -177,13 +177,13 @@ class _Candidates:
     def join(a: "_Candidates", b: "_Candidates") -> "_Candidates":
         if isinstance(a.keys, list):
             return _Candidates(a.keys + b.keys, a.hits + b.hits)
-        return _Candidates(ix._np().concatenate([a.keys, b.keys]), a.hits + b.hits)
+        return _Candidates(ix.load_numpy().concatenate([a.keys, b.keys]), a.hits + b.hits)
 
     def cut(self, limit: int) -> "_Candidates":
         if isinstance(self.keys, list):  # --exact: a total order, so exactly the first ``limit``
             keep = sorted(range(len(self.keys)), key=self.keys.__getitem__)[:limit]
             return _Candidates([self.keys[i] for i in keep], [self.hits[i] for i in keep])
-        np = ix._np()
+        np = ix.load_numpy()
         ((_, rows, keys),) = _cut([(None, np.arange(len(self.hits)), self.keys)], limit)
         return _Candidates(keys, [self.hits[i] for i in rows.tolist()])
 
@@ -233,7 +233,7 @@ def _cut(found: list, limit: int) -> list:
     whole's cut keeps, is the same; what a part's cut dropped is below that.  So parts can be
     cut one by one (``_search_in_parts``), and a cut of a cut changes nothing.  This needs a
     row's approximate score to be the same however the rows are split (``_scored_candidates``)."""
-    np = ix._np()
+    np = ix.load_numpy()
     total = sum(len(r) for _, r, _ in found)
     allscores = np.concatenate([s for _, _, s in found])
     kth = np.partition(allscores, total - limit)[total - limit]
@@ -252,7 +252,7 @@ def _cut(found: list, limit: int) -> list:
 
 
 def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candidates, int]:
-    np = ix._np()
+    np = ix.load_numpy()
     qv = scoring.embed(q.text)
     qt = scoring.tokens(q.text)
     nq = len(qt)
@@ -352,7 +352,7 @@ def _dots(vectors, q):
     depend on where it sits or how many rows there are (BLAS's can differ in the last bit), or
     near-ties would be cut differently in parts (``_search_in_parts``) than in the index.  Big
     matrices are split among threads (einsum lets go of the GIL): faster than BLAS's one call."""
-    np = ix._np()
+    np = ix.load_numpy()
     if len(vectors) < 2 * DOTS_CHUNK:
         return np.einsum("ij,j->i", vectors, q)
     global _dots_pool
@@ -374,9 +374,9 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
     """The rows holding the folded query, found in each segment's folded blob (``_rows_holding``);
     which of them can be among the first ``limit`` is decided on numpy arrays of their keys, and
     only those become Hits (a common word in 150,000 messages made 90,000 Hits: 8 s)."""
-    np = ix._np()
+    np = ix.load_numpy()
     needle = scoring.fold(q.text)  # as the index folds every text (rows.process)
-    nb = ix._enc(needle)
+    nb = ix.encode_text(needle)
     found = []  # (segment, rows)
     for seg, mask in _masks(idx, q, where, scope):
         rows = _rows_holding(seg, mask, nb)
@@ -424,7 +424,7 @@ def _rows_holding(seg, mask, nb: bytes):
     one row into the next counts for neither, and the search goes on in the next row."""
     import bisect
 
-    np = ix._np()
+    np = ix.load_numpy()
     buf, base = seg.bufs["ltext"]
     off = seg.ltext_off.tolist()
     m = np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0]))

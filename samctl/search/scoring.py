@@ -98,7 +98,7 @@ def text_boost(query_tokens: set[str], text: str) -> float:
 PIECE = 1 << 18  # characters: a text longer than this is split a piece at a time (``word_table``)
 
 
-def _pieces(text: str):
+def split_pieces(text: str):
     """``text`` in pieces of about ``PIECE`` characters, each cut just before a space or a newline,
     so that no word spans two pieces and folding (lowercase, NFC) a piece gives the same characters
     as folding the whole text there (neither changes across a space or a newline).  A piece with
@@ -130,7 +130,7 @@ class WordTable:
 
 def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
     """The distinct words of ``fold(text)`` split as SAM splits it, read a piece at a time
-    (``_pieces``), for texts too long to split at once: a 60 MB message split in one go is a list of
+    (``split_pieces``), for texts too long to split at once: a 60 MB message split in one go is a list of
     550 MB of words.  What is held besides the text is one piece's words and 21 bytes per distinct
     word.  Words of different pieces are told apart by Python's 64-bit string hash (two distinct
     words of one text with the same hash would count once: about one chance in 400,000 for a
@@ -140,7 +140,7 @@ def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
     hs, b1, b2, tok, keys = [], [], [], [], []
     seen: set = set()
     head = ""
-    for piece in _pieces(text.strip(SAM_WHITESPACE)):
+    for piece in split_pieces(text.strip(SAM_WHITESPACE)):
         _trim()
         low = fold(piece)
         if len(head) < 102:  # (the folded pieces, end to end, are the folded text)

@@ -65,7 +65,7 @@ def apply(tail: TailRepair) -> Path | None:
         cut = f.read()
     torn = sibling(tail.log, "torn")
     fsafe.write_atomic(torn, cut)
-    fsafe._step("truncate")
+    fsafe.step("truncate")
     os.truncate(tail.log, tail.offset)
     fd = os.open(tail.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:

@@ -19,7 +19,7 @@ Invariants
 ----------
 - A change to any of these (codes, record layout, sections, hashes) is a change of the on-disk
   format and needs a new ``INDEX_VERSION``: an index of another version is never read, only rebuilt.
-- numpy is imported only inside functions (``_np``), never at import time.
+- numpy is imported only inside functions (``load_numpy``), never at import time.
 """
 
 from __future__ import annotations
@@ -74,14 +74,14 @@ class BadIndex(Exception):
     """The index on disk cannot be used (the message says why); it will be rebuilt."""
 
 
-def _np():
+def load_numpy():
     import numpy as np
 
     return np
 
 
 def meta_dtype():
-    return _np().dtype(META_FIELDS)
+    return load_numpy().dtype(META_FIELDS)
 
 
 def index_dir(store) -> Path:
@@ -106,7 +106,7 @@ def token_key(tok: str) -> int:
     return TOKH[tok]
 
 
-def _enc(s: str) -> bytes:
+def encode_text(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
@@ -127,8 +127,8 @@ def row_crc_head(conv, kind, role, ctype, flags, pos, date, imp, dim, ntext: int
 
 
 def dedupe_key(conv: str, text: str, encoded: bytes | None = None) -> int:
-    """The key of conversation + NUL + text; ``encoded``, if given, is ``_enc(text)`` (no second copy
+    """The key of conversation + NUL + text; ``encoded``, if given, is ``encode_text(text)`` (no second copy
     of a long text is made)."""
-    h = hashlib.blake2b(_enc(conv + "\0"), digest_size=8)
-    h.update(_enc(text) if encoded is None else encoded)
+    h = hashlib.blake2b(encode_text(conv + "\0"), digest_size=8)
+    h.update(encode_text(text) if encoded is None else encoded)
     return int.from_bytes(h.digest(), "little")

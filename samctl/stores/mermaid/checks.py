@@ -123,7 +123,7 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
     doc = None
     if snap and stat.S_ISREG(snap[1].st_mode):
         local: list = []
-        doc = store._read_snapshot(snap[0], local, strict=True)
+        doc = store.read_snapshot(snap[0], local, strict=True)
         for f in local:
             f.conversation = cid
         findings.extend(local)

@@ -207,13 +207,13 @@ class MermaidStore(Store):
 
     def _scan_snapshot(self, p: str, st, name_set) -> list:
         found: list = []
-        doc = self._read_snapshot(p, found)
+        doc = self.read_snapshot(p, found)
         problem = [found[0].code, found[0].reason] if found else None
         if doc is None or not doc["messages"]:
             return [st.st_size, st.st_mtime_ns, None, problem]
         return [st.st_size, st.st_mtime_ns, _row(decode.meta_from_snapshot(doc, p, 0), p, ".meta", name_set), problem]
 
-    def _read_snapshot(self, p, findings: list, stem_must_match: bool = True, strict: bool = False):
+    def read_snapshot(self, p, findings: list, stem_must_match: bool = True, strict: bool = False):
         """The parsed snapshot at ``p``, or None with a finding.  ``strict`` (check): also refuse a
         field repeated in one of mermaid's structs, as serde does (a second parse: not for listings)."""
         try:
@@ -253,7 +253,7 @@ class MermaidStore(Store):
         doc = None
         source = str(snap)
         if fsafe.lstat(snap) is not None:
-            doc = self._read_snapshot(snap, findings)
+            doc = self.read_snapshot(snap, findings)
         if doc is None:
             doc = self._fold(log, findings)
             source = f"{log} (folded)"

@@ -74,7 +74,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
                 if e.name == "conversations.json":
                     findings.append(Finding("legacy-store", e.path, "legacy single-file store: SAM migrates it on "
                                             "its next start and keeps a copy in backups/", INFO))
-                    store._legacy_docs(findings)  # over the cap, not JSON, not an array: each a finding
+                    store.legacy_docs(findings)  # over the cap, not JSON, not an array: each a finding
                     _check_legacy(store, e.path, findings)
                 elif e.name == "active-conversation.json":
                     _check_active(store, e.path, findings)
@@ -90,7 +90,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             scopeless.append(e)
     if fsafe.lstat(root / "conversations.json") is not None:  # SAM migrates these: their scopes are in use
         legacy_problems: list = []
-        for cid, doc in store._legacy_docs(legacy_problems).items():
+        for cid, doc in store.legacy_docs(legacy_problems).items():
             if topic := decode.shared_topic_id(doc):
                 topic_ids.setdefault(topic, []).append(cid)
         if legacy_problems:
@@ -169,7 +169,7 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
     if not stat.S_ISREG(st.st_mode):
         findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid))
         return None
-    doc, problem = store._parse(p)
+    doc, problem = store.parse_file(p)
     if problem:
         findings.append(Finding(problem[0], p, problem[1], conversation=cid))
         return None
@@ -213,7 +213,7 @@ def _check_legacy(store, path: str, findings: list) -> None:
     try:
         arr = orjson.loads(fsafe.read_capped(path, store.caps.snapshot))
     except (FileProblem, orjson.JSONDecodeError):
-        return  # _legacy_docs reported it
+        return  # legacy_docs reported it
     if not isinstance(arr, list):
         return
     bad = 0

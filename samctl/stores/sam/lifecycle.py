@@ -54,7 +54,7 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     folder = store.folder(cid)
     st = fsafe.lstat(folder)
     if st is None:
-        if cid in store._legacy_docs([]):
+        if cid in store.legacy_docs([]):
             raise SamctlError(f"{cid} lives only in the legacy conversations.json; samctl does not rewrite that file",
                               hint="open SAM once so it migrates the legacy file, then try again")
         raise NotFound(f"no conversation {cid} in {store.conv_dir}")
@@ -148,7 +148,7 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
         if fsafe.lstat(p) is not None:
             _retarget_db(p, table, old, new)
     new_top = fsafe.child(folder, new)
-    fsafe._step("rename")
+    fsafe.step("rename")
     os.rename(top, new_top)
     # writing a database merges its -wal into it and removes the -wal (and -shm): those are not placed
     renamed = {n: new + n[len(old_dir):] for n in names}

@@ -123,7 +123,7 @@ def rows(store, src: Source, findings: list, infos: list):
                           imp, 0, f"{chunk['id']}#{j}", text)
     elif src.kind == "sam-legacy":
         path = src.paths[0]
-        for cid, doc in store._legacy_docs(findings).items():
+        for cid, doc in store.legacy_docs(findings).items():
             if os.path.lexists(os.path.join(str(store.conv_dir), cid, "conversation.json")):
                 continue  # the folder copy wins, as in SAM's loader
             conv = store.conversation_from_doc(doc, path, cid)

@@ -3,8 +3,8 @@
 What is here: the spec's schemas (``SCHEMA_SQL``, ``ARCHIVE_SCHEMA_SQL`` and their expected
 ``PRAGMA`` form), the read-only opener ``open_readonly`` and its pre-flight checks, the
 classification of SQLite errors into findings (``SQLITE_ERRORS``, ``sqlite_finding``),
-``_open_checked`` (open + schema check, problems as findings), ``schema_problems``, and what the
-row readers share (``_text_factory``/``_BadText``, the capped ``_Reporter``, ``BATCH``,
+``open_checked`` (open + schema check, problems as findings), ``schema_problems``, and what the
+row readers share (``text_factory``/``BadText``, the capped ``Reporter``, ``BATCH``,
 ``DEFAULT_TIMEOUT``, ``MAX_ROW_FINDINGS``).  The rows themselves are read by
 ``samctl.stores.sam.memorydb`` (memory.db) and ``samctl.stores.sam.archivedb``
 (context_archive.db); date and UUID formats are in ``samctl.stores.sam.dbvalues``.
@@ -24,7 +24,7 @@ Invariants:
   list; a file that cannot be read yields ``[]``; a bad row is skipped (error) and the others
   are still returned; an odd-but-usable row is kept (warning).  Per file, at most
   ``MAX_ROW_FINDINGS`` findings of one code are listed, then one finding counts the rest.
-- TEXT values that are not valid UTF-8 never raise: they come back as ``_BadText`` (decoded with
+- TEXT values that are not valid UTF-8 never raise: they come back as ``BadText`` (decoded with
   surrogateescape) for the row checkers to report.
 
 File-level finding codes (severity): ``missing``/``symlink``/``not-regular``/``unreadable``
@@ -120,17 +120,17 @@ _SQLITE_MAGIC = b"SQLite format 3\0"
 # Rows as they come out of a connection
 
 
-class _BadText(str):
+class BadText(str):
     """A TEXT value that was not valid UTF-8 (decoded with surrogateescape, like the rest of samctl)."""
 
     __slots__ = ()
 
 
-def _text_factory(b: bytes) -> str:
+def text_factory(b: bytes) -> str:
     try:
         return b.decode("utf-8")
     except UnicodeDecodeError:
-        return _BadText(b.decode("utf-8", "surrogateescape"))
+        return BadText(b.decode("utf-8", "surrogateescape"))
 
 
 def row_batches(conn: sqlite3.Connection, select: str, batch: int, after_rowid: int | None = None):
@@ -149,7 +149,7 @@ def row_batches(conn: sqlite3.Connection, select: str, batch: int, after_rowid: 
         last = rows[-1][0]
 
 
-class _Reporter:
+class Reporter:
     """Row findings of one file, at most ``limit`` per code, then a count of the rest.
 
     ``limit`` is ``MAX_ROW_FINDINGS`` as the reader's own module (``memorydb``, ``archivedb``)
@@ -183,7 +183,7 @@ class _Reporter:
 # Opening
 
 
-def _uri(path, immutable: bool = False) -> str:
+def ro_uri(path, immutable: bool = False) -> str:
     uri = "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=ro"
     return uri + "&immutable=1" if immutable else uri
 
@@ -328,8 +328,8 @@ def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
     SQLITE_READONLY_ROLLBACK (SAM rolls it back on its next open; samctl never does).
     """
     immutable = _preflight(path)
-    conn = sqlite3.connect(_uri(path, immutable), uri=True, timeout=timeout, isolation_level=None)
-    conn.text_factory = _text_factory  # values with invalid UTF-8 become _BadText, never an exception
+    conn = sqlite3.connect(ro_uri(path, immutable), uri=True, timeout=timeout, isolation_level=None)
+    conn.text_factory = text_factory  # values with invalid UTF-8 become BadText, never an exception
     try:
         conn.execute("PRAGMA query_only=ON")
     except BaseException:
@@ -364,7 +364,7 @@ def sqlite_finding(exc: Exception, path: str, scope_id: str | None, after: str =
     return Finding(code, path, why + after, ERROR, scope_id)
 
 
-def _open_checked(path, findings: list, table: str, timeout: float, scope_id: str | None, missing_ok: bool):
+def open_checked(path, findings: list, table: str, timeout: float, scope_id: str | None, missing_ok: bool):
     """Open read-only and check the schema; None (after adding findings) if nothing can be read."""
     spath = os.fspath(path)
     st = fsafe.lstat(spath)

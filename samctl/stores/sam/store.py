@@ -80,7 +80,7 @@ class SamStore(Store):
         folders = self._folders()
         ids = {e.name.upper() for e in folders if UUID_RE.match(e.name)}
         ids.update(self.odd_folders(folders))
-        ids.update(self._legacy_docs([]).keys())
+        ids.update(self.legacy_docs([]).keys())
         return sorted(ids)
 
     def has_id(self, cid: str) -> bool:
@@ -92,7 +92,7 @@ class SamStore(Store):
         or the conversation lives in an odd folder or the legacy file."""
         folder = self.folder(cid)
         return any(fsafe.lstat(folder / n) is not None for n in ("conversation.json", "conversation.json.tmp")) \
-            or cid in self.odd_folders() or cid in self._legacy_docs([])
+            or cid in self.odd_folders() or cid in self.legacy_docs([])
 
     def odd_folders(self, folders: list | None = None) -> dict[str, str]:
         """Id -> folder name of each conversation.json in a folder not named by a UUID (never
@@ -106,7 +106,7 @@ class SamStore(Store):
             st = fsafe.lstat(p)
             if st is None or not stat.S_ISREG(st.st_mode):
                 continue
-            doc, _ = self._parse(p)
+            doc, _ = self.parse_file(p)
             cid = doc.get("id") if isinstance(doc, dict) else None
             if isinstance(cid, str) and UUID_RE.match(cid):
                 out.setdefault(cid.upper(), e.name)
@@ -150,14 +150,14 @@ class SamStore(Store):
 
     def raw_path(self, cid: str) -> Path:
         p = self._primary(cid)
-        if fsafe.lstat(p) is None and cid.upper() in self._legacy_docs([]):
+        if fsafe.lstat(p) is None and cid.upper() in self.legacy_docs([]):
             return self.conv_dir / "conversations.json"
         return p
 
     def raw_part(self, cid: str, path: Path) -> bytes | None:
         if path.name != "conversations.json":
             return None
-        doc = self._legacy_docs([]).get(cid.upper())  # (raw_path chose the file because it holds cid)
+        doc = self.legacy_docs([]).get(cid.upper())  # (raw_path chose the file because it holds cid)
         return None if doc is None else orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
     # the meta cache ------------------------------------------------------
@@ -262,7 +262,7 @@ class SamStore(Store):
             metas.append(m)
         seen = {m.id for m in metas}
         legacy = self.conv_dir / "conversations.json"
-        for cid, doc in self._legacy_docs(findings).items():
+        for cid, doc in self.legacy_docs(findings).items():
             if cid not in seen:
                 metas.append(decode.meta(doc, str(legacy), None, cid))
         metas.sort(key=recency, reverse=True)
@@ -272,7 +272,7 @@ class SamStore(Store):
         """[size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None, ctime_ns or
         None] for one file (the ctime only once it is out of the racy window: ``topic_refs`` trusts
         the topic only while the ctime is unchanged too, which no copy that puts an mtime back keeps)."""
-        doc, problem = self._parse(p)
+        doc, problem = self.parse_file(p)
         meta_d = topic = None
         if doc is not None:
             m = decode.meta(doc, p, st.st_size, folder.upper(), st.st_mtime)
@@ -283,7 +283,7 @@ class SamStore(Store):
         ctime = st.st_ctime_ns if time.time_ns() - st.st_ctime_ns >= RACY_SECONDS * 1e9 else None
         return [st.st_size, st.st_mtime_ns, meta_d, problem, topic, ctime]
 
-    def _parse(self, p) -> tuple[dict | None, list | None]:
+    def parse_file(self, p) -> tuple[dict | None, list | None]:
         try:
             data = fsafe.read_capped(p, self.caps.snapshot)
         except FileProblem as exc:
@@ -300,7 +300,7 @@ class SamStore(Store):
             return None, ["sam-reject", f"top level is {type(doc).__name__}, not an object (SAM skips it)"]
         return doc, None
 
-    def _legacy_docs(self, findings: list) -> dict:
+    def legacy_docs(self, findings: list) -> dict:
         """Conversations of the legacy single-file store, by uppercase id."""
         p = self.conv_dir / "conversations.json"
         if fsafe.lstat(p) is None:
@@ -332,16 +332,16 @@ class SamStore(Store):
         except OSError:
             pass
         if fsafe.lstat(p) is None:
-            legacy = self._legacy_docs(findings).get(cid.upper())
+            legacy = self.legacy_docs(findings).get(cid.upper())
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             raise NotFound(f"no conversation {cid} in {self.conv_dir}")
-        doc, problem = self._parse(p)
+        doc, problem = self.parse_file(p)
         if problem:
             findings.append(Finding(problem[0], str(p), problem[1], conversation=cid.upper()))
             # SAM skips a file it cannot decode and then loads the legacy copy of the id (spec §5.3), as
             # ls lists it.  (The search index reads it as this folder's: SAM never writes the legacy file.)
-            legacy = self._legacy_docs(findings).get(cid.upper())
+            legacy = self.legacy_docs(findings).get(cid.upper())
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             return None
@@ -484,7 +484,7 @@ class SamStore(Store):
     # lifecycle: rm, restore, archive (the rules live in stores/sam/lifecycle.py) --------------
     def empty_is_deletable(self, cid: str) -> bool:
         """SAM's "delete empty" keeps a conversation that uses shared data (a shared topic)."""
-        doc, _ = self._parse(self.folder(cid) / "conversation.json")
+        doc, _ = self.parse_file(self.folder(cid) / "conversation.json")
         return doc is not None and decode.shared_topic_id(doc) is None
 
     @classmethod
@@ -538,7 +538,7 @@ class SamStore(Store):
             if entry is not None and entry[5] == st.st_ctime_ns:
                 topic, known = entry[4], entry[2] is not None
             else:
-                doc, _ = self._parse(p)
+                doc, _ = self.parse_file(p)
                 topic, known = (decode.shared_topic_id(doc) if doc is not None else None), doc is not None
             if topic:
                 refs.setdefault(topic, set()).add(e.name.upper())
@@ -546,7 +546,7 @@ class SamStore(Store):
                 unreadable.append(e.name.upper())
         if fsafe.lstat(self.conv_dir / "conversations.json") is not None:
             legacy: list = []
-            for cid, doc in self._legacy_docs(legacy).items():
+            for cid, doc in self.legacy_docs(legacy).items():
                 topic = decode.shared_topic_id(doc)
                 if topic:
                     refs.setdefault(topic, set()).add(cid)
