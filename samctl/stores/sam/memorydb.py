@@ -53,13 +53,13 @@ from samctl.stores.sam.archivedb import ARCHIVE_REASONS, create_archive_db, enco
 from samctl.stores.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.stores.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
                                            MEMORY_TABLE, SCHEMA_SQL, SQLITE_ERRORS, BadText, open_checked,
-                                           Reporter, sqlite_finding, text_factory, ro_uri, open_readonly,
+                                           Reporter, sqlite_finding, text_factory, open_readonly,
                                            row_batches, schema_problems, write_transaction)
 
 __all__ = [
     "APPLE_EPOCH", "ARCHIVE_REASONS", "ARCHIVE_SCHEMA_SQL", "ARCHIVE_TABLE", "BATCH", "CONTENT_TYPES",
     "DEFAULT_TIMEOUT", "EXPECTED_BLOB_LENGTHS", "MAX_ROW_FINDINGS", "MEMORY_TABLE", "SCHEMA_SQL", "SQLITE_ERRORS",
-    "MemoryRow", "ro_uri", "create_archive_db", "create_memory_db", "encode_archive_messages", "format_db_date",
+    "MemoryRow", "create_archive_db", "create_memory_db", "encode_archive_messages", "format_db_date",
     "is_uuid", "iter_memories", "open_readonly", "parse_db_date", "read_archives", "read_memories",
     "schema_problems", "touch_memories",
 ]
