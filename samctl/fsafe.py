@@ -16,6 +16,9 @@ Invariants:
   A worker process writing for a batch of its parent's (``synced_by_parent``)
   leaves its fsyncs to the parent's barriers: a ``syncfs`` of a file system
   writes out every process's writes on it, and the parent notes the folders.
+
+Documented exceptions (raw ``os`` calls elsewhere): ``cli/__init__._to_devnull`` opens /dev/null; SQLite
+files are opened by ``stores/sqlite.py`` (and new ones created by ``stores/sam`` ``create_*_db``).
 """
 
 from __future__ import annotations
@@ -528,6 +531,63 @@ def sha256_of_file(f) -> tuple[int, str]:
         h.update(b)
         n += len(b)
     return n, h.hexdigest()
+
+
+# --- raw pieces for callers that hold a file descriptor or pace their own steps ------------
+# None of these calls ``step``: a caller that changes a store's files calls it first.
+
+
+def open_read_fd(path: str | os.PathLike, nofollow: bool = True) -> int:
+    """A read-only fd (``O_CLOEXEC``; ``O_NOFOLLOW`` unless told): for fstat/fsync/mmap of a file samctl
+    checks itself.  Raises OSError."""
+    return os.open(path, os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW if nofollow else 0))
+
+
+def open_dir_fd(path: str | os.PathLike) -> int:
+    """A read-only fd of a folder, for ``*at`` calls relative to it.  Raises OSError."""
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def open_lock_file(path: str | os.PathLike, nonblock: bool = False) -> int:
+    """A read-write fd of a lock file, created 0600 if missing, never through a symlink (``nonblock``: a FIFO
+    put there does not block the open).  Raises OSError."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_NONBLOCK if nonblock else 0)
+    return os.open(path, flags, FILE_MODE)
+
+
+def open_append_fd(path: str | os.PathLike) -> int:
+    """A write-only, append-only fd of an existing file, never through a symlink.  Raises OSError."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def make_dir(path: str | os.PathLike) -> None:
+    """Create one folder, 0700 (its parent must exist).  Raises OSError (FileExistsError if it is there)."""
+    os.mkdir(path, DIR_MODE)
+
+
+def remove_dir_if_empty(path: str | os.PathLike) -> bool:
+    """Remove ``path`` if it is an empty folder; False when it could not be (not empty, gone, refused)."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
+
+
+def rename(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """``os.rename`` (same file system; the caller fsyncs the folders).  Raises OSError (EXDEV across)."""
+    os.rename(src, dst)
+
+
+def unlink(path: str | os.PathLike, missing_ok: bool = True) -> bool:
+    """Unlink one file, of samctl's own cache (no fault step).  True if it was there; raises other OSErrors."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+        return False
+    return True
 
 
 def remove(path: str | os.PathLike, missing_ok: bool = True) -> bool:

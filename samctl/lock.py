@@ -63,7 +63,7 @@ def _open_lock(store) -> tuple[Path, int]:
     path = folder / "lock"
     try:
         fsafe.make_private_dir(folder)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+        fd = fsafe.open_lock_file(path, nonblock=True)
     except OSError as exc:
         st = fsafe.lstat(path)
         if st is not None and not stat.S_ISREG(st.st_mode):

@@ -406,7 +406,7 @@ def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: in
         return False
     opened: list[int] = []
     try:
-        fd_new = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        fd_new = fsafe.open_read_fd(tmp, nofollow=False)
         opened.append(fd_new)
         fsafe.commit_temp(tmp, path)
         watch, waited = SETTLE_SECONDS, 0.0
@@ -445,7 +445,7 @@ def _put_back(path: Path, mode: int, content: bytes, replaced: list, cur_fd: int
         if os.fstat(cur_fd).st_size != cur_base + len(tail):
             fsafe.discard_temp(tmp)  # more arrived meanwhile: read again
             continue
-        nfd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        nfd = fsafe.open_read_fd(tmp, nofollow=False)
         opened.append(nfd)
         fsafe.commit_temp(tmp, path)
         content = candidate

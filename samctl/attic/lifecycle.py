@@ -24,7 +24,6 @@ writes each archive and does every other step above, in the same order.
 from __future__ import annotations
 
 import errno
-import os
 import stat
 import sys
 import time
@@ -485,7 +484,7 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
         trash = attic / atticmod.STAGING / f"{stem}.trash"
         fsafe.step("rename")
         try:
-            os.rename(first, trash)
+            fsafe.rename(first, trash)
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise  # (a read-only conversations folder: nothing may be deleted in place either)
@@ -497,10 +496,7 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     for p in _removal_order(files):
         fsafe.remove(p)
     for p in sorted((p for p in paths if p not in files), key=lambda p: -len(p.parts)):
-        try:
-            os.rmdir(p)
-        except OSError:
-            pass
+        fsafe.remove_dir_if_empty(p)
     fsafe.fsync_dir(store.conv_dir)
 
 

@@ -277,7 +277,7 @@ class Segment:
     def open(cls, path: Path, root: str, expect: dict) -> "Segment":
         np = load_numpy()
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = fsafe.open_read_fd(path)
         except OSError as exc:
             raise BadIndex(f"{path.name}: {exc.strerror}") from None
         try:

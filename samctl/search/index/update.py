@@ -57,7 +57,7 @@ LOCK_WAIT = 600.0  # seconds to wait for another samctl that is refreshing the i
 
 @contextlib.contextmanager
 def _writer_lock(d: Path, wait: float = LOCK_WAIT, progress=None):
-    fd = os.open(d / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = fsafe.open_lock_file(d / "lock")
     try:
         flock_waiting(fd, wait, lambda: BadIndex("another samctl has been refreshing the index for too long"),
                       None if progress is None else
@@ -426,7 +426,7 @@ def _gc(d: Path, keep: set) -> None:
         if (n.endswith(".seg") and n not in keep) or (n.startswith(".seg-") and n.endswith(".tmp")) or \
                 (n.startswith(".manifest.") and n.endswith(".tmp")):
             try:
-                os.unlink(d / n)
+                fsafe.unlink(d / n)
             except OSError:
                 pass
 
@@ -437,9 +437,6 @@ def invalidate(store) -> None:
     if not (d / "manifest").exists():
         return
     with _writer_lock(d):
-        try:
-            os.unlink(d / "manifest")
-        except FileNotFoundError:
-            pass
+        fsafe.unlink(d / "manifest")
         _gc(d, set())
 

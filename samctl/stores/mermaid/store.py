@@ -99,7 +99,7 @@ class MermaidStore(Store):
         cache = cache_file.load()
         listing = _Listing.of(cache_file.extra)
         try:
-            dir_fd = os.open(conv, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            dir_fd = fsafe.open_dir_fd(conv)
         except OSError as exc:
             raise NotFound(f"cannot list {conv}: {exc.strerror}") from None
         try:

@@ -149,7 +149,7 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
             _retarget_db(p, table, old, new)
     new_top = fsafe.child(folder, new)
     fsafe.step("rename")
-    os.rename(top, new_top)
+    fsafe.rename(top, new_top)
     # writing a database merges its -wal into it and removes the -wal (and -shm): those are not placed
     renamed = {n: new + n[len(old_dir):] for n in names}
     return {n: None if n.rsplit("/", 1)[-1] in _DB_SIDECARS and fsafe.lstat(folder.joinpath(*to.split("/"))) is None
@@ -196,10 +196,7 @@ def purge(store, cid: str, refs: dict | None = None) -> list[str]:
             if st is None:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                try:
-                    os.rmdir(p)
-                except OSError:
-                    pass
+                fsafe.remove_dir_if_empty(p)
             else:
                 fsafe.remove(p)
             removed.append(str(p))

@@ -11,6 +11,7 @@ import os
 import re
 import stat
 
+from samctl import fsafe
 from samctl.errors import NotFound
 from samctl.stores.sources import Found, Row, Source, message_rows, not_regular, unstattable, utf8_name
 
@@ -38,7 +39,7 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
     files = [(sep + f, "/" + f, kind, holds) for f, kind, holds in FILES]
     statat = os.stat
     try:  # stat relative to the folder: the kernel walks two path components instead of all of them
-        dirfd = os.open(conv_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        dirfd = fsafe.open_dir_fd(conv_dir)
     except OSError as exc:
         raise NotFound(f"cannot open {conv_dir}: {exc.strerror}") from None
     odd = False
