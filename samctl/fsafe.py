@@ -31,6 +31,9 @@ import stat
 import sys
 import time
 from pathlib import Path
+import fcntl
+import hashlib
+import threading
 
 from samctl.errors import FileProblem, UnsafePath
 
@@ -272,8 +275,6 @@ def atomic_writer(path: str | os.PathLike, mode: int = FILE_MODE):
 def flock_held(path: str | os.PathLike) -> bool:
     """True if some process holds an exclusive or shared ``flock`` on ``path`` right now.  A probe:
     nothing is created or written (a missing file, or one that cannot be opened, is not held)."""
-    import fcntl
-
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -524,8 +525,6 @@ def sha256_of(path: str | os.PathLike) -> tuple[int, str]:
 
 def sha256_of_file(f) -> tuple[int, str]:
     """``(size, sha256 hex)`` of the rest of the open binary file ``f``, read in 1 MiB pieces."""
-    import hashlib
-
     h, n = hashlib.sha256(), 0
     while b := f.read(MIB):
         h.update(b)
@@ -710,7 +709,7 @@ def _libc(name: str):
     if not sys.platform.startswith("linux"):
         return None, None
     try:
-        import ctypes
+        import ctypes  # (lazy: ctypes: not loaded by ls or --help)
 
         return getattr(ctypes.CDLL(None, use_errno=True), name), ctypes
     except (OSError, AttributeError):  # an old glibc, or another libc
@@ -814,8 +813,6 @@ class SyncBatch:
             self._start_early()
 
     def _start_early(self) -> None:
-        import threading
-
         self.noted = 0
         self.early = threading.Thread(target=self._write_back, args=(list(self.fds.values()),),
                                       name="samctl-writeback", daemon=True)

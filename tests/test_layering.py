@@ -168,3 +168,22 @@ def test_the_checks_catch_what_they_forbid(tmp_path, files, check):
 def test_a_name_branch_is_caught(tmp_path):
     pkg = _tree(tmp_path, {"core/a.py": "def f(store):\n    return store.name == 'sam'\n"})
     assert name_branches(pkg) == ["samctl.core.a:2"]
+
+
+def unexplained_lazy_imports(pkg: Path = PKG) -> list:
+    """Imports inside a function outside ``cli/`` (where they keep start-up fast) without a one-line reason
+    (``# (lazy: ...)``): the others belong at the top of the module."""
+    out = []
+    for mod, path in modules(pkg).items():
+        if layer(mod) == "cli":
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for f in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out += [f"{mod}:{n.lineno}" for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))
+                        and "# (lazy: " not in lines[n.lineno - 1]]
+    return sorted(set(out))
+
+
+def test_every_lazy_import_says_why():
+    assert unexplained_lazy_imports() == []

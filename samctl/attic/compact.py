@@ -64,6 +64,7 @@ from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.attic.journal import drop_journal, pending, settle, write_journal
 from samctl.errors import SamctlError
+from samctl.attic import tarzst
 
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
 _BACKUP_RE = re.compile(r".+\.([0-9]{8}T[0-9]{6}Z)\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
@@ -256,7 +257,7 @@ def _ends_torn(path: Path) -> bool:
 
 
 def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
-    from samctl.stores import logtail
+    from samctl.stores import logtail  # (lazy: not loaded by ls or --help)
 
     read = store.read_event_log(path, READ_CAP)
     fix = logtail.plan(path, read)
@@ -344,8 +345,6 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
 def _history_estimate(data: bytes, level: int) -> int:
     """About what the history segment of ``data`` takes in the attic: compressed, plus the tar blocks
     (mostly zeros) and the manifest."""
-    from samctl.attic import tarzst
-
     return len(tarzst.compressor(level, 0).compress(data)) + 1024
 
 

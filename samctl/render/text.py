@@ -14,6 +14,8 @@ import re
 
 from samctl.timeparse import format_local
 from samctl.safetext import one_line, safe_text
+from samctl.model import last_activity
+from samctl.importance import message_importance
 
 def _args(arguments) -> str:
     value = arguments
@@ -51,8 +53,6 @@ def plain_style(text, tag):
 
 
 def header_lines(conv) -> list[str]:
-    from samctl.model import last_activity
-
     m = conv.meta
     bits = [m.id, m.store]
     if conv.model:
@@ -76,8 +76,6 @@ def visible(messages, include_hidden: bool, min_importance: float | None = None)
         if msg.hidden and not include_hidden:
             continue
         if min_importance is not None:
-            from samctl.importance import message_importance
-
             if message_importance(msg) < min_importance:
                 continue
         yield msg

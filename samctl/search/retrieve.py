@@ -36,6 +36,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
+import bisect
 
 from samctl.search import index as ix
 from samctl.search import scoring
@@ -43,6 +44,8 @@ from samctl.search.hits import (KIND_ORDER, RESCORE_MARGIN, Hit, SearchQuery, ex
                               snippet, sort_key)
 from samctl.stores.resolve import Listed, resolve_id
 from samctl.errors import NotFound, UsageError
+from samctl.model import ERROR, Finding
+from samctl.errors import FileProblem
 
 WHERE = ("memories", "messages", "all")
 EPS = 1e-4  # bound on |float32 approximate score - exact score|, with a wide margin
@@ -93,7 +96,7 @@ def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
     where = _check(store, q)
     scope = resolve_scope(store, q.conversations)
     if q.like:
-        from samctl.search import like
+        from samctl.search import like  # (lazy: not loaded by ls or --help)
 
         return like.search_like(store, q, scope, findings)
     if q.limit == 0:
@@ -146,7 +149,7 @@ def _search_in_parts(store, q: SearchQuery, where: str, scope, findings: list, p
     """``search`` without the index: the store's rows are read into an index in memory one part
     at a time (``ix.memory``); each part's candidates are kept, the part let go.  The results are
     those of the whole index, candidate for candidate: see ``_cut``."""
-    from samctl.search.index import memory
+    from samctl.search.index import memory  # (lazy: not loaded by ls or --help)
 
     convs: dict = {}
     kept, total = None, 0
@@ -357,7 +360,7 @@ def _dots(vectors, q):
         return np.einsum("ij,j->i", vectors, q)
     global _dots_pool
     if _dots_pool is None:
-        import concurrent.futures
+        import concurrent.futures  # (lazy: concurrent: not loaded by ls or --help)
 
         _dots_pool = concurrent.futures.ThreadPoolExecutor(min(os.cpu_count() or 1, 4),
                                                            thread_name_prefix="samctl-dots")
@@ -422,8 +425,6 @@ def _rows_holding(seg, mask, nb: bytes):
     Searched run by run of the rows kept (a conversation's rows are together), with the buffer's
     own ``find``; after a match, the search goes on at the end of its row.  A match that runs from
     one row into the next counts for neither, and the search goes on in the next row."""
-    import bisect
-
     np = ix.load_numpy()
     buf, base = seg.bufs["ltext"]
     off = seg.ltext_off.tolist()
@@ -460,9 +461,6 @@ def touch(store, hits: list[Hit], findings: list | None = None) -> int:
     samctl's store lock and has checked that SAM is not running.  A memory.db that cannot or must
     not be written (``Store.touch_memories``) is left as it is: an error in ``findings`` (raised
     when no list is given); the others are still touched."""
-    from samctl.model import ERROR, Finding
-    from samctl.errors import FileProblem
-
     by_file: dict[str, list[str]] = {}
     for h in hits:
         if h.kind == "memory" and h.source and h.ref:

@@ -135,7 +135,7 @@ def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
     word.  Words of different pieces are told apart by Python's 64-bit string hash (two distinct
     words of one text with the same hash would count once: about one chance in 400,000 for a
     text of 10 million distinct words; a text of at most ``PIECE`` characters does not come here)."""
-    import numpy as np
+    import numpy as np  # (lazy: numpy: slow to import)
 
     hs, b1, b2, tok, keys = [], [], [], [], []
     seen: set = set()
@@ -169,7 +169,7 @@ def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
 
 def _table_counts(table: WordTable):
     """The word and stem hits of ``table`` per bucket: an int64 array of 256."""
-    import numpy as np
+    import numpy as np  # (lazy: numpy: slow to import)
 
     h = table.hits.ravel()
     return np.bincount(h[h >= 0].astype(np.int64), minlength=EMBED_DIM)
@@ -414,7 +414,7 @@ def embed_many(texts, chunk: int = 4096, tables: dict | None = None):
     which also bounds the temporary memory.  ``tables`` (text index -> its ``word_table``) saves
     reading a long text again when the caller has its table already.
     """
-    import numpy as np
+    import numpy as np  # (lazy: numpy: slow to import)
 
     texts = list(texts)
     n = len(texts)

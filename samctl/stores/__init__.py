@@ -106,7 +106,7 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
         return "mermaid", p, p.parent
     if p.name == ".mermaid" and (p / "conversations").is_dir():
         return "mermaid", p / "conversations", p
-    from samctl.stores import readers# other apps' stores (read-only): Claude Code, Codex CLI
+    from samctl.stores import readers  # (lazy: other apps' stores (read-only): Claude Code, Codex CLI)
 
     if (found := readers.detect(p)) is not None:
         return found
@@ -129,8 +129,8 @@ def _reader_store(p: Path):
     """An llm ``logs.db`` (its folder or the file) or a ChatGPT export (folder or ``.zip``): read-only
     stores (issue #23).  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
     folder does.  Returns locate's tuple, the file itself as the second item for a file root."""
-    from samctl.stores.chatgpt.store import looks_like_export
-    from samctl.stores.llm.store import looks_like_llm
+    from samctl.stores.chatgpt.store import looks_like_export  # (lazy: import cycle)
+    from samctl.stores.llm.store import looks_like_llm  # (lazy: import cycle)
 
     db = looks_like_llm(p)
     if db is not None:

@@ -75,7 +75,7 @@ class BadIndex(Exception):
 
 
 def load_numpy():
-    import numpy as np
+    import numpy as np  # (lazy: numpy: slow to import)
 
     return np
 

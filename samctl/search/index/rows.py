@@ -40,6 +40,7 @@ from samctl.search import scoring
 from samctl.search.index.format import (ARCHIVED, CTYPES, DIM, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, encode_text, load_numpy,
                                       dedupe_key, meta_dtype, row_crc)
 from samctl.search.index.sources import Source
+from samctl.stores import workers
 
 CHUNK_SOURCES = 48  # sources per unit of work (and per progress report)
 PARALLEL_MIN_SOURCES = 256  # fewer sources to read than this: no worker processes
@@ -210,15 +211,13 @@ def process(batches: list[Batch]) -> Chunk:
 
 
 def _read_part(store, sources: list[Source]) -> Chunk:
-    from samctl.search import index
+    from samctl.search import index  # (lazy: not loaded by ls or --help)
 
     return process([index.read_source(store, s) for s in sources])
 
 
 def read_all(store, sources: list[Source], progress=None, jobs: int | None = None):
     """Chunks for ``sources`` in order, read by worker processes when there are many."""
-    from samctl.stores import workers
-
     chunks = [sources[i:i + CHUNK_SOURCES] for i in range(0, len(sources), CHUNK_SOURCES)]
     total = len(sources)
     if jobs is None:

@@ -15,6 +15,7 @@ import time
 from samctl.model import ConversationMeta, Message, tool_calls_from_openai
 from samctl.timeparse import parse_timestamp
 from samctl.stores.mermaid.eventlog import MERMAID_ID_RE
+from samctl.stores.mermaid import eventlog
 
 CONFLICT_RE = re.compile(r"([0-9]{8}_[0-9]{6}_[0-9]{3})\.\d+\.\d+\.conflict(\.jsonl)?\Z")  # a diverted writer's
 TMP_RE = re.compile(r"\.(.+)\.\d+\.\d+\.tmp\Z")  # mermaid's temp files: .<name>.<pid>.<n>.tmp
@@ -80,8 +81,6 @@ def check_snapshot(doc) -> None:
     every typed field (top level and each message, the same rules as the event
     log's), and serde_json's nesting limit.
     """
-    from samctl.stores.mermaid import eventlog
-
     if not isinstance(doc, dict):
         raise Rejected(f"top level is {type(doc).__name__}, not an object")
     _need(doc, "id", str)

@@ -35,6 +35,8 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 from samctl.gcpause import gc_paused
+from samctl.errors import SamctlError
+from samctl.stores.base import FreshLog
 
 __all__ = [
     "MERMAID_ID_RE", "ID_RE", "STOPS", "LogRead", "parse_log", "read_log_file", "torn_tail",
@@ -747,9 +749,7 @@ def fresh_log(data: bytes):
     """``data`` (a whole log) as exactly mermaid's own backfill of its fold (``started``, ``reset``,
     ``input``, ``state``, ``tasks``): the same conversation but for its ``compactions`` records, which a
     backfill has no place for.  SamctlError when the log is not clean or would not fold the same."""
-    from samctl.errors import SamctlError
-    from samctl.stores.base import FreshLog
-    from samctl.stores.mermaid import encode
+    from samctl.stores.mermaid import encode  # (lazy: not loaded by ls or --help)
 
     read = parse_log(data)
     if read.stop is not None or not read.usable:

@@ -29,6 +29,7 @@ from samctl.stores.metacache import MetaCache
 from samctl.stores.mermaid import decode
 from samctl.stores.mermaid.decode import MERMAID_ID_RE, Rejected, short_reason
 from samctl.stores.mermaid.eventlog import EVENT_TYPES
+from samctl.stores.mermaid import eventlog
 
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -225,7 +226,7 @@ class MermaidStore(Store):
             doc = orjson.loads(data)
             decode.check_snapshot(doc)
             if strict:
-                from samctl.stores import dupkeys
+                from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
                 found = dupkeys.in_mermaid(data, "snapshot")
                 if found:
@@ -292,7 +293,6 @@ class MermaidStore(Store):
     def _fold(self, log: Path, findings: list):
         if fsafe.lstat(log) is None:
             return None
-        from samctl.stores.mermaid import eventlog
 
         try:
             read = eventlog.read_log_file(log, self.caps.log)
@@ -323,28 +323,24 @@ class MermaidStore(Store):
         return [(n[:-6], self.conv_dir / n) for n in names if self.valid_id(n[:-6])]
 
     def read_event_log(self, path: Path, cap: int):
-        from samctl.stores.mermaid import eventlog
-
         return eventlog.read_log_file(path, cap)
 
     def fresh_log(self, data: bytes):
-        from samctl.stores.mermaid import eventlog
-
         return eventlog.fresh_log(data)
 
     def event_log_rows(self, cid: str, types: tuple = ()):
-        from samctl.stores.mermaid import logview
+        from samctl.stores.mermaid import logview  # (lazy: not loaded by ls or --help)
 
         return logview.log_rows(self, cid, types)
 
     # search ----------------------------------------------------------------
     def search_sources(self, findings: list, scope: set | None = None) -> dict:
-        from samctl.stores.mermaid import search
+        from samctl.stores.mermaid import search  # (lazy: not loaded by ls or --help)
 
         return search.sources(self, findings, scope)
 
     def source_rows(self, src, findings: list, infos: list):
-        from samctl.stores.mermaid import search
+        from samctl.stores.mermaid import search  # (lazy: not loaded by ls or --help)
 
         return search.rows(self, src, findings, infos)
 
@@ -355,12 +351,12 @@ class MermaidStore(Store):
         return use
 
     def recovery_inputs(self, cid: str, source=None) -> list[Path]:
-        from samctl.stores.mermaid import recover
+        from samctl.stores.mermaid import recover  # (lazy: not loaded by ls or --help)
 
         return recover.inputs(self, cid, source)
 
     def plan_recovery(self, cid: str, source=None):
-        from samctl.stores.mermaid import recover
+        from samctl.stores.mermaid import recover  # (lazy: not loaded by ls or --help)
 
         return recover.plan_recovery(self, cid, source)
 
@@ -410,7 +406,7 @@ class MermaidStore(Store):
 
     # lifecycle: rm, restore, archive (the rules live in stores/mermaid/lifecycle.py) --------
     def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
-        from samctl.stores.mermaid import lifecycle
+        from samctl.stores.mermaid import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.conversation_files(self, cid, stats=stats)
 
@@ -426,23 +422,23 @@ class MermaidStore(Store):
         return [f"{cid}.{ext}" for ext in ("json", "meta", "jsonl")]
 
     def purge(self, cid: str, refs=None) -> list[str]:
-        from samctl.stores.mermaid import lifecycle
+        from samctl.stores.mermaid import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.purge(self, cid)
 
     def new_id(self, taken=None, like: str | None = None) -> str:
-        from samctl.stores.mermaid import lifecycle
+        from samctl.stores.mermaid import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.new_id(self, taken, like=like)
 
     def retarget(self, folder: Path, names: list[str], old: str, new: str) -> dict:
-        from samctl.stores.mermaid import lifecycle
+        from samctl.stores.mermaid import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.retarget(self, folder, names, old, new)
 
     # check -----------------------------------------------------------------
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
-        from samctl.stores.mermaid import checks
+        from samctl.stores.mermaid import checks  # (lazy: not loaded by ls or --help)
 
         return checks.check_tree(self, findings, fix, force)
 

@@ -24,6 +24,9 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
+import json
+
+import orjson
 
 from samctl import fsafe
 from samctl.model import WARNING
@@ -122,8 +125,6 @@ def read_archives(
     ``time_end``, ``created_at`` (as stored) and their ``*_ts`` Unix seconds.  Never raises for
     a bad file; problems go to ``findings``.
     """
-    import orjson
-
     spath = os.fspath(path)
     conn = open_checked(path, findings, ARCHIVE_TABLE, timeout, scope_id, missing_ok)
     if conn is None:
@@ -158,8 +159,6 @@ def read_archives(
 
 def encode_archive_messages(messages: list[dict]) -> str:
     """``messages_json`` as SAM's default JSONEncoder writes it: compact, ``/`` escaped as ``\\/``."""
-    import json
-
     return json.dumps(messages, separators=(",", ":"), ensure_ascii=False, allow_nan=False).replace("/", "\\/")
 
 
@@ -169,8 +168,6 @@ def create_archive_db(path, rows=(), mode: int = fsafe.FILE_MODE):
     A row is a dict with the §8 columns (``messages`` and ``key_topics`` as Python lists may
     stand for ``messages_json``/``key_topics_json``) or a tuple of the 10 columns.
     """
-    import json
-
     values = []
     for r in rows:
         if isinstance(r, dict):

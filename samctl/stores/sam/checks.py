@@ -16,12 +16,15 @@ import os
 import stat
 import time
 
+import orjson
+
 from samctl import fsafe
 from samctl.stores import treecheck, workers
 from samctl.model import ERROR, WARNING, Finding
 from samctl.stores.sam import decode
 from samctl.stores.sam.dbvalues import UUID_RE
 from samctl.errors import FileProblem
+from samctl.stores.sam import schema
 
 INFO = "info"
 UNKNOWN = "?"  # _check_folder's topic when the conversation cannot be read: it may use any scope
@@ -164,8 +167,6 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
 
 
 def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
-    from samctl.stores.sam import schema
-
     if not stat.S_ISREG(st.st_mode):
         findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid))
         return None
@@ -190,7 +191,7 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
 def _check_repeated_keys(store, cid, p, findings) -> None:
     """A warning per key written twice in one object: samctl reads the last, and whether SAM's
     decoder (Apple's) refuses the file or keeps either value is not known."""
-    from samctl.stores import dupkeys
+    from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
     try:
         found = dupkeys.anywhere(fsafe.read_capped(p, store.caps.snapshot))
@@ -205,11 +206,6 @@ def _check_repeated_keys(store, cid, p, findings) -> None:
 def _check_legacy(store, path: str, findings: list) -> None:
     """What SAM would refuse in the legacy ``conversations.json`` (spec §5.4): the file is decoded as
     one array of ConversationData, so an element that does not decode fails the whole file."""
-    import orjson
-
-    from samctl.errors import FileProblem
-    from samctl.stores.sam import schema
-
     try:
         arr = orjson.loads(fsafe.read_capped(path, store.caps.snapshot))
     except (FileProblem, orjson.JSONDecodeError):
@@ -230,10 +226,6 @@ def _check_legacy(store, path: str, findings: list) -> None:
 
 def _check_active(store, path: str, findings: list) -> None:
     """``active-conversation.json`` (spec §6.1): SAM falls back to no selection when it cannot use it."""
-    import orjson
-
-    from samctl.errors import FileProblem
-
     try:
         doc = orjson.loads(fsafe.read_capped(path, store.caps.other))
     except FileProblem as exc:
@@ -285,7 +277,7 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
 
 def _check_db(path, name, folder, cid, findings):
     try:
-        from samctl.stores.sam import archivedb, memorydb
+        from samctl.stores.sam import archivedb, memorydb  # (lazy: not loaded by ls or --help)
     except ImportError:  # pragma: no cover
         return
     scope = os.path.basename(folder).upper()
@@ -309,7 +301,7 @@ def _classify_scope(e, topic_ids, unknown, findings):
         findings.append(Finding("scope-shared", e.path, "shared-topic memory scope used by a conversation (normal)",
                                 INFO))
     elif files and files <= {"memory.db", "memory.db-journal"} and unknown:
-        from samctl.stores.sam.lifecycle import unreadable_names
+        from samctl.stores.sam.lifecycle import unreadable_names  # (lazy: not loaded by ls or --help)
 
         findings.append(Finding("scope-unknown", e.path, "memory scope no readable conversation uses; whether "
                                 f"{unreadable_names(unknown)}, which cannot be read, uses it is unknown: samctl "

@@ -123,7 +123,7 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
 
     Returns {old name: new name}.
     """
-    from samctl.stores.sam import encode
+    from samctl.stores.sam import encode  # (lazy: not loaded by ls or --help)
 
     old_dir = names[0].split("/", 1)[0]
     top = fsafe.child(folder, old_dir)

@@ -39,6 +39,7 @@ from samctl.stores.base import Store
 from samctl.stores.metacache import RACY_SECONDS, MetaCache
 from samctl.stores.sam import decode
 from samctl.stores.sam.dbvalues import UUID_RE
+from samctl.stores.sam import decodable
 
 _PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _OPT_STR = (str, type(None))
@@ -360,12 +361,12 @@ class SamStore(Store):
 
     # search ----------------------------------------------------------------
     def search_sources(self, findings: list, scope: set | None = None) -> dict:
-        from samctl.stores.sam import search
+        from samctl.stores.sam import search  # (lazy: not loaded by ls or --help)
 
         return search.sources(self, findings, scope)
 
     def source_rows(self, src, findings: list, infos: list):
-        from samctl.stores.sam import search
+        from samctl.stores.sam import search  # (lazy: not loaded by ls or --help)
 
         return search.rows(self, src, findings, infos)
 
@@ -389,17 +390,17 @@ class SamStore(Store):
         return os.path.join(str(self.folder(scope)), "memory.db")
 
     def memory_rows(self, path: str, findings: list, scope: str | None):
-        from samctl.stores.sam import memorydb
+        from samctl.stores.sam import memorydb  # (lazy: not loaded by ls or --help)
 
         return memorydb.iter_memories(path, findings, scope_id=scope, missing_ok=True)
 
     def memories_by_prefix(self, path: str, scope: str | None, prefix: str, findings: list) -> list:
-        from samctl.stores.sam import search
+        from samctl.stores.sam import search  # (lazy: not loaded by ls or --help)
 
         return search.memories_by_prefix(path, scope, prefix, findings)
 
     def touch_memories(self, path: str, ids: list) -> int:
-        from samctl.stores.sam import memorydb
+        from samctl.stores.sam import memorydb  # (lazy: not loaded by ls or --help)
 
         return memorydb.touch_memories(path, ids)
 
@@ -440,7 +441,7 @@ class SamStore(Store):
         return out
 
     def vacuum(self, path: Path, dry_run: bool) -> tuple[int, int]:
-        from samctl.stores.sam import maintenance
+        from samctl.stores.sam import maintenance  # (lazy: not loaded by ls or --help)
 
         return maintenance.vacuum(path, dry_run)
 
@@ -451,18 +452,18 @@ class SamStore(Store):
         return from_file
 
     def recovery_inputs(self, cid: str, source=None) -> list[Path]:
-        from samctl.stores.sam import recover
+        from samctl.stores.sam import recover  # (lazy: not loaded by ls or --help)
 
         return recover.inputs(self, cid, source)
 
     def plan_recovery(self, cid: str, source=None):
-        from samctl.stores.sam import recover
+        from samctl.stores.sam import recover  # (lazy: not loaded by ls or --help)
 
         return recover.plan_recovery(self, cid, source)
 
     # liveness ---------------------------------------------------------------
     def app_is_running(self) -> bool:
-        from samctl.stores.sam.liveness import sam_is_running
+        from samctl.stores.sam.liveness import sam_is_running  # (lazy: not loaded by ls or --help)
 
         return sam_is_running()
 
@@ -499,7 +500,7 @@ class SamStore(Store):
         return [f"{cid}/conversation.json"]
 
     def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         self._refuse_odd(cid)
         folder = self.folder(cid)
@@ -557,28 +558,28 @@ class SamStore(Store):
     def shared_topic(self, data: bytes) -> str | None:
         """The shared-topic scope a conversation.json (its bytes) keeps its memories in; None for
         its own folder, or bytes that are not such a file."""
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.shared_topic(data)
 
     def purge(self, cid: str, refs=None) -> list[str]:
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         self._refuse_odd(cid)
         return lifecycle.purge(self, cid, refs)
 
     def new_id(self, taken=None, like: str | None = None) -> str:
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.new_id(self, taken)
 
     def retarget(self, folder: Path, names: list[str], old: str, new: str) -> dict:
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.retarget(self, folder, names, old, new)
 
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
-        from samctl.stores.sam import checks
+        from samctl.stores.sam import checks  # (lazy: not loaded by ls or --help)
 
         return checks.check_tree(self, findings, fix)
 
@@ -597,8 +598,6 @@ def _scan_one(store, item) -> list:
 def _first_rejection(doc: dict) -> list | None:
     """[code, reason] of the first rule that makes SAM skip the file, or None (``doc`` as
     ``_parse`` decodes it: by orjson)."""
-    from samctl.stores.sam import decodable
-
     prob = decodable.first_error(doc, strict_json=True)
     if prob is not None:
         return ["sam-reject", f"SAM would skip this conversation: {prob.where}: {prob.reason}"]
