@@ -16,6 +16,9 @@ Invariants:
   A worker process writing for a batch of its parent's (``synced_by_parent``)
   leaves its fsyncs to the parent's barriers: a ``syncfs`` of a file system
   writes out every process's writes on it, and the parent notes the folders.
+
+Documented exceptions (raw ``os`` calls elsewhere): ``cli/__init__._to_devnull`` opens /dev/null; SQLite
+files are opened by ``stores/sqlite.py`` (and new ones created by ``stores/sam`` ``create_*_db``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ import stat
 import sys
 import time
 from pathlib import Path
+import fcntl
+import hashlib
+import threading
 
 from samctl.errors import FileProblem, UnsafePath
 
@@ -46,7 +52,7 @@ _tmp_counter = itertools.count()
 fault_hook = None
 
 
-def _step(name: str) -> None:
+def step(name: str) -> None:
     if fault_hook is not None:
         fault_hook(name)
 
@@ -224,17 +230,17 @@ def write_atomic(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) ->
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         try:
-            _step("tmp-write")
+            step("tmp-write")
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
             os.fchmod(fd, mode)  # the umask may have taken bits we want, never adds any
-            _step("fsync")
+            step("fsync")
             _fsync(fd)
         finally:
             os.close(fd)
-        _step("rename")
+        step("rename")
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -242,7 +248,7 @@ def write_atomic(path: str | os.PathLike, data: bytes, mode: int = FILE_MODE) ->
         except OSError:
             pass
         raise
-    _step("dir-fsync")
+    step("dir-fsync")
     fsync_dir(parent)
 
 
@@ -269,8 +275,6 @@ def atomic_writer(path: str | os.PathLike, mode: int = FILE_MODE):
 def flock_held(path: str | os.PathLike) -> bool:
     """True if some process holds an exclusive or shared ``flock`` on ``path`` right now.  A probe:
     nothing is created or written (a missing file, or one that cannot be opened, is not held)."""
-    import fcntl
-
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -425,7 +429,7 @@ def cache_unusable(path) -> str | None:
 
 
 # --- pieces for multi-step moves (attic, compact) --------------------------------
-# Each function calls ``_step`` before the operation that changes the disk, so
+# Each function calls ``step`` before the operation that changes the disk, so
 # the fault-injection tests can stop a command at every write step.
 
 def create_temp(path: str | os.PathLike, mode: int = FILE_MODE, buffering: int = 1 << 20):
@@ -436,7 +440,7 @@ def create_temp(path: str | os.PathLike, mode: int = FILE_MODE, buffering: int =
     ``discard_temp``); nothing appears at ``path`` before ``commit_temp``.
     """
     _, tmp = _temp_sibling(path)
-    _step("tmp-write")
+    step("tmp-write")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     return tmp, os.fdopen(fd, "wb", buffering=buffering)
 
@@ -448,7 +452,7 @@ def finish_temp(f, mode: int = FILE_MODE, mtime_ns: int | None = None) -> None:
         os.fchmod(f.fileno(), mode)
         if mtime_ns is not None:
             os.utime(f.fileno(), ns=(mtime_ns, mtime_ns))
-        _step("fsync")
+        step("fsync")
         _fsync(f.fileno())
     finally:
         f.close()
@@ -463,13 +467,13 @@ def commit_temp(tmp: str | os.PathLike, path: str | os.PathLike, sync_dir: bool 
     removed: nothing else would remove it.
     """
     try:
-        _step("rename")
+        step("rename")
         os.replace(tmp, path)
     except BaseException:
         discard_temp(tmp)
         raise
     if sync_dir:
-        _step("dir-fsync")
+        step("dir-fsync")
         fsync_dir(os.path.dirname(os.fspath(path)))
 
 
@@ -521,8 +525,6 @@ def sha256_of(path: str | os.PathLike) -> tuple[int, str]:
 
 def sha256_of_file(f) -> tuple[int, str]:
     """``(size, sha256 hex)`` of the rest of the open binary file ``f``, read in 1 MiB pieces."""
-    import hashlib
-
     h, n = hashlib.sha256(), 0
     while b := f.read(MIB):
         h.update(b)
@@ -530,9 +532,66 @@ def sha256_of_file(f) -> tuple[int, str]:
     return n, h.hexdigest()
 
 
+# --- raw pieces for callers that hold a file descriptor or pace their own steps ------------
+# None of these calls ``step``: a caller that changes a store's files calls it first.
+
+
+def open_read_fd(path: str | os.PathLike, nofollow: bool = True) -> int:
+    """A read-only fd (``O_CLOEXEC``; ``O_NOFOLLOW`` unless told): for fstat/fsync/mmap of a file samctl
+    checks itself.  Raises OSError."""
+    return os.open(path, os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW if nofollow else 0))
+
+
+def open_dir_fd(path: str | os.PathLike) -> int:
+    """A read-only fd of a folder, for ``*at`` calls relative to it.  Raises OSError."""
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def open_lock_file(path: str | os.PathLike, nonblock: bool = False) -> int:
+    """A read-write fd of a lock file, created 0600 if missing, never through a symlink (``nonblock``: a FIFO
+    put there does not block the open).  Raises OSError."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_NONBLOCK if nonblock else 0)
+    return os.open(path, flags, FILE_MODE)
+
+
+def open_append_fd(path: str | os.PathLike) -> int:
+    """A write-only, append-only fd of an existing file, never through a symlink.  Raises OSError."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def make_dir(path: str | os.PathLike) -> None:
+    """Create one folder, 0700 (its parent must exist).  Raises OSError (FileExistsError if it is there)."""
+    os.mkdir(path, DIR_MODE)
+
+
+def remove_dir_if_empty(path: str | os.PathLike) -> bool:
+    """Remove ``path`` if it is an empty folder; False when it could not be (not empty, gone, refused)."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
+
+
+def rename(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """``os.rename`` (same file system; the caller fsyncs the folders).  Raises OSError (EXDEV across)."""
+    os.rename(src, dst)
+
+
+def unlink(path: str | os.PathLike, missing_ok: bool = True) -> bool:
+    """Unlink one file, of samctl's own cache (no fault step).  True if it was there; raises other OSErrors."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+        return False
+    return True
+
+
 def remove(path: str | os.PathLike, missing_ok: bool = True) -> bool:
     """Unlink one file (never a folder, never through a symlink). True if it was there."""
-    _step("unlink")
+    step("unlink")
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -591,9 +650,9 @@ def _remove_dir_tree(path: Path) -> None:
             if os.path.islink(p):
                 remove(p)
             else:
-                _step("rmdir")
+                step("rmdir")
                 os.rmdir(p)
-    _step("rmdir")
+    step("rmdir")
     os.rmdir(path)
 
 
@@ -604,7 +663,7 @@ def place_new(src: str | os.PathLike, dst: str | os.PathLike, sync_dir: bool = T
     bytes are copied to a temp sibling of ``dst`` first.  Raises
     FileExistsError if ``dst`` exists.  ``src`` is left in place.
     """
-    _step("link")
+    step("link")
     try:
         os.link(src, dst, follow_symlinks=False)
     except OSError as exc:
@@ -615,7 +674,7 @@ def place_new(src: str | os.PathLike, dst: str | os.PathLike, sync_dir: bool = T
             tmp = write_temp(dst, f.read(), stat.S_IMODE(st.st_mode))
         try:
             os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-            _step("link")
+            step("link")
             os.link(tmp, dst)
         finally:
             discard_temp(tmp)
@@ -634,7 +693,7 @@ def move_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     if renameat2 is _UNSET:
         renameat2 = _load_renameat2()
     if renameat2 is not None:
-        _step("rename")
+        step("rename")
         try:
             renameat2(os.fspath(src), os.fspath(dst))
             return
@@ -650,7 +709,7 @@ def _libc(name: str):
     if not sys.platform.startswith("linux"):
         return None, None
     try:
-        import ctypes
+        import ctypes  # (lazy: ctypes: not loaded by ls or --help)
 
         return getattr(ctypes.CDLL(None, use_errno=True), name), ctypes
     except (OSError, AttributeError):  # an old glibc, or another libc
@@ -677,7 +736,7 @@ def create_new(path: str | os.PathLike, mode: int = FILE_MODE):
     Returns an unbuffered file (writes go straight to the descriptor: use
     ``write_all``).  Finish it with ``finish_temp``; the caller fsyncs the folder.
     """
-    _step("tmp-write")
+    step("tmp-write")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     return os.fdopen(fd, "wb", buffering=0)
 
@@ -754,8 +813,6 @@ class SyncBatch:
             self._start_early()
 
     def _start_early(self) -> None:
-        import threading
-
         self.noted = 0
         self.early = threading.Thread(target=self._write_back, args=(list(self.fds.values()),),
                                       name="samctl-writeback", daemon=True)
@@ -795,7 +852,7 @@ class SyncBatch:
 
     def barrier(self) -> None:
         """Everything written in the batch so far is on disk when this returns."""
-        _step("sync")
+        step("sync")
         self.flush()
 
     def flush(self) -> None:
@@ -817,7 +874,7 @@ class _NoBatch:
     """What ``sync_batch`` yields where writes are not deferred: every write fsyncs itself."""
 
     def barrier(self) -> None:
-        _step("sync")
+        step("sync")
 
     def note_written(self, folder, nbytes: int) -> None:
         pass  # (each of those writes was fsynced by the process that made it)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.errors import Busy, SamctlError, UnsafePath
+from samctl.model import WARNING, Finding
 
 
 def samctl_dir(store) -> Path:
@@ -63,7 +64,7 @@ def _open_lock(store) -> tuple[Path, int]:
     path = folder / "lock"
     try:
         fsafe.make_private_dir(folder)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+        fd = fsafe.open_lock_file(path, nonblock=True)
     except OSError as exc:
         st = fsafe.lstat(path)
         if st is not None and not stat.S_ISREG(st.st_mode):
@@ -112,8 +113,6 @@ def ensure_app_idle(store, ids=(), force: bool = False) -> None:
 def would_refuse(store, ids=(), force: bool = False) -> list:
     """Warnings for what would make the real run refuse right now (exit 5): the owning app using
     what it would touch, another samctl holding the lock.  Read-only (nothing is created)."""
-    from samctl.model import WARNING, Finding
-
     out = []
     try:
         ensure_app_idle(store, ids, force)

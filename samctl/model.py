@@ -17,6 +17,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+import os
 
 from samctl import fsafe
 from samctl.errors import SamctlError
@@ -56,10 +57,6 @@ class Finding:
 def _shown(path) -> str:
     """An absolute path by samctl's one rule (``fsafe.shown``); anything else as it is (a path built
     from a relative --root already is relative to the current folder; some "paths" are ids)."""
-    import os
-
-    from samctl import fsafe
-
     return fsafe.shown(path) if isinstance(path, str) and os.path.isabs(path) else path
 
 

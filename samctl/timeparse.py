@@ -12,6 +12,7 @@ import time
 from datetime import datetime, timedelta, timezone, tzinfo
 
 from samctl.errors import UsageError
+from samctl.safetext import quoted
 
 # RFC 3339 / ISO-8601 with any fraction width (mermaid writes 0/3/6/9 digits,
 # SAM writes none, SQLite.swift writes 3 and no zone).
@@ -166,6 +167,4 @@ def format_local(ts: float | None) -> str:
 
 
 def _quoted(text) -> str:
-    from samctl.safetext import quoted
-
     return quoted(text)

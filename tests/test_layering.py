@@ -104,8 +104,10 @@ def concrete(mod: str, pkg: Path = PKG) -> str | None:
 
 
 def store_imports(g: dict, pkg: Path = PKG) -> list:
-    """Imports of a concrete store package from outside ``stores/`` (where the registry picks the store)."""
-    return sorted((m, t) for m, ts in g.items() for t in ts if concrete(t, pkg) and layer(m) != "stores")
+    """Imports of a concrete store package from outside ``stores/`` (where the registry picks the store), or
+    from another concrete store (what two stores share lives in ``stores/`` itself, e.g. ``stores/sqlite``)."""
+    return sorted((m, t) for m, ts in g.items() for t in ts if concrete(t, pkg) and (
+        layer(m) != "stores" or concrete(m, pkg) not in (None, concrete(t, pkg))))
 
 
 def name_branches(pkg: Path = PKG) -> list:
@@ -145,7 +147,8 @@ def _tree(tmp_path, files: dict) -> Path:
         p = tmp_path / "samctl" / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
-    (tmp_path / "samctl" / "stores" / "sam").mkdir(parents=True, exist_ok=True)
+    for name in ("sam", "llm"):
+        (tmp_path / "samctl" / "stores" / name).mkdir(parents=True, exist_ok=True)
     return tmp_path / "samctl"
 
 
@@ -154,6 +157,7 @@ def _tree(tmp_path, files: dict) -> Path:
     ({"search/a.py": "from samctl.attic import b\n", "attic/b.py": ""}, wrong_way),
     ({"core/a.py": "def f():\n    from samctl.core import b\n", "core/b.py": "import samctl.core.a\n"}, cycles),
     ({"core/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
+    ({"stores/llm/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
 ])
 def test_the_checks_catch_what_they_forbid(tmp_path, files, check):
     pkg = _tree(tmp_path, files)
@@ -164,3 +168,22 @@ def test_the_checks_catch_what_they_forbid(tmp_path, files, check):
 def test_a_name_branch_is_caught(tmp_path):
     pkg = _tree(tmp_path, {"core/a.py": "def f(store):\n    return store.name == 'sam'\n"})
     assert name_branches(pkg) == ["samctl.core.a:2"]
+
+
+def unexplained_lazy_imports(pkg: Path = PKG) -> list:
+    """Imports inside a function outside ``cli/`` (where they keep start-up fast) without a one-line reason
+    (``# (lazy: ...)``): the others belong at the top of the module."""
+    out = []
+    for mod, path in modules(pkg).items():
+        if layer(mod) == "cli":
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for f in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out += [f"{mod}:{n.lineno}" for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))
+                        and "# (lazy: " not in lines[n.lineno - 1]]
+    return sorted(set(out))
+
+
+def test_every_lazy_import_says_why():
+    assert unexplained_lazy_imports() == []

@@ -24,6 +24,7 @@ from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.attic.journal import drop_journal, pending, settle, write_journal
 from samctl.errors import SamctlError
+from samctl.attic import tarzst
 
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
 _BACKUP_RE = re.compile(r".+\.([0-9]{8}T[0-9]{6}Z)\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
@@ -216,7 +217,7 @@ def _ends_torn(path: Path) -> bool:
 
 
 def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
-    from samctl.stores import logtail
+    from samctl.stores import logtail  # (lazy: not loaded by ls or --help)
 
     read = store.read_event_log(path, READ_CAP)
     fix = logtail.plan(path, read)
@@ -304,8 +305,6 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
 def _history_estimate(data: bytes, level: int) -> int:
     """About what the history segment of ``data`` takes in the attic: compressed, plus the tar blocks
     (mostly zeros) and the manifest."""
-    from samctl.attic import tarzst
-
     return len(tarzst.compressor(level, 0).compress(data)) + 1024
 
 
@@ -366,7 +365,7 @@ def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: in
         return False
     opened: list[int] = []
     try:
-        fd_new = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        fd_new = fsafe.open_read_fd(tmp, nofollow=False)
         opened.append(fd_new)
         fsafe.commit_temp(tmp, path)
         watch, waited = SETTLE_SECONDS, 0.0
@@ -405,7 +404,7 @@ def _put_back(path: Path, mode: int, content: bytes, replaced: list, cur_fd: int
         if os.fstat(cur_fd).st_size != cur_base + len(tail):
             fsafe.discard_temp(tmp)  # more arrived meanwhile: read again
             continue
-        nfd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        nfd = fsafe.open_read_fd(tmp, nofollow=False)
         opened.append(nfd)
         fsafe.commit_temp(tmp, path)
         content = candidate

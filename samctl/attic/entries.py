@@ -217,7 +217,7 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
     def sink(m: Member, ti, chunks) -> bool:
         target = f"{base}/{m.name}"  # a safe member name: plain components, checked by _scan
         if m.type == "dir":
-            os.mkdir(target, fsafe.DIR_MODE)
+            fsafe.make_dir(target)
             names.append(m.name)
             return True
         parent = os.path.dirname(target) if "/" in m.name else base

@@ -104,8 +104,8 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None
         dst, src = f"{conv}/{n}", f"{stage}/{n}"
         if m.type == "dir":
             if fsafe.lstat(dst) is None:
-                fsafe._step("mkdir")
-                os.mkdir(dst, fsafe.DIR_MODE)
+                fsafe.step("mkdir")
+                fsafe.make_dir(dst)
             continue
         parent = os.path.dirname(dst) if "/" in n else conv
         pst = fsafe.lstat(parent) if parent != conv else conv_st
@@ -394,10 +394,7 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
             fsafe.remove(p)
     for m, p in sorted(present, key=lambda mp: -mp[0].name.count("/")):
         if m.type == "dir":
-            try:
-                os.rmdir(p)
-            except OSError:
-                pass
+            fsafe.remove_dir_if_empty(p)
     fsafe.fsync_dir(store.conv_dir)
     if fsafe.lstat(trash) is not None:
         fsafe.remove_tree(trash)

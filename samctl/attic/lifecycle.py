@@ -10,7 +10,6 @@ Design notes: docs/attic.md, "attic/lifecycle.py".
 from __future__ import annotations
 
 import errno
-import os
 import stat
 import sys
 import time
@@ -469,9 +468,9 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     if stat.S_ISDIR(stats[0].st_mode) and first.parent == store.conv_dir:
         # SAM: the whole folder leaves conversations/ in one rename, then is deleted.
         trash = attic / atticmod.STAGING / f"{stem}.trash"
-        fsafe._step("rename")
+        fsafe.step("rename")
         try:
-            os.rename(first, trash)
+            fsafe.rename(first, trash)
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise  # (a read-only conversations folder: nothing may be deleted in place either)
@@ -483,10 +482,7 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     for p in _removal_order(files):
         fsafe.remove(p)
     for p in sorted((p for p in paths if p not in files), key=lambda p: -len(p.parts)):
-        try:
-            os.rmdir(p)
-        except OSError:
-            pass
+        fsafe.remove_dir_if_empty(p)
     fsafe.fsync_dir(store.conv_dir)
 
 

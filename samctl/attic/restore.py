@@ -222,7 +222,7 @@ def _restore_batch(store, plans: list) -> list:
     folder = attic / atticmod.STAGING / f"{plans[0].entry.stem}.{os.getpid()}"
     if fsafe.lstat(folder) is not None:
         fsafe.remove_tree(folder)
-    os.mkdir(folder, fsafe.DIR_MODE)
+    fsafe.make_dir(folder)
     out, staged, placed, left = [], [], [], []
     with fsafe.sync_batch() as sync:
         for r, exc in _stage_all(store, folder, plans, sync):
@@ -383,7 +383,7 @@ def _claim(folder: Path, i: int, r: _Restore, claimed: set) -> None:
         r.staging = folder
     else:
         r.staging = folder / str(i)
-        os.mkdir(r.staging, fsafe.DIR_MODE)
+        fsafe.make_dir(r.staging)
 
 
 def _extract(store, folder: Path, r: _Restore, archive=None) -> None:

@@ -45,7 +45,7 @@ def check_written(entry: Entry, w: Written) -> list:
 def read_back(entry: Entry, compressed: bytes, tar: bytes | None) -> list:
     """Findings unless the archive file holds ``compressed`` and (unless ``tar`` is None: that
     was checked where they were made) that decompresses to ``tar``."""
-    import zstandard
+    import zstandard  # (lazy: zstandard: slow to import)
 
     try:
         back = fsafe.read_capped(entry.tar_path, len(compressed))
@@ -128,7 +128,7 @@ def read_ahead(entry: Entry):
     if isinstance(data, bytes) and (n, digest) == (entry.tar_size, entry.tar_sha256):
         cap = decompressed_cap(entry)
         if cap <= DECOMPRESS_AHEAD:
-            import zstandard
+            import zstandard  # (lazy: zstandard: slow to import)
 
             try:
                 tar = _decompress_whole(data, cap)
@@ -148,9 +148,9 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
     sink made: a big tar is then first read by ``_scan_plain_stream``, and read
     again with ``tarfile`` (after ``undo``) if it is not laid out as samctl writes.
     """
-    import tarfile
+    import tarfile  # (lazy: tarfile: not loaded by ls or --help)
 
-    import zstandard
+    import zstandard  # (lazy: zstandard: slow to import)
 
     if sum(m.size for m in entry.members) > absolute_cap:
         return [finding(entry, "attic-too-large", f"the manifest claims {entry.original_size} bytes, over the "
@@ -274,7 +274,7 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
 def _decompress_whole(data: bytes, cap: int) -> bytes | None:
     """The content of ``data`` in one call, when it is one zstd frame whose header declares a size
     within ``cap`` (zstd holds a frame to its declared size, so that bounds the memory); else None."""
-    import zstandard
+    import zstandard  # (lazy: zstandard: slow to import)
 
     try:
         size = zstandard.frame_content_size(data)

@@ -25,6 +25,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+import threading
 
 from samctl import fsafe
 from samctl.errors import FileProblem, UnsafePath
@@ -122,8 +123,7 @@ class Sha256:
         self.h = hashlib.sha256()
         self.q = None
         if size >= _THREAD_MIN:
-            import queue
-            import threading
+            import queue  # (lazy: queue: not loaded by ls or --help)
 
             self.q = queue.Queue(8)
             self.t = threading.Thread(target=self._run, daemon=True)
@@ -165,7 +165,7 @@ def helper():
     reading) while the caller's thread decompresses or writes: started once, reused."""
     global _helper
     if _helper is None:
-        import concurrent.futures
+        import concurrent.futures  # (lazy: concurrent: not loaded by ls or --help)
 
         _helper = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="samctl-helper")
     return _helper
@@ -194,13 +194,13 @@ def _context(key, make):
 
 
 def compressor(level: int, threads: int):
-    import zstandard
+    import zstandard  # (lazy: zstandard: slow to import)
 
     return _context(("c", level, threads), lambda: zstandard.ZstdCompressor(level=level, threads=threads))
 
 
 def decompressor():
-    import zstandard
+    import zstandard  # (lazy: zstandard: slow to import)
 
     return _context("d", lambda: zstandard.ZstdDecompressor(max_window_size=_WINDOW_CAP))
 
@@ -225,7 +225,7 @@ def build(store, paths: list, level: int) -> Written:
     members, tar = tar_in_memory(store, paths)
     compressed = compressor(level, 0).compress(tar)
     w = Written(members, len(compressed), hashlib.sha256(compressed).hexdigest(), compressed, tar)
-    import zstandard
+    import zstandard  # (lazy: zstandard: slow to import)
 
     try:
         if decompressor().decompress(compressed, max_output_size=len(tar)) == tar:
@@ -248,7 +248,7 @@ def write(store, paths: list, f, level: int, in_memory: bool, total: int, built:
 def tar_streamed(store, paths: list, f, level: int, total: int | None = None) -> tuple[list, int, str]:
     """Stream the tar of ``paths`` through zstd into ``f``: (members, compressed size, its sha256).
     ``total``: their size, if the caller has it."""
-    import tarfile
+    import tarfile  # (lazy: tarfile: not loaded by ls or --help)
 
     if total is None:
         total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
@@ -265,7 +265,7 @@ def tar_streamed(store, paths: list, f, level: int, total: int | None = None) ->
 
 def tar_in_memory(store, paths: list) -> tuple[list, bytes]:
     """The tar of ``paths``, byte for byte what ``tar_streamed`` would compress: (members, tar)."""
-    import tarfile
+    import tarfile  # (lazy: tarfile: not loaded by ls or --help)
 
     parts, members = [], []
     offset = 0
@@ -336,7 +336,7 @@ def read_exactly(f, n: int) -> bytes:
 
 def _tarinfo(store, p: Path):
     """(TarInfo, lstat) of a file or folder of the store, as the tar records it: no owner, whole seconds."""
-    import tarfile
+    import tarfile  # (lazy: tarfile: not loaded by ls or --help)
 
     st = os.lstat(p)
     ti = tarfile.TarInfo(member_name(store, p))

@@ -62,7 +62,7 @@ def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw,
         else:
             tty = sys.stdout.isatty()
             text = render.to_text(conv, reasoning=reasoning, include_hidden=show_all,
-                                  style=_style if tty else render._plain, min_importance=min_importance)
+                                  style=_style if tty else render.plain_style, min_importance=min_importance)
             _page(text, pager)
     report_findings(findings)
     finish(findings)

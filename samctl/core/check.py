@@ -13,6 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from samctl.model import WARNING
+from samctl.lock import ensure_app_idle, store_lock
+from samctl.attic import entries as attic
 
 
 @dataclass
@@ -40,15 +42,13 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
     """Every finding of ``store``; with ``fix``, under samctl's lock, after making sure the owning
     app is not using the store (SAM running: Busy unless ``force``; a live mermaid session's
     files are left alone unless ``force``, each said so)."""
-    from samctl.attic import journal as repair
+    from samctl.attic import journal as repair  # (lazy: not loaded by ls or --help)
 
     report = CheckReport()
     if not fix:
         report.fixes = store.check(report.findings)
         pending = repair.pending_moves(store)
     else:
-        from samctl.lock import ensure_app_idle, store_lock
-
         ensure_app_idle(store, (), force)  # before the lock: a refusal writes nothing
         with store_lock(store, lock_wait):
             ensure_app_idle(store, (), force)
@@ -72,7 +72,6 @@ def _missing_scopes_in_attic(store, findings: list) -> None:
     missing = [f for f in findings if f.code == "scope-missing"]
     if not missing:
         return
-    from samctl.attic import entries as attic
 
     in_attic = attic.named_ids(store, attic.RESTORABLE)
     for f in missing:

@@ -25,7 +25,10 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+import json
 from typing import Callable
+
+import orjson
 
 from samctl import fsafe
 from samctl.render import text as render
@@ -35,6 +38,8 @@ from samctl.model import INFO, Finding
 from samctl.timeparse import format_utc
 from samctl.errors import SamctlError, UsageError
 from samctl.stores import exporter
+from samctl.stores.resolve import resolve_many
+from samctl.core.listing import ListQuery, list_conversations
 
 FORMATS = ("markdown", "html", "json", "jsonl", "sam-package")
 EXTENSIONS = {"markdown": ".md", "html": ".html", "json": ".json", "jsonl": ".jsonl", "sam-package": ".sam.json"}
@@ -64,10 +69,7 @@ class Plan:
 def select_ids(store, ids, all_: bool, since, until, findings: list) -> list[str]:
     """The ids to export: the given ones (resolved, in order) or every listed conversation."""
     if all_:
-        from samctl.core.listing import ListQuery, list_conversations
-
         return [m.id for m in list_conversations(store, ListQuery(since=since, until=until), findings)]
-    from samctl.stores.resolve import resolve_many
 
     return resolve_many(store, ids)
 
@@ -97,13 +99,9 @@ def jsonl_rows(conv, include_hidden: bool):
 
 
 def _json_bytes(obj, indent: bool = True) -> bytes:
-    import orjson
-
     try:
         return orjson.dumps(obj, option=(orjson.OPT_INDENT_2 if indent else 0) | orjson.OPT_NON_STR_KEYS)
     except TypeError:  # an integer beyond 64 bits in a raw mermaid value
-        import json
-
         return json.dumps(obj, ensure_ascii=False, indent=2 if indent else None,
                           separators=None if indent else (",", ":")).encode("utf-8", "surrogateescape")
 
@@ -115,7 +113,7 @@ def render_one(fmt: str, store, conv, include_hidden: bool, findings: list, expo
         return render.to_markdown(conv, reasoning=True, include_hidden=include_hidden).encode("utf-8",
                                                                                                "surrogateescape")
     if fmt == "html":
-        from samctl.render import html
+        from samctl.render import html  # (lazy: not loaded by ls or --help)
 
         msgs = shown(conv, include_hidden)
         page = html.conversation_page(conv, msgs, len(conv.messages) - len(msgs), index_link)
@@ -256,7 +254,7 @@ def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, e
                             "updated_ts": conv.meta.updated_ts, "messages": len(shown(conv, include_hidden)),
                             "store": conv.meta.store})
     if index and entries:
-        from samctl.render import html
+        from samctl.render import html  # (lazy: not loaded by ls or --help)
 
         fsafe.write_atomic(folder / "index.html", html.index_page(entries).encode("utf-8", "surrogateescape"))
         res.files.append(str(folder / "index.html"))

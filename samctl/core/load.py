@@ -6,6 +6,7 @@ from samctl import fsafe
 from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.stores.resolve import resolve_id
 from samctl.errors import FileProblem
+from samctl.lock import held_by_another
 
 
 def load_conversation(store, text: str, findings: list):
@@ -15,9 +16,8 @@ def load_conversation(store, text: str, findings: list):
     conversation has it.  A conversation an interrupted move holds is shown
     as it is, with a pending-move finding (and no advice to recover it).
     """
-    from samctl.core.check import mark_held
-    from samctl.lock import held_by_another
-    from samctl.attic.journal import SETTLE, pending_ids
+    from samctl.core.check import mark_held  # (lazy: not loaded by ls or --help)
+    from samctl.attic.journal import SETTLE, pending_ids  # (lazy: not loaded by ls or --help)
 
     cid = resolve_id(store, text)
     start = len(findings)

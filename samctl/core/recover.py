@@ -59,7 +59,7 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
                 old = None
             if old is not None:
                 bak = backup_path(plan.target)
-                fsafe._step("bak")
+                fsafe.step("bak")
                 fsafe.write_atomic(bak, old)
                 plan.written.append(bak)
         fsafe.write_atomic(plan.target, plan.new_bytes)

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from samctl import fsafe
 from samctl.model import recency
+from samctl.stores.metacache import MetaCache
 
 
 def _month(ts) -> str | None:
@@ -64,8 +65,6 @@ def _counted(store, dbs: list, findings: list) -> int:
     stats cache while the database, its -wal and its -journal have the size and mtime they were
     counted at (SQLite changes one of them with every write).  Only a count that came with no
     finding, of files outside the racy window, is cached: a warm stats of 20,000 scopes opens none."""
-    from samctl.stores.metacache import MetaCache
-
     cache = MetaCache(f"{store.name}-memories", store.root_real, store.use_cache)
     known = cache.load()
     fresh: dict = {}

@@ -21,9 +21,12 @@ import hashlib
 import re
 from html import escape
 from urllib.parse import quote
+from datetime import datetime, timezone
 
 from samctl.render import text as render
 from samctl.timeparse import format_local
+from samctl import __version__
+from samctl.render.text import args_json
 
 CSS = """
 :root{--fg:#1d1d1f;--muted:#6b6b70;--bg:#fff;--card:#f6f6f8;--line:#dedee3;--user:#0a6b3d;--assistant:#0b4f8a;
@@ -106,8 +109,6 @@ def _e(s) -> str:
 
 
 def _head(title: str) -> str:
-    from samctl import __version__
-
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
@@ -150,15 +151,12 @@ def body_html(text: str) -> str:
 
 
 def _pretty_args(arguments) -> str:
-    from samctl.render.text import args_json
-
     return args_json(arguments, 2)
 
 
 def _iso_utc(ts) -> str:
     if ts is None:
         return ""
-    from datetime import datetime, timezone
 
     try:
         return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -222,8 +220,6 @@ def message_html(msg, n: int) -> str:
 
 def conversation_page(conv, messages, hidden_count: int = 0, index_link: bool = False) -> str:
     """One conversation as a complete HTML document (``messages``: the ones to show, in order)."""
-    from samctl import __version__
-
     m = conv.meta
     facts = [("id", f"<code>{_e(m.id)}</code>"), ("store", _e(m.store))]
     if conv.model:

@@ -14,6 +14,8 @@ import re
 
 from samctl.timeparse import format_local
 from samctl.safetext import one_line, safe_text
+from samctl.model import last_activity
+from samctl.importance import message_importance
 
 def _args(arguments) -> str:
     value = arguments
@@ -46,13 +48,11 @@ def args_json(arguments, indent: int | None = None, quote: bool = False) -> str:
         return arguments if isinstance(arguments, str) else repr(arguments)[:100_000]
 
 
-def _plain(text, tag):
+def plain_style(text, tag):
     return text
 
 
 def header_lines(conv) -> list[str]:
-    from samctl.model import last_activity
-
     m = conv.meta
     bits = [m.id, m.store]
     if conv.model:
@@ -76,14 +76,12 @@ def visible(messages, include_hidden: bool, min_importance: float | None = None)
         if msg.hidden and not include_hidden:
             continue
         if min_importance is not None:
-            from samctl.importance import message_importance
-
             if message_importance(msg) < min_importance:
                 continue
         yield msg
 
 
-def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=_plain,
+def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=plain_style,
             min_importance: float | None = None) -> str:
     title, info = header_lines(conv)
     out = [style(one_line(title), "title"), style(safe_text(info), "dim"), ""]  # the title: one line, as in ls

@@ -60,7 +60,7 @@ def _find_seed(store, like: str, sources):
 
 def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
     """The hits of ``q`` (``q.like`` set): ``search`` hands it over after checking the query and scope."""
-    np = ix._np()
+    np = ix.load_numpy()
     disc: list = []
     sources = _memory_sources(store, scope, disc)
     mid, blob, content, _cid, _path = _find_seed(store, q.like, _memory_sources(store, None, []) if scope else sources)

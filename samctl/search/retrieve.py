@@ -14,6 +14,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
+import bisect
 
 from samctl.search import index as ix
 from samctl.search import scoring
@@ -21,6 +22,8 @@ from samctl.search.hits import (KIND_ORDER, RESCORE_MARGIN, Hit, SearchQuery, ex
                               snippet, sort_key)
 from samctl.stores.resolve import Listed, resolve_id
 from samctl.errors import NotFound, UsageError
+from samctl.model import ERROR, Finding
+from samctl.errors import FileProblem
 
 WHERE = ("memories", "messages", "all")
 EPS = 1e-4  # bound on |float32 approximate score - exact score|, with a wide margin
@@ -71,7 +74,7 @@ def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
     where = _check(store, q)
     scope = resolve_scope(store, q.conversations)
     if q.like:
-        from samctl.search import like
+        from samctl.search import like  # (lazy: not loaded by ls or --help)
 
         return like.search_like(store, q, scope, findings)
     if q.limit == 0:
@@ -96,7 +99,7 @@ def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
 
 def _masks(idx, q: SearchQuery, where: str, scope: set | None):
     """(segment, mask of the rows the filters keep) for every segment with at least one."""
-    np = ix._np()
+    np = ix.load_numpy()
     for seg in idx.segments:
         if not seg.rows:
             continue
@@ -124,7 +127,7 @@ def _search_in_parts(store, q: SearchQuery, where: str, scope, findings: list, p
     """``search`` without the index: the store's rows are read into an index in memory one part
     at a time (``ix.memory``); each part's candidates are kept, the part let go.  The results are
     those of the whole index, candidate for candidate: see ``_cut``."""
-    from samctl.search.index import memory
+    from samctl.search.index import memory  # (lazy: not loaded by ls or --help)
 
     convs: dict = {}
     kept, total = None, 0
@@ -155,13 +158,13 @@ class _Candidates:
     def join(a: "_Candidates", b: "_Candidates") -> "_Candidates":
         if isinstance(a.keys, list):
             return _Candidates(a.keys + b.keys, a.hits + b.hits)
-        return _Candidates(ix._np().concatenate([a.keys, b.keys]), a.hits + b.hits)
+        return _Candidates(ix.load_numpy().concatenate([a.keys, b.keys]), a.hits + b.hits)
 
     def cut(self, limit: int) -> "_Candidates":
         if isinstance(self.keys, list):  # --exact: a total order, so exactly the first ``limit``
             keep = sorted(range(len(self.keys)), key=self.keys.__getitem__)[:limit]
             return _Candidates([self.keys[i] for i in keep], [self.hits[i] for i in keep])
-        np = ix._np()
+        np = ix.load_numpy()
         ((_, rows, keys),) = _cut([(None, np.arange(len(self.hits)), self.keys)], limit)
         return _Candidates(keys, [self.hits[i] for i in rows.tolist()])
 
@@ -211,7 +214,7 @@ def _cut(found: list, limit: int) -> list:
     whole's cut keeps, is the same; what a part's cut dropped is below that.  So parts can be
     cut one by one (``_search_in_parts``), and a cut of a cut changes nothing.  This needs a
     row's approximate score to be the same however the rows are split (``_scored_candidates``)."""
-    np = ix._np()
+    np = ix.load_numpy()
     total = sum(len(r) for _, r, _ in found)
     allscores = np.concatenate([s for _, _, s in found])
     kth = np.partition(allscores, total - limit)[total - limit]
@@ -230,7 +233,7 @@ def _cut(found: list, limit: int) -> list:
 
 
 def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candidates, int]:
-    np = ix._np()
+    np = ix.load_numpy()
     qv = scoring.embed(q.text)
     qt = scoring.tokens(q.text)
     nq = len(qt)
@@ -330,12 +333,12 @@ def _dots(vectors, q):
     depend on where it sits or how many rows there are (BLAS's can differ in the last bit), or
     near-ties would be cut differently in parts (``_search_in_parts``) than in the index.  Big
     matrices are split among threads (einsum lets go of the GIL): faster than BLAS's one call."""
-    np = ix._np()
+    np = ix.load_numpy()
     if len(vectors) < 2 * DOTS_CHUNK:
         return np.einsum("ij,j->i", vectors, q)
     global _dots_pool
     if _dots_pool is None:
-        import concurrent.futures
+        import concurrent.futures  # (lazy: concurrent: not loaded by ls or --help)
 
         _dots_pool = concurrent.futures.ThreadPoolExecutor(min(os.cpu_count() or 1, 4),
                                                            thread_name_prefix="samctl-dots")
@@ -352,9 +355,9 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
     """The rows holding the folded query, found in each segment's folded blob (``_rows_holding``);
     which of them can be among the first ``limit`` is decided on numpy arrays of their keys, and
     only those become Hits (a common word in 150,000 messages made 90,000 Hits: 8 s)."""
-    np = ix._np()
+    np = ix.load_numpy()
     needle = scoring.fold(q.text)  # as the index folds every text (rows.process)
-    nb = ix._enc(needle)
+    nb = ix.encode_text(needle)
     found = []  # (segment, rows)
     for seg, mask in _masks(idx, q, where, scope):
         rows = _rows_holding(seg, mask, nb)
@@ -400,9 +403,7 @@ def _rows_holding(seg, mask, nb: bytes):
     Searched run by run of the rows kept (a conversation's rows are together), with the buffer's
     own ``find``; after a match, the search goes on at the end of its row.  A match that runs from
     one row into the next counts for neither, and the search goes on in the next row."""
-    import bisect
-
-    np = ix._np()
+    np = ix.load_numpy()
     buf, base = seg.bufs["ltext"]
     off = seg.ltext_off.tolist()
     m = np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0]))
@@ -438,9 +439,6 @@ def touch(store, hits: list[Hit], findings: list | None = None) -> int:
     samctl's store lock and has checked that SAM is not running.  A memory.db that cannot or must
     not be written (``Store.touch_memories``) is left as it is: an error in ``findings`` (raised
     when no list is given); the others are still touched."""
-    from samctl.model import ERROR, Finding
-    from samctl.errors import FileProblem
-
     by_file: dict[str, list[str]] = {}
     for h in hits:
         if h.kind == "memory" and h.source and h.ref:

@@ -81,7 +81,7 @@ def text_boost(query_tokens: set[str], text: str) -> float:
 PIECE = 1 << 18  # characters: a text longer than this is split a piece at a time (``word_table``)
 
 
-def _pieces(text: str):
+def split_pieces(text: str):
     """``text`` in pieces of about ``PIECE`` characters, each cut just before a space or a newline,
     so that no word spans two pieces and folding (lowercase, NFC) a piece gives the same characters
     as folding the whole text there (neither changes across a space or a newline).  A piece with
@@ -113,17 +113,17 @@ class WordTable:
 
 def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
     """The distinct words of ``fold(text)`` split as SAM splits it, read a piece at a time
-    (``_pieces``), for texts too long to split at once: a 60 MB message split in one go is a list of
+    (``split_pieces``), for texts too long to split at once: a 60 MB message split in one go is a list of
     550 MB of words.  What is held besides the text is one piece's words and 21 bytes per distinct
     word.  Words of different pieces are told apart by Python's 64-bit string hash (two distinct
     words of one text with the same hash would count once: about one chance in 400,000 for a
     text of 10 million distinct words; a text of at most ``PIECE`` characters does not come here)."""
-    import numpy as np
+    import numpy as np  # (lazy: numpy: slow to import)
 
     hs, b1, b2, tok, keys = [], [], [], [], []
     seen: set = set()
     head = ""
-    for piece in _pieces(text.strip(SAM_WHITESPACE)):
+    for piece in split_pieces(text.strip(SAM_WHITESPACE)):
         _trim()
         low = fold(piece)
         if len(head) < 102:  # (the folded pieces, end to end, are the folded text)
@@ -152,7 +152,7 @@ def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
 
 def _table_counts(table: WordTable):
     """The word and stem hits of ``table`` per bucket: an int64 array of 256."""
-    import numpy as np
+    import numpy as np  # (lazy: numpy: slow to import)
 
     h = table.hits.ravel()
     return np.bincount(h[h >= 0].astype(np.int64), minlength=EMBED_DIM)
@@ -397,7 +397,7 @@ def embed_many(texts, chunk: int = 4096, tables: dict | None = None):
     which also bounds the temporary memory.  ``tables`` (text index -> its ``word_table``) saves
     reading a long text again when the caller has its table already.
     """
-    import numpy as np
+    import numpy as np  # (lazy: numpy: slow to import)
 
     texts = list(texts)
     n = len(texts)

@@ -106,7 +106,7 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
         return "mermaid", p, p.parent
     if p.name == ".mermaid" and (p / "conversations").is_dir():
         return "mermaid", p / "conversations", p
-    from samctl.stores import readers# other apps' stores (read-only): Claude Code, Codex CLI
+    from samctl.stores import readers  # (lazy: other apps' stores (read-only): Claude Code, Codex CLI)
 
     if (found := readers.detect(p)) is not None:
         return found
@@ -138,8 +138,8 @@ def _reader_store(p: Path):
     modules are imported only when a name says it may be one (every command locates its store)."""
     if not (p.name.lower().endswith((".db", ".zip")) or any(os.path.lexists(p / n) for n in _READER_NAMES)):
         return None
-    from samctl.stores.chatgpt.store import looks_like_export
-    from samctl.stores.llm.store import looks_like_llm
+    from samctl.stores.chatgpt.store import looks_like_export  # (lazy: import cycle)
+    from samctl.stores.llm.store import looks_like_llm  # (lazy: import cycle)
 
     db = looks_like_llm(p)
     if db is not None:

@@ -53,7 +53,7 @@ def apply(tail: TailRepair) -> Path | None:
         raise SamctlError(f"{tail.log} changed while samctl was reading it (another writer?); nothing was trimmed",
                           hint="make sure mermaid is not using the session, then run the command again")
     if tail.add_newline:
-        fd = os.open(tail.log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = fsafe.open_append_fd(tail.log)
         try:
             os.write(fd, b"\n")
             os.fsync(fd)
@@ -65,9 +65,9 @@ def apply(tail: TailRepair) -> Path | None:
         cut = f.read()
     torn = sibling(tail.log, "torn")
     fsafe.write_atomic(torn, cut)
-    fsafe._step("truncate")
+    fsafe.step("truncate")
     os.truncate(tail.log, tail.offset)
-    fd = os.open(tail.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = fsafe.open_read_fd(tail.log)
     try:
         os.fsync(fd)
     finally:

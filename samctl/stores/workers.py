@@ -11,8 +11,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+import signal
+import threading
+import time
+import collections
+import itertools
 
 from samctl.errors import SamctlError
+from samctl import fsafe
+from samctl.stores import store_class
+from samctl.stores.base import Caps
 
 MAX_JOBS = 4  # past this the disk, not the cores, is what limits a read of every file
 
@@ -33,12 +41,6 @@ PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent is s
 
 def _init(spec) -> None:
     global _store
-    import signal
-    import threading
-
-    from samctl import fsafe
-    from samctl.stores import store_class
-    from samctl.stores.base import Caps
 
     kind, conv, base, caps, parent = spec
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (not samctl's own handler, forked along: see cli.main)
@@ -50,8 +52,6 @@ def _init(spec) -> None:
 def _exit_with(parent: int) -> None:
     """Exit this worker once ``parent`` is no longer its parent (it died, and the worker was
     handed to init or a subreaper).  Polled: there is no portable way to be told."""
-    import time
-
     while os.getppid() == parent:
         time.sleep(PARENT_POLL)
     os._exit(1)
@@ -61,7 +61,7 @@ def _run(fn, part):
     try:
         return fn(_store, part)
     except Exception as exc:
-        import pickle
+        import pickle  # (lazy: pickle: not loaded by ls or --help)
 
         try:  # what the parent will do with it: an exception it cannot rebuild breaks the whole pool
             pickle.loads(pickle.dumps(exc))
@@ -78,11 +78,9 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
         for part in parts:
             yield fn(store, part)
         return
-    import collections
-    import concurrent.futures
-    import itertools
-    import multiprocessing
-    from concurrent.futures.process import BrokenProcessPool
+    import concurrent.futures  # (lazy: concurrent: not loaded by ls or --help)
+    import multiprocessing  # (lazy: multiprocessing: not loaded by ls or --help)
+    from concurrent.futures.process import BrokenProcessPool  # (lazy: concurrent: not loaded by ls or --help)
 
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     spec = (store.name, str(store.conv_dir), str(store.base), (store.caps.snapshot, store.caps.log, store.caps.other),

@@ -201,8 +201,8 @@ def test_scope_users_come_from_the_listing_cache_and_a_changed_file_is_read_agai
     monkeypatch.setattr(samstore, "RACY_SECONDS", 0)  # (utime just set every ctime: no 2 s wait)
     assert run("--root", sam_demo, "ls").exit_code == 0  # the cache now holds every conversation's topic
     parsed = []
-    real_parse = SamStore._parse
-    monkeypatch.setattr(SamStore, "_parse", lambda self, p: parsed.append(p) or real_parse(self, p))
+    real_parse = SamStore.parse_file
+    monkeypatch.setattr(SamStore, "parse_file", lambda self, p: parsed.append(p) or real_parse(self, p))
     assert open_store(str(sam_demo)).topic_refs() == {TOPIC: {PINNED}}
     assert parsed == []
     # the pinned conversation stops using the scope, another one (written later) starts

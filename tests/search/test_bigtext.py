@@ -28,7 +28,7 @@ def test_pieces_give_the_whole_texts_results(monkeypatch, text, piece):
     whole = (scoring.embed(text), scoring.embed_many([text, "short budget"]), scoring.text_boost(q, text),
              scoring.tokens(text))
     monkeypatch.setattr(scoring, "PIECE", piece)
-    assert "".join(scoring._pieces(text)) == text
+    assert "".join(scoring.split_pieces(text)) == text
     assert scoring.embed(text) == whole[0]
     assert (scoring.embed_many([text, "short budget"]) == whole[1]).all()
     assert scoring.text_boost(q, text) == whole[2]

@@ -1,6 +1,6 @@
 """The shortcuts of the event-log validator agree with its general rules, case for case.
 
-``_check_message`` and ``_state`` accept the usual line with fewer lookups; on anything
+``check_message`` and ``_state`` accept the usual line with fewer lookups; on anything
 else they defer to ``_message_problem`` / ``_state_problem``. A shortcut that accepted
 what the rule refuses would let samctl fold a line mermaid stops at.
 """
@@ -45,22 +45,22 @@ def _changes(keys):
 @given(_changes(E.MESSAGE_FIELDS), st.booleans())
 def test_message_shortcut_agrees_with_the_rule(changes, extra):
     m = _perturbed(BASE_MESSAGE, changes, extra)
-    assert E._check_message(m, "m") == E._message_problem(m, "m")
+    assert E.check_message(m, "m") == E._message_problem(m, "m")
 
 
 def test_message_shortcut_takes_every_valid_type_combination():
     base = BASE_MESSAGE
-    assert E._check_message(base, "m") is None
+    assert E.check_message(base, "m") is None
     for key, types in E._MESSAGE_OPTIONAL:
         sample = {str: "s", list: [], dict: {}, type(None): None}
         for t in types:
-            assert E._check_message({**base, key: sample[t]}, "m") is None, (key, t)
+            assert E.check_message({**base, key: sample[t]}, "m") is None, (key, t)
         for wrong in (1, 1.5, True):
-            assert E._check_message({**base, key: wrong}, "m") == f"m.{key} is {E._jtype(wrong)}"
-    assert E._check_message({**base, "timestamp": "2026-02-30T00:00:00Z"}, "m") == \
+            assert E.check_message({**base, key: wrong}, "m") == f"m.{key} is {E.json_type(wrong)}"
+    assert E.check_message({**base, "timestamp": "2026-02-30T00:00:00Z"}, "m") == \
         "m.timestamp is not an RFC 3339 time"
-    assert E._check_message({**base, "role": 1}, "m") == "m.role is an integer"
-    assert E._check_message({**base, "content": None}, "m") == "m.content is null"
+    assert E.check_message({**base, "role": 1}, "m") == "m.role is an integer"
+    assert E.check_message({**base, "content": None}, "m") == "m.content is null"
 
 
 @settings(max_examples=3000, deadline=None)

@@ -59,14 +59,14 @@ class BadIndex(Exception):
     """The index on disk cannot be used (the message says why); it will be rebuilt."""
 
 
-def _np():
-    import numpy as np
+def load_numpy():
+    import numpy as np  # (lazy: numpy: slow to import)
 
     return np
 
 
 def meta_dtype():
-    return _np().dtype(META_FIELDS)
+    return load_numpy().dtype(META_FIELDS)
 
 
 def index_dir(store) -> Path:
@@ -91,7 +91,7 @@ def token_key(tok: str) -> int:
     return TOKH[tok]
 
 
-def _enc(s: str) -> bytes:
+def encode_text(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
@@ -112,8 +112,8 @@ def row_crc_head(conv, kind, role, ctype, flags, pos, date, imp, dim, ntext: int
 
 
 def dedupe_key(conv: str, text: str, encoded: bytes | None = None) -> int:
-    """The key of conversation + NUL + text; ``encoded``, if given, is ``_enc(text)`` (no second copy
+    """The key of conversation + NUL + text; ``encoded``, if given, is ``encode_text(text)`` (no second copy
     of a long text is made)."""
-    h = hashlib.blake2b(_enc(conv + "\0"), digest_size=8)
-    h.update(_enc(text) if encoded is None else encoded)
+    h = hashlib.blake2b(encode_text(conv + "\0"), digest_size=8)
+    h.update(encode_text(text) if encoded is None else encoded)
     return int.from_bytes(h.digest(), "little")

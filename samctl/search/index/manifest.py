@@ -16,7 +16,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.search import scoring
-from samctl.search.index.format import DIM, INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TOKEN_HASH_NAME, BadIndex, _np
+from samctl.search.index.format import DIM, INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy
 from samctl.model import ERROR, Finding
 from samctl.errors import FileProblem
 
@@ -190,7 +190,7 @@ def read_manifest(path: Path, store) -> Manifest:
                 and _ints(src["end"], n)):
             raise BadIndex("manifest: bad source table")
         if n:
-            np = _np()
+            np = load_numpy()
             segs = np.array(src["segs"], dtype=np.int64)
             a, b = np.array(src["start"], dtype=np.int64), np.array(src["end"], dtype=np.int64)
             limit = np.array(rows + [0], dtype=np.int64)[segs]  # segs == -1 -> 0 (a source without rows)
@@ -214,7 +214,7 @@ def read_manifest(path: Path, store) -> Manifest:
 
 def alive_mask(rows: int, dead):
     """A bool array of ``rows``: False in the dead ranges ``[[start, end), ...]``."""
-    np = _np()
+    np = load_numpy()
     alive = np.ones(rows, dtype=bool)
     for a, b in dead:
         alive[a:b] = False

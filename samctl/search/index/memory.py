@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 
-from samctl.search.index.format import ARCHIVED, MESSAGE, _np
+from samctl.search.index.format import ARCHIVED, MESSAGE, load_numpy
 from samctl.search.index.manifest import Manifest, encode_manifest, findings_of
 from samctl.search.index.opened import Index
 from samctl.search.index.segment import SegmentWriter
@@ -62,7 +62,7 @@ def _messages_first(current: dict) -> list:
 def _index(seg, entries: dict, seen: list) -> Index:
     """The part ``seg`` as an Index, its archived copies of messages read so far hidden (``seen``
     gets its messages' keys)."""
-    np = _np()
+    np = load_numpy()
     kind = seg.meta["kind"]
     keys = seg.meta["dkey"]
     seen.append(keys[kind == MESSAGE])

@@ -23,7 +23,7 @@ import os
 import time
 from pathlib import Path
 
-from samctl.search.index.format import KINDS, BadIndex, _np, index_dir
+from samctl.search.index.format import KINDS, BadIndex, load_numpy, index_dir
 from samctl.search.index.manifest import Manifest, alive_mask, read_manifest
 from samctl.search.index.segment import Segment
 from samctl.search.index.sources import discover, stale
@@ -38,7 +38,7 @@ class Index:
     """
 
     def __init__(self, manifest: Manifest, segments: list[Segment], path: Path | None = None):
-        np = _np()
+        np = load_numpy()
         self.manifest = manifest
         self.segments = segments
         self.path = path
@@ -110,7 +110,7 @@ def state(store, verify: bool = True) -> dict:
     if verify:
         for seg in idx.segments:
             problems += seg.verify()
-    np = _np()
+    np = load_numpy()
     for seg in idx.segments:
         counts = np.bincount(seg.meta["kind"][seg.alive], minlength=3)
         for k, name in enumerate(KINDS):

@@ -13,9 +13,10 @@ import os
 from dataclasses import dataclass, field
 
 from samctl.search import scoring
-from samctl.search.index.format import (ARCHIVED, CTYPES, DIM, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, _enc, _np,
+from samctl.search.index.format import (ARCHIVED, CTYPES, DIM, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, encode_text, load_numpy,
                                       dedupe_key, meta_dtype, row_crc)
 from samctl.search.index.sources import Source
+from samctl.stores import workers
 
 CHUNK_SOURCES = 48  # sources per unit of work (and per progress report)
 PARALLEL_MIN_SOURCES = 256  # fewer sources to read than this: no worker processes
@@ -100,21 +101,21 @@ def _blob(pieces) -> tuple:
     for b in pieces:
         out += b
         lens.append(len(b))
-    return out, _np().array(lens, dtype=_np().int64)
+    return out, load_numpy().array(lens, dtype=load_numpy().int64)
 
 
 def _folded_blob(texts) -> tuple:
-    """``_blob`` of ``_enc(scoring.fold(t))`` for each text; a long text folded and appended a piece
+    """``_blob`` of ``encode_text(scoring.fold(t))`` for each text; a long text folded and appended a piece
     at a time (folding does not change across the spaces and newlines the pieces are cut at:
-    ``scoring._pieces``), so its folded form is never held whole besides the blob."""
+    ``scoring.split_pieces``), so its folded form is never held whole besides the blob."""
     out = bytearray()
     lens = []
     for t in texts:
         before = len(out)
-        for piece in scoring._pieces(t) if len(t) > scoring.PIECE else (t,):
-            out += _enc(scoring.fold(piece))
+        for piece in scoring.split_pieces(t) if len(t) > scoring.PIECE else (t,):
+            out += encode_text(scoring.fold(piece))
         lens.append(len(out) - before)
-    return out, _np().array(lens, dtype=_np().int64)
+    return out, load_numpy().array(lens, dtype=load_numpy().int64)
 
 
 def _bounded_key(tok: str) -> int:
@@ -126,7 +127,7 @@ def _bounded_key(tok: str) -> int:
 
 def process(batches: list[Batch]) -> Chunk:
     """Embed, tokenise and pack the rows of some sources."""
-    np = _np()
+    np = load_numpy()
     if len(TOKH) > 1 << 20:
         TOKH.clear()
     texts = [t for b in batches for t in b.texts]
@@ -162,9 +163,9 @@ def process(batches: list[Batch]) -> Chunk:
     cstrs = [names[i] for i in convs]
     # The blobs are built text by text: a long text's bytes are never held twice (its UTF-8 and the
     # blob it is joined into), and its folded form is made a piece at a time.
-    text, text_len = _blob(_enc(t) for t in texts)
+    text, text_len = _blob(encode_text(t) for t in texts)
     ltext, ltext_len = _folded_blob(texts)  # --exact: lowercase, NFC (Swift's canonical equivalence)
-    ref, ref_len = _blob(_enc(r) for b in batches for r in b.refs)
+    ref, ref_len = _blob(encode_text(r) for b in batches for r in b.refs)
     cols = [meta[k].tolist() for k in ("kind", "role", "ctype", "flags", "pos", "date", "imp", "dim")]
     toff, loff, roff = (np.concatenate(([0], np.cumsum(x))).tolist() for x in (text_len, ltext_len, ref_len))
     dkeys, crcs = [], []
@@ -186,15 +187,13 @@ def process(batches: list[Batch]) -> Chunk:
 
 
 def _read_part(store, sources: list[Source]) -> Chunk:
-    from samctl.search import index
+    from samctl.search import index  # (lazy: not loaded by ls or --help)
 
     return process([index.read_source(store, s) for s in sources])
 
 
-def _read_all(store, sources: list[Source], progress=None, jobs: int | None = None):
+def read_all(store, sources: list[Source], progress=None, jobs: int | None = None):
     """Chunks for ``sources`` in order, read by worker processes when there are many."""
-    from samctl.stores import workers
-
     chunks = [sources[i:i + CHUNK_SOURCES] for i in range(0, len(sources), CHUNK_SOURCES)]
     total = len(sources)
     if jobs is None:

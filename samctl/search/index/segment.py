@@ -22,7 +22,7 @@ import orjson
 from samctl import fsafe
 from samctl.search import scoring
 from samctl.search.index.format import (ALIGN, CTYPES, DIM, INDEX_VERSION, KINDS, PREAMBLE, ROLES, SECTIONS,
-                                      SEGMENT_MAGIC, TOKEN_HASH_NAME, TRAILER, TRAILER_MAGIC, BadIndex, _np,
+                                      SEGMENT_MAGIC, TOKEN_HASH_NAME, TRAILER, TRAILER_MAGIC, BadIndex, load_numpy,
                                       meta_dtype)
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class SegmentWriter:
     """
 
     def __init__(self, root: str, path: Path | None = None, name: str = "(memory)"):
-        np = _np()
+        np = load_numpy()
         self.np = np
         self.root = root
         self.path = path
@@ -253,9 +253,9 @@ class Segment:
 
     @classmethod
     def open(cls, path: Path, root: str, expect: dict) -> "Segment":
-        np = _np()
+        np = load_numpy()
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = fsafe.open_read_fd(path)
         except OSError as exc:
             raise BadIndex(f"{path.name}: {exc.strerror}") from None
         try:
@@ -326,7 +326,7 @@ class Segment:
 
     def _check_cheap(self) -> None:
         """Structural checks cheap enough for every open (offsets, pointers, codes in range)."""
-        np = _np()
+        np = load_numpy()
         a = self.a
 
         def consistent(off, end) -> bool:  # from 0 to ``end``, never going down

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.search import scoring
-from samctl.search.index.format import ARCHIVED, DIM, INDEX_VERSION, MESSAGE, TOKEN_HASH_NAME, BadIndex, _np, index_dir
+from samctl.search.index.format import ARCHIVED, DIM, INDEX_VERSION, MESSAGE, TOKEN_HASH_NAME, BadIndex, load_numpy, index_dir
 from samctl.search.index.manifest import HEAD, alive_mask, encode_manifest, write_manifest_bytes
 from samctl.search.index.opened import Index, open_index, try_open
-from samctl.search.index.rows import _read_all
+from samctl.search.index.rows import read_all
 from samctl.search.index.segment import POSTING_BYTES, ROW_BYTES, Segment, SegmentWriter
 from samctl.search.index.sources import discover, stale
 from samctl.stores.sources import TRANSIENT_CODES
@@ -36,7 +36,7 @@ LOCK_WAIT = 600.0  # seconds to wait for another samctl that is refreshing the i
 
 @contextlib.contextmanager
 def _writer_lock(d: Path, wait: float = LOCK_WAIT, progress=None):
-    fd = os.open(d / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = fsafe.open_lock_file(d / "lock")
     try:
         flock_waiting(fd, wait, lambda: BadIndex("another samctl has been refreshing the index for too long"),
                       None if progress is None else
@@ -88,7 +88,7 @@ def read_segments(new_writer, store, todo: list, current: dict, convs: dict, pro
     entries = {}
     w = new_writer()
     try:
-        for chunk in _read_all(store, todo, progress, jobs):
+        for chunk in read_all(store, todo, progress, jobs):
             if cap is not None and w.rows and w.estimate() >= cap:
                 finished, w = w.finish(), None
                 yield entries, finished
@@ -261,7 +261,7 @@ def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
     """Rewrite the alive rows of the segments in ``names``, in order, into new segments of about
     ``SEGMENT_BYTES`` each, cut between sources (a source bigger than that goes alone); the other
     segments stay as they are, and the sources in the rewritten ones are renumbered."""
-    np = _np()
+    np = load_numpy()
     cuts_of: dict = {}  # segment -> the rows where a source starts: the only places a segment may be cut
     for e in man["sources"].values():
         if e["seg"] in names and e["end"] > e["start"]:
@@ -329,7 +329,7 @@ def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
 
 def _row_bytes(seg: Segment):
     """About what each row of ``seg`` costs a segment file (``SegmentWriter.estimate``'s measure)."""
-    np = _np()
+    np = load_numpy()
     b = np.full(seg.rows, ROW_BYTES, dtype=np.int64)
     for k in ("text", "ltext", "ref"):
         b += np.diff(seg.a[k + "_off"])
@@ -340,7 +340,7 @@ def _row_bytes(seg: Segment):
 
 def _postings_by_row(seg: Segment):
     """(token keys, rows) of every posting of ``seg``, ordered by row."""
-    np = _np()
+    np = load_numpy()
     rows = seg.tok_rows.astype(np.int64)
     keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
     order = np.argsort(rows, kind="stable")
@@ -351,7 +351,7 @@ def _cut(cum, cuts, a: int, b: int, room: int, empty: bool) -> int | None:
     """Where the piece of the run ``[a, b)`` that goes into the current segment ends: ``b`` if the
     rest fits in ``room`` bytes, else the farthest source start that fits; None if not even the first
     source fits (the segment is full), unless the segment is ``empty``: then that source alone."""
-    np = _np()
+    np = load_numpy()
     if cum[b] - cum[a] <= room:
         return b
     last = int(np.searchsorted(cum, cum[a] + room, side="right")) - 1  # rows [a, last) fit
@@ -377,7 +377,7 @@ def _moved(pieces, start: int, end: int) -> tuple:
 
 def _hidden(man: dict, opened: list[Segment]) -> dict:
     """Archived copies of messages that the conversation still has: rows to hide, per segment."""
-    np = _np()
+    np = load_numpy()
     per = []
     for entry, seg in zip(man["segments"], opened):
         alive = alive_mask(seg.rows, entry["dead"])
@@ -405,7 +405,7 @@ def _gc(d: Path, keep: set) -> None:
         if (n.endswith(".seg") and n not in keep) or (n.startswith(".seg-") and n.endswith(".tmp")) or \
                 (n.startswith(".manifest.") and n.endswith(".tmp")):
             try:
-                os.unlink(d / n)
+                fsafe.unlink(d / n)
             except OSError:
                 pass
 
@@ -416,9 +416,6 @@ def invalidate(store) -> None:
     if not (d / "manifest").exists():
         return
     with _writer_lock(d):
-        try:
-            os.unlink(d / "manifest")
-        except FileNotFoundError:
-            pass
+        fsafe.unlink(d / "manifest")
         _gc(d, set())
 

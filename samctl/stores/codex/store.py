@@ -34,7 +34,7 @@ def decompress(data: bytes, cap: int, path: str) -> bytes:
     """The zstd frame(s) in ``data``: at most ``cap`` bytes decompressed (a bomb is refused after ``cap``,
     not read), and every frame complete (a cut stream is reported, not read as a short file).  Input goes
     in 16 KiB at a time, so memory stays near ``cap`` whatever the ratio."""
-    import zstandard
+    import zstandard  # (lazy: zstandard: slow to import)
 
     out, total, pos, step = [], 0, 0, 1 << 14
     try:

@@ -2,7 +2,7 @@
 
 The root is the folder holding ``logs.db`` (``$LLM_USER_PATH``, ``~/.config/io.datasette.llm``,
 ``~/Library/Application Support/io.datasette.llm``) or the database file itself.  The database is
-opened through ``sam.sqlitefile.open_readonly`` (``mode=ro`` URI, ``query_only``; ``immutable`` only
+opened through ``stores.sqlite.open_readonly`` (``mode=ro`` URI, ``query_only``; ``immutable`` only
 for a WAL database with no log, refused with a log), so reading never writes a byte, a journal or a
 ``-shm``.  A locked, corrupt or non-SQLite file is a finding.  Ids: a ULID (26 lowercase Crockford
 base32 characters) for conversations, threads and lone responses; ``log-<n>`` for a pre-0.5 row.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+import sys
 
 import orjson
 
@@ -20,11 +21,9 @@ from samctl.model import INFO, Finding, recency
 from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.stores.base import Store
 from samctl.stores.llm import decode
-from samctl.stores.sam import sqlitefile
+from samctl.stores import sqlite
 
 DB_NAME = "logs.db"
-# (renamed sqlite_finding on main since this branch started: either spelling works)
-_sqlite_finding = getattr(sqlitefile, "sqlite_finding", None) or getattr(sqlitefile, "_sqlite_finding")
 
 
 class LlmStore(Store):
@@ -57,18 +56,18 @@ class LlmStore(Store):
     def _with(self, findings: list, fn, default):
         """``fn(conn)`` on a fresh read-only connection; every SQLite or file problem becomes a finding."""
         try:
-            conn = sqlitefile.open_readonly(self.db)
+            conn = sqlite.open_readonly(self.db)
         except FileProblem as exc:
             findings.append(_llm_words(Finding(exc.code, str(self.db), exc.message)))
             return default
-        except sqlitefile.SQLITE_ERRORS as exc:
-            findings.append(_llm_words(_sqlite_finding(exc, str(self.db), None)))
+        except sqlite.SQLITE_ERRORS as exc:
+            findings.append(_llm_words(sqlite.sqlite_finding(exc, str(self.db), None)))
             return default
         text = conn.text_factory = decode.TextFactory()
         try:
             return fn(conn)
-        except sqlitefile.SQLITE_ERRORS as exc:
-            findings.append(_llm_words(_sqlite_finding(exc, str(self.db), None)))
+        except sqlite.SQLITE_ERRORS as exc:
+            findings.append(_llm_words(sqlite.sqlite_finding(exc, str(self.db), None)))
             return default
         finally:
             conn.close()
@@ -128,7 +127,7 @@ KNOWN_TABLES = {"_llm_migrations", "conversations", "responses", "schemas", "att
 
 
 def _llm_words(f: Finding) -> Finding:
-    """sqlitefile's reasons name SAM (its first user): the same classification, said of llm."""
+    """stores.sqlite's reasons name SAM (its first user): the same classification, said of llm."""
     f.reason = f.reason.replace("SAM", "llm")
     return f
 
@@ -143,8 +142,6 @@ def default_db(env=None, platform: str | None = None) -> Path:
     """Where ``llm logs path`` says the database is, computed without calling llm (its ``user_dir()``
     creates the folder): ``$LLM_USER_PATH/logs.db``, else click's app dir for ``io.datasette.llm``.
     For the cross-store view (issue #23); nothing here reads or creates it."""
-    import sys
-
     env = os.environ if env is None else env
     platform = sys.platform if platform is None else platform
     if env.get("LLM_USER_PATH"):

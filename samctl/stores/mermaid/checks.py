@@ -21,6 +21,8 @@ from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.errors import FileProblem
 from samctl.stores.mermaid import decode
 from samctl.stores.mermaid.decode import CONFLICT_RE, MERMAID_ID_RE, TMP_RE, Rejected, short_reason
+from samctl.stores.mermaid import eventlog
+from samctl.stores.mermaid.eventlog import parse_rfc3339
 
 _SAMCTL_LEFTOVER = (".torn", ".bak")
 
@@ -123,7 +125,7 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
     doc = None
     if snap and stat.S_ISREG(snap[1].st_mode):
         local: list = []
-        doc = store._read_snapshot(snap[0], local, strict=True)
+        doc = store.read_snapshot(snap[0], local, strict=True)
         for f in local:
             f.conversation = cid
         findings.extend(local)
@@ -146,7 +148,7 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
 
 def _write_meta(store, cid: str, doc: dict, old: bytes | None = None) -> str:
     """Rebuild a sidecar from the snapshot (``old``: the sidecar's bytes, whose unredacted title stays)."""
-    from samctl.stores.mermaid import encode
+    from samctl.stores.mermaid import encode  # (lazy: not loaded by ls or --help)
 
     path = store.path(cid, "meta")
     fsafe.write_atomic(path, encode.meta_bytes(encode.meta_dict(doc, sidecar_title(old))))
@@ -185,7 +187,7 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         return
     if doc is None:
         return  # the snapshot's own finding says why
-    from samctl.stores.mermaid import encode
+    from samctl.stores.mermaid import encode  # (lazy: not loaded by ls or --help)
 
     want = encode.meta_dict(doc)
     diffs = [k for k in want if k != "title" and m.get(k) != want[k]]
@@ -205,15 +207,13 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
     ``hidden``: the session has neither ``.json`` nor ``.meta``, so mermaid 0.25's
     listing and ``--continue`` never show it (mermaid.md §6).
     """
-    from samctl.stores.mermaid import eventlog
-
     try:
         read = eventlog.read_log_file(p, store.caps.log)
     except FileProblem as exc:
         findings.append(Finding(exc.code, p, exc.message, conversation=cid))
         return
     if read.stop == "torn-tail":
-        from samctl.stores import logtail as tail
+        from samctl.stores import logtail as tail  # (lazy: not loaded by ls or --help)
 
         if fix and not store.session_is_live(cid):
             torn = tail.apply(tail.plan(p, read))
@@ -309,7 +309,6 @@ def instant(value):
     """The instant an RFC 3339 string names, ``(seconds, nanoseconds)``; anything else as it is."""
     if type(value) is not str:
         return value
-    from samctl.stores.mermaid.eventlog import parse_rfc3339
 
     t = parse_rfc3339(value)
     return value if t is None else t[:2]

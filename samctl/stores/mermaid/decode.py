@@ -15,6 +15,7 @@ import time
 from samctl.model import ConversationMeta, Message, tool_calls_from_openai
 from samctl.timeparse import parse_timestamp
 from samctl.stores.mermaid.eventlog import MERMAID_ID_RE
+from samctl.stores.mermaid import eventlog
 
 CONFLICT_RE = re.compile(r"([0-9]{8}_[0-9]{6}_[0-9]{3})\.\d+\.\d+\.conflict(\.jsonl)?\Z")  # a diverted writer's
 TMP_RE = re.compile(r"\.(.+)\.\d+\.\d+\.tmp\Z")  # mermaid's temp files: .<name>.<pid>.<n>.tmp
@@ -80,8 +81,6 @@ def check_snapshot(doc) -> None:
     every typed field (top level and each message, the same rules as the event
     log's), and serde_json's nesting limit.
     """
-    from samctl.stores.mermaid import eventlog
-
     if not isinstance(doc, dict):
         raise Rejected(f"top level is {type(doc).__name__}, not an object")
     _need(doc, "id", str)
@@ -98,19 +97,19 @@ def check_snapshot(doc) -> None:
         _need(m, "role", str, where)
         _need(m, "content", str, where)
         _need_ts(m, "timestamp", where)
-        why = eventlog._check_message(m, f"messages[{i}]")
+        why = eventlog.check_message(m, f"messages[{i}]")
         if why:
             raise Rejected(why)
     for key, kinds in _SNAPSHOT_OPTIONAL:
         if key in doc and type(doc[key]) not in kinds:
-            raise Rejected(f"{key} is {eventlog._jtype(doc[key])}, not {' or '.join(_KIND_NAMES[k] for k in kinds)}")
+            raise Rejected(f"{key} is {eventlog.json_type(doc[key])}, not {' or '.join(_KIND_NAMES[k] for k in kinds)}")
     hist = doc.get("input_history")
     if hist and any(type(h) is not str for h in hist):
         raise Rejected("input_history holds a value that is not a string")
     comps = doc.get("compactions")
     if comps and any(type(c) is not dict for c in comps):
         raise Rejected("compactions holds a value that is not an object")
-    if eventlog._deeper_than(doc, eventlog.MAX_DEPTH):
+    if eventlog.deeper_than(doc, eventlog.MAX_DEPTH):
         raise Rejected(f"nested deeper than serde_json's limit ({eventlog.MAX_DEPTH} levels)")
 
 

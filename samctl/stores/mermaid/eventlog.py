@@ -20,6 +20,8 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 from samctl.gcpause import gc_paused
+from samctl.errors import SamctlError
+from samctl.stores.base import FreshLog
 
 __all__ = [
     "MERMAID_ID_RE", "ID_RE", "STOPS", "LogRead", "parse_log", "read_log_file", "torn_tail",
@@ -169,11 +171,11 @@ def _session_title(created_at: str, tz) -> str:
 def _opt(e: dict, key: str, types: tuple, where: str):
     v = e.get(key, _ABSENT)
     if v is not _ABSENT and type(v) not in types:
-        return f"{where}.{key} is {_jtype(v)}"
+        return f"{where}.{key} is {json_type(v)}"
     return None
 
 
-def _jtype(v) -> str:
+def json_type(v) -> str:
     if v is _ABSENT:
         return "missing"
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
@@ -196,9 +198,9 @@ _MESSAGE_OPTIONAL = (
 _S_N, _L_N, _D_N = (str, _NONE), (list, _NONE), (dict, _NONE)
 
 
-def _check_message(m, where: str) -> str | None:
+def check_message(m, where: str) -> str | None:
     if type(m) is not dict:
-        return f"{where} is {_jtype(m)}, not an object"
+        return f"{where} is {json_type(m)}, not an object"
     if m.keys() == _MESSAGE_FIELD_SET and (
             type(m["role"]) is str and type(m["content"]) is str and type(m["kind"]) is str
             and type(m["actions"]) is list and type(m["thinking"]) in _S_N and type(m["images"]) in _L_N
@@ -215,23 +217,23 @@ def _message_problem(m: dict, where: str) -> str | None:
     """The general rule for a ChatMessage object (any subset of fields)."""
     get = m.get
     if type(get("role")) is not str:
-        return f"{where}.role is {_jtype(get('role', _ABSENT))}"
+        return f"{where}.role is {json_type(get('role', _ABSENT))}"
     if type(get("content")) is not str:
-        return f"{where}.content is {_jtype(get('content', _ABSENT))}"
+        return f"{where}.content is {json_type(get('content', _ABSENT))}"
     if not is_timestamp(get("timestamp")):
         return f"{where}.timestamp is not an RFC 3339 time"
     for key, types in _MESSAGE_OPTIONAL:
         v = get(key, _ABSENT)
         if v is not _ABSENT and type(v) not in types:
-            return f"{where}.{key} is {_jtype(v)}"
+            return f"{where}.{key} is {json_type(v)}"
     return None
 
 
 def _check_messages(ms, where: str) -> str | None:
     if type(ms) is not list:
-        return f"{where} is {_jtype(ms)}, not an array"
+        return f"{where} is {json_type(ms)}, not an array"
     for i, m in enumerate(ms):
-        why = _check_message(m, f"{where}[{i}]")
+        why = check_message(m, f"{where}[{i}]")
         if why:
             return why
     return None
@@ -240,7 +242,7 @@ def _check_messages(ms, where: str) -> str | None:
 def _need(e: dict, key: str, t: type, where: str) -> str | None:
     v = e.get(key, _ABSENT)
     if type(v) is not t:
-        return f"{where}.{key} is {_jtype(v)}"
+        return f"{where}.{key} is {json_type(v)}"
     return None
 
 
@@ -288,14 +290,14 @@ def _state_problem(e: dict) -> str | None:
     for key, types in _STATE_FIELDS:  # a table, not 11 calls: every save point writes a state line
         v = get(key, _ABSENT)
         if v is not _ABSENT and type(v) not in types:
-            return f"state.{key} is {_jtype(v)}"
+            return f"state.{key} is {json_type(v)}"
     return None
 
 
 _EVENT_CHECKS = {
     "started": _started,
-    "message": lambda e: _check_message(e.get("message", _ABSENT), "message.message"),
-    "inserted_before_last": lambda e: _check_message(e.get("message", _ABSENT), "inserted_before_last.message"),
+    "message": lambda e: check_message(e.get("message", _ABSENT), "message.message"),
+    "inserted_before_last": lambda e: check_message(e.get("message", _ABSENT), "inserted_before_last.message"),
     "action": lambda e: _need(e, "action", dict, "action"),
     "image": lambda e: _need(e, "data", str, "image"),
     "compaction": lambda e: (_need_ts(e, "at", "compaction") or _need(e, "record", dict, "compaction")
@@ -315,13 +317,13 @@ def _check_envelope(obj) -> str | None:
     """Why ``obj`` is not a valid v1 envelope (None if it is)."""
     global _last_good_ts
     if type(obj) is not dict:
-        return f"the line is {_jtype(obj)}, not an object"
+        return f"the line is {json_type(obj)}, not an object"
     v = obj.get("v", _ABSENT)
     if type(v) is not int or not 0 <= v <= _U32:
-        return f"v is {_jtype(v)}, not a u32"
+        return f"v is {json_type(v)}, not a u32"
     seq = obj.get("seq", _ABSENT)
     if type(seq) is not int or not 0 <= seq <= _U64:
-        return f"seq is {_jtype(seq)}, not a u64"
+        return f"seq is {json_type(seq)}, not a u64"
     ts = obj.get("ts")
     if ts != _last_good_ts:
         if not is_timestamp(ts):
@@ -329,11 +331,11 @@ def _check_envelope(obj) -> str | None:
         _last_good_ts = ts
     ev = obj.get("event", _ABSENT)
     if type(ev) is not dict:
-        return f"event is {_jtype(ev)}, not an object"
+        return f"event is {json_type(ev)}, not an object"
     t = ev.get("type", _ABSENT)
     check = _EVENT_CHECKS.get(t) if type(t) is str else None
     if check is None:
-        return f"unknown event type {t!r}" if type(t) is str else f"event.type is {_jtype(t)}"
+        return f"unknown event type {t!r}" if type(t) is str else f"event.type is {json_type(t)}"
     return check(ev)
 
 
@@ -350,7 +352,7 @@ def _bytes_depth(line: bytes) -> int:
     return max(accumulate(memoryview(marks).cast("b")), default=0)
 
 
-def _deeper_than(obj, limit: int) -> bool:
+def deeper_than(obj, limit: int) -> bool:
     stack = [(obj, 1)]
     while stack:
         v, d = stack.pop()
@@ -380,7 +382,7 @@ def _parse_line(line: bytes):
         except UnicodeDecodeError:
             return None, _BAD_UTF8  # mermaid's line reader fails on this before any JSON parse
         return None, f"not JSON ({str(exc).split(':')[0][:80]})"
-    if opens > MAX_DEPTH and _deeper_than(obj, MAX_DEPTH):
+    if opens > MAX_DEPTH and deeper_than(obj, MAX_DEPTH):
         return None, _TOO_DEEP
     why = _check_envelope(obj)
     return (obj, None) if why is None else (None, why)
@@ -732,9 +734,7 @@ def fresh_log(data: bytes):
     """``data`` (a whole log) as exactly mermaid's own backfill of its fold (``started``, ``reset``,
     ``input``, ``state``, ``tasks``): the same conversation but for its ``compactions`` records, which a
     backfill has no place for.  SamctlError when the log is not clean or would not fold the same."""
-    from samctl.errors import SamctlError
-    from samctl.stores.base import FreshLog
-    from samctl.stores.mermaid import encode
+    from samctl.stores.mermaid import encode  # (lazy: not loaded by ls or --help)
 
     read = parse_log(data)
     if read.stop is not None or not read.usable:

@@ -4,6 +4,9 @@ The reading itself (caps, prefix semantics, where and why it stopped) is ``event
 """
 
 from __future__ import annotations
+from samctl import fsafe
+from samctl.errors import NotFound
+from samctl.stores.mermaid import eventlog
 
 def _words(text, n: int = 60) -> str:
     text = " ".join(str(text).split())
@@ -46,10 +49,6 @@ def summarize(event: dict, previous_state: dict | None = None) -> str:
 
 def log_rows(store, cid: str, types: tuple = ()):
     """(path, rows, LogRead) for the log of conversation ``cid`` (NotFound when it has none)."""
-    from samctl import fsafe
-    from samctl.errors import NotFound
-    from samctl.stores.mermaid import eventlog
-
     path = store.path(cid, "jsonl")
     if fsafe.lstat(path) is None:
         raise NotFound(f"conversation {cid} has no event log ({path.name})")

@@ -92,7 +92,7 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
     if store.caps.snapshot < Caps().snapshot:  # a cap lowered below mermaid's own: mermaid reads the file
         refuse_over_cap(snap_path, store.caps.snapshot, "mermaid")
     if fsafe.lstat(snap_path) is not None:
-        snap = store._read_snapshot(snap_path, findings, stem_must_match=True)
+        snap = store.read_snapshot(snap_path, findings, stem_must_match=True)
         if snap is not None and snap["id"] != cid:
             snap = None
         if snap is not None:

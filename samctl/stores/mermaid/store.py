@@ -29,6 +29,7 @@ from samctl.stores.metacache import MetaCache
 from samctl.stores.mermaid import decode
 from samctl.stores.mermaid.decode import MERMAID_ID_RE, Rejected, short_reason
 from samctl.stores.mermaid.eventlog import EVENT_TYPES
+from samctl.stores.mermaid import eventlog
 
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -99,7 +100,7 @@ class MermaidStore(Store):
         cache = cache_file.load()
         listing = _Listing.of(cache_file.extra)
         try:
-            dir_fd = os.open(conv, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            dir_fd = fsafe.open_dir_fd(conv)
         except OSError as exc:
             raise NotFound(f"cannot list {conv}: {exc.strerror}") from None
         try:
@@ -207,13 +208,13 @@ class MermaidStore(Store):
 
     def _scan_snapshot(self, p: str, st, name_set) -> list:
         found: list = []
-        doc = self._read_snapshot(p, found)
+        doc = self.read_snapshot(p, found)
         problem = [found[0].code, found[0].reason] if found else None
         if doc is None or not doc["messages"]:
             return [st.st_size, st.st_mtime_ns, None, problem]
         return [st.st_size, st.st_mtime_ns, _row(decode.meta_from_snapshot(doc, p, 0), p, ".meta", name_set), problem]
 
-    def _read_snapshot(self, p, findings: list, stem_must_match: bool = True, strict: bool = False):
+    def read_snapshot(self, p, findings: list, stem_must_match: bool = True, strict: bool = False):
         """The parsed snapshot at ``p``, or None with a finding.  ``strict`` (check): also refuse a
         field repeated in one of mermaid's structs, as serde does (a second parse: not for listings)."""
         try:
@@ -225,7 +226,7 @@ class MermaidStore(Store):
             doc = orjson.loads(data)
             decode.check_snapshot(doc)
             if strict:
-                from samctl.stores import dupkeys
+                from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
                 found = dupkeys.in_mermaid(data, "snapshot")
                 if found:
@@ -253,7 +254,7 @@ class MermaidStore(Store):
         doc = None
         source = str(snap)
         if fsafe.lstat(snap) is not None:
-            doc = self._read_snapshot(snap, findings)
+            doc = self.read_snapshot(snap, findings)
         if doc is None:
             doc = self._fold(log, findings)
             source = f"{log} (folded)"
@@ -292,7 +293,6 @@ class MermaidStore(Store):
     def _fold(self, log: Path, findings: list):
         if fsafe.lstat(log) is None:
             return None
-        from samctl.stores.mermaid import eventlog
 
         try:
             read = eventlog.read_log_file(log, self.caps.log)
@@ -323,28 +323,24 @@ class MermaidStore(Store):
         return [(n[:-6], self.conv_dir / n) for n in names if self.valid_id(n[:-6])]
 
     def read_event_log(self, path: Path, cap: int):
-        from samctl.stores.mermaid import eventlog
-
         return eventlog.read_log_file(path, cap)
 
     def fresh_log(self, data: bytes):
-        from samctl.stores.mermaid import eventlog
-
         return eventlog.fresh_log(data)
 
     def event_log_rows(self, cid: str, types: tuple = ()):
-        from samctl.stores.mermaid import logview
+        from samctl.stores.mermaid import logview  # (lazy: not loaded by ls or --help)
 
         return logview.log_rows(self, cid, types)
 
     # search ----------------------------------------------------------------
     def search_sources(self, findings: list, scope: set | None = None) -> dict:
-        from samctl.stores.mermaid import search
+        from samctl.stores.mermaid import search  # (lazy: not loaded by ls or --help)
 
         return search.sources(self, findings, scope)
 
     def source_rows(self, src, findings: list, infos: list):
-        from samctl.stores.mermaid import search
+        from samctl.stores.mermaid import search  # (lazy: not loaded by ls or --help)
 
         return search.rows(self, src, findings, infos)
 
@@ -355,12 +351,12 @@ class MermaidStore(Store):
         return use
 
     def recovery_inputs(self, cid: str, source=None) -> list[Path]:
-        from samctl.stores.mermaid import recover
+        from samctl.stores.mermaid import recover  # (lazy: not loaded by ls or --help)
 
         return recover.inputs(self, cid, source)
 
     def plan_recovery(self, cid: str, source=None):
-        from samctl.stores.mermaid import recover
+        from samctl.stores.mermaid import recover  # (lazy: not loaded by ls or --help)
 
         return recover.plan_recovery(self, cid, source)
 
@@ -410,7 +406,7 @@ class MermaidStore(Store):
 
     # lifecycle: rm, restore, archive (the rules live in stores/mermaid/lifecycle.py) --------
     def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
-        from samctl.stores.mermaid import lifecycle
+        from samctl.stores.mermaid import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.conversation_files(self, cid, stats=stats)
 
@@ -426,23 +422,23 @@ class MermaidStore(Store):
         return [f"{cid}.{ext}" for ext in ("json", "meta", "jsonl")]
 
     def purge(self, cid: str, refs=None) -> list[str]:
-        from samctl.stores.mermaid import lifecycle
+        from samctl.stores.mermaid import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.purge(self, cid)
 
     def new_id(self, taken=None, like: str | None = None) -> str:
-        from samctl.stores.mermaid import lifecycle
+        from samctl.stores.mermaid import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.new_id(self, taken, like=like)
 
     def retarget(self, folder: Path, names: list[str], old: str, new: str) -> dict:
-        from samctl.stores.mermaid import lifecycle
+        from samctl.stores.mermaid import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.retarget(self, folder, names, old, new)
 
     # check -----------------------------------------------------------------
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
-        from samctl.stores.mermaid import checks
+        from samctl.stores.mermaid import checks  # (lazy: not loaded by ls or --help)
 
         return checks.check_tree(self, findings, fix, force)
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
+import json
+
+import orjson
 
 from samctl import fsafe
 from samctl.model import WARNING
 from samctl.safetext import quoted
 from samctl.stores.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.stores.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
-                                           SQLITE_ERRORS, _BadText, _open_checked, _Reporter, sqlite_finding,
-                                           _text_factory, row_batches)
+                                           SQLITE_ERRORS, BadText, open_checked, Reporter, sqlite_finding,
+                                           text_factory, row_batches)
 
 ARCHIVE_REASONS = ("yarn_compression", "manual", "token_limit", "conversation_trimmed")
 
@@ -28,7 +31,7 @@ _ARCHIVE_SELECT = (
 )
 
 
-def _check_archive(r, rep: _Reporter, scope_id: str | None, loads) -> dict | None:
+def _check_archive(r, rep: Reporter, scope_id: str | None, loads) -> dict | None:
     rowid, aid, cid, mjson, tstart, tend, summary, topics_json, tokens, reason, created = r
     at = f"row {rowid}"
     if not is_uuid(aid):
@@ -75,7 +78,7 @@ def _check_archive(r, rep: _Reporter, scope_id: str | None, loads) -> dict | Non
     if scope_id is not None and cid != scope_id:
         rep.add("archive-scope", f"{at}: conversation_id {cid} is not the folder's {scope_id}", WARNING)
     texts = (aid, cid, mjson, tstart, tend, summary, topics_json, reason, created)
-    if any(type(t) is _BadText for t in texts):
+    if any(type(t) is BadText for t in texts):
         rep.add("archive-bad-utf8", f"{at}: text that is not valid UTF-8 (kept with surrogate escapes)", WARNING)
     return {
         "rowid": rowid,
@@ -109,16 +112,14 @@ def read_archives(
     ``time_end``, ``created_at`` (as stored) and their ``*_ts`` Unix seconds.  Never raises for
     a bad file; problems go to ``findings``.
     """
-    import orjson
-
     spath = os.fspath(path)
-    conn = _open_checked(path, findings, ARCHIVE_TABLE, timeout, scope_id, missing_ok)
+    conn = open_checked(path, findings, ARCHIVE_TABLE, timeout, scope_id, missing_ok)
     if conn is None:
         return []
-    rep = _Reporter(findings, spath, scope_id, MAX_ROW_FINDINGS)
+    rep = Reporter(findings, spath, scope_id, MAX_ROW_FINDINGS)
     out: list[dict] = []
     try:
-        conn.text_factory = _text_factory
+        conn.text_factory = text_factory
         batches = row_batches(conn, _ARCHIVE_SELECT, BATCH)
         while True:
             try:
@@ -145,8 +146,6 @@ def read_archives(
 
 def encode_archive_messages(messages: list[dict]) -> str:
     """``messages_json`` as SAM's default JSONEncoder writes it: compact, ``/`` escaped as ``\\/``."""
-    import json
-
     return json.dumps(messages, separators=(",", ":"), ensure_ascii=False, allow_nan=False).replace("/", "\\/")
 
 
@@ -156,8 +155,6 @@ def create_archive_db(path, rows=(), mode: int = fsafe.FILE_MODE):
     A row is a dict with the sam.md §8 columns (``messages`` and ``key_topics`` as Python lists may
     stand for ``messages_json``/``key_topics_json``) or a tuple of the 10 columns.
     """
-    import json
-
     values = []
     for r in rows:
         if isinstance(r, dict):

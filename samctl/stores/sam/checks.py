@@ -16,12 +16,15 @@ import os
 import stat
 import time
 
+import orjson
+
 from samctl import fsafe
 from samctl.stores import treecheck, workers
 from samctl.model import ERROR, WARNING, Finding
 from samctl.stores.sam import decode
 from samctl.stores.sam.dbvalues import UUID_RE
 from samctl.errors import FileProblem
+from samctl.stores.sam import schema
 
 INFO = "info"
 UNKNOWN = "?"  # _check_folder's topic when the conversation cannot be read: it may use any scope
@@ -74,7 +77,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
                 if e.name == "conversations.json":
                     findings.append(Finding("legacy-store", e.path, "legacy single-file store: SAM migrates it on "
                                             "its next start and keeps a copy in backups/", INFO))
-                    store._legacy_docs(findings)  # over the cap, not JSON, not an array: each a finding
+                    store.legacy_docs(findings)  # over the cap, not JSON, not an array: each a finding
                     _check_legacy(store, e.path, findings)
                 elif e.name == "active-conversation.json":
                     _check_active(store, e.path, findings)
@@ -90,7 +93,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             scopeless.append(e)
     if fsafe.lstat(root / "conversations.json") is not None:  # SAM migrates these: their scopes are in use
         legacy_problems: list = []
-        for cid, doc in store._legacy_docs(legacy_problems).items():
+        for cid, doc in store.legacy_docs(legacy_problems).items():
             if topic := decode.shared_topic_id(doc):
                 topic_ids.setdefault(topic, []).append(cid)
         if legacy_problems:
@@ -164,12 +167,10 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
 
 
 def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
-    from samctl.stores.sam import schema
-
     if not stat.S_ISREG(st.st_mode):
         findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid))
         return None
-    doc, problem = store._parse(p)
+    doc, problem = store.parse_file(p)
     if problem:
         findings.append(Finding(problem[0], p, problem[1], conversation=cid))
         return None
@@ -190,7 +191,7 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
 def _check_repeated_keys(store, cid, p, findings) -> None:
     """A warning per key written twice in one object: samctl reads the last, and whether SAM's
     decoder (Apple's) refuses the file or keeps either value is not known."""
-    from samctl.stores import dupkeys
+    from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
     try:
         found = dupkeys.anywhere(fsafe.read_capped(p, store.caps.snapshot))
@@ -205,15 +206,10 @@ def _check_repeated_keys(store, cid, p, findings) -> None:
 def _check_legacy(store, path: str, findings: list) -> None:
     """What SAM would refuse in the legacy ``conversations.json`` (sam.md §5.4): the file is decoded as
     one array of ConversationData, so an element that does not decode fails the whole file."""
-    import orjson
-
-    from samctl.errors import FileProblem
-    from samctl.stores.sam import schema
-
     try:
         arr = orjson.loads(fsafe.read_capped(path, store.caps.snapshot))
     except (FileProblem, orjson.JSONDecodeError):
-        return  # _legacy_docs reported it
+        return  # legacy_docs reported it
     if not isinstance(arr, list):
         return
     bad = 0
@@ -230,10 +226,6 @@ def _check_legacy(store, path: str, findings: list) -> None:
 
 def _check_active(store, path: str, findings: list) -> None:
     """``active-conversation.json`` (sam.md §6.1): SAM falls back to no selection when it cannot use it."""
-    import orjson
-
-    from samctl.errors import FileProblem
-
     try:
         doc = orjson.loads(fsafe.read_capped(path, store.caps.other))
     except FileProblem as exc:
@@ -285,7 +277,7 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
 
 def _check_db(path, name, folder, cid, findings):
     try:
-        from samctl.stores.sam import archivedb, memorydb
+        from samctl.stores.sam import archivedb, memorydb  # (lazy: not loaded by ls or --help)
     except ImportError:  # pragma: no cover
         return
     scope = os.path.basename(folder).upper()
@@ -309,7 +301,7 @@ def _classify_scope(e, topic_ids, unknown, findings):
         findings.append(Finding("scope-shared", e.path, "shared-topic memory scope used by a conversation (normal)",
                                 INFO))
     elif files and files <= {"memory.db", "memory.db-journal"} and unknown:
-        from samctl.stores.sam.lifecycle import unreadable_names
+        from samctl.stores.sam.lifecycle import unreadable_names  # (lazy: not loaded by ls or --help)
 
         findings.append(Finding("scope-unknown", e.path, "memory scope no readable conversation uses; whether "
                                 f"{unreadable_names(unknown)}, which cannot be read, uses it is unknown: samctl "

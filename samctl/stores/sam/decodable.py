@@ -23,7 +23,7 @@ import math
 from datetime import datetime
 
 from samctl.stores.sam import schema
-from samctl.stores.sam.schema import (_DATE_RE, BOOL, DATA, DATE, DOUBLE, INT, PART, STRING, UUID, UUID_RE, Array,
+from samctl.stores.sam.schema import (DATE_RE, BOOL, DATA, DATE, DOUBLE, INT, PART, STRING, UUID, UUID_RE, Array,
                                        Map, Object, OneOf)
 
 SCHEMA_DEPTH = 8  # containers the schema itself nests, at most (conversation, messages, message, contentParts, ...)
@@ -32,7 +32,7 @@ LOOSE_DEPTH = schema.MAX_DEPTH - SCHEMA_DEPTH  # nesting allowed under a key the
 
 def _date(v) -> bool:
     """``schema.parse_date_parts(v)`` is not None and has no fraction, without computing the instant."""
-    m = _DATE_RE.match(v) if isinstance(v, str) else None
+    m = DATE_RE.match(v) if isinstance(v, str) else None
     if m is None or m[7] or (m[9] and (int(m[10]) > 23 or int(m[11]) > 59)):
         return False
     try:
@@ -48,7 +48,7 @@ def _leaf(kind):
     if kind == BOOL:
         return lambda v: isinstance(v, bool)
     if kind == INT:
-        return lambda v: isinstance(v, int) and not isinstance(v, bool) and schema._INT_MIN <= v <= schema._INT_MAX
+        return lambda v: isinstance(v, int) and not isinstance(v, bool) and schema.INT_MIN <= v <= schema.INT_MAX
     if kind == UUID:
         return lambda v: isinstance(v, str) and UUID_RE.match(v) is not None
     if kind == DATE:
@@ -125,8 +125,8 @@ class _Compiler:
         if isinstance(kind, OneOf):
             return lambda v: isinstance(v, str) and v in kind
         if kind is PART:
-            parts = {t: self.of(k) for t, k in schema._PART_KINDS.items()}
-            unknown = self.of(schema._UNKNOWN_PART_KIND)
+            parts = {t: self.of(k) for t, k in schema.PART_KINDS.items()}
+            unknown = self.of(schema.UNKNOWN_PART_KIND)
 
             def part(v) -> bool:
                 t = v.get("type") if isinstance(v, dict) else None

@@ -54,7 +54,7 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     folder = store.folder(cid)
     st = fsafe.lstat(folder)
     if st is None:
-        if cid in store._legacy_docs([]):
+        if cid in store.legacy_docs([]):
             raise SamctlError(f"{cid} lives only in the legacy conversations.json; samctl does not rewrite that file",
                               hint="open SAM once so it migrates the legacy file, then try again")
         raise NotFound(f"no conversation {cid} in {store.conv_dir}")
@@ -123,7 +123,7 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
 
     Returns {old name: new name}.
     """
-    from samctl.stores.sam import encode
+    from samctl.stores.sam import encode  # (lazy: not loaded by ls or --help)
 
     old_dir = names[0].split("/", 1)[0]
     top = fsafe.child(folder, old_dir)
@@ -148,8 +148,8 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
         if fsafe.lstat(p) is not None:
             _retarget_db(p, table, old, new)
     new_top = fsafe.child(folder, new)
-    fsafe._step("rename")
-    os.rename(top, new_top)
+    fsafe.step("rename")
+    fsafe.rename(top, new_top)
     # writing a database merges its -wal into it and removes the -wal (and -shm): those are not placed
     renamed = {n: new + n[len(old_dir):] for n in names}
     return {n: None if n.rsplit("/", 1)[-1] in _DB_SIDECARS and fsafe.lstat(folder.joinpath(*to.split("/"))) is None
@@ -196,10 +196,7 @@ def purge(store, cid: str, refs: dict | None = None) -> list[str]:
             if st is None:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                try:
-                    os.rmdir(p)
-                except OSError:
-                    pass
+                fsafe.remove_dir_if_empty(p)
             else:
                 fsafe.remove(p)
             removed.append(str(p))

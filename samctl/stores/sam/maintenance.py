@@ -42,7 +42,7 @@ def vacuum(path: Path, dry_run: bool) -> tuple[int, int]:
             return 0, size
         if dry_run:
             return free, max(0, size - free * page)
-        fsafe._step("vacuum")
+        fsafe.step("vacuum")
         db.execute("VACUUM")
     except sqlite3.Error as exc:
         raise SamctlError(f"cannot VACUUM: {exc}") from None

@@ -24,14 +24,14 @@ from samctl.errors import Busy, FileProblem
 from samctl.stores.sam.archivedb import ARCHIVE_REASONS, create_archive_db, encode_archive_messages, read_archives
 from samctl.stores.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
 from samctl.stores.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
-                                           MEMORY_TABLE, SCHEMA_SQL, SQLITE_ERRORS, _BadText, _open_checked,
-                                           _Reporter, sqlite_finding, _text_factory, _uri, open_readonly,
+                                           MEMORY_TABLE, SCHEMA_SQL, SQLITE_ERRORS, BadText, open_checked,
+                                           Reporter, sqlite_finding, text_factory, open_readonly,
                                            row_batches, schema_problems, write_transaction)
 
 __all__ = [
     "APPLE_EPOCH", "ARCHIVE_REASONS", "ARCHIVE_SCHEMA_SQL", "ARCHIVE_TABLE", "BATCH", "CONTENT_TYPES",
     "DEFAULT_TIMEOUT", "EXPECTED_BLOB_LENGTHS", "MAX_ROW_FINDINGS", "MEMORY_TABLE", "SCHEMA_SQL", "SQLITE_ERRORS",
-    "MemoryRow", "_uri", "create_archive_db", "create_memory_db", "encode_archive_messages", "format_db_date",
+    "MemoryRow", "create_archive_db", "create_memory_db", "encode_archive_messages", "format_db_date",
     "is_uuid", "iter_memories", "open_readonly", "parse_db_date", "read_archives", "read_memories",
     "schema_problems", "touch_memories",
 ]
@@ -115,7 +115,7 @@ def _finite_vector(blob: bytes) -> bool:
     return all(map(math.isfinite, vals))  # a huge-but-finite sum can overflow; look at each value
 
 
-def _check_memory(r, rep: _Reporter, scope_id: str | None) -> MemoryRow | None:
+def _check_memory(r, rep: Reporter, scope_id: str | None) -> MemoryRow | None:
     rowid, mid, cid, content, ctype, emb, imp, created, count, accessed, tags = r
     at = f"row {rowid}"
     if not is_uuid(mid):
@@ -171,7 +171,7 @@ def _check_memory(r, rep: _Reporter, scope_id: str | None) -> MemoryRow | None:
     if not 0.0 <= imp <= 1.0:
         rep.add("memory-importance-range", f"{at}: importance {imp} outside 0..1", WARNING)
     texts = (mid, cid, content, ctype, created, accessed, tags)
-    if any(type(t) is _BadText for t in texts):
+    if any(type(t) is BadText for t in texts):
         rep.add("memory-bad-utf8", f"{at}: text that is not valid UTF-8 (kept with surrogate escapes)", WARNING)
         mid, cid, content, ctype, created, accessed = (str(t) for t in (mid, cid, content, ctype, created, accessed))
         tags = None if tags is None else str(tags)
@@ -209,13 +209,13 @@ def iter_memories(
     a lock or corruption met half-way stops it with a finding, keeping the rows already given.
     """
     spath = os.fspath(path)
-    conn = _open_checked(path, findings, MEMORY_TABLE, timeout, scope_id, missing_ok)
+    conn = open_checked(path, findings, MEMORY_TABLE, timeout, scope_id, missing_ok)
     if conn is None:
         return
-    rep = _Reporter(findings, spath, scope_id, MAX_ROW_FINDINGS)
+    rep = Reporter(findings, spath, scope_id, MAX_ROW_FINDINGS)
     done = 0
     try:
-        conn.text_factory = _text_factory
+        conn.text_factory = text_factory
         batches = row_batches(conn, _MEMORY_SELECT, batch, since_rowid)
         while True:
             try:

@@ -14,6 +14,9 @@ from typing import Callable, Iterable, Iterator
 
 from samctl.stores.sam.encode import package_bytes
 from samctl.stores.sam.schema import format_date, parse_date
+from samctl import __version__
+from samctl.timeparse import parse_timestamp
+from samctl.importance import importance
 
 FORMAT_VERSION = "1.0"
 
@@ -29,8 +32,6 @@ DATE_PATHS = (
 
 
 def sam_version() -> str:
-    from samctl import __version__
-
     return f"samctl {__version__}"
 
 
@@ -221,8 +222,6 @@ def _new_uuid() -> str:
 
 
 def _date_of(msg_or_ts, fallback: str) -> str:
-    from samctl.timeparse import parse_timestamp
-
     t = parse_timestamp(msg_or_ts)
     if t is None:
         return fallback
@@ -255,8 +254,6 @@ def default_settings(model: str) -> dict:
 
 def _sam_message(new_id: str, type_: str, content: str, when: str, *, user: bool = False, tool: bool = False,
                  pinned: bool = False, system_generated: bool = False, **extra) -> dict:
-    from samctl.importance import importance
-
     m = {
         "id": new_id,
         "type": type_,

@@ -142,7 +142,7 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
         # make it, newer than the file; a cut one only adds the messages the file lacks
         sources.insert(0 if tmp_whole else len(sources), (str(tmp_path), tmp))
     sources += _from_backups(store.conv_dir, cid, cap, notes)
-    legacy = store._legacy_docs([]).get(cid) if fsafe.lstat(target) is not None and store._parse(target)[0] is None \
+    legacy = store.legacy_docs([]).get(cid) if fsafe.lstat(target) is not None and store.parse_file(target)[0] is None \
         else None
     if legacy is not None:  # what SAM shows while the file does not decode (sam.md §5.3), and show/search too
         sources.append((str(store.conv_dir / "conversations.json"), legacy))

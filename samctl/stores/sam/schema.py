@@ -95,7 +95,7 @@ class Problem:
 
 # --- dates ---------------------------------------------------------------------
 
-_DATE_RE = re.compile(
+DATE_RE = re.compile(
     r"\A(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|([+-])(\d{2}):(\d{2}))\Z",
     re.ASCII,
 )
@@ -115,7 +115,7 @@ def parse_date_parts(s) -> tuple[int, str] | None:
 
 @functools.lru_cache(maxsize=1 << 16)  # a repair reads each message's dates many times over
 def _date_parts(s: str) -> tuple[int, str] | None:
-    m = _DATE_RE.match(s)
+    m = DATE_RE.match(s)
     if m is None:
         return None
     try:
@@ -233,13 +233,13 @@ SETTINGS_KIND = Object(
     },
 )
 IMAGE_URL_KIND = Object("ImageURL", {"url": (STRING, True), "detail": (OneOf(IMAGE_DETAILS), False)})
-_PART_KINDS = {
+PART_KINDS = {
     "text": Object("text part", {"type": (_PART_TYPE_KIND, True), "text": (STRING, True)}),
     "image_url": Object("image part", {"type": (_PART_TYPE_KIND, True), "image_url": (IMAGE_URL_KIND, True)}),
     "video_url": Object("video part", {"type": (_PART_TYPE_KIND, True), "video_url": (STRING, True)}),
     "audio_url": Object("audio part", {"type": (_PART_TYPE_KIND, True), "audio_url": (STRING, True)}),
 }
-_UNKNOWN_PART_KIND = Object("MessageContentPart", {"type": (_PART_TYPE_KIND, True)})
+UNKNOWN_PART_KIND = Object("MessageContentPart", {"type": (_PART_TYPE_KIND, True)})
 TOOL_CALL_KIND = Object(
     "SimpleToolCall",
     {
@@ -343,13 +343,13 @@ def resolve_kind(kind, value):
     """The concrete kind for ``value``: a content part's object kind depends on its ``type``."""
     if kind is PART:
         t = value.get("type") if isinstance(value, dict) else None
-        return _PART_KINDS.get(t, _UNKNOWN_PART_KIND) if isinstance(t, str) else _UNKNOWN_PART_KIND
+        return PART_KINDS.get(t, UNKNOWN_PART_KIND) if isinstance(t, str) else UNKNOWN_PART_KIND
     return kind
 
 
 # --- checking --------------------------------------------------------------------
 
-_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def int_valued_float(v) -> bool:
@@ -416,7 +416,7 @@ def _check_leaf(kind: str, v, path: tuple, out: list) -> None:
             _err(out, "wrong-type", path, f"expected a boolean, got {json_kind(v)}")
     elif kind == INT:
         if isinstance(v, int) and not isinstance(v, bool):
-            if not _INT_MIN <= v <= _INT_MAX:
+            if not INT_MIN <= v <= INT_MAX:
                 _err(out, "out-of-range", path, f"{_short(v)} does not fit in a 64-bit Int")
         elif isinstance(v, float) and int_valued_float(v):
             _err(out, "integral-float", path, f"{v!r} in an Int field (write an integer)")

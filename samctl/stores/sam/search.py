@@ -11,8 +11,13 @@ import os
 import re
 import stat
 
+from samctl import fsafe
 from samctl.errors import NotFound
 from samctl.stores.sources import Found, Row, Source, message_rows, not_regular, unstattable, utf8_name
+from samctl.importance import importance
+from samctl.model import ERROR, Finding
+from samctl.errors import FileProblem
+from samctl.stores.sam import decode
 
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 FILES = (("conversation.json", "sam-conv", "messages"), ("memory.db", "sam-mem", "memories"),
@@ -38,7 +43,7 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
     files = [(sep + f, "/" + f, kind, holds) for f, kind, holds in FILES]
     statat = os.stat
     try:  # stat relative to the folder: the kernel walks two path components instead of all of them
-        dirfd = os.open(conv_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        dirfd = fsafe.open_dir_fd(conv_dir)
     except OSError as exc:
         raise NotFound(f"cannot open {conv_dir}: {exc.strerror}") from None
     odd = False
@@ -83,8 +88,6 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
 
 def info(conv, cid: str) -> dict:
     """What the index keeps of a conversation: its title, and the shared topic its memories live in."""
-    from samctl.stores.sam import decode
-
     raw = conv.raw if isinstance(conv.raw, dict) else {}
     settings = raw.get("settings") if isinstance(raw.get("settings"), dict) else {}
     name = settings.get("sharedTopicName")
@@ -94,21 +97,19 @@ def info(conv, cid: str) -> dict:
 
 def rows(store, src: Source, findings: list, infos: list):
     """The rows of one source (see ``Store.source_rows``)."""
-    from samctl.importance import importance
-
     if src.kind == "sam-conv":
         conv = store.load_listed(src.conv, findings)
         if conv is not None:
             infos.append(info(conv, src.conv))
             yield from message_rows(conv, src.conv)
     elif src.kind in ("sam-mem", "sam-base-mem"):
-        from samctl.stores.sam import memorydb
+        from samctl.stores.sam import memorydb  # (lazy: not loaded by ls or --help)
 
         for row in memorydb.iter_memories(src.paths[0], findings, scope_id=src.conv, missing_ok=True):
             yield Row("memory", "", row.content_type, src.conv or row.conversation_id.upper(), row.rowid,
                       memorydb.parse_db_date(row.created_at), row.importance, row.dimension, row.id, row.content)
     elif src.kind == "sam-arch":
-        from samctl.stores.sam import archivedb
+        from samctl.stores.sam import archivedb  # (lazy: not loaded by ls or --help)
 
         for chunk in archivedb.read_archives(src.paths[0], findings, scope_id=src.conv, missing_ok=True):
             for j, m in enumerate(chunk["messages"]):
@@ -123,7 +124,7 @@ def rows(store, src: Source, findings: list, infos: list):
                           imp, 0, f"{chunk['id']}#{j}", text)
     elif src.kind == "sam-legacy":
         path = src.paths[0]
-        for cid, doc in store._legacy_docs(findings).items():
+        for cid, doc in store.legacy_docs(findings).items():
             if os.path.lexists(os.path.join(str(store.conv_dir), cid, "conversation.json")):
                 continue  # the folder copy wins, as in SAM's loader
             conv = store.conversation_from_doc(doc, path, cid)
@@ -133,10 +134,8 @@ def rows(store, src: Source, findings: list, infos: list):
 
 def memories_by_prefix(path: str, scope: str | None, prefix: str, findings: list) -> list:
     """(id, embedding, content, conversation id) of at most 3 memories whose id starts with ``prefix``."""
-    from samctl.model import ERROR, Finding
-    from samctl.errors import FileProblem
-    from samctl.stores.sam import memorydb
-    from samctl.stores.sam.sqlitefile import SQLITE_ERRORS, sqlite_finding
+    from samctl.stores.sam import memorydb  # (lazy: not loaded by ls or --help)
+    from samctl.stores.sam.sqlitefile import SQLITE_ERRORS, sqlite_finding  # (lazy: not loaded by ls or --help)
 
     try:
         conn = memorydb.open_readonly(path)

@@ -14,11 +14,12 @@ import sqlite3
 import stat
 from collections import Counter
 from contextlib import contextmanager
-from urllib.parse import quote
 
 from samctl import fsafe
 from samctl.model import ERROR, WARNING, Finding
 from samctl.errors import FileProblem
+from samctl.stores.sqlite import (DEFAULT_TIMEOUT, SQLITE_ERRORS, BadText, open_readonly, open_readwrite,  # noqa: F401
+                                  rollback_mode, row_batches, sqlite_finding, text_factory)
 
 SCHEMA_SQL = (
     'CREATE TABLE IF NOT EXISTS "conversation_memories" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT '
@@ -82,47 +83,16 @@ _INDEXES = {
     },
 }
 
-DEFAULT_TIMEOUT = 2.0  # seconds to wait for a lock SAM holds while it writes
 BATCH = 1000  # rows per read statement; the shared lock is released between batches
 MAX_ROW_FINDINGS = 100  # per code per file; then one finding counts the rest
 
-_SQLITE_MAGIC = b"SQLite format 3\0"
 
 
 # ---------------------------------------------------------------------------------------------
 # Rows as they come out of a connection
 
 
-class _BadText(str):
-    """A TEXT value that was not valid UTF-8 (decoded with surrogateescape, like the rest of samctl)."""
-
-    __slots__ = ()
-
-
-def _text_factory(b: bytes) -> str:
-    try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
-        return _BadText(b.decode("utf-8", "surrogateescape"))
-
-
-def row_batches(conn: sqlite3.Connection, select: str, batch: int, after_rowid: int | None = None):
-    """The rows of ``select`` (whose first column is the rowid) in rowid order, as lists of at most
-    ``batch``: each list is one short statement, so the shared lock that blocks SAM's writers is
-    released between them.  SQLite errors come out of the ``next()`` that met them."""
-    last = after_rowid
-    while True:
-        if last is None:
-            rows = conn.execute(select + " ORDER BY rowid LIMIT ?", (batch,)).fetchall()
-        else:
-            rows = conn.execute(select + " WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)).fetchall()
-        yield rows
-        if len(rows) < batch:
-            return
-        last = rows[-1][0]
-
-
-class _Reporter:
+class Reporter:
     """Row findings of one file, at most ``limit`` per code, then a count of the rest.
 
     ``limit`` is ``MAX_ROW_FINDINGS`` as the reader's own module (``memorydb``, ``archivedb``)
@@ -156,17 +126,6 @@ class _Reporter:
 # Opening
 
 
-def _uri(path, immutable: bool = False) -> str:
-    uri = "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=ro"
-    return uri + "&immutable=1" if immutable else uri
-
-
-def rw_uri(path) -> str:
-    """The URI that opens ``path`` for writing and never creates it (``mode=rw``; a '?' or '#' in
-    the path is data).  Only ``open_for_writing`` uses it."""
-    return "file:" + quote(os.path.abspath(os.fspath(path)), safe="/") + "?mode=rw"
-
-
 def open_for_writing(path, table: str, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
     """The one way samctl opens a SAM database to change it (``memorydb.touch_memories``, compact's
     VACUUM, restore's retarget; any future writer): ``mode=rw`` (never created), autocommit, and
@@ -176,16 +135,11 @@ def open_for_writing(path, table: str, timeout: float = DEFAULT_TIMEOUT) -> sqli
     difference would make a write do more than samctl means, or act on what SAM does not have: such a
     file is refused.  A writer that changes rows must call ``check_writable`` again inside its
     ``BEGIN IMMEDIATE`` (``write_transaction`` does), so that nothing is added in between.  Raises
-    FileProblem (``db-schema`` for the schema; else as ``_preflight``, or ``db-unreadable``) and
+    FileProblem (``db-schema`` for the schema; else as ``stores.sqlite.preflight``, or ``db-unreadable``) and
     sqlite3.Error.
     """
-    _preflight(path, writing=True)
+    conn = open_readwrite(path, timeout)
     try:
-        conn = sqlite3.connect(rw_uri(path), uri=True, timeout=timeout, isolation_level=None)
-    except SQLITE_ERRORS as exc:
-        raise FileProblem("db-unreadable", path, f"cannot open for writing: {exc}") from None
-    try:
-        conn.execute("PRAGMA trusted_schema=OFF")  # (belt and braces: no SQL functions from the schema)
         check_writable(conn, path, table)
     except BaseException:
         conn.close()
@@ -243,101 +197,7 @@ def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
     return None
 
 
-def _preflight(path, writing: bool = False) -> bool:
-    """Check the file before SQLite sees it; True if it must be opened ``immutable``.
-
-    Raises FileProblem: ``missing``/``symlink``/``not-regular``/``unreadable`` (as fsafe),
-    ``db-not-sqlite``, ``db-corrupt`` (truncated header), ``db-wal`` (WAL mode with a log; not
-    when ``writing``: a writer merges the log as SQLite does).
-    """
-    f, st = fsafe.open_regular(path)
-    with f:
-        try:
-            head = f.read(100)
-        except OSError as exc:
-            raise FileProblem("unreadable", path, f"cannot read: {exc.strerror or exc}") from None
-    if not head:
-        return False  # a 0-byte file is an empty database to SQLite; nothing to read, nothing created
-    if head[:16] != _SQLITE_MAGIC[: len(head[:16])]:
-        raise FileProblem("db-not-sqlite", path, "not a SQLite database (no SQLite header)")
-    if len(head) < 100:
-        raise FileProblem("db-corrupt", path, f"truncated: {len(head)} bytes, shorter than a SQLite header")
-    if writing:
-        return False
-    wal = fsafe.lstat(os.fspath(path) + "-wal")
-    if head[18] == 2 or head[19] == 2:  # WAL mode; SAM always uses a rollback journal
-        if wal is not None and (wal.st_size > 0 or not stat.S_ISREG(wal.st_mode)):
-            raise FileProblem(
-                "db-wal", path,
-                "in WAL mode with an unmerged -wal log (not how SAM writes); reading it would modify the -shm "
-                "file, so it was not read",
-            )
-        return True  # no log: every row is in the main file; immutable keeps SQLite from creating -wal/-shm
-    if wal is not None:
-        # A -wal beside a rollback-journal database is debris (SQLite checkpoints and deletes it before it
-        # leaves WAL mode), yet SQLite would open it and create a -shm: read the main file as it is.
-        return True
-    return False
-
-
-def _rollback_mode(path) -> bool:
-    try:
-        f, _ = fsafe.open_regular(path)
-    except FileProblem:
-        return False
-    with f:
-        head = f.read(20)
-    return len(head) == 20 and head[18] != 2 and head[19] != 2
-
-
-def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
-    """A read-only, query-only connection to a SAM database that cannot change the file.
-
-    ``file:<quoted path>?mode=ro`` (so a missing file is never created), ``uri=True``, autocommit
-    (no transaction is held between statements), ``timeout`` as busy timeout, ``PRAGMA
-    query_only=ON``.  Raises FileProblem for a file that is missing, not regular, not SQLite, or
-    in WAL mode with a log (see ``_preflight``), and sqlite3.Error from SQLite itself; the
-    ``read_*`` functions turn both into findings.  A hot journal makes the first read fail with
-    SQLITE_READONLY_ROLLBACK (SAM rolls it back on its next open; samctl never does).
-    """
-    immutable = _preflight(path)
-    conn = sqlite3.connect(_uri(path, immutable), uri=True, timeout=timeout, isolation_level=None)
-    conn.text_factory = _text_factory  # values with invalid UTF-8 become _BadText, never an exception
-    try:
-        conn.execute("PRAGMA query_only=ON")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-# A corrupt schema makes SQLite's own error text invalid UTF-8, and Python's
-# sqlite3 raises UnicodeDecodeError decoding it: that is a database error too.
-SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
-
-
-def sqlite_finding(exc: Exception, path: str, scope_id: str | None, after: str = "") -> Finding:
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    msg = str(exc)
-    if isinstance(exc, UnicodeDecodeError):
-        code, why = "db-corrupt", "corrupt (SQLite's error text about it is not even UTF-8)"
-    elif name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in msg:
-        code, why = "db-locked", "locked by another program (SAM writing?); try again"
-    elif name == "SQLITE_NOTADB" or "not a database" in msg:
-        code, why = "db-not-sqlite", "not a SQLite database"
-    elif name.startswith("SQLITE_CORRUPT") or "malformed" in msg:
-        code, why = "db-corrupt", f"corrupt ({msg})"
-    elif name == "SQLITE_READONLY_ROLLBACK" or (name == "" and "readonly" in msg):
-        code, why = "db-hot-journal", (
-            "has a hot -journal from an interrupted write; SAM rolls it back on its next open "
-            "(samctl reads only, so it cannot)"
-        )
-    else:
-        code, why = "db-unreadable", f"cannot be read: {msg}"
-    return Finding(code, path, why + after, ERROR, scope_id)
-
-
-def _open_checked(path, findings: list, table: str, timeout: float, scope_id: str | None, missing_ok: bool):
+def open_checked(path, findings: list, table: str, timeout: float, scope_id: str | None, missing_ok: bool):
     """Open read-only and check the schema; None (after adding findings) if nothing can be read."""
     spath = os.fspath(path)
     st = fsafe.lstat(spath)
@@ -356,7 +216,7 @@ def _open_checked(path, findings: list, table: str, timeout: float, scope_id: st
         findings.append(sqlite_finding(exc, spath, scope_id))
         return None
     wal = fsafe.lstat(spath + "-wal")
-    if wal is not None and _rollback_mode(spath):
+    if wal is not None and rollback_mode(spath):
         findings.append(Finding("db-stray-wal", spath + "-wal", "a -wal file beside a database that is not in WAL "
                                 "mode (debris; SQLite would use it): the database was read without it", WARNING,
                                 scope_id))

@@ -26,6 +26,7 @@ from samctl.stores.base import Store
 from samctl.stores.metacache import RACY_SECONDS, MetaCache
 from samctl.stores.sam import decode
 from samctl.stores.sam.dbvalues import UUID_RE
+from samctl.stores.sam import decodable
 
 _PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _OPT_STR = (str, type(None))
@@ -67,7 +68,7 @@ class SamStore(Store):
         folders = self._folders()
         ids = {e.name.upper() for e in folders if UUID_RE.match(e.name)}
         ids.update(self.odd_folders(folders))
-        ids.update(self._legacy_docs([]).keys())
+        ids.update(self.legacy_docs([]).keys())
         return sorted(ids)
 
     def has_id(self, cid: str) -> bool:
@@ -79,7 +80,7 @@ class SamStore(Store):
         or the conversation lives in an odd folder or the legacy file."""
         folder = self.folder(cid)
         return any(fsafe.lstat(folder / n) is not None for n in ("conversation.json", "conversation.json.tmp")) \
-            or cid in self.odd_folders() or cid in self._legacy_docs([])
+            or cid in self.odd_folders() or cid in self.legacy_docs([])
 
     def odd_folders(self, folders: list | None = None) -> dict[str, str]:
         """Id -> folder name of each conversation.json in a folder not named by a UUID (never
@@ -93,7 +94,7 @@ class SamStore(Store):
             st = fsafe.lstat(p)
             if st is None or not stat.S_ISREG(st.st_mode):
                 continue
-            doc, _ = self._parse(p)
+            doc, _ = self.parse_file(p)
             cid = doc.get("id") if isinstance(doc, dict) else None
             if isinstance(cid, str) and UUID_RE.match(cid):
                 out.setdefault(cid.upper(), e.name)
@@ -137,14 +138,14 @@ class SamStore(Store):
 
     def raw_path(self, cid: str) -> Path:
         p = self._primary(cid)
-        if fsafe.lstat(p) is None and cid.upper() in self._legacy_docs([]):
+        if fsafe.lstat(p) is None and cid.upper() in self.legacy_docs([]):
             return self.conv_dir / "conversations.json"
         return p
 
     def raw_part(self, cid: str, path: Path) -> bytes | None:
         if path.name != "conversations.json":
             return None
-        doc = self._legacy_docs([]).get(cid.upper())  # (raw_path chose the file because it holds cid)
+        doc = self.legacy_docs([]).get(cid.upper())  # (raw_path chose the file because it holds cid)
         return None if doc is None else orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
     # the meta cache ------------------------------------------------------
@@ -249,7 +250,7 @@ class SamStore(Store):
             metas.append(m)
         seen = {m.id for m in metas}
         legacy = self.conv_dir / "conversations.json"
-        for cid, doc in self._legacy_docs(findings).items():
+        for cid, doc in self.legacy_docs(findings).items():
             if cid not in seen:
                 metas.append(decode.meta(doc, str(legacy), None, cid))
         metas.sort(key=recency, reverse=True)
@@ -259,7 +260,7 @@ class SamStore(Store):
         """[size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None, ctime_ns or
         None] for one file (the ctime only once it is out of the racy window: ``topic_refs`` trusts
         the topic only while the ctime is unchanged too, which no copy that puts an mtime back keeps)."""
-        doc, problem = self._parse(p)
+        doc, problem = self.parse_file(p)
         meta_d = topic = None
         if doc is not None:
             m = decode.meta(doc, p, st.st_size, folder.upper(), st.st_mtime)
@@ -270,7 +271,7 @@ class SamStore(Store):
         ctime = st.st_ctime_ns if time.time_ns() - st.st_ctime_ns >= RACY_SECONDS * 1e9 else None
         return [st.st_size, st.st_mtime_ns, meta_d, problem, topic, ctime]
 
-    def _parse(self, p) -> tuple[dict | None, list | None]:
+    def parse_file(self, p) -> tuple[dict | None, list | None]:
         try:
             data = fsafe.read_capped(p, self.caps.snapshot)
         except FileProblem as exc:
@@ -287,7 +288,7 @@ class SamStore(Store):
             return None, ["sam-reject", f"top level is {type(doc).__name__}, not an object (SAM skips it)"]
         return doc, None
 
-    def _legacy_docs(self, findings: list) -> dict:
+    def legacy_docs(self, findings: list) -> dict:
         """Conversations of the legacy single-file store, by uppercase id."""
         p = self.conv_dir / "conversations.json"
         if fsafe.lstat(p) is None:
@@ -319,16 +320,16 @@ class SamStore(Store):
         except OSError:
             pass
         if fsafe.lstat(p) is None:
-            legacy = self._legacy_docs(findings).get(cid.upper())
+            legacy = self.legacy_docs(findings).get(cid.upper())
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             raise NotFound(f"no conversation {cid} in {self.conv_dir}")
-        doc, problem = self._parse(p)
+        doc, problem = self.parse_file(p)
         if problem:
             findings.append(Finding(problem[0], str(p), problem[1], conversation=cid.upper()))
             # SAM skips a file it cannot decode and then loads the legacy copy of the id (sam.md §5.3), as
             # ls lists it.  (The search index reads it as this folder's: SAM never writes the legacy file.)
-            legacy = self._legacy_docs(findings).get(cid.upper())
+            legacy = self.legacy_docs(findings).get(cid.upper())
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             return None
@@ -347,12 +348,12 @@ class SamStore(Store):
 
     # search ----------------------------------------------------------------
     def search_sources(self, findings: list, scope: set | None = None) -> dict:
-        from samctl.stores.sam import search
+        from samctl.stores.sam import search  # (lazy: not loaded by ls or --help)
 
         return search.sources(self, findings, scope)
 
     def source_rows(self, src, findings: list, infos: list):
-        from samctl.stores.sam import search
+        from samctl.stores.sam import search  # (lazy: not loaded by ls or --help)
 
         return search.rows(self, src, findings, infos)
 
@@ -376,17 +377,17 @@ class SamStore(Store):
         return os.path.join(str(self.folder(scope)), "memory.db")
 
     def memory_rows(self, path: str, findings: list, scope: str | None):
-        from samctl.stores.sam import memorydb
+        from samctl.stores.sam import memorydb  # (lazy: not loaded by ls or --help)
 
         return memorydb.iter_memories(path, findings, scope_id=scope, missing_ok=True)
 
     def memories_by_prefix(self, path: str, scope: str | None, prefix: str, findings: list) -> list:
-        from samctl.stores.sam import search
+        from samctl.stores.sam import search  # (lazy: not loaded by ls or --help)
 
         return search.memories_by_prefix(path, scope, prefix, findings)
 
     def touch_memories(self, path: str, ids: list) -> int:
-        from samctl.stores.sam import memorydb
+        from samctl.stores.sam import memorydb  # (lazy: not loaded by ls or --help)
 
         return memorydb.touch_memories(path, ids)
 
@@ -427,7 +428,7 @@ class SamStore(Store):
         return out
 
     def vacuum(self, path: Path, dry_run: bool) -> tuple[int, int]:
-        from samctl.stores.sam import maintenance
+        from samctl.stores.sam import maintenance  # (lazy: not loaded by ls or --help)
 
         return maintenance.vacuum(path, dry_run)
 
@@ -438,18 +439,18 @@ class SamStore(Store):
         return from_file
 
     def recovery_inputs(self, cid: str, source=None) -> list[Path]:
-        from samctl.stores.sam import recover
+        from samctl.stores.sam import recover  # (lazy: not loaded by ls or --help)
 
         return recover.inputs(self, cid, source)
 
     def plan_recovery(self, cid: str, source=None):
-        from samctl.stores.sam import recover
+        from samctl.stores.sam import recover  # (lazy: not loaded by ls or --help)
 
         return recover.plan_recovery(self, cid, source)
 
     # liveness ---------------------------------------------------------------
     def app_is_running(self) -> bool:
-        from samctl.stores.sam.liveness import sam_is_running
+        from samctl.stores.sam.liveness import sam_is_running  # (lazy: not loaded by ls or --help)
 
         return sam_is_running()
 
@@ -471,7 +472,7 @@ class SamStore(Store):
     # lifecycle: rm, restore, archive (the rules live in stores/sam/lifecycle.py) --------------
     def empty_is_deletable(self, cid: str) -> bool:
         """SAM's "delete empty" keeps a conversation that uses shared data (a shared topic)."""
-        doc, _ = self._parse(self.folder(cid) / "conversation.json")
+        doc, _ = self.parse_file(self.folder(cid) / "conversation.json")
         return doc is not None and decode.shared_topic_id(doc) is None
 
     @classmethod
@@ -486,7 +487,7 @@ class SamStore(Store):
         return [f"{cid}/conversation.json"]
 
     def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         self._refuse_odd(cid)
         folder = self.folder(cid)
@@ -525,7 +526,7 @@ class SamStore(Store):
             if entry is not None and entry[5] == st.st_ctime_ns:
                 topic, known = entry[4], entry[2] is not None
             else:
-                doc, _ = self._parse(p)
+                doc, _ = self.parse_file(p)
                 topic, known = (decode.shared_topic_id(doc) if doc is not None else None), doc is not None
             if topic:
                 refs.setdefault(topic, set()).add(e.name.upper())
@@ -533,7 +534,7 @@ class SamStore(Store):
                 unreadable.append(e.name.upper())
         if fsafe.lstat(self.conv_dir / "conversations.json") is not None:
             legacy: list = []
-            for cid, doc in self._legacy_docs(legacy).items():
+            for cid, doc in self.legacy_docs(legacy).items():
                 topic = decode.shared_topic_id(doc)
                 if topic:
                     refs.setdefault(topic, set()).add(cid)
@@ -544,28 +545,28 @@ class SamStore(Store):
     def shared_topic(self, data: bytes) -> str | None:
         """The shared-topic scope a conversation.json (its bytes) keeps its memories in; None for
         its own folder, or bytes that are not such a file."""
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.shared_topic(data)
 
     def purge(self, cid: str, refs=None) -> list[str]:
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         self._refuse_odd(cid)
         return lifecycle.purge(self, cid, refs)
 
     def new_id(self, taken=None, like: str | None = None) -> str:
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.new_id(self, taken)
 
     def retarget(self, folder: Path, names: list[str], old: str, new: str) -> dict:
-        from samctl.stores.sam import lifecycle
+        from samctl.stores.sam import lifecycle  # (lazy: not loaded by ls or --help)
 
         return lifecycle.retarget(self, folder, names, old, new)
 
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
-        from samctl.stores.sam import checks
+        from samctl.stores.sam import checks  # (lazy: not loaded by ls or --help)
 
         return checks.check_tree(self, findings, fix)
 
@@ -584,8 +585,6 @@ def _scan_one(store, item) -> list:
 def _first_rejection(doc: dict) -> list | None:
     """[code, reason] of the first rule that makes SAM skip the file, or None (``doc`` as
     ``_parse`` decodes it: by orjson)."""
-    from samctl.stores.sam import decodable
-
     prob = decodable.first_error(doc, strict_json=True)
     if prob is not None:
         return ["sam-reject", f"SAM would skip this conversation: {prob.where}: {prob.reason}"]
