@@ -32,8 +32,6 @@ import sys
 import time
 from pathlib import Path
 import fcntl
-import hashlib
-import threading
 
 from samctl.errors import FileProblem, UnsafePath
 
@@ -525,6 +523,8 @@ def sha256_of(path: str | os.PathLike) -> tuple[int, str]:
 
 def sha256_of_file(f) -> tuple[int, str]:
     """``(size, sha256 hex)`` of the rest of the open binary file ``f``, read in 1 MiB pieces."""
+    import hashlib  # (lazy: not loaded by ls or --help)
+
     h, n = hashlib.sha256(), 0
     while b := f.read(MIB):
         h.update(b)
@@ -814,6 +814,8 @@ class SyncBatch:
 
     def _start_early(self) -> None:
         self.noted = 0
+        import threading  # (lazy: not loaded by ls or --help)
+
         self.early = threading.Thread(target=self._write_back, args=(list(self.fds.values()),),
                                       name="samctl-writeback", daemon=True)
         self.early.start()

@@ -15,7 +15,6 @@ import time
 
 from samctl.model import WARNING, Finding
 from samctl.model import ConversationMeta, recency
-from samctl.stores.metacache import MetaCache
 
 _UUID_JSONL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl\Z")
 
@@ -113,6 +112,8 @@ def cached_metas(store, items, read_meta, findings: list, title_of=None) -> list
     listed.  ``title_of(id)``, if given, names a title that wins over the file's (Codex's
     ``session_index.jsonl``, which changes without the rollout changing, so it is applied after the cache).
     """
+    from samctl.stores.metacache import MetaCache  # (lazy: locate imports this module for every command)
+
     cache = MetaCache(store.name, store.root_real, store.use_cache, store.caps)
     old = cache.load()
     fresh: dict = {}
