@@ -281,6 +281,23 @@ class Store:
         ``unreadable``, if given, gets every conversation whose scope cannot be known (it cannot be read)."""
         return None
 
+    def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:
+        """Every file and folder that makes up ``cid``, as rm/archive move them (SamctlError for what must
+        not move: a scope in use, a symlink inside).  ``stats`` gets each one's lstat."""
+        raise UsageError(f"{self.describe()}: samctl does not move conversations of this store")
+
+    def purge(self, cid: str, refs=None) -> list[str]:
+        """Remove ``cid`` from the store with the app's own semantics; the names removed."""
+        raise UsageError(f"{self.describe()}: samctl does not remove conversations of this store")
+
+    def new_id(self, taken=None, like: str | None = None) -> str:
+        """A fresh id as the app makes them (``restore --as-new``), not in ``taken``."""
+        raise UsageError(f"{self.describe()}: samctl does not restore into this store")
+
+    def retarget(self, folder: Path, names: list[str], old: str, new: str) -> dict:
+        """Rewrite the id ``old`` as ``new`` inside the staged files ``names`` under ``folder``."""
+        raise UsageError(f"{self.describe()}: samctl does not restore into this store")
+
     def empty_is_deletable(self, cid: str) -> bool:
         """For a conversation with no messages: whether the app's "delete empty" takes it."""
         return True
