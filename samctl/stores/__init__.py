@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.errors import Denied, NotFound
+from samctl.errors import Denied, FileProblem, NotFound
+from samctl.model import ERROR, Finding
 from samctl.stores.base import Caps, Store
 
 SAM_DEFAULT_BASE = Path("~/Library/Application Support/SAM")
@@ -202,3 +203,46 @@ def store_class(name: str) -> type[Store]:
 def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -> Store:
     kind, conv, base = locate(root)
     return store_class(kind)(conv, base, caps, cache)
+
+
+def config_roots(findings: list) -> list[Path]:
+    """The ``roots = [...]`` of samctl's config file (``$XDG_CONFIG_HOME/samctl/config.toml``, else
+    ``~/.config/samctl/config.toml``): mermaid projects, exports, any store with no fixed place.  A file
+    that is not TOML, or whose ``roots`` is not a list of strings, is a finding."""
+    path = Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config").expanduser() / "samctl" / "config.toml"
+    try:
+        data = fsafe.read_capped(path, 1 << 20)
+    except FileProblem as exc:
+        if exc.code != "missing":
+            findings.append(Finding(exc.code, str(path), exc.message, ERROR))
+        return []
+    try:
+        import tomllib  # (lazy: only samctl stores reads the config)
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # (lazy: only samctl stores reads the config)
+    try:
+        roots = tomllib.loads(data.decode("utf-8")).get("roots", [])
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        findings.append(Finding("bad-config", str(path), f"not TOML: {str(exc)[:160]}", ERROR))
+        return []
+    if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+        findings.append(Finding("bad-config", str(path), "roots must be a list of paths (strings)", ERROR))
+        return []
+    return [Path(r).expanduser() for r in roots]
+
+
+def found_stores(findings: list, caps: Caps | None = None, cache: bool = True) -> list[Store]:
+    """Every store on this machine samctl can find: each registered kind's usual place
+    (``Store.default_roots``) that exists, then the config file's roots; each once (by its folder).
+    A place that exists but cannot be opened as a store is a finding, and the others still count."""
+    places = [p for name in STORES for p in store_class(name).default_roots() if os.path.lexists(p)]
+    places += config_roots(findings)
+    out: dict[str, Store] = {}
+    for p in places:
+        try:
+            store = open_store(str(p), caps, cache)
+        except NotFound as exc:
+            findings.append(Finding("store-unreadable", str(p), exc.message, ERROR))
+            continue
+        out.setdefault(store.root_real, store)
+    return list(out.values())

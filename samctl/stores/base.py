@@ -56,6 +56,19 @@ class Store:
     purge_takes_anything = False  # the app's own delete removes whatever files are there, unchecked
     read_only = False  # another app's store that samctl only reads: writing commands refuse (cli/common.py)
 
+    @classmethod
+    def default_roots(cls) -> list[Path]:
+        """Where the app keeps this kind of store on this machine (``samctl stores``); [] when it has no
+        fixed place (an export is wherever the user put it)."""
+        return []
+
+    @classmethod
+    def capabilities(cls) -> list[str]:
+        """What samctl can do with this kind of store, in words (``samctl stores``)."""
+        out = ["read"] if cls.read_only else ["read", "write"]
+        out += [what for what, has in (("memories", cls.has_memories), ("event logs", cls.has_event_logs)) if has]
+        return out
+
     def __init__(self, conv_dir: Path, base: Path, caps: Caps | None = None, cache: bool = True):
         self.conv_dir = Path(conv_dir)
         self.base = Path(base)

@@ -160,6 +160,10 @@ class ClaudeCodeStore(Store):
             self._read(cid, findings, with_agents=True)
         return []
 
+    @classmethod
+    def default_roots(cls) -> list[Path]:
+        return [default_root()]
+
     def describe(self) -> str:
         return f"Claude Code store at {self.conv_dir} (read-only)"
 

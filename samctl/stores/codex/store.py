@@ -197,6 +197,10 @@ class CodexStore(Store):
             self.load(cid, findings)
         return []
 
+    @classmethod
+    def default_roots(cls) -> list[Path]:
+        return [default_root()]
+
     def describe(self) -> str:
         return f"Codex CLI store at {self.conv_dir} (read-only)"
 

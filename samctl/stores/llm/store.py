@@ -37,6 +37,10 @@ class LlmStore(Store):
         self.db = conv_dir if conv_dir.is_file() else conv_dir / DB_NAME
         super().__init__(conv_dir.parent if conv_dir.is_file() else conv_dir, base, caps, cache=False)  # (no cache)
 
+    @classmethod
+    def default_roots(cls) -> list[Path]:
+        return [default_db()]
+
     def describe(self) -> str:
         return f"llm store at {self.db} (read-only)"
 

@@ -383,6 +383,11 @@ class MermaidStore(Store):
             present = None
         return [cid for cid in ids if (present is None or project_slug(cid) in present) and self.session_is_live(cid)]
 
+    @classmethod
+    def default_roots(cls) -> list[Path]:
+        """The project in the current folder, as every command finds it without --root."""
+        return [Path.cwd()] if (Path.cwd() / ".mermaid" / "conversations").is_dir() else []
+
     def own_folders(self) -> list[Path]:
         folders = [self.conv_dir]
         if self.conv_dir.parent.name == ".mermaid":

@@ -463,6 +463,12 @@ class SamStore(Store):
             return base
         return None
 
+    @classmethod
+    def default_roots(cls) -> list[Path]:
+        from samctl.stores import SAM_DEFAULT_BASE  # (lazy: the registry imports this module by name)
+
+        return [SAM_DEFAULT_BASE.expanduser()]
+
     def busy_reason(self, ids=()) -> tuple[str, str] | None:
         if not self.app_is_running():
             return None

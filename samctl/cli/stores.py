@@ -1,0 +1,52 @@
+"""samctl stores: every store samctl finds on this machine, where, how many conversations, what it can do."""
+
+from __future__ import annotations
+
+import click
+
+from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, report_findings
+
+
+@click.command("stores")
+@format_option()
+@examples("samctl stores", "samctl stores --format json | jq '.[].root'")
+@click.pass_context
+def command(ctx, fmt):
+    """List the stores samctl finds: SAM's folder, ./.mermaid, ~/.claude (or $CLAUDE_CONFIG_DIR),
+    ~/.codex (or $CODEX_HOME), llm's logs.db (where `llm logs path` says), and the roots listed in
+    $XDG_CONFIG_HOME/samctl/config.toml (roots = ["~/proj", "~/Downloads/export.zip"]). With --root,
+    only that store. Read-only; exit 4 when none is found.
+    """
+    from samctl import errors
+    from samctl.cli.common import Options, store_of
+    from samctl.stores import found_stores
+
+    findings: list = []
+    opts = ctx.find_object(Options)
+    if opts.root is not None:
+        stores = [store_of(ctx)]
+    else:
+        from samctl.stores.base import Caps
+
+        caps = Caps.uniform(opts.max_file_size) if opts.max_file_size else Caps()
+        stores = found_stores(findings, caps, opts.cache)
+    rows = []
+    for s in stores:
+        metas = s.list_metas(findings)
+        rows.append({"store": s.name, "root": str(s.conv_dir), "conversations": len(metas),
+                     "read_only": s.read_only, "capabilities": s.capabilities()})
+    if fmt == "json":
+        emit_json(rows)
+    elif fmt == "jsonl":
+        emit_jsonl(rows)
+    elif rows:
+        from samctl.cli.common import table
+        from samctl.safetext import one_line
+
+        click.echo(table([(r["store"], one_line(r["root"]), f"{r['conversations']:,}", ", ".join(r["capabilities"]))
+                          for r in rows], ["STORE", "ROOT", "CONVERSATIONS", "CAN"]))
+    report_findings(findings)
+    if not rows:
+        click.echo("no store found", err=True)
+        raise click.exceptions.Exit(errors.NOT_FOUND)
+    finish(findings)
