@@ -19,6 +19,23 @@ from samctl.model import ConversationMeta, recency
 _UUID_JSONL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl\Z")
 
 
+
+_UUID_TEMPLATE = "00000000-0000-0000-0000-000000000000"
+_UUID_PREFIX_RE = re.compile(r"[0-9a-fA-F-]{1,36}\Z")
+
+
+class UuidPrefixes:
+    """Ids that are UUIDs (Claude Code's sessions, Codex's threads), typed as a prefix in any case, with
+    dashes only where a UUID has them.  A mixin: list it before Store."""
+
+    def prefix_ok(self, text: str) -> bool:
+        if not isinstance(text, str) or not _UUID_PREFIX_RE.match(text):
+            return False
+        return all((c == "-") == (t == "-") for c, t in zip(text, _UUID_TEMPLATE))
+
+    def normalize_prefix(self, text: str) -> str:
+        return text.lower()
+
 def _is_dir(p: Path) -> bool:
     try:
         return stat.S_ISDIR(os.lstat(p).st_mode)

@@ -10,7 +10,6 @@ cleanup keys on, are never touched.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 from pathlib import Path
@@ -21,13 +20,11 @@ from samctl.errors import FileProblem, NotFound
 from samctl.stores.base import Store
 from samctl.stores.claude_code.decode import AGENT_RE, SESSION_RE, agent_ids, decode_session
 from samctl.stores.jsonlines import FRESH_SECONDS
-from samctl.stores.readers import cached_metas, scan
-
-_TEMPLATE = "00000000-0000-0000-0000-000000000000"
-_PREFIX_RE = re.compile(r"[0-9a-fA-F-]{1,36}\Z")
+from samctl.stores.readers import UuidPrefixes, cached_metas, scan
 
 
-class ClaudeCodeStore(Store):
+
+class ClaudeCodeStore(UuidPrefixes, Store):
     name = "claude-code"
     read_only = True
     id_rule = "a session UUID (8-4-4-4-12 hex digits), the name of its .jsonl file"
@@ -42,13 +39,6 @@ class ClaudeCodeStore(Store):
     def valid_id(self, text: str) -> bool:
         return isinstance(text, str) and SESSION_RE.match(text) is not None
 
-    def prefix_ok(self, text: str) -> bool:
-        if not isinstance(text, str) or not _PREFIX_RE.match(text):
-            return False
-        return all((c == "-") == (t == "-") for c, t in zip(text, _TEMPLATE))
-
-    def normalize_prefix(self, text: str) -> str:
-        return text.lower()
 
     def _projects(self, findings: list) -> list[str]:
         """The project folders: the store's folder itself when it holds sessions (a root given as one

@@ -22,10 +22,8 @@ from samctl.errors import FileProblem, NotFound
 from samctl.stores.base import Store
 from samctl.stores.codex.decode import NAME_RE, UUID_RE, decode_rollout
 from samctl.stores.jsonlines import FRESH_SECONDS, parse_lines
-from samctl.stores.readers import cached_metas, scan
+from samctl.stores.readers import UuidPrefixes, cached_metas, scan
 
-_TEMPLATE = "00000000-0000-0000-0000-000000000000"
-_PREFIX_RE = re.compile(r"[0-9a-fA-F-]{1,36}\Z")
 _YEAR, _TWO = re.compile(r"\d{4}\Z"), re.compile(r"\d{2}\Z")
 _RANK = {".jsonl": 0, ".json": 1, ".jsonl.zst": 2}  # which of two files of one id is read
 
@@ -55,7 +53,7 @@ def decompress(data: bytes, cap: int, path: str) -> bytes:
     return b"".join(out)
 
 
-class CodexStore(Store):
+class CodexStore(UuidPrefixes, Store):
     name = "codex"
     read_only = True
     id_rule = "a thread UUID (8-4-4-4-12 hex digits), the end of its rollout file's name"
@@ -71,13 +69,6 @@ class CodexStore(Store):
     def valid_id(self, text: str) -> bool:
         return isinstance(text, str) and UUID_RE.match(text) is not None
 
-    def prefix_ok(self, text: str) -> bool:
-        if not isinstance(text, str) or not _PREFIX_RE.match(text):
-            return False
-        return all((c == "-") == (t == "-") for c, t in zip(text, _TEMPLATE))
-
-    def normalize_prefix(self, text: str) -> str:
-        return text.lower()
 
     def _rollouts(self, findings: list):
         """``(path, id, suffix)`` of every rollout file, live ones first."""
