@@ -592,13 +592,7 @@ def unlink(path: str | os.PathLike, missing_ok: bool = True) -> bool:
 def remove(path: str | os.PathLike, missing_ok: bool = True) -> bool:
     """Unlink one file (never a folder, never through a symlink). True if it was there."""
     step("unlink")
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        if not missing_ok:
-            raise
-        return False
-    return True
+    return unlink(path, missing_ok)
 
 
 def remove_tree(path: str | os.PathLike, sync_parent: bool = True) -> None:

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 import time
 
+from samctl.errors import FileProblem, NotFound
 from samctl.model import WARNING, Finding
 from samctl.model import ConversationMeta, recency
 
@@ -35,6 +36,27 @@ class UuidPrefixes:
 
     def normalize_prefix(self, text: str) -> str:
         return text.lower()
+
+
+class OneFileEach:
+    """A store whose conversations are one file each, found by ``index()`` (id -> path): ids, membership
+    and the raw file from that index.  ``unit`` names a conversation in messages ("session")."""
+
+    unit = "conversation"
+
+    def all_ids(self) -> list[str]:
+        return sorted(self.index())
+
+    def has_id(self, cid: str) -> bool:
+        return self.valid_id(cid) and cid in self.index()
+
+    def raw_path(self, cid: str) -> Path:
+        if not self.valid_id(cid):
+            raise FileProblem("bad-id", cid, f"invalid {self.unit} id")
+        p = self.index().get(cid)
+        if p is None:
+            raise NotFound(f"no {self.unit} {cid} in {self.conv_dir}")
+        return Path(p)
 
 def _is_dir(p: Path) -> bool:
     try:

@@ -16,15 +16,16 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.model import WARNING, Finding
-from samctl.errors import FileProblem, NotFound
+from samctl.errors import FileProblem
 from samctl.stores.base import Store
 from samctl.stores.claude_code.decode import AGENT_RE, SESSION_RE, agent_ids, decode_session
 from samctl.stores.jsonlines import FRESH_SECONDS
-from samctl.stores.readers import UuidPrefixes, cached_metas, scan
+from samctl.stores.readers import OneFileEach, UuidPrefixes, cached_metas, scan
 
 
 
-class ClaudeCodeStore(UuidPrefixes, Store):
+class ClaudeCodeStore(UuidPrefixes, OneFileEach, Store):
+    unit = "session"
     name = "claude-code"
     read_only = True
     id_rule = "a session UUID (8-4-4-4-12 hex digits), the name of its .jsonl file"
@@ -71,20 +72,6 @@ class ClaudeCodeStore(UuidPrefixes, Store):
             self._index = idx
             self._scan_findings = found
         return self._index
-
-    def all_ids(self) -> list[str]:
-        return sorted(self.index())
-
-    def has_id(self, cid: str) -> bool:
-        return self.valid_id(cid) and cid in self.index()
-
-    def raw_path(self, cid: str) -> Path:
-        if not self.valid_id(cid):
-            raise FileProblem("bad-id", cid, "invalid session id")
-        p = self.index().get(cid)
-        if p is None:
-            raise NotFound(f"no session {cid} in {self.conv_dir}")
-        return Path(p)
 
     # reading ---------------------------------------------------------------
     def _read(self, cid: str, findings: list, with_agents: bool):

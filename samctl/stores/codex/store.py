@@ -18,11 +18,11 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.model import WARNING, Finding
-from samctl.errors import FileProblem, NotFound
+from samctl.errors import FileProblem
 from samctl.stores.base import Store
 from samctl.stores.codex.decode import NAME_RE, UUID_RE, decode_rollout
 from samctl.stores.jsonlines import FRESH_SECONDS, parse_lines
-from samctl.stores.readers import UuidPrefixes, cached_metas, scan
+from samctl.stores.readers import OneFileEach, UuidPrefixes, cached_metas, scan
 
 _YEAR, _TWO = re.compile(r"\d{4}\Z"), re.compile(r"\d{2}\Z")
 _RANK = {".jsonl": 0, ".json": 1, ".jsonl.zst": 2}  # which of two files of one id is read
@@ -53,7 +53,8 @@ def decompress(data: bytes, cap: int, path: str) -> bytes:
     return b"".join(out)
 
 
-class CodexStore(UuidPrefixes, Store):
+class CodexStore(UuidPrefixes, OneFileEach, Store):
+    unit = "thread"
     name = "codex"
     read_only = True
     id_rule = "a thread UUID (8-4-4-4-12 hex digits), the end of its rollout file's name"
@@ -129,20 +130,6 @@ class CodexStore(UuidPrefixes, Store):
                     if isinstance(obj.get("id"), str) and isinstance(obj.get("thread_name"), str):
                         self._titles[obj["id"].lower()] = obj["thread_name"]
         return self._titles
-
-    def all_ids(self) -> list[str]:
-        return sorted(self.index())
-
-    def has_id(self, cid: str) -> bool:
-        return self.valid_id(cid) and cid in self.index()
-
-    def raw_path(self, cid: str) -> Path:
-        if not self.valid_id(cid):
-            raise FileProblem("bad-id", cid, "invalid thread id")
-        p = self.index().get(cid)
-        if p is None:
-            raise NotFound(f"no thread {cid} in {self.conv_dir}")
-        return Path(p)
 
     # reading ---------------------------------------------------------------
     def load(self, cid: str, findings: list):
