@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 
@@ -18,18 +19,43 @@ def _a_number(ctx, param, value):
     return value
 
 
-@click.command("search")
-@click.argument("query", required=False, default="")
+class _SearchCommand(click.Command):
+    """``samctl search -budget``: say that a query starting with - goes after ``--``."""
+
+    def parse_args(self, ctx, args):
+        shorts = {o[1] for p in self.params for o in getattr(p, "opts", ()) + getattr(p, "secondary_opts", ())
+                  if len(o) == 2 and o[0] == "-"}
+        valued = {o for p in self.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+        after_option = False
+        for a in args:
+            if a == "--":
+                break
+            if after_option:  # (the value of an option, such as --threshold -1)
+                after_option = False
+                continue
+            after_option = a in valued
+            if len(a) > 2 and a[0] == "-" and a[1] != "-" and a[1] not in shorts:
+                raise click.UsageError(f"no such option: {a}; a query that starts with - goes after --, as in: "
+                                       f"samctl search -- {a}", ctx)
+        return super().parse_args(ctx, args)
+
+
+@click.command("search", cls=_SearchCommand)
+@click.argument("query", nargs=-1)
 @click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
               help="Only this conversation (repeatable). SAM: its messages and its memory scope, including the "
                    "shared topic it uses.")
 @click.option("--in", "where", type=click.Choice(("memories", "messages", "all")), default=None,
-              help="What to search: SAM memories, messages (of conversations and SAM's context archives), or all. "
-                   "[default: all; memories with --like]")
+              help="What to search: SAM memories, messages (of conversations and SAM's context archives), or all "
+                   "(the query's in: says the same). [default: all; memories with --like]")
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
               help="At most N results (1 or more).")
-@click.option("--threshold", type=float, default=0.3, show_default=True, metavar="X", callback=_a_number,
-              help="Keep results scoring at least X (SAM's default 0.3; scores reach 1.5).")
+@click.option("--rank", type=click.Choice(("bm25", "sam")), default="bm25", show_default=True,
+              help="bm25: full-text ranking of each turn with its neighbours. sam: SAM's own memory scoring "
+                   "(hash-embedding cosine + keyword boost, cut at --threshold), what SAM itself would retrieve.")
+@click.option("--threshold", type=float, default=None, metavar="X", callback=_a_number,
+              help="With --rank sam or --like: keep results scoring at least X (SAM's default 0.3; scores reach "
+                   "1.5).")
 @click.option("--since", metavar="WHEN", help="Only rows dated since WHEN (7d, 12h, 2026-08-01).")
 @click.option("--until", metavar="WHEN", help="Only rows dated until WHEN.")
 @click.option("--exact", is_flag=True, help="Plain case-insensitive substring search, newest first, like SAM's own "
@@ -43,21 +69,31 @@ def _a_number(ctx, param, value):
               "access_count + 1, last_accessed = now. Refused while SAM runs (exit 5) unless --force.")
 @force_option
 @lock_wait_option
-@click.option("--no-index", is_flag=True, help="Read the files directly instead of samctl's index (slower on a big "
-              "store; the same results).")
-@examples('samctl search "portland budget"', 'samctl search budget --in memories --since 30d -n 5',
+@click.option("--no-index", is_flag=True, help="Do not use samctl's index in the cache: build one in a temporary "
+              "folder and remove it afterwards (the same results).")
+@examples("samctl search portland budget", 'samctl search \'"weekend trip" +portland -hotel role:user\'',
+          "samctl search budget --in memories --since 30d -n 5", "samctl search -- -v",
           "samctl search --exact 'go ahead' --format jsonl",
-          "samctl search --like 296E5007 --threshold 0.5",
-          "samctl search 'weekend trip' --conversation 8B58 --min-importance 0.8")
+          "samctl search 'weekend trip' --rank sam --threshold 0.5",
+          "samctl search --like 296E5007 --threshold 0.5")
 @click.pass_context
-def command(ctx, query, conversations, where, limit, threshold, since, until, exact, like, min_importance, fmt,
-            touch, force, lock_wait, no_index):
-    """Search the memories and messages of the whole store, best first.
+def command(ctx, query, conversations, where, limit, rank, threshold, since, until, exact, like, min_importance,
+            fmt, touch, force, lock_wait, no_index):
+    """Search the messages and memories of the whole store, best first.
 
-    Scores are SAM's memory retrieval: cosine similarity of the query's and the text's
-    embeddings plus a keyword boost of min(0.5 x Jaccard, 0.5) over the words of more than two
-    characters. SAM's own vectors need macOS, so samctl embeds both sides with its
-    deterministic version of SAM's hash embedding. Results below --threshold are dropped.
+    By default each turn is ranked by BM25 over its words (stemmed, accents folded, stop words
+    weighing only in a longer query), with evidence from its neighbours (the question it answers,
+    the reply it got) and from its conversation; nothing is hidden by a threshold, -n limits. Each
+    hit shows its snippet, the matched words in bold on a terminal (NO_COLOR honoured), and the
+    command that opens the conversation at that message.
+
+    QUERY may be several words, quoted or not, with search-engine operators: +word (required),
+    -word (excluded), "a phrase", prefix*, and the filters role:user|assistant|tool,
+    in:memories|messages, title:WORD and store:NAME. A query that starts with - goes after --.
+
+    --rank sam gives SAM's own memory retrieval instead (cosine of samctl's deterministic hash
+    embedding + min(0.5 x Jaccard, 0.5), results under --threshold dropped; slower: every row is
+    embedded at query time). --exact is SAM's plain substring search.
 
     The first search of a store builds samctl's index in the cache folder (a long build shows
     progress on a terminal); later searches re-read only the files that changed. Searching
@@ -67,23 +103,34 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
     from samctl.timeparse import parse_when
     from samctl.errors import UsageError
 
+    text = " ".join(query)
     store = store_of(ctx)
+    plan = None
+    if threshold is not None and rank == "bm25" and not like and not exact:
+        raise UsageError("--threshold cuts SAM's scores: it goes with --rank sam or --like",
+                         hint="BM25 hides nothing; -n N limits the results")
+    if exact and rank == "sam":
+        raise UsageError("--exact and --rank sam do not go together", hint="--exact is a plain substring search")
+    if rank == "bm25" and not exact and not like:
+        plan = _parse(text, where)
+        where = where or plan.where
     if touch:
         if not store.has_memories:
             raise UsageError("--touch updates SAM memories; this is a " + store.name + " store, which has none")
         from samctl.lock import ensure_app_idle
 
         ensure_app_idle(store, force=force)
-    q = core.SearchQuery(text=query or "", conversations=tuple(conversations), where=where, limit=limit,
-                         threshold=threshold, since=parse_when(since) if since is not None else None,
+    q = core.SearchQuery(text=text, conversations=tuple(conversations), where=where, limit=limit,
+                         threshold=0.3 if threshold is None else threshold,
+                         since=parse_when(since) if since is not None else None,
                          until=parse_when(until, end=True) if until is not None else None, exact=exact, like=like,
-                         min_importance=min_importance, use_index=not no_index)
+                         min_importance=min_importance, use_index=not no_index, rank=rank)
     from samctl.cli.index import progress_printer
 
     progress = progress_printer(sys.stderr)
     findings: list = []
     try:
-        hits = core.search(store, q, findings, progress)
+        hits = core.search(store, q, findings, progress, plan)
     finally:
         if progress:
             progress.done()
@@ -94,11 +141,27 @@ def command(ctx, query, conversations, where, limit, threshold, since, until, ex
     elif fmt == "jsonl":
         emit_jsonl(h.to_dict() for h in hits)
     else:
-        _table(hits, query)
+        _table(hits, text)
         if not hits:
             click.echo(_what_to_try(q), err=True)
     report_findings(findings)
     finish(findings)
+
+
+def _parse(text: str, where: str | None):
+    """The parsed query (``search.query``); its in: and --in must agree."""
+    from samctl.stores import STORES
+    from samctl.errors import UsageError
+
+    try:
+        from samctl.search import query as ql  # (lazy: only a ranked search parses a query)
+    except ImportError:  # TEMPORARY until the query language lands
+        from samctl.search.retrieve import Plain
+        return Plain(text)
+    plan = ql.parse(text, stores=tuple(STORES))
+    if plan.where and where and plan.where != where:
+        raise UsageError(f"the query says in:{plan.where} and the option --in {where}", hint="give one of them")
+    return plan
 
 
 def _what_to_try(q) -> str:
@@ -109,12 +172,12 @@ def _what_to_try(q) -> str:
     if narrowing:
         tries.append("without " + ", ".join(narrowing))
     if q.exact:
-        tries.append("fewer or shorter words, or a scored search (without --exact)")
-    elif not q.like:
+        tries.append("fewer or shorter words, or a ranked search (without --exact)")
+    elif q.like or q.rank == "sam":
         tries.append(f"a lower --threshold (now {q.threshold:g})")
-        tries.append("--exact for a plain substring")
     else:
-        tries.append(f"a lower --threshold (now {q.threshold:g})")
+        tries.append("other words, fewer required (+word) or excluded (-word) ones, or prefix*")
+        tries.append("--exact for a plain substring")
     return "hint: try " + "; or ".join(tries)
 
 
@@ -136,36 +199,70 @@ def _touch(store, hits, force, lock_wait, findings) -> list:
 def _table(hits, query: str) -> None:
     from samctl.safetext import one_line, quoted
     from samctl.timeparse import format_local
+    from samctl.cli.common import pasteable
 
     if not hits:
         click.echo(f"no matches for {quoted(query)}" if query else "no matches", err=True)
         return
     tty = sys.stdout.isatty()
     width = shutil.get_terminal_size((120, 24)).columns if tty else None
-    out = [f"{'SCORE':<6} {'KIND':<8} {'CONVERSATION':<36}  {'DATE':<16}  TITLE"]
+    bold = tty and not os.environ.get("NO_COLOR")
+    out = [f"{'SCORE':<6} {'KIND':<8} {'CONVERSATION':<36}  {'DATE':<16}  {'ROLE':<9}  TITLE"]
     for h in hits:
         score = "exact" if h.score is None and h.exact == "whole" else ("-" if h.score is None else f"{h.score:.3f}")
-        title = one_line(h.title)
-        line = f"{score:<6} {h.kind:<8} {h.conversation_id:<36}  {format_local(h.date_ts):<16}  {title}"
-        snip = "       " + one_line(h.snippet)
-        if width:
-            line = _clip(line, width)
-            snip = _clip(snip, width)
-            snip = _highlight(snip, query) if query.strip() else snip
-        out.append(line)
-        out.append(snip)
+        line = (f"{score:<6} {h.kind:<8} {h.conversation_id:<36}  {format_local(h.date_ts):<16}  "
+                f"{(h.role or '-'):<9}  {one_line(h.title)}")
+        out.append(_clip(line, width) if width else line)
+        out.append("       " + _snippet(h, width, bold, query))
+        if h.context:
+            out.append("       " + _clip("(found by the " + one_line(h.context) + ")", (width or 10**9) - 7))
+        if h.kind != "memory" and h.position is not None and h.position >= 0:
+            out.append("       " + pasteable(f"samctl show {h.conversation_id} --at {h.position}", whole=True))
     click.echo("\n".join(out))
 
 
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: max(1, n - 1)] + "…"
+def _snippet(h, width, bold: bool, query: str) -> str:
+    """The hit's snippet on one line, clipped to the terminal, its matched words in bold."""
+    import re
+
+    from samctl.safetext import safe_text
+
+    def one_line(piece: str) -> str:  # (whitespace made spaces one by one: the marks' offsets hold)
+        return safe_text(re.sub(r"\s", " ", piece))
+
+    text, marks = h.snippet, h.marks
+    if marks is None:  # --exact, --rank sam, --like: the query's words as typed
+        marks = _marks_of(text, query) if query.strip() else []
+    room = (width - 7) if width else None
+    pieces, at = [], 0
+    for a, b in sorted(marks):
+        if a < at:
+            continue
+        pieces.append((one_line(text[at:a]), False))
+        pieces.append((one_line(text[a:b]), True))
+        at = b
+    pieces.append((one_line(text[at:]), False))
+    out, used = [], 0
+    for piece, hot in pieces:
+        if room is not None and used + len(piece) > room:
+            piece = piece[: max(0, room - used - 1)] + "…"
+        out.append(click.style(piece, bold=True) if hot and bold and piece else piece)
+        used += len(piece)
+        if room is not None and used >= room:
+            break
+    return "".join(out)
 
 
-def _highlight(text: str, query: str) -> str:
+def _marks_of(text: str, query: str) -> list:
+    """(start, end) of the query's words in ``text``, case-insensitively (for --exact and --rank sam)."""
     import re
 
     words = sorted({w for w in query.lower().split() if len(w) > 2}, key=len, reverse=True)
     if not words:
-        return text
+        return []
     pattern = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)
-    return pattern.sub(lambda m: click.style(m.group(0), bold=True), text)
+    return [m.span() for m in pattern.finditer(text)]
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: max(1, n - 1)] + "…"

@@ -26,6 +26,7 @@ class SearchQuery:
     like: str | None = None
     min_importance: float | None = None
     use_index: bool = True
+    rank: str = "bm25"  # bm25 (default) | sam (SAM's memory scoring, with --threshold)
 
 
 @dataclass
@@ -48,6 +49,9 @@ class Hit:
     exact: str | None = None
     store: str = ""
     source: str | None = None  # the memory.db of a memory (for --touch)
+    parts: dict | None = None  # BM25: the score's parts (own, date, context, conversation, addressee)
+    marks: list | None = None  # (start, end) of the matched words in ``snippet``
+    context: str | None = None  # BM25, found by a neighbour's words: "user before: w1, w2"
 
     def to_dict(self) -> dict:
         return {
@@ -55,7 +59,8 @@ class Hit:
             "conversation_id": self.conversation_id, "title": self.title, "id": self.ref, "position": self.position,
             "date": format_utc(self.date_ts), "date_ts": self.date_ts, "importance": self.importance,
             "role": self.role, "content_type": self.content_type, "dimension": self.dimension, "exact": self.exact,
-            "snippet": self.snippet, "text": self.text, "store": self.store,
+            "snippet": self.snippet, "text": self.text, "store": self.store, "parts": self.parts,
+            "context": self.context,
         }
 
 
@@ -114,6 +119,30 @@ def snippet(text: str, query: str) -> str:
         if i >= 0 and (best < 0 or i < best):
             best, size = i, len(w)
     return excerpt(text, max(best, 0), size)
+
+
+def term_snippet(text: str, terms: set, ctx: int = EXCERPT) -> tuple[str, list]:
+    """(an excerpt of ``text`` around its densest run of words whose index terms meet ``terms``,
+    the (start, end) of those words in the excerpt); the start of the text and no marks if none."""
+    from samctl.search import text as tx  # (lazy: not loaded by ls or --help)
+
+    head = text[: 4 * scoring.PIECE]  # (a huge text: its matches are looked for in its beginning)
+    found = tx.spans(head, terms)
+    if not found:
+        return excerpt(text, 0, 0), []
+    best, best_n, j = 0, 0, 0
+    for i, (a, _) in enumerate(found):  # the window of 2 x ctx characters holding the most matches
+        while found[j][1] < a - 2 * ctx:
+            j += 1
+        if i - j + 1 > best_n:
+            best, best_n = j, i - j + 1
+    start, end = found[best][0], found[best + best_n - 1][1]
+    pad = max(0, (2 * ctx - (end - start)) // 2)
+    s, e = max(0, start - pad), min(len(text), end + pad)
+    lead = "..." if s > 0 else ""
+    out = lead + text[s:e] + ("..." if e < len(text) else "")
+    marks = [(a - s + len(lead), b - s + len(lead)) for a, b in found if a >= s and b <= e]
+    return out, marks
 
 
 # ---------------------------------------------------------------------------------------------

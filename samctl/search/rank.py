@@ -206,9 +206,10 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE) -> np.ndarray:
     return scores
 
 
-def parts(corpus, query: str, params: Params = Params()) -> dict:
-    """Every row's score and its parts for QUERY: own, date, context, conversation, addressee, score."""
-    terms = tx.query_terms(query)
+def parts(corpus, query: str, params: Params = Params(), extra_terms=()) -> dict:
+    """Every row's score and its parts for QUERY (and index terms ``extra_terms``, e.g. a prefix's):
+    own, date, context, conversation, addressee, score."""
+    terms = tx.query_terms(query) + list(extra_terms) if query else list(extra_terms)
     prev, nxt, group, role = corpus.rows()
     own = bm25(corpus, "text", terms, params)
     date = params.date * bm25(corpus, "date", terms, params) if params.date else np.zeros(corpus.size)

@@ -9,12 +9,15 @@ Design notes: docs/search-index.md, "search/retrieve.py".
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import re
+import shutil
+import tempfile
 import unicodedata
 from dataclasses import dataclass
-import bisect
+from pathlib import Path
 
 from samctl.search import index as ix
 from samctl.search import scoring
@@ -22,7 +25,7 @@ from samctl.search.hits import (KIND_ORDER, RESCORE_MARGIN, Hit, SearchQuery, ex
                               snippet, sort_key)
 from samctl.stores.resolve import Listed, resolve_id
 from samctl.errors import NotFound, UsageError
-from samctl.model import ERROR, Finding
+from samctl.model import ERROR, INFO, Finding
 from samctl.errors import FileProblem
 
 WHERE = ("memories", "messages", "all")
@@ -69,8 +72,9 @@ def resolve_scope(store, texts) -> set | None:
     return scope
 
 
-def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
-    """The hits of ``q``, best first.  Bad files become ``findings``; raises UsageError/NotFound."""
+def search(store, q: SearchQuery, findings: list, progress=None, plan=None) -> list[Hit]:
+    """The hits of ``q``, best first.  Bad files become ``findings``; raises UsageError/NotFound.
+    ``plan``: the parsed query (``search.query``) for the default ranking."""
     where = _check(store, q)
     scope = resolve_scope(store, q.conversations)
     if q.like:
@@ -79,22 +83,54 @@ def search(store, q: SearchQuery, findings: list, progress=None) -> list[Hit]:
         return like.search_like(store, q, scope, findings)
     if q.limit == 0:
         return []
+    def answer(idx):
+        if q.exact or q.rank == "sam":
+            return _best(*_candidates(store, idx, q, where, scope), q)
+        from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
+
+        return ranked.search([(store, idx)], q, plan or Plain(q.text), _hit, scope)
+
+    return _with_index(store, q, scope, findings, progress, answer)
+
+
+def _with_index(store, q: SearchQuery, scope, findings: list, progress, answer):
+    """``answer(index)`` on the store's index brought up to date; without the cache (``--no-index``),
+    on one built in a temporary folder that is removed afterwards.  An index that cannot be used
+    (``answer`` finds it broken, too) is rebuilt once; if that fails too, the search is made on a
+    temporary one.  BM25 needs every row's statistics: the whole store is brought up to date,
+    whatever ``scope``."""
     for attempt in range(3):
         local: list = []
         disk = q.use_index and store.use_cache and attempt < 2
+        tmp = None if disk else tempfile.mkdtemp(prefix="samctl-search-")
         try:
-            if disk:
-                idx = ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress)
-                hits = _best(*_candidates(store, idx, q, where, scope), q)
-            else:
-                hits = _search_in_parts(store, q, where, scope, local, progress)
+            idx = ix.refresh(store, local, scope=scope if q.exact or q.rank == "sam" else None,
+                             rebuild=attempt == 1, progress=progress, home=None if disk else Path(tmp))
+            hits = answer(idx)
         except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
             if not disk or os.environ.get("SAMCTL_DEBUG") == "1":
                 raise
             continue  # an index that cannot be used: rebuild it, then do without
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
         findings.extend(local)
+        if idx.replaced:
+            findings.append(Finding("index-replaced", str(ix.index_dir(store)),
+                                    f"the search index of an older samctl ({idx.replaced >> 20} MiB) was replaced",
+                                    INFO))
         return hits
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Plain:
+    """A parsed query that is only words to rank (when no parsed query is given)."""
+    required = excluded = phrases = excluded_phrases = prefixes = titles = ()
+    roles = stores = frozenset()
+    where = None
+
+    def __init__(self, text: str):
+        self.ranked_text = text
 
 
 def _masks(idx, q: SearchQuery, where: str, scope: set | None):
@@ -121,29 +157,6 @@ def _masks(idx, q: SearchQuery, where: str, scope: set | None):
         if q.min_importance is not None:
             mask = mask & (meta["imp"] >= q.min_importance)
         yield seg, mask
-
-
-def _search_in_parts(store, q: SearchQuery, where: str, scope, findings: list, progress) -> list[Hit]:
-    """``search`` without the index: the store's rows are read into an index in memory one part
-    at a time (``ix.memory``); each part's candidates are kept, the part let go.  The results are
-    those of the whole index, candidate for candidate: see ``_cut``."""
-    from samctl.search.index import memory  # (lazy: not loaded by ls or --help)
-
-    convs: dict = {}
-    kept, total = None, 0
-    for idx in memory.parts(store, findings, scope, progress, convs):
-        cands, n = _candidates(store, idx, q, where, scope)
-        del idx  # (let the part go before the next is read: the candidates hold none of it)
-        kept = cands if kept is None else _Candidates.join(kept, cands)
-        total += n
-        if total > q.limit + RESCORE_MARGIN:
-            kept = kept.cut(q.limit)  # what the last cut keeps; memory stays bounded
-    if kept is None:
-        return []
-    titles = memory.titles(convs)
-    for h in kept.hits:
-        h.title = titles.title_of(h.conversation_id)
-    return _best(kept, total, q)
 
 
 @dataclass
@@ -232,59 +245,36 @@ def _cut(found: list, limit: int) -> list:
     return found
 
 
+SAM_CHUNK = 1 << 15  # rows embedded at a time by --rank sam (256 float32 each: 32 MiB)
+
+
 def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_Candidates, int]:
+    """--rank sam: every row the filters keep, scored as SAM scores a memory (cosine of the hash
+    embeddings + the keyword boost), the embeddings made here a chunk at a time (the index keeps no
+    vectors).  The boost is computed exactly where it can be non-zero: in the rows whose folded
+    text holds one of the query's words (a word the row has, its folded text holds)."""
     np = ix.load_numpy()
     qv = scoring.embed(q.text)
     qt = scoring.tokens(q.text)
-    nq = len(qt)
     q32 = np.array(qv, dtype=np.float32) if qv is not None else None
-    qkeys = np.unique(np.array([ix.token_key(t) for t in qt], dtype=np.uint64))
+    needles = [ix.encode_text(t) for t in sorted(qt)]
     floor = q.threshold - EPS
     found = []  # (segment, rows, approximate scores)
     for seg, mask in _masks(idx, q, where, scope):
-        n = seg.rows
-        sparse = mask is not seg.alive and int(mask.sum()) * 4 < n
-        if sparse:  # a small selection (one conversation): score only its rows
-            rows = np.flatnonzero(mask)
-            score = _dots(seg.vectors[rows], q32) if q32 is not None else np.zeros(len(rows), dtype=np.float32)
-        else:
-            rows = None
-            score = _dots(seg.vectors, q32) if q32 is not None else np.zeros(n, dtype=np.float32)
-        if nq:
-            keys = seg.tok_keys
-            at = np.searchsorted(keys, qkeys)
-            ok = at < len(keys)
-            at = at[ok]
-            at = at[keys[at] == qkeys[ok]]
-            if len(at):
-                ptr = seg.tok_ptr
-                post = np.concatenate([seg.tok_rows[ptr[i]:ptr[i + 1]] for i in at.tolist()])
-                if len(post) and (int(post.min()) < 0 or int(post.max()) >= n):
-                    raise ix.BadIndex(f"{seg.name}: token map points past the rows")
-                if len(at) == 1:
-                    hit, inter = post.astype(np.int64), np.ones(len(post))
-                elif len(post) * 16 > n:
-                    counts = np.bincount(post, minlength=n)
-                    hit = np.flatnonzero(counts)
-                    inter = counts[hit].astype(np.float64)
-                else:
-                    hit, c = np.unique(post, return_counts=True)
-                    inter = c.astype(np.float64)
-                union = nq + seg.meta["ntok"][hit].astype(np.float64) - inter
-                boost = np.minimum(0.5 * (inter / union), 0.5)
-                if sparse:
-                    where_in = np.searchsorted(rows, hit)
-                    inside = where_in < len(rows)
-                    inside[inside] = rows[where_in[inside]] == hit[inside]
-                    score[where_in[inside]] += boost[inside]
-                else:
-                    score[hit] += boost
-        if sparse:
-            keep = score >= floor
-            found.append((seg, rows[keep], score[keep]))
-        else:
-            sel = np.flatnonzero(mask & (score >= floor))
-            found.append((seg, sel, score[sel]))
+        rows = np.flatnonzero(mask)
+        score = np.zeros(len(rows), dtype=np.float32)
+        if q32 is not None:
+            for a in range(0, len(rows), SAM_CHUNK):
+                part = rows[a:a + SAM_CHUNK].tolist()
+                vecs = scoring.embed_many([seg.text(r) for r in part])
+                score[a:a + len(part)] = _dots(vecs, q32)
+        if needles:
+            with_word = np.unique(np.concatenate([_rows_holding(seg, mask, nb) for nb in needles]))
+            at = np.searchsorted(rows, with_word)
+            for i, r in zip(at.tolist(), with_word.tolist()):
+                score[i] += scoring.text_boost(qt, seg.text(r))
+        keep = score >= floor
+        found.append((seg, rows[keep], score[keep]))
     total = sum(len(r) for _, r, _ in found)
     if total > q.limit + RESCORE_MARGIN:
         found = _cut(found, q.limit)

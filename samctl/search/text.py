@@ -13,6 +13,8 @@ import re
 import time
 import unicodedata
 
+TERMS_NAME = "fold-porter-cjk2-v1"  # names what tokens() gives: change it whenever tokens() changes
+
 # Words of text in scripts written without spaces: Han, Hiragana, Katakana, Hangul, Thai.
 _NOSPACE = ("\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
             "\u1100-\u11ff\u3130-\u318f\uff66-\uff9f")
@@ -97,6 +99,43 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+def spans(text: str, terms: set) -> list[tuple[int, int]]:
+    """(start, end) in TEXT of each word whose index terms meet TERMS (for highlighting), in order."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        w = m.group()
+        if w.isascii():
+            hit = any(t in terms for t in _terms_of(w.lower()))
+        else:
+            hit = any((g if gram else t) in terms for g, gram in words(w)
+                      for t in ((g,) if gram else _terms_of(g)))
+        if hit:
+            out.append(m.span())
+    return out
+
+
+def matched_words(text: str, terms: set, most: int) -> list[str]:
+    """Up to MOST distinct words of TEXT (as written) whose index terms meet TERMS."""
+    seen: dict = {}
+    for a, b in spans(text, terms):
+        seen.setdefault(text[a:b].lower(), text[a:b])
+        if len(seen) >= most:
+            break
+    return list(seen.values())
+
+
+def holds_phrase(text: str, phrase: str) -> bool:
+    """TEXT holds PHRASE's words in a row (folded, punctuation between words ignored); in scripts
+    written without spaces, anywhere inside a run."""
+    want = " ".join(_TOKEN.findall(fold(phrase)))
+    if not want:
+        return True
+    have = " " + " ".join(_TOKEN.findall(fold(text))) + " "
+    if _NOSPACE_RUN.search(want):
+        return want in have
+    return f" {want} " in have
+
+
 def is_stop(term: str) -> bool:
     return term in STOP
 
@@ -112,6 +151,13 @@ def query_terms(text: str) -> list[str]:
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
+
+
+
+
+def month_of(term: str) -> int | None:
+    """1-12 if TERM is the index term of a month's name (as ``date_terms`` gives it), else None."""
+    return next((i + 1 for i, m in enumerate(_MONTHS) if stem(m) == term), None)
 
 
 _MONTH_RE = "|".join(m[:3] + r"[a-z]*" for m in _MONTHS)

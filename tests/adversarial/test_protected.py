@@ -15,7 +15,7 @@ CASES = [c for c in hostile.cases() if c.name in hostile.PROTECTED]
 
 SQLITE_STEPS = [
     ("touch", ["search", "budget portland", "--touch", "--force"], True),
-    ("touch-memories", ["search", "budget portland", "--in", "memories", "--threshold", "0", "--touch", "--force"],
+    ("touch-memories", ["search", "budget portland", "--in", "memories", "--rank", "sam", "--threshold", "0", "--touch", "--force"],
      True),
     ("compact", ["compact", "--force"], True),
     ("check-fix", ["check", "--fix"], True),

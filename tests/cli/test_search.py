@@ -24,6 +24,10 @@ MERMAID_ID = "20260810_140307_512"
 
 
 def search(run, root, *args, code=0):
+    """``samctl search``; with --threshold (SAM's scores), as --rank sam: this file tests SAM's
+    scoring (tests/cli/test_search_bm25.py tests the default ranking)."""
+    if "--threshold" in args and "--like" not in args and "--rank" not in args and "--exact" not in args:
+        args = (*args, "--rank", "sam")
     r = run("--root", root, "search", *args)
     assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
     return r

@@ -123,8 +123,10 @@ def test_cache_folder_in_the_app_folder_is_not_written(run, sam_demo, mermaid_de
 
 
 @pytest.mark.parametrize("args, hint", [
-    (("zzzqqq",), "hint: try a lower --threshold (now 0.3); or --exact for a plain substring"),
-    (("zzzqqq", "--exact", "--since", "1d"), "hint: try without --since; or fewer or shorter words, or a scored "
+    (("zzzqqq",), "hint: try other words, fewer required (+word) or excluded (-word) ones, or prefix*; or --exact "
+                  "for a plain substring"),
+    (("zzzqqq", "--rank", "sam"), "hint: try a lower --threshold (now 0.3)"),
+    (("zzzqqq", "--exact", "--since", "1d"), "hint: try without --since; or fewer or shorter words, or a ranked "
                                              "search (without --exact)")])
 def test_a_search_that_finds_nothing_says_what_to_try(run, sam_demo, args, hint):
     r = run("--root", sam_demo, "search", *args)

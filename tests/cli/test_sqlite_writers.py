@@ -61,7 +61,7 @@ def test_search_touch_refuses_a_database_with_its_own_schema(run, sam_demo, what
     add(db, what)
     before, kept = state(db), rows(db)
     r = run("--root", sam_demo, "search", "portland budget", "--in", "memories", "--conversation", SID,
-            "--threshold", "0", "--touch", "--format", "json")
+            "--rank", "sam", "--threshold", "0", "--touch", "--format", "json")
     assert r.exit_code == 3, r.output
     assert json.loads(r.stdout), "the search itself still answers"
     assert "db-schema" in r.stderr and "not exactly SAM's" in r.stderr and "not touched" in r.stderr
@@ -74,7 +74,7 @@ def test_search_touch_still_touches_the_other_databases(run, sam_demo):
     mine, shared = conv(sam_demo) / SID / "memory.db", conv(sam_demo) / TOPIC / "memory.db"
     add(mine, "trigger")
     before, other = state(mine), state(shared)
-    r = run("--root", sam_demo, "search", "budget portland", "--in", "memories", "--threshold", "0", "--touch")
+    r = run("--root", sam_demo, "search", "budget portland", "--in", "memories", "--rank", "sam", "--threshold", "0", "--touch")
     assert r.exit_code == 3, r.output
     assert state(mine) == before and state(shared) != other
     assert re.search(r"touched [1-9]\d* memor", r.stderr)

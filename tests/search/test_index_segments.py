@@ -100,7 +100,7 @@ def test_rewrites_stay_cut_and_find_the_same(tree, monkeypatch):
 
 
 def test_a_source_bigger_than_a_segment_goes_alone(tree, monkeypatch):
-    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", 4096)  # smaller than any session
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", 512)  # smaller than any session
     monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
     got = _results(tree)
     idx = ix.open_index(open_store(str(tree)))

@@ -57,7 +57,8 @@ def test_ranking_equals_sams_brute_force(texts, query, threshold, limit):
         _tree(base, texts)
         want = _brute(query, texts, threshold)
         for use_index in (True, False):
-            q = sx.SearchQuery(text=query, threshold=threshold, limit=limit, where="memories", use_index=use_index)
+            q = sx.SearchQuery(text=query, threshold=threshold, limit=limit, where="memories", use_index=use_index,
+                               rank="sam")
             got = [(h.ref, h.score) for h in sx.search(open_store(str(base)), q, [])]
             assert [s for _, s in got] == [s for _, s in want][:limit]  # exactly the same floats
             if len(want) > limit:

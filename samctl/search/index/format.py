@@ -16,9 +16,9 @@ import zlib
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.search import scoring
+from samctl.search import text
 
-INDEX_VERSION = 3  # 2: a crc32 per row; 3: lowered text NFC-normalised
+INDEX_VERSION = 4  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -26,7 +26,7 @@ PREAMBLE = 64
 ALIGN = 64
 TRAILER = struct.Struct("<QII8s")
 TOKEN_HASH_NAME = "blake2b-64"
-DIM = scoring.EMBED_DIM
+TERMS_NAME = text.TERMS_NAME  # the tokenizer: other terms, another index
 
 KINDS = ("memory", "message", "archived")
 FLAG_BASE_DB = 1  # meta flags: the row comes from the legacy BASE/memory.db
@@ -40,7 +40,6 @@ META_FIELDS = [
 ]
 # section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), B (bytes)
 SECTIONS = {
-    "vectors": ("<f4", ("R", DIM)),
     "meta": (None, ("R",)),
     "text_off": ("<i8", ("R+1",)),
     "text": ("|u1", ("B",)),
@@ -51,6 +50,8 @@ SECTIONS = {
     "tok_keys": ("<u8", ("K",)),
     "tok_ptr": ("<i8", ("K+1",)),
     "tok_rows": ("<i4", ("P",)),
+    "tok_tf": ("<u2", ("P",)),
+    "voc": ("|u1", ("B",)),
 }
 SEG_NAME = re.compile(r"seg-[0-9a-f]{8,40}\.seg\Z")
 

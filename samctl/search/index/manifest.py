@@ -15,8 +15,7 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.search import scoring
-from samctl.search.index.format import DIM, INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy
+from samctl.search.index.format import INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TERMS_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy
 from samctl.model import ERROR, Finding
 from samctl.errors import FileProblem
 
@@ -27,7 +26,7 @@ def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -
     fsafe.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(data)) + data)
 
 
-HEAD = ("v", "root", "store", "hash", "token_hash", "dim", "created", "updated")
+HEAD = ("v", "root", "store", "terms", "token_hash", "created", "updated")
 _SRC_COLS = ("keys", "kinds", "convs", "sigs", "segs", "start", "end")
 
 
@@ -165,11 +164,11 @@ def read_manifest(path: Path, store) -> Manifest:
         raise BadIndex("manifest: not JSON") from None
     try:
         ok = (isinstance(m, dict) and m["v"] == INDEX_VERSION and m["root"] == store.root_real
-              and m["store"] == store.name and m["hash"] == scoring.STABLE_HASH_NAME
-              and m["token_hash"] == TOKEN_HASH_NAME and m["dim"] == DIM
+              and m["store"] == store.name and m["terms"] == TERMS_NAME
+              and m["token_hash"] == TOKEN_HASH_NAME
               and all(isinstance(m[k], (int, float)) for k in ("created", "updated")))
         if not ok:
-            raise BadIndex("manifest: of another version, store, root or hash")
+            raise BadIndex("manifest: of another version, store, root or tokenizer")
         names = set()
         rows = []
         for s in m["segments"]:

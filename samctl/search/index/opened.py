@@ -6,7 +6,7 @@ Data model
 ``Index``: the ``Manifest``, the opened ``Segment`` list (each with its ``alive`` mask: not in a
 dead range, not hidden), the count of alive rows, and what the refresh that produced it did
 (``read``, ``removed``, ``rebuilt``).  The query path (``search.retrieve``) works on this: candidate
-selection over ``meta``, the mat-vec over ``vectors``, the token map.
+selection over ``meta``, BM25 over the term postings (``search.corpus``).
 
 Invariants
 ----------
@@ -45,6 +45,7 @@ class Index:
         self.read: list[str] = []
         self.removed: list[str] = []
         self.rebuilt = False
+        self.replaced = 0
         dead = {s["name"]: s["dead"] for s in manifest.segments}
         for seg in segments:
             alive = alive_mask(seg.rows, dead.get(seg.name, ()))
@@ -61,9 +62,9 @@ class Index:
         return self.manifest.findings(scope, order)
 
 
-def open_index(store) -> Index:
-    """The index as it is on disk (not refreshed); raises BadIndex."""
-    d = index_dir(store)
+def open_index(store, d: Path | None = None) -> Index:
+    """The index as it is on disk in ``d`` (default: the store's, in the cache); raises BadIndex."""
+    d = d or index_dir(store)
     for attempt in range(2):
         m = read_manifest(d / "manifest", store)
         try:
@@ -76,9 +77,9 @@ def open_index(store) -> Index:
     raise BadIndex("unreachable")  # pragma: no cover
 
 
-def try_open(store) -> Index | None:
+def try_open(store, d: Path | None = None) -> Index | None:
     try:
-        return open_index(store)
+        return open_index(store, d)
     except BadIndex:
         return None
 

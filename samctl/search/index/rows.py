@@ -12,8 +12,11 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from collections import Counter
+
 from samctl.search import scoring
-from samctl.search.index.format import (ARCHIVED, CTYPES, DIM, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, encode_text, load_numpy,
+from samctl.search import text as tx
+from samctl.search.index.format import (ARCHIVED, CTYPES, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, encode_text, load_numpy,
                                       dedupe_key, meta_dtype, row_crc)
 from samctl.search.index.sources import Source
 from samctl.stores import workers
@@ -82,7 +85,6 @@ class Chunk:
     infos: list
     conv_names: list
     meta: object
-    vectors: object
     text: bytes | bytearray
     text_len: object
     ltext: bytes | bytearray
@@ -91,6 +93,8 @@ class Chunk:
     ref_len: object
     tok_hash: object
     tok_row: object
+    tok_tf: object
+    vocab: set
 
 
 def _blob(pieces) -> tuple:
@@ -125,8 +129,19 @@ def _bounded_key(tok: str) -> int:
     return TOKH[tok]
 
 
+def _term_counts(t: str) -> Counter:
+    """Index term -> count in the text ``t`` (a long text a piece at a time: no list of all its terms)."""
+    if len(t) <= scoring.PIECE:
+        return Counter(tx.tokens(t))
+    out: Counter = Counter()
+    for piece in scoring.split_pieces(t):
+        out.update(tx.tokens(piece))
+    return out
+
+
 def process(batches: list[Batch]) -> Chunk:
-    """Embed, tokenise and pack the rows of some sources."""
+    """Tokenise and pack the rows of some sources: their meta, blobs and BM25 postings (term key,
+    row, count), and the terms seen (for ``prefix*``)."""
     np = load_numpy()
     if len(TOKH) > 1 << 20:
         TOKH.clear()
@@ -141,23 +156,18 @@ def process(batches: list[Batch]) -> Chunk:
     meta["conv"] = convs
     meta["flags"] = [b.flag for b in batches for _ in b.texts]
     keys: list[int] = []
-    key_parts = []  # the token keys in row order: lists of short texts' keys, arrays of long texts'
+    tfs: list[int] = []
+    per_row: list[int] = []  # postings of each row
     ntok = []
-    extend = keys.extend
-    get = TOKH.__getitem__
-    tables = {}  # row -> the word table of a long text (its tokens here, its embedding below)
-    for i, t in enumerate(texts):
-        if len(t) > scoring.PIECE:  # a piece at a time: no set of all its words (``scoring.word_table``)
-            table = tables[i] = scoring.word_table(t, key=_bounded_key)
-            key_parts += [np.array(keys, dtype=np.uint64), table.keys[table.token]]
-            keys = []
-            extend = keys.extend
-            ntok.append(len(key_parts[-1]))
-            continue
-        toks = scoring.tokens(t)
-        ntok.append(len(toks))
-        extend(map(get, toks))
-    key_parts.append(np.array(keys, dtype=np.uint64))
+    vocab: set = set()
+    get = _bounded_key
+    for t in texts:
+        counts = _term_counts(t)
+        ntok.append(min(sum(counts.values()), 0xFFFFFFFF))
+        per_row.append(len(counts))
+        vocab.update(counts)
+        keys.extend(map(get, counts))
+        tfs.extend(min(c, 0xFFFF) for c in counts.values())
     meta["ntok"] = ntok
     names = list(conv_names)
     cstrs = [names[i] for i in convs]
@@ -179,10 +189,10 @@ def process(batches: list[Batch]) -> Chunk:
     return Chunk(
         keys=[b.key for b in batches], counts=[len(b.texts) for b in batches], findings=[b.findings for b in batches],
         infos=[b.infos for b in batches], conv_names=names, meta=meta,
-        vectors=scoring.embed_many(texts, tables=tables) if n else np.zeros((0, DIM), dtype=np.float32),
         text=text, text_len=text_len, ltext=ltext, ltext_len=ltext_len, ref=ref, ref_len=ref_len,
-        tok_hash=np.concatenate(key_parts),
-        tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(ntok, dtype=np.int64)),
+        tok_hash=np.array(keys, dtype=np.uint64),
+        tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(per_row, dtype=np.int64)),
+        tok_tf=np.array(tfs, dtype=np.uint16), vocab=vocab,
     )
 
 

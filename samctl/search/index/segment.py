@@ -20,24 +20,23 @@ from typing import TYPE_CHECKING
 import orjson
 
 from samctl import fsafe
-from samctl.search import scoring
-from samctl.search.index.format import (ALIGN, CTYPES, DIM, INDEX_VERSION, KINDS, PREAMBLE, ROLES, SECTIONS,
-                                      SEGMENT_MAGIC, TOKEN_HASH_NAME, TRAILER, TRAILER_MAGIC, BadIndex, load_numpy,
+from samctl.search.index.format import (ALIGN, CTYPES, INDEX_VERSION, KINDS, PREAMBLE, ROLES, SECTIONS,
+                                      SEGMENT_MAGIC, TERMS_NAME, TOKEN_HASH_NAME, TRAILER, TRAILER_MAGIC, BadIndex, load_numpy,
                                       meta_dtype)
 
 if TYPE_CHECKING:
     from samctl.search.index.rows import Chunk
 
 
-ROW_BYTES = DIM * 4 + 48 + 3 * 8  # what a row costs a segment besides its blobs and postings: vector, meta, offsets
-POSTING_BYTES = 8 + 4  # a token key and a row, before they are grouped
+ROW_BYTES = 56 + 3 * 8  # what a row costs a segment besides its blobs and postings: meta, offsets
+POSTING_BYTES = 8 + 4 + 2  # a term key, a row and a count, before they are grouped
 
 
 class SegmentWriter:
     """Builds one segment, streamed to ``path`` (or kept in memory when ``path`` is None).
 
-    The vectors go to the file as rows are added; the rest (meta, blobs, postings) is held until
-    ``finish``: what the writer holds grows with ``estimate()``, which callers bound.
+    Everything (meta, blobs, postings, terms) is held until ``finish``: what the writer holds grows
+    with ``estimate()``, which callers bound.
     """
 
     def __init__(self, root: str, path: Path | None = None, name: str = "(memory)"):
@@ -50,18 +49,18 @@ class SegmentWriter:
         self.held = 0  # bytes of blobs and postings added (what ``estimate`` counts besides the rows)
         self.conv_index: dict[str, int] = {}
         self.metas: list = []
-        self.vecs: list = []
         self.blobs = {"text": [], "ltext": [], "ref": []}
         self.lens = {"text": [], "ltext": [], "ref": []}
         self.tok_hash: list = []
         self.tok_row: list = []
+        self.tok_tf: list = []
+        self.vocab: set = set()
         self.crc: dict[str, int] = {}
         self.tmp = self.f = None
         if path is not None:
             self.tmp, self.f = fsafe.create_temp(path)
             self.f.write(SEGMENT_MAGIC + struct.pack("<I", INDEX_VERSION) + b"\0" * (PREAMBLE - 12))
             self.pos = PREAMBLE
-            self.crc["vectors"] = 0
 
     def discard(self) -> None:
         if self.f is not None:
@@ -74,26 +73,13 @@ class SegmentWriter:
         np = self.np
         return np.array([self.conv_index.setdefault(c, len(self.conv_index)) for c in names] or [0], dtype=np.int32)
 
-    def _vectors(self, v) -> None:
-        v = self.np.ascontiguousarray(v, dtype=self.np.float32)
-        if not v.size:
-            return
-        if self.f is None:
-            self.vecs.append(v)
-            return
-        data = memoryview(v).cast("B")
-        self.f.write(data)
-        self.crc["vectors"] = zlib.crc32(data, self.crc["vectors"])
-        self.pos += len(data)
-
-    def add_rows(self, meta, vectors, conv_map, blobs: dict, lens: dict) -> int:
+    def add_rows(self, meta, conv_map, blobs: dict, lens: dict) -> int:
         """Append rows; ``conv_map[meta['conv']]`` is their conversation here.  Returns the first new row."""
         start = self.rows
         m = meta.copy()
         if len(m):
             m["conv"] = conv_map[m["conv"]]
         self.metas.append(m)
-        self._vectors(vectors)
         for k in ("text", "ltext", "ref"):
             b = blobs[k] if type(blobs[k]) in (bytes, bytearray) else bytes(blobs[k])  # (a chunk's: not copied)
             self.blobs[k].append(b)
@@ -102,10 +88,14 @@ class SegmentWriter:
         self.rows += len(m)
         return start
 
-    def add_postings(self, hashes, rows) -> None:
+    def add_postings(self, hashes, rows, tfs, vocab) -> None:
+        """Postings (term key, row, count) of rows added in row order; ``vocab``: their terms."""
         self.tok_hash.append(self.np.asarray(hashes, dtype=self.np.uint64))
         self.tok_row.append(self.np.asarray(rows, dtype=self.np.int32))
-        self.held += POSTING_BYTES * len(self.tok_row[-1])
+        self.tok_tf.append(self.np.asarray(tfs, dtype=self.np.uint16))
+        before = len(self.vocab)
+        self.vocab.update(vocab)
+        self.held += POSTING_BYTES * len(self.tok_row[-1]) + 16 * (len(self.vocab) - before)
 
     def estimate(self) -> int:
         """About the size of the segment file if it were finished now (a posting counted before
@@ -113,9 +103,9 @@ class SegmentWriter:
         return PREAMBLE + self.rows * ROW_BYTES + self.held
 
     def add_chunk(self, c: Chunk) -> int:
-        start = self.add_rows(c.meta, c.vectors, self.conv_map(c.conv_names), {"text": c.text, "ltext": c.ltext, "ref": c.ref},
+        start = self.add_rows(c.meta, self.conv_map(c.conv_names), {"text": c.text, "ltext": c.ltext, "ref": c.ref},
                               {"text": c.text_len, "ltext": c.ltext_len, "ref": c.ref_len})
-        self.add_postings(c.tok_hash, c.tok_row.astype(self.np.int64) + start)
+        self.add_postings(c.tok_hash, c.tok_row.astype(self.np.int64) + start, c.tok_tf, c.vocab)
         return start
 
     def _sections(self) -> dict:
@@ -134,9 +124,13 @@ class SegmentWriter:
             # (on disk, ``finish`` writes the pieces as they are: no second copy of every text)
         h = np.concatenate(self.tok_hash) if self.tok_hash else np.zeros(0, dtype=np.uint64)
         r = np.concatenate(self.tok_row) if self.tok_row else np.zeros(0, dtype=np.int32)
-        order = np.argsort(h, kind="stable")
+        t = np.concatenate(self.tok_tf) if self.tok_tf else np.zeros(0, dtype=np.uint16)
+        order = np.argsort(h, kind="stable")  # (stable: a term's rows stay ascending, as they were added)
         hs = h[order]
         out["tok_rows"] = r[order].astype(np.int32)
+        out["tok_tf"] = t[order].astype(np.uint16)
+        voc = "\n".join(sorted(self.vocab)).encode("utf-8", "surrogatepass")
+        out["voc"] = np.frombuffer(voc, dtype=np.uint8)
         if len(hs):
             starts = np.flatnonzero(np.concatenate(([True], hs[1:] != hs[:-1])))
         else:
@@ -146,7 +140,7 @@ class SegmentWriter:
         return out
 
     def _header(self, sections: dict) -> dict:
-        return {"v": INDEX_VERSION, "root": self.root, "dim": DIM, "rows": self.rows, "hash": scoring.STABLE_HASH_NAME,
+        return {"v": INDEX_VERSION, "root": self.root, "terms": TERMS_NAME, "rows": self.rows,
                 "token_hash": TOKEN_HASH_NAME, "convs": list(self.conv_index), "sections": sections}
 
     def finish(self):
@@ -154,15 +148,14 @@ class SegmentWriter:
         np = self.np
         arrays = self._sections()
         if self.f is None:
-            arrays["vectors"] = np.concatenate(self.vecs) if self.vecs else np.zeros((0, DIM), dtype=np.float32)
             seg = Segment("(memory)", self.rows, list(self.conv_index), arrays)
             for k in ("text", "ltext", "ref"):
                 seg.bufs[k] = (self.blobs[k], 0)  # the bytes under arrays[k]: no second copy
             return seg
         try:
-            sec = {"vectors": [PREAMBLE, self.rows * DIM * 4, "<f4", [self.rows, DIM], self.crc["vectors"]]}
+            sec = {}
             for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_ptr",
-                         "tok_rows"):
+                         "tok_rows", "tok_tf", "voc"):
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
@@ -248,6 +241,13 @@ class Segment:
         with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
             return str(part, "utf-8", "surrogatepass")  # decoded in place: one copy of a long text, not two
 
+    def terms(self) -> list[str]:
+        """Every index term of this segment, sorted (``prefix*`` looks them up)."""
+        if "_terms" not in self.__dict__:
+            raw = bytes(self.a["voc"])
+            self.__dict__["_terms"] = raw.decode("utf-8", "surrogatepass").split("\n") if raw else []
+        return self.__dict__["_terms"]
+
     def ref(self, i: int) -> str:
         return self.blob("ref", i).decode("utf-8", "surrogatepass")
 
@@ -279,13 +279,13 @@ class Segment:
         try:
             h = orjson.loads(raw)
             rows = h["rows"]
-            ok = (h["v"] == INDEX_VERSION and h["root"] == root and h["dim"] == DIM and rows == expect["rows"]
-                  and h["hash"] == scoring.STABLE_HASH_NAME and h["token_hash"] == TOKEN_HASH_NAME
+            ok = (h["v"] == INDEX_VERSION and h["root"] == root and h["terms"] == TERMS_NAME
+                  and rows == expect["rows"] and h["token_hash"] == TOKEN_HASH_NAME
                   and isinstance(h["convs"], list) and all(isinstance(c, str) for c in h["convs"]))
         except (orjson.JSONDecodeError, KeyError, TypeError):
             ok = False
         if not ok:
-            raise BadIndex(f"{path.name}: header of another version, root or hash")
+            raise BadIndex(f"{path.name}: header of another version, root or tokenizer")
         arrays = {}
         dims = {}
         try:
@@ -305,7 +305,7 @@ class Segment:
                         ok = got == rows
                     elif want == "R+1":
                         ok = got == rows + 1
-                    else:  # K, K+1, P are shared by the token sections; B is each blob's own
+                    else:  # K, K+1, P are shared by the term sections; B is each blob's own
                         ok = dims.setdefault(want if want != "B" else name, got) == got
                     if not ok or len(shape) != len(shape_rule):
                         raise BadIndex(f"{path.name}: section {name} has shape {shape}")

@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.search import scoring
-from samctl.search.index.format import ARCHIVED, DIM, INDEX_VERSION, MESSAGE, TOKEN_HASH_NAME, BadIndex, load_numpy, index_dir
+from samctl.search.index.format import ARCHIVED, INDEX_VERSION, MANIFEST_MAGIC, MESSAGE, TERMS_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy, index_dir
 from samctl.search.index.manifest import HEAD, alive_mask, encode_manifest, write_manifest_bytes
 from samctl.search.index.opened import Index, open_index, try_open
 from samctl.search.index.rows import read_all
@@ -121,46 +120,62 @@ def _unlink_finished(folder: Path | None, infos: list) -> None:
 
 
 def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = False, progress=None,
-            jobs: int | None = None) -> Index:
+            jobs: int | None = None, home: Path | None = None) -> Index:
     """The store's index, brought up to date for ``scope`` (all sources when None).
 
     Appends discovery findings and the findings of every source in scope (stored with the index,
     so an unchanged bad file is still reported) to ``findings``.  Raises BadIndex only when the
-    index cannot be written (the caller then searches without it).
+    index cannot be written (the caller then searches without it).  ``home``: another folder
+    than the store's own in the cache (a throw-away index).  ``Index.replaced``: the bytes of an
+    index of an older samctl found there and replaced (0 if none).
     """
     disc: list = []
     current = discover(store, disc, scope)
     findings.extend(disc)
-    idx = None if rebuild else try_open(store)
+    d = home or index_dir(store)
+    idx = None if rebuild else try_open(store, d)
     if idx is not None:
         changed, removed = stale(idx.manifest, current, scope)
         if not changed and not removed:
             findings.extend(idx.findings(scope, current))
             return idx
-    d = index_dir(store)
+    old = _older_version_bytes(d)
     try:
         fsafe.make_private_dir(d)
         with _writer_lock(d, progress=progress):
-            idx = None if rebuild else try_open(store)
+            idx = None if rebuild else try_open(store, d)
             changed, removed = stale(idx.manifest if idx else None, current, scope)
             if idx is None or changed or removed:
                 _update(store, d, idx, current, changed, removed, progress, jobs)
-            new = open_index(store)
+            new = open_index(store, d)
     except OSError as exc:
         raise BadIndex(f"cannot write the index in {d}: {exc.strerror or exc}") from None
     new.read = sorted(changed)
     new.removed = sorted(removed)
     new.rebuilt = idx is None
+    new.replaced = old
     findings.extend(new.findings(scope, current))  # (in discover's order, whatever was read again)
     return new
+
+
+def _older_version_bytes(d: Path) -> int:
+    """The size of the index in ``d`` if an older samctl wrote it (its files are replaced), else 0."""
+    try:
+        with open(d / "manifest", "rb") as f:
+            head = f.read(12)
+        if head[:8] != MANIFEST_MAGIC or int.from_bytes(head[8:12], "little") >= INDEX_VERSION:
+            return 0
+        return sum(os.lstat(d / n).st_size for n in os.listdir(d))
+    except OSError:
+        return 0
 
 
 def _update(store, d: Path, idx: Index | None, current: dict, changed: list, removed: list, progress, jobs) -> None:
     now = time.time()
     root = store.root_real
     if idx is None:
-        man = {"v": INDEX_VERSION, "root": root, "store": store.name, "hash": scoring.STABLE_HASH_NAME,
-               "token_hash": TOKEN_HASH_NAME, "dim": DIM, "created": now, "updated": now, "segments": [],
+        man = {"v": INDEX_VERSION, "root": root, "store": store.name, "terms": TERMS_NAME,
+               "token_hash": TOKEN_HASH_NAME, "created": now, "updated": now, "segments": [],
                "hidden": {}, "sources": {}, "convs": {}}
         segs: dict[str, Segment] = {}
     else:
@@ -281,6 +296,7 @@ def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
             np.cumsum(_row_bytes(seg), out=cum[1:])
             cuts = np.unique(np.asarray(cuts_of.get(seg.name, []), dtype=np.int64))
             by_row = _postings_by_row(seg)
+            vocab = seg.terms()
             conv_map = None
             # runs of alive rows: contiguous in every section, and whole sources (dead rows are)
             breaks = np.flatnonzero(np.diff(idx) != 1)
@@ -301,10 +317,11 @@ def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
                     for k in ("text", "ltext", "ref"):
                         blobs[k] = seg.span(k, a, c)
                         lens[k] = np.diff(seg.a[k + "_off"][a: c + 1])
-                    first = w.add_rows(seg.meta[a:c], seg.vectors[a:c], conv_map, blobs, lens)
-                    keys, rows = by_row
+                    first = w.add_rows(seg.meta[a:c], conv_map, blobs, lens)
+                    keys, rows, tfs = by_row
                     lo, hi = np.searchsorted(rows, (a, c))
-                    w.add_postings(keys[lo:hi], rows[lo:hi] - a + first)
+                    w.add_postings(keys[lo:hi], rows[lo:hi] - a + first, tfs[lo:hi], vocab)  # (a term with no
+                    # posting left is harmless: prefix* finds no rows for it)
                     pieces.setdefault(seg.name, []).append((a, c, w.name, first))
                     a = c
         if w is not None:
@@ -339,12 +356,12 @@ def _row_bytes(seg: Segment):
 
 
 def _postings_by_row(seg: Segment):
-    """(token keys, rows) of every posting of ``seg``, ordered by row."""
+    """(term keys, rows, counts) of every posting of ``seg``, ordered by row."""
     np = load_numpy()
     rows = seg.tok_rows.astype(np.int64)
     keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
     order = np.argsort(rows, kind="stable")
-    return keys[order], rows[order]
+    return keys[order], rows[order], seg.tok_tf[order]
 
 
 def _cut(cum, cuts, a: int, b: int, room: int, empty: bool) -> int | None:

@@ -1,6 +1,5 @@
-"""A search without the index (``--no-index``, ``--no-cache``) reads the store into an index in
-memory one part at a time and keeps only each part's best candidates: its results, scores and
-findings are those of the index, whatever the parts and however tight the cut of candidates."""
+"""A search without the index (``--no-index``, ``--no-cache``) builds the same index in a temporary
+folder and removes it: its results, scores and findings are those of the index, for every ranking."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import pytest
 
 from bench import gen_archive as gen
 from samctl.search import retrieve as sx
-from samctl.search.index import memory as ixmemory
 from samctl.search.index import rows as ixrows
 from samctl.stores import open_store
 from samctl.stores.sam.memorydb import create_archive_db
@@ -21,11 +19,11 @@ from tests.search_helpers import age
 QUERIES = ("budget", "quokka deadline", "café plan", "trip", "the", "zanzibar ferry")
 
 
-def _hits(root, text, *, use_index, exact=False, limit=10, where="all", since=None, cache=True):
+def _hits(root, text, *, use_index, exact=False, limit=10, where="all", since=None, cache=True, rank="bm25"):
     findings: list = []
     store = open_store(str(root), cache=cache)
     q = sx.SearchQuery(text=text, where=where, threshold=0.05 if not exact else 0.3, limit=limit, exact=exact,
-                       since=since, use_index=use_index)
+                       since=since, use_index=use_index, rank=rank)
     got = sx.search(store, q, findings)
     return [h.to_dict() for h in got], [f.line() for f in findings]
 
@@ -54,40 +52,24 @@ def _sam_with_archives(base):
 
 @pytest.fixture
 def tiny_parts(monkeypatch):
-    """Every source a part of its own, and almost no candidates beyond the limit: every cut is taken."""
-    monkeypatch.setattr(ixmemory, "PART_BYTES", 1)
+    """Every source read on its own, and almost no candidates beyond the limit: every cut is taken."""
     monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
     monkeypatch.setattr(sx, "RESCORE_MARGIN", 1)
 
 
-def _parts_seen(monkeypatch):
-    seen = []
-    real = ixmemory.parts
-
-    def counting(*a, **k):
-        for idx in real(*a, **k):
-            seen.append(idx)
-            yield idx
-
-    monkeypatch.setattr(ixmemory, "parts", counting)
-    return seen
-
-
 @pytest.mark.parametrize("which", ["sam", "mermaid"])
-def test_parts_give_the_results_of_the_index(which, tmp_path, tiny_parts, monkeypatch):
+def test_no_index_gives_the_results_of_the_index(which, tmp_path, tiny_parts, monkeypatch):
     if which == "sam":
         root = _sam_with_archives(tmp_path / "s")
     else:
         gen.make_mermaid(tmp_path / "m", 30, seed=2, jobs=1, progress=False)
         age(tmp_path / "m")
         root = tmp_path / "m"
-    seen = _parts_seen(monkeypatch)
     compared = 0
-    for text, exact, limit, where in itertools.product(QUERIES, (False, True), (1, 2, 7), ("all", "messages")):
-        indexed = _hits(root, text, use_index=True, exact=exact, limit=limit, where=where)
-        seen.clear()
-        parts = _hits(root, text, use_index=False, exact=exact, limit=limit, where=where)
-        assert len(seen) > 10  # (many parts, each one source)
+    for text, (exact, rank), limit, where in itertools.product(
+            QUERIES, ((False, "bm25"), (False, "sam"), (True, "bm25")), (1, 2, 7), ("all", "messages")):
+        indexed = _hits(root, text, use_index=True, exact=exact, limit=limit, where=where, rank=rank)
+        parts = _hits(root, text, use_index=False, exact=exact, limit=limit, where=where, rank=rank)
         assert parts == indexed, (text, exact, limit, where)
         compared += len(indexed[0])
     assert compared > 100  # the queries find things, and the cuts had something to cut
@@ -98,13 +80,17 @@ def test_parts_give_the_results_of_the_index(which, tmp_path, tiny_parts, monkey
                                                          if h["kind"] == "archived")
 
 
-def test_no_cache_searches_in_parts_and_writes_nothing(tmp_path, tiny_parts, monkeypatch):
+def test_no_cache_searches_a_temporary_index_and_leaves_nothing(tmp_path, tiny_parts, monkeypatch):
     root = _sam_with_archives(tmp_path / "s")
-    cache = tmp_path / "cache"
+    cache, tmp = tmp_path / "cache", tmp_path / "tmp"
+    tmp.mkdir()
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
-    seen = _parts_seen(monkeypatch)
-    got = _hits(root, "budget", use_index=True, cache=False)
-    assert seen and got[0] and not cache.exists()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    for rank in ("bm25", "sam"):
+        got = _hits(root, "budget", use_index=True, cache=False, rank=rank)
+        assert got[0] and not cache.exists() and not list(tmp.iterdir())
 
 
 def test_an_archived_copy_of_a_legacy_message_is_hidden(tmp_path, tiny_parts, monkeypatch):
@@ -125,11 +111,6 @@ def test_an_archived_copy_of_a_legacy_message_is_hidden(tmp_path, tiny_parts, mo
     texts = [(h["kind"], h["conversation_id"]) for h in indexed[0] if h["text"] == lost]
     assert texts == [("message", folder.name.upper())]  # the archived copy is hidden
     assert _hits(root, lost, use_index=False, limit=50, where="messages") == indexed
-    # read in discover's order, the folder's archive would come before the legacy file: shown
-    monkeypatch.setattr(ixmemory, "_messages_first", lambda current: list(current.values()))
-    texts = [h["kind"] for h in _hits(root, lost, use_index=False, limit=50, where="messages")[0]
-             if h["text"] == lost]
-    assert sorted(texts) == ["archived", "message"]
 
 
 def test_an_archived_copy_of_a_message_in_an_oddly_named_folder_is_hidden(tmp_path, tiny_parts, monkeypatch):
@@ -148,9 +129,6 @@ def test_an_archived_copy_of_a_message_in_an_oddly_named_folder_is_hidden(tmp_pa
     indexed = _hits(root, lost, use_index=True, limit=50, where="messages")
     assert [h["kind"] for h in indexed[0] if h["text"] == lost] == ["message"]
     assert _hits(root, lost, use_index=False, limit=50, where="messages") == indexed
-    monkeypatch.setattr(ixmemory, "_messages_first", lambda current: list(current.values()))
-    assert sorted(h["kind"] for h in _hits(root, lost, use_index=False, limit=50, where="messages")[0]
-                  if h["text"] == lost) == ["archived", "message"]  # (what reading in discover's order gives)
 
 
 def test_a_shared_topic_is_named_as_in_the_index(run, sam_demo, tmp_path):
@@ -188,21 +166,20 @@ def test_near_ties_beyond_the_margin_are_cut_as_in_the_index(tmp_path, monkeypat
                                content="quokka zebra lantern") for j in range(1 if i == 0 else 20)]
         (f / "conversation.json").write_text(json.dumps(d))
     age(tmp_path / "t")
-    monkeypatch.setattr(ixmemory, "PART_BYTES", 1)
     monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
     for text in ("lantern zebra trip", "tiger zebra festival", "zebra river budget", "lantern quokka tiger moth"):
         for limit in (1, 3):
-            indexed = _hits(tmp_path / "t" / "SAM", text, use_index=True, limit=limit, where="messages")
-            assert _hits(tmp_path / "t" / "SAM", text, use_index=False, limit=limit, where="messages") == indexed
+            for rank in ("bm25", "sam"):
+                indexed = _hits(tmp_path / "t" / "SAM", text, use_index=True, limit=limit, where="messages", rank=rank)
+                assert _hits(tmp_path / "t" / "SAM", text, use_index=False, limit=limit, where="messages",
+                             rank=rank) == indexed
     # --exact: 880 matches with one date; each part keeps only its first ``limit`` in the results' order
     kept = []
     real = sx._candidates
     monkeypatch.setattr(sx, "_candidates", lambda *a: kept.append(len((c := real(*a))[0].hits)) or c)
     indexed = _hits(tmp_path / "t" / "SAM", "quokka zebra lantern", use_index=True, exact=True, limit=2)
     assert kept == [2] and len(indexed[0]) == 2
-    kept.clear()
     assert _hits(tmp_path / "t" / "SAM", "quokka zebra lantern", use_index=False, exact=True, limit=2) == indexed
-    assert len(kept) > 40 and max(kept) <= 2
 
 
 def test_an_approximate_score_does_not_depend_on_how_the_rows_are_split(monkeypatch):
@@ -253,29 +230,3 @@ def test_findings_keep_their_order_when_the_index_reads_a_file_again(tmp_path):
     os.utime(first_bad, (t, t))
     assert _hits(root, "budget", use_index=True)[1] == before
     assert _hits(root, "budget", use_index=False)[1] == before
-
-
-def test_what_a_part_holds_is_let_go(tmp_path, monkeypatch):
-    """Parts are cut by size, and a search holds one at a time: the one before is let go before the next is read."""
-    import gc
-    import weakref
-
-    gen.make_mermaid(tmp_path / "m", 30, seed=2, jobs=1, progress=False)
-    age(tmp_path / "m")
-    monkeypatch.setattr(ixmemory, "PART_BYTES", 20 << 10)
-    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 2)  # (a part is cut between chunks of sources)
-    alive = []
-    real = ixmemory.parts
-
-    def watching(*a, **k):
-        refs = []
-        for idx in real(*a, **k):
-            gc.collect()
-            alive.append(sum(r() is not None for r in refs))
-            refs.append(weakref.ref(idx.segments[0]))
-            yield idx
-            del idx
-
-    monkeypatch.setattr(ixmemory, "parts", watching)
-    _hits(tmp_path / "m", "budget", use_index=False)
-    assert len(alive) > 3 and max(alive) == 0, alive  # while a part is read, no part before it is held

@@ -1,0 +1,185 @@
+"""The rows of one or more opened indexes as one corpus for ranking (``search/rank.py``'s interface).
+
+Rows are numbered across every segment of every index in turn.  Statistics (how many rows hold a
+term, lengths, their mean) are over the alive rows of the whole union, computed at query time, so an
+index refreshed in parts, one rebuilt from scratch and several stores searched together rank alike.
+Neighbours (``prev``/``next``) are the adjacent messages of the same conversation in the same source;
+conversation groups hold messages only (a memory or an archived copy has none).
+
+Design notes: docs/search-index.md, "search/corpus.py".
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from samctl.search.index.format import MESSAGE, ROLES, BadIndex, load_numpy, token_key
+
+_ROLE_SIDE = {"user": 0, "assistant": 1}  # rank.ROLES: 0 user, 1 assistant, 2 anything else
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_YEAR = re.compile(r"\d{4}\Z")
+
+
+class Part:
+    """One segment of one index: where its rows start in the corpus, and whose they are."""
+
+    __slots__ = ("store", "index", "seg", "start")
+
+    def __init__(self, store, index, seg, start: int):
+        self.store, self.index, self.seg, self.start = store, index, seg, start
+
+
+class IndexCorpus:
+    """``postings``/``lengths``/``rows``/``size`` over the alive rows of ``indexes`` = [(store, Index)]."""
+
+    def __init__(self, indexes: list):
+        np = self.np = load_numpy()
+        self.parts: list[Part] = []
+        at = 0
+        for store, idx in indexes:
+            for seg in idx.segments:
+                if seg.rows:
+                    self.parts.append(Part(store, idx, seg, at))
+                    at += seg.rows
+        self.size = at
+        self.starts = [p.start for p in self.parts]
+        cat = (lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt))
+        segs = [p.seg for p in self.parts]
+        self.live = cat([s.alive for s in segs], bool)
+        self.kind = cat([s.meta["kind"] for s in segs], np.uint8)
+        self.role_code = cat([s.meta["role"] for s in segs], np.uint8)  # (a code out of range: IndexError)
+        self.date = cat([s.meta["date"] for s in segs], np.float64)
+        self.length = cat([s.meta["ntok"] for s in segs], np.float64) * self.live
+        group, base = [], 0
+        for s in segs:
+            c = s.meta["conv"].astype(np.int64)
+            if len(c) and (int(c.min()) < 0 or int(c.max()) >= len(s.convs)):
+                raise BadIndex(f"{s.name}: conversation codes out of range")
+            g = c + base
+            group.append(np.where(s.meta["kind"] == MESSAGE, g, -1))
+            base += len(s.convs)
+        self.groups = base
+        self.group = cat(group, np.int64)
+        self.group[~self.live] = -1
+        same = np.zeros(self.size, bool)  # row i and row i-1 are neighbours
+        if self.size > 1:
+            same[1:] = (self.group[1:] == self.group[:-1]) & (self.group[1:] >= 0)
+            for p in self.parts[1:]:
+                same[p.start] = False  # (group numbers never span segments; belt and braces)
+        idx = np.arange(self.size, dtype=np.int64)
+        self.prev = np.where(same, idx - 1, -1)
+        nxt = np.full(self.size, -1, np.int64)
+        nxt[:-1] = np.where(same[1:], idx[1:], -1)
+        self.next = nxt
+        side = np.full(len(ROLES), 2, np.int64)
+        for name, v in _ROLE_SIDE.items():
+            side[ROLES.index(name)] = v
+        self.role = side[self.role_code.astype(np.int64)]
+        self._post: dict = {}
+        self._lens: dict = {}
+        self._ymd = None
+
+    # -- rank.py's interface
+    def rows(self):
+        return self.prev, self.next, self.group, self.role
+
+    def lengths(self, fld: str):
+        if fld not in self._lens:
+            np = self.np
+            if fld == "text":
+                self._lens[fld] = (self.length, self.live)
+            elif fld == "date":
+                dated = self.live & ~np.isnan(self.date)
+                self._lens[fld] = (np.where(dated, 3.0, 0.0), dated)
+            else:  # conv: one document per conversation (its messages)
+                ok = self.group >= 0
+                lens = np.bincount(self.group[ok], weights=self.length[ok], minlength=self.groups)
+                self._lens[fld] = (lens, np.bincount(self.group[ok], minlength=self.groups) > 0)
+        return self._lens[fld]
+
+    def postings(self, fld: str, term: str):
+        key = (fld, term)
+        if key not in self._post:
+            self._post[key] = (self._text if fld == "text" else self._date if fld == "date" else self._conv)(term)
+        return self._post[key]
+
+    # -- the fields
+    def _text(self, term: str):
+        np = self.np
+        k = np.uint64(token_key(term))
+        rows, tfs = [], []
+        for p in self.parts:
+            seg = p.seg
+            i = int(np.searchsorted(seg.tok_keys, k))
+            if i < len(seg.tok_keys) and seg.tok_keys[i] == k:
+                a, b = int(seg.tok_ptr[i]), int(seg.tok_ptr[i + 1])
+                r = seg.tok_rows[a:b]
+                if len(r) and (int(r.min()) < 0 or int(r.max()) >= seg.rows):
+                    raise BadIndex(f"{seg.name}: postings point past the rows")
+                keep = seg.alive[r]
+                rows.append(r[keep].astype(np.int64) + p.start)
+                tfs.append(seg.tok_tf[a:b][keep])
+        if not rows:
+            return np.empty(0, np.int64), np.empty(0, np.float64)
+        return np.concatenate(rows), np.concatenate(tfs).astype(np.float64)
+
+    def _conv(self, term: str):
+        np = self.np
+        rows, tfs = self.postings("text", term)
+        g = self.group[rows]
+        ok = g >= 0
+        if not ok.any():
+            return np.empty(0, np.int64), np.empty(0, np.float64)
+        tf = np.bincount(g[ok], weights=tfs[ok], minlength=self.groups)
+        keys = np.flatnonzero(tf)
+        return keys, tf[keys]
+
+    def _date(self, term: str):
+        """Rows whose date's terms (``text.date_terms``: month stem, year, ISO day) include ``term``."""
+        np = self.np
+        from samctl.search import text as tx  # (lazy: only a query with a date-like word gets here)
+
+        month = tx.month_of(term)
+        if not (month or _YEAR.match(term) or _ISO_DAY.match(term)):
+            return np.empty(0, np.int64), np.empty(0, np.float64)
+        if self._ymd is None:
+            ok = self.live & ~np.isnan(self.date) & (np.abs(np.nan_to_num(self.date)) < 1e11)
+            days = np.floor(np.where(ok, self.date, 0) / 86400).astype("datetime64[D]")
+            y = days.astype("datetime64[Y]").astype(np.int64) + 1970
+            m = days.astype("datetime64[M]").astype(np.int64) % 12 + 1
+            d = (days - days.astype("datetime64[M]")).astype(np.int64) + 1
+            self._ymd = (ok, y, m, d)
+        ok, y, m, d = self._ymd
+        if month:
+            hit = ok & (m == month)
+        elif _YEAR.match(term):
+            hit = ok & (y == int(term))
+        else:
+            yy, mm, dd = (int(x) for x in term.split("-"))
+            hit = ok & (y == yy) & (m == mm) & (d == dd)
+        rows = np.flatnonzero(hit)
+        return rows, np.ones(len(rows))
+
+    # -- helpers for search
+    def locate(self, row: int) -> tuple[Part, int]:
+        """(the part holding corpus row ``row``, its row number there)."""
+        p = self.parts[bisect.bisect_right(self.starts, row) - 1]
+        return p, row - p.start
+
+    def terms_with_prefix(self, prefix: str, cap: int = 512) -> list[str]:
+        """Index terms (of any part) that start with ``prefix``, at most ``cap`` of them, sorted."""
+        found: set = set()
+        for p in self.parts:
+            terms = p.seg.terms()
+            i = bisect.bisect_left(terms, prefix)
+            while i < len(terms) and terms[i].startswith(prefix) and len(found) < cap:
+                found.add(terms[i])
+                i += 1
+        return sorted(found)[:cap]
+
+    def holding(self, term: str):
+        """A bool mask of the rows holding ``term``."""
+        mask = self.np.zeros(self.size, bool)
+        mask[self.postings("text", term)[0]] = True
+        return mask

@@ -1,0 +1,166 @@
+"""samctl search's default ranking: BM25 with conversation-aware evidence (``rank.py``) over the index.
+
+``search`` scores every alive row of the given indexes as one corpus (``corpus.IndexCorpus``), keeps
+the rows the filters and the query's operators allow, and returns the best as Hits, ordered by score,
+then as every search orders (``hits.sort_key``), so an index rebuilt and one refreshed in parts give the
+same list.  A phrase is checked on the text of the rows that would be shown, best first, until enough
+have it.
+
+Design notes: docs/search-index.md, "search/ranked.py".
+"""
+
+from __future__ import annotations
+
+from samctl.search import rank
+from samctl.search import text as tx
+from samctl.search.corpus import IndexCorpus
+from samctl.search.hits import Hit, sort_key, term_snippet
+from samctl.search.index.format import KINDS, MEMORY, ROLES, load_numpy
+
+MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
+NEIGHBOURS = (("prev", "before"), ("next", "after"))
+
+
+def _word_terms(word: str) -> list[str]:
+    """The index terms a word of the query stands for (stop words kept: ``+the`` means it)."""
+    return list(dict.fromkeys(tx.tokens(word)))
+
+
+def search(pairs: list, q, plan, make_hit, scope: set | None, params: rank.Params = rank.Params()) -> list[Hit]:
+    """The best ``q.limit`` rows of ``pairs`` = [(store, Index)] for ``plan`` (a parsed query), as Hits
+    made by ``make_hit(store, index, segment, row)``."""
+    np = load_numpy()
+    corpus = IndexCorpus(pairs)
+    if not corpus.size:
+        return []
+    extra = [t for p in plan.prefixes for t in corpus.terms_with_prefix(tx.fold(p))]
+    got = rank.parts(corpus, plan.ranked_text, params, extra)
+    score = got["score"]
+    ok = corpus.live & (score > 0)
+    ok &= _filters(corpus, q, plan, scope)
+    for word in plan.required:
+        for t in _word_terms(word):
+            ok &= corpus.holding(t)
+    for phrase in plan.phrases:  # a row lacking a word of the phrase cannot hold it
+        for t in _word_terms(phrase):
+            ok &= corpus.holding(t)
+    for word in plan.excluded:
+        terms = _word_terms(word)
+        if terms:
+            ok &= ~np.logical_and.reduce([corpus.holding(t) for t in terms])
+    rows = _best_rows(corpus, score, ok, q.limit, plan)
+    terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
+    hits = []
+    for r in rows:
+        part, local = corpus.locate(int(r))
+        h = make_hit(part.store, part.index, part.seg, local, part.seg.text(local))
+        h.score = float(score[r])
+        h.parts = {k: float(v[r]) for k, v in got.items() if k != "score"}
+        h.snippet, h.marks = term_snippet(h.text, terms)
+        if not h.marks:
+            h.context = _context(corpus, got, int(r), terms, make_hit)
+        hits.append(h)
+    hits.sort(key=sort_key)
+    return hits[: q.limit]
+
+
+def _filters(corpus: IndexCorpus, q, plan, scope):
+    """The rows that --in/--since/--until/--min-importance/--conversation and role:/title:/store: keep."""
+    np = corpus.np
+    keep = np.ones(corpus.size, bool)
+    where = plan.where or q.where or "all"
+    if where == "memories":
+        keep &= corpus.kind == MEMORY
+    elif where == "messages":
+        keep &= corpus.kind != MEMORY
+    if q.since is not None:
+        keep &= corpus.date >= q.since
+    if q.until is not None:
+        keep &= corpus.date <= q.until
+    if q.min_importance is not None:
+        imp = np.concatenate([p.seg.meta["imp"] for p in corpus.parts])
+        keep &= imp >= q.min_importance
+    if plan.roles:
+        codes = [ROLES.index(r) for r in plan.roles if r in ROLES]
+        keep &= np.isin(corpus.role_code, np.array(codes, dtype=np.int8))
+    per_part = []
+    if scope is not None or plan.titles or plan.stores:
+        for p in corpus.parts:
+            convs = p.seg.convs
+            wanted = np.ones(len(convs), bool)
+            if plan.stores and p.store.name not in plan.stores:
+                wanted[:] = False
+            if scope is not None:
+                wanted &= np.array([c in scope for c in convs], bool)
+            if plan.titles and wanted.any():
+                titles = [tx.fold(p.index.title_of(c) or "") for c in convs]
+                for w in plan.titles:
+                    fw = tx.fold(w)
+                    wanted &= np.array([fw in t for t in titles], bool)
+            conv = p.seg.meta["conv"]
+            per_part.append(wanted[conv] if len(convs) else np.zeros(p.seg.rows, bool))
+        keep &= np.concatenate(per_part)
+    return keep
+
+
+def _best_rows(corpus: IndexCorpus, score, ok, limit: int, plan) -> list[int]:
+    """Rows of ``ok``, best score first: the first ``limit`` whose text holds every phrase of the
+    query (and none it excludes), plus the rows tied with the last of them (at most MAX_TIES)."""
+    np = corpus.np
+    cand = np.flatnonzero(ok)
+    if not len(cand):
+        return []
+    phrases = list(plan.phrases)
+    unwanted = list(plan.excluded_phrases)
+    take = limit * 4 + 64
+    out: list[int] = []
+    at = 0
+    order = None
+    while True:
+        if order is None or at >= len(order):
+            if order is not None and len(order) >= len(cand):
+                break
+            n = min(len(cand), max(take, 2 * (len(order) if order is not None else 0)))
+            part = cand if n >= len(cand) else cand[np.argpartition(-score[cand], n - 1)[:n]]
+            part = part[np.lexsort((part, -score[part]))]
+            order, at = part, (at if order is not None else 0)
+            if at >= len(order):
+                break
+        r = int(order[at])
+        at += 1
+        if out and len(out) >= limit and score[r] < score[out[-1]]:
+            break
+        if len(out) >= limit + MAX_TIES:
+            break
+        if phrases or unwanted:
+            text = _row_text(corpus, r)
+            if not all(tx.holds_phrase(text, p) for p in phrases) or any(tx.holds_phrase(text, p) for p in unwanted):
+                continue
+        out.append(r)
+    return out
+
+
+def _row_text(corpus: IndexCorpus, r: int) -> str:
+    part, local = corpus.locate(r)
+    return part.seg.text(local)
+
+
+def _context(corpus: IndexCorpus, got: dict, r: int, terms: set, make_hit) -> str | None:
+    """When row ``r`` is found by a neighbour's words: "ROLE before/after: matched w1, w2"."""
+    best = None
+    for attr, where in NEIGHBOURS:
+        n = int(getattr(corpus, attr)[r])
+        if n >= 0:
+            s = got["own"][n]
+            if s > 0 and (best is None or s > best[0]):
+                best = (s, n, where)
+    if best is None:
+        return "conversation's words" if got["conversation"][r] > 0 else None
+    _, n, where = best
+    part, local = corpus.locate(n)
+    _, role, _, _ = part.seg.row(local)
+    words = tx.matched_words(part.seg.text(local), terms, 4)
+    return f"{role or 'turn'} {where}: " + ", ".join(words)
+
+
+__all__ = ["search", "KINDS"]
