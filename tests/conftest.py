@@ -27,6 +27,8 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "0")
     monkeypatch.delenv("SAMCTL_ROOT", raising=False)
     monkeypatch.setenv("TZ", "UTC")
+    # every search checks every file (the quick path, trusting a recent check: tests/search/test_index_checked.py)
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "0")
 
 
 @pytest.fixture

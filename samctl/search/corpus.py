@@ -54,11 +54,11 @@ class IndexCorpus:
         group, base = [], 0
         for s in segs:
             c = s.meta["conv"].astype(np.int64)
-            if len(c) and (int(c.min()) < 0 or int(c.max()) >= len(s.convs)):
+            if len(c) and (int(c.min()) < 0 or int(c.max()) >= s.nconvs):
                 raise BadIndex(f"{s.name}: conversation codes out of range")
             g = c + base
             group.append(np.where(s.meta["kind"] == MESSAGE, g, -1))
-            base += len(s.convs)
+            base += s.nconvs
         self.groups = base
         self.group = cat(group, np.int64)
         self.group[~self.live] = -1

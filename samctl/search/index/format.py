@@ -52,6 +52,7 @@ SECTIONS = {
     "tok_rows": ("<i4", ("P",)),
     "tok_tf": ("<u2", ("P",)),
     "voc": ("|u1", ("B",)),
+    "convs": ("|u1", ("B",)),  # the conversation ids, a JSON list (decoded only when a query needs them)
 }
 SEG_NAME = re.compile(r"seg-[0-9a-f]{8,40}\.seg\Z")
 

@@ -20,9 +20,14 @@ from samctl.model import ERROR, Finding
 from samctl.errors import FileProblem
 
 
+TABLES = ("src", "conv")  # the big tables, parsed only when used (a search that needs no refresh does not)
+
+
 def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -> None:
-    """Write a manifest body (the on-disk, columnar form) atomically."""
-    data = orjson.dumps(body)
+    """Write a manifest body (the on-disk, columnar form) atomically: its head (everything but
+    ``TABLES``), a newline, then the tables (orjson never writes a raw newline)."""
+    head = orjson.dumps({k: v for k, v in body.items() if k not in TABLES})
+    data = head + b"\n" + orjson.dumps({k: body[k] for k in TABLES if k in body})
     fsafe.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(data)) + data)
 
 
@@ -48,11 +53,12 @@ def encode_manifest(man: dict) -> dict:
             findings[str(i)] = e["findings"]
         if e["infos"]:
             infos[str(i)] = e["infos"]
-    src["findings"] = findings
     src["infos"] = infos
     convs = list(man["convs"].values())
     body = {k: man.get(k) for k in HEAD}
-    body.update(segments=man["segments"], hidden=man["hidden"], src=src, conv={
+    # the findings (and their sources' keys and conversations) in the head: every search reports them
+    fkeys = {i: [src["keys"][int(i)], src["convs"][int(i)]] for i in findings}
+    body.update(segments=man["segments"], hidden=man["hidden"], findings=findings, fkeys=fkeys, src=src, conv={
         "ids": [c["id"] for c in convs], "titles": [c.get("title") for c in convs],
         "topics": [c.get("topic") for c in convs], "topic_names": [c.get("topic_name") for c in convs]})
     return body
@@ -61,12 +67,21 @@ def encode_manifest(man: dict) -> dict:
 class Manifest:
     """A checked manifest: the segment table, and lazy views of the source and conversation tables."""
 
-    def __init__(self, body: dict):
+    def __init__(self, body: dict, tables=None):
         self.body = body
         self.segments = body["segments"]
         self.hidden = body["hidden"]
-        self.src = body["src"]
+        self._tables = tables  # the raw bytes of TABLES until first used (then checked), or the dict
         self._sources = self._convs = self._sig = None
+
+    def _table(self, name: str):
+        if not isinstance(self._tables, dict):
+            self._tables = _checked_tables(self._tables if self._tables is not None else b"{}", self.segments)
+        return self._tables[name]
+
+    @property
+    def src(self) -> dict:
+        return self._table("src")
 
     def __getitem__(self, k):
         return self.body[k]
@@ -85,7 +100,7 @@ class Manifest:
         if self._sources is None:
             names = [s["name"] for s in self.segments]
             src = self.src
-            fnd, inf = src["findings"], src["infos"]
+            fnd, inf = self.body["findings"], src["infos"]
             self._sources = {
                 k: {"kind": kind, "conv": conv, "sig": sig, "seg": names[seg] if seg >= 0 else None, "start": a,
                     "end": b, "findings": fnd.get(str(i), []), "infos": inf.get(str(i), [])}
@@ -94,14 +109,14 @@ class Manifest:
 
     def convs(self) -> dict:
         if self._convs is None:
-            c = self.body["conv"]
+            c = self._table("conv")
             self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn}
                            for i, t, tp, tn in zip(c["ids"], c["titles"], c["topics"], c["topic_names"])}
         return self._convs
 
     def title_of(self, cid: str) -> str:
         """The conversation's title; for a shared-topic scope "<topic name> (shared topic)"; else ""."""
-        c = self.body["conv"]
+        c = self._table("conv")
         try:  # list.index: a scan in C, cheaper than building a dict for the few titles a search shows
             return c["titles"][c["ids"].index(cid)] or ""
         except ValueError:
@@ -115,15 +130,18 @@ class Manifest:
         """The stored findings of the sources in ``scope``: in the order of the keys of ``order``
         (``discover``'s) when given, else in the manifest's (a refresh puts the sources it read
         again last)."""
-        items = list(self.src["findings"].items())
+        items = list(self.body["findings"].items())
+        fkeys = self.body["fkeys"]
         if order is not None and len(items) > 1:
-            keys, at = self.src["keys"], {k: n for n, k in enumerate(order)}
-            items.sort(key=lambda item: at.get(keys[int(item[0])], len(at)))
+            at = {k: n for n, k in enumerate(order)}
+            items.sort(key=lambda item: at.get(fkeys[item[0]][0], len(at)))
         out = []
-        convs = self.src["convs"]
         for i, rows in items:
-            out += findings_of(convs[int(i)], rows, scope)
+            out += findings_of(fkeys[i][1], rows, scope)
         return out
+
+    def keys_with_findings(self) -> set:
+        return {k for k, _ in self.body["fkeys"].values()}
 
 
 def findings_of(conv: str | None, rows: list, scope: set | None = None) -> list[Finding]:
@@ -145,7 +163,7 @@ def _ints(x, n=None) -> bool:
 
 
 def read_manifest(path: Path, store) -> Manifest:
-    """The manifest, checked field by field; raises BadIndex."""
+    """The manifest, its head checked field by field (its tables when first used); raises BadIndex."""
     try:
         raw = fsafe.read_capped(path, 1 << 31)
     except FileProblem as exc:
@@ -158,8 +176,11 @@ def read_manifest(path: Path, store) -> Manifest:
     body = memoryview(raw)[16:]
     if zlib.crc32(body) != crc:
         raise BadIndex("manifest: checksum mismatch")
+    cut = raw.find(b"\n", 16)
+    if cut < 0:
+        raise BadIndex("manifest: no tables")
     try:
-        m = orjson.loads(body)
+        m = orjson.loads(memoryview(raw)[16:cut])
     except orjson.JSONDecodeError:
         raise BadIndex("manifest: not JSON") from None
     try:
@@ -170,18 +191,38 @@ def read_manifest(path: Path, store) -> Manifest:
         if not ok:
             raise BadIndex("manifest: of another version, store, root or tokenizer")
         names = set()
-        rows = []
         for s in m["segments"]:
             if not (isinstance(s["name"], str) and SEG_NAME.match(s["name"]) and type(s["rows"]) is int
                     and type(s["size"]) is int and type(s["hcrc"]) is int and isinstance(s["dead"], list)
                     and all(_ints(d, 2) and 0 <= d[0] <= d[1] <= s["rows"] for d in s["dead"])):
                 raise BadIndex("manifest: bad segment entry")
             names.add(s["name"])
-            rows.append(s["rows"])
         seg_rows = {s["name"]: s["rows"] for s in m["segments"]}
         for k, v in m["hidden"].items():
             if k not in names or not _ints(v) or not all(0 <= r < seg_rows[k] for r in v):
                 raise BadIndex("manifest: bad hidden rows")
+        finding = (lambda f: isinstance(f, list) and len(f) == 5 and all(isinstance(x, str) or x is None for x in f))
+        fkeys = m["fkeys"]
+        if not (isinstance(fkeys, dict) and fkeys.keys() == m["findings"].keys()):
+            raise BadIndex("manifest: bad source details")
+        for i, items in m["findings"].items():
+            kc = fkeys[i]
+            if not (i.isdigit() and isinstance(items, list) and all(map(finding, items)) and isinstance(kc, list)
+                    and len(kc) == 2 and isinstance(kc[0], str) and (kc[1] is None or isinstance(kc[1], str))):
+                raise BadIndex("manifest: bad source details")
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
+        raise BadIndex("manifest: missing or mistyped fields") from None
+    return Manifest(m, bytes(memoryview(raw)[cut + 1:]))
+
+
+def _checked_tables(raw: bytes, segments: list) -> dict:
+    """The manifest's source and conversation tables, checked; raises BadIndex."""
+    try:
+        m = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise BadIndex("manifest: not JSON") from None
+    try:
+        rows = [s["rows"] for s in segments]
         src = m["src"]
         n = len(src["keys"])
         if not (_strs(src["keys"], n) and _strs(src["kinds"], n) and _strs(src["convs"], n, True)
@@ -195,11 +236,9 @@ def read_manifest(path: Path, store) -> Manifest:
             limit = np.array(rows + [0], dtype=np.int64)[segs]  # segs == -1 -> 0 (a source without rows)
             if segs.min() < -1 or segs.max() >= len(rows) or np.any(a < 0) or np.any(a > b) or np.any(b > limit):
                 raise BadIndex("manifest: source rows out of range")
-        for table, check in ((src["findings"], lambda f: isinstance(f, list) and len(f) == 5 and all(
-                isinstance(x, str) or x is None for x in f)), (src["infos"], lambda i: isinstance(i, str))):
-            for i, items in table.items():
-                if not (i.isdigit() and int(i) < n and isinstance(items, list) and all(map(check, items))):
-                    raise BadIndex("manifest: bad source details")
+        for i, items in src["infos"].items():
+            if not (i.isdigit() and int(i) < n and isinstance(items, list) and all(isinstance(x, str) for x in items)):
+                raise BadIndex("manifest: bad source details")
         c = m["conv"]
         k = len(c["ids"])
         if not (_strs(c["ids"], k) and _strs(c["titles"], k, True) and _strs(c["topics"], k, True)
@@ -207,8 +246,7 @@ def read_manifest(path: Path, store) -> Manifest:
             raise BadIndex("manifest: bad conversation table")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
-    return Manifest(m)
-
+    return m
 
 
 def alive_mask(rows: int, dead):

@@ -120,7 +120,7 @@ def state(store, verify: bool = True) -> dict:
     out.update(valid=not problems, problems=problems, segments=len(idx.segments), created=m["created"],
                updated=m["updated"], age=max(0.0, time.time() - m["updated"]))
     out["files"] = sum(1 if sig is None else sum(part != "-" for part in sig.split("|")) for sig in m.src["sigs"])
-    out["files_with_findings"] = len(m.src["findings"])
+    out["files_with_findings"] = len(m.body["findings"])
     current = discover(store, [])
     changed, removed = stale(m, current, None)
     for k in changed:

@@ -129,13 +129,13 @@ def _bounded_key(tok: str) -> int:
     return TOKH[tok]
 
 
-def _term_counts(t: str) -> Counter:
+def _term_counts(t: str) -> dict:
     """Index term -> count in the text ``t`` (a long text a piece at a time: no list of all its terms)."""
     if len(t) <= scoring.PIECE:
-        return Counter(tx.tokens(t))
+        return tx.term_counts(t)
     out: Counter = Counter()
     for piece in scoring.split_pieces(t):
-        out.update(tx.tokens(piece))
+        out.update(tx.term_counts(piece))
     return out
 
 
@@ -160,14 +160,16 @@ def process(batches: list[Batch]) -> Chunk:
     per_row: list[int] = []  # postings of each row
     ntok = []
     vocab: set = set()
-    get = _bounded_key
+    get = TOKH.__getitem__
     for t in texts:
         counts = _term_counts(t)
+        if len(TOKH) > 1 << 20:
+            TOKH.clear()
         ntok.append(min(sum(counts.values()), 0xFFFFFFFF))
         per_row.append(len(counts))
         vocab.update(counts)
         keys.extend(map(get, counts))
-        tfs.extend(min(c, 0xFFFF) for c in counts.values())
+        tfs.extend(counts.values())
     meta["ntok"] = ntok
     names = list(conv_names)
     cstrs = [names[i] for i in convs]
@@ -192,7 +194,7 @@ def process(batches: list[Batch]) -> Chunk:
         text=text, text_len=text_len, ltext=ltext, ltext_len=ltext_len, ref=ref, ref_len=ref_len,
         tok_hash=np.array(keys, dtype=np.uint64),
         tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(per_row, dtype=np.int64)),
-        tok_tf=np.array(tfs, dtype=np.uint16), vocab=vocab,
+        tok_tf=np.minimum(np.array(tfs, dtype=np.int64), 0xFFFF).astype(np.uint16), vocab=vocab,
     )
 
 

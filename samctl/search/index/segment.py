@@ -131,6 +131,7 @@ class SegmentWriter:
         out["tok_tf"] = t[order].astype(np.uint16)
         voc = "\n".join(sorted(self.vocab)).encode("utf-8", "surrogatepass")
         out["voc"] = np.frombuffer(voc, dtype=np.uint8)
+        out["convs"] = np.frombuffer(orjson.dumps(list(self.conv_index)), dtype=np.uint8)
         if len(hs):
             starts = np.flatnonzero(np.concatenate(([True], hs[1:] != hs[:-1])))
         else:
@@ -141,7 +142,7 @@ class SegmentWriter:
 
     def _header(self, sections: dict) -> dict:
         return {"v": INDEX_VERSION, "root": self.root, "terms": TERMS_NAME, "rows": self.rows,
-                "token_hash": TOKEN_HASH_NAME, "convs": list(self.conv_index), "sections": sections}
+                "token_hash": TOKEN_HASH_NAME, "nconvs": len(self.conv_index), "sections": sections}
 
     def finish(self):
         """In memory: the Segment.  On disk: ``{"name", "rows", "size", "hcrc"}`` once renamed into place."""
@@ -155,7 +156,7 @@ class SegmentWriter:
         try:
             sec = {}
             for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_ptr",
-                         "tok_rows", "tok_tf", "voc"):
+                         "tok_rows", "tok_tf", "voc", "convs"):
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
@@ -191,10 +192,11 @@ class SegmentWriter:
 class Segment:
     """An opened segment: numpy views (on a read-only mmap, or in memory) plus what queries need."""
 
-    def __init__(self, name: str, rows: int, convs: list, arrays: dict):
+    def __init__(self, name: str, rows: int, convs: list | None, arrays: dict, nconvs: int | None = None):
         self.name = name
         self.rows = rows
-        self.convs = convs
+        self._convs = convs  # None: decoded from the section "convs" when first used
+        self.nconvs = len(convs) if convs is not None else nconvs
         self.a = arrays
         self.bufs: dict = {}  # "text"/"ltext"/"ref" -> (buffer with .find and slicing, base offset)
         self.alive = None
@@ -206,6 +208,19 @@ class Segment:
             return self.__dict__["a"][name]
         except KeyError:
             raise AttributeError(name) from None
+
+    @property
+    def convs(self) -> list:
+        """The conversation ids, by the segment's index of them (``meta["conv"]``)."""
+        if self._convs is None:
+            try:
+                got = orjson.loads(bytes(self.a["convs"]))
+            except orjson.JSONDecodeError:
+                got = None
+            if not (isinstance(got, list) and len(got) == self.nconvs and all(isinstance(c, str) for c in got)):
+                raise BadIndex(f"{self.name}: bad conversation table")
+            self._convs = got
+        return self._convs
 
     def row(self, i: int) -> tuple:
         """(kind, role, content type, conversation id) of row ``i``; BadIndex if a code is out of range."""
@@ -281,7 +296,7 @@ class Segment:
             rows = h["rows"]
             ok = (h["v"] == INDEX_VERSION and h["root"] == root and h["terms"] == TERMS_NAME
                   and rows == expect["rows"] and h["token_hash"] == TOKEN_HASH_NAME
-                  and isinstance(h["convs"], list) and all(isinstance(c, str) for c in h["convs"]))
+                  and type(h["nconvs"]) is int and h["nconvs"] >= 0)
         except (orjson.JSONDecodeError, KeyError, TypeError):
             ok = False
         if not ok:
@@ -316,7 +331,7 @@ class Segment:
             raise BadIndex(f"{path.name}: bad section table ({exc})") from None
         if dims.get("K+1", 0) != dims.get("K", 0) + 1 and "K" in dims:
             raise BadIndex(f"{path.name}: token table sizes disagree")
-        seg = cls(path.name, rows, h["convs"], arrays)
+        seg = cls(path.name, rows, None, arrays, h["nconvs"])
         seg.header = h
         seg.mm = mm
         for k in ("text", "ltext", "ref"):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.search.index.format import ARCHIVED, INDEX_VERSION, MANIFEST_MAGIC, MESSAGE, TERMS_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy, index_dir
+from samctl.search.index import checked
 from samctl.search.index.manifest import HEAD, alive_mask, encode_manifest, write_manifest_bytes
 from samctl.search.index.opened import Index, open_index, try_open
 from samctl.search.index.rows import read_all
@@ -28,7 +29,7 @@ from samctl.lock import flock_waiting
 
 MAX_SEGMENTS = 6
 DEAD_FRACTION = 0.3
-SEGMENT_BYTES = 256 << 20  # a segment is cut (between sources) once it holds this much: what a build or
+SEGMENT_BYTES = 64 << 20  # a segment is cut (between sources) once it holds this much: what a build or
 # rewrite holds in memory at a time is bounded by it, whatever the size of the store
 LOCK_WAIT = 600.0  # seconds to wait for another samctl that is refreshing the index
 
@@ -129,14 +130,23 @@ def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = 
     than the store's own in the cache (a throw-away index).  ``Index.replaced``: the bytes of an
     index of an older samctl found there and replaced (0 if none).
     """
+    d = home or index_dir(store)
+    if scope is None and not rebuild:
+        quick = checked.recent(d)
+        idx = try_open(store, d) if quick is not None else None
+        if idx is not None:
+            findings.extend(quick[0])
+            findings.extend(idx.findings(None, quick[1]))
+            return idx
     disc: list = []
     current = discover(store, disc, scope)
     findings.extend(disc)
-    d = home or index_dir(store)
     idx = None if rebuild else try_open(store, d)
     if idx is not None:
         changed, removed = stale(idx.manifest, current, scope)
         if not changed and not removed:
+            if scope is None:
+                checked.save(d, current, disc, _with_findings(idx))
             findings.extend(idx.findings(scope, current))
             return idx
     old = _older_version_bytes(d)
@@ -154,8 +164,14 @@ def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = 
     new.removed = sorted(removed)
     new.rebuilt = idx is None
     new.replaced = old
+    if scope is None:
+        checked.save(d, current, disc, _with_findings(new))
     findings.extend(new.findings(scope, current))  # (in discover's order, whatever was read again)
     return new
+
+
+def _with_findings(idx: Index) -> set:
+    return idx.manifest.keys_with_findings()
 
 
 def _older_version_bytes(d: Path) -> int:

@@ -1,0 +1,92 @@
+"""The last full check of a store against its index, so that a search in quick succession skips it.
+
+A full check lists and stats every source file (``discover``: 2-3 s for 100,000 mermaid sessions).
+A search skips it, and trusts the index as it is, only when all of this holds:
+- the last full check found the index up to date, no file changed moments before (racy), and it is
+  at most ``RECHECK`` seconds old (``SAMCTL_INDEX_RECHECK``; 0 turns the quick path off);
+- the manifest is the one that check saw (same inode, size, mtime);
+- every folder holding a source file, and the folder above it, has the mtime, ctime and inode it had:
+  a file created, removed or replaced by a rename there (how mermaid and SAM save) changes them.
+So a file added, removed or saved by rename is seen at once, and one changed in place (an appended
+log, a SQLite database) at most ``RECHECK`` seconds later.  The record is a file ``checked`` beside
+the manifest, written atomically; anything odd about it means a full check.
+
+Design notes: docs/search-index.md, "search/index/checked.py".
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.errors import FileProblem
+from samctl.model import Finding
+
+RECORD = "checked"
+
+
+def recheck_seconds() -> float:
+    try:
+        v = float(os.environ.get("SAMCTL_INDEX_RECHECK", "30"))
+    except ValueError:
+        return 30.0
+    return v if v == v and v >= 0 else 30.0
+
+
+def _sig(path: str) -> str | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_size}"
+
+
+def _folders(current: dict) -> list[str]:
+    """Every folder holding a source file, and the folder above each."""
+    parents = {os.path.dirname(p) for src in current.values() for p in src.paths}
+    return sorted(parents | {os.path.dirname(p) for p in parents})
+
+
+def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
+    """Record a full check that found the index in ``d`` up to date for every source in ``current``
+    (none racy), with the discovery's findings and the order of the sources ``with_findings``; an
+    unwritable record only costs the next search time."""
+    if recheck_seconds() <= 0 or not all(s.trusted for s in current.values()):
+        return
+    folders = _folders(current)
+    record = {"at": time.time(), "manifest": _sig(str(d / "manifest")), "folders": folders,
+              "sigs": [_sig(f) for f in folders], "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation]
+                                                                for f in discovery],
+              "order": [k for k in current if k in with_findings]}
+    try:
+        fsafe.write_atomic(d / RECORD, orjson.dumps(record))
+    except OSError:
+        pass
+
+
+def recent(d: Path):
+    """(discovery findings, the order of the sources) of a full check that still holds, else None."""
+    try:
+        r = orjson.loads(fsafe.read_capped(d / RECORD, 1 << 30))
+        if not (0 <= time.time() - r["at"] <= recheck_seconds()) or r["manifest"] != _sig(str(d / "manifest")):
+            return None
+        folders, sigs = r["folders"], r["sigs"]
+        if not (isinstance(folders, list) and isinstance(sigs, list) and len(folders) == len(sigs) and folders):
+            return None
+        if any(_sig(f) != s for f, s in zip(folders, sigs)):
+            return None
+        found = [Finding(*row) for row in r["discovery"]]
+        return found, r["order"]
+    except (OSError, FileProblem, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def forget(d: Path) -> None:
+    try:
+        fsafe.unlink(d / RECORD)
+    except OSError:
+        pass

@@ -1,0 +1,103 @@
+"""A search in quick succession trusts the last full check of the store (search/index/checked.py):
+what it still sees at once (files added, removed, saved by rename), what it sees only after
+SAMCTL_INDEX_RECHECK seconds (a file changed in place), and that it reports the same findings."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from samctl.search import index as ix
+from samctl.stores import open_store
+from tests.search_helpers import age
+
+
+@pytest.fixture
+def mermaid(mermaid_demo, monkeypatch):
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
+    monkeypatch.setenv("SAMCTL_DEBUG", "1")
+    age(mermaid_demo)
+    return mermaid_demo
+
+
+def texts(run, root, query):
+    r = run("--root", root, "search", query, "--format", "json", "-n", "100")
+    assert r.exit_code in (0, 3), r.stderr
+    return [h["text"] for h in json.loads(r.stdout)], r.stderr
+
+
+def _snapshot(root):
+    """The session that talks about a budget."""
+    return next(p for p in sorted((root / ".mermaid" / "conversations").glob("*.json")) if "budget" in p.read_text())
+
+
+def test_a_snapshot_saved_by_rename_is_seen_at_once(run, mermaid):
+    texts(run, mermaid, "budget")
+    snap = _snapshot(mermaid)
+    doc = json.loads(snap.read_text())
+    doc["messages"][0]["content"] = "a quokka joined the standup"
+    tmp = snap.with_name(".x.tmp")
+    tmp.write_text(json.dumps(doc))
+    os.replace(tmp, snap)
+    age(mermaid)
+    got, _ = texts(run, mermaid, "quokka")
+    assert got and "quokka" in got[0]
+
+
+def test_a_file_changed_in_place_is_seen_after_the_recheck_time(run, mermaid, monkeypatch):
+    texts(run, mermaid, "budget")
+    assert (ix.index_dir(open_store(str(mermaid))) / "checked").exists()
+    snap = _snapshot(mermaid)
+    doc = json.loads(snap.read_text())
+    doc["messages"][0]["content"] = "a wombat joined the standup"
+    with open(snap, "r+") as f:  # in place: the folder does not change
+        f.write(json.dumps(doc))
+        f.truncate()
+    age(mermaid)
+    assert texts(run, mermaid, "wombat")[0] == []  # within SAMCTL_INDEX_RECHECK: the last check holds
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "0")
+    got, _ = texts(run, mermaid, "wombat")
+    assert got and "wombat" in got[0]
+
+
+def test_the_record_expires(run, mermaid, monkeypatch):
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "0.5")
+    texts(run, mermaid, "budget")
+    snap = _snapshot(mermaid)
+    with open(snap, "r+") as f:
+        data = f.read().replace("budget", "gadget")
+        f.seek(0)
+        f.write(data)
+    age(mermaid)
+    time.sleep(0.6)
+    got, _ = texts(run, mermaid, "gadget")
+    assert got
+
+
+def test_a_removed_session_is_gone_at_once(run, mermaid):
+    before, _ = texts(run, mermaid, "budget")
+    snap = _snapshot(mermaid)
+    for p in snap.parent.glob(snap.stem + ".*"):
+        p.unlink()
+    after, _ = texts(run, mermaid, "budget")
+    assert len(after) < len(before)
+
+
+def test_the_quick_path_reports_the_same_findings(run, mermaid):
+    bad = mermaid / ".mermaid" / "conversations" / "20990101_000000_001.json"
+    bad.write_text("{not json")
+    age(mermaid)
+    _, first = texts(run, mermaid, "budget")
+    _, again = texts(run, mermaid, "budget")
+    assert "bad-snapshot" in first or "bad-json" in first or "20990101_000000_001" in first
+    assert again == first
+
+
+def test_a_racy_file_means_no_record(run, mermaid):
+    snap = _snapshot(mermaid)
+    os.utime(snap)  # modified just now: indexed without a signature, read again next time
+    texts(run, mermaid, "budget")
+    assert not (ix.index_dir(open_store(str(mermaid))) / "checked").exists()
