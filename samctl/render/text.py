@@ -71,21 +71,46 @@ def attachment_line(a: dict) -> str:
     return f"[{a.get('type')}, {a.get('bytes', 0):,} bytes, in the file]"
 
 
-def visible(messages, include_hidden: bool, min_importance: float | None = None):
-    for msg in messages:
+def shown(messages, include_hidden: bool, min_importance: float | None = None, at: int | None = None):
+    """(index, message) of the messages a transcript shows; the one at index ``at`` (``show --at``) whatever
+    the filters, since it was asked for by its position."""
+    for i, msg in enumerate(messages):
+        if i == at:
+            yield i, msg
+            continue
         if msg.hidden and not include_hidden:
             continue
         if min_importance is not None:
             if message_importance(msg) < min_importance:
                 continue
-        yield msg
+        yield i, msg
+
+
+def visible(messages, include_hidden: bool, min_importance: float | None = None, at: int | None = None):
+    return (msg for _, msg in shown(messages, include_hidden, min_importance, at))
+
+
+def _mark_lines(out: list[str], marks: dict, starts: dict | None) -> None:
+    """Fill ``starts`` with the line (from 1) of ``"\n".join(out)`` where each message starts (``marks``:
+    message index -> its first entry in ``out``)."""
+    if starts is None:
+        return
+    line, k = 1, 0
+    for i, entry in sorted(marks.items(), key=lambda x: x[1]):
+        line += sum(e.count("\n") + 1 for e in out[k:entry])
+        k = entry
+        starts[i] = line
 
 
 def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=plain_style,
-            min_importance: float | None = None) -> str:
+            min_importance: float | None = None, at: int | None = None, starts: dict | None = None) -> str:
+    """The transcript; the message at index ``at`` is shown whatever the filters, and ``starts`` (if given) is
+    filled with the line (from 1) where each message shown starts."""
     title, info = header_lines(conv)
     out = [style(one_line(title), "title"), style(safe_text(info), "dim"), ""]  # the title: one line, as in ls
-    for msg in visible(conv.messages, include_hidden, min_importance):
+    marks = {}
+    for i, msg in shown(conv.messages, include_hidden, min_importance, at):
+        marks[i] = len(out)
         label = msg.role
         if msg.role == "tool" and msg.tool_name:
             label += f" {msg.tool_name}"
@@ -113,6 +138,7 @@ def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=p
                 out.append(style(f"  ⚙ {safe_text(str(a.get('action_type', '?')))} "
                                  f"{safe_text(str(a.get('target', '')))} {_action_result(a)}", "tool"))
         out.append("")
+    _mark_lines(out, marks, starts)
     return "\n".join(out)
 
 
@@ -190,7 +216,8 @@ def _outside_code_spans(line: str, fix) -> str:
 
 
 def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
-                min_importance: float | None = None) -> str:
+                min_importance: float | None = None, at: int | None = None, starts: dict | None = None) -> str:
+    """The transcript as Markdown; ``at`` and ``starts`` as for ``to_text``."""
     m = conv.meta
     out = [f"# {_md_inline(m.title)}", ""]
     out.append(f"- **id:** `{m.id}` ({m.store})")
@@ -200,7 +227,9 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
     out.append(f"- **updated:** {m.updated or '-'}")
     out.append(f"- **messages:** {len(conv.messages)}")
     out.append("")
-    for msg in visible(conv.messages, include_hidden, min_importance):
+    marks = {}
+    for i, msg in shown(conv.messages, include_hidden, min_importance, at):
+        marks[i] = len(out)
         label = msg.role.capitalize()
         if msg.role == "tool" and msg.tool_name:
             label += f" `{msg.tool_name}`"
@@ -230,6 +259,7 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
         for a in msg.actions:
             if isinstance(a, dict):
                 out += _md_action(a)
+    _mark_lines(out, marks, starts)
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -42,6 +42,7 @@ PER_ID = [
     ("show", ["show", "{id}", "--no-pager"]),
     ("show-raw", ["show", "{id}", "--raw"]),
     ("show-md", ["show", "{id}", "--format", "markdown", "--all", "--reasoning", "--no-pager"]),
+    ("show-at", ["show", "{id}", "--at", "-1", "--no-pager"]),  # (exit 2 too: a conversation with no message)
     ("log", ["log", "{id}"]),
     ("log-json", ["log", "{id}", "--format", "json"]),
     ("recover-dry-run", ["recover", "{id}", "--dry-run"]),
@@ -84,6 +85,7 @@ def commands(case, ctx, out_dir):
             if key.startswith("log") and case.store != "mermaid":
                 continue
             exits = PER_ID_EXITS | {1} if key in REFUSING else PER_ID_EXITS
+            exits = exits | {2} if key == "show-at" else exits
             keys.append((f"{key}:{cid}", [a.replace("{id}", cid) for a in args], exits))
     for bad in case.bad_ids:
         for key, args in PER_ID:

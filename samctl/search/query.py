@@ -1,0 +1,288 @@
+"""The search query language: ``parse(text) -> Query`` (search-engine conventions), and its pure helpers.
+
+Syntax (``HELP`` below is the same for ``samctl search --help``): plain words are ranked and any may
+match; ``+word`` is required, ``-word`` excluded (only at the start of the query or after whitespace:
+``spotter-dov``, ``load-config``, ``v1.2`` and ``don't`` are single words); ``"an exact phrase"`` is
+required (``+"..."`` the same, ``-"..."`` excluded); ``prefix*`` matches the words that start with it;
+``role:``, ``in:``, ``title:`` and ``store:`` filter.  A ``name:value`` whose name is not one of these
+is a plain word (``http://x``, ``C:\\tmp``, ``12:30``).  Invariants: pure (no I/O, no numpy, no click,
+no store imported); on any ``str`` ``parse`` returns a ``Query`` or raises ``QueryError`` (a usage
+error, exit 2) whose message says what is wrong and at which character (counted from 1); a query has
+at most ``MAX_TERMS`` terms, so no query can make the engine do unbounded work.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from samctl.errors import UsageError
+from samctl.safetext import quoted
+from samctl.search.text import fold, tokens, words
+
+MAX_TERMS = 256  # words (a phrase's each), prefixes and filters of one query
+MIN_PREFIX = 2  # characters before a *: a shorter prefix would expand to most of the vocabulary
+ROLES = ("user", "assistant", "tool")
+WHERE = ("memories", "messages", "all")
+FILTERS = ("role", "in", "title", "store")
+_FILTER = re.compile(r"([A-Za-z]+):")
+
+
+class QueryError(UsageError):
+    """A malformed query: the message says what is wrong and where (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed query.  Words and phrases are kept as typed (the engine tokenises them with
+    ``text.query_terms``/``tokens``); prefixes are folded (``text.fold``) and not stemmed.
+
+    - ``words``: ranked; any may match, more matches rank higher.
+    - ``required`` (``+word``) / ``excluded`` (``-word``): a hit holds / does not hold the word's terms.
+    - ``phrases`` (``"..."``, ``+"..."``): required, and ranked by their words; a hit holds each
+      (``holds_phrase``).  ``excluded_phrases`` (``-"..."``): a hit holds none.
+    - ``prefixes`` (``budg*``): ranked like words, any indexed word starting with one matches;
+      ``required_prefixes`` (``+budg*``) / ``excluded_prefixes`` (``-budg*``).
+    - ``roles``: a message's role is one of them (empty: any); ``where``: None or memories|messages|all
+      (``in:``); ``titles``: the conversation's title holds each (``title_matches``); ``stores``: the
+      store kind is one of them (empty: any).
+    """
+
+    words: tuple = ()
+    required: tuple = ()
+    excluded: tuple = ()
+    phrases: tuple = ()
+    excluded_phrases: tuple = ()
+    prefixes: tuple = ()
+    required_prefixes: tuple = ()
+    excluded_prefixes: tuple = ()
+    roles: frozenset = frozenset()
+    where: str | None = None
+    titles: tuple = ()
+    stores: frozenset = frozenset()
+
+    @property
+    def ranked_text(self) -> str:
+        """The text whose terms are ranked (for ``text.query_terms``): words, required words, phrases."""
+        return " ".join(self.words + self.required + self.phrases)
+
+    def is_empty(self) -> bool:
+        """True when nothing is ranked or required (only filters, or words with no letters or digits)."""
+        return not (self.words or self.required or self.phrases or self.prefixes or self.required_prefixes)
+
+
+def _sequence(text: str) -> list[str]:
+    """The words of TEXT in order, as phrases compare them: folded, not stemmed; a compound split at its
+    hyphens and dots (``Load-Config`` -> load, config); a script without spaces one character at a time."""
+    out = []
+    for w, gram in words(text):
+        if gram:
+            if len(w) == 1:  # (words() gives a run's characters, then its pairs: the pairs are redundant here)
+                out.append(w)
+        else:
+            out.extend(p for p in re.split(r"[-.]", w) if p)
+    return out
+
+
+def phrase_terms(phrase: str) -> list[str]:
+    """The index terms of a phrase, in order (``text.tokens``): what a hit must hold to be a candidate."""
+    return tokens(phrase)
+
+
+def holds_phrase(text: str, phrase: str) -> bool:
+    """True when TEXT holds the phrase's words consecutively, compared folded and unstemmed, with
+    hyphens and dots between words' parts as spaces: ``"load config"`` finds ``Load-Config`` and
+    ``"load-config"`` finds ``load config``; punctuation between words does not matter (``"hello
+    world"`` finds ``Hello, world!``).  A phrase with no words is held by nothing."""
+    want = _sequence(phrase)
+    if not want:
+        return False
+    have = _sequence(text)
+    n = len(want)
+    first = want[0]
+    for i, w in enumerate(have):
+        if w == first and have[i:i + n] == want:
+            return True
+    return False
+
+
+def title_matches(title: str | None, word: str) -> bool:
+    """True when the title holds WORD, both folded (case, accents) and their whitespace runs made one space."""
+    if not title:
+        return False
+    return " ".join(fold(word).split()) in " ".join(fold(title).split())
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+
+class _Parser:
+    def __init__(self, text: str, stores):
+        self.text = text
+        self.stores = None if stores is None else sorted({fold(s) for s in stores})
+        self.n = 0  # terms so far
+        self.out: dict[str, list] = {k: [] for k in ("words", "required", "excluded", "phrases", "excluded_phrases",
+                                                      "prefixes", "required_prefixes", "excluded_prefixes",
+                                                      "titles")}
+        self.roles: set = set()
+        self.stores_wanted: set = set()
+        self.where: str | None = None
+        self.where_at = 0
+
+    def count(self, n: int = 1) -> None:
+        self.n += n
+        if self.n > MAX_TERMS:
+            raise QueryError(f"the query has more than {MAX_TERMS} terms (words, phrases' words, prefixes and "
+                             f"filters); use fewer words")
+
+    def quote(self, i: int) -> tuple[str, int]:
+        """The text between the quote at I and its closing quote, and the index after it."""
+        j = self.text.find('"', i + 1)
+        if j < 0:
+            raise QueryError(f"unclosed quote at character {i + 1}",
+                             'close it with another ", or leave the quote out')
+        return self.text[i + 1:j], j + 1
+
+    def run(self) -> Query:
+        text, i, size = self.text, 0, len(self.text)
+        while i < size:
+            if text[i].isspace():
+                i += 1
+                continue
+            start = i
+            sign = ""
+            if text[i] in "+-" and (i == 0 or text[i - 1].isspace()):
+                sign = text[i]
+                i += 1
+                if i == size or text[i].isspace():
+                    what = "excludes" if sign == "-" else "requires"
+                    raise QueryError(f'a lone "{sign}" {what} nothing (character {start + 1})',
+                                     f'write {sign}word, or leave the "{sign}" out')
+                if text[i] in "+-":
+                    j = i
+                    while j < size and not text[j].isspace():
+                        j += 1
+                    raise QueryError(f"{quoted(text[start:j])} at character {start + 1}: one + or - before a word",
+                                     "to search for text that starts with - or +, put it in quotes")
+            if text[i] == '"':
+                body, i = self.quote(i)
+                self.phrase(body, sign, start)
+                continue
+            j = i
+            while j < size and not text[j].isspace() and text[j] != '"':
+                j += 1
+            word = text[i:j]
+            m = _FILTER.match(word)
+            if m and m.group(1).lower() in FILTERS:
+                value = word[m.end():]
+                if j < size and text[j] == '"' and not value:
+                    value, j = self.quote(j)
+                self.filter(m.group(1).lower(), value, sign, start, text[start:j])
+            elif word.endswith("*"):
+                self.prefix(word[:-1], sign, start)
+            else:
+                self.word(word, sign, start)
+            i = j
+        return self.query()
+
+    def phrase(self, body: str, sign: str, at: int) -> None:
+        if not body.strip():
+            raise QueryError(f"empty quotes at character {at + 1}", 'put words between the quotes: "weekend trip"')
+        n = len(_sequence(body))
+        if not n:
+            raise QueryError(f"the phrase {quoted(body)} at character {at + 1} has no letters or digits to search for")
+        self.count(n)
+        self.out["excluded_phrases" if sign == "-" else "phrases"].append(body)
+
+    def word(self, word: str, sign: str, at: int) -> None:
+        n = len(_sequence(word))
+        if not n:
+            if sign:
+                what = "excludes" if sign == "-" else "requires"
+                raise QueryError(f"{quoted(sign + word)} at character {at + 1} {what} nothing: it has no letters "
+                                 f"or digits")
+            return  # punctuation alone: nothing to search for (as the tokenizer drops it from a text)
+        self.count(n)
+        self.out[{"": "words", "+": "required", "-": "excluded"}[sign]].append(word)
+
+    def prefix(self, stem: str, sign: str, at: int) -> None:
+        shown = quoted(sign + stem + "*")
+        if stem.endswith("*"):
+            raise QueryError(f"{shown} at character {at + 1}: one * ends a prefix (budg*)")
+        ws = words(stem)
+        if not stem or not ws:
+            raise QueryError(f"a lone * at character {at + 1} matches everything; put it after a word (budg*)")
+        if any(gram for _, gram in ws):
+            # a script without spaces is indexed as characters and their pairs, which already match
+            # inside longer words: its prefix is the word itself
+            self.word(stem, sign, at)
+            return
+        if len(ws) > 1:
+            raise QueryError(f"{shown} at character {at + 1}: a * ends one word (letters and digits, with - . ' "
+                             f"inside it)")
+        p = ws[0][0]
+        if len(p) < MIN_PREFIX:
+            raise QueryError(f"the prefix {shown} at character {at + 1} is too short: at least {MIN_PREFIX} "
+                             f"characters before the *, else it would match nearly every word")
+        self.count()
+        self.out[{"": "prefixes", "+": "required_prefixes", "-": "excluded_prefixes"}[sign]].append(p)
+
+    def filter(self, name: str, value: str, sign: str, at: int, raw: str) -> None:
+        where = f"{quoted(raw)} at character {at + 1}"
+        if sign:
+            raise QueryError(f"{where}: a filter cannot be required or excluded (leave out the {sign})")
+        self.count()
+        if name == "title":
+            value = value.removesuffix("*")  # (a title matches by containment: budg* is budg)
+            if not value.strip():
+                raise QueryError(f"{where}: title: needs a word (title:budget or title:\"weekend trip\")")
+            self.out["titles"].append(value)
+            return
+        v = fold(value.strip())
+        if name == "role":
+            if v not in ROLES:
+                raise QueryError(f"{where}: use role:user, role:assistant or role:tool")
+            self.roles.add(v)
+        elif name == "in":
+            if v not in WHERE:
+                raise QueryError(f"{where}: use in:memories, in:messages or in:all")
+            if self.where is not None and self.where != v:
+                raise QueryError(f"in:{self.where} (character {self.where_at + 1}) and in:{v} (character {at + 1}): "
+                                 f"choose one")
+            self.where, self.where_at = v, at
+        else:  # store
+            v = v.replace("_", "-")
+            if not v:
+                raise QueryError(f"{where}: store: needs a store's name")
+            if self.stores is not None and v not in self.stores:
+                raise QueryError(f"{where}: samctl reads " + ", ".join(self.stores[:-1])
+                                 + (" or " if len(self.stores) > 1 else "") + "".join(self.stores[-1:]))
+            self.stores_wanted.add(v)
+
+    def query(self) -> Query:
+        o = self.out
+        if (o["excluded"] or o["excluded_phrases"] or o["excluded_prefixes"]) and not (
+                o["words"] or o["required"] or o["phrases"] or o["prefixes"] or o["required_prefixes"]):
+            raise QueryError("the query only excludes (-word); add a word to search for")
+        return Query(**{k: tuple(v) for k, v in o.items()}, roles=frozenset(self.roles), where=self.where,
+                     stores=frozenset(self.stores_wanted))
+
+
+def parse(text: str, stores=None) -> Query:
+    """The Query of TEXT; QueryError (exit 2) for a malformed one.  ``stores``: the store kinds samctl
+    reads (``samctl.stores.STORES`` keys), for ``store:NAME``; None accepts any name (folded)."""
+    return _Parser(text, stores).run()
+
+
+HELP = """\b
+Query language (search-engine conventions):
+  portland budget    ranked words: any may match, more matches rank higher
+  +budget  -draft    required word; excluded word (- only at a word's start:
+                     load-config, spotter-dov, v1.2 and don't are one word)
+  "weekend trip"     exact phrase (required); -"..." excludes one
+  budg*              words starting with budg (2 characters at least)
+  role:user          role:user|assistant|tool (repeatable: any of them)
+  in:memories        in:memories|messages|all (as --in)
+  title:trip         the conversation's title holds it; title:"weekend trip"
+  store:mermaid      only that kind of store (repeatable)
+Other name:value words (http://x, 12:30) are plain words. A query that starts
+with - goes after --:  samctl search -- -draft +budget"""

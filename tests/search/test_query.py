@@ -1,0 +1,262 @@
+"""The search query language (issue #22): every operator, every error and its message, hostile strings."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from samctl import errors
+from samctl.search.query import HELP, MAX_TERMS, Query, QueryError, holds_phrase, parse, phrase_terms, title_matches
+from samctl.search.text import query_terms, tokens
+from samctl.stores import STORES
+
+KINDS = tuple(STORES)
+
+
+def p(text: str) -> Query:
+    return parse(text, stores=KINDS)
+
+
+def err(text: str) -> str:
+    with pytest.raises(QueryError) as e:
+        p(text)
+    assert e.value.exit_code == errors.USAGE
+    return e.value.message
+
+
+# ------------------------------------------------------------------------------------------ operators
+
+def test_plain_words_are_ranked_as_typed():
+    q = p("Portland  budget")
+    assert q.words == ("Portland", "budget")
+    assert q.ranked_text == "Portland budget"
+    assert not q.is_empty()
+    assert query_terms(q.ranked_text) == query_terms("portland budget")
+
+
+def test_required_and_excluded_words():
+    q = p("budget +Portland -draft")
+    assert (q.words, q.required, q.excluded) == (("budget",), ("Portland",), ("draft",))
+    assert q.ranked_text == "budget Portland"  # the excluded word is not ranked
+
+
+@pytest.mark.parametrize("word", ["spotter-dov", "load-config", "v1.2", "don't", "e-mail", "x-", "caroline's"])
+def test_a_hyphen_dot_or_apostrophe_inside_a_word_is_part_of_it(word):
+    q = p(f"find {word}")
+    assert q.words == ("find", word) and q.excluded == ()
+
+
+def test_only_a_leading_minus_excludes():
+    q = p("load-config -spotter-dov")
+    assert q.words == ("load-config",)
+    assert q.excluded == ("spotter-dov",)
+    # after a closing quote, no whitespace: part of the text, not an operator
+    assert p('"a b"-c').words == ("-c",)
+
+
+def test_phrases_are_required_and_ranked():
+    q = p('budget "weekend trip" +"road map" -"old plan"')
+    assert q.phrases == ("weekend trip", "road map")
+    assert q.excluded_phrases == ("old plan",)
+    assert q.ranked_text == "budget weekend trip road map"
+
+
+def test_a_phrase_ends_at_its_closing_quote():
+    q = p('x "a b"c')
+    assert q.phrases == ("a b",) and q.words == ("x", "c")
+    q = p('say"hello world"')
+    assert q.words == ("say",) and q.phrases == ("hello world",)
+
+
+def test_prefixes_are_folded():
+    q = p("Budg* +Zür* -draf* load-conf*")
+    assert q.prefixes == ("budg", "load-conf")
+    assert q.required_prefixes == ("zur",)
+    assert q.excluded_prefixes == ("draf",)
+    assert q.ranked_text == ""  # prefixes are expanded by the engine, not tokenised
+    assert not q.is_empty()
+
+
+def test_a_star_inside_or_before_a_word_is_text():
+    assert p("5*3 *bold").words == ("5*3", "*bold")
+
+
+def test_prefix_in_a_script_without_spaces_is_the_word():
+    # CJK/Thai are indexed as characters and pairs, which already match inside longer words
+    assert p("東京*").words == ("東京",)
+    assert p("ภาษา*").words == ("ภาษา",)
+
+
+def test_cjk_and_thai_words():
+    q = p("東京タワー ภาษาไทย 서울")
+    assert q.words == ("東京タワー", "ภาษาไทย", "서울")
+    assert "東京" in tokens(q.ranked_text)
+    assert p('"東京タワー"').phrases == ("東京タワー",)
+
+
+def test_filters():
+    q = p('role:user Role:TOOL in:memories title:trip title:"weekend  trip" store:SAM store:claude_code budget')
+    assert q.roles == frozenset({"user", "tool"})
+    assert q.where == "memories"
+    assert q.titles == ("trip", "weekend  trip")
+    assert q.stores == frozenset({"sam", "claude-code"})
+    assert q.words == ("budget",)
+    assert p("in:all x").where == "all"
+    assert p("in:messages in:messages x").where == "messages"  # the same twice is no conflict
+    assert p('role:"assistant" x').roles == frozenset({"assistant"})
+
+
+def test_every_store_kind_is_a_store_filter_value():
+    for kind in KINDS:
+        assert p(f"x store:{kind}").stores == frozenset({kind})
+
+
+def test_store_names_are_not_checked_when_not_given():
+    assert parse("x store:Whatever").stores == frozenset({"whatever"})
+
+
+def test_filters_alone_are_an_empty_query():
+    q = p("role:user in:messages")
+    assert q.is_empty() and q.roles == frozenset({"user"})
+    assert p("").is_empty() and p("   \t\n").is_empty()
+    assert p("!!! ?").is_empty()  # punctuation: nothing to search for, as a text's tokens drop it
+
+
+@pytest.mark.parametrize("text", ["http://example.com/x", "C:\\path\\file", "12:30", "foo:bar", "note:", "https://a.b:8080"])
+def test_an_unknown_filter_name_is_a_plain_word(text):
+    assert p(text).words == (text,)
+
+
+def test_title_star_is_containment():
+    assert p("title:budg* x").titles == ("budg",)
+
+
+# ------------------------------------------------------------------------------------------ errors
+
+@pytest.mark.parametrize("text,message", [
+    ('budget "weekend', "unclosed quote at character 8"),
+    ('"a" "b" "c', "unclosed quote at character 9"),
+    ("-", 'a lone "-" excludes nothing (character 1)'),
+    ("budget - draft", 'a lone "-" excludes nothing (character 8)'),
+    ("budget +", 'a lone "+" requires nothing (character 8)'),
+    ("--verbose", "'--verbose' at character 1: one + or - before a word"),
+    ("x +-y", "'+-y' at character 3: one + or - before a word"),
+    ('""', "empty quotes at character 1"),
+    ('x "  "', "empty quotes at character 3"),
+    ('"!!!"', "the phrase '!!!' at character 1 has no letters or digits to search for"),
+    ("x -!!!", "'-!!!' at character 3 excludes nothing: it has no letters or digits"),
+    ("x +?", "'+?' at character 3 requires nothing: it has no letters or digits"),
+    ("*", "a lone * at character 1 matches everything; put it after a word (budg*)"),
+    ("x -*", "a lone * at character 3 matches everything; put it after a word (budg*)"),
+    ("**", "'**' at character 1: one * ends a prefix (budg*)"),
+    ("budget**", "'budget**' at character 1: one * ends a prefix (budg*)"),
+    ("a*", "the prefix 'a*' at character 1 is too short: at least 2 characters before the *, else it would "
+           "match nearly every word"),
+    ("x +é*", "the prefix '+é*' at character 3 is too short"),
+    ("foo/bar*", "'foo/bar*' at character 1: a * ends one word"),
+    ("role:bot", "'role:bot' at character 1: use role:user, role:assistant or role:tool"),
+    ("x role:", "'role:' at character 3: use role:user, role:assistant or role:tool"),
+    ("in:attic", "'in:attic' at character 1: use in:memories, in:messages or in:all"),
+    ("in:memories in:messages", "in:memories (character 1) and in:messages (character 13): choose one"),
+    ("store:slack", "'store:slack' at character 1: samctl reads " + ", ".join(sorted(KINDS)[:-1]) + " or "
+                    + sorted(KINDS)[-1]),
+    ("store:", "'store:' at character 1: store: needs a store's name"),
+    ("title:", "'title:' at character 1: title: needs a word"),
+    ('title:""', "'title:\"\"' at character 1: title: needs a word"),
+    ("-role:user x", "'-role:user' at character 1: a filter cannot be required or excluded (leave out the -)"),
+    ("+title:x", "'+title:x' at character 1: a filter cannot be required or excluded (leave out the +)"),
+    ("-budget", "the query only excludes (-word); add a word to search for"),
+    ('-"old plan" -draft* role:user', "the query only excludes (-word); add a word to search for"),
+])
+def test_errors_say_what_and_where(text, message):
+    assert err(text).startswith(message)
+
+
+def test_a_query_error_is_a_usage_error():
+    assert issubclass(QueryError, errors.UsageError)
+
+
+def test_the_number_of_terms_is_capped():
+    assert len(p(" ".join(["w"] * MAX_TERMS)).words) == MAX_TERMS
+    for text in (" ".join(["w"] * (MAX_TERMS + 1)), '"' + "w " * (MAX_TERMS + 1) + '"', "a-" * (MAX_TERMS + 1),
+                 "東" * MAX_TERMS + "東", "x " + "role:user " * MAX_TERMS):
+        assert err(text).startswith(f"the query has more than {MAX_TERMS} terms")
+
+
+def test_a_long_term_in_a_message_is_cut():
+    msg = err("role:" + "b" * 100_000)
+    assert len(msg) < 200 and "100005 characters" in msg
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+def test_phrase_terms_are_the_index_terms_in_order():
+    assert phrase_terms("Weekend trips") == tokens("Weekend trips") == ["weekend", "trip"]
+
+
+@pytest.mark.parametrize("text,phrase,held", [
+    ("Please Load-Config now", "load config", True),
+    ("load config", "Load-Config", True),
+    ("Hello, world!", "hello world", True),
+    ("Zürich is cold", "zurich IS", True),
+    ("don’t go", "don't go", True),
+    ("a b c", "a c", False),
+    ("weekend trips", "weekend trip", False),  # a phrase is exact: not stemmed
+    ("東京タワーに行く", "東京タワー", True),
+    ("東京に行くタワー", "東京タワー", False),
+    ("x", "!!!", False),
+    ("", "a", False),
+])
+def test_holds_phrase(text, phrase, held):
+    assert holds_phrase(text, phrase) is held
+
+
+@pytest.mark.parametrize("title,word,held", [
+    ("Weekend trip to Zürich", "zurich", True),
+    ("Weekend  trip", "weekend trip", True),
+    ("Weekend trip", "WEEKEND", True),
+    ("Weekend trip", "budget", False),
+    (None, "x", False),
+    ("", "x", False),
+])
+def test_title_matches(title, word, held):
+    assert title_matches(title, word) is held
+
+
+def test_help_names_every_operator():
+    for token in ("+budget", "-draft", '"weekend trip"', "budg*", "role:user", "in:memories", "title:", "store:"):
+        assert token in HELP
+
+
+# ------------------------------------------------------------------------------------------ hostile strings
+
+def _hostile(rng: random.Random) -> str:
+    pools = [
+        '"+-*: \t\n\x00', "\ud800\udfff\udc00", "\u202e\u2066\u200f\u05d0\u05d1\u0627", "😀👍🏽\u200d🧑‍💻",
+        "e\u0301\u0308\u20dd", "東京タワーภาษาไทย서울", "abcXYZ019-.'", "role:in:title:store:user",
+    ]
+    n = rng.choice((1, 2, 5, 20, 200))
+    return "".join(rng.choice(rng.choice(pools)) if rng.random() < 0.9 else chr(rng.randrange(0x110000))
+                   for _ in range(n))
+
+
+def test_hostile_strings_parse_or_raise_a_query_error():
+    rng = random.Random(22)
+    samples = [_hostile(rng) for _ in range(3000)]
+    samples += ["a" * (1 << 20), "東" * (1 << 20), '"' * (1 << 20), '"' + "x" * (1 << 20), " " * (1 << 20),
+                "\x00" * (1 << 20), "-" * (1 << 20), "*" * (1 << 20), "role:" * (1 << 18),
+                "".join(chr(rng.randrange(0x110000)) for _ in range(1 << 20))]
+    for text in samples:
+        try:
+            q = p(text)
+        except QueryError as e:
+            assert e.message and "\n" not in e.message and len(e.message) < 400
+            continue
+        assert isinstance(q, Query)
+        query_terms(q.ranked_text)  # what the engine does next must not fail either
+        for ph in q.phrases + q.excluded_phrases:
+            phrase_terms(ph)
+            holds_phrase(text, ph)
+        for t in q.titles:
+            title_matches(text, t)
