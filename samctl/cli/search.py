@@ -19,6 +19,22 @@ def _a_number(ctx, param, value):
     return value
 
 
+_HELP = """\b
+Query language (search-engine conventions):
+  portland budget    ranked words: any may match, more matches rank higher
+  +budget  -draft    required word; excluded word (- only at a word's start:
+                     load-config, spotter-dov, v1.2 and don't are one word)
+  "weekend trip"     exact phrase (required); -"..." excludes one
+  budg*              words starting with budg (2 characters at least)
+  role:user          role:user|assistant|tool (repeatable: any of them)
+  in:memories        in:memories|messages|all (as --in)
+  title:trip         the conversation's title holds it; title:"weekend trip"
+  store:mermaid      only that kind of store (repeatable)
+Other name:value words (http://x, 12:30) are plain words. A query that starts
+with - goes after --:  samctl search -- -draft +budget"""  # (search.query.HELP, kept here: --help must
+# not import the query parser; tests/cli/test_search_bm25.py checks they are the same)
+
+
 class _SearchCommand(click.Command):
     """``samctl search -budget``: say that a query starting with - goes after ``--``."""
 
@@ -40,7 +56,7 @@ class _SearchCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-@click.command("search", cls=_SearchCommand)
+@click.command("search", cls=_SearchCommand, epilog=_HELP)
 @click.argument("query", nargs=-1)
 @click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
               help="Only this conversation (repeatable). SAM: its messages and its memory scope, including the "
@@ -153,14 +169,14 @@ def _parse(text: str, where: str | None):
     from samctl.stores import STORES
     from samctl.errors import UsageError
 
-    try:
-        from samctl.search import query as ql  # (lazy: only a ranked search parses a query)
-    except ImportError:  # TEMPORARY until the query language lands
-        from samctl.search.retrieve import Plain
-        return Plain(text)
+    from samctl.search import query as ql  # (lazy: only a ranked search parses a query)
+
     plan = ql.parse(text, stores=tuple(STORES))
     if plan.where and where and plan.where != where:
         raise UsageError(f"the query says in:{plan.where} and the option --in {where}", hint="give one of them")
+    if plan.is_empty():
+        raise UsageError("nothing to search for: the query has no word to rank or require",
+                         hint="add a word; filters (role:, in:, title:, store:) only narrow a search")
     return plan
 
 
@@ -216,7 +232,7 @@ def _table(hits, query: str) -> None:
         out.append("       " + _snippet(h, width, bold, query))
         if h.context:
             out.append("       " + _clip("(found by the " + one_line(h.context) + ")", (width or 10**9) - 7))
-        if h.kind != "memory" and h.position is not None and h.position >= 0:
+        if h.kind == "message" and h.position is not None and h.position >= 0:
             out.append("       " + pasteable(f"samctl show {h.conversation_id} --at {h.position}", whole=True))
     click.echo("\n".join(out))
 

@@ -16,6 +16,7 @@ from samctl.search import text as tx
 from samctl.search.corpus import IndexCorpus
 from samctl.search.hits import Hit, sort_key, term_snippet
 from samctl.search.index.format import KINDS, MEMORY, ROLES, load_numpy
+from samctl.search.query import holds_phrase, title_matches
 
 MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
 NEIGHBOURS = (("prev", "before"), ("next", "after"))
@@ -33,7 +34,8 @@ def search(pairs: list, q, plan, make_hit, scope: set | None, params: rank.Param
     corpus = IndexCorpus(pairs)
     if not corpus.size:
         return []
-    extra = [t for p in plan.prefixes for t in corpus.terms_with_prefix(tx.fold(p))]
+    expand = {p: corpus.terms_with_prefix(p) for p in (*plan.prefixes, *plan.required_prefixes)}
+    extra = [t for p in (*plan.prefixes, *plan.required_prefixes) for t in expand[p]]
     got = rank.parts(corpus, plan.ranked_text, params, extra)
     score = got["score"]
     ok = corpus.live & (score > 0)
@@ -48,6 +50,10 @@ def search(pairs: list, q, plan, make_hit, scope: set | None, params: rank.Param
         terms = _word_terms(word)
         if terms:
             ok &= ~np.logical_and.reduce([corpus.holding(t) for t in terms])
+    for p in plan.required_prefixes:
+        ok &= _holding_any(corpus, expand[p])
+    for p in plan.excluded_prefixes:
+        ok &= ~_holding_any(corpus, corpus.terms_with_prefix(p))
     rows = _best_rows(corpus, score, ok, q.limit, plan)
     terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
     hits = []
@@ -62,6 +68,13 @@ def search(pairs: list, q, plan, make_hit, scope: set | None, params: rank.Param
         hits.append(h)
     hits.sort(key=sort_key)
     return hits[: q.limit]
+
+
+def _holding_any(corpus: IndexCorpus, terms: list):
+    mask = corpus.np.zeros(corpus.size, bool)
+    for t in terms:
+        mask |= corpus.holding(t)
+    return mask
 
 
 def _filters(corpus: IndexCorpus, q, plan, scope):
@@ -93,10 +106,9 @@ def _filters(corpus: IndexCorpus, q, plan, scope):
             if scope is not None:
                 wanted &= np.array([c in scope for c in convs], bool)
             if plan.titles and wanted.any():
-                titles = [tx.fold(p.index.title_of(c) or "") for c in convs]
+                titles = [p.index.title_of(c) for c in convs]
                 for w in plan.titles:
-                    fw = tx.fold(w)
-                    wanted &= np.array([fw in t for t in titles], bool)
+                    wanted &= np.array([title_matches(t, w) for t in titles], bool)
             conv = p.seg.meta["conv"]
             per_part.append(wanted[conv] if len(convs) else np.zeros(p.seg.rows, bool))
         keep &= np.concatenate(per_part)
@@ -134,7 +146,7 @@ def _best_rows(corpus: IndexCorpus, score, ok, limit: int, plan) -> list[int]:
             break
         if phrases or unwanted:
             text = _row_text(corpus, r)
-            if not all(tx.holds_phrase(text, p) for p in phrases) or any(tx.holds_phrase(text, p) for p in unwanted):
+            if not all(holds_phrase(text, p) for p in phrases) or any(holds_phrase(text, p) for p in unwanted):
                 continue
         out.append(r)
     return out

@@ -88,7 +88,9 @@ def search(store, q: SearchQuery, findings: list, progress=None, plan=None) -> l
             return _best(*_candidates(store, idx, q, where, scope), q)
         from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
 
-        return ranked.search([(store, idx)], q, plan or Plain(q.text), _hit, scope)
+        from samctl.search.query import Query  # (lazy: as ranked)
+
+        return ranked.search([(store, idx)], q, plan or Query(words=(q.text,)), _hit, scope)
 
     return _with_index(store, q, scope, findings, progress, answer)
 
@@ -121,16 +123,6 @@ def _with_index(store, q: SearchQuery, scope, findings: list, progress, answer):
                                     INFO))
         return hits
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-class Plain:
-    """A parsed query that is only words to rank (when no parsed query is given)."""
-    required = excluded = phrases = excluded_phrases = prefixes = titles = ()
-    roles = stores = frozenset()
-    where = None
-
-    def __init__(self, text: str):
-        self.ranked_text = text
 
 
 def _masks(idx, q: SearchQuery, where: str, scope: set | None):

@@ -125,18 +125,6 @@ def matched_words(text: str, terms: set, most: int) -> list[str]:
     return list(seen.values())
 
 
-def holds_phrase(text: str, phrase: str) -> bool:
-    """TEXT holds PHRASE's words in a row (folded, punctuation between words ignored); in scripts
-    written without spaces, anywhere inside a run."""
-    want = " ".join(_TOKEN.findall(fold(phrase)))
-    if not want:
-        return True
-    have = " " + " ".join(_TOKEN.findall(fold(text))) + " "
-    if _NOSPACE_RUN.search(want):
-        return want in have
-    return f" {want} " in have
-
-
 def term_counts(text: str) -> dict[str, int]:
     """Index term -> how often ``tokens(text)`` gives it; the same counts, faster: words are counted
     first (in C), and each distinct word is made terms once."""

@@ -159,3 +159,76 @@ def test_highlighting_is_bold_on_a_terminal_and_off_with_no_color():
     bold = _snippet(h, 120, True, "budget zurich")
     assert "\x1b[1mbudgets\x1b[0m" in bold and "\x1b[1mZürich\x1b[0m" in bold
     assert "\x1b" not in _snippet(h, 120, False, "budget zurich")
+
+
+# ---------------------------------------------------------------------------------- the query language
+
+
+def test_required_and_excluded_words(run, sam):
+    got = hits(run, sam, "budget +portland", "-n", "100")
+    assert got and all("portland" in h["text"].lower() for h in got)
+    got = hits(run, sam, "budget -portland", "-n", "100")
+    assert got and not any("portland" in h["text"].lower() for h in got)
+
+
+def test_a_phrase_is_required_as_written(run, sam):
+    got = hits(run, sam, '"weekend trip"', "-n", "100")
+    assert got and all("weekend trip" in h["text"].lower() for h in got)
+    assert not hits(run, sam, '"trip weekend"', "-n", "100")
+
+
+def test_a_prefix_finds_the_words_it_starts(run, sam):
+    got = hits(run, sam, "budg*", "-n", "100")
+    assert got and any("budget" in h["text"].lower() for h in got)
+    assert got[0]["parts"]["own"] > 0
+
+
+def test_filters(run, sam):
+    assert {h["role"] for h in hits(run, sam, "portland role:user", "-n", "100")} == {"user"}
+    assert {h["kind"] for h in hits(run, sam, "budget in:memories", "-n", "100")} == {"memory"}
+    assert {h["title"] for h in hits(run, sam, "budget title:portland", "-n", "100")} == {"Portland weekend trip"}
+    assert hits(run, sam, "budget store:sam")
+    assert hits(run, sam, "budget store:mermaid") == []
+
+
+@pytest.mark.parametrize("query, message", [
+    ('"weekend trip', "unclosed quote"),
+    ("-", "lone"),
+    ("+", "lone"),
+    ("role:bot budget", "role:bot"),
+    ("store:nothing budget", "store:nothing"),
+    ("in:everything budget", "in:everything"),
+    ("-budget", "only excludes"),
+    ("b* budget", "2 characters"),
+    ("role:user", "nothing to search for"),
+])
+def test_a_malformed_query_is_a_usage_error_that_says_what(run, sam, query, message):
+    before = fingerprint(sam)
+    r = run("--root", sam, "search", "--", query)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert message in r.stderr and "Traceback" not in r.stderr and not r.stdout
+    assert fingerprint(sam) == before
+
+
+def test_in_and_the_in_filter_must_agree(run, sam):
+    r = run("--root", sam, "search", "budget in:memories", "--in", "messages")
+    assert r.exit_code == 2 and "in:memories" in r.stderr and "--in messages" in r.stderr
+    assert hits(run, sam, "budget in:memories", "--in", "memories")
+
+
+def test_text_without_spaces_is_found(run, sam):
+    conv = sam / "conversations" / SAM_ID / "conversation.json"
+    doc = json.loads(conv.read_text())
+    doc["messages"][0]["content"] = "東京タワーの予算は五百ドルです。งบประมาณการเดินทาง"
+    conv.write_text(json.dumps(doc, ensure_ascii=False))
+    age(sam)
+    assert hits(run, sam, "予算")[0]["text"].startswith("東京タワー")
+    assert hits(run, sam, "東京")[0]["text"].startswith("東京タワー")
+    assert hits(run, sam, "งบประมาณ")[0]["text"].startswith("東京タワー")
+
+
+def test_the_help_shows_the_query_language_as_the_parser_documents_it():
+    from samctl.cli.search import _HELP
+    from samctl.search.query import HELP
+
+    assert _HELP == HELP
