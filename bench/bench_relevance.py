@@ -186,7 +186,7 @@ def evaluate(data: list, params) -> tuple[np.ndarray, list]:
 GRID = dict(k1=[0.5, 0.7, 0.9, 1.2, 1.5], b=[0.2, 0.3, 0.4, 0.5, 0.6, 0.75], date=[0, 0.5, 1, 1.5, 2],
             prev=[0.3, 0.45, 0.6, 0.75, 0.9], next=[0.2, 0.3, 0.4, 0.5, 0.7], prev2=[0, 0.15, 0.3, 0.45],
             next2=[0, 0.1, 0.2, 0.3, 0.4], conversation=[0, 0.25, 0.5, 0.75, 1.0],
-            addressee=[0, 0.15, 0.3, 0.45, 0.6, 0.9])
+            addressee=[0, 0.3, 0.5, 0.7, 0.9, 1.2])
 
 
 def tune(data: list, start=rank.Params(), rounds: int = 2):

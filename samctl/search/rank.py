@@ -30,9 +30,9 @@ class Params:
     prev2: float = 0.3  # two turns before
     next2: float = 0.2  # two turns after
     conversation: float = 0.5  # weight of the conversation-level BM25 (scaled to the best row)
-    addressee: float = 0.3  # score x (1 + addressee x matched name-like words of the other side)
-    addressee_skew: float = 3.0  # a word is one side's if that side has it in >= skew x the rows of the other
-    addressee_min_rows: int = 5  # ... and in at least this many rows
+    addressee: float = 0.7  # score x (1 + addressee x matched names of that side)
+    addressee_skew: float = 20.0  # a word names side X if the other side has it in >= skew x the rows X has it in
+    addressee_min_rows: int = 10  # ... and in at least this many rows
 
 
 BASELINE = Params(k1=1.2, b=0.75, date=0, prev=0, next=0, prev2=0, next2=0, conversation=0, addressee=0)
@@ -233,15 +233,20 @@ def parts(corpus, query: str, params: Params = Params()) -> dict:
 
 
 def _addressed(corpus, terms, role, params) -> np.ndarray:
-    """Per side (user, assistant): how many query words the *other* side says far more often."""
+    """Per side (user, assistant): how many query words name it.
+
+    A word names a side when the other side says it often and that side itself (almost) never: the way
+    people address each other ("Thanks, Mel!").  A topic one side talks about more is said by both, so
+    it must not count (it would favour the side that does *not* talk about it).
+    """
     sides = np.zeros(2)
     for term in dict.fromkeys(terms):
         rows, _ = corpus.postings("text", term)
-        if rows.size < params.addressee_min_rows:
+        if rows.size < params.addressee_min_rows:  # (a shortcut: too rare to be a name)
             continue
         said = np.bincount(role[rows], minlength=3)[:2]
         for side in (0, 1):
-            if said[1 - side] >= params.addressee_skew * max(said[side], 1):
+            if said[1 - side] >= max(params.addressee_min_rows, params.addressee_skew * said[side]):
                 sides[side] += 1
     return sides
 

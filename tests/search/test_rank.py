@@ -93,15 +93,28 @@ def test_conversation_level_evidence_breaks_ties():
 def test_addressee_favours_the_side_a_name_calls():
     # the assistant keeps calling the user "Mel": a question about Mel favours the user's turns
     conv = []
-    for i in range(6):
+    for i in range(12):
         conv.append(Message(f"I went running on day {i}", "user"))
         conv.append(Message(f"Great job Mel, running {i} is fun", "assistant"))
     c = corpus(conv)
     s0 = rank.parts(c, "Mel running", replace(Params(), addressee=0))["score"]
     s1 = rank.parts(c, "Mel running")["score"]
     assert np.all(s1[0::2] > s0[0::2]) and np.all(s1[1::2] == s0[1::2])
-    few = corpus(conv[:4])  # "mel" in fewer rows than addressee_min_rows: no side is inferred
+    few = corpus(conv[:8])  # "mel" in fewer rows than addressee_min_rows: no side is inferred
     assert rank.parts(few, "Mel running")["addressee"].max() == 0
+
+
+def test_a_topic_one_side_talks_about_more_is_no_name():
+    # the user talks about pottery far more than the assistant does: "pottery" names nobody, so a
+    # question about Mel's pottery favours Mel's (the user's) turns only, never the assistant's
+    conv = []
+    for i in range(12):
+        conv.append(Message(f"My pottery class {i} was fun", "user"))
+        conv.append(Message(f"Great job Mel{', nice pottery' if i < 2 else ''}", "assistant"))
+    c = corpus(conv)
+    a = rank.parts(c, "Mel pottery")["addressee"]
+    assert np.all(a[0::2] > 0) and np.all(a[1::2] == 0)
+    assert a[1::2].max() == 0 and rank.parts(c, "pottery")["addressee"].max() == 0
 
 
 def test_statistics_are_global_at_query_time_refresh_equals_rebuild():
