@@ -33,9 +33,13 @@ class Params:
     addressee: float = 0.7  # score x (1 + addressee x matched names of that side)
     addressee_skew: float = 20.0  # a word names side X if the other side has it in >= skew x the rows X has it in
     addressee_min_rows: int = 10  # ... and in at least this many rows
+    diversify: float = 0.05  # the j-th best row of a conversation (from 0) scores / (1 + diversify x (j - free))
+    diversify_free: int = 3  # ... when j > free: a conversation's first rows keep their score
 
 
-BASELINE = Params(k1=1.2, b=0.75, date=0, prev=0, next=0, prev2=0, next2=0, conversation=0, addressee=0)
+BASELINE = Params(k1=1.2, b=0.75, date=0, prev=0, next=0, prev2=0, next2=0, conversation=0, addressee=0,
+                  diversify=0)
+DIVERSIFY_POOL = 1000  # diversity is applied among this many best rows (a cost bound; the rest rank below them)
 
 
 @dataclass
@@ -207,7 +211,7 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE) -> np.ndarray:
 
 
 def parts(corpus, query: str, params: Params = Params()) -> dict:
-    """Every row's score and its parts for QUERY: own, date, context, conversation, addressee, score."""
+    """Every row's score and its parts for QUERY: own, date, context, conversation, addressee, diversity, score."""
     terms = tx.query_terms(query)
     prev, nxt, group, role = corpus.rows()
     own = bm25(corpus, "text", terms, params)
@@ -228,8 +232,29 @@ def parts(corpus, query: str, params: Params = Params()) -> dict:
         sides = _addressed(corpus, terms, role, params)
         if sides.any():
             addressee = s * params.addressee * np.append(sides, 0.0)[np.minimum(role, 2)]
+    s = s + addressee
+    diversity = _diversity(s, group, params) if params.diversify and s.any() else np.zeros(corpus.size)
     return {"own": own, "date": date, "context": context, "conversation": conv, "addressee": addressee,
-            "score": s + addressee}
+            "diversity": diversity, "score": s + diversity}
+
+
+def _diversity(s, group, params) -> np.ndarray:
+    """What each of the best rows loses for the better rows of its conversation before it (<= 0).
+
+    Diminishing returns per conversation: the evidence for a question is often spread over several
+    conversations, and a conversation's context and conversation-level score lift many of its rows at once.
+    """
+    out = np.zeros(s.size)
+    cand = top_k(s, DIVERSIFY_POOL)
+    g = group[cand]
+    order = np.lexsort((cand, -s[cand], g))  # by conversation, best first (ties by row, as top_k)
+    gs = g[order]
+    first = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+    j = np.empty(cand.size, np.int64)
+    j[order] = np.arange(gs.size) - np.repeat(first, np.diff(np.r_[first, gs.size]))
+    kept = s[cand] / (1 + params.diversify * np.maximum(j - params.diversify_free, 0))
+    out[cand] = kept - s[cand]
+    return out
 
 
 def _addressed(corpus, terms, role, params) -> np.ndarray:
