@@ -217,6 +217,7 @@ def ablation() -> list:
     added.append(("+ date field", replace(added[-1][1], date=full.date)))
     added.append(("+ conversation-level BM25", replace(added[-1][1], conversation=full.conversation)))
     added.append(("+ addressee", replace(added[-1][1], addressee=full.addressee)))
+    added.append(("+ a name weighs less in the text", replace(added[-1][1], name_weight=full.name_weight)))
     added.append(("+ diversity across conversations (= default)", replace(added[-1][1], diversify=full.diversify)))
     removed = [("default without k1/b (1.2/0.75)", replace(full, k1=1.2, b=0.75)),
                ("default without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
@@ -224,7 +225,8 @@ def ablation() -> list:
                ("default without date field", replace(full, date=0)),
                ("default without conversation-level", replace(full, conversation=0)),
                ("default without addressee", replace(full, addressee=0)),
-               ("default without diversity", replace(full, diversify=0))]
+               ("default without diversity", replace(full, diversify=0)),
+               ("default without the lighter name", replace(full, name_weight=1))]
     return added + removed
 
 

@@ -105,6 +105,21 @@ def test_addressee_favours_the_side_a_name_calls():
     assert rank.parts(few, "Mel running")["addressee"].max() == 0
 
 
+def test_a_name_weighs_less_in_the_text_than_a_topic_word():
+    # "mel" names the user (the assistant says it, the user never): in the text BM25 it counts
+    # name_weight, since the turns that say it are the other side's; "running" counts fully
+    conv = []
+    for i in range(12):
+        conv.append(Message(f"I went running on day {i}", "user"))
+        conv.append(Message(f"Great job Mel, running {i} is fun", "assistant"))
+    c = corpus(conv)
+    p = Params()
+    want = rank.bm25(c, "text", ["run"], p) + p.name_weight * rank.bm25(c, "text", ["mel"], p)
+    assert p.name_weight < 1
+    assert rank.parts(c, "Mel running")["own"] == pytest.approx(want)
+    assert rank.parts(c, "Mel running", BASELINE)["own"] == pytest.approx(rank.bm25(c, "text", ["mel", "run"]))
+
+
 def test_a_topic_one_side_talks_about_more_is_no_name():
     # the user talks about pottery far more than the assistant does: "pottery" names nobody, so a
     # question about Mel's pottery favours Mel's (the user's) turns only, never the assistant's
