@@ -41,7 +41,7 @@ class Params:
 
 BASELINE = Params(k1=1.2, b=0.75, date=0, prev=0, next=0, prev2=0, next2=0, conversation=0, addressee=0,
                   diversify=0, name_weight=1)
-DIVERSIFY_POOL = 1000  # diversity is applied among this many best rows (a cost bound; the rest rank below them)
+DIVERSIFY_POOL = 1000  # diversity is applied among this many best rows and their ties (a cost bound)
 
 
 @dataclass
@@ -248,7 +248,9 @@ def _diversity(s, group, params) -> np.ndarray:
     conversations, and a conversation's context and conversation-level score lift many of its rows at once.
     """
     out = np.zeros(s.size)
-    cand = top_k(s, DIVERSIFY_POOL)
+    k = min(DIVERSIFY_POOL, int((s > 0).sum()))
+    cut = np.partition(s, s.size - k)[s.size - k]
+    cand = np.flatnonzero(s >= cut)  # (cut > 0) with all ties at the cut: row numbers never decide who is in
     g = group[cand]
     order = np.lexsort((cand, -s[cand], g))  # by conversation, best first (ties by row, as top_k)
     gs = g[order]

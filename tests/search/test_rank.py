@@ -148,6 +148,16 @@ def test_diversity_lets_another_conversation_in():
     assert sorted(p["score"][r] > 0 for r in range(19)) == sorted(p["score"] > 0)
 
 
+def test_diversity_does_not_depend_on_row_numbers(monkeypatch):
+    # two conversations whose rows tie; with a pool smaller than their rows, which rows are in it must
+    # not depend on which conversation was indexed first (a refresh renumbers rows)
+    monkeypatch.setattr(rank, "DIVERSIFY_POOL", 6)
+    a, b = [f"quokka alpha {i}" for i in range(12)], [f"quokka beta {i}" for i in range(12)]
+    ab, ba = rank.score(corpus(a, b), "quokka"), rank.score(corpus(b, a), "quokka")
+    assert ab[:12].tolist() == pytest.approx(ba[12:].tolist()) and ab[12:].tolist() == pytest.approx(ba[:12].tolist())
+    assert rank.parts(corpus(a, b), "quokka")["diversity"].min() < 0
+
+
 def test_statistics_are_global_at_query_time_refresh_equals_rebuild():
     a = ["alpha beta", "gamma delta budget"]
     b_old = ["budget review", "old text about quokkas"]
