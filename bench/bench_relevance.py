@@ -186,7 +186,7 @@ def evaluate(data: list, params) -> tuple[np.ndarray, list]:
 GRID = dict(k1=[0.5, 0.7, 0.9, 1.2, 1.5], b=[0.2, 0.3, 0.4, 0.5, 0.6, 0.75], date=[0, 0.5, 1, 1.5, 2],
             prev=[0.3, 0.45, 0.6, 0.75, 0.9], next=[0.2, 0.3, 0.4, 0.5, 0.7], prev2=[0, 0.15, 0.3, 0.45],
             next2=[0, 0.1, 0.2, 0.3, 0.4], conversation=[0, 0.25, 0.5, 0.75, 1.0],
-            addressee=[0, 0.15, 0.3, 0.45, 0.6, 0.9])
+            addressee=[0, 0.3, 0.5, 0.7, 0.9, 1.2], diversify=[0, 0.03, 0.05, 0.08, 0.12])
 
 
 def tune(data: list, start=rank.Params(), rounds: int = 2):
@@ -216,13 +216,17 @@ def ablation() -> list:
     added.append(("+ neighbours (2 turns each way)", replace(added[-1][1], **ctx)))
     added.append(("+ date field", replace(added[-1][1], date=full.date)))
     added.append(("+ conversation-level BM25", replace(added[-1][1], conversation=full.conversation)))
-    added.append(("+ addressee (= default)", replace(added[-1][1], addressee=full.addressee)))
+    added.append(("+ addressee", replace(added[-1][1], addressee=full.addressee)))
+    added.append(("+ a name weighs less in the text", replace(added[-1][1], name_weight=full.name_weight)))
+    added.append(("+ diversity across conversations (= default)", replace(added[-1][1], diversify=full.diversify)))
     removed = [("default without k1/b (1.2/0.75)", replace(full, k1=1.2, b=0.75)),
                ("default without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
                ("default without 2nd neighbours", replace(full, prev2=0, next2=0)),
                ("default without date field", replace(full, date=0)),
                ("default without conversation-level", replace(full, conversation=0)),
-               ("default without addressee", replace(full, addressee=0))]
+               ("default without addressee", replace(full, addressee=0)),
+               ("default without diversity", replace(full, diversify=0)),
+               ("default without the lighter name", replace(full, name_weight=1))]
     return added + removed
 
 

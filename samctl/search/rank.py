@@ -30,12 +30,18 @@ class Params:
     prev2: float = 0.3  # two turns before
     next2: float = 0.2  # two turns after
     conversation: float = 0.5  # weight of the conversation-level BM25 (scaled to the best row)
-    addressee: float = 0.3  # score x (1 + addressee x matched name-like words of the other side)
-    addressee_skew: float = 3.0  # a word is one side's if that side has it in >= skew x the rows of the other
-    addressee_min_rows: int = 5  # ... and in at least this many rows
+    addressee: float = 0.7  # score x (1 + addressee x matched names of that side)
+    addressee_skew: float = 20.0  # a word names side X if the other side has it in >= skew x the rows X has it in
+    addressee_min_rows: int = 10  # ... and in at least this many rows
+    diversify: float = 0.05  # the j-th best row of a conversation (from 0) scores / (1 + diversify x (j - free))
+    diversify_free: int = 3  # ... when j > free: a conversation's first rows keep their score
+    name_weight: float = 0.75  # a query word that names a side weighs this much in the text BM25: it is
+    # said in the other side's turns (addressing the named one), so it is the side, not the topic, it tells
 
 
-BASELINE = Params(k1=1.2, b=0.75, date=0, prev=0, next=0, prev2=0, next2=0, conversation=0, addressee=0)
+BASELINE = Params(k1=1.2, b=0.75, date=0, prev=0, next=0, prev2=0, next2=0, conversation=0, addressee=0,
+                  diversify=0, name_weight=1)
+DIVERSIFY_POOL = 1000  # diversity is applied among this many best rows and their ties (a cost bound)
 
 
 @dataclass
@@ -190,8 +196,8 @@ class FrozenCorpus:
         return int(self.arrays["prev"].size)
 
 
-def bm25(corpus, fld: str, terms, params: Params = BASELINE) -> np.ndarray:
-    """Okapi BM25 of every key of field FLD for TERMS (a term repeated counts once)."""
+def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np.ndarray:
+    """Okapi BM25 of every key of field FLD for TERMS (a term repeated counts once), WEIGHTS[term] x each term's."""
     lens, live = corpus.lengths(fld)
     scores = np.zeros(lens.size)
     n = int(live.sum())
@@ -202,16 +208,19 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE) -> np.ndarray:
         keys, tfs = corpus.postings(fld, term)
         if keys.size:
             idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
-            scores[keys] += idf * tfs * (params.k1 + 1) / (tfs + norm[keys])
+            w = 1.0 if weights is None else weights.get(term, 1.0)
+            scores[keys] += w * idf * tfs * (params.k1 + 1) / (tfs + norm[keys])
     return scores
 
 
 def parts(corpus, query: str, params: Params = Params(), extra_terms=()) -> dict:
     """Every row's score and its parts for QUERY (and index terms ``extra_terms``, e.g. a prefix's):
-    own, date, context, conversation, addressee, score."""
+    own, date, context, conversation, addressee, diversity, score."""
     terms = tx.query_terms(query) + list(extra_terms) if query else list(extra_terms)
     prev, nxt, group, role = corpus.rows()
-    own = bm25(corpus, "text", terms, params)
+    sides, names = (_addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1
+                    else (np.zeros(2), set()))
+    own = bm25(corpus, "text", terms, params, dict.fromkeys(names, params.name_weight))
     date = params.date * bm25(corpus, "date", terms, params) if params.date else np.zeros(corpus.size)
     base = np.append(own + date, 0.0)  # index -1 (no neighbour) reads the 0 at the end
     prev2, next2 = np.append(prev, -1)[prev], np.append(nxt, -1)[nxt]
@@ -225,26 +234,54 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=()) -> dict
             conv = params.conversation * (cs / cs.max() * s.max())[np.maximum(group, 0)] * (group >= 0)
     s = s + conv
     addressee = np.zeros(corpus.size)
-    if params.addressee and s.any():
-        sides = _addressed(corpus, terms, role, params)
-        if sides.any():
-            addressee = s * params.addressee * np.append(sides, 0.0)[np.minimum(role, 2)]
+    if params.addressee and s.any() and sides.any():
+        addressee = s * params.addressee * np.append(sides, 0.0)[np.minimum(role, 2)]
+    s = s + addressee
+    diversity = _diversity(s, group, params) if params.diversify and s.any() else np.zeros(corpus.size)
     return {"own": own, "date": date, "context": context, "conversation": conv, "addressee": addressee,
-            "score": s + addressee}
+            "diversity": diversity, "score": s + diversity}
 
 
-def _addressed(corpus, terms, role, params) -> np.ndarray:
-    """Per side (user, assistant): how many query words the *other* side says far more often."""
-    sides = np.zeros(2)
+def _diversity(s, group, params) -> np.ndarray:
+    """What each of the best rows loses for the better rows of its conversation before it (<= 0).
+
+    Diminishing returns per conversation: the evidence for a question is often spread over several
+    conversations, and a conversation's context and conversation-level score lift many of its rows at once.
+    """
+    out = np.zeros(s.size)
+    k = min(DIVERSIFY_POOL, int((s > 0).sum()))
+    cut = np.partition(s, s.size - k)[s.size - k]
+    cand = np.flatnonzero(s >= cut)  # (cut > 0) with all ties at the cut: row numbers never decide who is in
+    g = group[cand]
+    g = np.where(g >= 0, g, -1 - cand)  # a row of no conversation (a memory) is a group of its own
+    order = np.lexsort((cand, -s[cand], g))  # by conversation, best first (ties by row, as top_k)
+    gs = g[order]
+    first = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+    j = np.empty(cand.size, np.int64)
+    j[order] = np.arange(gs.size) - np.repeat(first, np.diff(np.r_[first, gs.size]))
+    kept = s[cand] / (1 + params.diversify * np.maximum(j - params.diversify_free, 0))
+    out[cand] = kept - s[cand]
+    return out
+
+
+def _addressed(corpus, terms, role, params):
+    """Per side (user, assistant): how many query words name it; and the set of those words.
+
+    A word names a side when the other side says it often and that side itself (almost) never: the way
+    people address each other ("Thanks, Mel!").  A topic one side talks about more is said by both, so
+    it must not count (it would favour the side that does *not* talk about it).
+    """
+    sides, names = np.zeros(2), set()
     for term in dict.fromkeys(terms):
         rows, _ = corpus.postings("text", term)
-        if rows.size < params.addressee_min_rows:
+        if rows.size < params.addressee_min_rows:  # (a shortcut: too rare to be a name)
             continue
         said = np.bincount(role[rows], minlength=3)[:2]
         for side in (0, 1):
-            if said[1 - side] >= params.addressee_skew * max(said[side], 1):
+            if said[1 - side] >= max(params.addressee_min_rows, params.addressee_skew * said[side]):
                 sides[side] += 1
-    return sides
+                names.add(term)
+    return sides, names
 
 
 def score(corpus, query: str, params: Params = Params()) -> np.ndarray:

@@ -61,7 +61,7 @@ def test_json_keeps_the_fields_and_adds_the_parts(run, sam):
     h = hits(run, sam, "portland budget")[0]
     assert h["cosine"] is None and h["boost"] is None
     parts = h["parts"]
-    assert set(parts) == {"own", "date", "context", "conversation", "addressee"}
+    assert set(parts) == {"own", "date", "context", "conversation", "addressee", "diversity"}
     assert h["score"] == pytest.approx(sum(parts.values()))
     for key in ("kind", "conversation_id", "title", "id", "position", "date", "importance", "role", "snippet", "text",
                 "store"):

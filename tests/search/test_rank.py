@@ -93,15 +93,69 @@ def test_conversation_level_evidence_breaks_ties():
 def test_addressee_favours_the_side_a_name_calls():
     # the assistant keeps calling the user "Mel": a question about Mel favours the user's turns
     conv = []
-    for i in range(6):
+    for i in range(12):
         conv.append(Message(f"I went running on day {i}", "user"))
         conv.append(Message(f"Great job Mel, running {i} is fun", "assistant"))
     c = corpus(conv)
-    s0 = rank.parts(c, "Mel running", replace(Params(), addressee=0))["score"]
-    s1 = rank.parts(c, "Mel running")["score"]
+    flat = replace(Params(), diversify=0)  # (diversity depends on the other rows' scores)
+    s0 = rank.parts(c, "Mel running", replace(flat, addressee=0))["score"]
+    s1 = rank.parts(c, "Mel running", flat)["score"]
     assert np.all(s1[0::2] > s0[0::2]) and np.all(s1[1::2] == s0[1::2])
-    few = corpus(conv[:4])  # "mel" in fewer rows than addressee_min_rows: no side is inferred
+    few = corpus(conv[:8])  # "mel" in fewer rows than addressee_min_rows: no side is inferred
     assert rank.parts(few, "Mel running")["addressee"].max() == 0
+
+
+def test_a_name_weighs_less_in_the_text_than_a_topic_word():
+    # "mel" names the user (the assistant says it, the user never): in the text BM25 it counts
+    # name_weight, since the turns that say it are the other side's; "running" counts fully
+    conv = []
+    for i in range(12):
+        conv.append(Message(f"I went running on day {i}", "user"))
+        conv.append(Message(f"Great job Mel, running {i} is fun", "assistant"))
+    c = corpus(conv)
+    p = Params()
+    want = rank.bm25(c, "text", ["run"], p) + p.name_weight * rank.bm25(c, "text", ["mel"], p)
+    assert p.name_weight < 1
+    assert rank.parts(c, "Mel running")["own"] == pytest.approx(want)
+    assert rank.parts(c, "Mel running", BASELINE)["own"] == pytest.approx(rank.bm25(c, "text", ["mel", "run"]))
+
+
+def test_a_topic_one_side_talks_about_more_is_no_name():
+    # the user talks about pottery far more than the assistant does: "pottery" names nobody, so a
+    # question about Mel's pottery favours Mel's (the user's) turns only, never the assistant's
+    conv = []
+    for i in range(12):
+        conv.append(Message(f"My pottery class {i} was fun", "user"))
+        conv.append(Message(f"Great job Mel{', nice pottery' if i < 2 else ''}", "assistant"))
+    c = corpus(conv)
+    a = rank.parts(c, "Mel pottery")["addressee"]
+    assert np.all(a[0::2] > 0) and np.all(a[1::2] == 0)
+    assert a[1::2].max() == 0 and rank.parts(c, "pottery")["addressee"].max() == 0
+
+
+def test_diversity_lets_another_conversation_in():
+    # one conversation says "quokka" in every other turn, so its context lifts all its turns; the one
+    # turn of another conversation that says it comes before the first one's turns that only border one
+    big = [f"{'we saw a quokka' if i % 2 else 'nice'} day {i}" for i in range(16)]
+    c = corpus(big, ["filler one", "a quokka and other words", "filler two"])
+    other, bordering = 17, [r for r in range(16) if r % 2 == 0]
+    order = rows(c, "quokka", k=19)
+    assert all(order.index(other) < order.index(r) for r in bordering)
+    flat = rows(c, "quokka", replace(Params(), diversify=0), k=19)
+    assert all(flat.index(other) > flat.index(r) for r in bordering[1:])  # without it, after them all
+    p = rank.parts(c, "quokka")
+    assert p["diversity"].max() == 0 and p["diversity"][other] == 0
+    assert sorted(p["score"][r] > 0 for r in range(19)) == sorted(p["score"] > 0)
+
+
+def test_diversity_does_not_depend_on_row_numbers(monkeypatch):
+    # two conversations whose rows tie; with a pool smaller than their rows, which rows are in it must
+    # not depend on which conversation was indexed first (a refresh renumbers rows)
+    monkeypatch.setattr(rank, "DIVERSIFY_POOL", 6)
+    a, b = [f"quokka alpha {i}" for i in range(12)], [f"quokka beta {i}" for i in range(12)]
+    ab, ba = rank.score(corpus(a, b), "quokka"), rank.score(corpus(b, a), "quokka")
+    assert ab[:12].tolist() == pytest.approx(ba[12:].tolist()) and ab[12:].tolist() == pytest.approx(ba[:12].tolist())
+    assert rank.parts(corpus(a, b), "quokka")["diversity"].min() < 0
 
 
 def test_statistics_are_global_at_query_time_refresh_equals_rebuild():
@@ -142,7 +196,7 @@ def test_parts_add_up():
                 Message("The tent leaked", "user", JULY)])
     p = rank.parts(c, "When did we go camping in July?")
     base = p["own"] + p["date"] + p["context"] + p["conversation"]
-    assert p["score"] == pytest.approx(base + p["addressee"])
+    assert p["score"] == pytest.approx(base + p["addressee"] + p["diversity"])
     assert top_k(p["score"], 1).tolist() == [0]
 
 
