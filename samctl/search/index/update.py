@@ -60,18 +60,20 @@ def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progre
     source, by key; what ``finish`` returned for each segment, in order).  With ``cap``, a segment
     is finished and the next one started once it holds ``cap`` bytes (``read_segments``).  If
     anything fails, the segments already finished are removed again."""
-    entries, done, made = {}, [], []
+    entries, done, folders = {}, [], []
 
     def tracked():
-        made.append(new_writer())
-        return made[-1]
+        w = new_writer()
+        if not folders and w.path is not None:
+            folders.append(w.path.parent)  # (the folder only: holding the writers held every segment's rows)
+        return w
 
     try:
         for part, finished in read_segments(tracked, store, todo, current, convs, progress, jobs, keep_sigs, cap):
             entries.update(part)
             done.append(finished)
     except BaseException:
-        _unlink_finished(None if not made or made[0].path is None else made[0].path.parent, done)
+        _unlink_finished(folders[0] if folders else None, done)
         raise
     return entries, done
 
