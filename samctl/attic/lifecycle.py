@@ -256,7 +256,7 @@ def keep_live(store, sel: Selection, force: bool = False) -> None:
     if force or sel.explicit or not sel.targets:
         return
     live = set(store.live_sessions([t.id for t in sel.targets]))
-    sel.skipped += [(t.id, f"{store.app_name} has this session open") for t in sel.targets if t.id in live]
+    sel.skipped += [(t.id, store.live_note()) for t in sel.targets if t.id in live]
     sel.targets = [t for t in sel.targets if t.id not in live]
 
 

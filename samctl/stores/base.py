@@ -198,6 +198,10 @@ class Store:
         conversation; an app that holds the whole store says so in ``busy_reason``)."""
         return False
 
+    def live_note(self) -> str:
+        """Why a live conversation is left alone, in words (``session_is_live``)."""
+        return f"{self.app_name} has this session open"
+
     def live_sessions(self, ids) -> list[str]:
         """The ids among ``ids`` that ``session_is_live``."""
         return [cid for cid in ids if self.session_is_live(cid)]

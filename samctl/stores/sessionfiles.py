@@ -183,6 +183,10 @@ class KeptSessions:
             live |= {cid for cid, paths in files.items() if paths & held}
         return [cid for cid in ids if cid in live]
 
+    def live_note(self) -> str:
+        return (f"{self.app_name} may be writing this {self.unit}: changed in the last {live_seconds() / 60:g} minutes, "
+                "or open in a running process")
+
     def session_is_live(self, cid: str) -> bool:
         return bool(self.live_sessions([cid]))
 
