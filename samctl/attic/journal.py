@@ -467,6 +467,9 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
         except (atticmod.AtticProblem, UnsafePath):
             return Left(f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
                         "left for a person: `samctl attic` says what is wrong")
+        if entry.state == "kept" and fsafe.lstat(staging) is None and _all_placed(store, entry, names):
+            # a kept copy stays once restored: its staging copy went, only the record was left
+            return f"{cid}: finished an interrupted restore (its kept copy stays in the attic)"
         if (type(names) is not list or len(names) != len(entry.members) or fsafe.lstat(staging) is None
                 or not all(n is None or type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")),
                                                                                         store.name)
@@ -486,6 +489,20 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
     else:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
     return f"{cid}: finished an interrupted restore"  # the staging copy goes with the record's other debris
+
+
+def _all_placed(store, entry, names) -> bool:
+    """True if every file of ``entry`` is in the store under its name in ``names`` with the entry's bytes."""
+    if type(names) is not list or len(names) != len(entry.members):
+        return False
+    for n, m in zip(names, entry.members):
+        if m.type != "file":
+            continue
+        if type(n) is not str or not tarzst.safe_member_name(n, entry.id, store.name):
+            return False
+        if sha256_file(store.conv_dir.joinpath(*n.split("/"))) != m.sha256:
+            return False
+    return True
 
 
 def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:

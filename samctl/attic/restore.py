@@ -160,7 +160,8 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
     report, failed = Report(dry_run=dry_run), []
     held = set(pending_ids(store))  # half moved by an interrupted command: settled under the lock, then checked
     plans = _restore_plans(store, entries, as_new, held)
-    ids = [x for r in plans for x in (r.entry.id, r.new)]  # what the app must not be using
+    # what the app must not be using (a kept copy whose files are all there already is not touched)
+    ids = [x for r in plans if not _all_there(store, r) for x in (r.entry.id, r.new)]
     if dry_run:
         report.items += [dict(r.item, action="unchanged" if _all_there(store, r) else "would be restored")
                          for r in plans]

@@ -7,7 +7,7 @@
 - A session's files are its file, plus what the store's ``companions`` adds (Claude Code: the folder of
   the same name beside it, with the session's sub-agent transcripts and tool results; Codex: a ``.zst``
   twin).  Only regular files and folders with plain UTF-8 names move; anything else is a FileProblem.
-- Neither app has a lock: a session is live when one of its files or folders changed in the last
+- Neither app has a lock: a session is live when one of its files changed in the last
   ``live_seconds()`` (``SAMCTL_LIVE_MINUTES``, default 10) or, on Linux, a process holds one of its files
   open (read from ``/proc/<pid>/fd``; processes samctl may not look at are not seen; macOS: mtime only).
 - Nothing here rewrites a file: ``purge`` removes the session's files; a restore puts them back as they
@@ -164,7 +164,7 @@ class KeptSessions:
 
     # liveness --------------------------------------------------------------------------------
     def live_sessions(self, ids) -> list[str]:
-        """The ids among ``ids`` written in the last ``live_seconds()``, or held open by a process."""
+        """The ids among ``ids`` with a file written in the last ``live_seconds()``, or held open by a process."""
         ids = list(ids)
         horizon = time.time() - live_seconds()
         live, files = set(), {}
@@ -174,10 +174,12 @@ class KeptSessions:
                 self.conversation_files(cid, stats=stats)
             except (SamctlError, OSError):
                 continue  # (not in the store: nothing of it is being written)
-            if any(st.st_mtime > horizon for st in stats.values()):
+            mine = {p: st for p, st in stats.items() if stat.S_ISREG(st.st_mode)}
+            # files only: a folder's mtime also moves when samctl itself removes or places a file in it
+            if any(st.st_mtime > horizon for st in mine.values()):
                 live.add(cid)
             else:
-                files[cid] = {os.path.realpath(p) for p, st in stats.items() if stat.S_ISREG(st.st_mode)}
+                files[cid] = {os.path.realpath(p) for p in mine}
         if files:
             held = open_paths(set().union(*files.values()))
             live |= {cid for cid, paths in files.items() if paths & held}
