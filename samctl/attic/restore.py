@@ -215,6 +215,8 @@ def _clash_hint(store, entry: atticmod.Entry) -> str:
     if entry.state == "kept":
         return ("the store holds other bytes than the kept copy: `samctl archive --copy` keeps them too; to go back "
                 "to the kept copy, move the store's files aside first")
+    if store.moves_only:  # (another app's sessions are never given new ids)
+        return "move the store's copy aside first"
     return "restore it beside the existing one with --as-new"
 
 

@@ -87,6 +87,7 @@ class KeptSessions:
 
     read_only = False
     moves_only = True
+    _twins: dict = {}  # id -> another file of the same id (``index()`` fills it): such a session never moves
 
     # where samctl keeps its own files for this store -----------------------------------
     def _samctl_place(self, what: str) -> Path:
@@ -117,6 +118,10 @@ class KeptSessions:
         """The session's file first, then its companions (folders before what is in them);
         FileProblem for anything that is not a regular file or folder, or not plainly named."""
         path = self.raw_path(cid)
+        twin = self._twins.get(cid)
+        if twin is not None:  # moving one would show the other, and restoring it would then be refused
+            raise FileProblem("duplicate-id", path, f"{self.unit} {cid} is also in {twin}; samctl moves a {self.unit} "
+                              "only while one file holds its id (`samctl check` lists them)")
         conv = str(self.conv_dir) + os.sep
         out = []
         for p in [path, *self.companions(path)]:

@@ -331,3 +331,15 @@ def test_read_only_stores_refuse_copies_and_change_nothing(tmp_path, run, name):
     r = run("--root", root, "archive", "--copy", "--older-than", "1d")
     assert r.exit_code == 2 and "samctl only reads it, and archive writes" in r.stderr
     assert fingerprint(tree) == before
+
+
+def test_a_session_with_a_twin_in_another_project_is_not_moved(home, run):
+    """Moving one of two files with the same id would show the other, and its restore would be refused."""
+    other = home / ".claude" / "projects" / "-home-ana-other"
+    other.mkdir()
+    shutil.copy2(_session(home), other / f"{C1}.jsonl")
+    before = fingerprint(home)
+    r = run("--root", home / ".claude", "rm", C1)
+    assert r.exit_code == 3 and f"error: not-moved: {C1}: session {C1} is also in" in r.stderr
+    assert "samctl moves a session only while one file holds its id" in r.stderr
+    assert fingerprint(home) == before

@@ -56,6 +56,7 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         if self._index is None:
             found: list = []
             idx: dict = {}
+            self._twins = {}
             for proj in self._projects(found):
                 for n, p, st in scan(proj, found, ""):
                     if not n.endswith(".jsonl") or not SESSION_RE.match(n[:-6]):
@@ -65,6 +66,7 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
                         found.append(Finding("not-regular", p, f"is not a regular file "
                                              f"({fsafe.describe_mode(st.st_mode)})", WARNING, cid))
                     elif cid in idx:
+                        self._twins[cid] = p
                         found.append(Finding("duplicate-id", p, f"session {cid} is also in {idx[cid]}; that one "
                                              "is used", WARNING, cid))
                     else:

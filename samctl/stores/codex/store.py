@@ -103,12 +103,14 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         if self._index is None:
             found: list = []
             idx: dict = {}
+            self._twins = {}
             for p, cid, suffix, st in self._rollouts(found):
                 old = idx.get(cid)
                 if old is None:
                     idx[cid] = (p, suffix)
                     self._stats[cid] = st
                 elif old[0][:-len(old[1])] != p[:-len(suffix)]:  # not the .zst twin: another copy of the thread
+                    self._twins[cid] = p
                     found.append(Finding("duplicate-id", p, f"thread {cid} is also in {old[0]}; that one is read",
                                          WARNING, cid))
                 elif _RANK[suffix] < _RANK[old[1]]:
