@@ -28,7 +28,7 @@ from samctl.attic import tarscan
 from samctl.attic import tarzst
 from samctl.attic.lifecycle import Report, attic_view, reason
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.model import ERROR, Finding
+from samctl.model import ERROR, WARNING, Finding
 from samctl.attic.journal import drop_journal, pending_ids, place, settle, sha256_file, write_batch, write_journal
 from samctl.safetext import quoted
 from samctl.stores.resolve import resolve_id
@@ -194,7 +194,11 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
             for r, exc in _restore_batch(store, plans[i:i + lifecycle.BATCH]):
                 if exc is None or isinstance(exc, EntryKept):
                     if touch:
-                        _touch(store, r)
+                        try:
+                            _touch(store, r)
+                        except OSError as exc:  # restored all the same, with the mtimes it had
+                            report.findings.append(Finding("not-touched", r.new, f"{r.new} is restored, but its "
+                                                           f"mtime could not be set: {reason(exc)}", WARNING, r.new))
                     report.items.append(dict(r.item, action="restored", id=r.new, restored_from=r.entry.id,
                                              bytes=r.entry.original_size))
                 if isinstance(exc, EntryKept):

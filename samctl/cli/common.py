@@ -115,7 +115,8 @@ def refuse_on_read_only(store, ctx) -> None:
     """The one gate for read-only stores, where every command gets its store, before any id is resolved or
     anything opened: a writing command (or --fix, --touch) and what cannot read the store yet are refused
     with one line and a usage error (exit 2): the request cannot be carried out on this kind of store at
-    all, so retrying, unlike a failure (exit 1), would never help."""
+    all, so retrying, unlike a failure (exit 1), would never help.  A store samctl only moves
+    (``moves_only``) takes rm, archive, restore, attic and compact, and refuses what would rewrite its files."""
     if ctx is None:
         return
     name = ctx.command.name if ctx.command else ""

@@ -17,7 +17,7 @@ def store_folder_holding(store, p) -> str | None:
     app = _app_folder(store)
     for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
                          (os.path.realpath(_attic(store)), "samctl's attic"),
-                         (os.path.realpath(samctl_dir(store)), "samctl's own folder"),
+                         (os.path.realpath(_lock(store)), "samctl's own folder"),
                          (app, f"{store.app_name}'s folder ({app})")):
         if folder is not None and fsafe.is_inside(folder, p):
             return what
@@ -39,3 +39,10 @@ def _attic(store):
         return attic_dir(store)
     except SamctlError:  # an attic place that cannot be used holds nothing (the writing commands say why)
         return store.base / ATTIC
+
+
+def _lock(store):
+    try:
+        return samctl_dir(store)
+    except SamctlError:  # (see _attic)
+        return store.base / ".samctl"

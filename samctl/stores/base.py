@@ -287,7 +287,7 @@ class Store:
 
     def attic_folder(self) -> Path | None:
         """Where samctl keeps this store's attic, when not beside the store (``samctl-attic`` in its base
-        folder); SamctlError when that place cannot be used."""
+        folder)."""
         return None
 
     def forget_listing(self) -> None:
@@ -300,7 +300,8 @@ class Store:
         return None
 
     def lock_folder(self) -> Path | None:
-        """Where samctl keeps this store's lock, when not beside the store (``.samctl`` in its base folder)."""
+        """Where samctl keeps this store's lock, when not beside the store (``.samctl`` in its base folder);
+        SamctlError when samctl may not write there (every writing command then refuses)."""
         return None
 
     def app_folder(self) -> str | None:

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -44,6 +43,8 @@ def live_seconds() -> float:
 
 def root_key(real: str) -> str:
     """A folder name for a store root: its path made readable, plus a hash that tells roots apart."""
+    import hashlib  # (lazy: ls and --help never load it)
+
     raw = real.encode("utf-8", "surrogateescape")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", raw.decode("ascii", "replace")).strip("-.")[-80:].lstrip("-.")
     return f"{slug or 'root'}-{hashlib.sha256(raw).hexdigest()[:12]}"
@@ -91,18 +92,19 @@ class KeptSessions:
 
     # where samctl keeps its own files for this store -----------------------------------
     def _samctl_place(self, what: str) -> Path:
-        data = fsafe.data_dir()
-        app = os.path.realpath(self.base)
-        if fsafe.is_inside(app, data) or fsafe.is_inside(self.root_real, data):
-            raise UnsafePath(f"samctl's data folder {data} is inside {self.app_name}'s folder {self.base}: its "
-                             "attic would be among the app's files; nothing was done",
-                             hint="set XDG_DATA_HOME to a folder outside it")
-        return data / what / self.name / root_key(self.root_real)
+        return fsafe.data_dir() / what / self.name / root_key(self.root_real)
 
     def attic_folder(self) -> Path:
         return self._samctl_place("attic")
 
     def lock_folder(self) -> Path:
+        """samctl's lock folder for this store; UnsafePath when samctl's data folder is inside the app's
+        folder (every writing command takes the lock first, so none writes there; reading commands read on)."""
+        data = fsafe.data_dir()
+        if fsafe.is_inside(os.path.realpath(self.base), data) or fsafe.is_inside(self.root_real, data):
+            raise UnsafePath(f"samctl's data folder {data} is inside {self.app_name}'s folder {self.base}: its "
+                             "attic would be among the app's files; nothing was done",
+                             hint="set XDG_DATA_HOME to a folder outside it")
         return self._samctl_place("locks")
 
     def forget_listing(self) -> None:

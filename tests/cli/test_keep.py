@@ -343,3 +343,14 @@ def test_a_session_with_a_twin_in_another_project_is_not_moved(home, run):
     assert r.exit_code == 3 and f"error: not-moved: {C1}: session {C1} is also in" in r.stderr
     assert "samctl moves a session only while one file holds its id" in r.stderr
     assert fingerprint(home) == before
+
+
+def test_reading_commands_still_read_with_a_data_folder_inside_the_apps_folder(home, run, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".claude" / "data"))
+    before = fingerprint(home)
+    for argv in (["ls"], ["check"], ["show", C1], ["attic"]):
+        r = run("--root", home / ".claude", *argv)
+        assert r.exit_code == 0, (argv, r.stderr)
+    r = run("--root", home / ".claude", "archive", "--copy", "--older-than", "1d", "--dry-run")
+    assert r.exit_code == 2 and "is inside Claude Code's folder" in r.stderr
+    assert fingerprint(home) == before
