@@ -39,7 +39,7 @@ def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, fmt):
     """
     from samctl.attic import restore
     from samctl.attic.journal import pending
-    from samctl.errors import NotFound, UsageError
+    from samctl.errors import NotFound, SamctlError, UsageError
 
     store = store_of(ctx)
     if entry and len(ids) > 1:
@@ -52,8 +52,14 @@ def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, fmt):
         if pending(store):  # a move a crash interrupted may be what holds it: say what settles that
             exc.hint = "an interrupted move is pending: `samctl attic --repair` finishes or undoes it; then try again"
         raise
-    report = restore.restore_many(store, entries, as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait,
-                                  touch=touch)
+    try:
+        report = restore.restore_many(store, entries, as_new=as_new, dry_run=dry_run, force=force,
+                                      lock_wait=lock_wait, touch=touch)
+    except SamctlError as exc:  # refused before settling anything: an interrupted move stays pending, say so
+        if pending(store):
+            exc.hint = (f"{exc.hint}; " if exc.hint else "") + "an interrupted move is pending: `samctl attic " \
+                "--repair` finishes or undoes it"
+        raise
     warning = store.cleanup_warning()
     if warning and not touch and any(it.get("action") in ("restored", "would be restored") for it in report.items):
         from samctl.model import WARNING, Finding

@@ -354,3 +354,24 @@ def test_reading_commands_still_read_with_a_data_folder_inside_the_apps_folder(h
     r = run("--root", home / ".claude", "archive", "--copy", "--older-than", "1d", "--dry-run")
     assert r.exit_code == 2 and "is inside Claude Code's folder" in r.stderr
     assert fingerprint(home) == before
+
+
+def test_a_refused_restore_says_an_interrupted_copy_is_pending(home, run):
+    """Found by the fault sweep: restore refused before settling anything, and did not say a copy was pending."""
+    import json
+
+    root = home / ".claude"
+    assert run("--root", root, "archive", "--copy", C1).exit_code == 0
+    with open(_session(home), "ab") as f:
+        f.write(b"{}\n")
+    os.utime(_session(home), (OLD, OLD))
+    stem = f"{C1}.kept.20260101T000000Z"
+    (_attic(home, "claude-code") / ".journal" / f"batch.{stem}.json").write_text(json.dumps(
+        {"op": "batch", "moves": [{"op": "copy", "stem": stem, "id": C1, "state": "kept", "files": [], "drops": []}]}))
+    before = fingerprint(home)
+    r = run("--root", root, "restore", C1)
+    assert r.exit_code == 1 and "exists in the store again" in r.stderr
+    assert "an interrupted move is pending: `samctl --root" in r.stderr
+    assert fingerprint(home) == before
+    r = run("--root", root, "attic", "--repair")
+    assert r.exit_code == 0 and "undid an interrupted copy" in r.stderr
