@@ -382,6 +382,20 @@ def cache_dir() -> Path:
     return home / ".cache" / "samctl"
 
 
+def data_dir() -> Path:
+    """samctl's own data folder (not created here): ``XDG_DATA_HOME/samctl``, else
+    ``~/.local/share/samctl`` (on macOS too: one rule, and a folder neither app looks in).  It holds the
+    attic of the stores whose app's folders samctl never writes in (Claude Code, Codex CLI)."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg and os.path.isabs(xdg):  # (the XDG rule: a relative value is ignored)
+        return Path(xdg) / "samctl"
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no password entry: a place that cannot be made (the command says so)
+        return Path("/nonexistent") / ".local" / "share" / "samctl"
+    return home / ".local" / "share" / "samctl"
+
+
 def _is_dir(path) -> bool:
     try:
         return stat.S_ISDIR(os.stat(path).st_mode)
@@ -562,6 +576,12 @@ def open_append_fd(path: str | os.PathLike) -> int:
 def make_dir(path: str | os.PathLike) -> None:
     """Create one folder, 0700 (its parent must exist).  Raises OSError (FileExistsError if it is there)."""
     os.mkdir(path, DIR_MODE)
+
+
+def touch(path: str | os.PathLike) -> None:
+    """Set a file's mtime (and atime) to now, never through a symlink.  Raises OSError."""
+    step("utime")
+    os.utime(path, follow_symlinks=False)
 
 
 def remove_dir_if_empty(path: str | os.PathLike) -> bool:

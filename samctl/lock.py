@@ -30,7 +30,8 @@ from samctl.model import WARNING, Finding
 
 
 def samctl_dir(store) -> Path:
-    return store.base / ".samctl"
+    """The folder of samctl's lock: ``.samctl`` in the store's base folder, or where the store says."""
+    return store.lock_folder() or store.base / ".samctl"
 
 
 def flock_waiting(fd: int, wait: float, timed_out, waiting=None) -> None:

@@ -24,6 +24,7 @@ _spec.loader.exec_module(make_fixtures)
 def _isolated_env(tmp_path_factory, monkeypatch):
     """Never touch the user's cache or real stores; SAM is never 'running' unless a test says so."""
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))  # the attic of Claude Code, Codex
     monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "0")
     monkeypatch.delenv("SAMCTL_ROOT", raising=False)
     monkeypatch.setenv("TZ", "UTC")

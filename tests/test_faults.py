@@ -125,6 +125,46 @@ def _after_rm_all(build):
 
 
 MERMAID_IDS = ["20260810_140307_512", "20260812_091500_004", "20260901_170000_250"]
+CLAUDE = "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"  # a Claude Code session with a subagents folder
+CODEX = "019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f"
+DEMO = Path(make_fixtures.__file__).resolve().parent / "demo"
+
+
+def _app_tree(name: str):
+    """A copy of the demo tree of another app (Claude Code, Codex CLI), every file 40 days old (not live)."""
+    def b(root: Path) -> Path:
+        shutil.copytree(DEMO / name, root)
+        _old(list(root.rglob("*")), 40 * 86400)
+        return root
+    return b
+
+
+_claude, _codex = _app_tree("claude_code"), _app_tree("codex")
+
+
+def _after(build, *argv, then=None):
+    """``build``, then the command ``argv`` (and ``then(root)``, another app's doing)."""
+    def b(root: Path) -> Path:
+        build(root)
+        r = CliRunner().invoke(cli, ["--root", str(root), *argv])
+        assert r.exit_code == 0, r.output
+        if then:
+            then(root)
+        return root
+    return b
+
+
+def _claude_changed(root: Path) -> None:
+    p = next(root.rglob(f"{CLAUDE}.jsonl"))
+    with open(p, "ab") as f:
+        f.write(b'{"type":"summary","summary":"later","leafUuid":"x"}\n')
+    _old([p], 40 * 86400)
+
+
+def _claude_deleted(root: Path) -> None:  # Claude Code's cleanup
+    p = next(root.rglob(f"{CLAUDE}.jsonl"))
+    p.unlink()
+    shutil.rmtree(p.parent / CLAUDE)
 
 SCENARIOS = {
     "rm-mermaid": (_mermaid, ["rm", MID]),
@@ -141,13 +181,36 @@ SCENARIOS = {
     "restore-many-mermaid-in-workers": (_after_rm_all(_mermaid), ["restore", *MERMAID_IDS]),
     "compact-mermaid": (_compact_mermaid, ["compact", "--log-threshold", "16K"]),
     "compact-sam": (_compact_sam, ["compact"]),
+    # another app's sessions (#23): their attic is in samctl's data folder
+    "rm-claude": (_claude, ["rm", CLAUDE]),
+    "archive-claude": (_claude, ["archive", "--older-than", "1d", "--yes"]),
+    "restore-claude": (_after(_claude, "rm", CLAUDE), ["restore", CLAUDE]),
+    "rm-codex": (_codex, ["rm", CODEX]),
+    "restore-codex": (_after(_codex, "rm", CODEX), ["restore", CODEX]),
+    "copy-claude": (_claude, ["archive", "--copy", "--older-than", "1d"]),
+    "copy-again-claude": (_after(_claude, "archive", "--copy", "--older-than", "1d", then=_claude_changed),
+                          ["archive", "--copy", "--older-than", "1d"]),
+    "restore-kept-claude": (_after(_claude, "archive", "--copy", CLAUDE, then=_claude_deleted),
+                            ["restore", CLAUDE, "--touch"]),
+    "copy-mermaid": (_mermaid, ["archive", "--copy", "--older-than", "1d"]),
 }
+
+
+def _copytree(src: Path, dst: Path) -> None:
+    """A copy of a tree and of its attic: for another app's store that is in samctl's data folder, under
+    a name made from the root's path (the copy's own)."""
+    shutil.copytree(src, dst, symlinks=True)
+    a, b = open_store(str(src)), open_store(str(dst))
+    if a.attic_folder() is not None:
+        for old, new in ((a.attic_folder(), b.attic_folder()), (a.lock_folder(), b.lock_folder())):
+            if old.exists():
+                shutil.copytree(old, new, symlinks=True)
 
 
 # --- what "intact" means ----------------------------------------------------------------
 
 def _conv(root: Path) -> Path:
-    return root / ".mermaid" / "conversations" if (root / ".mermaid").exists() else root / "conversations"
+    return open_store(str(root)).conv_dir
 
 
 def _digest(p: Path, semantic: bool):
@@ -179,10 +242,10 @@ def _store_copy(root: Path, cid: str, semantic: bool) -> dict:
     return out
 
 
-def _attic_copies(root: Path, cid: str) -> list[dict]:
+def _attic_copies(root: Path, cid: str, states=("deleted", "archived")) -> list[dict]:
     store = open_store(str(root))
     out = []
-    for e in attic.list_entries(store, [], ("deleted", "archived")):
+    for e in attic.list_entries(store, [], states):
         if e.id == cid and attic.verify(e) == []:
             out.append({m.name: m.sha256 for m in e.members if m.type == "file"})
     return out
@@ -217,7 +280,7 @@ def _conversations(root: Path) -> dict:
         except Exception:  # noqa: BLE001 - shared scopes are not conversations that move
             continue
         sem[cid] = (_store_copy(root, cid, False), _store_copy(root, cid, True))
-    for e in attic.list_entries(store, [], ("deleted", "archived")):
+    for e in attic.list_entries(store, [], ("deleted", "archived", "kept")):
         m = {x.name: x.sha256 for x in e.members if x.type == "file"}
         sem.setdefault(e.id, (m, None))
     return sem
@@ -235,13 +298,14 @@ def _check_intact(root: Path, before: dict, originals: dict, tmp: Path, exactly_
         in_store = _store_copy(root, cid, False)
         in_store_sem = _store_copy(root, cid, True)
         in_attic = [a for a in _attic_copies(root, cid) if a == exact]
+        kept = _attic_copies(root, cid, ("kept",))  # archive --copy's: a backup beside the store's copy
         store_whole = in_store == exact or (semantic is not None and in_store_sem == semantic)
         if not store_whole and not in_attic and semantic is not None:  # moved on after compact changed it
             in_attic = [a for a in _attic_semantic(root, cid, tmp) if a == semantic]
-        assert store_whole or in_attic, f"{cid} is not complete anywhere: store has {sorted(in_store)}"
+        assert store_whole or in_attic or exact in kept, f"{cid} is not complete anywhere: store has {sorted(in_store)}"
         if exactly_one:
-            assert store_whole != bool(in_attic), f"{cid}: in the store: {store_whole}, in the attic: {len(in_attic)}"
-            assert len(in_attic) <= 1
+            assert not (store_whole and in_attic), f"{cid}: in the store and in the attic ({len(in_attic)})"
+            assert len(in_attic) <= 1 and len(kept) <= 1, (cid, len(in_attic), len(kept))
             if not store_whole:
                 assert in_store == {}, f"{cid}: leftovers in the store: {sorted(in_store)}"
     conv = _conv(root)
@@ -326,12 +390,27 @@ def _no_real_fsync(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def templates(tmp_path_factory):
+def shared_data(tmp_path_factory) -> Path:
+    """samctl's data folder for the whole module: a template's attic there (Claude Code, Codex) is found by
+    every test that copies it (``_copytree``)."""
+    return tmp_path_factory.mktemp("faults-data")
+
+
+@pytest.fixture(autouse=True)
+def _shared_data(shared_data, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(shared_data))
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory, shared_data):
     out = {}
-    for name, (build, _) in SCENARIOS.items():
-        root = tmp_path_factory.mktemp("tpl") / name
-        build(root)
-        out[name] = root
+    with pytest.MonkeyPatch.context() as mp:  # (a module fixture is set up before the per-test environment)
+        mp.setenv("XDG_DATA_HOME", str(shared_data))
+        mp.setenv("SAMCTL_CACHE_DIR", str(tmp_path_factory.mktemp("faults-cache")))
+        for name, (build, _) in SCENARIOS.items():
+            root = tmp_path_factory.mktemp("tpl") / name
+            build(root)
+            out[name] = root
     return out
 
 
@@ -381,7 +460,7 @@ def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkey
     for n in itertools.count(1):
         assert n < 400, "the command never completed"
         root = tmp_path / f"{n}"
-        shutil.copytree(template, root, symlinks=True)
+        _copytree(template, root)
         shared = tmp_path / f"{n}.steps" if scenario.endswith("in-workers") else None
         code = _run_child(["--root", str(root), *args], n, mode, shared)
         stopped = code in (KILLED, INJECTED)
@@ -425,11 +504,13 @@ AFTER = {  # command: (its arguments, given the scenario's conversation; the exi
     "show": (lambda cid: ["show", cid], {0, 3, 4}),
 }
 READ_ONLY = ("check", "ls", "show")
+REWRITING = ("check --fix", "recover")  # what a store samctl only moves refuses (exit 2)
 
 
 def _journal(root: Path) -> list:
-    base = root / ".mermaid" if (root / ".mermaid").exists() else root
-    return sorted((base / "samctl-attic" / ".journal").glob("*.json"))
+    from samctl.attic import attic_dir
+
+    return sorted((attic_dir(open_store(str(root))) / ".journal").glob("*.json"))
 
 
 def every_command_after_a_kill(scenario: str, tmp_path: Path, every: int = 1) -> int:
@@ -441,7 +522,8 @@ def every_command_after_a_kill(scenario: str, tmp_path: Path, every: int = 1) ->
     build, args = SCENARIOS[scenario]
     template = tmp_path / "template"
     build(template)
-    cid = MID if (template / ".mermaid").exists() else SID
+    store = open_store(str(template))
+    cid = {"mermaid": MID, "sam": SID, "claude-code": CLAUDE, "codex": CODEX}[store.name]
     before = _conversations(template)
     if scenario.startswith("restore"):
         before = {c: (exact, None) for c, (exact, _) in before.items()}
@@ -451,7 +533,7 @@ def every_command_after_a_kill(scenario: str, tmp_path: Path, every: int = 1) ->
     for n in itertools.count(1, every):
         assert n < 400, "the command never completed"
         killed = tmp_path / f"k{n}"
-        shutil.copytree(template, killed, symlinks=True)
+        _copytree(template, killed)
         if _run_child(["--root", str(killed), *args], n, "kill") != KILLED:
             return tried
         tried += 1
@@ -459,12 +541,16 @@ def every_command_after_a_kill(scenario: str, tmp_path: Path, every: int = 1) ->
         held = cid in repair.pending_ids(open_store(str(killed)))
         for name, (argv, exits) in AFTER.items():
             root = tmp_path / f"k{n}-{name.replace(' ', '')}"
-            shutil.copytree(killed, root, symlinks=True)
+            _copytree(killed, root)
             fp = _fingerprint(root) if name in READ_ONLY else None
             r = runner.invoke(cli, ["--root", str(root), *argv(cid)])
             where = f"{scenario} killed at step {n}, then {name}"
             assert not isinstance(r.exception, Exception) or isinstance(r.exception, SystemExit), \
                 (where, r.exception, r.output)
+            if store.moves_only and name in REWRITING:  # refused before anything is read or settled
+                assert r.exit_code == 2 and "would rewrite them" in r.output, (where, r.output)
+                shutil.rmtree(root)
+                continue
             assert "internal error" not in r.output and r.exit_code in exits, (where, r.exit_code, r.output)
             if name in READ_ONLY:
                 assert _fingerprint(root) == fp, where
@@ -492,7 +578,7 @@ def _fingerprint(root: Path) -> dict:
     return fingerprint(root)
 
 
-@pytest.mark.parametrize("scenario", ["rm-mermaid", "archive-sam"])
+@pytest.mark.parametrize("scenario", ["rm-mermaid", "archive-sam", "copy-claude", "restore-kept-claude"])
 def test_every_command_after_a_kill_fast_slice(scenario, tmp_path):
     """A slice for the normal run (every fifth step of two scenarios); the whole sweep is
     tests/adversarial/test_faults_after.py (slow)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from samctl.attic import ATTIC  # noqa: F401 - the attic's own name, used here and by its callers
+from samctl.attic import attic_dir as attic_folder
 from samctl import fsafe
 from samctl.attic import tarscan
 from samctl.attic import tarzst
@@ -28,8 +29,8 @@ from samctl.errors import SamctlError, UnsafePath
 
 JOURNAL = ".journal"
 STAGING = ".staging"
-STATES = ("deleted", "archived", "history")
-RESTORABLE = ("deleted", "archived")  # a history segment is compact's copy of an old log, not a conversation
+STATES = ("deleted", "archived", "history", "kept")
+RESTORABLE = ("deleted", "archived", "kept")  # a history segment is compact's copy of an old log, not a conversation
 MANIFEST_CAP = 16 << 20
 PERMISSIONS = {"file": 0o777, "dir": 0o2777}  # mode bits a manifest may record: a folder's setgid (inherited
 # from its parent on Linux) is put back as it was; setuid, sticky, or setgid on a file never
@@ -48,7 +49,7 @@ class AtticProblem(SamctlError):
 # --- where ------------------------------------------------------------------------
 
 def attic_dir(store) -> Path:
-    return store.base / ATTIC
+    return attic_folder(store)
 
 
 def check_attic_folders(store) -> dict:

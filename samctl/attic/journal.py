@@ -27,7 +27,7 @@ from samctl.errors import SamctlError, UnsafePath
 # --- journal records ---------------------------------------------------------------------
 
 BATCH_PREFIX = "batch."
-MOVES = ("out", "restore")  # the ops a batch record may hold
+MOVES = ("out", "restore", "copy")  # the ops a batch record may hold (copy: archive --copy, nothing leaves the store)
 
 
 def journal_path(attic: Path, name: str) -> Path:
@@ -102,6 +102,9 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None
     conv_st = conv_st or fsafe.lstat(store.root_real)
     for n, m in placement_order([(n, m) for n, m in zip(names, entry.members) if n is not None]):
         dst, src = f"{conv}/{n}", f"{stage}/{n}"
+        if not _make_parents(conv, n, touched):  # a symlink (or file) where a folder should be: never write through
+            conflicts.append(n)
+            continue
         if m.type == "dir":
             if fsafe.lstat(dst) is None:
                 fsafe.step("mkdir")
@@ -109,10 +112,7 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None
             continue
         parent = os.path.dirname(dst) if "/" in n else conv
         pst = fsafe.lstat(parent) if parent != conv else conv_st
-        if pst is None:
-            fsafe.make_private_dir(parent)
-            touched.add(os.path.dirname(parent))
-        elif not stat.S_ISDIR(pst.st_mode):  # a symlink (or file) where the folder should be: never write through
+        if pst is None or not stat.S_ISDIR(pst.st_mode):
             conflicts.append(n)
             continue
         try:
@@ -141,6 +141,23 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None
     return conflicts
 
 
+def _make_parents(conv: str, name: str, touched: set) -> bool:
+    """Make the missing folders above the member ``name`` under ``conv`` (0700: the app's own folders,
+    such as a Claude Code project folder the app removed once it was empty); False if one of them is
+    there but not a folder (never written through).  ``touched`` gets each folder whose listing changed."""
+    p = conv
+    for part in name.split("/")[:-1]:
+        parent, p = p, f"{p}/{part}"
+        st = fsafe.lstat(p)
+        if st is None:
+            fsafe.step("mkdir")
+            fsafe.make_dir(p)
+            touched.add(parent)
+        elif not stat.S_ISDIR(st.st_mode):
+            return False
+    return True
+
+
 # --- repair -----------------------------------------------------------------------------------
 
 def pending_ids(store) -> list[str]:
@@ -159,6 +176,8 @@ def pending_ids(store) -> list[str]:
         except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             continue
         for m in moves:
+            if m.get("op") == "copy":  # (settling a copy never touches the store)
+                continue
             for key in ("id", "new_id"):
                 if isinstance(m.get(key), str) and store.valid_id(m[key]) and m[key] not in out:
                     out.append(m[key])
@@ -222,6 +241,10 @@ def pending_moves(store) -> list:
         for m in moves:
             cid = m.get("new_id") if m.get("op") == "restore" and m.get("new_id") != m.get("id") else m.get("id")
             cid = cid if isinstance(cid, str) and store.valid_id(cid) else None
+            if m.get("op") == "copy":  # the original never moved: only the attic has something to settle
+                out.append(Finding("pending-move", path, f"an interrupted copy of {cid or 'a conversation'} to the "
+                                   f"attic (the original is untouched); {SETTLE}", WARNING))
+                continue
             out.append(Finding("pending-move", path, f"an interrupted {what.get(m.get('op'), 'move')} of "
                                f"{cid or 'a conversation'} holds it half done; {SETTLE}", conversation=cid))
     return out
@@ -341,6 +364,8 @@ def _repair_one(store, attic: Path, rec: dict) -> str | None:
         return _repair_out(store, attic, stem, rec)
     if op == "restore":
         return _repair_restore(store, attic, stem, rec)
+    if op == "copy":
+        return _repair_copy(store, attic, stem, rec)
     return repair_log(store, attic, stem, rec)
 
 
@@ -401,6 +426,35 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     return f"{cid}: finished an interrupted move to the attic ({entry.stem})"
 
 
+def _repair_copy(store, attic: Path, stem: str, rec: dict) -> str:
+    """Settle an interrupted ``archive --copy``: the store was never touched, so only the attic is put
+    right.  A new entry that is not committed, or does not verify, goes; one that verifies stays, and
+    the older kept entries the record names go (as the copy would have done next)."""
+    cid = rec.get("id")
+    manifest, tar = attic / (stem + atticmod.MANIFEST_SUFFIX), attic / (stem + atticmod.TAR_SUFFIX)
+    if fsafe.lstat(manifest) is None:
+        fsafe.remove(tar)
+        return f"{cid}: undid an interrupted copy to the attic (the original was never touched)"
+    try:
+        entry = atticmod.load_manifest(store, manifest)
+    except atticmod.AtticProblem:  # cut short by a power loss: never committed
+        fsafe.remove(manifest)
+        fsafe.remove(tar)
+        return f"{cid}: undid an interrupted copy to the attic (its manifest was cut short; the original is whole)"
+    if atticmod.verify(entry):
+        atticmod.drop(entry)
+        return f"{cid}: an interrupted copy left a damaged archive; it was removed (the original is whole)"
+    drops = rec.get("drops")
+    for old in drops if type(drops) is list else []:
+        parsed = atticmod.parse_stem(old) if type(old) is str else None
+        if parsed is None or parsed[:2] != (entry.id, "kept") or old == stem:
+            continue  # (only this conversation's older kept copies, never what a tampered record names)
+        fsafe.remove(attic / (old + atticmod.MANIFEST_SUFFIX))
+        fsafe.remove(attic / (old + atticmod.TAR_SUFFIX))
+    fsafe.fsync_dir(attic)
+    return f"{cid}: finished an interrupted copy to the attic ({stem})"
+
+
 def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
     manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
     cid = rec.get("id")
@@ -413,6 +467,9 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
         except (atticmod.AtticProblem, UnsafePath):
             return Left(f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
                         "left for a person: `samctl attic` says what is wrong")
+        if entry.state == "kept" and fsafe.lstat(staging) is None and _all_placed(store, entry, names):
+            # a kept copy stays once restored: its staging copy went, only the record was left
+            return f"{cid}: finished an interrupted restore (its kept copy stays in the attic)"
         if (type(names) is not list or len(names) != len(entry.members) or fsafe.lstat(staging) is None
                 or not all(n is None or type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")),
                                                                                         store.name)
@@ -424,13 +481,28 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
             return Left(f"{cid}: an interrupted restore is waiting: {', '.join(conflicts[:3])} hold other bytes; "
                         "move them aside, then run `samctl attic --repair`")
         try:
-            atticmod.drop(entry)
+            if entry.state != "kept":  # (a kept copy is a backup: it stays once restored)
+                atticmod.drop(entry)
         except OSError as exc:
             return Left(f"{cid}: is restored, but its attic entry {stem} cannot be removed yet "
                         f"({exc.strerror}); a later repair removes it")
     else:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
     return f"{cid}: finished an interrupted restore"  # the staging copy goes with the record's other debris
+
+
+def _all_placed(store, entry, names) -> bool:
+    """True if every file of ``entry`` is in the store under its name in ``names`` with the entry's bytes."""
+    if type(names) is not list or len(names) != len(entry.members):
+        return False
+    for n, m in zip(names, entry.members):
+        if m.type != "file":
+            continue
+        if type(n) is not str or not tarzst.safe_member_name(n, entry.id, store.name):
+            return False
+        if sha256_file(store.conv_dir.joinpath(*n.split("/"))) != m.sha256:
+            return False
+    return True
 
 
 def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:

@@ -23,7 +23,7 @@ from samctl.attic import tarzst
 from samctl.model import title_key
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding, last_activity, recency
-from samctl.attic.journal import drop_journal, settle, write_batch
+from samctl.attic.journal import drop_journal, settle, sha256_file, write_batch
 from samctl.stores.resolve import Listed, resolve_many
 from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
 from samctl.stores import workers
@@ -155,6 +155,7 @@ def matching(store, ids, older_than: float | None = None, empty: bool = False, t
     waited (or the app changed them).  Named ids must still be in the store (``attic_too``: or
     named by an attic entry, as purge takes them); filters are applied again.
     """
+    store.forget_listing()
     in_store = set(store.all_ids())
     here = [cid for cid in ids if cid in in_store]
     out = set()
@@ -255,7 +256,7 @@ def keep_live(store, sel: Selection, force: bool = False) -> None:
     if force or sel.explicit or not sel.targets:
         return
     live = set(store.live_sessions([t.id for t in sel.targets]))
-    sel.skipped += [(t.id, f"{store.app_name} has this session open") for t in sel.targets if t.id in live]
+    sel.skipped += [(t.id, store.live_note()) for t in sel.targets if t.id in live]
     sel.targets = [t for t in sel.targets if t.id not in live]
 
 
@@ -332,21 +333,31 @@ class _Out:
     stem: str
     now: float
     entry: atticmod.Entry | None = None
+    drops: list = field(default_factory=list)  # a copy (state "kept"): the older kept entries it replaces
 
     @property
     def total(self) -> int:
         return sum(b[1] for b in self.before.values())
 
     def record(self, store, state: str) -> dict:
+        if state == KEPT:  # (another op: repair must never remove the originals of a copy)
+            return {"op": "copy", "stem": self.stem, "id": self.target.id, "state": state,
+                    "files": [tarzst.member_name(store, p) for p in self.paths], "drops": [e.stem for e in self.drops]}
         return {"op": "out", "stem": self.stem, "id": self.target.id, "state": state,
                 "files": [tarzst.member_name(store, p) for p in self.paths]}
 
 
-def move_out_many(store, targets: list, state: str, refs=None, now: float | None = None):
+KEPT = "kept"  # the state of a copy (``archive --copy``): the originals stay where they are
+
+
+def move_out_many(store, targets: list, state: str, refs=None, now: float | None = None, drops: dict | None = None):
     """Move ``targets`` into the attic, ``BATCH`` at a time: ``(moved, failed)`` as lists of
     ``(target, Entry, None or (the originals left in the store, the error that left them))``
     and ``(target, SamctlError or OSError)``: a conversation none of whose originals could be
     removed is not moved (its new entry goes again).
+
+    ``state`` KEPT copies instead: the originals stay, and once the batch's entries are
+    committed the older kept entries of each (``drops``: id -> entries) are dropped.
 
     The module docstring's order holds for each conversation; a batch has one
     journal record, and its fsyncs are shared (``fsafe.sync_batch``), with a
@@ -373,6 +384,7 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             for t in batch:
                 try:
                     outs.append(_plan_out(store, attic, t, state, refs, now, taken))
+                    outs[-1].drops = (drops or {}).get(t.id, [])
                 except (SamctlError, OSError) as exc:
                     failed.append((t, exc))
             if not outs:
@@ -393,6 +405,10 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
                     failed.append((o.target, exc))
             sync.barrier()  # the commit point: every archive and manifest is on disk before any original goes
             for o in committed:
+                if state == KEPT:
+                    _drop_older(o)
+                    moved.append((o.target, o.entry, None))
+                    continue
                 try:
                     _remove_originals(store, attic, o.stem, o.paths, _unchanged(o))
                     moved.append((o.target, o.entry, None))
@@ -426,6 +442,16 @@ def _built(store, outs: list):
     # (what a unit of work holds: a streamed one comes back as a None)
     return workers.ordered_items(store, atticmod.build, items, PARALLEL_PACK, PACK_PART, PACK_PART_BYTES,
                                  weight=lambda item: item[1] if item[1] <= tarzst.SMALL else 0)
+
+
+def _drop_older(o: _Out) -> None:
+    """A copy is committed (verified, manifest durable): the older kept copies of its conversation go.
+    One that cannot be removed now stays (the next copy of that conversation drops it)."""
+    for e in o.drops:
+        try:
+            atticmod.drop(e)
+        except (SamctlError, OSError):
+            pass
 
 
 def _plan_out(store, attic: Path, t: Target, state: str, refs, now, taken: set) -> _Out:
@@ -523,6 +549,82 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
                     f"{', '.join(str(p) for p in left[:3])} could not be removed from the store: {reason(exc)}",
                     ERROR, t.id))
     return report
+
+
+# --- copy: archive --copy -------------------------------------------------------------------
+
+def keep(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0,
+         now: float | None = None, ignore_unreadable: bool = False, again=None) -> Report:
+    """Put a verified copy of each of ``targets`` in the attic as a *kept* entry, leaving the originals
+    where they are (``archive --copy``).  A conversation whose files are as its newest kept entry holds
+    them (names, sizes, and mtimes or else content) is not copied again (an ``unchanged`` item); a new
+    copy, once committed, replaces its older kept entries.  The same journal, order and checks as a
+    move, but nothing of the store is ever removed."""
+    report = Report(dry_run=dry_run)
+    if dry_run:
+        changed, same, _ = _changed(store, targets, None)
+        report.items += [dict(t.to_dict(), action="unchanged", entry=e.stem) for t, e in same]
+        report.items += [dict(t.to_dict(), action="would be kept") for t in changed]
+        report.findings += would_refuse(store, [t.id for t in changed], force)
+        return report
+    ensure_app_idle(store, [t.id for t in targets], force)
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, [t.id for t in targets], force)
+        report.repaired, left = settle(store)
+        report.findings += left
+        targets = still_matching(report, targets, again)
+        refs = topic_refs(store, [t.id for t in targets], ignore_unreadable)
+        changed, same, older = _changed(store, targets, refs)
+        report.items += [dict(t.to_dict(), action="unchanged", entry=e.stem) for t, e in same]
+        moved, failed = move_out_many(store, changed, KEPT, refs, now, drops=older)
+        for t, exc in failed:
+            why = reason(exc).replace("nothing was moved", "nothing was copied")
+            report.findings.append(Finding("not-kept", t.id, why if "nothing was copied" in why
+                                           else f"{why}; nothing was copied", ERROR, t.id))
+        for t, entry, _ in moved:
+            report.items.append(dict(t.to_dict(), action=KEPT, entry=entry.stem, bytes=entry.original_size,
+                                     stored=entry.tar_size))
+    return report
+
+
+def _changed(store, targets: list, refs) -> tuple[list, list, dict]:
+    """(targets to copy, [(target, its newest kept entry)] unchanged since that entry, id -> the kept
+    entries a new copy replaces)."""
+    kept: dict = {}
+    for e in entries_of(store, [t.id for t in targets], (KEPT,)):
+        kept.setdefault(e.id, []).append(e)
+    changed, same, older = [], [], {}
+    for t in targets:
+        mine = kept.get(t.id, [])
+        if mine and _same_files(store, t.id, mine[-1], refs):
+            same.append((t, mine[-1]))
+            continue
+        changed.append(t)
+        older[t.id] = mine
+    return changed, same, older
+
+
+def _same_files(store, cid: str, e: atticmod.Entry, refs) -> bool:
+    """True if ``cid``'s files are those of entry ``e``: the same names and sizes, and the same mtimes or
+    else the same bytes (a file only touched is not copied again)."""
+    stats: dict = {}
+    try:
+        paths = store.conversation_files(cid, refs, stats)
+    except (SamctlError, OSError):
+        return False  # (the copy says what is wrong)
+    members = {m.name: m for m in e.members}
+    names = {tarzst.member_name(store, p): p for p in paths}
+    if names.keys() != members.keys():
+        return False
+    for n, p in names.items():
+        m, st = members[n], stats[p]
+        if m.type == "dir":
+            if not stat.S_ISDIR(st.st_mode):
+                return False
+        elif not stat.S_ISREG(st.st_mode) or st.st_size != m.size or (
+                st.st_mtime_ns != m.mtime_ns and sha256_file(p) != m.sha256):
+            return False
+    return True
 
 
 # --- purge ----------------------------------------------------------------------------

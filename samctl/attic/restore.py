@@ -28,8 +28,8 @@ from samctl.attic import tarscan
 from samctl.attic import tarzst
 from samctl.attic.lifecycle import Report, attic_view, reason
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.model import ERROR, Finding
-from samctl.attic.journal import drop_journal, pending_ids, place, settle, write_batch, write_journal
+from samctl.model import ERROR, WARNING, Finding
+from samctl.attic.journal import drop_journal, pending_ids, place, settle, sha256_file, write_batch, write_journal
 from samctl.safetext import quoted
 from samctl.stores.resolve import resolve_id
 from samctl.errors import NotFound, SamctlError, UsageError
@@ -96,19 +96,30 @@ def _targets_of(store, entry: atticmod.Entry, new: str) -> list[str]:
 
 def _collisions(store, cid: str, names: list[str], entry: atticmod.Entry) -> list[str]:
     """The store names that would stand in the way of restoring ``entry`` as ``cid``: the entry's
-    files, and the files by which the app knows the conversation (``store.identity_files``)."""
+    files, and the files by which the app knows the conversation (``store.identity_files``).  A kept
+    copy (``archive --copy``) goes back over files that still hold its bytes (``place`` leaves them)."""
     known = store.identity_files(cid)
     files = [n for n, m in zip(names, entry.members) if m.type == "file"]
     base = str(store.conv_dir) + os.sep
-    return [n for n in dict.fromkeys(files + known) if os.path.lexists(base + n)]
+    out = [n for n in dict.fromkeys(files + known) if os.path.lexists(base + n)]
+    if entry.state == "kept" and out:
+        out = [n for n in out if n not in _same(store, names, entry)]
+    return out
+
+
+def _same(store, names: list, entry: atticmod.Entry) -> set:
+    """The names of ``entry``'s files that are in the store with exactly the entry's bytes."""
+    base = str(store.conv_dir) + os.sep
+    return {n for n, m in zip(names, entry.members)
+            if m.type == "file" and n is not None and sha256_file(base + n) == m.sha256}
 
 
 def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
-            lock_wait: float = 0.0) -> Report:
+            lock_wait: float = 0.0, touch: bool = False) -> Report:
     """Put ``entry`` back into the store exactly (bytes, modes, mtimes), or under a fresh id with ``as_new``.
 
     Any failure is raised (``restore_many`` reports each failure as a finding instead)."""
-    report, failed = _restore(store, [entry], as_new, dry_run, force, lock_wait)
+    report, failed = _restore(store, [entry], as_new, dry_run, force, lock_wait, touch)
     if failed:
         raise failed[0][1]
     return report
@@ -128,14 +139,15 @@ class _Restore:
 
 
 def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
-                 lock_wait: float = 0.0) -> Report:
+                 lock_wait: float = 0.0, touch: bool = False) -> Report:
     """Restore several entries in batches that share their fsyncs (see ``_restore_batch``).
 
-    Nothing is done if any of them exists in the store again (unless ``as_new``);
+    Nothing is done if any of them exists in the store again (unless ``as_new``; a kept copy
+    whose files are all still there with its bytes is an ``unchanged`` item);
     an entry that fails on the way (damaged, a file appeared) is a finding, the
-    others are restored.
+    others are restored.  ``touch``: the restored files' mtimes become now.
     """
-    report, failed = _restore(store, entries, as_new, dry_run, force, lock_wait)
+    report, failed = _restore(store, entries, as_new, dry_run, force, lock_wait, touch)
     for r, exc in failed:
         hint = getattr(exc, "hint", None)  # (what to do about a damaged entry: where it is said)
         report.findings.append(Finding("not-restored", str(r.entry.tar_path), reason(exc) + (f"; {hint}" if hint else ""),
@@ -143,14 +155,16 @@ def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = 
     return report
 
 
-def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, lock_wait: float):
+def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, lock_wait: float, touch: bool = False):
     """(report of what was restored, [(plan, error)] for each entry that failed on the way)."""
     report, failed = Report(dry_run=dry_run), []
     held = set(pending_ids(store))  # half moved by an interrupted command: settled under the lock, then checked
     plans = _restore_plans(store, entries, as_new, held)
-    ids = [x for r in plans for x in (r.entry.id, r.new)]  # what the app must not be using
+    # what the app must not be using (a kept copy whose files are all there already is not touched)
+    ids = [x for r in plans if not _all_there(store, r) for x in (r.entry.id, r.new)]
     if dry_run:
-        report.items += [dict(r.item, action="would be restored") for r in plans]
+        report.items += [dict(r.item, action="unchanged" if _all_there(store, r) else "would be restored")
+                         for r in plans]
         report.findings += would_refuse(store, ids, force)
         return report, failed
     ensure_app_idle(store, ids, force)
@@ -158,6 +172,7 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
         ensure_app_idle(store, ids, force)
         report.repaired, left = settle(store)
         report.findings += left
+        store.forget_listing()
         # another samctl (or the repair just done) may have restored or purged some meanwhile
         there = {r.entry.id for r in plans if fsafe.lstat(r.entry.manifest_path) is not None}
         lifecycle.gone_meanwhile(report, [r.entry.id for r in plans], there)
@@ -171,10 +186,19 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
             clash = _collisions(store, r.new, r.names, r.entry)
             if clash:
                 raise SamctlError(f"{', '.join(clash[:3])} exists in the store; nothing was restored",
-                                  hint="restore it beside the existing one with --as-new")
+                                  hint=_clash_hint(store, r.entry))
+        there = [r for r in plans if _all_there(store, r)]
+        report.items += [dict(r.item, action="unchanged") for r in there]
+        plans = [r for r in plans if r not in there]
         for i in range(0, len(plans), lifecycle.BATCH):
             for r, exc in _restore_batch(store, plans[i:i + lifecycle.BATCH]):
                 if exc is None or isinstance(exc, EntryKept):
+                    if touch:
+                        try:
+                            _touch(store, r)
+                        except OSError as exc:  # restored all the same, with the mtimes it had
+                            report.findings.append(Finding("not-touched", r.new, f"{r.new} is restored, but its "
+                                                           f"mtime could not be set: {reason(exc)}", WARNING, r.new))
                     report.items.append(dict(r.item, action="restored", id=r.new, restored_from=r.entry.id,
                                              bytes=r.entry.original_size))
                 if isinstance(exc, EntryKept):
@@ -183,6 +207,30 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
                 elif exc is not None:
                     failed.append((r, exc))
     return report, failed
+
+
+def _all_there(store, r: _Restore) -> bool:
+    """A kept copy whose every file is in the store with its bytes: nothing to restore."""
+    files = [n for n, m in zip(r.names, r.entry.members) if m.type == "file"]
+    return r.entry.state == "kept" and r.new == r.entry.id and set(files) <= _same(store, r.names, r.entry)
+
+
+def _clash_hint(store, entry: atticmod.Entry) -> str:
+    if entry.state == "kept":
+        return ("the store holds other bytes than the kept copy: `samctl archive --copy` keeps them too; to go back "
+                "to the kept copy, move the store's files aside first")
+    if store.moves_only:  # (another app's sessions are never given new ids)
+        return "move the store's copy aside first"
+    return "restore it beside the existing one with --as-new"
+
+
+def _touch(store, r: _Restore) -> None:
+    """``restore --touch``: the restored files' mtimes become now (an app that deletes old files, as Claude
+    Code does after ``cleanupPeriodDays``, then sees them as new)."""
+    base = str(store.conv_dir) + os.sep
+    for n, m in zip(r.names, r.entry.members):
+        if m.type == "file" and n is not None:
+            fsafe.touch(base + n)
 
 
 def _restore_plans(store, entries: list, as_new: bool, held=()) -> list:
@@ -199,7 +247,7 @@ def _restore_plans(store, entries: list, as_new: bool, held=()) -> list:
         clash = _collisions(store, new, names, entry)
         if clash and not as_new and entry.id not in held:
             raise SamctlError(f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
-                              hint="restore it beside the existing one with --as-new")
+                              hint=_clash_hint(store, entry))
         item = {"id": entry.id, "title": entry.title, "entry": entry.stem, "state": entry.state,
                 "new_id": new if as_new else None,
                 "files": [n for n, m in zip(names, entry.members) if m.type == "file"]}
@@ -257,6 +305,8 @@ def _restore_batch(store, plans: list) -> list:
         sync.barrier()  # the conversations are back on disk before their attic entries go
         kept = []
         for r in placed:
+            if r.entry.state == lifecycle.KEPT:  # a kept copy is a backup: it stays once restored
+                continue
             try:
                 atticmod.drop(r.entry)
             except OSError as exc:  # restored all the same; the move stays in the record for repair

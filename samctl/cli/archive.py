@@ -19,6 +19,10 @@ from samctl.timeparse import parse_age
               "updated conversations.")
 @click.option("--title", metavar="TEXT", help="Only conversations whose title contains TEXT (case-insensitive).")
 @click.option("--include-pinned", is_flag=True, help="Also archive pinned SAM conversations.")
+@click.option("--copy", is_flag=True, help="Keep a verified copy in the attic and leave the conversation where it "
+              "is; a conversation unchanged since its last copy is not copied again, and a new copy replaces the "
+              "older one. Asks no confirmation.")
+@click.option("--quiet", "-q", is_flag=True, help="Say nothing unless something is wrong (for cron).")
 @dry_run_option
 @yes_option
 @force_option
@@ -26,10 +30,11 @@ from samctl.timeparse import parse_age
 @lock_wait_option
 @format_opt
 @examples("samctl archive --older-than 90d --dry-run", "samctl archive --older-than 90d --keep-last 20 --yes",
-          "samctl archive 20260810_140307")
+          "samctl archive 20260810_140307",
+          "samctl --root ~/.claude/projects archive --copy --older-than 20d -q   # crontab: keep before the app deletes")
 @click.pass_context
-def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes, force, ignore_unreadable, lock_wait,
-            fmt):
+def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet, dry_run, yes, force,
+            ignore_unreadable, lock_wait, fmt):
     """Move idle conversations to the attic as archived; `samctl restore` brings them back.
 
     Archived entries are kept until you remove them (`samctl compact` purges
@@ -37,6 +42,11 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     before the originals go, a terminal asks first (--yes for scripts),
     pinned SAM conversations are kept unless --include-pinned, and exit 5 if
     the owning app is using the store.
+
+    With --copy the conversations stay where they are and a verified copy of
+    each goes to the attic as a kept entry (never purged by compact), so that
+    `samctl restore` can bring back a session the app deleted (Claude Code
+    deletes sessions after cleanupPeriodDays).
     """
     from samctl.attic import lifecycle
 
@@ -47,9 +57,22 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
     sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
     lifecycle.preflight(store, sel, ignore_unreadable=ignore_unreadable)
     lifecycle.keep_live(store, sel, force)
-    kept = say_kept(sel, fmt)
+    kept = say_kept(sel, "json" if quiet else fmt)
     if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing to archive; nothing was changed", store, sel.problems)
+        if quiet and not sel.problems and fmt == "text":
+            return
+        nothing(fmt, dry_run, kept, f"nothing to {'copy' if copy else 'archive'}; nothing was changed", store,
+                sel.problems)
+        return
+    again = lambda confirmed: lifecycle.matching(store, confirmed, age, False, title, include_pinned,  # noqa: E731
+                                                 keep_last)
+    if copy:  # nothing leaves the store: nothing to confirm
+        report = lifecycle.keep(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait,
+                                ignore_unreadable=ignore_unreadable, again=again)
+        report.kept = kept
+        report.findings[:0] = sel.problems
+        render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state kept` lists them)",
+               quiet=quiet)
         return
     if not dry_run and (not sel.explicit or len(sel.targets) > 1):
         if fmt == "text":
@@ -57,9 +80,8 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, dry_run, yes
         n = len(sel.targets)
         confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
     report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait,
-                              ignore_unreadable=ignore_unreadable,
-                              again=lambda confirmed: lifecycle.matching(store, confirmed, age, False, title,
-                                                                         include_pinned, keep_last))
+                              ignore_unreadable=ignore_unreadable, again=again)
     report.kept = kept
     report.findings[:0] = sel.problems
-    render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)")
+    render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)",
+           quiet=quiet)

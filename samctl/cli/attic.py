@@ -11,7 +11,7 @@ from samctl.cli.writeopts import force_option, lock_wait_option
 
 
 @click.command("attic")
-@click.option("--state", type=click.Choice(("deleted", "archived", "history")), multiple=True,
+@click.option("--state", type=click.Choice(("deleted", "archived", "history", "kept")), multiple=True,
               help="Only entries in this state (repeatable). Default: all.")
 @click.option("--verify", is_flag=True, help="Decompress every entry and check every hash (slower).")
 @click.option("--repair", is_flag=True, help="Finish or undo moves a crash interrupted (every writing samctl "
@@ -24,12 +24,15 @@ from samctl.cli.writeopts import force_option, lock_wait_option
 @click.pass_context
 def command(ctx, state, verify, repair, force, lock_wait, fmt):
     """List the attic: conversations removed by `samctl rm`, archived by `samctl archive`,
-    and old event logs `samctl compact` replaced (history).
+    copies kept by `samctl archive --copy` (kept), and old event logs `samctl compact`
+    replaced (history).
 
-    The attic is a 0700 folder beside the store that the app never lists
-    (SAM: next to conversations/; mermaid: inside .mermaid/), one compressed
-    archive plus a manifest of sha256 hashes per entry. Exit 3 if an entry is
-    damaged, incomplete or not samctl's.
+    The attic is a 0700 folder the app never lists: beside the store (SAM:
+    next to conversations/; mermaid: inside .mermaid/), or, for Claude Code
+    and Codex CLI, in samctl's data folder
+    ($XDG_DATA_HOME/samctl/attic/<store>/<root>/, else ~/.local/share/...).
+    One compressed archive plus a manifest of sha256 hashes per entry. Exit 3
+    if an entry is damaged, incomplete or not samctl's.
     """
     from samctl.attic import entries as attic
     from samctl.attic import journal as repairmod

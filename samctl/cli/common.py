@@ -97,7 +97,7 @@ def pasteable(text: str, whole: bool = False) -> str:
 
 def store_of(ctx: click.Context):
     store = ctx.find_object(Options).store()
-    if store.read_only:
+    if store.read_only or store.moves_only:
         refuse_on_read_only(store, ctx)
     return store
 
@@ -108,18 +108,26 @@ def store_of(ctx: click.Context):
 _WRITING = ("rm", "restore", "archive", "attic", "recover", "compact")
 _WRITING_OPTIONS = {"check": "fix", "search": "touch"}
 _UNSUPPORTED = ("search", "index", "log")
+_REWRITING = ("recover",)  # what a store samctl only moves (``moves_only``) refuses: these rewrite its files
 
 
 def refuse_on_read_only(store, ctx) -> None:
     """The one gate for read-only stores, where every command gets its store, before any id is resolved or
     anything opened: a writing command (or --fix, --touch) and what cannot read the store yet are refused
     with one line and a usage error (exit 2): the request cannot be carried out on this kind of store at
-    all, so retrying, unlike a failure (exit 1), would never help."""
+    all, so retrying, unlike a failure (exit 1), would never help.  A store samctl only moves
+    (``moves_only``) takes rm, archive, restore, attic and compact, and refuses what would rewrite its files."""
     if ctx is None:
         return
     name = ctx.command.name if ctx.command else ""
     option = _WRITING_OPTIONS.get(name)
-    if name in _WRITING or (option and ctx.params.get(option)):
+    if store.moves_only and not store.read_only:
+        if name in _REWRITING or (option and ctx.params.get(option)):
+            what = f"{name} --{option}" if option and ctx.params.get(option) else name
+            raise errors.UsageError(f"{store.describe()}: samctl only moves its files to and from the attic, and "
+                                    f"{what} would rewrite them; nothing was done",
+                                    hint="rm, archive (--copy) and restore move them; ls, show, export and check read")
+    elif name in _WRITING or (option and ctx.params.get(option)):
         what = f"{name} --{option}" if option and ctx.params.get(option) else name
         raise errors.UsageError(f"{store.describe()}: samctl only reads it, and {what} writes; nothing was done",
                                 hint="read it with ls, show, export, stats or check")

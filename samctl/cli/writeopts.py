@@ -105,24 +105,32 @@ def _one_line(text) -> str:
     return one_line(text)[:80]
 
 
-def render(report, fmt: str, undo_hint: str | None = None) -> None:
+def render(report, fmt: str, undo_hint: str | None = None, quiet: bool = False,
+           same_said: str = "unchanged since the newest kept copy") -> None:
     """Print a lifecycle report and exit with its code: 3 if a conversation it was given could not be
     moved, purged or restored (a problem of that conversation, even when it was the only one; the
-    command's own failures are raised before and exit 1)."""
+    command's own failures are raised before and exit 1).  ``quiet``: only problems (text format).
+    Conversations left as they were (``unchanged``) are one count on stderr, not a line each."""
     if fmt == "json":
         emit_json(report.to_dict())
-    else:
+    elif not quiet:
         for line in report.repaired:
             click.echo(f"repaired: {line}", err=True)
+        same = [it for it in report.items if it.get("action") == "unchanged"]
         for it in report.items:
+            if it in same:
+                continue
             extra = ""
             if it.get("new_id"):
                 extra = f" as {it['new_id']}"
-            if it.get("entry") and it.get("action") in ("deleted", "archived"):
+            if it.get("entry") and it.get("action") in ("deleted", "archived", "kept"):
                 extra = f" -> {it['entry']} ({human_size(it.get('bytes'))} -> {human_size(it.get('stored'))})"
             click.echo(f"{it['action']}: {it.get('restored_from') or it['id']}{extra}  {_one_line(it.get('title'))}")
-        if undo_hint and report.items and not report.dry_run:
+        if same:
+            what = same[0]["id"] if len(same) == 1 else f"{len(same)} conversations"
+            click.echo(f"{same_said}: {what}", err=True)
+        if undo_hint and len(same) < len(report.items) and not report.dry_run:
             click.echo(pasteable(undo_hint, whole=True), err=True)
-    report_findings(report.findings)
+    report_findings(report.findings, quiet=quiet and fmt != "json")
     if report.failed:
         raise click.exceptions.Exit(errors.PARTIAL)

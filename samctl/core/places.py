@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 from samctl import fsafe
-from samctl.attic import ATTIC
+from samctl.errors import SamctlError
+from samctl.attic import ATTIC, attic_dir
 from samctl.lock import samctl_dir
 
 
@@ -15,8 +16,8 @@ def store_folder_holding(store, p) -> str | None:
     the app's folder around them) holds ``p``, directly or through a symlink, as words; else None."""
     app = _app_folder(store)
     for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
-                         (os.path.realpath(store.base / ATTIC), "samctl's attic"),
-                         (os.path.realpath(samctl_dir(store)), "samctl's own folder"),
+                         (os.path.realpath(_attic(store)), "samctl's attic"),
+                         (os.path.realpath(_lock(store)), "samctl's own folder"),
                          (app, f"{store.app_name}'s folder ({app})")):
         if folder is not None and fsafe.is_inside(folder, p):
             return what
@@ -31,3 +32,17 @@ def _app_folder(store) -> str | None:
     if any(os.path.lexists(os.path.join(base, n)) for n in (ATTIC, ".samctl")):
         return base
     return store.app_folder()
+
+
+def _attic(store):
+    try:
+        return attic_dir(store)
+    except SamctlError:  # an attic place that cannot be used holds nothing (the writing commands say why)
+        return store.base / ATTIC
+
+
+def _lock(store):
+    try:
+        return samctl_dir(store)
+    except SamctlError:  # (see _attic)
+        return store.base / ".samctl"

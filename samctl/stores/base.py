@@ -55,6 +55,8 @@ class Store:
     keeps_pinned = False  # the app protects pinned conversations: a purge needs --include-pinned
     purge_takes_anything = False  # the app's own delete removes whatever files are there, unchecked
     read_only = False  # another app's store that samctl only reads: writing commands refuse (cli/common.py)
+    moves_only = False  # another app's store whose files samctl moves to and from its attic (rm, archive,
+    # restore, attic, compact's attic steps) but never rewrites: recover, check --fix, search --touch refuse
 
     @classmethod
     def default_roots(cls) -> list[Path]:
@@ -65,7 +67,7 @@ class Store:
     @classmethod
     def capabilities(cls) -> list[str]:
         """What samctl can do with this kind of store, in words (``samctl stores``)."""
-        out = ["read"] if cls.read_only else ["read", "write"]
+        out = ["read"] if cls.read_only else ["read", "move"] if cls.moves_only else ["read", "write"]
         out += [what for what, has in (("memories", cls.has_memories), ("event logs", cls.has_event_logs)) if has]
         return out
 
@@ -196,6 +198,10 @@ class Store:
         conversation; an app that holds the whole store says so in ``busy_reason``)."""
         return False
 
+    def live_note(self) -> str:
+        """Why a live conversation is left alone, in words (``session_is_live``)."""
+        return f"{self.app_name} has this session open"
+
     def live_sessions(self, ids) -> list[str]:
         """The ids among ``ids`` that ``session_is_live``."""
         return [cid for cid in ids if self.session_is_live(cid)]
@@ -278,6 +284,25 @@ class Store:
     def own_folders(self) -> list[Path]:
         """The folders the store consists of (not the project or base folder the user named)."""
         return [self.conv_dir]
+
+    def attic_folder(self) -> Path | None:
+        """Where samctl keeps this store's attic, when not beside the store (``samctl-attic`` in its base
+        folder)."""
+        return None
+
+    def forget_listing(self) -> None:
+        """Forget what the store listed so far (called under samctl's lock, before choosing again: another
+        samctl may have moved conversations meanwhile).  A store that lists afresh every time has nothing to do."""
+
+    def cleanup_warning(self) -> str | None:
+        """What the app does by itself to files that look old, which a restored conversation (keeping its
+        old mtimes) is exposed to; None if nothing."""
+        return None
+
+    def lock_folder(self) -> Path | None:
+        """Where samctl keeps this store's lock, when not beside the store (``.samctl`` in its base folder);
+        SamctlError when samctl may not write there (every writing command then refuses)."""
+        return None
 
     def app_folder(self) -> str | None:
         """The app's own folder around the store, where samctl never writes an export; None if the store

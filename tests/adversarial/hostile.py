@@ -1617,6 +1617,47 @@ def compact_cases() -> list[Case]:
     return [_m("size/log-rewrite-would-not-shrink", big_input, [], target=MID, fast=True)]
 
 
+def kept_cases(store: str) -> list[Case]:
+    """Kept copies (``archive --copy``, #23): a tampered kept entry is reported and never restored; a copy's
+    journal record can make repair drop nothing but that conversation's own older kept copies."""
+    from click.testing import CliRunner
+
+    from samctl.cli import cli
+
+    mk = _m if store == "mermaid" else _s
+    cid, other = (M3, M2) if store == "mermaid" else (S3, S2)
+
+    def kept_entry(ctx, c) -> tuple[Path, Path]:
+        r = CliRunner().invoke(cli, ["--root", str(ctx.root), "archive", "--copy", c, "--force", "--include-pinned"],
+                               catch_exceptions=False)
+        assert r.exit_code == 0, r.stderr
+        m = sorted(ctx.attic.glob(f"{c}.kept.*.manifest.json"))[-1]
+        return m, m.with_name(m.name[: -len(".manifest.json")] + ".tar.zst")
+
+    def flipped(ctx):
+        _, tar = kept_entry(ctx, cid)
+        b = bytearray(tar.read_bytes())
+        b[len(b) // 2] ^= 0xFF
+        put(tar, bytes(b))
+
+    def copy_record(drops):
+        def build(ctx):
+            theirs = kept_entry(ctx, other)[0].name[: -len(".manifest.json")]
+            stem = kept_entry(ctx, cid)[0].name[: -len(".manifest.json")]
+            rec = {"op": "copy", "stem": stem, "id": cid, "state": "kept", "files": [],
+                   "drops": [d.format(other=theirs) if isinstance(d, str) else d for d in drops]}
+            put(ctx.attic / ".journal" / f"batch.{stem}.json", json.dumps({"op": "batch", "moves": [rec]}))
+        return build
+
+    A = "attic"
+    return [
+        mk("kept/tampered-kept-entry", flipped, [Expect("attic-tampered|attic-corrupt", None, A)], target=cid,
+           fast=True),
+        mk("kept/copy-record-drops-another-conversation", copy_record(["{other}", "../../outside/victim", 7]),
+           [Expect("attic-interrupted", None, A)], target=cid, fast=True),
+    ]
+
+
 # ------------------------------------------------------------------------------------------ registry
 HUGE_MESSAGE = 60 * 2**20  # characters: under the 64 MiB cap with the rest of the file (issue 20, finding 8)
 
@@ -1658,6 +1699,7 @@ def cases() -> list[Case]:
     out += mermaid_structure() + sam_structure() + sqlite_cases()
     out += sqlite_writer_cases() + scope_in_doubt_cases()
     out += duplicate_key_cases() + compact_cases()
+    out += kept_cases("mermaid") + kept_cases("sam")
     names = [c.name for c in out]
     dupes = {n for n in names if names.count(n) > 1}
     assert not dupes, dupes

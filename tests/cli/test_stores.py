@@ -48,10 +48,10 @@ def test_every_store_of_the_machine_once_with_the_counts_ls_gives(run, machine):
     for x in rows:
         ls = run("--root", x["root"], "ls", "--format", "json", env=env)
         assert x["conversations"] == len(json.loads(ls.stdout)) > 0, x
-        assert x["read_only"] == (x["store"] not in ("sam", "mermaid"))
+        assert x["read_only"] == (x["store"] not in ("sam", "mermaid", "claude-code", "codex"))
     caps = {x["store"]: x["capabilities"] for x in rows}
     assert caps["sam"] == ["read", "write", "memories"] and caps["mermaid"] == ["read", "write", "event logs"]
-    assert caps["codex"] == ["read"]
+    assert caps["codex"] == ["read", "move"] and caps["llm"] == ["read"]
     assert (fingerprint(tmp / "home"), fingerprint(tmp / "proj")) == before
     table = run("stores", env=env)
     assert table.exit_code == 0 and table.stdout.splitlines()[0].split() == ["STORE", "ROOT", "CONVERSATIONS", "CAN"]

@@ -2,9 +2,10 @@
 
 A conversation is one session file; its id is the file's UUID (never a ``sessionId`` from inside a file).
 Its sub-agent transcripts are ``<session>/subagents/agent-<id>.jsonl`` (2.1.2 and later) and, before that,
-``agent-<id>.jsonl`` beside it when the session names that agent.  Nothing here writes: ``read_only`` makes
-every writing command refuse before it starts (cli/common.py), and the files' mtimes, which Claude Code's
-cleanup keys on, are never touched.
+``agent-<id>.jsonl`` beside it when the session names that agent.  samctl never rewrites a file here:
+rm, archive (--copy) and restore move a session file and its ``<session>/`` folder to and from samctl's
+attic in its own data folder (``stores/sessionfiles.py``; the older ``agent-*.jsonl`` beside it stay, as
+other sessions may name them), and reading never touches a file's mtime, which Claude Code's cleanup keys on.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from samctl.stores.base import Store
 from samctl.stores.claude_code.decode import AGENT_RE, SESSION_RE, agent_ids, decode_session
 from samctl.stores.jsonlines import FRESH_SECONDS
 from samctl.stores.readers import OneFileEach, UuidPrefixes, cached_metas, scan
+from samctl.stores.sessionfiles import KeptSessions
 
 
-
-class ClaudeCodeStore(UuidPrefixes, OneFileEach, Store):
+class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     unit = "session"
     name = "claude-code"
-    read_only = True
+    app_name = "Claude Code"
     id_rule = "a session UUID (8-4-4-4-12 hex digits), the name of its .jsonl file"
 
     def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
@@ -55,6 +56,7 @@ class ClaudeCodeStore(UuidPrefixes, OneFileEach, Store):
         if self._index is None:
             found: list = []
             idx: dict = {}
+            self._twins = {}
             for proj in self._projects(found):
                 for n, p, st in scan(proj, found, ""):
                     if not n.endswith(".jsonl") or not SESSION_RE.match(n[:-6]):
@@ -64,6 +66,7 @@ class ClaudeCodeStore(UuidPrefixes, OneFileEach, Store):
                         found.append(Finding("not-regular", p, f"is not a regular file "
                                              f"({fsafe.describe_mode(st.st_mode)})", WARNING, cid))
                     elif cid in idx:
+                        self._twins[cid] = p
                         found.append(Finding("duplicate-id", p, f"session {cid} is also in {idx[cid]}; that one "
                                              "is used", WARNING, cid))
                     else:
@@ -142,7 +145,26 @@ class ClaudeCodeStore(UuidPrefixes, OneFileEach, Store):
         return [default_root()]
 
     def describe(self) -> str:
-        return f"Claude Code store at {self.conv_dir} (read-only)"
+        return f"Claude Code store at {self.conv_dir}"
+
+    # moving sessions (stores/sessionfiles.py) ------------------------------------------------
+    def companions(self, path: Path) -> list[Path]:
+        """The session's folder of the same name (sub-agent transcripts, tool results) and all in it."""
+        return self._tree(path.parent / path.stem)
+
+    @classmethod
+    def member_belongs(cls, parts: list[str], cid: str) -> bool:
+        """``[project/]<id>.jsonl``, or a name inside ``[project/]<id>/``."""
+        n = len(parts)
+        if parts[-1] == f"{cid}.jsonl" and n <= 2:
+            return True
+        return parts[0] == cid or (n >= 2 and parts[1] == cid)
+
+    def cleanup_warning(self) -> str | None:
+        return (f"Claude Code deletes sessions not written to for cleanupPeriodDays (30 days unless its settings "
+                f"say otherwise) when it starts; a restored session keeps its old mtime, so the next start deletes "
+                f"it again unless cleanupPeriodDays is raised in {self.base / 'settings.json'} (or the session is "
+                "restored with --touch)")
 
 
 def default_root() -> Path:

@@ -5,7 +5,9 @@ symlink), ``sessions/`` itself (the TypeScript CLI's flat ``.json`` files) and `
 is the thread UUID at the end of the file name (never an id from inside a file).  ``.jsonl.zst`` rollouts
 (compressed in place by newer Codex) are decompressed in memory within the read cap; a plain ``.jsonl``
 wins over its ``.zst`` twin, and ``sessions/`` over ``archived_sessions/``.  Thread names come from
-``session_index.jsonl`` (newest entry per id).  Nothing here writes (``read_only``, see cli/common.py).
+``session_index.jsonl`` (newest entry per id).  samctl never rewrites a file here: rm, archive (--copy)
+and restore move a rollout (with its ``.zst`` twin) to and from samctl's attic in its own data folder
+(``stores/sessionfiles.py``); ``session_index.jsonl`` is left as it is.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from samctl.stores.base import Store
 from samctl.stores.codex.decode import NAME_RE, UUID_RE, decode_rollout
 from samctl.stores.jsonlines import FRESH_SECONDS, parse_lines
 from samctl.stores.readers import OneFileEach, UuidPrefixes, cached_metas, scan
+from samctl.stores.sessionfiles import KeptSessions
 
 _YEAR, _TWO = re.compile(r"\d{4}\Z"), re.compile(r"\d{2}\Z")
 _RANK = {".jsonl": 0, ".json": 1, ".jsonl.zst": 2}  # which of two files of one id is read
@@ -53,10 +56,10 @@ def decompress(data: bytes, cap: int, path: str) -> bytes:
     return b"".join(out)
 
 
-class CodexStore(UuidPrefixes, OneFileEach, Store):
+class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     unit = "thread"
     name = "codex"
-    read_only = True
+    app_name = "Codex CLI"
     id_rule = "a thread UUID (8-4-4-4-12 hex digits), the end of its rollout file's name"
 
     def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
@@ -100,12 +103,14 @@ class CodexStore(UuidPrefixes, OneFileEach, Store):
         if self._index is None:
             found: list = []
             idx: dict = {}
+            self._twins = {}
             for p, cid, suffix, st in self._rollouts(found):
                 old = idx.get(cid)
                 if old is None:
                     idx[cid] = (p, suffix)
                     self._stats[cid] = st
                 elif old[0][:-len(old[1])] != p[:-len(suffix)]:  # not the .zst twin: another copy of the thread
+                    self._twins[cid] = p
                     found.append(Finding("duplicate-id", p, f"thread {cid} is also in {old[0]}; that one is read",
                                          WARNING, cid))
                 elif _RANK[suffix] < _RANK[old[1]]:
@@ -180,7 +185,30 @@ class CodexStore(UuidPrefixes, OneFileEach, Store):
         return [default_root()]
 
     def describe(self) -> str:
-        return f"Codex CLI store at {self.conv_dir} (read-only)"
+        return f"Codex CLI store at {self.conv_dir}"
+
+    # moving threads (stores/sessionfiles.py) -----------------------------------------------------
+    def companions(self, path: Path) -> list[Path]:
+        """The ``.zst`` twin of a plain rollout, or the plain twin of a ``.zst`` one (the store lists
+        one of the two: moving only that one would leave the thread listed)."""
+        n = path.name
+        twin = n[:-4] if n.endswith(".jsonl.zst") else n + ".zst" if n.endswith(".jsonl") else None
+        return [path.parent / twin] if twin else []
+
+    @classmethod
+    def member_belongs(cls, parts: list[str], cid: str) -> bool:
+        """``sessions/YYYY/MM/DD/``, ``sessions/`` or ``archived_sessions/``, then a rollout named by the id."""
+        m = NAME_RE.match(parts[-1])
+        if m is None or m.group(2) != cid:
+            return False
+        head = parts[:-1]
+        return head in (["sessions"], ["archived_sessions"]) or (
+            len(head) == 4 and head[0] == "sessions" and _YEAR.match(head[1]) is not None
+            and _TWO.match(head[2]) is not None and _TWO.match(head[3]) is not None)
+
+    def forget_listing(self) -> None:
+        super().forget_listing()
+        self._titles = None
 
 
 def default_root() -> Path:
