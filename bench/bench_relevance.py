@@ -123,10 +123,13 @@ def recall(found: list, evidence: set) -> np.ndarray:
     return np.array([len(evidence & set(found[:k])) / len(evidence) for k in KS])
 
 
-def today(root: Path, question: str, where: dict, runner, cli) -> list:
-    """``samctl search Q --in messages -n 25`` through the CLI; the dia ids of its hits, in order."""
-    r = runner.invoke(cli, ["--root", str(root), "search", question, "--in", "messages", "-n", "25",
-                            "--format", "jsonl"], catch_exceptions=False)
+def today(root: Path, question: str, where: dict, runner, cli, *extra) -> list | None:
+    """``samctl search -- Q --in messages -n 25`` through the CLI, as typed; the dia ids of its hits,
+    in order; None when the CLI refuses the question as a query (exit 2: an unclosed quote)."""
+    r = runner.invoke(cli, ["--root", str(root), "search", "--in", "messages", "-n", "25", "--format", "jsonl",
+                            *extra, "--", question], catch_exceptions=False)
+    if r.exit_code == 2:
+        return None
     if r.exit_code not in (0, 1):
         raise SystemExit(f"samctl search failed ({r.exit_code}): {r.output}")
     hits = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
@@ -272,7 +275,8 @@ def run_store(store: str, convs: list, out: Path, args) -> None:
     from samctl.cli import cli
 
     t0 = time.monotonic()
-    data, today_r, plain_r = [], np.zeros(len(KS)), np.zeros(len(KS))
+    data, today_r, sam_r, plain_r = [], np.zeros(len(KS)), np.zeros(len(KS)), np.zeros(len(KS))
+    refused = []
     runner = CliRunner()
     for c in convs:
         root = out / store / c["name"]
@@ -288,12 +292,19 @@ def run_store(store: str, convs: list, out: Path, args) -> None:
             s = plain.score(q)
             plain_r += recall([plain_dias[i] for i in rank.top_k(s, 25)], ev)
             if not args.no_cli:
-                today_r += recall(today(root, q, where, runner, cli), ev)
+                got = today(root, q, where, runner, cli)
+                if got is None:
+                    refused.append(q)
+                today_r += recall(got or [], ev)
+                sam_r += recall(today(root, q, where, runner, cli, "--rank", "sam") or [], ev)
     n = sum(len(c["questions"]) for c in convs)
     print()
     print(header(f"{store}: {n} questions, R@K (archives built and read back in {time.monotonic() - t0:.0f} s)"))
     if not args.no_cli:
-        print(line("samctl search today (SAM's scoring, --in messages -n 25)", today_r / n))
+        print(line("samctl search (the CLI: default ranking, --in messages -n 25)", today_r / n))
+        print(line("samctl search --rank sam (SAM's scoring, threshold 0.3)", sam_r / n))
+        for q in refused:
+            print(f"  refused by the query parser (counted as found nothing): {q!r}")
     print(line("plain BM25 (lowercase words, Okapi k1=1.2 b=0.75)", plain_r / n))
     full, per = evaluate(data, rank.Params())
     print(line("new ranking (samctl.search.rank, default Params)", full))

@@ -112,8 +112,8 @@ def _flip(p, offset):
 
 def _patch_manifest(d, v=None, body_v=None):
     raw = (d / "manifest").read_bytes()
-    head, tables = raw[16:].split(b"\n", 1)
-    body = {**json.loads(head), **json.loads(tables)}
+    head, src, conv = raw[16:].split(b"\n")
+    body = {**json.loads(head), "src": json.loads(src), "conv": json.loads(conv)}
     if body_v is not None:
         body["v"] = body_v
     ix.write_manifest_bytes(d / "manifest", body, version=v if v is not None else ix.INDEX_VERSION)

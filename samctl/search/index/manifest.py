@@ -25,9 +25,9 @@ TABLES = ("src", "conv")  # the big tables, parsed only when used (a search that
 
 def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -> None:
     """Write a manifest body (the on-disk, columnar form) atomically: its head (everything but
-    ``TABLES``), a newline, then the tables (orjson never writes a raw newline)."""
+    ``TABLES``), then each table, each after a newline (orjson never writes a raw newline)."""
     head = orjson.dumps({k: v for k, v in body.items() if k not in TABLES})
-    data = head + b"\n" + orjson.dumps({k: body[k] for k in TABLES if k in body})
+    data = b"\n".join([head] + [orjson.dumps(body.get(k)) for k in TABLES])
     fsafe.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(data)) + data)
 
 
@@ -67,17 +67,19 @@ def encode_manifest(man: dict) -> dict:
 class Manifest:
     """A checked manifest: the segment table, and lazy views of the source and conversation tables."""
 
-    def __init__(self, body: dict, tables=None):
+    def __init__(self, body: dict, tables: dict | None = None):
         self.body = body
         self.segments = body["segments"]
         self.hidden = body["hidden"]
-        self._tables = tables  # the raw bytes of TABLES until first used (then checked), or the dict
+        # each of TABLES: its raw bytes until first used (then checked), or itself (an encoded body's)
+        self._tables = tables if tables is not None else {k: body[k] for k in TABLES}
         self._sources = self._convs = self._sig = None
 
     def _table(self, name: str):
-        if not isinstance(self._tables, dict):
-            self._tables = _checked_tables(self._tables if self._tables is not None else b"{}", self.segments)
-        return self._tables[name]
+        t = self._tables[name]
+        if isinstance(t, (bytes, bytearray)):
+            t = self._tables[name] = (_checked_src(t, self.segments) if name == "src" else _checked_conv(t))
+        return t
 
     @property
     def src(self) -> dict:
@@ -176,11 +178,11 @@ def read_manifest(path: Path, store) -> Manifest:
     body = memoryview(raw)[16:]
     if zlib.crc32(body) != crc:
         raise BadIndex("manifest: checksum mismatch")
-    cut = raw.find(b"\n", 16)
-    if cut < 0:
-        raise BadIndex("manifest: no tables")
+    pieces = bytes(memoryview(raw)[16:]).split(b"\n")
+    if len(pieces) != 1 + len(TABLES):
+        raise BadIndex("manifest: not head and tables")
     try:
-        m = orjson.loads(memoryview(raw)[16:cut])
+        m = orjson.loads(pieces[0])
     except orjson.JSONDecodeError:
         raise BadIndex("manifest: not JSON") from None
     try:
@@ -212,18 +214,21 @@ def read_manifest(path: Path, store) -> Manifest:
                 raise BadIndex("manifest: bad source details")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
-    return Manifest(m, bytes(memoryview(raw)[cut + 1:]))
+    return Manifest(m, dict(zip(TABLES, pieces[1:])))
 
 
-def _checked_tables(raw: bytes, segments: list) -> dict:
-    """The manifest's source and conversation tables, checked; raises BadIndex."""
+def _loads(raw: bytes):
     try:
-        m = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise BadIndex("manifest: not JSON") from None
+
+
+def _checked_src(raw: bytes, segments: list) -> dict:
+    """The manifest's source table, checked; raises BadIndex."""
+    src = _loads(raw)
     try:
         rows = [s["rows"] for s in segments]
-        src = m["src"]
         n = len(src["keys"])
         if not (_strs(src["keys"], n) and _strs(src["kinds"], n) and _strs(src["convs"], n, True)
                 and _strs(src["sigs"], n, True) and _ints(src["segs"], n) and _ints(src["start"], n)
@@ -239,14 +244,22 @@ def _checked_tables(raw: bytes, segments: list) -> dict:
         for i, items in src["infos"].items():
             if not (i.isdigit() and int(i) < n and isinstance(items, list) and all(isinstance(x, str) for x in items)):
                 raise BadIndex("manifest: bad source details")
-        c = m["conv"]
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
+        raise BadIndex("manifest: missing or mistyped fields") from None
+    return src
+
+
+def _checked_conv(raw: bytes) -> dict:
+    """The manifest's conversation table, checked; raises BadIndex."""
+    c = _loads(raw)
+    try:
         k = len(c["ids"])
         if not (_strs(c["ids"], k) and _strs(c["titles"], k, True) and _strs(c["topics"], k, True)
                 and _strs(c["topic_names"], k, True)):
             raise BadIndex("manifest: bad conversation table")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
-    return m
+    return c
 
 
 def alive_mask(rows: int, dead):
