@@ -284,14 +284,14 @@ def _corpus_chunk(sources: list):
     return len(lens), nbytes, lens, post
 
 
-def corpus(root: Path, cache_dir: Path, jobs: int) -> dict:
+def corpus(root: Path, name: str, cache_dir: Path, jobs: int) -> dict:
     """Rows, text bytes and the floor's postings ({term: (rows int32, BM25 weights float32)}), cached beside
     the tree (the refresh rounds put the tree back as it was)."""
     import numpy as np
 
     words, prefixes = _floor_wanted()
     tag = hashlib.sha256(repr((sorted(words), prefixes, K1, B)).encode()).hexdigest()[:12]
-    path = root.parent / f".bench-corpus-{root.name}-{tag}.pickle"
+    path = cache_dir.parent / f".bench-corpus-{name}-{tag}.pickle"
     if path.exists():
         with open(path, "rb") as f:
             return pickle.load(f)
@@ -614,10 +614,20 @@ def measure_refresh(root: Path, kind: str, repeat: int, full: float | None) -> N
     ix.refresh(open_store(str(root)), [])  # (the files put back: the index current again, untimed)
 
 
+def guarded(what: str, fn, *args):
+    """``fn(*args)``, or a line saying why it failed (the engine changes under this benchmark)."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - one measure failing must not hide the others
+        print(f"  {what}: FAILED, {type(exc).__name__}: {exc}")
+        return None
+
+
 def bench_tree(label: str, root: Path, kind: str, a, cache: Path) -> None:
     env = dict(os.environ, SAMCTL_CACHE_DIR=str(cache), SAMCTL_ASSUME_SAM_RUNNING="0")
     os.environ.update(SAMCTL_CACHE_DIR=str(cache), SAMCTL_ASSUME_SAM_RUNNING="0")
-    c = corpus(root, cache, a.jobs)
+    t0 = time.perf_counter()
+    c = corpus(root, cache.name.removeprefix("cache-"), cache, a.jobs)
     print(f"\n== {label}: {root}")
     print(f"  corpus: {c['rows']:,} rows (what search indexes), {c['bytes'] / 2**20:,.0f} MiB of text (UTF-8); "
           f"floor postings for {len(c['floor'])} query terms (built in {c['seconds']:.0f} s, cached)")
@@ -626,16 +636,17 @@ def bench_tree(label: str, root: Path, kind: str, a, cache: Path) -> None:
         from samctl.search import index as ix
         from samctl.stores import open_store
 
-        ix.refresh(open_store(str(root)), [])
+        guarded("refresh", lambda: ix.refresh(open_store(str(root)), []))
         print("  full build: skipped (--keep-index)")
     else:
-        full = measure_build(root, kind, env, c, cache).get("seconds")
-    med = measure_queries(root, c, a.rounds, a.rank)
+        full = (guarded("full build", measure_build, root, kind, env, c, cache) or {}).get("seconds")
+    med = guarded("warm query", measure_queries, root, c, a.rounds, a.rank) or {}
     if not a.no_cli:
-        measure_cli(root, env, med, a.repeat, a.rank)
+        guarded("whole process", measure_cli, root, env, med, a.repeat, a.rank)
     if kind == "mermaid" and not a.no_exact:
-        measure_exact(root, env, a.repeat, not a.no_cold)
-    measure_refresh(root, kind, a.repeat, full)
+        guarded("--exact vs rg", measure_exact, root, env, a.repeat, not a.no_cold)
+    guarded("refresh", measure_refresh, root, kind, a.repeat, full)
+    print(f"  ({time.perf_counter() - t0:,.0f} s for this tree)")
 
 
 def main(argv=None) -> int:
