@@ -99,3 +99,24 @@ def test_refresh_rounds_put_the_tree_back_byte_for_byte(tree, capsys):
     assert "refresh after editing 1% (1 conversations; median of 2 rounds" in out
     assert "sources read again per round: [1]" in out  # the edit is seen
     assert state() == before
+
+
+def test_full_build_is_measured_with_its_floor(tree, capsys):
+    root, cache = tree
+    c = bs.corpus(root, "mermaid-30-m12", cache, 1)
+    env = dict(os.environ, SAMCTL_CACHE_DIR=str(cache))
+    got = bs.measure_build(root, "mermaid", env, c, cache)
+    out = capsys.readouterr().out
+    assert got["seconds"] > 0
+    assert f"full build: {c['rows']:,} rows in" in out and "peak memory" in out and "index on disk" in out
+    assert "floor, orjson.loads of every conversation file" in out and "FAILED" not in out
+
+
+def test_read_floor_takes_a_100k_file_tree(tree, capsys, monkeypatch):
+    """The floor's file list goes through a file, not argv (100,000 paths are over the kernel's limit)."""
+    root, cache = tree
+    files = bs.conversation_files(root, "mermaid")
+    monkeypatch.setattr(bs, "conversation_files", lambda r, k: files * (100_000 // len(files)))
+    bs.read_floor(root, "mermaid", dict(os.environ), cache, 1.0)
+    assert "floor, orjson.loads of every conversation file" in capsys.readouterr().out
+    assert not list(cache.parent.glob(".bench-files-*"))
