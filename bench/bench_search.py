@@ -391,6 +391,10 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, max(0, math.ceil(p / 100 * len(xs)) - 1))]
 
 
+def progress(msg: str) -> None:
+    print(f"[bench_search] {msg}", file=sys.stderr, flush=True)
+
+
 def ms(x: float) -> str:
     return f"{x * 1000:,.1f} ms"
 
@@ -465,6 +469,7 @@ def measure_queries(root: Path, c: dict, rounds: int, rank: str | None) -> dict:
         kw["rank"] = rank
     fns = [(cat, q, searcher(root, q, **kw), floor_query(c, q)) for cat, q in QUERIES]
     errors, ok = {}, []
+    t0 = time.perf_counter()
     for cat, q, fn, fl in fns:  # warm-up pass: the index refreshed, the page cache warm, syntax checked
         why = try_once(fn)
         if why:
@@ -473,7 +478,8 @@ def measure_queries(root: Path, c: dict, rounds: int, rank: str | None) -> dict:
             ok.append((cat, q, fn, fl))
     times = {q: [] for _, q, _, _ in ok}
     ftimes = {q: [] for _, q, _, fl in ok if fl}
-    for _ in range(rounds):  # samctl and floor in turns, so a busy machine slows both alike
+    for i in range(rounds):  # samctl and floor in turns, so a busy machine slows both alike
+        progress(f"query pass {i + 1} of {rounds + 1} ({time.perf_counter() - t0:.0f} s so far)")
         for _, q, fn, fl in ok:
             t = time.perf_counter()
             fn()
@@ -624,6 +630,7 @@ def measure_refresh(root: Path, kind: str, repeat: int, full: float | None) -> N
 
 def guarded(what: str, fn, *args):
     """``fn(*args)``, or a line saying why it failed (the engine changes under this benchmark)."""
+    progress(what.strip() + " ...")
     try:
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - one measure failing must not hide the others
