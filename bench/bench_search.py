@@ -1,260 +1,705 @@
 #!/usr/bin/env python3
-"""Benchmark `samctl search` against baselines measured in the same run.
+"""Issue #22's speed and size measures of `samctl search`, with baselines measured in the same run.
 
-    python bench/bench_search.py [--conversations 10000] [--memories 100] [--repeat 5]
-                                 [--baseline-repeat 1] [--baseline-sample 1.0] [--out bench/out]
+    python bench/bench_search.py [--conversations 100000] [--profile 12] [--profile 40] [--sam]
+                                 [--rounds 3] [--repeat 3] [--out bench/out]
 
-On a synthetic SAM tree (gen_archive.py; generated once into --out and reused; 10,000 x 100 =
-1,000,000 memories is about 5 GB and 90 s) it prints:
+Trees are generated once into --out by gen_archive.py and reused: mermaid ``--conversations`` sessions of
+``--profile`` messages on average (default 100,000 x 12, about 1.2 M messages; ``--profile 40`` about
+4 M), and with ``--sam`` a SAM tree of ``--sam-conversations`` conversations x ``--memories`` memories
+(default 10,000 x 100 = 1 M memories).  For each tree it prints:
 
-- the index build: a full rebuild, rows per second, the most memory it held, size on disk;
-- warm search (``samctl search QUERY --format jsonl`` in-process, index up to date, page cache
-  warm; everything a search does except starting Python), median of --repeat, against
-  (a) the baseline that does what SAM does: open each memory.db, decode each row's embedding blob,
-      score row by row in Python (cosine of the stored vectors + the docs/formats/sam.md §7.7 keyword boost), keep
-      score >= 0.3, sort, top 10 -- median of --baseline-repeat runs (it takes minutes at full
-      size; --baseline-sample F times a deterministic fraction F of the databases and scales the
-      time up, and says so);
-  (b) the floor: one numpy float32 matrix-vector product over the same matrix (the index's
-      vectors, copied into one array in RAM) plus a top-k with argpartition;
-- the incremental refresh after touching (mtime) 1% of the memory.db files, median of --repeat
-  rounds with a different 1% each round, and a warm search afterwards;
-- warm search and floor are timed in turns (A B A B ...), so a machine shared with other work slows
-  both alike;
-- a few other query shapes, for information.
+- corpus: rows (what search indexes, read through the Store's ``search_sources``/``source_rows``) and
+  their text in UTF-8 bytes; the same pass builds the floor below (cached beside the tree);
+- full build: ``samctl.search.index.refresh(store, [], rebuild=True)`` in a child process; messages/s
+  (goal >= 25,000), peak memory of the child and all its workers (sampled from /proc every 20 ms:
+  RSS summed, and PSS summed, which counts a page shared by several processes once; plus the largest
+  single process's ``ru_maxrss``; goal <= 500 MiB), index size on disk against the text (goal <= 2x);
+  baseline: the read floor, every snapshot read and ``orjson.loads``-ed in one process;
+- warm query in-process (``open_store`` + ``retrieve.search``, index up to date, page cache warm) over
+  the fixed list of 100 QUERIES below: p50 and p95 of the per-query medians (goals 50 ms / 250 ms), by
+  category, against the floor: a plain numpy BM25 (lowercase ``\\w+``, k1 1.2, b 0.75) over postings
+  of the query terms built in this run, timed in turns with samctl.  A query the engine rejects is
+  counted and printed as an error, never a crash;
+- the whole ``samctl search`` process (start-up included) for every tenth query: median wall and peak
+  RSS, beside the in-process time of the same queries and a bare ``python -c pass``;
+- ``--exact`` (whole process) against ``rg -F -i -c`` over the same snapshots (``*.json``), warm and,
+  where /proc/sys/vm/drop_caches is writable, cold;
+- refresh after editing 1% of the conversations (a word inserted in the first message, mtime set 10 s
+  back; a different 1% each round; the files are put back byte for byte at the end): median time against
+  the full build (goal <= 5%) and against the floor of stat-ing every file.
 
-The goals of issue 4 are printed next to the ratios; nothing passes or fails.
+Only stable entry points are used (``open_store``, ``retrieve.search``, ``SearchQuery``, ``index.refresh``,
+the CLI); a field or function the engine lacks is skipped and said.  Nothing passes or fails.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import hashlib
+import json
+import math
+import multiprocessing
 import os
+import pickle
 import random
+import re
 import shutil
-import sqlite3
 import statistics
-import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
-from timing import PeakAnonymousMemory, medians  # noqa: E402 - bench/ is on the path just above
+# ---------------------------------------------------------------------------------------------
+# The fixed list of 100 queries (category, text).  The words come from gen_archive.py's word list:
+# budget, deadline, portland ... are common; zanzibar, quokka, xylophone, marzipan, obsidian are rare.
+
+QUERIES = [("common", w) for w in (
+    "budget", "deadline", "portland", "weekend", "invoice", "meeting", "project", "schedule", "hotel", "flight",
+    "python", "database", "review", "tests", "summary")] + [("rare", w) for w in (
+        "zanzibar", "quokka", "xylophone", "marzipan", "obsidian", "café", "zürich", "münchen", "nonexistentword",
+        "src/main.rs")] + [("stop words", w) for w in ("the", "of the", "what is")] + [("2-3 words", w) for w in (
+            "portland budget", "deadline invoice", "hotel flight", "python sqlite", "rust compiler",
+            "weekend trip portland", "quarterly revenue forecast", "kubernetes docker deploy", "zanzibar budget",
+            "quokka marzipan", "family dinner tomorrow", "git rebase branch", "api timeout retry", "café münchen",
+            "latency benchmark cache")] + [("phrase", w) for w in (
+                '"budget deadline"', '"weekend trip"', '"the budget"', '"São Paulo"', '"src/main.rs"',
+                '"quarterly revenue"', '"portland budget"', '"pull request"', '"e.g."', '"zanzibar quokka"',
+                '"family dinner"', '"call hiking"')] + [("question", w) for w in (
+                    "what was the budget for the portland trip",
+                    "when is the deadline for the quarterly invoice",
+                    "which hotel did we book near the airport",
+                    "how do I fix the timeout error in the api",
+                    "what did we decide about the kubernetes deployment",
+                    "where should we have dinner this weekend in portland",
+                    "why is the benchmark latency so high today",
+                    "who approved the proposal for the new client",
+                    "did the database migration finish before the release",
+                    "what is the maximum budget for the flights",
+                    "how many tests failed in the parser fixtures",
+                    "can you summarize the meeting notes from monday",
+                    "what restaurant did we pick for the birthday party",
+                    "is the sprint backlog ready for the review",
+                    "which python dependency broke the build pipeline")] + [("+/-/prefix*", w) for w in (
+                        "+budget portland", "+portland +deadline", "budget -portland", "portland -budget -deadline",
+                        "+zanzibar -quokka", "budg*", "port* weekend", "dead* invoic*", "zanz*",
+                        '+"weekend trip" -hotel', '"budget deadline" +portland', "kube* deploy*",
+                        "-portland budget hotel", "+budget", "invoice -payment")] + [("filters", w) for w in (
+                            "role:user budget", "role:assistant deadline", "role:tool error", 'role:user "weekend trip"',
+                            "in:messages budget", "in:memories budget", "title:portland", "title:budget hotel",
+                            "store:mermaid budget", "role:user +portland -budget", "title:deadline role:assistant",
+                            "in:messages role:user zanzibar", "role:assistant budg*", "title:weekend trip",
+                            "store:sam budget")]
+assert len(QUERIES) == 100, len(QUERIES)
+CLI_SAMPLE = QUERIES[::10]  # the whole process is timed for these ten
+EXACT_NEEDLES = ("portland", "zanzibar", "src/main.rs")
+GOALS = {"build": 25_000, "rss": 500, "size": 2.0, "p50": 0.050, "p95": 0.250, "refresh": 0.05}
+
+# ---------------------------------------------------------------------------------------------
+# Trees
 
 
-def generate(out: Path, conversations: int, memories: int) -> Path:
-    dest = out / f"sam-{conversations}x{memories}"
-    marker = dest / ".complete"
-    if not marker.exists():
+def generate(out: Path, kind: str, n: int, mean: float, memories: int = 0) -> Path:
+    """The tree's --root (generated once into ``out``; bench_ls.py's names for the same trees)."""
+    dest = out / (f"mermaid-{n}-m{mean:g}" if kind == "mermaid" else f"sam-{n}x{memories}-m{mean:g}")
+    if not (dest / ".complete").exists():
         if dest.exists():
             shutil.rmtree(dest)
-        print(f"generating {conversations} conversations x {memories} memories into {dest} ...", file=sys.stderr,
-              flush=True)
-        subprocess.run([sys.executable, str(HERE / "gen_archive.py"), "sam", str(dest), "--conversations",
-                        str(conversations), "--memories-per-conversation", str(memories), "--quiet"], check=True)
-        marker.write_text("")
-    return dest / "SAM"
+        print(f"generating {dest.name} ...", file=sys.stderr, flush=True)
+        extra = ["--memories-per-conversation", str(memories)] if kind == "sam" else []
+        subprocess.run([sys.executable, str(HERE / "gen_archive.py"), kind, str(dest), "--conversations", str(n),
+                        "--messages-mean", str(mean), "--quiet", *extra], check=True)
+        (dest / ".complete").write_text("")
+    return dest if kind == "mermaid" else dest / "SAM"
 
 
-def median_time(fn, repeat: int, warm: bool = True) -> float:
-    return medians(fn, repeat, warm)[0]
+def conversation_files(root: Path, kind: str) -> list[str]:
+    """The file of each conversation that holds its messages (the one a refresh round edits)."""
+    if kind == "mermaid":
+        d = root / ".mermaid" / "conversations"
+        return sorted(str(d / n) for n in os.listdir(d) if n.endswith(".json"))
+    d = root / "conversations"
+    return sorted(str(d / n / "conversation.json") for n in os.listdir(d) if (d / n / "conversation.json").exists())
 
 
-def interleaved(fns: list, repeat: int) -> list[float]:
-    """Median time of each function, measured in turns (A B A B ...) after one warm-up each, so that
-    a machine shared with other work slows them alike and their ratio stays honest."""
-    for fn in fns:
-        fn()
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for fn, ts in zip(fns, times):
-            t = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t)
-    return [statistics.median(ts) for ts in times]
+# ---------------------------------------------------------------------------------------------
+# Child processes: wall time, ru_maxrss, and the whole process tree's memory sampled from /proc
+
+# A child's ru_maxrss starts at its parent's high-water mark (Linux carries it across fork and exec),
+# and this process may hold the floor's postings: a small launcher starts every measured command.
+LAUNCH = ("import os, subprocess, sys, time\n"
+          "t = time.perf_counter()\n"
+          "p = subprocess.Popen(sys.argv[2:], stdout=None if sys.argv[1] == 'pass' else subprocess.DEVNULL,\n"
+          "                     stderr=subprocess.DEVNULL)\n"
+          "_, status, usage = os.wait4(p.pid, 0)\n"
+          "print('LAUNCH', os.waitstatus_to_exitcode(status), usage.ru_maxrss, time.perf_counter() - t, flush=True)\n")
 
 
-def run_samctl(args: list[str]) -> str:
-    from samctl.cli import cli
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
         try:
-            cli.main(args, prog_name="samctl", standalone_mode=False)
-        except SystemExit:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    kids = [int(x) for x in f.read().split()]
+                out += kids
+                todo += kids
+        except OSError:
             pass
-    return buf.getvalue()
-
-
-# --- (a) what SAM does ---------------------------------------------------------------------------
-
-
-def memory_dbs(base: Path) -> list[str]:
-    conv = base / "conversations"
-    out = []
-    for e in sorted(os.scandir(conv), key=lambda e: e.name):
-        p = os.path.join(e.path, "memory.db")
-        if e.is_dir() and os.path.exists(p):
-            out.append(p)
     return out
 
 
-def query_vector(dbs: list[str]) -> list[float]:
-    """SAM embeds the query with Apple NL (512-d); off a Mac the stand-in is a stored 512-d vector."""
-    for p in dbs:
-        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
-        try:
-            for (blob,) in con.execute("SELECT embedding FROM conversation_memories WHERE length(embedding) = 4096"):
-                return list(struct.unpack("<512d", blob))
-        finally:
-            con.close()
-    raise SystemExit("no 4096-byte embedding in the tree")
+def _mem_kib(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in KiB; (0, 0) once it is gone."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
 
 
-def sam_baseline(dbs: list[str], qvec: list[float], query: str, threshold: float = 0.3, limit: int = 10):
-    """retrieveRelevantMemories over every memory.db, row by row, in Python (docs/formats/sam.md §7.7)."""
-    from samctl.search.scoring import cosine, keyword_boost, tokens
+def launch(argv: list, env: dict, keep_stdout: bool = False, sample: bool = False) -> dict:
+    """Run ``argv`` under the launcher: {exit, wall, maxrss (MiB, its largest process), rss, pss (MiB,
+    peak sums over its process tree, when ``sample``), procs (most processes seen at once), stdout}."""
+    p = subprocess.Popen([sys.executable, "-c", LAUNCH, "pass" if keep_stdout else "quiet", *argv], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    peak = [0, 0, 0]
+    stop = threading.Event()
 
-    qtok = tokens(query)
-    found = []
-    for p in dbs:
-        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
-        try:
-            for mid, content, blob, imp in con.execute(
-                    "SELECT id, content, embedding, importance FROM conversation_memories"):
-                vec = struct.unpack("<%dd" % (len(blob) // 8), blob) if blob else ()
-                score = cosine(qvec, vec) + keyword_boost(qtok, tokens(content))
-                if score >= threshold:
-                    found.append((score, mid))
-        finally:
-            con.close()
-    found.sort(reverse=True)
-    return found[:limit]
+    def sampler():
+        while not stop.wait(0.02):
+            tree = [_mem_kib(q) for q in _descendants(p.pid)]
+            peak[0] = max(peak[0], sum(r for r, _ in tree))
+            peak[1] = max(peak[1], sum(s for _, s in tree))
+            peak[2] = max(peak[2], sum(1 for r, _ in tree if r))
+
+    th = threading.Thread(target=sampler, daemon=True)
+    if sample:
+        th.start()
+    out, _ = p.communicate()
+    stop.set()
+    if sample:
+        th.join()
+    lines = out.splitlines()
+    _, code, maxrss, wall = lines[-1].split()
+    return {"exit": int(code), "wall": float(wall), "maxrss": int(maxrss) / 1024, "rss": peak[0] / 1024 if sample else None,
+            "pss": peak[1] / 1024 if sample else None, "procs": peak[2], "stdout": "\n".join(lines[:-1])}
 
 
-# --- (b) the floor ---------------------------------------------------------------------------------
+def samctl_argv() -> list[str]:
+    exe = Path(sys.executable).parent / "samctl"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "samctl"]
 
 
-def floor_fn(store, query: str, limit: int = 10):
+def drop_caches() -> bool:
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# The corpus pass: rows, text bytes, and the floor's postings (plain BM25 over the query terms)
+
+K1, B = 1.2, 0.75
+_WORD = re.compile(r"\w+")
+_FIELD = re.compile(r"^[+-]?(role|in|title|store):")
+
+
+def floor_terms(q: str) -> tuple[list[str], list[str]]:
+    """(words, prefixes) the floor scores for a query: every word not excluded, field filters left out,
+    quotes and + dropped (a phrase is scored as its words)."""
+    words, prefixes = [], []
+    for part in re.findall(r'[+-]?"[^"]*"|\S+', q):
+        if part.startswith("-") or _FIELD.match(part):
+            continue
+        part = part.lstrip("+").strip('"').lower()
+        if part.endswith("*") and _WORD.fullmatch(part[:-1]):
+            prefixes.append(part[:-1])
+        else:
+            words += _WORD.findall(part)
+    return words, prefixes
+
+
+def _floor_wanted() -> tuple[set, tuple]:
+    words, prefixes = set(), set()
+    for _, q in QUERIES:
+        w, p = floor_terms(q)
+        words.update(w)
+        prefixes.update(p)
+    return words, tuple(sorted(prefixes))
+
+
+_W = None  # a worker's (store, wanted words, prefixes, decision cache)
+
+
+def _corpus_init(root: str, cache_dir: str) -> None:
+    global _W
+    os.environ["SAMCTL_CACHE_DIR"] = cache_dir
+    from samctl.stores import open_store
+
+    words, prefixes = _floor_wanted()
+    _W = (open_store(root), words, prefixes, {})
+
+
+def _corpus_chunk(sources: list):
+    """(rows, text bytes, doc lengths, {term: (rows, tfs)}) of some sources, rows numbered from 0."""
+    from array import array
+    from collections import Counter
+
+    store, words, prefixes, keep = _W
+    lens, post, nbytes = array("i"), {}, 0
+    for src in sources:
+        for r in store.source_rows(src, [], []):
+            text = r.text
+            nbytes += len(text.encode("utf-8", "surrogatepass"))
+            toks = _WORD.findall(text.lower())
+            row = len(lens)
+            lens.append(len(toks))
+            for t, tf in Counter(toks).items():
+                k = keep.get(t)
+                if k is None:
+                    k = keep[t] = t in words or t.startswith(prefixes)
+                if k:
+                    rows_tfs = post.get(t)
+                    if rows_tfs is None:
+                        rows_tfs = post[t] = (array("i"), array("i"))
+                    rows_tfs[0].append(row)
+                    rows_tfs[1].append(tf)
+    return len(lens), nbytes, lens, post
+
+
+def corpus(root: Path, name: str, cache_dir: Path, jobs: int) -> dict:
+    """Rows, text bytes and the floor's postings ({term: (rows int32, BM25 weights float32)}), cached beside
+    the tree (the refresh rounds put the tree back as it was)."""
     import numpy as np
 
-    from samctl.search import index as ix
-    from samctl.search import scoring
+    words, prefixes = _floor_wanted()
+    tag = hashlib.sha256(repr((sorted(words), prefixes, K1, B)).encode()).hexdigest()[:12]
+    path = cache_dir.parent / f".bench-corpus-{name}-{tag}.pickle"
+    if path.exists():
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    t = time.perf_counter()
+    os.environ["SAMCTL_CACHE_DIR"] = str(cache_dir)
+    from samctl.stores import open_store
 
-    idx = ix.open_index(store)
-    mat = np.ascontiguousarray(np.concatenate([s.vectors for s in idx.segments]))
-    q = np.array(scoring.embed(query), dtype=np.float32)
+    store = open_store(str(root))
+    sources = list(store.search_sources([]).values())
+    chunks = [sources[i:i + 200] for i in range(0, len(sources), 200)]
+    n, nbytes, lens, post = 0, 0, [], {}
+    with multiprocessing.get_context("spawn").Pool(jobs, _corpus_init, (str(root), str(cache_dir))) as pool:
+        for rows, b, ls, p in pool.imap(_corpus_chunk, chunks):
+            for term, (r, tf) in p.items():
+                post.setdefault(term, []).append((np.frombuffer(r, dtype=np.int32) + n, np.frombuffer(tf, dtype=np.int32)))
+            lens.append(np.frombuffer(ls, dtype=np.int32))
+            n += rows
+            nbytes += b
+    dl = np.concatenate(lens).astype(np.float32) if lens else np.zeros(0, np.float32)
+    avgdl = float(dl.mean()) if n else 1.0
+    floor = {}
+    for term, parts in post.items():
+        rows = np.concatenate([r for r, _ in parts])
+        tf = np.concatenate([f for _, f in parts]).astype(np.float32)
+        idf = np.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5))
+        w = idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl[rows] / avgdl))
+        floor[term] = (rows, w.astype(np.float32))
+    out = {"rows": n, "bytes": nbytes, "floor": floor, "seconds": time.perf_counter() - t}
+    with open(path, "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return out
 
-    def floor():
-        s = mat @ q
-        top = np.argpartition(s, len(s) - limit)[len(s) - limit:]
+
+def floor_query(c: dict, q: str, limit: int = 10):
+    """A function doing the floor's work for ``q`` (None when the floor has no word to score)."""
+    import numpy as np
+
+    words, prefixes = floor_terms(q)
+    floor = c["floor"]
+    terms = [w for w in dict.fromkeys(words) if w in floor]
+    terms += [t for t in floor for p in prefixes if t.startswith(p) and t not in terms]
+    if not words and not prefixes:
+        return None
+    cols = [floor[t] for t in terms]
+    n = c["rows"]
+
+    def run():
+        s = np.zeros(n, dtype=np.float32)
+        for rows, w in cols:
+            s[rows] += w
+        k = min(limit, n)
+        top = np.argpartition(s, n - k)[n - k:] if k else s[:0]
         return top[np.argsort(-s[top])]
 
-    return floor, mat.shape
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# samctl, in-process
+
+
+def make_query(text: str, **kw):
+    """A SearchQuery with whatever of ``kw`` this engine's SearchQuery has (fields come and go)."""
+    import dataclasses
+
+    from samctl.search.hits import SearchQuery
+
+    names = {f.name for f in dataclasses.fields(SearchQuery)} if dataclasses.is_dataclass(SearchQuery) else set(kw)
+    return SearchQuery(text=text, **{k: v for k, v in kw.items() if k in names})
+
+
+def searcher(root: Path, text: str, **kw):
+    """A function running one search in this process (the store opened each time, as a search does)."""
+    from samctl.search import retrieve
+    from samctl.stores import open_store
+
+    q = make_query(text, **kw)
+
+    def run():
+        return retrieve.search(open_store(str(root)), q, [], None)
+
+    return run
+
+
+def try_once(fn) -> str | None:
+    """None, or why ``fn`` failed (an engine rejecting a query syntax is a result, not a crash)."""
+    try:
+        fn()
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure is counted and printed
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"
+
+
+def pct(xs: list[float], p: float) -> float:
+    """The nearest-rank percentile (p95 of 100 values: the 95th smallest)."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(p / 100 * len(xs)) - 1))]
+
+
+def progress(msg: str) -> None:
+    print(f"[bench_search] {msg}", file=sys.stderr, flush=True)
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:,.1f} ms"
+
+
+def du(path: Path) -> int:
+    total = 0
+    for d, _, files in os.walk(path):
+        for n in files:
+            try:
+                total += os.lstat(os.path.join(d, n)).st_size
+            except OSError:
+                pass
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# The measures
+
+
+BUILD = ("import json, sys, time\n"
+         "from samctl.stores import open_store\n"
+         "from samctl.search import index as ix\n"
+         "store = open_store(sys.argv[1])\n"
+         "t = time.perf_counter()\n"
+         "idx = ix.refresh(store, [], rebuild=True)\n"
+         "dt = time.perf_counter() - t\n"
+         "try:\n"
+         "    d = str(ix.index_dir(store))\n"
+         "except Exception:\n"
+         "    d = None\n"
+         "print(json.dumps({'seconds': dt, 'rows': getattr(idx, 'rows', None), 'dir': d}))\n")
+
+READ_FLOOR = ("import sys, orjson\n"
+              "for p in open(sys.argv[1]).read().splitlines():\n"
+              "    orjson.loads(open(p, 'rb').read())\n")
+
+
+def measure_build(root: Path, kind: str, env: dict, c: dict, cache: Path) -> dict:
+    r = launch([sys.executable, "-c", BUILD, str(root)], env, keep_stdout=True, sample=True)
+    if r["exit"] != 0:
+        print(f"  full build FAILED (exit {r['exit']}): {r['stdout'][-300:]}")
+        return {}
+    res = json.loads(r["stdout"].splitlines()[-1])
+    dt = res["seconds"]
+    rows = res["rows"] or c["rows"]
+    idir = Path(res["dir"]) if res.get("dir") and Path(res["dir"]).is_dir() else cache
+    size = du(idir)
+    print(f"  full build: {rows:,} rows in {dt:.1f} s = {rows / dt:,.0f} rows/s (goal >= {GOALS['build']:,}); "
+          f"whole process {r['wall']:.1f} s")
+    print(f"    peak memory, build process + workers ({r['procs']} processes at most): RSS summed {r['rss']:,.0f} MiB, PSS summed {r['pss']:,.0f} MiB "
+          f"(goal <= {GOALS['rss']} MiB); largest single process ru_maxrss {r['maxrss']:,.0f} MiB")
+    print(f"    index on disk: {size / 2**20:,.0f} MiB ({'index folder' if idir != cache else 'whole cache folder'}) "
+          f"= {size / max(c['bytes'], 1):.2f}x the text (goal <= {GOALS['size']:g}x)")
+    guarded("  read floor", read_floor, root, kind, env, cache, dt)
+    return {"seconds": dt}
+
+
+def read_floor(root: Path, kind: str, env: dict, cache: Path, dt: float) -> None:
+    listing = cache.parent / f".bench-files-{cache.name}"  # (100,000 paths do not fit in argv)
+    listing.write_text("\n".join(conversation_files(root, kind)))
+    try:
+        f = launch([sys.executable, "-c", READ_FLOOR, str(listing)], env)
+    finally:
+        listing.unlink()
+    print(f"    floor, orjson.loads of every conversation file in one process (SAM: not memory.db): {f['wall']:.1f} s "
+          f"-> the build is {dt / f['wall']:.1f}x the floor")
+
+
+def measure_queries(root: Path, c: dict, rounds: int, rank: str | None) -> dict:
+    kw = {"limit": 10}
+    if rank:
+        kw["rank"] = rank
+    fns = [(cat, q, searcher(root, q, **kw), floor_query(c, q)) for cat, q in QUERIES]
+    errors, ok = {}, []
+    t0 = time.perf_counter()
+    for cat, q, fn, fl in fns:  # warm-up pass: the index refreshed, the page cache warm, syntax checked
+        why = try_once(fn)
+        if why:
+            errors[q] = why
+        else:
+            ok.append((cat, q, fn, fl))
+    times = {q: [] for _, q, _, _ in ok}
+    ftimes = {q: [] for _, q, _, fl in ok if fl}
+    for i in range(rounds):  # samctl and floor in turns, so a busy machine slows both alike
+        progress(f"query pass {i + 1} of {rounds + 1} ({time.perf_counter() - t0:.0f} s so far)")
+        for _, q, fn, fl in ok:
+            t = time.perf_counter()
+            fn()
+            times[q].append(time.perf_counter() - t)
+            if fl:
+                t = time.perf_counter()
+                fl()
+                ftimes[q].append(time.perf_counter() - t)
+    med = {q: statistics.median(ts) for q, ts in times.items()}
+    fmed = {q: statistics.median(ts) for q, ts in ftimes.items()}
+    if med:
+        all_ = list(med.values())
+        fl = list(fmed.values())
+        ratios = [med[q] / fmed[q] for q in fmed if fmed[q] > 0]
+        print(f"  warm query in-process, {len(med)} of {len(QUERIES)} queries (median of {rounds} each): "
+              f"p50 {ms(pct(all_, 50))} (goal <= {ms(GOALS['p50'])}), p95 {ms(pct(all_, 95))} "
+              f"(goal <= {ms(GOALS['p95'])}), max {ms(max(all_))}")
+        if fl:
+            print(f"    floor, numpy BM25 over the query terms' postings ({len(fl)} queries): p50 {ms(pct(fl, 50))}, "
+                  f"p95 {ms(pct(fl, 95))}; samctl / floor per query: median {statistics.median(ratios):.1f}x")
+        for cat in dict.fromkeys(c_ for c_, _ in QUERIES):
+            xs = [med[q] for c_, q in QUERIES if c_ == cat and q in med]
+            ys = [fmed[q] for c_, q in QUERIES if c_ == cat and q in fmed]
+            if xs:
+                print(f"    {cat:<12} n={len(xs):<3} p50 {ms(pct(xs, 50)):>11}  max {ms(max(xs)):>11}"
+                      + (f"   floor p50 {ms(pct(ys, 50))}" if ys else ""))
+        slow = sorted(med, key=med.get, reverse=True)[:3]
+        print("    slowest: " + "; ".join(f"{q!r} {ms(med[q])}" for q in slow))
+    if errors:
+        print(f"  {len(errors)} queries the engine rejected or failed on (not timed):")
+        for q, why in errors.items():
+            print(f"    {q!r}: {why}")
+    return med
+
+
+def measure_cli(root: Path, env: dict, med: dict, repeat: int, rank: str | None) -> None:
+    base = samctl_argv() + ["--root", str(root), "search"] + (["--rank", rank] if rank else [])
+    py = [launch([sys.executable, "-c", "pass"], env)["wall"] for _ in range(repeat + 1)][1:]
+    walls, peaks, codes, inproc = [], [], {}, []
+    for _, q in CLI_SAMPLE:
+        runs = [launch(base + ["--", q], env) for _ in range(repeat + 1)][1:]
+        walls.append(statistics.median(r["wall"] for r in runs))
+        peaks.append(max(r["maxrss"] for r in runs))
+        codes[q] = runs[-1]["exit"]
+        if q in med:
+            inproc.append(med[q])
+    print(f"  whole `samctl search` process, {len(CLI_SAMPLE)} queries (every tenth; median of {repeat} each): "
+          f"median {ms(statistics.median(walls))}, max {ms(max(walls))}; peak RSS {max(peaks):,.0f} MiB at most "
+          f"(goal <= {GOALS['rss']} MiB)")
+    print(f"    beside: the same queries in-process, median {ms(statistics.median(inproc)) if inproc else 'n/a'}; "
+          f"a bare `python -c pass` {ms(statistics.median(py))}")
+    bad = {q: c for q, c in codes.items() if c not in (0, 1, 4)}
+    if bad:
+        print("    exit codes other than 0/1/4: " + "; ".join(f"{q!r} -> {c}" for q, c in bad.items()))
+
+
+def measure_exact(root: Path, env: dict, repeat: int, cold: bool) -> None:
+    rg = shutil.which("rg")
+    conv = str(root / ".mermaid" / "conversations")
+    if not rg:
+        print("  --exact vs rg: rg (ripgrep) not found, skipped (apt-get install ripgrep)")
+        return
+    can_drop = cold and drop_caches()
+    modes = ["warm"] + (["cold"] if can_drop else [])
+    if not can_drop:
+        print("  --exact vs rg: cold not measured" + (" (--no-cold)" if not cold else
+                                                       " (/proc/sys/vm/drop_caches not writable)"))
+    base = samctl_argv() + ["--root", str(root), "search", "--exact", "--"]
+    for mode in modes:
+        for needle in EXACT_NEEDLES:
+            s, r = [], []
+            order = [("samctl", base + [needle], s), ("rg", [rg, "-F", "-i", "-c", "-g", "*.json", "--", needle, conv], r)]
+            for i in range(repeat + (mode == "warm")):
+                for _, argv, ts in (order if i % 2 == 0 else order[::-1]):  # who goes first alternates
+                    if mode == "cold":
+                        drop_caches()
+                    w = launch(argv, env)["wall"]
+                    if mode == "cold" or i:
+                        ts.append(w)
+            sm, rm = statistics.median(s), statistics.median(r)
+            print(f"  --exact {needle!r:<14} {mode}: samctl {ms(sm):>11}, rg -F -i -c over *.json {ms(rm):>11} "
+                  f"-> {sm / rm:.1f}x rg (median of {repeat})")
+
+
+def edit(path: str, stamp: float) -> None:
+    """A small content change: a word put at the start of the first message's text; mtime ``stamp``."""
+    data = open(path, "rb").read()
+    m = re.search(rb'"content"\s*:\s*"', data)
+    new = data[:m.end()] + b"edited quokka " + data[m.end():] if m else data + b" "
+    tmp = path + ".bench-tmp"
+    with open(tmp, "wb") as f:
+        f.write(new)
+    os.chmod(tmp, os.stat(path).st_mode & 0o777)
+    os.replace(tmp, path)  # (a new inode, as an app's atomic save gives)
+    os.utime(path, (stamp, stamp))
+
+
+def measure_refresh(root: Path, kind: str, repeat: int, full: float | None) -> None:
+    from samctl.search import index as ix
+    from samctl.stores import open_store
+
+    files = conversation_files(root, kind)
+    k = max(1, len(files) // 100)
+    rng = random.Random(1)
+    pool = rng.sample(files, min(len(files), k * repeat))
+    saved = {}
+    times, reread = [], []
+    try:
+        ix.refresh(open_store(str(root)), [])  # (up to date before the first round)
+        for i in range(repeat):
+            batch = pool[i * k:(i + 1) * k] or rng.sample(files, k)
+            stamp = time.time() - 10  # older than the racy window: the refresh trusts what it reads
+            for p in batch:
+                if p not in saved:
+                    st = os.stat(p)
+                    saved[p] = (open(p, "rb").read(), st.st_atime_ns, st.st_mtime_ns)
+                edit(p, stamp)
+                if kind == "sam":
+                    db = os.path.join(os.path.dirname(p), "memory.db")
+                    if os.path.exists(db):
+                        os.utime(db, (stamp, stamp))
+            t = time.perf_counter()
+            idx = ix.refresh(open_store(str(root)), [])
+            times.append(time.perf_counter() - t)
+            reread.append(len(getattr(idx, "read", ()) or ()))
+    finally:
+        for p, (data, at, mt) in saved.items():  # the tree back as generated, byte for byte
+            tmp = p + ".bench-tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, os.stat(p).st_mode & 0o777)
+            os.replace(tmp, p)
+            os.utime(p, ns=(at, mt))
+    med = statistics.median(times)
+    t = time.perf_counter()
+    n = 0
+    for d in {os.path.dirname(p) for p in files}:
+        for e in os.scandir(d):
+            e.stat(follow_symlinks=False)
+            n += 1
+    st = time.perf_counter() - t
+    print(f"  refresh after editing 1% ({k:,} conversations; median of {repeat} rounds, a different 1% each): "
+          f"{med:.2f} s" + (f" = {med / full:.1%} of the full build (goal <= {GOALS['refresh']:.0%})" if full else "")
+          + f"; sources read again per round: {sorted(set(reread))}")
+    print(f"    floor, lstat of every file in the conversation folders ({n:,} files): {ms(st)} -> {med / st:.1f}x")
+    ix.refresh(open_store(str(root)), [])  # (the files put back: the index current again, untimed)
+
+
+def guarded(what: str, fn, *args):
+    """``fn(*args)``, or a line saying why it failed (the engine changes under this benchmark)."""
+    progress(what.strip() + " ...")
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - one measure failing must not hide the others
+        print(f"  {what}: FAILED, {type(exc).__name__}: {exc}")
+        return None
+
+
+def bench_tree(label: str, root: Path, kind: str, a, cache: Path) -> None:
+    env = dict(os.environ, SAMCTL_CACHE_DIR=str(cache), SAMCTL_ASSUME_SAM_RUNNING="0")
+    os.environ.update(SAMCTL_CACHE_DIR=str(cache), SAMCTL_ASSUME_SAM_RUNNING="0")
+    t0 = time.perf_counter()
+    c = corpus(root, cache.name.removeprefix("cache-"), cache, a.jobs)
+    print(f"\n== {label}: {root}")
+    print(f"  corpus: {c['rows']:,} rows (what search indexes), {c['bytes'] / 2**20:,.0f} MiB of text (UTF-8); "
+          f"floor postings for {len(c['floor'])} query terms (built in {c['seconds']:.0f} s, cached)")
+    full = None
+    if a.keep_index:
+        from samctl.search import index as ix
+        from samctl.stores import open_store
+
+        guarded("refresh", lambda: ix.refresh(open_store(str(root)), []))
+        print("  full build: skipped (--keep-index)")
+    else:
+        full = (guarded("full build", measure_build, root, kind, env, c, cache) or {}).get("seconds")
+    med = guarded("warm query", measure_queries, root, c, a.rounds, a.rank) or {}
+    if not a.no_cli:
+        guarded("whole process", measure_cli, root, env, med, a.repeat, a.rank)
+    if kind == "mermaid" and not a.no_exact:
+        guarded("--exact vs rg", measure_exact, root, env, a.repeat, not a.no_cold)
+    guarded("refresh", measure_refresh, root, kind, a.repeat, full)
+    print(f"  ({time.perf_counter() - t0:,.0f} s for this tree)")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--conversations", type=int, default=10_000)
-    ap.add_argument("--memories", type=int, default=100, help="memories per conversation")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--baseline-repeat", type=int, default=1)
-    ap.add_argument("--baseline-sample", type=float, default=1.0, metavar="F",
-                    help="time the SAM baseline on this fraction of the databases and scale up (default 1: all)")
-    ap.add_argument("--query", default="portland budget")
+    ap.add_argument("--conversations", type=int, default=100_000, help="mermaid sessions (default 100,000)")
+    ap.add_argument("--profile", type=float, action="append", metavar="M",
+                    help="messages per session on average; repeatable (default 12; 40 for the coding-session tree)")
+    ap.add_argument("--sam", action="store_true", help="also the SAM tree (big: 10,000 x 100 memories, ~5 GB)")
+    ap.add_argument("--sam-conversations", type=int, default=10_000)
+    ap.add_argument("--memories", type=int, default=100, help="SAM memories per conversation (default 100)")
+    ap.add_argument("--no-mermaid", action="store_true", help="only the SAM tree (with --sam)")
+    ap.add_argument("--rounds", type=int, default=3, help="timed passes over the 100 queries (default 3)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each CLI, --exact and refresh measure (default 3)")
+    ap.add_argument("--rank", default=None, help="pass --rank / SearchQuery.rank (default: the engine's default)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for the corpus pass")
+    ap.add_argument("--keep-index", action="store_true", help="do not time a full build; refresh what is there")
+    ap.add_argument("--no-cli", action="store_true", help="skip the whole-process timings")
+    ap.add_argument("--no-exact", action="store_true", help="skip --exact vs rg")
+    ap.add_argument("--no-cold", action="store_true", help="never drop the page cache")
     ap.add_argument("--out", type=Path, default=HERE / "out")
-    ap.add_argument("--keep-index", action="store_true", help="reuse an existing index instead of timing a rebuild")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
-    base = generate(a.out, a.conversations, a.memories)
-    cache = a.out / f"cache-sam-{a.conversations}x{a.memories}"
-    os.environ["SAMCTL_CACHE_DIR"] = str(cache)
-
-    from samctl.search import index as ix
-    from samctl.stores import open_store
-
-    store = open_store(str(base))
-    dbs = memory_dbs(base)
-    jobs = os.environ.get("SAMCTL_INDEX_JOBS") or str(min(os.cpu_count() or 1, 4))
-    print(f"samctl search benchmark: {a.conversations:,} conversations x {a.memories} memories "
-          f"({len(dbs):,} memory.db files), load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-
-    # index build -------------------------------------------------------------------------------
-    built = False
-    if a.keep_index:
-        try:
-            ix.open_index(store)
-            built = True
-        except ix.BadIndex:
-            pass
-    if not built:
-        t = time.perf_counter()
-        with PeakAnonymousMemory() as peak:
-            idx = ix.refresh(store, [], rebuild=True)
-        dt = time.perf_counter() - t
-        print(f"index build (full, up to {jobs} worker processes): {idx.rows:,} rows in {dt:.1f} s = "
-              f"{idx.rows / dt:,.0f} rows/s" + (f"; {peak.mib:,.0f} MiB of memory at most (this process)"
-                                                if peak.mib is not None else ""))
-    st = ix.state(store, verify=False)
-    print(f"  index: {sum(st['rows'].values()):,} rows ({st['rows']['memory']:,} memories, "
-          f"{st['rows']['message']:,} messages), {st['size'] / 2**30:.2f} GiB on disk, {st['segments']} segment(s)")
-
-    # warm search ---------------------------------------------------------------------------------
-    args = ["--root", str(base), "search", a.query, "--format", "jsonl"]
-    out = run_samctl(args)
-    assert out.strip(), "the search found nothing"
-    floor, shape = floor_fn(store, a.query)
-    warm, floor_t = interleaved([lambda: run_samctl(args), floor], a.repeat)
-    print(f'warm search "{a.query}" (median of {a.repeat}, interleaved with the floor): {warm:.3f} s')
-    print(f"  floor, float32 {shape[0]:,} x {shape[1]} mat-vec + argpartition (median of {a.repeat}): "
-          f"{floor_t:.3f} s -> samctl is {warm / floor_t:.2f}x the floor (goal <= 5x)")
-
-    # (a) SAM's way ---------------------------------------------------------------------------------
-    qvec = query_vector(dbs)
-    sample = dbs
-    if a.baseline_sample < 1.0:
-        rng = random.Random(0)
-        sample = sorted(rng.sample(dbs, max(1, round(len(dbs) * a.baseline_sample))))
-    base_t = median_time(lambda: sam_baseline(sample, qvec, a.query), a.baseline_repeat, warm=False)
-    scaled = base_t * len(dbs) / len(sample)
-    how = "" if sample is dbs else f", timed on {len(sample):,} of {len(dbs):,} databases and scaled up"
-    print(f"  SAM-like baseline, row by row in Python (median of {a.baseline_repeat}{how}): {scaled:.1f} s "
-          f"-> samctl is {scaled / warm:,.0f}x faster (goal >= 100x)")
-
-    # incremental refresh -------------------------------------------------------------------------
-    rng = random.Random(1)
-    k = max(1, len(dbs) // 100)
-    times, reads = [], []
-    for _ in range(a.repeat):
-        t0 = time.time() - 10  # older than the 2 s racy window: trusted after the refresh
-        for p in rng.sample(dbs, k):
-            os.utime(p, (t0, t0))
-        t = time.perf_counter()
-        idx = ix.refresh(store, [])
-        times.append(time.perf_counter() - t)
-        reads.append(len(idx.read))
-    print(f"incremental refresh after touching 1% of the memory.db files ({k:,} files, about {k * a.memories:,} "
-          f"rows; median of {a.repeat}): {statistics.median(times):.2f} s "
-          f"(files read again per round: {sorted(set(reads))}; {len(idx.segments)} segments now)")
-    warm2, floor2 = interleaved([lambda: run_samctl(args), floor], a.repeat)
-    print(f"  warm search afterwards (median of {a.repeat}): {warm2:.3f} s = {warm2 / floor2:.2f}x the floor "
-          f"({floor2:.3f} s)")
-
-    # other shapes, for information ---------------------------------------------------------------
-    conv = next(p.name for p in sorted((base / "conversations").iterdir()) if (p / "conversation.json").exists())
-    for label, extra in (("rare words", ["zanzibar quokka"]), ("exact substring", ["--exact", "zanzibar"]),
-                         ("one conversation", [a.query, "--conversation", conv]),
-                         ("messages only", [a.query, "--in", "messages"]),
-                         ("--min-importance 0.85", [a.query, "--min-importance", "0.85"])):
-        cmd = ["--root", str(base), "search", *extra, "--format", "jsonl"]
-        print(f"  {label:<22} {median_time(lambda: run_samctl(cmd), a.repeat):.3f} s")
+    t0 = time.perf_counter()
+    print(f"samctl search benchmark (issue #22): {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
+          f"{a.rounds} rounds over {len(QUERIES)} queries, repeat {a.repeat}; medians, ratios to baselines of this run")
+    trees = []
+    if not a.no_mermaid:
+        for mean in a.profile or [12.0]:
+            root = generate(a.out, "mermaid", a.conversations, mean)
+            trees.append((f"mermaid, {a.conversations:,} sessions x {mean:g} messages on average", root, "mermaid",
+                          a.out / f"cache-{root.name}"))
+    if a.sam:
+        root = generate(a.out, "sam", a.sam_conversations, 12, a.memories)
+        trees.append((f"SAM, {a.sam_conversations:,} conversations x {a.memories} memories", root, "sam",
+                      a.out / f"cache-{root.parent.name}"))
+    for label, root, kind, cache in trees:
+        bench_tree(label, root, kind, a, cache)
+    print(f"\n(whole run {time.perf_counter() - t0:,.0f} s)")
     return 0
 
 
