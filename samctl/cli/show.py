@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, store_of
+from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, store_for_id
 from samctl.render import text as render
 from samctl.safetext import safe_text
 from samctl.core.load import load_conversation
@@ -36,9 +36,10 @@ def _style(text, tag):
 @examples("samctl show 20260810_1403", "samctl show 8B58 --format markdown > trip.md", "samctl show 8B58 --raw | jq .")
 @click.pass_context
 def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw, pager):
-    """Print the transcript of conversation ID (a unique prefix is enough)."""
-    store = store_of(ctx)
+    """Print the transcript of conversation ID (a unique prefix is enough, in any store samctl finds
+    unless --root names the stores)."""
     findings: list = []
+    store, conversation_id = store_for_id(ctx, conversation_id, findings)
     if raw:
         from samctl.core.load import raw_bytes
 

@@ -205,11 +205,16 @@ def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -
     return store_class(kind)(conv, base, caps, cache)
 
 
+def config_path() -> Path:
+    """samctl's config file: ``$XDG_CONFIG_HOME/samctl/config.toml``, else ``~/.config/samctl/config.toml``."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config").expanduser() / "samctl" / "config.toml"
+
+
 def config_roots(findings: list) -> list[Path]:
-    """The ``roots = [...]`` of samctl's config file (``$XDG_CONFIG_HOME/samctl/config.toml``, else
-    ``~/.config/samctl/config.toml``): mermaid projects, exports, any store with no fixed place.  A file
-    that is not TOML, or whose ``roots`` is not a list of strings, is a finding."""
-    path = Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config").expanduser() / "samctl" / "config.toml"
+    """The ``roots = [...]`` of samctl's config file (``config_path``): mermaid projects, exports, any
+    store with no fixed place.  A file that is not TOML, or whose ``roots`` is not a list of strings,
+    is a finding."""
+    path = config_path()
     try:
         data = fsafe.read_capped(path, 1 << 20)
     except FileProblem as exc:
@@ -231,18 +236,29 @@ def config_roots(findings: list) -> list[Path]:
     return [Path(r).expanduser() for r in roots]
 
 
-def found_stores(findings: list, caps: Caps | None = None, cache: bool = True) -> list[Store]:
+def found_stores(findings: list, caps: Caps | None = None, cache: bool = True, failed: list | None = None,
+                 places: list | None = None) -> list[Store]:
     """Every store on this machine samctl can find: each registered kind's usual place
     (``Store.default_roots``) that exists, then the config file's roots; each once (by its folder).
-    A place that exists but cannot be opened as a store is a finding, and the others still count."""
-    places = [p for name in STORES for p in store_class(name).default_roots() if os.path.lexists(p)]
-    places += config_roots(findings)
+    A place that exists but cannot be opened as a store is a finding (its error also goes to
+    ``failed``), and the others still count.  ``places`` (the --root values given) replaces the search."""
+    if places is None:
+        places = [p for name in STORES for p in store_class(name).default_roots() if os.path.lexists(p)]
+        places += config_roots(findings)
     out: dict[str, Store] = {}
     for p in places:
         try:
             store = open_store(str(p), caps, cache)
         except NotFound as exc:
-            findings.append(Finding("store-unreadable", str(p), exc.message, ERROR))
+            findings.append(Finding("store-unreadable", fsafe.shown(str(p)), exc.message, ERROR))
+            if failed is not None:
+                failed.append(exc)
             continue
         out.setdefault(store.root_real, store)
     return list(out.values())
+
+
+def where_looked() -> str:
+    """The places ``found_stores`` looks, in words (for "no store found")."""
+    usual = [str(p) for name in STORES for p in store_class(name).default_roots()]
+    return ", ".join(dict.fromkeys(["./.mermaid/conversations", *usual])) + f", and the roots listed in {config_path()}"
