@@ -92,6 +92,7 @@ def remember_root(roots) -> None:
     from samctl.safetext import safe_text
 
     _CACHE_NOTED.clear()
+    _COVERED.clear()
     # quoted for a shell, and escaped for the terminal it is printed on (a control character in it
     # makes the suggestion unpasteable, but never reaches the terminal raw)
     if isinstance(roots, str):
@@ -99,20 +100,36 @@ def remember_root(roots) -> None:
     _ROOT_ARG = "".join(f" --root {safe_text(shlex.quote(r), lines=False)}" for r in roots or ())
 
 
-def pasteable(text: str, whole: bool = False) -> str:
+_COVERED: list = []  # (real root, " --root PATH") of each store when a command covers several
+
+
+def _root_arg(path: str) -> str:
+    """`` --root PATH`` naming the store that holds ``path``, when a command covers several stores (each
+    suggestion must act on its own store, not on the default one); else this run's own ``--root``."""
+    if path and _COVERED:
+        real = os.path.realpath(path.split("!", 1)[0])  # (a member of an export zip: "export.zip!name")
+        for root, arg in _COVERED:
+            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+                return arg
+    return _ROOT_ARG
+
+
+def pasteable(text: str, whole: bool = False, path: str = "") -> str:
     """``text`` with every samctl command it suggests given the same ``--root`` as this run, so a
     pasted suggestion acts on the same store.  Suggestions are the backquoted spans
     (`` `samctl recover ID` ``), or, with ``whole``, all of ``text`` (a line samctl wrote itself:
     "undo with: samctl restore ID"); the rest may quote the user's input, which is left alone.
-    (SAMCTL_ROOT and the default store need nothing: the pasted command finds them again.)"""
-    if not _ROOT_ARG or "samctl " not in text:
+    (SAMCTL_ROOT and the default store need nothing: the pasted command finds them again.)  ``path``:
+    what the text is about (a finding's), naming its store's root when a command covers several."""
+    root_arg = _root_arg(path)
+    if not root_arg or "samctl " not in text:
         return text
     from samctl.cli import COMMANDS
 
     command = re.compile(r"\bsamctl (?=(?:%s)\b|--(?!root))" % "|".join(COMMANDS))
 
     def add(s: str) -> str:
-        return command.sub(lambda m: f"samctl{_ROOT_ARG} ", s)
+        return command.sub(lambda m: f"samctl{root_arg} ", s)
     return add(text) if whole else re.sub(r"`[^`\n]*`", lambda m: add(m[0]), text)
 
 
@@ -143,6 +160,8 @@ def stores_of(ctx: click.Context, findings: list, every: bool = True) -> list:
     if not found:
         if len(failed) == 1:  # the one place there is: its own error, as with --root
             findings.pop()
+            report_findings(findings)  # (a config file that is not TOML)
+            findings.clear()
             raise failed[0]
         if failed:
             report_findings(findings)
@@ -162,6 +181,12 @@ def stores_of(ctx: click.Context, findings: list, every: bool = True) -> list:
                 continue
         note_cache(store)
         out.append(store)
+    if len(out) > 1:
+        import shlex
+
+        from samctl.safetext import safe_text
+
+        _COVERED[:] = [(s.root_real, f" --root {safe_text(shlex.quote(str(s.conv_dir)), lines=False)}") for s in out]
     return out
 
 
@@ -312,7 +337,7 @@ def report_findings(findings, quiet: bool = False) -> None:
     for f in findings:
         if quiet and f.severity == "info":
             continue
-        click.echo(pasteable(f.line()), err=True)
+        click.echo(pasteable(f.line(), path=str(f.path or "")), err=True)
 
 
 def exit_for(findings) -> int:

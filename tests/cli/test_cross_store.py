@@ -270,3 +270,32 @@ def test_a_command_of_one_store_refuses_several_roots(run, machine, args):
     r = run("--root", machine / "proj", "--root", sam, *args)
     assert r.exit_code == 2 and f"{args[0]} works on one store" in r.stderr, r.stderr
     assert _tree(machine) == before
+
+
+def test_a_suggested_command_names_the_store_of_its_finding(run, machine):
+    # the default store here is SAM's: a bare `samctl recover ID` for a mermaid finding would act on it
+    conv = machine / "proj" / ".mermaid" / "conversations"
+    (conv / "20260810_140307_512.json").write_text('{"broken')
+    r = run("show", "20260810_1403", "--no-pager")
+    assert r.exit_code == 3, r.stderr
+    assert f"`samctl --root {conv} recover 20260810_140307_512`" in r.stderr, r.stderr
+
+
+def test_completion_offers_the_ids_of_every_store_a_command_covers(run, machine):
+    from click.testing import CliRunner
+
+    from samctl.cli import cli
+
+    def complete(words, cword, env=None):
+        env = {"_SAMCTL_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(cword), **(env or {})}
+        return CliRunner().invoke(cli, [], env=env, prog_name="samctl").stdout.split()
+
+    assert complete("samctl show 5", 2) == ["plain,5d1e7f20-8a9b-4c3d-9e8f-7a6b5c4d3e2f",
+                                            "plain,5973b6c0-94b8-487b-a530-2aeb6098ae0e",
+                                            "plain,5b1f3c2a-8d4e-4f60-9a7b-0c1d2e3f4a5b"]
+    assert complete(f"samctl --root {machine / 'proj'} show 2026081", 4) == [
+        "plain,20260810_140307_512", "plain,20260812_091500_004"]
+    assert complete("samctl rm 5", 2) == []  # rm keeps its one store: SAM's (whose 5E… is a memory scope)
+    two = f"{machine / 'proj'}{os.pathsep}{machine / 'home' / '.codex'}"
+    assert complete("samctl export 2", 2, {"SAMCTL_ROOT": two}) == [
+        "plain,20260810_140307_512", "plain,20260812_091500_004", "plain,20260901_170000_250"]
