@@ -129,7 +129,8 @@ def _across(stores, text, views: dict):
         where = ", ".join(str(s.conv_dir) for s in stores)
         raise NotFound(f"no conversation matches {quoted(text)} in {where}", hint="`samctl ls` lists them")
     if len(matches) > 1:
-        kinds = [s.name for s, _ in matches]
+        kinds = [s.name for s in {id(s): s for s, _ in matches}.values()]
+
         def label(s):  # the store's kind, and its folder where two stores of one kind match
             return s.name if kinds.count(s.name) == 1 else f"{s.name} at {s.conv_dir}"
         some = ", ".join(f"{m} ({label(s)})" for s, m in matches[:5]) + (" …" if len(matches) > 5 else "")

@@ -299,3 +299,16 @@ def test_completion_offers_the_ids_of_every_store_a_command_covers(run, machine)
     two = f"{machine / 'proj'}{os.pathsep}{machine / 'home' / '.codex'}"
     assert complete("samctl export 2", 2, {"SAMCTL_ROOT": two}) == [
         "plain,20260810_140307_512", "plain,20260812_091500_004", "plain,20260901_170000_250"]
+
+
+def test_candidates_name_the_folder_only_where_two_stores_of_one_kind_match(run, machine):
+    shutil.copytree(machine / "proj", machine / "proj2")
+    (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
+        f'roots = ["{machine / "proj"}", "{machine / "proj2"}"]\n')
+    r = run("show", "20260810_1403")
+    assert r.exit_code == 2, r.stderr
+    assert f"20260810_140307_512 (mermaid at {machine / 'proj' / '.mermaid' / 'conversations'})" in r.stderr
+    assert f"20260810_140307_512 (mermaid at {machine / 'proj2' / '.mermaid' / 'conversations'})" in r.stderr
+    one = run("show", "019c")  # several of one store: its kind only
+    assert one.exit_code == 2 and "3 conversations match" in one.stderr, one.stderr
+    assert one.stderr.splitlines()[0].count("(codex)") == 3 and " at " not in one.stderr.splitlines()[0]
