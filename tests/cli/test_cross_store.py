@@ -312,3 +312,26 @@ def test_candidates_name_the_folder_only_where_two_stores_of_one_kind_match(run,
     one = run("show", "019c")  # several of one store: its kind only
     assert one.exit_code == 2 and "3 conversations match" in one.stderr, one.stderr
     assert one.stderr.splitlines()[0].count("(codex)") == 3 and " at " not in one.stderr.splitlines()[0]
+
+
+@pytest.mark.skipif(__import__("tests.unprivileged").unprivileged.skip_reason() is not None, reason="no unprivileged user")
+def test_a_store_folder_samctl_may_not_read_is_a_finding_and_the_others_answer():
+    from tests import unprivileged as nobody
+
+    work = nobody.workdir()
+    try:
+        home = work / "home"
+        shutil.copytree(DEMO / "SAM", home / "Library" / "Application Support" / "SAM")
+        shutil.copytree(DEMO / "codex", home / ".codex")
+        nobody.give(work)
+        os.chmod(home / ".codex", 0)
+        before = fingerprint(home / "Library"), fingerprint(home / ".codex")  # (samctl's cache goes in home)
+        r = nobody.run(["ls", "--format", "json"], home, cwd=work)
+        assert r.returncode == 3, r.stderr
+        assert "store-unreadable: home/.codex: permission denied: home/.codex" in r.stderr, r.stderr  # (cwd: work)
+        assert {x["store"] for x in json.loads(r.stdout)} == {"sam"}
+        alone = nobody.run(["--root", home / ".codex", "ls"], home, cwd=work)  # one store: its error, as before
+        assert alone.returncode == 4 and "permission denied" in alone.stderr
+        assert (fingerprint(home / "Library"), fingerprint(home / ".codex")) == before
+    finally:
+        nobody.cleanup(work)
