@@ -6,6 +6,7 @@ data goes to stdout, findings and progress to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -199,7 +200,20 @@ def store_for_id(ctx: click.Context, text: str, findings: list):
         return stores[0], text
     from samctl.stores.resolve import resolve_across
 
-    return resolve_across(stores, text)
+    with findings_first(findings):
+        return resolve_across(stores, text)
+
+
+@contextlib.contextmanager
+def findings_first(findings: list):
+    """On an error (no such id, an ambiguous one), print ``findings`` first: a store that could not be
+    read may be why nothing matched."""
+    try:
+        yield
+    except errors.SamctlError:
+        report_findings(findings)
+        findings.clear()
+        raise
 
 
 # What a read-only store (another app's: Claude Code, Codex CLI, llm, a ChatGPT export) cannot do: the

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from samctl.cli.common import complete_ids, examples, finish, report_findings, stores_of
+from samctl.cli.common import complete_ids, examples, findings_first, finish, report_findings, stores_of
 from samctl.core.export import FORMATS
 from samctl.errors import UsageError
 
@@ -80,7 +80,8 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
         selected = core.select_ids(store, ids, all_, since, until, findings)
     else:  # several stores: (store, id) pairs
         store = stores
-        selected = core.select_across(stores, ids, all_, since, until, findings)
+        with findings_first(findings):
+            selected = core.select_across(stores, ids, all_, since, until, findings)
     many = all_ or len(selected) > 1
     plan = core.plan_output(output, fmt, many, store)
     show = progress if progress is not None else (all_ and sys.stderr.isatty())

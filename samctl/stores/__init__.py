@@ -233,7 +233,16 @@ def config_roots(findings: list) -> list[Path]:
     if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
         findings.append(Finding("bad-config", str(path), "roots must be a list of paths (strings)", ERROR))
         return []
-    return [Path(r).expanduser() for r in roots]
+    out = []
+    for r in roots:
+        try:
+            if not r or "\0" in r:
+                raise ValueError("an empty path or one holding NUL")
+            out.append(Path(r).expanduser())
+        except (RuntimeError, ValueError) as exc:  # ~nosuchuser: RuntimeError
+            findings.append(Finding("bad-config", str(path), f"roots: {r!r} is not a path samctl can use: {exc}"[:300],
+                                    ERROR))
+    return out
 
 
 def found_stores(findings: list, caps: Caps | None = None, cache: bool = True, failed: list | None = None,
@@ -246,7 +255,11 @@ def found_stores(findings: list, caps: Caps | None = None, cache: bool = True, f
         places = [p for name in STORES for p in store_class(name).default_roots() if os.path.lexists(p)]
         places += config_roots(findings)
     out: dict[str, Store] = {}
+    tried: set = set()
     for p in places:
+        if os.path.abspath(p) in tried:  # (a usual place also listed in the config file: one finding)
+            continue
+        tried.add(os.path.abspath(p))
         try:
             store = open_store(str(p), caps, cache)
         except NotFound as exc:

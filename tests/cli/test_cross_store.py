@@ -335,3 +335,24 @@ def test_a_store_folder_samctl_may_not_read_is_a_finding_and_the_others_answer()
         assert (fingerprint(home / "Library"), fingerprint(home / ".codex")) == before
     finally:
         nobody.cleanup(work)
+
+
+def test_hostile_config_roots_and_usual_places_are_findings_never_a_crash(run, machine, monkeypatch):
+    # was: "internal error: RuntimeError: Could not determine home directory" (exit 1) from ~nosuchuser, in
+    # every command that looks for stores (samctl stores too); the same bad place named twice, two findings
+    shutil.rmtree(machine / "home" / ".claude")
+    os.mkfifo(machine / "home" / ".claude")
+    os.symlink(machine / "loop", machine / "loop")
+    (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
+        'roots = ["~nosuchuser-samctl/x", "/tmp/a\\u0000b", "", "/dev/null", "%s", "%s"]\n'
+        % (machine / "home" / ".claude", machine / "loop"))
+    before = _tree(machine) | {"claude": os.lstat(machine / "home" / ".claude").st_mtime_ns}
+    for args in (["ls"], ["stores"], ["show", "0b7c"], ["export", "--all", "--to", "jsonl"], ["stats"],
+                 ["check", "--all-stores"]):
+        r = run(*args)
+        assert r.exit_code == (4 if args[0] == "show" else 3), (args, r.stderr)
+        assert "internal error" not in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert r.stderr.count("bad-config") == 3 and "~nosuchuser-samctl/x" in r.stderr, (args, r.stderr)
+        assert r.stderr.count(f"{machine / 'home' / '.claude'}: is not a folder") == 1, (args, r.stderr)
+        assert "symlink loop" in r.stderr and "/dev/null: is not a folder" in r.stderr, (args, r.stderr)
+    assert _tree(machine) | {"claude": os.lstat(machine / "home" / ".claude").st_mtime_ns} == before
