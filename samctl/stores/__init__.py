@@ -207,7 +207,11 @@ def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -
 
 def config_path() -> Path:
     """samctl's config file: ``$XDG_CONFIG_HOME/samctl/config.toml``, else ``~/.config/samctl/config.toml``."""
-    return Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config").expanduser() / "samctl" / "config.toml"
+    path = Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config") / "samctl" / "config.toml"
+    try:
+        return path.expanduser()
+    except RuntimeError:  # no home folder to find it in (HOME unset, no password entry): as written
+        return path
 
 
 def config_roots(findings: list) -> list[Path]:
@@ -215,6 +219,8 @@ def config_roots(findings: list) -> list[Path]:
     store with no fixed place.  A file that is not TOML, or whose ``roots`` is not a list of strings,
     is a finding."""
     path = config_path()
+    if not path.is_absolute():  # (no home folder to find it in)
+        return []
     try:
         data = fsafe.read_capped(path, 1 << 20)
     except FileProblem as exc:
@@ -252,7 +258,7 @@ def found_stores(findings: list, caps: Caps | None = None, cache: bool = True, f
     A place that exists but cannot be opened as a store is a finding (its error also goes to
     ``failed``), and the others still count.  ``places`` (the --root values given) replaces the search."""
     if places is None:
-        places = [p for name in STORES for p in store_class(name).default_roots() if os.path.lexists(p)]
+        places = [p for name in STORES for p in _default_roots(name) if os.path.lexists(p)]
         places += config_roots(findings)
     out: dict[str, Store] = {}
     tried: set = set()
@@ -271,7 +277,16 @@ def found_stores(findings: list, caps: Caps | None = None, cache: bool = True, f
     return list(out.values())
 
 
+def _default_roots(name: str) -> list:
+    """``default_roots`` of a kind, or none when there is no home folder to find them in (HOME unset and
+    no password entry: ``expanduser`` raises RuntimeError)."""
+    try:
+        return store_class(name).default_roots()
+    except RuntimeError:
+        return []
+
+
 def where_looked() -> str:
     """The places ``found_stores`` looks, in words (for "no store found")."""
-    usual = [str(p) for name in STORES for p in store_class(name).default_roots()]
+    usual = [str(p) for name in STORES for p in _default_roots(name)]
     return ", ".join(dict.fromkeys(["./.mermaid/conversations", *usual])) + f", and the roots listed in {config_path()}"

@@ -356,3 +356,18 @@ def test_hostile_config_roots_and_usual_places_are_findings_never_a_crash(run, m
         assert r.stderr.count(f"{machine / 'home' / '.claude'}: is not a folder") == 1, (args, r.stderr)
         assert "symlink loop" in r.stderr and "/dev/null: is not a folder" in r.stderr, (args, r.stderr)
     assert _tree(machine) | {"claude": os.lstat(machine / "home" / ".claude").st_mtime_ns} == before
+
+
+def test_no_home_folder_to_look_in_leaves_the_current_project(run, machine, monkeypatch):
+    # HOME unset and no password entry (a container's arbitrary uid): expanduser raises RuntimeError
+    import pathlib
+
+    def no_home(self):
+        if str(self).startswith("~"):
+            raise RuntimeError("Could not determine home directory.")
+        return self
+    monkeypatch.setattr(pathlib.Path, "expanduser", no_home)
+    monkeypatch.chdir(machine / "proj")
+    r, rows = _ls(run)
+    assert r.exit_code == 0, r.stderr
+    assert {x["store"] for x in rows} == {"mermaid"}
