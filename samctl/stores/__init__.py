@@ -81,8 +81,11 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
             here = Path("/nonexistent")
         if here.is_dir():
             return "mermaid", here, here.parent
-        sam = SAM_DEFAULT_BASE.expanduser()
-        if (sam / "conversations").is_dir():
+        try:
+            sam = SAM_DEFAULT_BASE.expanduser()
+        except RuntimeError:  # no home folder (HOME unset, no password entry): no SAM folder either
+            sam = SAM_DEFAULT_BASE
+        if sam.is_absolute() and (sam / "conversations").is_dir():
             return "sam", sam / "conversations", sam
         raise NotFound(
             f"no store found: neither ./.mermaid/conversations nor {sam}/conversations exists",

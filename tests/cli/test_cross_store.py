@@ -371,3 +371,8 @@ def test_no_home_folder_to_look_in_leaves_the_current_project(run, machine, monk
     r, rows = _ls(run)
     assert r.exit_code == 0, r.stderr
     assert {x["store"] for x in rows} == {"mermaid"}
+    assert run("check").exit_code == 0
+    monkeypatch.chdir(machine / "cwd")
+    for args in (["ls"], ["check"]):
+        r = run(*args)
+        assert r.exit_code == 4 and "no store found" in r.stderr, (args, r.stderr)
