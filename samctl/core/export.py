@@ -254,6 +254,7 @@ def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported
     """One file per conversation (``convs``: (store, conversation) pairs) in ``folder``, made (into
     ``made``) when the first one is written."""
     entries = []
+    names: set = set()
     for store, conv in convs:
         data = render_one(fmt, store, conv, include_hidden, findings, exported_at, index_link=index)
         if data is None:
@@ -262,6 +263,11 @@ def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported
         if not res.files:
             fsafe.make_private_dir(folder, made)
         name = fsafe.check_component(conv.meta.id + EXTENSIONS[fmt])
+        n = 1
+        while name in names:  # one id in two stores (a copied project): never overwrite what this run wrote
+            n += 1
+            name = fsafe.check_component(f"{conv.meta.id}-{n}{EXTENSIONS[fmt]}")
+        names.add(name)
         fsafe.write_atomic(folder / name, data)
         res.files.append(str(folder / name))
         res.exported += 1

@@ -376,3 +376,18 @@ def test_no_home_folder_to_look_in_leaves_the_current_project(run, machine, monk
     for args in (["ls"], ["check"]):
         r = run(*args)
         assert r.exit_code == 4 and "no store found" in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_one_id_in_two_stores_exports_to_two_files(run, machine, fmt):
+    # was: the second conversation's file replaced the first's (both named <id>.md), one of them lost
+    shutil.copytree(machine / "proj", machine / "proj2")
+    conv = machine / "proj2" / ".mermaid" / "conversations"
+    (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
+        f'roots = ["{machine / "proj"}", "{machine / "proj2"}"]\n')
+    r = run("export", "--all", "--to", fmt, "-o", machine / "out")
+    assert r.exit_code == 0, r.stderr
+    _, rows = _ls(run)
+    files = sorted(p.name for p in (machine / "out").iterdir() if p.name != "index.html")
+    assert len(files) == len(rows) and f"20260810_140307_512-2.{'md' if fmt == 'markdown' else 'html'}" in files
+    assert conv.exists()
