@@ -41,7 +41,15 @@ def command(ctx, fix, lock_wait, force, quiet, all_stores, fmt):
     reports = []
     problems = False
     for store in stores:
-        report = check(store, fix=fix, force=force, lock_wait=lock_wait)
+        try:
+            report = check(store, fix=fix, force=force, lock_wait=lock_wait)
+        except errors.SamctlError as exc:  # (one store busy or gone: of several, the others are still checked)
+            if not many:
+                raise
+            from samctl.model import ERROR, Finding
+
+            found.append(Finding("not-checked", str(store.conv_dir), exc.message, ERROR))
+            continue
         problems = problems or report.problems
         summary = report.summary()
         reports.append({"store": store.name, "root": str(store.conv_dir),

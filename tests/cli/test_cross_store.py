@@ -391,3 +391,14 @@ def test_one_id_in_two_stores_exports_to_two_files(run, machine, fmt):
     files = sorted(p.name for p in (machine / "out").iterdir() if p.name != "index.html")
     assert len(files) == len(rows) and f"20260810_140307_512-2.{'md' if fmt == 'markdown' else 'html'}" in files
     assert conv.exists()
+
+
+def test_check_fix_all_stores_goes_on_past_a_busy_store(run, machine, monkeypatch):
+    # was: SAM running ended the whole run with exit 5 at SAM's turn, the stores after it never checked
+    monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
+    r = run("check", "--all-stores", "--fix", "--format", "json")
+    assert r.exit_code == 3, r.stderr
+    assert "not-checked" in r.stderr and "SAM is running" in r.stderr
+    assert [s["store"] for s in json.loads(r.stdout)["stores"]] == ["mermaid"]
+    one = run("check", "--fix")  # one store: busy, as before
+    assert one.exit_code == 5
