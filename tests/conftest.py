@@ -22,9 +22,15 @@ _spec.loader.exec_module(make_fixtures)
 
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path_factory, monkeypatch):
-    """Never touch the user's cache or real stores; SAM is never 'running' unless a test says so."""
+    """Never touch the user's cache or real stores; SAM is never 'running' unless a test says so.
+    HOME and every app's own variable point at an empty folder: without --root, the reading commands
+    cover every store found on the machine (issue #23), and a test must find only what it made."""
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))  # the attic of Claude Code, Codex
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "LLM_USER_PATH", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "0")
     monkeypatch.delenv("SAMCTL_ROOT", raising=False)
     monkeypatch.setenv("TZ", "UTC")

@@ -181,18 +181,20 @@ def size_option(ctx, param, value):
 
 
 @click.group("samctl", cls=SamctlGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--root", envvar="SAMCTL_ROOT", metavar="PATH",
-              help="The store: a SAM base folder, a SAM conversations folder, a mermaid project folder, "
+@click.option("--root", "roots", multiple=True, metavar="PATH",
+              help="A store: a SAM base folder, a SAM conversations folder, a mermaid project folder, "
                    "or a .mermaid/conversations folder; read-only: ~/.claude or ~/.codex (or a folder in them), "
-                   "llm's logs.db, a ChatGPT export (.zip or folder). Default: ./.mermaid/conversations if "
-                   "present, else SAM's default location. Also SAMCTL_ROOT.")
+                   "llm's logs.db, a ChatGPT export (.zip or folder). Repeatable: ls, show, export, stats and "
+                   "check cover each. Default: ls, show, export and stats cover every store samctl finds "
+                   "(samctl stores); the others ./.mermaid/conversations if present, else SAM's default "
+                   "location. Also SAMCTL_ROOT (several separated by ':').")
 @click.option("--max-file-size", metavar="SIZE", default=None, callback=size_option,
               help="Refuse to read files larger than SIZE (e.g. 64M). Default: mermaid's own caps "
                    "(64 MiB snapshots, 128 MiB logs).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write samctl's disposable caches.")
 @click.version_option(__version__, prog_name="samctl")
 @click.pass_context
-def cli(ctx, root, max_file_size, no_cache):
+def cli(ctx, roots, max_file_size, no_cache):
     """samctl: list, read, search, recover, export and maintain the conversation
     archives of SAM and mermaid-cli.
 
@@ -202,15 +204,20 @@ def cli(ctx, root, max_file_size, no_cache):
       samctl show 20260810
       samctl --root ~/proj check
     """
-    from click.core import ParameterSource
-
     from samctl.cli.common import Options, remember_root
 
-    remember_root(root if ctx.get_parameter_source("root") is ParameterSource.COMMANDLINE else None)
+    remember_root(roots)  # (only those of the command line: SAMCTL_ROOT finds itself again)
+    roots = roots or env_roots()
     if os.environ.get("NO_COLOR"):  # no-color.org: click's echo then strips styles, as it does off a terminal
         ctx.color = False
-    ctx.obj = Options(root=root, max_file_size=max_file_size,
-                      cache=not no_cache)
+    ctx.obj = Options(root=roots[0] if len(roots) == 1 else None, max_file_size=max_file_size,
+                      cache=not no_cache, roots=roots)
+
+
+def env_roots() -> tuple:
+    """The roots SAMCTL_ROOT names: one path, or several separated by ``os.pathsep`` (as PATH; empty
+    parts are ignored)."""
+    return tuple(p for p in os.environ.get("SAMCTL_ROOT", "").split(os.pathsep) if p)
 
 
 def main() -> None:

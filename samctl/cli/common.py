@@ -6,6 +6,7 @@ data goes to stdout, findings and progress to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -24,32 +25,50 @@ class Options:
     root: str | None = None
     max_file_size: int | None = None
     cache: bool = True
+    roots: tuple = ()  # every --root given (or SAMCTL_ROOT's); ``root`` is the one when there is one
     _store: object = None
+
+    def caps(self):
+        from samctl.stores.base import Caps
+
+        return Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
 
     def store(self):
         if self._store is None:
             from samctl.stores import open_store
-            from samctl.stores.base import Caps
 
-            caps = Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
-            self._store = store = open_store(self.root, caps, self.cache)
-            if store.use_cache:
-                from samctl import fsafe
-                from samctl.core.places import store_folder_holding
-
-                what = store_folder_holding(store, fsafe.cache_dir())
-                if what is not None:  # e.g. SAMCTL_CACHE_DIR set to the SAM base folder
-                    store.cache_note = ("cache-in-store", f"samctl's cache folder is inside {what}")
-                    store.use_cache = False
-            if store.cache_note:
-                from samctl import fsafe
-                from samctl.model import WARNING, Finding
-
-                code, why = store.cache_note
-                report_findings([Finding(code, str(fsafe.cache_dir()), f"{why}; this run uses no cache (set "
-                                         "SAMCTL_CACHE_DIR to a folder samctl may write, outside every store)",
-                                         WARNING)])
+            if len(self.roots) > 1:
+                ctx = click.get_current_context(silent=True)
+                name = ctx.command.name if ctx is not None and ctx.command else "this command"
+                raise errors.UsageError(f"{name} works on one store at a time, and {len(self.roots)} roots were "
+                                        "given; nothing was done", hint="give one --root (SAMCTL_ROOT: one path)")
+            self._store = store = open_store(self.root, self.caps(), self.cache)
+            note_cache(store)
         return self._store
+
+
+_CACHE_NOTED: set = set()  # the cache notes said in this run (several stores share one cache folder)
+
+
+def note_cache(store) -> None:
+    """Turn the cache off for ``store`` when samctl's cache folder lies in one of its folders, and say
+    once per run why a store runs without the cache."""
+    if store.use_cache:
+        from samctl import fsafe
+        from samctl.core.places import store_folder_holding
+
+        what = store_folder_holding(store, fsafe.cache_dir())
+        if what is not None:  # e.g. SAMCTL_CACHE_DIR set to the SAM base folder
+            store.cache_note = ("cache-in-store", f"samctl's cache folder is inside {what}")
+            store.use_cache = False
+    if store.cache_note and store.cache_note not in _CACHE_NOTED:
+        from samctl import fsafe
+        from samctl.model import WARNING, Finding
+
+        _CACHE_NOTED.add(store.cache_note)
+        code, why = store.cache_note
+        report_findings([Finding(code, str(fsafe.cache_dir()), f"{why}; this run uses no cache (set "
+                                 "SAMCTL_CACHE_DIR to a folder samctl may write, outside every store)", WARNING)])
 
 
 class Number(click.FloatRange):
@@ -66,40 +85,135 @@ class Number(click.FloatRange):
 _ROOT_ARG = ""  # " --root PATH" (shell-quoted) when the store was named on the command line
 
 
-def remember_root(root: str | None) -> None:
-    """Called once per invocation: the ``--root`` given on the command line, or None."""
+def remember_root(roots) -> None:
+    """Called once per invocation: the ``--root`` values given on the command line (none: ``()``)."""
     global _ROOT_ARG
     import shlex
 
     from samctl.safetext import safe_text
 
+    _CACHE_NOTED.clear()
+    _COVERED.clear()
     # quoted for a shell, and escaped for the terminal it is printed on (a control character in it
     # makes the suggestion unpasteable, but never reaches the terminal raw)
-    _ROOT_ARG = f" --root {safe_text(shlex.quote(root), lines=False)}" if root else ""
+    if isinstance(roots, str):
+        roots = (roots,)
+    _ROOT_ARG = "".join(f" --root {safe_text(shlex.quote(r), lines=False)}" for r in roots or ())
 
 
-def pasteable(text: str, whole: bool = False) -> str:
+_COVERED: list = []  # (real root, " --root PATH") of each store when a command covers several
+
+
+def _root_arg(path: str) -> str:
+    """`` --root PATH`` naming the store that holds ``path``, when a command covers several stores (each
+    suggestion must act on its own store, not on the default one); else this run's own ``--root``."""
+    if path and _COVERED:
+        real = os.path.realpath(path.split("!", 1)[0])  # (a member of an export zip: "export.zip!name")
+        for root, arg in _COVERED:
+            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+                return arg
+    return _ROOT_ARG
+
+
+def pasteable(text: str, whole: bool = False, path: str = "") -> str:
     """``text`` with every samctl command it suggests given the same ``--root`` as this run, so a
     pasted suggestion acts on the same store.  Suggestions are the backquoted spans
     (`` `samctl recover ID` ``), or, with ``whole``, all of ``text`` (a line samctl wrote itself:
     "undo with: samctl restore ID"); the rest may quote the user's input, which is left alone.
-    (SAMCTL_ROOT and the default store need nothing: the pasted command finds them again.)"""
-    if not _ROOT_ARG or "samctl " not in text:
+    (SAMCTL_ROOT and the default store need nothing: the pasted command finds them again.)  ``path``:
+    what the text is about (a finding's), naming its store's root when a command covers several."""
+    root_arg = _root_arg(path)
+    if not root_arg or "samctl " not in text:
         return text
     from samctl.cli import COMMANDS
 
     command = re.compile(r"\bsamctl (?=(?:%s)\b|--(?!root))" % "|".join(COMMANDS))
 
     def add(s: str) -> str:
-        return command.sub(lambda m: f"samctl{_ROOT_ARG} ", s)
+        return command.sub(lambda m: f"samctl{root_arg} ", s)
     return add(text) if whole else re.sub(r"`[^`\n]*`", lambda m: add(m[0]), text)
 
 
 def store_of(ctx: click.Context):
+    """The one store a command works on: the --root given, else ./.mermaid, else SAM's folder."""
     store = ctx.find_object(Options).store()
     if store.read_only or store.moves_only:
         refuse_on_read_only(store, ctx)
     return store
+
+
+def stores_of(ctx: click.Context, findings: list, every: bool = True) -> list:
+    """The stores a command covers (issue #23): each --root given (or SAMCTL_ROOT's); with none, every
+    store samctl finds on the machine (``stores.found_stores``) when ``every``, else the default one.
+    One root (or the default store) is exactly ``store_of``: its errors are raised as before.  Of
+    several, one that cannot be opened, or that this command cannot use (a read-only store for a
+    writing command: ``refuse_on_read_only``), is a finding and the others still answer; exit 4
+    (NotFound) only when no store at all is found.  In the registry's order (./.mermaid, SAM's, the
+    other apps'), then the config file's roots; or the roots as given."""
+    from samctl.model import WARNING, Finding
+    from samctl.stores import found_stores, where_looked
+
+    opts = ctx.find_object(Options)
+    if len(opts.roots) == 1 or (not opts.roots and not every):
+        return [store_of(ctx)]
+    failed: list = []
+    found = found_stores(findings, opts.caps(), opts.cache, failed, places=list(opts.roots) or None)
+    if not found:
+        if len(failed) == 1:  # the one place there is: its own error, as with --root
+            findings.pop()
+            report_findings(findings)  # (a config file that is not TOML)
+            findings.clear()
+            raise failed[0]
+        if failed:
+            report_findings(findings)
+            findings.clear()
+            raise errors.NotFound(f"no store could be read: {len(failed)} places, none of them a store samctl "
+                                  "can read (see above)", hint="`samctl stores` shows what samctl finds")
+        raise errors.NotFound(f"no store found: samctl looked in {where_looked()}",
+                              hint="point samctl at one with --root PATH or SAMCTL_ROOT, or list stores with "
+                                   "no fixed place (mermaid projects, exports) as roots = [...] in that file")
+    out = []
+    for store in found:
+        if store.read_only:
+            try:
+                refuse_on_read_only(store, ctx)
+            except errors.UsageError as exc:
+                findings.append(Finding("read-only", str(store.conv_dir), exc.message, WARNING))
+                continue
+        note_cache(store)
+        out.append(store)
+    if len(out) > 1:
+        import shlex
+
+        from samctl.safetext import safe_text
+
+        _COVERED[:] = [(s.root_real, f" --root {safe_text(shlex.quote(str(s.conv_dir)), lines=False)}") for s in out]
+    return out
+
+
+def store_for_id(ctx: click.Context, text: str, findings: list):
+    """``(store, text)`` for a command given one conversation id or prefix (``show``): with one store,
+    that store and the text as typed (resolved later, as before); with several, the one store whose
+    conversation it names, and its whole id (``stores.resolve.resolve_across``)."""
+    stores = stores_of(ctx, findings)
+    if len(stores) == 1:
+        return stores[0], text
+    from samctl.stores.resolve import resolve_across
+
+    with findings_first(findings):
+        return resolve_across(stores, text)
+
+
+@contextlib.contextmanager
+def findings_first(findings: list):
+    """On an error (no such id, an ambiguous one), print ``findings`` first: a store that could not be
+    read may be why nothing matched."""
+    try:
+        yield
+    except errors.SamctlError:
+        report_findings(findings)
+        findings.clear()
+        raise
 
 
 # What a read-only store (another app's: Claude Code, Codex CLI, llm, a ChatGPT export) cannot do: the
@@ -245,7 +359,7 @@ def report_findings(findings, quiet: bool = False) -> None:
     for f in findings:
         if quiet and f.severity == "info":
             continue
-        click.echo(pasteable(f.line()), err=True)
+        click.echo(pasteable(f.line(), path=str(f.path or "")), err=True)
 
 
 def exit_for(findings) -> int:
@@ -352,9 +466,7 @@ def complete_event_types(ctx, param, incomplete):
     try:
         from click.shell_completion import CompletionItem
 
-        from samctl.stores import open_store
-
-        store = open_store(ctx.find_root().params.get("root"), cache=True)
+        store = _completion_stores(ctx)[0]
         return [CompletionItem(t) for t in store.event_types if t.startswith(incomplete or "")]
     except Exception:  # noqa: BLE001 - a completion offers nothing rather than fail
         return []
@@ -388,14 +500,32 @@ def _complete(ctx, incomplete, ids_of, titles_of) -> list:
     try:
         from click.shell_completion import CompletionItem
 
-        from samctl.stores import open_store
-
-        store = open_store(ctx.find_root().params.get("root"), cache=True)
         text = incomplete or ""
-        want = store.normalize_prefix(text)
-        ids = [i for i in ids_of(store) if i.startswith(want) or i.startswith(text)]
-        titles = titles_of(store, set(ids)) if 0 < len(ids) <= 50 else {}
-        return [CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None) for i in ids
-                if i in titles or not titles]
+        found = []
+        for store in _completion_stores(ctx):
+            want = store.normalize_prefix(text)
+            found.append((store, [i for i in ids_of(store) if i.startswith(want) or i.startswith(text)]))
+        few = sum(len(ids) for _, ids in found) <= 50
+        out = []
+        for store, ids in found:
+            titles = titles_of(store, set(ids)) if ids and few else {}
+            out += [CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None) for i in ids
+                    if i in titles or not titles]
+        return out
     except Exception:  # noqa: BLE001 - completion must never break the user's shell
         return []
+
+
+# The commands that, without --root, cover every store samctl finds (the others: the default store).
+EVERY_STORE = ("ls", "show", "export", "stats", "stores")
+
+
+def _completion_stores(ctx) -> list:
+    """The stores the command being completed would cover (``stores_of``, without printing)."""
+    from samctl.cli import env_roots
+    from samctl.stores import found_stores, open_store
+
+    roots = ctx.find_root().params.get("roots") or env_roots()
+    if len(roots) == 1 or (not roots and (ctx.command is None or ctx.command.name not in EVERY_STORE)):
+        return [open_store(roots[0] if roots else None, cache=True)]
+    return found_stores([], places=list(roots) or None)

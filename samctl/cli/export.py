@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from samctl.cli.common import complete_ids, examples, finish, report_findings, store_of
+from samctl.cli.common import complete_ids, examples, findings_first, finish, report_findings, stores_of
 from samctl.core.export import FORMATS
 from samctl.errors import UsageError
 
@@ -54,7 +54,8 @@ class _Progress:
 def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
     """Export conversations without changing the store.
 
-    Give conversation IDs (a unique prefix is enough) or --all. Markdown and HTML show each message with its role and time, tool calls with their
+    Give conversation IDs (a unique prefix is enough) or --all: of every store samctl finds, unless
+    --root names the stores. Markdown and HTML show each message with its role and time, tool calls with their
     arguments and results, and reasoning in collapsible blocks. A sam-package is what
     SAM's "Import" accepts: SAM conversations with their memories, and mermaid sessions
     converted (new ids, SAM's roles and dates). Conversations that cannot be read are
@@ -70,10 +71,17 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
                          hint="`samctl ls` lists the ids; then e.g. `samctl export ID --to markdown`")
     if (since is not None or until is not None) and not all_:
         raise UsageError("--since/--until choose from --all", hint="add --all, or drop --since/--until")
-    store = store_of(ctx)
     findings: list = []
-    selected = core.select_ids(store, ids, all_, parse_when(since) if since is not None else None,
-                               parse_when(until, end=True) if until is not None else None, findings)
+    stores = stores_of(ctx, findings)
+    since, until = (parse_when(since) if since is not None else None,
+                    parse_when(until, end=True) if until is not None else None)
+    if len(stores) == 1:
+        store = stores[0]
+        selected = core.select_ids(store, ids, all_, since, until, findings)
+    else:  # several stores: (store, id) pairs
+        store = stores
+        with findings_first(findings):
+            selected = core.select_across(stores, ids, all_, since, until, findings)
     many = all_ or len(selected) > 1
     plan = core.plan_output(output, fmt, many, store)
     show = progress if progress is not None else (all_ and sys.stderr.isatty())

@@ -8,8 +8,8 @@ import sys
 import click
 
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, human_size, report_findings, \
-    store_of, table
-from samctl.core.listing import SORT_KEYS, ListQuery, list_conversations
+    stores_of, table
+from samctl.core.listing import SORT_KEYS, ListQuery, list_across
 from samctl.model import last_activity
 from samctl.safetext import one_line
 from samctl.timeparse import format_local, parse_when
@@ -29,7 +29,11 @@ from samctl.gcpause import gc_paused
 @examples("samctl ls --since 7d", "samctl ls --sort size -n 10", "samctl ls --format jsonl | jq .title")
 @click.pass_context
 def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
-    """List conversations: id, created, updated, messages, size, pinned, store, title."""
+    """List conversations: id, created, updated, messages, size, pinned, store, title.
+
+    Without --root, of every store samctl finds (samctl stores), in one order; --root (repeatable)
+    narrows to those stores. --limit and --sort apply to the whole list.
+    """
     query = ListQuery(
         since=parse_when(since) if since is not None else None,
         until=parse_when(until, end=True) if until is not None else None,
@@ -37,7 +41,7 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
     )
     findings: list = []
     with gc_paused():  # a listing is 100,000s of small objects, none of them in a cycle
-        metas = list_conversations(store_of(ctx), query, findings)
+        metas = list_across(stores_of(ctx, findings), query, findings)
         if fmt == "jsonl":
             emit_jsonl(m.to_dict() for m in metas)
         elif fmt == "json":

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, store_of
+from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, store_for_id
 from samctl.render import text as render
 from samctl.safetext import safe_text
 from samctl.core.load import load_conversation
@@ -46,17 +46,18 @@ def _style(text, tag):
           "samctl show 8B58 --at 12")
 @click.pass_context
 def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw, pager, at):
-    """Print the transcript of conversation ID (a unique prefix is enough).
+    """Print the transcript of conversation ID (a unique prefix is enough, in any store samctl finds
+    unless --root names the stores).
 
     --at POSITION opens it at one message: on a terminal the pager (less or more) shows the whole
     transcript scrolled to that message; piped, or through another pager, the output is the title,
     a line saying how many messages come before, and the transcript from that message on. The
     message at POSITION is shown even when --all or --min-importance would leave it out.
     """
-    store = store_of(ctx)
     findings: list = []
     if raw and at is not None:
         raise UsageError("--at does not apply to --raw (the stored file, byte for byte)")
+    store, conversation_id = store_for_id(ctx, conversation_id, findings)
     if raw:
         from samctl.core.load import raw_bytes
 

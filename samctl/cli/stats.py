@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import emit_json, examples, finish, format_option, human_size, report_findings, store_of
+from samctl.cli.common import emit_json, examples, finish, format_option, human_size, report_findings, stores_of
 
 
 @click.command("stats")
@@ -18,8 +18,9 @@ from samctl.cli.common import emit_json, examples, finish, format_option, human_
           "samctl stats --format json | jq '.stores[0].by_month'")
 @click.pass_context
 def command(ctx, roots, top, months, fmt):
-    """Conversations, messages, memories and bytes of each store (the --root one, or each ROOT
-    given), its largest conversations, and activity per month (by last update). Read-only.
+    """Conversations, messages, memories and bytes of each store (each ROOT given, else each --root,
+    else every store samctl finds), its largest conversations, and activity per month (by last
+    update). Read-only.
     """
     from samctl.core.stats import store_stats
 
@@ -30,7 +31,7 @@ def command(ctx, roots, top, months, fmt):
         parent = ctx.find_object(Options)
         stores = [Options(root=r, max_file_size=parent.max_file_size, cache=parent.cache).store() for r in roots]
     else:
-        stores = [store_of(ctx)]
+        stores = stores_of(ctx, findings)
     result = {"stores": [store_stats(s, findings, top) for s in stores]}
     if fmt == "json":
         emit_json(result)

@@ -14,8 +14,8 @@ from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_op
 def command(ctx, fmt):
     """List the stores samctl finds: SAM's folder, ./.mermaid, ~/.claude (or $CLAUDE_CONFIG_DIR),
     ~/.codex (or $CODEX_HOME), llm's logs.db (where `llm logs path` says), and the roots listed in
-    $XDG_CONFIG_HOME/samctl/config.toml (roots = ["~/proj", "~/Downloads/export.zip"]). With --root,
-    only that store. Read-only; exit 4 when none is found.
+    $XDG_CONFIG_HOME/samctl/config.toml (roots = ["~/proj", "~/Downloads/export.zip"]). With --root
+    (repeatable), only those stores. Read-only; exit 4 when none is found.
     """
     from samctl import errors
     from samctl.cli.common import Options, store_of
@@ -25,11 +25,8 @@ def command(ctx, fmt):
     opts = ctx.find_object(Options)
     if opts.root is not None:
         stores = [store_of(ctx)]
-    else:
-        from samctl.stores.base import Caps
-
-        caps = Caps.uniform(opts.max_file_size) if opts.max_file_size else Caps()
-        stores = found_stores(findings, caps, opts.cache)
+    else:  # (not stores_of: none found is a table with no rows here, not an error line)
+        stores = found_stores(findings, opts.caps(), opts.cache, places=list(opts.roots) or None)
     rows = []
     for s in stores:
         metas = s.list_metas(findings)

@@ -38,8 +38,8 @@ from samctl.model import INFO, Finding
 from samctl.timeparse import format_utc
 from samctl.errors import SamctlError, UsageError
 from samctl.stores import exporter
-from samctl.stores.resolve import resolve_many
-from samctl.core.listing import ListQuery, list_conversations
+from samctl.stores.resolve import resolve_many, resolve_many_across
+from samctl.core.listing import ListQuery, list_across, list_conversations
 
 FORMATS = ("markdown", "html", "json", "jsonl", "sam-package")
 EXTENSIONS = {"markdown": ".md", "html": ".html", "json": ".json", "jsonl": ".jsonl", "sam-package": ".sam.json"}
@@ -72,6 +72,16 @@ def select_ids(store, ids, all_: bool, since, until, findings: list) -> list[str
         return [m.id for m in list_conversations(store, ListQuery(since=since, until=until), findings)]
 
     return resolve_many(store, ids)
+
+
+def select_across(stores: list, ids, all_: bool, since, until, findings: list) -> list[tuple]:
+    """``select_ids`` over several stores: ``(store, id)`` pairs, the given ids resolved across them
+    (``resolve_many_across``), or every listed conversation of all of them in one order (``ls``'s)."""
+    if all_:
+        owners: dict = {}
+        metas = list_across(stores, ListQuery(since=since, until=until), findings, owners)
+        return [(owners[id(m)], m.id) for m in metas]
+    return resolve_many_across(stores, ids)
 
 
 # -- rendering one conversation ---------------------------------------------------------------
@@ -131,14 +141,16 @@ def render_one(fmt: str, store, conv, include_hidden: bool, findings: list, expo
 
 
 def plan_output(output: str | None, fmt: str, many: bool, store) -> Plan:
-    """Decide stdout / one file / a folder (see the command's help for the rules)."""
+    """Decide stdout / one file / a folder (see the command's help for the rules).  ``store`` may be
+    a list of stores (the output may lie in none of them)."""
     if output in (None, "-"):
         if many and fmt not in MULTI_STREAM:
             raise UsageError(f"{fmt} of several conversations needs a folder",
                              hint="add -o FOLDER (one file per conversation), or export one conversation")
         return Plan("stdout")
     p = Path(output).expanduser()
-    _refuse_inside_store(p, store)
+    for one in store if isinstance(store, list) else [store]:
+        _refuse_inside_store(p, one)
     if p.is_dir() or output.endswith(os.sep):
         return Plan("folder", p)
     if p.exists() and not p.is_file():
@@ -176,6 +188,7 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
            as_many: bool = False) -> ExportResult:
     """Export the conversations ``ids`` (already resolved) as ``fmt`` to ``plan``.
 
+    ``ids`` are ids of ``store``, or ``(store, id)`` pairs (``select_across``: several stores).
     ``stdout`` is a binary stream (used when ``plan.kind == "stdout"``); ``progress``
     is called with (done, total) after each conversation.
     """
@@ -185,20 +198,22 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
     res = ExportResult(destination=str(plan.path) if plan.path else "-")
     many = len(ids) > 1 or as_many
 
-    def conversations():
-        for i, cid in enumerate(ids):
-            conv = load_resolved(store, cid, findings)
+    pairs = [i if isinstance(i, tuple) else (store, i) for i in ids]
+
+    def conversations():  # (store, conversation), one at a time
+        for i, (owner, cid) in enumerate(pairs):
+            conv = load_resolved(owner, cid, findings)
             if conv is None:
                 res.skipped += 1
             else:
-                yield conv
+                yield owner, conv
             if progress:
                 progress(i + 1, len(ids))
 
     made: list = []  # folders -o named that did not exist: they go again if nothing is written
     try:
         if plan.kind == "folder":
-            _to_folder(store, conversations(), fmt, plan.path, findings, res, include_hidden, exported_at,
+            _to_folder(conversations(), fmt, plan.path, findings, res, include_hidden, exported_at,
                        index=(fmt == "html" and many), made=made)
             if not res.files:
                 fsafe.remove_empty_dirs(made)
@@ -207,7 +222,7 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
         if plan.kind == "file":
             try:
                 with fsafe.atomic_writer(fsafe.make_private_dir(plan.path.parent, made) / plan.path.name) as out:
-                    _to_stream(store, conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
+                    _to_stream(conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
                     if res.exported == 0 and ids:  # every one skipped: an empty file would replace a good one
                         raise _NothingToWrite
             except _NothingToWrite:
@@ -225,7 +240,7 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
         raise SamctlError(f"cannot write {where}: {exc.strerror or exc}",
                           hint="check that the folder can be written and the disk has room; "
                                f"{res.exported} conversation(s) were written before this") from None
-    _to_stream(store, conversations(), fmt, stdout, findings, res, include_hidden, exported_at, many)
+    _to_stream(conversations(), fmt, stdout, findings, res, include_hidden, exported_at, many)
     stdout.flush()
     return res
 
@@ -234,11 +249,13 @@ class _NothingToWrite(Exception):
     """Every conversation of a one-file export was skipped: the temp goes, the old file stays."""
 
 
-def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, exported_at, index: bool,
+def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported_at, index: bool,
                made: list):
-    """One file per conversation in ``folder``, made (into ``made``) when the first one is written."""
+    """One file per conversation (``convs``: (store, conversation) pairs) in ``folder``, made (into
+    ``made``) when the first one is written."""
     entries = []
-    for conv in convs:
+    names: set = set()
+    for store, conv in convs:
         data = render_one(fmt, store, conv, include_hidden, findings, exported_at, index_link=index)
         if data is None:
             res.skipped += 1
@@ -246,6 +263,11 @@ def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, e
         if not res.files:
             fsafe.make_private_dir(folder, made)
         name = fsafe.check_component(conv.meta.id + EXTENSIONS[fmt])
+        n = 1
+        while name in names:  # one id in two stores (a copied project): never overwrite what this run wrote
+            n += 1
+            name = fsafe.check_component(f"{conv.meta.id}-{n}{EXTENSIONS[fmt]}")
+        names.add(name)
         fsafe.write_atomic(folder / name, data)
         res.files.append(str(folder / name))
         res.exported += 1
@@ -260,10 +282,10 @@ def _to_folder(store, convs, fmt, folder: Path, findings, res, include_hidden, e
         res.files.append(str(folder / "index.html"))
 
 
-def _to_stream(store, convs, fmt, out, findings, res, include_hidden, exported_at, many: bool):
-    """Write every conversation to one binary stream ``out``."""
+def _to_stream(convs, fmt, out, findings, res, include_hidden, exported_at, many: bool):
+    """Write every conversation (``convs``: (store, conversation) pairs) to one binary stream ``out``."""
     if not many:
-        for conv in convs:
+        for store, conv in convs:
             data = render_one(fmt, store, conv, include_hidden, findings, exported_at)
             if data is None:
                 res.skipped += 1
@@ -272,18 +294,18 @@ def _to_stream(store, convs, fmt, out, findings, res, include_hidden, exported_a
                 res.exported += 1
         return
     if fmt == "jsonl":
-        for conv in convs:
+        for store, conv in convs:
             out.write(render_one(fmt, store, conv, include_hidden, findings, exported_at))
             res.exported += 1
     elif fmt == "json":
         out.write(b"[")
-        for conv in convs:
+        for _store, conv in convs:
             out.write(b"\n" if res.exported == 0 else b",\n")
             out.write(_json_bytes(export_dict(conv, include_hidden)))
             res.exported += 1
         out.write(b"\n]\n")
     elif fmt == "sam-package":
-        done, skipped = exporter("sam-package").bulk(store, convs, out, findings, exported_at)
+        done, skipped = exporter("sam-package").bulk(convs, out, findings, exported_at)
         res.exported += done
         res.skipped += skipped
     else:  # plan_output refuses this; kept as a guard

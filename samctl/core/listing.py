@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from samctl.model import recency, title_key
+from samctl.errors import SamctlError
+from samctl.model import ERROR, Finding, recency, title_key
 
 SORT_KEYS = ("updated", "created", "title", "messages", "size")
 
@@ -41,9 +42,30 @@ def list_conversations(store, query: ListQuery, findings: list) -> list:
     return _ordered(out, query)
 
 
-def _ordered(out: list, query: ListQuery) -> list:
-    """``out`` (in list_metas' order, newest first) in the order the query asks for."""
-    if query.sort == "updated" and not query.reverse:
+def list_across(stores: list, query: ListQuery, findings: list, owners: dict | None = None) -> list:
+    """``list_conversations`` over several stores as one list in the query's order (ties keep the stores'
+    order), ``limit`` applied to the whole; ``owners`` (if given) gets ``id(meta) -> store`` for each.
+    A store that fails as a whole is a finding, and the others still answer; one store is exactly
+    ``list_conversations`` (its errors raised as before)."""
+    merged = []
+    for store in stores:
+        try:
+            got = list_conversations(store, query, findings)  # each one's best `limit` holds the merged best
+        except SamctlError as exc:
+            if len(stores) == 1:
+                raise
+            findings.append(Finding("store-unreadable", str(store.conv_dir), exc.message, ERROR))
+            continue
+        if owners is not None:
+            owners.update((id(m), store) for m in got)
+        merged += got
+    return merged if len(stores) == 1 else _ordered(merged, query, merged=True)
+
+
+def _ordered(out: list, query: ListQuery, merged: bool = False) -> list:
+    """``out`` (in list_metas' order, newest first, unless ``merged`` from several) in the order the
+    query asks for."""
+    if query.sort == "updated" and not query.reverse and not merged:
         return out[: query.limit] if query.limit is not None else out  # already so (stable, same key)
     key = {
         "updated": recency,

@@ -81,8 +81,11 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
             here = Path("/nonexistent")
         if here.is_dir():
             return "mermaid", here, here.parent
-        sam = SAM_DEFAULT_BASE.expanduser()
-        if (sam / "conversations").is_dir():
+        try:
+            sam = SAM_DEFAULT_BASE.expanduser()
+        except RuntimeError:  # no home folder (HOME unset, no password entry): no SAM folder either
+            sam = SAM_DEFAULT_BASE
+        if sam.is_absolute() and (sam / "conversations").is_dir():
             return "sam", sam / "conversations", sam
         raise NotFound(
             f"no store found: neither ./.mermaid/conversations nor {sam}/conversations exists",
@@ -205,11 +208,22 @@ def open_store(root: str | None, caps: Caps | None = None, cache: bool = True) -
     return store_class(kind)(conv, base, caps, cache)
 
 
+def config_path() -> Path:
+    """samctl's config file: ``$XDG_CONFIG_HOME/samctl/config.toml``, else ``~/.config/samctl/config.toml``."""
+    path = Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config") / "samctl" / "config.toml"
+    try:
+        return path.expanduser()
+    except RuntimeError:  # no home folder to find it in (HOME unset, no password entry): as written
+        return path
+
+
 def config_roots(findings: list) -> list[Path]:
-    """The ``roots = [...]`` of samctl's config file (``$XDG_CONFIG_HOME/samctl/config.toml``, else
-    ``~/.config/samctl/config.toml``): mermaid projects, exports, any store with no fixed place.  A file
-    that is not TOML, or whose ``roots`` is not a list of strings, is a finding."""
-    path = Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config").expanduser() / "samctl" / "config.toml"
+    """The ``roots = [...]`` of samctl's config file (``config_path``): mermaid projects, exports, any
+    store with no fixed place.  A file that is not TOML, or whose ``roots`` is not a list of strings,
+    is a finding."""
+    path = config_path()
+    if not path.is_absolute():  # (no home folder to find it in)
+        return []
     try:
         data = fsafe.read_capped(path, 1 << 20)
     except FileProblem as exc:
@@ -228,21 +242,54 @@ def config_roots(findings: list) -> list[Path]:
     if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
         findings.append(Finding("bad-config", str(path), "roots must be a list of paths (strings)", ERROR))
         return []
-    return [Path(r).expanduser() for r in roots]
+    out = []
+    for r in roots:
+        try:
+            if not r or "\0" in r:
+                raise ValueError("an empty path or one holding NUL")
+            out.append(Path(r).expanduser())
+        except (RuntimeError, ValueError) as exc:  # ~nosuchuser: RuntimeError
+            findings.append(Finding("bad-config", str(path), f"roots: {r!r} is not a path samctl can use: {exc}"[:300],
+                                    ERROR))
+    return out
 
 
-def found_stores(findings: list, caps: Caps | None = None, cache: bool = True) -> list[Store]:
+def found_stores(findings: list, caps: Caps | None = None, cache: bool = True, failed: list | None = None,
+                 places: list | None = None) -> list[Store]:
     """Every store on this machine samctl can find: each registered kind's usual place
     (``Store.default_roots``) that exists, then the config file's roots; each once (by its folder).
-    A place that exists but cannot be opened as a store is a finding, and the others still count."""
-    places = [p for name in STORES for p in store_class(name).default_roots() if os.path.lexists(p)]
-    places += config_roots(findings)
+    A place that exists but cannot be opened as a store is a finding (its error also goes to
+    ``failed``), and the others still count.  ``places`` (the --root values given) replaces the search."""
+    if places is None:
+        places = [p for name in STORES for p in _default_roots(name) if os.path.lexists(p)]
+        places += config_roots(findings)
     out: dict[str, Store] = {}
+    tried: set = set()
     for p in places:
+        if os.path.abspath(p) in tried:  # (a usual place also listed in the config file: one finding)
+            continue
+        tried.add(os.path.abspath(p))
         try:
             store = open_store(str(p), caps, cache)
         except NotFound as exc:
-            findings.append(Finding("store-unreadable", str(p), exc.message, ERROR))
+            findings.append(Finding("store-unreadable", fsafe.shown(str(p)), exc.message, ERROR))
+            if failed is not None:
+                failed.append(exc)
             continue
         out.setdefault(store.root_real, store)
     return list(out.values())
+
+
+def _default_roots(name: str) -> list:
+    """``default_roots`` of a kind, or none when there is no home folder to find them in (HOME unset and
+    no password entry: ``expanduser`` raises RuntimeError)."""
+    try:
+        return store_class(name).default_roots()
+    except RuntimeError:
+        return []
+
+
+def where_looked() -> str:
+    """The places ``found_stores`` looks, in words (for "no store found")."""
+    usual = [str(p) for name in STORES for p in _default_roots(name)]
+    return ", ".join(dict.fromkeys(["./.mermaid/conversations", *usual])) + f", and the roots listed in {config_path()}"

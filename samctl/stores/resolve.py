@@ -84,3 +84,56 @@ def resolve_many(store, texts) -> list[str]:
     """``resolve_id`` of each text, each id once, in the order given; the store is listed once."""
     view = store if isinstance(store, Listed) else Listed(store)
     return list(dict.fromkeys(resolve_id(view, t) for t in texts))
+
+
+def resolve_across(stores, text: str):
+    """``(store, id)`` for what a user typed, looked up in every store of ``stores`` (the cross-store
+    view, issue #23), by ``resolve_id``'s rules: an exact id in one store wins; else a unique prefix
+    (of a conversation) among all stores.  Two or more matches are ambiguous: a usage error listing
+    the candidates with their stores.  A text no store's rule accepts is a usage error; none matching,
+    NotFound naming every store's folder."""
+    return resolve_many_across(stores, [text])[0]
+
+
+def resolve_many_across(stores, texts) -> list:
+    """``resolve_across`` of each text, each ``(store, id)`` once, in the order given; each store is listed
+    at most once (and not at all for a whole id it holds)."""
+    views: dict = {}
+    out: dict = {}
+    for text in texts:
+        hit = _across(stores, text, views)
+        out.setdefault((id(hit[0]), hit[1]), hit)
+    return list(out.values())
+
+
+def _across(stores, text, views: dict):
+    tried = [s for s in stores if isinstance(text, str) and s.prefix_ok(text)]
+    if not tried:
+        rules = "; ".join(dict.fromkeys(f"{s.name}: {s.id_rule}" for s in stores))
+        raise UsageError(f"{quoted(text)} is not a conversation id or id prefix of any store",
+                         hint=f"ids look like {rules}; `samctl ls` lists them")
+    exact = [(s, s.normalize_prefix(text)) for s in tried
+             if s.valid_id(s.normalize_prefix(text)) and s.has_id(s.normalize_prefix(text))]
+    if len(exact) == 1:
+        return exact[0]
+    matches = []
+    for s in tried:
+        view = views.get(id(s)) or views.setdefault(id(s), Listed(s))
+        matches += [(s, m) for m in view.matches(s.normalize_prefix(text))]
+    if len(matches) > 1:  # as in one store: a prefix of one conversation and of folders holding none names it
+        real = [(s, m) for s, m in matches if views[id(s)].holds_conversation(m)]
+        if len(real) == 1:
+            return real[0]
+        matches = real or matches  # the candidates worth listing
+    if not matches:
+        where = ", ".join(str(s.conv_dir) for s in stores)
+        raise NotFound(f"no conversation matches {quoted(text)} in {where}", hint="`samctl ls` lists them")
+    if len(matches) > 1:
+        kinds = [s.name for s in {id(s): s for s, _ in matches}.values()]
+
+        def label(s):  # the store's kind, and its folder where two stores of one kind match
+            return s.name if kinds.count(s.name) == 1 else f"{s.name} at {s.conv_dir}"
+        some = ", ".join(f"{m} ({label(s)})" for s, m in matches[:5]) + (" …" if len(matches) > 5 else "")
+        raise UsageError(f"{quoted(text)} is ambiguous: {len(matches)} conversations match ({some})",
+                         hint="type more of the id, or name the store with --root")
+    return matches[0]

@@ -77,7 +77,7 @@ class Manifest:
 
     def _table(self, name: str):
         t = self._tables[name]
-        if isinstance(t, (bytes, bytearray)):
+        if isinstance(t, (bytes, bytearray, memoryview)):
             t = self._tables[name] = (_checked_src(t, self.segments) if name == "src" else _checked_conv(t))
         return t
 
@@ -178,8 +178,15 @@ def read_manifest(path: Path, store) -> Manifest:
     body = memoryview(raw)[16:]
     if zlib.crc32(body) != crc:
         raise BadIndex("manifest: checksum mismatch")
-    pieces = bytes(memoryview(raw)[16:]).split(b"\n")
-    if len(pieces) != 1 + len(TABLES):
+    cuts = [16]  # where the head and each table start (no copy of the tables until used)
+    for _ in TABLES:
+        nl = raw.find(b"\n", cuts[-1])
+        if nl < 0:
+            raise BadIndex("manifest: not head and tables")
+        cuts.append(nl + 1)
+    view = memoryview(raw)
+    pieces = [view[a:b - 1] for a, b in zip(cuts, cuts[1:])] + [view[cuts[-1]:]]
+    if raw.find(b"\n", cuts[-1]) >= 0:
         raise BadIndex("manifest: not head and tables")
     try:
         m = orjson.loads(pieces[0])

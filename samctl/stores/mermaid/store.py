@@ -385,8 +385,15 @@ class MermaidStore(Store):
 
     @classmethod
     def default_roots(cls) -> list[Path]:
-        """The project in the current folder, as every command finds it without --root."""
-        return [Path.cwd()] if (Path.cwd() / ".mermaid" / "conversations").is_dir() else []
+        """The project in the current folder, as every command finds it without --root (one whose
+        ``.mermaid`` samctl may not enter too: opening it then says "permission denied")."""
+        try:
+            here = Path.cwd()
+            return [here] if stat.S_ISDIR(os.stat(here / ".mermaid" / "conversations").st_mode) else []
+        except PermissionError:
+            return [here]
+        except OSError:  # none here, or the current folder was removed
+            return []
 
     def own_folders(self) -> list[Path]:
         folders = [self.conv_dir]

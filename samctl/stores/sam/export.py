@@ -57,12 +57,13 @@ def _row_field(row, name):
 
 
 
-def bulk(store, convs, out, findings: list, exported_at: str) -> tuple[int, int]:
-    """One bulk package (sam.md §10.2) of ``convs`` written to ``out``: (exported, skipped)."""
+def bulk(convs, out, findings: list, exported_at: str) -> tuple[int, int]:
+    """One bulk package (sam.md §10.2) of ``convs`` ((store, conversation) pairs, of any stores) written
+    to ``out``: (exported, skipped)."""
     spans = []
     skipped = 0
     with tempfile.TemporaryFile(prefix="samctl-export-") as spool:
-        for conv in convs:
+        for store, conv in convs:
             data = package_for(store, conv, findings, exported_at)
             if data is None:
                 skipped += 1
