@@ -174,7 +174,7 @@ def stores_of(ctx: click.Context, findings: list, every: bool = True) -> list:
                                    "no fixed place (mermaid projects, exports) as roots = [...] in that file")
     out = []
     for store in found:
-        if store.read_only:
+        if store.read_only or store.moves_only:
             try:
                 refuse_on_read_only(store, ctx)
             except errors.UsageError as exc:
@@ -221,7 +221,7 @@ def findings_first(findings: list):
 # the commands whose reading is store-specific today.
 _WRITING = ("rm", "restore", "archive", "attic", "recover", "compact")
 _WRITING_OPTIONS = {"check": "fix", "search": "touch"}
-_UNSUPPORTED = ("search", "index", "log")
+_UNSUPPORTED = ("log",)
 _REWRITING = ("recover",)  # what a store samctl only moves (``moves_only``) refuses: these rewrite its files
 
 

@@ -8,8 +8,9 @@ import sys
 
 import click
 
+from samctl import fsafe
 from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
-    report_findings, store_of
+    report_findings, stores_of
 from samctl.cli.writeopts import force_option, lock_wait_option
 
 
@@ -120,7 +121,8 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     from samctl.errors import UsageError
 
     text = " ".join(query)
-    store = store_of(ctx)
+    findings: list = []
+    stores = stores_of(ctx, findings, every=True)
     plan = None
     if threshold is not None and rank == "bm25" and not like and not exact:
         raise UsageError("--threshold cuts SAM's scores: it goes with --rank sam or --like",
@@ -130,12 +132,16 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     if rank == "bm25" and not exact and not like:
         plan = _parse(text, where)
         where = where or plan.where
+        if plan.stores:  # (store:NAME: the other stores are not even brought up to date)
+            stores = [s for s in stores if s.name in plan.stores]
     if touch:
-        if not store.has_memories:
-            raise UsageError("--touch updates SAM memories; this is a " + store.name + " store, which has none")
         from samctl.lock import ensure_app_idle
 
-        ensure_app_idle(store, force=force)
+        memories = [s for s in stores if s.has_memories]
+        if not memories:
+            raise UsageError("--touch updates SAM memories; this is a " + stores[0].name + " store, which has none")
+        for s in memories:
+            ensure_app_idle(s, force=force)
     q = core.SearchQuery(text=text, conversations=tuple(conversations), where=where, limit=limit,
                          threshold=0.3 if threshold is None else threshold,
                          since=parse_when(since) if since is not None else None,
@@ -144,20 +150,22 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     from samctl.cli.index import progress_printer
 
     progress = progress_printer(sys.stderr)
-    findings: list = []
     try:
-        hits = core.search(store, q, findings, progress, plan)
+        hits = core.search(stores, q, findings, progress, plan) if stores else []
     finally:
         if progress:
             progress.done()
     if touch:
-        findings += _touch(store, hits, force, lock_wait, findings)
+        for s in memories:  # (each SAM store its own memories, under its own lock)
+            base = os.path.realpath(s.base)
+            mine = [h for h in hits if h.kind == "memory" and h.source and fsafe.is_inside(base, h.source)]
+            findings += _touch(s, mine, force, lock_wait, findings)
     if fmt == "json":
         emit_json([h.to_dict() for h in hits])
     elif fmt == "jsonl":
         emit_jsonl(h.to_dict() for h in hits)
     else:
-        _table(hits, text)
+        _table(hits, text, len(stores) > 1)
         if not hits:
             click.echo(_what_to_try(q), err=True)
     report_findings(findings)
@@ -212,7 +220,7 @@ def _touch(store, hits, force, lock_wait, findings) -> list:
     return left  # (what settling had to leave: findings of this run)
 
 
-def _table(hits, query: str) -> None:
+def _table(hits, query: str, several: bool = False) -> None:
     from samctl.safetext import one_line, quoted
     from samctl.timeparse import format_local
     from samctl.cli.common import pasteable
@@ -223,10 +231,12 @@ def _table(hits, query: str) -> None:
     tty = sys.stdout.isatty()
     width = shutil.get_terminal_size((120, 24)).columns if tty else None
     bold = tty and not os.environ.get("NO_COLOR")
-    out = [f"{'SCORE':<6} {'KIND':<8} {'CONVERSATION':<36}  {'DATE':<16}  {'ROLE':<9}  TITLE"]
+    store = f"{'STORE':<12} " if several else ""
+    out = [f"{'SCORE':<6} {store}{'KIND':<8} {'CONVERSATION':<36}  {'DATE':<16}  {'ROLE':<9}  TITLE"]
     for h in hits:
         score = "exact" if h.score is None and h.exact == "whole" else ("-" if h.score is None else f"{h.score:.3f}")
-        line = (f"{score:<6} {h.kind:<8} {h.conversation_id:<36}  {format_local(h.date_ts):<16}  "
+        store = f"{h.store:<12} " if several else ""
+        line = (f"{score:<6} {store}{h.kind:<8} {h.conversation_id:<36}  {format_local(h.date_ts):<16}  "
                 f"{(h.role or '-'):<9}  {one_line(h.title)}")
         out.append(_clip(line, width) if width else line)
         out.append("       " + _snippet(h, width, bold, query))

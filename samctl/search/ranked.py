@@ -27,9 +27,10 @@ def _word_terms(word: str) -> list[str]:
     return list(dict.fromkeys(tx.tokens(word)))
 
 
-def search(pairs: list, q, plan, make_hit, scope: set | None, params: rank.Params = rank.Params()) -> list[Hit]:
+def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = rank.Params()) -> list[Hit]:
     """The best ``q.limit`` rows of ``pairs`` = [(store, Index)] for ``plan`` (a parsed query), as Hits
-    made by ``make_hit(store, index, segment, row)``."""
+    made by ``make_hit(store, index, segment, row, text)``; ``scopes``: id(store) -> the conversations
+    --conversation names in it (None: all)."""
     np = load_numpy()
     corpus = IndexCorpus(pairs)
     if not corpus.size:
@@ -39,7 +40,7 @@ def search(pairs: list, q, plan, make_hit, scope: set | None, params: rank.Param
     got = rank.parts(corpus, plan.ranked_text, params, extra)
     score = got["score"]
     ok = corpus.live & (score > 0)
-    ok &= _filters(corpus, q, plan, scope)
+    ok &= _filters(corpus, q, plan, scopes)
     for word in plan.required:
         for t in _word_terms(word):
             ok &= corpus.holding(t)
@@ -77,7 +78,7 @@ def _holding_any(corpus: IndexCorpus, terms: list):
     return mask
 
 
-def _filters(corpus: IndexCorpus, q, plan, scope):
+def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
     """The rows that --in/--since/--until/--min-importance/--conversation and role:/title:/store: keep."""
     np = corpus.np
     keep = np.ones(corpus.size, bool)
@@ -97,8 +98,9 @@ def _filters(corpus: IndexCorpus, q, plan, scope):
         codes = [ROLES.index(r) for r in plan.roles if r in ROLES]
         keep &= np.isin(corpus.role_code, np.array(codes, dtype=np.int8))
     per_part = []
-    if scope is not None or plan.titles or plan.stores:
+    if any(v is not None for v in scopes.values()) or plan.titles or plan.stores:
         for p in corpus.parts:
+            scope = scopes.get(id(p.store))
             convs = p.seg.convs
             wanted = np.ones(len(convs), bool)
             if plan.stores and p.store.name not in plan.stores:

@@ -72,42 +72,111 @@ def resolve_scope(store, texts) -> set | None:
     return scope
 
 
-def search(store, q: SearchQuery, findings: list, progress=None, plan=None) -> list[Hit]:
-    """The hits of ``q``, best first.  Bad files become ``findings``; raises UsageError/NotFound.
-    ``plan``: the parsed query (``search.query``) for the default ranking."""
-    where = _check(store, q)
-    scope = resolve_scope(store, q.conversations)
+def search(stores, q: SearchQuery, findings: list, progress=None, plan=None) -> list[Hit]:
+    """The hits of ``q`` in ``stores`` (one store, or a list: ranked together, statistics over all of
+    them), best first.  Bad files become ``findings``; raises UsageError/NotFound.  ``plan``: the
+    parsed query (``search.query``) for the default ranking."""
+    stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]
+    if q.like and len(stores) > 1:
+        stores = [s for s in stores if s.has_memories] or stores[:1]  # (the error names the first)
+    where = [_check(s, q) for s in stores][0]
+    scopes = _scopes(stores, q.conversations)
+    stores = [s for s in stores if id(s) in scopes]
     if q.like:
         from samctl.search import like  # (lazy: not loaded by ls or --help)
 
-        return like.search_like(store, q, scope, findings)
+        return _merged([like.search_like(s, q, scopes[id(s)], findings) for s in stores], q, sort_key)
     if q.limit == 0:
         return []
-    def answer(idx):
-        if q.exact or q.rank == "sam":
-            return _best(*_candidates(store, idx, q, where, scope), q)
-        from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
+    if q.exact or q.rank == "sam":
+        def one(store):
+            scope = scopes[id(store)]
+            return _with_index(store, q, scope, findings, progress,
+                               lambda idx: _best(*_candidates(store, idx, q, where, scope), q))
 
-        from samctl.search.query import Query  # (lazy: as ranked)
+        return _merged([one(s) for s in stores], q, _exact_order if q.exact else sort_key)
+    from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
+    from samctl.search.query import Query  # (lazy: as ranked)
 
-        return ranked.search([(store, idx)], q, plan or Query(words=(q.text,)), _hit, scope)
+    return _with_indexes(stores, q, findings, progress,
+                         lambda pairs: ranked.search(pairs, q, plan or Query(words=(q.text,)), _hit, scopes))
 
-    return _with_index(store, q, scope, findings, progress, answer)
+
+def _scopes(stores: list, texts) -> dict:
+    """id(store) -> what ``--conversation`` names in it (None: the whole store), for the stores where
+    it names something; NotFound when it names nothing in any."""
+    if not texts:
+        return {id(s): None for s in stores}
+    out, missing = {}, None
+    for s in stores:
+        try:
+            out[id(s)] = resolve_scope(s, texts)
+        except NotFound as exc:
+            missing = missing or exc
+    if not out:
+        raise missing
+    return out
+
+
+def _merged(lists: list, q: SearchQuery, key) -> list[Hit]:
+    """The hits of several stores in one order, the first ``limit``."""
+    if len(lists) == 1:
+        return lists[0]
+    return sorted((h for hits in lists for h in hits), key=key)[: q.limit]
+
+
+def _exact_order(h: Hit):
+    return _exact_key(h.exact == "whole", -math.inf if h.date_ts is None else h.date_ts, h)
+
+
+def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer):
+    """``answer([(store, index), ...])`` with every store's index up to date (BM25 needs every row's
+    statistics: the whole store, whatever ``--conversation``); without the cache (``--no-index``),
+    indexes built in temporary folders removed afterwards.  Indexes that cannot be used (``answer``
+    finds one broken, too) are rebuilt once; if that fails too, the search is made on temporary ones."""
+    for attempt in range(3):
+        local: list = []
+        tmps: list = []
+        pairs = []
+        try:
+            for store in stores:
+                disk = q.use_index and store.use_cache and attempt < 2
+                if not disk:
+                    tmps.append(tempfile.mkdtemp(prefix="samctl-search-"))
+                pairs.append((store, ix.refresh(store, local, rebuild=attempt == 1, progress=progress,
+                                                home=None if disk else Path(tmps[-1]))))
+            hits = answer(pairs)
+        except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
+            if len(tmps) == len(stores) or os.environ.get("SAMCTL_DEBUG") == "1":
+                raise
+            continue  # an index that cannot be used: rebuild it, then do without
+        finally:
+            for tmp in tmps:
+                shutil.rmtree(tmp, ignore_errors=True)
+        findings.extend(local)
+        for store, idx in pairs:
+            _note_replaced(store, idx, findings)
+        return hits
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _note_replaced(store, idx, findings: list) -> None:
+    if idx.replaced:
+        findings.append(Finding("index-replaced", str(ix.index_dir(store)),
+                                f"the search index of an older samctl ({idx.replaced >> 20} MiB) was replaced", INFO))
 
 
 def _with_index(store, q: SearchQuery, scope, findings: list, progress, answer):
-    """``answer(index)`` on the store's index brought up to date; without the cache (``--no-index``),
-    on one built in a temporary folder that is removed afterwards.  An index that cannot be used
-    (``answer`` finds it broken, too) is rebuilt once; if that fails too, the search is made on a
-    temporary one.  BM25 needs every row's statistics: the whole store is brought up to date,
-    whatever ``scope``."""
+    """``answer(index)`` on the store's index brought up to date for ``scope`` (--exact, --rank sam);
+    without the cache (``--no-index``), on one built in a temporary folder that is removed afterwards.
+    An index that cannot be used (``answer`` finds it broken, too) is rebuilt once; if that fails too,
+    the search is made on a temporary one."""
     for attempt in range(3):
         local: list = []
         disk = q.use_index and store.use_cache and attempt < 2
         tmp = None if disk else tempfile.mkdtemp(prefix="samctl-search-")
         try:
-            idx = ix.refresh(store, local, scope=scope if q.exact or q.rank == "sam" else None,
-                             rebuild=attempt == 1, progress=progress, home=None if disk else Path(tmp))
+            idx = ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress, home=None if disk else Path(tmp))
             hits = answer(idx)
         except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
             if not disk or os.environ.get("SAMCTL_DEBUG") == "1":
@@ -117,10 +186,7 @@ def _with_index(store, q: SearchQuery, scope, findings: list, progress, answer):
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
         findings.extend(local)
-        if idx.replaced:
-            findings.append(Finding("index-replaced", str(ix.index_dir(store)),
-                                    f"the search index of an older samctl ({idx.replaced >> 20} MiB) was replaced",
-                                    INFO))
+        _note_replaced(store, idx, findings)
         return hits
     raise AssertionError("unreachable")  # pragma: no cover
 

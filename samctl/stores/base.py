@@ -227,14 +227,30 @@ class Store:
     # search -----------------------------------------------------------------
     def search_sources(self, findings: list, scope: set | None = None) -> dict:
         """Every ``sources.Source`` of the store (or of the conversations/scopes in ``scope``), by key:
-        one ``lstat`` per file, never a read (this runs before every search)."""
-        raise NotImplementedError
+        one ``lstat`` per file, never a read (this runs before every search).
+
+        This default: one source per conversation ``list_metas`` lists, the file ``raw_path`` names (one
+        file each, or one file for the whole store: then a change to it reads every conversation again)."""
+        from samctl.stores.sources import Found  # (lazy: only search discovers sources)
+
+        found = Found(findings)
+        for meta in self.list_metas(findings):  # (what cannot be listed is a finding, as for ls)
+            if scope is None or meta.id in scope:
+                found.add(meta.id, self.name, [str(self.raw_path(meta.id))], meta.id)
+        return found.sources
 
     def source_rows(self, src, findings: list, infos: list):
         """The ``sources.Row`` of one source, in order; what cannot be read becomes ``findings``, and
         each conversation read adds its info ({"id", "title"}, plus "topic"/"topic_name" for a
-        conversation whose memories live in a shared scope) to ``infos``.  Never raises for bad input."""
-        raise NotImplementedError
+        conversation whose memories live in a shared scope) to ``infos``.  Never raises for bad input.
+
+        This default: the messages of the conversation ``src.conv`` as ``load_listed`` reads it."""
+        from samctl.stores.sources import message_rows  # (lazy: only search reads rows)
+
+        conv = self.load_listed(src.conv, findings)
+        if conv is not None:
+            infos.append({"id": src.conv, "title": conv.meta.title})
+            yield from message_rows(conv, src.conv)
 
     # memories (has_memories) --------------------------------------------------
     def memory_databases(self) -> list[tuple[str, str | None]]:

@@ -72,5 +72,5 @@ def test_archives_are_real_trees_samctl_reads(tiny, tmp_path, store, monkeypatch
 def test_main_prints_every_retriever(tiny, capsys):
     assert br.main(["--data", str(tiny.parent), "--no-loo"]) == 0
     out = capsys.readouterr().out
-    for label in ("samctl search today", "plain BM25", "new ranking", "ablation", "without addressee"):
+    for label in ("samctl search (the CLI: default ranking", "plain BM25", "new ranking", "ablation", "without addressee"):
         assert label in out
