@@ -368,10 +368,15 @@ def searcher(root: Path, text: str, **kw):
     from samctl.search import retrieve
     from samctl.stores import open_store
 
-    q = make_query(text, **kw)
-
     def run():
-        return retrieve.search(open_store(str(root)), q, [], None)
+        # as the CLI does: the query language parsed (its in: narrowing as --in), then the search
+        plan = None
+        if not kw.get("exact") and kw.get("rank", "bm25") == "bm25":
+            from samctl.search.query import parse
+
+            plan = parse(text)
+        q = make_query(text, **dict(kw, where=kw.get("where") or (plan.where if plan else None)))
+        return retrieve.search(open_store(str(root)), q, [], None, plan)
 
     return run
 
