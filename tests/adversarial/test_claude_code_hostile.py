@@ -180,7 +180,8 @@ def test_hostile_claude_tree(case, tmp_path, monkeypatch):
             g + ["show", S1, "--format", "markdown", "--all"], g + ["show", S1, "--raw"], g + ["show", S2, "--all"],
             g + ["export", "--to", "json", "-o", str(out / "j"), S1, S2], g + ["export", "--to", "html", "-o",
                                                                               str(out / "h"), S1],
-            g + ["stats"], g + ["check"]]
+            g + ["stats"], g + ["search", "login", "--format", "json", "-n", "50"], g + ["search", "--exact", "e"],
+            g + ["check"]]
     check_err = ""
     for args in runs:
         TALLY.cases += 1

@@ -175,7 +175,8 @@ def test_hostile_codex_home(case, tmp_path, monkeypatch):
     runs = [g + ["ls"], g + ["ls", "--format", "json"], g + ["show", T1], g + ["show", T1, "--all", "--format", "json"],
             g + ["show", T3, "--all"], g + ["show", T3, "--raw"], g + ["show", T1, "--format", "markdown"],
             g + ["export", "--to", "jsonl", "-o", str(out / "a.jsonl"), T1, T3],
-            g + ["export", "--to", "markdown", "-o", str(out / "m"), T1, T3], g + ["stats"], g + ["check"]]
+            g + ["export", "--to", "markdown", "-o", str(out / "m"), T1, T3], g + ["stats"],
+            g + ["search", "test", "--format", "json", "-n", "50"], g + ["search", "--exact", "e"], g + ["check"]]
     check_err = ""
     for args in runs:
         TALLY.cases += 1
