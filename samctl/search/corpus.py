@@ -47,17 +47,17 @@ class IndexCorpus:
         cat = (lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt))
         segs = [p.seg for p in self.parts]
         self.live = cat([s.alive for s in segs], bool)
-        self.kind = cat([s.meta["kind"] for s in segs], np.uint8)
-        self.role_code = cat([s.meta["role"] for s in segs], np.uint8)  # (a code out of range: IndexError)
-        self.date = cat([s.meta["date"] for s in segs], np.float64)
-        self.length = cat([s.meta["ntok"] for s in segs], np.float64) * self.live
+        self.kind = cat([s.r_kind for s in segs], np.uint8)
+        self.role_code = cat([s.r_role for s in segs], np.uint8)  # (a code out of range: IndexError)
+        self.length = cat([s.r_len for s in segs], np.float64) * self.live
+        self._dates = None
         group, base = [], 0
         for s in segs:
-            c = s.meta["conv"].astype(np.int64)
+            c = s.r_conv.astype(np.int64)
             if len(c) and (int(c.min()) < 0 or int(c.max()) >= s.nconvs):
                 raise BadIndex(f"{s.name}: conversation codes out of range")
             g = c + base
-            group.append(np.where(s.meta["kind"] == MESSAGE, g, -1))
+            group.append(np.where(s.r_kind == MESSAGE, g, -1))
             base += s.nconvs
         self.groups = base
         self.group = cat(group, np.int64)
@@ -79,6 +79,14 @@ class IndexCorpus:
         self._post: dict = {}
         self._lens: dict = {}
         self._ymd = None
+
+    @property
+    def date(self):
+        """Every row's date (Unix seconds, NaN: none): read only by a query that needs it."""
+        if self._dates is None:
+            np = self.np
+            self._dates = np.concatenate([p.seg.meta["date"] for p in self.parts]) if self.parts else np.zeros(0)
+        return self._dates
 
     # -- rank.py's interface
     def rows(self):

@@ -111,7 +111,7 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
                 titles = [p.index.title_of(c) for c in convs]
                 for w in plan.titles:
                     wanted &= np.array([title_matches(t, w) for t in titles], bool)
-            conv = p.seg.meta["conv"]
+            conv = p.seg.r_conv
             per_part.append(wanted[conv] if len(convs) else np.zeros(p.seg.rows, bool))
         keep &= np.concatenate(per_part)
     return keep

@@ -134,12 +134,26 @@ def term_counts(text: str) -> dict[str, int]:
         low = fold(text.replace("\u2019", "'").replace("\u2018", "'"))  # (as ``words`` folds)
         if _NOSPACE_RUN.search(low):  # n-grams: word by word
             return Counter(tokens(text))
-    out: dict[str, int] = {}
-    get = out.get
-    for w, n in Counter(_TOKEN.findall(low)).items():
-        for t in _terms_of(w):
-            out[t] = get(t, 0) + n
+    if len(_WORD_TERMS) > 1 << 20:
+        _WORD_TERMS.clear()
+    out = Counter(map(_WORD_TERMS.__getitem__, _TOKEN.findall(low)))  # (a word's term, counted in C)
+    for k in [k for k in out if type(k) is tuple]:  # the few words of several terms (compounds)
+        n = out.pop(k)
+        for t in k:
+            out[t] += n
     return out
+
+
+class _WordTerms(dict):
+    """word -> its one index term, or the tuple of its terms (a compound): ``_terms_of``, memoised."""
+
+    def __missing__(self, word: str):
+        terms = _terms_of(word)
+        v = self[word] = terms[0] if len(terms) == 1 else terms
+        return v
+
+
+_WORD_TERMS = _WordTerms()
 
 
 def is_stop(term: str) -> bool:

@@ -52,7 +52,13 @@ SECTIONS = {
     "tok_rows": ("<i4", ("P",)),
     "tok_tf": ("<u2", ("P",)),
     "voc": ("|u1", ("B",)),
-    "convs": ("|u1", ("B",)),  # the conversation ids, a JSON list (decoded only when a query needs them)
+    "convs": ("|u1", ("B",)),
+    # what ranking reads of every row, each column contiguous (the meta records are 56 bytes apart:
+    # reading one of their fields for a million rows reads all of them)
+    "r_len": ("<u4", ("R",)),
+    "r_conv": ("<i4", ("R",)),
+    "r_kind": ("|u1", ("R",)),
+    "r_role": ("|u1", ("R",)),  # the conversation ids, a JSON list (decoded only when a query needs them)
 }
 SEG_NAME = re.compile(r"seg-[0-9a-f]{8,40}\.seg\Z")
 

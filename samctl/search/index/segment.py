@@ -132,6 +132,9 @@ class SegmentWriter:
         voc = "\n".join(sorted(self.vocab)).encode("utf-8", "surrogatepass")
         out["voc"] = np.frombuffer(voc, dtype=np.uint8)
         out["convs"] = np.frombuffer(orjson.dumps(list(self.conv_index)), dtype=np.uint8)
+        meta = out["meta"]
+        for name, field in (("r_len", "ntok"), ("r_conv", "conv"), ("r_kind", "kind"), ("r_role", "role")):
+            out[name] = np.ascontiguousarray(meta[field])
         if len(hs):
             starts = np.flatnonzero(np.concatenate(([True], hs[1:] != hs[:-1])))
         else:
@@ -156,7 +159,7 @@ class SegmentWriter:
         try:
             sec = {}
             for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_ptr",
-                         "tok_rows", "tok_tf", "voc", "convs"):
+                         "tok_rows", "tok_tf", "voc", "convs", "r_len", "r_conv", "r_kind", "r_role"):
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
