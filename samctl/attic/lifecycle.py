@@ -9,6 +9,8 @@ Design notes: docs/attic.md, "attic/lifecycle.py".
 
 from __future__ import annotations
 
+import contextlib
+
 import errno
 import stat
 import sys
@@ -512,6 +514,20 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     fsafe.fsync_dir(store.conv_dir)
 
 
+@contextlib.contextmanager
+def _locked(store, report: Report, targets: list, force: bool, lock_wait: float, ignore_unreadable: bool, again):
+    """What every move out does first: the app idle (asked before the lock too: a refusal writes
+    nothing), the store's lock, interrupted moves settled, the targets picked again under the lock
+    (``still_matching``); yields (those targets, the shared-topic references among them)."""
+    ensure_app_idle(store, [t.id for t in targets], force)
+    with store_lock(store, lock_wait):
+        ensure_app_idle(store, [t.id for t in targets], force)
+        report.repaired, left = settle(store)
+        report.findings += left
+        targets = still_matching(report, targets, again)
+        yield targets, topic_refs(store, [t.id for t in targets], ignore_unreadable)
+
+
 def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bool = False,
            lock_wait: float = 0.0, now: float | None = None, ignore_unreadable: bool = False, again=None) -> Report:
     """Move ``targets`` into the attic as ``state`` (deleted or archived); with ``again``, only
@@ -522,13 +538,7 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
             report.items.append(dict(t.to_dict(), action=f"would be {state}"))
         report.findings += would_refuse(store, [t.id for t in targets], force)
         return report
-    ensure_app_idle(store, [t.id for t in targets], force)  # before the lock: a refusal writes nothing
-    with store_lock(store, lock_wait):
-        ensure_app_idle(store, [t.id for t in targets], force)
-        report.repaired, left = settle(store)
-        report.findings += left
-        targets = still_matching(report, targets, again)
-        refs = topic_refs(store, [t.id for t in targets], ignore_unreadable)
+    with _locked(store, report, targets, force, lock_wait, ignore_unreadable, again) as (targets, refs):
         moved, failed = move_out_many(store, targets, state, refs, now)
         for t, exc in failed:
             why = reason(exc)
@@ -567,13 +577,7 @@ def keep(store, targets: list, *, dry_run: bool = False, force: bool = False, lo
         report.items += [dict(t.to_dict(), action="would be kept") for t in changed]
         report.findings += would_refuse(store, [t.id for t in changed], force)
         return report
-    ensure_app_idle(store, [t.id for t in targets], force)
-    with store_lock(store, lock_wait):
-        ensure_app_idle(store, [t.id for t in targets], force)
-        report.repaired, left = settle(store)
-        report.findings += left
-        targets = still_matching(report, targets, again)
-        refs = topic_refs(store, [t.id for t in targets], ignore_unreadable)
+    with _locked(store, report, targets, force, lock_wait, ignore_unreadable, again) as (targets, refs):
         changed, same, older = _changed(store, targets, refs)
         report.items += [dict(t.to_dict(), action="unchanged", entry=e.stem) for t, e in same]
         moved, failed = move_out_many(store, changed, KEPT, refs, now, drops=older)

@@ -12,28 +12,13 @@ from samctl import fsafe
 from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
     report_findings, stores_of
 from samctl.cli.writeopts import force_option, lock_wait_option
+from samctl.search.query import HELP as QUERY_HELP
 
 
 def _a_number(ctx, param, value):
     if value is not None and value != value:  # NaN: every comparison false, so nothing would ever match
         raise click.BadParameter(f"{value} is not a number")
     return value
-
-
-_HELP = """\b
-Query language (search-engine conventions):
-  portland budget    ranked words: any may match, more matches rank higher
-  +budget  -draft    required word; excluded word (- only at a word's start:
-                     load-config, spotter-dov, v1.2 and don't are one word)
-  "weekend trip"     exact phrase (required); -"..." excludes one
-  budg*              words starting with budg (2 characters at least)
-  role:user          role:user|assistant|tool (repeatable: any of them)
-  in:memories        in:memories|messages|all (as --in)
-  title:trip         the conversation's title holds it; title:"weekend trip"
-  store:mermaid      only that kind of store (repeatable)
-Other name:value words (http://x, 12:30) are plain words. A query that starts
-with - goes after --:  samctl search -- -draft +budget"""  # (search.query.HELP, kept here: --help must
-# not import the query parser; tests/cli/test_search_bm25.py checks they are the same)
 
 
 class _SearchCommand(click.Command):
@@ -57,7 +42,7 @@ class _SearchCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-@click.command("search", cls=_SearchCommand, epilog=_HELP)
+@click.command("search", cls=_SearchCommand, epilog=QUERY_HELP)
 @click.argument("query", nargs=-1)
 @click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
               help="Only this conversation (repeatable). SAM: its messages and its memory scope, including the "

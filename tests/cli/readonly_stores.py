@@ -25,7 +25,5 @@ WRITES = [
     (["attic"], "attic writes"),
     (["check", "--fix"], "check --fix writes"),
     (["search", "--touch", "x"], "search --touch writes"),
-    (["search", "pelican"], "search does not read"),
-    (["index", "--update"], "index does not read"),
     (["log", "{id}"], "log does not read"),
 ]

@@ -1,5 +1,5 @@
 """samctl on the ChatGPT demo export (a copy of fixtures/demo/chatgpt: the folder and the zip): ls, show, export and check read it and
-change nothing; the writing commands, search, index and log are refused with one line (exit 2)."""
+change nothing; the writing commands and log are refused with one line (exit 2); search reads them."""
 
 import json
 

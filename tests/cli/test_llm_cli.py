@@ -1,5 +1,5 @@
 """samctl on the llm demo store (a copy of fixtures/demo/llm): ls, show, export and check read it and
-change nothing; the writing commands, search, index and log are refused with one line (exit 2)."""
+change nothing; the writing commands and log are refused with one line (exit 2); search reads them."""
 
 import json
 
@@ -98,3 +98,14 @@ def test_a_locked_database_is_a_finding(run, llm):
         lock.rollback()
         lock.close()
     assert r.exit_code == 3 and "db-locked" in r.stderr
+
+
+def test_search_and_index_read_the_database_and_change_nothing(run, llm):
+    before = fingerprint(llm)
+    r = run("--root", llm, "search", "pelican", "--format", "json")
+    assert r.exit_code in (0, 3), r.stderr
+    hits = json.loads(r.stdout)
+    assert hits and all(h["store"] == "llm" for h in hits) and "pelican" in hits[0]["text"].lower()
+    r = run("--root", llm, "index")
+    assert r.exit_code == 0 and "rows:" in r.stdout
+    assert fingerprint(llm) == before

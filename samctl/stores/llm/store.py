@@ -35,7 +35,7 @@ class LlmStore(Store):
         """``conv_dir``: the folder holding ``logs.db``, or the database file itself (any name)."""
         conv_dir = Path(conv_dir)
         self.db = conv_dir if conv_dir.is_file() else conv_dir / DB_NAME
-        super().__init__(conv_dir.parent if conv_dir.is_file() else conv_dir, base, caps, cache=False)  # (no cache)
+        super().__init__(conv_dir.parent if conv_dir.is_file() else conv_dir, base, caps, cache=cache)  # (the search index)
 
     @classmethod
     def default_roots(cls) -> list[Path]:
