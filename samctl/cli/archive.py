@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from samctl.cli.common import complete_ids, examples, store_of
-from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
-    lock_wait_option, nothing, render, say_kept, show_targets, yes_option
+from samctl.cli.writeopts import confirm, dry_run_option, each_store, force_option, format_opt, \
+    ignore_unreadable_option, lock_wait_option, nothing, render, say_kept, show_targets, yes_option
 from samctl.timeparse import parse_age
 
 
@@ -33,6 +33,7 @@ from samctl.timeparse import parse_age
           "samctl archive 20260810_140307",
           "samctl --root ~/.claude/projects archive --copy --older-than 20d -q   # crontab: keep before the app deletes")
 @click.pass_context
+@each_store
 def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet, dry_run, yes, force,
             ignore_unreadable, lock_wait, fmt):
     """Move idle conversations to the attic as archived; `samctl restore` brings them back.

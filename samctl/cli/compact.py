@@ -10,7 +10,8 @@ import click
 from samctl import errors
 from samctl.cli import size_option
 from samctl.cli.common import emit_json, examples, human_size, store_of
-from samctl.cli.writeopts import dry_run_option, force_option, format_opt, ignore_unreadable_option, lock_wait_option
+from samctl.cli.writeopts import dry_run_option, each_store, force_option, format_opt, ignore_unreadable_option, \
+    lock_wait_option
 from samctl.safetext import safe_text
 from samctl.timeparse import parse_age
 
@@ -31,6 +32,7 @@ from samctl.timeparse import parse_age
 @examples("samctl compact", "samctl compact --dry-run -v", "samctl compact --grace 7d --lock-wait 60 -q",
           "0 3 * * *  samctl --root ~/proj compact -q   # crontab")
 @click.pass_context
+@each_store
 def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_wait, quiet, verbose, fmt):
     """Keep the store and its attic healthy; safe to run from cron.
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from samctl.cli.common import complete_ids, examples, store_of
-from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
-    lock_wait_option, nothing, render, say_kept, show_targets, yes_option
+from samctl.cli.writeopts import confirm, dry_run_option, each_store, force_option, format_opt, \
+    ignore_unreadable_option, lock_wait_option, nothing, render, say_kept, show_targets, yes_option
 from samctl.timeparse import parse_age
 
 
@@ -30,6 +30,7 @@ from samctl.timeparse import parse_age
 @examples("samctl rm 20260810_140307", "samctl rm --older-than 180d --title scratch --dry-run",
           "samctl rm --empty --yes", "samctl rm --purge 8B58CBC4")
 @click.pass_context
+@each_store
 def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, ignore_unreadable,
             lock_wait, fmt):
     """Move conversations to the attic, where `samctl restore` can bring them back.

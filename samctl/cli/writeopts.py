@@ -3,6 +3,7 @@ the confirmation, and how a lifecycle report is printed."""
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import click
@@ -35,6 +36,57 @@ def dry_run_option(f):
 
 def yes_option(f):
     return click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (for scripts).")(f)
+
+
+def each_store(f):
+    """``--all-stores`` for a command that acts on one store: run it once per store samctl finds (or
+    per ``--root`` given, when several are), each under its own lock and checks, a line naming each
+    store on stderr.  Stores it cannot act on (read-only ones, unreadable ones) are findings (exit
+    3) and the others still run.  Exit: the first failure of a store that is not a partial result
+    (1, 2, 4, 5), else 3 if any store had a partial result, else 0.  Ids name one store's
+    conversations and --format json gives one document: both go with one store."""
+
+    @click.option("--all-stores", is_flag=True, help="Run on every store samctl finds (samctl stores), each in "
+                  "turn, not only the default one (./.mermaid, else SAM's folder); for filters such as "
+                  "--older-than, from cron.")
+    @functools.wraps(f)
+    def run(*args, all_stores=False, **kwargs):
+        from samctl.cli.common import Options, remember_root, stores_of
+
+        ctx = click.get_current_context()
+        opts = ctx.find_object(Options)
+        if not all_stores and len(opts.roots) <= 1:
+            return f(*args, **kwargs)
+        name = ctx.command.name
+        if kwargs.get("ids"):
+            raise errors.UsageError(f"{name} --all-stores selects conversations by filters, not by id",
+                                    hint=f"give the id's store with --root, or filters such as --older-than")
+        if kwargs.get("fmt") == "json":
+            raise errors.UsageError(f"{name} --format json reports on one store", hint="give one --root")
+        found: list = []
+        stores = stores_of(ctx, found, every=True)
+        report_findings(found)
+        codes = [errors.PARTIAL] if any(x.severity != "info" for x in found) else []
+        for store in stores:
+            click.echo(f"== {store.describe()}", err=True)
+            opts._store, opts.root = store, str(store.conv_dir)
+            remember_root(str(store.conv_dir))  # (a suggested command names this store)
+            try:
+                f(*args, **kwargs)
+                codes.append(errors.OK)
+            except click.exceptions.Exit as exc:
+                codes.append(exc.exit_code)
+            except errors.SamctlError as exc:
+                from samctl.cli import report_error
+
+                report_error(exc)
+                codes.append(exc.exit_code)
+        failed = [c for c in codes if c not in (errors.OK, errors.PARTIAL)]
+        code = failed[0] if failed else (errors.PARTIAL if errors.PARTIAL in codes else errors.OK)
+        if code:
+            raise click.exceptions.Exit(code)
+
+    return run
 
 
 def format_opt(f):
