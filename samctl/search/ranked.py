@@ -15,7 +15,7 @@ from samctl.search import rank
 from samctl.search import text as tx
 from samctl.search.corpus import IndexCorpus
 from samctl.search.hits import Hit, sort_key, term_snippet
-from samctl.search.index.format import KINDS, MEMORY, ROLES, load_numpy
+from samctl.search.index.format import MEMORY, ROLES, load_numpy
 from samctl.search.query import holds_phrase, title_matches
 
 MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
@@ -65,7 +65,7 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
         h.parts = {k: float(v[r]) for k, v in got.items() if k != "score"}
         h.snippet, h.marks = term_snippet(h.text, terms)
         if not h.marks:
-            h.context = _context(corpus, got, int(r), terms, make_hit)
+            h.context = _context(corpus, got, int(r), terms)
         hits.append(h)
     hits.sort(key=sort_key)
     return hits[: q.limit]
@@ -97,7 +97,7 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
     if plan.roles:
         codes = [ROLES.index(r) for r in plan.roles if r in ROLES]
         keep &= np.isin(corpus.role_code, np.array(codes, dtype=np.int8))
-    per_part = []
+    per_part, titles_by_id = [], {}
     if any(v is not None for v in scopes.values()) or plan.titles or plan.stores:
         for p in corpus.parts:
             scope = scopes.get(id(p.store))
@@ -108,7 +108,8 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
             if scope is not None:
                 wanted &= np.array([c in scope for c in convs], bool)
             if plan.titles and wanted.any():
-                titles = [p.index.title_of(c) for c in convs]
+                known = titles_by_id.setdefault(id(p.index), p.index.manifest.convs())  # (title_of scans a list)
+                titles = [known[c]["title"] if c in known else p.index.title_of(c) for c in convs]
                 for w in plan.titles:
                     wanted &= np.array([title_matches(t, w) for t in titles], bool)
             conv = p.seg.r_conv
@@ -159,7 +160,7 @@ def _row_text(corpus: IndexCorpus, r: int) -> str:
     return part.seg.text(local)
 
 
-def _context(corpus: IndexCorpus, got: dict, r: int, terms: set, make_hit) -> str | None:
+def _context(corpus: IndexCorpus, got: dict, r: int, terms: set) -> str | None:
     """When row ``r`` is found by a neighbour's words: "ROLE before/after: matched w1, w2"."""
     best = None
     for attr, where in NEIGHBOURS:
@@ -177,4 +178,4 @@ def _context(corpus: IndexCorpus, got: dict, r: int, terms: set, make_hit) -> st
     return f"{role or 'turn'} {where}: " + ", ".join(words)
 
 
-__all__ = ["search", "KINDS"]
+__all__ = ["search"]
