@@ -106,8 +106,6 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     from samctl.errors import UsageError
 
     text = " ".join(query)
-    findings: list = []
-    stores = stores_of(ctx, findings, every=True)
     plan = None
     if threshold is not None and rank == "bm25" and not like and not exact:
         raise UsageError("--threshold cuts SAM's scores: it goes with --rank sam or --like",
@@ -115,10 +113,12 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     if exact and rank == "sam":
         raise UsageError("--exact and --rank sam do not go together", hint="--exact is a plain substring search")
     if rank == "bm25" and not exact and not like:
-        plan = _parse(text, where)
+        plan = _parse(text, where)  # (a malformed query is a usage error before any store is looked at)
         where = where or plan.where
-        if plan.stores:  # (store:NAME: the other stores are not even brought up to date)
-            stores = [s for s in stores if s.name in plan.stores]
+    findings: list = []
+    stores = stores_of(ctx, findings, every=True)
+    if plan is not None and plan.stores:  # (store:NAME: the other stores are not even brought up to date)
+        stores = [s for s in stores if s.name in plan.stores]
     if touch:
         from samctl.lock import ensure_app_idle
 
@@ -159,10 +159,9 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
 
 def _parse(text: str, where: str | None):
     """The parsed query (``search.query``); its in: and --in must agree."""
-    from samctl.stores import STORES
     from samctl.errors import UsageError
-
-    from samctl.search import query as ql  # (lazy: only a ranked search parses a query)
+    from samctl.search import query as ql
+    from samctl.stores import STORES
 
     plan = ql.parse(text, stores=tuple(STORES))
     if plan.where and where and plan.where != where:

@@ -91,8 +91,8 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None) -> 
     if q.exact or q.rank == "sam":
         def one(store):
             scope = scopes[id(store)]
-            return _with_index(store, q, scope, findings, progress,
-                               lambda idx: _best(*_candidates(store, idx, q, where, scope), q))
+            return _with_indexes([store], q, findings, progress,
+                                 lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, scope), q), scope)
 
         return _merged([one(s) for s in stores], q, _exact_order if q.exact else sort_key)
     from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
@@ -129,11 +129,12 @@ def _exact_order(h: Hit):
     return _exact_key(h.exact == "whole", -math.inf if h.date_ts is None else h.date_ts, h)
 
 
-def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer):
-    """``answer([(store, index), ...])`` with every store's index up to date (BM25 needs every row's
-    statistics: the whole store, whatever ``--conversation``); without the cache (``--no-index``),
-    indexes built in temporary folders removed afterwards.  Indexes that cannot be used (``answer``
-    finds one broken, too) are rebuilt once; if that fails too, the search is made on temporary ones."""
+def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer, scope: set | None = None):
+    """``answer([(store, index), ...])`` with every store's index up to date: for ``scope`` (--exact and
+    --rank sam of one store), else whole (BM25 needs every row's statistics, whatever
+    ``--conversation``); without the cache (``--no-index``), indexes built in temporary folders removed
+    afterwards.  Indexes that cannot be used (``answer`` finds one broken, too) are rebuilt once; if
+    that fails too, the search is made on temporary ones."""
     for attempt in range(3):
         local: list = []
         tmps: list = []
@@ -143,7 +144,7 @@ def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer
                 disk = q.use_index and store.use_cache and attempt < 2
                 if not disk:
                     tmps.append(tempfile.mkdtemp(prefix="samctl-search-"))
-                pairs.append((store, ix.refresh(store, local, rebuild=attempt == 1, progress=progress,
+                pairs.append((store, ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress,
                                                 home=None if disk else Path(tmps[-1]))))
             hits = answer(pairs)
         except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
@@ -164,31 +165,6 @@ def _note_replaced(store, idx, findings: list) -> None:
     if idx.replaced:
         findings.append(Finding("index-replaced", str(ix.index_dir(store)),
                                 f"the search index of an older samctl ({idx.replaced >> 20} MiB) was replaced", INFO))
-
-
-def _with_index(store, q: SearchQuery, scope, findings: list, progress, answer):
-    """``answer(index)`` on the store's index brought up to date for ``scope`` (--exact, --rank sam);
-    without the cache (``--no-index``), on one built in a temporary folder that is removed afterwards.
-    An index that cannot be used (``answer`` finds it broken, too) is rebuilt once; if that fails too,
-    the search is made on a temporary one."""
-    for attempt in range(3):
-        local: list = []
-        disk = q.use_index and store.use_cache and attempt < 2
-        tmp = None if disk else tempfile.mkdtemp(prefix="samctl-search-")
-        try:
-            idx = ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress, home=None if disk else Path(tmp))
-            hits = answer(idx)
-        except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
-            if not disk or os.environ.get("SAMCTL_DEBUG") == "1":
-                raise
-            continue  # an index that cannot be used: rebuild it, then do without
-        finally:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
-        findings.extend(local)
-        _note_replaced(store, idx, findings)
-        return hits
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _masks(idx, q: SearchQuery, where: str, scope: set | None):
