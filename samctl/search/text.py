@@ -173,8 +173,6 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "november", "december")
 
 
-
-
 def month_of(term: str) -> int | None:
     """1-12 if TERM is the index term of a month's name (as ``date_terms`` gives it), else None."""
     return next((i + 1 for i, m in enumerate(_MONTHS) if stem(m) == term), None)

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from samctl.search.text import date_terms, fold, query_dates, query_terms, stem, tokens
+from samctl.search.text import date_terms, fold, query_dates, query_terms, stem, term_counts, tokens
 
 # Porter (1980) and his reference vocabulary: word -> stem
 PORTER = """caresses caress ponies poni ties ti caress caress cats cat feed feed agreed agre plastered plaster
@@ -145,3 +145,15 @@ def test_marks_inside_words_do_not_split_them():
 
 def test_underscored_identifiers_stay_whole():
     assert "load_config" in tokens("call load_config() now")
+
+
+@pytest.mark.parametrize("text", [
+    "Plan a weekend trip to Portland within a $500 budget.", "spotter-dov load-config v1.2 don't it's e.g. U.S.A.",
+    "Caroline\u2019s LGBTQ support group", "Zürich café naïve ÉCOLE", "東京タワーに行きました budget 予算",
+    "งบประมาณการเดินทาง", "the the THE The", "", "   ", "a-b-c a.b.c 'quoted' -dash- _under_score_", "x" * 300,
+    "مرحبا بالعالم שלום", "emoji 🙂 budget🚀trip", "NUL\x00byte tab\tnew\nline",
+])
+def test_term_counts_are_the_counts_of_tokens(text):
+    from collections import Counter
+
+    assert dict(term_counts(text)) == dict(Counter(tokens(text)))
