@@ -201,12 +201,6 @@ class _Candidates:
     keys: object  # numpy array (float32 scores) or a list of _exact_key tuples
     hits: list
 
-    @staticmethod
-    def join(a: "_Candidates", b: "_Candidates") -> "_Candidates":
-        if isinstance(a.keys, list):
-            return _Candidates(a.keys + b.keys, a.hits + b.hits)
-        return _Candidates(ix.load_numpy().concatenate([a.keys, b.keys]), a.hits + b.hits)
-
     def cut(self, limit: int) -> "_Candidates":
         if isinstance(self.keys, list):  # --exact: a total order, so exactly the first ``limit``
             keep = sorted(range(len(self.keys)), key=self.keys.__getitem__)[:limit]
@@ -258,9 +252,9 @@ def _cut(found: list, limit: int) -> list:
 
     A cut of the union of cuts keeps what one cut of the whole keeps: the best ``limit`` of the
     whole are among the best of their part, so the last of them, and with it every value the
-    whole's cut keeps, is the same; what a part's cut dropped is below that.  So parts can be
-    cut one by one (``_search_in_parts``), and a cut of a cut changes nothing.  This needs a
-    row's approximate score to be the same however the rows are split (``_scored_candidates``)."""
+    whole's cut keeps, is the same; what a part's cut dropped is below that.  So segments can be
+    cut one by one, and a cut of a cut changes nothing.  This needs a row's approximate score to be
+    the same however the rows are split (``_scored_candidates``, which embeds a chunk at a time)."""
     np = ix.load_numpy()
     total = sum(len(r) for _, r, _ in found)
     allscores = np.concatenate([s for _, _, s in found])
@@ -355,7 +349,7 @@ os.register_at_fork(after_in_child=_forget_dots_pool)
 def _dots(vectors, q):
     """``vectors @ q`` (float32), row by row with einsum rather than BLAS: a row's value must not
     depend on where it sits or how many rows there are (BLAS's can differ in the last bit), or
-    near-ties would be cut differently in parts (``_search_in_parts``) than in the index.  Big
+    near-ties would be cut differently depending on how the rows are chunked and segmented.  Big
     matrices are split among threads (einsum lets go of the GIL): faster than BLAS's one call."""
     np = ix.load_numpy()
     if len(vectors) < 2 * DOTS_CHUNK:

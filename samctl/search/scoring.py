@@ -387,15 +387,14 @@ def _ascii_trigram_buckets(np, buf, idx):
     return (mag % np.uint64(128)).astype(np.int64) + 128
 
 
-def embed_many(texts, chunk: int = 4096, tables: dict | None = None):
+def embed_many(texts, chunk: int = 4096):
     """Embed many texts at once: a float32 ``numpy.ndarray`` of shape ``(len(texts), 256)``.
 
     Row ``i`` equals ``numpy.float32(embed(texts[i]))`` bit for bit (tested); a blank text
     (``embed`` -> None) gives an all-zero row, whose cosine with anything is 0 like SAM's empty
     blob.  Words go through the same memo as ``embed``; trigrams of ASCII text are hashed
     vectorised; counting, capping and normalising are vectorised per chunk of ``chunk`` texts,
-    which also bounds the temporary memory.  ``tables`` (text index -> its ``word_table``) saves
-    reading a long text again when the caller has its table already.
+    which also bounds the temporary memory.
     """
     import numpy as np  # (lazy: numpy: slow to import)
 
@@ -417,7 +416,7 @@ def embed_many(texts, chunk: int = 4096, tables: dict | None = None):
             before = len(flat)
             _trim()
             if len(text) > PIECE:  # a piece at a time: no list of all its words (``word_table``)
-                table = (tables or {}).get(start + row) or word_table(text)
+                table = word_table(text)
                 head = table.head
                 if head:
                     big.append((row, _table_counts(table)))

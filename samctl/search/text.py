@@ -156,10 +156,6 @@ class _WordTerms(dict):
 _WORD_TERMS = _WordTerms()
 
 
-def is_stop(term: str) -> bool:
-    return term in STOP
-
-
 def query_terms(text: str) -> list[str]:
     """Terms of a query: stop words dropped, unless that would leave nothing (then all are kept)."""
     ws = words(text)

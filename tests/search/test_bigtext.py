@@ -10,6 +10,7 @@ import pytest
 
 from samctl.search import scoring
 from samctl.search.index import rows
+from samctl.search.index.format import token_key
 
 TEXTS = [
     "Budget deadline Portland  weekend\ninvoice the a of portland. BUDGET " * 40,
@@ -32,9 +33,9 @@ def test_pieces_give_the_whole_texts_results(monkeypatch, text, piece):
     assert scoring.embed(text) == whole[0]
     assert (scoring.embed_many([text, "short budget"]) == whole[1]).all()
     assert scoring.text_boost(q, text) == whole[2]
-    table = scoring.word_table(text, key=rows._bounded_key)
+    table = scoring.word_table(text, key=token_key)
     assert int(table.token.sum()) == len(whole[3])
-    assert sorted(table.keys[table.token].tolist()) == sorted(rows._bounded_key(t) for t in whole[3])
+    assert sorted(table.keys[table.token].tolist()) == sorted(token_key(t) for t in whole[3])
 
 
 def test_rows_of_a_long_text_are_those_of_the_whole(monkeypatch):

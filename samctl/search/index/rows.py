@@ -122,13 +122,6 @@ def _folded_blob(texts) -> tuple:
     return out, load_numpy().array(lens, dtype=load_numpy().int64)
 
 
-def _bounded_key(tok: str) -> int:
-    """``TOKH[tok]``, the memo kept bounded within one long text too."""
-    if len(TOKH) > 1 << 20:
-        TOKH.clear()
-    return TOKH[tok]
-
-
 def _term_counts(t: str) -> dict:
     """Index term -> count in the text ``t`` (a long text a piece at a time: no list of all its terms)."""
     if len(t) <= scoring.PIECE:
@@ -143,8 +136,6 @@ def process(batches: list[Batch]) -> Chunk:
     """Tokenise and pack the rows of some sources: their meta, blobs and BM25 postings (term key,
     row, count), and the terms seen (for ``prefix*``)."""
     np = load_numpy()
-    if len(TOKH) > 1 << 20:
-        TOKH.clear()
     texts = [t for b in batches for t in b.texts]
     n = len(texts)
     meta = np.zeros(n, dtype=meta_dtype())
@@ -163,7 +154,7 @@ def process(batches: list[Batch]) -> Chunk:
     get = TOKH.__getitem__
     for t in texts:
         counts = _term_counts(t)
-        if len(TOKH) > 1 << 20:
+        if len(TOKH) > 1 << 20:  # (the memo of term keys stays bounded)
             TOKH.clear()
         ntok.append(min(sum(counts.values()), 0xFFFFFFFF))
         per_row.append(len(counts))

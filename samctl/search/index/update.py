@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.search.index.format import ARCHIVED, INDEX_VERSION, MANIFEST_MAGIC, MESSAGE, TERMS_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy, index_dir
+from samctl.search.index.format import (ARCHIVED, INDEX_VERSION, MANIFEST_MAGIC, MESSAGE, TERMS_NAME, TOKEN_HASH_NAME,
+                                        BadIndex, index_dir, load_numpy)
 from samctl.search.index import checked
 from samctl.search.index.manifest import HEAD, alive_mask, encode_manifest, write_manifest_bytes
 from samctl.search.index.opened import Index, open_index, try_open
@@ -55,7 +56,7 @@ def _finding_rows(findings: list) -> list:
 
 
 def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progress=None, jobs: int | None = None,
-               keep_sigs: bool = True, cap: int | None = None) -> tuple[dict, list]:
+               cap: int | None = None) -> tuple[dict, list]:
     """Read the sources ``todo`` into segments made by ``new_writer()``: (the manifest entry of each
     source, by key; what ``finish`` returned for each segment, in order).  With ``cap``, a segment
     is finished and the next one started once it holds ``cap`` bytes (``read_segments``).  If
@@ -69,7 +70,7 @@ def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progre
         return w
 
     try:
-        for part, finished in read_segments(tracked, store, todo, current, convs, progress, jobs, keep_sigs, cap):
+        for part, finished in read_segments(tracked, store, todo, current, convs, progress, jobs, cap):
             entries.update(part)
             done.append(finished)
     except BaseException:
@@ -79,14 +80,14 @@ def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progre
 
 
 def read_segments(new_writer, store, todo: list, current: dict, convs: dict, progress=None, jobs: int | None = None,
-                  keep_sigs: bool = True, cap: int | None = None):
+                  cap: int | None = None):
     """Yield, segment by segment as each is finished, (the manifest entries of its sources, by key;
     what ``finish`` returned): the sources ``todo``, read in order into segments made by
     ``new_writer()``.  With ``cap``, a segment is finished once it holds ``cap`` bytes, between
     chunks of sources (a source's rows are in one segment).  The infos of the conversations go to
-    ``convs``.  With ``keep_sigs`` a source keeps its signature unless it was modified moments
-    before or could not be read for a passing reason; without, none does.  The segment being
-    written when this fails (or is closed early) is discarded."""
+    ``convs``.  A source keeps its signature unless it was modified moments before or could not be
+    read for a passing reason.  The segment being written when this fails (or is closed early) is
+    discarded."""
     entries = {}
     w = new_writer()
     try:
@@ -99,7 +100,7 @@ def read_segments(new_writer, store, todo: list, current: dict, convs: dict, pro
             start = w.add_chunk(chunk)
             for key, n, fnd, infos in zip(chunk.keys, chunk.counts, chunk.findings, chunk.infos):
                 src = current[key]
-                trusted = keep_sigs and src.trusted and not any(f.code in TRANSIENT_CODES for f in fnd)
+                trusted = src.trusted and not any(f.code in TRANSIENT_CODES for f in fnd)
                 entries[key] = {"kind": src.kind, "conv": src.conv, "sig": src.sig if trusted else None,
                                 "seg": w.name, "start": start, "end": start + n, "findings": _finding_rows(fnd),
                                 "infos": [i["id"] for i in infos]}
