@@ -3,7 +3,8 @@
 Rows are numbered across every segment of every index in turn.  Statistics (how many rows hold a
 term, lengths, their mean) are over the alive rows of the whole union, computed at query time, so an
 index refreshed in parts, one rebuilt from scratch and several stores searched together rank alike.
-Neighbours (``prev``/``next``) are the adjacent messages of the same conversation in the same source;
+Neighbours (``same[i]``: row i-1 is row i's previous turn) are the adjacent messages of the same
+conversation in the same source;
 conversation groups hold messages only (a memory or an archived copy has none).
 
 Design notes: docs/search-index.md, "search/corpus.py".
@@ -48,37 +49,42 @@ class IndexCorpus:
         segs = [p.seg for p in self.parts]
         self.live = cat([s.alive for s in segs], bool)
         self.kind = cat([s.r_kind for s in segs], np.uint8)
-        self.role_code = cat([s.r_role for s in segs], np.uint8)  # (a code out of range: IndexError)
+        self.role_code = cat([s.r_role for s in segs], np.uint8)
         self.length = cat([s.r_len for s in segs], np.float64) * self.live
         self._dates = None
         group, base = [], 0
         for s in segs:
-            c = s.r_conv.astype(np.int64)
+            c = s.r_conv
             if len(c) and (int(c.min()) < 0 or int(c.max()) >= s.nconvs):
                 raise BadIndex(f"{s.name}: conversation codes out of range")
-            g = c + base
-            group.append(np.where(s.r_kind == MESSAGE, g, -1))
+            g = c.astype(np.int64)
+            g += base
+            g[s.r_kind != MESSAGE] = -1
+            group.append(g)
             base += s.nconvs
         self.groups = base
         self.group = cat(group, np.int64)
         self.group[~self.live] = -1
-        same = np.zeros(self.size, bool)  # row i and row i-1 are neighbours
+        # same[i]: row i-1 is row i's previous turn (a conversation's rows are adjacent in its segment;
+        # group numbers never span segments)
+        self.same = np.zeros(self.size, bool)
         if self.size > 1:
-            same[1:] = (self.group[1:] == self.group[:-1]) & (self.group[1:] >= 0)
-            for p in self.parts[1:]:
-                same[p.start] = False  # (group numbers never span segments; belt and braces)
-        idx = np.arange(self.size, dtype=np.int64)
-        self.prev = np.where(same, idx - 1, -1)
-        nxt = np.full(self.size, -1, np.int64)
-        nxt[:-1] = np.where(same[1:], idx[1:], -1)
-        self.next = nxt
-        side = np.full(len(ROLES), 2, np.int64)
+            np.equal(self.group[1:], self.group[:-1], out=self.same[1:])
+            self.same[1:] &= self.group[1:] >= 0
+        side = np.full(len(ROLES), 2, np.int64)  # (a code out of range: IndexError, a bad index)
         for name, v in _ROLE_SIDE.items():
             side[ROLES.index(name)] = v
-        self.role = side[self.role_code.astype(np.int64)]
+        self.role = side[self.role_code]
         self._post: dict = {}
         self._lens: dict = {}
         self._ymd = None
+
+    def neighbour(self, r: int, step: int) -> int:
+        """Row ``r``'s turn ``step`` (-1 before, 1 after) in its conversation, or -1."""
+        n = r + step
+        if not 0 <= n < self.size:
+            return -1
+        return n if self.same[max(r, n)] else -1
 
     @property
     def date(self):
@@ -90,7 +96,10 @@ class IndexCorpus:
 
     # -- rank.py's interface
     def rows(self):
-        return self.prev, self.next, self.group, self.role
+        return self.same, self.group, self.role
+
+    def keys(self, fld: str) -> int:
+        return self.groups if fld == "conv" else self.size
 
     def lengths(self, fld: str):
         if fld not in self._lens:
@@ -100,10 +109,12 @@ class IndexCorpus:
             elif fld == "date":
                 dated = self.live & ~np.isnan(self.date)
                 self._lens[fld] = (np.where(dated, 3.0, 0.0), dated)
-            else:  # conv: one document per conversation (its messages)
-                ok = self.group >= 0
-                lens = np.bincount(self.group[ok], weights=self.length[ok], minlength=self.groups)
-                self._lens[fld] = (lens, np.bincount(self.group[ok], minlength=self.groups) > 0)
+            else:  # conv: one document per conversation (its messages), summed run by run of its rows
+                starts = np.flatnonzero(~self.same)
+                g = self.group[starts] + 1  # (0: rows of no conversation, dropped)
+                sums = np.add.reduceat(self.length, starts) if len(starts) else np.zeros(0)
+                lens = np.bincount(g, weights=sums, minlength=self.groups + 1)[1:]
+                self._lens[fld] = (lens, np.bincount(g, minlength=self.groups + 1)[1:] > 0)
         return self._lens[fld]
 
     def postings(self, fld: str, term: str):

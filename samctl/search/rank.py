@@ -123,6 +123,10 @@ class Corpus:
             return np.empty(0, np.int64), np.empty(0, np.float64)
         return np.fromiter(post.keys(), np.int64, len(post)), np.fromiter(post.values(), np.float64, len(post))
 
+    def keys(self, fld: str) -> int:
+        """How many keys field FLD has: rows (text, date) or conversations (conv)."""
+        return len(self._rows_of) if fld == "conv" else len(self._group)
+
     def lengths(self, fld: str):
         """(lengths by key, live mask): every row (text, date) or conversation (conv)."""
         if self._cache is None:
@@ -142,9 +146,12 @@ class Corpus:
         return lens, live
 
     def rows(self):
-        """(prev, next, conversation, role) arrays over every row number (-1: none / removed)."""
+        """(same, conversation, role) arrays over every row number: ``same[i]``: row i-1 is row i's previous
+        turn (a conversation's rows are added together); conversation -1: none / removed."""
         if self._cache is None:
-            self._cache = tuple(np.asarray(a, np.int64) for a in (self._prev, self._next, self._group, self._role))
+            prev = np.asarray(self._prev, np.int64)
+            same = (prev >= 0) & (prev == np.arange(prev.size) - 1)
+            self._cache = (same, np.asarray(self._group, np.int64), np.asarray(self._role, np.int64))
             self._lens = {}
         return self._cache
 
@@ -175,7 +182,8 @@ class FrozenCorpus:
             arrays[f"{fld}.keys"] = np.fromiter((k for p in posts for k, _ in p), np.int64)
             arrays[f"{fld}.tfs"] = np.fromiter((tf for p in posts for _, tf in p), np.float32)
             arrays[f"{fld}.lengths"], arrays[f"{fld}.live"] = corpus.lengths(fld)
-        arrays.update(zip(("prev", "next", "group", "role"), corpus.rows()))
+        arrays.update(prev=np.asarray(corpus._prev, np.int64), next=np.asarray(corpus._next, np.int64))
+        arrays.update(zip(("group", "role"), corpus.rows()[1:]))
         return cls(arrays, vocab)
 
     def postings(self, fld: str, term: str):
@@ -185,11 +193,15 @@ class FrozenCorpus:
         a, b = self.arrays[f"{fld}.offsets"][i:i + 2]
         return self.arrays[f"{fld}.keys"][a:b], self.arrays[f"{fld}.tfs"][a:b].astype(np.float64)
 
+    def keys(self, fld: str) -> int:
+        return int(self.arrays[f"{fld}.lengths"].size)
+
     def lengths(self, fld: str):
         return self.arrays[f"{fld}.lengths"], self.arrays[f"{fld}.live"]
 
     def rows(self):
-        return tuple(self.arrays[k] for k in ("prev", "next", "group", "role"))
+        prev = self.arrays["prev"]
+        return (prev >= 0) & (prev == np.arange(prev.size) - 1), self.arrays["group"], self.arrays["role"]
 
     @property
     def size(self) -> int:
@@ -197,19 +209,22 @@ class FrozenCorpus:
 
 
 def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np.ndarray:
-    """Okapi BM25 of every key of field FLD for TERMS (a term repeated counts once), WEIGHTS[term] x each term's."""
-    lens, live = corpus.lengths(fld)
-    scores = np.zeros(lens.size)
-    n = int(live.sum())
+    """Okapi BM25 of every key of field FLD for TERMS (a term repeated counts once), WEIGHTS[term] x each term's.
+
+    Only the keys holding a term are computed (a rare word costs its postings, not the corpus)."""
+    found = [(t, corpus.postings(fld, t)) for t in dict.fromkeys(terms)]
+    found = [(t, keys, tfs) for t, (keys, tfs) in found if keys.size]
+    lens, live = corpus.lengths(fld) if found else (None, None)
+    scores = np.zeros(lens.size if found else corpus.keys(fld))
+    n = int(np.count_nonzero(live)) if found else 0
     if n == 0:
         return scores
-    norm = params.k1 * (1 - params.b + params.b * lens / (lens[live].mean() or 1.0))
-    for term in dict.fromkeys(terms):
-        keys, tfs = corpus.postings(fld, term)
-        if keys.size:
-            idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
-            w = 1.0 if weights is None else weights.get(term, 1.0)
-            scores[keys] += w * idf * tfs * (params.k1 + 1) / (tfs + norm[keys])
+    mean = float(lens.sum()) / n or 1.0  # (lengths are 0 where not alive)
+    for term, keys, tfs in found:
+        idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
+        w = 1.0 if weights is None else weights.get(term, 1.0)
+        norm = params.k1 * (1 - params.b + params.b * lens[keys] / mean)
+        scores[keys] += w * idf * tfs * (params.k1 + 1) / (tfs + norm)
     return scores
 
 
@@ -217,29 +232,54 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=()) -> dict
     """Every row's score and its parts for QUERY (and index terms ``extra_terms``, e.g. a prefix's):
     own, date, context, conversation, addressee, diversity, score."""
     terms = tx.query_terms(query) + list(extra_terms) if query else list(extra_terms)
-    prev, nxt, group, role = corpus.rows()
+    same, group, role = corpus.rows()
     sides, names = (_addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1
                     else (np.zeros(2), set()))
     own = bm25(corpus, "text", terms, params, dict.fromkeys(names, params.name_weight))
     date = params.date * bm25(corpus, "date", terms, params) if params.date else np.zeros(corpus.size)
-    base = np.append(own + date, 0.0)  # index -1 (no neighbour) reads the 0 at the end
-    prev2, next2 = np.append(prev, -1)[prev], np.append(nxt, -1)[nxt]
-    context = (params.prev * base[prev] + params.next * base[nxt] + params.prev2 * base[prev2]
-               + params.next2 * base[next2])
+    context = _context(own + date, same, params)
     s = own + date + context
     conv = np.zeros(corpus.size)
     if params.conversation and s.any():
         cs = bm25(corpus, "conv", terms, params)
         if cs.any():
-            conv = params.conversation * (cs / cs.max() * s.max())[np.maximum(group, 0)] * (group >= 0)
+            conv = np.append(params.conversation * (cs / cs.max() * s.max()), 0.0)[group]  # (group -1: the 0)
     s = s + conv
     addressee = np.zeros(corpus.size)
     if params.addressee and s.any() and sides.any():
-        addressee = s * params.addressee * np.append(sides, 0.0)[np.minimum(role, 2)]
+        addressee = s * params.addressee * np.append(sides, 0.0)[role]
     s = s + addressee
     diversity = _diversity(s, group, params) if params.diversify and s.any() else np.zeros(corpus.size)
     return {"own": own, "date": date, "context": context, "conversation": conv, "addressee": addressee,
             "diversity": diversity, "score": s + diversity}
+
+
+def _context(base, same, params) -> np.ndarray:
+    """What each row gets from its neighbours' ``base`` scores (one and two turns before and after, in
+    the same conversation): slices of the row order, since a conversation's rows are adjacent."""
+    out = np.zeros(base.size)
+    if base.size < 2 or not base.any():
+        return out
+    at = np.flatnonzero(base)
+    if at.size * 16 < base.size:  # few rows with evidence: only their neighbours are touched
+        for step, w, two in ((1, params.prev, False), (-1, params.next, False), (2, params.prev2, True),
+                             (-2, params.next2, True)):
+            to = at + step
+            ok = (to >= 0) & (to < base.size)
+            src, to = at[ok], to[ok]
+            hi = np.maximum(src, to)  # the later row of the pair (or of its last step)
+            link = same[hi] & same[hi - 1] if two else same[hi]
+            out[to[link]] += w * base[src[link]]  # (each row once per step: the dense order of additions)
+        return out
+    near = np.where(same[1:], base[:-1], 0.0)  # [i-1]: row i's previous turn's score
+    out[1:] += params.prev * near
+    near = np.where(same[1:], base[1:], 0.0)  # [i]: row i's next turn's score
+    out[:-1] += params.next * near
+    if base.size > 2:
+        same2 = same[2:] & same[1:-1]  # rows i and i+2 in one conversation
+        out[2:] += params.prev2 * np.where(same2, base[:-2], 0.0)
+        out[:-2] += params.next2 * np.where(same2, base[2:], 0.0)
+    return out
 
 
 def _diversity(s, group, params) -> np.ndarray:
@@ -249,8 +289,9 @@ def _diversity(s, group, params) -> np.ndarray:
     conversations, and a conversation's context and conversation-level score lift many of its rows at once.
     """
     out = np.zeros(s.size)
-    k = min(DIVERSIFY_POOL, int((s > 0).sum()))
-    cut = np.partition(s, s.size - k)[s.size - k]
+    pos = s[s > 0]
+    k = min(DIVERSIFY_POOL, pos.size)
+    cut = np.partition(pos, pos.size - k)[pos.size - k]
     cand = np.flatnonzero(s >= cut)  # (cut > 0) with all ties at the cut: row numbers never decide who is in
     g = group[cand]
     g = np.where(g >= 0, g, -1 - cand)  # a row of no conversation (a memory) is a group of its own
@@ -291,10 +332,11 @@ def score(corpus, query: str, params: Params = Params()) -> np.ndarray:
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Rows of the K best scores, best first, ties by row number; rows scoring 0 are left out."""
-    k = min(k, int((scores > 0).sum()))
+    pos = scores[scores > 0]
+    k = min(k, pos.size)
     if k <= 0:
         return np.empty(0, np.int64)
-    cut = np.partition(scores, scores.size - k)[scores.size - k]  # the k-th best score
+    cut = np.partition(pos, pos.size - k)[pos.size - k]  # the k-th best score
     cand = np.flatnonzero(scores >= cut)
     return cand[np.lexsort((cand, -scores[cand]))][:k]
 

@@ -19,7 +19,7 @@ from samctl.search.index.format import MEMORY, ROLES, load_numpy
 from samctl.search.query import holds_phrase, title_matches
 
 MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
-NEIGHBOURS = (("prev", "before"), ("next", "after"))
+NEIGHBOURS = ((-1, "before"), (1, "after"))
 
 
 def _word_terms(word: str) -> list[str]:
@@ -163,8 +163,8 @@ def _row_text(corpus: IndexCorpus, r: int) -> str:
 def _context(corpus: IndexCorpus, got: dict, r: int, terms: set) -> str | None:
     """When row ``r`` is found by a neighbour's words: "ROLE before/after: matched w1, w2"."""
     best = None
-    for attr, where in NEIGHBOURS:
-        n = int(getattr(corpus, attr)[r])
+    for step, where in NEIGHBOURS:
+        n = corpus.neighbour(r, step)
         if n >= 0:
             s = got["own"][n]
             if s > 0 and (best is None or s > best[0]):

@@ -100,6 +100,9 @@ CORRUPTIONS = {
     "wrong version": lambda d: _patch_manifest(d, v=ix.INDEX_VERSION + 1),
     "wrong body version": lambda d: _patch_manifest(d, body_v=0),
     "flipped manifest byte": lambda d: _flip(d / "manifest", 30),
+    "flipped byte of the manifest's source table": lambda d: _flip(d / "manifest", _table_at(d, "src") + 3),
+    "flipped byte of the manifest's titles": lambda d: _flip(d / "manifest", _table_at(d, "conv_titles") + 3),
+    "flipped last manifest byte": lambda d: _flip(d / "manifest", os.path.getsize(d / "manifest") - 1),
     "flipped segment header": lambda d: _flip(_segment(d), os.path.getsize(_segment(d)) - 40),
 }
 
@@ -110,10 +113,17 @@ def _flip(p, offset):
     p.write_bytes(bytes(data))
 
 
+def _table_at(d, name):
+    """Where the manifest's table ``name`` starts (the head's line, then a line per table)."""
+    raw = (d / "manifest").read_bytes()
+    lines = raw[16:].split(b"\n")
+    return 16 + sum(len(x) + 1 for x in lines[:1 + ix.manifest.TABLES.index(name)])
+
+
 def _patch_manifest(d, v=None, body_v=None):
     raw = (d / "manifest").read_bytes()
-    head, src, conv = raw[16:].split(b"\n")
-    body = {**json.loads(head), "src": json.loads(src), "conv": json.loads(conv)}
+    head, *tables = raw[16:].split(b"\n")
+    body = {**json.loads(head), **{k: json.loads(t) for k, t in zip(ix.manifest.TABLES, tables)}}
     if body_v is not None:
         body["v"] = body_v
     ix.write_manifest_bytes(d / "manifest", body, version=v if v is not None else ix.INDEX_VERSION)

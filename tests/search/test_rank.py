@@ -222,3 +222,28 @@ def test_frozen_arrays_rank_exactly_like_the_corpus(tmp_path):
         want = rank.score(c, q)
         assert rank.score(frozen, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
         assert rank.score(mapped, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
+
+
+def _context_by_gathers(base, same, p):
+    """The neighbour evidence as first written: every row's neighbours gathered by row number."""
+    n = base.size
+    idx = np.arange(n)
+    prev = np.where(same, idx - 1, -1)
+    nxt = np.full(n, -1)
+    nxt[:-1] = np.where(same[1:], idx[1:], -1)
+    b = np.append(base, 0.0)
+    prev2, next2 = np.append(prev, -1)[prev], np.append(nxt, -1)[nxt]
+    return p.prev * b[prev] + p.next * b[nxt] + p.prev2 * b[prev2] + p.next2 * b[next2]
+
+
+@pytest.mark.parametrize("evidence", [0.001, 0.05, 0.5])
+def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence):
+    """Few rows with evidence take the sparse path, many the dense one: both equal the gathers, bit for bit."""
+    rng = np.random.default_rng(7)
+    n = 5000
+    same = rng.random(n) < 0.8
+    same[0] = False
+    base = np.where(rng.random(n) < evidence, rng.random(n) * 5, 0.0)
+    base[[0, 1, n - 1]] = [1.5, 0.0, 2.5]  # the ends
+    want = _context_by_gathers(base, same, Params())
+    assert rank._context(base, same, Params()).tolist() == want.tolist()

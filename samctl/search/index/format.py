@@ -18,7 +18,7 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.search import text
 
-INDEX_VERSION = 4  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors
+INDEX_VERSION = 5  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"

@@ -8,6 +8,9 @@ Design notes: docs/search-index.md, "search/index/manifest.py".
 
 from __future__ import annotations
 
+import mmap
+import os
+import stat
 import struct
 import zlib
 from pathlib import Path
@@ -17,18 +20,22 @@ import orjson
 from samctl import fsafe
 from samctl.search.index.format import INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TERMS_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy
 from samctl.model import ERROR, Finding
-from samctl.errors import FileProblem
 
 
-TABLES = ("src", "conv")  # the big tables, parsed only when used (a search that needs no refresh does not)
+TABLES = ("src", "conv_ids", "conv_titles", "conv_topics", "conv_topic_names")  # parsed and checked when used
+CONV_COLS = TABLES[1:]  # the conversation table, a column each (a title needs two of the four parsed)
 
 
 def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -> None:
     """Write a manifest body (the on-disk, columnar form) atomically: its head (everything but
-    ``TABLES``), then each table, each after a newline (orjson never writes a raw newline)."""
-    head = orjson.dumps({k: v for k, v in body.items() if k not in TABLES})
-    data = b"\n".join([head] + [orjson.dumps(body.get(k)) for k in TABLES])
-    fsafe.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(data)) + data)
+    ``TABLES``, plus each table's length and crc32), then each table, each after a newline (orjson never
+    writes a raw newline).  The file's own checksum covers the head only: a table is checked when used."""
+    tables = [orjson.dumps(body.get(k)) for k in TABLES]
+    head = {k: v for k, v in body.items() if k not in TABLES}
+    head["tables"] = [[len(t), zlib.crc32(t)] for t in tables]
+    head = orjson.dumps(head)
+    data = b"\n".join([head] + tables)
+    fsafe.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(head)) + data)
 
 
 HEAD = ("v", "root", "store", "terms", "token_hash", "created", "updated")
@@ -54,13 +61,13 @@ def encode_manifest(man: dict) -> dict:
         if e["infos"]:
             infos[str(i)] = e["infos"]
     src["infos"] = infos
-    convs = list(man["convs"].values())
+    convs = list(man["convs"].values())  # (in the order found: a topic is named after its first conversation)
     body = {k: man.get(k) for k in HEAD}
     # the findings (and their sources' keys and conversations) in the head: every search reports them
     fkeys = {i: [src["keys"][int(i)], src["convs"][int(i)]] for i in findings}
-    body.update(segments=man["segments"], hidden=man["hidden"], findings=findings, fkeys=fkeys, src=src, conv={
-        "ids": [c["id"] for c in convs], "titles": [c.get("title") for c in convs],
-        "topics": [c.get("topic") for c in convs], "topic_names": [c.get("topic_name") for c in convs]})
+    body.update(segments=man["segments"], hidden=man["hidden"], findings=findings, fkeys=fkeys, src=src,
+                conv_ids=[c["id"] for c in convs], conv_titles=[c.get("title") for c in convs],
+                conv_topics=[c.get("topic") for c in convs], conv_topic_names=[c.get("topic_name") for c in convs])
     return body
 
 
@@ -71,15 +78,28 @@ class Manifest:
         self.body = body
         self.segments = body["segments"]
         self.hidden = body["hidden"]
-        # each of TABLES: its raw bytes until first used (then checked), or itself (an encoded body's)
+        # each of TABLES: (raw bytes, crc32) until first used (then checked), or itself (an encoded body's)
         self._tables = tables if tables is not None else {k: body[k] for k in TABLES}
         self._sources = self._convs = self._sig = None
 
     def _table(self, name: str):
         t = self._tables[name]
-        if isinstance(t, (bytes, bytearray, memoryview)):
-            t = self._tables[name] = (_checked_src(t, self.segments) if name == "src" else _checked_conv(t))
+        if isinstance(t, tuple):
+            raw, crc = t
+            if zlib.crc32(raw) != crc:
+                raise BadIndex("manifest: checksum mismatch")
+            if name == "src":
+                t = _checked_src(raw, self.segments)
+            else:
+                n = len(self._table("conv_ids")) if name != "conv_ids" else None
+                t = _checked_strs(raw, n, none_ok=name != "conv_ids")
+            self._tables[name] = t
         return t
+
+    def check(self) -> None:
+        """Every table checked (crc32, types) now rather than when first used; raises BadIndex."""
+        for name in TABLES:
+            self._table(name)
 
     @property
     def src(self) -> dict:
@@ -111,21 +131,20 @@ class Manifest:
 
     def convs(self) -> dict:
         if self._convs is None:
-            c = self._table("conv")
-            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn}
-                           for i, t, tp, tn in zip(c["ids"], c["titles"], c["topics"], c["topic_names"])}
+            cols = [self._table(k) for k in CONV_COLS]
+            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn} for i, t, tp, tn in zip(*cols)}
         return self._convs
 
     def title_of(self, cid: str) -> str:
         """The conversation's title; for a shared-topic scope "<topic name> (shared topic)"; else ""."""
-        c = self._table("conv")
         try:  # list.index: a scan in C, cheaper than building a dict for the few titles a search shows
-            return c["titles"][c["ids"].index(cid)] or ""
+            return self._table("conv_titles")[self._table("conv_ids").index(cid)] or ""
         except ValueError:
             pass
-        if cid not in c["topics"]:
+        topics = self._table("conv_topics")
+        if cid not in topics:
             return ""
-        names = [n for t, n in zip(c["topics"], c["topic_names"]) if t == cid and n]
+        names = [n for t, n in zip(topics, self._table("conv_topic_names")) if t == cid and n]
         return f"{names[0]} (shared topic)" if names else "(shared topic)"
 
     def findings(self, scope: set | None = None, order=None) -> list[Finding]:
@@ -165,35 +184,36 @@ def _ints(x, n=None) -> bool:
 
 
 def read_manifest(path: Path, store) -> Manifest:
-    """The manifest, its head checked field by field (its tables when first used); raises BadIndex."""
-    try:
-        raw = fsafe.read_capped(path, 1 << 31)
-    except FileProblem as exc:
-        raise BadIndex(f"manifest: {exc.message}") from None
+    """The manifest, its head checked field by field (each table when first used); raises BadIndex.
+
+    The file is memory-mapped: a search that needs no table reads the head only."""
+    raw = _mapped(path)
     if len(raw) < 16 or raw[:8] != MANIFEST_MAGIC:
         raise BadIndex("manifest: not a samctl index")
     version, crc = struct.unpack_from("<II", raw, 8)
     if version != INDEX_VERSION:
         raise BadIndex(f"manifest: version {version}, this samctl writes {INDEX_VERSION}")
-    body = memoryview(raw)[16:]
-    if zlib.crc32(body) != crc:
-        raise BadIndex("manifest: checksum mismatch")
-    cuts = [16]  # where the head and each table start (no copy of the tables until used)
-    for _ in TABLES:
-        nl = raw.find(b"\n", cuts[-1])
-        if nl < 0:
-            raise BadIndex("manifest: not head and tables")
-        cuts.append(nl + 1)
-    view = memoryview(raw)
-    pieces = [view[a:b - 1] for a, b in zip(cuts, cuts[1:])] + [view[cuts[-1]:]]
-    if raw.find(b"\n", cuts[-1]) >= 0:
+    nl = raw.find(b"\n", 16)
+    if nl < 0:
         raise BadIndex("manifest: not head and tables")
+    head = raw[16:nl]
+    if zlib.crc32(head) != crc:
+        raise BadIndex("manifest: checksum mismatch")
+    m = _loads(head)
+    tables, at = {}, nl + 1
     try:
-        m = orjson.loads(pieces[0])
-    except orjson.JSONDecodeError:
-        raise BadIndex("manifest: not JSON") from None
-    try:
-        ok = (isinstance(m, dict) and m["v"] == INDEX_VERSION and m["root"] == store.root_real
+        if not (isinstance(m, dict) and isinstance(m.get("tables"), list) and len(m["tables"]) == len(TABLES)):
+            raise BadIndex("manifest: not head and tables")
+        for name, (n, tcrc) in zip(TABLES, m["tables"]):
+            end = at + n
+            if not (type(n) is int and type(tcrc) is int and n >= 0 and end <= len(raw)
+                    and raw[end:end + 1] == (b"\n" if name != TABLES[-1] else b"")):
+                raise BadIndex("manifest: not head and tables")
+            tables[name] = (memoryview(raw)[at:end], tcrc)
+            at = end + 1
+        if at != len(raw) + 1:
+            raise BadIndex("manifest: not head and tables")
+        ok = (m["v"] == INDEX_VERSION and m["root"] == store.root_real
               and m["store"] == store.name and m["terms"] == TERMS_NAME
               and m["token_hash"] == TOKEN_HASH_NAME
               and all(isinstance(m[k], (int, float)) for k in ("created", "updated")))
@@ -221,7 +241,27 @@ def read_manifest(path: Path, store) -> Manifest:
                 raise BadIndex("manifest: bad source details")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
-    return Manifest(m, dict(zip(TABLES, pieces[1:])))
+    return Manifest(m, tables)
+
+
+def _mapped(path: Path):
+    """The manifest's bytes, mapped read-only (a later rename over it leaves this view as it was)."""
+    try:
+        fd = fsafe.open_read_fd(path)
+    except OSError as exc:
+        raise BadIndex(f"manifest: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadIndex("manifest: not a regular file")
+        if st.st_size < 16:
+            raise BadIndex("manifest: not a samctl index")
+        try:
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise BadIndex(f"manifest: {exc}") from None
+    finally:
+        os.close(fd)
 
 
 def _loads(raw: bytes):
@@ -256,17 +296,12 @@ def _checked_src(raw: bytes, segments: list) -> dict:
     return src
 
 
-def _checked_conv(raw: bytes) -> dict:
-    """The manifest's conversation table, checked; raises BadIndex."""
-    c = _loads(raw)
-    try:
-        k = len(c["ids"])
-        if not (_strs(c["ids"], k) and _strs(c["titles"], k, True) and _strs(c["topics"], k, True)
-                and _strs(c["topic_names"], k, True)):
-            raise BadIndex("manifest: bad conversation table")
-    except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
-        raise BadIndex("manifest: missing or mistyped fields") from None
-    return c
+def _checked_strs(raw, n: int | None, none_ok: bool) -> list:
+    """A column of the conversation table: a list of ``n`` (any, when None) strings (or None); raises BadIndex."""
+    col = _loads(raw)
+    if not _strs(col, len(col) if n is None and isinstance(col, list) else n, none_ok):
+        raise BadIndex("manifest: bad conversation table")
+    return col
 
 
 def alive_mask(rows: int, dead):

@@ -77,9 +77,14 @@ def open_index(store, d: Path | None = None) -> Index:
     raise BadIndex("unreachable")  # pragma: no cover
 
 
-def try_open(store, d: Path | None = None) -> Index | None:
+def try_open(store, d: Path | None = None, whole: bool = False) -> Index | None:
+    """The index, or None when it cannot be used; ``whole``: its manifest's tables checked too (else
+    when first used)."""
     try:
-        return open_index(store, d)
+        idx = open_index(store, d)
+        if whole:
+            idx.manifest.check()
+        return idx
     except BadIndex:
         return None
 

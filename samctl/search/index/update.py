@@ -144,7 +144,7 @@ def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = 
     disc: list = []
     current = discover(store, disc, scope)
     findings.extend(disc)
-    idx = None if rebuild else try_open(store, d)
+    idx = None if rebuild else try_open(store, d, whole=True)
     if idx is not None:
         changed, removed = stale(idx.manifest, current, scope)
         if not changed and not removed:
@@ -156,7 +156,7 @@ def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = 
     try:
         fsafe.make_private_dir(d)
         with _writer_lock(d, progress=progress):
-            idx = None if rebuild else try_open(store, d)
+            idx = None if rebuild else try_open(store, d, whole=True)
             changed, removed = stale(idx.manifest if idx else None, current, scope)
             if idx is None or changed or removed:
                 _update(store, d, idx, current, changed, removed, progress, jobs)
