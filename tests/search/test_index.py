@@ -101,7 +101,7 @@ CORRUPTIONS = {
     "wrong body version": lambda d: _patch_manifest(d, body_v=0),
     "flipped manifest byte": lambda d: _flip(d / "manifest", 30),
     "flipped byte of the manifest's source table": lambda d: _flip(d / "manifest", _table_at(d, "src") + 3),
-    "flipped byte of the manifest's titles": lambda d: _flip(d / "manifest", _table_at(d, "conv_titles") + 3),
+    "flipped byte of the manifest's titles": lambda d: _flip(d / "manifest", _table_at(d, 1) + 3),
     "flipped last manifest byte": lambda d: _flip(d / "manifest", os.path.getsize(d / "manifest") - 1),
     "flipped segment header": lambda d: _flip(_segment(d), os.path.getsize(_segment(d)) - 40),
 }
@@ -113,17 +113,18 @@ def _flip(p, offset):
     p.write_bytes(bytes(data))
 
 
-def _table_at(d, name):
-    """Where the manifest's table ``name`` starts (the head's line, then a line per table)."""
+def _table_at(d, i):
+    """Where the manifest's table ``i`` starts (the head's line, then a line per table: "src" (0), then
+    each bucket of the conversation table)."""
     raw = (d / "manifest").read_bytes()
     lines = raw[16:].split(b"\n")
-    return 16 + sum(len(x) + 1 for x in lines[:1 + ix.manifest.TABLES.index(name)])
+    return 16 + sum(len(x) + 1 for x in lines[:1 + (0 if i == "src" else i)])
 
 
 def _patch_manifest(d, v=None, body_v=None):
     raw = (d / "manifest").read_bytes()
-    head, *tables = raw[16:].split(b"\n")
-    body = {**json.loads(head), **{k: json.loads(t) for k, t in zip(ix.manifest.TABLES, tables)}}
+    head, src, *conv = raw[16:].split(b"\n")
+    body = {**json.loads(head), "src": json.loads(src), "conv": [json.loads(b) for b in conv]}
     if body_v is not None:
         body["v"] = body_v
     ix.write_manifest_bytes(d / "manifest", body, version=v if v is not None else ix.INDEX_VERSION)
@@ -411,3 +412,28 @@ def test_a_flipped_byte_in_a_shown_row_is_caught_by_the_search(run, sam, monkeyp
     monkeypatch.delenv("SAMCTL_DEBUG")
     r = run("--root", sam, *args, "--format", "json")
     assert r.exit_code == 0 and r.stdout == want and "Hack" not in r.stdout
+
+
+def test_titles_are_looked_up_in_one_bucket_and_topics_named_in_order(tmp_path):
+    """The manifest's conversation table is bucketed by id: every title found through its bucket, a
+    shared topic named after the first conversation found in it, ``convs()`` in the order found."""
+    from types import SimpleNamespace
+
+    from samctl.search.index import manifest as mf
+
+    convs = {}
+    for i in range(1000):
+        cid = f"conv-{i:04d}-é"
+        convs[cid] = {"id": cid, "title": f"title {i}" if i % 7 else None,
+                      "topic": "T1" if i % 100 == 50 else None, "topic_name": f"name {i}" if i % 100 == 50 else None}
+    man = {"v": ix.INDEX_VERSION, "root": "/r", "store": "sam", "terms": ix.format.TERMS_NAME,
+           "token_hash": ix.format.TOKEN_HASH_NAME, "created": 1.0, "updated": 1.0, "segments": [], "hidden": {},
+           "sources": {}, "convs": convs}
+    body = mf.encode_manifest(man)
+    assert len(body["conv"]) == 4  # 1,000 conversations, about 256 a bucket
+    mf.write_manifest_bytes(tmp_path / "manifest", body)
+    m = mf.read_manifest(tmp_path / "manifest", SimpleNamespace(root_real="/r", name="sam"))
+    assert all(m.title_of(c["id"]) == (c["title"] or "") for c in convs.values())
+    assert m.title_of("T1") == "name 50 (shared topic)"
+    assert m.title_of("nobody") == ""
+    assert list(m.convs()) == list(convs) and m.convs() == convs

@@ -22,15 +22,22 @@ from samctl.search.index.format import INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, 
 from samctl.model import ERROR, Finding
 
 
-TABLES = ("src", "conv_ids", "conv_titles", "conv_topics", "conv_topic_names")  # parsed and checked when used
-CONV_COLS = TABLES[1:]  # the conversation table, a column each (a title needs two of the four parsed)
+TABLES = ("src", "conv")  # parsed and checked when used; "conv" is a list of buckets, a line each
+BUCKET = 256  # conversations per bucket of the conversation table, about: a title costs parsing one bucket
+CONV_COLS = ("pos", "ids", "titles", "topics", "topic_names")  # a bucket's columns; pos: order found
+
+
+def bucket_of(cid: str, buckets: int) -> int:
+    """Which of ``buckets`` holds the conversation ``cid``."""
+    return zlib.crc32(cid.encode("utf-8", "surrogatepass")) % buckets
 
 
 def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -> None:
     """Write a manifest body (the on-disk, columnar form) atomically: its head (everything but
-    ``TABLES``, plus each table's length and crc32), then each table, each after a newline (orjson never
-    writes a raw newline).  The file's own checksum covers the head only: a table is checked when used."""
-    tables = [orjson.dumps(body.get(k)) for k in TABLES]
+    ``TABLES``, plus each table's length and crc32), then each table (each bucket of "conv"), each after a
+    newline (orjson never writes a raw newline).  The file's own checksum covers the head only: a table
+    is checked when used."""
+    tables = [orjson.dumps(body.get("src"))] + [orjson.dumps(b) for b in body.get("conv") or []]
     head = {k: v for k, v in body.items() if k not in TABLES}
     head["tables"] = [[len(t), zlib.crc32(t)] for t in tables]
     head = orjson.dumps(head)
@@ -65,9 +72,14 @@ def encode_manifest(man: dict) -> dict:
     body = {k: man.get(k) for k in HEAD}
     # the findings (and their sources' keys and conversations) in the head: every search reports them
     fkeys = {i: [src["keys"][int(i)], src["convs"][int(i)]] for i in findings}
+    n = max(1, -(-len(convs) // BUCKET))
+    buckets = [{k: [] for k in CONV_COLS} for _ in range(n)]
+    for pos, c in enumerate(convs):
+        b = buckets[bucket_of(c["id"], n)]
+        for k, v in zip(CONV_COLS, (pos, c["id"], c.get("title"), c.get("topic"), c.get("topic_name"))):
+            b[k].append(v)
     body.update(segments=man["segments"], hidden=man["hidden"], findings=findings, fkeys=fkeys, src=src,
-                conv_ids=[c["id"] for c in convs], conv_titles=[c.get("title") for c in convs],
-                conv_topics=[c.get("topic") for c in convs], conv_topic_names=[c.get("topic_name") for c in convs])
+                conv=buckets)
     return body
 
 
@@ -78,8 +90,11 @@ class Manifest:
         self.body = body
         self.segments = body["segments"]
         self.hidden = body["hidden"]
-        # each of TABLES: (raw bytes, crc32) until first used (then checked), or itself (an encoded body's)
-        self._tables = tables if tables is not None else {k: body[k] for k in TABLES}
+        # "src" and each conversation bucket ("conv", i): (raw bytes, crc32) until first used (then
+        # checked), or itself (an encoded body's)
+        self._tables = tables if tables is not None else {"src": body["src"],
+                                                          **{("conv", i): b for i, b in enumerate(body["conv"])}}
+        self.buckets = len(self._tables) - 1
         self._sources = self._convs = self._sig = None
 
     def _table(self, name: str):
@@ -88,17 +103,13 @@ class Manifest:
             raw, crc = t
             if zlib.crc32(raw) != crc:
                 raise BadIndex("manifest: checksum mismatch")
-            if name == "src":
-                t = _checked_src(raw, self.segments)
-            else:
-                n = len(self._table("conv_ids")) if name != "conv_ids" else None
-                t = _checked_strs(raw, n, none_ok=name != "conv_ids")
+            t = _checked_src(raw, self.segments) if name == "src" else _checked_bucket(raw, self.buckets, name[1])
             self._tables[name] = t
         return t
 
     def check(self) -> None:
         """Every table checked (crc32, types) now rather than when first used; raises BadIndex."""
-        for name in TABLES:
+        for name in list(self._tables):
             self._table(name)
 
     @property
@@ -131,20 +142,25 @@ class Manifest:
 
     def convs(self) -> dict:
         if self._convs is None:
-            cols = [self._table(k) for k in CONV_COLS]
-            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn} for i, t, tp, tn in zip(*cols)}
+            rows = sorted(r for i in range(self.buckets)  # (in the order found)
+                          for r in zip(*(self._table(("conv", i))[k] for k in CONV_COLS)))
+            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn} for _, i, t, tp, tn in rows}
         return self._convs
 
     def title_of(self, cid: str) -> str:
         """The conversation's title; for a shared-topic scope "<topic name> (shared topic)"; else ""."""
-        try:  # list.index: a scan in C, cheaper than building a dict for the few titles a search shows
-            return self._table("conv_titles")[self._table("conv_ids").index(cid)] or ""
+        b = self._table(("conv", bucket_of(cid, self.buckets)))
+        try:
+            return b["titles"][b["ids"].index(cid)] or ""
         except ValueError:
             pass
-        topics = self._table("conv_topics")
-        if cid not in topics:
+        named = []  # a topic is named after the first conversation found in it that names it
+        for i in range(self.buckets):
+            b = self._table(("conv", i))
+            named += [(pos, n) for pos, t, n in zip(b["pos"], b["topics"], b["topic_names"]) if t == cid]
+        if not named:
             return ""
-        names = [n for t, n in zip(topics, self._table("conv_topic_names")) if t == cid and n]
+        names = [n for _, n in sorted(named) if n]
         return f"{names[0]} (shared topic)" if names else "(shared topic)"
 
     def findings(self, scope: set | None = None, order=None) -> list[Finding]:
@@ -202,12 +218,13 @@ def read_manifest(path: Path, store) -> Manifest:
     m = _loads(head)
     tables, at = {}, nl + 1
     try:
-        if not (isinstance(m, dict) and isinstance(m.get("tables"), list) and len(m["tables"]) == len(TABLES)):
+        if not (isinstance(m, dict) and isinstance(m.get("tables"), list) and len(m["tables"]) >= 2):
             raise BadIndex("manifest: not head and tables")
-        for name, (n, tcrc) in zip(TABLES, m["tables"]):
+        for j, (n, tcrc) in enumerate(m["tables"]):
+            name = "src" if j == 0 else ("conv", j - 1)
             end = at + n
             if not (type(n) is int and type(tcrc) is int and n >= 0 and end <= len(raw)
-                    and raw[end:end + 1] == (b"\n" if name != TABLES[-1] else b"")):
+                    and raw[end:end + 1] == (b"\n" if j < len(m["tables"]) - 1 else b"")):
                 raise BadIndex("manifest: not head and tables")
             tables[name] = (memoryview(raw)[at:end], tcrc)
             at = end + 1
@@ -296,12 +313,19 @@ def _checked_src(raw: bytes, segments: list) -> dict:
     return src
 
 
-def _checked_strs(raw, n: int | None, none_ok: bool) -> list:
-    """A column of the conversation table: a list of ``n`` (any, when None) strings (or None); raises BadIndex."""
-    col = _loads(raw)
-    if not _strs(col, len(col) if n is None and isinstance(col, list) else n, none_ok):
+def _checked_bucket(raw, buckets: int, i: int) -> dict:
+    """Bucket ``i`` of the conversation table, checked (columns, types, every id in its bucket); raises BadIndex."""
+    b = _loads(raw)
+    try:
+        n = len(b["ids"])
+        ok = (set(b) == set(CONV_COLS) and _ints(b["pos"], n) and _strs(b["ids"], n) and _strs(b["titles"], n, True)
+              and _strs(b["topics"], n, True) and _strs(b["topic_names"], n, True)
+              and all(bucket_of(c, buckets) == i for c in b["ids"]))
+    except (KeyError, TypeError, AttributeError):
+        ok = False
+    if not ok:
         raise BadIndex("manifest: bad conversation table")
-    return col
+    return b
 
 
 def alive_mask(rows: int, dead):
