@@ -13,6 +13,7 @@ at most ``MAX_TERMS`` terms, so no query can make the engine do unbounded work.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -111,6 +112,33 @@ def title_matches(title: str | None, word: str) -> bool:
     if not title:
         return False
     return " ".join(fold(word).split()) in " ".join(fold(title).split())
+
+
+def titles_matching(titles: list, word: str) -> set[int]:
+    """The indexes of ``titles`` that ``title_matches(title, word)``, folded as one string (a call per
+    title costs more than the search): folding is character by character, so the titles joined by NUL
+    fold to their foldings joined by NUL.  A title or word holding a NUL itself is matched alone."""
+    w = " ".join(fold(word).split())
+    if "\0" in w:
+        return {i for i, t in enumerate(titles) if title_matches(t, word)}
+    alone = {i for i, t in enumerate(titles) if t and "\0" in t}
+    big = _SPACES.sub(" ", fold("\0".join("" if not t or i in alone else t for i, t in enumerate(titles))))
+    starts, at = [0], big.find("\0")
+    while at >= 0:
+        starts.append(at + 1)
+        at = big.find("\0", at + 1)
+    out, at = {i for i in alone if title_matches(titles[i], word)}, big.find(w)
+    while at >= 0:
+        i = bisect.bisect_right(starts, at) - 1
+        if titles[i] and i not in alone:
+            out.add(i)
+        if i + 1 >= len(starts):
+            break
+        at = big.find(w, starts[i + 1])
+    return out
+
+
+_SPACES = re.compile(r"\s+")
 
 
 # ---------------------------------------------------------------------------------------------- parsing

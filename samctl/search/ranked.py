@@ -16,7 +16,7 @@ from samctl.search import text as tx
 from samctl.search.corpus import IndexCorpus
 from samctl.search.hits import Hit, sort_key, term_snippet
 from samctl.search.index.format import MEMORY, ROLES, load_numpy
-from samctl.search.query import holds_phrase, title_matches
+from samctl.search.query import holds_phrase, title_matches, titles_matching
 
 MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
 NEIGHBOURS = ((-1, "before"), (1, "after"))
@@ -97,7 +97,7 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
     if plan.roles:
         codes = [ROLES.index(r) for r in plan.roles if r in ROLES]
         keep &= np.isin(corpus.role_code, np.array(codes, dtype=np.int8))
-    per_part, titles_by_id = [], {}
+    per_part, titled = [], {}
     if any(v is not None for v in scopes.values()) or plan.titles or plan.stores:
         for p in corpus.parts:
             scope = scopes.get(id(p.store))
@@ -108,14 +108,25 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
             if scope is not None:
                 wanted &= np.array([c in scope for c in convs], bool)
             if plan.titles and wanted.any():
-                known = titles_by_id.setdefault(id(p.index), p.index.manifest.convs())  # (title_of scans a list)
-                titles = [known[c]["title"] if c in known else p.index.title_of(c) for c in convs]
-                for w in plan.titles:
-                    wanted &= np.array([title_matches(t, w) for t in titles], bool)
+                if id(p.index) not in titled:
+                    titled[id(p.index)] = _titled(p.index, plan.titles)
+                known, ok = titled[id(p.index)]
+                wanted &= np.array([c in ok if c in known else all(title_matches(p.index.title_of(c), w)
+                                                                     for w in plan.titles) for c in convs], bool)
             conv = p.seg.r_conv
             per_part.append(wanted[conv] if len(convs) else np.zeros(p.seg.rows, bool))
         keep &= np.concatenate(per_part)
     return keep
+
+
+def _titled(index, words: list) -> tuple[set, set]:
+    """(the conversations of ``index``'s table, those whose titles hold every one of ``words``)."""
+    ids, titles = index.manifest.ids_and_titles()
+    ok = None
+    for w in words:
+        got = titles_matching(titles, w)
+        ok = got if ok is None else ok & got
+    return set(ids), {ids[i] for i in ok or ()}
 
 
 def _best_rows(corpus: IndexCorpus, score, ok, limit: int, plan) -> list[int]:

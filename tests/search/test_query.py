@@ -260,3 +260,17 @@ def test_hostile_strings_parse_or_raise_a_query_error():
             holds_phrase(text, ph)
         for t in q.titles:
             title_matches(text, t)
+
+
+TITLES = ["Budget for Portland", "  budget   FOR\tportland ", "Zürich café", "STRASSE", "Straße plan", "", None,
+          "a\x00budget", "line one\nline two", "e\u0301cole", "école", "x\x1cy", "tab\there", "東京 trip", "İstanbul"]
+
+
+@pytest.mark.parametrize("word", ["budget", "budget for", "for portland", "zurich", "café", "cafe", "strasse",
+                                  "ss", "", "one line", "line two", "ecole", "école", "x y", "tab here", "東京",
+                                  "istanbul", "i̇stanbul", "a", "budget\x00", " "])
+def test_titles_matching_agrees_with_title_matches(word):
+    """The folded-at-once search finds exactly the titles title_matches finds, one by one."""
+    from samctl.search.query import title_matches, titles_matching
+
+    assert titles_matching(TITLES, word) == {i for i, t in enumerate(TITLES) if title_matches(t, word)}

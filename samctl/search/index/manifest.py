@@ -147,6 +147,15 @@ class Manifest:
             self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn} for _, i, t, tp, tn in rows}
         return self._convs
 
+    def ids_and_titles(self) -> tuple[list, list]:
+        """Every conversation's id and title (None: none), bucket by bucket."""
+        ids, titles = [], []
+        for i in range(self.buckets):
+            b = self._table(("conv", i))
+            ids += b["ids"]
+            titles += b["titles"]
+        return ids, titles
+
     def title_of(self, cid: str) -> str:
         """The conversation's title; for a shared-topic scope "<topic name> (shared topic)"; else ""."""
         b = self._table(("conv", bucket_of(cid, self.buckets)))
