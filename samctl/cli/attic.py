@@ -18,7 +18,7 @@ from samctl.cli.writeopts import all_stores_option, force_option, lock_wait_opti
               "command also does this first). Exit 5 if the owning app is using what it would touch.")
 @force_option
 @lock_wait_option
-@all_stores_option("List (verify, repair) the attic")
+@all_stores_option("List (verify, repair) the attic of")
 @format_option()
 @examples("samctl attic", "samctl attic --state archived --format json", "samctl attic --verify",
           "samctl attic --repair", "samctl attic --all-stores")

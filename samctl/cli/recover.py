@@ -46,7 +46,7 @@ def _print(plan, dry_run: bool, to=None) -> None:
 @click.option("--lock-wait", type=Number(min=0), default=0, show_default=True, metavar="SECONDS",
               help="Wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before adopting a --use file.")
-@all_stores_option("Look for ID")
+@all_stores_option("Look for ID in")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="json is a stable interface.")
 @examples("samctl recover 20260810_1403 --dry-run", "samctl recover 20260810_1403",

@@ -21,7 +21,7 @@ from samctl.cli.writeopts import all_stores_option, dry_run_option, force_option
 @dry_run_option
 @force_option
 @lock_wait_option
-@all_stores_option("Look for each ID in the attic")
+@all_stores_option("Look for each ID in the attic of")
 @format_opt
 @examples("samctl restore 20260810_140307", "samctl restore 0b7c --all-stores", "samctl restore 8B58CBC4 --as-new",
           "samctl restore $(samctl attic --state archived --format jsonl | jq -r .id)",
@@ -162,7 +162,10 @@ def _ids_across(stores, ids) -> dict:
     try:
         hits = resolve_many_across(list(views.values()), ids)
     except NotFound as exc:
-        exc.hint = "`samctl attic --all-stores` lists them"
+        from samctl.attic.journal import pending
+
+        # (as with one store: a move a crash interrupted may be what holds it)
+        exc.hint = _PENDING if any(pending(s) for s in stores) else "`samctl attic --all-stores` lists them"
         raise
     wanted: dict = {}
     for view, cid in hits:

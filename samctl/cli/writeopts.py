@@ -41,7 +41,7 @@ def yes_option(f):
 def all_stores_option(what: str):
     """``--all-stores`` for a command that finds conversations by id (restore, recover) or lists the attic:
     ``what`` it does in every store samctl finds, said in its help."""
-    return click.option("--all-stores", is_flag=True, help=f"{what} in every store samctl finds (samctl stores), "
+    return click.option("--all-stores", is_flag=True, help=f"{what} every store samctl finds (samctl stores), "
                         "not only the default one (./.mermaid, else SAM's folder); several --root do the same "
                         "for those roots.")
 

@@ -319,3 +319,25 @@ def test_completion_offers_the_attic_ids_of_every_store_with_all_stores(attics):
     assert complete("samctl restore --all-stores 5") == ["plain,5d1e7f20-8a9b-4c3d-9e8f-7a6b5c4d3e2f",
                                                          "plain,5973b6c0-94b8-487b-a530-2aeb6098ae0e"]
     assert complete("samctl restore 5") == []  # without it: SAM's attic, as before
+
+
+def test_a_busy_store_of_several_does_not_stop_the_others(run, attics, monkeypatch):
+    monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
+    sam = _root(attics, SAM)
+    before = fingerprint(sam)
+    r = run("restore", "0b7c", "8B58", "--all-stores")
+    assert r.exit_code == 5, r.stderr  # SAM's own exit code, as restore there alone gives it
+    assert "SAM is running" in r.stderr and "restored: 0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d" in r.stdout
+    assert fingerprint(sam) == before
+    assert run("restore", "8B58").exit_code == 5  # one store: as before
+
+
+def test_attic_repair_of_several_goes_on_past_a_store_it_cannot_lock(run, attics):
+    from samctl.lock import store_lock
+    from samctl.stores import open_store
+
+    with store_lock(open_store(str(_root(attics, SAM)))):
+        r = run("attic", "--all-stores", "--repair")
+    assert r.exit_code == 3, r.stderr
+    assert "attic-not-read" in r.stderr and "nothing to repair" in r.stderr
+    assert "  sam  " not in r.stdout and r.stdout.count("  codex  ") == 2
