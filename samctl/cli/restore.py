@@ -105,7 +105,7 @@ def _across(ctx, ids, entry, how: dict, fmt: str) -> None:
     each store's entries are restored there, one store after the other."""
     from samctl import errors
     from samctl.attic import entries as atticmod
-    from samctl.attic.lifecycle import Report, attic_view
+    from samctl.attic.lifecycle import Report
 
     found: list = []
     stores = [s for s in stores_of(ctx, found, gate=False) if not s.read_only]
