@@ -193,6 +193,8 @@ SCENARIOS = {
     "restore-kept-claude": (_after(_claude, "archive", "--copy", CLAUDE, then=_claude_deleted),
                             ["restore", CLAUDE, "--touch"]),
     "copy-mermaid": (_mermaid, ["archive", "--copy", "--older-than", "1d"]),
+    # restore's path across stores (an id resolved over the attics, then restored in its store), given one store
+    "restore-all-stores-codex": (_after(_codex, "rm", CODEX), ["restore", CODEX[:8], "--all-stores"]),
 }
 
 

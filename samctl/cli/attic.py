@@ -6,8 +6,8 @@ import click
 
 from samctl import errors
 from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, human_size, report_findings, \
-    store_of, table
-from samctl.cli.writeopts import force_option, lock_wait_option
+    several_stores, store_of, stores_of, table
+from samctl.cli.writeopts import all_stores_option, force_option, lock_wait_option
 
 
 @click.command("attic")
@@ -18,11 +18,12 @@ from samctl.cli.writeopts import force_option, lock_wait_option
               "command also does this first). Exit 5 if the owning app is using what it would touch.")
 @force_option
 @lock_wait_option
+@all_stores_option("List (verify, repair) the attic of")
 @format_option()
 @examples("samctl attic", "samctl attic --state archived --format json", "samctl attic --verify",
-          "samctl attic --repair")
+          "samctl attic --repair", "samctl attic --all-stores")
 @click.pass_context
-def command(ctx, state, verify, repair, force, lock_wait, fmt):
+def command(ctx, state, verify, repair, force, lock_wait, all_stores, fmt):
     """List the attic: conversations removed by `samctl rm`, archived by `samctl archive`,
     copies kept by `samctl archive --copy` (kept), and old event logs `samctl compact`
     replaced (history).
@@ -32,15 +33,73 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
     and Codex CLI, in samctl's data folder
     ($XDG_DATA_HOME/samctl/attic/<store>/<root>/, else ~/.local/share/...).
     One compressed archive plus a manifest of sha256 hashes per entry. Exit 3
-    if an entry is damaged, incomplete or not samctl's.
+    if an entry is damaged, incomplete or not samctl's. With --all-stores (or
+    several --root): the attics of every store, in one list with a STORE column
+    (the stores samctl only reads have none), --format json one object per store.
     """
     from samctl.attic import entries as attic
-    from samctl.attic import journal as repairmod
-    from samctl.lock import ensure_app_idle, store_lock
+    from samctl.model import ERROR, Finding
     from samctl.safetext import one_line
     from samctl.timeparse import format_local
 
-    store = store_of(ctx)
+    many = several_stores(ctx, all_stores)
+    found: list = []  # stores that could not be opened or read (several stores only)
+    stores = [s for s in stores_of(ctx, found, gate=False) if not s.read_only] if many else [store_of(ctx)]
+    if not stores:
+        report_findings(found)
+        raise errors.NotFound("no store with an attic found: samctl only reads the stores it found",
+                              hint="`samctl stores` shows what samctl finds")
+    per, repaired, left = [], [], False
+    for store in stores:
+        try:
+            entries, findings, lines, unsettled = _one(store, state, verify, repair, force, lock_wait)
+        except errors.SamctlError as exc:  # (one store busy or gone: of several, the others still answer)
+            if not many:
+                raise
+            found.append(Finding("attic-not-read", str(store.conv_dir), exc.message, ERROR))
+            continue
+        per.append((store, entries, findings))
+        repaired += lines
+        left = left or unsettled
+    for line in repaired:
+        click.echo(f"repaired: {line}", err=True)
+    if repair and not repaired and not left:
+        click.echo("nothing to repair", err=True)
+    entries = sorted((e for _, es, _ in per for e in es), key=lambda e: (e.when_ts, e.stem))
+    findings = [f for _, _, fs in per for f in fs]
+    if fmt == "json":
+        docs = [{"store": s.name, "root": str(s.conv_dir), "attic": str(attic.attic_dir(s)),
+                 "entries": [e.to_dict() for e in es], "findings": [f.to_dict() for f in fs]} for s, es, fs in per]
+        emit_json({"stores": docs} if many else {k: docs[0][k] for k in ("attic", "entries", "findings")})
+    elif fmt == "jsonl":
+        emit_jsonl(e.to_dict() for e in entries)
+    elif not repair or entries:
+        if not entries:
+            what = "holds no readable entry" if findings or found else "is empty"  # the findings say what is wrong
+            if state and not findings:
+                what = f"holds no {' or '.join(state)} entry"
+            where = ", ".join(str(attic.attic_dir(s)) for s, _, _ in per)
+            click.echo(f"the attic {what} ({where})" if not many else f"every attic {what} ({where})", err=True)
+        else:
+            store_col = [("STORE", lambda e: e.store)] if many else []
+            heads = ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"]
+            click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size), human_size(e.tar_size),
+                               *[get(e) for _, get in store_col], one_line(e.title)[:60]) for e in entries], heads))
+    if fmt != "json":
+        report_findings(findings)
+    report_findings(found)
+    if any(f.severity != "info" for f in findings + found):
+        raise click.exceptions.Exit(errors.PARTIAL)
+
+
+def _one(store, state, verify: bool, repair: bool, force: bool, lock_wait: float):
+    """One store's attic: (its entries in ``state``, the findings about it, the repaired lines, whether
+    a repair left something), after a repair when asked."""
+    from samctl.attic import entries as attic
+    from samctl.attic import journal as repairmod
+    from samctl.lock import ensure_app_idle, store_lock
+
+    lines, left = [], []
     if repair:
         def app_idle() -> None:  # only moves touch the store (debris is the attic's): only they wait for the app
             if repairmod.pending(store):
@@ -50,32 +109,10 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
         with store_lock(store, lock_wait):
             app_idle()  # (asked again: now nothing moves)
             lines, left = repairmod.settle(store, full=True)
-        for line in lines:
-            click.echo(f"repaired: {line}", err=True)
-        if not lines and not left:
-            click.echo("nothing to repair", err=True)
     findings: list = []
     entries = attic.list_entries(store, findings, state or attic.STATES)
     findings.extend(left if repair else repairmod.pending(store))  # (after a repair: what it had to leave)
     if verify:
         for e in entries:
             findings.extend(attic.verify(e))
-    if fmt == "json":
-        emit_json({"attic": str(attic.attic_dir(store)), "entries": [e.to_dict() for e in entries],
-                   "findings": [f.to_dict() for f in findings]})
-    elif fmt == "jsonl":
-        emit_jsonl(e.to_dict() for e in entries)
-    elif not repair or entries:
-        if not entries:
-            what = "holds no readable entry" if findings else "is empty"  # the findings say what is wrong
-            if state and not findings:
-                what = f"holds no {' or '.join(state)} entry"
-            click.echo(f"the attic {what} ({attic.attic_dir(store)})", err=True)
-        else:
-            click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size),
-                               human_size(e.tar_size), one_line(e.title)[:60])
-                              for e in entries], ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED", "TITLE"]))
-    if fmt != "json":
-        report_findings(findings)
-    if any(f.severity != "info" for f in findings):
-        raise click.exceptions.Exit(errors.PARTIAL)
+    return entries, findings, lines, bool(left)

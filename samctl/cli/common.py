@@ -142,14 +142,15 @@ def store_of(ctx: click.Context):
     return store
 
 
-def stores_of(ctx: click.Context, findings: list, every: bool = True) -> list:
+def stores_of(ctx: click.Context, findings: list, every: bool = True, gate: bool = True) -> list:
     """The stores a command covers (issue #23): each --root given (or SAMCTL_ROOT's); with none, every
     store samctl finds on the machine (``stores.found_stores``) when ``every``, else the default one.
     One root (or the default store) is exactly ``store_of``: its errors are raised as before.  Of
     several, one that cannot be opened, or that this command cannot use (a read-only store for a
     writing command: ``refuse_on_read_only``), is a finding and the others still answer; exit 4
     (NotFound) only when no store at all is found.  In the registry's order (./.mermaid, SAM's, the
-    other apps'), then the config file's roots; or the roots as given."""
+    other apps'), then the config file's roots; or the roots as given.  ``gate=False``: of several, every
+    store that opens, read-only ones too (the command says what it cannot do where: ``recover``)."""
     from samctl.model import WARNING, Finding
     from samctl.stores import found_stores, where_looked
 
@@ -174,7 +175,7 @@ def stores_of(ctx: click.Context, findings: list, every: bool = True) -> list:
                                    "no fixed place (mermaid projects, exports) as roots = [...] in that file")
     out = []
     for store in found:
-        if store.read_only or store.moves_only:
+        if gate and (store.read_only or store.moves_only):
             try:
                 refuse_on_read_only(store, ctx)
             except errors.UsageError as exc:
@@ -189,6 +190,11 @@ def stores_of(ctx: click.Context, findings: list, every: bool = True) -> list:
 
         _COVERED[:] = [(s.root_real, f" --root {safe_text(shlex.quote(str(s.conv_dir)), lines=False)}") for s in out]
     return out
+
+
+def several_stores(ctx: click.Context, all_stores: bool) -> bool:
+    """Whether a command of one store covers several: ``--all-stores``, or more than one --root."""
+    return bool(all_stores) or len(ctx.find_object(Options).roots) > 1
 
 
 def store_for_id(ctx: click.Context, text: str, findings: list):
@@ -483,7 +489,11 @@ def complete_attic_ids(ctx, param, incomplete):
 
     def ids_in_attic(store) -> list:
         out = set()
-        for name in os.listdir(attic.attic_dir(store)):
+        try:  # (of several stores, one without an attic offers nothing; the others still do)
+            names = [] if store.read_only else os.listdir(attic.attic_dir(store))
+        except OSError:
+            names = []
+        for name in names:
             parsed = name.endswith(attic.MANIFEST_SUFFIX) and attic.parse_stem(name[: -len(attic.MANIFEST_SUFFIX)])
             if parsed and parsed[1] != "history":
                 out.add(parsed[0])
@@ -526,6 +536,7 @@ def _completion_stores(ctx) -> list:
     from samctl.stores import found_stores, open_store
 
     roots = ctx.find_root().params.get("roots") or env_roots()
-    if len(roots) == 1 or (not roots and (ctx.command is None or ctx.command.name not in EVERY_STORE)):
+    every = ctx.command is not None and (ctx.command.name in EVERY_STORE or ctx.params.get("all_stores"))
+    if len(roots) == 1 or (not roots and not every):
         return [open_store(roots[0] if roots else None, cache=True)]
     return found_stores([], places=list(roots) or None)

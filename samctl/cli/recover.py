@@ -7,7 +7,9 @@ import sys
 import click
 
 from samctl import errors
-from samctl.cli.common import Number, complete_ids, emit_json, examples, report_findings, store_of
+from samctl.cli.common import Number, complete_ids, emit_json, examples, exit_for, findings_first, \
+    refuse_on_read_only, report_findings, several_stores, store_of, stores_of
+from samctl.cli.writeopts import all_stores_option
 from samctl.core.recover import recover
 
 
@@ -44,13 +46,15 @@ def _print(plan, dry_run: bool, to=None) -> None:
 @click.option("--lock-wait", type=Number(min=0), default=0, show_default=True, metavar="SECONDS",
               help="Wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before adopting a --use file.")
+@all_stores_option("Look for ID in")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="json is a stable interface.")
 @examples("samctl recover 20260810_1403 --dry-run", "samctl recover 20260810_1403",
           "samctl recover 8B58 --from ~/Desktop/SAM_Portland_2026-08-10.json",
-          "samctl recover 20260810_1403 --use .mermaid/conversations/20260810_140307_512.4242.0.conflict")
+          "samctl recover 20260810_1403 --use .mermaid/conversations/20260810_140307_512.4242.0.conflict",
+          "samctl recover 20260810_1403 --all-stores --dry-run")
 @click.pass_context
-def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes, fmt):
+def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes, all_stores, fmt):
     """Recover conversation ID from what is left of it.
 
     mermaid: folds the event log exactly as mermaid does and rewrites the
@@ -60,21 +64,39 @@ def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait,
     legacy backups and an export package, repairs what SAM would refuse, and
     writes a file SAM loads. The replaced file is kept as a .bak sibling until
     `samctl compact` removes it. Refuses (exit 5) while the owning app uses the
-    conversation, unless --force.
+    conversation, unless --force. With --all-stores (or several --root), ID
+    is looked for in every store and recovered in its own; a store samctl only
+    reads, or only moves, says so (exit 2).
     """
-    store = store_of(ctx)
+    found: list = []  # stores that could not be opened (several stores only): findings, exit 3
+    if several_stores(ctx, all_stores):
+        from samctl.stores.resolve import resolve_across
+
+        with findings_first(found):
+            store, conversation_id = resolve_across(stores_of(ctx, found, gate=False), conversation_id)
+            if store.read_only or store.moves_only:  # (the message, and exit 2, of recover with --root there)
+                refuse_on_read_only(store, ctx)
+    else:
+        store = store_of(ctx)
+    with findings_first(found):
+        plan = _recover(store, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes)
+    if fmt == "json":
+        emit_json(dict(plan.to_dict(), dry_run=dry_run))
+    else:
+        _print(plan, dry_run, to)
+        report_findings(plan.warnings)
+    report_findings(found)
+    if plan.partial or exit_for(found):  # recovered what could be; the lines above say what stays broken
+        raise click.exceptions.Exit(errors.PARTIAL)
+
+
+def _recover(store, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes):
+    """recover in one store, asking first before adopting a --use file."""
     if use and not dry_run and not yes:
         preview = recover(store, conversation_id, dry_run=True, to=to, use=use)  # (with --to: the document only)
         _print(preview, True, to)
         if not sys.stdin.isatty():
             raise click.UsageError("adopting a --use file needs --yes when not run from a terminal")
         click.confirm("adopt it?", abort=True, err=True)
-    plan = recover(store, conversation_id, dry_run=dry_run, to=to, use=use, from_file=from_file, force=force,
+    return recover(store, conversation_id, dry_run=dry_run, to=to, use=use, from_file=from_file, force=force,
                    lock_wait=lock_wait)
-    if fmt == "json":
-        emit_json(dict(plan.to_dict(), dry_run=dry_run))
-    else:
-        _print(plan, dry_run, to)
-        report_findings(plan.warnings)
-    if plan.partial:  # recovered what could be; the lines above say what stays broken
-        raise click.exceptions.Exit(errors.PARTIAL)

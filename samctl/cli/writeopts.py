@@ -38,6 +38,14 @@ def yes_option(f):
     return click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (for scripts).")(f)
 
 
+def all_stores_option(what: str):
+    """``--all-stores`` for a command that finds conversations by id (restore, recover) or lists the attic:
+    ``what`` it does in every store samctl finds, said in its help."""
+    return click.option("--all-stores", is_flag=True, help=f"{what} every store samctl finds (samctl stores), "
+                        "not only the default one (./.mermaid, else SAM's folder); several --root do the same "
+                        "for those roots.")
+
+
 def each_store(f):
     """``--all-stores`` for a command that acts on one store: run it once per store samctl finds (or
     per ``--root`` given, when several are), each under its own lock and checks, a line naming each

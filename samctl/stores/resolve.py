@@ -40,6 +40,12 @@ class Listed:
     def all_ids(self) -> list[str]:
         return self._ids
 
+    def valid_id(self, cid: str) -> bool:
+        return self._store.valid_id(cid)
+
+    def has_id(self, cid: str) -> bool:  # (what ``resolve_across`` asks of a store: an attic view resolves too)
+        return cid in self._set
+
     def holds_conversation(self, cid: str) -> bool:
         return not self._own or self._store.holds_conversation(cid)
 
