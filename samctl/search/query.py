@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from samctl.errors import UsageError
 from samctl.safetext import quoted
-from samctl.search.text import fold, tokens, words
+from samctl.search.text import _W, fold, tokens, words
 
 MAX_TERMS = 256  # words (a phrase's each), prefixes and filters of one query
 MIN_PREFIX = 2  # characters before a *: a shorter prefix would expand to most of the vocabulary
@@ -80,9 +80,14 @@ def _sequence(text: str) -> list[str]:
         if gram:
             if len(w) == 1:  # (words() gives a run's characters, then its pairs: the pairs are redundant here)
                 out.append(w)
+        elif "-" in w or "." in w:
+            out.extend(p for p in _COMPOUND.split(w) if p)
         else:
-            out.extend(p for p in re.split(r"[-.]", w) if p)
+            out.append(w)
     return out
+
+
+_COMPOUND = re.compile(r"[-.]")
 
 
 def phrase_terms(phrase: str) -> list[str]:
@@ -105,6 +110,23 @@ def holds_phrase(text: str, phrase: str) -> bool:
         if w == first and have[i:i + n] == want:
             return True
     return False
+
+
+def phrase_test(phrase: str):
+    """``holds_phrase(text, phrase)`` as a function of ``text``, faster on texts without the phrase: a
+    regular expression over the folded text first (the phrase's words with only separators between them,
+    a superset of what ``holds_phrase`` accepts), the word-by-word comparison only where it matches."""
+    want = _sequence(phrase)
+    if not want:
+        return lambda text: False
+    between = f"(?:[^{_W[1:-1]}]|[-'.])*"  # what may lie between two words of the sequence
+    loose = re.compile(between.join(re.escape(w) for w in want))
+
+    def holds(text: str) -> bool:
+        folded = fold(text.replace("\u2019", "'").replace("\u2018", "'"))  # (as text.words folds)
+        return loose.search(folded) is not None and holds_phrase(text, phrase)
+
+    return holds
 
 
 def title_matches(title: str | None, word: str) -> bool:

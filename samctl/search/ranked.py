@@ -16,7 +16,7 @@ from samctl.search import text as tx
 from samctl.search.corpus import IndexCorpus
 from samctl.search.hits import Hit, sort_key, term_snippet
 from samctl.search.index.format import MEMORY, ROLES, load_numpy
-from samctl.search.query import holds_phrase, title_matches, titles_matching
+from samctl.search.query import phrase_test, title_matches, titles_matching
 
 MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
 NEIGHBOURS = ((-1, "before"), (1, "after"))
@@ -136,8 +136,8 @@ def _best_rows(corpus: IndexCorpus, score, ok, limit: int, plan) -> list[int]:
     cand = np.flatnonzero(ok)
     if not len(cand):
         return []
-    phrases = list(plan.phrases)
-    unwanted = list(plan.excluded_phrases)
+    phrases = [phrase_test(p) for p in plan.phrases]
+    unwanted = [phrase_test(p) for p in plan.excluded_phrases]
     take = limit * 4 + 64
     out: list[int] = []
     at = 0
@@ -160,7 +160,7 @@ def _best_rows(corpus: IndexCorpus, score, ok, limit: int, plan) -> list[int]:
             break
         if phrases or unwanted:
             text = _row_text(corpus, r)
-            if not all(holds_phrase(text, p) for p in phrases) or any(holds_phrase(text, p) for p in unwanted):
+            if not all(holds(text) for holds in phrases) or any(holds(text) for holds in unwanted):
                 continue
         out.append(r)
     return out

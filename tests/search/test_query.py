@@ -274,3 +274,22 @@ def test_titles_matching_agrees_with_title_matches(word):
     from samctl.search.query import title_matches, titles_matching
 
     assert titles_matching(TITLES, word) == {i for i, t in enumerate(TITLES) if title_matches(t, word)}
+
+
+PHRASE_TEXTS = ["We set the budget deadline for Friday", "budget, deadline", "the budget's deadline", "Budget-Deadline!",
+                "budget_deadline", "budgetdeadline", "budget\n\n--  deadline", "a load-config file", "Load.Config",
+                "東京タワー trip", "abc東京", "ab-東京", "Straße plan", "STRASSE PLAN", "İstanbul trip", "e\u0301cole trip",
+                "don't stop", "don\u2019t stop", "v1.2 release", "x budget", "", "-", "budget deadline deadline"]
+PHRASES = ["budget deadline", "load config", "load-config", "東京", "京タ", "abc東", "ab 東京", "strasse plan", "straße plan",
+           "istanbul trip", "ecole trip", "don't stop", "v1 2", "v1.2 release", "budget", "--", "deadline deadline", "b d"]
+
+
+@pytest.mark.parametrize("phrase", PHRASES)
+def test_phrase_test_agrees_with_holds_phrase(phrase):
+    """The regular-expression shortcut never changes the answer, only how fast a text without the phrase fails."""
+    from samctl.search.query import holds_phrase, phrase_test
+
+    holds = phrase_test(phrase)
+    got = [holds(t) for t in PHRASE_TEXTS]
+    assert got == [holds_phrase(t, phrase) for t in PHRASE_TEXTS]
+    assert sum(got) >= {"budget deadline": 4, "load config": 2}.get(phrase, 0)  # (the texts do hold some)
