@@ -136,31 +136,46 @@ def title_matches(title: str | None, word: str) -> bool:
     return " ".join(fold(word).split()) in " ".join(fold(title).split())
 
 
-def titles_matching(titles: list, word: str) -> set[int]:
-    """The indexes of ``titles`` that ``title_matches(title, word)``, folded as one string (a call per
-    title costs more than the search): folding is character by character, so the titles joined by NUL
-    fold to their foldings joined by NUL.  A title or word holding a NUL itself is matched alone."""
-    w = " ".join(fold(word).split())
-    if "\0" in w:
-        return {i for i, t in enumerate(titles) if title_matches(t, word)}
+_ODD_SPACES = ("  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")  # (ASCII space runs)
+
+
+def titles_matching(titles: list, words: list) -> set[int]:
+    """The indexes of ``titles`` that ``title_matches(title, word)`` for every one of ``words``, folded as
+    one string (a call per title costs more than the search): folding is character by character, so the
+    titles joined by NUL fold to their foldings joined by NUL.  A title or word holding a NUL is matched alone."""
     alone = {i for i, t in enumerate(titles) if t and "\0" in t}
-    big = _SPACES.sub(" ", fold("\0".join("" if not t or i in alone else t for i, t in enumerate(titles))))
+    pieces = ["" if not t or i in alone else t for i, t in enumerate(titles)]
+    # ASCII titles fold by lower(), all at once; the others one by one (then lower() must leave them be)
+    pieces = [t if t.isascii() else fold(t) for t in pieces]
+    big = "\0".join(pieces)
+    lowered = big.lower()
+    if len(lowered) == len(big) and all(f == f.lower() for f in pieces if not f.isascii()):
+        big = lowered
+    else:  # (a folding lower() would change: every title folded alone)
+        big = "\0".join([fold(t) for t in pieces])
+    if not big.isascii() or any(c in big for c in _ODD_SPACES):
+        big = " ".join(big.split())  # (NUL is no space: each title's runs of spaces made one, as title_matches does)
     starts, at = [0], big.find("\0")
     while at >= 0:
         starts.append(at + 1)
         at = big.find("\0", at + 1)
-    out, at = {i for i in alone if title_matches(titles[i], word)}, big.find(w)
-    while at >= 0:
-        i = bisect.bisect_right(starts, at) - 1
-        if titles[i] and i not in alone:
-            out.add(i)
-        if i + 1 >= len(starts):
-            break
-        at = big.find(w, starts[i + 1])
-    return out
+    out = None
+    for word in words:
+        w = " ".join(fold(word).split())
+        if "\0" in w:
+            got = {i for i, t in enumerate(titles) if title_matches(t, word)}
+        else:
+            got, at = {i for i in alone if title_matches(titles[i], word)}, big.find(w)
+            while at >= 0:
+                i = bisect.bisect_right(starts, at) - 1
+                if titles[i] and i not in alone:
+                    got.add(i)
+                if i + 1 >= len(starts):
+                    break
+                at = big.find(w, starts[i + 1])
+        out = got if out is None else out & got
+    return out if out is not None else set(range(len(titles)))
 
-
-_SPACES = re.compile(r"\s+")
 
 
 # ---------------------------------------------------------------------------------------------- parsing

@@ -110,23 +110,22 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
             if plan.titles and wanted.any():
                 if id(p.index) not in titled:
                     titled[id(p.index)] = _titled(p.index, plan.titles)
-                known, ok = titled[id(p.index)]
-                wanted &= np.array([c in ok if c in known else all(title_matches(p.index.title_of(c), w)
-                                                                     for w in plan.titles) for c in convs], bool)
+                held = list(map(titled[id(p.index)].get, convs))  # True, False, None: not in the table
+                for i in (i for i, h in enumerate(held) if h is None):  # (a shared topic: titled after it)
+                    held[i] = all(title_matches(p.index.title_of(convs[i]), w) for w in plan.titles)
+                wanted &= np.array(held, bool)
             conv = p.seg.r_conv
             per_part.append(wanted[conv] if len(convs) else np.zeros(p.seg.rows, bool))
         keep &= np.concatenate(per_part)
     return keep
 
 
-def _titled(index, words: list) -> tuple[set, set]:
-    """(the conversations of ``index``'s table, those whose titles hold every one of ``words``)."""
+def _titled(index, words: list) -> dict:
+    """Every conversation of ``index``'s table -> whether its title holds every one of ``words``."""
     ids, titles = index.manifest.ids_and_titles()
-    ok = None
-    for w in words:
-        got = titles_matching(titles, w)
-        ok = got if ok is None else ok & got
-    return set(ids), {ids[i] for i in ok or ()}
+    held = dict.fromkeys(ids, False)
+    held.update((ids[i], True) for i in titles_matching(titles, words))
+    return held
 
 
 def _best_rows(corpus: IndexCorpus, score, ok, limit: int, plan) -> list[int]:

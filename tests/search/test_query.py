@@ -273,7 +273,9 @@ def test_titles_matching_agrees_with_title_matches(word):
     """The folded-at-once search finds exactly the titles title_matches finds, one by one."""
     from samctl.search.query import title_matches, titles_matching
 
-    assert titles_matching(TITLES, word) == {i for i, t in enumerate(TITLES) if title_matches(t, word)}
+    assert titles_matching(TITLES, [word]) == {i for i, t in enumerate(TITLES) if title_matches(t, word)}
+    both = titles_matching(TITLES, [word, "for"])
+    assert both == {i for i, t in enumerate(TITLES) if title_matches(t, word) and title_matches(t, "for")}
 
 
 PHRASE_TEXTS = ["We set the budget deadline for Friday", "budget, deadline", "the budget's deadline", "Budget-Deadline!",

@@ -220,7 +220,7 @@ class Segment:
                 got = orjson.loads(bytes(self.a["convs"]))
             except orjson.JSONDecodeError:
                 got = None
-            if not (isinstance(got, list) and len(got) == self.nconvs and all(isinstance(c, str) for c in got)):
+            if not (isinstance(got, list) and len(got) == self.nconvs and set(map(type, got)) <= {str}):
                 raise BadIndex(f"{self.name}: bad conversation table")
             self._convs = got
         return self._convs
