@@ -228,70 +228,98 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     return scores
 
 
-def parts(corpus, query: str, params: Params = Params(), extra_terms=()) -> dict:
+def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: dict | None = None) -> dict:
     """Every row's score and its parts for QUERY (and index terms ``extra_terms``, e.g. a prefix's):
-    own, date, context, conversation, addressee, diversity, score."""
+    own, date, context, conversation, addressee, diversity, score.  ``info["floor"]``, when given: a
+    score at or above which every row diversity weighed lies (0 if none).
+
+    Arrays are added in place where the sum is not a part itself: a query over a million rows is
+    mostly memory traffic, and every new array costs its pages."""
     terms = tx.query_terms(query) + list(extra_terms) if query else list(extra_terms)
     same, group, role = corpus.rows()
     sides, names = (_addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1
                     else (np.zeros(2), set()))
     own = bm25(corpus, "text", terms, params, dict.fromkeys(names, params.name_weight))
-    date = params.date * bm25(corpus, "date", terms, params) if params.date else np.zeros(corpus.size)
-    context = _context(own + date, same, params)
-    s = own + date + context
+    date = np.zeros(corpus.size)
+    base = own
+    if params.date and any(corpus.postings("date", t)[0].size for t in dict.fromkeys(terms)):
+        date = params.date * bm25(corpus, "date", terms, params)
+        base = own + date
+    context = _context(base, same, params)
+    s = base + context
     conv = np.zeros(corpus.size)
     if params.conversation and s.any():
         cs = bm25(corpus, "conv", terms, params)
         if cs.any():
             conv = np.append(params.conversation * (cs / cs.max() * s.max()), 0.0)[group]  # (group -1: the 0)
-    s = s + conv
+            s += conv
     addressee = np.zeros(corpus.size)
-    if params.addressee and s.any() and sides.any():
-        addressee = s * params.addressee * np.append(sides, 0.0)[role]
-    s = s + addressee
-    diversity = _diversity(s, group, params) if params.diversify and s.any() else np.zeros(corpus.size)
+    if params.addressee and sides.any() and s.any():
+        addressee = s * params.addressee
+        addressee *= np.append(sides, 0.0)[role]
+        s += addressee
+    diversity = np.zeros(corpus.size)
+    if params.diversify and s.any():
+        cand, cut = _diversity(s, group, params, diversity)
+        s[cand] += diversity[cand]
+        if info is not None:
+            info["floor"] = cut
     return {"own": own, "date": date, "context": context, "conversation": conv, "addressee": addressee,
-            "diversity": diversity, "score": s + diversity}
+            "diversity": diversity, "score": s}
 
 
 def _context(base, same, params) -> np.ndarray:
     """What each row gets from its neighbours' ``base`` scores (one and two turns before and after, in
-    the same conversation): slices of the row order, since a conversation's rows are adjacent."""
-    out = np.zeros(base.size)
-    if base.size < 2 or not base.any():
+    the same conversation): slices of the row order, since a conversation's rows are adjacent.  Each
+    row adds its neighbours' shares in one order (before, after, two before, two after) on either path."""
+    n = base.size
+    out = np.zeros(n)
+    if n < 2:
         return out
-    at = np.flatnonzero(base)
-    if at.size * 16 < base.size:  # few rows with evidence: only their neighbours are touched
+    nz = np.count_nonzero(base)
+    if not nz:
+        return out
+    if nz * 16 < n:  # few rows with evidence: only their neighbours are touched
+        at = np.flatnonzero(base)
         for step, w, two in ((1, params.prev, False), (-1, params.next, False), (2, params.prev2, True),
                              (-2, params.next2, True)):
             to = at + step
-            ok = (to >= 0) & (to < base.size)
+            ok = (to >= 0) & (to < n)
             src, to = at[ok], to[ok]
             hi = np.maximum(src, to)  # the later row of the pair (or of its last step)
             link = same[hi] & same[hi - 1] if two else same[hi]
             out[to[link]] += w * base[src[link]]  # (each row once per step: the dense order of additions)
         return out
-    near = np.where(same[1:], base[:-1], 0.0)  # [i-1]: row i's previous turn's score
-    out[1:] += params.prev * near
-    near = np.where(same[1:], base[1:], 0.0)  # [i]: row i's next turn's score
-    out[:-1] += params.next * near
-    if base.size > 2:
+    tmp = np.empty(n - 1)  # one scratch array: x * True is x, x * False is 0
+    np.multiply(base[:-1], same[1:], out=tmp)  # [i-1]: row i's previous turn's score
+    tmp *= params.prev
+    out[1:] += tmp
+    np.multiply(base[1:], same[1:], out=tmp)  # [i]: row i's next turn's score
+    tmp *= params.next
+    out[:-1] += tmp
+    if n > 2:
         same2 = same[2:] & same[1:-1]  # rows i and i+2 in one conversation
-        out[2:] += params.prev2 * np.where(same2, base[:-2], 0.0)
-        out[:-2] += params.next2 * np.where(same2, base[2:], 0.0)
+        t2 = tmp[:n - 2]
+        np.multiply(base[:-2], same2, out=t2)
+        t2 *= params.prev2
+        out[2:] += t2
+        np.multiply(base[2:], same2, out=t2)
+        t2 *= params.next2
+        out[:-2] += t2
     return out
 
 
-def _diversity(s, group, params) -> np.ndarray:
-    """What each of the best rows loses for the better rows of its conversation before it (<= 0).
+def _diversity(s, group, params, out):
+    """Into ``out``: what each of the best rows loses for the better rows of its conversation before it
+    (<= 0).  Returns (those rows, the pool's cut: every row scoring at least it is among them).
 
     Diminishing returns per conversation: the evidence for a question is often spread over several
     conversations, and a conversation's context and conversation-level score lift many of its rows at once.
     """
-    out = np.zeros(s.size)
     pos = s[s > 0]
     k = min(DIVERSIFY_POOL, pos.size)
-    cut = np.partition(pos, pos.size - k)[pos.size - k]
+    pos.partition(pos.size - k)
+    cut = pos[pos.size - k]
     cand = np.flatnonzero(s >= cut)  # (cut > 0) with all ties at the cut: row numbers never decide who is in
     g = group[cand]
     g = np.where(g >= 0, g, -1 - cand)  # a row of no conversation (a memory) is a group of its own
@@ -302,7 +330,7 @@ def _diversity(s, group, params) -> np.ndarray:
     j[order] = np.arange(gs.size) - np.repeat(first, np.diff(np.r_[first, gs.size]))
     kept = s[cand] / (1 + params.diversify * np.maximum(j - params.diversify_free, 0))
     out[cand] = kept - s[cand]
-    return out
+    return cand, float(cut)
 
 
 def _addressed(corpus, terms, role, params):

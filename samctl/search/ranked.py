@@ -37,7 +37,8 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
         return []
     expand = {p: corpus.terms_with_prefix(p) for p in (*plan.prefixes, *plan.required_prefixes)}
     extra = [t for p in (*plan.prefixes, *plan.required_prefixes) for t in expand[p]]
-    got = rank.parts(corpus, plan.ranked_text, params, extra)
+    info: dict = {}
+    got = rank.parts(corpus, plan.ranked_text, params, extra, info)
     score = got["score"]
     ok = corpus.live & (score > 0)
     ok &= _filters(corpus, q, plan, scopes)
@@ -55,7 +56,11 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
         ok &= _holding_any(corpus, expand[p])
     for p in plan.excluded_prefixes:
         ok &= ~_holding_any(corpus, corpus.terms_with_prefix(p))
-    rows = _best_rows(corpus, score, ok, q.limit, plan)
+    rows = None
+    if info.get("floor", 0) > 0:  # the best rows first: enough of them are at or above the pool's cut
+        rows = _best_rows(corpus, score, np.flatnonzero(ok & (score >= info["floor"])), q.limit, plan, False)
+    if rows is None:
+        rows = _best_rows(corpus, score, np.flatnonzero(ok), q.limit, plan)
     terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
     hits = []
     for r in rows:
@@ -128,13 +133,15 @@ def _titled(index, words: list) -> dict:
     return held
 
 
-def _best_rows(corpus: IndexCorpus, score, ok, limit: int, plan) -> list[int]:
-    """Rows of ``ok``, best score first: the first ``limit`` whose text holds every phrase of the
-    query (and none it excludes), plus the rows tied with the last of them (at most MAX_TIES)."""
+def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool = True) -> list[int] | None:
+    """Rows of ``cand`` (the rows allowed), best score first: the first ``limit`` whose text holds every
+    phrase of the query (and none it excludes), plus the rows tied with the last of them (at most MAX_TIES).
+
+    ``complete`` False: ``cand`` is every allowed row scoring at least some floor; None when they are
+    not enough to decide (fewer than ``limit`` found): the rows below the floor could be next."""
     np = corpus.np
-    cand = np.flatnonzero(ok)
     if not len(cand):
-        return []
+        return [] if complete else None
     phrases = [phrase_test(p) for p in plan.phrases]
     unwanted = [phrase_test(p) for p in plan.excluded_phrases]
     take = limit * 4 + 64
@@ -162,6 +169,8 @@ def _best_rows(corpus: IndexCorpus, score, ok, limit: int, plan) -> list[int]:
             if not all(holds(text) for holds in phrases) or any(holds(text) for holds in unwanted):
                 continue
         out.append(r)
+    if not complete and len(out) < limit:  # (only when every row of ``cand`` was seen)
+        return None
     return out
 
 

@@ -1,0 +1,59 @@
+"""The best rows are looked for above the diversity pool's cut first; that shortcut never changes a result."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import gen_archive as gen
+from samctl.search import rank, ranked, retrieve
+from samctl.search.hits import SearchQuery
+from samctl.search.query import parse
+from samctl.stores import open_store
+
+QUERIES = ["budget", "portland budget", "the", '"budget deadline"', '"weekend trip" -portland', "budget +deadline",
+           "role:assistant hotel", "dead* invoic*", "what was the budget for the portland trip", "zanzibar",
+           "-budget portland", "title:budget hotel"]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("floor") / "m"
+    gen.make_mermaid(root, 120, messages_mean=12, seed=3, jobs=1, progress=False)
+    return root
+
+
+def _search(root, text, limit, monkeypatch, floor):
+    if not floor:
+        real = rank.parts
+        monkeypatch.setattr(rank, "parts", lambda *a, **kw: real(*a[:4]))  # (no info: no floor)
+    plan = parse(text)
+    q = SearchQuery(text=text, limit=limit, where=plan.where)
+    hits = retrieve.search(open_store(str(root)), q, [], None, plan)
+    monkeypatch.undo()
+    return [(h.conversation_id, h.position, h.kind, h.score) for h in hits]
+
+
+@pytest.mark.parametrize("limit", [1, 10, 200, 1500])
+@pytest.mark.parametrize("text", QUERIES)
+def test_the_floor_never_changes_the_hits(tree, text, limit, monkeypatch, tmp_path):
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "cache"))
+    with_floor = _search(tree, text, limit, monkeypatch, True)
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "cache"))
+    assert with_floor == _search(tree, text, limit, monkeypatch, False)
+
+
+def test_the_floor_is_used_and_given_up_when_too_few_rows_are_above_it(tree, monkeypatch, tmp_path):
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+    real = ranked._best_rows
+
+    def spy(*a, **kw):
+        got = real(*a, **kw)
+        calls.append((a[5] if len(a) > 5 else kw.get("complete", True), got is None))
+        return got
+
+    monkeypatch.setattr(ranked, "_best_rows", spy)
+    for text, limit in (("budget", 10), ("budget", 1500)):
+        plan = parse(text)
+        assert retrieve.search(open_store(str(tree)), SearchQuery(text=text, limit=limit), [], None, plan)
+    assert calls == [(False, False), (False, True), (True, False)]  # used; then too few above it: all rows
