@@ -90,6 +90,20 @@ def _segment(d):
     return next(p for p in d.iterdir() if p.name.endswith(".seg"))
 
 
+def _section_at(seg, name):
+    """Where section ``name`` of the segment file ``seg`` starts (its header, before the trailer, says)."""
+    raw = seg.read_bytes()
+    hoff, hlen, _crc, _magic = ix.TRAILER.unpack_from(raw, len(raw) - ix.TRAILER.size)
+    return json.loads(raw[hoff:hoff + hlen])["sections"][name][0]
+
+
+# A blob's offsets are checked when a query first reads them (Segment.offsets), not when it is opened.
+LAZY_CORRUPTIONS = {
+    "text offsets going down": lambda d: _flip(_segment(d), _section_at(_segment(d), "text_off") + 8 * 3 + 7),
+    "ref offsets past the end": lambda d: _flip(_segment(d), _section_at(_segment(d), "ref_off") + 8 * 2 + 6),
+    "text offsets all past the end": lambda d: _flip(_segment(d), _section_at(_segment(d), "text_off") + 8 * 1 + 7),
+}
+
 CORRUPTIONS = {
     "truncated segment": lambda d: os.truncate(_segment(d), os.path.getsize(_segment(d)) // 2),
     "garbage segment": lambda d: _segment(d).write_bytes(os.urandom(4096)),
@@ -140,6 +154,19 @@ def test_a_corrupt_index_is_rebuilt_never_trusted(sam, name):
     assert idx.rebuilt, name
     assert findings == []  # rebuilt silently
     assert query(sam) == want
+
+
+@pytest.mark.parametrize("name", sorted(LAZY_CORRUPTIONS))
+def test_offsets_found_wrong_by_a_query_make_it_rebuild(sam, name, monkeypatch):
+    """Found when a hit is read: the search rebuilds the index and answers as before."""
+    monkeypatch.delenv("SAMCTL_DEBUG")  # (which makes a broken index raise)
+    want = query(sam)
+    refresh(sam)
+    d = ix.index_dir(open_store(str(sam)))
+    before = {p.name for p in d.iterdir()}
+    LAZY_CORRUPTIONS[name](d)
+    assert query(sam) == want
+    assert {p.name for p in d.iterdir() if p.name.endswith(".seg")}.isdisjoint(before)  # rebuilt
 
 
 def test_an_index_of_another_root_is_rebuilt(sam, tmp_path):

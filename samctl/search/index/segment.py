@@ -13,6 +13,7 @@ import mmap
 import os
 import stat
 import struct
+import weakref
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -205,6 +206,8 @@ class Segment:
         self.alive = None
         self.header: dict = {}
         self.mm = None
+        self.fd = None  # an opened file's: what ``read`` and ``text`` pread from
+        self._checked: set = set()  # blobs whose offsets were checked (when first used)
 
     def __getattr__(self, name):
         try:
@@ -233,10 +236,34 @@ class Segment:
             raise BadIndex(f"{self.name}: row {i} has codes out of range")
         return KINDS[k], ROLES[r], CTYPES[c], self.convs[v]
 
+    def offsets(self, kind: str):
+        """The offsets of the blob ``kind`` (text, ltext, ref), checked when first used (from 0 to the
+        blob's size, never going down; BadIndex if not): only a segment a query reads pays for it."""
+        off = self.a[kind + "_off"]
+        if kind not in self._checked:
+            np = load_numpy()
+            if off[0] != 0 or off[-1] != len(self.a[kind]) or (len(off) > 1 and np.any(off[1:] < off[:-1])):
+                raise BadIndex(f"{self.name}: {kind} offsets are not consistent")
+            self._checked.add(kind)
+        return off
+
+    def read(self, name: str, a: int, b: int):
+        """Elements ``a`` to ``b`` (exclusive) of section ``name``, copied: from a file by pread, since a
+        page read through the map maps its neighbours too (hundreds of KiB), all counted as this
+        process's memory; in memory, a slice."""
+        arr = self.a[name]
+        if self.fd is None:
+            return arr[a:b]
+        item = arr.dtype.itemsize
+        raw = os.pread(self.fd, (b - a) * item, self.header["sections"][name][0] + a * item)
+        if len(raw) != (b - a) * item:
+            raise BadIndex(f"{self.name}: section {name} is short")
+        return load_numpy().frombuffer(raw, dtype=arr.dtype)
+
     def span(self, kind: str, a: int, b: int):
         """The bytes of rows ``a`` to ``b`` (exclusive) of the blob ``kind``, as the buffer slices them."""
         buf, base = self.bufs[kind]
-        off = self.a[kind + "_off"]
+        off = self.offsets(kind)
         return buf[base + int(off[a]): base + int(off[b])]
 
     def blob(self, kind: str, i: int) -> bytes:
@@ -245,15 +272,23 @@ class Segment:
     def crc(self, kind: str, i: int, value: int = 0) -> int:
         """``zlib.crc32`` of row ``i``'s bytes of the blob ``kind``, read in place (no copy of a long text)."""
         buf, base = self.bufs[kind]
-        off = self.a[kind + "_off"]
+        off = self.offsets(kind)
         with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
             return zlib.crc32(part, value)
 
     def size(self, kind: str, i: int) -> int:
-        off = self.a[kind + "_off"]
+        off = self.offsets(kind)
         return int(off[i + 1] - off[i])
 
     def text(self, i: int) -> str:
+        if self.fd is not None:  # (pread: see ``read``)
+            a, b = (int(x) for x in self.read("text_off", i, i + 2))
+            if not 0 <= a <= b <= len(self.a["text"]):
+                raise BadIndex(f"{self.name}: text offsets are not consistent")
+            raw = os.pread(self.fd, b - a, self.header["sections"]["text"][0] + a)
+            if len(raw) != b - a:
+                raise BadIndex(f"{self.name}: section text is short")
+            return str(raw, "utf-8", "surrogatepass")
         buf, base = self.bufs["text"]
         off = self.a["text_off"]
         with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
@@ -283,8 +318,10 @@ class Segment:
             if st.st_size != expect["size"] or st.st_size < PREAMBLE + TRAILER.size:
                 raise BadIndex(f"{path.name}: {st.st_size} bytes, the manifest says {expect['size']}")
             mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        weakref.finalize(mm, os.close, fd)  # (the fd lives as long as the map: Segment.fd preads from it)
         size = len(mm)
         if mm[:8] != SEGMENT_MAGIC or struct.unpack_from("<I", mm, 8)[0] != INDEX_VERSION:
             raise BadIndex(f"{path.name}: not a samctl segment of version {INDEX_VERSION}")
@@ -337,6 +374,7 @@ class Segment:
         seg = cls(path.name, rows, None, arrays, h["nconvs"])
         seg.header = h
         seg.mm = mm
+        seg.fd = fd
         for k in ("text", "ltext", "ref"):
             seg.bufs[k] = (mm, arrays.pop("_base_" + k))
         seg._check_cheap()
@@ -350,9 +388,7 @@ class Segment:
         def consistent(off, end) -> bool:  # from 0 to ``end``, never going down
             return not (off[0] != 0 or off[-1] != end or (len(off) > 1 and np.any(off[1:] < off[:-1])))
 
-        for k in ("text", "ltext", "ref"):
-            if not consistent(a[k + "_off"], len(a[k])):
-                raise BadIndex(f"{self.name}: {k} offsets are not consistent")
+        # (a blob's offsets are checked when first used: Segment.offsets)
         if not consistent(a["tok_ptr"], len(a["tok_rows"])):
             raise BadIndex(f"{self.name}: token pointers are not consistent")
         # codes (kind, role, content type, conversation) are checked where a row is used: Segment.row
