@@ -245,21 +245,22 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
     if params.date and any(corpus.postings("date", t)[0].size for t in dict.fromkeys(terms)):
         date = params.date * bm25(corpus, "date", terms, params)
         base = own + date
-    context = _context(base, same, params)
+    nz = int(np.count_nonzero(base))  # s > 0 exactly where a row or a neighbour has evidence
+    context = _context(base, same, params, nz)
     s = base + context
     conv = np.zeros(corpus.size)
-    if params.conversation and s.any():
+    if params.conversation and nz:
         cs = bm25(corpus, "conv", terms, params)
         if cs.any():
             conv = np.append(params.conversation * (cs / cs.max() * s.max()), 0.0)[group]  # (group -1: the 0)
             s += conv
     addressee = np.zeros(corpus.size)
-    if params.addressee and sides.any() and s.any():
+    if params.addressee and sides.any() and nz:
         addressee = s * params.addressee
         addressee *= np.append(sides, 0.0)[role]
         s += addressee
     diversity = np.zeros(corpus.size)
-    if params.diversify and s.any():
+    if params.diversify and nz:
         cand, cut = _diversity(s, group, params, diversity)
         s[cand] += diversity[cand]
         if info is not None:
@@ -268,15 +269,15 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
             "diversity": diversity, "score": s}
 
 
-def _context(base, same, params) -> np.ndarray:
+def _context(base, same, params, nz: int) -> np.ndarray:
     """What each row gets from its neighbours' ``base`` scores (one and two turns before and after, in
     the same conversation): slices of the row order, since a conversation's rows are adjacent.  Each
-    row adds its neighbours' shares in one order (before, after, two before, two after) on either path."""
+    row adds its neighbours' shares in one order (before, after, two before, two after) on either path.
+    ``nz``: how many rows of ``base`` are not 0."""
     n = base.size
     out = np.zeros(n)
     if n < 2:
         return out
-    nz = np.count_nonzero(base)
     if not nz:
         return out
     if nz * 16 < n:  # few rows with evidence: only their neighbours are touched
@@ -316,11 +317,11 @@ def _diversity(s, group, params, out):
     Diminishing returns per conversation: the evidence for a question is often spread over several
     conversations, and a conversation's context and conversation-level score lift many of its rows at once.
     """
-    pos = s[s > 0]
-    k = min(DIVERSIFY_POOL, pos.size)
-    pos.partition(pos.size - k)
-    cut = pos[pos.size - k]
-    cand = np.flatnonzero(s >= cut)  # (cut > 0) with all ties at the cut: row numbers never decide who is in
+    top = _at_least(s, DIVERSIFY_POOL)
+    vals = s[top]
+    k = min(DIVERSIFY_POOL, vals.size)
+    cut = np.partition(vals, vals.size - k)[vals.size - k]
+    cand = top[vals >= cut]  # (cut > 0) with all ties at the cut: row numbers never decide who is in
     g = group[cand]
     g = np.where(g >= 0, g, -1 - cand)  # a row of no conversation (a memory) is a group of its own
     order = np.lexsort((cand, -s[cand], g))  # by conversation, best first (ties by row, as top_k)
@@ -331,6 +332,18 @@ def _diversity(s, group, params, out):
     kept = s[cand] / (1 + params.diversify * np.maximum(j - params.diversify_free, 0))
     out[cand] = kept - s[cand]
     return cand, float(cut)
+
+
+def _at_least(s, k: int) -> np.ndarray:
+    """Rows with a positive score, at least the ``k`` best of them (all if fewer): those above half the
+    best score, a quarter, ... (a partition of them is cheaper than one of every row)."""
+    t = float(s.max()) / 2
+    for _ in range(8):
+        top = np.flatnonzero(s >= t)
+        if top.size >= k:
+            return top
+        t /= 4
+    return np.flatnonzero(s > 0)
 
 
 def _addressed(corpus, terms, role, params):

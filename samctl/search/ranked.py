@@ -40,27 +40,33 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
     info: dict = {}
     got = rank.parts(corpus, plan.ranked_text, params, extra, info)
     score = got["score"]
-    ok = corpus.live & (score > 0)
-    ok &= _filters(corpus, q, plan, scopes)
+    masks = [corpus.live]  # (a row scoring > 0 is alive; belt and braces) and what filters and operators keep
+    f = _filters(corpus, q, plan, scopes)
+    if f is not None:
+        masks.append(f)
     for word in plan.required:
-        for t in _word_terms(word):
-            ok &= corpus.holding(t)
+        masks += [corpus.holding(t) for t in _word_terms(word)]
     for phrase in plan.phrases:  # a row lacking a word of the phrase cannot hold it
-        for t in _word_terms(phrase):
-            ok &= corpus.holding(t)
+        masks += [corpus.holding(t) for t in _word_terms(phrase)]
     for word in plan.excluded:
         terms = _word_terms(word)
         if terms:
-            ok &= ~np.logical_and.reduce([corpus.holding(t) for t in terms])
+            masks.append(~np.logical_and.reduce([corpus.holding(t) for t in terms]))
     for p in plan.required_prefixes:
-        ok &= _holding_any(corpus, expand[p])
+        masks.append(_holding_any(corpus, expand[p]))
     for p in plan.excluded_prefixes:
-        ok &= ~_holding_any(corpus, corpus.terms_with_prefix(p))
+        masks.append(~_holding_any(corpus, corpus.terms_with_prefix(p)))
+
+    def allowed(rows):
+        for m in masks:
+            rows = rows[m[rows]]
+        return rows
+
     rows = None
     if info.get("floor", 0) > 0:  # the best rows first: enough of them are at or above the pool's cut
-        rows = _best_rows(corpus, score, np.flatnonzero(ok & (score >= info["floor"])), q.limit, plan, False)
+        rows = _best_rows(corpus, score, allowed(np.flatnonzero(score >= info["floor"])), q.limit, plan, False)
     if rows is None:
-        rows = _best_rows(corpus, score, np.flatnonzero(ok), q.limit, plan)
+        rows = _best_rows(corpus, score, allowed(np.flatnonzero(score > 0)), q.limit, plan)
     terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
     hits = []
     for r in rows:
@@ -84,10 +90,14 @@ def _holding_any(corpus: IndexCorpus, terms: list):
 
 
 def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
-    """The rows that --in/--since/--until/--min-importance/--conversation and role:/title:/store: keep."""
+    """The rows that --in/--since/--until/--min-importance/--conversation and role:/title:/store: keep
+    (None: every row)."""
     np = corpus.np
     keep = np.ones(corpus.size, bool)
     where = plan.where or q.where or "all"
+    if where == "all" and q.since is None and q.until is None and q.min_importance is None and not plan.roles \
+            and not plan.stores and not plan.titles and all(v is None for v in scopes.values()):
+        return None  # (nothing filtered: no pass over every row)
     if where == "memories":
         keep &= corpus.kind == MEMORY
     elif where == "messages":
