@@ -71,7 +71,7 @@ class IndexCorpus:
         if self.size > 1:
             np.equal(self.group[1:], self.group[:-1], out=self.same[1:])
             self.same[1:] &= self.group[1:] >= 0
-        side = np.full(len(ROLES), 2, np.int64)  # (a code out of range: IndexError, a bad index)
+        side = np.full(len(ROLES), 2, np.int8)  # (small: gathered a lot; a code out of range: IndexError)
         for name, v in _ROLE_SIDE.items():
             side[ROLES.index(name)] = v
         self.role = side[self.role_code]
