@@ -464,3 +464,12 @@ def test_titles_are_looked_up_in_one_bucket_and_topics_named_in_order(tmp_path):
     assert m.title_of("T1") == "name 50 (shared topic)"
     assert m.title_of("nobody") == ""
     assert list(m.convs()) == list(convs) and m.convs() == convs
+
+
+def test_index_check_reads_every_table_of_the_manifest(run, sam):
+    """A title bucket no search has read yet is checked by `samctl index`, and the index dropped."""
+    run("--root", sam, "index", "--rebuild")
+    d = ix.index_dir(open_store(str(sam)))
+    _flip(d / "manifest", _table_at(d, 1) + 3)
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    assert doc["valid"] is False and any("manifest" in p for p in doc["problems"]) and doc["dropped"]

@@ -114,6 +114,10 @@ def state(store, verify: bool = True) -> dict:
     m = idx.manifest
     problems = []
     if verify:
+        try:
+            idx.manifest.check()
+        except BadIndex as exc:
+            problems.append(str(exc))
         for seg in idx.segments:
             problems += seg.verify()
     np = load_numpy()
