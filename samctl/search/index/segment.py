@@ -193,6 +193,33 @@ class SegmentWriter:
         return {"name": self.path.name, "rows": self.rows, "size": size, "hcrc": hcrc, "dead": []}
 
 
+_FDS = [0]  # segment descriptors open in this process
+
+
+def _keep_fd() -> bool:
+    """Whether a newly opened segment may keep its descriptor: at most a quarter of the process's
+    limit (a store of 20 M rows has 400 segments; macOS allows 256 files by default)."""
+    try:
+        import resource  # (lazy: POSIX only)
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        soft = 1 << 20 if soft == resource.RLIM_INFINITY or soft < 0 else soft
+    except (ImportError, OSError, ValueError):
+        soft = 256
+    if _FDS[0] >= soft // 4:
+        return False
+    _FDS[0] += 1
+    return True
+
+
+def _close_fd(fd: int) -> None:
+    _FDS[0] -= 1
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
 class Segment:
     """An opened segment: numpy views (on a read-only mmap, or in memory) plus what queries need."""
 
@@ -321,7 +348,12 @@ class Segment:
         except BaseException:
             os.close(fd)
             raise
-        weakref.finalize(mm, os.close, fd)  # (the fd lives as long as the map: Segment.fd preads from it)
+        keep = _keep_fd()
+        if not keep:  # (too many open already: this one reads through its map)
+            os.close(fd)
+            fd = None
+        else:
+            weakref.finalize(mm, _close_fd, fd)  # (the fd lives as long as the map: Segment.fd preads from it)
         size = len(mm)
         if mm[:8] != SEGMENT_MAGIC or struct.unpack_from("<I", mm, 8)[0] != INDEX_VERSION:
             raise BadIndex(f"{path.name}: not a samctl segment of version {INDEX_VERSION}")
