@@ -6,24 +6,31 @@ from __future__ import annotations
 import json
 
 from tests.cli.test_cross_store import _tree, machine  # noqa: F401 - the fixture: a home with every store
+from tests.cli.test_rm_all_stores import settle
 
 
 def _kept(run, root) -> list:
+    """The ids of the kept entries in ``root``'s attic."""
     r = run("--root", root, "attic", "--state", "kept", "--format", "json")
-    assert r.exit_code in (0, 3), r.stderr
-    return json.loads(r.stdout or "[]")
+    assert r.exit_code == 0, r.stderr
+    return sorted(e["id"] for e in json.loads(r.stdout)["entries"])
 
 
 def test_archive_copy_keeps_every_movable_store_from_one_line(run, machine):  # noqa: F811
     home = machine / "home"
+    settle(machine)  # (copied from the checkout, Claude Code's and Codex's sessions would be live: not copied)
+    roots = (machine / "proj", home / "Library" / "Application Support" / "SAM", home / ".claude", home / ".codex")
+    everything = [run("--root", root, "ls", "--format", "json") for root in roots]
     r = run("archive", "--copy", "--older-than", "1d", "--all-stores", "-q")
     assert r.exit_code == 3, r.stderr  # llm and the ChatGPT export: samctl only reads them
-    assert r.stderr.count("samctl only reads it") == 2
-    for root in (machine / "proj", home / "Library" / "Application Support" / "SAM", home / ".claude",
-                 home / ".codex"):
-        assert _kept(run, root), root
-    again = run("archive", "--copy", "--older-than", "1d", "--all-stores", "-q")
-    assert again.exit_code == 3 and "kept" not in again.stdout  # nothing changed since: nothing copied
+    assert r.stderr.count("samctl only reads it") == 2 and r.stderr.count("warning: ") == 2, r.stderr
+    for root, listed in zip(roots, everything):
+        unpinned = sorted(x["id"] for x in json.loads(listed.stdout) if not x["pinned"])
+        assert len(unpinned) >= 2 and _kept(run, root) == unpinned, root
+    kept = [_kept(run, root) for root in roots]
+    again = run("archive", "--copy", "--older-than", "1d", "--all-stores", "--yes")
+    assert again.exit_code == 3 and "kept: " not in again.stdout, again.stdout  # nothing changed: nothing copied
+    assert [_kept(run, root) for root in roots] == kept
 
 
 def test_each_store_is_named_and_a_failure_of_one_does_not_stop_the_others(run, machine):  # noqa: F811
