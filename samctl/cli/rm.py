@@ -128,12 +128,22 @@ def _act(store, sel, age, empty, title, purge, include_pinned, dry_run, force, l
 def _purge_selection(store, ids, age, empty, title, include_pinned):
     """Store conversations through the usual selection; ids only in the attic are purged from there."""
     from samctl.attic import lifecycle
+    from samctl.errors import NotFound
 
     if not ids:
         sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
         lifecycle.keep_pinned_entries(store, sel, include_pinned)
         return sel
-    resolved = lifecycle.resolve_for_purge(store, ids)
+    try:
+        resolved = lifecycle.resolve_for_purge(store, ids)
+    except NotFound:  # the attic, if it cannot be listed, may be where it is: said first
+        from samctl.attic import entries as atticmod
+        from samctl.cli.common import report_findings
+
+        found: list = []
+        atticmod.list_entries(store, found, want=lambda stem, cid: False)
+        report_findings(found)
+        raise
     in_store = set(store.all_ids())
     sel = lifecycle.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned) \
         if any(i in in_store for i in resolved) else lifecycle.Selection(explicit=True)

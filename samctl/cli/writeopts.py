@@ -117,7 +117,7 @@ def by_id(ctx, ids, plan, act, ask, *, fmt: str, dry_run: bool, quiet: bool = Fa
     found: list = []
     stores = stores_of(ctx, found, gate=False)
     with findings_first(found):
-        plans = [(store, plan(store, cids)) for store, cids in _ids_by_store(ctx, stores, ids, purge)]
+        plans = [(store, plan(store, cids)) for store, cids in _ids_by_store(ctx, stores, ids, purge, found)]
     sels = [sel for _, sel in plans]
     kept = [k for sel in sels for k in say_kept(sel, "json" if quiet else fmt)]
     targets = [t for sel in sels for t in sel.targets]
@@ -159,14 +159,19 @@ def by_id(ctx, ids, plan, act, ask, *, fmt: str, dry_run: bool, quiet: bool = Fa
         raise click.exceptions.Exit(code)
 
 
-def _ids_by_store(ctx, stores, ids, purge: bool) -> list:
+def _ids_by_store(ctx, stores, ids, purge: bool, found: list) -> list:
     """[(store, its whole ids)] for the texts ``ids`` resolved across ``stores`` (with ``purge``, a
-    store's attic ids too), in the stores' order; a store the command cannot change refuses here."""
+    store's attic ids too: an attic that cannot be listed is a finding in ``found``), in the stores'
+    order; a store the command cannot change refuses here."""
     from samctl.attic import entries as atticmod
     from samctl.attic.lifecycle import attic_view
     from samctl.cli.common import refuse_on_read_only
     from samctl.stores.resolve import resolve_many_across
 
+    if purge:
+        for s in stores:  # (lists the attic's names, reads no manifest)
+            if not s.read_only:
+                atticmod.list_entries(s, found, want=lambda stem, cid: False)
     views = [attic_view(s, set(s.all_ids()) | atticmod.named_ids(s, atticmod.STATES), both=True)
              if purge and not s.read_only else s for s in stores]
     of = {id(v): s for v, s in zip(views, stores)}

@@ -254,3 +254,30 @@ def test_archive_copy_ids_across_stores_quietly_and_not_again(run, idle):
     assert sorted((it["store"], it["action"]) for it in doc["items"]) == [("claude-code", "unchanged"),
                                                                          ("sam", "unchanged")]
     assert fingerprint(os.path.join(os.environ["XDG_DATA_HOME"], "samctl", "attic")) == attics
+
+
+def test_purge_across_stores_says_which_attic_it_could_not_read(run, idle):
+    attic = idle / "proj" / ".mermaid" / "samctl-attic"
+    assert run("--root", idle / "proj", "rm", "20260810_1403").exit_code == 0
+    attic.rename(idle / "moved-attic")
+    attic.write_text("not a folder")
+    before = _everything(idle)
+    missing = run("rm", "--purge", "20260810_1403", "--all-stores", "--yes")  # it is in the attic it cannot read
+    assert missing.exit_code == 4 and "attic-unsafe" in missing.stderr and str(attic) in missing.stderr, \
+        missing.stderr
+    assert _everything(idle) == before
+    r = run("rm", "--purge", "0b7c", "--all-stores", "--yes")
+    assert r.exit_code == 3, r.stderr
+    assert "attic-unsafe" in r.stderr and "purged: 0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d" in r.stdout
+
+
+def test_purge_in_one_store_says_its_attic_could_not_be_read(run, idle):
+    attic = idle / "proj" / ".mermaid" / "samctl-attic"
+    assert run("--root", idle / "proj", "rm", "20260810_1403").exit_code == 0
+    attic.rename(idle / "moved-attic")
+    attic.write_text("not a folder")
+    before = _everything(idle)
+    r = run("--root", idle / "proj", "rm", "--purge", "20260810_1403", "--yes")  # only in the attic
+    assert r.exit_code == 4 and "no conversation matches '20260810_1403'" in r.stderr, r.stderr
+    assert "attic-unsafe" in r.stderr and str(attic) in r.stderr
+    assert _everything(idle) == before
