@@ -281,3 +281,17 @@ def test_purge_in_one_store_says_its_attic_could_not_be_read(run, idle):
     assert r.exit_code == 4 and "no conversation matches '20260810_1403'" in r.stderr, r.stderr
     assert "attic-unsafe" in r.stderr and str(attic) in r.stderr
     assert _everything(idle) == before
+
+
+def test_completion_offers_the_ids_of_every_store_with_all_stores(idle):
+    from click.testing import CliRunner
+
+    from samctl.cli import cli
+
+    def complete(words):
+        env = {"_SAMCTL_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+        return CliRunner().invoke(cli, [], env=env, prog_name="samctl").stdout.split()
+
+    assert complete("samctl rm --all-stores 0b7") == ["plain,0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"]
+    assert complete("samctl archive --all-stores 019c4a2") == ["plain,019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f"]
+    assert complete("samctl rm 0b7") == []  # without it: SAM's folder, as before
