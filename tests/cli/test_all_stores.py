@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from tests.cli.test_cross_store import _tree, machine  # noqa: F401 - the fixture: a home with every store
-from tests.cli.test_rm_all_stores import settle
 
 
 def _kept(run, root) -> list:
@@ -18,7 +17,8 @@ def _kept(run, root) -> list:
 
 def test_archive_copy_keeps_every_movable_store_from_one_line(run, machine):  # noqa: F811
     home = machine / "home"
-    settle(machine)  # (copied from the checkout, Claude Code's and Codex's sessions would be live: not copied)
+    # (the fixture's Claude Code and Codex sessions are days old: copied from a fresh checkout, they were live and
+    # not copied, and this passed anyway, reading the attic's json document, never empty, as its entries)
     roots = (machine / "proj", home / "Library" / "Application Support" / "SAM", home / ".claude", home / ".codex")
     everything = [run("--root", root, "ls", "--format", "json") for root in roots]
     r = run("archive", "--copy", "--older-than", "1d", "--all-stores", "-q")

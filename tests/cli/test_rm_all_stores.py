@@ -5,14 +5,12 @@ anything changes: an ambiguous prefix lists its candidates with their stores (ex
 exit 4, one in a store samctl only reads is rm's refusal there (exit 2); nothing changed in each case.  A store
 that cannot be read is a finding (exit 3) and the others still act.
 
-The machine of test_cross_store, its Claude Code and Codex sessions three days old (copied from the checkout,
-they would otherwise be "changed in the last 10 minutes": live)."""
+The machine of test_cross_store (its Claude Code and Codex sessions three days old: idle)."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
@@ -28,18 +26,8 @@ ONE_EACH = [("sam", SAM, "8B58", "8B58CBC4-ACA7-4811-AE66-C01921690310"),
 LLM, CHATGPT = "01kg0000000000000000000005", "0f9e"
 
 
-def settle(tmp) -> None:
-    """Claude Code's and Codex's files three days old: idle sessions, as they are on a real machine."""
-    old = time.time() - 3 * 86400
-    for top in (tmp / "home" / ".claude", tmp / "home" / ".codex"):
-        for dirpath, _, filenames in os.walk(top):
-            for name in filenames:
-                os.utime(os.path.join(dirpath, name), (old, old))
-
-
 @pytest.fixture
 def idle(machine):  # noqa: F811
-    settle(machine)
     return machine
 
 
@@ -156,7 +144,10 @@ def test_no_store_at_all_is_exit_4(run, tmp_path, monkeypatch):
 
 
 def test_a_live_session_is_refused_unless_force_as_in_one_store(run, machine):  # noqa: F811
-    before = _everything(machine)  # just copied from the checkout: "changed in the last 10 minutes"
+    for session in (next((machine / "home" / ".claude").rglob("0b7c9d2e-*.jsonl")),
+                    next((machine / "home" / ".codex").rglob("rollout-*019c4a2e-*.jsonl"))):
+        os.utime(session)  # written just now: "changed in the last 10 minutes"
+    before = _everything(machine)
     for args in (["rm", "0b7c"], ["archive", "019c4a2e", "--copy"]):
         r = run(*args, "--all-stores")
         assert r.exit_code == 5, r.stderr
