@@ -195,6 +195,8 @@ SCENARIOS = {
     "copy-mermaid": (_mermaid, ["archive", "--copy", "--older-than", "1d"]),
     # restore's path across stores (an id resolved over the attics, then restored in its store), given one store
     "restore-all-stores-codex": (_after(_codex, "rm", CODEX), ["restore", CODEX[:8], "--all-stores"]),
+    # rm's path across stores (an id resolved over the stores, then moved to its store's attic), given one store
+    "rm-all-stores-codex": (_codex, ["rm", CODEX[:8], "--all-stores"]),
 }
 
 

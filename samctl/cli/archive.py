@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import complete_ids, examples, store_of
-from samctl.cli.writeopts import confirm, dry_run_option, each_store, force_option, format_opt, \
+from samctl.cli.common import complete_ids, examples, several_stores, store_of
+from samctl.cli.writeopts import by_id, confirm, dry_run_option, each_store, force_option, format_opt, \
     ignore_unreadable_option, lock_wait_option, nothing, render, say_kept, show_targets, yes_option
 from samctl.timeparse import parse_age
 
@@ -48,16 +48,48 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet,
     each goes to the attic as a kept entry (never purged by compact), so that
     `samctl restore` can bring back a session the app deleted (Claude Code
     deletes sessions after cleanupPeriodDays).
+    With --all-stores (or several --root), each ID is looked for in every
+    store and archived in its own; filters then run on each store in turn.
     """
     from samctl.attic import lifecycle
 
-    store = store_of(ctx)
+    across = bool(ids) and several_stores(ctx, ctx.params.get("all_stores"))
+    store = None if across else store_of(ctx)
     if not ids and older_than is None:
         raise click.UsageError("say which conversations: --older-than AGE, or ids")
     age = parse_age(older_than) if older_than is not None else None
-    sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
-    lifecycle.preflight(store, sel, ignore_unreadable=ignore_unreadable)
-    lifecycle.keep_live(store, sel, force)
+
+    def plan(store, ids):
+        sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
+        lifecycle.preflight(store, sel, ignore_unreadable=ignore_unreadable)
+        lifecycle.keep_live(store, sel, force)
+        return sel
+
+    def act(store, sel):
+        again = lambda confirmed: lifecycle.matching(store, confirmed, age, False, title,  # noqa: E731
+                                                     include_pinned, keep_last)
+        how = dict(dry_run=dry_run, force=force, lock_wait=lock_wait, ignore_unreadable=ignore_unreadable,
+                   again=again)
+        report = lifecycle.keep(store, sel.targets, **how) if copy else \
+            lifecycle.remove(store, sel.targets, "archived", **how)
+        report.findings[:0] = sel.problems
+        return report
+
+    def ask(targets, explicit):
+        if not copy and not dry_run and (not explicit or len(targets) > 1):  # (a copy takes nothing away)
+            if fmt == "text":
+                show_targets(targets, "archive", yes)
+            n = len(targets)
+            confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
+
+    every = " --all-stores" if ctx.params.get("all_stores") else ""
+    state = "kept" if copy else "archived"
+    hint = f"bring one back with: samctl restore ID{every if across else ''} (`samctl attic" \
+           f"{every if across else ''} --state {state}` lists them)"
+    if across:
+        return by_id(ctx, ids, plan, act, ask, fmt=fmt, dry_run=dry_run, quiet=quiet, hint=lambda items: hint,
+                     nothing_said=f"nothing to {'copy' if copy else 'archive'}; nothing was changed")
+    sel = plan(store, ids)
     kept = say_kept(sel, "json" if quiet else fmt)
     if not sel.targets:
         if quiet and not sel.problems and fmt == "text":
@@ -65,24 +97,7 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet,
         nothing(fmt, dry_run, kept, f"nothing to {'copy' if copy else 'archive'}; nothing was changed", store,
                 sel.problems)
         return
-    again = lambda confirmed: lifecycle.matching(store, confirmed, age, False, title, include_pinned,  # noqa: E731
-                                                 keep_last)
-    if copy:  # nothing leaves the store: nothing to confirm
-        report = lifecycle.keep(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait,
-                                ignore_unreadable=ignore_unreadable, again=again)
-        report.kept = kept
-        report.findings[:0] = sel.problems
-        render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state kept` lists them)",
-               quiet=quiet)
-        return
-    if not dry_run and (not sel.explicit or len(sel.targets) > 1):
-        if fmt == "text":
-            show_targets(sel.targets, "archive", yes)
-        n = len(sel.targets)
-        confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
-    report = lifecycle.remove(store, sel.targets, "archived", dry_run=dry_run, force=force, lock_wait=lock_wait,
-                              ignore_unreadable=ignore_unreadable, again=again)
+    ask(sel.targets, sel.explicit)
+    report = act(store, sel)
     report.kept = kept
-    report.findings[:0] = sel.problems
-    render(report, fmt, "bring one back with: samctl restore ID (`samctl attic --state archived` lists them)",
-           quiet=quiet)
+    render(report, fmt, hint, quiet=quiet)

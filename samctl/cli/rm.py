@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import complete_ids, examples, store_of
-from samctl.cli.writeopts import confirm, dry_run_option, each_store, force_option, format_opt, \
+from samctl.cli.common import complete_ids, examples, several_stores, store_of
+from samctl.cli.writeopts import by_id, confirm, dry_run_option, each_store, force_option, format_opt, \
     ignore_unreadable_option, lock_wait_option, nothing, render, say_kept, show_targets, yes_option
 from samctl.timeparse import parse_age
 
@@ -42,57 +42,108 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     one conversation, selecting by a filter, or purging asks for confirmation
     on a terminal (--yes for scripts). Pinned SAM conversations are kept unless
     --include-pinned. Exit 5 if the owning app is using the store.
+    With --all-stores (or several --root), each ID is looked for in every
+    store and removed in its own; filters then run on each store in turn.
     """
     from samctl.attic import entries as attic
-    from samctl.attic import lifecycle
 
-    store = store_of(ctx)
+    across = bool(ids) and several_stores(ctx, ctx.params.get("all_stores"))
+    store = None if across else store_of(ctx)
     age = parse_age(older_than) if older_than is not None else None
-    if purge:
-        sel = _purge_selection(store, ids, age, empty, title, include_pinned)
-    else:
-        sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
-    lifecycle.preflight(store, sel, purge, ignore_unreadable)
-    lifecycle.keep_live(store, sel, force)
+
+    def plan(store, ids):
+        return _plan(store, ids, age, empty, title, purge, include_pinned, ignore_unreadable, force)
+
+    def act(store, sel):
+        return _act(store, sel, age, empty, title, purge, include_pinned, dry_run, force, lock_wait,
+                    ignore_unreadable)
+
+    def ask(targets, explicit):
+        if not dry_run and (purge or not explicit or len(targets) > 1):
+            if fmt == "text":
+                show_targets(targets, "purge" if purge else "delete", yes)
+            n = len(targets)
+            what = f"{n} conversation{'s' if n != 1 else ''}"
+            confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?",
+                    yes)
+
+    if across:
+        return by_id(ctx, ids, plan, act, ask, fmt=fmt, dry_run=dry_run, purge=purge,
+                     hint=None if purge else lambda items: _undo(items[0]["id"], len(items), ctx))
+    sel = plan(store, ids)
     kept = say_kept(sel, fmt)
     if not sel.targets:
         nothing(fmt, dry_run, kept, "nothing matches; nothing was changed", store, sel.problems)
         return
-    if not dry_run and (purge or not sel.explicit or len(sel.targets) > 1):
-        if fmt == "text":
-            show_targets(sel.targets, "purge" if purge else "delete", yes)
-        n = len(sel.targets)
-        what = f"{n} conversation{'s' if n != 1 else ''}"
-        confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?", yes)
-    def again(confirmed):  # under the lock: another samctl may have taken some while this one waited
-        return lifecycle.matching(store, confirmed, age, empty, title, include_pinned, attic_too=purge)
-
+    ask(sel.targets, sel.explicit)
+    report = act(store, sel)
+    report.kept = kept
     if purge:
-        report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait,
-                                 ignore_unreadable=ignore_unreadable, again=again)
-        report.kept = kept
-        report.findings[:0] = sel.problems
         render(report, fmt)
         return
-    report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait,
-                              ignore_unreadable=ignore_unreadable, again=again)
-    report.kept = kept
-    report.findings[:0] = sel.problems
     first = report.items[0]["id"] if report.items else ""
     render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"
                                                                 if len(report.items) > 1 else "")
            + f"; the attic is {attic.attic_dir(store)}")
 
 
+def _undo(first: str, n: int, ctx) -> str:
+    """The undo line of rm over several stores: restore looks in the same stores' attics."""
+    every = " --all-stores" if ctx.params.get("all_stores") else ""
+    return f"undo with: samctl restore {first}{every}" + (
+        f" (and the others by id; `samctl attic{every}` lists them)" if n > 1 else "")
+
+
+def _plan(store, ids, age, empty, title, purge, include_pinned, ignore_unreadable, force):
+    """What rm would take from ``store`` (nothing changes): the selection, checked, live sessions a filter
+    found set aside (named ones are refused by the move unless ``force``)."""
+    from samctl.attic import lifecycle
+
+    if purge:
+        sel = _purge_selection(store, ids, age, empty, title, include_pinned)
+    else:
+        sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
+    lifecycle.preflight(store, sel, purge, ignore_unreadable)
+    lifecycle.keep_live(store, sel, force)
+    return sel
+
+
+def _act(store, sel, age, empty, title, purge, include_pinned, dry_run, force, lock_wait, ignore_unreadable):
+    """Move (or purge) ``sel``'s targets in ``store``: the report, the selection's problems first."""
+    from samctl.attic import lifecycle
+
+    def again(confirmed):  # under the lock: another samctl may have taken some while this one waited
+        return lifecycle.matching(store, confirmed, age, empty, title, include_pinned, attic_too=purge)
+
+    if purge:
+        report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait,
+                                 ignore_unreadable=ignore_unreadable, again=again)
+    else:
+        report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait,
+                                  ignore_unreadable=ignore_unreadable, again=again)
+    report.findings[:0] = sel.problems
+    return report
+
+
 def _purge_selection(store, ids, age, empty, title, include_pinned):
     """Store conversations through the usual selection; ids only in the attic are purged from there."""
     from samctl.attic import lifecycle
+    from samctl.errors import NotFound
 
     if not ids:
         sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
         lifecycle.keep_pinned_entries(store, sel, include_pinned)
         return sel
-    resolved = lifecycle.resolve_for_purge(store, ids)
+    try:
+        resolved = lifecycle.resolve_for_purge(store, ids)
+    except NotFound:  # the attic, if it cannot be listed, may be where it is: said first
+        from samctl.attic import entries as atticmod
+        from samctl.cli.common import report_findings
+
+        found: list = []
+        atticmod.list_entries(store, found, want=lambda stem, cid: False)
+        report_findings(found)
+        raise
     in_store = set(store.all_ids())
     sel = lifecycle.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned) \
         if any(i in in_store for i in resolved) else lifecycle.Selection(explicit=True)

@@ -4,6 +4,7 @@ the confirmation, and how a lifecycle report is printed."""
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 
 import click
@@ -51,12 +52,16 @@ def each_store(f):
     per ``--root`` given, when several are), each under its own lock and checks, a line naming each
     store on stderr.  Stores it cannot act on (read-only ones, unreadable ones) are findings (exit
     3) and the others still run.  Exit: the first failure of a store that is not a partial result
-    (1, 2, 4, 5), else 3 if any store had a partial result, else 0.  Ids name one store's
-    conversations and --format json gives one document: both go with one store."""
+    (1, 2, 4, 5), else 3 if any store had a partial result, else 0.  Filters with --format json
+    (one document of one store) go with one store.  Ids: the command is called once and resolves
+    them across the stores itself (``by_id``)."""
+
+    takes_ids = "ids" in inspect.signature(f).parameters
 
     @click.option("--all-stores", is_flag=True, help="Run on every store samctl finds (samctl stores), each in "
                   "turn, not only the default one (./.mermaid, else SAM's folder); for filters such as "
-                  "--older-than, from cron.")
+                  "--older-than, from cron." + (" Each ID is looked for in every store and acted on in its own."
+                                                if takes_ids else ""))
     @functools.wraps(f)
     def run(*args, all_stores=False, **kwargs):
         from samctl.cli.common import Options, remember_root, stores_of
@@ -66,9 +71,8 @@ def each_store(f):
         if not all_stores and len(opts.roots) <= 1:
             return f(*args, **kwargs)
         name = ctx.command.name
-        if kwargs.get("ids"):
-            raise errors.UsageError(f"{name} --all-stores selects conversations by filters, not by id",
-                                    hint=f"give the id's store with --root, or filters such as --older-than")
+        if kwargs.get("ids"):  # (each id in its own store: ``by_id``)
+            return f(*args, **kwargs)
         if kwargs.get("fmt") == "json":
             raise errors.UsageError(f"{name} --format json reports on one store", hint="give one --root")
         found: list = []
@@ -95,6 +99,90 @@ def each_store(f):
             raise click.exceptions.Exit(code)
 
     return run
+
+
+def by_id(ctx, ids, plan, act, ask, *, fmt: str, dry_run: bool, quiet: bool = False, purge: bool = False,
+          nothing_said: str = "nothing matches; nothing was changed", hint=None) -> None:
+    """rm or archive of ``ids`` over several stores (issue #23): each id or unique prefix is resolved among
+    the conversations of every store (with ``purge``, their attics' too), an ambiguous one listing its
+    candidates with their stores (exit 2), one found nowhere exit 4, one in a store this command cannot
+    change refused as it is there (exit 2): all before anything changes.  Then ``plan(store, ids)`` (a
+    ``Selection``; it may refuse, still before anything changes) in each store, ``ask(targets, explicit)``
+    once for all of them, and ``act(store, selection)`` (a ``Report``) in each store in turn: one store
+    failing on the way (busy, exit 5) is reported and the others still act.  A store that cannot be read
+    is a finding (exit 3).  One report, each item naming its ``store``; ``hint(items)``: the line under it."""
+    from samctl.attic.lifecycle import Report
+    from samctl.cli.common import exit_for, findings_first, stores_of
+
+    found: list = []
+    stores = stores_of(ctx, found, gate=False)
+    with findings_first(found):
+        plans = [(store, plan(store, cids)) for store, cids in _ids_by_store(ctx, stores, ids, purge, found)]
+    sels = [sel for _, sel in plans]
+    kept = [k for sel in sels for k in say_kept(sel, "json" if quiet else fmt)]
+    targets = [t for sel in sels for t in sel.targets]
+    problems = [p for sel in sels for p in sel.problems]
+    code = exit_for(found)
+    if not targets:
+        if quiet and not problems and fmt == "text":
+            report_findings(found)
+        else:
+            nothing(fmt, dry_run, kept, nothing_said, None, problems + found)
+        if code:
+            raise click.exceptions.Exit(code)
+        return
+    ask(targets, all(sel.explicit for sel in sels))
+    merged = Report(dry_run=dry_run, kept=kept, findings=list(found))
+    for store, sel in plans:
+        if not sel.targets:
+            merged.findings += sel.problems
+            continue
+        try:
+            with findings_first(found if len(plans) == 1 else []):
+                report = act(store, sel)
+        except errors.SamctlError as exc:
+            if len(plans) == 1:
+                raise
+            from samctl.cli import report_error  # (lazy: the package imports this module)
+
+            report_error(exc)  # (of several stores, one busy: the others still act, as restore does)
+            code = code if code not in (errors.OK, errors.PARTIAL) else exc.exit_code
+            continue
+        merged.items += [dict(it, store=store.name) for it in report.items]
+        merged.findings += report.findings
+        merged.repaired += report.repaired
+    try:
+        render(merged, fmt, hint(merged.items) if hint and merged.items else None, quiet=quiet)
+    except click.exceptions.Exit as exc:
+        code = code or exc.exit_code
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+def _ids_by_store(ctx, stores, ids, purge: bool, found: list) -> list:
+    """[(store, its whole ids)] for the texts ``ids`` resolved across ``stores`` (with ``purge``, a
+    store's attic ids too: an attic that cannot be listed is a finding in ``found``), in the stores'
+    order; a store the command cannot change refuses here."""
+    from samctl.attic import entries as atticmod
+    from samctl.attic.lifecycle import attic_view
+    from samctl.cli.common import refuse_on_read_only
+    from samctl.stores.resolve import resolve_many_across
+
+    if purge:
+        for s in stores:  # (lists the attic's names, reads no manifest)
+            if not s.read_only:
+                atticmod.list_entries(s, found, want=lambda stem, cid: False)
+    views = [attic_view(s, set(s.all_ids()) | atticmod.named_ids(s, atticmod.STATES), both=True)
+             if purge and not s.read_only else s for s in stores]
+    of = {id(v): s for v, s in zip(views, stores)}
+    wanted: dict = {}
+    for view, cid in resolve_many_across(views, ids):
+        wanted.setdefault(id(of[id(view)]), []).append(cid)
+    out = [(s, wanted[id(s)]) for s in stores if id(s) in wanted]
+    for s, _ in out:
+        if s.read_only or s.moves_only:  # (rm's or archive's own refusal there: exit 2)
+            refuse_on_read_only(s, ctx)
+    return out
 
 
 def format_opt(f):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 
 import pytest
 
@@ -42,6 +43,11 @@ def machine(tmp_path, monkeypatch):
             os.chmod(dirpath, 0o700)
             for name in filenames:
                 os.chmod(os.path.join(dirpath, name), 0o600)
+    old = time.time() - 3 * 86400  # idle sessions, whenever the checkout was made: not "changed in the last 10
+    for top in (home / ".claude", home / ".codex"):  # minutes" (live), as files just checked out would be
+        for dirpath, _, filenames in os.walk(top):
+            for name in filenames:
+                os.utime(os.path.join(dirpath, name), (old, old))
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
     monkeypatch.setenv("HOME", str(home))
