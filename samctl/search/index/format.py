@@ -18,7 +18,8 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.search import text
 
-INDEX_VERSION = 4  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors
+INDEX_VERSION = 5  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
+# 5: a row's folded text kept only where it is not ``lower_ascii`` of its text
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -44,7 +45,7 @@ SECTIONS = {
     "text_off": ("<i8", ("R+1",)),
     "text": ("|u1", ("B",)),
     "ltext_off": ("<i8", ("R+1",)),
-    "ltext": ("|u1", ("B",)),
+    "ltext": ("|u1", ("B",)),  # a row's folded text, or nothing where it is ``lower_ascii`` of its text
     "ref_off": ("<i8", ("R+1",)),
     "ref": ("|u1", ("B",)),
     "tok_keys": ("<u8", ("K",)),
@@ -101,6 +102,16 @@ def token_key(tok: str) -> int:
 
 def encode_text(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
+
+
+_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+
+
+def lower_ascii(b) -> bytes:
+    """``b`` with its ASCII capitals lowered, every other byte as it is: the folded form
+    (``scoring.fold``) of an ASCII text's UTF-8, and of most others' (a row's section ``ltext``
+    holds its folded form only where this is not it)."""
+    return b.translate(_LOWER)
 
 
 def row_crc(conv: str, kind: int, role: int, ctype: int, flags: int, pos: int, date: float, imp: float, dim: int,
