@@ -430,7 +430,8 @@ def _rows_holding(seg, mask, nb: bytes):
     kept = np.diff(seg.ltext_off) > 0
     mask = np.asarray(mask, dtype=bool)
     stored = _find_in_runs(seg.bufs["ltext"], seg.ltext_off, mask & kept, nb, False)
-    lowered = _find_in_runs(seg.bufs["text"], seg.text_off, mask & ~kept, nb, True)
+    # (a needle without ASCII letters matches the text where it matches it lowered: nothing to lower)
+    lowered = _find_in_runs(seg.bufs["text"], seg.text_off, mask & ~kept, nb, nb.upper() != nb)
     return np.array(sorted(stored + lowered), dtype=np.int64)
 
 

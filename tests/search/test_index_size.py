@@ -63,7 +63,7 @@ def test_rows_holding_folds_as_the_index_folded():
     import numpy as np
 
     rnd = random.Random(11)
-    alphabet = ["a", "A", "é", "É", "e\u0301", "E\u0301", "İ", "i", " ", "ß", "ẞ", "b"]
+    alphabet = ["a", "A", "é", "É", "e\u0301", "E\u0301", "İ", "i", " ", "ß", "ẞ", "b", "1"]
     for _ in range(300):
         texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 6))) for _ in range(rnd.randint(1, 12))]
         seg = _segment(texts)

@@ -104,14 +104,11 @@ def encode_text(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
-_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
-
-
-def lower_ascii(b) -> bytes:
-    """``b`` with its ASCII capitals lowered, every other byte as it is: the folded form
-    (``scoring.fold``) of an ASCII text's UTF-8, and of most others' (a row's section ``ltext``
-    holds its folded form only where this is not it)."""
-    return b.translate(_LOWER)
+def lower_ascii(b):
+    """``b`` (bytes or bytearray) with its ASCII capitals lowered, every other byte as it is
+    (``bytes.lower``): the folded form (``scoring.fold``) of an ASCII text's UTF-8, and of most
+    others' (a row's section ``ltext`` holds its folded form only where this is not it)."""
+    return b.lower()
 
 
 def row_crc(conv: str, kind: int, role: int, ctype: int, flags: int, pos: int, date: float, imp: float, dim: int,
