@@ -127,7 +127,7 @@ class IndexCorpus:
                     raise BadIndex(f"{seg.name}: postings point past the rows")
                 keep = seg.alive[r]
                 rows.append(r[keep].astype(np.int64) + p.start)
-                tfs.append(seg.tok_tf[a:b][keep])
+                tfs.append(seg.tfs(a, b)[keep])
         if not rows:
             return np.empty(0, np.int64), np.empty(0, np.float64)
         return np.concatenate(rows), np.concatenate(tfs).astype(np.float64)

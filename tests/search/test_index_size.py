@@ -123,3 +123,48 @@ def test_the_index_is_at_most_twice_the_text(tmp_path):
     text = sum(int(seg.text_off[-1]) for seg in idx.segments)
     assert text > 500_000
     assert _size(ix.index_dir(store)) <= 2 * text  # 2.97x when every row kept its folded text too
+
+
+BIG = ["budget " * 1000, "budget " * 255 + "x", "budget " * 254, "budget deadline", "deadline " * 70000, "x"]
+
+
+def _on_disk(tmp_path, texts):
+    from samctl.search.index.segment import Segment
+
+    chunk = ixrows.process([_batch(texts)])
+    w = SegmentWriter("/r", tmp_path / "seg-0000000a.seg")
+    w.add_chunk(chunk)
+    info = w.finish()
+    return chunk, tmp_path / info["name"], info, lambda: Segment.open(tmp_path / info["name"], "/r", info)
+
+
+def test_counts_are_a_byte_each_and_255_or_more_are_kept_whole(tmp_path):
+    """A posting's count takes one byte; the few of 255 or more keep their count beside (BM25 of a
+    long text needs it), on disk and in memory alike."""
+    import numpy as np
+
+    chunk, _, _, opened = _on_disk(tmp_path, BIG)
+    want = sorted(zip(chunk.tok_hash.tolist(), chunk.tok_row.tolist(), chunk.tok_tf.tolist()))
+    assert {1000, 255, 254, 0xFFFF} <= {t for *_, t in want}
+    mem = SegmentWriter("/r")
+    mem.add_chunk(chunk)
+    for seg in (opened(), mem.finish()):
+        keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
+        assert sorted(zip(keys.tolist(), seg.tok_rows.tolist(), seg.tfs().tolist())) == want
+        assert seg.tok_tf.itemsize == 1 and len(seg.tok_bigp) == 3
+        a, b = int(seg.tok_ptr[0]), int(seg.tok_ptr[-1])
+        assert seg.tfs(a + 1, b).tolist() == seg.tfs()[a + 1:b].tolist()
+
+
+def test_big_counts_out_of_order_are_a_bad_index(tmp_path):
+    import orjson
+
+    _, path, info, opened = _on_disk(tmp_path, BIG)
+    opened()
+    data = bytearray(path.read_bytes())
+    hoff, hlen, *_ = ix.TRAILER.unpack_from(data, len(data) - ix.TRAILER.size)
+    off, nbytes, *_ = orjson.loads(data[hoff:hoff + hlen])["sections"]["tok_bigp"]
+    data[off:off + nbytes] = b"\xff" * nbytes  # every posting -1
+    path.write_bytes(bytes(data))
+    with pytest.raises(ix.BadIndex, match="big counts"):
+        opened()

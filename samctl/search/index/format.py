@@ -19,7 +19,7 @@ from samctl import fsafe
 from samctl.search import text
 
 INDEX_VERSION = 5  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
-# 5: a row's folded text kept only where it is not ``lower_ascii`` of its text
+# 5: a row's folded text kept only where it is not ``lower_ascii`` of its text, counts in a byte
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -39,7 +39,8 @@ META_FIELDS = [
     ("kind", "u1"), ("role", "u1"), ("ctype", "u1"), ("flags", "u1"), ("conv", "<i4"), ("pos", "<i8"),
     ("date", "<f8"), ("imp", "<f8"), ("ntok", "<u4"), ("dim", "<i4"), ("dkey", "<u8"), ("crc", "<u4"),
 ]
-# section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), B (bytes)
+# section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), X (postings
+# counted 255 or more), B (bytes)
 SECTIONS = {
     "meta": (None, ("R",)),
     "text_off": ("<i8", ("R+1",)),
@@ -51,7 +52,9 @@ SECTIONS = {
     "tok_keys": ("<u8", ("K",)),
     "tok_ptr": ("<i8", ("K+1",)),
     "tok_rows": ("<i4", ("P",)),
-    "tok_tf": ("<u2", ("P",)),
+    "tok_tf": ("|u1", ("P",)),  # a posting's count, 255 for 255 or more: then in tok_bigtf
+    "tok_bigp": ("<i8", ("X",)),  # the postings counted 255 or more, ascending
+    "tok_bigtf": ("<u2", ("X",)),  # their counts
     "voc": ("|u1", ("B",)),
     "convs": ("|u1", ("B",)),
     # what ranking reads of every row, each column contiguous (the meta records are 56 bytes apart:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from samctl.search.index.rows import Chunk
 
 
+BIG_TF = 255  # a posting counted this many times or more has its count in tok_bigtf
 ROW_BYTES = 56 + 3 * 8  # what a row costs a segment besides its blobs and postings: meta, offsets
 POSTING_BYTES = 8 + 4 + 2  # a term key, a row and a count, before they are grouped
 
@@ -128,7 +129,10 @@ class SegmentWriter:
         order = np.argsort(h, kind="stable")  # (stable: a term's rows stay ascending, as they were added)
         hs = h[order]
         out["tok_rows"] = r[order].astype(np.int32)
-        out["tok_tf"] = t[order].astype(np.uint16)
+        t = t[order]
+        out["tok_bigp"] = np.flatnonzero(t >= BIG_TF).astype(np.int64)  # (few: a count of one byte for the rest)
+        out["tok_bigtf"] = t[out["tok_bigp"]].astype(np.uint16)
+        out["tok_tf"] = np.minimum(t, BIG_TF).astype(np.uint8)
         voc = "\n".join(sorted(self.vocab)).encode("utf-8", "surrogatepass")
         out["voc"] = np.frombuffer(voc, dtype=np.uint8)
         out["convs"] = np.frombuffer(orjson.dumps(list(self.conv_index)), dtype=np.uint8)
@@ -159,7 +163,7 @@ class SegmentWriter:
         try:
             sec = {}
             for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_ptr",
-                         "tok_rows", "tok_tf", "voc", "convs", "r_len", "r_conv", "r_kind", "r_role"):
+                         "tok_rows", "tok_tf", "tok_bigp", "tok_bigtf", "voc", "convs", "r_len", "r_conv", "r_kind", "r_role"):
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
@@ -248,6 +252,16 @@ class Segment:
         off = self.a[kind + "_off"]
         with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
             return zlib.crc32(part, value)
+
+    def tfs(self, a: int = 0, b: int | None = None):
+        """The counts (uint16) of postings ``a`` to ``b`` (default: all)."""
+        np = load_numpy()
+        tf = self.a["tok_tf"][a:b].astype(np.uint16)
+        big = self.a["tok_bigp"]
+        i, j = np.searchsorted(big, (a, len(self.a["tok_tf"]) if b is None else b)).tolist()
+        if i < j:
+            tf[big[i:j] - a] = self.a["tok_bigtf"][i:j]
+        return tf
 
     def size(self, kind: str, i: int) -> int:
         off = self.a[kind + "_off"]
@@ -355,6 +369,9 @@ class Segment:
                 raise BadIndex(f"{self.name}: {k} offsets are not consistent")
         if not consistent(a["tok_ptr"], len(a["tok_rows"])):
             raise BadIndex(f"{self.name}: token pointers are not consistent")
+        big = a["tok_bigp"]
+        if len(big) and (big[0] < 0 or big[-1] >= len(a["tok_tf"]) or np.any(big[1:] <= big[:-1])):
+            raise BadIndex(f"{self.name}: the big counts are not consistent")
         # codes (kind, role, content type, conversation) are checked where a row is used: Segment.row
 
     def verify(self) -> list[str]:

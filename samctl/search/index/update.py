@@ -380,7 +380,7 @@ def _postings_by_row(seg: Segment):
     rows = seg.tok_rows.astype(np.int64)
     keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
     order = np.argsort(rows, kind="stable")
-    return keys[order], rows[order], seg.tok_tf[order]
+    return keys[order], rows[order], seg.tfs()[order]
 
 
 def _cut(cum, cuts, a: int, b: int, room: int, empty: bool) -> int | None:
