@@ -119,10 +119,9 @@ class IndexCorpus:
         rows, tfs = [], []
         for p in self.parts:
             seg = p.seg
-            i = int(np.searchsorted(seg.tok_keys, k))
-            if i < len(seg.tok_keys) and seg.tok_keys[i] == k:
-                a, b = int(seg.tok_ptr[i]), int(seg.tok_ptr[i + 1])
-                r = seg.tok_rows[a:b]
+            got = seg.term_postings(k)
+            if got is not None:
+                a, b, r = got
                 if len(r) and (int(r.min()) < 0 or int(r.max()) >= seg.rows):
                     raise BadIndex(f"{seg.name}: postings point past the rows")
                 keep = seg.alive[r]

@@ -150,7 +150,7 @@ def test_counts_are_a_byte_each_and_255_or_more_are_kept_whole(tmp_path):
     mem.add_chunk(chunk)
     for seg in (opened(), mem.finish()):
         keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
-        assert sorted(zip(keys.tolist(), seg.tok_rows.tolist(), seg.tfs().tolist())) == want
+        assert sorted(zip(keys.tolist(), seg.posting_rows().tolist(), seg.tfs().tolist())) == want
         assert seg.tok_tf.itemsize == 1 and len(seg.tok_bigp) == 3
         a, b = int(seg.tok_ptr[0]), int(seg.tok_ptr[-1])
         assert seg.tfs(a + 1, b).tolist() == seg.tfs()[a + 1:b].tolist()
@@ -168,3 +168,25 @@ def test_big_counts_out_of_order_are_a_bad_index(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(ix.BadIndex, match="big counts"):
         opened()
+
+
+def test_rows_take_two_bytes_a_posting_in_blocks_of_65536(tmp_path):
+    """A posting's row is its low 16 bits; the rest is the block of its (term, block) group: rows
+    on either side of a block boundary come back as they went in, on disk and in memory."""
+    import numpy as np
+
+    n = 140_000
+    rare = {65535: "zanzibar", 65536: "zanzibar", 131071: "quokka", 131072: "quokka marzipan", n - 1: "zanzibar"}
+    texts = [rare.get(i, "budget" if i % 3 else "deadline budget") for i in range(n)]
+    chunk, _, _, opened = _on_disk(tmp_path, texts)
+    mem = SegmentWriter("/r")
+    mem.add_chunk(chunk)
+    want = sorted(zip(chunk.tok_hash.tolist(), chunk.tok_row.tolist(), chunk.tok_tf.tolist()))
+    for seg in (opened(), mem.finish()):
+        assert seg.tok_rows.itemsize == 2
+        keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
+        assert sorted(zip(keys.tolist(), seg.posting_rows().tolist(), seg.tfs().tolist())) == want
+        for term, rows in (("zanzibar", [65535, 65536, n - 1]), ("quokka", [131071, 131072]),
+                           ("marzipan", [131072]), ("deadlin", [i for i in range(0, n, 3) if i not in rare]), ("nothing", [])):
+            got = seg.term_postings(ix.token_key(term))
+            assert (got[2].tolist() if got else []) == rows, term

@@ -18,8 +18,9 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.search import text
 
-INDEX_VERSION = 5  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
-# 5: a row's folded text kept only where it is not ``lower_ascii`` of its text, counts in a byte
+INDEX_VERSION = 6  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
+# 5 (main, beside this work): the manifest's tables checked when used; 6: a row's folded text kept only
+# where it is not ``lower_ascii`` of its text, a posting's count in a byte and its row in two
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -49,9 +50,11 @@ SECTIONS = {
     "ltext": ("|u1", ("B",)),  # a row's folded text, or nothing where it is ``lower_ascii`` of its text
     "ref_off": ("<i8", ("R+1",)),
     "ref": ("|u1", ("B",)),
+    # postings grouped by (term key, block of 65,536 rows): a key has one group per block it is in
     "tok_keys": ("<u8", ("K",)),
+    "tok_blk": ("<u2", ("K",)),
     "tok_ptr": ("<i8", ("K+1",)),
-    "tok_rows": ("<i4", ("P",)),
+    "tok_rows": ("<u2", ("P",)),  # a posting's row, less its group's block * 65,536
     "tok_tf": ("|u1", ("P",)),  # a posting's count, 255 for 255 or more: then in tok_bigtf
     "tok_bigp": ("<i8", ("X",)),  # the postings counted 255 or more, ascending
     "tok_bigtf": ("<u2", ("X",)),  # their counts
