@@ -125,7 +125,7 @@ class IndexCorpus:
                 if len(r) and (int(r.min()) < 0 or int(r.max()) >= seg.rows):
                     raise BadIndex(f"{seg.name}: postings point past the rows")
                 keep = seg.alive[r]
-                rows.append(r[keep].astype(np.int64) + p.start)
+                rows.append(r[keep] + p.start)  # (int64 already)
                 tfs.append(seg.tfs(a, b)[keep])
         if not rows:
             return np.empty(0, np.int64), np.empty(0, np.float64)

@@ -266,8 +266,12 @@ class Segment:
             return None
         ptr = self.a["tok_ptr"][i:j + 1]
         a, b = int(ptr[0]), int(ptr[-1])
-        high = np.repeat(self.a["tok_blk"][i:j].astype(np.int64) << BLOCK_BITS, np.diff(ptr))
-        return a, b, self.a["tok_rows"][a:b].astype(np.int64) + high
+        rows = self.a["tok_rows"][a:b].astype(np.int64)
+        if j == i + 1:  # (one block: every term of a segment of at most 65,536 rows)
+            rows += int(self.a["tok_blk"][i]) << BLOCK_BITS
+        else:
+            rows += np.repeat(self.a["tok_blk"][i:j].astype(np.int64) << BLOCK_BITS, np.diff(ptr))
+        return a, b, rows
 
     def posting_rows(self):
         """Every posting's row (int64), in posting order."""
