@@ -297,7 +297,7 @@ def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_
                 vecs = scoring.embed_many([seg.text(r) for r in part])
                 score[a:a + len(part)] = _dots(vecs, q32)
         if needles:
-            with_word = np.unique(np.concatenate([_rows_holding(seg, mask, nb) for nb in needles]))
+            with_word = _rows_holding(seg, mask, needles)
             at = np.searchsorted(rows, with_word)
             for i, r in zip(at.tolist(), with_word.tolist()):
                 score[i] += scoring.text_boost(qt, seg.text(r))
@@ -420,27 +420,30 @@ FOLD_WINDOW = 1 << 18  # bytes of text lowered at a time by ``_rows_holding`` (a
 # small, so that the allocator reuses its buffers: 4 MiB windows were fresh pages each, 2x the CPU
 
 
-def _rows_holding(seg, mask, nb: bytes):
-    """The rows of ``seg`` that ``mask`` keeps whose folded text holds ``nb``, ascending.
+def _rows_holding(seg, mask, nb):
+    """The rows of ``seg`` that ``mask`` keeps whose folded text holds ``nb`` (bytes, or a list of
+    them: any of them), ascending.
 
     A row's folded text is its section ``ltext`` where that is not empty, else its text lowered here
     (``ix.lower_ascii``: the index keeps a folded form only where that is not it), a window of
-    ``FOLD_WINDOW`` bytes of rows at a time.  A match that runs from one row into the next counts for
-    neither."""
+    ``FOLD_WINDOW`` bytes of rows at a time, once for every needle.  A match that runs from one row
+    into the next counts for neither."""
     np = ix.load_numpy()
+    needles = [nb] if isinstance(nb, (bytes, bytearray)) else list(nb)
     kept = np.diff(seg.ltext_off) > 0
     mask = np.asarray(mask, dtype=bool)
-    stored = _find_in_runs(seg.bufs["ltext"], seg.ltext_off, mask & kept, nb, False)
+    stored = _find_in_runs(seg.bufs["ltext"], seg.ltext_off, mask & kept, needles, False)
     # (a needle without ASCII letters matches the text where it matches it lowered: nothing to lower)
-    lowered = _find_in_runs(seg.bufs["text"], seg.text_off, mask & ~kept, nb, nb.upper() != nb)
-    return np.array(sorted(stored + lowered), dtype=np.int64)
+    lower = any(n.upper() != n for n in needles)
+    lowered = _find_in_runs(seg.bufs["text"], seg.text_off, mask & ~kept, needles, lower)
+    return np.unique(np.array(stored + lowered, dtype=np.int64))
 
 
-def _find_in_runs(buffer, offsets, mask, nb: bytes, lower: bool) -> list:
+def _find_in_runs(buffer, offsets, mask, needles: list, lower: bool) -> list:
     """The rows ``mask`` keeps whose bytes (``offsets[r]:offsets[r + 1]`` of ``buffer`` = (buffer, base))
-    hold ``nb``, lowered first if ``lower``.  Searched run by run of the rows kept (a conversation's
-    rows are together) with the buffer's own ``find``; after a match, the search goes on at the end
-    of its row."""
+    hold one of ``needles``, lowered first if ``lower`` (a row may come once for each needle).
+    Searched run by run of the rows kept (a conversation's rows are together) with the buffer's own
+    ``find``; after a match, the search goes on at the end of its row."""
     np = ix.load_numpy()
     if not mask.any():
         return []
@@ -451,11 +454,14 @@ def _find_in_runs(buffer, offsets, mask, nb: bytes, lower: bool) -> list:
     out: list = []
     for a, b in zip(edges[0::2], edges[1::2]):
         if not lower:
-            _find_rows(buf, base, off, a, b, nb, out)
+            for nb in needles:
+                _find_rows(buf, base, off, a, b, nb, out)
             continue
         while a < b:  # a window of rows at a time: lowering never copies the whole run
             c = max(a + 1, bisect.bisect_right(off, off[a] + FOLD_WINDOW, a + 1, b + 1) - 1)
-            _find_rows(ix.lower_ascii(buf[base + off[a]: base + off[c]]), -off[a], off, a, c, nb, out)
+            hay = ix.lower_ascii(buf[base + off[a]: base + off[c]])
+            for nb in needles:
+                _find_rows(hay, -off[a], off, a, c, nb, out)
             a = c
     return out
 

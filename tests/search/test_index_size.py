@@ -190,3 +190,21 @@ def test_rows_take_two_bytes_a_posting_in_blocks_of_65536(tmp_path):
                            ("marzipan", [131072]), ("deadlin", [i for i in range(0, n, 3) if i not in rare]), ("nothing", [])):
             got = seg.term_postings(ix.token_key(term))
             assert (got[2].tolist() if got else []) == rows, term
+
+
+def test_several_needles_lower_the_text_once(monkeypatch):
+    """--rank sam looks for each query word: the text is lowered once for all of them."""
+    import numpy as np
+
+    texts = ["Budget PORTLAND", "ÉCOLE budget", "trip", "Weekend trip", "nothing"]
+    seg = _segment(texts)
+    mask = np.ones(len(texts), dtype=bool)
+    calls = []
+    real = ix.lower_ascii
+    monkeypatch.setattr(ix, "lower_ascii", lambda b: calls.append(len(b)) or real(b))
+    needles = [b"budget", b"trip", b"portland"]
+    got = sx._rows_holding(seg, mask, needles).tolist()
+    together = list(calls)
+    alone = [sx._rows_holding(seg, mask, nb).tolist() for nb in needles]
+    assert got == sorted({r for rows in alone for r in rows}) == [0, 1, 2, 3]
+    assert together and len(calls) == 4 * len(together)  # the three needles lowered the text as one does
