@@ -167,7 +167,8 @@ class SegmentWriter:
         try:
             sec = {}
             for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_blk",
-                         "tok_ptr", "tok_rows", "tok_tf", "tok_bigp", "tok_bigtf", "voc", "convs", "r_len", "r_conv", "r_kind", "r_role"):
+                         "tok_ptr", "tok_rows", "tok_tf", "tok_bigp", "tok_bigtf", "voc", "convs", "r_len", "r_conv",
+                         "r_kind", "r_role"):
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
