@@ -130,15 +130,14 @@ class IndexCorpus:
         rows, tfs = [], []
         for p in self.parts:
             seg = p.seg
-            i = int(np.searchsorted(seg.tok_keys, k))
-            if i < len(seg.tok_keys) and seg.tok_keys[i] == k:
-                a, b = int(seg.tok_ptr[i]), int(seg.tok_ptr[i + 1])
-                r = seg.read("tok_rows", a, b)
+            got = seg.term_postings(k)
+            if got is not None:
+                a, b, r = got
                 if len(r) and (int(r.min()) < 0 or int(r.max()) >= seg.rows):
                     raise BadIndex(f"{seg.name}: postings point past the rows")
                 keep = seg.alive[r]
-                rows.append(r[keep].astype(np.int64) + p.start)
-                tfs.append(seg.read("tok_tf", a, b)[keep])
+                rows.append(r[keep] + p.start)  # (int64 already)
+                tfs.append(seg.tfs(a, b)[keep])
         if not rows:
             return np.empty(0, np.int64), np.empty(0, np.float64)
         return np.concatenate(rows), np.concatenate(tfs).astype(np.float64)

@@ -297,7 +297,7 @@ def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_
                 vecs = scoring.embed_many([seg.text(r) for r in part])
                 score[a:a + len(part)] = _dots(vecs, q32)
         if needles:
-            with_word = np.unique(np.concatenate([_rows_holding(seg, mask, nb) for nb in needles]))
+            with_word = _rows_holding(seg, mask, needles)
             at = np.searchsorted(rows, with_word)
             for i, r in zip(at.tolist(), with_word.tolist()):
                 score[i] += scoring.text_boost(qt, seg.text(r))
@@ -388,11 +388,12 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
     rank = {c: i for i, c in enumerate(names)}
     cols = []  # per segment: whole, date, kind, conversation rank, position (``_exact_key`` but the id)
     for seg, rows in found:
-        off = seg.ltext_off
+        flen = np.diff(seg.ltext_off)[rows]
+        flen = np.where(flen > 0, flen, np.diff(seg.text_off)[rows])  # (the folded form, kept or made here)
         meta = seg.meta[rows]
         date = meta["date"]
         conv = np.array([rank[c] for c in seg.convs] or [0], dtype=np.int64)[meta["conv"]]  # (bad codes: IndexError)
-        cols.append((off[rows + 1] - off[rows] == len(nb), np.where(np.isnan(date), -np.inf, date),
+        cols.append((flen == len(nb), np.where(np.isnan(date), -np.inf, date),
                      meta["kind"].astype(np.int64), conv, meta["pos"]))
     whole, date, kind, conv, pos = (np.concatenate(c) for c in zip(*cols))
     keys = (pos, conv, kind, -date, ~whole)  # np.lexsort sorts by the last first
@@ -415,31 +416,70 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
     return _Candidates(hkeys, hits).cut(q.limit), total
 
 
-def _rows_holding(seg, mask, nb: bytes):
-    """The rows of ``seg`` that ``mask`` keeps whose folded text holds ``nb``, ascending.
+FOLD_WINDOW = 1 << 18  # bytes of text lowered at a time by ``_rows_holding`` (a longer row: the row);
+# small, so that the allocator reuses its buffers: 4 MiB windows were fresh pages each, 2x the CPU
 
-    Searched run by run of the rows kept (a conversation's rows are together), with the buffer's
-    own ``find``; after a match, the search goes on at the end of its row.  A match that runs from
-    one row into the next counts for neither, and the search goes on in the next row."""
+
+def _rows_holding(seg, mask, nb):
+    """The rows of ``seg`` that ``mask`` keeps whose folded text holds ``nb`` (bytes, or a list of
+    them: any of them), ascending.
+
+    A row's folded text is its section ``ltext`` where that is not empty, else its text lowered here
+    (``ix.lower_ascii``: the index keeps a folded form only where that is not it), a window of
+    ``FOLD_WINDOW`` bytes of rows at a time, once for every needle.  A match that runs from one row
+    into the next counts for neither."""
     np = ix.load_numpy()
-    buf, base = seg.bufs["ltext"]
-    off = seg.ltext_off.tolist()
-    m = np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0]))
+    needles = [nb] if isinstance(nb, (bytes, bytearray)) else list(nb)
+    kept = np.diff(seg.ltext_off) > 0
+    mask = np.asarray(mask, dtype=bool)
+    stored = _find_in_runs(seg.bufs["ltext"], seg.ltext_off, mask & kept, needles, False)
+    # (a needle without ASCII letters matches the text where it matches it lowered: nothing to lower)
+    lower = any(n.upper() != n for n in needles)
+    lowered = _find_in_runs(seg.bufs["text"], seg.text_off, mask & ~kept, needles, lower)
+    return np.unique(np.array(stored + lowered, dtype=np.int64))
+
+
+def _find_in_runs(buffer, offsets, mask, needles: list, lower: bool) -> list:
+    """The rows ``mask`` keeps whose bytes (``offsets[r]:offsets[r + 1]`` of ``buffer`` = (buffer, base))
+    hold one of ``needles``, lowered first if ``lower`` (a row may come once for each needle).
+    Searched run by run of the rows kept (a conversation's rows are together) with the buffer's own
+    ``find``; after a match, the search goes on at the end of its row."""
+    np = ix.load_numpy()
+    if not mask.any():
+        return []
+    buf, base = buffer
+    off = offsets.tolist()
+    m = np.concatenate(([0], mask.astype(np.int8), [0]))
     edges = np.flatnonzero(np.diff(m)).tolist()
-    out = []
-    n = len(nb)
+    out: list = []
     for a, b in zip(edges[0::2], edges[1::2]):
-        end = base + off[b]
-        p = buf.find(nb, base + off[a], end)
-        while p != -1:
-            r = bisect.bisect_right(off, p - base, a, b + 1) - 1
-            stop = base + off[r + 1]
-            if p + n <= stop:
-                out.append(r)
-                p = buf.find(nb, stop, end)
-            else:
-                p = buf.find(nb, p + 1, end)
-    return np.array(out, dtype=np.int64)
+        if not lower:
+            for nb in needles:
+                _find_rows(buf, base, off, a, b, nb, out)
+            continue
+        while a < b:  # a window of rows at a time: lowering never copies the whole run
+            c = max(a + 1, bisect.bisect_right(off, off[a] + FOLD_WINDOW, a + 1, b + 1) - 1)
+            hay = ix.lower_ascii(buf[base + off[a]: base + off[c]])
+            for nb in needles:
+                _find_rows(hay, -off[a], off, a, c, nb, out)
+            a = c
+    return out
+
+
+def _find_rows(hay, base: int, off: list, a: int, b: int, nb: bytes, out: list) -> None:
+    """Appends to ``out`` the rows ``a`` to ``b`` (exclusive) whose bytes, ``hay[base + off[r]:
+    base + off[r + 1]]``, hold ``nb``."""
+    end = base + off[b]
+    n = len(nb)
+    p = hay.find(nb, base + off[a], end)
+    while p != -1:
+        r = bisect.bisect_right(off, p - base, a, b + 1) - 1
+        stop = base + off[r + 1]
+        if p + n <= stop:
+            out.append(r)
+            p = hay.find(nb, stop, end)
+        else:
+            p = hay.find(nb, p + 1, end)
 
 
 def _exact_key(whole: bool, date: float, h: Hit) -> tuple:

@@ -1700,6 +1700,7 @@ def cases() -> list[Case]:
     out += sqlite_writer_cases() + scope_in_doubt_cases()
     out += duplicate_key_cases() + compact_cases()
     out += kept_cases("mermaid") + kept_cases("sam")
+    out += fold_cases()
     names = [c.name for c in out]
     dupes = {n for n in names if names.count(n) > 1}
     assert not dupes, dupes
@@ -1787,3 +1788,28 @@ def scope_in_doubt_cases() -> list[Case]:
     for c in out:
         PROTECTED[c.name] = [scope]
     return out
+
+
+# ---- the index keeps a row's folded text only where lowering A-Z does not give it, a posting's
+# count in a byte (255 or more beside it) and its row in two bytes (issue #22's size goal)
+FOLD_HOSTILE = ["ÉCOLE İstanbul STRAẞE e\u0301cole ΣΟΦΊΑ", "plain ASCII École", "🙂 “quoted” — 東京 ﬁ",
+                "budget " * 300 + "ÅNGSTRÖM", "A\u030a\u0301 Ǆ ǅ ǆ \u0130\u0307"]
+
+
+def fold_hostile(ctx: Ctx) -> None:
+    """One conversation whose messages fold in every way the index must tell apart: capitals outside
+    ASCII, decomposed accents, characters that lower to two, a word counted 300 times."""
+    ts = "2026-01-02T03:04:05Z"
+    if ctx.store == "sam":
+        msgs = [mf.sam_message(f"A0000000-0000-4000-8000-00000000000{i}", "user", t, ts)
+                for i, t in enumerate(FOLD_HOSTILE)]
+        put(ctx.p(f"{NEW_S}/conversation.json"), mf.sam_dumps(mf.sam_doc(NEW_S, "folds", msgs, ts, ts)))
+    else:
+        doc = mf.mermaid_doc(NEW_M, "folds", [mf.mermaid_message("Assistant", t, ts) for t in FOLD_HOSTILE], ts)
+        put(ctx.p(f"{NEW_M}.json"), mf.mermaid_snapshot(doc))
+        put(ctx.p(f"{NEW_M}.meta"), mf.mermaid_meta(doc))
+
+
+def fold_cases() -> list[Case]:
+    return [_s("encoding/fold-hostile-text", fold_hostile, [], target=NEW_S, fast=True),
+            _m("encoding/fold-hostile-text", fold_hostile, [], target=NEW_M, fast=True)]

@@ -18,7 +18,9 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.search import text
 
-INDEX_VERSION = 5  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors
+INDEX_VERSION = 6  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
+# 5: the manifest's tables checked when used, its conversations in buckets; 6: a row's folded text kept
+# only where it is not ``lower_ascii`` of its text, a posting's count in a byte and its row in two
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -38,19 +40,24 @@ META_FIELDS = [
     ("kind", "u1"), ("role", "u1"), ("ctype", "u1"), ("flags", "u1"), ("conv", "<i4"), ("pos", "<i8"),
     ("date", "<f8"), ("imp", "<f8"), ("ntok", "<u4"), ("dim", "<i4"), ("dkey", "<u8"), ("crc", "<u4"),
 ]
-# section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), B (bytes)
+# section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), X (postings
+# counted 255 or more), B (bytes)
 SECTIONS = {
     "meta": (None, ("R",)),
     "text_off": ("<i8", ("R+1",)),
     "text": ("|u1", ("B",)),
     "ltext_off": ("<i8", ("R+1",)),
-    "ltext": ("|u1", ("B",)),
+    "ltext": ("|u1", ("B",)),  # a row's folded text, or nothing where it is ``lower_ascii`` of its text
     "ref_off": ("<i8", ("R+1",)),
     "ref": ("|u1", ("B",)),
+    # postings grouped by (term key, block of 65,536 rows): a key has one group per block it is in
     "tok_keys": ("<u8", ("K",)),
+    "tok_blk": ("<u2", ("K",)),
     "tok_ptr": ("<i8", ("K+1",)),
-    "tok_rows": ("<i4", ("P",)),
-    "tok_tf": ("<u2", ("P",)),
+    "tok_rows": ("<u2", ("P",)),  # a posting's row, less its group's block * 65,536
+    "tok_tf": ("|u1", ("P",)),  # a posting's count, 255 for 255 or more: then in tok_bigtf
+    "tok_bigp": ("<i8", ("X",)),  # the postings counted 255 or more, ascending
+    "tok_bigtf": ("<u2", ("X",)),  # their counts
     "voc": ("|u1", ("B",)),
     "convs": ("|u1", ("B",)),
     # what ranking reads of every row, each column contiguous (the meta records are 56 bytes apart:
@@ -101,6 +108,13 @@ def token_key(tok: str) -> int:
 
 def encode_text(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
+
+
+def lower_ascii(b):
+    """``b`` (bytes or bytearray) with its ASCII capitals lowered, every other byte as it is
+    (``bytes.lower``): the folded form (``scoring.fold``) of an ASCII text's UTF-8, and of most
+    others' (a row's section ``ltext`` holds its folded form only where this is not it)."""
+    return b.lower()
 
 
 def row_crc(conv: str, kind: int, role: int, ctype: int, flags: int, pos: int, date: float, imp: float, dim: int,

@@ -17,7 +17,7 @@ from collections import Counter
 from samctl.search import scoring
 from samctl.search import text as tx
 from samctl.search.index.format import (ARCHIVED, CTYPES, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, encode_text, load_numpy,
-                                      dedupe_key, meta_dtype, row_crc)
+                                      dedupe_key, lower_ascii, meta_dtype, row_crc)
 from samctl.search.index.sources import Source
 from samctl.stores import workers
 
@@ -109,15 +109,24 @@ def _blob(pieces) -> tuple:
 
 
 def _folded_blob(texts) -> tuple:
-    """``_blob`` of ``encode_text(scoring.fold(t))`` for each text; a long text folded and appended a piece
-    at a time (folding does not change across the spaces and newlines the pieces are cut at:
-    ``scoring.split_pieces``), so its folded form is never held whole besides the blob."""
+    """``_blob`` of the folded form of each text (``encode_text(scoring.fold(t))``), left empty where it
+    is the text's UTF-8 with A-Z lowered (``format.lower_ascii``: every ASCII text, and most others),
+    which a search makes itself; kept only where folding changes more (a capital outside ASCII, a
+    decomposed accent).  A long text is folded and appended a piece at a time (folding does not change
+    across the spaces and newlines the pieces are cut at: ``scoring.split_pieces``), so its folded form
+    is never held whole besides the blob."""
     out = bytearray()
     lens = []
     for t in texts:
         before = len(out)
-        for piece in scoring.split_pieces(t) if len(t) > scoring.PIECE else (t,):
-            out += encode_text(scoring.fold(piece))
+        if not t.isascii():
+            same = True
+            for piece in scoring.split_pieces(t) if len(t) > scoring.PIECE else (t,):
+                folded = encode_text(scoring.fold(piece))
+                same = same and folded == lower_ascii(encode_text(piece))
+                out += folded
+            if same:
+                del out[before:]
         lens.append(len(out) - before)
     return out, load_numpy().array(lens, dtype=load_numpy().int64)
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from samctl.search.index.rows import Chunk
 
 
+BLOCK_BITS = 16  # a posting's row is stored as its low 16 bits; the rest is its group's block
+BIG_TF = 255  # a posting counted this many times or more has its count in tok_bigtf
 ROW_BYTES = 56 + 3 * 8  # what a row costs a segment besides its blobs and postings: meta, offsets
 POSTING_BYTES = 8 + 4 + 2  # a term key, a row and a count, before they are grouped
 
@@ -128,8 +130,13 @@ class SegmentWriter:
         t = np.concatenate(self.tok_tf) if self.tok_tf else np.zeros(0, dtype=np.uint16)
         order = np.argsort(h, kind="stable")  # (stable: a term's rows stay ascending, as they were added)
         hs = h[order]
-        out["tok_rows"] = r[order].astype(np.int32)
-        out["tok_tf"] = t[order].astype(np.uint16)
+        r = r[order].astype(np.int64)
+        blk = r >> BLOCK_BITS
+        out["tok_rows"] = (r & ((1 << BLOCK_BITS) - 1)).astype(np.uint16)
+        t = t[order]
+        out["tok_bigp"] = np.flatnonzero(t >= BIG_TF).astype(np.int64)  # (few: a count of one byte for the rest)
+        out["tok_bigtf"] = t[out["tok_bigp"]].astype(np.uint16)
+        out["tok_tf"] = np.minimum(t, BIG_TF).astype(np.uint8)
         voc = "\n".join(sorted(self.vocab)).encode("utf-8", "surrogatepass")
         out["voc"] = np.frombuffer(voc, dtype=np.uint8)
         out["convs"] = np.frombuffer(orjson.dumps(list(self.conv_index)), dtype=np.uint8)
@@ -137,10 +144,11 @@ class SegmentWriter:
         for name, field in (("r_len", "ntok"), ("r_conv", "conv"), ("r_kind", "kind"), ("r_role", "role")):
             out[name] = np.ascontiguousarray(meta[field])
         if len(hs):
-            starts = np.flatnonzero(np.concatenate(([True], hs[1:] != hs[:-1])))
+            starts = np.flatnonzero(np.concatenate(([True], (hs[1:] != hs[:-1]) | (blk[1:] != blk[:-1]))))
         else:
             starts = np.zeros(0, dtype=np.int64)
         out["tok_keys"] = hs[starts]
+        out["tok_blk"] = blk[starts].astype(np.uint16)  # (rows < 2**31: a block < 2**15)
         out["tok_ptr"] = np.concatenate((starts, [len(hs)])).astype(np.int64)
         return out
 
@@ -159,8 +167,9 @@ class SegmentWriter:
             return seg
         try:
             sec = {}
-            for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_ptr",
-                         "tok_rows", "tok_tf", "voc", "convs", "r_len", "r_conv", "r_kind", "r_role"):
+            for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_blk",
+                         "tok_ptr", "tok_rows", "tok_tf", "tok_bigp", "tok_bigtf", "voc", "convs", "r_len", "r_conv",
+                         "r_kind", "r_role"):
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
@@ -303,6 +312,38 @@ class Segment:
         with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
             return zlib.crc32(part, value)
 
+    def term_postings(self, key):
+        """(first posting, end, rows as int64 ascending) of the term key ``key`` (a numpy uint64), or None."""
+        np = load_numpy()
+        keys = self.a["tok_keys"]
+        i, j = int(np.searchsorted(keys, key)), int(np.searchsorted(keys, key, side="right"))
+        if i >= j:
+            return None
+        ptr = self.a["tok_ptr"][i:j + 1]
+        a, b = int(ptr[0]), int(ptr[-1])
+        rows = self.read("tok_rows", a, b).astype(np.int64)
+        if j == i + 1:  # (one block: every term of a segment of at most 65,536 rows)
+            rows += int(self.a["tok_blk"][i]) << BLOCK_BITS
+        else:
+            rows += np.repeat(self.a["tok_blk"][i:j].astype(np.int64) << BLOCK_BITS, np.diff(ptr))
+        return a, b, rows
+
+    def posting_rows(self):
+        """Every posting's row (int64), in posting order."""
+        np = load_numpy()
+        high = np.repeat(self.a["tok_blk"].astype(np.int64) << BLOCK_BITS, np.diff(self.a["tok_ptr"]))
+        return self.a["tok_rows"].astype(np.int64) + high
+
+    def tfs(self, a: int = 0, b: int | None = None):
+        """The counts (uint16) of postings ``a`` to ``b`` (default: all)."""
+        np = load_numpy()
+        tf = (self.a["tok_tf"][a:] if b is None else self.read("tok_tf", a, b)).astype(np.uint16)
+        big = self.a["tok_bigp"]
+        i, j = np.searchsorted(big, (a, len(self.a["tok_tf"]) if b is None else b)).tolist()
+        if i < j:
+            tf[big[i:j] - a] = self.a["tok_bigtf"][i:j]
+        return tf
+
     def size(self, kind: str, i: int) -> int:
         off = self.offsets(kind)
         return int(off[i + 1] - off[i])
@@ -423,6 +464,9 @@ class Segment:
         # (a blob's offsets are checked when first used: Segment.offsets)
         if not consistent(a["tok_ptr"], len(a["tok_rows"])):
             raise BadIndex(f"{self.name}: token pointers are not consistent")
+        big = a["tok_bigp"]
+        if len(big) and (big[0] < 0 or big[-1] >= len(a["tok_tf"]) or np.any(big[1:] <= big[:-1])):
+            raise BadIndex(f"{self.name}: the big counts are not consistent")
         # codes (kind, role, content type, conversation) are checked where a row is used: Segment.row
 
     def verify(self) -> list[str]:

@@ -369,7 +369,7 @@ def _row_bytes(seg: Segment):
     b = np.full(seg.rows, ROW_BYTES, dtype=np.int64)
     for k in ("text", "ltext", "ref"):
         b += np.diff(seg.a[k + "_off"])
-    rows = seg.tok_rows
+    rows = seg.posting_rows()
     b += POSTING_BYTES * np.bincount(rows[(rows >= 0) & (rows < seg.rows)], minlength=seg.rows)
     return b
 
@@ -377,10 +377,10 @@ def _row_bytes(seg: Segment):
 def _postings_by_row(seg: Segment):
     """(term keys, rows, counts) of every posting of ``seg``, ordered by row."""
     np = load_numpy()
-    rows = seg.tok_rows.astype(np.int64)
+    rows = seg.posting_rows()
     keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
     order = np.argsort(rows, kind="stable")
-    return keys[order], rows[order], seg.tok_tf[order]
+    return keys[order], rows[order], seg.tfs()[order]
 
 
 def _cut(cum, cuts, a: int, b: int, room: int, empty: bool) -> int | None:
