@@ -432,34 +432,32 @@ def _rows_holding(seg, mask, nb):
     needles = [nb] if isinstance(nb, (bytes, bytearray)) else list(nb)
     kept = np.diff(seg.ltext_off) > 0
     mask = np.asarray(mask, dtype=bool)
-    stored = _find_in_runs(seg.bufs["ltext"], seg.ltext_off, mask & kept, needles, False)
+    stored = _find_in_runs(seg, "ltext", mask & kept, needles, False)
     # (a needle without ASCII letters matches the text where it matches it lowered: nothing to lower)
     lower = any(n.upper() != n for n in needles)
-    lowered = _find_in_runs(seg.bufs["text"], seg.text_off, mask & ~kept, needles, lower)
+    lowered = _find_in_runs(seg, "text", mask & ~kept, needles, lower)
     return np.unique(np.array(stored + lowered, dtype=np.int64))
 
 
-def _find_in_runs(buffer, offsets, mask, needles: list, lower: bool) -> list:
-    """The rows ``mask`` keeps whose bytes (``offsets[r]:offsets[r + 1]`` of ``buffer`` = (buffer, base))
-    hold one of ``needles``, lowered first if ``lower`` (a row may come once for each needle).
-    Searched run by run of the rows kept (a conversation's rows are together) with the buffer's own
-    ``find``; after a match, the search goes on at the end of its row."""
+def _find_in_runs(seg, kind: str, mask, needles: list, lower: bool) -> list:
+    """The rows ``mask`` keeps whose bytes of the blob ``kind`` hold one of ``needles``, lowered first
+    if ``lower`` (a row may come once for each needle).  Searched run by run of the rows kept (a
+    conversation's rows are together), a window of rows at a time read with ``Segment.blob_bytes`` (never
+    the whole blob mapped at once: its pages would count as the process's memory), with ``find``;
+    after a match, the search goes on at the end of its row."""
     np = ix.load_numpy()
     if not mask.any():
         return []
-    buf, base = buffer
-    off = offsets.tolist()
+    off = seg.offsets(kind).tolist()
     m = np.concatenate(([0], mask.astype(np.int8), [0]))
     edges = np.flatnonzero(np.diff(m)).tolist()
     out: list = []
     for a, b in zip(edges[0::2], edges[1::2]):
-        if not lower:
-            for nb in needles:
-                _find_rows(buf, base, off, a, b, nb, out)
-            continue
-        while a < b:  # a window of rows at a time: lowering never copies the whole run
+        while a < b:  # a window of rows at a time (a longer row: the row)
             c = max(a + 1, bisect.bisect_right(off, off[a] + FOLD_WINDOW, a + 1, b + 1) - 1)
-            hay = ix.lower_ascii(buf[base + off[a]: base + off[c]])
+            hay = seg.blob_bytes(kind, off[a], off[c])
+            if lower:
+                hay = ix.lower_ascii(hay)
             for nb in needles:
                 _find_rows(hay, -off[a], off, a, c, nb, out)
             a = c

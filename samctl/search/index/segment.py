@@ -296,6 +296,16 @@ class Segment:
             raise BadIndex(f"{self.name}: section {name} is short")
         return load_numpy().frombuffer(raw, dtype=arr.dtype)
 
+    def blob_bytes(self, kind: str, lo: int, hi: int) -> bytes:
+        """Bytes ``lo`` to ``hi`` of the blob ``kind``, copied (pread from a file: see ``read``)."""
+        if self.fd is None:
+            buf, base = self.bufs[kind]
+            return bytes(buf[base + lo: base + hi])
+        raw = os.pread(self.fd, hi - lo, self.header["sections"][kind][0] + lo)
+        if len(raw) != hi - lo or not 0 <= lo <= hi <= len(self.a[kind]):
+            raise BadIndex(f"{self.name}: section {kind} is short")
+        return raw
+
     def span(self, kind: str, a: int, b: int):
         """The bytes of rows ``a`` to ``b`` (exclusive) of the blob ``kind``, as the buffer slices them."""
         buf, base = self.bufs[kind]
