@@ -50,21 +50,18 @@ class IndexCorpus:
         self.live = cat([s.alive for s in segs], bool)
         self.kind = cat([s.r_kind for s in segs], np.uint8)
         self.role_code = cat([s.r_role for s in segs], np.uint8)
-        self.length = cat([s.r_len for s in segs], np.float64) * self.live
+        self.length = np.multiply(cat([s.r_len for s in segs], np.uint32), self.live, dtype=np.float64)
         self._dates = None
-        group, base = [], 0
-        for s in segs:
-            c = s.r_conv
+        self.group = np.empty(self.size, np.int64)
+        base = 0
+        for p in self.parts:
+            s, c = p.seg, p.seg.r_conv
             if len(c) and (int(c.min()) < 0 or int(c.max()) >= s.nconvs):
                 raise BadIndex(f"{s.name}: conversation codes out of range")
-            g = c.astype(np.int64)
-            g += base
-            g[s.r_kind != MESSAGE] = -1
-            group.append(g)
+            np.add(c, base, out=self.group[p.start:p.start + s.rows])
             base += s.nconvs
         self.groups = base
-        self.group = cat(group, np.int64)
-        self.group[~self.live] = -1
+        np.putmask(self.group, (self.kind != MESSAGE) | ~self.live, -1)  # groups hold alive messages only
         # same[i]: row i-1 is row i's previous turn (a conversation's rows are adjacent in its segment;
         # group numbers never span segments)
         self.same = np.zeros(self.size, bool)
