@@ -363,8 +363,9 @@ def make_query(text: str, **kw):
     return SearchQuery(text=text, **{k: v for k, v in kw.items() if k in names})
 
 
-def searcher(root: Path, text: str, **kw):
-    """A function running one search in this process (the store opened each time, as a search does)."""
+def searcher(root, text: str, **kw):
+    """A function running one search in this process (the store opened each time, as a search does).
+    ``root``: a store's root, or a function returning the stores to search together (bench_cross_search)."""
     from samctl.search import retrieve
     from samctl.stores import open_store
 
@@ -376,7 +377,7 @@ def searcher(root: Path, text: str, **kw):
 
             plan = parse(text)
         q = make_query(text, **dict(kw, where=kw.get("where") or (plan.where if plan else None)))
-        return retrieve.search(open_store(str(root)), q, [], None, plan)
+        return retrieve.search(root() if callable(root) else open_store(str(root)), q, [], None, plan)
 
     return run
 
