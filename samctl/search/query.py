@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from samctl.errors import UsageError
 from samctl.safetext import quoted
-from samctl.search.text import _W, fold, tokens, words
+from samctl.search.text import WORD_CHARS, fold, tokens, words
 
 MAX_TERMS = 256  # words (a phrase's each), prefixes and filters of one query
 MIN_PREFIX = 2  # characters before a *: a shorter prefix would expand to most of the vocabulary
@@ -119,7 +119,7 @@ def phrase_test(phrase: str):
     want = _sequence(phrase)
     if not want:
         return lambda text: False
-    between = f"(?:[^{_W[1:-1]}]|[-'.])*"  # what may lie between two words of the sequence
+    between = f"(?:[^{WORD_CHARS[1:-1]}]|[-'.])*"  # what may lie between two words of the sequence
     loose = re.compile(between.join(re.escape(w) for w in want))
 
     def holds(text: str) -> bool:

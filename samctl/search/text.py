@@ -20,8 +20,9 @@ TERMS_NAME = "fold-porter-cjk2-v1"  # names what tokens() gives: change it whene
 _NOSPACE = ("\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
             "\u1100-\u11ff\u3130-\u318f\uff66-\uff9f")
 _NOSPACE_RUN = re.compile(f"[{_NOSPACE}]+")
-# Word characters: \w plus the marks inside words of Hebrew, Arabic, Indic, Thai, Lao, Myanmar, Khmer.
-_W = "[\\w\u0591-\u05bd\u05bf-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]"
+# Word characters (a regular-expression class): \w plus the marks inside words of Hebrew, Arabic, Indic, Thai, Lao, Myanmar, Khmer.
+WORD_CHARS = "[\\w\u0591-\u05bd\u05bf-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]"
+_W = WORD_CHARS
 # A word: word characters, with inner hyphens, apostrophes or dots kept together (spotter-dov, don't, v1.2).
 _TOKEN = re.compile(f"{_W}+(?:[-'.]{_W}+)*")
 
