@@ -5,6 +5,7 @@ every writing command refuses with one line (exit 2) before touching anything.""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -112,3 +113,26 @@ def test_warm_ls_reads_no_session(claude, run, monkeypatch):
     calls.clear()
     assert run("--root", claude, "ls", "--format", "json").stdout == first and calls == []
     assert run("--root", claude, "--no-cache", "ls", "--format", "json").stdout == first and len(calls) == 3
+
+
+@pytest.mark.parametrize("copies", [3, 14])
+def test_search_sums_up_the_notes_of_many_sessions(tmp_path, run, copies, monkeypatch):
+    """A note (an info finding: records of unknown types kept as is) for each of thousands of sessions
+    would bury the results: past 10 files, search says one line per code; for a few, each as before."""
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / ".claude"
+    shutil.copytree(REPO / "fixtures" / "demo" / "claude_code", root, symlinks=True)
+    src = root / "projects" / "-home-ana-api" / f"{S1}.jsonl"
+    for n in range(copies - 1):
+        new = f"{S1[:-4]}{n:04d}"
+        (src.parent / f"{new}.jsonl").write_text(src.read_text().replace(S1, new))
+    r = run("--root", root, "search", "login", "timeout")
+    assert r.exit_code == 0, r.stderr
+    notes = [x for x in r.stderr.splitlines() if x.startswith("info: unknown-type")]
+    if copies > 10:
+        assert len(notes) == 1 and re.search(r": (\d+) notes in (\d+) files of this store", notes[0])
+        assert int(re.search(r"notes in (\d+) files", notes[0])[1]) >= copies and "check` lists each" in notes[0]
+    else:
+        assert len(notes) >= copies and all("files of this store" not in x for x in notes)
+    r2 = run("--root", root, "search", "login", "timeout", "--no-index")
+    assert (r2.exit_code, r2.stdout, r2.stderr) == (r.exit_code, r.stdout, r.stderr)

@@ -115,7 +115,8 @@ CORRUPTIONS = {
     "wrong body version": lambda d: _patch_manifest(d, body_v=0),
     "flipped manifest byte": lambda d: _flip(d / "manifest", 30),
     "flipped byte of the manifest's source table": lambda d: _flip(d / "manifest", _table_at(d, "src") + 3),
-    "flipped byte of the manifest's titles": lambda d: _flip(d / "manifest", _table_at(d, 1) + 3),
+    "flipped byte of the manifest's titles": lambda d: _flip(d / "manifest", _table_at(d, 2) + 3),
+    "flipped byte of the manifest's notes": lambda d: _flip(d / "manifest", _table_at(d, 1) + 3),
     "flipped last manifest byte": lambda d: _flip(d / "manifest", os.path.getsize(d / "manifest") - 1),
     "flipped segment header": lambda d: _flip(_segment(d), os.path.getsize(_segment(d)) - 40),
 }
@@ -128,8 +129,8 @@ def _flip(p, offset):
 
 
 def _table_at(d, i):
-    """Where the manifest's table ``i`` starts (the head's line, then a line per table: "src" (0), then
-    each bucket of the conversation table)."""
+    """Where the manifest's table ``i`` starts (the head's line, then a line per table: "src" (0),
+    "notes" (1), then each bucket of the conversation table)."""
     raw = (d / "manifest").read_bytes()
     lines = raw[16:].split(b"\n")
     return 16 + sum(len(x) + 1 for x in lines[:1 + (0 if i == "src" else i)])
@@ -137,8 +138,8 @@ def _table_at(d, i):
 
 def _patch_manifest(d, v=None, body_v=None):
     raw = (d / "manifest").read_bytes()
-    head, src, *conv = raw[16:].split(b"\n")
-    body = {**json.loads(head), "src": json.loads(src), "conv": [json.loads(b) for b in conv]}
+    head, src, notes, *conv = raw[16:].split(b"\n")
+    body = {**json.loads(head), "src": json.loads(src), "notes": json.loads(notes), "conv": [json.loads(b) for b in conv]}
     if body_v is not None:
         body["v"] = body_v
     ix.write_manifest_bytes(d / "manifest", body, version=v if v is not None else ix.INDEX_VERSION)
@@ -470,7 +471,7 @@ def test_index_check_reads_every_table_of_the_manifest(run, sam):
     """A title bucket no search has read yet is checked by `samctl index`, and the index dropped."""
     run("--root", sam, "index", "--rebuild")
     d = ix.index_dir(open_store(str(sam)))
-    _flip(d / "manifest", _table_at(d, 1) + 3)
+    _flip(d / "manifest", _table_at(d, 2) + 3)
     doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
     assert doc["valid"] is False and any("manifest" in p for p in doc["problems"]) and doc["dropped"]
 

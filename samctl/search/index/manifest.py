@@ -19,10 +19,11 @@ import orjson
 
 from samctl import fsafe
 from samctl.search.index.format import INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TERMS_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy
-from samctl.model import ERROR, Finding
+from samctl.model import ERROR, INFO, Finding
 
 
-TABLES = ("src", "conv")  # parsed and checked when used; "conv" is a list of buckets, a line each
+TABLES = ("src", "notes", "conv")  # parsed and checked when used; "conv" is a list of buckets, a line each
+NOTES_SUMMED = 10  # more sources than this with notes (info findings): a search says one line per code
 BUCKET = 256  # conversations per bucket of the conversation table, about: a title costs parsing one bucket
 CONV_COLS = ("pos", "ids", "titles", "topics", "topic_names")  # a bucket's columns; pos: order found
 
@@ -37,7 +38,8 @@ def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -
     ``TABLES``, plus each table's length and crc32), then each table (each bucket of "conv"), each after a
     newline (orjson never writes a raw newline).  The file's own checksum covers the head only: a table
     is checked when used."""
-    tables = [orjson.dumps(body.get("src"))] + [orjson.dumps(b) for b in body.get("conv") or []]
+    tables = [orjson.dumps(body.get("src")), orjson.dumps(body.get("notes") or {"rows": {}, "keys": {}})]
+    tables += [orjson.dumps(b) for b in body.get("conv") or []]
     head = {k: v for k, v in body.items() if k not in TABLES}
     head["tables"] = [[len(t), zlib.crc32(t)] for t in tables]
     head = orjson.dumps(head)
@@ -54,7 +56,7 @@ def encode_manifest(man: dict) -> dict:
     one list per field, which parses several times faster than one object per source."""
     names = {s["name"]: i for i, s in enumerate(man["segments"])}
     src = {c: [] for c in _SRC_COLS}
-    findings, infos = {}, {}
+    findings, noted, infos = {}, {}, {}
     for i, (key, e) in enumerate(man["sources"].items()):
         src["keys"].append(key)
         src["kinds"].append(e["kind"])
@@ -63,8 +65,13 @@ def encode_manifest(man: dict) -> dict:
         src["segs"].append(names.get(e["seg"], -1))
         src["start"].append(e["start"])
         src["end"].append(e["end"])
-        if e["findings"]:
-            findings[str(i)] = e["findings"]
+        if e["findings"]:  # problems in the head (every search reports them), notes (info) in a table
+            probs = [f for f in e["findings"] if f[3] != INFO]
+            notes = [f for f in e["findings"] if f[3] == INFO]
+            if probs:
+                findings[str(i)] = probs
+            if notes:
+                noted[str(i)] = notes
         if e["infos"]:
             infos[str(i)] = e["infos"]
     src["infos"] = infos
@@ -78,8 +85,15 @@ def encode_manifest(man: dict) -> dict:
         b = buckets[bucket_of(c["id"], n)]
         for k, v in zip(CONV_COLS, (pos, c["id"], c.get("title"), c.get("topic"), c.get("topic_name"))):
             b[k].append(v)
+    summed: dict = {}  # code -> [notes, sources]
+    for rows in noted.values():
+        for code in dict.fromkeys(f[0] for f in rows):
+            got = summed.setdefault(code, [0, 0])
+            got[0] += sum(1 for f in rows if f[0] == code)
+            got[1] += 1
+    notes = {"rows": noted, "keys": {i: [src["keys"][int(i)], src["convs"][int(i)]] for i in noted}}
     body.update(segments=man["segments"], hidden=man["hidden"], findings=findings, fkeys=fkeys, src=src,
-                conv=buckets)
+                notes=notes, notes_count=summed, conv=buckets)
     return body
 
 
@@ -92,9 +106,9 @@ class Manifest:
         self.hidden = body["hidden"]
         # "src" and each conversation bucket ("conv", i): (raw bytes, crc32) until first used (then
         # checked), or itself (an encoded body's)
-        self._tables = tables if tables is not None else {"src": body["src"],
+        self._tables = tables if tables is not None else {"src": body["src"], "notes": body["notes"],
                                                           **{("conv", i): b for i, b in enumerate(body["conv"])}}
-        self.buckets = len(self._tables) - 1
+        self.buckets = len(self._tables) - 2
         self._sources = self._convs = self._sig = None
 
     def _table(self, name: str):
@@ -103,7 +117,8 @@ class Manifest:
             raw, crc = t
             if zlib.crc32(raw) != crc:
                 raise BadIndex("manifest: checksum mismatch")
-            t = _checked_src(raw, self.segments) if name == "src" else _checked_bucket(raw)
+            t = (_checked_src(raw, self.segments) if name == "src" else _checked_notes(raw) if name == "notes"
+                 else _checked_bucket(raw))
             self._tables[name] = t
         return t
 
@@ -133,7 +148,9 @@ class Manifest:
         if self._sources is None:
             names = [s["name"] for s in self.segments]
             src = self.src
-            fnd, inf = self.body["findings"], src["infos"]
+            inf, notes = src["infos"], self._table("notes")["rows"]
+            fnd = {i: self.body["findings"].get(i, []) + notes.get(i, [])
+                   for i in dict.fromkeys([*self.body["findings"], *notes])}
             self._sources = {
                 k: {"kind": kind, "conv": conv, "sig": sig, "seg": names[seg] if seg >= 0 else None, "start": a,
                     "end": b, "findings": fnd.get(str(i), []), "infos": inf.get(str(i), [])}
@@ -184,6 +201,16 @@ class Manifest:
         out = []
         for i, rows in items:
             out += findings_of(fkeys[i][1], rows, scope)
+        summed = self.body["notes_count"]
+        if scope is None and sum(files for _, files in summed.values()) > NOTES_SUMMED:
+            # (a note per file, for thousands of files, would bury the results: one line per code)
+            for code, (n, files) in summed.items():
+                out.append(Finding(code, self.body["root"], f"{n:,} notes in {files:,} files of this store "
+                                   "(`samctl check` lists each)", INFO))
+            return out
+        notes = self._table("notes")
+        for i, rows in notes["rows"].items():
+            out += findings_of(notes["keys"][i][1], rows, scope)
         return out
 
     def keys_with_findings(self) -> set:
@@ -227,10 +254,10 @@ def read_manifest(path: Path, store) -> Manifest:
     m = _loads(head)
     tables, at = {}, nl + 1
     try:
-        if not (isinstance(m, dict) and isinstance(m.get("tables"), list) and len(m["tables"]) >= 2):
+        if not (isinstance(m, dict) and isinstance(m.get("tables"), list) and len(m["tables"]) >= 3):
             raise BadIndex("manifest: not head and tables")
         for j, (n, tcrc) in enumerate(m["tables"]):
-            name = "src" if j == 0 else ("conv", j - 1)
+            name = "src" if j == 0 else "notes" if j == 1 else ("conv", j - 2)
             end = at + n
             if not (type(n) is int and type(tcrc) is int and n >= 0 and end <= len(raw)
                     and raw[end:end + 1] == (b"\n" if j < len(m["tables"]) - 1 else b"")):
@@ -257,6 +284,9 @@ def read_manifest(path: Path, store) -> Manifest:
             if k not in names or not _ints(v) or not all(0 <= r < seg_rows[k] for r in v):
                 raise BadIndex("manifest: bad hidden rows")
         finding = (lambda f: isinstance(f, list) and len(f) == 5 and all(isinstance(x, str) or x is None for x in f))
+        summed = m["notes_count"]
+        if not (isinstance(summed, dict) and all(_ints(v, 2) for v in summed.values())):
+            raise BadIndex("manifest: bad source details")
         fkeys = m["fkeys"]
         if not (isinstance(fkeys, dict) and fkeys.keys() == m["findings"].keys()):
             raise BadIndex("manifest: bad source details")
@@ -320,6 +350,27 @@ def _checked_src(raw: bytes, segments: list) -> dict:
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
     return src
+
+
+def _checked_notes(raw) -> dict:
+    """The notes table (info findings by source position, and those sources' keys and conversations),
+    checked; raises BadIndex."""
+    t = _loads(raw)
+    try:
+        rows, keys = t["rows"], t["keys"]
+        ok = isinstance(rows, dict) and isinstance(keys, dict) and rows.keys() == keys.keys() and all(
+            i.isdigit() and isinstance(rs, list) and all(_finding(f) for f in rs) and isinstance(keys[i], list)
+            and len(keys[i]) == 2 and isinstance(keys[i][0], str) and (keys[i][1] is None or isinstance(keys[i][1], str))
+            for i, rs in rows.items())
+    except (KeyError, TypeError, AttributeError):
+        ok = False
+    if not ok:
+        raise BadIndex("manifest: bad source details")
+    return t
+
+
+def _finding(f) -> bool:
+    return isinstance(f, list) and len(f) == 5 and all(isinstance(x, str) or x is None for x in f)
 
 
 def _checked_bucket(raw) -> dict:
