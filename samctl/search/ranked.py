@@ -14,7 +14,7 @@ from __future__ import annotations
 from samctl.search import rank
 from samctl.search import text as tx
 from samctl.search.corpus import IndexCorpus
-from samctl.search.hits import Hit, sort_key, term_snippet
+from samctl.search.hits import KIND_ORDER, Hit, sort_key, term_snippet
 from samctl.search.index.format import MEMORY, ROLES, load_numpy
 from samctl.search.query import phrase_test, title_matches, titles_matching
 
@@ -68,6 +68,8 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
     if rows is None:
         rows = _best_rows(corpus, score, allowed(np.flatnonzero(score > 0)), q.limit, plan)
     terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
+    if len(rows) > q.limit:  # rows tied with the last shown: ordered by sort_key's fields, read cheaply
+        rows = sorted(rows, key=lambda r: _key(corpus, score, r))[: q.limit]
     hits = []
     for r in rows:
         part, local = corpus.locate(int(r))
@@ -80,6 +82,13 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
         hits.append(h)
     hits.sort(key=sort_key)
     return hits[: q.limit]
+
+
+def _key(corpus: IndexCorpus, score, r: int) -> tuple:
+    """``hits.sort_key`` of the hit row ``r`` would make, without making it (its text, checks, snippet)."""
+    part, local = corpus.locate(int(r))
+    kind, _role, _ctype, conv = part.seg.row(local)
+    return (-float(score[r]), KIND_ORDER[kind], conv, int(part.seg.meta[local]["pos"]), part.seg.ref(local) or "")
 
 
 def _holding_any(corpus: IndexCorpus, terms: list):

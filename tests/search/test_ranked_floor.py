@@ -57,3 +57,38 @@ def test_the_floor_is_used_and_given_up_when_too_few_rows_are_above_it(tree, mon
         plan = parse(text)
         assert retrieve.search(open_store(str(tree)), SearchQuery(text=text, limit=limit), [], None, plan)
     assert calls == [(False, False), (False, True), (True, False)]  # used; then too few above it: all rows
+
+
+def test_rows_tied_beyond_the_limit_are_ordered_as_their_hits_would_be(tmp_path, monkeypatch):
+    """Hundreds of identical messages tie; the cheap key orders them exactly as sort_key on full hits."""
+    from samctl.search.hits import sort_key
+
+    import shutil
+    from pathlib import Path
+
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / ".claude"  # the demo's Claude Code session, copied: every copy's rows tie with its own
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "claude_code", root, symlinks=True)
+    sid = "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"
+    src = root / "projects" / "-home-ana-api" / f"{sid}.jsonl"
+    for n in range(12):
+        (src.parent / f"{sid[:-4]}{n:04d}.jsonl").write_text(src.read_text().replace(sid, f"{sid[:-4]}{n:04d}"))
+    text = "login timeout"
+    plan = parse(text)
+
+    def hits(limit):
+        return [(h.conversation_id, h.position, h.kind, h.score, h.ref) for h in
+                retrieve.search(open_store(str(root)), SearchQuery(text=text, limit=limit), [], None, plan)]
+
+    cheap = {n: hits(n) for n in (1, 3, 7)}
+
+    def full_key(corpus, score, r):
+        part, local = corpus.locate(int(r))
+        h = retrieve._hit(part.store, part.index, part.seg, local, part.seg.text(local))
+        h.score = float(score[r])
+        return sort_key(h)
+
+    used = []
+    monkeypatch.setattr(ranked, "_key", lambda *a: used.append(1) or full_key(*a))
+    assert cheap == {n: hits(n) for n in (1, 3, 7)} and all(cheap.values())
+    assert len(used) > 7  # (there were rows tied beyond the limit to order)
