@@ -4,8 +4,8 @@ Rows are numbered across every segment of every index in turn.  Statistics (how 
 term, lengths, their mean) are over the alive rows of the whole union, computed at query time, so an
 index refreshed in parts, one rebuilt from scratch and several stores searched together rank alike.
 Neighbours (``same[i]``: row i-1 is row i's previous turn) are the adjacent messages of the same
-conversation in the same source;
-conversation groups hold messages only (a memory or an archived copy has none).
+conversation in the same source; conversation groups hold messages only (a memory or an archived copy
+has none).
 
 Design notes: docs/search-index.md, "search/corpus.py".
 """

@@ -102,11 +102,11 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
     """The rows that --in/--since/--until/--min-importance/--conversation and role:/title:/store: keep
     (None: every row)."""
     np = corpus.np
-    keep = np.ones(corpus.size, bool)
     where = plan.where or q.where or "all"
     if where == "all" and q.since is None and q.until is None and q.min_importance is None and not plan.roles \
             and not plan.stores and not plan.titles and all(v is None for v in scopes.values()):
         return None  # (nothing filtered: no pass over every row)
+    keep = np.ones(corpus.size, bool)
     if where == "memories":
         keep &= corpus.kind == MEMORY
     elif where == "messages":
