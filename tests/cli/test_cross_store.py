@@ -58,6 +58,17 @@ def _tree(tmp):
     return {p: fingerprint(tmp / p) for p in ("home", "proj")} | {"zip": (tmp / "export.zip").read_bytes()}
 
 
+def _everything(tmp):
+    """The machine's bytes and samctl's data folder (the attics of Claude Code and Codex)."""
+    return _tree(tmp) | {"data": fingerprint(os.environ["XDG_DATA_HOME"])}
+
+
+def _ids(run, parts, tmp) -> set:
+    """The ids ``ls`` lists in the store at ``tmp / parts``."""
+    r = run("--root", tmp.joinpath(*parts), "ls", "--format", "json")
+    return {x["id"] for x in json.loads(r.stdout or "[]")}
+
+
 def _ls(run, *args):
     r = run(*args, "ls", "--format", "json")
     return r, json.loads(r.stdout or "[]")

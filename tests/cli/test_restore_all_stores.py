@@ -10,13 +10,12 @@ two of them (Claude Code and Codex) starting with "5"."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 
 import pytest
 
-from tests.cli.test_cross_store import DEMO, _tree, machine  # noqa: F401 - the fixture: a home with every store
+from tests.cli.test_cross_store import DEMO, _everything, _ids, machine  # noqa: F401 - the fixture: a home with every store
 from tests.conftest import fingerprint
 
 SAM = ("home", "Library", "Application Support", "SAM")
@@ -34,28 +33,13 @@ def _root(tmp, parts):
 
 
 @pytest.fixture
-def attics(run, machine):  # noqa: F811
-    old = time.time() - 3 * 86400  # (the demo files were just checked out: Claude Code and Codex would be live)
-    for top in (machine / "home" / ".claude", machine / "home" / ".codex"):
-        for dirpath, _, filenames in os.walk(top):
-            for name in filenames:
-                os.utime(os.path.join(dirpath, name), (old, old))
+def attics(run, machine):  # noqa: F811 - (the machine's Claude Code and Codex sessions are idle: three days old)
     for _, parts, prefix, _ in DELETED:
         r = run("--root", _root(machine, parts), "rm", prefix, "--yes")
         assert r.exit_code == 0, r.stderr
     for _, parts, cid in FIVES:
         assert run("--root", _root(machine, parts), "rm", cid, "--yes").exit_code == 0
     return machine
-
-
-def _everything(tmp):
-    """The machine's bytes and samctl's data folder (the attics of Claude Code and Codex)."""
-    return _tree(tmp) | {"data": fingerprint(os.environ["XDG_DATA_HOME"])}
-
-
-def _ids(run, parts, tmp):
-    r = run("--root", _root(tmp, parts), "ls", "--format", "json")
-    return {x["id"] for x in json.loads(r.stdout or "[]")}
 
 
 # -- restore ---------------------------------------------------------------------------------------------------
