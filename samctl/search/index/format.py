@@ -10,7 +10,10 @@ Design notes: docs/search-index.md, "search/index/format.py".
 from __future__ import annotations
 
 import hashlib
+import mmap
+import os
 import re
+import stat
 import struct
 import zlib
 from pathlib import Path
@@ -72,6 +75,30 @@ SEG_NAME = re.compile(r"seg-[0-9a-f]{8,40}\.seg\Z")
 
 class BadIndex(Exception):
     """The index on disk cannot be used (the message says why); it will be rebuilt."""
+
+
+def open_mapped(path: Path, label: str, size_problem) -> tuple:
+    """(a read-only descriptor, a read-only map) of the index file ``path``; BadIndex "``label``: why"
+    when it cannot be opened or mapped, is not a regular file, or ``size_problem(size)`` says what is
+    wrong with its size (None: nothing).  The caller keeps or closes the descriptor."""
+    try:
+        fd = fsafe.open_read_fd(path)
+    except OSError as exc:
+        raise BadIndex(f"{label}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadIndex(f"{label}: not a regular file")
+        why = size_problem(st.st_size)
+        if why:
+            raise BadIndex(f"{label}: {why}")
+        try:
+            return fd, mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise BadIndex(f"{label}: {exc}") from None
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def load_numpy():

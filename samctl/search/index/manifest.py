@@ -8,9 +8,7 @@ Design notes: docs/search-index.md, "search/index/manifest.py".
 
 from __future__ import annotations
 
-import mmap
 import os
-import stat
 import struct
 import zlib
 from pathlib import Path
@@ -18,7 +16,8 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.search.index.format import INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TERMS_NAME, TOKEN_HASH_NAME, BadIndex, load_numpy
+from samctl.search.index.format import (INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TERMS_NAME, TOKEN_HASH_NAME, BadIndex,
+                                      load_numpy, open_mapped)
 from samctl.model import ERROR, INFO, Finding
 
 
@@ -302,22 +301,9 @@ def read_manifest(path: Path, store) -> Manifest:
 
 def _mapped(path: Path):
     """The manifest's bytes, mapped read-only (a later rename over it leaves this view as it was)."""
-    try:
-        fd = fsafe.open_read_fd(path)
-    except OSError as exc:
-        raise BadIndex(f"manifest: {exc.strerror or exc}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BadIndex("manifest: not a regular file")
-        if st.st_size < 16:
-            raise BadIndex("manifest: not a samctl index")
-        try:
-            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as exc:
-            raise BadIndex(f"manifest: {exc}") from None
-    finally:
-        os.close(fd)
+    fd, mm = open_mapped(path, "manifest", lambda n: "not a samctl index" if n < 16 else None)
+    os.close(fd)
+    return mm
 
 
 def _loads(raw: bytes):

@@ -9,9 +9,7 @@ Design notes: docs/search-index.md, "search/index/segment.py".
 from __future__ import annotations
 
 import math
-import mmap
 import os
-import stat
 import struct
 import weakref
 import zlib
@@ -23,7 +21,7 @@ import orjson
 from samctl import fsafe
 from samctl.search.index.format import (ALIGN, CTYPES, INDEX_VERSION, KINDS, PREAMBLE, ROLES, SECTIONS,
                                       SEGMENT_MAGIC, TERMS_NAME, TOKEN_HASH_NAME, TRAILER, TRAILER_MAGIC, BadIndex, load_numpy,
-                                      meta_dtype)
+                                      meta_dtype, open_mapped)
 
 if TYPE_CHECKING:
     from samctl.search.index.rows import Chunk
@@ -283,6 +281,13 @@ class Segment:
             self._checked.add(kind)
         return off
 
+    def _pread(self, name: str, start: int, n: int) -> bytes:
+        """``n`` bytes of section ``name`` from byte ``start``, read from the file (see ``read``)."""
+        raw = os.pread(self.fd, n, self.header["sections"][name][0] + start)
+        if len(raw) != n:
+            raise BadIndex(f"{self.name}: section {name} is short")
+        return raw
+
     def read(self, name: str, a: int, b: int):
         """Elements ``a`` to ``b`` (exclusive) of section ``name``, copied: from a file by pread, since a
         page read through the map maps its neighbours too (hundreds of KiB), all counted as this
@@ -291,20 +296,16 @@ class Segment:
         if self.fd is None:
             return arr[a:b]
         item = arr.dtype.itemsize
-        raw = os.pread(self.fd, (b - a) * item, self.header["sections"][name][0] + a * item)
-        if len(raw) != (b - a) * item:
-            raise BadIndex(f"{self.name}: section {name} is short")
-        return load_numpy().frombuffer(raw, dtype=arr.dtype)
+        return load_numpy().frombuffer(self._pread(name, a * item, (b - a) * item), dtype=arr.dtype)
 
     def blob_bytes(self, kind: str, lo: int, hi: int) -> bytes:
         """Bytes ``lo`` to ``hi`` of the blob ``kind``, copied (pread from a file: see ``read``)."""
+        if not 0 <= lo <= hi <= len(self.a[kind]):
+            raise BadIndex(f"{self.name}: {kind} offsets are not consistent")
         if self.fd is None:
             buf, base = self.bufs[kind]
             return bytes(buf[base + lo: base + hi])
-        raw = os.pread(self.fd, hi - lo, self.header["sections"][kind][0] + lo)
-        if len(raw) != hi - lo or not 0 <= lo <= hi <= len(self.a[kind]):
-            raise BadIndex(f"{self.name}: section {kind} is short")
-        return raw
+        return self._pread(kind, lo, hi - lo)
 
     def span(self, kind: str, a: int, b: int):
         """The bytes of rows ``a`` to ``b`` (exclusive) of the blob ``kind``, as the buffer slices them."""
@@ -361,12 +362,7 @@ class Segment:
     def text(self, i: int) -> str:
         if self.fd is not None:  # (pread: see ``read``)
             a, b = (int(x) for x in self.read("text_off", i, i + 2))
-            if not 0 <= a <= b <= len(self.a["text"]):
-                raise BadIndex(f"{self.name}: text offsets are not consistent")
-            raw = os.pread(self.fd, b - a, self.header["sections"]["text"][0] + a)
-            if len(raw) != b - a:
-                raise BadIndex(f"{self.name}: section text is short")
-            return str(raw, "utf-8", "surrogatepass")
+            return str(self.blob_bytes("text", a, b), "utf-8", "surrogatepass")
         buf, base = self.bufs["text"]
         off = self.a["text_off"]
         with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
@@ -385,22 +381,9 @@ class Segment:
     @classmethod
     def open(cls, path: Path, root: str, expect: dict) -> "Segment":
         np = load_numpy()
-        try:
-            fd = fsafe.open_read_fd(path)
-        except OSError as exc:
-            raise BadIndex(f"{path.name}: {exc.strerror}") from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise BadIndex(f"{path.name}: not a regular file")
-            if st.st_size != expect["size"] or st.st_size < PREAMBLE + TRAILER.size:
-                raise BadIndex(f"{path.name}: {st.st_size} bytes, the manifest says {expect['size']}")
-            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        except BaseException:
-            os.close(fd)
-            raise
-        keep = _keep_fd()
-        if not keep:  # (too many open already: this one reads through its map)
+        fd, mm = open_mapped(path, path.name, lambda n: None if n == expect["size"] and n >= PREAMBLE + TRAILER.size
+                             else f"{n} bytes, the manifest says {expect['size']}")
+        if not _keep_fd():  # (too many open already: this one reads through its map)
             os.close(fd)
             fd = None
         else:
