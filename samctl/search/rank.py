@@ -214,9 +214,11 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     Only the keys holding a term are computed (a rare word costs its postings, not the corpus)."""
     found = [(t, corpus.postings(fld, t)) for t in dict.fromkeys(terms)]
     found = [(t, keys, tfs) for t, (keys, tfs) in found if keys.size]
-    lens, live = corpus.lengths(fld) if found else (None, None)
-    scores = np.zeros(lens.size if found else corpus.keys(fld))
-    n = int(np.count_nonzero(live)) if found else 0
+    if not found:
+        return np.zeros(corpus.keys(fld))
+    lens, live = corpus.lengths(fld)
+    scores = np.zeros(lens.size)
+    n = int(np.count_nonzero(live))
     if n == 0:
         return scores
     mean = float(lens.sum()) / n or 1.0  # (lengths are 0 where not alive)
