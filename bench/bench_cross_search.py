@@ -145,28 +145,15 @@ def measure_queries(roots: dict, rounds: int) -> dict:
 
 def measure_cli(env: dict, cwd: str, med: dict, repeat: int) -> None:
     """The whole `samctl search` process over the union (no --root) for bench_search's CLI_SAMPLE."""
-    base = bs.samctl_argv() + ["search"]
     old = os.getcwd()
     os.chdir(cwd)  # (launch starts its child here: no ./.mermaid of ours is found)
     try:
-        py = [bs.launch([sys.executable, "-c", "pass"], env)["wall"] for _ in range(repeat + 1)][1:]
-        walls, peaks, codes = [], [], {}
-        for _, q in bs.CLI_SAMPLE:
-            runs = [bs.launch(base + ["--", q], env, sample=True) for _ in range(repeat + 1)][1:]
-            walls.append(statistics.median(r["wall"] for r in runs))
-            peaks.append(max(max(r["maxrss"], r["rss"] or 0) for r in runs))
-            codes[q] = runs[-1]["exit"]
+        walls, peaks, codes, py = bs.cli_runs(bs.samctl_argv() + ["search"], env, repeat, sample=True)
     finally:
         os.chdir(old)
     inproc = [med["union"][q] for _, q in bs.CLI_SAMPLE if q in med.get("union", {})]
-    print(f"\nwhole `samctl search` process over every store (no --root), {len(bs.CLI_SAMPLE)} queries (every tenth; "
-          f"median of {repeat} each): median {bs.ms(statistics.median(walls))}, max {bs.ms(max(walls))}; peak RSS "
-          f"{max(peaks):,.0f} MiB at most (goal <= {bs.GOALS['rss']} MiB)")
-    print(f"  beside: the same queries in-process over the union, median "
-          f"{bs.ms(statistics.median(inproc)) if inproc else 'n/a'}; a bare `python -c pass` {bs.ms(statistics.median(py))}")
-    bad = {q: c for q, c in codes.items() if c not in (0, 1, 4)}
-    if bad:
-        print("  exit codes other than 0/1/4: " + "; ".join(f"{q!r} -> {c}" for q, c in bad.items()))
+    print()
+    bs.print_cli(" over every store (no --root)", walls, peaks, codes, py, inproc, "")
 
 
 def main(argv=None) -> int:

@@ -521,25 +521,36 @@ def measure_queries(root: Path, c: dict, rounds: int, rank: str | None) -> dict:
     return med
 
 
-def measure_cli(root: Path, env: dict, med: dict, repeat: int, rank: str | None) -> None:
-    base = samctl_argv() + ["--root", str(root), "search"] + (["--rank", rank] if rank else [])
+def cli_runs(base: list, env: dict, repeat: int, sample: bool = False) -> tuple:
+    """The whole process ``base + ["--", q]`` for every query of CLI_SAMPLE, ``repeat`` times after an
+    untimed run: (median wall per query, peak RSS per query, last exit code by query), and a bare
+    ``python -c pass``'s median wall beside them."""
     py = [launch([sys.executable, "-c", "pass"], env)["wall"] for _ in range(repeat + 1)][1:]
-    walls, peaks, codes, inproc = [], [], {}, []
+    walls, peaks, codes = [], [], {}
     for _, q in CLI_SAMPLE:
-        runs = [launch(base + ["--", q], env) for _ in range(repeat + 1)][1:]
+        runs = [launch(base + ["--", q], env, sample=sample) for _ in range(repeat + 1)][1:]
         walls.append(statistics.median(r["wall"] for r in runs))
-        peaks.append(max(r["maxrss"] for r in runs))
+        peaks.append(max(max(r["maxrss"], r.get("rss") or 0) for r in runs))
         codes[q] = runs[-1]["exit"]
-        if q in med:
-            inproc.append(med[q])
-    print(f"  whole `samctl search` process, {len(CLI_SAMPLE)} queries (every tenth; median of {repeat} each): "
-          f"median {ms(statistics.median(walls))}, max {ms(max(walls))}; peak RSS {max(peaks):,.0f} MiB at most "
-          f"(goal <= {GOALS['rss']} MiB)")
-    print(f"    beside: the same queries in-process, median {ms(statistics.median(inproc)) if inproc else 'n/a'}; "
-          f"a bare `python -c pass` {ms(statistics.median(py))}")
+    return walls, peaks, codes, statistics.median(py)
+
+
+def print_cli(what: str, walls: list, peaks: list, codes: dict, py: float, inproc: list, indent: str) -> None:
+    """cli_runs' figures, beside the same queries' in-process medians ``inproc``."""
+    print(f"{indent}whole `samctl search` process{what}, {len(CLI_SAMPLE)} queries (every tenth; median of each "
+          f"query's runs): median {ms(statistics.median(walls))}, max {ms(max(walls))}; peak RSS {max(peaks):,.0f} MiB "
+          f"at most (goal <= {GOALS['rss']} MiB)")
+    print(f"{indent}  beside: the same queries in-process, median {ms(statistics.median(inproc)) if inproc else 'n/a'}; "
+          f"a bare `python -c pass` {ms(py)}")
     bad = {q: c for q, c in codes.items() if c not in (0, 1, 4)}
     if bad:
-        print("    exit codes other than 0/1/4: " + "; ".join(f"{q!r} -> {c}" for q, c in bad.items()))
+        print(f"{indent}  exit codes other than 0/1/4: " + "; ".join(f"{q!r} -> {c}" for q, c in bad.items()))
+
+
+def measure_cli(root: Path, env: dict, med: dict, repeat: int, rank: str | None) -> None:
+    base = samctl_argv() + ["--root", str(root), "search"] + (["--rank", rank] if rank else [])
+    walls, peaks, codes, py = cli_runs(base, env, repeat)
+    print_cli("", walls, peaks, codes, py, [med[q] for _, q in CLI_SAMPLE if q in med], "  ")
 
 
 def measure_exact(root: Path, env: dict, repeat: int, cold: bool) -> None:
