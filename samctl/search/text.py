@@ -9,7 +9,6 @@ never raises on any ``str`` (NUL, lone surrogates, RTL, emoji included).
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import re
 import time
 import unicodedata
@@ -126,35 +125,45 @@ def matched_words(text: str, terms: set, most: int) -> list[str]:
     return list(seen.values())
 
 
-def term_counts(text: str) -> dict[str, int]:
-    """Index term -> how often ``tokens(text)`` gives it; the same counts, faster: words are counted
-    first (in C), and each distinct word is made terms once."""
+def folded_words(text: str) -> list[str] | None:
+    """The words of TEXT folded as ``words`` folds them, not yet made terms (``word_terms``); None
+    when TEXT holds a script written without spaces (its terms then come from ``tokens``)."""
     if text.isascii():
-        low = text.lower()
-    else:
-        low = fold(text.replace("\u2019", "'").replace("\u2018", "'"))  # (as ``words`` folds)
-        if _NOSPACE_RUN.search(low):  # n-grams: word by word
-            return Counter(tokens(text))
-    if len(_WORD_TERMS) > 1 << 20:
-        _WORD_TERMS.clear()
-    out = Counter(map(_WORD_TERMS.__getitem__, _TOKEN.findall(low)))  # (a word's term, counted in C)
-    for k in [k for k in out if type(k) is tuple]:  # the few words of several terms (compounds)
-        n = out.pop(k)
-        for t in k:
-            out[t] += n
+        return _TOKEN.findall(text.lower())
+    low = _NON_ASCII.sub(_fold_to_ascii, text)
+    if low.isascii():  # (every character folds to ASCII alone: the fold of the whole, made faster)
+        return _TOKEN.findall(low.lower())
+    low = fold(text.replace("\u2019", "'").replace("\u2018", "'"))  # (as ``words`` folds)
+    return None if _NOSPACE_RUN.search(low) else _TOKEN.findall(low)
+
+
+_NON_ASCII = re.compile("[^\x00-\x7f]+")
+
+
+@functools.lru_cache(maxsize=1)
+def ascii_folds() -> dict[str, str]:
+    """Character -> its ``fold`` where that is ASCII without capitals (é -> e, Ö -> o, ﬁ -> fi, a combining
+    accent -> ""),
+    for the blocks where such characters are; ’ and ‘ -> ' as ``words`` does.  Folding a text whose
+    every character is ASCII or here is folding each character alone: case folding and NFKD act on
+    one character at a time, the marks they leave are all removed, and NFC leaves ASCII as it is."""
+    out = {chr(c): f for a, b in ((0x80, 0x370), (0x1E00, 0x1F00), (0x2000, 0x2C00), (0xFB00, 0xFB50),
+                                  (0xFF00, 0xFFF0))
+           for c in range(a, b) if (f := fold(chr(c))).isascii() and f == f.lower()}  # (ℋ folds to H: left out)
+    out["\u2019"] = out["\u2018"] = "'"
     return out
 
 
-class _WordTerms(dict):
-    """word -> its one index term, or the tuple of its terms (a compound): ``_terms_of``, memoised."""
-
-    def __missing__(self, word: str):
-        terms = _terms_of(word)
-        v = self[word] = terms[0] if len(terms) == 1 else terms
-        return v
+def _fold_to_ascii(m: re.Match) -> str:
+    """A run of non-ASCII characters, each folded alone where that gives ASCII, else left as it is."""
+    table = ascii_folds()
+    g = m.group()
+    return table.get(g, g) if len(g) == 1 else "".join([table.get(c, c) for c in g])
 
 
-_WORD_TERMS = _WordTerms()
+def word_terms(word: str) -> tuple[str, ...]:
+    """The index terms of one word of ``folded_words`` (one, or several for a compound)."""
+    return _terms_of(word)
 
 
 def query_terms(text: str) -> list[str]:

@@ -7,7 +7,11 @@ import sqlite3
 
 import pytest
 
-from samctl.search.text import date_terms, fold, query_dates, query_terms, stem, term_counts, tokens
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from samctl.search.index import rows
+from samctl.search.text import ascii_folds, date_terms, fold, folded_words, query_dates, query_terms, stem, tokens
 
 # Porter (1980) and his reference vocabulary: word -> stem
 PORTER = """caresses caress ponies poni ties ti caress caress cats cat feed feed agreed agre plastered plaster
@@ -147,13 +151,84 @@ def test_underscored_identifiers_stay_whole():
     assert "load_config" in tokens("call load_config() now")
 
 
-@pytest.mark.parametrize("text", [
+HOSTILE_TEXTS = [
     "Plan a weekend trip to Portland within a $500 budget.", "spotter-dov load-config v1.2 don't it's e.g. U.S.A.",
     "Caroline\u2019s LGBTQ support group", "Zürich café naïve ÉCOLE", "東京タワーに行きました budget 予算",
-    "งบประมาณการเดินทาง", "the the THE The", "", "   ", "a-b-c a.b.c 'quoted' -dash- _under_score_", "x" * 300,
-    "مرحبا بالعالم שלום", "emoji 🙂 budget🚀trip", "NUL\x00byte tab\tnew\nline",
-])
-def test_term_counts_are_the_counts_of_tokens(text):
+    "งบประมาณการเดินทาง", "the the THE The", "   ", "a-b-c a.b.c 'quoted' -dash- _under_score_", "x" * 300,
+    "مرحبا بالعالم שלום", "emoji 🙂 budget🚀trip", "NUL\x00byte tab\tnew\nline", "İstanbul Straße ﬁle ½ Ｆｕｌｌ",
+    "cafe\u0301 x\u0301\u0327y \u0301lead", "\ud800 lone surrogate", "spotter-dov spotter dov spotterdov",
+]
+
+
+def _expected(texts):
+    """Row by row: Counter(tokens(text)), the definition of a row's postings."""
     from collections import Counter
 
-    assert dict(term_counts(text)) == dict(Counter(tokens(text)))
+    from samctl.search.index.format import term_key_of
+
+    return [{term_key_of(t): n for t, n in Counter(tokens(x)).items()} for x in texts]
+
+
+def _postings_by_row(texts):
+    keys, rws, tfs, ntok, vocab = rows._postings(texts)
+    got = [{} for _ in texts]
+    for k, r, n in zip(keys.tolist(), rws.tolist(), tfs.tolist()):
+        assert k not in got[r]
+        got[r][k] = n
+    assert list(keys) == sorted(keys)  # filed by key
+    return got, ntok, vocab
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXTS)
+def test_postings_of_one_text_are_the_counts_of_its_tokens(text):
+    got, ntok, vocab = _postings_by_row([text])
+    assert got == _expected([text])
+    assert ntok.tolist() == [len(tokens(text))]
+    assert vocab == set(tokens(text))
+
+
+def test_postings_of_many_texts_at_once_are_those_of_each_row():
+    texts = HOSTILE_TEXTS * 3 + ["budget budget trip", "Trip"]
+    got, ntok, vocab = _postings_by_row(texts)
+    assert got == _expected(texts)
+    assert ntok.tolist() == [len(tokens(t)) for t in texts]
+    assert vocab == {t for x in texts for t in tokens(x)}
+
+
+@pytest.mark.parametrize("piece", [1 << 18, 16])
+def test_postings_across_a_flush_and_a_reset_of_the_memo(monkeypatch, piece):
+    from samctl.search import scoring
+
+    monkeypatch.setattr(scoring, "PIECE", piece)  # (16: most texts are long ones, counted a piece at a time)
+    monkeypatch.setattr(rows, "FLUSH_WORDS", 3)
+    monkeypatch.setattr(rows._Terms, "LIMIT", 4)
+    texts = HOSTILE_TEXTS + ["one two three four five six seven", "spotter-dov budget"]
+    for _ in range(2):  # (the second time, the memo is past its limit and starts again)
+        got, ntok, _ = _postings_by_row(texts)
+        assert got == _expected(texts)
+        assert ntok.tolist() == [len(tokens(t)) for t in texts]
+
+
+_FOLDABLE = st.sampled_from(sorted(ascii_folds()) + list("aZ9 -'.\u00e9\u0301\u0327\u00df\u4e00\u0130\u2019"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_FOLDABLE, max_size=40).map("".join))
+def test_folding_character_by_character_is_folding_the_whole(text):
+    """``folded_words``'s fast path (each character folded alone) against folding the whole text."""
+    import re as _re
+
+    whole = fold(text.replace("\u2019", "'").replace("\u2018", "'"))
+    if _re.search("[\u4e00]", whole):
+        assert folded_words(text) is None
+    else:
+        assert folded_words(text) == _re.findall(r"[\w\u0591-\u05bd\u05bf-\u05c7\u0610-\u061a\u064b-\u065f\u0670"
+                                                  r"\u06d6-\u06ed\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]+"
+                                                  r"(?:[-'.][\w\u0591-\u05bd\u05bf-\u05c7\u0610-\u061a\u064b-\u065f"
+                                                  r"\u0670\u06d6-\u06ed\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f"
+                                                  r"\u1780-\u17ff]+)*", whole)
+
+
+def test_every_character_folded_alone_to_ascii_is_its_fold():
+    for ch, f in ascii_folds().items():
+        assert f.isascii() and (f == fold(ch) or ch in "\u2018\u2019")

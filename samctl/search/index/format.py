@@ -9,6 +9,7 @@ Design notes: docs/search-index.md, "search/index/format.py".
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import mmap
 import os
@@ -116,21 +117,15 @@ def index_dir(store) -> Path:
     return fsafe.cache_dir() / f"search-{store.name}-{key}"
 
 
-# token -> 64-bit key, memoised (bounded: ``rows.process`` clears it when it grows too big)
-class _TokenKeys(dict):
-    __slots__ = ()
-
-    def __missing__(self, tok: str) -> int:
-        v = self[tok] = int.from_bytes(hashlib.blake2b(tok.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                                       "little")
-        return v
+def term_key_of(tok: str) -> int:
+    """The 64-bit key a term's postings are filed under."""
+    return int.from_bytes(hashlib.blake2b(tok.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
-TOKH = _TokenKeys()
-
-
+@functools.lru_cache(maxsize=1 << 12)
 def token_key(tok: str) -> int:
-    return TOKH[tok]
+    """``term_key_of``, memoised for the queries of a process."""
+    return term_key_of(tok)
 
 
 def encode_text(s: str) -> bytes:

@@ -16,8 +16,9 @@ from collections import Counter
 
 from samctl.search import scoring
 from samctl.search import text as tx
-from samctl.search.index.format import (ARCHIVED, CTYPES, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, TOKH, encode_text, load_numpy,
-                                      dedupe_key, lower_ascii, meta_dtype, row_crc)
+from samctl.search.index.format import (ARCHIVED, CTYPES, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, encode_text, load_numpy,
+                                      dedupe_key, lower_ascii, meta_dtype, row_crc,
+                                      term_key_of)
 from samctl.search.index.sources import Source
 from samctl.stores import workers
 
@@ -131,14 +132,134 @@ def _folded_blob(texts) -> tuple:
     return out, load_numpy().array(lens, dtype=load_numpy().int64)
 
 
-def _term_counts(t: str) -> dict:
-    """Index term -> count in the text ``t`` (a long text a piece at a time: no list of all its terms)."""
-    if len(t) <= scoring.PIECE:
-        return tx.term_counts(t)
+class _Terms:
+    """What a worker remembers between chunks (bounded: ``reset`` when it grows too big): folded word
+    -> its term id, or ``-1 - k`` for the k-th compound (a word of several terms); term id -> term,
+    and its 64-bit key."""
+
+    LIMIT = 1 << 20
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.word: dict = _WordIds(self)
+        self.ids: dict = {}
+        self.terms: list = []
+        self.keys: list = []
+        self.compounds: list = []
+
+    def term_id(self, term: str) -> int:
+        i = self.ids.get(term)
+        if i is None:
+            i = self.ids[term] = len(self.terms)
+            self.terms.append(term)
+            self.keys.append(term_key_of(term))
+        return i
+
+
+class _WordIds(dict):
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: _Terms):
+        super().__init__()
+        self.terms = terms
+
+    def __missing__(self, word: str) -> int:
+        t = self.terms
+        parts = tx.word_terms(word)
+        if len(parts) == 1:
+            v = t.term_id(parts[0])
+        else:
+            v = -1 - len(t.compounds)
+            t.compounds.append([t.term_id(p) for p in parts])
+        self[word] = v
+        return v
+
+
+_TERMS = _Terms()
+FLUSH_WORDS = 1 << 18  # words held as strings at a time before they are made term ids (bounds a chunk's memory)
+
+
+def _long_text_counts(text: str) -> Counter:
+    """Term id -> count in a text longer than ``scoring.PIECE``, a piece at a time: what is held is
+    one piece's words and the distinct terms, never a list of all the text's words."""
     out: Counter = Counter()
-    for piece in scoring.split_pieces(t):
-        out.update(tx.term_counts(piece))
+    for piece in scoring.split_pieces(text):
+        found = tx.folded_words(piece)
+        if found is None:
+            out.update(map(_TERMS.term_id, tx.tokens(piece)))
+            continue
+        for word, n in Counter(found).items():
+            v = _TERMS.word[word]
+            for t in (v,) if v >= 0 else _TERMS.compounds[-1 - v]:
+                out[t] += n
     return out
+
+
+def _postings(texts: list[str]):
+    """BM25 postings of ``texts``: (term keys uint64, rows int32, counts uint16) sorted by key, rows
+    ascending under a key; the number of terms of each row; the terms seen.  The same counts as
+    ``Counter(text.tokens(t))`` row by row, computed for all rows at once: words are found per text
+    (in C), made term ids through a memo (in C but for new words), and counted by numpy."""
+    np = load_numpy()
+    if len(_TERMS.ids) > _Terms.LIMIT or len(_TERMS.word) > _Terms.LIMIT:
+        _TERMS.reset()
+    ids_of = _TERMS.word.__getitem__
+    tid_parts, row_parts = [], []
+    words: list = []
+    runs: list = []  # row, how many of ``words`` are its, row, ...
+    grams: list = []  # term ids of the texts in scripts without spaces (their n-grams), and their rows
+    gram_rows: list = []
+    longs = []  # (row, term id -> count) of the long texts
+
+    def flush():
+        if words:
+            tid_parts.append(np.fromiter(map(ids_of, words), np.int64, len(words)))
+            r = np.array(runs, dtype=np.int64).reshape(-1, 2)
+            row_parts.append(np.repeat(r[:, 0], r[:, 1]))
+            words.clear()
+            runs.clear()
+
+    for i, t in enumerate(texts):
+        if len(t) > scoring.PIECE:
+            longs.append((i, _long_text_counts(t)))
+            continue
+        found = tx.folded_words(t)
+        if found is None:
+            ts = tx.tokens(t)
+            grams.extend(map(_TERMS.term_id, ts))
+            gram_rows.extend([i] * len(ts))
+        else:
+            words.extend(found)
+            runs += (i, len(found))
+            if len(words) >= FLUSH_WORDS:
+                flush()
+    flush()
+    tid = np.concatenate(tid_parts + [np.array(grams, dtype=np.int64)])
+    row = np.concatenate(row_parts + [np.array(gram_rows, dtype=np.int64)])
+    several = tid < 0
+    if several.any():  # compounds: each of their terms, in the compound's row
+        lists = [_TERMS.compounds[-1 - k] for k in tid[several].tolist()]
+        extra = np.fromiter((x for c in lists for x in c), np.int64)
+        row = np.concatenate((row[~several], np.repeat(row[several], [len(c) for c in lists])))
+        tid = np.concatenate((tid[~several], extra))
+    ntok = np.bincount(row, minlength=len(texts))
+    pairs, counts = np.unique((row << 32) | tid, return_counts=True)  # (row-major: rows ascending)
+    if longs:
+        lp = np.array([(r << 32) | k for r, c in longs for k in c], dtype=np.int64)
+        lc = np.array([n for _, c in longs for n in c.values()], dtype=np.int64)
+        for r, c in longs:
+            ntok[r] = sum(c.values())
+        pairs, counts = np.concatenate((pairs, lp)), np.concatenate((counts, lc))
+        order = np.argsort(pairs, kind="stable")
+        pairs, counts = pairs[order], counts[order]
+    terms, which = np.unique(pairs & 0xFFFFFFFF, return_inverse=True)
+    keys = np.array([_TERMS.keys[j] for j in terms.tolist()], dtype=np.uint64)[which]
+    order = np.argsort(keys, kind="stable")  # (the writer's own stable sort then merges sorted runs)
+    vocab = {_TERMS.terms[j] for j in terms.tolist()}
+    return (keys[order], (pairs >> 32).astype(np.int32)[order], np.minimum(counts, 0xFFFF).astype(np.uint16)[order],
+            np.minimum(ntok, 0xFFFFFFFF), vocab)
 
 
 def process(batches: list[Batch]) -> Chunk:
@@ -155,22 +276,7 @@ def process(batches: list[Batch]) -> Chunk:
         meta[name] = [x for b in batches for x in getattr(b, col)]
     meta["conv"] = convs
     meta["flags"] = [b.flag for b in batches for _ in b.texts]
-    keys: list[int] = []
-    tfs: list[int] = []
-    per_row: list[int] = []  # postings of each row
-    ntok = []
-    vocab: set = set()
-    get = TOKH.__getitem__
-    for t in texts:
-        counts = _term_counts(t)
-        if len(TOKH) > 1 << 20:  # (the memo of term keys stays bounded)
-            TOKH.clear()
-        ntok.append(min(sum(counts.values()), 0xFFFFFFFF))
-        per_row.append(len(counts))
-        vocab.update(counts)
-        keys.extend(map(get, counts))
-        tfs.extend(counts.values())
-    meta["ntok"] = ntok
+    tok_hash, tok_row, tok_tf, meta["ntok"], vocab = _postings(texts)
     names = list(conv_names)
     cstrs = [names[i] for i in convs]
     # The blobs are built text by text: a long text's bytes are never held twice (its UTF-8 and the
@@ -192,9 +298,7 @@ def process(batches: list[Batch]) -> Chunk:
         keys=[b.key for b in batches], counts=[len(b.texts) for b in batches], findings=[b.findings for b in batches],
         infos=[b.infos for b in batches], conv_names=names, meta=meta,
         text=text, text_len=text_len, ltext=ltext, ltext_len=ltext_len, ref=ref, ref_len=ref_len,
-        tok_hash=np.array(keys, dtype=np.uint64),
-        tok_row=np.repeat(np.arange(n, dtype=np.int32), np.array(per_row, dtype=np.int64)),
-        tok_tf=np.minimum(np.array(tfs, dtype=np.int64), 0xFFFF).astype(np.uint16), vocab=vocab,
+        tok_hash=tok_hash, tok_row=tok_row, tok_tf=tok_tf, vocab=vocab,
     )
 
 
