@@ -153,8 +153,13 @@ def titles_matching(titles: list, words: list) -> set[int]:
         big = lowered
     else:  # (a folding lower() would change: every title folded alone)
         big = "\0".join([fold(t) for t in pieces])
-    if not big.isascii() or any(c in big for c in _ODD_SPACES):
-        big = " ".join(big.split())  # (NUL is no space: each title's runs of spaces made one, as title_matches does)
+    # Each title's runs of spaces made one, as title_matches does: the titles that are not ASCII one by
+    # one (a word has no space at its ends: a title's own are the same as its neighbours'), the rest at
+    # once, and only if one of them has a space that is not " " or two (NUL is no space).
+    if not big.isascii():
+        big = "\0".join([t if t.isascii() else " ".join(t.split()) for t in big.split("\0")])
+    if any(c in big for c in _ODD_SPACES):
+        big = " ".join(big.split())
     starts, at = [0], big.find("\0")
     while at >= 0:
         starts.append(at + 1)

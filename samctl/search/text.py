@@ -47,8 +47,38 @@ def fold(text: str) -> str:
     """Lowercase, accents removed, NFC: 'Zürich' -> 'zurich'; kana voicing marks and Hangul kept."""
     if text.isascii():
         return text.lower()
+    quick = _NON_ASCII.sub(_fold_to_ascii, text)
+    if quick.isascii():  # (every character folds to ASCII alone: the same as folding the whole, faster)
+        return quick.lower()
+    return fold_whole(text)
+
+
+def fold_whole(text: str) -> str:
+    """``fold`` by its definition: case folding, NFKD, the marks of ``_ACCENTS`` removed, NFC."""
     text = _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold()))
     return unicodedata.normalize("NFC", text)
+
+
+_NON_ASCII = re.compile("[^\x00-\x7f]+")
+
+
+@functools.lru_cache(maxsize=1)
+def ascii_folds() -> dict[str, str]:
+    """Character -> its ``fold_whole`` where that is ASCII without capitals (é -> e, Ö -> o, ﬁ -> fi, a
+    combining accent -> ""), for the blocks where such characters are.  Folding a text whose every
+    character is ASCII or here is folding each character alone: case folding and NFKD act on one
+    character at a time, the marks they leave are all removed, NFC leaves ASCII as it is, and the
+    ASCII left is lowered as it would have been (ℋ, which folds to H, is left out)."""
+    return {chr(c): f for a, b in ((0x80, 0x370), (0x1E00, 0x1F00), (0x2000, 0x2C00), (0xFB00, 0xFB50),
+                                   (0xFF00, 0xFFF0))
+            for c in range(a, b) if (f := fold_whole(chr(c))).isascii() and f == f.lower()}
+
+
+def _fold_to_ascii(m: re.Match) -> str:
+    """A run of non-ASCII characters, each folded alone where that gives ASCII, else left as it is."""
+    table = ascii_folds()
+    g = m.group()
+    return table.get(g, g) if len(g) == 1 else "".join([table.get(c, c) for c in g])
 
 
 def _ngrams(run: str) -> list[str]:
@@ -130,35 +160,8 @@ def folded_words(text: str) -> list[str] | None:
     when TEXT holds a script written without spaces (its terms then come from ``tokens``)."""
     if text.isascii():
         return _TOKEN.findall(text.lower())
-    low = _NON_ASCII.sub(_fold_to_ascii, text)
-    if low.isascii():  # (every character folds to ASCII alone: the fold of the whole, made faster)
-        return _TOKEN.findall(low.lower())
     low = fold(text.replace("\u2019", "'").replace("\u2018", "'"))  # (as ``words`` folds)
-    return None if _NOSPACE_RUN.search(low) else _TOKEN.findall(low)
-
-
-_NON_ASCII = re.compile("[^\x00-\x7f]+")
-
-
-@functools.lru_cache(maxsize=1)
-def ascii_folds() -> dict[str, str]:
-    """Character -> its ``fold`` where that is ASCII without capitals (é -> e, Ö -> o, ﬁ -> fi, a combining
-    accent -> ""),
-    for the blocks where such characters are; ’ and ‘ -> ' as ``words`` does.  Folding a text whose
-    every character is ASCII or here is folding each character alone: case folding and NFKD act on
-    one character at a time, the marks they leave are all removed, and NFC leaves ASCII as it is."""
-    out = {chr(c): f for a, b in ((0x80, 0x370), (0x1E00, 0x1F00), (0x2000, 0x2C00), (0xFB00, 0xFB50),
-                                  (0xFF00, 0xFFF0))
-           for c in range(a, b) if (f := fold(chr(c))).isascii() and f == f.lower()}  # (ℋ folds to H: left out)
-    out["\u2019"] = out["\u2018"] = "'"
-    return out
-
-
-def _fold_to_ascii(m: re.Match) -> str:
-    """A run of non-ASCII characters, each folded alone where that gives ASCII, else left as it is."""
-    table = ascii_folds()
-    g = m.group()
-    return table.get(g, g) if len(g) == 1 else "".join([table.get(c, c) for c in g])
+    return _TOKEN.findall(low) if low.isascii() or not _NOSPACE_RUN.search(low) else None
 
 
 def word_terms(word: str) -> tuple[str, ...]:

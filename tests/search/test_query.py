@@ -263,12 +263,14 @@ def test_hostile_strings_parse_or_raise_a_query_error():
 
 
 TITLES = ["Budget for Portland", "  budget   FOR\tportland ", "Zürich café", "STRASSE", "Straße plan", "", None,
-          "a\x00budget", "line one\nline two", "e\u0301cole", "école", "x\x1cy", "tab\there", "東京 trip", "İstanbul"]
+          "a\x00budget", "line one\nline two", "e\u0301cole", "école", "x\x1cy", "tab\there", "東京 trip", "İstanbul",
+          "  東京\u3000 trip  ", "24°c\t\tbudget ", "°", " budget\xa0plan "]
 
 
 @pytest.mark.parametrize("word", ["budget", "budget for", "for portland", "zurich", "café", "cafe", "strasse",
                                   "ss", "", "one line", "line two", "ecole", "école", "x y", "tab here", "東京",
-                                  "istanbul", "i̇stanbul", "a", "budget\x00", " "])
+                                  "istanbul", "i̇stanbul", "a", "budget\x00", " ", "c budget", "東京 trip",
+                                  "budget plan", "trip budget"])
 def test_titles_matching_agrees_with_title_matches(word):
     """The folded-at-once search finds exactly the titles title_matches finds, one by one."""
     from samctl.search.query import title_matches, titles_matching

@@ -109,6 +109,12 @@ class SegmentWriter:
         self.add_postings(c.tok_hash, c.tok_row.astype(self.np.int64) + start, c.tok_tf, c.vocab)
         return start
 
+    def _joined(self, name: str, dtype):
+        """The arrays of the list ``name`` end to end; the list is emptied (its pieces not held twice)."""
+        parts = getattr(self, name)
+        setattr(self, name, [])
+        return self.np.concatenate(parts) if parts else self.np.zeros(0, dtype=dtype)
+
     def _sections(self) -> dict:
         np = self.np
         out = {}
@@ -123,15 +129,17 @@ class SegmentWriter:
                 joined = self.blobs[k] = pieces[0] if len(pieces) == 1 else b"".join(pieces)
                 out[k] = np.frombuffer(joined, dtype=np.uint8)
             # (on disk, ``finish`` writes the pieces as they are: no second copy of every text)
-        h = np.concatenate(self.tok_hash) if self.tok_hash else np.zeros(0, dtype=np.uint64)
-        r = np.concatenate(self.tok_row) if self.tok_row else np.zeros(0, dtype=np.int32)
-        t = np.concatenate(self.tok_tf) if self.tok_tf else np.zeros(0, dtype=np.uint16)
-        order = np.argsort(h, kind="stable")  # (stable: a term's rows stay ascending, as they were added)
-        hs = h[order]
-        r = r[order].astype(np.int64)
+        # The postings, sorted by key, held as few times as can be (a segment's peak in memory is here):
+        # each list of chunks is let go once joined, each array once gathered in key order.
+        order = np.argsort(h := self._joined("tok_hash", np.uint64), kind="stable")  # (stable: a term's rows
+        hs = h[order]  # stay ascending, as they were added; chunks come sorted by key: runs to merge)
+        del h
+        r = self._joined("tok_row", np.int32)[order]
+        t = self._joined("tok_tf", np.uint16)[order]
+        del order
         blk = r >> BLOCK_BITS
-        out["tok_rows"] = (r & ((1 << BLOCK_BITS) - 1)).astype(np.uint16)
-        t = t[order]
+        out["tok_rows"] = r.astype(np.uint16)  # (its low 16 bits)
+        del r
         out["tok_bigp"] = np.flatnonzero(t >= BIG_TF).astype(np.int64)  # (few: a count of one byte for the rest)
         out["tok_bigtf"] = t[out["tok_bigp"]].astype(np.uint16)
         out["tok_tf"] = np.minimum(t, BIG_TF).astype(np.uint8)
