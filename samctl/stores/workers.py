@@ -70,9 +70,10 @@ def _run(fn, part):
         raise
 
 
-def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: int = 2):
+def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: int = 2, ahead: int | None = None):
     """``fn(store, part)`` for each of ``parts``, in order: in ``n_jobs`` worker processes (default
-    ``jobs()``), or here when there is one job or fewer than ``min_parts`` parts."""
+    ``jobs()``), or here when there is one job or fewer than ``min_parts`` parts.  At most ``ahead``
+    (default ``AHEAD``) parts per worker are given out and not yet handed back: what waits in memory."""
     n_jobs = jobs() if n_jobs is None else n_jobs
     if n_jobs <= 1 or len(parts) < max(min_parts, 2) or _store is not None:
         for part in parts:
@@ -90,7 +91,8 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
         # at most AHEAD parts per worker submitted and not yet handed back: results never pile up
         # in memory when the caller is slower than the workers (pool.map would submit them all)
         todo = iter(parts)
-        pending = collections.deque(pool.submit(_run, fn, part) for part in itertools.islice(todo, AHEAD * n_jobs))
+        pending = collections.deque(pool.submit(_run, fn, part)
+                                    for part in itertools.islice(todo, (ahead or AHEAD) * n_jobs))
         while pending:
             done = pending.popleft()
             part = next(todo, _END)

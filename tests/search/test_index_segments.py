@@ -84,6 +84,20 @@ def test_a_build_is_cut_between_sources_and_finds_the_same(tree, monkeypatch):
     assert len(idx.segments) >= 4
 
 
+def test_a_chunk_is_cut_by_the_bytes_of_its_files_too(tree, monkeypatch):
+    from samctl.search.index.sources import discover
+
+    store = open_store(str(tree))
+    sources = list(discover(store, []).values())
+    sizes = [ixrows._bytes_of(s) for s in sources]
+    assert all(n == sum(os.path.getsize(p) for p in s.paths if os.path.exists(p)) for n, s in zip(sizes, sources))
+    whole = [c.keys for c in ixrows.read_all(store, sources, jobs=1)]
+    assert [len(k) for k in whole] == [min(ixrows.CHUNK_SOURCES, len(sources))] * (len(whole) == 1)
+    monkeypatch.setattr(ixrows, "CHUNK_BYTES", min(sizes))  # (every source holds as many bytes or more)
+    cut = [c.keys for c in ixrows.read_all(store, sources, jobs=1)]
+    assert sum(cut, []) == sum(whole, []) and [len(k) for k in cut] == [1] * len(sources)
+
+
 def test_rewrites_stay_cut_and_find_the_same(tree, monkeypatch):
     monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
     monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)

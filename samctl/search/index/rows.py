@@ -22,8 +22,11 @@ from samctl.search.index.format import (ARCHIVED, CTYPES, FLAG_BASE_DB, MEMORY, 
 from samctl.search.index.sources import Source
 from samctl.stores import workers
 
-CHUNK_SOURCES = 48  # sources per unit of work (and per progress report)
+CHUNK_SOURCES = 48  # sources per unit of work (and per progress report) at most ...
 PARALLEL_MIN_SOURCES = 256  # fewer sources to read than this: no worker processes
+CHUNK_BYTES = 4 << 20  # ... or fewer, once their files hold this many bytes
+AHEAD = 6  # chunks per worker read ahead, and not yet taken: the workers go on while a segment is
+# finished, and what waits is bounded (a chunk holds about twice the bytes of its files)
 
 
 @dataclass
@@ -308,15 +311,29 @@ def _read_part(store, sources: list[Source]) -> Chunk:
     return process([index.read_source(store, s) for s in sources])
 
 
+def _bytes_of(src: Source) -> int:
+    """The bytes of a source's files, as its signature says ("size:mtime:inode:ctime" per file, "-": none)."""
+    sizes = [p.partition(":")[0] for p in (src.sig or "").split("|")]
+    return sum(int(n) for n in sizes if n.isdigit())
+
+
 def read_all(store, sources: list[Source], progress=None, jobs: int | None = None):
     """Chunks for ``sources`` in order, read by worker processes when there are many."""
-    chunks = [sources[i:i + CHUNK_SOURCES] for i in range(0, len(sources), CHUNK_SOURCES)]
+    chunks, part, held = [], [], 0
+    for src in sources:
+        part.append(src)
+        held += _bytes_of(src)
+        if len(part) == CHUNK_SOURCES or held >= CHUNK_BYTES:
+            chunks.append(part)
+            part, held = [], 0
+    if part:
+        chunks.append(part)
     total = len(sources)
     if jobs is None:
         jobs = workers.jobs("SAMCTL_INDEX_JOBS" if os.environ.get("SAMCTL_INDEX_JOBS", "").isdigit() else "SAMCTL_JOBS")
     done = rows = 0
     for part, chunk in zip(chunks, workers.ordered_map(store, _read_part, chunks,
-                                                       jobs if total >= PARALLEL_MIN_SOURCES else 1)):
+                                                       jobs if total >= PARALLEL_MIN_SOURCES else 1, ahead=AHEAD)):
         done += len(part)
         rows += len(chunk.meta)
         if progress:
