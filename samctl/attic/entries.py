@@ -62,7 +62,8 @@ def check_attic_folders(store) -> dict:
         st = fsafe.lstat(folder)
         if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
             raise UnsafePath(f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder; "
-                             "nothing was changed", hint="move it out of the way; samctl never follows a link there")
+                             "nothing was changed", hint="move it out of the way: samctl keeps its attic in a "
+                             "folder of its own and never reads or writes through a link there")
         out[folder] = st
     return out
 

@@ -42,7 +42,6 @@ def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, all_store
     With --all-stores (or several --root) each ID is looked for in the attic
     of every store, and restored in its own store.
     """
-    from samctl.attic.journal import pending
     from samctl.errors import NotFound, UsageError
 
     if entry and len(ids) > 1:
@@ -54,13 +53,24 @@ def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, all_store
     try:
         entries = _entries(store, ids, entry)
     except NotFound as exc:
-        if pending(store):  # a move a crash interrupted may be what holds it: say what settles that
+        from samctl.attic import entries as atticmod
+
+        atticmod.check_attic_folders(store)  # (an attic that is a file or a link: that is what to say)
+        if _interrupted(store):  # a move a crash interrupted may be what holds it: say what settles that
             exc.hint = _PENDING
         raise
     render(_restore_in(store, entries, how), fmt, same_said=_SAME)
 
 
 _PENDING = "an interrupted move is pending: `samctl attic --repair` finishes or undoes it; then try again"
+
+
+def _interrupted(store) -> bool:
+    """Whether the store's attic holds a move a crash interrupted (not: the attic is a file or a link,
+    or another samctl is moving right now; neither is settled by `attic --repair`)."""
+    from samctl.attic.journal import pending
+
+    return any(f.code == "attic-interrupted" for f in pending(store))
 _SAME = "already in the store with the kept copy's bytes"
 
 
@@ -78,13 +88,12 @@ def _restore_in(store, entries: list, how: dict):
     """Restore ``entries`` into ``store`` (today's semantics, one store): the report, with Claude Code's
     cleanup warning when a restored session keeps its old mtime."""
     from samctl.attic import restore
-    from samctl.attic.journal import pending
     from samctl.errors import SamctlError
 
     try:
         report = restore.restore_many(store, entries, **how)
     except SamctlError as exc:  # refused before settling anything: an interrupted move stays pending, say so
-        if pending(store):
+        if _interrupted(store):
             exc.hint = (f"{exc.hint}; " if exc.hint else "") + "an interrupted move is pending: `samctl attic " \
                 "--repair` finishes or undoes it"
         raise
@@ -162,10 +171,8 @@ def _ids_across(stores, ids) -> dict:
     try:
         hits = resolve_many_across(list(views.values()), ids)
     except NotFound as exc:
-        from samctl.attic.journal import pending
-
         # (as with one store: a move a crash interrupted may be what holds it)
-        exc.hint = _PENDING if any(pending(s) for s in stores) else "`samctl attic --all-stores` lists them"
+        exc.hint = _PENDING if any(map(_interrupted, stores)) else "`samctl attic --all-stores` lists them"
         raise
     wanted: dict = {}
     for view, cid in hits:

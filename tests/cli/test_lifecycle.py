@@ -1497,3 +1497,28 @@ def test_a_stuck_move_partly_done_and_used_since_is_left_for_a_person(run, merma
     r = run("--root", mermaid_demo, "attic", "--repair")
     assert r.exit_code == 3 and "error: attic-left: " in r.stderr and "both are kept for a person" in r.stderr
     assert tree_state(mermaid_demo) == before  # nothing removed: the newer log and the attic's whole copy
+
+
+@pytest.mark.parametrize("odd", ["file", "symlink"])
+@pytest.mark.parametrize("which", ["mermaid", "sam"])
+def test_restore_with_an_attic_that_is_not_a_folder_says_so_not_a_pending_move(run, which, odd, mermaid_demo,
+                                                                                sam_demo, tmp_path):
+    """An attic that is a file or a link is what stops restore: said as rm says it (exit 2), and never
+    the hint of an interrupted move, which `attic --repair` would not settle."""
+    root, cid = (mermaid_demo, MID) if which == "mermaid" else (sam_demo, SID)
+    attic = attic_of(root)
+    if attic.exists():
+        shutil.rmtree(attic)
+    if odd == "file":
+        attic.write_bytes(b"not an attic")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        attic.symlink_to(tmp_path / "elsewhere")
+    before = tree_state(root)
+    for args in ([cid], [cid[:8]], [cid, "--dry-run"]):
+        r = run("--root", root, "restore", *args)
+        assert r.exit_code == 2, r.output
+        assert "not samctl's attic folder" in r.stderr and "nothing was changed" in r.stderr, r.stderr
+        assert "interrupted" not in r.stderr and "--repair" not in r.stderr, r.stderr
+    assert tree_state(root) == before
+    assert list((tmp_path / "elsewhere").iterdir()) == [] if odd == "symlink" else True

@@ -208,3 +208,10 @@ def test_several_needles_lower_the_text_once(monkeypatch):
     alone = [sx._rows_holding(seg, mask, nb).tolist() for nb in needles]
     assert got == sorted({r for rows in alone for r in rows}) == [0, 1, 2, 3]
     assert together and len(calls) == 4 * len(together)  # the three needles lowered the text as one does
+
+
+def test_the_writer_counts_a_row_as_its_meta_record_and_three_offsets():
+    from samctl.search.index.format import meta_dtype
+    from samctl.search.index.segment import ROW_BYTES
+
+    assert ROW_BYTES == meta_dtype().itemsize + 3 * 8

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 BLOCK_BITS = 16  # a posting's row is stored as its low 16 bits; the rest is its group's block
 BIG_TF = 255  # a posting counted this many times or more has its count in tok_bigtf
-ROW_BYTES = 56 + 3 * 8  # what a row costs a segment besides its blobs and postings: meta, offsets
+ROW_BYTES = 52 + 3 * 8  # what a row costs a segment besides its blobs and postings: meta, offsets
 POSTING_BYTES = 8 + 4 + 2  # a term key, a row and a count, before they are grouped
 
 
