@@ -140,6 +140,8 @@ class Message:
     kind: str | None = None  # store-specific sub-kind (mermaid ``kind``, SAM ``type``)
     importance: float | None = None  # as stored; None when the store has none
     hidden: bool = False  # what the owning app's UI hides (system-generated, empty)
+    marker: bool = False  # a line samctl adds to show the conversation's shape (a side branch starts, turns
+    # were rolled back): shown, but no text of the app's, so never a search row
     pinned: bool = False
     actions: list = field(default_factory=list)  # mermaid tool runs attached to an assistant message
     attachments: list = field(default_factory=list)  # {"type": image|video|audio|text, "url"|"text"|"bytes"}

@@ -50,9 +50,10 @@ class Row(NamedTuple):
 
 
 def message_rows(conv, cid: str):
-    """The rows of a conversation's messages: every message with text, at its index."""
+    """The rows of a conversation's messages: every message with text, at its index (samctl's own
+    markers of the conversation's shape are not rows)."""
     for i, m in enumerate(conv.messages):
-        if m.content.strip():
+        if m.content.strip() and not m.marker:
             yield Row("message", m.role, None, cid, i, m.timestamp_ts, message_importance(m), 0, m.id or "", m.content)
 
 

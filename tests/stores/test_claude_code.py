@@ -183,3 +183,19 @@ def test_benchmark_runs_small(capsys):
     bench_codex_decode.main(["--sessions", "2", "--turns", "3", "--repeat", "1", "--zst"])
     out = capsys.readouterr().out
     assert "decode_session" in out and "decode_rollout" in out
+
+
+def test_markers_samctl_adds_are_not_search_rows_but_what_they_mark_is(tmp_path):
+    """The lines samctl adds to show a session's shape (a side branch starts here, a sub-agent) are
+    shown by `show` but are no text of the app's: search never finds them; the entries they head are
+    rows, at the same positions as in `show`."""
+    from samctl.stores.sources import message_rows
+
+    conv, _ = _decode(_data(mcc.session_one()))
+    marked = [i for i, m in enumerate(conv.messages) if m.kind in ("branch", "sidechain") and m.role == "system"
+              and m.content.startswith("──")]
+    assert marked and all(conv.messages[i].marker for i in marked)
+    rows = list(message_rows(conv, SID))
+    assert not any(r.text.startswith("──") for r in rows)
+    assert {r.position for r in rows} == {i for i, m in enumerate(conv.messages) if m.content.strip()} - set(marked)
+    assert "Make the timeout 30 s" in [r.text for r in rows]

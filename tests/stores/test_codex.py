@@ -182,3 +182,13 @@ def test_subagent_and_fork_origin_is_a_note():
     assert conv.meta.title == "find where the mail server is started"
     conv, _ = dec(_data([mcx._meta(mcx.T2, "2026-02-10T08:40:00Z", forked_from_id=mcx.T1)]), "/x.jsonl", mcx.T2)
     assert conv.messages[0].content == f"forked from thread {mcx.T1}"
+
+
+def test_the_rollback_marker_is_not_a_search_row_but_the_dropped_turn_is():
+    from samctl.stores.sources import message_rows
+
+    conv, _ = _decode(_data(mcx.thread_one()))
+    marks = [m for m in conv.messages if m.content.startswith("──") and "rolled back" in m.content]
+    assert marks and all(m.marker for m in marks)
+    texts = [r.text for r in message_rows(conv, "x")]
+    assert not any("rolled back above" in t for t in texts) and "fix test_login" in texts

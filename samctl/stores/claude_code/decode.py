@@ -191,7 +191,7 @@ def _fork_of(i, entries, nodes, on_main, memo: dict) -> tuple[int, bool]:
 
 
 def _marker(text: str, kind: str) -> Message:
-    return Message("system", f"── {text} ──", kind=kind, hidden=True)
+    return Message("system", f"── {text} ──", kind=kind, hidden=True, marker=True)
 
 
 def _messages(entries, *, hidden: bool, findings, path, sid) -> list[Message]:

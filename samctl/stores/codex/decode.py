@@ -268,7 +268,7 @@ class _Decoder:
                     m.hidden = True
                     m.kind = "rolled-back"
                 self.messages.append(Message("system", f"── {n} turn{'s' if n != 1 else ''} rolled back above ──",
-                                             ts_text, ts, kind="rolled-back", hidden=True, raw=p))
+                                             ts_text, ts, kind="rolled-back", hidden=True, marker=True, raw=p))
         elif et == "turn_aborted":
             self.flush_reasoning()
             self._add(Message("system", f"turn aborted ({_str(p.get('reason')) or '?'})", ts_text, ts,
