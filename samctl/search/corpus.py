@@ -50,9 +50,11 @@ class IndexCorpus:
         self.live = cat([s.alive for s in segs], bool)
         self.kind = cat([s.r_kind for s in segs], np.uint8)
         self.role_code = cat([s.r_role for s in segs], np.uint8)
-        self.length = np.multiply(cat([s.r_len for s in segs], np.uint32), self.live, dtype=np.float64)
+        # (integers, 0 where dead: sums of them are exact, so BM25 sees what float64 lengths gave it)
+        self.length = cat([s.r_len for s in segs], np.uint32)
+        self.length *= self.live
         self._dates = None
-        self.group = np.empty(self.size, np.int64)
+        self.group = np.empty(self.size, np.int32 if self.size < 1 << 31 else np.int64)  # (half the traffic)
         base = 0
         for p in self.parts:
             s, c = p.seg, p.seg.r_conv
@@ -109,7 +111,7 @@ class IndexCorpus:
             else:  # conv: one document per conversation (its messages), summed run by run of its rows
                 starts = np.flatnonzero(~self.same)
                 g = self.group[starts] + 1  # (0: rows of no conversation, dropped)
-                sums = np.add.reduceat(self.length, starts) if len(starts) else np.zeros(0)
+                sums = np.add.reduceat(self.length, starts, dtype=np.float64) if len(starts) else np.zeros(0)
                 lens = np.bincount(g, weights=sums, minlength=self.groups + 1)[1:]
                 self._lens[fld] = (lens, np.bincount(g, minlength=self.groups + 1)[1:] > 0)
         return self._lens[fld]
