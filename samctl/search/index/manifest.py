@@ -255,13 +255,15 @@ def read_manifest(path: Path, store) -> Manifest:
     try:
         if not (isinstance(m, dict) and isinstance(m.get("tables"), list) and len(m["tables"]) >= 3):
             raise BadIndex("manifest: not head and tables")
+        view, size, last = memoryview(raw), len(raw), len(m["tables"]) - 1
         for j, (n, tcrc) in enumerate(m["tables"]):
             name = "src" if j == 0 else "notes" if j == 1 else ("conv", j - 2)
             end = at + n
-            if not (type(n) is int and type(tcrc) is int and n >= 0 and end <= len(raw)
-                    and raw[end:end + 1] == (b"\n" if j < len(m["tables"]) - 1 else b"")):
+            # (a newline after each table but the last, which ends the file)
+            if not (type(n) is int and type(tcrc) is int and n >= 0
+                    and (end < size and raw[end] == 10 if j < last else end == size)):
                 raise BadIndex("manifest: not head and tables")
-            tables[name] = (memoryview(raw)[at:end], tcrc)
+            tables[name] = (view[at:end], tcrc)
             at = end + 1
         if at != len(raw) + 1:
             raise BadIndex("manifest: not head and tables")
