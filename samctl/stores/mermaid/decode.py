@@ -74,12 +74,14 @@ _SNAPSHOT_OPTIONAL = (
 )
 
 
-def check_snapshot(doc) -> None:
+def check_snapshot(doc, opens: int | None = None) -> None:
     """Raise Rejected unless mermaid would deserialize ``doc`` as ConversationHistory.
 
     Checks what serde's typed parse checks: required fields, the JSON kind of
     every typed field (top level and each message, the same rules as the event
-    log's), and serde_json's nesting limit.
+    log's), and serde_json's nesting limit.  ``opens``: the number of ``[`` and
+    ``{`` bytes in the text ``doc`` was parsed from, if known (each level of
+    nesting opens one: at most MAX_DEPTH of them cannot nest deeper).
     """
     if not isinstance(doc, dict):
         raise Rejected(f"top level is {type(doc).__name__}, not an object")
@@ -90,7 +92,10 @@ def check_snapshot(doc) -> None:
     _need(doc, "project_path", str)
     _need_ts(doc, "created_at")
     _need_ts(doc, "updated_at")
+    complete = eventlog.complete_message
     for i, m in enumerate(msgs):
+        if complete(m) and parse_timestamp(m["timestamp"]) is not None:
+            continue  # every field there and of its type: the checks below all pass
         where = f"messages[{i}]."
         if not isinstance(m, dict):
             raise Rejected(f"messages[{i}] is not an object")
@@ -109,7 +114,7 @@ def check_snapshot(doc) -> None:
     comps = doc.get("compactions")
     if comps and any(type(c) is not dict for c in comps):
         raise Rejected("compactions holds a value that is not an object")
-    if eventlog.deeper_than(doc, eventlog.MAX_DEPTH):
+    if (opens is None or opens > eventlog.MAX_DEPTH) and eventlog.deeper_than(doc, eventlog.MAX_DEPTH):
         raise Rejected(f"nested deeper than serde_json's limit ({eventlog.MAX_DEPTH} levels)")
 
 

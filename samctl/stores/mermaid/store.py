@@ -224,7 +224,7 @@ class MermaidStore(Store):
             return None
         try:
             doc = orjson.loads(data)
-            decode.check_snapshot(doc)
+            decode.check_snapshot(doc, data.count(b"[") + data.count(b"{"))
             if strict:
                 from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
