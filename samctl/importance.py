@@ -18,6 +18,15 @@ _ACK_WORDS = ("thanks", "thank you", "ok", "okay", "got it", "sounds good", "per
 _ACKS = frozenset(w + end for w in _ACK_WORDS for end in ("", "!", "."))
 
 
+def _has_any(lower: str, words: tuple) -> bool:
+    """``any(w in lower for w in words)`` without a generator's frame per message (a search's hot path;
+    a regular expression of the words measured slower than these C substring searches)."""
+    for w in words:
+        if w in lower:
+            return True
+    return False
+
+
 def importance(text: str, is_user: bool) -> float:
     """SAM's importance score of a message (sam.md §4.5.4), exactly, including its float arithmetic.
 
@@ -25,13 +34,13 @@ def importance(text: str, is_user: bool) -> float:
     """
     lower = text.lower()
     imp = 0.7 if is_user else 0.5
-    if not is_user and ("?" in text or any(w in lower for w in _QUESTION_WORDS)):
+    if not is_user and ("?" in text or _has_any(lower, _QUESTION_WORDS)):
         imp = max(imp, 0.85)
-    if any(w in lower for w in _CONSTRAINT_WORDS):
+    if _has_any(lower, _CONSTRAINT_WORDS):
         imp = max(imp, 0.9)
-    if len(text) < 200 and any(w in lower for w in _CONFIRM_WORDS):
+    if len(text) < 200 and _has_any(lower, _CONFIRM_WORDS):
         imp = max(imp, 0.85)
-    if any(w in lower for w in _PRIORITY_WORDS):
+    if _has_any(lower, _PRIORITY_WORDS):
         imp = max(imp, 0.85)
     if len(text) < 50 and lower in _ACKS:
         imp = 0.3

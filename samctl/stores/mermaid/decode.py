@@ -238,25 +238,31 @@ def images(m: dict) -> list:
 
 
 def message(m: dict) -> Message:
-    role_raw = m["role"]
-    kind = m.get("kind")
+    """The model message of a checked snapshot message (``check_snapshot`` passed it)."""
+    get = m.get
+    kind = get("kind")
     if not isinstance(kind, str):
         kind = "normal"
     elif kind not in KINDS:
         kind = "unknown"
-    thinking = m.get("thinking")
+    thinking = get("thinking")
+    tool_calls = get("tool_calls")
+    tool_call_id = get("tool_call_id")
+    tool_name = get("tool_name")
+    actions = get("actions")
+    ts = m["timestamp"]
     return Message(
-        role=ROLE_MAP.get(role_raw, "system"),
+        role=ROLE_MAP.get(m["role"], "system"),
         content=m["content"],
-        timestamp=m["timestamp"],
-        timestamp_ts=parse_timestamp(m["timestamp"]),
-        tool_calls=tool_calls_from_openai(m.get("tool_calls")),
-        tool_call_id=m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None,
-        tool_name=m.get("tool_name") if isinstance(m.get("tool_name"), str) else None,
+        timestamp=ts,
+        timestamp_ts=parse_timestamp(ts),
+        tool_calls=tool_calls_from_openai(tool_calls) if tool_calls else [],  # (nothing to read in a falsy value)
+        tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+        tool_name=tool_name if isinstance(tool_name, str) else None,
         reasoning=thinking if isinstance(thinking, str) and thinking else None,
         kind=kind,
-        actions=m.get("actions") if isinstance(m.get("actions"), list) else [],
+        actions=actions if isinstance(actions, list) else [],
         hidden=kind == "recovery_nudge",
-        attachments=images(m),
+        attachments=images(m) if get("images") else [],  # (likewise)
         raw=m,
     )
