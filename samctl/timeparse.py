@@ -61,21 +61,23 @@ _SEEN: dict = {}  # string -> parse_timestamp(string) with the default (UTC) nai
 _SEEN_MAX = 1 << 15
 _SEEN_LEN = 64  # longer strings (a fraction of many digits) are parsed each time, never kept
 _MISS = object()
-_DAYS: dict = {}  # "YYYY-MM-DD" (as matched) -> days since 1970-01-01, or None for no such day
+_MINUTES: dict = {}  # "YYYY-MM-DD?HH:MM" (as matched) -> epoch seconds of that UTC minute, or None for none
+_POW10 = tuple(10 ** n for n in range(10))
 
 
-def _day_number(s: str):
-    """Days since 1970-01-01 of the date ``s[:10]`` of a string that matched _TS_RE, or None."""
-    date = s[:10]
-    days = _DAYS.get(date, _MISS)
-    if days is _MISS:
-        y, mo, d = int(s[0:4]), int(s[5:7]), int(s[8:10])
-        ok = (1 <= mo <= 12 and 1 <= d <= _MONTH_DAYS[mo - 1] and y >= 1
+def _minute(s: str):
+    """Epoch seconds of the minute ``s[:16]`` names (read as UTC) in a string that matched _TS_RE, or None
+    if that day or time does not exist (memoised: the timestamps of one session share few minutes)."""
+    key = s[:16]
+    v = _MINUTES.get(key, _MISS)
+    if v is _MISS:
+        y, mo, d, h, mi = int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]), int(s[14:16])
+        ok = (1 <= mo <= 12 and 1 <= d <= _MONTH_DAYS[mo - 1] and h < 24 and mi < 60 and y >= 1
               and not (mo == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0))))
-        if len(_DAYS) >= _SEEN_MAX:
-            _DAYS.clear()
-        days = _DAYS[date] = _days_from_civil(y, mo, d) if ok else None
-    return days
+        if len(_MINUTES) >= _SEEN_MAX:
+            _MINUTES.clear()
+        v = _MINUTES[key] = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 if ok else None
+    return v
 
 
 def _parse(s: str, naive_tz) -> float | None:
@@ -85,17 +87,15 @@ def _parse(s: str, naive_tz) -> float | None:
     if m is None:
         return None
     # Every field up to the seconds is a fixed number of \d, each one character: sliced, not grouped.
+    minute = _minute(s)
+    sec = int(s[17:19])
+    if minute is None or sec > 60:
+        return None
     frac, zone = m.group(7, 8)
-    h, mi, sec = int(s[11:13]), int(s[14:16]), int(s[17:19])
-    if not (h < 24 and mi < 60 and sec < 61):
-        return None
-    days = _day_number(s)
-    if days is None:
-        return None
     if zone is None:
         try:
-            offset = naive_tz.utcoffset(datetime(int(s[0:4]), int(s[5:7]), int(s[8:10]), h, mi,
-                                                 min(sec, 59))).total_seconds()
+            offset = naive_tz.utcoffset(datetime(int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]),
+                                                 int(s[14:16]), min(sec, 59))).total_seconds()
         except (ValueError, OverflowError):
             return None
     elif zone == "Z" or zone == "z":
@@ -108,11 +108,11 @@ def _parse(s: str, naive_tz) -> float | None:
             if hh > 23 or mm > 59:
                 return None
             offset = _OFFSETS[zone] = (-1 if zone[0] == "-" else 1) * (hh * 3600 + mm * 60)
-    secs = days * 86400 + h * 3600 + mi * 60 + sec - offset
+    secs = minute + sec - offset
     if not frac:
         return secs + 0.0
     frac = frac[:9]  # digits past the nanosecond are skipped as chrono does (mermaid.md §2.7)
-    return secs + int(frac) / 10 ** len(frac)
+    return secs + int(frac) / _POW10[len(frac)]
 
 
 _AGE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|y)\Z")

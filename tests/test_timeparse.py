@@ -174,7 +174,7 @@ def test_parse_timestamp_gives_what_the_plain_parser_gave(text):
 def test_parse_timestamp_memo_stays_bounded():
     from samctl import timeparse
 
-    for i in range(timeparse._SEEN_MAX + 10):
-        t = f"2026-08-10T14:02:12.{i:06d}Z"
+    for i in range(timeparse._SEEN_MAX + 10):  # as many strings, and minutes, as the memos keep, and more
+        t = f"2026-08-{1 + i % 28:02d}T{i // 60 % 24:02d}:{i % 60:02d}:12.{i:06d}Z"
         assert timeparse.parse_timestamp(t) == _reference_parse(t)
-    assert len(timeparse._SEEN) <= timeparse._SEEN_MAX
+    assert len(timeparse._SEEN) <= timeparse._SEEN_MAX and len(timeparse._MINUTES) <= timeparse._SEEN_MAX
