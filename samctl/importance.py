@@ -33,15 +33,16 @@ def importance(text: str, is_user: bool) -> float:
     Lengths are Swift character counts, approximated by ``len`` (code points), as the spec says.
     """
     lower = text.lower()
-    imp = 0.7 if is_user else 0.5
-    if not is_user and ("?" in text or _has_any(lower, _QUESTION_WORDS)):
-        imp = max(imp, 0.85)
+    # SAM raises the score to the largest of: 0.9 for a constraint word; 0.85 for a question (assistant),
+    # a confirmation (short texts) or a priority word.  Both are above either base score, so the first
+    # rule that holds decides and the other word lists need no search.
     if _has_any(lower, _CONSTRAINT_WORDS):
-        imp = max(imp, 0.9)
-    if len(text) < 200 and _has_any(lower, _CONFIRM_WORDS):
-        imp = max(imp, 0.85)
-    if _has_any(lower, _PRIORITY_WORDS):
-        imp = max(imp, 0.85)
+        imp = 0.9
+    elif (not is_user and "?" in text or _has_any(lower, _PRIORITY_WORDS)
+          or not is_user and _has_any(lower, _QUESTION_WORDS) or len(text) < 200 and _has_any(lower, _CONFIRM_WORDS)):
+        imp = 0.85
+    else:
+        imp = 0.7 if is_user else 0.5
     if len(text) < 50 and lower in _ACKS:
         imp = 0.3
     if is_user and len(text) > 300:
