@@ -46,6 +46,7 @@ class MermaidStore(Store):
     has_event_logs = True
     event_types = EVENT_TYPES
     purge_takes_anything = True  # mermaid's own delete removes whichever of the three files exist
+    _prefix_of = None  # the conv_dir ``_files`` last built its prefix from
 
     # ids ---------------------------------------------------------------
     def valid_id(self, text: str) -> bool:
@@ -224,7 +225,7 @@ class MermaidStore(Store):
             return None
         try:
             doc = orjson.loads(data)
-            decode.check_snapshot(doc, data.count(b"[") + data.count(b"{"))
+            decode.check_snapshot(doc, eventlog.opening_brackets(data))
             if strict:
                 from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
@@ -268,7 +269,9 @@ class MermaidStore(Store):
         any of these extensions is one safe name, what ``fsafe.child`` checks) and one path built."""
         if not decode.valid_id(cid):
             raise FileProblem("bad-id", cid, "invalid conversation id")
-        base = str(self.conv_dir / cid)
+        if self._prefix_of is not self.conv_dir:  # what str(conv_dir / name) puts before a name ("" for ".")
+            self._prefix, self._prefix_of = str(self.conv_dir / "x")[:-1], self.conv_dir
+        base = self._prefix + cid
         return base + ".json", base + ".meta", base + ".jsonl"
 
     def load_notes(self, conv) -> list:
