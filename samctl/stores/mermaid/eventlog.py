@@ -352,8 +352,8 @@ _NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
 
 
 def opening_brackets(data: bytes) -> int:
-    """How many ``[`` and ``{`` bytes ``data`` holds (one pass): a JSON text with at most ``limit``
-    of them cannot nest deeper than ``limit`` levels, each level opening one."""
+    """How many ``[`` and ``{`` bytes ``data`` holds (one pass): a JSON text with at most N of them
+    cannot nest deeper than N levels, each level opening one."""
     return len(data.translate(None, _NOT_OPENING))
 
 
