@@ -41,27 +41,64 @@ def parse_timestamp(s, naive_tz=timezone.utc) -> float | None:
     """Epoch seconds of an RFC 3339 string (fraction of any width), or None.
 
     Plain integer arithmetic rather than datetime objects: ``ls`` parses one
-    timestamp per conversation, and 100,000 of them must cost little.
+    timestamp per conversation, and 100,000 of them must cost little.  With the
+    default ``naive_tz`` the answer depends on ``s`` alone, so it is memoised
+    (``_SEEN``): loading a mermaid session checks each timestamp, then reads it.
     """
-    if type(s) is not str or len(s) > 1024:  # (chrono takes any number of fraction digits)
+    if type(s) is not str:
+        return None
+    if naive_tz is timezone.utc and len(s) <= _SEEN_LEN:
+        v = _SEEN.get(s, _MISS)
+        if v is _MISS:
+            if len(_SEEN) >= _SEEN_MAX:
+                _SEEN.clear()  # (bounded: a long session only parses its timestamps twice)
+            v = _SEEN[s] = _parse(s, naive_tz)
+        return v
+    return _parse(s, naive_tz)
+
+
+_SEEN: dict = {}  # string -> parse_timestamp(string) with the default (UTC) naive zone
+_SEEN_MAX = 1 << 15
+_SEEN_LEN = 64  # longer strings (a fraction of many digits) are parsed each time, never kept
+_MISS = object()
+_MINUTES: dict = {}  # "YYYY-MM-DD?HH:MM" (as matched) -> epoch seconds of that UTC minute, or None for none
+_POW10 = tuple(10 ** n for n in range(10))
+
+
+def _minute(s: str):
+    """Epoch seconds of the minute ``s[:16]`` names (read as UTC) in a string that matched _TS_RE, or None
+    if that day or time does not exist (memoised: the timestamps of one session share few minutes)."""
+    key = s[:16]
+    v = _MINUTES.get(key, _MISS)
+    if v is _MISS:
+        y, mo, d, h, mi = int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]), int(s[14:16])
+        ok = (1 <= mo <= 12 and 1 <= d <= _MONTH_DAYS[mo - 1] and h < 24 and mi < 60 and y >= 1
+              and not (mo == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0))))
+        if len(_MINUTES) >= _SEEN_MAX:
+            _MINUTES.clear()
+        v = _MINUTES[key] = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 if ok else None
+    return v
+
+
+def _parse(s: str, naive_tz) -> float | None:
+    if len(s) > 1024:  # (chrono takes any number of fraction digits)
         return None
     m = _TS_RE.match(s)
     if m is None:
         return None
-    y, mo, d, h, mi, sec, frac, zone = m.groups()
-    y, mo, d, h, mi, sec = int(y), int(mo), int(d), int(h), int(mi), int(sec)
-    if not (1 <= mo <= 12 and 1 <= d <= _MONTH_DAYS[mo - 1] and h < 24 and mi < 60 and sec < 61):
+    # Every field up to the seconds is a fixed number of \d, each one character: sliced, not grouped.
+    minute = _minute(s)
+    sec = int(s[17:19])
+    if minute is None or sec > 60:
         return None
-    if mo == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)):
-        return None
-    if y < 1:
-        return None
+    frac, zone = m.group(7, 8)
     if zone is None:
         try:
-            offset = naive_tz.utcoffset(datetime(y, mo, d, h, mi, min(sec, 59))).total_seconds()
+            offset = naive_tz.utcoffset(datetime(int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]),
+                                                 int(s[14:16]), min(sec, 59))).total_seconds()
         except (ValueError, OverflowError):
             return None
-    elif zone in ("Z", "z"):
+    elif zone == "Z" or zone == "z":
         offset = 0
     else:
         offset = _OFFSETS.get(zone)
@@ -71,9 +108,11 @@ def parse_timestamp(s, naive_tz=timezone.utc) -> float | None:
             if hh > 23 or mm > 59:
                 return None
             offset = _OFFSETS[zone] = (-1 if zone[0] == "-" else 1) * (hh * 3600 + mm * 60)
-    secs = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset
-    frac = frac[:9] if frac else frac  # digits past the nanosecond are skipped as chrono does (mermaid.md §2.7)
-    return secs + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    secs = minute + sec - offset
+    if not frac:
+        return secs + 0.0
+    frac = frac[:9]  # digits past the nanosecond are skipped as chrono does (mermaid.md §2.7)
+    return secs + int(frac) / _POW10[len(frac)]
 
 
 _AGE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|y)\Z")

@@ -1701,6 +1701,7 @@ def cases() -> list[Case]:
     out += duplicate_key_cases() + compact_cases()
     out += kept_cases("mermaid") + kept_cases("sam")
     out += fold_cases()
+    out += read_shortcut_cases()
     names = [c.name for c in out]
     dupes = {n for n in names if names.count(n) > 1}
     assert not dupes, dupes
@@ -1813,3 +1814,26 @@ def fold_hostile(ctx: Ctx) -> None:
 def fold_cases() -> list[Case]:
     return [_s("encoding/fold-hostile-text", fold_hostile, [], target=NEW_S, fast=True),
             _m("encoding/fold-hostile-text", fold_hostile, [], target=NEW_M, fast=True)]
+
+
+def read_shortcut_cases() -> list[Case]:
+    """Snapshots on the edges of the read path's shortcuts (issue #22): a message timestamp mermaid's
+    shape accepts but samctl's parser refuses (year 0, over 1024 characters), one too long to be
+    memoised, and nesting one level either side of serde's limit, deep in a message."""
+    def stamp(value):
+        return m_edit(set_at(("messages", 1, "timestamp"), value))
+
+    def deep(levels):  # root, messages, message: 3 levels, then the metadata's
+        return m_edit(set_at(("messages", 1, "metadata"), json.loads(nested(levels - 3))))
+    frac = "2026-08-12T09:15:01." + "1" * 1003 + "Z"  # 1024 characters: still a timestamp
+    return [_m("structure/timestamp-year-zero", stamp("0000-08-12T09:15:01Z"), [("bad-snapshot", f"{M2}.json")],
+               target=M2, fast=True),
+            _m("structure/timestamp-1024-chars", stamp(frac), [], target=M2),
+            _m("structure/timestamp-1025-chars", stamp(frac[:-1] + "1Z"), [("bad-snapshot", f"{M2}.json")],
+               target=M2, fast=True),
+            _m("structure/nesting-at-the-limit", deep(MERMAID_DEPTH_LIMIT), [], target=M2),
+            _m("structure/nesting-one-past-the-limit", deep(MERMAID_DEPTH_LIMIT + 1),
+               [("bad-snapshot", f"{M2}.json")], target=M2, fast=True)]
+
+
+MERMAID_DEPTH_LIMIT = 127  # serde_json's recursion limit (mermaid.md §3)

@@ -74,12 +74,14 @@ _SNAPSHOT_OPTIONAL = (
 )
 
 
-def check_snapshot(doc) -> None:
+def check_snapshot(doc, opens: int | None = None) -> None:
     """Raise Rejected unless mermaid would deserialize ``doc`` as ConversationHistory.
 
     Checks what serde's typed parse checks: required fields, the JSON kind of
     every typed field (top level and each message, the same rules as the event
-    log's), and serde_json's nesting limit.
+    log's), and serde_json's nesting limit.  ``opens``: the number of ``[`` and
+    ``{`` bytes in the text ``doc`` was parsed from, if known (each level of
+    nesting opens one: at most MAX_DEPTH of them cannot nest deeper).
     """
     if not isinstance(doc, dict):
         raise Rejected(f"top level is {type(doc).__name__}, not an object")
@@ -90,7 +92,10 @@ def check_snapshot(doc) -> None:
     _need(doc, "project_path", str)
     _need_ts(doc, "created_at")
     _need_ts(doc, "updated_at")
+    complete = eventlog.complete_message
     for i, m in enumerate(msgs):
+        if complete(m) and parse_timestamp(m["timestamp"]) is not None:
+            continue  # every field there and of its type: the checks below all pass
         where = f"messages[{i}]."
         if not isinstance(m, dict):
             raise Rejected(f"messages[{i}] is not an object")
@@ -109,7 +114,7 @@ def check_snapshot(doc) -> None:
     comps = doc.get("compactions")
     if comps and any(type(c) is not dict for c in comps):
         raise Rejected("compactions holds a value that is not an object")
-    if eventlog.deeper_than(doc, eventlog.MAX_DEPTH):
+    if (opens is None or opens > eventlog.MAX_DEPTH) and eventlog.deeper_than(doc, eventlog.MAX_DEPTH):
         raise Rejected(f"nested deeper than serde_json's limit ({eventlog.MAX_DEPTH} levels)")
 
 
@@ -233,25 +238,31 @@ def images(m: dict) -> list:
 
 
 def message(m: dict) -> Message:
-    role_raw = m["role"]
-    kind = m.get("kind")
+    """The model message of a checked snapshot message (``check_snapshot`` passed it)."""
+    get = m.get
+    kind = get("kind")
     if not isinstance(kind, str):
         kind = "normal"
     elif kind not in KINDS:
         kind = "unknown"
-    thinking = m.get("thinking")
+    thinking = get("thinking")
+    tool_calls = get("tool_calls")
+    tool_call_id = get("tool_call_id")
+    tool_name = get("tool_name")
+    actions = get("actions")
+    ts = m["timestamp"]
     return Message(
-        role=ROLE_MAP.get(role_raw, "system"),
+        role=ROLE_MAP.get(m["role"], "system"),
         content=m["content"],
-        timestamp=m["timestamp"],
-        timestamp_ts=parse_timestamp(m["timestamp"]),
-        tool_calls=tool_calls_from_openai(m.get("tool_calls")),
-        tool_call_id=m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None,
-        tool_name=m.get("tool_name") if isinstance(m.get("tool_name"), str) else None,
+        timestamp=ts,
+        timestamp_ts=parse_timestamp(ts),
+        tool_calls=tool_calls_from_openai(tool_calls) if tool_calls else [],  # (nothing to read in a falsy value)
+        tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+        tool_name=tool_name if isinstance(tool_name, str) else None,
         reasoning=thinking if isinstance(thinking, str) and thinking else None,
         kind=kind,
-        actions=m.get("actions") if isinstance(m.get("actions"), list) else [],
+        actions=actions if isinstance(actions, list) else [],
         hidden=kind == "recovery_nudge",
-        attachments=images(m),
+        attachments=images(m) if get("images") else [],  # (likewise)
         raw=m,
     )

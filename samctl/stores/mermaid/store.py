@@ -46,6 +46,7 @@ class MermaidStore(Store):
     has_event_logs = True
     event_types = EVENT_TYPES
     purge_takes_anything = True  # mermaid's own delete removes whichever of the three files exist
+    _prefix_of = None  # the conv_dir ``_files`` last built its prefix from
 
     # ids ---------------------------------------------------------------
     def valid_id(self, text: str) -> bool:
@@ -224,7 +225,7 @@ class MermaidStore(Store):
             return None
         try:
             doc = orjson.loads(data)
-            decode.check_snapshot(doc)
+            decode.check_snapshot(doc, eventlog.opening_brackets(data))
             if strict:
                 from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
@@ -249,20 +250,29 @@ class MermaidStore(Store):
 
     # loading ---------------------------------------------------------------
     def load(self, cid: str, findings: list) -> Conversation:
-        snap = self.path(cid, "json")
-        log = self.path(cid, "jsonl")
+        snap, meta, log = self._files(cid)
         doc = None
-        source = str(snap)
+        source = snap
         if fsafe.lstat(snap) is not None:
             doc = self.read_snapshot(snap, findings)
         if doc is None:
             doc = self._fold(log, findings)
             source = f"{log} (folded)"
         if doc is None:
-            if fsafe.lstat(snap) is None and fsafe.lstat(log) is None and fsafe.lstat(self.path(cid, "meta")) is None:
+            if fsafe.lstat(snap) is None and fsafe.lstat(log) is None and fsafe.lstat(meta) is None:
                 raise NotFound(f"no conversation {cid} in {self.conv_dir}")
             return None
-        return self.conversation_from_doc(doc, source, cid)
+        return self._conversation(doc, source, (snap, meta, log))
+
+    def _files(self, cid: str) -> tuple[str, str, str]:
+        """``str(self.path(cid, ext))`` for json, meta and jsonl, the id checked once (a valid id with
+        any of these extensions is one safe name, what ``fsafe.child`` checks) and one path built."""
+        if not decode.valid_id(cid):
+            raise FileProblem("bad-id", cid, "invalid conversation id")
+        if self._prefix_of is not self.conv_dir:  # what str(conv_dir / name) puts before a name ("" for ".")
+            self._prefix, self._prefix_of = str(self.conv_dir / "x")[:-1], self.conv_dir
+        base = self._prefix + cid
+        return base + ".json", base + ".meta", base + ".jsonl"
 
     def load_notes(self, conv) -> list:
         """The finding README promises when a transcript comes from the event log, not the snapshot (show,
@@ -277,20 +287,21 @@ class MermaidStore(Store):
     def conversation_from_doc(self, doc: dict, source: str, cid: str | None = None) -> Conversation:
         """The conversation in ``doc``; its size is that of ``cid``'s own files (snapshot, sidecar,
         log), as ``ls`` reports it, whichever of them ``doc`` came from (None: ``doc``'s id)."""
-        size = self._own_size(cid or doc["id"])
-        meta = decode.meta_from_snapshot(doc, source, size)
-        messages = [decode.message(m) for m in doc["messages"]]
-        return Conversation(meta=meta, messages=messages, raw=doc, model=doc.get("model_name"), source=source)
+        return self._conversation(doc, source, self._files(cid or doc["id"]))
 
-    def _own_size(self, cid: str) -> int:
+    def _conversation(self, doc: dict, source: str, files: tuple) -> Conversation:
+        """``conversation_from_doc`` with the session's ``_files`` at hand."""
         size = 0
-        for ext in ("json", "meta", "jsonl"):
-            st = fsafe.lstat(self.path(cid, ext))
+        for p in files:
+            st = fsafe.lstat(p)
             if st is not None and stat.S_ISREG(st.st_mode):
                 size += st.st_size
-        return size
+        meta = decode.meta_from_snapshot(doc, source, size)
+        message = decode.message
+        messages = [message(m) for m in doc["messages"]]
+        return Conversation(meta=meta, messages=messages, raw=doc, model=doc.get("model_name"), source=source)
 
-    def _fold(self, log: Path, findings: list):
+    def _fold(self, log, findings: list):
         if fsafe.lstat(log) is None:
             return None
 
