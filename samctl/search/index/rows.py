@@ -17,8 +17,7 @@ from collections import Counter
 from samctl.search import scoring
 from samctl.search import text as tx
 from samctl.search.index.format import (ARCHIVED, CTYPES, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, encode_text, load_numpy,
-                                      dedupe_key, lower_ascii, meta_dtype, row_crc,
-                                      term_key_of)
+                                      dedupe_key, lower_ascii, meta_dtype, row_crc, term_key_of)
 from samctl.search.index.sources import Source
 from samctl.stores import workers
 
