@@ -66,6 +66,46 @@ def test_parts_are_handed_out_a_few_at_a_time(mermaid_demo, monkeypatch):
     assert len(list(it)) == 35 and len(submitted) == 40
 
 
+def test_ahead_bounds_what_is_given_out(mermaid_demo, monkeypatch):
+    submitted = []
+    real = concurrent.futures.ProcessPoolExecutor.submit
+
+    def counting(self, *args, **kw):
+        submitted.append(args)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", counting)
+    it = workers.ordered_map(open_store(str(mermaid_demo)), _square, [[i] for i in range(40)], n_jobs=2, ahead=5)
+    next(it)
+    assert 5 * 2 <= len(submitted) <= 1 + 5 * 2
+    assert len(list(it)) == 39
+
+
+def _collected(store, part):
+    """What the worker's collector tracks of the objects the parent made before the fork: the marker
+    objects the parent holds, if the collector still sees them (frozen: it does not)."""
+    import gc
+
+    return [sum(1 for o in gc.get_objects() if type(o) is _Marker) for _ in part]
+
+
+class _Marker:
+    pass
+
+
+def test_the_parents_objects_are_frozen_while_workers_fork_and_thawed_after(mermaid_demo):
+    """Python's collector writes into each object it tracks: forked workers that collect the parent's
+    objects copy their pages.  They are frozen while the workers start (the workers' collector leaves
+    them alone), and the parent's collector has them back once the workers run."""
+    import gc
+
+    held = [_Marker() for _ in range(1000)]
+    out = [n for r in workers.ordered_map(open_store(str(mermaid_demo)), _collected, [[0], [1], [2]], n_jobs=2)
+           for n in r]
+    assert out == [0, 0, 0]  # (in the workers: frozen, out of the collector's sight)
+    assert gc.get_freeze_count() == 0 and sum(1 for o in gc.get_objects() if type(o) is _Marker) == len(held)
+
+
 def test_jobs_from_the_environment(monkeypatch):
     monkeypatch.setenv("SAMCTL_JOBS", "3")
     assert workers.jobs() == 3

@@ -24,7 +24,7 @@ from samctl.stores import workers
 CHUNK_SOURCES = 48  # sources per unit of work (and per progress report) at most ...
 PARALLEL_MIN_SOURCES = 256  # fewer sources to read than this: no worker processes
 CHUNK_BYTES = 4 << 20  # ... or fewer, once their files hold this many bytes
-AHEAD = 6  # chunks per worker read ahead, and not yet taken: the workers go on while a segment is
+AHEAD = 4  # chunks per worker read ahead, and not yet taken: the workers go on while a segment is
 # finished, and what waits is bounded (a chunk holds about twice the bytes of its files)
 
 
