@@ -108,12 +108,21 @@ class IndexCorpus:
             elif fld == "date":
                 dated = self.live & ~np.isnan(self.date)
                 self._lens[fld] = (np.where(dated, 3.0, 0.0), dated)
-            else:  # conv: one document per conversation (its messages), summed run by run of its rows
-                starts = np.flatnonzero(~self.same)
-                g = self.group[starts] + 1  # (0: rows of no conversation, dropped)
-                sums = np.add.reduceat(self.length, starts, dtype=np.float64) if len(starts) else np.zeros(0)
-                lens = np.bincount(g, weights=sums, minlength=self.groups + 1)[1:]
-                self._lens[fld] = (lens, np.bincount(g, minlength=self.groups + 1)[1:] > 0)
+            else:  # conv: one document per conversation (its alive messages), segment by segment
+                lens, has = [], []
+                for p in self.parts:
+                    s = p.seg
+                    if s.all_alive:  # (as written: no pass over its rows)
+                        lens.append(s.c_len)
+                        has.append(s.c_msgs > 0)
+                    else:
+                        m = (s.r_kind == MESSAGE) & s.alive
+                        c = s.r_conv[m]
+                        lens.append(np.bincount(c, weights=s.r_len[m], minlength=s.nconvs))
+                        has.append(np.bincount(c, minlength=s.nconvs) > 0)
+                # (sums of integers: exact, whatever the order, so both ways give the same lengths)
+                self._lens[fld] = (np.concatenate(lens) if lens else np.zeros(0),
+                                   np.concatenate(has) if has else np.zeros(0, bool))
         return self._lens[fld]
 
     def postings(self, fld: str, term: str):

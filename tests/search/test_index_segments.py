@@ -217,3 +217,40 @@ def test_a_rewrite_that_fails_leaves_the_index_as_it_was(tree, monkeypatch):
     with pytest.raises(ix.BadIndex, match="full"):
         ix.refresh(open_store(str(tree)), [])
     assert _index_files(d) == before  # the refresh's new segments are gone again, the rewrite's temps too
+
+
+def _conv_lengths_row_by_row(corpus):
+    """Each conversation's length and whether it has an alive message, counted from its rows one by one."""
+    lens, has = [0.0] * corpus.groups, [False] * corpus.groups
+    for i, g in enumerate(corpus.group.tolist()):
+        if g >= 0:
+            lens[g] += float(corpus.length[i])
+            has[g] = True
+    return lens, has
+
+
+def test_conversation_lengths_kept_per_segment_are_those_of_its_alive_rows(tree, monkeypatch):
+    """BM25's conversation lengths come from each segment's c_len/c_msgs while none of its rows died,
+    and are counted again from the rows of a segment some of whose rows died: row by row, the same."""
+    from samctl.search.corpus import IndexCorpus
+
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    monkeypatch.setattr(ixupdate, "DEAD_FRACTION", 1.0)  # (segments with dead rows stay as they are)
+    monkeypatch.setattr(ixupdate, "MAX_SEGMENTS", 1000)
+    _results(tree)
+    for round_ in range(2):
+        store = open_store(str(tree))
+        idx = ix.open_index(store)
+        corpus = IndexCorpus([(store, idx)])
+        lens, has = corpus.lengths("conv")
+        assert (lens.tolist(), has.tolist()) == _conv_lengths_row_by_row(corpus)
+        whole = [s.all_alive for s in idx.segments]
+        if round_ == 0:
+            assert all(whole) and len(whole) >= 4
+            # a few sessions saved again: their old rows die in their segments (kept: not rewritten)
+            conv = tree / ".mermaid" / "conversations"
+            _change(sorted(conv.glob("*.json"))[:2])
+            _results(tree)
+        else:
+            assert not all(whole)  # (both ways were compared)

@@ -25,7 +25,8 @@ from samctl.search import text
 INDEX_VERSION = 7  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
 # 5: the manifest's tables checked when used, its conversations in buckets; 6: a row's folded text kept
 # only where it is not ``lower_ascii`` of its text, a posting's count in a byte and its row in two;
-# 7: samctl's own markers of a conversation's shape (Claude Code side branches, Codex rollbacks) no rows
+# 7: samctl's own markers of a conversation's shape (Claude Code side branches, Codex rollbacks) no rows;
+# each conversation's length in terms and count of messages kept per segment (c_len, c_msgs)
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -64,13 +65,18 @@ SECTIONS = {
     "tok_bigp": ("<i8", ("X",)),  # the postings counted 255 or more, ascending
     "tok_bigtf": ("<u2", ("X",)),  # their counts
     "voc": ("|u1", ("B",)),
-    "convs": ("|u1", ("B",)),
-    # what ranking reads of every row, each column contiguous (the meta records are 56 bytes apart:
+    "convs": ("|u1", ("B",)),  # the conversation ids, a JSON list (decoded only when a query needs them)
+    # what ranking reads of every row, each column contiguous (the meta records are 52 bytes apart:
     # reading one of their fields for a million rows reads all of them)
     "r_len": ("<u4", ("R",)),
     "r_conv": ("<i4", ("R",)),
     "r_kind": ("|u1", ("R",)),
-    "r_role": ("|u1", ("R",)),  # the conversation ids, a JSON list (decoded only when a query needs them)
+    "r_role": ("|u1", ("R",)),
+    # per conversation of the segment (as ``convs`` numbers them): its message rows' terms summed (BM25's
+    # length of the conversation as one document) and how many message rows it has, as written (a
+    # search recounts a segment some of whose rows died since)
+    "c_len": ("<f8", ("C",)),
+    "c_msgs": ("<u4", ("C",)),
 }
 SEG_NAME = re.compile(r"seg-[0-9a-f]{8,40}\.seg\Z")
 

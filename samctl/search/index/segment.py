@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from samctl import fsafe
-from samctl.search.index.format import (ALIGN, CTYPES, INDEX_VERSION, KINDS, PREAMBLE, ROLES, SECTIONS,
+from samctl.search.index.format import (ALIGN, CTYPES, INDEX_VERSION, KINDS, MESSAGE, PREAMBLE, ROLES, SECTIONS,
                                       SEGMENT_MAGIC, TERMS_NAME, TOKEN_HASH_NAME, TRAILER, TRAILER_MAGIC, BadIndex, load_numpy,
                                       meta_dtype, open_mapped)
 
@@ -149,6 +149,10 @@ class SegmentWriter:
         meta = out["meta"]
         for name, field in (("r_len", "ntok"), ("r_conv", "conv"), ("r_kind", "kind"), ("r_role", "role")):
             out[name] = np.ascontiguousarray(meta[field])
+        msg = out["r_kind"] == MESSAGE
+        conv, nconvs = out["r_conv"][msg], len(self.conv_index)
+        out["c_len"] = np.bincount(conv, weights=out["r_len"][msg], minlength=nconvs).astype(np.float64)
+        out["c_msgs"] = np.bincount(conv, minlength=nconvs).astype(np.uint32)
         if len(hs):
             starts = np.flatnonzero(np.concatenate(([True], (hs[1:] != hs[:-1]) | (blk[1:] != blk[:-1]))))
         else:
@@ -175,7 +179,7 @@ class SegmentWriter:
             sec = {}
             for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_blk",
                          "tok_ptr", "tok_rows", "tok_tf", "tok_bigp", "tok_bigtf", "voc", "convs", "r_len", "r_conv",
-                         "r_kind", "r_role"):
+                         "r_kind", "r_role", "c_len", "c_msgs"):
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
@@ -246,6 +250,7 @@ class Segment:
         self.a = arrays
         self.bufs: dict = {}  # "text"/"ltext"/"ref" -> (buffer with .find and slicing, base offset)
         self.alive = None
+        self.all_alive = False  # no row dead or hidden: c_len/c_msgs hold for its alive rows
         self.header: dict = {}
         self.mm = None
         self.fd = None  # an opened file's: what ``read`` and ``text`` pread from
@@ -434,6 +439,8 @@ class Segment:
                         ok = got == rows
                     elif want == "R+1":
                         ok = got == rows + 1
+                    elif want == "C":
+                        ok = got == h["nconvs"]
                     else:  # K, K+1, P are shared by the term sections; B is each blob's own
                         ok = dims.setdefault(want if want != "B" else name, got) == got
                     if not ok or len(shape) != len(shape_rule):
