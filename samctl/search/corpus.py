@@ -108,19 +108,22 @@ class IndexCorpus:
             elif fld == "date":
                 dated = self.live & ~np.isnan(self.date)
                 self._lens[fld] = (np.where(dated, 3.0, 0.0), dated)
-            else:  # conv: one document per conversation (its alive messages), segment by segment
+            else:  # conv: one document per conversation (its alive messages), segment by segment: as
+                # written (c_len, c_msgs), less what its dead rows held (sums of integers: exact)
                 lens, has = [], []
                 for p in self.parts:
                     s = p.seg
-                    if s.all_alive:  # (as written: no pass over its rows)
-                        lens.append(s.c_len)
-                        has.append(s.c_msgs > 0)
-                    else:
-                        m = (s.r_kind == MESSAGE) & s.alive
-                        c = s.r_conv[m]
-                        lens.append(np.bincount(c, weights=s.r_len[m], minlength=s.nconvs))
-                        has.append(np.bincount(c, minlength=s.nconvs) > 0)
-                # (sums of integers: exact, whatever the order, so both ways give the same lengths)
+                    size, msgs = s.c_len, s.c_msgs.astype(np.int64)
+                    if s.dead_ranges:
+                        a, b = np.array(s.dead_ranges, dtype=np.int64).reshape(-1, 2).T
+                        n = b - a  # (every row of every range: each range's start, plus 0, 1, ... n-1)
+                        rows = np.repeat(a - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+                        rows = rows[s.r_kind[rows] == MESSAGE]
+                        c = s.r_conv[rows]
+                        size = size - np.bincount(c, weights=s.r_len[rows], minlength=s.nconvs)
+                        msgs -= np.bincount(c, minlength=s.nconvs)
+                    lens.append(size)
+                    has.append(msgs > 0)
                 self._lens[fld] = (np.concatenate(lens) if lens else np.zeros(0),
                                    np.concatenate(has) if has else np.zeros(0, bool))
         return self._lens[fld]

@@ -250,7 +250,7 @@ class Segment:
         self.a = arrays
         self.bufs: dict = {}  # "text"/"ltext"/"ref" -> (buffer with .find and slicing, base offset)
         self.alive = None
-        self.all_alive = False  # no row dead or hidden: c_len/c_msgs hold for its alive rows
+        self.dead_ranges = ()  # [start, end) of its dead rows (the manifest's): c_len/c_msgs count them
         self.header: dict = {}
         self.mm = None
         self.fd = None  # an opened file's: what ``read`` and ``text`` pread from
