@@ -45,9 +45,15 @@ def _sig(path: str) -> str | None:
     return f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_size}"
 
 
+def manifest_sig(d: Path) -> str | None:
+    """The signature of the index's manifest (None: absent); a manifest is replaced by a rename, so a
+    manifest read while this stays the same is the one there."""
+    return _sig(str(d / "manifest"))
+
+
 def _folders(current: dict) -> list[str]:
     """Every folder holding a source file, and the folder above each."""
-    parents = {os.path.dirname(p) for src in current.values() for p in src.paths}
+    parents = set(map(os.path.dirname, {p for src in current.values() for p in src.paths}))
     return sorted(parents | {os.path.dirname(p) for p in parents})
 
 
@@ -58,7 +64,7 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
     if recheck_seconds() <= 0 or not all(s.trusted for s in current.values()):
         return
     folders = _folders(current)
-    record = {"at": time.time(), "manifest": _sig(str(d / "manifest")), "folders": folders,
+    record = {"at": time.time(), "manifest": manifest_sig(d), "folders": folders,
               "sigs": [_sig(f) for f in folders], "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation]
                                                                 for f in discovery],
               "order": [k for k in current if k in with_findings]}

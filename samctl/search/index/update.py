@@ -144,6 +144,7 @@ def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = 
     disc: list = []
     current = discover(store, disc, scope)
     findings.extend(disc)
+    before = checked.manifest_sig(d)
     idx = None if rebuild else try_open(store, d, whole=True)
     if idx is not None:
         changed, removed = stale(idx.manifest, current, scope)
@@ -156,7 +157,8 @@ def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = 
     try:
         fsafe.make_private_dir(d)
         with _writer_lock(d, progress=progress):
-            idx = None if rebuild else try_open(store, d, whole=True)
+            if not rebuild and (idx is None or before is None or checked.manifest_sig(d) != before):
+                idx = try_open(store, d, whole=True)  # (another samctl may have changed it meanwhile)
             changed, removed = stale(idx.manifest if idx else None, current, scope)
             if idx is None or changed or removed:
                 _update(store, d, idx, current, changed, removed, progress, jobs)
