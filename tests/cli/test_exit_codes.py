@@ -357,16 +357,40 @@ def _waits_on(p: subprocess.Popen, lock: Path) -> None:
     time.sleep(2)  # (no /proc: a guess)
 
 
+def _ctrl_c_as_a_terminal_gives_it() -> None:
+    """In the child, before samctl starts: SIGINT handled by default and not blocked, as a shell's
+    foreground command has it, whatever the test runner inherited (a runner started in the
+    background may have it ignored, and a thread may have it blocked)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _signal_state(pid: int) -> str:
+    """The signal masks of ``pid`` (/proc), to say why a process did not stop."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return " ".join(line.strip() for line in f if line.startswith(("State", "Sig", "Shd")))
+    except OSError:
+        return "(no /proc)"
+
+
 def test_130_ctrl_c_while_waiting_for_the_lock(mermaid_demo):
     """A real SIGINT to a real process: rm waiting for another samctl's lock stops, changing nothing."""
     fd = _hold(mermaid_demo / ".mermaid" / ".samctl" / "lock")
     try:
         fp = fingerprint(conv(mermaid_demo))
         p = subprocess.Popen([sys.executable, "-m", "samctl", "--root", str(mermaid_demo), "rm", MID, "--lock-wait",
-                              "60"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              "60"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=_ctrl_c_as_a_terminal_gives_it)
         _waits_on(p, mermaid_demo / ".mermaid" / ".samctl" / "lock")
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=30)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            state = _signal_state(p.pid) + " | this test process: " + _signal_state(os.getpid())
+            p.kill()
+            p.communicate()
+            raise AssertionError(f"rm did not stop on SIGINT within 30 s; {state}") from None
         assert p.returncode == 130 and b"interrupted" in err, (p.returncode, err)
         assert fingerprint(conv(mermaid_demo)) == fp
     finally:
