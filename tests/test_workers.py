@@ -49,15 +49,21 @@ def test_a_worker_never_starts_workers_of_its_own(mermaid_demo):
         assert worker != os.getpid() and inner == [worker] * 3
 
 
-def test_parts_are_handed_out_a_few_at_a_time(mermaid_demo, monkeypatch):
-    submitted = []
+@pytest.fixture
+def submitted(monkeypatch) -> list:
+    """What the pools of the test submit (their arguments), as they submit it."""
+    out = []
     real = concurrent.futures.ProcessPoolExecutor.submit
 
     def counting(self, *args, **kw):
-        submitted.append(args)
+        out.append(args)
         return real(self, *args, **kw)
 
     monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", counting)
+    return out
+
+
+def test_parts_are_handed_out_a_few_at_a_time(mermaid_demo, submitted):
     store = open_store(str(mermaid_demo))
     it = workers.ordered_map(store, _square, [[i] for i in range(40)], n_jobs=2)
     for taken in range(1, 6):
@@ -66,15 +72,7 @@ def test_parts_are_handed_out_a_few_at_a_time(mermaid_demo, monkeypatch):
     assert len(list(it)) == 35 and len(submitted) == 40
 
 
-def test_ahead_bounds_what_is_given_out(mermaid_demo, monkeypatch):
-    submitted = []
-    real = concurrent.futures.ProcessPoolExecutor.submit
-
-    def counting(self, *args, **kw):
-        submitted.append(args)
-        return real(self, *args, **kw)
-
-    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", counting)
+def test_ahead_bounds_what_is_given_out(mermaid_demo, submitted):
     it = workers.ordered_map(open_store(str(mermaid_demo)), _square, [[i] for i in range(40)], n_jobs=2, ahead=5)
     next(it)
     assert 5 * 2 <= len(submitted) <= 1 + 5 * 2

@@ -232,11 +232,17 @@ def test_archive_copy_ids_across_stores_quietly_and_not_again(run, machine):
     assert fingerprint(os.path.join(os.environ["XDG_DATA_HOME"], "samctl", "attic")) == attics
 
 
-def test_purge_across_stores_says_which_attic_it_could_not_read(run, machine):
+def _attic_made_a_file(run, machine):
+    """The mermaid project's attic, holding 20260810_1403 and then moved away, a file in its place."""
     attic = machine / "proj" / ".mermaid" / "samctl-attic"
     assert run("--root", machine / "proj", "rm", "20260810_1403").exit_code == 0
     attic.rename(machine / "moved-attic")
     attic.write_text("not a folder")
+    return attic
+
+
+def test_purge_across_stores_says_which_attic_it_could_not_read(run, machine):
+    attic = _attic_made_a_file(run, machine)
     before = _everything(machine)
     missing = run("rm", "--purge", "20260810_1403", "--all-stores", "--yes")  # it is in the attic it cannot read
     assert missing.exit_code == 4 and "attic-unsafe" in missing.stderr and str(attic) in missing.stderr, \
@@ -248,10 +254,7 @@ def test_purge_across_stores_says_which_attic_it_could_not_read(run, machine):
 
 
 def test_purge_in_one_store_says_its_attic_could_not_be_read(run, machine):
-    attic = machine / "proj" / ".mermaid" / "samctl-attic"
-    assert run("--root", machine / "proj", "rm", "20260810_1403").exit_code == 0
-    attic.rename(machine / "moved-attic")
-    attic.write_text("not a folder")
+    attic = _attic_made_a_file(run, machine)
     before = _everything(machine)
     r = run("--root", machine / "proj", "rm", "--purge", "20260810_1403", "--yes")  # only in the attic
     assert r.exit_code == 4 and "no conversation matches '20260810_1403'" in r.stderr, r.stderr

@@ -427,12 +427,13 @@ def _hidden(man: dict, opened: list[Segment]) -> dict:
         per.append((entry["name"], seg, alive, kind))
     if not any(np.any(k == ARCHIVED) for _, _, _, k in per):
         return {}
-    dkeys = (lambda seg: seg.read("meta", 0, seg.rows)["dkey"])
-    keys = np.unique(np.concatenate([dkeys(seg)[alive & (kind == MESSAGE)] for _, seg, alive, kind in per]))
+    # each segment's keys read once (8 bytes a row kept, not its 52-byte records)
+    dkeys = [np.ascontiguousarray(seg.read("meta", 0, seg.rows)["dkey"]) for _, seg, _, _ in per]
+    keys = np.unique(np.concatenate([d[alive & (kind == MESSAGE)] for d, (_, _, alive, kind) in zip(dkeys, per)]))
     out = {}
-    for name, seg, alive, kind in per:
+    for d, (name, seg, alive, kind) in zip(dkeys, per):
         rows = np.flatnonzero(alive & (kind == ARCHIVED))
-        dup = rows[np.isin(dkeys(seg)[rows], keys)] if len(rows) else rows
+        dup = rows[np.isin(d[rows], keys)]
         if len(dup):
             out[name] = dup.tolist()
     return out
