@@ -70,10 +70,12 @@ class IndexCorpus:
         if self.size > 1:
             np.equal(self.group[1:], self.group[:-1], out=self.same[1:])
             self.same[1:] &= self.group[1:] >= 0
-        side = np.full(len(ROLES), 2, np.int8)  # (small: gathered a lot; a code out of range: IndexError)
+        if self.size and int(self.role_code.max()) >= len(ROLES):
+            raise BadIndex("role codes out of range")
+        # (compared, not gathered through a table: a gather of a million small codes costs 10x more)
+        self.role = np.full(self.size, 2, np.int8)
         for name, v in _ROLE_SIDE.items():
-            side[ROLES.index(name)] = v
-        self.role = side[self.role_code]
+            self.role[self.role_code == ROLES.index(name)] = v
         self._post: dict = {}
         self._lens: dict = {}
         self._ymd = None
@@ -146,9 +148,13 @@ class IndexCorpus:
                 a, b, r = got
                 if len(r) and (int(r.min()) < 0 or int(r.max()) >= seg.rows):
                     raise BadIndex(f"{seg.name}: postings point past the rows")
-                keep = seg.alive[r]
-                rows.append(r[keep] + p.start)  # (int64 already)
-                tfs.append(seg.tfs(a, b)[keep])
+                if seg.all_alive:  # (no dead or hidden row: nothing to take out)
+                    rows.append(r + p.start)  # (int64 already)
+                    tfs.append(seg.tfs(a, b))
+                else:
+                    keep = seg.alive[r]
+                    rows.append(r[keep] + p.start)
+                    tfs.append(seg.tfs(a, b)[keep])
         if not rows:
             return np.empty(0, np.int64), np.empty(0, np.float64)
         return np.concatenate(rows), np.concatenate(tfs).astype(np.float64)

@@ -242,7 +242,8 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
     sides, names = (_addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1
                     else (np.zeros(2), set()))
     own = bm25(corpus, "text", terms, params, dict.fromkeys(names, params.name_weight))
-    date = np.zeros(corpus.size)
+    zero = _zeros(corpus.size)  # (a part that is 0 everywhere: read-only, no pages of its own)
+    date = zero
     base = own
     if params.date and any(corpus.postings("date", t)[0].size for t in dict.fromkeys(terms)):
         date = params.date * bm25(corpus, "date", terms, params)
@@ -250,25 +251,31 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
     nz = int(np.count_nonzero(base))  # s > 0 exactly where a row or a neighbour has evidence
     context = _context(base, same, params, nz)
     s = base + context
-    conv = np.zeros(corpus.size)
+    conv = zero
     if params.conversation and nz:
         cs = bm25(corpus, "conv", terms, params)
         if cs.any():
             conv = np.append(params.conversation * (cs / cs.max() * s.max()), 0.0)[group]  # (group -1: the 0)
             s += conv
-    addressee = np.zeros(corpus.size)
+    addressee = zero
     if params.addressee and sides.any() and nz:
         addressee = s * params.addressee
         addressee *= np.append(sides, 0.0)[role]
         s += addressee
-    diversity = np.zeros(corpus.size)
+    diversity = zero
     if params.diversify and nz:
+        diversity = np.zeros(corpus.size)
         cand, cut = _diversity(s, group, params, diversity)
         s[cand] += diversity[cand]
         if info is not None:
             info["floor"] = cut
     return {"own": own, "date": date, "context": context, "conversation": conv, "addressee": addressee,
             "diversity": diversity, "score": s}
+
+
+def _zeros(n: int) -> np.ndarray:
+    """``n`` zeros, read-only, in no memory of their own (a broadcast of one 0)."""
+    return np.broadcast_to(np.zeros(1), (n,))
 
 
 def _context(base, same, params, nz: int) -> np.ndarray:

@@ -19,6 +19,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from samctl import heap
 from samctl.search import index as ix
 from samctl.search import scoring
 from samctl.search.hits import (KIND_ORDER, RESCORE_MARGIN, Hit, SearchQuery, excerpt, find_ci, folded_find,  # noqa: F401
@@ -76,6 +77,7 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None) -> 
     """The hits of ``q`` in ``stores`` (one store, or a list: ranked together, statistics over all of
     them), best first.  Bad files become ``findings``; raises UsageError/NotFound.  ``plan``: the
     parsed query (``search.query``) for the default ranking."""
+    heap.keep_freed_memory()  # (arrays of a value per row, made and dropped: their pages kept for the next)
     stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]
     if q.like and len(stores) > 1:
         stores = [s for s in stores if s.has_memories] or stores[:1]  # (the error names the first)

@@ -119,6 +119,16 @@ CORRUPTIONS = {
     "flipped byte of the manifest's notes": lambda d: _flip(d / "manifest", _table_at(d, 1) + 3),
     "flipped last manifest byte": lambda d: _flip(d / "manifest", os.path.getsize(d / "manifest") - 1),
     "flipped segment header": lambda d: _flip(_segment(d), os.path.getsize(_segment(d)) - 40),
+    # dead ranges that are not [start, end] pairs of integers within the segment (written with a good checksum)
+    "dead range past the rows": lambda d: _patch_manifest(d, dead=lambda n: [[0, 1], [n - 1, n + 1]]),
+    "dead range reversed": lambda d: _patch_manifest(d, dead=lambda n: [[2, 1]]),
+    "dead range below 0": lambda d: _patch_manifest(d, dead=lambda n: [[-1, 1]] * 20),
+    "dead range of a bool": lambda d: _patch_manifest(d, dead=lambda n: [[0, True]]),
+    "dead range of a float": lambda d: _patch_manifest(d, dead=lambda n: [[0, 1.0]]),
+    "dead range of 3 numbers": lambda d: _patch_manifest(d, dead=lambda n: [[0, 1, 2]]),
+    "dead range of a string": lambda d: _patch_manifest(d, dead=lambda n: ["01"]),
+    "dead ranges of a dict": lambda d: _patch_manifest(d, dead=lambda n: {"0": 1}),
+    "dead range beyond int64": lambda d: _patch_manifest(d, dead=lambda n: [[0, 1 << 63]]),
 }
 
 
@@ -136,12 +146,14 @@ def _table_at(d, i):
     return 16 + sum(len(x) + 1 for x in lines[:1 + (0 if i == "src" else i)])
 
 
-def _patch_manifest(d, v=None, body_v=None):
+def _patch_manifest(d, v=None, body_v=None, dead=None):
     raw = (d / "manifest").read_bytes()
     head, src, notes, *conv = raw[16:].split(b"\n")
     body = {**json.loads(head), "src": json.loads(src), "notes": json.loads(notes), "conv": [json.loads(b) for b in conv]}
     if body_v is not None:
         body["v"] = body_v
+    if dead is not None:
+        body["segments"][0]["dead"] = dead(body["segments"][0]["rows"])
     ix.write_manifest_bytes(d / "manifest", body, version=v if v is not None else ix.INDEX_VERSION)
 
 
@@ -486,3 +498,19 @@ def test_segments_past_the_descriptor_budget_read_through_their_map(sam, monkeyp
     idx, _ = refresh(sam)
     assert idx.segments and all(s.fd is None for s in idx.segments)
     assert query(sam) == want
+
+
+@pytest.mark.parametrize("rows", [1, 7, 300])
+def test_alive_mask_is_false_exactly_in_the_dead_ranges(rows):
+    """Few ranges are cleared one by one, many (an index refreshed often) at once: both agree with the
+    definition, for empty, overlapping, touching and whole-segment ranges."""
+    import random
+
+    from samctl.search.index.manifest import alive_mask
+
+    rnd = random.Random(rows)
+    for n in (0, 1, 3, 15, 16, 17, 200):
+        dead = [sorted((rnd.randint(0, rows), rnd.randint(0, rows))) for _ in range(n)]
+        want = [not any(a <= r < b for a, b in dead) for r in range(rows)]
+        assert alive_mask(rows, dead).tolist() == want, (n, dead)
+    assert not alive_mask(rows, [[0, rows]] * 20).any()

@@ -8,6 +8,7 @@ Design notes: docs/search-index.md, "search/index/manifest.py".
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import zlib
@@ -234,6 +235,21 @@ def _ints(x, n=None) -> bool:
     return isinstance(x, list) and (n is None or len(x) == n) and set(map(type, x)) <= _INT
 
 
+def _ranges(dead, rows: int) -> bool:
+    """Whether ``dead`` is a list of [start, end] integer pairs with 0 <= start <= end <= ``rows``.
+    (Checked a list at a time: an index refreshed many times has thousands, and every search opens it.)"""
+    if not (isinstance(dead, list) and set(map(type, dead)) <= {list} and set(map(len, dead)) <= {2}):
+        return False
+    flat = list(itertools.chain.from_iterable(dead))
+    if not flat:
+        return True
+    if not set(map(type, flat)) <= _INT:
+        return False
+    np = load_numpy()
+    a = np.array(flat, dtype=np.int64).reshape(-1, 2)  # (beyond int64: OverflowError, a BadIndex)
+    return bool(((a[:, 0] >= 0) & (a[:, 0] <= a[:, 1]) & (a[:, 1] <= rows)).all())
+
+
 def read_manifest(path: Path, store) -> Manifest:
     """The manifest, its head checked field by field (each table when first used); raises BadIndex.
 
@@ -276,8 +292,7 @@ def read_manifest(path: Path, store) -> Manifest:
         names = set()
         for s in m["segments"]:
             if not (isinstance(s["name"], str) and SEG_NAME.match(s["name"]) and type(s["rows"]) is int
-                    and type(s["size"]) is int and type(s["hcrc"]) is int and isinstance(s["dead"], list)
-                    and all(_ints(d, 2) and 0 <= d[0] <= d[1] <= s["rows"] for d in s["dead"])):
+                    and type(s["size"]) is int and type(s["hcrc"]) is int and _ranges(s["dead"], s["rows"])):
                 raise BadIndex("manifest: bad segment entry")
             names.add(s["name"])
         seg_rows = {s["name"]: s["rows"] for s in m["segments"]}
@@ -379,7 +394,14 @@ def _checked_bucket(raw) -> dict:
 def alive_mask(rows: int, dead):
     """A bool array of ``rows``: False in the dead ranges ``[[start, end), ...]``."""
     np = load_numpy()
-    alive = np.ones(rows, dtype=bool)
-    for a, b in dead:
-        alive[a:b] = False
-    return alive
+    if len(dead) < 16:
+        alive = np.ones(rows, dtype=bool)
+        for a, b in dead:
+            alive[a:b] = False
+        return alive
+    # (thousands of ranges after many refreshes: +1 at each start, -1 at each end, dead where the sum is not 0)
+    d = np.asarray(dead, dtype=np.int64).reshape(-1, 2)
+    edges = np.zeros(rows + 1, dtype=np.int64)
+    np.add.at(edges, d[:, 0], 1)
+    np.add.at(edges, d[:, 1], -1)
+    return np.cumsum(edges[:-1]) == 0

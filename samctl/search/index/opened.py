@@ -53,6 +53,7 @@ class Index:
             if h:
                 alive[np.asarray(h, dtype=np.int64)] = False
             seg.alive = alive
+            seg.all_alive = bool(alive.all())
             seg.dead_ranges = dead.get(seg.name, ())
         self.rows = int(sum(int(s.alive.sum()) for s in segments))
 

@@ -250,6 +250,7 @@ class Segment:
         self.a = arrays
         self.bufs: dict = {}  # "text"/"ltext"/"ref" -> (buffer with .find and slicing, base offset)
         self.alive = None
+        self.all_alive = False  # every row alive (set with ``alive``): postings need no filtering
         self.dead_ranges = ()  # [start, end) of its dead rows (the manifest's): c_len/c_msgs count them
         self.header: dict = {}
         self.mm = None
