@@ -137,25 +137,33 @@ def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer
     ``--conversation``); without the cache (``--no-index``), indexes built in temporary folders removed
     afterwards.  Indexes that cannot be used (``answer`` finds one broken, too) are rebuilt once; if
     that fails too, the search is made on temporary ones."""
-    for attempt in range(3):
+    attempt, quick = 0, True
+    while attempt < 3:
         local: list = []
         tmps: list = []
         pairs = []
+        pending: list | None = [] if quick else None  # last full checks trusted while their folders are stated
         try:
             for store in stores:
                 disk = q.use_index and store.use_cache and attempt < 2
                 if not disk:
                     tmps.append(tempfile.mkdtemp(prefix="samctl-search-"))
                 pairs.append((store, ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress,
-                                                home=None if disk else Path(tmps[-1]))))
+                                                home=None if disk else Path(tmps[-1]), pending=pending)))
             hits = answer(pairs)
         except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
+            for p in pending or ():
+                p.holds()  # (its thread finished before a rebuild forks workers)
             if len(tmps) == len(stores) or os.environ.get("SAMCTL_DEBUG") == "1":
                 raise
+            attempt += 1
             continue  # an index that cannot be used: rebuild it, then do without
         finally:
             for tmp in tmps:
                 shutil.rmtree(tmp, ignore_errors=True)
+        if pending and not all(p.holds() for p in pending):
+            quick = False  # a folder changed since the last full check: check fully, search again
+            continue
         findings.extend(local)
         for store, idx in pairs:
             _note_replaced(store, idx, findings)

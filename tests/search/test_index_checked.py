@@ -101,3 +101,33 @@ def test_a_racy_file_means_no_record(run, mermaid):
     os.utime(snap)  # modified just now: indexed without a signature, read again next time
     texts(run, mermaid, "budget")
     assert not (ix.index_dir(open_store(str(mermaid))) / "checked").exists()
+
+
+def test_a_sam_conversation_saved_by_rename_is_seen_at_once_among_many(run, tmp_path, monkeypatch):
+    """SAM keeps each conversation in a folder of its own: the quick path states every one of them
+    (through one descriptor of their parent when there are many), and sees one file replaced."""
+    from fixtures import make_fixtures as mf
+
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
+    base = tmp_path / "SAM"
+    mf.build_demo_sam(base)
+    ids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(12)]
+    for i, cid in enumerate(ids):
+        msg = mf.sam_message(f"10000000-0000-4000-8000-{i:012d}", "user", f"note {i} about the ledger",
+                             "2026-09-02T08:30:00Z")
+        mf._write(base / "conversations" / cid / "conversation.json", mf.sam_dumps(
+            mf.sam_doc(cid, f"note {i}", [msg], "2026-09-02T08:29:50Z", "2026-09-02T08:31:05Z")))
+    age(base)
+    assert len(texts(run, base, "ledger")[0]) == 12
+    assert (ix.index_dir(open_store(str(base))) / "checked").exists()
+    path = base / "conversations" / ids[7] / "conversation.json"
+    doc = json.loads(path.read_text())
+    doc["messages"][0]["content"] = "a quokka joined the standup"
+    tmp = path.with_name(".x.tmp")
+    tmp.write_text(mf.sam_dumps(doc))
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    age(base)
+    got, _ = texts(run, base, "quokka")
+    assert got == ["a quokka joined the standup"]
+    assert len(texts(run, base, "ledger")[0]) == 11

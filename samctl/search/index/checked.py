@@ -16,7 +16,10 @@ Design notes: docs/search-index.md, "search/index/checked.py".
 
 from __future__ import annotations
 
+import hashlib
+import operator
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -45,16 +48,46 @@ def _sig(path: str) -> str | None:
     return f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_size}"
 
 
+def _digest(groups: list) -> str:
+    """One digest of ``_sig`` of every folder of ``groups`` = [[parent, [name, ...]], ...], in order: each
+    parent's names are stated through one descriptor of it (looked up there alone, not along the whole
+    path), as ``lstat`` would (the last name not followed).  A folder that cannot be stated counts as "-"."""
+    h = hashlib.blake2b(digest_size=16)
+    get = operator.attrgetter("st_mtime_ns", "st_ctime_ns", "st_ino", "st_size")
+    for parent, names in groups:
+        try:
+            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            h.update(b"-" * len(names))
+            continue
+        try:
+            for name in names:
+                try:
+                    h.update(b"%d:%d:%d:%d;" % get(os.stat(name, dir_fd=fd, follow_symlinks=False)))
+                except OSError:
+                    h.update(b"-")
+        finally:
+            os.close(fd)
+        h.update(b"/")
+    return h.hexdigest()
+
+
 def manifest_sig(d: Path) -> str | None:
     """The signature of the index's manifest (None: absent); a manifest is replaced by a rename, so a
     manifest read while this stays the same is the one there."""
     return _sig(str(d / "manifest"))
 
 
-def _folders(current: dict) -> list[str]:
-    """Every folder holding a source file, and the folder above each."""
+def _folders(current: dict) -> list:
+    """Every folder holding a source file, and the folder above each, by the folder above them:
+    [[parent, [name, ...]], ...], sorted."""
     parents = set(map(os.path.dirname, {p for src in current.values() for p in src.paths}))
-    return sorted(parents | {os.path.dirname(p) for p in parents})
+    groups: dict = {}
+    for f in sorted(parents | {os.path.dirname(p) for p in parents}):
+        up, name = os.path.split(f)
+        if name:  # (the root folder has no folder above it: left out)
+            groups.setdefault(up, []).append(name)
+    return [[up, names] for up, names in groups.items()]
 
 
 def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
@@ -65,8 +98,8 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
         return
     folders = _folders(current)
     record = {"at": time.time(), "manifest": manifest_sig(d), "folders": folders,
-              "sigs": [_sig(f) for f in folders], "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation]
-                                                                for f in discovery],
+              "digest": _digest(folders), "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation]
+                                                        for f in discovery],
               "order": [k for k in current if k in with_findings]}
     try:
         fsafe.write_atomic(d / RECORD, orjson.dumps(record))
@@ -74,19 +107,39 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
         pass
 
 
-def recent(d: Path):
-    """(discovery findings, the order of the sources) of a full check that still holds, else None."""
+class Recent:
+    """A full check that still holds if its folders are as it saw them: ``found`` (discovery findings),
+    ``order`` (of the sources with findings).  The folders are stated in a thread started at once, so
+    that a search can rank meanwhile (10,000 SAM conversation folders: 20 ms); ``holds()`` waits for it."""
+
+    def __init__(self, found: list, order: list, folders: list, digest: str):
+        self.found, self.order = found, order
+        self._same: list = []
+        self._thread = threading.Thread(target=self._compare, args=(folders, digest), daemon=True,
+                                        name="samctl-checked")
+        self._thread.start()
+
+    def _compare(self, folders: list, digest: str) -> None:
+        try:
+            self._same.append(_digest(folders) == digest)
+        except (TypeError, ValueError, OSError):  # (a record whose folders are not [str, [str, ...]])
+            self._same.append(False)
+
+    def holds(self) -> bool:
+        self._thread.join()
+        return bool(self._same and self._same[0])
+
+
+def recent(d: Path) -> Recent | None:
+    """The last full check if it may still hold (``Recent.holds`` says whether it does), else None."""
     try:
         r = orjson.loads(fsafe.read_capped(d / RECORD, 1 << 30))
         if not (0 <= time.time() - r["at"] <= recheck_seconds()) or r["manifest"] != _sig(str(d / "manifest")):
             return None
-        folders, sigs = r["folders"], r["sigs"]
-        if not (isinstance(folders, list) and isinstance(sigs, list) and len(folders) == len(sigs) and folders):
+        folders, digest = r["folders"], r["digest"]
+        if not (isinstance(folders, list) and isinstance(digest, str) and folders):
             return None
-        if any(_sig(f) != s for f, s in zip(folders, sigs)):
-            return None
-        found = [Finding(*row) for row in r["discovery"]]
-        return found, r["order"]
+        return Recent([Finding(*row) for row in r["discovery"]], r["order"], folders, digest)
     except (OSError, FileProblem, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
 

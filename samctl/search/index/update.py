@@ -124,23 +124,30 @@ def _unlink_finished(folder: Path | None, infos: list) -> None:
 
 
 def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = False, progress=None,
-            jobs: int | None = None, home: Path | None = None) -> Index:
+            jobs: int | None = None, home: Path | None = None, pending: list | None = None) -> Index:
     """The store's index, brought up to date for ``scope`` (all sources when None).
 
     Appends discovery findings and the findings of every source in scope (stored with the index,
     so an unchanged bad file is still reported) to ``findings``.  Raises BadIndex only when the
     index cannot be written (the caller then searches without it).  ``home``: another folder
     than the store's own in the cache (a throw-away index).  ``Index.replaced``: the bytes of an
-    index of an older samctl found there and replaced (0 if none).
+    index of an older samctl found there and replaced (0 if none).  ``pending``: when given, the
+    last full check may be trusted before its folders are stated; its ``checked.Recent`` is
+    appended, and the caller must see ``holds()`` before using what it found (else refresh again
+    without ``pending``).
     """
     d = home or index_dir(store)
     if scope is None and not rebuild:
         quick = checked.recent(d)
         idx = try_open(store, d) if quick is not None else None
-        if idx is not None:
-            findings.extend(quick[0])
-            findings.extend(idx.findings(None, quick[1]))
+        if idx is not None and (pending is not None or quick.holds()):
+            if pending is not None:
+                pending.append(quick)
+            findings.extend(quick.found)
+            findings.extend(idx.findings(None, quick.order))
             return idx
+        if quick is not None:
+            quick.holds()  # (its thread finished before any worker process is forked)
     disc: list = []
     current = discover(store, disc, scope)
     findings.extend(disc)
