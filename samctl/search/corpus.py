@@ -72,10 +72,13 @@ class IndexCorpus:
             self.same[1:] &= self.group[1:] >= 0
         if self.size and int(self.role_code.max()) >= len(ROLES):
             raise BadIndex("role codes out of range")
-        # (compared, not gathered through a table: a gather of a million small codes costs 10x more)
+        # 2 less 2 for a user's row, less 1 for an assistant's: comparisons and subtractions of whole
+        # arrays (a gather through a table, or a masked assignment, of a million small codes costs 10x more)
         self.role = np.full(self.size, 2, np.int8)
         for name, v in _ROLE_SIDE.items():
-            self.role[self.role_code == ROLES.index(name)] = v
+            hit = (self.role_code == ROLES.index(name)).view(np.int8)
+            for _ in range(2 - v):
+                self.role -= hit
         self._post: dict = {}
         self._lens: dict = {}
         self._ymd = None
