@@ -289,8 +289,15 @@ def _context(base, same, params, nz: int) -> np.ndarray:
         return out
     if not nz:
         return out
+    at = None
     if nz * 16 < n:  # few rows with evidence: only their neighbours are touched
         at = np.flatnonzero(base)
+    elif np.count_nonzero(same) * 16 < n:  # few rows with a neighbour (SAM's memories have none): only
+        # the rows with evidence and a neighbour, before (same[r]) or after (same[r + 1])
+        at = np.flatnonzero(base)
+        after = np.minimum(at + 1, n - 1)
+        at = at[same[at] | (same[after] & (after > at))]
+    if at is not None:
         for step, w, two in ((1, params.prev, False), (-1, params.next, False), (2, params.prev2, True),
                              (-2, params.next2, True)):
             to = at + step

@@ -237,12 +237,15 @@ def _context_by_gathers(base, same, p):
 
 
 @pytest.mark.parametrize("evidence", [0.001, 0.05, 0.5])
-def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence):
-    """Few rows with evidence take the sparse path, many the dense one: both equal the gathers, bit for bit."""
+@pytest.mark.parametrize("linked", [0.8, 0.04])
+def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence, linked):
+    """Few rows with evidence, or few rows with a neighbour (SAM's memories have none), take the sparse
+    path, the others the dense one: both equal the gathers, bit for bit."""
     rng = np.random.default_rng(7)
     n = 5000
-    same = rng.random(n) < 0.8
+    same = rng.random(n) < linked
     same[0] = False
+    same[n - 1] = True  # (the last row linked: the row after it does not exist)
     base = np.where(rng.random(n) < evidence, rng.random(n) * 5, 0.0)
     base[[0, 1, n - 1]] = [1.5, 0.0, 2.5]  # the ends
     want = _context_by_gathers(base, same, Params())

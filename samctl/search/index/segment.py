@@ -327,14 +327,25 @@ class Segment:
         off = self.offsets(kind)
         return buf[base + int(off[a]): base + int(off[b])]
 
+    def _row_bounds(self, kind: str, i: int) -> tuple[int, int]:
+        """Where row ``i``'s bytes of the blob ``kind`` start and end, checked (0 <= start <= end <= the
+        blob's size; BadIndex if not): a hit reads a row of a segment, not every offset of it."""
+        off = self.a[kind + "_off"]
+        a, b = int(off[i]), int(off[i + 1])
+        if not 0 <= a <= b <= len(self.a[kind]):
+            raise BadIndex(f"{self.name}: {kind} offsets are not consistent")
+        return a, b
+
     def blob(self, kind: str, i: int) -> bytes:
-        return bytes(self.span(kind, i, i + 1))
+        buf, base = self.bufs[kind]
+        a, b = self._row_bounds(kind, i)
+        return bytes(buf[base + a: base + b])
 
     def crc(self, kind: str, i: int, value: int = 0) -> int:
         """``zlib.crc32`` of row ``i``'s bytes of the blob ``kind``, read in place (no copy of a long text)."""
         buf, base = self.bufs[kind]
-        off = self.offsets(kind)
-        with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
+        a, b = self._row_bounds(kind, i)
+        with memoryview(buf) as view, view[base + a: base + b] as part:
             return zlib.crc32(part, value)
 
     def term_postings(self, key):
@@ -370,16 +381,16 @@ class Segment:
         return tf
 
     def size(self, kind: str, i: int) -> int:
-        off = self.offsets(kind)
-        return int(off[i + 1] - off[i])
+        a, b = self._row_bounds(kind, i)
+        return b - a
 
     def text(self, i: int) -> str:
         if self.fd is not None:  # (pread: see ``read``)
             a, b = (int(x) for x in self.read("text_off", i, i + 2))
             return str(self.blob_bytes("text", a, b), "utf-8", "surrogatepass")
         buf, base = self.bufs["text"]
-        off = self.a["text_off"]
-        with memoryview(buf) as view, view[base + int(off[i]): base + int(off[i + 1])] as part:
+        a, b = self._row_bounds("text", i)
+        with memoryview(buf) as view, view[base + a: base + b] as part:
             return str(part, "utf-8", "surrogatepass")  # decoded in place: one copy of a long text, not two
 
     def terms(self) -> list[str]:
