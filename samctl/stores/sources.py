@@ -103,3 +103,31 @@ class Found:
         if any(parts):
             self.sources[key] = Source(key, kind, tuple(paths), "|".join(x[0] if x else "-" for x in parts), conv,
                                        not any(x[1] for x in parts if x), holds)
+
+    def add_in(self, fd: int, folder: str, key: str, kind: str, names: tuple, conv, listed: set) -> None:
+        """``add`` for files ``names`` of one ``folder``, opened as ``fd``: each stated there by name, not
+        along its whole path, and a name the folder's listing (``listed``) does not hold is absent
+        without a call (this runs for every session before a refresh: kept lean)."""
+        sigs, racy, found, now, racy_ns = [], False, False, self.now, self.racy_ns
+        for name in names:
+            st = None
+            if name in listed:
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    self.findings.append(unstattable(f"{folder}/{name}", exc, conv))
+                else:
+                    if not stat.S_ISREG(st.st_mode):
+                        self.findings.append(not_regular(f"{folder}/{name}", st.st_mode, conv))
+                        st = None
+            if st is None:
+                sigs.append("-")
+            else:
+                sigs.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}")
+                racy = racy or now - st.st_mtime_ns < racy_ns
+                found = True
+        if found:
+            self.sources[key] = Source(key, kind, tuple([folder + "/" + n for n in names]), "|".join(sigs), conv,
+                                       not racy)

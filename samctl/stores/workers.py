@@ -45,6 +45,7 @@ def _init(spec) -> None:
 
     kind, conv, base, caps, parent = spec
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (not samctl's own handler, forked along: see cli.main)
+    gc.enable()  # (a parent that paused its collector, as a refresh does, forks workers with it paused)
     fsafe.close_inherited_locks()
     threading.Thread(target=_exit_with, args=(parent,), name="samctl-parent-watch", daemon=True).start()
     _store = store_class(kind)(Path(conv), Path(base), Caps(*caps), False)

@@ -159,9 +159,14 @@ class Manifest:
 
     def convs(self) -> dict:
         if self._convs is None:
-            rows = sorted(r for i in range(self.buckets)  # (in the order found)
-                          for r in zip(*(self._table(("conv", i))[k] for k in CONV_COLS)))
-            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn} for _, i, t, tp, tn in rows}
+            rows = [r for i in range(self.buckets) for r in zip(*(self._table(("conv", i))[k] for k in CONV_COLS))]
+            at = [None] * len(rows)
+            for r in rows:  # (in the order found: positions 0 .. n-1, each once, as encode_manifest writes them)
+                if not 0 <= r[0] < len(at) or at[r[0]] is not None:
+                    at = sorted(rows)  # (not so: sorted, as well as they can be)
+                    break
+                at[r[0]] = r
+            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn} for _, i, t, tp, tn in at}
         return self._convs
 
     def ids_and_titles(self) -> tuple[list, list]:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from samctl import fsafe
+from samctl.gcpause import gc_paused
 from samctl.search.index.format import (ARCHIVED, INDEX_VERSION, MANIFEST_MAGIC, MESSAGE, TERMS_NAME, TOKEN_HASH_NAME,
                                         BadIndex, index_dir, load_numpy)
 from samctl.search.index import checked
@@ -125,6 +126,16 @@ def _unlink_finished(folder: Path | None, infos: list) -> None:
 
 def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = False, progress=None,
             jobs: int | None = None, home: Path | None = None, pending: list | None = None) -> Index:
+    """``_refresh`` with Python's cyclic collector paused: a refresh builds and drops a few hundred
+    thousand small dicts and strings (the manifest's tables, every source's signature), none of them
+    in a cycle, and the collector's passes over them were a fifth of a refresh of 1% (2.96 -> 2.39 s)."""
+    with gc_paused():
+        return _refresh(store, findings, scope=scope, rebuild=rebuild, progress=progress, jobs=jobs, home=home,
+                        pending=pending)
+
+
+def _refresh(store, findings: list, *, scope: set | None, rebuild: bool, progress, jobs: int | None,
+             home: Path | None, pending: list | None) -> Index:
     """The store's index, brought up to date for ``scope`` (all sources when None).
 
     Appends discovery findings and the findings of every source in scope (stored with the index,

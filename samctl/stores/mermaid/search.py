@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 
+from samctl import fsafe
 from samctl.errors import NotFound
 from samctl.stores.mermaid.decode import MERMAID_ID_RE
 from samctl.stores.sources import Found, Source, message_rows
+
+
+_SESSION_FILE = re.compile("(" + MERMAID_ID_RE.pattern.removesuffix(r"\Z") + r")\.jsonl?\Z")  # ID.json, ID.jsonl
 
 
 def sources(store, findings: list, scope: set | None = None) -> dict[str, Source]:
@@ -15,13 +20,19 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
         names = os.listdir(conv_dir)
     except OSError as exc:
         raise NotFound(f"cannot list {conv_dir}: {exc.strerror}") from None
-    ids = sorted({n.rpartition(".")[0] for n in names
-                  if n.endswith((".json", ".jsonl")) and MERMAID_ID_RE.match(n.rpartition(".")[0])})
+    ids = sorted({m[1] for m in map(_SESSION_FILE.match, names) if m})
     found = Found(findings)
-    for cid in ids:
-        if scope is None or cid in scope:
-            found.add(cid, "mermaid", [os.path.join(conv_dir, cid + ".json"), os.path.join(conv_dir, cid + ".jsonl")],
-                      cid)
+    try:
+        fd = fsafe.open_dir_fd(conv_dir)
+    except OSError as exc:
+        raise NotFound(f"cannot open {conv_dir}: {exc.strerror}") from None
+    try:
+        listed = set(names)
+        for cid in ids:
+            if scope is None or cid in scope:
+                found.add_in(fd, conv_dir, cid, "mermaid", (cid + ".json", cid + ".jsonl"), cid, listed)
+    finally:
+        os.close(fd)
     return found.sources
 
 
