@@ -131,3 +131,22 @@ def test_a_sam_conversation_saved_by_rename_is_seen_at_once_among_many(run, tmp_
     got, _ = texts(run, base, "quokka")
     assert got == ["a quokka joined the standup"]
     assert len(texts(run, base, "ledger")[0]) == 11
+
+
+def test_mermaid_files_that_are_not_regular_files_are_findings_and_the_rest_is_found(run, mermaid, tmp_path):
+    """Discovery states each session's files relative to its folder: a snapshot that is a symlink (not
+    followed), a log that is a folder and a snapshot that is a FIFO are each reported with their whole
+    path (exit 3), the log of a session without one counts as absent, and the other sessions are found."""
+    conv = mermaid / ".mermaid" / "conversations"
+    outside = tmp_path / "outside.json"
+    outside.write_text(_snapshot(mermaid).read_text())
+    (conv / "20990101_000000_001.json").symlink_to(outside)
+    (conv / "20990101_000000_002.jsonl").mkdir()
+    os.mkfifo(conv / "20990101_000000_003.json")
+    before = sorted(p.name for p in conv.iterdir())
+    r = run("--root", mermaid, "search", "budget", "--format", "json")
+    assert r.exit_code == 3, r.stderr
+    for name in ("20990101_000000_001.json", "20990101_000000_002.jsonl", "20990101_000000_003.json"):
+        assert f"not-regular: {conv / name}" in r.stderr, (name, r.stderr)
+    assert any("budget" in h["text"].lower() for h in json.loads(r.stdout))
+    assert sorted(p.name for p in conv.iterdir()) == before
