@@ -129,6 +129,12 @@ CORRUPTIONS = {
     "dead range of a string": lambda d: _patch_manifest(d, dead=lambda n: ["01"]),
     "dead ranges of a dict": lambda d: _patch_manifest(d, dead=lambda n: {"0": 1}),
     "dead range beyond int64": lambda d: _patch_manifest(d, dead=lambda n: [[0, 1 << 63]]),
+    # a source's conversations (src["infos"]: position -> ids) that are not that
+    "infos of a position past the sources": lambda d: _patch_manifest(d, infos=lambda n: {str(n): ["x"]}),
+    "infos of a key that is no position": lambda d: _patch_manifest(d, infos=lambda n: {"-1": ["x"]}),
+    "infos that are not a list": lambda d: _patch_manifest(d, infos=lambda n: {"0": "x"}),
+    "infos holding a number": lambda d: _patch_manifest(d, infos=lambda n: {"0": ["x", 1]}),
+    "infos that are a list": lambda d: _patch_manifest(d, infos=lambda n: [["x"]]),
 }
 
 
@@ -146,7 +152,7 @@ def _table_at(d, i):
     return 16 + sum(len(x) + 1 for x in lines[:1 + (0 if i == "src" else i)])
 
 
-def _patch_manifest(d, v=None, body_v=None, dead=None):
+def _patch_manifest(d, v=None, body_v=None, dead=None, infos=None):
     raw = (d / "manifest").read_bytes()
     head, src, notes, *conv = raw[16:].split(b"\n")
     body = {**json.loads(head), "src": json.loads(src), "notes": json.loads(notes), "conv": [json.loads(b) for b in conv]}
@@ -154,6 +160,8 @@ def _patch_manifest(d, v=None, body_v=None, dead=None):
         body["v"] = body_v
     if dead is not None:
         body["segments"][0]["dead"] = dead(body["segments"][0]["rows"])
+    if infos is not None:
+        body["src"]["infos"] = infos(len(body["src"]["keys"]))
     ix.write_manifest_bytes(d / "manifest", body, version=v if v is not None else ix.INDEX_VERSION)
 
 

@@ -352,9 +352,11 @@ def _checked_src(raw: bytes, segments: list) -> dict:
             limit = np.array(rows + [0], dtype=np.int64)[segs]  # segs == -1 -> 0 (a source without rows)
             if segs.min() < -1 or segs.max() >= len(rows) or np.any(a < 0) or np.any(a > b) or np.any(b > limit):
                 raise BadIndex("manifest: source rows out of range")
-        for i, items in src["infos"].items():
-            if not (i.isdigit() and int(i) < n and isinstance(items, list) and all(isinstance(x, str) for x in items)):
-                raise BadIndex("manifest: bad source details")
+        infos = src["infos"]  # (source position -> the ids it described; checked a column at a time)
+        if not (isinstance(infos, dict) and all(map(str.isdigit, infos)) and (not infos or max(map(int, infos)) < n)
+                and set(map(type, infos.values())) <= {list}
+                and set(map(type, itertools.chain.from_iterable(infos.values()))) <= _STR):
+            raise BadIndex("manifest: bad source details")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
     return src
