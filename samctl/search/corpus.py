@@ -31,19 +31,57 @@ class Part:
         self.store, self.index, self.seg, self.start = store, index, seg, start
 
 
-class IndexCorpus:
-    """``postings``/``lengths``/``rows``/``size`` over the alive rows of ``indexes`` = [(store, Index)]."""
+def _date_like(term: str) -> bool:
+    """Whether ``term`` is one the date field holds (a month's name, a year, an ISO day): ``_date``'s rule."""
+    from samctl.search import text as tx  # (lazy: as in _date)
 
-    def __init__(self, indexes: list):
+    return bool(tx.month_of(term) or _YEAR.match(term) or _ISO_DAY.match(term))
+
+
+def terms_with_prefix(segments, prefix: str, cap: int = 512) -> list[str]:
+    """Index terms (of any of ``segments``) that start with ``prefix``, at most ``cap`` of them, sorted."""
+    found: set = set()
+    for seg in segments:
+        terms = seg.terms()
+        i = bisect.bisect_left(terms, prefix)
+        while i < len(terms) and terms[i].startswith(prefix) and len(found) < cap:
+            found.add(terms[i])
+            i += 1
+    return sorted(found)[:cap]
+
+
+class IndexCorpus:
+    """``postings``/``lengths``/``rows``/``size`` over the alive rows of ``indexes`` = [(store, Index)].
+
+    With ``terms`` (a query's ranked terms), a segment that holds none of them is left out of the rows:
+    every row of it would score 0 (a conversation's rows are all in one segment, so its conversation
+    score is 0 too), and no row scoring 0 is a result.  What it adds to the statistics (alive rows and
+    their lengths, dated rows, conversations and their lengths) is still counted (``background``), as
+    integers, so every score is the same, bit for bit, as over every row.  Not with a date-like term,
+    whose postings come from every row's date.  (Several stores searched together: the stores a query's
+    words are not in cost no pass over their rows.)"""
+
+    def __init__(self, indexes: list, terms=None):
         np = self.np = load_numpy()
         self.parts: list[Part] = []
+        self._left_out: list = []
+        keys = None
+        if terms is not None:
+            terms = list(dict.fromkeys(terms))
+            if terms and not any(map(_date_like, terms)):
+                keys = [np.uint64(token_key(t)) for t in terms]
         at = 0
         for store, idx in indexes:
             for seg in idx.segments:
-                if seg.rows:
-                    self.parts.append(Part(store, idx, seg, at))
-                    at += seg.rows
+                if not seg.rows:
+                    continue
+                if keys is not None and not any(seg.holds_term(k) for k in keys):
+                    self._left_out.append(seg)
+                    continue
+                self.parts.append(Part(store, idx, seg, at))
+                at += seg.rows
         self.size = at
+        self._bg: dict = {}
         self.starts = [p.start for p in self.parts]
         cat = (lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt))
         segs = [p.seg for p in self.parts]
@@ -113,25 +151,47 @@ class IndexCorpus:
             elif fld == "date":
                 dated = self.live & ~np.isnan(self.date)
                 self._lens[fld] = (np.where(dated, 3.0, 0.0), dated)
-            else:  # conv: one document per conversation (its alive messages), segment by segment: as
-                # written (c_len, c_msgs), less what its dead rows held (sums of integers: exact)
-                lens, has = [], []
-                for p in self.parts:
-                    s = p.seg
-                    size, msgs = s.c_len, s.c_msgs.astype(np.int64)
-                    if s.dead_ranges:
-                        a, b = np.array(s.dead_ranges, dtype=np.int64).reshape(-1, 2).T
-                        n = b - a  # (every row of every range: each range's start, plus 0, 1, ... n-1)
-                        rows = np.repeat(a - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-                        rows = rows[s.r_kind[rows] == MESSAGE]
-                        c = s.r_conv[rows]
-                        size = size - np.bincount(c, weights=s.r_len[rows], minlength=s.nconvs)
-                        msgs -= np.bincount(c, minlength=s.nconvs)
-                    lens.append(size)
-                    has.append(msgs > 0)
+            else:  # conv: one document per conversation (its alive messages)
+                lens, has = zip(*map(self._conv_lengths, (p.seg for p in self.parts))) if self.parts else ((), ())
                 self._lens[fld] = (np.concatenate(lens) if lens else np.zeros(0),
                                    np.concatenate(has) if has else np.zeros(0, bool))
         return self._lens[fld]
+
+    def _conv_lengths(self, s):
+        """(length, has alive messages) of each conversation of segment ``s``: as written (c_len, c_msgs),
+        less what its dead rows held (sums of integers: exact)."""
+        np = self.np
+        size, msgs = s.c_len, s.c_msgs.astype(np.int64)
+        if s.dead_ranges:
+            a, b = np.array(s.dead_ranges, dtype=np.int64).reshape(-1, 2).T
+            n = b - a  # (every row of every range: each range's start, plus 0, 1, ... n-1)
+            rows = np.repeat(a - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+            rows = rows[s.r_kind[rows] == MESSAGE]
+            c = s.r_conv[rows]
+            size = size - np.bincount(c, weights=s.r_len[rows], minlength=s.nconvs)
+            msgs -= np.bincount(c, minlength=s.nconvs)
+        return size, msgs > 0
+
+    def background(self, fld: str) -> tuple:
+        """(keys, their summed length) of field ``fld`` in the segments left out: what BM25's statistics
+        count beside ``lengths(fld)`` (integers, summed exactly)."""
+        if fld not in self._bg:
+            np = self.np
+            n, total = 0, 0
+            for s in self._left_out:
+                if fld == "text":
+                    alive = s.alive
+                    n += int(np.count_nonzero(alive))
+                    total += int(s.r_len.sum(dtype=np.uint64) if s.all_alive else s.r_len[alive].sum(dtype=np.uint64))
+                elif fld == "date":
+                    dated = int(np.count_nonzero(s.alive & ~np.isnan(s.meta["date"])))
+                    n, total = n + dated, total + 3 * dated
+                else:
+                    size, has = self._conv_lengths(s)
+                    n += int(np.count_nonzero(has))
+                    total += int(size.sum())  # (as lengths("conv").sum() counts them: 0 where none alive)
+            self._bg[fld] = (n, total)
+        return self._bg[fld]
 
     def postings(self, fld: str, term: str):
         key = (fld, term)
@@ -207,14 +267,7 @@ class IndexCorpus:
 
     def terms_with_prefix(self, prefix: str, cap: int = 512) -> list[str]:
         """Index terms (of any part) that start with ``prefix``, at most ``cap`` of them, sorted."""
-        found: set = set()
-        for p in self.parts:
-            terms = p.seg.terms()
-            i = bisect.bisect_left(terms, prefix)
-            while i < len(terms) and terms[i].startswith(prefix) and len(found) < cap:
-                found.add(terms[i])
-                i += 1
-        return sorted(found)[:cap]
+        return terms_with_prefix((p.seg for p in self.parts), prefix, cap)
 
     def holding(self, term: str):
         """A bool mask of the rows holding ``term``."""

@@ -127,6 +127,10 @@ class Corpus:
         """How many keys field FLD has: rows (text, date) or conversations (conv)."""
         return len(self._rows_of) if fld == "conv" else len(self._group)
 
+    def background(self, fld: str) -> tuple:
+        """(keys, summed length) that count in FLD's statistics beside ``lengths``: none here."""
+        return 0, 0
+
     def lengths(self, fld: str):
         """(lengths by key, live mask): every row (text, date) or conversation (conv)."""
         if self._cache is None:
@@ -199,6 +203,9 @@ class FrozenCorpus:
     def lengths(self, fld: str):
         return self.arrays[f"{fld}.lengths"], self.arrays[f"{fld}.live"]
 
+    def background(self, fld: str) -> tuple:
+        return 0, 0
+
     def rows(self):
         prev = self.arrays["prev"]
         return (prev >= 0) & (prev == np.arange(prev.size) - 1), self.arrays["group"], self.arrays["role"]
@@ -218,10 +225,11 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
         return np.zeros(corpus.keys(fld))
     lens, live = corpus.lengths(fld)
     scores = np.zeros(lens.size)
-    n = int(np.count_nonzero(live))
+    bg_n, bg_total = corpus.background(fld)  # (keys not among these rows that count all the same)
+    n = int(np.count_nonzero(live)) + bg_n
     if n == 0:
         return scores
-    mean = float(lens.sum()) / n or 1.0  # (lengths are 0 where not alive)
+    mean = (float(lens.sum()) + bg_total) / n or 1.0  # (lengths are 0 where not alive; integers: exact)
     for term, keys, tfs in found:
         idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
         w = 1.0 if weights is None else weights.get(term, 1.0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from samctl.search import rank
 from samctl.search import text as tx
-from samctl.search.corpus import IndexCorpus
+from samctl.search.corpus import IndexCorpus, terms_with_prefix
 from samctl.search.hits import KIND_ORDER, Hit, sort_key, term_snippet
 from samctl.search.index.format import MEMORY, ROLES, load_numpy
 from samctl.search.query import phrase_test, title_matches, titles_matching
@@ -32,11 +32,13 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
     made by ``make_hit(store, index, segment, row, text)``; ``scopes``: id(store) -> the conversations
     --conversation names in it (None: all)."""
     np = load_numpy()
-    corpus = IndexCorpus(pairs)
+    segments = [seg for _, idx in pairs for seg in idx.segments]
+    expand = {p: terms_with_prefix(segments, p) for p in (*plan.prefixes, *plan.required_prefixes)}
+    extra = [t for p in (*plan.prefixes, *plan.required_prefixes) for t in expand[p]]
+    # (the segments holding none of the ranked terms: rows scoring 0, left out but for their statistics)
+    corpus = IndexCorpus(pairs, tx.query_terms(plan.ranked_text) + extra if plan.ranked_text else extra)
     if not corpus.size:
         return []
-    expand = {p: corpus.terms_with_prefix(p) for p in (*plan.prefixes, *plan.required_prefixes)}
-    extra = [t for p in (*plan.prefixes, *plan.required_prefixes) for t in expand[p]]
     info: dict = {}
     got = rank.parts(corpus, plan.ranked_text, params, extra, info)
     score = got["score"]

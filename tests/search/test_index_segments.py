@@ -254,3 +254,60 @@ def test_conversation_lengths_kept_per_segment_are_those_of_its_alive_rows(tree,
             _results(tree)
         else:
             assert not all(whole)  # (both ways were compared)
+
+
+PRUNE_QUERIES = ("budget", "quokka", "zanzibar deadline", "quokka marzipan budget", "budg*", "+budget portland",
+                 "budget -portland", '"budget deadline"', "role:user quokka", "the", "what is the budget",
+                 "budget march 2026", "nonexistentword", "zanz* -quokka")
+
+
+def _ranked(stores, text, prune: bool):
+    """The ranked results of ``text`` over ``stores`` (a list: one corpus), every part of every score,
+    with the segments that hold none of its terms left out (``prune``) or not."""
+    from samctl.search import corpus as corpus_mod
+    from samctl.search.query import parse
+
+    with pytest.MonkeyPatch.context() as mp:
+        if not prune:
+            real = corpus_mod.IndexCorpus.__init__
+            mp.setattr(corpus_mod.IndexCorpus, "__init__", lambda self, indexes, terms=None: real(self, indexes))
+        left_out = []
+        real_init = corpus_mod.IndexCorpus.__init__
+
+        def init(self, indexes, terms=None):
+            real_init(self, indexes, terms)
+            left_out.append(len(self._left_out))
+
+        mp.setattr(corpus_mod.IndexCorpus, "__init__", init)
+        q = sx.SearchQuery(text=text, limit=50)
+        hits = sx.search(stores, q, [], plan=parse(text, stores=("mermaid", "sam")))
+    return [(h.kind, h.conversation_id, h.ref, h.position, h.score, sorted(h.parts.items())) for h in hits], left_out
+
+
+def test_segments_without_the_query_terms_are_left_out_and_rank_the_same(tree, monkeypatch):
+    """A segment that holds none of the ranked terms is left out of the rows, its statistics still counted:
+    every result, score and part of a score is the same, bit for bit, in segments with dead rows too, and
+    over two stores searched together (a store the words are not in costs no pass over its rows)."""
+    from fixtures import make_fixtures
+
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    monkeypatch.setattr(ixupdate, "DEAD_FRACTION", 1.0)
+    monkeypatch.setattr(ixupdate, "MAX_SEGMENTS", 1000)
+    _results(tree)
+    conv = tree / ".mermaid" / "conversations"
+    _change(sorted(conv.glob("*.json"))[:3])  # (dead rows in their segments)
+    _results(tree)
+    sam = tree.parent / "SAM"
+    make_fixtures.build_demo_sam(sam)
+    age(sam)
+    pruned_somewhere = False
+    for stores in ([open_store(str(tree))], [open_store(str(tree)), open_store(str(sam))]):
+        for text in PRUNE_QUERIES:
+            want, _ = _ranked(stores, text, prune=False)
+            got, left_out = _ranked(stores, text, prune=True)
+            assert got == want, text
+            pruned_somewhere |= any(left_out)
+            if text == "nonexistentword":
+                assert want == []
+    assert pruned_somewhere

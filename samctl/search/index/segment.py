@@ -348,6 +348,12 @@ class Segment:
         with memoryview(buf) as view, view[base + a: base + b] as part:
             return zlib.crc32(part, value)
 
+    def holds_term(self, key) -> bool:
+        """Whether the term key ``key`` (a numpy uint64) has postings here."""
+        keys = self.a["tok_keys"]
+        i = int(keys.searchsorted(key))
+        return i < len(keys) and keys[i] == key
+
     def term_postings(self, key):
         """(first posting, end, rows as int64 ascending) of the term key ``key`` (a numpy uint64), or None."""
         np = load_numpy()
