@@ -104,14 +104,14 @@ class Found:
             self.sources[key] = Source(key, kind, tuple(paths), "|".join(x[0] if x else "-" for x in parts), conv,
                                        not any(x[1] for x in parts if x), holds)
 
-    def add_in(self, fd: int, folder: str, key: str, kind: str, names: tuple, conv, listed: set) -> None:
+    def add_in(self, fd: int, folder: str, key: str, kind: str, names: tuple, conv, listed: set | None) -> None:
         """``add`` for files ``names`` of one ``folder``, opened as ``fd``: each stated there by name, not
-        along its whole path, and a name the folder's listing (``listed``) does not hold is absent
-        without a call (this runs for every session before a refresh: kept lean)."""
+        along its whole path, and a name the folder's listing (``listed``; None: unknown) does not hold
+        is absent without a call (this runs for every session before a refresh: kept lean)."""
         sigs, racy, found, now, racy_ns = [], False, False, self.now, self.racy_ns
         for name in names:
             st = None
-            if name in listed:
+            if listed is None or name in listed:
                 try:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 except FileNotFoundError:

@@ -150,3 +150,34 @@ def test_mermaid_files_that_are_not_regular_files_are_findings_and_the_rest_is_f
         assert f"not-regular: {conv / name}" in r.stderr, (name, r.stderr)
     assert any("budget" in h["text"].lower() for h in json.loads(r.stdout))
     assert sorted(p.name for p in conv.iterdir()) == before
+
+
+def test_mermaid_discovery_in_worker_processes_finds_what_one_process_finds(tmp_path, monkeypatch):
+    """Past PARALLEL_SESSIONS sessions their files are stated by worker processes, a part each: the same
+    sources in the same order (signatures, trust) and the same findings, bad files included."""
+    from bench import gen_archive as gen
+    from samctl.stores.mermaid import search as msearch
+
+    root = tmp_path / "m"
+    gen.make_mermaid(root, 40, seed=5, jobs=1, progress=False)
+    conv = root / ".mermaid" / "conversations"
+    (conv / "20990101_000000_001.json").symlink_to(tmp_path / "nowhere.json")
+    (conv / "20990101_000000_002.jsonl").mkdir()
+    os.mkfifo(conv / "20990101_000000_003.json")
+    next(conv.glob("*.jsonl")).unlink()  # (a session with a snapshot only)
+    age(root)
+
+    def discovered():
+        findings: list = []
+        got = open_store(str(root)).search_sources(findings)
+        return list(got.items()), [(f.code, f.path, f.severity) for f in findings]
+
+    one = discovered()
+    monkeypatch.setattr(msearch, "PARALLEL_SESSIONS", 2)
+    monkeypatch.setattr(msearch, "STAT_PART", 7)
+    calls = []
+    real = msearch.workers.ordered_map
+    monkeypatch.setattr(msearch.workers, "ordered_map", lambda *a, **k: calls.append(len(a[2])) or real(*a, **k))
+    assert discovered() == one
+    assert calls == [7]  # (43 sessions in parts of 7)
+    assert {c for c, _, _ in one[1]} == {"not-regular"} and len(one[1]) == 3
