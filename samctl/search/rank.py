@@ -238,6 +238,11 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     return scores
 
 
+def ranked_terms(query: str, extra_terms=()) -> list[str]:
+    """The index terms QUERY is ranked by (``text.query_terms``), and ``extra_terms`` (e.g. a prefix's)."""
+    return tx.query_terms(query) + list(extra_terms) if query else list(extra_terms)
+
+
 def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: dict | None = None) -> dict:
     """Every row's score and its parts for QUERY (and index terms ``extra_terms``, e.g. a prefix's):
     own, date, context, conversation, addressee, diversity, score.  ``info["floor"]``, when given: a
@@ -245,7 +250,7 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
 
     Arrays are added in place where the sum is not a part itself: a query over a million rows is
     mostly memory traffic, and every new array costs its pages."""
-    terms = tx.query_terms(query) + list(extra_terms) if query else list(extra_terms)
+    terms = ranked_terms(query, extra_terms)
     same, group, role = corpus.rows()
     sides, names = (_addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1
                     else (np.zeros(2), set()))

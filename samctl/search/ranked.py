@@ -36,7 +36,7 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
     expand = {p: terms_with_prefix(segments, p) for p in (*plan.prefixes, *plan.required_prefixes)}
     extra = [t for p in (*plan.prefixes, *plan.required_prefixes) for t in expand[p]]
     # (the segments holding none of the ranked terms: rows scoring 0, left out but for their statistics)
-    corpus = IndexCorpus(pairs, tx.query_terms(plan.ranked_text) + extra if plan.ranked_text else extra)
+    corpus = IndexCorpus(pairs, rank.ranked_terms(plan.ranked_text, extra))
     if not corpus.size:
         return []
     info: dict = {}

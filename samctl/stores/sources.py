@@ -83,10 +83,18 @@ class Found:
         self.now = time.time_ns()
         self.racy_ns = int(RACY_SECONDS * 1e9)
 
-    def _sig(self, path: str, conv):
-        """(signature part, racy) of one file; None when absent or not a regular file (a finding)."""
+    def _sig(self, path: str, conv, fd: int | None, listed: set | None):
+        """(signature part, racy) of one file; None when absent or not a regular file (a finding).  With
+        ``fd`` (its folder, opened), stated there by name, not along its whole path, and absent without
+        a call when the folder's listing ``listed`` lacks it."""
         try:
-            st = os.lstat(path)
+            if fd is None:
+                st = os.lstat(path)
+            else:
+                name = path.rpartition("/")[2]
+                if listed is not None and name not in listed:
+                    return None
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -97,37 +105,11 @@ class Found:
             return None
         return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}", self.now - st.st_mtime_ns < self.racy_ns
 
-    def add(self, key: str, kind: str, paths: list, conv, holds: str = "messages") -> None:
-        """A source of these files, if any of them is there."""
-        parts = [self._sig(p, conv) for p in paths]
+    def add(self, key: str, kind: str, paths, conv, holds: str = "messages", fd: int | None = None,
+            listed: set | None = None) -> None:
+        """A source of these files, if any of them is there.  ``fd``: the folder all of them are in,
+        opened (``listed``: its names, when known), as ``_sig`` uses them."""
+        parts = [self._sig(p, conv, fd, listed) for p in paths]
         if any(parts):
             self.sources[key] = Source(key, kind, tuple(paths), "|".join(x[0] if x else "-" for x in parts), conv,
                                        not any(x[1] for x in parts if x), holds)
-
-    def add_in(self, fd: int, folder: str, key: str, kind: str, names: tuple, conv, listed: set | None) -> None:
-        """``add`` for files ``names`` of one ``folder``, opened as ``fd``: each stated there by name, not
-        along its whole path, and a name the folder's listing (``listed``; None: unknown) does not hold
-        is absent without a call (this runs for every session before a refresh: kept lean)."""
-        sigs, racy, found, now, racy_ns = [], False, False, self.now, self.racy_ns
-        for name in names:
-            st = None
-            if listed is None or name in listed:
-                try:
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    self.findings.append(unstattable(f"{folder}/{name}", exc, conv))
-                else:
-                    if not stat.S_ISREG(st.st_mode):
-                        self.findings.append(not_regular(f"{folder}/{name}", st.st_mode, conv))
-                        st = None
-            if st is None:
-                sigs.append("-")
-            else:
-                sigs.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}")
-                racy = racy or now - st.st_mtime_ns < racy_ns
-                found = True
-        if found:
-            self.sources[key] = Source(key, kind, tuple([folder + "/" + n for n in names]), "|".join(sigs), conv,
-                                       not racy)

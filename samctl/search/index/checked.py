@@ -137,7 +137,7 @@ def recent(d: Path) -> Recent | None:
     """The last full check if it may still hold (``Recent.holds`` says whether it does), else None."""
     try:
         r = orjson.loads(fsafe.read_capped(d / RECORD, 1 << 30))
-        if not (0 <= time.time() - r["at"] <= recheck_seconds()) or r["manifest"] != _sig(str(d / "manifest")):
+        if not (0 <= time.time() - r["at"] <= recheck_seconds()) or r["manifest"] != manifest_sig(d):
             return None
         folders, digest = r["folders"], r["digest"]
         if not (isinstance(folders, list) and isinstance(digest, str) and folders):

@@ -55,7 +55,7 @@ def _state(found: Found, conv_dir: str, ids: list, listed: set | None) -> None:
         raise NotFound(f"cannot open {conv_dir}: {exc.strerror}") from None
     try:
         for cid in ids:
-            found.add_in(fd, conv_dir, cid, "mermaid", (cid + ".json", cid + ".jsonl"), cid, listed)
+            found.add(cid, "mermaid", (f"{conv_dir}/{cid}.json", f"{conv_dir}/{cid}.jsonl"), cid, fd=fd, listed=listed)
     finally:
         os.close(fd)
 
