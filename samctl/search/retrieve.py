@@ -149,7 +149,9 @@ def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer
                 if not disk:
                     tmps.append(tempfile.mkdtemp(prefix="samctl-search-"))
                 pairs.append((store, ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress,
-                                                home=None if disk else Path(tmps[-1]), pending=pending)))
+                                                home=None if disk else Path(tmps[-1]), pending=pending,
+                                                # (several stores: ranking them hides a child's start)
+                                                child_check=len(stores) > 1)))
             hits = answer(pairs)
         except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
             for p in pending or ():

@@ -103,13 +103,10 @@ def test_a_racy_file_means_no_record(run, mermaid):
     assert not (ix.index_dir(open_store(str(mermaid))) / "checked").exists()
 
 
-def test_a_sam_conversation_saved_by_rename_is_seen_at_once_among_many(run, tmp_path, monkeypatch):
-    """SAM keeps each conversation in a folder of its own: the quick path states every one of them
-    (through one descriptor of their parent when there are many), and sees one file replaced."""
+def _sam_of_12(base):
+    """A SAM tree of 12 conversations, each in its folder; their ids."""
     from fixtures import make_fixtures as mf
 
-    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
-    base = tmp_path / "SAM"
     mf.build_demo_sam(base)
     ids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(12)]
     for i, cid in enumerate(ids):
@@ -118,6 +115,17 @@ def test_a_sam_conversation_saved_by_rename_is_seen_at_once_among_many(run, tmp_
         mf._write(base / "conversations" / cid / "conversation.json", mf.sam_dumps(
             mf.sam_doc(cid, f"note {i}", [msg], "2026-09-02T08:29:50Z", "2026-09-02T08:31:05Z")))
     age(base)
+    return ids
+
+
+def test_a_sam_conversation_saved_by_rename_is_seen_at_once_among_many(run, tmp_path, monkeypatch):
+    """SAM keeps each conversation in a folder of its own: the quick path states every one of them
+    (through one descriptor of their parent when there are many), and sees one file replaced."""
+    from fixtures import make_fixtures as mf
+
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
+    base = tmp_path / "SAM"
+    ids = _sam_of_12(base)
     assert len(texts(run, base, "ledger")[0]) == 12
     assert (ix.index_dir(open_store(str(base))) / "checked").exists()
     path = base / "conversations" / ids[7] / "conversation.json"
@@ -131,6 +139,63 @@ def test_a_sam_conversation_saved_by_rename_is_seen_at_once_among_many(run, tmp_
     got, _ = texts(run, base, "quokka")
     assert got == ["a quokka joined the standup"]
     assert len(texts(run, base, "ledger")[0]) == 11
+
+
+@pytest.mark.parametrize("child", [False, True], ids=["thread", "child process"])
+def test_many_folders_stated_while_ranking_see_a_file_replaced(run, tmp_path, monkeypatch, child):
+    """Past OUT_OF_LINE_AT folders the record is checked in a thread or a child process
+    (folderstate.py): either sees one conversation.json replaced, and holds when nothing changed."""
+    from samctl.search.index import checked
+
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
+    monkeypatch.setattr(checked, "OUT_OF_LINE_AT", 1)
+    base = tmp_path / "SAM"
+    ids = _sam_of_12(base)
+    assert len(texts(run, base, "ledger")[0]) == 12
+    d = ix.index_dir(open_store(str(base)))
+    quick = checked.recent(d, child)
+    assert (quick._child is not None) == child and (quick._thread is not None) != child
+    assert quick.holds() and quick.holds()  # (asked twice: the same answer)
+    path = base / "conversations" / ids[3] / "conversation.json"
+    tmp = path.with_name(".x.tmp")
+    tmp.write_bytes(path.read_bytes())
+    os.replace(tmp, path)
+    assert not checked.recent(d, child).holds()
+
+
+def test_a_child_answer_for_another_record_does_not_hold(tmp_path, monkeypatch):
+    """The child reads the record itself: one replaced after it was read here (another samctl's
+    full check) gives the other digest, which does not count."""
+    from samctl.search.index import checked, folderstate
+
+    monkeypatch.setattr(checked, "OUT_OF_LINE_AT", 1)
+    for i in range(3):
+        (tmp_path / "f" / str(i)).mkdir(parents=True)
+    folders = [[str(tmp_path / "f"), ["0", "1", "2"]]]
+    record = tmp_path / "checked"
+    record.write_text(json.dumps({"folders": folders, "digest": folderstate.digest(folders)}))
+    assert checked.Recent([], [], folders, folderstate.digest(folders), record, child=True).holds()
+    assert not checked.Recent([], [], folders, "0" * 32, record, child=True).holds()
+
+
+@pytest.mark.parametrize("content, expected", [
+    (None, "0"), (b"{not json", "0"), (b'{"digest": 7, "folders": []}', "0"),
+    (b'{"digest": "abc", "folders": 5}', "0"), (b'{"digest": "abc", "folders": [["/", [3]]]}', "0"),
+    (b'{"digest": "abc", "folders": [["/nowhere/at/all", ["x"]]]}', "0 abc"),
+])
+def test_folderstate_script_answers_0_for_what_it_cannot_check(tmp_path, content, expected):
+    """``python -I -S folderstate.py RECORD``: "0" (and the record's digest when it has one) for a
+    record missing, unreadable or malformed, and never fails."""
+    import subprocess
+    import sys
+
+    from samctl.search.index import folderstate
+
+    record = tmp_path / "checked"
+    if content is not None:
+        record.write_bytes(content)
+    r = subprocess.run([sys.executable, "-I", "-S", "-B", folderstate.__file__, str(record)], capture_output=True)
+    assert (r.returncode, r.stdout.decode(), r.stderr) == (0, expected, b"")
 
 
 def test_mermaid_files_that_are_not_regular_files_are_findings_and_the_rest_is_found(run, mermaid, tmp_path):

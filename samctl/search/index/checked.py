@@ -16,9 +16,8 @@ Design notes: docs/search-index.md, "search/index/checked.py".
 
 from __future__ import annotations
 
-import hashlib
-import operator
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -28,6 +27,8 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 from samctl.model import Finding
+from samctl.search.index import folderstate
+from samctl.search.index.folderstate import digest
 
 RECORD = "checked"
 
@@ -46,30 +47,6 @@ def _sig(path: str) -> str | None:
     except OSError:
         return None
     return f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_size}"
-
-
-def _digest(groups: list) -> str:
-    """One digest of ``_sig`` of every folder of ``groups`` = [[parent, [name, ...]], ...], in order: each
-    parent's names are stated through one descriptor of it (looked up there alone, not along the whole
-    path), as ``lstat`` would (the last name not followed).  A folder that cannot be stated counts as "-"."""
-    h = hashlib.blake2b(digest_size=16)
-    get = operator.attrgetter("st_mtime_ns", "st_ctime_ns", "st_ino", "st_size")
-    for parent, names in groups:
-        try:
-            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            h.update(b"-" * len(names))
-            continue
-        try:
-            for name in names:
-                try:
-                    h.update(b"%d:%d:%d:%d;" % get(os.stat(name, dir_fd=fd, follow_symlinks=False)))
-                except OSError:
-                    h.update(b"-")
-        finally:
-            os.close(fd)
-        h.update(b"/")
-    return h.hexdigest()
 
 
 def manifest_sig(d: Path) -> str | None:
@@ -101,7 +78,7 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
         return
     folders = _folders(current)
     record = {"at": time.time(), "manifest": manifest_sig(d), "folders": folders,
-              "digest": _digest(folders), "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation]
+              "digest": digest(folders), "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation]
                                                         for f in discovery],
               "order": [k for k in current if k in with_findings]}
     try:
@@ -112,37 +89,85 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
 
 class Recent:
     """A full check that still holds if its folders are as it saw them: ``found`` (discovery findings),
-    ``order`` (of the sources with findings).  The folders are stated in a thread started at once, so
-    that a search can rank meanwhile (10,000 SAM conversation folders: 20 ms); ``holds()`` waits for it."""
+    ``order`` (of the sources with findings); ``holds()`` says whether they are.
 
-    def __init__(self, found: list, order: list, folders: list, digest: str):
+    A few folders are stated at once.  Many (10,000 SAM conversation folders: 20 ms of ``stat``) are
+    stated while the search ranks: in a thread, or, with ``child``, by a child process
+    (``folderstate.py``, reading the record at ``path``) on the other core.  In a thread each ``stat``
+    waits for its turn of the GIL against the ranking; a child takes 10 ms to start but does not slow
+    the ranking, which pays when there is much of it (several stores searched together: p50 74.8 ->
+    64.7 ms on the 4-store machine of bench/bench_cross_search.py) and not when there is little (the
+    SAM store alone: 36.9 -> 51.0 ms).  A thread does it, too, when no child can be started."""
+
+    def __init__(self, found: list, order: list, folders: list, saved: str, path: Path, child: bool = False):
         self.found, self.order = found, order
+        self._saved = saved
         self._same: list = []
-        self._thread = threading.Thread(target=self._compare, args=(folders, digest), daemon=True,
-                                        name="samctl-checked")
-        self._thread.start()
+        self._thread = self._child = None
+        if _names(folders) < OUT_OF_LINE_AT:
+            self._compare(folders)
+            return
+        self._child = _spawn(path) if child else None
+        if self._child is None:
+            self._thread = threading.Thread(target=self._compare, args=(folders,), daemon=True,
+                                            name="samctl-checked")
+            self._thread.start()
 
-    def _compare(self, folders: list, digest: str) -> None:
+    def _compare(self, folders: list) -> None:
         try:
-            self._same.append(_digest(folders) == digest)
+            self._same.append(digest(folders) == self._saved)
         except (TypeError, ValueError, OSError):  # (a record whose folders are not [str, [str, ...]])
             self._same.append(False)
 
     def holds(self) -> bool:
-        self._thread.join()
+        if self._child is not None:
+            try:
+                out = self._child.communicate()[0]
+            except OSError:
+                out = b""
+            # (the record it read was the one read here: another samctl may have replaced it since)
+            self._same.append(self._child.returncode == 0 and out == b"1 " + self._saved.encode())
+            self._child = None
+        if self._thread is not None:
+            self._thread.join()
         return bool(self._same and self._same[0])
 
 
-def recent(d: Path) -> Recent | None:
-    """The last full check if it may still hold (``Recent.holds`` says whether it does), else None."""
+OUT_OF_LINE_AT = 1000  # folders: fewer are stated at once (2 ms), more while the search ranks
+
+
+def _names(folders) -> int:
+    try:
+        return sum(len(names) for _parent, names in folders)
+    except (TypeError, ValueError):
+        return 0  # (a malformed record: found not to hold at once)
+
+
+def _spawn(path: Path):
+    """``folderstate.py`` started on the record ``path`` (a Popen whose output is its answer), or None.
+    Python isolated (-I) and without site (-S): it imports the standard library only."""
+    if getattr(sys, "frozen", False) or not sys.executable:
+        return None
+    import subprocess  # (lazy: only a search of many folders gets here)
+
+    try:
+        return subprocess.Popen([sys.executable, "-I", "-S", "-B", folderstate.__file__, str(path)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except (OSError, ValueError):
+        return None
+
+
+def recent(d: Path, child: bool = False) -> Recent | None:
+    """The last full check if it may still hold (``Recent.holds`` says whether it does), else None;
+    ``child``: many folders are stated by a child process (``Recent``)."""
     try:
         r = orjson.loads(fsafe.read_capped(d / RECORD, 1 << 30))
         if not (0 <= time.time() - r["at"] <= recheck_seconds()) or r["manifest"] != manifest_sig(d):
             return None
-        folders, digest = r["folders"], r["digest"]
-        if not (isinstance(folders, list) and isinstance(digest, str) and folders):
+        folders, saved = r["folders"], r["digest"]
+        if not (isinstance(folders, list) and isinstance(saved, str) and folders):
             return None
-        return Recent([Finding(*row) for row in r["discovery"]], r["order"], folders, digest)
+        return Recent([Finding(*row) for row in r["discovery"]], r["order"], folders, saved, d / RECORD, child)
     except (OSError, FileProblem, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
 
