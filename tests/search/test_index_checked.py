@@ -172,16 +172,33 @@ def test_a_child_answer_for_another_record_does_not_hold(tmp_path, monkeypatch):
     for i in range(3):
         (tmp_path / "f" / str(i)).mkdir(parents=True)
     folders = [[str(tmp_path / "f"), ["0", "1", "2"]]]
+    saved = folderstate.digest(folders)
+    body = folderstate.pack(saved, folders)
     record = tmp_path / "checked"
-    record.write_text(json.dumps({"folders": folders, "digest": folderstate.digest(folders)}))
-    assert checked.Recent([], [], folders, folderstate.digest(folders), record, child=True).holds()
-    assert not checked.Recent([], [], folders, "0" * 32, record, child=True).holds()
+    record.write_bytes(b"{}\n" + body)
+    assert checked.Recent([], [], 3, body, saved, record, child=True).holds()
+    assert not checked.Recent([], [], 3, body, "0" * 32, record, child=True).holds()
+    assert not checked.Recent([], [], 3, body, "0" * 32, record, child=False).holds()
+
+
+@pytest.mark.parametrize("groups", [
+    [["/", ["a", "b"]]], [["", ["top"]], ["top", ["x\ny", "\u00e9t\u00e9", "with space"]]],
+    [["/tmp", [os.fsdecode(b"caf\xe9")]]],
+])
+def test_packed_folders_read_back_as_written(groups):
+    """The record's folders (NUL-separated, a count per parent): an empty parent (a relative path's
+    top), newlines and undecodable bytes in names come back, and state alike as bytes or str."""
+    from samctl.search.index import folderstate
+
+    saved, back = folderstate.unpack(folderstate.pack("ab12", groups))
+    assert saved == "ab12" and back == [[os.fsencode(p), [os.fsencode(n) for n in ns]] for p, ns in groups]
+    assert folderstate.digest(back) == folderstate.digest(groups)
 
 
 @pytest.mark.parametrize("content, expected", [
-    (None, "0"), (b"{not json", "0"), (b'{"digest": 7, "folders": []}', "0"),
-    (b'{"digest": "abc", "folders": 5}', "0"), (b'{"digest": "abc", "folders": [["/", [3]]]}', "0"),
-    (b'{"digest": "abc", "folders": [["/nowhere/at/all", ["x"]]]}', "0 abc"),
+    (None, "0"), (b"{}", "0"), (b"{}\nabc", "0"), (b"{}\nabc\0x\0/\0a", "0"), (b"{}\nabc\x002\0/\0a", "0"),
+    (b"{}\nabc\x001\0/\0", "0"), (b"{}\n\xff\x001\0/\0a", "0"),
+    (b"{}\nabc\x001\0/nowhere/at/all\0x", "0 abc"),
 ])
 def test_folderstate_script_answers_0_for_what_it_cannot_check(tmp_path, content, expected):
     """``python -I -S folderstate.py RECORD``: "0" (and the record's digest when it has one) for a

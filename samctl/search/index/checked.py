@@ -28,7 +28,7 @@ from samctl import fsafe
 from samctl.errors import FileProblem
 from samctl.model import Finding
 from samctl.search.index import folderstate
-from samctl.search.index.folderstate import digest
+from samctl.search.index.folderstate import digest, pack, unpack
 
 RECORD = "checked"
 
@@ -77,13 +77,14 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
     if recheck_seconds() <= 0 or not all(s.trusted for s in current.values()):
         return
     folders = _folders(current)
-    record = {"at": time.time(), "manifest": manifest_sig(d), "folders": folders,
-              "digest": digest(folders), "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation]
-                                                        for f in discovery],
-              "order": [k for k in current if k in with_findings]}
-    try:
-        fsafe.write_atomic(d / RECORD, orjson.dumps(record))
-    except OSError:
+    saved = digest(folders)
+    head = {"at": time.time(), "manifest": manifest_sig(d), "digest": saved,
+            "names": sum(len(names) for _parent, names in folders),
+            "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation] for f in discovery],
+            "order": [k for k in current if k in with_findings]}
+    try:  # (the head on a line of its own: a search reads it, and the folders only where it states them)
+        fsafe.write_atomic(d / RECORD, orjson.dumps(head) + b"\n" + pack(saved, folders))
+    except (OSError, UnicodeError, TypeError):  # (orjson refuses a surrogate: no record, a full check next time)
         pass
 
 
@@ -99,24 +100,25 @@ class Recent:
     64.7 ms on the 4-store machine of bench/bench_cross_search.py) and not when there is little (the
     SAM store alone: 36.9 -> 51.0 ms).  A thread does it, too, when no child can be started."""
 
-    def __init__(self, found: list, order: list, folders: list, saved: str, path: Path, child: bool = False):
+    def __init__(self, found: list, order: list, names: int, body: bytes, saved: str, path: Path,
+                 child: bool = False):
         self.found, self.order = found, order
         self._saved = saved
         self._same: list = []
         self._thread = self._child = None
-        if _names(folders) < OUT_OF_LINE_AT:
-            self._compare(folders)
+        if names < OUT_OF_LINE_AT:
+            self._compare(body)
             return
         self._child = _spawn(path) if child else None
         if self._child is None:
-            self._thread = threading.Thread(target=self._compare, args=(folders,), daemon=True,
-                                            name="samctl-checked")
+            self._thread = threading.Thread(target=self._compare, args=(body,), daemon=True, name="samctl-checked")
             self._thread.start()
 
-    def _compare(self, folders: list) -> None:
+    def _compare(self, body: bytes) -> None:
         try:
-            self._same.append(digest(folders) == self._saved)
-        except (TypeError, ValueError, OSError):  # (a record whose folders are not [str, [str, ...]])
+            packed, groups = unpack(body)
+            self._same.append(packed == self._saved and digest(groups) == self._saved)
+        except (TypeError, ValueError, OSError):  # (a record whose folders are not packed as they should)
             self._same.append(False)
 
     def holds(self) -> bool:
@@ -134,13 +136,6 @@ class Recent:
 
 
 OUT_OF_LINE_AT = 1000  # folders: fewer are stated at once (2 ms), more while the search ranks
-
-
-def _names(folders) -> int:
-    try:
-        return sum(len(names) for _parent, names in folders)
-    except (TypeError, ValueError):
-        return 0  # (a malformed record: found not to hold at once)
 
 
 def _spawn(path: Path):
@@ -161,13 +156,14 @@ def recent(d: Path, child: bool = False) -> Recent | None:
     """The last full check if it may still hold (``Recent.holds`` says whether it does), else None;
     ``child``: many folders are stated by a child process (``Recent``)."""
     try:
-        r = orjson.loads(fsafe.read_capped(d / RECORD, 1 << 30))
+        head, _, body = fsafe.read_capped(d / RECORD, 1 << 30).partition(b"\n")
+        r = orjson.loads(head)
         if not (0 <= time.time() - r["at"] <= recheck_seconds()) or r["manifest"] != manifest_sig(d):
             return None
-        folders, saved = r["folders"], r["digest"]
-        if not (isinstance(folders, list) and isinstance(saved, str) and folders):
+        names, saved = r["names"], r["digest"]
+        if not (type(names) is int and isinstance(saved, str) and body):
             return None
-        return Recent([Finding(*row) for row in r["discovery"]], r["order"], folders, saved, d / RECORD, child)
+        return Recent([Finding(*row) for row in r["discovery"]], r["order"], names, body, saved, d / RECORD, child)
     except (OSError, FileProblem, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
 

@@ -1,30 +1,38 @@
-"""The state of many folders as one digest, and a script that tells whether a record's folders still
-have the digest it saved.
+"""The state of many folders as one digest; the folders packed for ``checked``'s record; and a script
+that tells whether a record's folders still have the digest it saved.
 
 ``checked.Recent`` runs this file as ``python -I -S -B folderstate.py RECORD`` to state 10,000 SAM
 conversation folders on the other core while the search ranks: in a thread of the search, each
-``stat`` waited for its turn of the GIL against the ranking, and the check took twice as long as alone
-(a search of 10,000 SAM conversations: 38 ms, 10 of them ranking).  So this module imports nothing of
-samctl, only the standard library, and ``checked`` uses its ``digest`` too: one definition.
+``stat`` waited for its turn of the GIL against the ranking.  So this module imports nothing of samctl
+and as little of the standard library as it can (no ``json``, whose import takes 7 ms, no
+``hashlib``, whose OpenSSL takes 2: the child's start is on the search's path), and ``checked`` uses
+its ``digest`` and ``pack``/``unpack``: one definition.
+
+The record (``checked``): one line of JSON (its head: no raw newline, as orjson writes it), then the
+packed folders, NUL-separated (a path holds no NUL): the digest, then for each parent folder the count
+of its names, the parent and the names, as the file system's bytes.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import operator
 import os
 import sys
+
+try:
+    from _blake2 import blake2b  # (what hashlib.blake2b is, without loading OpenSSL)
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
 
 RECORD_CAP = 1 << 30  # bytes: as ``checked.recent`` reads the record
 
 
 def digest(groups: list) -> str:
     """One digest of the state (mtime, ctime, inode, size) of every folder of ``groups`` = [[parent,
-    [name, ...]], ...], in order: each parent's names are stated through one descriptor of it (looked
-    up there alone, not along the whole path), as ``lstat`` would (the last name not followed).  A
-    folder that cannot be stated counts as "-"."""
-    h = hashlib.blake2b(digest_size=16)
+    [name, ...]], ...] (str or bytes), in order: each parent's names are stated through one descriptor
+    of it (looked up there alone, not along the whole path), as ``lstat`` would (the last name not
+    followed).  A folder that cannot be stated counts as "-"."""
+    h = blake2b(digest_size=16)
     get = operator.attrgetter("st_mtime_ns", "st_ctime_ns", "st_ino", "st_size")
     for parent, names in groups:
         try:
@@ -44,19 +52,44 @@ def digest(groups: list) -> str:
     return h.hexdigest()
 
 
+def pack(saved: str, groups: list) -> bytes:
+    """``saved`` (a digest) and ``groups`` (str, as ``checked._folders`` makes them) in the record's form."""
+    tokens = [saved.encode("ascii")]
+    for parent, names in groups:
+        tokens += [b"%d" % len(names), os.fsencode(parent), *map(os.fsencode, names)]
+    return b"\0".join(tokens)
+
+
+def unpack(body: bytes) -> tuple[str, list]:
+    """(digest, groups of bytes) of a packed record body; ValueError if it is not one."""
+    tokens = body.split(b"\0")
+    out, i = [], 1
+    while i < len(tokens):
+        if not tokens[i].isdigit():
+            raise ValueError("not packed folders")
+        n = int(tokens[i])
+        names = tokens[i + 2: i + 2 + n]
+        if n < 1 or len(names) != n or not all(names):
+            raise ValueError("not packed folders")
+        out.append([tokens[i + 1], names])
+        i += 2 + n
+    if not out:
+        raise ValueError("no folders")
+    return tokens[0].decode("ascii"), out
+
+
 def main(argv: list) -> int:
-    """Write "1 DIGEST" when the folders of the record ``argv[1]`` (``checked``'s JSON) have the digest
-    DIGEST it saved, else "0 DIGEST", or "0" when the record cannot be read: the caller compares
-    DIGEST with the one it read (the record may have been replaced since)."""
+    """Write "1 DIGEST" when the folders of the record ``argv[1]`` have the digest DIGEST it saved, else
+    "0 DIGEST", or "0" when the record cannot be read: the caller compares DIGEST with the one it read
+    (the record may have been replaced since)."""
     out = "0"
     try:
         with open(argv[1], "rb") as f:
             raw = f.read(RECORD_CAP + 1)
-        r = json.loads(raw) if len(raw) <= RECORD_CAP else None
-        saved = r["digest"]
-        if isinstance(saved, str):
-            out = ("1 " if digest(r["folders"]) == saved else "0 ") + saved
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        if len(raw) <= RECORD_CAP:
+            saved, groups = unpack(raw.partition(b"\n")[2])
+            out = ("1 " if digest(groups) == saved else "0 ") + saved
+    except (OSError, ValueError, IndexError):
         pass
     sys.stdout.write(out)
     return 0
