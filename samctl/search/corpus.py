@@ -162,11 +162,8 @@ class IndexCorpus:
         less what its dead rows held (sums of integers: exact)."""
         np = self.np
         size, msgs = s.c_len, s.c_msgs.astype(np.int64)
-        if s.dead_ranges:
-            a, b = np.array(s.dead_ranges, dtype=np.int64).reshape(-1, 2).T
-            n = b - a  # (every row of every range: each range's start, plus 0, 1, ... n-1)
-            rows = np.repeat(a - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-            rows = rows[s.r_kind[rows] == MESSAGE]
+        if s.dead_rows is not None:
+            rows = s.dead_rows[s.r_kind[s.dead_rows] == MESSAGE]
             c = s.r_conv[rows]
             size = size - np.bincount(c, weights=s.r_len[rows], minlength=s.nconvs)
             msgs -= np.bincount(c, minlength=s.nconvs)
@@ -229,9 +226,14 @@ class IndexCorpus:
         ok = g >= 0
         if not ok.any():
             return np.empty(0, np.int64), np.empty(0, np.float64)
-        tf = np.bincount(g[ok], weights=tfs[ok], minlength=self.groups)
-        keys = np.flatnonzero(tf)
-        return keys, tf[keys]
+        g, tfs = g[ok], tfs[ok]
+        if g.size > 1 and not (g[1:] >= g[:-1]).all():  # (groups numbered in row order: never so far)
+            tf = np.bincount(g, weights=tfs, minlength=self.groups)
+            keys = np.flatnonzero(tf)
+            return keys, tf[keys]
+        # runs of one group, summed: the postings' work, not the groups' (counts: exact in any order)
+        first = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+        return g[first].astype(np.int64), np.add.reduceat(tfs, first)
 
     def _date(self, term: str):
         """Rows whose date's terms (``text.date_terms``: month stem, year, ISO day) include ``term``."""

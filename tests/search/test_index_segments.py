@@ -256,6 +256,45 @@ def test_conversation_lengths_kept_per_segment_are_those_of_its_alive_rows(tree,
             assert not all(whole)  # (both ways were compared)
 
 
+def _conv_postings_by_bincount(corpus, term):
+    """A term's conversations and summed counts, by the definition: a bincount over every conversation."""
+    np = corpus.np
+    rows, tfs = corpus.postings("text", term)
+    g = corpus.group[rows]
+    tf = np.bincount(g[g >= 0], weights=tfs[g >= 0], minlength=corpus.groups)
+    keys = np.flatnonzero(tf)
+    return keys.tolist(), tf[keys].tolist()
+
+
+@pytest.mark.parametrize("order", ["as built", "groups renumbered out of row order"])
+def test_conversation_postings_are_the_bincount_of_their_rows(tree, monkeypatch, order):
+    """``IndexCorpus._conv`` sums runs of one conversation (groups are numbered in row order), with dead
+    rows among them; with groups out of row order it counts them all, as the definition does."""
+    from samctl.search.corpus import IndexCorpus
+
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    monkeypatch.setattr(ixupdate, "DEAD_FRACTION", 1.0)
+    _results(tree)
+    _change(sorted((tree / ".mermaid" / "conversations").glob("*.json"))[:3])
+    _results(tree)
+    store = open_store(str(tree))
+    idx = ix.open_index(store)
+    assert any(s.dead_ranges for s in idx.segments)
+    corpus = IndexCorpus([(store, idx)])
+    if order != "as built":
+        np = corpus.np
+        perm = np.random.default_rng(5).permutation(corpus.groups).astype(corpus.group.dtype)
+        corpus.group = np.where(corpus.group >= 0, perm[corpus.group], -1).astype(corpus.group.dtype)
+    checked = 0
+    for term in ("budget", "the", "quokka", "deadline", "portland", "zzznothing"):
+        want = _conv_postings_by_bincount(corpus, term)
+        keys, tfs = corpus.postings("conv", term)
+        assert (keys.tolist(), tfs.tolist()) == want and keys.dtype == corpus.np.int64
+        checked += len(want[0])
+    assert checked > 50
+
+
 PRUNE_QUERIES = ("budget", "quokka", "zanzibar deadline", "quokka marzipan budget", "budg*", "+budget portland",
                  "budget -portland", '"budget deadline"', "role:user quokka", "the", "what is the budget",
                  "budget march 2026", "nonexistentword", "zanz* -quokka")

@@ -398,17 +398,20 @@ def _checked_bucket(raw) -> dict:
     return b
 
 
-def alive_mask(rows: int, dead):
-    """A bool array of ``rows``: False in the dead ranges ``[[start, end), ...]``."""
+def dead_rows(dead):
+    """Every row of the dead ranges ``[[start, end), ...]`` (int64, range by range; a row in two
+    ranges twice): the expansion at once, however many ranges (thousands after many refreshes)."""
     np = load_numpy()
-    if len(dead) < 16:
-        alive = np.ones(rows, dtype=bool)
-        for a, b in dead:
-            alive[a:b] = False
-        return alive
-    # (thousands of ranges after many refreshes: +1 at each start, -1 at each end, dead where the sum is not 0)
     d = np.asarray(dead, dtype=np.int64).reshape(-1, 2)
-    edges = np.zeros(rows + 1, dtype=np.int64)
-    np.add.at(edges, d[:, 0], 1)
-    np.add.at(edges, d[:, 1], -1)
-    return np.cumsum(edges[:-1]) == 0
+    n = d[:, 1] - d[:, 0]
+    return np.repeat(d[:, 0] - np.cumsum(n) + n, n) + np.arange(int(n.sum()))  # (each start, plus 0 .. n-1)
+
+
+def alive_mask(rows: int, dead, expanded=None):
+    """A bool array of ``rows``: False in the dead ranges ``[[start, end), ...]`` (``expanded``: their
+    ``dead_rows``, when already made)."""
+    np = load_numpy()
+    alive = np.ones(rows, dtype=bool)
+    if len(dead):
+        alive[dead_rows(dead) if expanded is None else expanded] = False
+    return alive

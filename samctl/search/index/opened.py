@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from samctl.search.index.format import KINDS, BadIndex, load_numpy, index_dir
-from samctl.search.index.manifest import Manifest, alive_mask, read_manifest
+from samctl.search.index.manifest import Manifest, alive_mask, dead_rows, read_manifest
 from samctl.search.index.segment import Segment
 from samctl.search.index.sources import discover, stale
 from samctl.model import Finding
@@ -48,7 +48,9 @@ class Index:
         self.replaced = 0
         dead = {s["name"]: s["dead"] for s in manifest.segments}
         for seg in segments:
-            alive = alive_mask(seg.rows, dead.get(seg.name, ()))
+            ranges = dead.get(seg.name, ())
+            seg.dead_rows = dead_rows(ranges) if ranges else None  # (made once: the conversations' lengths use them)
+            alive = alive_mask(seg.rows, ranges, seg.dead_rows)
             h = manifest.hidden.get(seg.name)
             if h:
                 alive[np.asarray(h, dtype=np.int64)] = False
