@@ -13,6 +13,7 @@ Design notes: docs/search-index.md, "search/corpus.py".
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 from samctl.search.index.format import MESSAGE, ROLES, BadIndex, load_numpy, token_key
@@ -31,6 +32,7 @@ class Part:
         self.store, self.index, self.seg, self.start = store, index, seg, start
 
 
+@functools.lru_cache(maxsize=4096)  # (a month's name is found by stemming: per term, once)
 def _date_like(term: str) -> bool:
     """Whether ``term`` is one the date field holds (a month's name, a year, an ISO day): ``_date``'s rule."""
     from samctl.search import text as tx  # (lazy: as in _date)

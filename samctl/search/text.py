@@ -136,7 +136,7 @@ def spans(text: str, terms: set) -> list[tuple[int, int]]:
     for m in _TOKEN.finditer(text):
         w = m.group()
         if w.isascii():
-            hit = any(t in terms for t in _terms_of(w.lower()))
+            hit = not terms.isdisjoint(_terms_of(w.lower()))
         else:
             hit = any((g if gram else t) in terms for g, gram in words(w)
                       for t in ((g,) if gram else _terms_of(g)))

@@ -55,9 +55,9 @@ class Index:
             if h:
                 alive[np.asarray(h, dtype=np.int64)] = False
             seg.alive = alive
-            seg.all_alive = bool(alive.all())
-            seg.dead_ranges = dead.get(seg.name, ())
-        self.rows = int(sum(int(s.alive.sum()) for s in segments))
+            seg.all_alive = not ranges and not h
+            seg.dead_ranges = ranges
+        self.rows = sum(s.rows if s.all_alive else int(np.count_nonzero(s.alive)) for s in segments)
 
     def title_of(self, cid: str) -> str:
         return self.manifest.title_of(cid)
