@@ -76,7 +76,11 @@ def child(root: Path, name: str) -> Path:
 
 def is_inside(root_real: str, path: str | os.PathLike) -> bool:
     """True if ``path`` resolves (following every symlink) to a place inside ``root_real``."""
-    real = os.path.realpath(path)
+    return within(root_real, os.path.realpath(path))
+
+
+def within(root_real: str, real: str) -> bool:
+    """True if the resolved path ``real`` is ``root_real`` or inside it (by their text alone)."""
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
