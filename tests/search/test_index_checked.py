@@ -181,6 +181,23 @@ def test_a_child_answer_for_another_record_does_not_hold(tmp_path, monkeypatch):
     assert not checked.Recent([], [], 3, body, "0" * 32, record, child=False).holds()
 
 
+def test_a_child_that_cannot_start_leaves_it_to_a_thread(tmp_path, monkeypatch):
+    """No Python to start (a broken interpreter path): the folders are stated in a thread instead."""
+    import sys
+
+    from samctl.search.index import checked, folderstate
+
+    monkeypatch.setattr(checked, "OUT_OF_LINE_AT", 1)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    (tmp_path / "f" / "0").mkdir(parents=True)
+    folders = [[str(tmp_path / "f"), ["0"]]]
+    saved = folderstate.digest(folders)
+    body = folderstate.pack(saved, folders)
+    (tmp_path / "checked").write_bytes(b"{}\n" + body)
+    quick = checked.Recent([], [], 1, body, saved, tmp_path / "checked", child=True)
+    assert quick._child is None and quick._thread is not None and quick.holds()
+
+
 @pytest.mark.parametrize("groups", [
     [["/", ["a", "b"]]], [["", ["top"]], ["top", ["x\ny", "\u00e9t\u00e9", "with space"]]],
     [["/tmp", [os.fsdecode(b"caf\xe9")]]],
