@@ -230,11 +230,15 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     if n == 0:
         return scores
     mean = (float(lens.sum()) + bg_total) / n or 1.0  # (lengths are 0 where not alive; integers: exact)
-    for term, keys, tfs in found:
+    for i, (term, keys, tfs) in enumerate(found):
         idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
         w = 1.0 if weights is None else weights.get(term, 1.0)
         norm = params.k1 * (1 - params.b + params.b * lens[keys] / mean)
-        scores[keys] += w * idf * tfs * (params.k1 + 1) / (tfs + norm)
+        part = w * idf * tfs * (params.k1 + 1) / (tfs + norm)
+        if i:
+            scores[keys] += part
+        else:  # (0.0 + x is x: the first term's keys are set, not read, added and written)
+            scores[keys] = part
     return scores
 
 
@@ -297,11 +301,8 @@ def _context(base, same, params, nz: int) -> np.ndarray:
     row adds its neighbours' shares in one order (before, after, two before, two after) on either path.
     ``nz``: how many rows of ``base`` are not 0."""
     n = base.size
-    out = np.zeros(n)
-    if n < 2:
-        return out
-    if not nz:
-        return out
+    if n < 2 or not nz:
+        return np.zeros(n)
     at = None
     if nz * 16 < n:  # few rows with evidence: only their neighbours are touched
         at = np.flatnonzero(base)
@@ -311,6 +312,7 @@ def _context(base, same, params, nz: int) -> np.ndarray:
         after = np.minimum(at + 1, n - 1)
         at = at[same[at] | (same[after] & (after > at))]
     if at is not None:
+        out = np.zeros(n)
         for step, w, two in ((1, params.prev, False), (-1, params.next, False), (2, params.prev2, True),
                              (-2, params.next2, True)):
             to = at + step
@@ -320,10 +322,11 @@ def _context(base, same, params, nz: int) -> np.ndarray:
             link = same[hi] & same[hi - 1] if two else same[hi]
             out[to[link]] += w * base[src[link]]  # (each row once per step: the dense order of additions)
         return out
-    tmp = np.empty(n - 1)  # one scratch array: x * True is x, x * False is 0
-    np.multiply(base[:-1], same[1:], out=tmp)  # [i-1]: row i's previous turn's score
-    tmp *= params.prev
-    out[1:] += tmp
+    out = np.empty(n)  # (not zeros: 0.0 + x is x, so the first share is written, not added)
+    out[0] = 0.0
+    np.multiply(base[:-1], same[1:], out=out[1:])  # [i-1]: row i's previous turn's score (x * True is x,
+    out[1:] *= params.prev  # x * False is 0)
+    tmp = np.empty(n - 1)  # one scratch array
     np.multiply(base[1:], same[1:], out=tmp)  # [i]: row i's next turn's score
     tmp *= params.next
     out[:-1] += tmp
