@@ -90,9 +90,15 @@ class IndexCorpus:
         self.live = cat([s.alive for s in segs], bool)
         self.kind = cat([s.r_kind for s in segs], np.uint8)
         self.role_code = cat([s.r_role for s in segs], np.uint8)
-        # (integers, 0 where dead: sums of them are exact, so BM25 sees what float64 lengths gave it)
-        self.length = cat([s.r_len for s in segs], np.uint32)
-        self.length *= self.live
+        # (integers, 0 where dead: sums of them are exact, so BM25 sees what float64 lengths gave it;
+        # each segment's written in place, times its alive rows where some are not: one pass, not three)
+        self.length = np.empty(self.size, np.uint32)
+        for p in self.parts:
+            at = self.length[p.start:p.start + p.seg.rows]
+            if p.seg.all_alive:
+                at[:] = p.seg.r_len
+            else:
+                np.multiply(p.seg.r_len, p.seg.alive, out=at)
         self._dates = None
         self.group = np.empty(self.size, np.int32 if self.size < 1 << 31 else np.int64)  # (half the traffic)
         base = 0
