@@ -96,9 +96,9 @@ class Recent:
     A few folders are stated at once.  Many (10,000 SAM conversation folders: 20 ms of ``stat``) are
     stated while the search ranks: in a thread, or, with ``child``, by a child process
     (``folderstate.py``, reading the record at ``path``) on the other core.  In a thread each ``stat``
-    waits for its turn of the GIL against the ranking; a child takes 10 ms to start but does not slow
-    the ranking, which pays when there is much of it (several stores searched together: p50 74.8 ->
-    64.7 ms on the 4-store machine of bench/bench_cross_search.py) and not when there is little (the
+    waits for its turn of the GIL against the ranking; a child takes 8 ms to start but does not slow
+    the ranking, which pays when there is much of it (several stores searched together: p50 67.5 ->
+    51.8 ms on the 4-store machine of bench/bench_cross_search.py) and not when there is little (the
     SAM store alone: 36.9 -> 51.0 ms).  A thread does it, too, when no child can be started."""
 
     def __init__(self, found: list, order: list, names: int, body: bytes, saved: str, path: Path,
