@@ -239,9 +239,11 @@ class IndexCorpus:
             tf = np.bincount(g, weights=tfs, minlength=self.groups)
             keys = np.flatnonzero(tf)
             return keys, tf[keys]
-        # runs of one group, summed: the postings' work, not the groups' (counts: exact in any order)
+        # runs of one group, summed as differences of a running sum: the postings' work, not the groups'
+        # (counts are integers: their sums are exact in any order; reduceat took twice as long)
         first = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
-        return g[first].astype(np.int64), np.add.reduceat(tfs, first)
+        run = np.concatenate(([0.0], np.cumsum(tfs)))
+        return g[first].astype(np.int64), run[np.append(first[1:], g.size)] - run[first]
 
     def _date(self, term: str):
         """Rows whose date's terms (``text.date_terms``: month stem, year, ISO day) include ``term``."""
