@@ -100,9 +100,10 @@ def encode_manifest(man: dict) -> dict:
 class Manifest:
     """A checked manifest: the segment table, and lazy views of the source and conversation tables."""
 
-    def __init__(self, body: dict, tables: dict | None = None):
+    def __init__(self, body: dict, tables: dict | None = None, dead: dict | None = None):
         self.body = body
         self.segments = body["segments"]
+        self.dead_arrays = dead or {}  # segment -> its dead ranges as checked (an int64 array), when read
         self.hidden = body["hidden"]
         # "src" and each conversation bucket ("conv", i): (raw bytes, crc32) until first used (then
         # checked), or itself (an encoded body's)
@@ -240,19 +241,20 @@ def _ints(x, n=None) -> bool:
     return isinstance(x, list) and (n is None or len(x) == n) and set(map(type, x)) <= _INT
 
 
-def _ranges(dead, rows: int) -> bool:
-    """Whether ``dead`` is a list of [start, end] integer pairs with 0 <= start <= end <= ``rows``.
-    (Checked a list at a time: an index refreshed many times has thousands, and every search opens it.)"""
+def _dead_array(dead, rows: int):
+    """``dead`` as an int64 array of [start, end] rows, when it is a list of integer pairs with 0 <= start
+    <= end <= ``rows``; else None.  (Checked a list at a time: an index refreshed many times has
+    thousands, and every search opens it; the array is kept for ``dead_rows``.)"""
     if not (isinstance(dead, list) and set(map(type, dead)) <= {list} and set(map(len, dead)) <= {2}):
-        return False
+        return None
+    np = load_numpy()
     flat = list(itertools.chain.from_iterable(dead))
     if not flat:
-        return True
+        return np.zeros((0, 2), dtype=np.int64)
     if not set(map(type, flat)) <= _INT:
-        return False
-    np = load_numpy()
+        return None
     a = np.array(flat, dtype=np.int64).reshape(-1, 2)  # (beyond int64: OverflowError, a BadIndex)
-    return bool(((a[:, 0] >= 0) & (a[:, 0] <= a[:, 1]) & (a[:, 1] <= rows)).all())
+    return a if bool(((a[:, 0] >= 0) & (a[:, 0] <= a[:, 1]) & (a[:, 1] <= rows)).all()) else None
 
 
 def read_manifest(path: Path, store) -> Manifest:
@@ -294,12 +296,16 @@ def read_manifest(path: Path, store) -> Manifest:
               and all(isinstance(m[k], (int, float)) for k in ("created", "updated")))
         if not ok:
             raise BadIndex("manifest: of another version, store, root or tokenizer")
-        names = set()
+        names, dead = set(), {}
         for s in m["segments"]:
-            if not (isinstance(s["name"], str) and SEG_NAME.match(s["name"]) and type(s["rows"]) is int
-                    and type(s["size"]) is int and type(s["hcrc"]) is int and _ranges(s["dead"], s["rows"])):
+            arr = None
+            if (isinstance(s["name"], str) and SEG_NAME.match(s["name"]) and type(s["rows"]) is int
+                    and type(s["size"]) is int and type(s["hcrc"]) is int):
+                arr = _dead_array(s["dead"], s["rows"])
+            if arr is None:
                 raise BadIndex("manifest: bad segment entry")
             names.add(s["name"])
+            dead[s["name"]] = arr
         seg_rows = {s["name"]: s["rows"] for s in m["segments"]}
         for k, v in m["hidden"].items():
             if k not in names or not _ints(v) or not all(0 <= r < seg_rows[k] for r in v):
@@ -318,7 +324,7 @@ def read_manifest(path: Path, store) -> Manifest:
                 raise BadIndex("manifest: bad source details")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
-    return Manifest(m, tables)
+    return Manifest(m, tables, dead)
 
 
 def _mapped(path: Path):

@@ -49,7 +49,9 @@ class Index:
         dead = {s["name"]: s["dead"] for s in manifest.segments}
         for seg in segments:
             ranges = dead.get(seg.name, ())
-            seg.dead_rows = dead_rows(ranges) if ranges else None  # (made once: the conversations' lengths use them)
+            checked = manifest.dead_arrays.get(seg.name)  # (the array read_manifest made: not converted twice)
+            seg.dead_rows = dead_rows(ranges if checked is None else checked) if ranges else None  # (made once:
+            # the conversations' lengths use them too)
             alive = alive_mask(seg.rows, ranges, seg.dead_rows)
             h = manifest.hidden.get(seg.name)
             if h:
