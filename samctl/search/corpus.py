@@ -94,11 +94,11 @@ class IndexCorpus:
         # each segment's written in place, times its alive rows where some are not: one pass, not three)
         self.length = np.empty(self.size, np.uint32)
         for p in self.parts:
-            at = self.length[p.start:p.start + p.seg.rows]
+            lengths = self.length[p.start:p.start + p.seg.rows]
             if p.seg.all_alive:
-                at[:] = p.seg.r_len
+                lengths[:] = p.seg.r_len
             else:
-                np.multiply(p.seg.r_len, p.seg.alive, out=at)
+                np.multiply(p.seg.r_len, p.seg.alive, out=lengths)
         self._dates = None
         self.group = np.empty(self.size, np.int32 if self.size < 1 << 31 else np.int64)  # (half the traffic)
         base = 0

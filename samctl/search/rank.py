@@ -323,10 +323,11 @@ def _context(base, same, params, nz: int) -> np.ndarray:
             link = same[hi] & same[hi - 1] if two else same[hi]
             out[to[link]] += w * base[src[link]]  # (each row once per step: the dense order of additions)
         return out
-    out = np.empty(n)  # (not zeros: 0.0 + x is x, so the first share is written, not added)
+    # x * True is x, x * False is 0; the first share is written, not added to zeros (0.0 + x is x)
+    out = np.empty(n)
     out[0] = 0.0
-    np.multiply(base[:-1], same[1:], out=out[1:])  # [i-1]: row i's previous turn's score (x * True is x,
-    out[1:] *= params.prev  # x * False is 0)
+    np.multiply(base[:-1], same[1:], out=out[1:])  # [i-1]: row i's previous turn's score
+    out[1:] *= params.prev
     tmp = np.empty(n - 1)  # one scratch array
     np.multiply(base[1:], same[1:], out=tmp)  # [i]: row i's next turn's score
     tmp *= params.next

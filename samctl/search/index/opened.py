@@ -49,16 +49,14 @@ class Index:
         dead = {s["name"]: s["dead"] for s in manifest.segments}
         for seg in segments:
             ranges = dead.get(seg.name, ())
-            checked = manifest.dead_arrays.get(seg.name)  # (the array read_manifest made: not converted twice)
-            seg.dead_rows = dead_rows(ranges if checked is None else checked) if ranges else None  # (made once:
-            # the conversations' lengths use them too)
+            # (expanded once, from the array read_manifest checked: the conversations' lengths use them too)
+            seg.dead_rows = dead_rows(manifest.dead_arrays.get(seg.name, ranges)) if ranges else None
             alive = alive_mask(seg.rows, ranges, seg.dead_rows)
             h = manifest.hidden.get(seg.name)
             if h:
                 alive[np.asarray(h, dtype=np.int64)] = False
             seg.alive = alive
             seg.all_alive = not ranges and not h
-            seg.dead_ranges = ranges
         self.rows = sum(s.rows if s.all_alive else int(np.count_nonzero(s.alive)) for s in segments)
 
     def title_of(self, cid: str) -> str:

@@ -264,8 +264,7 @@ class Segment:
         self.bufs: dict = {}  # "text"/"ltext"/"ref" -> (buffer with .find and slicing, base offset)
         self.alive = None
         self.all_alive = False  # every row alive (set with ``alive``): postings need no filtering
-        self.dead_ranges = ()  # [start, end) of its dead rows (the manifest's): c_len/c_msgs count them
-        self.dead_rows = None  # every row of those ranges (manifest.dead_rows), or None when there are none
+        self.dead_rows = None  # every row of the manifest's dead ranges (c_len/c_msgs count them), or None
         self.header: dict = {}
         self.mm = None
         self.fd = None  # an opened file's: what ``read`` and ``text`` pread from
