@@ -1,0 +1,291 @@
+"""``samctl usage``: tokens and estimated cost, grouped by day, week, month, session, project, model or block.
+
+Data model: the stores' ``UsageRecord``s (``Store.usage_records``), of every store in scope that declares
+``has_usage``.  Invariants:
+- a response is counted once: of the records of one store sharing a ``key``, only the first (earliest file
+  first, as the store yields them) counts; this is decided before any filter, so a filter never changes
+  which copy is counted;
+- ``total_tokens`` = input + output + cache creation + cache read (reasoning tokens are part of output where
+  recorded, shown on their own, never added twice);
+- cost is an estimate from a price table (``samctl/prices.json``, or ``--prices FILE``); a model the table
+  does not know makes its tokens' cost unknown (None), never 0; a row whose cost is partly unknown has
+  ``cost_usd`` None and says which models in ``unpriced_models``;
+- days, weeks and months are in local time (as ccusage's); a block is ccusage's 5-hour window: it starts at
+  the UTC hour of its first record and ends 5 hours later, or earlier when 5 hours pass with no record.
+No click, no printing, offline: nothing here opens a network connection.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import orjson
+
+from samctl import fsafe
+from samctl.errors import FileProblem, UsageError
+
+GROUPS = ("day", "week", "month", "session", "project", "model", "block")
+ROW_KEY = {"day": "day", "week": "week", "month": "month", "session": "session", "project": "project",
+           "model": "model", "block": "block_start"}
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens")
+PRICE_FIELDS = ("input", "output", "cache_write", "cache_read")
+BLOCK_SECONDS = 5 * 3600
+PRICES_CAP = 4 << 20
+_DATE_SUFFIX = re.compile(r"(?:-|@)(?:\d{8}|\d{4}-\d{2}-\d{2})\Z")
+
+
+@dataclass
+class UsageQuery:
+    by: str = "day"
+    since: float | None = None
+    until: float | None = None
+    stores: tuple = ()  # store names; () = every store in scope
+    project: str | None = None  # rows whose project contains this text
+    model: str | None = None  # rows whose model contains this text (case-insensitive)
+    breakdown: bool = False
+
+
+@dataclass
+class Prices:
+    models: dict  # model -> {input, output, cache_write, cache_read} in dollars per million tokens
+    taken: str | None = None
+    source: str | None = None
+    path: str | None = None
+
+    def of(self, model: str | None) -> dict | None:
+        """The prices of ``model``: exactly, else without a provider prefix (``anthropic/``) or a date
+        suffix (``-20250929``); None when unknown (never a guess from a similar name)."""
+        if not model:
+            return None
+        for name in (model, model.rsplit("/", 1)[-1]):
+            for n in (name, _DATE_SUFFIX.sub("", name)):
+                p = self.models.get(n)
+                if p is not None:
+                    return p
+        return None
+
+
+def shipped_prices_path() -> Path:
+    return Path(__file__).resolve().parent.parent / "prices.json"
+
+
+def load_prices(path: str | None = None) -> Prices:
+    """The price table: samctl's own, or ``path`` (same layout: {"taken", "source", "models": {model: {input,
+    output, cache_write, cache_read}}}).  UsageError for a file that cannot be read or has a bad price."""
+    where = str(path) if path is not None else str(shipped_prices_path())
+    try:
+        doc = orjson.loads(fsafe.read_capped(where, PRICES_CAP))
+    except FileProblem as exc:
+        raise UsageError(f"--prices {where}: {exc.message}") from None
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"--prices {where}: not JSON ({str(exc).splitlines()[0][:100]})") from None
+    models = doc.get("models") if isinstance(doc, dict) else None
+    if not isinstance(models, dict):
+        raise UsageError(f"--prices {where}: no \"models\" object (model -> input, output, cache_write, cache_read "
+                         "in dollars per million tokens)")
+    out = {}
+    for name, p in models.items():
+        if not isinstance(p, dict):
+            raise UsageError(f"--prices {where}: {name[:80]!r} is not an object of prices")
+        row = {}
+        for k in PRICE_FIELDS:
+            v = p.get(k, 0 if k == "cache_write" else None)
+            if type(v) not in (int, float) or not 0 <= v < 1e6:
+                raise UsageError(f"--prices {where}: {name[:80]!r}: {k} must be a number of dollars per million "
+                                 "tokens, 0 or more")
+            row[k] = float(v)
+        out[name] = row
+    taken, source = doc.get("taken"), doc.get("source")
+    return Prices(out, taken if isinstance(taken, str) else None, source if isinstance(source, str) else None, where)
+
+
+@dataclass
+class Totals:
+    """Sums of one row (and, with a breakdown, of each model in it)."""
+
+    tokens: list = field(default_factory=lambda: [0, 0, 0, 0, 0])
+    cost: float = 0.0
+    unpriced: set = field(default_factory=set)
+    models: dict | None = None
+    first: float | None = None
+    last: float | None = None
+    extra: dict = field(default_factory=dict)
+
+    def add(self, r, price, breakdown: bool) -> None:
+        t = self.tokens
+        t[0] += r.input
+        t[1] += r.output
+        t[2] += r.cache_creation
+        t[3] += r.cache_read
+        t[4] += r.reasoning
+        c = cost_of(r, price)
+        if c is None:
+            self.unpriced.add(r.model or "unknown")
+        else:
+            self.cost += c
+        if self.first is None or r.ts < self.first:
+            self.first = r.ts
+        if self.last is None or r.ts > self.last:
+            self.last = r.ts
+        if breakdown:
+            if self.models is None:
+                self.models = {}
+            m = self.models.get(r.model or "unknown")
+            if m is None:
+                m = self.models[r.model or "unknown"] = Totals()
+            m.add(r, price, False)
+
+    def to_dict(self) -> dict:
+        d = dict(zip(TOKEN_FIELDS, self.tokens))
+        d["total_tokens"] = sum(self.tokens[:4])
+        d["cost_usd"] = None if self.unpriced else round(self.cost, 6)
+        if self.unpriced:
+            d["unpriced_models"] = sorted(self.unpriced)
+            d["priced_cost_usd"] = round(self.cost, 6)
+        return d
+
+
+def cost_of(r, price) -> float | None:
+    """Dollars for one record; None when its model has no price (and it used any tokens)."""
+    if price is None:
+        return 0.0 if not (r.input or r.output or r.cache_creation or r.cache_read) else None
+    return (r.input * price["input"] + r.output * price["output"] + r.cache_creation * price["cache_write"]
+            + r.cache_read * price["cache_read"]) / 1e6
+
+
+def counted(records):
+    """The records to count: each ``(store, key)`` once, the first as given."""
+    seen: set = set()
+    for r in records:
+        if r.key is not None:
+            k = (r.store, r.key)
+            if k in seen:
+                continue
+            seen.add(k)
+        yield r
+
+
+def collect(stores, findings: list) -> list:
+    """Every record of every store that records usage, each response once (``counted``)."""
+    out: list = []
+    for store in stores:
+        if getattr(store, "has_usage", False):
+            out.extend(counted(store.usage_records(findings)))
+    return out
+
+
+def keep(r, q: UsageQuery) -> bool:
+    if q.since is not None and r.ts < q.since:
+        return False
+    if q.until is not None and r.ts > q.until:
+        return False
+    if q.stores and r.store not in q.stores:
+        return False
+    if q.project is not None and q.project not in (r.project or ""):
+        return False
+    if q.model is not None and q.model.lower() not in (r.model or "unknown").lower():
+        return False
+    return True
+
+
+class _Local:
+    """Local day of an epoch second, memoised per quarter hour (every time zone's offset is a whole number of
+    quarter hours, so one quarter hour never spans two local days)."""
+
+    def __init__(self):
+        self.days: dict = {}
+
+    def day(self, ts: float) -> str:
+        q = int(ts // 900)
+        d = self.days.get(q)
+        if d is None:
+            d = self.days[q] = time.strftime("%Y-%m-%d", time.localtime(q * 900))
+        return d
+
+
+def _week(day: str) -> str:
+    y, w, _ = date.fromisoformat(day).isocalendar()
+    return f"{y}-W{w:02d}"
+
+
+def blocks(records) -> list:
+    """ccusage's 5-hour blocks over ``records`` (sorted here): (start, end, records of it)."""
+    out: list = []
+    cur = None
+    for r in sorted(records, key=lambda r: r.ts):
+        if cur is None or r.ts - cur[0] > BLOCK_SECONDS or r.ts - cur[2][-1].ts > BLOCK_SECONDS:
+            start = r.ts - r.ts % 3600
+            cur = [start, start + BLOCK_SECONDS, []]
+            out.append(cur)
+        cur[2].append(r)
+    return out
+
+
+def iso_utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def report(records: list, q: UsageQuery, prices: Prices) -> dict:
+    """{"by", "key", "rows": [row dicts, ordered by key], "totals": dict, "prices": {...}} of ``records``."""
+    if q.by not in GROUPS:
+        raise UsageError(f"--by must be one of {', '.join(GROUPS)}")
+    recs = [r for r in records if keep(r, q)]
+    price_memo: dict = {}
+
+    def price(model):
+        p = price_memo.get(model, price_memo)
+        if p is price_memo:
+            p = price_memo[model] = prices.of(model)
+        return p
+
+    rows: dict = {}
+    total = Totals()
+    if q.by == "block":
+        for start, end, rs in blocks(recs):
+            t = rows[iso_utc(start)] = Totals()
+            t.extra["block_end"] = iso_utc(end)
+            for r in rs:
+                t.add(r, price(r.model), q.breakdown)
+    else:
+        local = _Local()
+        by = q.by
+        for r in recs:
+            if by == "day":
+                k = local.day(r.ts)
+            elif by == "month":
+                k = local.day(r.ts)[:7]
+            elif by == "week":
+                k = _week(local.day(r.ts))
+            elif by == "session":
+                k = (r.store, r.session)
+            elif by == "project":
+                k = r.project or "unknown"
+            else:
+                k = r.model or "unknown"
+            t = rows.get(k)
+            if t is None:
+                t = rows[k] = Totals()
+                if by == "session":
+                    t.extra = {"store": r.store, "project": r.project}
+            t.add(r, price(r.model), q.breakdown)
+    for r in recs:
+        total.add(r, price(r.model), False)
+    key = ROW_KEY[q.by]
+    out = []
+    order = sorted(rows, key=lambda k: (rows[k].last or 0)) if q.by == "session" else sorted(rows)
+    for k in order:
+        t = rows[k]
+        d = {key: k[1] if q.by == "session" else k}
+        d.update(t.extra)
+        if q.by in ("session", "project", "model", "block"):
+            d["first_activity"], d["last_activity"] = iso_utc(t.first), iso_utc(t.last)
+        d.update(t.to_dict())
+        if t.models is not None:
+            d["models"] = [{"model": m, **mt.to_dict()} for m, mt in sorted(t.models.items())]
+        out.append(d)
+    return {"by": q.by, "key": key, "rows": out, "totals": total.to_dict(),
+            "prices": {"taken": prices.taken, "source": prices.source, "file": prices.path}}
