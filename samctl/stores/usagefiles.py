@@ -74,7 +74,7 @@ def _read(store, f: UsageFile, parse) -> list | None:
     except FileProblem as exc:
         return [f.st.st_size, f.st.st_mtime_ns, None, [[exc.code, exc.message, "error"]], []]
     project, rows, found = parse(data, f.path, f.session)
-    return [f.st.st_size, f.st.st_mtime_ns, project, [[x.code, x.message, x.severity] for x in found], rows]
+    return [f.st.st_size, f.st.st_mtime_ns, project, [[x.code, x.reason, x.severity] for x in found], rows]
 
 
 def count(v) -> int | None:
