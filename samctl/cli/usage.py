@@ -95,7 +95,7 @@ def _table(rep: dict, render) -> str:
     for r in rep["rows"] + [dict(rep["totals"], **{key: "TOTAL"})]:
         lab = render.label(rep, r)
         if key == "session" and "project" in r:
-            lab = f"{lab[:8]}  {render.one_line(str(r['project'] or ''))}"
+            lab = f"{lab}  {render.one_line(str(r['project'] or ''))}"
         rows.append([lab] + [f"{r[k]:,}" for k, _ in render.COLUMNS] + [render.money(r)])
         for m in r.get("models", ()):
             rows.append(["· " + render.one_line(m["model"])] + [f"{m[k]:,}" for k, _ in render.COLUMNS]
