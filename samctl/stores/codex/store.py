@@ -160,7 +160,7 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     def usage_records(self, findings: list):
         from samctl.stores.codex.usage import usage_records  # (lazy: only `samctl usage` reads usage)
 
-        return usage_records(self, findings)
+        return usage_records(self, findings, decompress)
 
     def list_metas(self, findings: list) -> list:
         """Every thread with at least one message, newest first, through the listing cache (the names of

@@ -27,7 +27,8 @@ from samctl.timeparse import parse_timestamp
 _FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
 
 
-def usage_records(store, findings: list):
+def usage_records(store, findings: list, decompress):
+    """Every ``UsageRecord`` of the store's rollouts (``decompress``: the store's zstd reader, within its cap)."""
     root = str(store.conv_dir)
     files = [UsageFile(p[len(root):].lstrip("/"), p, store._stats[cid], cid, "unknown")
              for cid, p in store.index().items() if cid in store._stats]
@@ -35,8 +36,6 @@ def usage_records(store, findings: list):
 
     def parse(data: bytes, path: str, session: str):
         if path.endswith(".zst"):
-            from samctl.stores.codex.store import decompress
-
             try:
                 data = decompress(data, store.caps.log, path)
             except FileProblem as exc:
