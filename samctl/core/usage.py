@@ -139,6 +139,15 @@ class Totals:
                 m = self.models[r.model or "unknown"] = Totals()
             m.add(r, price, False)
 
+    def merge(self, other: "Totals") -> None:
+        """Add ``other``'s sums (not its breakdown) to these."""
+        self.tokens = [a + b for a, b in zip(self.tokens, other.tokens)]
+        self.cost += other.cost
+        self.unpriced |= other.unpriced
+        if other.first is not None:
+            self.first = other.first if self.first is None else min(self.first, other.first)
+            self.last = other.last if self.last is None else max(self.last, other.last)
+
     def to_dict(self) -> dict:
         d = dict(zip(TOKEN_FIELDS, self.tokens))
         d["total_tokens"] = sum(self.tokens[:4])
@@ -272,8 +281,8 @@ def report(records: list, q: UsageQuery, prices: Prices) -> dict:
                 if by == "session":
                     t.extra = {"store": r.store, "project": r.project}
             t.add(r, price(r.model), q.breakdown)
-    for r in recs:
-        total.add(r, price(r.model), False)
+    for t in rows.values():
+        total.merge(t)
     key = ROW_KEY[q.by]
     out = []
     order = sorted(rows, key=lambda k: (rows[k].last or 0)) if q.by == "session" else sorted(rows)

@@ -60,6 +60,7 @@ def parse_usage(data: bytes, path: str, session: str):
     found: list = []
     cwd = sid = None
     bad = 0
+    keys: set = set()  # (of one file, only a response's first copy can be the one counted)
     for n, line in enumerate(data.split(b"\n"), 1):
         if b'"usage"' not in line:
             if cwd is None and b'"cwd"' in line:
@@ -92,6 +93,10 @@ def parse_usage(data: bytes, path: str, session: str):
             bad += 1
             continue
         key = f"{mid}:{rid or ''}" if mid else None
+        if key is not None:
+            if key in keys:
+                continue
+            keys.add(key)
         rows.append([ts, model, key, i, o, cw, cr, 0])
     if bad:
         found.append(Finding("bad-usage", path, f"{bad} usage entr{'y' if bad == 1 else 'ies'} with a missing "
