@@ -12,6 +12,7 @@ import click
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, report_findings, stores_of, table
 from samctl.core.usage import GROUPS, TOKEN_FIELDS, UsageQuery, collect, load_prices, report
 from samctl.gcpause import gc_paused
+from samctl.stores import STORES
 from samctl.timeparse import parse_when
 
 
@@ -20,8 +21,8 @@ from samctl.timeparse import parse_when
               help="One row per day, ISO week, month, session, project (working folder), model, or 5-hour block.")
 @click.option("--since", metavar="WHEN", help="Only usage since WHEN (7d, 12h, 2026-08-01).")
 @click.option("--until", metavar="WHEN", help="Only usage until WHEN.")
-@click.option("--store", "store_names", multiple=True, metavar="NAME",
-              help="Only this kind of store (claude-code, codex, llm); repeatable.")
+@click.option("--store", "store_names", multiple=True, type=click.Choice(sorted(STORES)), metavar="NAME",
+              help="Only this kind of store (claude-code, codex, llm record usage); repeatable.")
 @click.option("--project", metavar="TEXT", help="Only projects whose folder contains TEXT.")
 @click.option("--model", metavar="TEXT", help="Only models whose name contains TEXT (case-insensitive).")
 @click.option("--breakdown", is_flag=True, help="Split each row by model.")

@@ -179,6 +179,10 @@ def test_filters_and_bad_prices(tmp_path, run):
     assert [row["day"] for row in rep["rows"]] == ["2026-03-05"]
     _, rep = _json(run, root, "--store", "codex")
     assert rep["rows"] == []
+    r = run("--root", root, "usage", "--store", "claude")
+    assert r.exit_code == 2 and "'claude' is not one of" in r.stderr
+    r = run("--root", DATA.parent.parent.parent / "fixtures" / "demo" / "SAM", "usage")
+    assert r.exit_code == 0 and r.stdout == "" and "no usage recorded" in r.stderr
     bad = tmp_path / "prices.json"
     bad.write_text('{"models": {"claude-sonnet-4-5": {"input": -1, "output": 1, "cache_read": 0}}}')
     before = fingerprint(root)
