@@ -224,3 +224,32 @@ def test_live_ccusage_still_says_what_was_recorded(tmp_path, name):
         out = subprocess.run(exe + [cmd, "--json", "--offline"], capture_output=True, text=True, timeout=120,
                              env=dict(os.environ, TZ="UTC", CLAUDE_CONFIG_DIR=str(root)), check=True).stdout
         assert json.loads(out) == _recorded(f"{name}.{cmd}.json")
+
+
+def test_hostile_text_never_reaches_terminal_or_page(tmp_path, run):
+    root = tmp_path / "claude"
+    p = root / "projects" / "-x"
+    p.mkdir(parents=True)
+    evil = {"type": "assistant", "timestamp": "2026-03-04T09:00:00Z", "requestId": "req_1", "sessionId": A,
+            "cwd": "/tmp/<img src=x onerror=alert(1)>\x1b[2J", "message": {
+                "id": "msg_1", "model": "m\x1b]0;pwned\x07<b>", "usage": {"input_tokens": 1, "output_tokens": 2}}}
+    (p / f"{A}.jsonl").write_text(json.dumps(evil) + "\n")
+    for by in ("project", "model", "session"):
+        for extra in ((), ("--chart",)):
+            r = run("--root", root, "usage", "--by", by, *extra)
+            assert r.exit_code == 0 and "\x1b" not in r.stdout and "\x07" not in r.stdout
+    r = run("--root", root, "usage", "--by", "project", "--format", "html")
+    assert "<img" not in r.stdout and "&lt;img src=x" in r.stdout
+    r = run("--root", root, "usage", "--by", "model", "--format", "json")
+    assert "\x1b" not in r.stdout and json.loads(r.stdout)["rows"][0]["model"] == "m\x1b]0;pwned\x07<b>"
+
+
+def test_codex_rollouts_through_the_command(tmp_path, run):
+    root = tmp_path / "codex"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "codex", root)
+    before = fingerprint(root)
+    r, rep = _json(run, root, "--by", "session")
+    assert r.exit_code == 0, r.stderr
+    assert [(x["session"], x["store"], x["project"], x["input_tokens"], x["output_tokens"]) for x in rep["rows"]] == [
+        ("019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f", "codex", "/home/ana/api", 5120, 210)]
+    assert fingerprint(root) == before
