@@ -44,7 +44,7 @@ def usage_from_files(store, files: list[UsageFile], parse: Callable, findings: l
     per_file = []
     for f in files:
         entry = MetaCache.fresh(old.get(f.name), f.st, _WIDTH)
-        if entry is None:
+        if entry is None or not _valid(entry):
             changed = True
             entry = _read(store, f, parse)
         if MetaCache.cacheable(f.st, now_ns) and not any(sev == "error" for _, _, sev in entry[3]):
@@ -68,6 +68,26 @@ def usage_from_files(store, files: list[UsageFile], parse: Callable, findings: l
         session = f.session
         for ts, model, key, i, o, cw, cr, rs in rows:
             yield make(UsageRecord, (ts, session, project, model, key, i, o, cw, cr, rs, name, first))
+
+
+def _valid(entry: list) -> bool:
+    """True if a cached entry has the types ``_read`` writes (the cache is samctl's, but a file on disk: one
+    edited or cut short is read again, never trusted into a report)."""
+    _, _, project, found, rows = entry
+    if not (project is None or type(project) is str) or type(found) is not list or type(rows) is not list:
+        return False
+    for x in found:
+        if type(x) is not list or len(x) != 3 or not all(type(v) is str for v in x):
+            return False
+    for r in rows:
+        if type(r) is not list or len(r) != 8:
+            return False
+        ts, model, key, i, o, cw, cr, rs = r
+        if (type(ts) not in (float, int) or not (model is None or type(model) is str)
+                or not (key is None or type(key) is str) or count(i) is None or count(o) is None
+                or count(cw) is None or count(cr) is None or count(rs) is None):
+            return False
+    return True
 
 
 def _read(store, f: UsageFile, parse) -> list | None:

@@ -253,3 +253,21 @@ def test_codex_rollouts_through_the_command(tmp_path, run):
     assert [(x["session"], x["store"], x["project"], x["input_tokens"], x["output_tokens"]) for x in rep["rows"]] == [
         ("019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f", "codex", "/home/ana/api", 5120, 210)]
     assert fingerprint(root) == before
+
+
+def test_a_tampered_usage_cache_is_read_again_never_trusted(tmp_path, run, monkeypatch):
+    from samctl import fsafe
+
+    root = _tree(tmp_path, "same")
+    _, first = _json(run, root)
+    [cache] = [p for p in fsafe.cache_dir().iterdir() if p.name.startswith("claude-code-usage-")]
+    assert oct(cache.stat().st_mode & 0o777) == "0o600"
+    doc = json.loads(cache.read_text())
+    names = sorted(doc["entries"])
+    doc["entries"][names[0]][4][0][3] = "1200"  # a count as a string
+    doc["entries"][names[1]][4] = {"not": "rows"}
+    doc["entries"][names[2]][3] = [["code", 5, "warning"]]
+    doc["entries"][names[3]][4][0][1] = ["model"]
+    cache.write_text(json.dumps(doc))
+    r, again = _json(run, root)
+    assert r.exit_code == 0 and again == first
