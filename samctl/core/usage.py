@@ -115,29 +115,27 @@ class Totals:
     last: float | None = None
     extra: dict = field(default_factory=dict)
 
-    def add(self, r, price, breakdown: bool) -> None:
+    def add(self, model, part: list, price, breakdown: bool) -> None:
+        """Add ``part`` (``_sums``: the five token sums, first and last time) of one model's records."""
         t = self.tokens
-        t[0] += r.input
-        t[1] += r.output
-        t[2] += r.cache_creation
-        t[3] += r.cache_read
-        t[4] += r.reasoning
-        c = cost_of(r, price)
+        for n in range(5):
+            t[n] += part[n]
+        c = cost_of(part, price)
         if c is None:
-            self.unpriced.add(r.model or "unknown")
+            self.unpriced.add(model or "unknown")
         else:
             self.cost += c
-        if self.first is None or r.ts < self.first:
-            self.first = r.ts
-        if self.last is None or r.ts > self.last:
-            self.last = r.ts
+        if self.first is None or part[5] < self.first:
+            self.first = part[5]
+        if self.last is None or part[6] > self.last:
+            self.last = part[6]
         if breakdown:
             if self.models is None:
                 self.models = {}
-            m = self.models.get(r.model or "unknown")
+            m = self.models.get(model or "unknown")
             if m is None:
-                m = self.models[r.model or "unknown"] = Totals()
-            m.add(r, price, False)
+                m = self.models[model or "unknown"] = Totals()
+            m.add(model, part, price, False)
 
     def merge(self, other: "Totals") -> None:
         """Add ``other``'s sums (not its breakdown) to these."""
@@ -158,12 +156,30 @@ class Totals:
         return d
 
 
-def cost_of(r, price) -> float | None:
-    """Dollars for one record; None when its model has no price (and it used any tokens)."""
+def cost_of(tokens, price) -> float | None:
+    """Dollars for ``tokens`` (input, output, cache write, cache read, ...) of one model; None when the model
+    has no price (and any tokens were used).  Cost is linear in tokens: the cost of sums is the sum of costs."""
+    i, o, cw, cr = tokens[0], tokens[1], tokens[2], tokens[3]
     if price is None:
-        return 0.0 if not (r.input or r.output or r.cache_creation or r.cache_read) else None
-    return (r.input * price["input"] + r.output * price["output"] + r.cache_creation * price["cache_write"]
-            + r.cache_read * price["cache_read"]) / 1e6
+        return 0.0 if not (i or o or cw or cr) else None
+    return (i * price["input"] + o * price["output"] + cw * price["cache_write"] + cr * price["cache_read"]) / 1e6
+
+
+def _sums(groups: dict, k, r) -> None:
+    """Add record ``r`` to ``groups[(k, model)]``: [input, output, cache write, cache read, reasoning, first, last]."""
+    g = groups.get((k, r.model))
+    if g is None:
+        groups[(k, r.model)] = [r.input, r.output, r.cache_creation, r.cache_read, r.reasoning, r.ts, r.ts]
+        return
+    g[0] += r.input
+    g[1] += r.output
+    g[2] += r.cache_creation
+    g[3] += r.cache_read
+    g[4] += r.reasoning
+    if r.ts < g[5]:
+        g[5] = r.ts
+    elif r.ts > g[6]:
+        g[6] = r.ts
 
 
 def counted(records):
@@ -242,7 +258,8 @@ def report(records: list, q: UsageQuery, prices: Prices) -> dict:
     """{"by", "key", "rows": [row dicts, ordered by key], "totals": dict, "prices": {...}} of ``records``."""
     if q.by not in GROUPS:
         raise UsageError(f"--by must be one of {', '.join(GROUPS)}")
-    recs = [r for r in records if keep(r, q)]
+    filtered = q.since is not None or q.until is not None or q.stores or q.project is not None or q.model is not None
+    recs = [r for r in records if keep(r, q)] if filtered else records
     price_memo: dict = {}
 
     def price(model):
@@ -252,13 +269,15 @@ def report(records: list, q: UsageQuery, prices: Prices) -> dict:
         return p
 
     rows: dict = {}
+    groups: dict = {}  # (row key, model) -> _sums
+    extra: dict = {}
     total = Totals()
     if q.by == "block":
         for start, end, rs in blocks(recs):
-            t = rows[iso_utc(start)] = Totals()
-            t.extra["block_end"] = iso_utc(end)
+            k = iso_utc(start)
+            extra[k] = {"block_end": iso_utc(end)}
             for r in rs:
-                t.add(r, price(r.model), q.breakdown)
+                _sums(groups, k, r)
     else:
         local = _Local()
         by = q.by
@@ -271,16 +290,18 @@ def report(records: list, q: UsageQuery, prices: Prices) -> dict:
                 k = _week(local.day(r.ts))
             elif by == "session":
                 k = (r.store, r.session)
+                if k not in extra:
+                    extra[k] = {"store": r.store, "project": r.project}
             elif by == "project":
                 k = r.project or "unknown"
             else:
                 k = r.model or "unknown"
-            t = rows.get(k)
-            if t is None:
-                t = rows[k] = Totals()
-                if by == "session":
-                    t.extra = {"store": r.store, "project": r.project}
-            t.add(r, price(r.model), q.breakdown)
+            _sums(groups, k, r)
+    for (k, model), part in groups.items():
+        t = rows.get(k)
+        if t is None:
+            t = rows[k] = Totals(extra=extra.get(k, {}))
+        t.add(model, part, price(model), q.breakdown)
     for t in rows.values():
         total.merge(t)
     key = ROW_KEY[q.by]
