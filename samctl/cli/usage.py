@@ -54,17 +54,16 @@ def command(ctx, by, since, until, store_names, project, model, breakdown, price
     with gc_paused():
         stores = stores_of(ctx, findings)  # the one place this command decides its stores
         rep = report(collect([s for s in stores if not q.stores or s.name in q.stores], findings), q, prices)
-    text = _render(rep, fmt, chart)
     if output is not None:
         from samctl import fsafe
 
-        fsafe.write_atomic(output, text.encode())
+        fsafe.write_atomic(output, _render(rep, fmt, chart).encode())
     elif fmt == "jsonl":
         emit_jsonl(rep["rows"])
     elif fmt == "json":
         emit_json(rep)
     else:
-        click.echo(text, nl=False)
+        click.echo(_render(rep, fmt, chart), nl=False)
     report_findings(findings)
     finish(findings)
 

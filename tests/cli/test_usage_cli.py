@@ -150,6 +150,8 @@ def test_formats_csv_jsonl_html_chart(tmp_path, run):
     assert lines[1].startswith("2026-03-04,2040,1110,5100,8100,0,16350,") and lines[-1].startswith("TOTAL,")
     r = run("--root", root, "usage", "--format", "jsonl", "--by", "month")
     assert [json.loads(x)["month"] for x in r.stdout.splitlines()] == ["2026-03"]
+    r = run("--root", root, "usage", "--format", "jsonl", "--by", "week")
+    assert [json.loads(x)["week"] for x in r.stdout.splitlines()] == ["2026-W10"]  # (ISO weeks)
     r = run("--root", root, "usage", "--format", "html", "--by", "project")
     assert r.stdout.startswith("<!doctype html>") and "<svg" in r.stdout and "/home/ana/notes" in r.stdout
     assert "<script" not in r.stdout and "http://" not in r.stdout.replace('xmlns="http://www.w3.org/2000/svg"', "")
