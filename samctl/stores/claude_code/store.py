@@ -144,7 +144,7 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     def usage_records(self, findings: list):
         from samctl.stores.claude_code.usage import usage_records  # (lazy: only `samctl usage` reads usage)
 
-        return usage_records(self, findings)
+        return usage_records(self, findings, self._projects(findings))
 
     @classmethod
     def default_roots(cls) -> list[Path]:

@@ -19,6 +19,7 @@ import stat
 import orjson
 
 from samctl.model import WARNING, Finding
+from samctl.stores.base import UsageRecord
 from samctl.stores.claude_code.decode import AGENT_RE, SESSION_RE
 from samctl.stores.readers import scan
 from samctl.stores.usagefiles import UsageFile, count, usage_from_files
@@ -27,11 +28,12 @@ from samctl.timeparse import parse_timestamp
 _MODEL_CAP = 200  # a model name longer than this is not one
 
 
-def usage_records(store, findings: list):
-    """Every ``UsageRecord`` of the store (see the module's docstring), earliest file first."""
+def usage_records(store, findings: list, projects: list):
+    """Every ``UsageRecord`` of the store (see the module's docstring) in its project folders ``projects``,
+    earliest file first."""
     files: list = []
     root = str(store.conv_dir)
-    for proj in store._projects(findings):
+    for proj in projects:
         slug = proj[len(root):].strip("/") or store.conv_dir.name
         entries = scan(proj, findings, "")
         sessions = {n[:-6].lower() for n, _, st in entries if n.endswith(".jsonl") and SESSION_RE.match(n[:-6])}
@@ -49,7 +51,7 @@ def usage_records(store, findings: list):
     for rec in usage_from_files(store, files, parse_usage, findings):
         if not rec.session:  # an older agent-<id>.jsonl: the session its lines name
             project, _, session = rec.project.partition("\0")
-            rec = rec._replace(session=session or "unknown", project=project or "unknown")
+            rec = UsageRecord(rec.ts, session or "unknown", project or "unknown", *rec[3:])
         yield rec
 
 

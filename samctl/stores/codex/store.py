@@ -160,7 +160,10 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     def usage_records(self, findings: list):
         from samctl.stores.codex.usage import usage_records  # (lazy: only `samctl usage` reads usage)
 
-        return usage_records(self, findings, decompress)
+        idx = self.index()
+        findings.extend(self._scan_findings)
+        rollouts = [(cid, p, self._stats[cid]) for cid, p in idx.items() if cid in self._stats]
+        return usage_records(self, findings, rollouts, decompress)
 
     def list_metas(self, findings: list) -> list:
         """Every thread with at least one message, newest first, through the listing cache (the names of

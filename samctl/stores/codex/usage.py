@@ -27,12 +27,11 @@ from samctl.timeparse import parse_timestamp
 _FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
 
 
-def usage_records(store, findings: list, decompress):
-    """Every ``UsageRecord`` of the store's rollouts (``decompress``: the store's zstd reader, within its cap)."""
+def usage_records(store, findings: list, rollouts: list, decompress):
+    """Every ``UsageRecord`` of the store's ``rollouts`` ((thread id, path, lstat) each; ``decompress``: the
+    store's zstd reader, within its cap)."""
     root = str(store.conv_dir)
-    files = [UsageFile(p[len(root):].lstrip("/"), p, store._stats[cid], cid, "unknown")
-             for cid, p in store.index().items() if cid in store._stats]
-    findings.extend(store._scan_findings)
+    files = [UsageFile(p[len(root):].lstrip("/"), p, st, cid, "unknown") for cid, p, st in rollouts]
 
     def parse(data: bytes, path: str, session: str):
         if path.endswith(".zst"):

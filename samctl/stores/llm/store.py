@@ -79,9 +79,9 @@ class LlmStore(Store):
             text.report(str(self.db), findings)
 
     def usage_records(self, findings: list):
-        from samctl.stores.llm.usage import usage_records  # (lazy: only `samctl usage` reads usage)
+        from samctl.stores.llm.usage import usage_rows  # (lazy: only `samctl usage` reads usage)
 
-        return usage_records(self, findings)
+        return self._with(findings, lambda conn: usage_rows(conn, self, findings), [])
 
     def all_ids(self) -> list[str]:
         return sorted(m.id for m in self.list_metas([]))

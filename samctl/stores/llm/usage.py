@@ -21,18 +21,15 @@ from samctl.stores.llm import decode
 from samctl.stores.usagefiles import count
 
 
-def usage_records(store, findings: list):
-    return store._with(findings, lambda conn: _rows(conn, store, findings), [])
-
-
-def _rows(conn, store, findings: list) -> list:
+def usage_rows(conn, store, findings: list) -> list:
+    """The ``UsageRecord``s of the open database ``conn`` (the store's ``logs.db``)."""
     t = decode.schema(conn)
     out: list = []
     bad = 0
     for table, conv in (("responses", "conversation_id"), ("turns", "thread_id")):
         if table not in t or not {"input_tokens", "output_tokens"} & t[table]:
             continue
-        cols = decode._cols(t, table, ("id", conv, "model", "resolved_model", "datetime_utc", "input_tokens",
+        cols = _cols(t, table, ("id", conv, "model", "resolved_model", "datetime_utc", "input_tokens",
                                        "output_tokens", "token_details"))
         q = f'SELECT {cols} FROM "{table}" WHERE input_tokens IS NOT NULL OR output_tokens IS NOT NULL'
         for rid, cid, model, resolved, when, i, o, details in conn.execute(q):
@@ -44,7 +41,7 @@ def _rows(conn, store, findings: list) -> list:
                 continue
             cw = cr = rs = 0
             if details is not None:
-                d = decode._json(details)
+                d = _json(details)
                 if not isinstance(d, dict):
                     bad += 1
                     d = {}
@@ -62,6 +59,21 @@ def _rows(conn, store, findings: list) -> list:
                                 "timestamp, token count or token_details; not counted (or counted without details)",
                                 WARNING))
     return out
+
+
+def _cols(tables: dict, table: str, wanted: tuple) -> str:
+    """``wanted`` as a select list, NULL for the columns this database's ``table`` lacks (names are ours)."""
+    have = tables.get(table, set())
+    return ", ".join(f'"{c}"' if c in have else f'NULL AS "{c}"' for c in wanted)
+
+
+def _json(text):
+    if not isinstance(text, str):
+        return text
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _dig(d: dict, *path) -> int:
