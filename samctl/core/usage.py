@@ -11,7 +11,8 @@ Data model: the stores' ``UsageRecord``s (``Store.usage_records``), of every sto
   does not know makes its tokens' cost unknown (None), never 0; a row whose cost is partly unknown has
   ``cost_usd`` None and says which models in ``unpriced_models``;
 - days, weeks and months are in local time (as ccusage's); a block is ccusage's 5-hour window: it starts at
-  the UTC hour of its first record and ends 5 hours later, or earlier when 5 hours pass with no record.
+  the UTC hour of its first record and ends 5 hours later; the next record more than 5 hours after the
+  block's start, or after the record before it, opens a new block.
 No click, no printing, offline: nothing here opens a network connection.
 """
 

@@ -169,6 +169,14 @@ def test_blocks_are_ccusage_5_hour_windows(tmp_path, run):
     # 00:00:01 joins; 10:00 and 14:00 the next day: one block from 10:00 (14:00:20 is within 5 h of 10:00)
     assert starts == ["2026-03-04T09:00:00Z", "2026-03-04T23:00:00Z", "2026-03-05T10:00:00Z"]
     assert rep["rows"][1]["block_end"] == "2026-03-05T04:00:00Z"
+    cc = [b for b in _recorded("same.blocks.json")["blocks"] if not b["isGap"]]  # (ccusage's gaps: no usage)
+    assert [(b["startTime"].replace(".000", ""), b["endTime"].replace(".000", "")) for b in cc] == \
+        [(row["block_start"], row["block_end"]) for row in rep["rows"]]
+    assert [(b["tokenCounts"]["inputTokens"], b["tokenCounts"]["outputTokens"],
+             b["tokenCounts"]["cacheCreationInputTokens"], b["tokenCounts"]["cacheReadInputTokens"],
+             b["totalTokens"]) for b in cc] == \
+        [(row["input_tokens"], row["output_tokens"], row["cache_creation_tokens"], row["cache_read_tokens"],
+          row["total_tokens"]) for row in rep["rows"]]
 
 
 def test_filters_and_bad_prices(tmp_path, run):
@@ -222,7 +230,7 @@ def test_live_ccusage_still_says_what_was_recorded(tmp_path, name):
     if exe is None:
         pytest.skip("ccusage 17.2.1 is not installed (npm i -g ccusage@17.2.1, or set SAMCTL_TEST_CCUSAGE)")
     root = _tree(tmp_path, name)
-    for cmd in ("daily", "session"):
+    for cmd in ("daily", "session") + (("blocks",) if name == "same" else ()):
         out = subprocess.run(exe + [cmd, "--json", "--offline"], capture_output=True, text=True, timeout=120,
                              env=dict(os.environ, TZ="UTC", CLAUDE_CONFIG_DIR=str(root)), check=True).stdout
         assert json.loads(out) == _recorded(f"{name}.{cmd}.json")

@@ -10,7 +10,8 @@ The recorded outputs beside them were made with (node 18+):
 
     TZ=UTC CLAUDE_CONFIG_DIR=tests/data/usage/same npx ccusage@17.2.1 daily --json --offline > same.daily.json
     TZ=UTC CLAUDE_CONFIG_DIR=tests/data/usage/same npx ccusage@17.2.1 session --json --offline > same.session.json
-    (and the same for differ/)
+    TZ=UTC CLAUDE_CONFIG_DIR=tests/data/usage/same npx ccusage@17.2.1 blocks --json --offline > same.blocks.json
+    (and daily, session for differ/)
 """
 
 from __future__ import annotations
