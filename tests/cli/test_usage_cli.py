@@ -281,3 +281,19 @@ def test_a_tampered_usage_cache_is_read_again_never_trusted(tmp_path, run, monke
     cache.write_text(json.dumps(doc))
     r, again = _json(run, root)
     assert r.exit_code == 0 and again == first
+
+
+def test_no_cache_and_a_cache_folder_inside_the_store_write_nothing(tmp_path, run, monkeypatch):
+    root = _tree(tmp_path, "same")
+    r, rep = _json(run, root)
+    fresh = tmp_path / "fresh-cache"
+    fresh.mkdir(mode=0o700)
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(fresh))
+    r2 = run("--no-cache", "--root", root, "usage", "--format", "json")
+    assert r2.exit_code == 0 and json.loads(r2.stdout) == rep and list(fresh.iterdir()) == []
+    inside = root / "projects" / "cache"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(inside))
+    before = fingerprint(root)
+    r3 = run("--root", root, "usage", "--format", "json")
+    assert json.loads(r3.stdout) == rep and "cache-in-store" in r3.stderr
+    assert fingerprint(root) == before and not inside.exists()
