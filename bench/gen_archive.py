@@ -1120,6 +1120,101 @@ def make_sam(outdir, n: int, *, messages_mean: float = 12, memories_per_conversa
     return totals
 
 
+
+# --------------------------------------------------------------------------------------------------
+# Claude Code (docs/formats/claude-code.md): sessions with message.usage, for bench_usage.py
+
+CLAUDE_MODELS = [("claude-sonnet-4-5-20250929", 0.7), ("claude-opus-4-5-20251101", 0.2),
+                 ("claude-haiku-4-5-20251001", 0.1)]
+
+
+def _cc_uuid(rng: random.Random) -> str:
+    h = f"{rng.getrandbits(128):032x}"
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+
+
+def claude_session(i: int, seed: int = 0, messages_mean: float = 12, corp: str | None = None,
+                   start_s: int = 1772000000) -> tuple[str, str, list[str], list[str]]:
+    """(session id, project slug, session lines, sub-agent lines) of session ``i``: user turns, each answered
+    by one response streamed on 1-3 lines (thinking, text, tool_use) that share ``message.id``, ``requestId``
+    and ``usage`` as Claude Code writes them, tool results, and for one session in 5 a sub-agent transcript."""
+    rng = random.Random(f"cc-{seed}-{i}")
+    corp = corp if corp is not None else corpus(seed)
+    sid = _cc_uuid(rng)
+    proj = i % 50
+    cwd = f"/home/bench/p{proj}"
+    t = start_s + i * 173 + rng.randrange(3600)
+    lines, agent = [], []
+    parent = None
+    turns = max(1, int(rng.expovariate(1 / max(1.0, messages_mean / 2))))
+    model = rng.choices([m for m, _ in CLAUDE_MODELS], [w for _, w in CLAUDE_MODELS])[0]
+
+    def entry(kind, extra, sidechain=False):
+        nonlocal parent, t
+        u = _cc_uuid(rng)
+        t += rng.randrange(1, 40)
+        e = {"parentUuid": parent, "isSidechain": sidechain, "userType": "external", "cwd": cwd, "sessionId": sid,
+             "version": "2.1.51", "gitBranch": "main", "type": kind, "uuid": u,
+             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{rng.randrange(1000):03d}Z"}
+        e.update(extra)
+        parent = u
+        return json.dumps(e, separators=(",", ":"))
+
+    def response(out, sidechain=False):
+        mid = "msg_01" + "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789")
+                                 for _ in range(22))
+        usage = {"input_tokens": rng.randrange(1, 60), "cache_creation_input_tokens": rng.randrange(0, 6000),
+                 "cache_read_input_tokens": rng.randrange(8000, 160000), "output_tokens": rng.randrange(5, 2500),
+                 "service_tier": "standard"}
+        blocks = [{"type": "thinking", "thinking": _text(rng, corp, 20, 400, 80), "signature": "Eq0BCkYI"},
+                  {"type": "text", "text": _text(rng, corp, 20, 1200, 200)}]
+        if rng.random() < 0.5:
+            blocks.append({"type": "tool_use", "id": "toolu_01" + mid[6:], "name": "Bash",
+                           "input": {"command": "pytest -x", "description": "Run the tests"}})
+        for b in blocks[rng.randrange(0, 2):]:
+            out.append(entry("assistant", {"requestId": "req_011" + mid[6:], "message": {
+                "id": mid, "type": "message", "role": "assistant", "model": model, "content": [b],
+                "stop_reason": None, "stop_sequence": None, "usage": usage}}, sidechain))
+            if b["type"] == "tool_use":
+                out.append(entry("user", {"message": {"role": "user", "content": [{
+                    "type": "tool_result", "tool_use_id": b["id"], "content": _text(rng, corp, 20, 3000, 400)}]}},
+                    sidechain))
+
+    for _ in range(turns):
+        lines.append(entry("user", {"message": {"role": "user", "content": _text(rng, corp, 5, 600, 60)}}))
+        for _ in range(rng.randrange(1, 4)):
+            response(lines)
+    if rng.random() < 0.2:
+        parent = None
+        for _ in range(rng.randrange(2, 6)):
+            response(agent, sidechain=True)
+    return sid, f"-home-bench-p{proj}", [ln + "\n" for ln in lines], [ln + "\n" for ln in agent]
+
+
+def make_claude_code(outdir, n: int, *, messages_mean: float = 12, seed: int = 0, progress: bool = True) -> dict:
+    """``outdir/projects/<slug>/<session>.jsonl`` (and ``<session>/subagents/agent-<id>.jsonl``) for ``n``
+    sessions; the tree is the same for the same arguments."""
+    corp = corpus(seed)
+    totals = {"sessions": 0, "files": 0, "bytes": 0}
+    for i in range(n):
+        sid, slug, lines, agent = claude_session(i, seed, messages_mean, corp)
+        d = os.path.join(outdir, "projects", slug)
+        os.makedirs(d, exist_ok=True)
+        totals["bytes"] += _write_plain(os.path.join(d, f"{sid}.jsonl"), "".join(lines).encode())
+        totals["files"] += 1
+        if agent:
+            sub = os.path.join(d, sid, "subagents")
+            os.makedirs(sub, exist_ok=True)
+            totals["bytes"] += _write_plain(os.path.join(sub, f"agent-a{i:07x}.jsonl"), "".join(agent).encode())
+            totals["files"] += 1
+        totals["sessions"] += 1
+        if progress and i and i % 1000 == 0:
+            print(f"[gen claude-code] {i}/{n}", file=sys.stderr, flush=True)
+    if progress:
+        print(f"[gen claude-code] done: {totals['sessions']} sessions, {totals['files']} files, "
+              f"{_human(totals['bytes'])}", file=sys.stderr, flush=True)
+    return totals
+
 # --------------------------------------------------------------------------------------------------
 # Command line
 
@@ -1127,7 +1222,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="gen_archive.py",
         description="Generate a synthetic mermaid-cli or SAM archive for samctl benchmarks.")
-    p.add_argument("kind", choices=["mermaid", "sam"])
+    p.add_argument("kind", choices=["mermaid", "sam", "claude-code"])
     p.add_argument("outdir")
     p.add_argument("--conversations", type=int, required=True, metavar="N")
     p.add_argument("--messages-mean", type=float, default=12, metavar="M",
@@ -1148,7 +1243,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--log-bytes applies to mermaid archives only")
     if a.memories_blob_dims < 1:
         p.error("--memories-blob-dims must be >= 1")
-    if a.kind == "mermaid":
+    if a.kind == "claude-code":
+        make_claude_code(a.outdir, a.conversations, messages_mean=a.messages_mean, seed=a.seed, progress=not a.quiet)
+    elif a.kind == "mermaid":
         make_mermaid(a.outdir, a.conversations, messages_mean=a.messages_mean, seed=a.seed,
                      log_bytes=a.log_bytes, jobs=a.jobs, progress=not a.quiet)
     else:

@@ -39,6 +39,27 @@ class FreshLog(NamedTuple):
     title: str | None
 
 
+class UsageRecord(NamedTuple):
+    """One counted use of a model (``Store.usage_records``): plain values, no store object.
+
+    ``ts`` epoch seconds; ``key`` the id it is counted once by across every file of the store (Claude Code:
+    ``message id:request id``), None when the store already counts each once; ``order`` ranks the file it
+    came from (earliest first): of records sharing a key, the first in that order is the one counted."""
+
+    ts: float
+    session: str
+    project: str
+    model: str | None
+    key: str | None
+    input: int
+    output: int
+    cache_creation: int
+    cache_read: int
+    reasoning: int
+    store: str
+    order: float
+
+
 class Store:
     """The Store protocol: everything the rest of samctl asks of a store.
 
@@ -57,6 +78,7 @@ class Store:
     read_only = False  # another app's store that samctl only reads: writing commands refuse (cli/common.py)
     moves_only = False  # another app's store whose files samctl moves to and from its attic (rm, archive,
     # restore, attic, compact's attic steps) but never rewrites: recover, check --fix, search --touch refuse
+    has_usage = False  # the app records tokens per model response (`samctl usage`: usage_records)
 
     @classmethod
     def default_roots(cls) -> list[Path]:
@@ -168,6 +190,13 @@ class Store:
         """Append every finding to ``findings``; with ``fix``, return what was changed (``force``:
         also what the owning app is using, where the store can tell per conversation)."""
         raise NotImplementedError
+
+    # token usage (has_usage) ---------------------------------------------------
+    def usage_records(self, findings: list):
+        """Every ``UsageRecord`` the store holds (``has_usage``), each response once (or with a ``key`` the
+        caller counts once); what cannot be read is a finding.  Through samctl's cache where the store has one:
+        a second report reads only the files that changed.  None: the default, no usage recorded."""
+        return iter(())
 
     # event logs (has_event_logs) ----------------------------------------------
     event_types: tuple = ()

@@ -181,6 +181,7 @@ def test_hostile_claude_tree(case, tmp_path, monkeypatch):
             g + ["export", "--to", "json", "-o", str(out / "j"), S1, S2], g + ["export", "--to", "html", "-o",
                                                                               str(out / "h"), S1],
             g + ["stats"], g + ["search", "login", "--format", "json", "-n", "50"], g + ["search", "--exact", "e"],
+            g + ["usage", "--by", "session", "--breakdown", "--format", "json"], g + ["usage", "--chart"],
             g + ["check"]]
     check_err = ""
     for args in runs:

@@ -176,7 +176,8 @@ def test_hostile_codex_home(case, tmp_path, monkeypatch):
             g + ["show", T3, "--all"], g + ["show", T3, "--raw"], g + ["show", T1, "--format", "markdown"],
             g + ["export", "--to", "jsonl", "-o", str(out / "a.jsonl"), T1, T3],
             g + ["export", "--to", "markdown", "-o", str(out / "m"), T1, T3], g + ["stats"],
-            g + ["search", "test", "--format", "json", "-n", "50"], g + ["search", "--exact", "e"], g + ["check"]]
+            g + ["search", "test", "--format", "json", "-n", "50"], g + ["search", "--exact", "e"],
+            g + ["usage", "--by", "session", "--breakdown", "--format", "json"], g + ["usage", "--chart"], g + ["check"]]
     check_err = ""
     for args in runs:
         TALLY.cases += 1

@@ -34,6 +34,8 @@ GLOBAL = [
     ("search", ["search", "budget portland", "--format", "json"]),
     ("search-exact", ["search", "the", "--exact", "--in", "all"]),
     ("search-messages", ["search", "trip weekend", "--in", "messages", "--format", "jsonl"]),
+    ("usage-json", ["usage", "--by", "session", "--breakdown", "--format", "json"]),
+    ("usage", ["usage", "--by", "block", "--chart"]),
     ("index", ["index", "--format", "json"]),
     ("index-rebuild", ["index", "--rebuild"]),  # the index lives in samctl's cache, never in the store
 ]

@@ -30,6 +30,7 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     name = "claude-code"
     app_name = "Claude Code"
     id_rule = "a session UUID (8-4-4-4-12 hex digits), the name of its .jsonl file"
+    has_usage = True
 
     def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
         super().__init__(conv_dir, base, caps, cache)
@@ -139,6 +140,11 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         for cid in idx:
             self._read(cid, findings, with_agents=True)
         return []
+
+    def usage_records(self, findings: list):
+        from samctl.stores.claude_code.usage import usage_records  # (lazy: only `samctl usage` reads usage)
+
+        return usage_records(self, findings, self._projects(findings))
 
     @classmethod
     def default_roots(cls) -> list[Path]:

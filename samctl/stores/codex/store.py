@@ -61,6 +61,7 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     name = "codex"
     app_name = "Codex CLI"
     id_rule = "a thread UUID (8-4-4-4-12 hex digits), the end of its rollout file's name"
+    has_usage = True
 
     def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
         super().__init__(conv_dir, base, caps, cache)
@@ -155,6 +156,14 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
                                      fresh=fresh)
         findings.extend(found)
         return conv
+
+    def usage_records(self, findings: list):
+        from samctl.stores.codex.usage import usage_records  # (lazy: only `samctl usage` reads usage)
+
+        idx = self.index()
+        findings.extend(self._scan_findings)
+        rollouts = [(cid, p, self._stats[cid]) for cid, p in idx.items() if cid in self._stats]
+        return usage_records(self, findings, rollouts, decompress)
 
     def list_metas(self, findings: list) -> list:
         """Every thread with at least one message, newest first, through the listing cache (the names of

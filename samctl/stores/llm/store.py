@@ -30,6 +30,7 @@ class LlmStore(Store):
     name = "llm"
     id_rule = "a ULID (26 characters of 0-9 a-z without i l o u), or log-N for a pre-0.5 row"
     read_only = True
+    has_usage = True
 
     def __init__(self, conv_dir: Path, base: Path, caps=None, cache: bool = True):
         """``conv_dir``: the folder holding ``logs.db``, or the database file itself (any name)."""
@@ -76,6 +77,11 @@ class LlmStore(Store):
         finally:
             conn.close()
             text.report(str(self.db), findings)
+
+    def usage_records(self, findings: list):
+        from samctl.stores.llm.usage import usage_rows  # (lazy: only `samctl usage` reads usage)
+
+        return self._with(findings, lambda conn: usage_rows(conn, self, findings), [])
 
     def all_ids(self) -> list[str]:
         return sorted(m.id for m in self.list_metas([]))
