@@ -1,0 +1,49 @@
+"""samctl browse: a terminal browser over every archive (issue #38), with search as you type.
+
+Textual is an optional extra (``pip install 'samctl[tui]'``): this module imports it only inside the
+command, after checking it is there, so ``samctl --help`` and every other command never load it.
+"""
+
+from __future__ import annotations
+
+import click
+
+from samctl.cli.common import examples, report_findings, stores_of
+from samctl.errors import FAILED, SamctlError
+
+INSTALL_HINT = "samctl browse needs Textual, an optional extra: pip install 'samctl[tui]'"
+
+
+def textual_missing() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("textual") is None
+
+
+def scope(ctx, findings: list) -> list:
+    """The stores browse covers: the same as `samctl ls` (each --root, else every store found)."""
+    return stores_of(ctx, findings)
+
+
+@click.command("browse")
+@examples("samctl browse", "samctl --root ~/proj browse")
+@click.pass_context
+def command(ctx):
+    """Browse every conversation in a terminal: filter as you type, search the index as you type,
+    read transcripts, export, move to the attic and restore.
+
+    Without --root, of every store samctl finds (samctl stores), as `samctl ls`. The keys are in
+    the footer; ? lists them all. Needs the optional extra: pip install 'samctl[tui]'.
+    """
+    if textual_missing():
+        click.echo(f"samctl: error: {INSTALL_HINT}", err=True)
+        ctx.exit(FAILED)
+    findings: list = []
+    stores = scope(ctx, findings)
+    from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)
+
+    app = BrowseApp(stores, findings)
+    app.run()
+    report_findings([f for f in app.findings if f.severity == "error"])
+    if app.return_code:
+        raise SamctlError("the browser stopped with an error")
