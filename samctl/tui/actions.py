@@ -7,18 +7,21 @@ Each returns a short line for the status bar or raises ``SamctlError`` with the 
 from __future__ import annotations
 
 import os
+import shlex
 
+from samctl.attic import entries as atticmod
+from samctl.attic import lifecycle, restore
+from samctl.core import export as core
 from samctl.errors import SamctlError, UsageError
+from samctl.model import ERROR, Finding
 
 
 def export_one(store, cid: str, fmt: str, output: str) -> str:
     """``samctl export CID --to FMT -o OUTPUT`` on ``store``: the line it would print."""
-    from samctl.core import export as core
-
     findings: list = []
     plan = core.plan_output(output, fmt, False, store)  # (refuses a path inside the app's folder)
     res = core.export(store, [cid], fmt, plan, findings)
-    bad = [f for f in findings if f.severity == "error"]
+    bad = [f for f in findings if f.severity == ERROR]
     if bad or not res.files:
         raise UsageError(bad[0].reason if bad else f"{cid} could not be exported; nothing was written")
     return f"exported {cid} as {fmt} to {res.destination}"
@@ -26,9 +29,7 @@ def export_one(store, cid: str, fmt: str, output: str) -> str:
 
 def default_output(cid: str, fmt: str) -> str:
     """Where an export goes unless the user types another path: the current folder, named by the id."""
-    from samctl.core.export import EXTENSIONS
-
-    return os.path.join(os.getcwd(), cid + EXTENSIONS[fmt])
+    return os.path.join(os.getcwd(), cid + core.EXTENSIONS[fmt])
 
 
 def writable(store) -> bool:
@@ -39,9 +40,6 @@ def writable(store) -> bool:
 def move_to_attic(store, cid: str) -> str:
     """``samctl rm CID`` (confirmed): select, preflight, then ``lifecycle.remove``, which refuses while
     the app is using the store or the session is live (exit 5's message), and nothing moves."""
-    from samctl.attic import entries as atticmod
-    from samctl.attic import lifecycle
-
     if not writable(store):
         raise UsageError(f"{store.describe()}: samctl only reads it, and rm writes; nothing was done")
     sel = lifecycle.select(store, [cid])
@@ -64,8 +62,6 @@ def move_to_attic(store, cid: str) -> str:
 
 def attic_entries(stores: list, findings: list) -> list:
     """Every attic entry of the stores that have an attic, newest first, as (store, entry) pairs."""
-    from samctl.attic import entries as atticmod
-
     out = []
     for store in stores:
         if store.read_only:
@@ -73,8 +69,6 @@ def attic_entries(stores: list, findings: list) -> list:
         try:
             out += [(store, e) for e in atticmod.list_entries(store, findings)]
         except SamctlError as exc:
-            from samctl.model import ERROR, Finding
-
             findings.append(Finding("attic-unreadable", str(store.conv_dir), exc.message, ERROR))
     out.sort(key=lambda se: se[1].when_ts, reverse=True)
     return out
@@ -82,8 +76,6 @@ def attic_entries(stores: list, findings: list) -> list:
 
 def restore_entry(store, entry) -> str:
     """``samctl restore --entry STEM``: the entry's conversation back exactly, or the command's refusal."""
-    from samctl.attic import restore
-
     report = restore.restore_many(store, [entry])
     if report.failed:
         raise UsageError(report.failed[0].reason)
@@ -98,6 +90,4 @@ def resume_command(store, cid: str) -> str:
         text = declared(cid)
         if text:
             return text
-    import shlex
-
     return f"samctl --root {shlex.quote(str(store.conv_dir))} show {cid}"

@@ -20,8 +20,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from samctl.errors import SamctlError
+from samctl.core.listing import ListQuery, list_across
+from samctl.errors import SamctlError, UsageError
+from samctl.model import ERROR, Finding
 from samctl.safetext import one_line
+from samctl.stores import STORES
 from samctl.tui import actions, rows as R
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen
 
@@ -38,8 +41,8 @@ class MainScreen(Screen):
         Binding("escape", "leave", "Back", show=False),
         Binding("j,down", "down", "Down", show=False),
         Binding("k,up", "up", "Up", show=False),
-        Binding("g,home", "top", "Top", show=False),
-        Binding("G,end", "bottom", "Bottom", show=False),
+        Binding("g", "top", "Top", show=False),
+        Binding("G", "bottom", "Bottom", show=False),
         Binding("S", "sort", "Sort"),
         Binding("R", "reverse", "Reverse", show=False),
         Binding("x", "export", "Export"),
@@ -352,9 +355,6 @@ class BrowseApp(App):
     @work(thread=True, exclusive=True, group="load")
     def load(self) -> None:
         """Every store's conversations, one store after the other, each shown as it comes."""
-        from samctl.core.listing import ListQuery, list_across
-        from samctl.model import ERROR, Finding
-
         self.call_from_thread(self._reset)
         for store in self.stores:
             findings: list = []
@@ -380,7 +380,7 @@ class BrowseApp(App):
 
     def _done(self) -> None:
         self.loading = False
-        bad = [f for f in self.findings if f.severity == "error"]
+        bad = [f for f in self.findings if f.severity == ERROR]
         self.main.update_status(f"{len(bad)} problem{'s' if len(bad) != 1 else ''} (samctl check says more)"
                                 if bad else None)
 
@@ -389,10 +389,8 @@ class BrowseApp(App):
     def search(self, text: str) -> list:
         """The hits of ``text`` (the query syntax of ``samctl search``) over the stores in scope, best
         first, as ``samctl search`` gets them (a malformed query raises UsageError)."""
-        from samctl.errors import UsageError
-        from samctl.search import query as ql
-        from samctl.search import retrieve
-        from samctl.stores import STORES
+        from samctl.search import query as ql  # (lazy: the search modules load numpy, wanted at the first search)
+        from samctl.search import retrieve  # (lazy: as query)
 
         plan = ql.parse(text, stores=tuple(STORES))
         if plan.is_empty():

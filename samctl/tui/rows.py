@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from samctl.model import recency
 from samctl.safetext import one_line, safe_text
+from samctl.timeparse import format_local
 
 SORT_KEYS = ("updated", "created", "title", "messages", "size")  # as `samctl ls --sort`
 CUT_LINES = 12  # a block longer than this shows its first lines until expanded
@@ -191,9 +192,7 @@ def blocks(conv, show_hidden: bool = False) -> list[Block]:
     for pos, m in enumerate(conv.messages):
         if m.hidden and not show_hidden:
             continue
-        when = m.timestamp or ""
-        if m.timestamp_ts:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(m.timestamp_ts))
+        when = format_local(m.timestamp_ts) if m.timestamp_ts else one_line(m.timestamp or "")
         role = one_line(m.role or "?")
         if m.role == "tool" and m.tool_name:
             role = f"tool {one_line(m.tool_name)}"

@@ -16,6 +16,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from samctl.core.export import FORMATS
+from samctl.core.load import load_resolved
 from samctl.errors import SamctlError
 from samctl.safetext import one_line
 from samctl.tui import actions, rows as R
@@ -72,12 +74,14 @@ class TranscriptScreen(Screen):
 
     @work(thread=True, group="transcript")
     def _load(self) -> None:
-        from samctl.core.load import load_resolved
-
         findings: list = []
         try:
             conv = load_resolved(self.store, self.cid, findings)
-            got, note = R.blocks(conv), ""
+            if conv is None:  # (nothing of it could be read: the first finding says why)
+                why = findings[0].reason if findings else "unreadable"
+                got, note = [], f"cannot read {self.cid}: {one_line(why)}"
+            else:
+                got, note = R.blocks(conv), ""
         except SamctlError as exc:
             got, note = [], f"cannot read {self.cid}: {one_line(exc.message)}"
         self.app.call_from_thread(self._show, got, note)
@@ -349,8 +353,6 @@ class ExportScreen(ModalScreen):
         self.cid = cid
 
     def compose(self) -> ComposeResult:
-        from samctl.core.export import FORMATS
-
         self.formats = FORMATS
         with Vertical():
             yield Label(Text(f"Export {one_line(self.cid)} as", style="bold"))

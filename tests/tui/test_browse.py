@@ -1,0 +1,524 @@
+"""samctl browse (issue #38) driven by Textual's pilot: every key of every screen and every action, on a
+copy of fixtures/demo.  Actions are checked against what the command they stand for does (the same
+export bytes, the same attic entry, the same refusals with nothing changed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+
+from tests.conftest import fingerprint
+from tests.tui.conftest import NOW, open_stores
+
+pytest.importorskip("textual")
+
+from samctl.tui import rows as R  # noqa: E402
+from samctl.tui.app import DEBOUNCE, BrowseApp, MainScreen  # noqa: E402
+from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen  # noqa: E402
+
+
+async def settle(pilot, wait: float = 0.0) -> None:
+    """Until the workers started so far (listing, search, transcript) are done and their results shown."""
+    await pilot.pause(wait)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def drive(stores, steps, size=(110, 30)) -> BrowseApp:
+    app = BrowseApp(stores, now=NOW)
+
+    async def go():
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await steps(pilot)
+    asyncio.run(go())
+    return app
+
+
+def titles(app) -> list:
+    return [r.meta.title for r in app.shown]
+
+
+def cursor_title(app) -> str:
+    return app.main.current()[2]
+
+
+# --- the list --------------------------------------------------------------------------------
+
+def test_every_conversation_newest_first_with_its_cells(stores, run, demo):
+    async def steps(pilot):
+        app = pilot.app
+        table = app.main.query_one("#list")
+        assert table.row_count == len(app.rows)
+        first = table.get_row_at(0)
+        assert first == list(R.cells(app.shown[0], NOW))
+        assert "loading" not in str(app.main.query_one("#status").render())
+    app = drive(stores, steps)
+    listed = []
+    for root in ("SAM", "mermaid-project", "claude_code", "codex", "llm/logs.db"):
+        r = run("--root", demo / root, "ls", "--format", "json")
+        assert r.exit_code == 0, r.stderr
+        listed += json.loads(r.stdout)
+    assert sorted(m.meta.id for m in app.rows) == sorted(x["id"] for x in listed)
+    whens = [r.when for r in app.shown]
+    assert whens == sorted(whens, reverse=True) and len(set(r.meta.store for r in app.shown)) == 5
+
+
+def test_first_paint_does_not_wait_for_the_listing(demo):
+    """A store whose listing blocks: the screen is up, says it is loading, and keys work meanwhile."""
+    gate = threading.Event()
+    [store] = open_stores(demo, ("SAM",))
+    real = store.list_metas
+
+    def slow(findings):
+        gate.wait(10)
+        return real(findings)
+    store.list_metas = slow
+    app = BrowseApp([store], now=NOW)
+
+    async def go():
+        async with app.run_test(size=(100, 24)) as pilot:
+            await pilot.pause(0.2)
+            status = str(app.main.query_one("#status").render())
+            assert "loading 0/1 stores" in status and app.rows == []
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            gate.set()
+            await settle(pilot)
+            assert len(app.rows) == 3 and "loading" not in str(app.main.query_one("#status").render())
+    asyncio.run(go())
+
+
+def test_filter_as_you_type_by_title_project_and_store(stores):
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("slash", *"flaky")
+        assert titles(app) == ["Fix the flaky test in tests/parser.rs"]
+        await pilot.press(*["backspace"] * 5, *"codex")
+        assert {r.meta.store for r in app.shown} == {"codex"} and len(app.shown) == 6
+        await pilot.press(*["backspace"] * 5, *"codex hello")  # every word must match
+        assert titles(app) == ["hello"]
+        await pilot.press("escape")  # out of the box, to the list: the filter stays
+        assert app.focused is app.main.query_one("#list") and titles(app) == ["hello"]
+        await pilot.press("escape")  # then Esc clears it
+        assert len(app.shown) == len(app.rows)
+    drive(stores, steps)
+
+
+def test_the_filter_reads_a_project_when_the_model_has_one(stores):
+    class Meta:  # (the model's `project` field is another change; the browser reads it when it is there)
+        store, id, title, created_ts, updated_ts, active_ts, message_count, size = "sam", "x", "t", 1.0, 2.0, None, 1, 1
+        project = "samctl"
+    row = R.Row.of(stores[0], Meta())
+    assert row.project == "samctl" and R.filtered([row], "SAMCTL") == [row]
+    assert R.cells(row, NOW)[1] == "samctl"
+
+
+def test_vi_keys_and_arrows_move_the_cursor(stores):
+    async def steps(pilot):
+        app = pilot.app
+        table = app.main.query_one("#list")
+        await pilot.press("j", "j")
+        assert table.cursor_row == 2
+        await pilot.press("k")
+        assert table.cursor_row == 1
+        await pilot.press("down", "down", "up")
+        assert table.cursor_row == 2
+        await pilot.press("G")
+        assert table.cursor_row == len(app.shown) - 1
+        await pilot.press("g")
+        assert table.cursor_row == 0
+    drive(stores, steps)
+
+
+def test_sort_keys_cycle_and_reverse(stores):
+    async def steps(pilot):
+        app = pilot.app
+        seen = []
+        for _ in R.SORT_KEYS:
+            await pilot.press("S")
+            seen.append(app.sort_key)
+            assert app.shown == R.ordered(app.rows, app.sort_key)
+            if app.sort_key == "title":
+                assert titles(app) == sorted(titles(app), key=str.casefold)
+            if app.sort_key == "messages":
+                counts = [r.meta.message_count or 0 for r in app.shown]
+                assert counts == sorted(counts, reverse=True)
+        assert seen == ["created", "title", "messages", "size", "updated"]
+        before = titles(app)
+        await pilot.press("R")
+        assert app.reverse and [r.when for r in app.shown] == sorted(r.when for r in app.shown)
+        assert "sort updated ↑" in str(app.main.query_one("#status").render())
+        await pilot.press("R")
+        assert titles(app) == before
+    drive(stores, steps)
+
+
+def test_the_mouse_selects_and_opens_a_row(stores):
+    async def steps(pilot):
+        app = pilot.app
+        table = app.main.query_one("#list")
+        await pilot.click("#list", offset=(20, 3))  # header, then rows 0, 1, 2
+        assert table.cursor_row == 2
+        await pilot.click("#list", offset=(20, 3))  # a click on the highlighted row opens it
+        await settle(pilot)
+        assert isinstance(app.screen, TranscriptScreen) and app.screen.title == app.shown[2].meta.title
+    drive(stores, steps)
+
+
+# --- search ------------------------------------------------------------------------------------
+
+def test_search_as_you_type_groups_hits_and_is_debounced(stores, monkeypatch, run, demo):
+    asked = []
+
+    async def steps(pilot):
+        app = pilot.app
+        real = app.search
+        monkeypatch.setattr(app, "search", lambda text: asked.append(text) or real(text))
+        await pilot.press("s", *"flaky")
+        await settle(pilot, DEBOUNCE + 0.3)
+        assert asked == ["flaky"]  # five keystrokes, one search: the last
+        groups = app.groups
+        assert groups and all(len({(h.store, h.conversation_id) for h in g.hits}) == 1 for g in groups)
+        assert groups[0].title == "Fix the flaky test in tests/parser.rs"
+        shown = str(app.main.query_one("#results").get_option_at_index(0).prompt)
+        assert "Fix the flaky test" in shown and "hit" in shown
+        # the same hits as samctl search over the same stores
+        cli = run("--root", demo / "mermaid-project", "search", "flaky", "--format", "json", "-n", "200")
+        want = {(h["conversation_id"], h["position"]) for h in json.loads(cli.stdout)}
+        got = {(h.conversation_id, h.position) for g in groups for h in g.hits if h.store == "mermaid"}
+        assert got == want
+    drive(stores, steps)
+
+
+def test_a_malformed_query_says_why_and_shows_nothing(stores):
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("s", *"-flaky")  # only an exclusion: nothing to rank
+        await settle(pilot, DEBOUNCE + 0.3)
+        assert app.groups == []
+        assert "the query only excludes" in str(app.main.query_one("#status").render())
+    drive(stores, steps)
+
+
+def test_the_query_syntax_is_samctl_searchs(stores):
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("s", *"budget store:sam")
+        await settle(pilot, DEBOUNCE + 0.3)
+        assert app.groups and {g.store_name for g in app.groups} == {"sam"}
+    drive(stores, steps)
+
+
+def test_enter_opens_the_transcript_at_the_hit_and_n_walks_the_hits(stores):
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("s", *"portland")
+        await settle(pilot, DEBOUNCE + 0.3)
+        group = next(g for g in app.groups if g.title == "Portland weekend trip")
+        app.main.query_one("#results").highlighted = app.groups.index(group)
+        await pilot.press("enter")  # (from the box: to the results)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TranscriptScreen) and len(group.positions) >= 2
+        ol = screen.query_one("#transcript")
+        at = [screen.blocks[i].position for i in screen.matches]
+        assert at == group.positions and screen.blocks[ol.highlighted].position == group.positions[0]
+        await pilot.press("n")
+        assert screen.blocks[ol.highlighted].position == group.positions[1]
+        await pilot.press("N")
+        assert screen.blocks[ol.highlighted].position == group.positions[0]
+        await pilot.press("N")  # wraps around
+        assert screen.blocks[ol.highlighted].position == group.positions[-1]
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen) and app.mode == "search"
+        await pilot.press("escape")  # out of the results: the list again
+        assert app.mode == "filter" and len(app.shown) == len(app.rows)
+    drive(stores, steps)
+
+
+# --- the transcript ----------------------------------------------------------------------------
+
+def _open(title):
+    async def go(pilot):
+        app = pilot.app
+        app.main.query_one("#list").move_cursor(row=titles(app).index(title))
+        await pilot.press("enter")
+        await settle(pilot)
+        return app.screen
+    return go
+
+
+def test_transcript_shows_roles_and_times_and_folds_tool_calls_and_thinking(stores):
+    async def steps(pilot):
+        screen = await _open("login timeout")(pilot)
+        tools = [i for i, b in enumerate(screen.blocks) if b.kind == "tool"]
+        thinking = [i for i, b in enumerate(screen.blocks) if b.kind == "thinking"]
+        assert tools and thinking
+        ol = screen.query_one("#transcript")
+        first = str(ol.get_option_at_index(0).prompt)
+        assert first.startswith("user  2026-") and "#0" in first
+        t = tools[0]
+        label = str(ol.get_option_at_index(t).prompt)
+        assert "▸ Bash(" in label or "▸ " in label and "(" in label
+        assert screen.blocks[t].text not in label  # the arguments are folded away
+        ol.highlighted = t
+        await pilot.press("o")
+        assert screen.blocks[t].open and screen.blocks[t].text in str(ol.get_option_at_index(t).prompt)
+        await pilot.press("space")
+        assert not screen.blocks[t].open
+        await pilot.press("enter")  # Enter (or a click) opens a block too
+        assert screen.blocks[t].open
+        k = thinking[0]
+        assert "▸ thinking (" in str(ol.get_option_at_index(k).prompt)
+        await pilot.press("O")  # everything open
+        assert all(b.open for b in screen.blocks if b.foldable)
+        await pilot.press("O")  # everything closed
+        assert not any(b.open for b in screen.blocks if b.foldable)
+        await pilot.press("G")
+        assert ol.highlighted == len(screen.blocks) - 1
+        await pilot.press("g")
+        assert ol.highlighted == 0
+        await pilot.press("j", "j", "k")
+        assert ol.highlighted == 1
+        await pilot.press("q")
+        assert isinstance(pilot.app.screen, MainScreen)
+    drive(stores, steps)
+
+
+def test_find_in_the_transcript_and_n_N(stores):
+    async def steps(pilot):
+        screen = await _open("login timeout")(pilot)
+        ol = screen.query_one("#transcript")
+        await pilot.press("slash", *"timeout", "enter")
+        want = [i for i, b in enumerate(screen.blocks) if "timeout" in (b.text + b.label).casefold()]
+        assert len(want) >= 2 and screen.matches == want
+        assert ol.highlighted == want[0] and "match 'timeout'" in str(screen.query_one("#tstatus").render())
+        await pilot.press("n")
+        assert ol.highlighted == want[1]
+        await pilot.press("N")
+        assert ol.highlighted == want[0]
+        await pilot.press("slash", *"no such words here", "enter")
+        assert screen.matches == []
+        await pilot.press("n")
+        assert "no hits" in str(screen.query_one("#tstatus").render())
+    drive(stores, steps)
+
+
+class _Fake:
+    """A store of one synthetic conversation (a long output, thinking, a tool call), for the folding rules."""
+
+    name, read_only, conv_dir = "sam", True, "/nowhere"
+
+    def __init__(self, conv):
+        self.conv = conv
+
+    def list_metas(self, findings):
+        return [self.conv.meta]
+
+    def load_listed(self, cid, findings):
+        return self.conv
+
+
+def test_a_long_output_is_cut_and_expands_with_a_key():
+    from samctl.model import Conversation, ConversationMeta, Message, ToolCall
+
+    meta = ConversationMeta("sam", "A", "long", updated_ts=NOW - 60, message_count=3)
+    out = "\n".join(f"line {i}" for i in range(40))
+    conv = Conversation(meta, [Message("user", "run it", timestamp_ts=NOW - 120),
+                               Message("assistant", "", tool_calls=[ToolCall("1", "Bash", '{"command": "git status"}')],
+                                       reasoning="first\nsecond"),
+                               Message("tool", out, tool_name="Bash")])
+    blocks = R.blocks(conv)
+    assert [b.kind for b in blocks] == ["text", "thinking", "tool", "text"]
+    assert blocks[2].label == "Bash(git status)" and blocks[2].shown() == "▸ Bash(git status)"
+    assert blocks[1].shown() == "▸ thinking (2 lines)"
+    cut = blocks[3].shown()
+    assert "line 11" in cut and "line 12" not in cut and "28 more lines (o: expand)" in cut
+
+    async def steps(pilot):
+        pilot.app.main.query_one("#list").move_cursor(row=0)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = pilot.app.screen
+        ol = screen.query_one("#transcript")
+        ol.highlighted = 3
+        await pilot.press("o")
+        assert "line 39" in str(ol.get_option_at_index(3).prompt)
+        ol.highlighted = 0
+        await pilot.press("o")  # a short text does not fold
+        assert not screen.blocks[0].open
+    drive([_Fake(conv)], steps)
+
+
+# --- actions -----------------------------------------------------------------------------------
+
+def test_export_chooses_the_format_and_writes_what_samctl_export_writes(stores, demo, tmp_path, run):
+    out = tmp_path / "out.jsonl"
+
+    async def steps(pilot):
+        app = pilot.app
+        await _open("Fix the flaky test in tests/parser.rs")(pilot)
+        await pilot.press("x")
+        assert isinstance(app.screen, ExportScreen)
+        await pilot.press("down", "down", "down")  # markdown, html, json, jsonl
+        box = app.screen.query_one("#output")
+        assert box.value.endswith("20260810_140307_512.jsonl")
+        await pilot.press("tab")
+        box.value = str(out)
+        await pilot.press("enter")
+        assert not isinstance(app.screen, ExportScreen)
+        assert "exported 20260810_140307_512 as jsonl" in str(app.screen.query_one("#tstatus").render())
+    before = fingerprint(demo)
+    drive(stores, steps)
+    want = run("--root", demo / "mermaid-project", "export", "20260810_140307_512", "--to", "jsonl")
+    assert want.exit_code == 0 and out.read_bytes() == want.stdout_bytes
+    assert fingerprint(demo) == before
+
+
+def test_export_cancelled_or_refused_writes_nothing(stores, demo, tmp_path):
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("x")
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen) and "exported" not in app.note
+        await pilot.press("x", "tab")
+        app.screen.query_one("#output").value = str(demo / "SAM" / "inside.md")  # inside a store: refused
+        await pilot.press("enter")
+        assert app.note.startswith("not exported:")
+    before = fingerprint(demo)
+    drive(stores, steps)
+    assert fingerprint(demo) == before and list(tmp_path.glob("*.md")) == []
+
+
+def test_move_to_the_attic_asks_then_moves_as_rm_does_and_restore_brings_it_back(stores, demo, run):
+    sam = demo / "SAM"
+
+    def files():  # (the folder's own mtime changes as a file goes and comes back)
+        return {k: v for k, v in fingerprint(sam / "conversations").items() if k != "."}
+    before = files()
+    cid = "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
+
+    async def steps(pilot):
+        app = pilot.app
+        app.main.query_one("#list").move_cursor(row=titles(app).index("API Chat"))
+        await pilot.press("d")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert app.note == "nothing was moved" and files() == before
+        await pilot.press("d", "y")
+        assert app.note.startswith(f"moved {cid} to the attic"), app.note
+        assert "API Chat" not in titles(app)
+        await pilot.press("a")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AtticScreen) and [e.id for _, e in screen.entries] == [cid]
+        listed = run("--root", sam, "attic", "--format", "json")
+        assert [e["id"] for e in json.loads(listed.stdout)["entries"]] == [cid]
+        await pilot.press("r")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.note.startswith(f"restored {cid}") and screen.entries == []
+        await pilot.press("escape")
+        assert "API Chat" in titles(app)
+    drive(stores, steps)
+    assert files() == before  # back exactly: bytes, modes, mtimes
+
+
+def test_a_live_session_is_refused_and_nothing_moves(stores, demo, monkeypatch):
+    monkeypatch.setenv("SAMCTL_LIVE_MINUTES", "100000000")  # every session counts as written just now
+    before = fingerprint(demo)
+
+    async def steps(pilot):
+        app = pilot.app
+        app.main.query_one("#list").move_cursor(row=titles(app).index("login timeout"))
+        await pilot.press("d", "y")
+        assert app.note.startswith("not moved:") and "Claude Code" in app.note, app.note
+        assert "login timeout" in titles(app)
+    drive(stores, steps)
+    assert fingerprint(demo) == before
+
+
+def test_a_read_only_store_is_never_asked_about(stores, demo):
+    before = fingerprint(demo)
+
+    async def steps(pilot):
+        app = pilot.app
+        llm = next(i for i, r in enumerate(app.shown) if r.store.read_only)
+        app.main.query_one("#list").move_cursor(row=llm)
+        await pilot.press("d")
+        assert isinstance(app.screen, MainScreen) and "samctl only reads it" in app.note
+    drive(stores, steps)
+    assert fingerprint(demo) == before
+
+
+def test_the_attic_view_when_empty_and_its_keys(stores):
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, AtticScreen) and "the attic is empty" in str(app.screen.query_one("#astatus").render())
+        await pilot.press("j", "k", "r")  # nothing under the cursor: nothing asked
+        assert isinstance(app.screen, AtticScreen)
+        await pilot.press("q")
+        assert isinstance(app.screen, MainScreen)
+    drive(stores, steps)
+
+
+def test_copy_the_id_and_the_resume_command(stores, demo):
+    async def steps(pilot):
+        app = pilot.app
+        app.main.query_one("#list").move_cursor(row=titles(app).index("API Chat"))
+        await pilot.press("y")
+        assert app.copied[-1] == "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A" and app.clipboard == app.copied[-1]
+        await pilot.press("Y")
+        assert app.copied[-1].startswith("samctl --root ") and app.copied[-1].endswith(" show D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A")
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("y")
+        assert app.copied[-1] == "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
+        assert "copied:" in str(app.screen.query_one("#tstatus").render())
+    drive(stores, steps)
+
+
+def test_question_mark_lists_the_keys_of_the_screen_below(stores):
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        keys = str(app.screen.query_one("#keys").render())
+        for line in ("/ ", "Filter", "s ", "Search", "j, ↓", "S ", "Sort", "x ", "Export", "d ", "To attic", "?"):
+            assert line in keys, line
+        await pilot.press("escape")
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("question_mark")
+        keys = str(app.screen.query_one("#keys").render())
+        assert "Open/close" in keys and "Next hit" in keys
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, TranscriptScreen)
+    drive(stores, steps)
+
+
+def test_the_footer_shows_the_keys(stores):
+    async def steps(pilot):
+        footer = pilot.app.screen.query_one("Footer")
+        rendered = " ".join(str(w.render()) for w in footer.query("FooterKey"))
+        for word in ("Filter", "Search", "Sort", "Export", "Quit", "Keys"):
+            assert word in rendered, word
+    drive(stores, steps, size=(160, 30))
+
+
+def test_q_quits(stores):
+    async def steps(pilot):
+        await pilot.press("q")
+        assert pilot.app.return_code == 0 and not pilot.app.is_running
+    drive(stores, steps)
