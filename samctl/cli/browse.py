@@ -15,9 +15,11 @@ INSTALL_HINT = "samctl browse needs Textual, an optional extra: pip install 'sam
 
 
 def textual_missing() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("textual") is None
+    try:
+        import textual  # noqa: F401 - (only here: no other command loads it)
+    except ImportError:
+        return True
+    return False
 
 
 def scope(ctx, findings: list) -> list:

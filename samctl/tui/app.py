@@ -38,7 +38,7 @@ class MainScreen(Screen):
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
         Binding("s", "search", "Search"),
-        Binding("escape", "leave", "Back", show=False),
+        Binding("escape", "leave", "Back"),
         Binding("j,down", "down", "Down", show=False),
         Binding("k,up", "up", "Up", show=False),
         Binding("g", "top", "Top", show=False),
