@@ -3,7 +3,8 @@ index searched as you type; Enter opens a transcript (``screens.TranscriptScreen
 
 Invariants: the listing and every search run in worker threads, so the first paint never waits for
 them and a keystroke never waits on the disk; a search's results are shown only if no later
-keystroke started another one (``_search_seq``).  Every action calls ``tui.actions``, which calls
+keystroke started another one (``search_seq``); one search runs at a time, and the keystrokes typed
+during it are coalesced into one search of the latest text (``pending``), run as soon as it ends.  Every action calls ``tui.actions``, which calls
 the functions the commands call.
 """
 
@@ -17,7 +18,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
+from textual.widgets import Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from samctl.core.listing import ListQuery, list_across
@@ -26,9 +27,9 @@ from samctl.model import ERROR, Finding
 from samctl.safetext import one_line
 from samctl.stores import STORES
 from samctl.tui import actions, rows as R
+from samctl.tui.convlist import ConvList
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen
 
-DEBOUNCE = 0.15  # seconds of quiet in the search box before the index is asked
 SEARCH_LIMIT = 200  # hits asked of the index per query (grouped by conversation)
 
 
@@ -56,21 +57,14 @@ class MainScreen(Screen):
         with Horizontal(id="bar"):
             yield Label("filter:", id="mode")
             yield Input(placeholder="type to filter (title, project, store); s: search the index", id="query")
-        table = DataTable(id="list", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield ConvList(lambda r: R.cells(r, self.browse.now), id="list")
         yield OptionList(id="results")
         yield Static("", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#list", DataTable)
-        table.add_column("STORE", key="store", width=11)
-        table.add_column("PROJECT", key="project", width=14)
-        table.add_column("WHEN", key="when", width=10)
-        table.add_column("MSGS", key="msgs", width=5)
-        table.add_column("TITLE", key="title")
         self.query_one("#results").display = False
-        table.focus()
+        self.query_one("#list").focus()
         self.update_status()
         self.browse.load()  # (after the columns exist: the first rows may come before the next paint)
 
@@ -84,14 +78,17 @@ class MainScreen(Screen):
         """Refill the table from the app's rows: filtered by the box (in filter mode), in the sort order,
         the cursor kept on the same conversation when it is still there."""
         app = self.browse
-        table = self.query_one("#list", DataTable)
         keep = self.current_row()
         text = self.query_one("#query", Input).value if app.mode == "filter" else ""
-        app.shown = R.ordered(R.filtered(app.rows, text), app.sort_key, app.reverse)
-        table.clear()
-        table.add_rows([R.cells(r, app.now) for r in app.shown])
-        if keep is not None and keep in app.shown:
-            table.move_cursor(row=app.shown.index(keep), animate=False)
+        order = (app.sort_key, app.reverse, app.generation)
+        if app.order != order:  # (sorted once per change of rows or order; a filter keeps that order)
+            app.sorted_rows, app.order = R.ordered(app.rows, app.sort_key, app.reverse), order
+            app.no_project = not any(r.project for r in app.rows)
+        # typing on narrows what the last filter kept: those are filtered again, not every row
+        narrower = app.filter_base is not None and text.startswith(app.filter_base[0]) and app.filter_base[1] == order
+        app.shown = R.filtered(app.shown if narrower else app.sorted_rows, text)
+        app.filter_base = (text, order)
+        self.query_one("#list", ConvList).set_rows(app.shown, keep, hidden=(1,) if app.no_project else ())
         self.update_status()
 
     def update_status(self, note: str | None = None) -> None:
@@ -111,7 +108,7 @@ class MainScreen(Screen):
         self.query_one("#status", Static).update(Text(line))
 
     def current_row(self):
-        table = self.query_one("#list", DataTable)
+        table = self.query_one("#list", ConvList)
         shown = self.browse.shown
         if not shown or table.row_count == 0:
             return None
@@ -181,11 +178,8 @@ class MainScreen(Screen):
         if app.mode == "filter":
             self.show_rows()
             return
-        if app.search_timer is not None:
-            app.search_timer.stop()
         app.search_seq += 1
-        seq, text = app.search_seq, event.value
-        app.search_timer = self.set_timer(DEBOUNCE, lambda: self.run_search(text, seq))
+        self.run_search(event.value, app.search_seq)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "query":
@@ -194,9 +188,17 @@ class MainScreen(Screen):
     # --- search ------------------------------------------------------------------------------
 
     def run_search(self, text: str, seq: int) -> None:
+        """Search ``text`` now if no search is running; else once the running one ends (only the latest
+        text waits: what was typed in between is never searched)."""
+        app = self.browse
         if not text.strip():
+            app.pending = None
             self.show_groups([], seq, "")
             return
+        if app.searching:
+            app.pending = (text, seq)
+            return
+        app.searching = True
         self.update_status("searching…")
         self._search_worker(text, seq)
 
@@ -208,7 +210,15 @@ class MainScreen(Screen):
             note = ""
         except SamctlError as exc:
             groups, note = [], one_line(exc.message)
-        app.call_from_thread(self.show_groups, groups, seq, note)
+        app.call_from_thread(self._searched, groups, seq, note)
+
+    def _searched(self, groups: list, seq: int, note: str) -> None:
+        app = self.browse
+        app.searching = False
+        self.show_groups(groups, seq, note)
+        if app.pending is not None:
+            (text, seq), app.pending = app.pending, None
+            self.run_search(text, seq)
 
     def show_groups(self, groups: list, seq: int, note: str) -> None:
         app = self.browse
@@ -232,7 +242,7 @@ class MainScreen(Screen):
             if store is not None:
                 app.push_screen(TranscriptScreen(store, g.conversation_id, g.title, g.positions))
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_conv_list_selected(self, event: ConvList.Selected) -> None:
         r = self.current_row()
         if r is not None:
             self.browse.push_screen(TranscriptScreen(r.store, r.meta.id, r.meta.title))
@@ -246,18 +256,10 @@ class MainScreen(Screen):
         self._list().action_cursor_up()
 
     def action_top(self) -> None:
-        w = self._list()
-        if isinstance(w, DataTable):
-            w.move_cursor(row=0)
-        else:
-            w.action_first()
+        self._list().action_first()
 
     def action_bottom(self) -> None:
-        w = self._list()
-        if isinstance(w, DataTable):
-            w.move_cursor(row=max(0, w.row_count - 1))
-        else:
-            w.action_last()
+        self._list().action_last()
 
     def action_sort(self) -> None:
         app = self.browse
@@ -330,6 +332,11 @@ class BrowseApp(App):
         self.fixed_now = now
         self.now = now if now is not None else time.time()
         self.rows: list = []
+        self.sorted_rows: list = []
+        self.generation = 0  # counts the changes of ``rows``
+        self.order = None  # (sort key, reverse, generation) of sorted_rows
+        self.filter_base = None  # (text, order) of the rows in ``shown``
+        self.no_project = True  # no row has a project: the column is left out
         self.shown: list = []
         self.groups: list = []
         self.searched = False
@@ -340,7 +347,8 @@ class BrowseApp(App):
         self.loaded = 0
         self.note = ""
         self.search_seq = 0
-        self.search_timer = None
+        self.searching = False  # a search worker is running
+        self.pending = None  # (text, seq) to search when it ends
         self.copied: list = []  # what was put on the clipboard (the tests read it)
 
     def on_mount(self) -> None:
@@ -369,11 +377,13 @@ class BrowseApp(App):
 
     def _reset(self) -> None:
         self.rows, self.loaded, self.loading = [], 0, True
+        self.generation += 1
         if self.fixed_now is None:
             self.now = time.time()
 
     def _add(self, got: list, findings: list) -> None:
         self.rows += got
+        self.generation += 1
         self.loaded += 1
         self.findings += findings
         self.main.show_rows()
@@ -456,6 +466,7 @@ class BrowseApp(App):
                 self.say(f"not moved: {one_line(exc.message)}")
                 return
             self.rows = [r for r in self.rows if not (r.store is store and r.meta.id == cid)]
+            self.generation += 1
             self.groups = [g for g in self.groups if g.conversation_id != cid]
             self.main.show_rows()
             if then is not None:

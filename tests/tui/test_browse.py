@@ -16,17 +16,18 @@ from tests.tui.conftest import NOW, open_stores
 pytest.importorskip("textual")
 
 from samctl.tui import rows as R  # noqa: E402
-from samctl.tui.app import DEBOUNCE, BrowseApp, MainScreen  # noqa: E402
+from samctl.tui.app import BrowseApp, MainScreen  # noqa: E402
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen  # noqa: E402
 
 
 async def settle(pilot, wait: float = 0.0) -> None:
     """Until the workers started so far (listing, search, transcript) are done and their results shown."""
     await pilot.pause(wait)
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(100):  # (a search that ends starts the one typed meanwhile)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not pilot.app.searching and not any(w.is_running for w in pilot.app.workers):
+            return
 
 
 def drive(stores, steps, size=(110, 30)) -> BrowseApp:
@@ -120,6 +121,38 @@ def test_the_filter_reads_a_project_when_the_model_has_one(stores):
     assert R.cells(row, NOW)[1] == "samctl"
 
 
+class _Projects:
+    """A store whose metas carry a project (the model's field to come), for the PROJECT column."""
+
+    name, read_only, conv_dir = "mermaid", True, "/nowhere"
+
+    def list_metas(self, findings):
+        class Meta:
+            store, title, created_ts, active_ts, message_count, size, pinned = "mermaid", "t", 1.0, None, 1, 1, False
+
+            def __init__(self, i, project):
+                self.id, self.project, self.updated_ts = f"c{i}", project, NOW - i
+
+        return [Meta(0, "samctl"), Meta(1, None)]
+
+
+def _line(widget, y) -> str:
+    return "".join(seg.text for seg in widget.render_line(y))
+
+
+def test_the_project_column_is_shown_when_a_row_has_one(stores):
+    async def with_projects(pilot):
+        table = pilot.app.main.query_one("#list")
+        assert "PROJECT" in _line(table, 0) and "samctl" in _line(table, 1)
+        await pilot.press("slash", *"samctl")
+        assert [r.meta.id for r in pilot.app.shown] == ["c0"]
+    drive([_Projects()], with_projects)
+
+    async def without(pilot):
+        assert "PROJECT" not in _line(pilot.app.main.query_one("#list"), 0)
+    drive(stores, without)
+
+
 def test_vi_keys_and_arrows_move_the_cursor(stores):
     async def steps(pilot):
         app = pilot.app
@@ -174,16 +207,26 @@ def test_the_mouse_selects_and_opens_a_row(stores):
 
 # --- search ------------------------------------------------------------------------------------
 
-def test_search_as_you_type_groups_hits_and_is_debounced(stores, monkeypatch, run, demo):
+def test_search_as_you_type_groups_hits_and_coalesces_keystrokes(stores, monkeypatch, run, demo):
     asked = []
+    gate = threading.Event()
 
     async def steps(pilot):
         app = pilot.app
         real = app.search
-        monkeypatch.setattr(app, "search", lambda text: asked.append(text) or real(text))
+
+        def search(text):
+            asked.append(text)
+            gate.wait(10)  # the first search is slow: the other keys come while it runs
+            return real(text)
+        monkeypatch.setattr(app, "search", search)
         await pilot.press("s", *"flaky")
-        await settle(pilot, DEBOUNCE + 0.3)
-        assert asked == ["flaky"]  # five keystrokes, one search: the last
+        await pilot.pause(0.1)
+        assert asked == ["f"] and app.pending == ("flaky", app.search_seq)
+        gate.set()
+        await settle(pilot)
+        assert asked == ["f", "flaky"]  # the first key at once, the four typed meanwhile as one search
+        assert app.main.query_one("#query").value == "flaky"
         groups = app.groups
         assert groups and all(len({(h.store, h.conversation_id) for h in g.hits}) == 1 for g in groups)
         assert groups[0].title == "Fix the flaky test in tests/parser.rs"
@@ -201,7 +244,7 @@ def test_a_malformed_query_says_why_and_shows_nothing(stores):
     async def steps(pilot):
         app = pilot.app
         await pilot.press("s", *"-flaky")  # only an exclusion: nothing to rank
-        await settle(pilot, DEBOUNCE + 0.3)
+        await settle(pilot)
         assert app.groups == []
         assert "the query only excludes" in str(app.main.query_one("#status").render())
     drive(stores, steps)
@@ -211,7 +254,7 @@ def test_the_query_syntax_is_samctl_searchs(stores):
     async def steps(pilot):
         app = pilot.app
         await pilot.press("s", *"budget store:sam")
-        await settle(pilot, DEBOUNCE + 0.3)
+        await settle(pilot)
         assert app.groups and {g.store_name for g in app.groups} == {"sam"}
     drive(stores, steps)
 
@@ -220,7 +263,7 @@ def test_enter_opens_the_transcript_at_the_hit_and_n_walks_the_hits(stores):
     async def steps(pilot):
         app = pilot.app
         await pilot.press("s", *"portland")
-        await settle(pilot, DEBOUNCE + 0.3)
+        await settle(pilot)
         group = next(g for g in app.groups if g.title == "Portland weekend trip")
         app.main.query_one("#results").highlighted = app.groups.index(group)
         await pilot.press("enter")  # (from the box: to the results)

@@ -10,17 +10,18 @@ from tests.tui.conftest import NOW
 
 pytest.importorskip("pytest_textual_snapshot")
 
-from samctl.tui.app import DEBOUNCE, BrowseApp  # noqa: E402
+from samctl.tui.app import BrowseApp  # noqa: E402
 
 SIZES = [(80, 24), (160, 48)]
 
 
 async def _settle(pilot, wait: float = 0.0) -> None:
     await pilot.pause(wait)
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(100):  # (a search that ends starts the one typed meanwhile)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not pilot.app.searching and not any(w.is_running for w in pilot.app.workers):
+            break
     for box in pilot.app.screen.query("Input"):  # (a blinking cursor would make two runs differ)
         box.cursor_blink = False
     await pilot.pause()
@@ -42,7 +43,7 @@ def test_search(snap_compare, app, size):
     async def before(pilot):
         await _settle(pilot)
         await pilot.press("s", *"timeout")
-        await _settle(pilot, DEBOUNCE + 0.3)
+        await _settle(pilot)
     assert snap_compare(app, terminal_size=size, run_before=before)
 
 
@@ -51,7 +52,7 @@ def test_transcript(snap_compare, app, size):
     async def before(pilot):
         await _settle(pilot)
         await pilot.press("s", *"timeout")
-        await _settle(pilot, DEBOUNCE + 0.3)
+        await _settle(pilot)
         await pilot.press("enter")  # out of the box, to the results
         app = pilot.app
         app.main.query_one("#results").highlighted = [g.title for g in app.groups].index("login timeout")
