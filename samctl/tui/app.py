@@ -18,16 +18,16 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets import Footer, Input, Label, Static
 
 from samctl.core.listing import ListQuery, list_across
 from samctl.errors import SamctlError, UsageError
+from samctl.gcpause import gc_paused
 from samctl.model import ERROR, Finding
 from samctl.safetext import one_line
 from samctl.stores import STORES
 from samctl.tui import actions, rows as R
-from samctl.tui.convlist import ConvList
+from samctl.tui.convlist import BlockList, ConvList
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen
 
 SEARCH_LIMIT = 200  # hits asked of the index per query (grouped by conversation)
@@ -58,7 +58,7 @@ class MainScreen(Screen):
             yield Label("filter:", id="mode")
             yield Input(placeholder="type to filter (title, project, store); s: search the index", id="query")
         yield ConvList(lambda r: R.cells(r, self.browse.now), id="list")
-        yield OptionList(id="results")
+        yield BlockList(id="results")
         yield Static("", id="status")
         yield Footer()
 
@@ -119,7 +119,7 @@ class MainScreen(Screen):
         """The (store, conversation id, title) the keys act on: the row or search group under the cursor."""
         app = self.browse
         if app.mode == "search":
-            results = self.query_one("#results", OptionList)
+            results = self.query_one("#results", BlockList)
             i = results.highlighted
             if i is None or not 0 <= i < len(app.groups):
                 return None
@@ -150,7 +150,7 @@ class MainScreen(Screen):
             self.query_one("#list").display = mode == "filter"
             self.query_one("#results").display = mode == "search"
             app.groups, app.searched = [], False
-            self.query_one("#results", OptionList).clear_options()
+            self.query_one("#results", BlockList).set_items([])
             if mode == "filter":
                 self.show_rows()
             self.update_status("")
@@ -225,17 +225,13 @@ class MainScreen(Screen):
         if seq != app.search_seq or app.mode != "search":  # a later keystroke asked again: this answer is stale
             return
         app.groups, app.searched = groups, True
-        results = self.query_one("#results", OptionList)
-        results.clear_options()
         width = max(40, self.size.width - 6)
-        results.add_options([Option(_group_prompt(g, width, app.now)) for g in groups])
-        if groups:
-            results.highlighted = 0
+        self.query_one("#results", BlockList).set_items([_group_prompt(g, width, app.now) for g in groups])
         self.update_status(note)
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+    def on_block_list_selected(self, event: BlockList.Selected) -> None:
         app = self.browse
-        i = event.option_index
+        i = event.index
         if 0 <= i < len(app.groups):
             g = app.groups[i]
             store = app.store_named(g)
@@ -382,11 +378,12 @@ class BrowseApp(App):
             self.now = time.time()
 
     def _add(self, got: list, findings: list) -> None:
-        self.rows += got
-        self.generation += 1
-        self.loaded += 1
-        self.findings += findings
-        self.main.show_rows()
+        with gc_paused():  # (a row per conversation, none in a cycle: see gcpause)
+            self.rows += got
+            self.generation += 1
+            self.loaded += 1
+            self.findings += findings
+            self.main.show_rows()
 
     def _done(self) -> None:
         self.loading = False

@@ -14,13 +14,14 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
-from textual.widgets.option_list import Option
 
 from samctl.core.export import FORMATS
 from samctl.core.load import load_resolved
 from samctl.errors import SamctlError
+from samctl.gcpause import gc_paused
 from samctl.safetext import one_line
 from samctl.tui import actions, rows as R
+from samctl.tui.convlist import BlockList, wrapped
 
 ROLE_STYLE = {"user": "bold green", "assistant": "bold magenta", "system": "bold yellow"}
 
@@ -56,7 +57,7 @@ class TranscriptScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(Text(f"{one_line(self.store.name)}  {one_line(self.title)}  ({one_line(self.cid)})",
                           style="bold"), id="head")
-        yield OptionList(id="transcript")
+        yield BlockList(id="transcript")
         yield Input(placeholder="find in this transcript (Enter; n/N next/previous)", id="find")
         yield Static("loading…", id="tstatus")
         yield Footer()
@@ -84,11 +85,18 @@ class TranscriptScreen(Screen):
                 got, note = R.blocks(conv), ""
         except SamctlError as exc:
             got, note = [], f"cannot read {self.cid}: {one_line(exc.message)}"
-        self.app.call_from_thread(self._show, got, note)
+        # the lines are made here too, off the screen's thread: a long transcript never freezes the keys
+        ol = self.query_one("#transcript", BlockList)
+        width = ol.size.width - 1
+        with gc_paused():  # (thousands of lines made at once, none of them in a cycle: see gcpause)
+            prompts = [prompt_of(got, i, "") for i in range(len(got))]
+            lines = [wrapped(p, width, self.app.console) for p in prompts] if width > 1 else None
+        self.app.call_from_thread(self._show, got, note, prompts, lines, width)
 
-    def _show(self, got: list, note: str) -> None:
+    def _show(self, got: list, note: str, prompts: list, lines, width: int) -> None:
         self.blocks = got
-        self._fill()
+        with gc_paused():
+            self.query_one("#transcript", BlockList).set_items(prompts, 0, lines, width)
         if self.positions:
             self.matches = self._blocks_at(self.positions)
             if self.matches:
@@ -107,30 +115,17 @@ class TranscriptScreen(Screen):
         return out
 
     def _prompt(self, i: int) -> Text:
-        b = self.blocks[i]
-        t = Text()
-        if i == 0 or self.blocks[i - 1].position != b.position:
-            t.append(b.role, style=ROLE_STYLE.get(b.role, "bold cyan"))
-            t.append(f"  {b.when}  #{b.position}\n", style="dim")
-        body = Text(b.shown(), style="" if b.kind == "text" else ("italic dim" if b.kind == "thinking" else "cyan"))
-        if self.needle:
-            body.highlight_words([self.needle], "reverse", case_sensitive=False)
-        t.append_text(body)
-        return t
+        return prompt_of(self.blocks, i, self.needle)
 
     def _fill(self) -> None:
-        ol = self.query_one("#transcript", OptionList)
-        keep = ol.highlighted
-        ol.clear_options()
-        ol.add_options([Option(self._prompt(i)) for i in range(len(self.blocks))])
-        if self.blocks:
-            ol.highlighted = min(keep or 0, len(self.blocks) - 1)
+        ol = self.query_one("#transcript", BlockList)
+        ol.set_items([self._prompt(i) for i in range(len(self.blocks))], ol.highlighted or 0)
 
     def _refresh_block(self, i: int) -> None:
-        self.query_one("#transcript", OptionList).replace_option_prompt_at_index(i, self._prompt(i))
+        self.query_one("#transcript", BlockList).replace_item(i, self._prompt(i))
 
     def _go(self, i: int) -> None:
-        ol = self.query_one("#transcript", OptionList)
+        ol = self.query_one("#transcript", BlockList)
         ol.highlighted = i
         ol.scroll_to_highlight(top=True)
 
@@ -148,23 +143,23 @@ class TranscriptScreen(Screen):
         self.app.pop_screen()
 
     def action_down(self) -> None:
-        self.query_one("#transcript", OptionList).action_cursor_down()
+        self.query_one("#transcript", BlockList).action_cursor_down()
 
     def action_up(self) -> None:
-        self.query_one("#transcript", OptionList).action_cursor_up()
+        self.query_one("#transcript", BlockList).action_cursor_up()
 
     def action_top(self) -> None:
-        self.query_one("#transcript", OptionList).action_first()
+        self.query_one("#transcript", BlockList).action_first()
 
     def action_bottom(self) -> None:
-        self.query_one("#transcript", OptionList).action_last()
+        self.query_one("#transcript", BlockList).action_last()
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+    def on_block_list_selected(self, event: BlockList.Selected) -> None:
         event.stop()  # (Enter or a click on a block: open or close it)
-        self._toggle(event.option_index)
+        self._toggle(event.index)
 
     def action_toggle(self) -> None:
-        i = self.query_one("#transcript", OptionList).highlighted
+        i = self.query_one("#transcript", BlockList).highlighted
         if i is not None:
             self._toggle(i)
 
@@ -201,7 +196,7 @@ class TranscriptScreen(Screen):
                 self.blocks[i].open = True
         self._fill()
         if self.matches:
-            at = self.query_one("#transcript", OptionList).highlighted or 0
+            at = self.query_one("#transcript", BlockList).highlighted or 0
             self._go(next((i for i in self.matches if i >= at), self.matches[0]))
         self.say(f"{len(self.matches)} block{'s' if len(self.matches) != 1 else ''} match "
                  f"{one_line(event.value.strip())!r} (n/N)")
@@ -216,7 +211,7 @@ class TranscriptScreen(Screen):
         if not self.matches:
             self.say("no hits in this transcript (/ finds)")
             return
-        at = self.query_one("#transcript", OptionList).highlighted or 0
+        at = self.query_one("#transcript", BlockList).highlighted or 0
         later = [i for i in self.matches if (i > at if way > 0 else i < at)]
         i = (later[0] if way > 0 else later[-1]) if later else (self.matches[0] if way > 0 else self.matches[-1])
         self._go(i)
@@ -236,6 +231,21 @@ class TranscriptScreen(Screen):
 
     def action_copy_resume(self) -> None:
         self.app.copy_resume(self._target())
+
+
+def prompt_of(blocks: list, i: int, needle: str) -> Text:
+    """Block ``i`` as shown: the role, time and position above the first block of a message, the
+    block in its present state, ``needle`` (casefolded) in reverse video."""
+    b = blocks[i]
+    t = Text()
+    if i == 0 or blocks[i - 1].position != b.position:
+        t.append(b.role, style=ROLE_STYLE.get(b.role, "bold cyan"))
+        t.append(f"  {b.when}  #{b.position}\n", style="dim")
+    body = Text(b.shown(), style="" if b.kind == "text" else ("italic dim" if b.kind == "thinking" else "cyan"))
+    if needle:
+        body.highlight_words([needle], "reverse", case_sensitive=False)
+    t.append_text(body)
+    return t
 
 
 class AtticScreen(Screen):

@@ -230,7 +230,7 @@ def test_search_as_you_type_groups_hits_and_coalesces_keystrokes(stores, monkeyp
         groups = app.groups
         assert groups and all(len({(h.store, h.conversation_id) for h in g.hits}) == 1 for g in groups)
         assert groups[0].title == "Fix the flaky test in tests/parser.rs"
-        shown = str(app.main.query_one("#results").get_option_at_index(0).prompt)
+        shown = str(app.main.query_one("#results").prompt(0))
         assert "Fix the flaky test" in shown and "hit" in shown
         # the same hits as samctl search over the same stores
         cli = run("--root", demo / "mermaid-project", "search", "flaky", "--format", "json", "-n", "200")
@@ -306,21 +306,21 @@ def test_transcript_shows_roles_and_times_and_folds_tool_calls_and_thinking(stor
         thinking = [i for i, b in enumerate(screen.blocks) if b.kind == "thinking"]
         assert tools and thinking
         ol = screen.query_one("#transcript")
-        first = str(ol.get_option_at_index(0).prompt)
+        first = str(ol.prompt(0))
         assert first.startswith("user  2026-") and "#0" in first
         t = tools[0]
-        label = str(ol.get_option_at_index(t).prompt)
+        label = str(ol.prompt(t))
         assert "▸ Bash(" in label or "▸ " in label and "(" in label
         assert screen.blocks[t].text not in label  # the arguments are folded away
         ol.highlighted = t
         await pilot.press("o")
-        assert screen.blocks[t].open and screen.blocks[t].text in str(ol.get_option_at_index(t).prompt)
+        assert screen.blocks[t].open and screen.blocks[t].text in str(ol.prompt(t))
         await pilot.press("space")
         assert not screen.blocks[t].open
         await pilot.press("enter")  # Enter (or a click) opens a block too
         assert screen.blocks[t].open
         k = thinking[0]
-        assert "▸ thinking (" in str(ol.get_option_at_index(k).prompt)
+        assert "▸ thinking (" in str(ol.prompt(k))
         await pilot.press("O")  # everything open
         assert all(b.open for b in screen.blocks if b.foldable)
         await pilot.press("O")  # everything closed
@@ -394,7 +394,7 @@ def test_a_long_output_is_cut_and_expands_with_a_key():
         ol = screen.query_one("#transcript")
         ol.highlighted = 3
         await pilot.press("o")
-        assert "line 39" in str(ol.get_option_at_index(3).prompt)
+        assert "line 39" in str(ol.prompt(3))
         ol.highlighted = 0
         await pilot.press("o")  # a short text does not fold
         assert not screen.blocks[0].open
@@ -565,3 +565,21 @@ def test_q_quits(stores):
         await pilot.press("q")
         assert pilot.app.return_code == 0 and not pilot.app.is_running
     drive(stores, steps)
+
+
+def test_lines_are_wrapped_at_spaces_within_the_width_keeping_their_styles():
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.text import Text
+
+    from samctl.tui.convlist import wrapped
+
+    console = Console(width=200)
+    t = Text("hello world this is a long line that must wrap\nshort\n\n" + "x" * 45 + " end")
+    t.stylize("bold", 0, 5)
+    lines = wrapped(t, 20, console)
+    assert [x.plain for x in lines] == ["hello world this is", "a long line that", "must wrap", "short", "",
+                                        "x" * 20, "x" * 20, "xxxxx end"]
+    assert lines[0].spans and lines[0].spans[0].style == "bold" and lines[0].spans[0].end == 5
+    wide = wrapped(Text("漢字 " * 12), 10, console)  # (wide characters: measured in cells)
+    assert all(cell_len(x.plain) <= 10 for x in wide) and "".join(x.plain for x in wide).count("漢字") == 12
