@@ -583,3 +583,77 @@ def test_lines_are_wrapped_at_spaces_within_the_width_keeping_their_styles():
     assert lines[0].spans and lines[0].spans[0].style == "bold" and lines[0].spans[0].end == 5
     wide = wrapped(Text("漢字 " * 12), 10, console)  # (wide characters: measured in cells)
     assert all(cell_len(x.plain) <= 10 for x in wide) and "".join(x.plain for x in wide).count("漢字") == 12
+
+
+def test_move_to_the_attic_from_the_transcript_goes_back_to_the_list(stores, demo, run):
+    cid = "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
+
+    async def steps(pilot):
+        app = pilot.app
+        await _open("API Chat")(pilot)
+        await pilot.press("Y")
+        assert app.copied[-1].endswith(f" show {cid}")
+        await pilot.press("d")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("escape")  # Esc says no
+        assert isinstance(app.screen, TranscriptScreen) and app.note == "nothing was moved"
+        await pilot.press("d", "enter")  # Enter says yes
+        assert isinstance(app.screen, MainScreen) and "API Chat" not in titles(app)
+    drive(stores, steps)
+    listed = run("--root", demo / "SAM", "attic", "--format", "json")
+    assert [e["id"] for e in json.loads(listed.stdout)["entries"]] == [cid]
+
+
+def test_paging_keys_and_the_mouse_in_results_and_transcripts(stores):
+    async def steps(pilot):
+        app = pilot.app
+        table = app.main.query_one("#list")
+        await pilot.press("pagedown")
+        assert table.cursor_row == min(len(app.shown) - 1, table.size.height - 2)
+        await pilot.press("pageup", "end")
+        assert table.cursor_row == len(app.shown) - 1
+        await pilot.press("home")
+        assert table.cursor_row == 0
+        await pilot.press("s", *"timeout", "enter")
+        await settle(pilot)
+        results = app.main.query_one("#results")
+        assert results.option_count == len(app.groups) >= 3
+        await pilot.press("j", "G")
+        assert results.highlighted == len(app.groups) - 1
+        await pilot.press("g", "down")
+        assert results.highlighted == 1
+        await pilot.click("#results", offset=(10, 0))  # the first group's first line: highlighted
+        assert results.highlighted == 0 and isinstance(app.screen, MainScreen)
+        await pilot.click("#results", offset=(10, 1))  # a line of the highlighted group: opened
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TranscriptScreen) and screen.cid == app.groups[0].conversation_id
+        blocks = screen.query_one("#transcript")
+        await pilot.press("end")
+        assert blocks.highlighted == len(screen.blocks) - 1
+        await pilot.press("home", "pagedown")
+        assert blocks.highlighted > 0
+        await pilot.press("pageup")
+        assert blocks.highlighted == 0
+        await pilot.press("escape")
+        results.highlighted = [g.title for g in app.groups].index("login timeout")
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        blocks = screen.query_one("#transcript")
+        tool = next(i for i, b in enumerate(screen.blocks) if b.kind == "tool")
+        blocks.highlighted = tool
+        blocks.scroll_to_highlight(top=True)
+        await pilot.pause()
+        await pilot.click("#transcript", offset=(5, 0))  # a click on the highlighted block opens it
+        assert screen.blocks[tool].open
+    drive(stores, steps)
+
+
+def test_the_keys_list_closes_with_q(stores):
+    async def steps(pilot):
+        await pilot.press("question_mark")
+        assert isinstance(pilot.app.screen, HelpScreen)
+        await pilot.press("q")  # (closes the list, not the app)
+        assert isinstance(pilot.app.screen, MainScreen) and pilot.app.is_running
+    drive(stores, steps)
