@@ -10,6 +10,7 @@ the functions the commands call.
 
 from __future__ import annotations
 
+import os
 import time
 
 from rich.text import Text
@@ -210,6 +211,10 @@ class MainScreen(Screen):
             note = ""
         except SamctlError as exc:
             groups, note = [], one_line(exc.message)
+        except Exception as exc:  # noqa: BLE001 - (a bug in one search must not take the browser down)
+            if debugging():
+                raise
+            groups, note = [], one_line(f"search failed: internal error: {type(exc).__name__}: {exc}")
         app.call_from_thread(self._searched, groups, seq, note)
 
     def _searched(self, groups: list, seq: int, note: str) -> None:
@@ -304,6 +309,11 @@ def _group_prompt(g: R.Group, width: int, now: float) -> Text:
     return t
 
 
+def debugging() -> bool:
+    """SAMCTL_DEBUG=1: an internal error is raised (Textual shows the traceback), as the commands do."""
+    return os.environ.get("SAMCTL_DEBUG") == "1"
+
+
 class BrowseApp(App):
     """``samctl browse``.  ``stores``: the stores in scope (opened by the command); ``now``: the time
     relative dates count from (fixed by the tests); ``findings``: what opening the stores found."""
@@ -367,6 +377,12 @@ class BrowseApp(App):
             except SamctlError as exc:
                 metas = []
                 findings.append(Finding("store-unreadable", str(store.conv_dir), exc.message, ERROR))
+            except Exception as exc:  # noqa: BLE001 - (one store's bug: the others are still listed)
+                if debugging():
+                    raise
+                metas = []
+                findings.append(Finding("store-unreadable", str(store.conv_dir),
+                                        f"internal error: {type(exc).__name__}: {exc}", ERROR))
             got = [R.Row.of(store, m) for m in metas]
             self.call_from_thread(self._add, got, findings)
         self.call_from_thread(self._done)

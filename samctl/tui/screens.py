@@ -7,6 +7,8 @@ the matches of the search within the transcript, else the hits the index search 
 
 from __future__ import annotations
 
+import os
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -85,6 +87,10 @@ class TranscriptScreen(Screen):
                 got, note = R.blocks(conv), ""
         except SamctlError as exc:
             got, note = [], f"cannot read {self.cid}: {one_line(exc.message)}"
+        except Exception as exc:  # noqa: BLE001 - (a bug in one transcript must not take the browser down)
+            if os.environ.get("SAMCTL_DEBUG") == "1":
+                raise
+            got, note = [], one_line(f"cannot show {self.cid}: internal error: {type(exc).__name__}: {exc}")
         # the lines are made here too, off the screen's thread: a long transcript never freezes the keys
         ol = self.query_one("#transcript", BlockList)
         width = ol.size.width - 1

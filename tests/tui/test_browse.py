@@ -657,3 +657,65 @@ def test_the_keys_list_closes_with_q(stores):
         await pilot.press("q")  # (closes the list, not the app)
         assert isinstance(pilot.app.screen, MainScreen) and pilot.app.is_running
     drive(stores, steps)
+
+
+class _Hostile:
+    """A store whose title and messages carry terminal escapes; and, with ``fail``, one whose listing fails."""
+
+    name, read_only, conv_dir = "sam", True, "/nowhere"
+
+    def __init__(self, fail: bool = False):
+        from samctl.model import Conversation, ConversationMeta, Message
+
+        self.fail = fail
+        meta = ConversationMeta("sam", "H", "evil \x1b]52;c;aGk=\x07 \x1b[2J title", updated_ts=NOW - 5, message_count=1)
+        self.conv = Conversation(meta, [Message("user\x1b[31m", "text \x1b[2J\x9b1m more", timestamp_ts=NOW - 9)])
+
+    def list_metas(self, findings):
+        if self.fail:
+            from samctl.errors import FileProblem
+
+            raise FileProblem("unreadable", "/nowhere", "cannot list /nowhere: permission denied")
+        return [self.conv.meta]
+
+    def load_listed(self, cid, findings):
+        return self.conv
+
+
+def test_no_control_character_from_a_store_reaches_the_screen():
+    async def steps(pilot):
+        app = pilot.app
+        line = _line(app.main.query_one("#list"), 1)
+        assert "evil" in line and "\x1b" not in line and "\x07" not in line
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        shown = "".join(_line(screen.query_one("#transcript"), y) for y in range(3))
+        head = str(screen.query_one("#head").render())
+        assert "more" in shown and not any(c in shown + head for c in "\x1b\x07\x9b")
+    drive([_Hostile()], steps)
+
+
+def test_a_store_that_cannot_be_listed_is_a_problem_and_the_others_are_shown(stores):
+    async def steps(pilot):
+        app = pilot.app
+        assert len(app.rows) == n and "1 problem (samctl check says more)" in str(app.main.query_one("#status").render())
+        assert [f.code for f in app.findings] == ["store-unreadable"]
+    n = len(drive(stores, lambda pilot: asyncio.sleep(0)).rows)
+    drive([_Hostile(fail=True)] + stores, steps)
+
+
+def test_a_failing_search_is_said_and_the_browser_goes_on(stores, monkeypatch):
+    monkeypatch.delenv("SAMCTL_DEBUG", raising=False)
+
+    async def steps(pilot):
+        app = pilot.app
+
+        def broken(text):
+            raise RuntimeError("boom")
+        monkeypatch.setattr(app, "search", broken)
+        await pilot.press("s", *"budget")
+        await settle(pilot)
+        assert app.is_running and app.groups == []
+        assert "search failed: internal error: RuntimeError: boom" in str(app.main.query_one("#status").render())
+    drive(stores, steps)
