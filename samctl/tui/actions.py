@@ -9,15 +9,17 @@ from __future__ import annotations
 import os
 import shlex
 
-from samctl.attic import entries as atticmod
-from samctl.attic import lifecycle, restore
-from samctl.core import export as core
 from samctl.errors import SamctlError, UsageError
 from samctl.model import ERROR, Finding
+
+# The attic and export modules (zstandard, the renderers) are imported by the action that needs them:
+# the browser's first paint does not wait for them.
 
 
 def export_one(store, cid: str, fmt: str, output: str) -> str:
     """``samctl export CID --to FMT -o OUTPUT`` on ``store``: the line it would print."""
+    from samctl.core import export as core  # (lazy: at the first export)
+
     findings: list = []
     plan = core.plan_output(output, fmt, False, store)  # (refuses a path inside the app's folder)
     res = core.export(store, [cid], fmt, plan, findings)
@@ -29,7 +31,9 @@ def export_one(store, cid: str, fmt: str, output: str) -> str:
 
 def default_output(cid: str, fmt: str) -> str:
     """Where an export goes unless the user types another path: the current folder, named by the id."""
-    return os.path.join(os.getcwd(), cid + core.EXTENSIONS[fmt])
+    from samctl.core.export import EXTENSIONS  # (lazy: at the first export)
+
+    return os.path.join(os.getcwd(), cid + EXTENSIONS[fmt])
 
 
 def writable(store) -> bool:
@@ -40,6 +44,9 @@ def writable(store) -> bool:
 def move_to_attic(store, cid: str) -> str:
     """``samctl rm CID`` (confirmed): select, preflight, then ``lifecycle.remove``, which refuses while
     the app is using the store or the session is live (exit 5's message), and nothing moves."""
+    from samctl.attic import entries as atticmod  # (lazy: at the first move)
+    from samctl.attic import lifecycle  # (lazy: as entries)
+
     if not writable(store):
         raise UsageError(f"{store.describe()}: samctl only reads it, and rm writes; nothing was done")
     sel = lifecycle.select(store, [cid])
@@ -62,6 +69,8 @@ def move_to_attic(store, cid: str) -> str:
 
 def attic_entries(stores: list, findings: list) -> list:
     """Every attic entry of the stores that have an attic, newest first, as (store, entry) pairs."""
+    from samctl.attic import entries as atticmod  # (lazy: when the attic view opens)
+
     out = []
     for store in stores:
         if store.read_only:
@@ -76,6 +85,8 @@ def attic_entries(stores: list, findings: list) -> list:
 
 def restore_entry(store, entry) -> str:
     """``samctl restore --entry STEM``: the entry's conversation back exactly, or the command's refusal."""
+    from samctl.attic import restore  # (lazy: at the first restore)
+
     report = restore.restore_many(store, [entry])
     if report.failed:
         raise UsageError(report.failed[0].reason)

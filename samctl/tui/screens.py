@@ -17,8 +17,6 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
 
-from samctl.core.export import FORMATS
-from samctl.core.load import load_resolved
 from samctl.errors import SamctlError
 from samctl.gcpause import gc_paused
 from samctl.safetext import one_line
@@ -77,6 +75,8 @@ class TranscriptScreen(Screen):
 
     @work(thread=True, group="transcript")
     def _load(self) -> None:
+        from samctl.core.load import load_resolved  # (lazy: not needed for the first paint)
+
         findings: list = []
         try:
             conv = load_resolved(self.store, self.cid, findings)
@@ -369,6 +369,8 @@ class ExportScreen(ModalScreen):
         self.cid = cid
 
     def compose(self) -> ComposeResult:
+        from samctl.core.export import FORMATS  # (lazy: at the first export)
+
         self.formats = FORMATS
         with Vertical():
             yield Label(Text(f"Export {one_line(self.cid)} as", style="bold"))
