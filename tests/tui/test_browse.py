@@ -719,3 +719,25 @@ def test_a_failing_search_is_said_and_the_browser_goes_on(stores, monkeypatch):
         assert app.is_running and app.groups == []
         assert "search failed: internal error: RuntimeError: boom" in str(app.main.query_one("#status").render())
     drive(stores, steps)
+
+
+def test_esc_closes_the_find_box_and_an_empty_find_goes_back_to_the_hits(stores):
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("s", *"portland")
+        await settle(pilot)
+        app.main.query_one("#results").highlighted = [g.title for g in app.groups].index("Portland weekend trip")
+        await pilot.press("enter", "enter")
+        await settle(pilot)
+        screen = app.screen
+        hits = list(screen.matches)
+        box = screen.query_one("#find")
+        await pilot.press("slash")
+        assert box.display and box.has_focus
+        await pilot.press("escape")  # closes the box, stays in the transcript
+        assert not box.display and isinstance(app.screen, TranscriptScreen)
+        await pilot.press("slash", *"weather", "enter")
+        assert screen.matches != hits and screen.needle == "weather"
+        await pilot.press("slash", *["backspace"] * 7, "enter")  # an empty find: n/N walk the hits again
+        assert screen.matches == hits and screen.needle == ""
+    drive(stores, steps)
