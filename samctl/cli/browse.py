@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import examples, report_findings, stores_of
-from samctl.errors import FAILED, SamctlError
+import sys
 
-INSTALL_HINT = "samctl browse needs Textual, an optional extra: pip install 'samctl[tui]'"
+from samctl.cli.common import examples, report_findings, stores_of
+from samctl.errors import SamctlError, UsageError
 
 
 def textual_missing() -> bool:
@@ -38,8 +38,11 @@ def command(ctx):
     the footer; ? lists them all. Needs the optional extra: pip install 'samctl[tui]'.
     """
     if textual_missing():
-        click.echo(f"samctl: error: {INSTALL_HINT}", err=True)
-        ctx.exit(FAILED)
+        raise SamctlError("samctl browse needs Textual, an optional extra; nothing was done",
+                          hint="pip install 'samctl[tui]'")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("samctl browse needs a terminal (its input and output); nothing was done",
+                         hint="in a pipe or a script, `samctl ls`, `samctl search` and `samctl show` say the same")
     findings: list = []
     stores = scope(ctx, findings)
     from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)

@@ -42,7 +42,8 @@ def test_without_textual_browse_says_how_to_install_it(tmp_path):
     r = _samctl("--root", demo / "SAM", "browse")
     assert r.returncode == 1, r.stderr
     assert r.stdout == ""
-    assert r.stderr == "samctl: error: samctl browse needs Textual, an optional extra: pip install 'samctl[tui]'\n"
+    assert r.stderr == ("samctl: error: samctl browse needs Textual, an optional extra; nothing was done\n"
+                        "hint: pip install 'samctl[tui]'\n")
     assert fingerprint(demo) == before
 
 
@@ -62,3 +63,17 @@ def test_no_other_command_imports_textual(tmp_path):
     for args in ((), ("--help",), ("--root", demo / "SAM", "ls"), ("--root", demo / "SAM", "show", "8B58")):
         r = _samctl(*args, code=probe)
         assert r.stderr.strip().endswith("False"), (args, r.stderr)
+
+
+def test_off_a_terminal_browse_refuses_and_reads_nothing(tmp_path, run, monkeypatch):
+    import pytest
+
+    pytest.importorskip("textual")
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "fixtures" / "demo", demo, symlinks=True)
+    before = fingerprint(demo)
+    r = run("--root", demo / "SAM", "browse")  # (the test runner's streams are not a terminal)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("samctl: error: samctl browse needs a terminal (its input and output); nothing was "
+                               "done\nhint: in a pipe or a script")
+    assert fingerprint(demo) == before
