@@ -225,13 +225,15 @@ class MainScreen(Screen):
             (text, seq), app.pending = app.pending, None
             self.run_search(text, seq)
 
-    def show_groups(self, groups: list, seq: int, note: str) -> None:
+    def show_groups(self, groups: list, seq: int, note: str, keep: bool = False) -> None:
         app = self.browse
         if seq != app.search_seq or app.mode != "search":  # a later keystroke asked again: this answer is stale
             return
         app.groups, app.searched = groups, True
         width = max(40, self.size.width - 6)
-        self.query_one("#results", BlockList).set_items([_group_prompt(g, width, app.now) for g in groups])
+        results = self.query_one("#results", BlockList)
+        results.set_items([_group_prompt(g, width, app.now) for g in groups],
+                          (results.highlighted or 0) if keep else 0)
         self.update_status(note)
 
     def on_block_list_selected(self, event: BlockList.Selected) -> None:
@@ -474,14 +476,18 @@ class BrowseApp(App):
                 self.say("nothing was moved")
                 return
             try:
-                self.say(actions.move_to_attic(store, cid))
+                line = actions.move_to_attic(store, cid)
             except SamctlError as exc:
                 self.say(f"not moved: {one_line(exc.message)}")
                 return
             self.rows = [r for r in self.rows if not (r.store is store and r.meta.id == cid)]
             self.generation += 1
-            self.groups = [g for g in self.groups if g.conversation_id != cid]
-            self.main.show_rows()
+            if self.mode == "search":  # (its results without it, the cursor where it was)
+                left = [g for g in self.groups if not (g.conversation_id == cid and self.store_named(g) is store)]
+                self.main.show_groups(left, self.search_seq, "", keep=True)
+            else:
+                self.main.show_rows()
+            self.say(line)
             if then is not None:
                 then()
         self.push_screen(ConfirmScreen(f"Move {cid} ({one_line(title)}) to the attic?\n"

@@ -741,3 +741,30 @@ def test_esc_closes_the_find_box_and_an_empty_find_goes_back_to_the_hits(stores)
         await pilot.press("slash", *["backspace"] * 7, "enter")  # an empty find: n/N walk the hits again
         assert screen.matches == hits and screen.needle == ""
     drive(stores, steps)
+
+
+def test_a_search_result_moved_to_the_attic_leaves_the_results(stores, demo):
+    sam = demo / "SAM" / "conversations"
+
+    async def steps(pilot):
+        app = pilot.app
+        await pilot.press("s", *"budget", "enter")
+        await settle(pilot)
+        results = app.main.query_one("#results")
+        n = len(app.groups)
+        results.highlighted = [g.title for g in app.groups].index("Q3 budget")
+        before = fingerprint(sam)
+        await pilot.press("d", "y")  # pinned in SAM: refused as `samctl rm` refuses it
+        assert app.note.endswith("is pinned in SAM; nothing was removed") and len(app.groups) == n
+        assert fingerprint(sam) == before
+        i = [g.title for g in app.groups].index("Portland weekend trip")
+        results.highlighted = i
+        await pilot.press("d", "y")
+        assert app.note.startswith("moved 8B58CBC4"), app.note
+        assert len(app.groups) == results.option_count == n - 1
+        assert "Portland weekend trip" not in [g.title for g in app.groups]
+        assert results.highlighted == min(i, n - 2)
+        await pilot.press("escape")
+        assert "Portland weekend trip" not in titles(app)
+    drive(stores, steps)
+    assert not (sam / "8B58CBC4-ACA7-4811-AE66-C01921690310").exists()
