@@ -4,8 +4,8 @@ index searched as you type; Enter opens a transcript (``screens.TranscriptScreen
 Invariants: the listing and every search run in worker threads, so the first paint never waits for
 them and a keystroke never waits on the disk; a search's results are shown only if no later
 keystroke started another one (``search_seq``); one search runs at a time, and the keystrokes typed
-during it are coalesced into one search of the latest text (``pending``), run as soon as it ends.  Every action calls ``tui.actions``, which calls
-the functions the commands call.
+during it are coalesced into one search of the latest text (``pending``), run as soon as it ends.
+Every action calls ``tui.actions``, which calls the functions the commands call.
 """
 
 from __future__ import annotations
@@ -300,13 +300,10 @@ def _group_prompt(g: R.Group, width: int, now: float) -> Text:
     for h in g.hits[:3]:
         t.append("\n  ")
         t.append(f"{R.relative(h.date_ts, now):>5} {one_line(h.role or h.kind):<9} ", style="dim")
-        snip = R.snippet(h, width - 18)
+        snip, marks = R.snippet(h, width - 18)
         piece = Text(snip)
-        if h.marks:
-            pre = " ".join((h.snippet or "").split())
-            if pre == snip:  # (marks index the snippet as given; only when the text shown is that text)
-                for a, b in h.marks:
-                    piece.stylize("bold reverse", a, b)
+        for a, b in marks:
+            piece.stylize("bold reverse", a, b)
         t.append_text(piece)
     return t
 

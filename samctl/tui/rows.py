@@ -9,6 +9,7 @@ index in ``Conversation.messages``, the numbering search hits and ``samctl show 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -104,9 +105,17 @@ def grouped(hits: list) -> list[Group]:
     return list(out.values())
 
 
-def snippet(h, width: int = 200) -> str:
-    text = safe_text(" ".join((h.snippet or h.text or "").split()))
-    return text if len(text) <= width else text[: width - 1] + "…"
+def snippet(h, width: int = 200) -> tuple[str, list]:
+    """The hit's snippet on one line of at most ``width`` characters, and its matched words' (start,
+    end) in that line: each whitespace character made a space on its own, so the marks' offsets
+    hold (as `samctl search` prints them); a snippet whose escaping changed its length keeps none."""
+    raw = re.sub(r"\s", " ", h.snippet or h.text or "")
+    text = safe_text(raw)
+    marks = list(h.marks or []) if text == raw and h.snippet else []
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+        marks = [(a, min(b, width - 1)) for a, b in marks if a < width - 1]
+    return text, marks
 
 
 # --- transcript -------------------------------------------------------------------------------

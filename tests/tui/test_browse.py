@@ -768,3 +768,15 @@ def test_a_search_result_moved_to_the_attic_leaves_the_results(stores, demo):
         assert "Portland weekend trip" not in titles(app)
     drive(stores, steps)
     assert not (sam / "8B58CBC4-ACA7-4811-AE66-C01921690310").exists()
+
+
+def test_a_snippet_keeps_its_marks_on_one_line_and_when_cut():
+    from samctl.search.hits import Hit
+
+    h = Hit("message", "c", "t", None, 0, NOW, 0.5, "", snippet="a budget\nof $500 for the budget", marks=[(2, 8), (25, 31)])
+    text, marks = R.snippet(h, 200)
+    assert text == "a budget of $500 for the budget" and [text[a:b] for a, b in marks] == ["budget", "budget"]
+    text, marks = R.snippet(h, 12)
+    assert text == "a budget of…" and marks == [(2, 8)]
+    h.snippet = "a \x1b[2J budget"  # (escaped: longer than the text the marks index)
+    assert R.snippet(h, 200)[1] == [] and "\x1b" not in R.snippet(h, 200)[0]
