@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("textual")
-
 REPO = Path(__file__).resolve().parents[2]
 NOW = 1_790_000_000.0  # 2026-09-21 14:13 UTC: the relative dates of the screens count from here
 ROOTS = ("SAM", "mermaid-project", "claude_code", "codex", "llm/logs.db")
