@@ -428,15 +428,31 @@ class HelpScreen(ModalScreen):
 
 
 def keys_text(screen, app) -> Text:
-    """One line per binding of ``screen`` then of ``app``: its keys (as typed) and what it does."""
+    """Every binding of ``screen``, then of its focused list (the keys not said yet), then of ``app``:
+    its keys (as typed) and what it does, in two columns."""
+    said: set = set()
+    focused = getattr(screen, "focused", None)
+    widget = list(getattr(focused, "BINDINGS", [])) if focused is not None and focused.id in LISTS else []
+    entries = []
+    for b in list(getattr(screen, "BINDINGS", [])) + widget + list(app.BINDINGS):
+        new = [k.strip() for k in b.key.split(",") if k.strip() not in said]
+        if new:
+            said.update(new)
+            entries.append((", ".join(_key_name(k) for k in new), b.description or b.action))
+    half = (len(entries) + 1) // 2
     t = Text()
-    for b in list(getattr(screen, "BINDINGS", [])) + list(app.BINDINGS):
-        keys = ", ".join(_key_name(k) for k in b.key.split(","))
-        t.append(f"{keys:<18}", style="bold")
-        t.append(f"{b.description or b.action}\n")
+    for row in range(half):
+        for keys, what in entries[row::half][:2]:
+            t.append(f"{keys:<10}", style="bold")
+            t.append(f"{what:<17} ")
+        t.append("\n")
     return t
+
+
+LISTS = ("list", "results", "transcript", "attic")  # the focusable lists whose own keys the list says
 
 
 def _key_name(k: str) -> str:
     return {"slash": "/", "question_mark": "?", "escape": "Esc", "space": "Space", "enter": "Enter",
-            "down": "↓", "up": "↑", "home": "Home", "end": "End", "tab": "Tab"}.get(k.strip(), k.strip())
+            "down": "↓", "up": "↑", "home": "Home", "end": "End", "tab": "Tab", "pageup": "PgUp",
+            "pagedown": "PgDn"}.get(k.strip(), k.strip())

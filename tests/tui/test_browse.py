@@ -540,6 +540,8 @@ def test_question_mark_lists_the_keys_of_the_screen_below(stores):
         keys = str(app.screen.query_one("#keys").render())
         for line in ("/ ", "Filter", "s ", "Search", "j, ↓", "S ", "Sort", "x ", "Export", "d ", "To attic", "?"):
             assert line in keys, line
+        for line in ("Enter", "Open", "PgDn", "Page down", "Home"):  # (the list's own keys too)
+            assert line in keys, line
         await pilot.press("escape")
         await pilot.press("enter")
         await settle(pilot)
