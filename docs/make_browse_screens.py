@@ -16,6 +16,7 @@ SCREENS = {  # snapshot -> docs/browse-NAME.svg
     "test_list[160x48]": "list",
     "test_search[160x48]": "search",
     "test_transcript[160x48]": "transcript",
+    "test_attic[160x48]": "attic",
     "test_list[80x24]": "list-80x24",
     "test_keys": "keys",
 }

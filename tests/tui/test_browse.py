@@ -782,3 +782,19 @@ def test_a_snippet_keeps_its_marks_on_one_line_and_when_cut():
     assert text == "a budget of…" and marks == [(2, 8)]
     h.snippet = "a \x1b[2J budget"  # (escaped: longer than the text the marks index)
     assert R.snippet(h, 200)[1] == [] and "\x1b" not in R.snippet(h, 200)[0]
+
+
+def test_relative_dates_and_tool_labels():
+    assert [R.relative(NOW - s, NOW) for s in (0, 59, 60, 3599, 3600, 86399, 86400, 13 * 86400, 14 * 86400,
+                                              364 * 86400)] == ["now", "now", "1m", "59m", "1h", "23h", "1d",
+                                                                "13d", "2w", "52w"]
+    assert R.relative(NOW - 400 * 86400, NOW) == "2025-08-17" and R.relative(None, NOW) == "-"
+    assert R.relative(NOW + 60, NOW) == "now"  # (a clock ahead: never a negative age)
+    assert R.tool_label("Bash", '{"command": "git status", "description": "x"}') == "Bash(git status)"
+    assert R.tool_label("shell", {"command": ["bash", "-lc", "ls -la"]}) == "shell(bash -lc ls -la)"
+    assert R.tool_label("Read", {"file_path": "/a/b.py"}) == "Read(/a/b.py)"
+    assert R.tool_label("Task", {"other": "do\nit"}) == "Task(do it)"
+    assert R.tool_label("x", "not json") == "x(not json)" and R.tool_label("x", None) == "x()"
+    long = R.tool_label("Bash", {"command": "echo " + "a" * 100})
+    assert len(long) == len("Bash()") + 60 and long.endswith("…)")
+    assert R.tool_label("Bash\x1b[2J", {"command": "ls\x1b]52;c;x\x07"}).count("\x1b") == 0

@@ -72,3 +72,14 @@ def test_keys(snap_compare, app):
         await pilot.press("question_mark")
         await _settle(pilot)
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_attic(snap_compare, app, size):
+    async def before(pilot):
+        await _settle(pilot)
+        rows = [r.meta.title for r in pilot.app.shown]
+        pilot.app.main.query_one("#list").move_cursor(row=rows.index("API Chat"))
+        await pilot.press("d", "y", "a")  # (moved just now: "now" in the attic, whatever the fixed time)
+        await _settle(pilot)
+    assert snap_compare(app, terminal_size=size, run_before=before)
