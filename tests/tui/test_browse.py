@@ -798,3 +798,26 @@ def test_relative_dates_and_tool_labels():
     long = R.tool_label("Bash", {"command": "echo " + "a" * 100})
     assert len(long) == len("Bash()") + 60 and long.endswith("…)")
     assert R.tool_label("Bash\x1b[2J", {"command": "ls\x1b]52;c;x\x07"}).count("\x1b") == 0
+
+
+def test_restore_refuses_when_the_conversation_exists_again_and_keeps_the_entry(stores, demo, tmp_path):
+    import shutil
+
+    cid = "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
+    folder = demo / "SAM" / "conversations" / cid
+    shutil.copytree(folder, tmp_path / "again")
+
+    async def steps(pilot):
+        app = pilot.app
+        app.main.query_one("#list").move_cursor(row=titles(app).index("API Chat"))
+        await pilot.press("d", "y")
+        assert not folder.exists()
+        shutil.copytree(tmp_path / "again", folder)  # the conversation is back meanwhile
+        before = fingerprint(demo)
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press("r", "y")
+        await settle(pilot)
+        assert app.note.startswith("not restored:"), app.note
+        assert [e.id for _, e in app.screen.entries] == [cid] and fingerprint(demo) == before
+    drive(stores, steps)
