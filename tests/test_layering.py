@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "samctl"
-RANK = {"__main__": 6, "cli": 5, "core": 4, "search": 3, "attic": 3, "render": 3, "stores": 2}  # else 1 (bottom)
+RANK = {"__main__": 6, "cli": 5, "tui": 5, "core": 4, "search": 3, "attic": 3, "render": 3, "stores": 2}  # else 1 (bottom)
 
 
 def modules(pkg: Path) -> dict[str, Path]:
@@ -66,7 +66,12 @@ def wrong_way(g: dict) -> list:
     """Imports of a layer at or above the importer's (the bottom modules may use each other: the cycle
     check keeps them in order)."""
     return sorted((m, t) for m, ts in g.items() for t in ts
-                  if layer(t) != layer(m) and rank(t) >= rank(m) and rank(t) > 0 and not rank(t) == rank(m) == 1)
+                  if layer(t) != layer(m) and rank(t) >= rank(m) and rank(t) > 0 and not rank(t) == rank(m) == 1
+                  and (m, layer(t)) not in BESIDE)
+
+
+# tui/ (samctl browse's screens) sits beside cli/: only the command that starts it imports it.
+BESIDE = {("samctl.cli.browse", "tui")}
 
 
 def cycles(g: dict) -> list:
@@ -158,11 +163,20 @@ def _tree(tmp_path, files: dict) -> Path:
     ({"core/a.py": "def f():\n    from samctl.core import b\n", "core/b.py": "import samctl.core.a\n"}, cycles),
     ({"core/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
     ({"stores/llm/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
+    ({"cli/ls.py": "from samctl.tui import app\n", "tui/app.py": ""}, wrong_way),  # only cli/browse.py
+    ({"tui/app.py": "from samctl.cli import common\n", "cli/common.py": ""}, wrong_way),
+    ({"core/a.py": "from samctl.tui import app\n", "tui/app.py": ""}, wrong_way),
 ])
 def test_the_checks_catch_what_they_forbid(tmp_path, files, check):
     pkg = _tree(tmp_path, files)
     g = graph(pkg)
     assert check(g, pkg) if check is store_imports else check(g)
+
+
+def test_browse_alone_may_start_the_tui(tmp_path):
+    pkg = _tree(tmp_path, {"cli/browse.py": "from samctl.tui import app\n", "tui/app.py": "from samctl.core import a\n",
+                           "core/a.py": ""})
+    assert wrong_way(graph(pkg)) == []
 
 
 def test_a_name_branch_is_caught(tmp_path):

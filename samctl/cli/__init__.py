@@ -37,6 +37,7 @@ COMMANDS = {
     "index": ("samctl.cli.index", "Show the state of the search index; --update or --rebuild it."),
     "usage": ("samctl.cli.usage", "Tokens and estimated cost by day, week, month, session, project, model or block."),
     "stores": ("samctl.cli.stores", "List every store samctl finds on this machine, and what it can do."),
+    "browse": ("samctl.cli.browse", "Browse every archive in a terminal: filter, search as you type, read, act."),
 }
 
 

@@ -1,0 +1,54 @@
+"""samctl browse: a terminal browser over every archive (issue #38), with search as you type.
+
+Textual is an optional extra (``pip install 'samctl[tui]'``): this module imports it only inside the
+command, after checking it is there, so ``samctl --help`` and every other command never load it.
+"""
+
+from __future__ import annotations
+
+import click
+
+import sys
+
+from samctl.cli.common import examples, report_findings, stores_of
+from samctl.errors import SamctlError, UsageError
+
+
+def textual_missing() -> bool:
+    try:
+        import textual  # noqa: F401 - (only here: no other command loads it)
+    except ImportError:
+        return True
+    return False
+
+
+def scope(ctx, findings: list) -> list:
+    """The stores browse covers: the same as `samctl ls` (each --root, else every store found)."""
+    return stores_of(ctx, findings)
+
+
+@click.command("browse")
+@examples("samctl browse", "samctl --root ~/proj browse")
+@click.pass_context
+def command(ctx):
+    """Browse every conversation in a terminal: filter as you type, search the index as you type,
+    read transcripts, export, move to the attic and restore.
+
+    Without --root, of every store samctl finds (samctl stores), as `samctl ls`. The keys are in
+    the footer; ? lists them all. Needs the optional extra: pip install 'samctl[tui]'.
+    """
+    if textual_missing():
+        raise SamctlError("samctl browse needs Textual, an optional extra; nothing was done",
+                          hint="pip install 'samctl[tui]'")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("samctl browse needs a terminal (its input and output); nothing was done",
+                         hint="in a pipe or a script, `samctl ls`, `samctl search` and `samctl show` say the same")
+    findings: list = []
+    stores = scope(ctx, findings)
+    from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)
+
+    app = BrowseApp(stores, findings)
+    app.run()
+    report_findings([f for f in app.findings if f.severity == "error"])
+    if app.return_code:
+        raise SamctlError("the browser stopped with an error")
