@@ -77,6 +77,7 @@ class ConversationMeta:
     project: str | None = None  # the folder the session worked in (the app's own record of it), or None
     branch: str | None = None  # the git branch the app recorded for the session, or None
     continues: str | None = None  # the id of the session whose history this one copies (a resume), or None
+    model: str | None = None  # the model the listing knows of (``stats --by model``), or None
     copied_messages: int = 0  # of message_count, how many are copies of the continued session's (stats skips them)
 
     def to_dict(self) -> dict:

@@ -133,6 +133,7 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
     meta.project, meta.branch = session_place(entries)
     meta.continues = mark_copies(messages, sid)
     meta.copied_messages = sum(1 for m in messages if m.copied and not m.hidden)
+    meta.model = model
     return Conversation(meta=meta, messages=messages, raw=entries, model=model, source=path), findings
 
 

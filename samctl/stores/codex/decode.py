@@ -71,6 +71,7 @@ def decode_rollout(data: bytes, path: str, cid: str, *, index_title: str | None 
                             created[0], updated[0], sum(1 for m in msgs if not m.hidden),
                             len(data) if size is None else size, False, path)
     meta.project, meta.branch = thread_place(d.session_meta)
+    meta.model = d.model
     raw = {"session_meta": d.session_meta, "records": [{"timestamp": ts, "type": t, "payload": p}
                                                        for ts, t, p in records]}
     return Conversation(meta=meta, messages=msgs, raw=raw, model=d.model, source=path), findings
