@@ -200,11 +200,13 @@ class Conversation:
     raw: Any = None
     model: str | None = None
     source: str = ""  # which file the conversation came from (snapshot, log fold, ...)
+    resume: dict | None = None  # the app's command to resume it ({"argv", "command", "cwd"}), set by core
 
     def to_dict(self) -> dict:
         d = self.meta.to_dict()
         d["model"] = self.model
         d["source"] = self.source
+        d["resume"] = self.resume
         d["messages"] = [m.to_dict() for m in self.messages]
         d["message_count"] = len(self.messages)
         return d

@@ -35,6 +35,7 @@ COMMANDS = {
     "compact": ("samctl.cli.compact", "Maintenance for cron: purge old attic entries, shrink big logs, clean up."),
     "search": ("samctl.cli.search", "Search memories and messages, best first (SAM's scoring), or --exact."),
     "index": ("samctl.cli.index", "Show the state of the search index; --update or --rebuild it."),
+    "resume": ("samctl.cli.resume", "Print (or --exec) the app's own command to resume a session."),
     "stores": ("samctl.cli.stores", "List every store samctl finds on this machine, and what it can do."),
 }
 

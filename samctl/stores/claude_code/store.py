@@ -140,6 +140,10 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
             self._read(cid, findings, with_agents=True)
         return []
 
+    def resume_command(self, meta):
+        """The app's resume, in the session's folder (the app lists a session under its working folder)."""
+        return ["claude", "--resume", meta.id], meta.project
+
     @classmethod
     def default_roots(cls) -> list[Path]:
         return [default_root()]

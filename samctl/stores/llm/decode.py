@@ -351,7 +351,7 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
         _message(conn, t, h, roles.get(h), parts, at, at_ts, out, path, findings, cid)
 
 
-_ROLES = {"user": "user", "assistant": "assistant", "system": "system"}
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}  # (tool: llm 0.36)
 
 
 def _message(conn, t, h, role, parts, at, at_ts, out, path, findings, cid) -> None:
