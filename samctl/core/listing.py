@@ -47,6 +47,14 @@ def project_name(project: str | None) -> str:
     return os.path.basename(os.path.normpath(project)) if project else ""
 
 
+def project_members(stores: list, spec: str, findings: list) -> set:
+    """``(store name, conversation id)`` of every conversation of the project ``spec`` (``project_matcher``)
+    in ``stores``: what a command that does not list (search) keeps of its results."""
+    keep, owners = project_matcher(spec), {}
+    metas = list_across(stores, ListQuery(), findings, owners)
+    return {(owners[id(m)].name, m.id) for m in metas if keep(m.project)}
+
+
 def list_conversations(store, query: ListQuery, findings: list) -> list:
     """Metas of the store matching ``query``, ordered (newest/largest first unless reversed)."""
     metas = store.list_metas(findings)
