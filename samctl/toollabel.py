@@ -70,6 +70,10 @@ def main_argument(name: str, arguments) -> str | None:
         line = shell_line(v)
         if line:
             return line
+    if len(value) == 1:  # a tool of one argument: that argument
+        (only,) = value.values()
+        if isinstance(only, (str, int, float)) and not isinstance(only, bool):
+            return str(only)
     if isinstance(value.get("todos"), list):
         return f"{len(value['todos'])} items"
     if isinstance(value.get("plan"), list):

@@ -109,7 +109,7 @@ class MermaidStore(Store):
             stamp = MetaCache.folder_stamp(folder)
             if cache and cache_file.stamp == stamp and listing is not None:
                 findings.extend(listing.findings(conv))
-                return listing.metas(conv, dir_fd)
+                return self._in_project(listing.metas(conv, dir_fd))
         finally:
             os.close(dir_fd)
         names = self._names()
@@ -132,6 +132,9 @@ class MermaidStore(Store):
         elif cache_file.stamp is not None or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k]
                                                                                  for k in fresh):
             cache_file.save(fresh)
+        return self._in_project(metas)
+
+    def _in_project(self, metas: list) -> list:
         project = self.project_folder()
         for m in metas:
             m.project = project
