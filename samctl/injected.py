@@ -14,6 +14,10 @@ Claude Code
 - ``<system-reminder>``, ``<user-prompt-submit-hook>``: injected by the app or a hook
 - ``[Request interrupted by user``: the marker an interrupt leaves
 - ``This session is being continued from a previous conversation``: the summary a compaction writes
+- ``Base directory for this skill:``: a skill's instructions, injected when it is used
+
+A ``<system-reminder>…</system-reminder>`` block inside a typed prompt is not part of the title either
+(``title_text``).
 
 Codex CLI
 - ``<environment_context>``, ``<user_instructions>``, ``# AGENTS.md instructions``, ``<INSTRUCTIONS>``,
@@ -22,10 +26,15 @@ Codex CLI
 
 from __future__ import annotations
 
+import re
+
+_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+
 CLAUDE_CODE = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
                "<local-command-stderr>", "<local-command-caveat>", "Caveat: ", "<bash-input>", "<bash-stdout>",
                "<bash-stderr>", "<task-notification>", "<system-reminder>", "<user-prompt-submit-hook>",
-               "[Request interrupted by user", "This session is being continued from a previous conversation")
+               "[Request interrupted by user", "This session is being continued from a previous conversation",
+               "Base directory for this skill:")
 CODEX = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>",
          "<INSTRUCTIONS>", "<user_shell_command>", "<turn_aborted>", "<skill>")
 PREFIXES = CLAUDE_CODE + CODEX
@@ -42,3 +51,8 @@ def first_typed(texts) -> str | None:
         if t and t.strip() and not injected(t):
             return t
     return None
+
+
+def title_text(text: str) -> str:
+    """A typed prompt as a title reads it: ``<system-reminder>`` blocks the app added to it left out."""
+    return _REMINDER.sub(" ", text) if "<system-reminder>" in text else text

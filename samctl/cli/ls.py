@@ -63,7 +63,8 @@ def _table(metas) -> None:
     rows = [
         (one_line(m.id), format_local(m.created_ts), format_local(last_activity(m)),
          m.message_count if m.message_count is not None else "-", human_size(m.size), "*" if m.pinned else "",
-         m.store, one_line(project_name(m.project)) or "-", one_line(m.title))
+         m.store, one_line(project_name(m.project)) or "-",
+         one_line(m.title) + (f" (continues {one_line(m.continues[:8])})" if m.continues else ""))
         for m in metas
     ]
     if sys.stdout.isatty():  # clip titles to the terminal; never when piped

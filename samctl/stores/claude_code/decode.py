@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from samctl.injected import CLAUDE_CODE as _INJECTED, injected
+from samctl.injected import CLAUDE_CODE as _INJECTED, injected, title_text
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import parse_timestamp
 from samctl.stores.jsonlines import compact, parse_lines
@@ -330,7 +330,7 @@ def _result_content(content) -> tuple[str, list]:
 def _first_prompt(messages) -> str | None:
     for m in messages:
         if m.role == "user" and not m.hidden and m.kind is None and m.content.strip() and not injected(m.content):
-            return m.content
+            return title_text(m.content)
     return None
 
 
