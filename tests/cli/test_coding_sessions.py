@@ -273,3 +273,26 @@ def test_stats_totals_and_groups(run, demo):
     assert "all 6 stores" in text and "by project" in text
     mem_lines = [ln for ln in text.splitlines() if "memories" in ln]
     assert len(mem_lines) == 2  # SAM's line and the total: no "memories -" for the stores without any
+
+
+# 7. llm up to 0.36 --------------------------------------------------------------------------------
+
+def test_a_database_written_by_llm_0_36_reads_without_info_lines(run, tmp_path):
+    import gzip
+
+    db = tmp_path / "logs.db"
+    db.write_bytes(gzip.decompress((REPO / "tests" / "fixtures_real" / "llm-0.36" / "logs.db.gz").read_bytes()))
+    r = run("--root", db, "ls", "--format", "jsonl")
+    assert r.exit_code == 0 and r.stderr == ""
+    rows = {x["title"]: x for x in _jsonl(r.stdout)}
+    assert set(rows) == {"Name a colour.", '{"prompt": "add 2 and 3", "tool…'}
+    for row in rows.values():
+        s = run("--root", db, "show", row["id"], "--no-pager")
+        assert s.exit_code == 0 and s.stderr == "", s.stderr  # role tool, the system message: no info line
+        heads = [ln for ln in s.stdout.splitlines() if ln.startswith("── ")]
+        assert len(heads) == row["messages"] and f" · {row['messages']} messages" in s.stdout.splitlines()[1]
+    tool = run("--root", db, "show", rows['{"prompt": "add 2 and 3", "tool…']["id"]).stdout
+    assert "  → add" in tool and "── tool add ·" in tool and "\n5\n" in tool
+    colour = run("--root", db, "show", rows["Name a colour."]["id"]).stdout
+    assert colour.splitlines()[4].startswith("── system · 20")  # timed like the prompt after it, not "-"
+    assert r.exit_code == 0 and run("--root", db, "check").exit_code == 0

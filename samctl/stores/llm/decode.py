@@ -374,6 +374,12 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
     if "messages" in t and "role" in t["messages"]:
         for h in chain:
             roles[h] = conn.execute("SELECT role FROM messages WHERE hash = ?", (h,)).fetchone()[0]
+    later = None
+    for h in reversed(chain):  # a message no turn spans (llm 0.36's system message, before the first prompt):
+        if h in when:          # the time of the next one that has a time
+            later = when[h]
+        elif later is not None:
+            when[h] = later
     for h in chain:
         parts = []
         if "parts" in t:
