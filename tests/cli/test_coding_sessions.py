@@ -114,12 +114,17 @@ def test_stats_and_export_take_the_project_filter(run, demo, tmp_path):
     assert r.exit_code == 2 and "--all" in r.stderr
 
 
-def test_show_headers_name_project_branch_and_resume(run, demo):
+def test_show_headers_name_project_branch_and_resume(run, demo, tmp_path):
     text = run("--root", demo / "claude_code", "show", S1).stdout
     assert "project /home/ana/api · branch main" in text
     assert f"resume: cd /home/ana/api && claude --resume {S1}" in text
     md = run("--root", demo / "claude_code", "show", S1, "--format", "markdown").stdout
     assert "- **project:** `/home/ana/api`" in md and "- **branch:** `main`" in md
+    page = tmp_path / "s1.html"
+    assert run("--root", demo / "claude_code", "export", S1, "--to", "html", "-o", page).exit_code == 0
+    html = page.read_text()
+    assert "<dt>project</dt><dd><code>/home/ana/api</code></dd>" in html and "<dt>branch</dt>" in html
+    assert f"<dt>resume</dt><dd><code>cd /home/ana/api &amp;&amp; claude --resume {S1}</code>" in html
     d = json.loads(run("--root", demo / "claude_code", "show", S1, "--format", "json").stdout)
     assert (d["project"], d["branch"], d["continues"]) == ("/home/ana/api", "main", None)
     assert d["resume"] == {"argv": ["claude", "--resume", S1], "command": f"claude --resume {S1}",
