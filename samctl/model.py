@@ -74,6 +74,11 @@ class ConversationMeta:
     pinned: bool = False
     path: str = ""
     active_ts: float | None = None  # the newest message time, where it can be later than updated_ts (SAM)
+    project: str | None = None  # the folder the session worked in (the app's own record of it), or None
+    branch: str | None = None  # the git branch the app recorded for the session, or None
+    continues: str | None = None  # the id of the session whose history this one copies (a resume), or None
+    model: str | None = None  # the model the listing knows of (``stats --by model``), or None
+    copied_messages: int = 0  # of message_count, how many are copies of the continued session's (stats skips them)
 
     def to_dict(self) -> dict:
         return {
@@ -87,6 +92,9 @@ class ConversationMeta:
             "pinned": self.pinned,
             "store": self.store,
             "path": self.path,
+            "project": self.project,
+            "branch": self.branch,
+            "continues": self.continues,
         }
 
 
@@ -146,6 +154,9 @@ class Message:
     actions: list = field(default_factory=list)  # mermaid tool runs attached to an assistant message
     attachments: list = field(default_factory=list)  # {"type": image|video|audio|text, "url"|"text"|"bytes"}
     raw: Any = None
+    copied: bool = False  # a copy of a message of the session this one continues (a resume copies history)
+    exit_code: int | None = None  # a tool result's exit code, where the app records one
+    duration: float | None = None  # a tool result's wall time in seconds, where the app records one
 
     def to_dict(self) -> dict:
         d = {
@@ -171,6 +182,12 @@ class Message:
             d["actions"] = self.actions
         if self.attachments:
             d["attachments"] = self.attachments
+        if self.exit_code is not None:
+            d["exit_code"] = self.exit_code
+        if self.duration is not None:
+            d["duration_seconds"] = self.duration
+        if self.copied:
+            d["copied"] = True
         d["hidden"] = self.hidden
         d["pinned"] = self.pinned
         return d
@@ -183,11 +200,13 @@ class Conversation:
     raw: Any = None
     model: str | None = None
     source: str = ""  # which file the conversation came from (snapshot, log fold, ...)
+    resume: dict | None = None  # the app's command to resume it ({"argv", "command", "cwd"}), set by core
 
     def to_dict(self) -> dict:
         d = self.meta.to_dict()
         d["model"] = self.model
         d["source"] = self.source
+        d["resume"] = self.resume
         d["messages"] = [m.to_dict() for m in self.messages]
         d["message_count"] = len(self.messages)
         return d

@@ -36,6 +36,7 @@ COMMANDS = {
     "search": ("samctl.cli.search", "Search memories and messages, best first (SAM's scoring), or --exact."),
     "index": ("samctl.cli.index", "Show the state of the search index; --update or --rebuild it."),
     "usage": ("samctl.cli.usage", "Tokens and estimated cost by day, week, month, session, project, model or block."),
+    "resume": ("samctl.cli.resume", "Print (or --exec) the app's own command to resume a session."),
     "stores": ("samctl.cli.stores", "List every store samctl finds on this machine, and what it can do."),
     "browse": ("samctl.cli.browse", "Browse every archive in a terminal: filter, search as you type, read, act."),
 }

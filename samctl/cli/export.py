@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from samctl.cli.projectopts import project_options, project_spec
 from samctl.cli.common import complete_ids, examples, findings_first, finish, report_findings, stores_of
 from samctl.core.export import FORMATS
 from samctl.errors import UsageError
@@ -50,8 +51,9 @@ class _Progress:
           "samctl export --all --to html -o ~/exports/chats && open ~/exports/chats/index.html",
           "samctl export --all --since 30d --to jsonl | jq -r .content",
           "samctl export 8B58 --to sam-package -o portland.json   # then import it in SAM")
+@project_options
 @click.pass_context
-def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
+def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, project, here):
     """Export conversations without changing the store.
 
     Give conversation IDs (a unique prefix is enough) or --all: of every store samctl finds, unless
@@ -71,17 +73,20 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress):
                          hint="`samctl ls` lists the ids; then e.g. `samctl export ID --to markdown`")
     if (since is not None or until is not None) and not all_:
         raise UsageError("--since/--until choose from --all", hint="add --all, or drop --since/--until")
+    project = project_spec(project, here)
+    if project is not None and not all_:
+        raise UsageError("--project/--here choose from --all", hint="add --all, or drop --project/--here")
     findings: list = []
     stores = stores_of(ctx, findings)
     since, until = (parse_when(since) if since is not None else None,
                     parse_when(until, end=True) if until is not None else None)
     if len(stores) == 1:
         store = stores[0]
-        selected = core.select_ids(store, ids, all_, since, until, findings)
+        selected = core.select_ids(store, ids, all_, since, until, findings, project)
     else:  # several stores: (store, id) pairs
         store = stores
         with findings_first(findings):
-            selected = core.select_across(stores, ids, all_, since, until, findings)
+            selected = core.select_across(stores, ids, all_, since, until, findings, project)
     many = all_ or len(selected) > 1
     plan = core.plan_output(output, fmt, many, store)
     show = progress if progress is not None else (all_ and sys.stderr.isatty())

@@ -9,7 +9,8 @@ import click
 
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, human_size, report_findings, \
     stores_of, table
-from samctl.core.listing import SORT_KEYS, ListQuery, list_across
+from samctl.cli.projectopts import project_options, project_spec
+from samctl.core.listing import SORT_KEYS, ListQuery, list_across, project_name
 from samctl.model import last_activity
 from samctl.safetext import one_line
 from samctl.timeparse import format_local, parse_when
@@ -25,10 +26,11 @@ from samctl.gcpause import gc_paused
 @click.option("--sort", type=click.Choice(SORT_KEYS), default="updated", show_default=True,
               help="Order; newest/largest first (titles A-Z).")
 @click.option("--reverse", "-r", is_flag=True, help="Reverse the order.")
+@project_options
 @format_option()
-@examples("samctl ls --since 7d", "samctl ls --sort size -n 10", "samctl ls --format jsonl | jq .title")
+@examples("samctl ls --since 7d", "samctl ls --here", "samctl ls --sort size -n 10", "samctl ls --format jsonl | jq .title")
 @click.pass_context
-def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
+def command(ctx, since, until, pinned, title, limit, sort, reverse, project, here, fmt):
     """List conversations: id, created, updated, messages, size, pinned, store, title.
 
     Without --root, of every store samctl finds (samctl stores), in one order; --root (repeatable)
@@ -37,7 +39,7 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
     query = ListQuery(
         since=parse_when(since) if since is not None else None,
         until=parse_when(until, end=True) if until is not None else None,
-        pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse,
+        pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse, project=project_spec(project, here),
     )
     findings: list = []
     with gc_paused():  # a listing is 100,000s of small objects, none of them in a cycle
@@ -61,15 +63,17 @@ def _table(metas) -> None:
     rows = [
         (one_line(m.id), format_local(m.created_ts), format_local(last_activity(m)),
          m.message_count if m.message_count is not None else "-", human_size(m.size), "*" if m.pinned else "",
-         m.store, one_line(m.title))
+         m.store, one_line(project_name(m.project)) or "-",
+         one_line(m.title) + (f" (continues {one_line(m.continues[:8])})" if m.continues else ""))
         for m in metas
     ]
     if sys.stdout.isatty():  # clip titles to the terminal; never when piped
         width = shutil.get_terminal_size((120, 24)).columns
-        fixed = max(len(r[0]) for r in rows) + 16 + 16 + 6 + 8 + 3 + 9 + 14
+        fixed = max(len(r[0]) for r in rows) + 16 + 16 + 6 + 8 + 3 + 9 + 14 + max(len(r[-2]) for r in rows) + 2
         room = max(20, width - fixed)
         rows = [r[:-1] + (_clip(r[-1], room),) for r in rows]
-    click.echo(table(rows, ["ID", "CREATED", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "TITLE"]))
+    click.echo(table(rows, ["ID", "CREATED", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "PROJECT",
+                                 "TITLE"]))
 
 
 def _clip(text: str, n: int) -> str:

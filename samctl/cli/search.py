@@ -9,6 +9,7 @@ import sys
 import click
 
 from samctl import fsafe
+from samctl.cli.projectopts import project_options, project_spec
 from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
     report_findings, stores_of
 from samctl.cli.writeopts import force_option, lock_wait_option
@@ -42,6 +43,9 @@ class _SearchCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+PROJECT_POOL = 5000  # with --project/--here: the best this many hits are searched for the project's
+
+
 @click.command("search", cls=_SearchCommand, epilog=QUERY_HELP)
 @click.argument("query", nargs=-1)
 @click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
@@ -66,6 +70,7 @@ class _SearchCommand(click.Command):
               "compared with stored vectors of the same length; QUERY (optional) gives the keywords, else its text.")
 @click.option("--min-importance", type=Number(0, 1), metavar="X",
               help="Only rows whose importance (SAM's score; computed where not stored) is at least X.")
+@project_options
 @format_option()
 @click.option("--touch", is_flag=True, help="Do what SAM does on retrieval to the SAM memories returned: "
               "access_count + 1, last_accessed = now. Refused while SAM runs (exit 5) unless --force.")
@@ -80,7 +85,7 @@ class _SearchCommand(click.Command):
           "samctl search --like 296E5007 --threshold 0.5")
 @click.pass_context
 def command(ctx, query, conversations, where, limit, rank, threshold, since, until, exact, like, min_importance,
-            fmt, touch, force, lock_wait, no_index):
+            fmt, touch, force, lock_wait, no_index, project, here):
     """Search the messages and memories of the whole store, best first.
 
     By default each turn is ranked by BM25 over its words (stemmed, accents folded, stop words
@@ -127,7 +132,14 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
             raise UsageError("--touch updates SAM memories; this is a " + stores[0].name + " store, which has none")
         for s in memories:
             ensure_app_idle(s, force=force)
-    q = core.SearchQuery(text=text, conversations=tuple(conversations), where=where, limit=limit,
+    keep = None
+    if project_spec(project, here) is not None:  # the project's conversations, of the stores that have any
+        from samctl.core.listing import project_members
+
+        keep = project_members(stores, project_spec(project, here), findings)
+        stores = [s for s in stores if any(name == s.name for name, _ in keep)]
+    q = core.SearchQuery(text=text, conversations=tuple(conversations), where=where,
+                         limit=limit if keep is None else max(PROJECT_POOL, limit),
                          threshold=0.3 if threshold is None else threshold,
                          since=parse_when(since) if since is not None else None,
                          until=parse_when(until, end=True) if until is not None else None, exact=exact, like=like,
@@ -140,6 +152,8 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     finally:
         if progress:
             progress.done()
+    if keep is not None:
+        hits = [h for h in hits if (h.store, h.conversation_id) in keep][:limit]
     if touch:
         for s in memories:  # (each SAM store its own memories, under its own lock)
             base = os.path.realpath(s.base)

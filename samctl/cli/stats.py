@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from samctl.cli.common import emit_json, examples, finish, format_option, human_size, report_findings, stores_of
+from samctl.cli.projectopts import project_options, project_spec
+from samctl.core.stats import BY_KEYS
 
 
 @click.command("stats")
@@ -13,17 +15,21 @@ from samctl.cli.common import emit_json, examples, finish, format_option, human_
               help="How many of the largest conversations to list.")
 @click.option("--months", type=click.IntRange(min=1), default=24, show_default=True, metavar="N",
               help="How many months the activity chart shows (JSON has them all).")
+@click.option("--by", type=click.Choice(BY_KEYS), help="Also conversations, messages and size per store, project, "
+              "model or month of last activity, across the stores.")
+@project_options
 @format_option(choices=("table", "json"))
-@examples("samctl stats", "samctl stats ~/proj ~/Library/Application\\ Support/SAM",
+@examples("samctl stats", "samctl stats --by project", "samctl stats --here --by month", "samctl stats ~/proj ~/Library/Application\\ Support/SAM",
           "samctl stats --format json | jq '.stores[0].by_month'")
 @click.pass_context
-def command(ctx, roots, top, months, fmt):
+def command(ctx, roots, top, months, by, project, here, fmt):
     """Conversations, messages, memories and bytes of each store (each ROOT given, else each --root,
     else every store samctl finds), its largest conversations, and activity per month (by last
     update). Read-only.
     """
-    from samctl.core.stats import store_stats
+    from samctl.core.stats import stats_report
 
+    project = project_spec(project, here)
     findings: list = []
     if roots:
         from samctl.cli.common import Options
@@ -32,7 +38,7 @@ def command(ctx, roots, top, months, fmt):
         stores = [Options(root=r, max_file_size=parent.max_file_size, cache=parent.cache).store() for r in roots]
     else:
         stores = stores_of(ctx, findings)
-    result = {"stores": [store_stats(s, findings, top) for s in stores]}
+    result = stats_report(stores, findings, top, by, project)
     if fmt == "json":
         emit_json(result)
     else:
@@ -48,10 +54,8 @@ def _text(result: dict, months: int) -> str:
 
     out = []
     for s in result["stores"]:
-        mem = "-" if s["memories"] is None else f"{s['memories']:,}"
         out.append(click.style(f"{s['store']} store at {safe_text(str(s['root']), lines=False)}", bold=True))
-        out.append(f"  conversations {s['conversations']:,}   messages {s['messages']:,}   memories {mem}   "
-                   f"size {human_size(s['bytes'])} in {s['files']:,} files")
+        out.append("  " + _counts(s))
         if s["largest"]:
             out.append("")
             out.append("  largest conversations")
@@ -68,7 +72,28 @@ def _text(result: dict, months: int) -> str:
             for month, n in series:
                 out.append(f"  {month} {n:>{width}} {bar(n, peak, 40)}")
         out.append("")
+    if len(result["stores"]) > 1:
+        out.append(click.style(f"all {result['total']['stores']} stores", bold=True))
+        out.append("  " + _counts(result["total"]))
+        out.append("")
+    if result.get("groups") is not None:
+        out.append(click.style(f"by {result['by']}", bold=True))
+        rows = [(one_line(g.get("name") or g["key"]), f"{g['conversations']:,}", f"{g['messages']:,}",
+                 human_size(g["bytes"])) for g in result["groups"]]
+        if rows:
+            out.extend("  " + ln for ln in table(rows, [result["by"], "conversations", "messages", "size"]).splitlines())
     return "\n".join(out).rstrip("\n")
+
+
+def _counts(s: dict) -> str:
+    """Conversations, messages (copies a resume made counted once), memories (only where the store has
+    them) and size, on one line."""
+    line = f"conversations {s['conversations']:,}   messages {s['messages']:,}"
+    if s.get("copied_messages"):
+        line += f" (+{s['copied_messages']:,} copied by resumes)"
+    if s["memories"] is not None:
+        line += f"   memories {s['memories']:,}"
+    return line + f"   size {human_size(s['bytes'])} in {s['files']:,} files"
 
 
 def _clip(text: str, n: int) -> str:

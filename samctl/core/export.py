@@ -66,20 +66,22 @@ class Plan:
 # -- selection --------------------------------------------------------------------------------
 
 
-def select_ids(store, ids, all_: bool, since, until, findings: list) -> list[str]:
-    """The ids to export: the given ones (resolved, in order) or every listed conversation."""
+def select_ids(store, ids, all_: bool, since, until, findings: list, project: str | None = None) -> list[str]:
+    """The ids to export: the given ones (resolved, in order) or every listed conversation (of ``project``)."""
     if all_:
-        return [m.id for m in list_conversations(store, ListQuery(since=since, until=until), findings)]
+        return [m.id for m in list_conversations(store, ListQuery(since=since, until=until, project=project),
+                                                 findings)]
 
     return resolve_many(store, ids)
 
 
-def select_across(stores: list, ids, all_: bool, since, until, findings: list) -> list[tuple]:
+def select_across(stores: list, ids, all_: bool, since, until, findings: list,
+                  project: str | None = None) -> list[tuple]:
     """``select_ids`` over several stores: ``(store, id)`` pairs, the given ids resolved across them
     (``resolve_many_across``), or every listed conversation of all of them in one order (``ls``'s)."""
     if all_:
         owners: dict = {}
-        metas = list_across(stores, ListQuery(since=since, until=until), findings, owners)
+        metas = list_across(stores, ListQuery(since=since, until=until, project=project), findings, owners)
         return [(owners[id(m)], m.id) for m in metas]
     return resolve_many_across(stores, ids)
 

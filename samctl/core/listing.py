@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from samctl.errors import SamctlError
@@ -19,15 +20,49 @@ class ListQuery:
     limit: int | None = None
     sort: str = "updated"
     reverse: bool = False
+    project: str | None = None  # a project's name or folder (``project_matcher``)
+
+
+def project_matcher(spec: str):
+    """A test of a conversation's project against ``spec``: a folder (it holds a ``/``, or is ``.``, ``..``
+    or ``~...``) matches the projects at it and below it, as Claude Code's ``/resume`` lists the current
+    folder's sessions (``ls --here`` is the current folder); any other text is a project's short name (its
+    folder's last part, case-insensitive).  A conversation without a project never matches."""
+    if "/" in spec or spec in (".", "..") or spec.startswith("~") or (os.sep != "/" and os.sep in spec):
+        roots = {os.path.normpath(os.path.abspath(os.path.expanduser(spec)))}
+        roots.add(os.path.realpath(next(iter(roots))))
+
+        def under(project):
+            if not project:
+                return False
+            p = os.path.normpath(project)
+            return any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+        return under
+    name = spec.casefold()
+    return lambda project: bool(project) and project_name(project).casefold() == name
+
+
+def project_name(project: str | None) -> str:
+    """A project's short name: the last part of its folder ("" for none)."""
+    return os.path.basename(os.path.normpath(project)) if project else ""
+
+
+def project_members(stores: list, spec: str, findings: list) -> set:
+    """``(store name, conversation id)`` of every conversation of the project ``spec`` (``project_matcher``)
+    in ``stores``: what a command that does not list (search) keeps of its results."""
+    keep, owners = project_matcher(spec), {}
+    metas = list_across(stores, ListQuery(), findings, owners)
+    return {(owners[id(m)].name, m.id) for m in metas if keep(m.project)}
 
 
 def list_conversations(store, query: ListQuery, findings: list) -> list:
     """Metas of the store matching ``query``, ordered (newest/largest first unless reversed)."""
     metas = store.list_metas(findings)
-    if query.since is None and query.until is None and not query.pinned and not query.title:
+    if query.since is None and query.until is None and not query.pinned and not query.title and not query.project:
         return _ordered(metas, query)
     out = []
     needle = title_key(query.title) if query.title else None
+    in_project = project_matcher(query.project) if query.project else None
     for m in metas:
         t = recency(m)
         if query.since is not None and t < query.since:
@@ -37,6 +72,8 @@ def list_conversations(store, query: ListQuery, findings: list) -> list:
         if query.pinned and not m.pinned:
             continue
         if needle is not None and needle not in title_key(m.title):
+            continue
+        if in_project is not None and not in_project(m.project):
             continue
         out.append(m)
     return _ordered(out, query)

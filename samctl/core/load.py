@@ -26,13 +26,22 @@ def load_conversation(store, text: str, findings: list):
         findings.append(Finding("pending-move", str(store.conv_dir), f"an interrupted move holds {cid} half done, so "
                                 f"what is shown may be part of it; {SETTLE}", WARNING, cid))
         mark_held(findings[start:], {cid})
+    return with_resume(store, conv)
+
+
+def with_resume(store, conv):
+    """``conv`` with the app's resume command (``core.resume``) set, for show, export and JSON."""
+    if conv is not None:
+        from samctl.core.resume import resume_of  # (lazy: not loaded by ls or --help)
+
+        conv.resume = resume_of(store, conv.meta)
     return conv
 
 
 def load_resolved(store, cid: str, findings: list):
     """``load_conversation`` for an id taken from a listing: no id lookup, never raises NotFound
     (``Store.load_listed``)."""
-    return store.load_listed(cid, findings)
+    return with_resume(store, store.load_listed(cid, findings))
 
 
 def raw_bytes(store, text: str, findings: list):

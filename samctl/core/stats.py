@@ -15,6 +15,7 @@ from collections import Counter
 from datetime import datetime
 
 from samctl import fsafe
+from samctl.core.listing import project_matcher, project_name
 from samctl.model import recency
 from samctl.stores.metacache import MetaCache
 
@@ -92,8 +93,75 @@ def _counted(store, dbs: list, findings: list) -> int:
     return total
 
 
-def store_stats(store, findings: list, top: int = 5) -> dict:
-    metas = store.list_metas(findings)
+BY_KEYS = ("store", "project", "model", "month")
+
+
+def counted(m) -> int:
+    """The messages of ``m`` that are its own: a resumed session's copies of the one it continues are
+    that one's, counted there."""
+    return max(0, (m.message_count or 0) - (m.copied_messages or 0))
+
+
+def stats_report(stores: list, findings: list, top: int = 5, by: str | None = None,
+                 project: str | None = None) -> dict:
+    """Every store's ``store_stats``, their ``total``, and with ``by`` the conversations, messages and bytes
+    per store, project, model or month of last activity (``groups``); ``project`` as ``ls --project``."""
+    keep = project_matcher(project) if project else None
+    per_store, listed = [], []
+    for store in stores:
+        metas = store.list_metas(findings)
+        if keep is not None:
+            metas = [m for m in metas if keep(m.project)]
+        listed.append((store, metas))
+        per_store.append(store_stats(store, findings, top, metas=metas))
+    out = {"stores": per_store, "total": totals(per_store)}
+    if by:
+        out["by"] = by
+        out["groups"] = groups(listed, by)
+    return out
+
+
+def totals(per_store: list) -> dict:
+    """The sums over the stores (memories: over those that have them; None when none has)."""
+    mems = [s["memories"] for s in per_store if s["memories"] is not None]
+    return {"stores": len(per_store),
+            **{k: sum(s[k] for s in per_store) for k in ("conversations", "messages", "copied_messages", "bytes",
+                                                          "files", "conversation_bytes")},
+            "memories": sum(mems) if mems else None}
+
+
+def _key(store, m, by: str) -> str:
+    if by == "store":
+        return store.name
+    if by == "project":
+        return m.project or "(none)"
+    if by == "model":
+        return m.model or "(unknown)"
+    return _month(recency(m) or None) or "(undated)"
+
+
+def groups(listed: list, by: str) -> list[dict]:
+    """Conversations, messages (own, ``counted``) and bytes per ``by`` key: months in order, the others
+    most messages first."""
+    acc: dict = {}
+    for store, metas in listed:
+        for m in metas:
+            g = acc.setdefault(_key(store, m, by), {"conversations": 0, "messages": 0, "bytes": 0})
+            g["conversations"] += 1
+            g["messages"] += counted(m)
+            g["bytes"] += m.size or 0
+    rows = [{"key": k, **({"name": project_name(k)} if by == "project" and k != "(none)" else {}), **v}
+            for k, v in acc.items()]
+    if by == "month":
+        return sorted(rows, key=lambda r: r["key"])
+    return sorted(rows, key=lambda r: (-r["messages"], -r["conversations"], r["key"]))
+
+
+def store_stats(store, findings: list, top: int = 5, metas: list | None = None) -> dict:
+    """One store's figures, of ``metas`` when given (a filtered listing), else of its whole listing; the
+    messages a resumed session copied are counted once (``counted``), and said (``copied_messages``)."""
+    if metas is None:
+        metas = store.list_metas(findings)
     size, files = folder_bytes(store.conv_dir)
     months = Counter(m for m in (_month(recency(x) or None) for x in metas) if m)
     largest = sorted(metas, key=lambda m: m.size or 0, reverse=True)[:top]
@@ -101,7 +169,8 @@ def store_stats(store, findings: list, top: int = 5) -> dict:
         "store": store.name,
         "root": str(store.conv_dir),
         "conversations": len(metas),
-        "messages": sum(m.message_count or 0 for m in metas),
+        "messages": sum(counted(m) for m in metas),
+        "copied_messages": sum(m.copied_messages or 0 for m in metas),
         "memories": memory_count(store, findings),
         "bytes": size,
         "files": files,

@@ -26,7 +26,8 @@ from datetime import datetime, timezone
 from samctl.render import text as render
 from samctl.timeparse import format_local
 from samctl import __version__
-from samctl.render.text import args_json
+from samctl.render.text import args_json, resume_text, result_label
+from samctl.toollabel import tool_label
 
 CSS = """
 :root{--fg:#1d1d1f;--muted:#6b6b70;--bg:#fff;--card:#f6f6f8;--line:#dedee3;--user:#0a6b3d;--assistant:#0b4f8a;
@@ -195,8 +196,8 @@ def message_html(msg, n: int) -> str:
     if role == "tool":
         status = msg.tool_status or ""
         label = "Result" + (f" of {msg.tool_name}" if msg.tool_name else "")
-        if msg.tool_call_id:
-            label += f" ({msg.tool_call_id})"
+        facts = result_label(msg).split(" · ")[1:]  # exit code and wall time, where known
+        label += "".join(f" · {x}" for x in facts)
         st = f" · <span class=\"status-{_e(status)}\">{_e(status)}</span>" if status else ""
         inner = f"<pre>{_e(msg.content)}</pre>" if msg.content else "<p class=\"empty\">(no output)</p>"
         parts.append(f"<details class=\"result\"><summary>{_e(label)}{st}</summary>{inner}</details>")
@@ -207,9 +208,8 @@ def message_html(msg, n: int) -> str:
     for a in msg.attachments:  # shown as text: the page loads nothing (its CSP allows no images)
         parts.append(body_html(a["text"]) if a.get("type") == "text"
                      else f"<p class=\"attachment\"><code>{_e(render.attachment_line(a))}</code></p>")
-    for tc in msg.tool_calls:
-        cid = f" <code>{_e(tc.id)}</code>" if tc.id else ""
-        parts.append(f"<details class=\"call\"><summary>Tool call <code>{_e(tc.name)}</code>{cid}</summary>"
+    for tc in msg.tool_calls:  # labelled as the app shows it (Bash(git status)); the call id only in JSON
+        parts.append(f"<details class=\"call\"><summary><code>{_e(tool_label(tc.name, tc.arguments))}</code></summary>"
                      f"<pre><code>{_e(_pretty_args(tc.arguments))}</code></pre></details>")
     for a in msg.actions:
         if isinstance(a, dict):
@@ -227,6 +227,11 @@ def conversation_page(conv, messages, hidden_count: int = 0, index_link: bool = 
     facts.append(("created", _e(format_local(m.created_ts) if m.created_ts is not None else (m.created or "-"))))
     facts.append(("updated", _e(format_local(m.updated_ts) if m.updated_ts is not None else (m.updated or "-"))))
     facts.append(("messages", str(len(messages))))
+    for key, value in (("project", m.project), ("branch", m.branch), ("continues", m.continues)):
+        if value:
+            facts.append((key, f"<code>{_e(value)}</code>"))
+    if resume_text(conv):
+        facts.append(("resume", f"<code>{_e(resume_text(conv))}</code>"))
     out = [_head(m.title or m.id), "<header class=\"conv\">", f"<h1>{_e(m.title)}</h1>",
            "<dl class=\"facts\">" + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>",
            "<nav class=\"tools\"><button type=\"button\" id=\"expand-all\">Expand all</button>"

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 from samctl.timeparse import format_local
 from samctl.safetext import one_line, safe_text
 from samctl.model import last_activity
 from samctl.importance import message_importance
+from samctl.toollabel import duration_text, tool_label
 
 def _args(arguments) -> str:
     value = arguments
@@ -52,14 +54,57 @@ def plain_style(text, tag):
     return text
 
 
+def shown_count(conv) -> int:
+    """The messages a transcript shows by default (the app's own: none it hides), as ``ls`` counts them."""
+    return sum(1 for msg in conv.messages if not msg.hidden)
+
+
+def place_line(conv) -> str | None:
+    """``project DIR · branch B · continues ID`` for a conversation that has any of them, else None."""
+    m = conv.meta
+    bits = [f"{k} {v}" for k, v in (("project", m.project), ("branch", m.branch), ("continues", m.continues)) if v]
+    return " · ".join(bits) if bits else None
+
+
+def resume_text(conv) -> str | None:
+    """The app's command to resume the conversation, ``cd DIR && ...`` when it runs in a folder, or None."""
+    r = conv.resume
+    if not r:
+        return None
+    return (f"cd {shlex.quote(r['cwd'])} && " if r.get("cwd") else "") + r["command"]
+
+
 def header_lines(conv) -> list[str]:
+    """The title, ``id · store · model · dates · N messages`` (N: what is shown without --all, as ``ls``
+    counts), then the project line and the resume command where there are any."""
     m = conv.meta
     bits = [m.id, m.store]
     if conv.model:
         bits.append(conv.model)
     bits.append(f"{format_local(m.created_ts)} → {format_local(last_activity(m))}")  # (as ls shows it)
-    bits.append(f"{len(conv.messages)} messages")
-    return [m.title, " · ".join(bits)]
+    n, hidden = shown_count(conv), len(conv.messages) - shown_count(conv)
+    bits.append(f"{n} message{'s' if n != 1 else ''}" + (f" (+{hidden} hidden)" if hidden else ""))
+    out = [m.title, " · ".join(bits)]
+    place, resume = place_line(conv), resume_text(conv)
+    if place:
+        out.append(place)
+    if resume:
+        out.append(f"resume: {resume}")
+    return out
+
+
+def result_label(msg) -> str:
+    """A tool result's label: ``tool NAME [error] · exit 1 · 0.3s`` (what is known of it)."""
+    label = msg.role
+    if msg.tool_name:
+        label += f" {msg.tool_name}"
+    if msg.tool_status and msg.tool_status != "success":
+        label += f" [{msg.tool_status}]"
+    if msg.exit_code is not None:
+        label += f" · exit {msg.exit_code}"
+    if msg.duration is not None:
+        label += f" · {duration_text(msg.duration)}"
+    return label
 
 
 def attachment_line(a: dict) -> str:
@@ -106,16 +151,12 @@ def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=p
             min_importance: float | None = None, at: int | None = None, starts: dict | None = None) -> str:
     """The transcript; the message at index ``at`` is shown whatever the filters, and ``starts`` (if given) is
     filled with the line (from 1) where each message shown starts."""
-    title, info = header_lines(conv)
-    out = [style(one_line(title), "title"), style(safe_text(info), "dim"), ""]  # the title: one line, as in ls
+    title, *info = header_lines(conv)
+    out = [style(one_line(title), "title"), *(style(safe_text(x), "dim") for x in info), ""]  # (title: one line)
     marks = {}
     for i, msg in shown(conv.messages, include_hidden, min_importance, at):
         marks[i] = len(out)
-        label = msg.role
-        if msg.role == "tool" and msg.tool_name:
-            label += f" {msg.tool_name}"
-            if msg.tool_status and msg.tool_status != "success":
-                label += f" [{msg.tool_status}]"
+        label = result_label(msg) if msg.role == "tool" else msg.role
         when = format_local(msg.timestamp_ts)
         out.append(style(f"── {safe_text(label, lines=False)} · {when} ──", msg.role))
         if msg.reasoning:
@@ -130,9 +171,8 @@ def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=p
         for at in msg.attachments:
             out.append(safe_text(at["text"]) if at.get("type") == "text" else style(safe_text(attachment_line(at)),
                                                                                      "dim"))
-        for tc in msg.tool_calls:
-            out.append(style(f"  → {safe_text(tc.name)}({safe_text(_args(tc.arguments))})"
-                             + (f" [{safe_text(tc.id)}]" if tc.id else ""), "tool"))
+        for tc in msg.tool_calls:  # as the app shows it: Bash(git status); ids only in --raw and JSON
+            out.append(style(f"  → {safe_text(tool_label(tc.name, tc.arguments))}", "tool"))
         for a in msg.actions:
             if isinstance(a, dict):
                 out.append(style(f"  ⚙ {safe_text(str(a.get('action_type', '?')))} "
@@ -225,7 +265,12 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
         out.append(f"- **model:** {_md_inline(conv.model)}")
     out.append(f"- **created:** {m.created or '-'}")
     out.append(f"- **updated:** {m.updated or '-'}")
-    out.append(f"- **messages:** {len(conv.messages)}")
+    out.append(f"- **messages:** {shown_count(conv)}")
+    for key, value in (("project", m.project), ("branch", m.branch), ("continues", m.continues)):
+        if value:
+            out.append(f"- **{key}:** {_code_span(value)}")
+    if resume_text(conv):
+        out.append(f"- **resume:** {_code_span(resume_text(conv))}")
     out.append("")
     marks = {}
     for i, msg in shown(conv.messages, include_hidden, min_importance, at):
@@ -233,10 +278,12 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
         label = msg.role.capitalize()
         if msg.role == "tool" and msg.tool_name:
             label += f" `{msg.tool_name}`"
-            if msg.tool_call_id:
-                label += f" (result of `{msg.tool_call_id}`)"
         if msg.role == "tool" and msg.tool_status and msg.tool_status != "success":
             label += f" [{msg.tool_status}]"
+        if msg.role == "tool" and msg.exit_code is not None:
+            label += f" · exit {msg.exit_code}"
+        if msg.role == "tool" and msg.duration is not None:
+            label += f" · {duration_text(msg.duration)}"
         if msg.hidden:
             label += " (hidden in the app)"
         out.append(f"## {label} · {msg.timestamp or ''}".rstrip(" ·"))
@@ -255,7 +302,8 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
         for tc in msg.tool_calls:
             body = args_json(tc.arguments, 2, quote=True)
             f = _fence(body)
-            out += [f"**Tool call** `{tc.name}`" + (f" (`{tc.id}`)" if tc.id else ""), "", f + "json", body, f, ""]
+            label = tool_label(tc.name, tc.arguments)
+            out += [f"**Tool call** {_code_span(label)}", "", f + "json", body, f, ""]
         for a in msg.actions:
             if isinstance(a, dict):
                 out += _md_action(a)
@@ -276,3 +324,12 @@ def _md_action(a: dict) -> list[str]:
 
 def _md_inline(s: str) -> str:
     return " ".join(s.split())
+
+
+def _code_span(s: str) -> str:
+    """``s`` as one Markdown code span, whatever backticks it holds (CommonMark §6.1)."""
+    s = _md_inline(s)
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{tick}{pad}{s}{pad}{tick}"

@@ -179,6 +179,11 @@ class Store:
         """Findings every reader of a whole conversation shows with it (e.g. that it was rebuilt from a log)."""
         return []
 
+    def resume_command(self, meta) -> tuple[list[str], str | None] | None:
+        """The app's own command to go back into the conversation ``meta`` lists, as an argv, and the folder
+        to run it in (None: anywhere); None when the app has no such command."""
+        return None
+
     def raw_path(self, cid: str) -> Path:
         raise NotImplementedError
 

@@ -169,7 +169,7 @@ def cached_metas(store, items, read_meta, findings: list, title_of=None) -> list
             findings.extend(errors)
             row = None if meta is None or not meta.message_count else [
                 meta.id, meta.title, meta.created, meta.updated, meta.created_ts, meta.updated_ts,
-                meta.message_count, meta.size]
+                meta.message_count, meta.size, meta.project, meta.branch, meta.continues, meta.copied_messages, meta.model]
             if not errors and meta is not None and MetaCache.cacheable(st, now):
                 fresh[key] = [st.st_size, st.st_mtime_ns, row]
         else:
@@ -178,7 +178,8 @@ def cached_metas(store, items, read_meta, findings: list, title_of=None) -> list
         if row is not None:
             title = (title_of(cid) if title_of else None) or row[1]
             metas.append(ConversationMeta(store.name, row[0], title, row[2], row[3], row[4], row[5], row[6], row[7],
-                                          False, path))
+                                          False, path, project=row[8], branch=row[9], continues=row[10],
+                                          copied_messages=row[11], model=row[12]))
     if fresh != old:
         cache.save(fresh)
     metas.sort(key=recency, reverse=True)
@@ -191,6 +192,8 @@ _NUM = (int, float, type(None))
 def _row_ok(row, cid: str) -> bool:
     """A cached row has the types a read gives it and the id of the file it is keyed by (a corrupt or
     hostile cache is only read again)."""
-    return (type(row) is list and len(row) == 8 and row[0] == cid and type(row[1]) is str
+    return (type(row) is list and len(row) == 13 and row[0] == cid and type(row[1]) is str
             and type(row[2]) in (str, type(None)) and type(row[3]) in (str, type(None)) and type(row[4]) in _NUM
-            and type(row[5]) in _NUM and type(row[6]) is int and type(row[7]) is int)
+            and type(row[5]) in _NUM and type(row[6]) is int and type(row[7]) is int
+            and all(type(x) in (str, type(None)) for x in row[8:11]) and type(row[11]) is int
+            and type(row[12]) in (str, type(None)))

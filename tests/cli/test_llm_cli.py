@@ -37,7 +37,7 @@ def test_show_text_markdown_json_raw(run, llm):
     before = fingerprint(llm)
     r = run("--root", llm, "show", "01kf3a")
     assert r.exit_code == 0, r.stderr
-    assert "→ weather(city=\"Lyon\") [call_w1]" in r.stdout and "── tool weather" in r.stdout
+    assert "→ weather(Lyon)" in r.stdout and "call_w1" not in r.stdout and "── tool weather" in r.stdout
     md = run("--root", llm, "show", C2, "--format", "markdown")
     assert md.exit_code == 0 and md.stdout.startswith("# What is the weather in Lyon")
     js = json.loads(run("--root", llm, "show", T1, "--format", "json").stdout)

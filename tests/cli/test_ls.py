@@ -33,7 +33,8 @@ def test_mermaid_ls_jsonl_is_one_object_per_line(run, mermaid_demo):
     assert spec["updated"] == "2026-08-10T14:04:02.655120734-04:00"
     assert spec["store"] == "mermaid" and spec["pinned"] is False
     assert spec["size"] > 3428  # snapshot + meta + log
-    assert set(spec) == {"id", "title", "created", "updated", "last_activity", "messages", "size", "pinned", "store", "path"}
+    assert set(spec) == {"id", "title", "created", "updated", "last_activity", "messages", "size", "pinned", "store", "path",
+                         "project", "branch", "continues"}
 
 
 @pytest.mark.parametrize("sub", ["", ".mermaid", ".mermaid/conversations"])

@@ -88,7 +88,9 @@ def _node_time(node) -> float | None:
 
 def meta(doc: dict, cid: str, where: str, findings: list, size: int | None = None) -> ConversationMeta:
     path, mapping = branch(doc, where, [], cid)
-    count = sum(1 for n in path if isinstance(mapping[n].get("message"), dict))
+    # what show prints: the branch's messages the app does not hide (``message`` decides, findings dropped)
+    count = sum(1 for n in path if isinstance(mapping[n].get("message"), dict)
+                and not message(mapping[n]["message"], n, None, where, [], cid).hidden)
     created, updated = _time(doc.get("create_time")), _time(doc.get("update_time"))
     title = doc.get("title")
     if not isinstance(title, str) or not title.strip():

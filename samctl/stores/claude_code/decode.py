@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from samctl.injected import CLAUDE_CODE as _INJECTED, injected, title_text
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import parse_timestamp
 from samctl.stores.jsonlines import compact, parse_lines
@@ -26,8 +27,7 @@ AGENT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 # entries that are not conversation but may sit in the tree (kept as nodes so their children are not roots)
 STRUCTURAL = {"attachment", "progress", "agent-setting", "pr-link", "file-history-snapshot", "queue-operation",
               "summary", "ai-title", "custom-title", "last-prompt", "tag"}
-_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
-             "Caveat: ", "<bash-input>", "<bash-stdout>", "<system-reminder>")
+_WRAPPERS = _INJECTED  # (samctl/injected.py: the documented list)
 
 
 def _str(v) -> str | None:
@@ -130,6 +130,10 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
     meta = ConversationMeta(STORE, sid, " ".join(title.split())[:200] or "(untitled)", created[1], updated[1],
                             created[0], updated[0], sum(1 for m in messages if not m.hidden),
                             len(data) if size is None else size, False, path)
+    meta.project, meta.branch = session_place(entries)
+    meta.continues = mark_copies(messages, sid)
+    meta.copied_messages = sum(1 for m in messages if m.copied and not m.hidden)
+    meta.model = model
     return Conversation(meta=meta, messages=messages, raw=entries, model=model, source=path), findings
 
 
@@ -325,9 +329,40 @@ def _result_content(content) -> tuple[str, list]:
 
 def _first_prompt(messages) -> str | None:
     for m in messages:
-        if m.role == "user" and not m.hidden and m.kind is None and m.content.strip():
-            return m.content
+        if m.role == "user" and not m.hidden and m.kind is None and m.content.strip() and not injected(m.content):
+            return title_text(m.content)
     return None
+
+
+def session_place(entries) -> tuple[str | None, str | None]:
+    """(project, branch): the first ``cwd`` a main-session entry records (where ``claude`` was started,
+    the folder ``/resume`` lists it under) and the last non-empty ``gitBranch`` (the branch it ended on)."""
+    project = branch = None
+    for e in entries:
+        if e.get("isSidechain") is True:
+            continue
+        if project is None and _str(e.get("cwd")):
+            project = e["cwd"]
+        b = _str(e.get("gitBranch"))
+        if b and b != "HEAD":
+            branch = b
+    return project, branch
+
+
+def mark_copies(messages, sid: str) -> str | None:
+    """Mark the messages a resume copied from an earlier session (their entry's ``sessionId`` is another
+    session's: ``claude --resume`` writes a new file holding the earlier history); the id of that session
+    (the first copied entry's), or None.  Sub-agent lines carry the parent's id and are never copies here."""
+    continues = None
+    for m in messages:
+        e = m.raw[0] if isinstance(m.raw, list) and m.raw else m.raw
+        if not isinstance(e, dict) or e.get("isSidechain") is True or m.marker:
+            continue
+        other = _str(e.get("sessionId"))
+        if other and other.lower() != sid.lower() and SESSION_RE.match(other):
+            m.copied = True
+            continues = continues or other.lower()
+    return continues
 
 
 def agent_ids(data: bytes) -> set[str]:

@@ -146,6 +146,10 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
 
         return usage_records(self, findings, self._projects(findings))
 
+    def resume_command(self, meta):
+        """The app's resume, in the session's folder (the app lists a session under its working folder)."""
+        return ["claude", "--resume", meta.id], meta.project
+
     @classmethod
     def default_roots(cls) -> list[Path]:
         return [default_root()]

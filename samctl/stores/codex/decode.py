@@ -18,6 +18,7 @@ import re
 
 import orjson
 
+from samctl.injected import first_typed
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import parse_timestamp
 from samctl.stores.jsonlines import compact, parse_lines
@@ -60,7 +61,7 @@ def decode_rollout(data: bytes, path: str, cid: str, *, index_title: str | None 
         findings.append(Finding("unknown-type", path, f"{n} record{'s' if n != 1 else ''} of unknown type "
                                 f"{kind[:80]!r} kept (shown with --all)", INFO, cid))
     msgs = d.messages
-    first_user = next((m.content for m in msgs if m.role == "user" and not m.hidden and m.content.strip()), None)
+    first_user = first_typed(m.content for m in msgs if m.role == "user" and not m.hidden)
     title = index_title or d.thread_name or first_user or "(untitled)"
     times = d.times
     created = (parse_timestamp(d.start), d.start) if d.start and parse_timestamp(d.start) is not None else \
@@ -69,6 +70,8 @@ def decode_rollout(data: bytes, path: str, cid: str, *, index_title: str | None 
     meta = ConversationMeta(STORE, cid, " ".join(title.split())[:200] or "(untitled)", created[1], updated[1],
                             created[0], updated[0], sum(1 for m in msgs if not m.hidden),
                             len(data) if size is None else size, False, path)
+    meta.project, meta.branch = thread_place(d.session_meta)
+    meta.model = d.model
     raw = {"session_meta": d.session_meta, "records": [{"timestamp": ts, "type": t, "payload": p}
                                                        for ts, t, p in records]}
     return Conversation(meta=meta, messages=msgs, raw=raw, model=d.model, source=path), findings
@@ -235,8 +238,9 @@ class _Decoder:
         elif it in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
             cid = _str(p.get("call_id"))
             text, atts, status = _output(p.get("output") if it != "tool_search_output" else p.get("tools"))
-            self._add(Message("tool", text, ts_text, ts, tool_call_id=cid, tool_name=self.tool_names.get(cid),
-                              tool_status=status, attachments=atts, raw=p))
+            m = self._add(Message("tool", text, ts_text, ts, tool_call_id=cid, tool_name=self.tool_names.get(cid),
+                                  tool_status=status, attachments=atts, raw=p))
+            unwrap_envelope(m)
         elif it in _QUIET_ITEMS:
             return
         else:
@@ -277,6 +281,37 @@ class _Decoder:
             return
         else:
             self._unknown(f"event {et}", ts_text, ts, p)
+
+
+def thread_place(meta) -> tuple[str | None, str | None]:
+    """(project, branch) from the thread's ``session_meta``: its ``cwd`` and ``git.branch``."""
+    if not isinstance(meta, dict):
+        return None, None
+    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    return _str(meta.get("cwd")) or None, _str(git.get("branch")) or None
+
+
+def unwrap_envelope(m: Message) -> None:
+    """A shell result Codex wrote as ``{"output": TEXT, "metadata": {"exit_code": N, "duration_seconds": S}}``
+    (a JSON string) shown as TEXT, with its exit code and wall time; a non-zero exit is an error."""
+    text = m.content
+    if not text.startswith("{") or '"metadata"' not in text:
+        return
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return
+    if not isinstance(doc, dict) or not isinstance(doc.get("output"), str) or not isinstance(doc.get("metadata"), dict):
+        return
+    md = doc["metadata"]
+    code, took = md.get("exit_code"), md.get("duration_seconds")
+    m.content = doc["output"]
+    if type(code) is int:
+        m.exit_code = code
+        if code != 0:
+            m.tool_status = "error"
+    if type(took) in (int, float) and took >= 0:
+        m.duration = float(took)
 
 
 def _origin(meta: dict) -> str | None:

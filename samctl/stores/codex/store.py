@@ -189,6 +189,10 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
             self.load(cid, findings)
         return []
 
+    def resume_command(self, meta):
+        """The app's resume, in the session's folder (the app lists a session under its working folder)."""
+        return ["codex", "resume", meta.id], meta.project
+
     @classmethod
     def default_roots(cls) -> list[Path]:
         return [default_root()]

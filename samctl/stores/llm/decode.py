@@ -102,6 +102,7 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
         r["ts"] += [x for x in (ts(first), ts(last)) if x is not None]
         r["count"] += count
 
+    shown = response_counts(conn, t) if "responses" in t else {}
     if "responses" in t:
         named = {}
         if "conversations" in t:
@@ -116,9 +117,9 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
                         f"SELECT id, {_cols(t, 'responses', ('prompt', 'datetime_utc'))} FROM responses WHERE "
                         + ("conversation_id IS NULL" if cid is None else "conversation_id = ?"),
                         () if cid is None else (cid,)):
-                    add(rid1, _title(p), d, d, 2)
+                    add(rid1, _title(p), d, d, shown.get((None, rid1), 2))
                 continue
-            add(cid, named.pop(cid) or _title(prompt), first, last, 2 * n)
+            add(cid, named.pop(cid) or _title(prompt), first, last, shown.get((cid, None), 2 * n))
         for cid, name in named.items():  # conversations with no response rows
             add(cid, name, None, None, 0)
     if "threads" in t:
@@ -144,6 +145,38 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
         created, updated = (min(times), max(times)) if times else (None, None)
         out.append(ConversationMeta("llm", cid, _title(r["title"]) or "(untitled)", format_utc(created),
                                     format_utc(updated), created, updated, r["count"], None, False, path))
+    return out
+
+
+def response_counts(conn, t) -> dict:
+    """The messages ``load`` shows of each conversation kept in ``responses`` (what ``ls`` counts):
+    per response its answer, its prompt (text, attachments or fragments), the tool results sent with it,
+    and its system prompt where it differs from the last one; keyed ``(conversation_id, None)``, and
+    ``(None, response id)`` for a response that is a conversation alone (``load`` with its own id)."""
+    tools: dict = {}
+    if "tool_results" in t and "response_id" in t["tool_results"]:
+        tools = dict(conn.execute("SELECT response_id, count(*) FROM tool_results GROUP BY 1"))
+    extra = []
+    for table in ("prompt_attachments", "prompt_fragments"):
+        if table in t and "response_id" in t[table]:
+            extra.append(f'EXISTS (SELECT 1 FROM "{table}" x WHERE x.response_id = r.id)')
+    has_prompt = " OR ".join(["coalesce(r.prompt, '') != ''"] + extra) if "prompt" in t["responses"] else \
+        (" OR ".join(extra) or "0")
+    system = "r.system" if "system" in t["responses"] else "NULL"
+    out: dict = {}
+    last: dict = {}
+    for cid, rid, prompt, sys_text in conn.execute(
+            f"SELECT {_cols(t, 'responses', ('conversation_id',))}, r.id, ({has_prompt}), {system} "
+            "FROM responses r ORDER BY 1, r.id, r.datetime_utc" if "datetime_utc" in t["responses"] else
+            f"SELECT {_cols(t, 'responses', ('conversation_id',))}, r.id, ({has_prompt}), {system} "
+            "FROM responses r ORDER BY 1, r.id"):
+        n = 1 + (1 if prompt else 0) + tools.get(rid, 0)
+        if sys_text and sys_text != last.get(cid):
+            n += 1
+        last[cid] = sys_text or last.get(cid)
+        out[(cid, None)] = out.get((cid, None), 0) + n
+        alone = 1 + (1 if prompt else 0) + tools.get(rid, 0) + (1 if sys_text else 0)
+        out[(None, rid)] = alone
     return out
 
 
@@ -341,6 +374,12 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
     if "messages" in t and "role" in t["messages"]:
         for h in chain:
             roles[h] = conn.execute("SELECT role FROM messages WHERE hash = ?", (h,)).fetchone()[0]
+    later = None
+    for h in reversed(chain):  # a message no turn spans (llm 0.36's system message, before the first prompt):
+        if h in when:          # the time of the next one that has a time
+            later = when[h]
+        elif later is not None:
+            when[h] = later
     for h in chain:
         parts = []
         if "parts" in t:
@@ -351,7 +390,7 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
         _message(conn, t, h, roles.get(h), parts, at, at_ts, out, path, findings, cid)
 
 
-_ROLES = {"user": "user", "assistant": "assistant", "system": "system"}
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}  # (tool: llm 0.36)
 
 
 def _message(conn, t, h, role, parts, at, at_ts, out, path, findings, cid) -> None:

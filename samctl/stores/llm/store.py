@@ -28,6 +28,7 @@ DB_NAME = "logs.db"
 
 class LlmStore(Store):
     name = "llm"
+    app_name = "llm"
     id_rule = "a ULID (26 characters of 0-9 a-z without i l o u), or log-N for a pre-0.5 row"
     read_only = True
     has_usage = True
@@ -44,6 +45,20 @@ class LlmStore(Store):
 
     def describe(self) -> str:
         return f"llm store at {self.db} (read-only)"
+
+    def resume_command(self, meta):
+        """``llm -c --cid ID`` (``-d DB`` when the database is not llm's default); a pre-0.5 ``log-N`` row has
+        no conversation id to continue."""
+        if meta.id.startswith("log-"):
+            return None
+        argv = ["llm", "-c", "--cid", meta.id]
+        try:
+            default = os.path.realpath(default_db())
+        except OSError:
+            default = None
+        if os.path.realpath(self.db) != default:
+            argv += ["-d", str(self.db)]
+        return argv, None
 
     # ids ----------------------------------------------------------------
     def valid_id(self, text: str) -> bool:

@@ -109,7 +109,7 @@ class MermaidStore(Store):
             stamp = MetaCache.folder_stamp(folder)
             if cache and cache_file.stamp == stamp and listing is not None:
                 findings.extend(listing.findings(conv))
-                return listing.metas(conv, dir_fd)
+                return self._in_project(listing.metas(conv, dir_fd))
         finally:
             os.close(dir_fd)
         names = self._names()
@@ -132,7 +132,19 @@ class MermaidStore(Store):
         elif cache_file.stamp is not None or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k]
                                                                                  for k in fresh):
             cache_file.save(fresh)
+        return self._in_project(metas)
+
+    def _in_project(self, metas: list) -> list:
+        project = self.project_folder()
+        for m in metas:
+            m.project = project
         return metas
+
+    def project_folder(self) -> str | None:
+        """The project the store belongs to: the folder holding ``.mermaid/`` (mermaid keeps one store per
+        project, so every conversation's project is this one), or None for a store given elsewhere."""
+        app = self.app_folder()
+        return os.path.dirname(app) if app else None
 
     def _list_pass(self, conv, names, kind, cache, listing, fresh, now_ns, name_set, metas, findings) -> None:
         """List ``names`` (sidecars, ``kind`` "meta", or snapshots, "json"), in order.
@@ -297,6 +309,7 @@ class MermaidStore(Store):
             if st is not None and stat.S_ISREG(st.st_mode):
                 size += st.st_size
         meta = decode.meta_from_snapshot(doc, source, size)
+        meta.project = self.project_folder()
         message = decode.message
         messages = [message(m) for m in doc["messages"]]
         return Conversation(meta=meta, messages=messages, raw=doc, model=doc.get("model_name"), source=source)

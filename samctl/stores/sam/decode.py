@@ -96,6 +96,12 @@ def content_parts(parts) -> list:
     return out
 
 
+def shown_count(msgs) -> int:
+    """The messages ``show`` prints of ``msgs`` (what ``ls`` counts): those ``message`` reads that SAM's UI
+    does not hide."""
+    return sum(1 for m in msgs if isinstance(m, dict) and not hidden_by_ui(m)) if isinstance(msgs, list) else 0
+
+
 def meta(doc: dict, path: str, size: int, fallback_id: str, mtime: float | None = None) -> ConversationMeta:
     """``mtime``: the file's, which bounds its message times (``newest_message_ts``)."""
     msgs = doc.get("messages")
@@ -109,7 +115,7 @@ def meta(doc: dict, path: str, size: int, fallback_id: str, mtime: float | None 
         updated=updated,
         created_ts=parse_timestamp(created),
         updated_ts=parse_timestamp(updated),
-        message_count=len(msgs) if isinstance(msgs, list) else 0,
+        message_count=shown_count(msgs),
         size=size,
         pinned=_bool(doc.get("isPinned")),
         path=path,

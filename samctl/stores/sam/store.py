@@ -264,7 +264,7 @@ class SamStore(Store):
         meta_d = topic = None
         if doc is not None:
             m = decode.meta(doc, p, st.st_size, folder.upper(), st.st_mtime)
-            meta_d = {k: getattr(m, k) for k in m.__slots__}
+            meta_d = {k: getattr(m, k) for k in _META_KEYS}  # (the fields SAM has; the others stay None)
             if problem is None:
                 problem = _first_rejection(doc)
             topic = decode.shared_topic_id(doc)
