@@ -94,11 +94,12 @@ def restore_entry(store, entry) -> str:
 
 
 def resume_command(store, cid: str) -> str:
-    """The command that resumes the conversation in its app, where the store declares one
-    (``resume_command``); else the samctl command that shows it."""
-    declared = getattr(store, "resume_command", None)
-    if callable(declared):
-        text = declared(cid)
-        if text:
-            return text
+    """The command that resumes the conversation in its app, as ``samctl resume`` prints it, where the
+    store declares one; else the samctl command that shows it."""
+    from samctl.core.load import load_resolved
+    from samctl.core.resume import resume_line
+
+    conv = load_resolved(store, cid, [])
+    if conv is not None and conv.resume:
+        return resume_line(conv.resume)
     return f"samctl --root {shlex.quote(str(store.conv_dir))} show {cid}"

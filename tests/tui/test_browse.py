@@ -529,6 +529,11 @@ def test_copy_the_id_and_the_resume_command(stores, demo):
         await pilot.press("y")
         assert app.copied[-1] == "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
         assert "copied:" in str(app.screen.query_one("#tstatus").render())
+        await pilot.press("escape")
+        await settle(pilot)
+        app.main.query_one("#list").move_cursor(row=titles(app).index("login timeout"))
+        await pilot.press("Y")
+        assert app.copied[-1].endswith("claude --resume 0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"), app.copied[-1]
     drive(stores, steps)
 
 
