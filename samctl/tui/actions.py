@@ -96,8 +96,8 @@ def restore_entry(store, entry) -> str:
 def resume_command(store, cid: str) -> str:
     """The command that resumes the conversation in its app, as ``samctl resume`` prints it, where the
     store declares one; else the samctl command that shows it."""
-    from samctl.core.load import load_resolved
-    from samctl.core.resume import resume_line
+    from samctl.core.load import load_resolved  # (lazy: only the copy loads a conversation)
+    from samctl.core.resume import resume_line  # (lazy: as above)
 
     conv = load_resolved(store, cid, [])
     if conv is not None and conv.resume:

@@ -13,6 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from samctl.core.listing import project_name
 from samctl.model import recency
 from samctl.safetext import one_line, safe_text
 from samctl.timeparse import format_local
@@ -33,8 +34,8 @@ class Row:
 
     @classmethod
     def of(cls, store, meta) -> Row:
-        project = getattr(meta, "project", None) or ""  # (a field the model may not have yet)
-        return cls(store, meta, one_line(project), recency(meta),
+        project = meta.project or ""
+        return cls(store, meta, one_line(project_name(project)), recency(meta),
                    f"{meta.title}\n{project}\n{meta.store}".casefold())
 
 
