@@ -85,7 +85,7 @@ class Store:
             if fsafe.is_inside(self.root_real, fsafe.cache_dir()):
                 self.cache_note = ("cache-in-store", "samctl's cache folder is inside the store")
             else:
-                why = fsafe.cache_unusable(fsafe.cache_dir())
+                why = fsafe.cache_unusable(fsafe.cache_dir()) or fsafe.own_folder_problem(fsafe.cache_dir())
                 self.cache_note = ("cache-unusable", f"samctl cannot use its cache folder: {why}") if why else None
         self.use_cache = cache and self.cache_note is None
 

@@ -1,0 +1,145 @@
+"""What a move of another app's sessions must never do (issue #31): lose a kept copy to a smaller one
+(finding 1), lose a line written during the move (2), leave an attic whose store samctl no longer finds
+(3), put samctl's attic inside the app's folder through a link (7), crash on a deep folder (12), or say
+"inf minutes" (23)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_keep import C1, C2, OLD, _age, _attic, _entries, _files, _session, home  # noqa: F401
+from tests.adversarial.harness import fingerprint as harness_fingerprint
+from tests.conftest import fingerprint
+
+
+def _undo(run, result):
+    """Run the "undo with: samctl ..." command ``result`` printed, as a user pasting it would."""
+    line = next(x for x in result.stderr.splitlines() + result.stdout.splitlines() if "undo with: samctl " in x)
+    argv = shlex.split(line.split("undo with: samctl ", 1)[1].split(";", 1)[0])
+    return run(*argv)
+
+
+# --- finding 3: a store's existence is decided by its place ----------------------------------------
+
+def test_the_undo_of_the_last_session_of_a_project_folder_works(home, run):  # noqa: F811
+    project = _session(home, C2).parent
+    assert [p.name for p in project.glob("*-*-*-*-*.jsonl")] == [f"{C2}.jsonl"]
+    before = _files(project)
+    r = run("--root", project, "rm", C2)
+    assert r.exit_code == 0, r.stderr
+    assert not (project / f"{C2}.jsonl").exists()
+    assert run("--root", project, "attic").exit_code == 0
+    u = _undo(run, r)
+    assert u.exit_code == 0, u.stderr
+    assert _files(project) == before
+
+
+def test_a_config_folder_of_another_name_stays_the_store_once_emptied(home, run, monkeypatch):  # noqa: F811
+    cc = home / "claude-config"
+    (home / ".claude").rename(cc)
+    for n in ("settings.json", "history.jsonl"):
+        (cc / n).unlink()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(cc))
+    before = _files(cc)
+    results = [run("--root", cc, "rm", cid) for cid in (C1, C2, "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d")]
+    assert [r.exit_code for r in results] == [0, 0, 0], [r.stderr for r in results]
+    assert not list(cc.rglob("*-*-*-*-*.jsonl"))
+    ls = run("ls", "--format", "json")  # the machine's stores: the variable's place, found by its place
+    assert ls.exit_code == 0, ls.stderr
+    for r in results:
+        u = _undo(run, r)
+        assert u.exit_code == 0, u.stderr
+    assert _files(cc) == before
+
+
+# --- finding 12: a folder deeper than any move takes -----------------------------------------------
+
+def _deep(folder: Path, levels: int = 1200) -> None:
+    folder.mkdir(exist_ok=True)
+    here = os.open(folder, os.O_RDONLY)
+    try:
+        for _ in range(levels):
+            os.mkdir("d", dir_fd=here)
+            nxt = os.open("d", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = nxt
+        fd = os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=here)
+        os.close(fd)
+    finally:
+        os.close(here)
+
+
+def _undeep(folder: Path) -> None:
+    """Remove what ``_deep`` made, bottom up without recursion (shutil.rmtree and os.walk recurse)."""
+    p = folder
+    while (p / "d").is_dir():
+        p = p / "d"
+    for f in p.iterdir():
+        f.unlink()
+    while p != folder:
+        p.rmdir()
+        p = p.parent
+
+
+@pytest.fixture
+def deep(home):  # noqa: F811
+    folder = _session(home, C1).parent / C1
+    _deep(folder)
+    os.utime(folder, (OLD, OLD))
+    os.utime(folder.parent, (OLD, OLD))
+    yield folder
+    _undeep(folder)
+
+
+@pytest.mark.parametrize("argv", [["rm", "--dry-run", C1], ["rm", C1], ["archive", C1], ["archive", "--copy", C1],
+                                  ["archive", "--copy", "--dry-run", C1],
+                                  ["archive", "--yes", "--older-than", "20d"]])
+def test_a_folder_1200_deep_in_a_session_folder_is_a_finding_and_nothing_moves(home, run, argv, deep):  # noqa: F811
+    folder = deep
+    root = home / ".claude"
+    before = harness_fingerprint(root, skip=(folder / "d",))  # (os.walk itself recurses: not into the deep tree)
+    r = run("--root", root, *argv)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr[-800:]
+    if "--dry-run" in argv:
+        assert r.exit_code in (0, 3), r.stderr
+    else:
+        assert r.exit_code == 3, r.stderr
+        assert "more than 16 deep" in r.stderr, r.stderr
+    assert (folder / "/".join(["d"] * 1200) / "f").exists()
+    after = harness_fingerprint(root, skip=(folder / "d",))
+    assert {k for k in after if C1 in k and after[k] != before.get(k)} == set()
+
+
+# --- finding 23: the live window in words ---------------------------------------------------------
+
+def test_a_huge_live_window_is_said_in_finite_minutes(home, run, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("SAMCTL_LIVE_MINUTES", "1e308")
+    before = fingerprint(home)
+    r = run("--root", home / ".claude", "rm", C1)
+    assert r.exit_code == 5, r.stderr
+    assert "inf" not in r.stderr and "minutes" in r.stderr
+    assert fingerprint(home) == before
+
+
+# --- finding 7: samctl's data folder through a link into the app's folder ----------------------------
+
+@pytest.mark.parametrize("level", ["samctl", "attic", "kind"])
+def test_a_symlink_on_the_way_to_the_attic_into_the_apps_folder_is_refused(home, run, level):  # noqa: F811
+    data = home / ".local" / "share" / "samctl"
+    target = home / ".claude" / "stash"
+    target.mkdir()
+    link = {"samctl": data, "attic": data / "attic", "kind": data / "attic" / "claude-code"}[level]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, link)
+    before = fingerprint(home / ".claude")
+    for argv in (["rm", C1], ["archive", "--copy", C1]):
+        r = run("--root", home / ".claude", *argv)
+        assert r.exit_code == 2, r.stderr
+        assert "symlink" in r.stderr or "inside Claude Code's folder" in r.stderr, r.stderr
+    assert fingerprint(home / ".claude") == before and list(target.iterdir()) == []
