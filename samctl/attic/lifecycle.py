@@ -580,6 +580,12 @@ def keep(store, targets: list, *, dry_run: bool = False, force: bool = False, lo
     with _locked(store, report, targets, force, lock_wait, ignore_unreadable, again) as (targets, refs):
         changed, same, older = _changed(store, targets, refs)
         report.items += [dict(t.to_dict(), action="unchanged", entry=e.stem) for t, e in same]
+        kept_too = {t.id: [e for e in older[t.id] if _shrunk(store, t.id, e, refs)] for t in changed}
+        older = {cid: [e for e in es if e not in kept_too[cid]] for cid, es in older.items()}
+        for cid, es in kept_too.items():
+            for e in es:
+                report.findings.append(_shrank_finding(cid, e, _shrunk(store, cid, e, refs), "the new copy is kept "
+                                                       "beside it; neither is dropped"))
         moved, failed = move_out_many(store, changed, KEPT, refs, now, drops=older)
         for t, exc in failed:
             why = reason(exc).replace("nothing was moved", "nothing was copied")
@@ -606,6 +612,54 @@ def _changed(store, targets: list, refs) -> tuple[list, list, dict]:
         changed.append(t)
         older[t.id] = mine
     return changed, same, older
+
+
+SHRANK = "shrank-since-kept"  # the stable code of a conversation smaller or less complete than a kept copy
+
+
+def _shrunk(store, cid: str, e: atticmod.Entry, refs=None) -> str | None:
+    """How ``cid``'s files now hold less than kept entry ``e`` does (a file of it gone, or shorter), in
+    words; None when they hold at least as much, or the conversation is gone from the store (what its
+    kept copies are for).  A copy never replaces one it does not cover: a session cut short or emptied
+    (a crash, a bad edit) must not cost the only full copy."""
+    stats: dict = {}
+    try:
+        paths = store.conversation_files(cid, refs, stats)
+    except (SamctlError, OSError):
+        return None
+    now = {tarzst.member_name(store, p): stats[p] for p in paths}
+    for m in e.members:
+        if m.type == "dir":
+            continue
+        st = now.get(m.name)
+        if st is None:
+            return f"{m.name} is gone"
+        if st.st_size < m.size:
+            return f"{m.name} has {st.st_size} bytes, {m.size} when kept"
+    return None
+
+
+def _shrank_finding(cid: str, e: atticmod.Entry, why: str, then: str) -> Finding:
+    # (an error: a backup job's exit code must tell that a session lost what its copy holds)
+    return Finding(SHRANK, cid, f"{cid} holds less than its kept copy {e.stem} ({why}); {then}", ERROR, cid)
+
+
+def shrunk_since_kept(store) -> list:
+    """A ``shrank-since-kept`` warning for each conversation of the store that holds less than one of its
+    kept copies (``check`` says it: a session cut short while the copy still has it all)."""
+    try:
+        kept = atticmod.list_entries(store, [], (KEPT,))
+    except (SamctlError, OSError):
+        return []
+    out, seen = [], set()
+    for e in reversed(kept):  # (newest first: one warning per conversation, naming its newest copy it lacks)
+        if e.id in seen:
+            continue
+        why = _shrunk(store, e.id, e)
+        if why is not None:
+            seen.add(e.id)
+            out.append(_shrank_finding(e.id, e, why, "the copy stays in the attic (`samctl attic --state kept` lists it)"))
+    return out
 
 
 def _same_files(store, cid: str, e: atticmod.Entry, refs) -> bool:

@@ -143,3 +143,44 @@ def test_a_symlink_on_the_way_to_the_attic_into_the_apps_folder_is_refused(home,
         assert r.exit_code == 2, r.stderr
         assert "symlink" in r.stderr or "inside Claude Code's folder" in r.stderr, r.stderr
     assert fingerprint(home / ".claude") == before and list(target.iterdir()) == []
+
+
+# --- finding 1: a kept copy is never traded for a smaller one ---------------------------------------
+
+@pytest.mark.parametrize("cut", ["shorter", "emptied"])
+def test_a_session_cut_short_is_copied_beside_its_full_copy_and_check_says_so(home, run, cut):  # noqa: F811
+    root = home / ".claude"
+    r = run("--root", root, "archive", "--copy", C1)
+    assert r.exit_code == 0, r.stderr
+    first = _entries(home, "claude-code")
+    full = _attic(home, "claude-code") / f"{first[0]}.tar.zst"
+    full_bytes = full.read_bytes()
+    s = _session(home, C1)
+    data = s.read_bytes()
+    s.write_bytes(data[: len(data) // 3] if cut == "shorter" else b"")
+    os.utime(s, (OLD + 60, OLD + 60))
+    time.sleep(1.1)  # (a new entry's name is stamped by the second)
+    r = run("--root", root, "archive", "--copy", "-q", C1)  # (an emptied session has no date to select by)
+    assert "shrank-since-kept" in r.stderr and first[0] in r.stderr, r.stderr
+    assert r.exit_code == 3, r.stderr
+    now = _entries(home, "claude-code")
+    assert first[0] in now and len([e for e in now if e.startswith(C1)]) == 2
+    assert full.read_bytes() == full_bytes
+    c = run("--root", root, "check", "--format", "json")
+    assert c.exit_code == 3 and "shrank-since-kept" in c.stdout + c.stderr, c.stdout + c.stderr
+    # the same session again: unchanged since its newest copy, and the full one still stays
+    again = run("--root", root, "archive", "--copy", C1)
+    assert again.exit_code in (0, 3) and _entries(home, "claude-code") == now
+
+
+def test_a_session_that_grew_still_replaces_its_older_copy(home, run):  # noqa: F811
+    root = home / ".claude"
+    assert run("--root", root, "archive", "--copy", C1).exit_code == 0
+    with open(_session(home, C1), "ab") as f:
+        f.write(b'{"type":"summary","summary":"later","leafUuid":"x"}\n')
+    os.utime(_session(home, C1), (OLD + 60, OLD + 60))
+    time.sleep(1.1)
+    r = run("--root", root, "archive", "--copy", C1)
+    assert r.exit_code == 0 and "shrank" not in r.stderr, r.stderr
+    assert len([e for e in _entries(home, "claude-code") if e.startswith(C1)]) == 1
+    assert run("--root", root, "check").exit_code == 0
