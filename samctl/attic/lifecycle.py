@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 
 import errno
+import os
 import stat
 import sys
 import time
@@ -27,7 +28,7 @@ from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding, last_activity, recency
 from samctl.attic.journal import drop_journal, settle, sha256_file, write_batch
 from samctl.stores.resolve import Listed, resolve_many
-from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
+from samctl.errors import Busy, FileProblem, NotFound, SamctlError, UsageError
 from samctl.stores import workers
 
 
@@ -492,6 +493,9 @@ def _removal_order(paths: list) -> list:
 
 def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -> None:
     """Remove the originals (``stats``: their lstat results, just checked unchanged)."""
+    if store.moves_only:
+        _remove_watched(store, stem, paths, stats)
+        return
     first = paths[0]
     if stat.S_ISDIR(stats[0].st_mode) and first.parent == store.conv_dir:
         # SAM: the whole folder leaves conversations/ in one rename, then is deleted.
@@ -512,6 +516,89 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     for p in sorted((p for p in paths if p not in files), key=lambda p: -len(p.parts)):
         fsafe.remove_dir_if_empty(p)
     fsafe.fsync_dir(store.conv_dir)
+
+
+PUT_BACK_TRIES = 100  # rounds of gathering what an appender wrote to a recreated file (each a few syscalls)
+
+
+def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
+    """Remove the originals of another app's session, which the app may open and write at any moment
+    (it has no lock): no line written during the move may be lost.
+
+    1. Each file is renamed aside, in its folder, to a hidden name the app never opens (``.<name>.<stem>.moving``):
+       from then on a writer that opens the session by its name opens nothing of the moved inode.
+    2. Then each must be as archived (inode, size, mtime), held open by no other process (a writer
+       that opened it before the rename, as Codex's recorder does on resume), and its name must not have
+       come back (an appender that opens and closes per line, as Claude Code does, creates it again).
+    3. Only then are the set-aside files unlinked.  Otherwise every file is put back (``_put_back``: what
+       an appender wrote to a recreated file is appended to the original, so nothing ends split) and
+       Busy is raised: nothing was moved, and the new entry is dropped by the caller."""
+    files = [(p, st) for p, st in zip(paths, stats) if not stat.S_ISDIR(st.st_mode)]
+    aside: list = []
+    try:
+        for p, st in files:
+            q = p.with_name(f".{p.name}.{stem}.moving")
+            fsafe.step("set-aside")
+            os.rename(p, q)
+            aside.append((p, q, st))
+        fsafe.step("watch")
+        why = _written_meanwhile(store, aside)
+    except OSError as exc:
+        why = f"it could not be set aside: {exc.strerror or exc}"
+    if why is not None:
+        for p, q, _ in reversed(aside):
+            _put_back(p, q)
+        for p, q, _ in aside:
+            fsafe.fsync_dir(p.parent)
+        raise Busy(f"{paths[0]}: {why} while samctl moved it; it is back as it was and nothing was moved",
+                   hint=f"{store.app_name} is using it: wait until it is idle, then try again")
+    for p, q, _ in aside:
+        fsafe.remove(q)
+    for p in sorted((p for p, st in zip(paths, stats) if stat.S_ISDIR(st.st_mode)), key=lambda p: -len(p.parts)):
+        fsafe.remove_dir_if_empty(p)
+    for folder in {p.parent for p, _ in files}:
+        fsafe.fsync_dir(folder)
+
+
+def _written_meanwhile(store, aside: list) -> str | None:
+    """Why a set-aside file may have been written since it was archived, in words, or None."""
+    for p, q, st in aside:
+        now = os.lstat(q)
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_ino, st.st_size, st.st_mtime_ns):
+            return "it was written"
+        if os.path.lexists(p):
+            return "it was written again"
+    if store.held_open({os.path.realpath(q) for _, q, _ in aside}):
+        return "a process holds it open"
+    return None
+
+
+def _put_back(p: Path, q: Path) -> None:
+    """The set-aside file ``q`` back at ``p``.  If ``p`` was created meanwhile (an appender that reopens
+    by name), its bytes are appended to ``q`` (they came after ``q``'s: the session as the app wrote
+    it, in one file) and it goes, until ``p`` is free and ``q`` is linked there (never over a file)."""
+    for _ in range(PUT_BACK_TRIES):
+        try:
+            os.link(q, p)  # (fails if p exists: nothing there is ever replaced)
+            os.unlink(q)
+            return
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            if not os.path.lexists(p):  # (a file system without hard links)
+                os.rename(q, p)
+                return
+        later = q.with_name(q.name + ".later")
+        os.rename(p, later)  # (p free again; a writer holding it open writes on into ``later``)
+        with open(later, "rb") as src, open(q, "ab") as dst:
+            dst.write(src.read())
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.unlink(later)
+    raise SamctlError(f"{p} kept being written while samctl put it back; the rest of it is in {q}",
+                      hint=f"append {q} to {p} once the app is idle")
 
 
 @contextlib.contextmanager

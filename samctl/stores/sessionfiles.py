@@ -214,6 +214,11 @@ class KeptSessions:
             live |= {cid for cid, paths in files.items() if paths & held}
         return [cid for cid in ids if cid in live]
 
+    def held_open(self, paths) -> set:
+        """The ``paths`` (real paths) some process holds open, where the platform tells (samctl itself holds
+        no session file open when it asks)."""
+        return open_paths(paths)
+
     def live_note(self) -> str:
         return (f"{self.app_name} may be writing this {self.unit}: changed in the last {live_seconds() / 60:g} minutes, "
                 "or open in a running process")

@@ -184,3 +184,136 @@ def test_a_session_that_grew_still_replaces_its_older_copy(home, run):  # noqa: 
     assert r.exit_code == 0 and "shrank" not in r.stderr, r.stderr
     assert len([e for e in _entries(home, "claude-code") if e.startswith(C1)]) == 1
     assert run("--root", root, "check").exit_code == 0
+
+
+# --- finding 2: a line written during the move is never lost -------------------------------------------
+
+LATE = b'{"type":"summary","summary":"written during the move","leafUuid":"late"}\n'
+
+
+def _hook(monkeypatch, at: str, action):
+    from samctl import fsafe
+
+    fired = []
+
+    def hook(name):
+        if name == at and not fired:
+            fired.append(name)
+            action()
+    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    return fired
+
+
+def _asides(project: Path) -> list:
+    return sorted(p.name for p in project.rglob(".*.moving*"))
+
+
+def test_an_appender_that_reopens_per_line_during_the_move_loses_nothing(home, run, monkeypatch):  # noqa: F811
+    s = _session(home, C1)
+    before = s.read_bytes()
+
+    def append():
+        with open(s, "ab") as f:  # (the name is free: the appender creates the file again, as Claude Code would)
+            f.write(LATE)
+    fired = _hook(monkeypatch, "watch", append)
+    r = run("--root", home / ".claude", "rm", "--force", C1)
+    assert fired and r.exit_code == 3, r.stderr
+    assert "not-moved" in r.stderr and "it is back as it was" in r.stderr, r.stderr
+    assert s.read_bytes() == before + LATE  # one file, in the app's order: restore is never needed
+    assert _asides(s.parent) == [] and _entries(home, "claude-code") == []
+
+
+def test_a_writer_that_opened_the_session_just_before_the_move_loses_nothing(home, run, monkeypatch):  # noqa: F811
+    s = _session(home, C1)
+    before = s.read_bytes()
+    held = []
+    fired = _hook(monkeypatch, "set-aside", lambda: held.append(open(s, "ab")))  # (opened before the rename)
+    r = run("--root", home / ".claude", "rm", "--force", C1)
+    assert fired and r.exit_code == 3, r.stderr
+    assert "a process holds it open" in r.stderr, r.stderr
+    held[0].write(LATE)  # Codex's recorder writes on through the descriptor it kept
+    held[0].close()
+    assert s.read_bytes() == before + LATE
+    assert _asides(s.parent) == [] and _entries(home, "claude-code") == []
+
+
+def test_a_write_between_the_archive_and_the_rename_is_seen(home, run, monkeypatch):  # noqa: F811
+    s = _session(home, C1)
+    before = s.read_bytes()
+
+    def append():
+        with open(s, "ab") as f:
+            f.write(LATE)
+    fired = _hook(monkeypatch, "set-aside", append)
+    r = run("--root", home / ".claude", "rm", "--force", C1)
+    assert fired and r.exit_code == 3, r.stderr
+    assert s.read_bytes() == before + LATE and _asides(s.parent) == [] and _entries(home, "claude-code") == []
+
+
+def _kept_lines(home: Path) -> set:
+    import io
+    import tarfile
+
+    import zstandard
+
+    out = set()
+    for tz in _attic(home, "claude-code").glob("*.tar.zst"):
+        raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(tz.read_bytes())).read()
+        with tarfile.open(fileobj=io.BytesIO(raw)) as t:
+            for m in t.getmembers():
+                if m.isfile():
+                    out |= set(t.extractfile(m).read().splitlines())
+    return out
+
+
+@pytest.mark.parametrize("style", ["reopen-per-line", "held-open"])
+def test_a_real_concurrent_writer_loses_no_line(home, run, monkeypatch, style):  # noqa: F811
+    """A writer thread that starts at the last moment before samctl lets go of the file (its first
+    set-aside or unlink: after every liveness check), then writes a line every half millisecond."""
+    import threading
+
+    from samctl import fsafe
+
+    s = _session(home, C1)
+    go, opened, stop = threading.Event(), threading.Event(), threading.Event()
+    written: list = []
+
+    def writer():
+        go.wait(10)
+        f = open(s, "ab") if style == "held-open" else None
+        opened.set()
+        for n in range(200):
+            line = b'{"type":"summary","summary":"w%d","leafUuid":"x"}' % n
+            if f is None:
+                with open(s, "ab") as g:
+                    g.write(line + b"\n")
+            else:
+                f.write(line + b"\n")
+                f.flush()
+            written.append(line)
+            if n == 0:
+                opened.set()
+            time.sleep(0.0005)
+        if f is not None:
+            f.close()
+
+    def hook(name):
+        if name in ("set-aside", "unlink") and not go.is_set():
+            go.set()
+            opened.wait(5)  # (the writer has the file open, or wrote its first line)
+    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        r = run("--root", home / ".claude", "rm", "--force", C1)
+    finally:
+        go.set()
+        t.join()
+    assert "Traceback" not in r.stderr and r.exit_code in (0, 3), r.stderr
+    present = set(s.read_bytes().splitlines()) if s.exists() else set()
+    kept = _kept_lines(home) if _entries(home, "claude-code") else set()
+    lost = [x for x in written if x not in present and x not in kept]
+    assert lost == [], f"{len(lost)} of {len(written)} lines lost ({r.exit_code}: {r.stderr[-300:]})"
+    assert _asides(s.parent) == []
+    if r.exit_code == 3:  # put back: one whole file, every line in it, nothing in the attic
+        assert not _entries(home, "claude-code") and all(x in present for x in written)
