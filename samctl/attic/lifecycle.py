@@ -26,7 +26,7 @@ from samctl.attic import tarzst
 from samctl.model import title_key
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding, last_activity, recency
-from samctl.attic.journal import drop_journal, settle, sha256_file, write_batch
+from samctl.attic.journal import aside_name, drop_journal, put_back, settle, sha256_file, write_batch
 from samctl.stores.resolve import Listed, resolve_many
 from samctl.errors import Busy, FileProblem, NotFound, SamctlError, UsageError
 from samctl.stores import workers
@@ -518,9 +518,6 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     fsafe.fsync_dir(store.conv_dir)
 
 
-PUT_BACK_TRIES = 100  # rounds of gathering what an appender wrote to a recreated file (each a few syscalls)
-
-
 def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
     """Remove the originals of another app's session, which the app may open and write at any moment
     (it has no lock): no line written during the move may be lost.
@@ -530,14 +527,14 @@ def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
     2. Then each must be as archived (inode, size, mtime), held open by no other process (a writer
        that opened it before the rename, as Codex's recorder does on resume), and its name must not have
        come back (an appender that opens and closes per line, as Claude Code does, creates it again).
-    3. Only then are the set-aside files unlinked.  Otherwise every file is put back (``_put_back``: what
+    3. Only then are the set-aside files unlinked.  Otherwise every file is put back (``journal.put_back``: what
        an appender wrote to a recreated file is appended to the original, so nothing ends split) and
        Busy is raised: nothing was moved, and the new entry is dropped by the caller."""
     files = [(p, st) for p, st in zip(paths, stats) if not stat.S_ISDIR(st.st_mode)]
     aside: list = []
     try:
         for p, st in files:
-            q = p.with_name(f".{p.name}.{stem}.moving")
+            q = aside_name(p, stem)
             fsafe.step("set-aside")
             os.rename(p, q)
             aside.append((p, q, st))
@@ -547,7 +544,7 @@ def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
         why = f"it could not be set aside: {exc.strerror or exc}"
     if why is not None:
         for p, q, _ in reversed(aside):
-            _put_back(p, q)
+            put_back(p, q)
         for p, q, _ in aside:
             fsafe.fsync_dir(p.parent)
         raise Busy(f"{paths[0]}: {why} while samctl moved it; it is back as it was and nothing was moved",
@@ -571,34 +568,6 @@ def _written_meanwhile(store, aside: list) -> str | None:
     if store.held_open({os.path.realpath(q) for _, q, _ in aside}):
         return "a process holds it open"
     return None
-
-
-def _put_back(p: Path, q: Path) -> None:
-    """The set-aside file ``q`` back at ``p``.  If ``p`` was created meanwhile (an appender that reopens
-    by name), its bytes are appended to ``q`` (they came after ``q``'s: the session as the app wrote
-    it, in one file) and it goes, until ``p`` is free and ``q`` is linked there (never over a file)."""
-    for _ in range(PUT_BACK_TRIES):
-        try:
-            os.link(q, p)  # (fails if p exists: nothing there is ever replaced)
-            os.unlink(q)
-            return
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
-                raise
-            if not os.path.lexists(p):  # (a file system without hard links)
-                os.rename(q, p)
-                return
-        later = q.with_name(q.name + ".later")
-        os.rename(p, later)  # (p free again; a writer holding it open writes on into ``later``)
-        with open(later, "rb") as src, open(q, "ab") as dst:
-            dst.write(src.read())
-            dst.flush()
-            os.fsync(dst.fileno())
-        os.unlink(later)
-    raise SamctlError(f"{p} kept being written while samctl put it back; the rest of it is in {q}",
-                      hint=f"append {q} to {p} once the app is idle")
 
 
 @contextlib.contextmanager

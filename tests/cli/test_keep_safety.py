@@ -220,7 +220,7 @@ def test_an_appender_that_reopens_per_line_during_the_move_loses_nothing(home, r
     assert fired and r.exit_code == 3, r.stderr
     assert "not-moved" in r.stderr and "it is back as it was" in r.stderr, r.stderr
     assert s.read_bytes() == before + LATE  # one file, in the app's order: restore is never needed
-    assert _asides(s.parent) == [] and _entries(home, "claude-code") == []
+    assert _asides(s.parent) == [] and _entries(home, "claude-code", "deleted") == []
 
 
 def test_a_writer_that_opened_the_session_just_before_the_move_loses_nothing(home, run, monkeypatch):  # noqa: F811
@@ -234,7 +234,7 @@ def test_a_writer_that_opened_the_session_just_before_the_move_loses_nothing(hom
     held[0].write(LATE)  # Codex's recorder writes on through the descriptor it kept
     held[0].close()
     assert s.read_bytes() == before + LATE
-    assert _asides(s.parent) == [] and _entries(home, "claude-code") == []
+    assert _asides(s.parent) == [] and _entries(home, "claude-code", "deleted") == []
 
 
 def test_a_write_between_the_archive_and_the_rename_is_seen(home, run, monkeypatch):  # noqa: F811
@@ -247,7 +247,7 @@ def test_a_write_between_the_archive_and_the_rename_is_seen(home, run, monkeypat
     fired = _hook(monkeypatch, "set-aside", append)
     r = run("--root", home / ".claude", "rm", "--force", C1)
     assert fired and r.exit_code == 3, r.stderr
-    assert s.read_bytes() == before + LATE and _asides(s.parent) == [] and _entries(home, "claude-code") == []
+    assert s.read_bytes() == before + LATE and _asides(s.parent) == [] and _entries(home, "claude-code", "deleted") == []
 
 
 def _kept_lines(home: Path) -> set:
@@ -268,11 +268,9 @@ def _kept_lines(home: Path) -> set:
 
 @pytest.mark.parametrize("style", ["reopen-per-line", "held-open"])
 def test_a_real_concurrent_writer_loses_no_line(home, run, monkeypatch, style):  # noqa: F811
-    """A writer thread that starts at the last moment before samctl lets go of the file (its first
-    set-aside or unlink: after every liveness check), then writes a line every half millisecond."""
+    """A writer thread that starts at the last moment before samctl lets go of the file (right after its
+    last check that the files are as archived), then writes a line every half millisecond."""
     import threading
-
-    from samctl import fsafe
 
     s = _session(home, C1)
     go, opened, stop = threading.Event(), threading.Event(), threading.Event()
@@ -297,11 +295,17 @@ def test_a_real_concurrent_writer_loses_no_line(home, run, monkeypatch, style): 
         if f is not None:
             f.close()
 
-    def hook(name):
-        if name in ("set-aside", "unlink") and not go.is_set():
+    from samctl.attic import lifecycle
+
+    last_check = lifecycle._unchanged
+
+    def then_write(o):  # samctl's last look at the files before it lets go of them
+        out = last_check(o)
+        if not go.is_set():
             go.set()
             opened.wait(5)  # (the writer has the file open, or wrote its first line)
-    monkeypatch.setattr(fsafe, "fault_hook", hook)
+        return out
+    monkeypatch.setattr(lifecycle, "_unchanged", then_write)
     t = threading.Thread(target=writer)
     t.start()
     try:
@@ -311,9 +315,42 @@ def test_a_real_concurrent_writer_loses_no_line(home, run, monkeypatch, style): 
         t.join()
     assert "Traceback" not in r.stderr and r.exit_code in (0, 3), r.stderr
     present = set(s.read_bytes().splitlines()) if s.exists() else set()
-    kept = _kept_lines(home) if _entries(home, "claude-code") else set()
+    kept = _kept_lines(home) if _entries(home, "claude-code", "deleted") else set()
     lost = [x for x in written if x not in present and x not in kept]
     assert lost == [], f"{len(lost)} of {len(written)} lines lost ({r.exit_code}: {r.stderr[-300:]})"
     assert _asides(s.parent) == []
     if r.exit_code == 3:  # put back: one whole file, every line in it, nothing in the attic
-        assert not _entries(home, "claude-code") and all(x in present for x in written)
+        assert not _entries(home, "claude-code", "deleted") and all(x in present for x in written)
+
+
+class _Crash(BaseException):
+    """samctl killed at a step (nothing after it runs)."""
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_a_crash_after_the_set_aside_is_settled_by_the_next_run(home, run, monkeypatch, late):  # noqa: F811
+    from samctl import fsafe
+
+    s = _session(home, C1)
+    before = s.read_bytes()
+
+    def crash(name):
+        if name == "watch":
+            if late:  # a writer that held it open wrote on before the crash
+                q = next(s.parent.glob(f".{s.name}.*.moving"))
+                with open(q, "ab") as f:
+                    f.write(LATE)
+            raise _Crash()
+    monkeypatch.setattr(fsafe, "fault_hook", crash)
+    with pytest.raises(_Crash):
+        run("--root", home / ".claude", "rm", "--force", C1)
+    monkeypatch.setattr(fsafe, "fault_hook", None)
+    assert not s.exists() and _asides(s.parent)  # hidden from the app, beside the session
+    r = run("--root", home / ".claude", "attic", "--repair")
+    assert r.exit_code == 0, r.stderr
+    assert _asides(s.parent) == []
+    if late:  # the store's copy is the newer one: it is back whole, the attic's older one dropped
+        assert s.read_bytes() == before + LATE and _entries(home, "claude-code", "deleted") == []
+    else:  # as archived: the move is finished, and its undo brings it back
+        assert not s.exists() and len(_entries(home, "claude-code", "deleted")) == 1
+        assert run("--root", home / ".claude", "restore", C1).exit_code == 0 and s.read_bytes() == before
