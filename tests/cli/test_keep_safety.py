@@ -354,3 +354,22 @@ def test_a_crash_after_the_set_aside_is_settled_by_the_next_run(home, run, monke
     else:  # as archived: the move is finished, and its undo brings it back
         assert not s.exists() and len(_entries(home, "claude-code", "deleted")) == 1
         assert run("--root", home / ".claude", "restore", C1).exit_code == 0 and s.read_bytes() == before
+
+
+def test_a_codex_home_of_another_name_stays_the_store_once_emptied(home, run, monkeypatch):  # noqa: F811
+    ch = home / "codex-home"
+    (home / ".codex").rename(ch)
+    for n in ("session_index.jsonl", "config.toml", "auth.json", "history.jsonl"):
+        if (ch / n).exists():
+            (ch / n).unlink()
+    monkeypatch.setenv("CODEX_HOME", str(ch))
+    ids = [x["id"] for x in __import__("json").loads(run("--root", ch, "ls", "--format", "json").stdout)]
+    assert ids
+    before = _files(ch)
+    results = [run("--root", ch, "rm", cid) for cid in ids]
+    assert {r.exit_code for r in results} == {0}, [r.stderr for r in results]
+    monkeypatch.delenv("CODEX_HOME")  # (the attic alone keeps the place a store)
+    for r in results:
+        u = _undo(run, r)
+        assert u.exit_code == 0, u.stderr
+    assert _files(ch) == before
