@@ -556,8 +556,48 @@ def sha256_of_file(f) -> tuple[int, str]:
 
 def open_read_fd(path: str | os.PathLike, nofollow: bool = True) -> int:
     """A read-only fd (``O_CLOEXEC``; ``O_NOFOLLOW`` unless told): for fstat/fsync/mmap of a file samctl
-    checks itself.  Raises OSError."""
-    return os.open(path, os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW if nofollow else 0))
+    checks itself.  ``O_NONBLOCK``: a FIFO put in the file's place never blocks the open (the caller's
+    fstat then finds it is not a regular file; a regular file ignores the flag).  Raises OSError."""
+    return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (os.O_NOFOLLOW if nofollow else 0))
+
+
+def own_folder_problem(top: str | os.PathLike, path: str | os.PathLike | None = None) -> str | None:
+    """Why the folders from ``top`` (samctl's cache or data folder) down to ``path`` (default: ``top``)
+    are not samctl's own, or None: each one that exists must be a real folder (not a symlink), owned by
+    this user, and not writable by group or others; another user could otherwise put links or files
+    there that samctl would read, write through, or delete.  What does not exist yet is fine (samctl
+    makes it 0700).  Reads nothing else."""
+    top = Path(os.path.abspath(top))
+    path = Path(os.path.abspath(path)) if path is not None else top
+    if path != top and top not in path.parents:
+        return f"{path} is not inside {top}"
+    chain = [top, *(top / part for part in _parts_between(top, path))]
+    uid = os.geteuid()
+    for p in chain:
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"{p}: {(exc.strerror or str(exc)).lower()}"
+        if stat.S_ISLNK(st.st_mode):
+            return f"{p} is a symlink (samctl's own folders are never reached through one)"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{p} is {describe_mode(st.st_mode)}, not a folder"
+        if st.st_uid != uid:
+            return f"{p} belongs to another user (uid {st.st_uid})"
+        if st.st_mode & 0o022:
+            return f"{p} is writable by {'others' if st.st_mode & 0o002 else 'its group'} (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _parts_between(top: Path, path: Path) -> list:
+    out = []
+    p = path
+    while p != top:
+        out.append(p.name)
+        p = p.parent
+    return list(reversed(out))
 
 
 def open_dir_fd(path: str | os.PathLike) -> int:

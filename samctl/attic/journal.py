@@ -9,6 +9,7 @@ Design notes: docs/attic.md, "attic/journal.py".
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -400,6 +401,11 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
         return None  # leave it for a person: `samctl attic` reports the bad manifest
     problems = atticmod.verify(entry)
     leftovers = [(m, store.conv_dir.joinpath(*m.name.split("/"))) for m in entry.members]
+    for m, p in leftovers:  # a move that set files aside (another app's session) first puts them back
+        q = aside_name(p, stem)
+        if m.type == "file" and fsafe.lstat(q) is not None:
+            put_back(p, q)
+            fsafe.fsync_dir(p.parent)
     present = [(m, p) for m, p in leftovers if fsafe.lstat(p) is not None]
     if problems:
         if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
@@ -424,6 +430,44 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     if fsafe.lstat(trash) is not None:
         fsafe.remove_tree(trash)
     return f"{cid}: finished an interrupted move to the attic ({entry.stem})"
+
+
+PUT_BACK_TRIES = 100  # rounds of gathering what an appender wrote to a recreated file (each a few syscalls)
+
+
+def aside_name(p: Path, stem: str) -> Path:
+    """Where a move sets another app's session file ``p`` aside before dropping it (lifecycle._remove_watched):
+    a hidden name in its folder that the app never opens."""
+    return p.with_name(f".{p.name}.{stem}.moving")
+
+
+def put_back(p: Path, q: Path) -> None:
+    """The set-aside file ``q`` back at ``p``.  If ``p`` was created meanwhile (an appender that reopens
+    by name), its bytes are appended to ``q`` (they came after ``q``'s: the session as the app wrote
+    it, in one file) and it goes, until ``p`` is free and ``q`` is linked there (never over a file)."""
+    for _ in range(PUT_BACK_TRIES):
+        try:
+            os.link(q, p)  # (fails if p exists: nothing there is ever replaced)
+            os.unlink(q)
+            return
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            if not os.path.lexists(p):  # (a file system without hard links)
+                os.rename(q, p)
+                return
+        later = q.with_name(q.name + ".later")
+        os.rename(p, later)  # (p free again; a writer holding it open writes on into ``later``)
+        with open(later, "rb") as src, open(q, "ab") as dst:
+            dst.write(src.read())
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.unlink(later)
+    raise SamctlError(f"{p} kept being written while samctl put it back; the rest of it is in {q}",
+                      hint=f"append {q} to {p} once the app is idle")
+
 
 
 def _repair_copy(store, attic: Path, stem: str, rec: dict) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 
 import errno
+import os
 import stat
 import sys
 import time
@@ -25,9 +26,9 @@ from samctl.attic import tarzst
 from samctl.model import title_key
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding, last_activity, recency
-from samctl.attic.journal import drop_journal, settle, sha256_file, write_batch
+from samctl.attic.journal import aside_name, drop_journal, put_back, settle, sha256_file, write_batch
 from samctl.stores.resolve import Listed, resolve_many
-from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
+from samctl.errors import Busy, FileProblem, NotFound, SamctlError, UsageError
 from samctl.stores import workers
 
 
@@ -492,6 +493,9 @@ def _removal_order(paths: list) -> list:
 
 def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -> None:
     """Remove the originals (``stats``: their lstat results, just checked unchanged)."""
+    if store.moves_only:
+        _remove_watched(store, stem, paths, stats)
+        return
     first = paths[0]
     if stat.S_ISDIR(stats[0].st_mode) and first.parent == store.conv_dir:
         # SAM: the whole folder leaves conversations/ in one rename, then is deleted.
@@ -512,6 +516,58 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     for p in sorted((p for p in paths if p not in files), key=lambda p: -len(p.parts)):
         fsafe.remove_dir_if_empty(p)
     fsafe.fsync_dir(store.conv_dir)
+
+
+def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
+    """Remove the originals of another app's session, which the app may open and write at any moment
+    (it has no lock): no line written during the move may be lost.
+
+    1. Each file is renamed aside, in its folder, to a hidden name the app never opens (``.<name>.<stem>.moving``):
+       from then on a writer that opens the session by its name opens nothing of the moved inode.
+    2. Then each must be as archived (inode, size, mtime), held open by no other process (a writer
+       that opened it before the rename, as Codex's recorder does on resume), and its name must not have
+       come back (an appender that opens and closes per line, as Claude Code does, creates it again).
+    3. Only then are the set-aside files unlinked.  Otherwise every file is put back (``journal.put_back``: what
+       an appender wrote to a recreated file is appended to the original, so nothing ends split) and
+       Busy is raised: nothing was moved, and the new entry is dropped by the caller."""
+    files = [(p, st) for p, st in zip(paths, stats) if not stat.S_ISDIR(st.st_mode)]
+    aside: list = []
+    try:
+        for p, st in files:
+            q = aside_name(p, stem)
+            fsafe.step("set-aside")
+            os.rename(p, q)
+            aside.append((p, q, st))
+        fsafe.step("watch")
+        why = _written_meanwhile(store, aside)
+    except OSError as exc:
+        why = f"it could not be set aside: {exc.strerror or exc}"
+    if why is not None:
+        for p, q, _ in reversed(aside):
+            put_back(p, q)
+        for p, q, _ in aside:
+            fsafe.fsync_dir(p.parent)
+        raise Busy(f"{paths[0]}: {why} while samctl moved it; it is back as it was and nothing was moved",
+                   hint=f"{store.app_name} is using it: wait until it is idle, then try again")
+    for p, q, _ in aside:
+        fsafe.remove(q)
+    for p in sorted((p for p, st in zip(paths, stats) if stat.S_ISDIR(st.st_mode)), key=lambda p: -len(p.parts)):
+        fsafe.remove_dir_if_empty(p)
+    for folder in {p.parent for p, _ in files}:
+        fsafe.fsync_dir(folder)
+
+
+def _written_meanwhile(store, aside: list) -> str | None:
+    """Why a set-aside file may have been written since it was archived, in words, or None."""
+    for p, q, st in aside:
+        now = os.lstat(q)
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_ino, st.st_size, st.st_mtime_ns):
+            return "it was written"
+        if os.path.lexists(p):
+            return "it was written again"
+    if store.held_open({os.path.realpath(q) for _, q, _ in aside}):
+        return "a process holds it open"
+    return None
 
 
 @contextlib.contextmanager
@@ -580,6 +636,12 @@ def keep(store, targets: list, *, dry_run: bool = False, force: bool = False, lo
     with _locked(store, report, targets, force, lock_wait, ignore_unreadable, again) as (targets, refs):
         changed, same, older = _changed(store, targets, refs)
         report.items += [dict(t.to_dict(), action="unchanged", entry=e.stem) for t, e in same]
+        kept_too = {t.id: [e for e in older[t.id] if _shrunk(store, t.id, e, refs)] for t in changed}
+        older = {cid: [e for e in es if e not in kept_too[cid]] for cid, es in older.items()}
+        for cid, es in kept_too.items():
+            for e in es:
+                report.findings.append(_shrank_finding(cid, e, _shrunk(store, cid, e, refs), "the new copy is kept "
+                                                       "beside it; neither is dropped"))
         moved, failed = move_out_many(store, changed, KEPT, refs, now, drops=older)
         for t, exc in failed:
             why = reason(exc).replace("nothing was moved", "nothing was copied")
@@ -606,6 +668,54 @@ def _changed(store, targets: list, refs) -> tuple[list, list, dict]:
         changed.append(t)
         older[t.id] = mine
     return changed, same, older
+
+
+SHRANK = "shrank-since-kept"  # the stable code of a conversation smaller or less complete than a kept copy
+
+
+def _shrunk(store, cid: str, e: atticmod.Entry, refs=None) -> str | None:
+    """How ``cid``'s files now hold less than kept entry ``e`` does (a file of it gone, or shorter), in
+    words; None when they hold at least as much, or the conversation is gone from the store (what its
+    kept copies are for).  A copy never replaces one it does not cover: a session cut short or emptied
+    (a crash, a bad edit) must not cost the only full copy."""
+    stats: dict = {}
+    try:
+        paths = store.conversation_files(cid, refs, stats)
+    except (SamctlError, OSError):
+        return None
+    now = {tarzst.member_name(store, p): stats[p] for p in paths}
+    for m in e.members:
+        if m.type == "dir":
+            continue
+        st = now.get(m.name)
+        if st is None:
+            return f"{m.name} is gone"
+        if st.st_size < m.size:
+            return f"{m.name} has {st.st_size} bytes, {m.size} when kept"
+    return None
+
+
+def _shrank_finding(cid: str, e: atticmod.Entry, why: str, then: str) -> Finding:
+    # (an error: a backup job's exit code must tell that a session lost what its copy holds)
+    return Finding(SHRANK, cid, f"{cid} holds less than its kept copy {e.stem} ({why}); {then}", ERROR, cid)
+
+
+def shrunk_since_kept(store) -> list:
+    """A ``shrank-since-kept`` warning for each conversation of the store that holds less than one of its
+    kept copies (``check`` says it: a session cut short while the copy still has it all)."""
+    try:
+        kept = atticmod.list_entries(store, [], (KEPT,))
+    except (SamctlError, OSError):
+        return []
+    out, seen = [], set()
+    for e in reversed(kept):  # (newest first: one warning per conversation, naming its newest copy it lacks)
+        if e.id in seen:
+            continue
+        why = _shrunk(store, e.id, e)
+        if why is not None:
+            seen.add(e.id)
+            out.append(_shrank_finding(e.id, e, why, "the copy stays in the attic (`samctl attic --state kept` lists it)"))
+    return out
 
 
 def _same_files(store, cid: str, e: atticmod.Entry, refs) -> bool:

@@ -78,8 +78,8 @@ def command(ctx, rebuild, update, fmt):
     if store.cache_note:
         raise SamctlError("the index lives in samctl's cache folder, which this run cannot use (above)")
     if not store.use_cache:
-        raise UsageError("the index is a cache, and --no-cache turns caches off",
-                         hint="leave out --no-cache (searches with --no-cache read the files directly)")
+        raise UsageError("the index is a cache, and " + ("--no-cache turns caches off" if not ctx.obj.cache else "samctl keeps none for this store (a search reads its files directly)"),
+                         hint="leave out --no-cache (searches with --no-cache read the files directly)" if not ctx.obj.cache else None)
     if rebuild and update:
         raise click.UsageError("give --update or --rebuild, not both (--rebuild reads every file anyway)")
     if rebuild or update:

@@ -59,6 +59,9 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
             # (what settling had to leave; an unsafe attic folder is said once)
             pending += [f for f in repair.pending_moves(store) if f.code != "attic-unsafe"]
     report.findings += pending
+    from samctl.attic.lifecycle import shrunk_since_kept  # (lazy: as journal above)
+
+    report.findings += shrunk_since_kept(store)
     _missing_scopes_in_attic(store, report.findings)
     mark_held(report.findings, {f.conversation for f in pending if f.code == "pending-move" and f.conversation})
     # in path order, not the folder's listing order: two runs (or two copies of a tree) diff cleanly

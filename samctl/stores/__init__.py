@@ -277,7 +277,16 @@ def found_stores(findings: list, caps: Caps | None = None, cache: bool = True, f
                 failed.append(exc)
             continue
         out.setdefault(store.root_real, store)
-    return list(out.values())
+    return _outermost(list(out.values()))
+
+
+def _outermost(stores: list) -> list:
+    """``stores`` less each one that lies inside another of its kind (a Claude Code project folder listed
+    beside ``~/.claude``): the outer store holds all it holds, so it is one store, listed and searched once,
+    and a full id is never ambiguous between the two."""
+    return [s for s in stores
+            if not any(o is not s and o.name == s.name and o.root_real != s.root_real
+                       and fsafe.within(o.root_real, s.root_real) for o in stores)]
 
 
 def _default_roots(name: str) -> list:

@@ -97,7 +97,7 @@ class Store:
         self.conv_dir = Path(conv_dir)
         self.base = Path(base)
         self.caps = caps or Caps()
-        self.root_real = str(Path(conv_dir).resolve())
+        self.root_real = str(Path(self.identity_path(conv_dir)).resolve())
         # A cache folder inside the store would put samctl's files among the app's, and make a
         # read-only command write there; one samctl cannot write or make is no use: such a run
         # uses no cache, and ``cache_note`` says why (the CLI prints it once; it also turns the
@@ -107,9 +107,15 @@ class Store:
             if fsafe.is_inside(self.root_real, fsafe.cache_dir()):
                 self.cache_note = ("cache-in-store", "samctl's cache folder is inside the store")
             else:
-                why = fsafe.cache_unusable(fsafe.cache_dir())
+                why = fsafe.cache_unusable(fsafe.cache_dir()) or fsafe.own_folder_problem(fsafe.cache_dir())
                 self.cache_note = ("cache-unusable", f"samctl cannot use its cache folder: {why}") if why else None
         self.use_cache = cache and self.cache_note is None
+
+    def identity_path(self, conv_dir: Path) -> Path:
+        """What the store is, as a path: its conversations folder here; a store kept in one file (llm's
+        database) is that file, so that two files in one folder are two stores (index, listing cache,
+        "the store" in messages, dedup across roots) and the folder around the file is not the store."""
+        return conv_dir
 
     # ids -------------------------------------------------------------
     def valid_id(self, text: str) -> bool:

@@ -73,10 +73,40 @@ def _has_session_files(p: Path) -> bool:
         return False
 
 
+def _named_by(var: str, p: Path) -> bool:
+    """True if the app's own variable (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``) names the folder ``p``."""
+    v = os.environ.get(var)
+    try:
+        return bool(v) and os.path.realpath(os.path.expanduser(v)) == os.path.realpath(p)
+    except (RuntimeError, ValueError):
+        return False
+
+
+def _has_attic(kind: str, conv: Path) -> bool:
+    """True if samctl keeps an attic for the store whose conversations folder is ``conv``: samctl moved
+    sessions out of that place, which stays a store however few it still holds (the undo needs it)."""
+    from samctl import fsafe  # (lazy: only a folder no other rule claimed asks)
+    from samctl.stores.sessionfiles import root_key  # (lazy: as above)
+
+    try:
+        return os.path.lexists(fsafe.data_dir() / "attic" / kind / root_key(os.path.realpath(conv)))
+    except (OSError, ValueError):
+        return False
+
+
+def _claude_home(p: Path) -> bool:
+    """Claude Code's config folder by its place: ``.claude``, the one ``$CLAUDE_CONFIG_DIR`` names, or
+    one holding its ``settings.json`` or ``history.jsonl`` (never by the sessions still in it)."""
+    return (p.name == ".claude" or _named_by("CLAUDE_CONFIG_DIR", p) or (p / "settings.json").exists()
+            or (p / "history.jsonl").exists())
+
+
 def _claude_projects(p: Path) -> bool:
-    """A Claude Code ``projects`` folder: so named, or holding project folders of ``<uuid>.jsonl`` files."""
-    if p.name == "projects" and (p.parent.name == ".claude" or (p.parent / "settings.json").exists()
-                                 or (p.parent / "history.jsonl").exists()):
+    """A Claude Code ``projects`` folder: so named in Claude Code's folder, or holding project folders of
+    ``<uuid>.jsonl`` files, or one samctl keeps an attic for."""
+    if p.name == "projects" and _claude_home(p.parent):
+        return True
+    if _has_attic("claude-code", p):
         return True
     try:
         with os.scandir(p) as it:
@@ -86,25 +116,33 @@ def _claude_projects(p: Path) -> bool:
         return False
 
 
+def _codex_home(p: Path) -> bool:
+    return (p.name == ".codex" or _named_by("CODEX_HOME", p) or (p / "session_index.jsonl").exists()
+            or (p / "config.toml").exists() or (p / "auth.json").exists() or (p / "history.jsonl").exists()
+            or _has_attic("codex", p))
+
+
 def detect(p: Path):
     """``(kind, conversations folder, base folder)`` when ``p`` is a Claude Code or Codex CLI folder, else None.
 
     Claude Code: its config folder (``~/.claude``, ``$CLAUDE_CONFIG_DIR``), its ``projects`` folder, or one
     project folder in it.  Codex: its home (``~/.codex``, ``$CODEX_HOME``), or its ``sessions`` or
-    ``archived_sessions`` folder (the home is then the store: both are listed).
+    ``archived_sessions`` folder (the home is then the store: both are listed).  Each is known by its place
+    (its name, the app's variable, the app's own files beside it, or samctl's attic for it), never only by
+    the sessions still in it: a folder whose last session samctl moved stays the store its undo names.
     """
-    if _is_dir(p / "projects") and (p.name == ".claude" or _claude_projects(p / "projects")):
+    if _is_dir(p / "projects") and (_claude_home(p) or _claude_projects(p / "projects")):
         return "claude-code", p / "projects", p
-    if _claude_projects(p) and p.name == "projects":
+    if p.name == "projects" and _claude_projects(p):
         return "claude-code", p, p.parent
-    if p.parent.name == "projects" and p.name.startswith("-") and _has_session_files(p):
+    if p.parent.name == "projects" and p.name.startswith("-") and (
+            _has_session_files(p) or _claude_home(p.parent.parent) or _has_attic("claude-code", p)):
         return "claude-code", p, p.parent.parent
-    if (_is_dir(p / "sessions") or _is_dir(p / "archived_sessions")) and (
-            p.name == ".codex" or (p / "session_index.jsonl").exists() or (p / "config.toml").exists()
-            or (p / "auth.json").exists() or (p / "history.jsonl").exists()):
+    if (_is_dir(p / "sessions") or _is_dir(p / "archived_sessions")) and _codex_home(p):
         return "codex", p, p
-    if p.name in ("sessions", "archived_sessions") and (p.parent.name == ".codex"
-                                                        or (p.parent / "session_index.jsonl").exists()):
+    if p.name in ("sessions", "archived_sessions") and (
+            p.parent.name == ".codex" or (p.parent / "session_index.jsonl").exists()
+            or _named_by("CODEX_HOME", p.parent) or _has_attic("codex", p.parent)):
         return "codex", p.parent, p.parent
     return None
 

@@ -28,6 +28,7 @@ from samctl import fsafe
 from samctl.errors import FileProblem, NotFound, SamctlError, UnsafePath, UsageError
 
 LIVE_MINUTES = 10.0
+MAX_LIVE_MINUTES = 10_000_000.0  # (19 years: any larger value counts as this, never as "inf minutes")
 FD_BUDGET = 200_000  # /proc/*/fd links read at most per look: past that, what was seen so far counts
 MAX_DEPTH = 16  # path components of a member name (the attic's own limit)
 
@@ -38,7 +39,9 @@ def live_seconds() -> float:
         minutes = float(os.environ.get("SAMCTL_LIVE_MINUTES", LIVE_MINUTES))
     except ValueError:
         minutes = LIVE_MINUTES
-    return (minutes if math.isfinite(minutes) and minutes >= 0 else LIVE_MINUTES) * 60
+    if not (math.isfinite(minutes) and minutes >= 0):
+        minutes = LIVE_MINUTES
+    return min(minutes, MAX_LIVE_MINUTES) * 60  # (a huge value means "always live", said in finite minutes)
 
 
 def root_key(real: str) -> str:
@@ -92,7 +95,17 @@ class KeptSessions:
 
     # where samctl keeps its own files for this store -----------------------------------
     def _samctl_place(self, what: str) -> Path:
-        return fsafe.data_dir() / what / self.name / root_key(self.root_real)
+        """``<data>/<what>/<kind>/<key>``; UnsafePath if a folder on the way (from samctl's data folder
+        down) is a symlink, another user's, or open to others' writes (``fsafe.own_folder_problem``): no
+        link leads samctl's attic among the app's files, and no other user's files into samctl's attic."""
+        data = fsafe.data_dir()
+        place = data / what / self.name / root_key(self.root_real)
+        why = fsafe.own_folder_problem(data, place)
+        if why is not None:
+            raise UnsafePath(f"samctl's data folder cannot be used: {why}; nothing was done",
+                             hint="samctl keeps its attic in a folder of its own (0700, yours, no links): move "
+                                  "the odd one out of the way, or set XDG_DATA_HOME elsewhere")
+        return place
 
     def attic_folder(self) -> Path:
         return self._samctl_place("attic")
@@ -101,7 +114,8 @@ class KeptSessions:
         """samctl's lock folder for this store; UnsafePath when samctl's data folder is inside the app's
         folder (every writing command takes the lock first, so none writes there; reading commands read on)."""
         data = fsafe.data_dir()
-        if fsafe.is_inside(os.path.realpath(self.base), data) or fsafe.is_inside(self.root_real, data):
+        app = os.path.realpath(self.base)
+        if any(fsafe.is_inside(app, p) or fsafe.is_inside(self.root_real, p) for p in (data, self.attic_folder())):
             raise UnsafePath(f"samctl's data folder {data} is inside {self.app_name}'s folder {self.base}: its "
                              "attic would be among the app's files; nothing was done",
                              hint="set XDG_DATA_HOME to a folder outside it")
@@ -156,17 +170,25 @@ class KeptSessions:
 
     @staticmethod
     def _tree(folder: Path) -> list[Path]:
-        """``folder`` and everything under it, folders before their contents (never through a link)."""
-        out = [folder]
-        st = fsafe.lstat(folder)
-        if st is None or not stat.S_ISDIR(st.st_mode):
-            return out
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError as exc:
-            raise FileProblem("unreadable", folder, f"cannot list {folder}: {exc.strerror}") from None
-        for n in names:
-            out += KeptSessions._tree(folder / n)
+        """``folder`` and everything under it, folders before their contents (never through a link).
+        Walked without recursion, and only ``MAX_DEPTH`` folders deep: a deeper tree is a FileProblem
+        (samctl never moves it: the attic names no member deeper), whatever depth the folder has."""
+        out: list[Path] = []
+        todo = [(folder, 0)]
+        while todo:
+            p, depth = todo.pop()
+            out.append(p)
+            st = fsafe.lstat(p)
+            if st is None or not stat.S_ISDIR(st.st_mode):
+                continue
+            if depth >= MAX_DEPTH:
+                raise FileProblem("too-deep", p, f"{p} holds folders more than {MAX_DEPTH} deep below {folder}; "
+                                  "samctl moves only shallower trees")
+            try:
+                names = sorted(os.listdir(p))
+            except OSError as exc:
+                raise FileProblem("unreadable", p, f"cannot list {p}: {exc.strerror}") from None
+            todo += [(p / n, depth + 1) for n in reversed(names)]
         return out
 
     # liveness --------------------------------------------------------------------------------
@@ -191,6 +213,11 @@ class KeptSessions:
             held = open_paths(set().union(*files.values()))
             live |= {cid for cid, paths in files.items() if paths & held}
         return [cid for cid in ids if cid in live]
+
+    def held_open(self, paths) -> set:
+        """The ``paths`` (real paths) some process holds open, where the platform tells (samctl itself holds
+        no session file open when it asks)."""
+        return open_paths(paths)
 
     def live_note(self) -> str:
         return (f"{self.app_name} may be writing this {self.unit}: changed in the last {live_seconds() / 60:g} minutes, "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import operator
 import os
+import stat
 import sys
 
 try:
@@ -84,8 +85,14 @@ def main(argv: list) -> int:
     (the record may have been replaced since)."""
     out = "0"
     try:
-        with open(argv[1], "rb") as f:
-            raw = f.read(RECORD_CAP + 1)
+        # (never through a link; a FIFO put in its place neither blocks the open nor is read)
+        fd = os.open(argv[1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError("not a regular file")
+            raw = os.read(fd, RECORD_CAP + 1)
+        finally:
+            os.close(fd)
         if len(raw) <= RECORD_CAP:
             saved, groups = unpack(raw.partition(b"\n")[2])
             out = ("1 " if digest(groups) == saved else "0 ") + saved

@@ -125,6 +125,13 @@ def index_dir(store) -> Path:
     return fsafe.cache_dir() / f"search-{store.name}-{key}"
 
 
+def home_problem(d: Path) -> str | None:
+    """Why the index folder ``d`` in the cache is not samctl's own (a symlink, another user's, open to
+    others' writes: ``fsafe.own_folder_problem``), or None.  Such a folder is never read, written or
+    cleaned: what a link leads to may be an app's folder, and its ``*.seg`` files are not samctl's."""
+    return fsafe.own_folder_problem(fsafe.cache_dir(), d)
+
+
 def term_key_of(tok: str) -> int:
     """The 64-bit key a term's postings are filed under."""
     return int.from_bytes(hashlib.blake2b(tok.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")

@@ -23,7 +23,7 @@ import os
 import time
 from pathlib import Path
 
-from samctl.search.index.format import KINDS, BadIndex, load_numpy, index_dir
+from samctl.search.index.format import KINDS, BadIndex, home_problem, load_numpy, index_dir
 from samctl.search.index.manifest import Manifest, alive_mask, dead_rows, read_manifest
 from samctl.search.index.segment import Segment
 from samctl.search.index.sources import discover, stale
@@ -108,6 +108,10 @@ def state(store, verify: bool = True) -> dict:
         out["size"] = sum(os.lstat(d / n).st_size for n in os.listdir(d))
     except OSError:
         pass
+    why = home_problem(d)
+    if why is not None:  # (never read through: ``home_problem``)
+        out["problems"].append(why)
+        return out
     if not out["exists"]:
         return out
     try:

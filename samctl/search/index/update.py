@@ -13,13 +13,17 @@ import bisect
 import contextlib
 import os
 import secrets
+import shutil
+import stat
+import tempfile
 import time
 from pathlib import Path
 
 from samctl import fsafe
 from samctl.gcpause import gc_paused
+from samctl.model import WARNING, Finding
 from samctl.search.index.format import (ARCHIVED, INDEX_VERSION, MANIFEST_MAGIC, MESSAGE, TERMS_NAME, TOKEN_HASH_NAME,
-                                        BadIndex, index_dir, load_numpy)
+                                        BadIndex, home_problem, index_dir, load_numpy)
 from samctl.search.index import checked
 from samctl.search.index.manifest import HEAD, alive_mask, encode_manifest, write_manifest_bytes
 from samctl.search.index.opened import Index, open_index, try_open
@@ -150,6 +154,15 @@ def _refresh(store, findings: list, *, scope: set | None, rebuild: bool, progres
     for a caller with much to do meanwhile).
     """
     d = home or index_dir(store)
+    why = None if home is not None else home_problem(d)
+    if why is not None:  # never read, written or cleaned: this run's index is a temporary one
+        findings.append(Finding("cache-unsafe", str(d), f"{why}; this search used a temporary index", WARNING))
+        tmp = tempfile.mkdtemp(prefix="samctl-search-")
+        try:  # (the segments stay mapped once their folder is gone)
+            return _refresh(store, findings, scope=scope, rebuild=True, progress=progress, jobs=jobs, home=Path(tmp),
+                            pending=None)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     if scope is None and not rebuild:
         quick = checked.recent(d, child_check and pending is not None)
         idx = try_open(store, d) if quick is not None else None
@@ -202,8 +215,11 @@ def _with_findings(idx: Index) -> set:
 def _older_version_bytes(d: Path) -> int:
     """The size of the index in ``d`` if an older samctl wrote it (its files are replaced), else 0."""
     try:
-        with open(d / "manifest", "rb") as f:
-            head = f.read(12)
+        fd = fsafe.open_read_fd(d / "manifest")  # (never through a link, and a FIFO does not block)
+        try:
+            head = os.read(fd, 12) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        finally:
+            os.close(fd)
         if head[:8] != MANIFEST_MAGIC or int.from_bytes(head[8:12], "little") >= INDEX_VERSION:
             return 0
         return sum(os.lstat(d / n).st_size for n in os.listdir(d))
@@ -477,8 +493,8 @@ def _gc(d: Path, keep: set) -> None:
 def invalidate(store) -> None:
     """Drop the index (its manifest; the segments go with the next refresh's clean-up)."""
     d = index_dir(store)
-    if not (d / "manifest").exists():
-        return
+    if home_problem(d) is not None or not (d / "manifest").exists():
+        return  # (a folder that is not samctl's own is never cleaned)
     with _writer_lock(d):
         fsafe.unlink(d / "manifest")
         _gc(d, set())

@@ -39,6 +39,14 @@ class LlmStore(Store):
         self.db = conv_dir if conv_dir.is_file() else conv_dir / DB_NAME
         super().__init__(conv_dir.parent if conv_dir.is_file() else conv_dir, base, caps, cache=cache)  # (the search index)
 
+    def identity_path(self, conv_dir: Path) -> Path:
+        return self.db  # (several databases in one folder are several stores)
+
+    def app_folder(self) -> str | None:
+        """llm's own folder when the database is llm's ``logs.db`` (samctl writes no export there); a
+        database of another name is the user's file, and the folder around it the user's."""
+        return os.path.dirname(self.root_real) if self.db.name == DB_NAME else None
+
     @classmethod
     def default_roots(cls) -> list[Path]:
         return [default_db()]
