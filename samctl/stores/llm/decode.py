@@ -16,6 +16,7 @@ import orjson
 
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import format_utc, parse_timestamp
+from samctl.stores.values import MAX_DEPTH, as_list, as_text, bounded, depth
 
 ULID_RE = re.compile(r"[0-9a-hjkmnp-tv-z]{26}\Z")
 LOG_ID_RE = re.compile(r"log-[0-9]{1,18}\Z")  # a pre-0.5 ``logs`` row, by its integer id
@@ -46,12 +47,25 @@ def _cols(tables: dict, table: str, wanted: tuple) -> str:
 
 
 def _json(text):
+    """A JSON column's value (its text when it does not parse); nested at most ``values.MAX_DEPTH``."""
     if not isinstance(text, str):
         return text
     try:
-        return orjson.loads(text)
+        v = orjson.loads(text)
     except orjson.JSONDecodeError:
         return text
+    if text.count("[") + text.count("{") > MAX_DEPTH and depth(v) > MAX_DEPTH:
+        return bounded(v)
+    return v
+
+
+def plain_row(cursor, row: tuple) -> tuple:
+    """A connection's ``row_factory``: a BLOB where llm writes text, ids or dates (SQLite does not enforce
+    column types) reads as ``[N bytes]``, so no bytes value reaches a title, an id or a renderer (the
+    BLOBs samctl measures are selected as ``length()``)."""
+    if any(type(v) is bytes for v in row):
+        return tuple(f"[{len(v)} bytes]" if type(v) is bytes else v for v in row)
+    return row
 
 
 class TextFactory:
@@ -77,7 +91,13 @@ class TextFactory:
 
 
 def _str(v) -> str:
-    return v if isinstance(v, str) else ("" if v is None else str(v))
+    return v if isinstance(v, str) else ("" if v is None else as_text(v))
+
+
+def _opt(v) -> str | None:
+    """A text column's value as str or None: a number as its digits, anything else (a JSON list or
+    object where llm writes a name or an id) as None."""
+    return v if isinstance(v, str) else str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 # -- listing -----------------------------------------------------------------------------------
@@ -249,19 +269,19 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
     created, updated = (min(times), max(times)) if times else (None, None)
     meta = ConversationMeta("llm", cid, _title(title) or "(untitled)", format_utc(created), format_utc(updated),
                             created, updated, len(messages), None, False, path)
-    return Conversation(meta, messages, raw, model, path)
+    return Conversation(meta, messages, raw, _opt(model), path)
 
 
 def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
     """One ``responses`` row: the tool results sent with its prompt, the system prompt when it changes,
     the prompt, the answer with its reasoning and tool calls."""
-    when, when_ts = r["datetime_utc"], ts(r["datetime_utc"])
+    when, when_ts = _opt(r["datetime_utc"]), ts(r["datetime_utc"])
     rid = r["id"]
     if "tool_results" in t:
         cols = _cols(t, "tool_results", ("name", "output", "tool_call_id", "exception"))
         for name, output, tcid, exc in conn.execute(f"SELECT {cols} FROM tool_results WHERE response_id = ? "
                                                     "ORDER BY id", (rid,)):
-            out.append(Message("tool", _str(output), when, when_ts, None, tool_call_id=tcid, tool_name=name,
+            out.append(Message("tool", _str(output), when, when_ts, None, tool_call_id=_opt(tcid), tool_name=_opt(name),
                                tool_status="error" if exc else None, kind="tool_result",
                                raw={"exception": exc} if exc else None))
     if r["system"] and r["system"] != system:
@@ -274,17 +294,18 @@ def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
             'WHERE p.response_id = ? ORDER BY p."order"', (rid,))]
     prompt = _str(r["prompt"])
     if prompt or attachments or fragments:
-        out.append(Message("user", "\n".join([*fragments, prompt]) if fragments else prompt, when, when_ts, rid + ":prompt",
+        out.append(Message("user", "\n".join([*fragments, prompt]) if fragments else prompt, when, when_ts,
+                           _str(rid) + ":prompt",
                            attachments=attachments, kind="prompt"))
     calls = []
     if "tool_calls" in t:
         cols = _cols(t, "tool_calls", ("tool_call_id", "name", "arguments"))
-        calls = [ToolCall(tcid, _str(name) or "?", _json(args)) for tcid, name, args in conn.execute(
+        calls = [ToolCall(_opt(tcid), _opt(name) or "?", _json(args)) for tcid, name, args in conn.execute(
             f"SELECT {cols} FROM tool_calls WHERE response_id = ? ORDER BY id", (rid,))]
     if r["response"] is None and not calls:
         findings.append(Finding("no-response", path, f"response {rid} has no answer (interrupted?)", INFO, cid))
-    out.append(Message("assistant", _str(r["response"]), when, when_ts, rid, tool_calls=calls,
-                       reasoning=r["reasoning"] or None, kind="response",
+    out.append(Message("assistant", _str(r["response"]), when, when_ts, _opt(rid), tool_calls=calls,
+                       reasoning=_opt(r["reasoning"]) or None, kind="response",
                        raw={k: r[k] for k in ("model", "resolved_model", "input_tokens", "output_tokens", "duration_ms")}))
 
 
@@ -369,12 +390,12 @@ def _message(conn, t, h, role, parts, at, at_ts, out, path, findings, cid) -> No
         elif kind == "reasoning":
             reasoning.append(_str(p["text"]) or ("[redacted reasoning]" if payload.get("redacted") else ""))
         elif kind == "tool_call":
-            calls.append(ToolCall(payload.get("tool_call_id"), _str(payload.get("name") or p["tool_name"]) or "?",
+            calls.append(ToolCall(_opt(payload.get("tool_call_id")), _opt(payload.get("name") or p["tool_name"]) or "?",
                                   payload.get("arguments")))
         elif kind == "tool_result":
             results.append(Message("tool", _str(payload.get("output")), at, at_ts, f"{h}/{p['position']}",
-                                   tool_call_id=payload.get("tool_call_id"),
-                                   tool_name=_str(payload.get("name") or p["tool_name"]) or None,
+                                   tool_call_id=_opt(payload.get("tool_call_id")),
+                                   tool_name=_opt(payload.get("name") or p["tool_name"]) or None,
                                    tool_status="error" if payload.get("exception") else None, kind="tool_result",
                                    raw=p))
         elif kind == "attachment":
@@ -396,10 +417,10 @@ def _message(conn, t, h, role, parts, at, at_ts, out, path, findings, cid) -> No
 def _text_ref(conn, t, payload) -> str:
     """A text part that borrows fragments: the pieces in order (a fragment by id, capped; a literal as is)."""
     out = []
-    for ref in payload.get("text_ref") or []:
+    for ref in as_list(payload.get("text_ref")):
         if isinstance(ref, dict) and isinstance(ref.get("literal"), str):
             out.append(ref["literal"])
-        elif isinstance(ref, dict) and "fragment" in ref and "fragments" in t:
+        elif isinstance(ref, dict) and isinstance(ref.get("fragment"), (str, int)) and "fragments" in t:
             row = conn.execute("SELECT substr(content, 1, 1000000) FROM fragments WHERE id = ?", (ref["fragment"],)).fetchone()
             out.append(_str(row[0]) if row else f"[missing fragment {ref['fragment']}]")
     return "".join(out)
@@ -428,7 +449,7 @@ def _load_log(conn, t, cid, path, findings) -> Conversation | None:
         if row is None:
             continue
         r = dict(zip(cols, row))
-        when = r["datetime_utc"] or r["timestamp"]
+        when = _opt(r["datetime_utc"]) or _opt(r["timestamp"])
         at = ts(when) if isinstance(when, str) else None
         msgs = []
         if r["system"]:
@@ -437,5 +458,5 @@ def _load_log(conn, t, cid, path, findings) -> Conversation | None:
         msgs.append(Message("assistant", _str(r["response"]), when, at, kind="response"))
         meta = ConversationMeta("llm", cid, _title(r["prompt"]) or "(untitled)", format_utc(at), format_utc(at), at, at,
                                 len(msgs), None, False, path)
-        return Conversation(meta, msgs, {table: r}, r["model"], path)
+        return Conversation(meta, msgs, {table: r}, _opt(r["model"]), path)
     return None

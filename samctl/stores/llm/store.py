@@ -68,6 +68,7 @@ class LlmStore(Store):
             findings.append(_llm_words(sqlite.sqlite_finding(exc, str(self.db), None)))
             return default
         text = conn.text_factory = decode.TextFactory()
+        conn.row_factory = decode.plain_row
         try:
             return fn(conn)
         except sqlite.SQLITE_ERRORS as exc:
