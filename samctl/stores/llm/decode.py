@@ -46,6 +46,12 @@ def _cols(tables: dict, table: str, wanted: tuple) -> str:
     return ", ".join(f'"{c}"' if c in have else f'NULL AS "{c}"' for c in wanted)
 
 
+def _c(tables: dict, table: str, col: str) -> str:
+    """One column of ``table`` for a SQL expression, or NULL when this database's table lacks it (a newer
+    or older schema: the column reads as absent, never as an error)."""
+    return f'"{col}"' if col in tables.get(table, ()) else "NULL"
+
+
 def _json(text):
     """A JSON column's value (its text when it does not parse); nested at most ``values.MAX_DEPTH``."""
     if not isinstance(text, str):
@@ -128,13 +134,15 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
             for cid, name in conn.execute(f"SELECT {_cols(t, 'conversations', ('id', 'name'))} FROM conversations"):
                 named[cid] = name
         for cid, rid, n, first, last, prompt in conn.execute(
-                f"SELECT {_cols(t, 'responses', ('conversation_id',))}, min(id), count(*), min(datetime_utc), "
-                f"max(datetime_utc), {_cols(t, 'responses', ('prompt',))} FROM responses GROUP BY 1"):
+                f"SELECT {_cols(t, 'responses', ('conversation_id',))}, min({_c(t, 'responses', 'id')}), count(*), "
+                f"min({_c(t, 'responses', 'datetime_utc')}), max({_c(t, 'responses', 'datetime_utc')}), "
+                f"{_cols(t, 'responses', ('prompt',))} FROM responses GROUP BY 1"):
             if cid is None or cid not in named:
                 # a response without (or with a dangling) conversation: each is its own conversation
                 for rid1, p, d in conn.execute(
-                        f"SELECT id, {_cols(t, 'responses', ('prompt', 'datetime_utc'))} FROM responses WHERE "
-                        + ("conversation_id IS NULL" if cid is None else "conversation_id = ?"),
+                        f"SELECT {_cols(t, 'responses', ('id', 'prompt', 'datetime_utc'))} FROM responses WHERE "
+                        + (f"{_c(t, 'responses', 'conversation_id')} IS NULL" if cid is None else
+                           "conversation_id = ?"),
                         () if cid is None else (cid,)):
                     add(rid1, _title(p), d, d, 2)
                 continue
@@ -144,9 +152,9 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
     if "threads" in t:
         parents = _parents(conn, t)
         turns = {}
-        if "turns" in t:
-            for tid, first, last in conn.execute("SELECT thread_id, min(datetime_utc), max(datetime_utc) FROM turns "
-                                                 "GROUP BY thread_id"):
+        if "turns" in t and "thread_id" in t["turns"]:
+            d = _c(t, "turns", "datetime_utc")
+            for tid, first, last in conn.execute(f"SELECT thread_id, min({d}), max({d}) FROM turns GROUP BY thread_id"):
                 turns[tid] = (first, last)
         for tid, name, tip, created in conn.execute(
                 f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'datetime_utc'))} FROM threads"):
@@ -241,10 +249,11 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
                 title, model = row[1], row[2]
         sel = f"SELECT {_cols(t, 'responses', _RESP)} FROM responses"
         # (ids as parameters in both cases llm may have written, never lower(): that would defeat the indexes)
-        rs = conn.execute(sel + " WHERE conversation_id IN (?, ?) ORDER BY id, datetime_utc",
+        rs = conn.execute(sel + f" WHERE {_c(t, 'responses', 'conversation_id')} IN (?, ?) ORDER BY "
+                          f"{_c(t, 'responses', 'id')}, {_c(t, 'responses', 'datetime_utc')}",
                           (cid, cid.upper())).fetchall()
         if not rs and "conversation" not in raw:  # a lone response is a conversation by its own id
-            rs = conn.execute(sel + " WHERE id IN (?, ?)", (cid, cid.upper())).fetchall()
+            rs = conn.execute(sel + f" WHERE {_c(t, 'responses', 'id')} IN (?, ?)", (cid, cid.upper())).fetchall()
         raw["responses"] = [dict(zip(_RESP, r)) for r in rs]
         system = None
         for r in raw["responses"]:
@@ -277,10 +286,10 @@ def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
     the prompt, the answer with its reasoning and tool calls."""
     when, when_ts = _opt(r["datetime_utc"]), ts(r["datetime_utc"])
     rid = r["id"]
-    if "tool_results" in t:
+    if "tool_results" in t and "response_id" in t["tool_results"]:
         cols = _cols(t, "tool_results", ("name", "output", "tool_call_id", "exception"))
         for name, output, tcid, exc in conn.execute(f"SELECT {cols} FROM tool_results WHERE response_id = ? "
-                                                    "ORDER BY id", (rid,)):
+                                                    f"ORDER BY {_c(t, 'tool_results', 'id')}", (rid,)):
             out.append(Message("tool", _str(output), when, when_ts, None, tool_call_id=_opt(tcid), tool_name=_opt(name),
                                tool_status="error" if exc else None, kind="tool_result",
                                raw={"exception": exc} if exc else None))
@@ -288,7 +297,8 @@ def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
         out.append(Message("system", _str(r["system"]), when, when_ts, None, kind="system"))
     attachments = _attachments(conn, t, "prompt_attachments", "response_id", rid)
     fragments = []
-    if "prompt_fragments" in t and "fragments" in t:
+    if "prompt_fragments" in t and "fragments" in t and {"response_id", "fragment_id", "order"} <= t[
+            "prompt_fragments"] and {"id", "source", "content"} <= t["fragments"]:
         fragments = [f"[fragment {fid}: {_str(src) or 'inline'}, {n or 0:,} characters]" for fid, src, n in conn.execute(
             "SELECT f.id, f.source, length(f.content) FROM prompt_fragments p JOIN fragments f ON f.id = p.fragment_id "
             'WHERE p.response_id = ? ORDER BY p."order"', (rid,))]
@@ -298,10 +308,10 @@ def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
                            _str(rid) + ":prompt",
                            attachments=attachments, kind="prompt"))
     calls = []
-    if "tool_calls" in t:
+    if "tool_calls" in t and "response_id" in t["tool_calls"]:
         cols = _cols(t, "tool_calls", ("tool_call_id", "name", "arguments"))
         calls = [ToolCall(_opt(tcid), _opt(name) or "?", _json(args)) for tcid, name, args in conn.execute(
-            f"SELECT {cols} FROM tool_calls WHERE response_id = ? ORDER BY id", (rid,))]
+            f"SELECT {cols} FROM tool_calls WHERE response_id = ? ORDER BY {_c(t, 'tool_calls', 'id')}", (rid,))]
     if r["response"] is None and not calls:
         findings.append(Finding("no-response", path, f"response {rid} has no answer (interrupted?)", INFO, cid))
     out.append(Message("assistant", _str(r["response"]), when, when_ts, _opt(rid), tool_calls=calls,
@@ -310,7 +320,8 @@ def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
 
 
 def _attachments(conn, t, table, key, value) -> list:
-    if table not in t or "attachments" not in t:
+    if table not in t or "attachments" not in t or not {key, "attachment_id", "order"} <= t[table] \
+            or "id" not in t["attachments"]:
         return []
     out = []
     rows = conn.execute(f'SELECT a.id, {", ".join("a." + c for c in ("type", "path", "url"))}, length(a.content) '
@@ -330,7 +341,7 @@ def _attachments(conn, t, table, key, value) -> list:
 def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
     """The thread's main chain, one Message per stored message (a tool_result-only user message becomes
     one tool message per result); each message timed by the earliest turn whose span contains it."""
-    parents = _LazyParents(conn) if "messages" in t else {}
+    parents = _LazyParents(conn) if "messages" in t and {"hash", "parent_hash"} <= t["messages"] else {}
     if tip is not None and tip not in parents:
         findings.append(Finding("dangling-tip", path, f"thread {tid}'s tip {str(tip)[:40]} is missing", WARNING, cid))
     chain = _chain(parents, tip, findings, path, cid)
@@ -342,7 +353,8 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
         # every turn that ended on this chain, whatever its thread: a fork's shared opening was answered in
         # the thread it forked from (one scan of turns, in SQLite, for the whole chain)
         for row in conn.execute(f"SELECT {_cols(t, 'turns', cols + ('thread_id',))} FROM turns WHERE "
-                                "tip_message_hash IN (SELECT value FROM json_each(?)) ORDER BY datetime_utc, id",
+                                f"{_c(t, 'turns', 'tip_message_hash')} IN (SELECT value FROM json_each(?)) ORDER BY "
+                                f"{_c(t, 'turns', 'datetime_utc')}, {_c(t, 'turns', 'id')}",
                                 (orjson.dumps(chain).decode(),)):
             turn = dict(zip(cols, row[:-1]))
             at = ts(turn["datetime_utc"])
@@ -359,14 +371,15 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
     raw["messages"] = []
     pcols = ("id", "position", "type", "tool_name", "text", "payload")
     roles = {}
-    if "messages" in t and "role" in t["messages"]:
+    if "messages" in t and {"role", "hash"} <= t["messages"]:
         for h in chain:
             roles[h] = conn.execute("SELECT role FROM messages WHERE hash = ?", (h,)).fetchone()[0]
     for h in chain:
         parts = []
-        if "parts" in t:
+        if "parts" in t and "message_hash" in t["parts"]:
             parts = [dict(zip(pcols, p)) for p in conn.execute(
-                f"SELECT {_cols(t, 'parts', pcols)} FROM parts WHERE message_hash = ? ORDER BY position", (h,))]
+                f"SELECT {_cols(t, 'parts', pcols)} FROM parts WHERE message_hash = ? ORDER BY "
+                f"{_c(t, 'parts', 'position')}", (h,))]
         raw["messages"].append({"hash": h, "role": roles.get(h), "parts": parts})
         at, at_ts = when.get(h, (None, None))
         _message(conn, t, h, roles.get(h), parts, at, at_ts, out, path, findings, cid)
@@ -420,14 +433,15 @@ def _text_ref(conn, t, payload) -> str:
     for ref in as_list(payload.get("text_ref")):
         if isinstance(ref, dict) and isinstance(ref.get("literal"), str):
             out.append(ref["literal"])
-        elif isinstance(ref, dict) and isinstance(ref.get("fragment"), (str, int)) and "fragments" in t:
+        elif isinstance(ref, dict) and isinstance(ref.get("fragment"), (str, int)) \
+                and {"id", "content"} <= t.get("fragments", set()):
             row = conn.execute("SELECT substr(content, 1, 1000000) FROM fragments WHERE id = ?", (ref["fragment"],)).fetchone()
             out.append(_str(row[0]) if row else f"[missing fragment {ref['fragment']}]")
     return "".join(out)
 
 
 def _attachment_by_id(conn, t, aid) -> list:
-    if "attachments" not in t or not isinstance(aid, str) or not {"type", "path", "url", "content"} <= t["attachments"]:
+    if "attachments" not in t or not isinstance(aid, str) or not {"id", "type", "path", "url", "content"} <= t["attachments"]:
         return []
     row = conn.execute("SELECT type, path, url, length(content) FROM attachments WHERE id = ?", (aid,)).fetchone()
     if row is None:
