@@ -356,3 +356,27 @@ def test_subagents_symlink_is_a_finding(tmp_path):
     assert o.crash is None and o.exit_code == 3, (o.exit_code, o.stderr[-400:])
     assert any(f["code"] == "symlink" and f["path"].endswith("subagents") for f in findings_of(o)), findings_of(o)
     assert diff(before, fingerprint(s["claude_code"])) == []
+
+
+# -- containment as a class: a bug one store's file reaches is that store's finding --------------------
+@pytest.mark.parametrize("args", [["ls"], ["stats"], ["check"], ["export", "--all", "--to", "jsonl"]],
+                         ids=lambda a: a[0])
+def test_a_bug_in_one_store_stops_no_other(tmp_path, monkeypatch, args):
+    from samctl.stores.codex import store as codex_store
+
+    def broken(*a, **k):
+        raise RecursionError("maximum recursion depth exceeded (planted)")
+    monkeypatch.setattr(codex_store, "decode_rollout", broken)
+    s = _copy(tmp_path, "codex", "claude_code")
+    g = ["--root", str(s["codex"]), "--root", str(s["claude_code"]), "--no-cache"]
+    before = {n: fingerprint(r) for n, r in s.items()}
+    o = invoke(g + args + (["-o", str(tmp_path / "out.jsonl")] if args[0] == "export" else []))
+    assert o.exit_code == 3, (o.exit_code, o.stderr[-800:])
+    assert "internal-error" in o.stderr and "RecursionError" in o.stderr and "Traceback" not in o.stderr
+    assert "samctl recover" not in o.stderr  # (recover refuses a store samctl only moves)
+    if args[0] == "ls":
+        assert CC_SESSION.encode() in o.stdout and CX_THREAD.encode() not in o.stdout
+    if args[0] == "export":
+        assert CC_SESSION.encode() in (tmp_path / "out.jsonl").read_bytes()
+    for n, r in s.items():
+        assert diff(before[n], fingerprint(r)) == []
