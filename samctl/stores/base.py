@@ -8,6 +8,7 @@ cannot be had (then a SamctlError).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -44,9 +45,6 @@ def _contained(name: str, fn):
     ``internal-error`` finding and the method's "nothing" answer: a bug that one store's hostile file
     reaches stops that store's part of a command, never the other stores' (issue #31).  The finding says
     "internal error" and where, so the adversarial harness still counts it as a crash."""
-    import functools
-    import inspect
-
     empty = {"list_metas": list, "check": list, "search_sources": dict}.get(name, lambda: None)
 
     def finding(self, exc: Exception, cid=None) -> Finding:
@@ -58,7 +56,7 @@ def _contained(name: str, fn):
                        f"({type(exc).__name__}{where}: {str(exc)[:120]}); the other stores are unaffected "
                        "(please report it)", ERROR, cid)
 
-    if inspect.isgeneratorfunction(fn):
+    if getattr(getattr(fn, "__code__", None), "co_flags", 0) & 0x20:  # CO_GENERATOR (inspect: slow to import)
         @functools.wraps(fn)
         def rows(self, src, findings, *args, **kwargs):
             try:

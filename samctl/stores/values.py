@@ -11,6 +11,8 @@ as the default (the record still counts), never as an exception.  Invariants:
 
 from __future__ import annotations
 
+import orjson
+
 _I64 = 1 << 63  # orjson writes integers of 64 bits at most
 MAX_DEPTH = 128  # nesting a record may have; orjson writes at most 255 levels and a record is wrapped in a few
 
@@ -96,8 +98,6 @@ def bounded(v, cap: int = MAX_DEPTH):
 
 def short_json(v, limit: int = 2000) -> str:
     """``v`` as one line of JSON (bounded in depth), cut at ``limit`` characters."""
-    import orjson
-
     try:
         text = orjson.dumps(v).decode()
     except TypeError:  # too deep for orjson, or a type it does not write
