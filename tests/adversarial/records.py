@@ -12,7 +12,8 @@ Every generator then works on it unchanged:
 
 ``exercise(root)`` opens the store as samctl does and runs what every command does with it: list, load
 each conversation (``--all``), render it in every export format, its search rows, and ``check``.
-Anything but a ``SamctlError`` escaping is a crash (returned, never swallowed silently).
+Anything but a ``SamctlError`` escaping is a crash (returned, never swallowed silently), and so is an
+``internal-error`` finding (a bug ``Store``'s containment turned into a finding).
 """
 
 from __future__ import annotations
@@ -250,6 +251,9 @@ def exercise(root: Path) -> str | None:
         store.check(findings, fix=False)
         for f in findings:
             f.line()
+        bugs = [f.reason for f in findings if f.code == "internal-error"]  # (a bug the store contained)
+        if bugs:
+            return "contained: " + bugs[0]
     except SamctlError:
         return None
     except Exception as exc:  # noqa: BLE001 - a crash is what this looks for

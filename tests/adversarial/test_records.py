@@ -1,0 +1,74 @@
+"""Wrong types at every field and depth bombs, for every store registered in ``records.TARGETS``.
+
+The normal run takes a small fixed sample of each class for each store (a few seconds); the whole sweep
+(every field of every record, every value) is marked slow and run by ``.ci/adversarial``.  A crash is an
+exception escaping a store's reading methods or the renderers, or an ``internal-error`` finding.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+
+import pytest
+
+from tests.adversarial import records as R
+from tests.adversarial.harness import TALLY
+
+STORES = sorted(R.TARGETS)
+KINDS = {"types": R.type_mutations, "depth": R.depth_mutations}
+
+
+def _mutations(store: str, kind: str, tmp_path):
+    t = R.TARGETS[store]
+    root = R.copy_fixture(t, tmp_path / "orig")
+    recs = t.records(root)
+    shutil.rmtree(tmp_path / "orig")
+    return t, [(i, m) for i, r in enumerate(recs) for m in KINDS[kind](r)]
+
+
+def _run(t, i, mutation, dest) -> str | None:
+    label, path, value = mutation
+    root = R.copy_fixture(t, dest)
+    try:
+        t.records(root)[i].put(path, value)
+    except R.Skip:
+        shutil.rmtree(dest)
+        return None
+    TALLY.cases += 1
+    crash = R.exercise(root)
+    shutil.rmtree(dest)
+    if crash:
+        TALLY.note("crashes", f"{t.store}: {label}")
+        return f"{label}:\n{crash}"
+    return None
+
+
+def _sample(muts: list, n: int) -> list:
+    """``n`` mutations spread over the records and fields (fixed seed: the same cases every run)."""
+    return random.Random(31).sample(muts, min(n, len(muts)))
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("store", STORES)
+def test_sample(store, kind, tmp_path):
+    t, muts = _mutations(store, kind, tmp_path)
+    assert muts, f"{store}: no {kind} mutations: the generator found no record"
+    crashes = [c for n, (i, m) in enumerate(_sample(muts, 8)) if (c := _run(t, i, m, tmp_path / f"m{n}"))]
+    assert crashes == [], crashes[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("store", STORES)
+def test_sweep(store, kind, tmp_path):
+    t, muts = _mutations(store, kind, tmp_path)
+    crashes = [c for n, (i, m) in enumerate(muts) if (c := _run(t, i, m, tmp_path / f"m{n}"))]
+    assert crashes == [], f"{len(crashes)} of {len(muts)}; first: {crashes[0]}"
+
+
+def test_every_store_is_registered():
+    """A new store gets these generators by registering its demo fixture here."""
+    from samctl.stores import STORES as REGISTRY
+
+    assert set(R.TARGETS) == set(REGISTRY)
