@@ -23,7 +23,7 @@ from samctl.stores.values import MAX_DEPTH, depth, short_json
 LINE_CAP = 64 << 20  # a single Claude Code tool result line of 5-12 MB is reported; base64 images more
 FRESH_SECONDS = 600  # a torn last line in a file written this recently is a live write
 MAX_LINES = 2_000_000  # lines in one file (a 128 MiB rollout of short event lines has about 400,000)
-BUILD_CAP = 512 << 20  # estimated bytes of the objects parsing may build from one file (see _build_cost)
+BUILD_CAP = 256 << 20  # estimated bytes of the objects parsing may build from one file (see _build_cost)
 
 
 def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None = None, fresh: bool = False,

@@ -173,20 +173,22 @@ def _max_rss_mb(args: list, limit_mb: int = 1500) -> tuple[int, float]:
     p = subprocess.run([sys.executable, "-c", code, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                        env=env, cwd=str(REPO), timeout=300)
     assert b"Traceback" not in p.stderr and b"MemoryError" not in p.stderr, p.stderr[-1500:]
-    kb = int(p.stderr.rsplit(b"VmHWM:", 1)[1].split()[0])
-    return p.returncode, kb / 1024
+    if b"VmHWM:" not in p.stderr:  # (killed, or out of address space before it could say)
+        return p.returncode, float("inf")
+    return p.returncode, int(p.stderr.rsplit(b"VmHWM:", 1)[1].split()[0]) / 1024
 
 
 def test_small_zst_cannot_make_ls_use_gigabytes(tmp_path):
     import zstandard
 
     s = _copy(tmp_path, "codex")
-    line = b"[" + b"{}," * 300_000 + b"{}]\n"  # 0.9 MB of text, 300,000 dicts
+    line = (b'{"timestamp":"2026-01-05T14:00:00Z","type":"event_msg","payload":{"type":"x","l":['
+            + b"{}," * 300_000 + b"{}]}}\n")  # 0.9 MB of text, 300,000 dicts, kept as a record
     data = b'{"timestamp":"2026-01-05T14:00:00Z","type":"session_meta","payload":{"id":"x"}}\n' + line * 120
     (s["codex"] / CX_ZST).write_bytes(zstandard.ZstdCompressor(level=19).compress(data))
     assert (s["codex"] / CX_ZST).stat().st_size < 64 << 10
     code, peak = _max_rss_mb(["--root", str(s["codex"]), "check"])
-    assert code == 3 and peak < 900, (code, peak)
+    assert code == 3 and peak < 600, (code, peak)
 
 
 # -- 15: the ChatGPT per-conversation cap, whatever sits at the end ----------------------------------
