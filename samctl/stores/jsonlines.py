@@ -4,7 +4,7 @@
 rest still reads.  A last line without its newline that does not parse is a write in progress (an info
 finding when the file is fresh, else a warning).  Memory is bounded by what parsing builds, not only by bytes: a file of over ``MAX_LINES`` lines is
 not read, and reading stops (with a finding) once the estimated size of the parsed objects passes
-``BUILD_CAP``.  Lines longer than ``line_cap`` are skipped, not parsed, and so are lines nested deeper than
+``values.BUILD_CAP``.  Lines longer than ``line_cap`` are skipped, not parsed, and so are lines nested deeper than
 ``values.MAX_DEPTH`` (nothing downstream then meets a value it cannot walk).
 Invalid UTF-8 is decoded with replacement characters (and reported); JSON that only the standard library
 accepts (lone surrogate escapes) is read with those made U+FFFD, so nothing downstream meets a surrogate.
@@ -18,12 +18,11 @@ import re
 import orjson
 
 from samctl.model import INFO, WARNING, Finding
-from samctl.stores.values import MAX_DEPTH, depth, short_json
+from samctl.stores.values import BUILD_CAP, MAX_DEPTH, build_cost, depth, short_json
 
 LINE_CAP = 64 << 20  # a single Claude Code tool result line of 5-12 MB is reported; base64 images more
 FRESH_SECONDS = 600  # a torn last line in a file written this recently is a live write
 MAX_LINES = 2_000_000  # lines in one file (a 128 MiB rollout of short event lines has about 400,000)
-BUILD_CAP = 256 << 20  # estimated bytes of the objects parsing may build from one file (see _build_cost)
 
 
 def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None = None, fresh: bool = False,
@@ -49,7 +48,7 @@ def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None 
             findings.append(Finding("huge-line", path, f"line {n} is {len(line):,} bytes, over the "
                                     f"{line_cap:,}-byte line cap; skipped", WARNING, conversation))
             continue
-        built += _build_cost(line)
+        built += build_cost(line)
         if built > BUILD_CAP:
             findings.append(Finding("too-large", path, f"from line {n} on, what parsing would build exceeds the "
                                     f"{BUILD_CAP:,}-byte cap; the rest is skipped", WARNING, conversation))
@@ -67,14 +66,6 @@ def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None 
             continue
         out.append((n, obj))
     return out
-
-
-def _build_cost(line: bytes) -> int:
-    """An upper estimate of the bytes the parsed objects of ``line`` take: its text, plus an object's size
-    for every container, element and string it can hold (``{}`` takes 2 bytes of text and 64 of memory).
-    Counting is done in C; a line of prose costs little more than its length."""
-    return (len(line) + 64 * (line.count(b"{") + line.count(b"[")) + 16 * line.count(b",")
-            + 24 * line.count(b'"'))
 
 
 _SKIP = object()

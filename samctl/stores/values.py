@@ -17,6 +17,26 @@ _I64 = 1 << 63  # orjson writes integers of 64 bits at most
 MAX_DEPTH = 128  # nesting a record may have; orjson writes at most 255 levels and a record is wrapped in a few
 
 
+BUILD_CAP = 256 << 20  # estimated bytes of the objects one file (or one conversation) may parse into
+
+
+def build_cost(data: bytes) -> int:
+    """An upper estimate of the bytes the objects parsed from the JSON ``data`` take: its length, plus an
+    object's size for every container, element and string it can hold (``{}`` is 2 bytes of text and 64
+    of memory).  Counting is done in C; prose costs little more than its length."""
+    return (len(data) + 64 * (data.count(b"{") + data.count(b"[")) + 16 * data.count(b",")
+            + 24 * data.count(b'"'))
+
+
+def too_costly(data: bytes) -> str | None:
+    """Why parsing ``data`` must not be tried (over ``BUILD_CAP``), or None."""
+    if len(data) < BUILD_CAP // 64:
+        return None  # (too short to reach the cap whatever it holds)
+    cost = build_cost(data)
+    return None if cost <= BUILD_CAP else (f"parsing it would build about {cost >> 20} MiB of objects, over the "
+                                           f"{BUILD_CAP >> 20} MiB cap; not read")
+
+
 def as_str(v, default=None):
     return v if isinstance(v, str) else default
 

@@ -55,6 +55,7 @@ class Target:
     fixture: str  # under fixtures/demo
     root: str  # the --root inside the copied fixture ("" for the copy itself)
     records: Callable[[Path], list]
+    build_from: str = ""  # the label of the record the build bomb goes into (its prefix): one samctl parses
 
 
 # -------------------------------------------------------------------------------- JSON records
@@ -85,6 +86,8 @@ def _dumps(obj) -> bytes:
     text = json.dumps(obj, ensure_ascii=False)
     text = text.replace(json.dumps(_DEEP_MARK), "[" * DEEP + "]" * DEEP)
     text = text.replace(json.dumps(_DEEP_OBJ_MARK), '{"a":' * DEEP + "1" + "}" * DEEP)
+    if BUILD_MARK in text:
+        text = text.replace(json.dumps(BUILD_MARK), build_text(BUILD_BYTES))
     return text.encode()
 
 
@@ -185,10 +188,10 @@ def _llm_records(root: Path) -> list:
 TARGETS = {t.store: t for t in (
     Target("sam", "SAM", "", _sam_records),
     Target("mermaid", "mermaid-project", "", _mermaid_records),
-    Target("claude-code", "claude_code", "", _claude_records),
+    Target("claude-code", "claude_code", "", _claude_records, "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d.jsonl"),
     Target("codex", "codex", "", _codex_records),
     Target("chatgpt", "chatgpt/export", "", _chatgpt_records),
-    Target("llm", "llm", "", _llm_records),
+    Target("llm", "llm", "", _llm_records, "tool_calls#"),
 )}
 
 
@@ -259,3 +262,48 @@ def exercise(root: Path) -> str | None:
     except Exception as exc:  # noqa: BLE001 - a crash is what this looks for
         return "".join(traceback.format_exception(exc))[-3000:]
     return None
+
+
+# -------------------------------------------------------------------------------- what parsing builds
+BUILD_MARK = "@@build@@"
+BUILD_BYTES = 48 << 20  # under every store's default cap (64 MiB snapshots, 128 MiB logs)
+
+
+def build_text(nbytes: int) -> str:
+    """A JSON list of empty objects ``nbytes`` long: 3 bytes of text each, 50-70 bytes once parsed."""
+    return "[" + "{}," * (nbytes // 3) + "{}]"
+
+
+def put_build_bomb(target: Target, root: Path) -> str:
+    """Replace a top-level field of the target's ``build_from`` record by ``build_text(BUILD_BYTES)``;
+    returns the record's label.  (For a row: every column, as JSON text.)"""
+    rec = next(r for r in target.records(root) if r.label.startswith(target.build_from))
+    if rec.sql:
+        for p in rec.fields():
+            try:
+                rec.put(p, build_text(BUILD_BYTES))
+            except Skip:
+                pass
+        return rec.label
+    rec.put(next(p for p in rec.fields() if len(p) == 1), BUILD_MARK)
+    return rec.label
+
+
+
+def peak_rss_mb(args: list, limit_mb: int = 1500, cwd: Path = REPO) -> tuple[int, float, bytes]:
+    """(exit code, peak RSS in MB, stderr) of ``samctl args`` in a child limited to ``limit_mb`` of address
+    space.  The child reports its own ``VmHWM`` (reset by exec, unlike ``ru_maxrss``, which keeps the
+    forking parent's); inf when it could not (killed, out of address space first)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import atexit, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0} << 20, {0} << 20)); "
+            "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status') "
+            "if l.startswith('VmHWM')][0])); "
+            "from samctl.cli import main; sys.argv = ['samctl'] + sys.argv[1:]; main()").format(limit_mb)
+    p = subprocess.run([sys.executable, "-c", code, "--no-cache", *args], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, env=dict(os.environ), cwd=str(cwd), timeout=300)
+    if b"VmHWM:" not in p.stderr:
+        return p.returncode, float("inf"), p.stderr
+    return p.returncode, int(p.stderr.rsplit(b"VmHWM:", 1)[1].split()[0]) / 1024, p.stderr

@@ -12,14 +12,13 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests.adversarial import records
 from tests.adversarial.harness import REPO, diff, findings_of, fingerprint, invoke
 
 DEMO = REPO / "fixtures" / "demo"
@@ -161,21 +160,10 @@ def test_llm_wrong_sqlite_types_stop_no_store(tmp_path, name):
 
 
 # -- 14: what parsing builds from a small .jsonl.zst -------------------------------------------------
-def _max_rss_mb(args: list, limit_mb: int = 1500) -> tuple[int, float]:
-    """(exit code, peak RSS in MB) of ``samctl args`` in a child limited to ``limit_mb`` of address space.
-    The child reports its own ``VmHWM`` (reset by exec, unlike ``ru_maxrss``, which keeps the forking
-    parent's)."""
-    code = ("import atexit, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0} << 20, {0} << 20)); "
-            "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status') "
-            "if l.startswith('VmHWM')][0])); "
-            "from samctl.cli import main; sys.argv = ['samctl'] + sys.argv[1:]; main()").format(limit_mb)
-    env = dict(os.environ, SAMCTL_CACHE_DIR=str(Path(args[1]).parent / "cache"))
-    p = subprocess.run([sys.executable, "-c", code, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                       env=env, cwd=str(REPO), timeout=300)
-    assert b"Traceback" not in p.stderr and b"MemoryError" not in p.stderr, p.stderr[-1500:]
-    if b"VmHWM:" not in p.stderr:  # (killed, or out of address space before it could say)
-        return p.returncode, float("inf")
-    return p.returncode, int(p.stderr.rsplit(b"VmHWM:", 1)[1].split()[0]) / 1024
+def _max_rss_mb(args: list) -> tuple[int, float]:
+    code, peak, err = records.peak_rss_mb(args)
+    assert b"Traceback" not in err and b"MemoryError" not in err, err[-1500:]
+    return code, peak
 
 
 def test_small_zst_cannot_make_ls_use_gigabytes(tmp_path):

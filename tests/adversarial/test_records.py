@@ -72,3 +72,18 @@ def test_every_store_is_registered():
     from samctl.stores import STORES as REGISTRY
 
     assert set(R.TARGETS) == set(REGISTRY)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", STORES)
+def test_what_parsing_builds_is_capped(store, tmp_path):
+    """48 MiB of empty objects (under every default cap, 1.3 GB once parsed) in a record samctl parses:
+    ls and check stay under 600 MB and report it."""
+    t = R.TARGETS[store]
+    root = R.copy_fixture(t, tmp_path / "s")
+    label = R.put_build_bomb(t, root)
+    for cmd in (["ls"], ["check"]):
+        TALLY.cases += 1
+        code, peak, err = R.peak_rss_mb(["--root", str(root), *cmd])
+        assert b"Traceback" not in err and b"internal error" not in err, (label, err[-1500:])
+        assert code in (0, 3) and peak < 600, (label, cmd, code, peak, err[-600:])

@@ -16,7 +16,7 @@ import orjson
 
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import format_utc
-from samctl.stores.values import as_str, as_text, short_json
+from samctl.stores.values import as_str, as_text, short_json, too_costly
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _UNKNOWN_CAP = 4000  # characters of an unknown content object shown as JSON
@@ -41,6 +41,10 @@ def _time(v) -> float | None:
 
 def parse(data: bytes, where: str, findings: list):
     """The object in ``data`` (invalid UTF-8 replaced, with a warning), or None with a finding."""
+    why = too_costly(data)
+    if why:
+        findings.append(Finding("too-large", where, why))
+        return None
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:

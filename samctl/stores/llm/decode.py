@@ -16,7 +16,7 @@ import orjson
 
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import format_utc, parse_timestamp
-from samctl.stores.values import MAX_DEPTH, as_list, as_text, bounded, depth
+from samctl.stores.values import BUILD_CAP, MAX_DEPTH, as_list, as_text, bounded, depth, too_costly
 
 ULID_RE = re.compile(r"[0-9a-hjkmnp-tv-z]{26}\Z")
 LOG_ID_RE = re.compile(r"log-[0-9]{1,18}\Z")  # a pre-0.5 ``logs`` row, by its integer id
@@ -56,6 +56,8 @@ def _json(text):
     """A JSON column's value (its text when it does not parse); nested at most ``values.MAX_DEPTH``."""
     if not isinstance(text, str):
         return text
+    if len(text) > BUILD_CAP // 64 and too_costly(text.encode("utf-8", "surrogatepass")):
+        return text  # (shown as stored: parsing it would build hundreds of MB)
     try:
         v = orjson.loads(text)
     except orjson.JSONDecodeError:
