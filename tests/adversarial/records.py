@@ -56,6 +56,7 @@ class Target:
     root: str  # the --root inside the copied fixture ("" for the copy itself)
     records: Callable[[Path], list]
     build_from: str = ""  # the label of the record the build bomb goes into (its prefix): one samctl parses
+    archive: Callable[[Path], Path] | None = None  # the mutated store packed as the app packs it, if it does
 
 
 # -------------------------------------------------------------------------------- JSON records
@@ -181,6 +182,18 @@ def _mermaid_records(root: Path) -> list:
             + [r for p in _files(conv, "*.jsonl") for r in jsonl_records(p)])
 
 
+def _chatgpt_zip(root: Path) -> Path:
+    """The export folder as the zip OpenAI sends (the same members, deflated)."""
+    import zipfile
+
+    z = root.parent / (root.name + ".zip")
+    with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in sorted(root.iterdir()):
+            if p.is_file() and not p.is_symlink():
+                zf.write(p, p.name)
+    return z
+
+
 def _llm_records(root: Path) -> list:
     return sqlite_records(root / "logs.db")
 
@@ -190,7 +203,7 @@ TARGETS = {t.store: t for t in (
     Target("mermaid", "mermaid-project", "", _mermaid_records),
     Target("claude-code", "claude_code", "", _claude_records, "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d.jsonl"),
     Target("codex", "codex", "", _codex_records),
-    Target("chatgpt", "chatgpt/export", "", _chatgpt_records),
+    Target("chatgpt", "chatgpt/export", "", _chatgpt_records, archive=_chatgpt_zip),
     Target("llm", "llm", "", _llm_records, "tool_calls#"),
 )}
 

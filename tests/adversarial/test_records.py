@@ -37,6 +37,11 @@ def _run(t, i, mutation, dest) -> str | None:
         return None
     TALLY.cases += 1
     crash = R.exercise(root)
+    if crash is None and t.archive is not None:  # the same mutation inside the app's archive
+        TALLY.cases += 1
+        packed = t.archive(root)
+        crash = R.exercise(packed)
+        packed.unlink()
     shutil.rmtree(dest)
     if crash:
         TALLY.note("crashes", f"{t.store}: {label}")
