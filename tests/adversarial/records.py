@@ -260,6 +260,8 @@ def exercise(root: Path) -> str | None:
                 render_one(fmt, store, conv, True, findings, "2026-01-01T00:00:00Z")
             from samctl.render.text import to_text
             to_text(conv, reasoning=True, include_hidden=True)
+            from samctl.core.load import raw_bytes  # (show --raw)
+            raw_bytes(store, m.id, findings)
         infos: list = []
         for src in store.search_sources(findings).values():
             for _ in store.source_rows(src, findings, infos):
