@@ -8,13 +8,14 @@ cannot be had (then a SamctlError).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from samctl import fsafe
 from samctl.model import ERROR, Finding
-from samctl.errors import Denied, FileProblem, NotFound, UsageError
+from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
 
 
 @dataclass
@@ -60,12 +61,69 @@ class UsageRecord(NamedTuple):
     order: float
 
 
+def _contained(name: str, fn):
+    """``fn`` (a reading method of a Store) with any exception that is not a SamctlError turned into an
+    ``internal-error`` finding and the method's "nothing" answer: a bug that one store's hostile file
+    reaches stops that store's part of a command, never the other stores' (issue #31).  The finding says
+    "internal error" and where, so the adversarial harness still counts it as a crash."""
+    empty = {"list_metas": list, "check": list, "search_sources": dict}.get(name, lambda: None)
+
+    def finding(self, exc: Exception, cid=None) -> Finding:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb is not None else ""
+        return Finding("internal-error", str(self.conv_dir), f"internal error in samctl reading this store "
+                       f"({type(exc).__name__}{where}: {str(exc)[:120]}); the other stores are unaffected "
+                       "(please report it)", ERROR, cid)
+
+    if getattr(getattr(fn, "__code__", None), "co_flags", 0) & 0x20:  # CO_GENERATOR (inspect: slow to import)
+        @functools.wraps(fn)
+        def rows(self, src, findings, *args, **kwargs):
+            try:
+                yield from fn(self, src, findings, *args, **kwargs)
+            except SamctlError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - contained, reported as a finding
+                findings.append(finding(self, exc, getattr(src, "conv", None)))
+        rows._contained = True
+        return rows
+
+    at = 1 if name == "load" else 0  # where ``findings`` is among the positional arguments
+
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):
+        findings = args[at] if len(args) > at else kwargs.get("findings")
+        if name == "check" and (args[1] if len(args) > 1 else kwargs.get("fix")) or not isinstance(findings, list):
+            return fn(self, *args, **kwargs)  # (a fix writes: an error must stop it, loudly)
+        try:
+            return fn(self, *args, **kwargs)
+        except SamctlError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - contained, reported as a finding
+            findings.append(finding(self, exc, args[0] if name == "load" and args else None))
+            return empty()
+    call._contained = True
+    return call
+
+
+_CONTAINED = ("list_metas", "load", "check", "search_sources", "source_rows")
+
+
 class Store:
     """The Store protocol: everything the rest of samctl asks of a store.
 
     Capabilities a store lacks are declared here (the class attributes below, and methods whose
-    default says "none"), so no caller ever branches on a store's name.
+    default says "none"), so no caller ever branches on a store's name.  Every store's reading
+    methods (``_CONTAINED``) are wrapped by ``_contained`` when its class is defined.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _CONTAINED:
+            fn = cls.__dict__.get(name)
+            if fn is not None and callable(fn) and not getattr(fn, "_contained", False):
+                setattr(cls, name, _contained(name, fn))
 
     name = "?"
     id_rule = ""  # one line for error messages
@@ -162,7 +220,8 @@ class Store:
         if conv is None:
             # a file skipped only for its size is not damaged: recover would not help, a bigger cap does
             too_large = any(f.code == "too-large" for f in findings[start:])
-            what = fsafe.TOO_LARGE_HINT if too_large else f"try `samctl recover {cid}`"
+            what = fsafe.TOO_LARGE_HINT if too_large else f"try `samctl recover {cid}`" if not (
+                self.read_only or self.moves_only) else "`samctl check` says why"  # (recover refuses those)
             findings.append(Finding("unreadable-conversation", str(self.conv_dir), f"nothing of {cid} could be read; "
                                     + what, ERROR, cid))
         else:

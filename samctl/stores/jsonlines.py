@@ -2,7 +2,10 @@
 
 ``parse_lines`` never raises: every line it cannot use is a Finding (code, path, one-line reason) and the
 rest still reads.  A last line without its newline that does not parse is a write in progress (an info
-finding when the file is fresh, else a warning).  Lines longer than ``line_cap`` are skipped, not parsed.
+finding when the file is fresh, else a warning).  Memory is bounded by what parsing builds, not only by bytes: a file of over ``MAX_LINES`` lines is
+not read, and reading stops (with a finding) once the estimated size of the parsed objects passes
+``values.BUILD_CAP``.  Lines longer than ``line_cap`` are skipped, not parsed, and so are lines nested deeper than
+``values.MAX_DEPTH`` (nothing downstream then meets a value it cannot walk).
 Invalid UTF-8 is decoded with replacement characters (and reported); JSON that only the standard library
 accepts (lone surrogate escapes) is read with those made U+FFFD, so nothing downstream meets a surrogate.
 """
@@ -15,9 +18,11 @@ import re
 import orjson
 
 from samctl.model import INFO, WARNING, Finding
+from samctl.stores.values import BUILD_CAP, MAX_DEPTH, build_cost, depth, short_json
 
 LINE_CAP = 64 << 20  # a single Claude Code tool result line of 5-12 MB is reported; base64 images more
 FRESH_SECONDS = 600  # a torn last line in a file written this recently is a live write
+MAX_LINES = 2_000_000  # lines in one file (a 128 MiB rollout of short event lines has about 400,000)
 
 
 def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None = None, fresh: bool = False,
@@ -25,6 +30,12 @@ def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None 
     """``[(line number, object)]`` of every line of ``data`` that holds a JSON object."""
     out = []
     line_cap = LINE_CAP if line_cap is None else line_cap
+    count = data.count(b"\n")
+    if count > MAX_LINES:
+        findings.append(Finding("too-large", path, f"{count:,} lines, over the {MAX_LINES:,}-line cap; not read",
+                                WARNING, conversation))
+        return out
+    built = 0
     lines = data.split(b"\n")
     torn = lines[-1] != b""  # the last piece has no newline after it
     if not torn:
@@ -37,8 +48,17 @@ def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None 
             findings.append(Finding("huge-line", path, f"line {n} is {len(line):,} bytes, over the "
                                     f"{line_cap:,}-byte line cap; skipped", WARNING, conversation))
             continue
+        built += build_cost(line)
+        if built > BUILD_CAP:
+            findings.append(Finding("too-large", path, f"from line {n} on, what parsing would build exceeds the "
+                                    f"{BUILD_CAP:,}-byte cap; the rest is skipped", WARNING, conversation))
+            break
         obj = _loads(line, n, path, findings, conversation, torn and n == last, fresh)
         if obj is _SKIP:
+            continue
+        if (line.count(b"[") + line.count(b"{") > MAX_DEPTH and depth(obj) > MAX_DEPTH):
+            findings.append(Finding("too-deep", path, f"line {n} nests values over {MAX_DEPTH} levels deep; "
+                                    "skipped", WARNING, conversation))
             continue
         if not isinstance(obj, dict):
             findings.append(Finding("not-object", path, f"line {n} is JSON but not an object "
@@ -106,8 +126,4 @@ def _short(exc: Exception) -> str:
 
 def compact(obj, limit: int = 2000) -> str:
     """``obj`` as one line of JSON, cut at ``limit`` characters: how an unknown record is shown."""
-    try:
-        text = orjson.dumps(obj).decode()
-    except TypeError:
-        text = repr(obj)
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
+    return short_json(obj, limit)

@@ -53,6 +53,8 @@ class Listed:
         """``[want]`` if it is an id, else every id it is a prefix of."""
         if want in self._set:
             return [want]
+        if self._own and not self._ids and self._store.valid_id(want) and self._store.has_id(want):
+            return [want]  # a store that listed nothing (locked?) may still vouch for a whole id: its load says why
         i = bisect.bisect_left(self._ids, want)
         out = []
         while i < len(self._ids) and self._ids[i].startswith(want):

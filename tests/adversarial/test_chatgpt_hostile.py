@@ -54,7 +54,7 @@ FOLDER_CASES = {
     "unknown-types": (lambda: _dump(_convs(lambda c: c[0]["mapping"]["n5"]["message"]["content"].update(
         content_type="quantum_text", qbits=[1, 2]))), {"unknown-content"}),
     "deep-nesting": (lambda: _dump(_convs(_deep)).replace(b'"@DEEP@"', b'{"a":' * 5000 + b"1" + b"}" * 5000),
-                     {"bad-json"}),
+                     {"too-deep"}),
     "invalid-utf8": (lambda: _dump(_convs()).replace(b"Plot a sine", b"Plot \xff\xfe sine"), {"bad-utf8"}),
     "nul-in-string": (lambda: _dump(_convs()).replace(b"Plot a sine", b"Plot \x00 sine"), {"bad-json"}),
     "nul-between": (lambda: _dump(_convs()).replace(b"},{", b"}\x00,{", 1), set()),

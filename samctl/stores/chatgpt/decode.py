@@ -16,6 +16,7 @@ import orjson
 
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import format_utc
+from samctl.stores.values import as_str, as_text, short_json, too_costly
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _UNKNOWN_CAP = 4000  # characters of an unknown content object shown as JSON
@@ -40,6 +41,10 @@ def _time(v) -> float | None:
 
 def parse(data: bytes, where: str, findings: list):
     """The object in ``data`` (invalid UTF-8 replaced, with a warning), or None with a finding."""
+    why = too_costly(data)
+    if why:
+        findings.append(Finding("too-large", where, why))
+        return None
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -117,7 +122,7 @@ def conversation(doc: dict, cid: str, where: str, findings: list, size: int | No
     models = []
     # Tree order without recursion: at each node, its off-branch children's subtrees come first,
     # then the child on the current branch (so an older answer sits just before its replacement).
-    roots = [k for k, v in mapping.items() if v.get("parent") not in mapping]
+    roots = [k for k, v in mapping.items() if as_str(v.get("parent")) not in mapping]
     roots.sort(key=lambda k: k not in on)
     stack, seen = list(reversed(roots)), set()
     while stack:
@@ -154,9 +159,9 @@ _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": 
 def message(msg: dict, nid: str, default_ts, where: str, findings: list, cid=None) -> Message:
     author = msg.get("author") if isinstance(msg.get("author"), dict) else {}
     role_in = author.get("role")
-    role = _ROLES.get(role_in)
+    role = _ROLES.get(as_str(role_in))
     if role is None:
-        findings.append(Finding("unknown-role", where, f"node {nid[:40]}: role {str(role_in)[:40]!r}; shown as "
+        findings.append(Finding("unknown-role", where, f"node {nid[:40]}: role {as_text(role_in)[:40]!r}; shown as "
                                 "assistant", INFO, cid))
         role = "assistant"
     content = msg.get("content") if isinstance(msg.get("content"), dict) else {}
@@ -198,7 +203,7 @@ def _content(c: dict, ct: str, nid, where, findings, cid) -> tuple[str, list]:
                         a["size"] = p["size_bytes"]
                     atts.append(a)
                 else:
-                    texts.append(_unknown(p, f"part {str(pt)[:40]!r}", nid, where, findings, cid))
+                    texts.append(_unknown(p, f"part {as_text(pt)[:40]!r}", nid, where, findings, cid))
         return "\n".join(texts), atts
     if ct in ("code", "execution_output", "system_error") and isinstance(c.get("text"), str):
         return c["text"], []
@@ -223,11 +228,7 @@ def _content(c: dict, ct: str, nid, where, findings, cid) -> tuple[str, list]:
 def _unknown(obj, what, nid, where, findings, cid) -> str:
     findings.append(Finding("unknown-content", where, f"node {nid[:40]}: {what} is not one samctl knows; shown as "
                             "stored JSON", INFO, cid))
-    try:
-        text = orjson.dumps(obj).decode()
-    except TypeError:
-        text = repr(obj)
-    return f"[{what}] " + (text if len(text) <= _UNKNOWN_CAP else text[:_UNKNOWN_CAP] + "…")
+    return f"[{what}] " + short_json(obj, _UNKNOWN_CAP)
 
 
 def from_bytes(data: bytes, where: str, findings: list) -> Conversation | None:

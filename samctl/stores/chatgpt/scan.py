@@ -4,7 +4,8 @@
 skips everything up to the next bracket, strings included (escapes and all), so only brackets
 cost a Python step (scalars directly in the array are skipped).  Memory: one read buffer (1 MiB, doubling only while one string is
 longer) plus the element being collected, at most ``cap`` bytes; a longer element is skipped (its
-bytes dropped as they stream past) and reported.  Nesting depth is a counter, not recursion.
+bytes dropped as they stream past, a long string included, wherever it sits in the element) and
+reported, and so is one nested deeper than ``values.MAX_DEPTH``.  Nesting depth is a counter, not recursion.
 
 A 300 MB export parsed whole by ``orjson.loads`` peaks at 1.9 GB RSS (measured, bench/); this scan
 peaks at about the largest conversation times the parser's expansion (~6x) plus the buffer.
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 import re
 
+from samctl.stores.values import MAX_DEPTH
+
 CHUNK = 1 << 20
 # everything up to the next bracket, strings included (a string cut by the buffer's end stops it at its quote)
 _SKIP = re.compile(rb'(?:[^\[\]{}"]+|"[^"\\]*(?:\\.[^"\\]*)*")*', re.S)
 _STR = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_STR_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)  # a string's inside, up to its quote (or a cut escape)
 _WS = b" \t\r\n"
 
 
@@ -44,7 +48,8 @@ def iter_items(read, cap: int, end: End | None = None):
     buf = bytearray()
     base = pos = depth = 0
     start = -1  # where the current element began in buf; -1 when none is being kept
-    skipping = False
+    skipping = None  # why the current element is being skipped: "too-large" or "too-deep"
+    in_string = False  # inside a string no element keeps: streamed past, never buffered whole
     index = 0
     want = CHUNK
     eof = False
@@ -53,7 +58,7 @@ def iter_items(read, cap: int, end: End | None = None):
     while True:
         if pos >= len(buf) or want:
             if eof:
-                if depth > 0:
+                if depth > 0 or in_string:
                     end.problem = ("truncated", f"the data ends at byte {base + len(buf)}, inside conversation "
                                    f"{index}: what came before it was read")
                 elif not opened:
@@ -73,12 +78,26 @@ def iter_items(read, cap: int, end: End | None = None):
                 continue
             buf += chunk
             continue
+        if in_string:  # the rest of a string that is not kept: up to its closing quote, or the buffer's end
+            pos = _STR_BODY.match(buf, pos).end()
+            if pos < len(buf) and buf[pos] == 0x22:
+                pos += 1
+                in_string = False
+            elif pos < len(buf):  # a backslash the buffer cut: keep it for the next read
+                want = CHUNK
+            continue
         pos = _SKIP.match(buf, pos).end()
         if pos >= len(buf):
             continue
         c = buf[pos]
-        if c == 0x22:  # a string the buffer cut: read on (doubling, so a long string costs linear time)
-            want = 2 * (len(buf) - (start if start >= 0 else pos))
+        if c == 0x22:  # a string the buffer cut
+            if start >= 0 and len(buf) - start > cap:
+                skipping, start = "too-large", -1
+            if start >= 0:  # kept: read on (doubling, so a long string costs linear time)
+                want = 2 * (len(buf) - start)
+            else:  # not kept: streamed past
+                in_string = True
+                pos += 1
             continue
         elif c in b"[{":
             if depth == 0:
@@ -89,15 +108,20 @@ def iter_items(read, cap: int, end: End | None = None):
                 opened = True
             depth += 1
             if depth == 2:
-                start, skipping, item_offset = pos, False, base + pos
+                start, skipping, item_offset = pos, None, base + pos
+            elif depth > MAX_DEPTH + 1 and start >= 0:
+                skipping, start = "too-deep", -1
             pos += 1
         else:
             depth -= 1
             pos += 1
             if depth == 1:
-                if skipping:
+                if skipping == "too-large":
                     yield Item(index, item_offset, None, ("too-large", f"conversation {index} is over the {cap}-byte "
                                                                      "cap; skipped (see --max-file-size)"))
+                elif skipping:
+                    yield Item(index, item_offset, None, ("too-deep", f"conversation {index} nests values over "
+                                                                    f"{MAX_DEPTH} levels deep; skipped"))
                 else:
                     data = bytes(buf[start:pos])
                     yield Item(index, item_offset, data, None if data[:1] == b"{" else
@@ -109,5 +133,4 @@ def iter_items(read, cap: int, end: End | None = None):
                 end.problem = ("bad-json", f"unbalanced bracket at byte {base + pos - 1}")
                 return
         if start >= 0 and pos - start > cap:
-            skipping, start = True, -1
-
+            skipping, start = "too-large", -1

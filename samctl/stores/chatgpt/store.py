@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import struct
 import tempfile
 import zipfile
 from pathlib import Path
@@ -31,6 +32,8 @@ ZIP_MAX_RATIO = 100  # declared uncompressed / compressed, per member over ZIP_R
 ZIP_RATIO_FLOOR = 1 << 20
 ZIP_MAX_MEMBER = 8 << 30  # declared uncompressed size of one member
 ZIP_MAX_TOTAL = 32 << 30  # declared uncompressed size of the whole zip
+ZIP_MAX_MEMBERS = 50_000  # an export holds its JSON, HTML and the files of its conversations
+ZIP_MAX_DIRECTORY = 8 << 20  # bytes of central directory zipfile would parse (46 and more per member)
 _OK_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
 
 
@@ -99,6 +102,10 @@ class ChatgptStore(Store):
             findings.append(Finding(exc.code, zp, exc.message))
             return
         with f:
+            problem = directory_problem(f)
+            if problem:
+                findings.append(Finding("zip-refused", zp, f"refused, nothing read from it: {problem}"))
+                return
             try:
                 zf = zipfile.ZipFile(f)
             except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
@@ -203,17 +210,43 @@ class ChatgptStore(Store):
                     f.seek(offset)
                     return f.read(length)
             if not self._spools:
-                for w, read in self._sources([]):
-                    spool = self._spools[w] = tempfile.TemporaryFile(prefix="samctl-chatgpt-")
-                    while chunk := read(1 << 20):
-                        spool.write(chunk)
-            spool = self._spools.get(where)
-            if spool is None:
+                self._spool()
+            spool, at = self._spools.get(where, (None, {}))
+            if spool is None or (offset, length) not in at:
                 return None
-            spool.seek(offset)
+            spool.seek(at[offset, length])
             return spool.read(length)
         except (FileProblem, OSError):
             return None
+
+    def _spool(self) -> None:
+        """Copy the listed conversations' bytes (each within the cap), and nothing else, of every zip
+        member to an anonymous temp file: a member's skipped elements never reach ``$TMPDIR``."""
+        wanted: dict = {}
+        for where, offset, length in self._index.values():
+            wanted.setdefault(where, []).append((offset, length))
+        for w, read in self._sources([]):
+            ranges = sorted(wanted.get(w, ()))
+            if not ranges:
+                continue
+            spool = tempfile.TemporaryFile(prefix="samctl-chatgpt-")
+            at: dict = {}
+            pos, i, cur = 0, 0, None  # cur: the bytes of the range being collected
+            while i < len(ranges) and (chunk := read(1 << 20)):
+                end = pos + len(chunk)
+                while i < len(ranges) and ranges[i][0] < end:
+                    off, n = ranges[i]
+                    if cur is None:
+                        cur = bytearray()
+                    cur += chunk[off + len(cur) - pos: min(off + n, end) - pos]
+                    if len(cur) < n:
+                        break
+                    at[off, n] = spool.tell()
+                    spool.write(cur)
+                    cur, i = None, i + 1
+                pos = end
+            self._spools[w] = (spool, at)
+        self._spools.setdefault(None, (None, {}))  # (spooled once, even when no member had a range)
 
     def load(self, cid: str, findings: list):
         if not self.valid_id(cid):
@@ -225,7 +258,14 @@ class ChatgptStore(Store):
         return decode.conversation(doc, cid, where, findings, len(data))
 
     def raw_path(self, cid: str) -> Path:
-        return self.zip_path or self.conv_dir
+        """The file that holds ``cid``: the zip, or (an unpacked export) the conversations file the last
+        listing found it in (a search source's signature is that file's)."""
+        if self.zip_path is not None:
+            return self.zip_path
+        if cid not in self._index:
+            self.list_metas([])
+        where = self._index.get(cid)
+        return Path(where[0]) if where is not None else self.conv_dir / SINGLE
 
     def raw_part(self, cid: str, path: Path) -> bytes | None:
         """The conversation's own bytes, as stored in the export (one element of the array)."""
@@ -290,13 +330,64 @@ def zip_problems(infos) -> list[str]:
     return out
 
 
+def directory_problem(f) -> str | None:
+    """Why the zip open in ``f`` must not be handed to zipfile, which reads its whole central directory
+    into objects (10^6 members: seconds and hundreds of MB): too many members declared, or too large a
+    directory, by the end-of-directory records (zip64 included).  None when they are within the caps or
+    absent (zipfile then says what is wrong)."""
+    try:
+        size = f.seek(0, 2)
+        n = min(size, 22 + 65535)
+        f.seek(size - n)
+        tail = f.read(n)
+        i = tail.rfind(b"PK\x05\x06")
+        if i < 0 or len(tail) - i < 22:
+            return None
+        entries, cd_size = struct.unpack("<HI", tail[i + 10:i + 16])
+        if (entries == 0xFFFF or cd_size == 0xFFFFFFFF) and i >= 20 and tail[i - 20:i - 16] == b"PK\x06\x07":
+            f.seek(struct.unpack("<Q", tail[i - 12:i - 4])[0])
+            rec = f.read(56)
+            if len(rec) == 56 and rec[:4] == b"PK\x06\x06":
+                entries, cd_size = struct.unpack("<QQ", rec[32:48])
+    except (OSError, ValueError, struct.error):
+        return None
+    finally:
+        try:
+            f.seek(0)
+        except (OSError, ValueError):
+            pass
+    if entries > ZIP_MAX_MEMBERS:
+        return f"it declares {entries} members, over the {ZIP_MAX_MEMBERS}-member limit"
+    if cd_size > ZIP_MAX_DIRECTORY:
+        return f"its central directory is {cd_size} bytes, over the {ZIP_MAX_DIRECTORY}-byte limit"
+    return None
+
+
+def _zip_holds_export(p: Path) -> bool:
+    """Whether the zip at ``p`` has ``conversations.json`` or its shards (one read of its directory); a
+    zip too large to list is taken as one (the store then refuses it with a finding)."""
+    try:
+        f, _ = fsafe.open_regular(p)
+    except FileProblem:
+        return False
+    with f:
+        if directory_problem(f):
+            return True
+        try:
+            with zipfile.ZipFile(f) as zf:
+                names = zf.namelist()
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
+            return True  # (a damaged export is still reported as one, by the store)
+    return any(n == SINGLE or SHARD_RE.match(n) for n in names)
+
+
 def looks_like_export(p: Path):
     """("dir", folder) or ("zip", file) if ``p`` is a ChatGPT export, else None.  A folder counts when it
     holds conversation shards, or a ``conversations.json`` that starts as an array of objects with a
     ``mapping`` (SAM's legacy ``conversations.json`` has none) or sits beside ``chat.html``/``user.json``."""
     try:
         if p.is_file() and not p.is_symlink() and p.name.lower().endswith(".zip"):
-            return "zip", p
+            return ("zip", p) if _zip_holds_export(p) else None
         if not p.is_dir():
             return None
         names = set(os.listdir(p))

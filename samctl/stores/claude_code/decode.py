@@ -19,6 +19,7 @@ from samctl.injected import CLAUDE_CODE as _INJECTED, injected, title_text
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import parse_timestamp
 from samctl.stores.jsonlines import compact, parse_lines
+from samctl.stores.values import as_text
 
 STORE = "claude-code"
 SESSION_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
@@ -91,7 +92,7 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
         if i in on_main or _str(e.get("uuid")) is None or nodes.get(e["uuid"]) != i:
             continue
         if e.get("isSidechain") is True:
-            sidechains.setdefault(str(e.get("agentId") or "?"), []).append(i)
+            sidechains.setdefault(as_text(e.get("agentId") or "?")[:64], []).append(i)
         else:
             start, looped = _fork_of(i, entries, nodes, on_main, memo)
             groups.setdefault(start, []).append(i)
@@ -262,7 +263,7 @@ def _assistant_blocks(m: Message, content, tool_names, findings, path, sid) -> N
                 tool_names[tid] = name
             m.tool_calls.append(ToolCall(tid, name, b.get("input")))
         else:
-            text = f"[{str(bt)[:60]} block] {compact(b)}"
+            text = f"[{as_text(bt)[:60]} block] {compact(b)}"
             m.content = (m.content + "\n\n" + text) if m.content else text
 
 
@@ -294,7 +295,7 @@ def _user(e, content, ts_text, ts, hidden, tool_names) -> list[Message]:
                                tool_status="error" if b.get("is_error") is True else "success", hidden=hidden,
                                attachments=images, raw=e))
         else:
-            texts.append(f"[{str(bt)[:60]} block] {compact(b)}")
+            texts.append(f"[{as_text(bt)[:60]} block] {compact(b)}")
     if texts or atts:
         text = "\n\n".join(texts)
         kind = "meta" if meta else ("command" if text.lstrip().startswith(_WRAPPERS) else None)

@@ -99,6 +99,11 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         st = fsafe.lstat(path.parent / path.stem)
         sub = fsafe.lstat(folder)
         candidates = []
+        for p, s in ((path.parent / path.stem, st), (folder, sub)):
+            if s is not None and stat.S_ISLNK(s.st_mode):
+                findings.append(Finding("symlink", str(p), "is a symlink (samctl does not follow symlinks): its "
+                                        "sub-agent transcripts are not read", WARNING, cid))
+                break
         if st is not None and stat.S_ISDIR(st.st_mode) and sub is not None and stat.S_ISDIR(sub.st_mode):
             candidates += [(n, p) for n, p, s in scan(str(folder), findings, " in a subagents folder")
                            if stat.S_ISREG(s.st_mode)]

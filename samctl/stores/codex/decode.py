@@ -22,6 +22,7 @@ from samctl.injected import first_typed
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import parse_timestamp
 from samctl.stores.jsonlines import compact, parse_lines
+from samctl.stores.values import as_list, as_text
 
 STORE = "codex"
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
@@ -250,8 +251,8 @@ class _Decoder:
         et = p.get("type") if isinstance(p.get("type"), str) else f"<{type(p.get('type')).__name__}>"
         if et == "user_message":
             text = _str(p.get("message")) or ""
-            atts = [{"type": "image", "url": u} for u in (p.get("images") or []) if isinstance(u, str)]
-            atts += [{"type": "image", "url": u} for u in (p.get("local_images") or []) if isinstance(u, str)]
+            atts = [{"type": "image", "url": u} for u in as_list(p.get("images")) if isinstance(u, str)]
+            atts += [{"type": "image", "url": u} for u in as_list(p.get("local_images")) if isinstance(u, str)]
             self.flush_reasoning()
             self._add(Message("user", text, ts_text, ts, attachments=[_short_url(a) for a in atts], raw=p))
             self.turn_starts.append(len(self.messages) - 1)
@@ -349,7 +350,7 @@ def _content(content) -> tuple[str, list]:
         elif c.get("type") == "input_image" and isinstance(c.get("image_url"), str):
             atts.append(_short_url({"type": "image", "url": c["image_url"]}))
         else:
-            texts.append(f"[{str(c.get('type'))[:60]} part] {compact(c)}")
+            texts.append(f"[{as_text(c.get('type'))[:60]} part] {compact(c)}")
     return "\n".join(texts), atts
 
 

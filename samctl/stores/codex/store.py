@@ -53,6 +53,8 @@ def decompress(data: bytes, cap: int, path: str) -> bytes:
             pos -= len(d.unused_data)
     except zstandard.ZstdError as exc:
         raise FileProblem("bad-zstd", path, f"not a readable zstd stream ({str(exc)[:120]})") from None
+    if not total:  # (Codex never writes an empty rollout: a 0-byte file, or only skippable frames)
+        raise FileProblem("bad-zstd", path, "no data in it" if data else "empty (0 bytes): no zstd frame")
     return b"".join(out)
 
 

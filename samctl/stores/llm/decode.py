@@ -16,6 +16,7 @@ import orjson
 
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.timeparse import format_utc, parse_timestamp
+from samctl.stores.values import BUILD_CAP, MAX_DEPTH, as_list, as_text, bounded, depth, too_costly
 
 ULID_RE = re.compile(r"[0-9a-hjkmnp-tv-z]{26}\Z")
 LOG_ID_RE = re.compile(r"log-[0-9]{1,18}\Z")  # a pre-0.5 ``logs`` row, by its integer id
@@ -45,13 +46,34 @@ def _cols(tables: dict, table: str, wanted: tuple) -> str:
     return ", ".join(f'"{c}"' if c in have else f'NULL AS "{c}"' for c in wanted)
 
 
+def _c(tables: dict, table: str, col: str) -> str:
+    """One column of ``table`` for a SQL expression, or NULL when this database's table lacks it (a newer
+    or older schema: the column reads as absent, never as an error)."""
+    return f'"{col}"' if col in tables.get(table, ()) else "NULL"
+
+
 def _json(text):
+    """A JSON column's value (its text when it does not parse); nested at most ``values.MAX_DEPTH``."""
     if not isinstance(text, str):
         return text
+    if len(text) > BUILD_CAP // 64 and too_costly(text.encode("utf-8", "surrogatepass")):
+        return text  # (shown as stored: parsing it would build hundreds of MB)
     try:
-        return orjson.loads(text)
+        v = orjson.loads(text)
     except orjson.JSONDecodeError:
         return text
+    if text.count("[") + text.count("{") > MAX_DEPTH and depth(v) > MAX_DEPTH:
+        return bounded(v)
+    return v
+
+
+def plain_row(cursor, row: tuple) -> tuple:
+    """A connection's ``row_factory``: a BLOB where llm writes text, ids or dates (SQLite does not enforce
+    column types) reads as ``[N bytes]``, so no bytes value reaches a title, an id or a renderer (the
+    BLOBs samctl measures are selected as ``length()``)."""
+    if any(type(v) is bytes for v in row):
+        return tuple(f"[{len(v)} bytes]" if type(v) is bytes else v for v in row)
+    return row
 
 
 class TextFactory:
@@ -77,7 +99,13 @@ class TextFactory:
 
 
 def _str(v) -> str:
-    return v if isinstance(v, str) else ("" if v is None else str(v))
+    return v if isinstance(v, str) else ("" if v is None else as_text(v))
+
+
+def _opt(v) -> str | None:
+    """A text column's value as str or None: a number as its digits, anything else (a JSON list or
+    object where llm writes a name or an id) as None."""
+    return v if isinstance(v, str) else str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 # -- listing -----------------------------------------------------------------------------------
@@ -109,13 +137,15 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
             for cid, name in conn.execute(f"SELECT {_cols(t, 'conversations', ('id', 'name'))} FROM conversations"):
                 named[cid] = name
         for cid, rid, n, first, last, prompt in conn.execute(
-                f"SELECT {_cols(t, 'responses', ('conversation_id',))}, min(id), count(*), min(datetime_utc), "
-                f"max(datetime_utc), {_cols(t, 'responses', ('prompt',))} FROM responses GROUP BY 1"):
+                f"SELECT {_cols(t, 'responses', ('conversation_id',))}, min({_c(t, 'responses', 'id')}), count(*), "
+                f"min({_c(t, 'responses', 'datetime_utc')}), max({_c(t, 'responses', 'datetime_utc')}), "
+                f"{_cols(t, 'responses', ('prompt',))} FROM responses GROUP BY 1"):
             if cid is None or cid not in named:
                 # a response without (or with a dangling) conversation: each is its own conversation
                 for rid1, p, d in conn.execute(
-                        f"SELECT id, {_cols(t, 'responses', ('prompt', 'datetime_utc'))} FROM responses WHERE "
-                        + ("conversation_id IS NULL" if cid is None else "conversation_id = ?"),
+                        f"SELECT {_cols(t, 'responses', ('id', 'prompt', 'datetime_utc'))} FROM responses WHERE "
+                        + (f"{_c(t, 'responses', 'conversation_id')} IS NULL" if cid is None else
+                           "conversation_id = ?"),
                         () if cid is None else (cid,)):
                     add(rid1, _title(p), d, d, shown.get((None, rid1), 2))
                 continue
@@ -125,9 +155,9 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
     if "threads" in t:
         parents = _parents(conn, t)
         turns = {}
-        if "turns" in t:
-            for tid, first, last in conn.execute("SELECT thread_id, min(datetime_utc), max(datetime_utc) FROM turns "
-                                                 "GROUP BY thread_id"):
+        if "turns" in t and "thread_id" in t["turns"]:
+            d = _c(t, "turns", "datetime_utc")
+            for tid, first, last in conn.execute(f"SELECT thread_id, min({d}), max({d}) FROM turns GROUP BY thread_id"):
                 turns[tid] = (first, last)
         for tid, name, tip, created in conn.execute(
                 f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'datetime_utc'))} FROM threads"):
@@ -254,10 +284,11 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
                 title, model = row[1], row[2]
         sel = f"SELECT {_cols(t, 'responses', _RESP)} FROM responses"
         # (ids as parameters in both cases llm may have written, never lower(): that would defeat the indexes)
-        rs = conn.execute(sel + " WHERE conversation_id IN (?, ?) ORDER BY id, datetime_utc",
+        rs = conn.execute(sel + f" WHERE {_c(t, 'responses', 'conversation_id')} IN (?, ?) ORDER BY "
+                          f"{_c(t, 'responses', 'id')}, {_c(t, 'responses', 'datetime_utc')}",
                           (cid, cid.upper())).fetchall()
         if not rs and "conversation" not in raw:  # a lone response is a conversation by its own id
-            rs = conn.execute(sel + " WHERE id IN (?, ?)", (cid, cid.upper())).fetchall()
+            rs = conn.execute(sel + f" WHERE {_c(t, 'responses', 'id')} IN (?, ?)", (cid, cid.upper())).fetchall()
         raw["responses"] = [dict(zip(_RESP, r)) for r in rs]
         system = None
         for r in raw["responses"]:
@@ -282,47 +313,50 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
     created, updated = (min(times), max(times)) if times else (None, None)
     meta = ConversationMeta("llm", cid, _title(title) or "(untitled)", format_utc(created), format_utc(updated),
                             created, updated, len(messages), None, False, path)
-    return Conversation(meta, messages, raw, model, path)
+    return Conversation(meta, messages, raw, _opt(model), path)
 
 
 def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
     """One ``responses`` row: the tool results sent with its prompt, the system prompt when it changes,
     the prompt, the answer with its reasoning and tool calls."""
-    when, when_ts = r["datetime_utc"], ts(r["datetime_utc"])
+    when, when_ts = _opt(r["datetime_utc"]), ts(r["datetime_utc"])
     rid = r["id"]
-    if "tool_results" in t:
+    if "tool_results" in t and "response_id" in t["tool_results"]:
         cols = _cols(t, "tool_results", ("name", "output", "tool_call_id", "exception"))
         for name, output, tcid, exc in conn.execute(f"SELECT {cols} FROM tool_results WHERE response_id = ? "
-                                                    "ORDER BY id", (rid,)):
-            out.append(Message("tool", _str(output), when, when_ts, None, tool_call_id=tcid, tool_name=name,
+                                                    f"ORDER BY {_c(t, 'tool_results', 'id')}", (rid,)):
+            out.append(Message("tool", _str(output), when, when_ts, None, tool_call_id=_opt(tcid), tool_name=_opt(name),
                                tool_status="error" if exc else None, kind="tool_result",
                                raw={"exception": exc} if exc else None))
     if r["system"] and r["system"] != system:
         out.append(Message("system", _str(r["system"]), when, when_ts, None, kind="system"))
     attachments = _attachments(conn, t, "prompt_attachments", "response_id", rid)
     fragments = []
-    if "prompt_fragments" in t and "fragments" in t:
+    if "prompt_fragments" in t and "fragments" in t and {"response_id", "fragment_id", "order"} <= t[
+            "prompt_fragments"] and {"id", "source", "content"} <= t["fragments"]:
         fragments = [f"[fragment {fid}: {_str(src) or 'inline'}, {n or 0:,} characters]" for fid, src, n in conn.execute(
             "SELECT f.id, f.source, length(f.content) FROM prompt_fragments p JOIN fragments f ON f.id = p.fragment_id "
             'WHERE p.response_id = ? ORDER BY p."order"', (rid,))]
     prompt = _str(r["prompt"])
     if prompt or attachments or fragments:
-        out.append(Message("user", "\n".join([*fragments, prompt]) if fragments else prompt, when, when_ts, rid + ":prompt",
+        out.append(Message("user", "\n".join([*fragments, prompt]) if fragments else prompt, when, when_ts,
+                           _str(rid) + ":prompt",
                            attachments=attachments, kind="prompt"))
     calls = []
-    if "tool_calls" in t:
+    if "tool_calls" in t and "response_id" in t["tool_calls"]:
         cols = _cols(t, "tool_calls", ("tool_call_id", "name", "arguments"))
-        calls = [ToolCall(tcid, _str(name) or "?", _json(args)) for tcid, name, args in conn.execute(
-            f"SELECT {cols} FROM tool_calls WHERE response_id = ? ORDER BY id", (rid,))]
+        calls = [ToolCall(_opt(tcid), _opt(name) or "?", _json(args)) for tcid, name, args in conn.execute(
+            f"SELECT {cols} FROM tool_calls WHERE response_id = ? ORDER BY {_c(t, 'tool_calls', 'id')}", (rid,))]
     if r["response"] is None and not calls:
         findings.append(Finding("no-response", path, f"response {rid} has no answer (interrupted?)", INFO, cid))
-    out.append(Message("assistant", _str(r["response"]), when, when_ts, rid, tool_calls=calls,
-                       reasoning=r["reasoning"] or None, kind="response",
+    out.append(Message("assistant", _str(r["response"]), when, when_ts, _opt(rid), tool_calls=calls,
+                       reasoning=_opt(r["reasoning"]) or None, kind="response",
                        raw={k: r[k] for k in ("model", "resolved_model", "input_tokens", "output_tokens", "duration_ms")}))
 
 
 def _attachments(conn, t, table, key, value) -> list:
-    if table not in t or "attachments" not in t:
+    if table not in t or "attachments" not in t or not {key, "attachment_id", "order"} <= t[table] \
+            or "id" not in t["attachments"]:
         return []
     out = []
     rows = conn.execute(f'SELECT a.id, {", ".join("a." + c for c in ("type", "path", "url"))}, length(a.content) '
@@ -342,7 +376,7 @@ def _attachments(conn, t, table, key, value) -> list:
 def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
     """The thread's main chain, one Message per stored message (a tool_result-only user message becomes
     one tool message per result); each message timed by the earliest turn whose span contains it."""
-    parents = _LazyParents(conn) if "messages" in t else {}
+    parents = _LazyParents(conn) if "messages" in t and {"hash", "parent_hash"} <= t["messages"] else {}
     if tip is not None and tip not in parents:
         findings.append(Finding("dangling-tip", path, f"thread {tid}'s tip {str(tip)[:40]} is missing", WARNING, cid))
     chain = _chain(parents, tip, findings, path, cid)
@@ -354,7 +388,8 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
         # every turn that ended on this chain, whatever its thread: a fork's shared opening was answered in
         # the thread it forked from (one scan of turns, in SQLite, for the whole chain)
         for row in conn.execute(f"SELECT {_cols(t, 'turns', cols + ('thread_id',))} FROM turns WHERE "
-                                "tip_message_hash IN (SELECT value FROM json_each(?)) ORDER BY datetime_utc, id",
+                                f"{_c(t, 'turns', 'tip_message_hash')} IN (SELECT value FROM json_each(?)) ORDER BY "
+                                f"{_c(t, 'turns', 'datetime_utc')}, {_c(t, 'turns', 'id')}",
                                 (orjson.dumps(chain).decode(),)):
             turn = dict(zip(cols, row[:-1]))
             at = ts(turn["datetime_utc"])
@@ -371,7 +406,7 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
     raw["messages"] = []
     pcols = ("id", "position", "type", "tool_name", "text", "payload")
     roles = {}
-    if "messages" in t and "role" in t["messages"]:
+    if "messages" in t and {"role", "hash"} <= t["messages"]:
         for h in chain:
             roles[h] = conn.execute("SELECT role FROM messages WHERE hash = ?", (h,)).fetchone()[0]
     later = None
@@ -382,9 +417,10 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
             when[h] = later
     for h in chain:
         parts = []
-        if "parts" in t:
+        if "parts" in t and "message_hash" in t["parts"]:
             parts = [dict(zip(pcols, p)) for p in conn.execute(
-                f"SELECT {_cols(t, 'parts', pcols)} FROM parts WHERE message_hash = ? ORDER BY position", (h,))]
+                f"SELECT {_cols(t, 'parts', pcols)} FROM parts WHERE message_hash = ? ORDER BY "
+                f"{_c(t, 'parts', 'position')}", (h,))]
         raw["messages"].append({"hash": h, "role": roles.get(h), "parts": parts})
         at, at_ts = when.get(h, (None, None))
         _message(conn, t, h, roles.get(h), parts, at, at_ts, out, path, findings, cid)
@@ -408,12 +444,12 @@ def _message(conn, t, h, role, parts, at, at_ts, out, path, findings, cid) -> No
         elif kind == "reasoning":
             reasoning.append(_str(p["text"]) or ("[redacted reasoning]" if payload.get("redacted") else ""))
         elif kind == "tool_call":
-            calls.append(ToolCall(payload.get("tool_call_id"), _str(payload.get("name") or p["tool_name"]) or "?",
+            calls.append(ToolCall(_opt(payload.get("tool_call_id")), _opt(payload.get("name") or p["tool_name"]) or "?",
                                   payload.get("arguments")))
         elif kind == "tool_result":
             results.append(Message("tool", _str(payload.get("output")), at, at_ts, f"{h}/{p['position']}",
-                                   tool_call_id=payload.get("tool_call_id"),
-                                   tool_name=_str(payload.get("name") or p["tool_name"]) or None,
+                                   tool_call_id=_opt(payload.get("tool_call_id")),
+                                   tool_name=_opt(payload.get("name") or p["tool_name"]) or None,
                                    tool_status="error" if payload.get("exception") else None, kind="tool_result",
                                    raw=p))
         elif kind == "attachment":
@@ -435,17 +471,18 @@ def _message(conn, t, h, role, parts, at, at_ts, out, path, findings, cid) -> No
 def _text_ref(conn, t, payload) -> str:
     """A text part that borrows fragments: the pieces in order (a fragment by id, capped; a literal as is)."""
     out = []
-    for ref in payload.get("text_ref") or []:
+    for ref in as_list(payload.get("text_ref")):
         if isinstance(ref, dict) and isinstance(ref.get("literal"), str):
             out.append(ref["literal"])
-        elif isinstance(ref, dict) and "fragment" in ref and "fragments" in t:
+        elif isinstance(ref, dict) and isinstance(ref.get("fragment"), (str, int)) \
+                and {"id", "content"} <= t.get("fragments", set()):
             row = conn.execute("SELECT substr(content, 1, 1000000) FROM fragments WHERE id = ?", (ref["fragment"],)).fetchone()
             out.append(_str(row[0]) if row else f"[missing fragment {ref['fragment']}]")
     return "".join(out)
 
 
 def _attachment_by_id(conn, t, aid) -> list:
-    if "attachments" not in t or not isinstance(aid, str) or not {"type", "path", "url", "content"} <= t["attachments"]:
+    if "attachments" not in t or not isinstance(aid, str) or not {"id", "type", "path", "url", "content"} <= t["attachments"]:
         return []
     row = conn.execute("SELECT type, path, url, length(content) FROM attachments WHERE id = ?", (aid,)).fetchone()
     if row is None:
@@ -467,7 +504,7 @@ def _load_log(conn, t, cid, path, findings) -> Conversation | None:
         if row is None:
             continue
         r = dict(zip(cols, row))
-        when = r["datetime_utc"] or r["timestamp"]
+        when = _opt(r["datetime_utc"]) or _opt(r["timestamp"])
         at = ts(when) if isinstance(when, str) else None
         msgs = []
         if r["system"]:
@@ -476,5 +513,5 @@ def _load_log(conn, t, cid, path, findings) -> Conversation | None:
         msgs.append(Message("assistant", _str(r["response"]), when, at, kind="response"))
         meta = ConversationMeta("llm", cid, _title(r["prompt"]) or "(untitled)", format_utc(at), format_utc(at), at, at,
                                 len(msgs), None, False, path)
-        return Conversation(meta, msgs, {table: r}, r["model"], path)
+        return Conversation(meta, msgs, {table: r}, _opt(r["model"]), path)
     return None

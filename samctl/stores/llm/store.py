@@ -92,6 +92,7 @@ class LlmStore(Store):
             findings.append(_llm_words(sqlite.sqlite_finding(exc, str(self.db), None)))
             return default
         text = conn.text_factory = decode.TextFactory()
+        conn.row_factory = decode.plain_row
         try:
             return fn(conn)
         except sqlite.SQLITE_ERRORS as exc:
@@ -108,6 +109,13 @@ class LlmStore(Store):
 
     def all_ids(self) -> list[str]:
         return sorted(m.id for m in self.list_metas([]))
+
+    def has_id(self, cid: str) -> bool:
+        """Whether a whole id is in the database; True too when the database cannot be read now (locked, a
+        pending WAL): ``load`` then reports why, as ``ls`` does, instead of "no conversation matches"."""
+        found: list = []
+        ids = {m.id for m in self.list_metas(found)}
+        return cid in ids or any(f.severity == "error" for f in found)
 
     def list_metas(self, findings: list) -> list:
         metas = self._with(findings, lambda c: decode.list_metas(c, str(self.db), findings), [])

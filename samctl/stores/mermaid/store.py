@@ -25,6 +25,7 @@ from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recen
 from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.stores import workers
 from samctl.stores.base import Store
+from samctl.stores.values import too_costly
 from samctl.stores.metacache import MetaCache
 from samctl.stores.mermaid import decode
 from samctl.stores.mermaid.decode import MERMAID_ID_RE, Rejected, short_reason
@@ -234,6 +235,9 @@ class MermaidStore(Store):
             data = fsafe.read_capped(p, self.caps.snapshot)
         except FileProblem as exc:
             findings.append(Finding(exc.code, str(p), exc.message))
+            return None
+        if too_costly(data):
+            findings.append(Finding("too-large", str(p), too_costly(data)))
             return None
         try:
             doc = orjson.loads(data)

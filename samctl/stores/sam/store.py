@@ -23,6 +23,7 @@ from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recen
 from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
 from samctl.stores import workers
 from samctl.stores.base import Store
+from samctl.stores.values import too_costly
 from samctl.stores.metacache import RACY_SECONDS, MetaCache
 from samctl.stores.sam import decode
 from samctl.stores.sam.dbvalues import UUID_RE
@@ -276,6 +277,8 @@ class SamStore(Store):
             data = fsafe.read_capped(p, self.caps.snapshot)
         except FileProblem as exc:
             return None, [exc.code, exc.message]
+        if too_costly(data):
+            return None, ["too-large", too_costly(data)]
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
