@@ -18,21 +18,23 @@ from textual.strip import Strip
 
 COLUMNS = (("STORE", 11), ("PROJECT", 14), ("WHEN", 10), ("MSGS", 5), ("TITLE", 0))  # 0: the rest of the line
 GAP = 2
+# The keys both lists answer to themselves; the screens add the vi keys.
+MOVES = [
+    Binding("enter", "select", "Open", show=False),
+    Binding("up", "cursor_up", "Up", show=False),
+    Binding("down", "cursor_down", "Down", show=False),
+    Binding("pageup", "page_up", "Page up", show=False),
+    Binding("pagedown", "page_down", "Page down", show=False),
+    Binding("home", "first", "First", show=False),
+    Binding("end", "last", "Last", show=False),
+]
 
 
 class ConvList(ScrollView, can_focus=True):
     """Rows of cells under a fixed header line, a cursor row; Enter or a click on the cursor row
     posts ``Selected``."""
 
-    BINDINGS = [
-        Binding("enter", "select", "Open", show=False),
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "first", "First", show=False),
-        Binding("end", "last", "Last", show=False),
-    ]
+    BINDINGS = MOVES
     COMPONENT_CLASSES = {"convlist--header", "convlist--cursor", "convlist--odd"}
     DEFAULT_CSS = """
     ConvList { height: 1fr; }
@@ -166,15 +168,7 @@ class BlockList(ScrollView, can_focus=True):
     (an OptionList of 50 three-line results took about 100 ms to lay out).  One item is highlighted;
     Enter or a click on it posts ``Selected``."""
 
-    BINDINGS = [
-        Binding("enter", "select", "Open", show=False),
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "first", "First", show=False),
-        Binding("end", "last", "Last", show=False),
-    ]
+    BINDINGS = MOVES
     COMPONENT_CLASSES = {"blocklist--cursor"}
     DEFAULT_CSS = """
     BlockList { height: 1fr; }
