@@ -7,7 +7,7 @@ import time
 
 import click
 
-from samctl.cli.common import emit_json, examples, finish, human_size, pasteable, report_findings, store_of
+from samctl.cli.common import emit_json, examples, finish, human_size, paste, report_findings, scope_of
 
 
 class _Progress:
@@ -74,7 +74,12 @@ def command(ctx, rebuild, update, fmt):
     from samctl.search import index as ix
     from samctl.errors import SamctlError, UsageError
 
-    store = store_of(ctx)
+    stores = scope_of(ctx).stores()
+    if len(stores) > 1:
+        raise UsageError(f"index shows one store's index, and {len(stores)} are found; nothing was done",
+                         hint="name one with --root PATH (`samctl stores` lists them); a search brings every "
+                              "store's index up to date")
+    store = stores[0]
     if store.cache_note:
         raise SamctlError("the index lives in samctl's cache folder, which this run cannot use (above)")
     if not store.use_cache:
@@ -103,7 +108,7 @@ def command(ctx, rebuild, update, fmt):
     if fmt == "json":
         emit_json(st)
     else:
-        click.echo(pasteable(_text(st)))
+        click.echo(paste(_text(st)))
     if rebuild or update:  # what the files read meanwhile said, as search says it
         report_findings(findings)
         finish(findings)

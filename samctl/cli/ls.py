@@ -8,7 +8,7 @@ import sys
 import click
 
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, human_size, report_findings, \
-    stores_of, table
+    scope_of, table
 from samctl.core.listing import SORT_KEYS, ListQuery, list_across
 from samctl.model import last_activity
 from samctl.safetext import one_line
@@ -39,9 +39,10 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, fmt):
         until=parse_when(until, end=True) if until is not None else None,
         pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse,
     )
-    findings: list = []
+    scope = scope_of(ctx)
+    stores, findings = scope.stores(), scope.findings
     with gc_paused():  # a listing is 100,000s of small objects, none of them in a cycle
-        metas = list_across(stores_of(ctx, findings), query, findings)
+        metas = list_across(stores, query, findings)
         if fmt == "jsonl":
             emit_jsonl(m.to_dict() for m in metas)
         elif fmt == "json":

@@ -10,7 +10,7 @@ import click
 
 from samctl import fsafe
 from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
-    report_findings, stores_of
+    report_findings, scope_of
 from samctl.cli.writeopts import force_option, lock_wait_option
 from samctl.search.query import HELP as QUERY_HELP
 
@@ -115,8 +115,8 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     if rank == "bm25" and not exact and not like:
         plan = _parse(text, where)  # (a malformed query is a usage error before any store is looked at)
         where = where or plan.where
-    findings: list = []
-    stores = stores_of(ctx, findings, every=True)
+    scope = scope_of(ctx)
+    stores, findings = scope.stores(), scope.findings
     if plan is not None and plan.stores:  # (store:NAME: the other stores are not even brought up to date)
         stores = [s for s in stores if s.name in plan.stores]
     if touch:
@@ -207,7 +207,7 @@ def _touch(store, hits, force, lock_wait, findings) -> list:
 def _table(hits, query: str, several: bool = False) -> None:
     from samctl.safetext import one_line, quoted
     from samctl.timeparse import format_local
-    from samctl.cli.common import pasteable
+    from samctl.cli.common import suggest
 
     if not hits:
         click.echo(f"no matches for {quoted(query)}" if query else "no matches", err=True)
@@ -227,7 +227,7 @@ def _table(hits, query: str, several: bool = False) -> None:
         if h.context:
             out.append("       " + _clip("(found by the " + one_line(h.context) + ")", (width or 10**9) - 7))
         if h.kind == "message" and h.position is not None and h.position >= 0:
-            out.append("       " + pasteable(f"samctl show {h.conversation_id} --at {h.position}", whole=True))
+            out.append("       " + suggest(click.get_current_context(), "show", h.conversation_id, rest=f"--at {h.position}"))
     click.echo("\n".join(out))
 
 

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, store_for_id
+from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, scope_of, findings_first
 from samctl.render import text as render
 from samctl.safetext import safe_text
 from samctl.core.load import load_conversation
@@ -54,10 +54,12 @@ def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw,
     a line saying how many messages come before, and the transcript from that message on. The
     message at POSITION is shown even when --all or --min-importance would leave it out.
     """
-    findings: list = []
     if raw and at is not None:
         raise UsageError("--at does not apply to --raw (the stored file, byte for byte)")
-    store, conversation_id = store_for_id(ctx, conversation_id, findings)
+    scope = scope_of(ctx)
+    findings = scope.findings
+    with findings_first(findings):
+        [(store, conversation_id)] = scope.resolve([conversation_id])
     if raw:
         from samctl.core.load import raw_bytes
 

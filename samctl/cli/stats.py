@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import emit_json, examples, finish, format_option, human_size, report_findings, stores_of
+from samctl.cli.common import emit_json, examples, finish, format_option, human_size, report_findings, scope_of
 
 
 @click.command("stats")
@@ -24,14 +24,15 @@ def command(ctx, roots, top, months, fmt):
     """
     from samctl.core.stats import store_stats
 
-    findings: list = []
+    scope = scope_of(ctx)
     if roots:
-        from samctl.cli.common import Options
+        from dataclasses import replace
 
-        parent = ctx.find_object(Options)
-        stores = [Options(root=r, max_file_size=parent.max_file_size, cache=parent.cache).store() for r in roots]
+        scope = replace(scope, roots=tuple(roots), named=True, findings=[], _found=None, _typed={})
+        stores = [s for r in roots for s in replace(scope, roots=(r,), findings=[], _typed={}).found()]
     else:
-        stores = stores_of(ctx, findings)
+        stores = scope.stores()
+    findings = scope.findings
     result = {"stores": [store_stats(s, findings, top) for s in stores]}
     if fmt == "json":
         emit_json(result)

@@ -18,15 +18,16 @@ def command(ctx, fmt):
     (repeatable), only those stores. Read-only; exit 4 when none is found.
     """
     from samctl import errors
-    from samctl.cli.common import Options, store_of
-    from samctl.stores import found_stores
+    from samctl.cli.common import scope_of
 
-    findings: list = []
-    opts = ctx.find_object(Options)
-    if opts.root is not None:
-        stores = [store_of(ctx)]
-    else:  # (not stores_of: none found is a table with no rows here, not an error line)
-        stores = found_stores(findings, opts.caps(), opts.cache, places=list(opts.roots) or None)
+    scope = scope_of(ctx)
+    findings = scope.findings
+    try:
+        stores = scope.found()
+    except errors.NotFound:  # none found is a table with no rows here, not an error line (one --root: its error)
+        if len(scope.roots) == 1:
+            raise
+        stores = []
     rows = []
     for s in stores:
         metas = s.list_metas(findings)
