@@ -54,7 +54,9 @@ def targets_of(ctx, scope, ids, purge: bool = False) -> list:
         atticmod.list_entries(s, found, want=lambda stem, cid: False)  # (a finding if it cannot be listed)
         return attic_view(s, set(s.all_ids()) | atticmod.named_ids(s, atticmod.STATES), both=True)
     wanted: dict = {}
-    for store, cid in scope.resolve(ids, view=view):
+    with findings_first(found):
+        hits = scope.resolve(ids, view=view)
+    for store, cid in hits:
         wanted.setdefault(id(store), (store, []))[1].append(cid)
     return list(wanted.values())
 

@@ -26,7 +26,13 @@ import os
 import shlex
 from dataclasses import dataclass, field
 
-from samctl import errors
+from samctl import errors, fsafe
+from samctl.core.places import store_folder_holding
+from samctl.model import WARNING, Finding
+from samctl.safetext import one_line, safe_text
+from samctl.stores import found_stores, open_store, where_looked
+from samctl.stores.base import Caps
+from samctl.stores.resolve import resolve_many, resolve_many_across
 
 READ, MOVE, REWRITE = 0, 1, 2  # what a command does to a store's files (each needs more of the store)
 
@@ -90,7 +96,6 @@ class Scope:
         store discovery finds; a place that cannot be opened is a finding (``findings``).  Opened once."""
         if self._found is not None:
             return self._found
-        from samctl.stores import found_stores, open_store, where_looked
 
         if len(self.roots) == 1:
             stores = [open_store(self.roots[0], self._caps(), self.cache)]
@@ -167,7 +172,6 @@ class Scope:
         what to look in, e.g. its attic; None leaves the store out), each once, in the order given.  An
         ambiguous prefix lists each candidate with its store and title; an id of a store that cannot do
         the action is refused (exit 2).  Nothing changes before every id is resolved."""
-        from samctl.stores.resolve import resolve_many_across
 
         stores = self.found()
         if len(self.roots) == 1:
@@ -180,7 +184,6 @@ class Scope:
         of = {id(v): s for s, v in views}
         try:
             if len(views) == 1:  # one store: its own messages, as they always were
-                from samctl.stores.resolve import resolve_many
 
                 hits = [(views[0][1], cid) for cid in resolve_many(views[0][1], list(ids))]
             else:
@@ -233,7 +236,6 @@ class Scope:
         when the pasted command finds the store by itself (SAMCTL_ROOT, discovery)."""
         if not self.named:
             return ""
-        from samctl.safetext import safe_text
 
         if store is not None and id(store) in self._typed:
             roots = [self._typed[id(store)]]
@@ -265,16 +267,12 @@ class Scope:
         self.findings.clear()
 
     def _caps(self):
-        from samctl.stores.base import Caps
 
         return self.caps or Caps()
 
     def _note_cache(self, store) -> None:
         """Turn the cache off for ``store`` when samctl's cache folder lies in one of its folders, and say
         once per run why a store runs without the cache."""
-        from samctl import fsafe
-        from samctl.core.places import store_folder_holding
-        from samctl.model import WARNING, Finding
 
         if store.use_cache:
             what = store_folder_holding(store, fsafe.cache_dir())
@@ -298,7 +296,6 @@ def _holds(store, path) -> bool:
 
 def _candidates(views, ids) -> str:
     """The hint of an ambiguous prefix, as git gives it: each candidate with its store and title."""
-    from samctl.safetext import one_line
 
     lines = []
     for text in ids:
