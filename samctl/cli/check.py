@@ -88,5 +88,5 @@ def _document(reports: list, skipped: list, found: list) -> dict:
             total["by_code"][code] = total["by_code"].get(code, 0) + n
     return {"findings": [dict(f, store=r["store"]) for r in reports for f in r["findings"]]
             + [dict(f.to_dict(), store=None) for f in found],
-            "fixes": [{"store": r["store"], "fix": x} for r in reports for x in r["fixes"]],
+            "fixes": [x for r in reports for x in r["fixes"]],
             "summary": total, "stores": reports, "skipped": skipped}

@@ -115,7 +115,9 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     if rank == "bm25" and not exact and not like:
         plan = _parse(text, where)  # (a malformed query is a usage error before any store is looked at)
         where = where or plan.where
-    scope = scope_of(ctx)
+    from samctl.core.scope import READ, REWRITE
+
+    scope = scope_of(ctx, REWRITE if touch else READ, what="search --touch" if touch else "search")
     stores, findings = scope.stores(), scope.findings
     if plan is not None and plan.stores:  # (store:NAME: the other stores are not even brought up to date)
         stores = [s for s in stores if s.name in plan.stores]

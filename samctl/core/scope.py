@@ -125,14 +125,21 @@ class Scope:
 
     def reason(self, store) -> str | None:
         """Why ``store`` cannot do what the command declared (None: it can)."""
+        return self._kind_reason(store) or (self.limit(store) if self.limit else None)
+
+    def _kind_reason(self, store) -> str | None:
         if self.need > READ and store.read_only:
             return f"samctl only reads it, and {self.what} writes"
         if self.need >= REWRITE and store.moves_only:
             return f"samctl only moves its files to and from the attic, and {self.what} would rewrite them"
-        return self.limit(store) if self.limit else None
+        return None
 
     def refuse(self, store) -> None:
         """Raise the usage error (exit 2) of ``store`` not being able to do the action, if it cannot."""
+        limited = not self._kind_reason(store) and self.limit and self.limit(store)
+        if limited:  # (a command that does not read this kind of store yet: the kind is in the reason)
+            raise errors.UsageError(f"{limited}; nothing was done", hint="use ls, show or export (e.g. `samctl "
+                                    "export --to jsonl` piped to grep)")
         why = self.reason(store)
         if why:
             hint = ("rm, archive (--copy) and restore move them; ls, show, export and check read"
