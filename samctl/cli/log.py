@@ -29,8 +29,11 @@ def command(ctx, conversation_id, types, fmt):
     from samctl.errors import FileProblem
 
     try:
-        scope = scope_of(ctx, limit=lambda s: None if s.has_event_logs else f"log does not read {s.name} stores yet")
-        [(store, conversation_id)] = scope.resolve([conversation_id], view=lambda s: s if s.has_event_logs else None)
+        scope = scope_of(ctx, limit=lambda s: None if s.has_event_logs or not (s.read_only or s.moves_only)
+                         else f"log does not read {s.name} stores yet")
+        one = len(scope.found()) == 1  # (a scope of one: the store says itself why it has no log)
+        [(store, conversation_id)] = scope.resolve([conversation_id],
+                                                   view=None if one else lambda s: s if s.has_event_logs else None)
         cid, path, rows, read = log_rows(store, conversation_id, tuple(types))
     except FileProblem as exc:  # a log that is a FIFO, a symlink, unreadable...: a finding, like show's
         click.echo(safe_text(f"error: {exc.code}: {exc.path}: {exc.message}", lines=False), err=True)
