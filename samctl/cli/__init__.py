@@ -168,8 +168,9 @@ def report_error(exc: errors.SamctlError) -> None:
     from samctl.cli.common import paste
 
     click.echo(paste(safe_text(f"samctl: error: {exc.message}", lines=False)), err=True)
-    if exc.hint:
-        click.echo(paste(safe_text(f"hint: {exc.hint}", lines=False)), err=True)
+    if exc.hint:  # (a hint of several lines, e.g. the candidates of an ambiguous prefix: each line made safe)
+        for line in f"hint: {exc.hint}".split("\n"):
+            click.echo(paste(safe_text(line, lines=False)), err=True)
 
 
 def _quiet_broken_pipe() -> None:

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from samctl import fsafe
+from samctl import errors, fsafe
 from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
     report_findings, scope_of
 from samctl.cli.writeopts import force_option, lock_wait_option
@@ -157,6 +157,8 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
             click.echo(_what_to_try(q), err=True)
     report_findings(findings)
     finish(findings)
+    if not hits:  # as grep: `if samctl search ...` can be written (a problem above wins: exit 3)
+        raise click.exceptions.Exit(errors.FAILED)
 
 
 def _parse(text: str, where: str | None):
