@@ -6,7 +6,7 @@ import click
 
 from samctl import errors
 from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, human_size, report_findings, \
-    say_skipped, scope_of, table
+    fit_table, relative_date, say_skipped, scope_of, short_ids, table, terminal_width
 from samctl.cli.writeopts import force_option, lock_wait_option
 from samctl.core.scope import MOVE
 
@@ -87,9 +87,19 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
                 click.echo(f"every attic {what} ({where})", err=True)
         else:
             store_col = [("STORE", lambda e: e.store)] if many else []
-            heads = ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"]
-            click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size), human_size(e.tar_size),
-                               *[get(e) for _, get in store_col], one_line(e.title)[:60]) for e in entries], heads))
+            width = terminal_width()
+            if width is None:  # piped: every entry's whole name, as `restore --entry` takes it
+                heads = ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"]
+                click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size),
+                                   human_size(e.tar_size), *[get(e) for _, get in store_col], one_line(e.title)[:60])
+                                  for e in entries], heads))
+            else:  # a terminal: the short id, its state, one relative date, the title what is left
+                short = short_ids(e.id for e in entries)
+                click.echo(fit_table([(short[e.id], e.state, relative_date(e.when_ts), human_size(e.original_size),
+                                       human_size(e.tar_size), *[get(e) for _, get in store_col], one_line(e.title))
+                                      for e in entries],
+                                     ["ID", "STATE", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"],
+                                     width))
     if fmt != "json":
         report_findings(findings)
     report_findings(found)

@@ -395,3 +395,92 @@ def _completion_stores(ctx) -> list:
     from samctl.core.scope import Scope
 
     return Scope(roots=tuple(ctx.find_root().params.get("roots") or ()) or env_roots()).found()
+
+
+# -- tables that fit the terminal (issue #33) --------------------------------------------------------------
+
+def terminal_width() -> int | None:
+    """The terminal's width when stdout is one (COLUMNS honoured); None when piped: scripts get every value
+    whole."""
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    import shutil
+
+    return max(20, shutil.get_terminal_size((80, 24)).columns)
+
+
+def short_ids(ids, least: int = 8) -> dict:
+    """{id: its shortest prefix of at least ``least`` characters that no other id of ``ids`` shares}, as git
+    abbreviates."""
+    order = sorted(set(ids))
+    out = {}
+    for i, cid in enumerate(order):
+        need = least
+        for other in (order[i - 1] if i else None, order[i + 1] if i + 1 < len(order) else None):
+            if other is not None:
+                n = 0
+                while n < min(len(cid), len(other)) and cid[n] == other[n]:
+                    n += 1
+                need = max(need, n + 1)
+        out[cid] = cid[:need]
+    return out
+
+
+def relative_date(ts, now: float | None = None) -> str:
+    """``ts`` as "3h ago", "2d ago" (months and years past 60 days); "-" for none."""
+    import time
+
+    if ts is None:
+        return "-"
+    s = (now if now is not None else time.time()) - ts
+    if s < 0:
+        return "in the future"
+    for unit, n in (("y", 365 * 86400), ("mo", 30 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= n and (unit not in ("y", "mo") or s >= 60 * 86400):
+            return f"{int(s // n)}{unit} ago"
+    return "just now"
+
+
+def clip(text: str, n: int) -> str:
+    """``text`` cut to ``n`` terminal columns, ending with "…" when cut."""
+    if display_width(text) <= n:
+        return text
+    out, used = [], 0
+    for ch in text:
+        w = display_width(ch)
+        if used + w > n - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
+def fit_table(rows, headers, width: int | None, optional=(), header: bool = True) -> str:
+    """``table`` on a terminal of ``width`` columns: the columns named in ``optional`` left out when empty in
+    every row, the last column (the title) given what is left and cut with "…", and no line wider than the
+    terminal.  ``width`` None (piped): ``table`` as it is."""
+    rows = [tuple(r) for r in rows]
+    if width is not None:
+        keep = [i for i, h in enumerate(headers)
+                if h not in optional or any(r[i] not in (None, "") for r in rows)]
+        headers = [headers[i] for i in keep]
+        rows = [tuple(r[i] for i in keep) for r in rows]
+        fixed = sum(max([display_width(h) + 2] + [display_width("" if r[i] is None else str(r[i]).strip())
+                                                  for r in rows]) for i, h in enumerate(headers[:-1]))
+        room = max(8, width - fixed - 2 * (len(headers) - 1))
+        rows = [r[:-1] + (clip("" if r[-1] is None else str(r[-1]).strip(), room),) for r in rows]
+    text = table(rows, headers)
+    if not header:
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+    if width is not None:
+        text = "\n".join(clip(line, width) for line in text.split("\n"))
+    return text
+
+
+def date_option(f):
+    return click.option("--date", "date_style", type=click.Choice(("relative", "iso")), default="relative",
+                        show_default=True, help="On a terminal, dates as \"3h ago\" or as 2026-08-10 14:03 "
+                        "(piped: always the full date).")(f)

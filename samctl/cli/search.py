@@ -216,20 +216,31 @@ def _table(hits, query: str, several: bool = False) -> None:
     if not hits:
         click.echo(f"no matches for {quoted(query)}" if query else "no matches", err=True)
         return
-    tty = sys.stdout.isatty()
-    width = shutil.get_terminal_size((120, 24)).columns if tty else None
+    from samctl.cli.common import clip, relative_date, short_ids, terminal_width
+
+    width = terminal_width()
+    tty = width is not None
     bold = tty and not os.environ.get("NO_COLOR")
     store = f"{'STORE':<12} " if several else ""
-    out = [f"{'SCORE':<6} {store}{'KIND':<8} {'CONVERSATION':<36}  {'DATE':<16}  {'ROLE':<9}  TITLE"]
+    # on a terminal: short ids, a relative date, KIND only when a hit is not a message (SAM's memories)
+    kinds = not tty or any(h.kind != "message" for h in hits)
+    short = short_ids(h.conversation_id for h in hits) if tty else {}
+    idw = max([12] + [len(v) for v in short.values()]) if tty else 36
+    datew = 9 if tty else 16
+    kind = f"{'KIND':<8} " if kinds else ""
+    out = [f"{'SCORE':<6} {store}{kind}{'CONVERSATION':<{idw}}  {'DATE':<{datew}}  {'ROLE':<9}  TITLE"]
     for h in hits:
         score = "exact" if h.score is None and h.exact == "whole" else ("-" if h.score is None else f"{h.score:.3f}")
         store = f"{h.store:<12} " if several else ""
-        line = (f"{score:<6} {store}{h.kind:<8} {h.conversation_id:<36}  {format_local(h.date_ts):<16}  "
-                f"{(h.role or '-'):<9}  {one_line(h.title)}")
-        out.append(_clip(line, width) if width else line)
+        kind = f"{h.kind:<8} " if kinds else ""
+        cid = short.get(h.conversation_id, h.conversation_id)
+        date = relative_date(h.date_ts) if tty else format_local(h.date_ts)
+        line = f"{score:<6} {store}{kind}{cid:<{idw}}  {date:<{datew}}  {(h.role or '-'):<9}  {one_line(h.title)}"
+        out.append(clip(line, width) if width else line)
         out.append("       " + _snippet(h, width, bold, query))
         if h.context:
             out.append("       " + _clip("(found by the " + one_line(h.context) + ")", (width or 10**9) - 7))
+        # (the suggested command: whole id, as pasted)
         if h.kind == "message" and h.position is not None and h.position >= 0:
             out.append("       " + suggest(click.get_current_context(), "show", h.conversation_id, rest=f"--at {h.position}"))
     click.echo("\n".join(out))

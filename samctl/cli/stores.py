@@ -38,11 +38,12 @@ def command(ctx, fmt):
     elif fmt == "jsonl":
         emit_jsonl(rows)
     elif rows:
-        from samctl.cli.common import table
+        from samctl.cli.common import fit_table, terminal_width
         from samctl.safetext import one_line
 
-        click.echo(table([(r["store"], one_line(r["root"]), f"{r['conversations']:,}", ", ".join(r["capabilities"]))
-                          for r in rows], ["STORE", "ROOT", "CONVERSATIONS", "CAN"]))
+        click.echo(fit_table([(r["store"], one_line(r["root"]), f"{r['conversations']:,}",
+                               ", ".join(r["capabilities"])) for r in rows],
+                             ["STORE", "ROOT", "CONVERSATIONS", "CAN"], terminal_width()))
     report_findings(findings)
     if not rows:
         click.echo("no store found", err=True)
