@@ -109,3 +109,16 @@ def test_an_ambiguous_prefix_lists_candidates_with_store_and_title(run, home):
     for ln in rows:
         cid = ln.split()[0]
         assert (titles.get(cid) or "")[:20] in ln and f"  {stores[cid]}  " in ln, ln
+
+
+@pytest.mark.parametrize("command", ["rm", "archive", "recover", "export", "show", "restore"])
+def test_ids_complete_for_every_command_with_titles_in_zsh(run, home, command):
+    from click.testing import CliRunner
+
+    from samctl.cli import cli
+
+    if command == "restore":
+        assert run("rm", "0b7c", "--force").exit_code == 0
+    env = {"_SAMCTL_COMPLETE": "zsh_complete", "COMP_WORDS": f"samctl {command} 0b7", "COMP_CWORD": "2"}
+    out = CliRunner().invoke(cli, [], env=env, prog_name="samctl").stdout.splitlines()
+    assert out[:3] == ["plain", CLAUDE, "login timeout"], out
