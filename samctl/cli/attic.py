@@ -72,7 +72,12 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
     if fmt == "json":
         docs = [{"store": s.name, "root": str(s.conv_dir), "attic": str(attic.attic_dir(s)),
                  "entries": [e.to_dict() for e in es], "findings": [f.to_dict() for f in fs]} for s, es, fs in per]
-        emit_json({"stores": docs, "skipped": skipped} if many else {k: docs[0][k] for k in ("attic", "entries", "findings")})
+        # one shape for one store or several (docs/json.md): every entry and finding at the top, each store's
+        # own under "stores"
+        emit_json({"entries": [e for d in docs for e in d["entries"]],
+                   "findings": [dict(f, store=d["store"]) for d in docs for f in d["findings"]]
+                   + [dict(f.to_dict(), store=None) for f in found],
+                   "attic": docs[0]["attic"] if len(docs) == 1 else None, "stores": docs, "skipped": skipped})
     elif fmt == "jsonl":
         emit_jsonl(e.to_dict() for e in entries)
     elif not repair or entries:

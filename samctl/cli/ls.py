@@ -45,15 +45,23 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, ids_only, no
     with gc_paused():  # a listing is 100,000s of small objects, none of them in a cycle
         metas = list_across(stores, query, findings)
         if fmt == "jsonl":
-            emit_jsonl(m.to_dict() for m in metas)
+            emit_jsonl(map(_row, metas))
         elif fmt == "json":
-            emit_json([m.to_dict() for m in metas])
+            emit_json(list(map(_row, metas)))
         elif ids_only:
             click.echo("\n".join(m.id for m in metas)) if metas else None
         else:
             _table(metas, date_style, not no_header)
     report_findings(findings)
     finish(findings)
+
+
+def _row(m) -> dict:
+    """One conversation in ls's JSON (docs/json.md): ``message_count`` is the number, as in show and search
+    (``messages`` is only ever a list)."""
+    d = m.to_dict()
+    d["message_count"] = d.pop("messages")
+    return d
 
 
 def _table(metas, date_style: str = "relative", header: bool = True) -> None:

@@ -148,9 +148,9 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
             mine = [h for h in hits if h.kind == "memory" and h.source and fsafe.is_inside(base, h.source)]
             findings += _touch(s, mine, force, lock_wait, findings)
     if fmt == "json":
-        emit_json([h.to_dict() for h in hits])
+        emit_json(list(map(_row, hits)))
     elif fmt == "jsonl":
-        emit_jsonl(h.to_dict() for h in hits)
+        emit_jsonl(map(_row, hits))
     else:
         _table(hits, text, len(stores) > 1)
         if not hits:
@@ -206,6 +206,19 @@ def _touch(store, hits, force, lock_wait, findings) -> list:
         click.echo(f"repaired: {line}", err=True)
     click.echo(f"touched {n} memor{'y' if n == 1 else 'ies'} (access_count + 1, last_accessed = now)", err=True)
     return left  # (what settling had to leave: findings of this run)
+
+
+# A hit's fields that only SAM's scoring and memories fill: absent, not null, on the rows that have none
+_SAM_ONLY = ("cosine", "boost", "dimension", "content_type", "importance")
+
+
+def _row(h) -> dict:
+    """One hit in search's JSON (docs/json.md)."""
+    d = h.to_dict()
+    for k in _SAM_ONLY:
+        if d.get(k) is None:
+            d.pop(k, None)
+    return d
 
 
 def _table(hits, query: str, several: bool = False) -> None:

@@ -105,7 +105,7 @@ def test_limit_and_sort_apply_to_the_merged_list(run, machine, sort):
     rows = json.loads(run("ls", "--sort", sort, "--format", "json").stdout)
     # (created is each store's own text; its order is checked by the single-store tests)
     key = {"updated": lambda x: x["last_activity"], "created": lambda x: 0,
-           "title": lambda x: x["title"].casefold(), "messages": lambda x: x["messages"] or 0,
+           "title": lambda x: x["title"].casefold(), "messages": lambda x: x["message_count"] or 0,
            "size": lambda x: x["size"] or 0}[sort]
     assert [key(x) for x in rows] == sorted(map(key, rows), reverse=sort != "title")
     assert len(rows) == len(every) and len({x["store"] for x in rows}) == len(KINDS)
