@@ -64,29 +64,49 @@ def progress_printer(stream, interval: float = 0.2, delay: float = 0.5):
           "samctl index --rebuild --format json")
 @click.pass_context
 def command(ctx, rebuild, update, fmt):
-    """Show the state of samctl's search index for this store: rows, files, size, age, and the
+    """Show the state of samctl's search index of each store: rows, files, size, age, and the
     files that changed since it was updated (the next search re-reads just those).
 
     The index lives in samctl's cache folder, one per store. It is disposable: a corrupt,
     foreign or outdated one is rebuilt, and deleting it costs only time. Showing the state also
     checks every byte of it against its checksums, and drops an index that fails.
     """
+    from samctl.errors import SamctlError
+
+    if rebuild and update:
+        raise click.UsageError("give --update or --rebuild, not both (--rebuild reads every file anyway)")
+    stores = scope_of(ctx).stores()
+    if len(stores) == 1:
+        return _one(stores[0], rebuild, update, fmt)
+    docs, code = [], 0  # every store's index, one after the other (json: one document each, in a list)
+    for store in stores:
+        if fmt == "text":
+            click.echo(f"== {store.describe()}", err=True)
+        try:
+            docs.append(dict(_one(store, rebuild, update, fmt, several=True), store=store.name))
+        except click.exceptions.Exit as exc:
+            code = code or exc.exit_code
+        except SamctlError as exc:
+            from samctl.cli import report_error
+
+            report_error(exc)
+            code = code or exc.exit_code
+    if fmt == "json":
+        emit_json(docs)
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+def _one(store, rebuild: bool, update: bool, fmt: str, several: bool = False) -> dict:
+    """One store's index: its state shown (json: printed here only for one store), after an update when asked."""
     from samctl.search import index as ix
     from samctl.errors import SamctlError, UsageError
 
-    stores = scope_of(ctx).stores()
-    if len(stores) > 1:
-        raise UsageError(f"index shows one store's index, and {len(stores)} are found; nothing was done",
-                         hint="name one with --root PATH (`samctl stores` lists them); a search brings every "
-                              "store's index up to date")
-    store = stores[0]
     if store.cache_note:
         raise SamctlError("the index lives in samctl's cache folder, which this run cannot use (above)")
     if not store.use_cache:
         raise UsageError("the index is a cache, and --no-cache turns caches off",
                          hint="leave out --no-cache (searches with --no-cache read the files directly)")
-    if rebuild and update:
-        raise click.UsageError("give --update or --rebuild, not both (--rebuild reads every file anyway)")
     if rebuild or update:
         progress = progress_printer(sys.stderr)
         findings: list = []
@@ -106,12 +126,14 @@ def command(ctx, rebuild, update, fmt):
         ix.invalidate(store)  # never trusted: dropped now, rebuilt by the next search
         st["dropped"] = True
     if fmt == "json":
-        emit_json(st)
+        if not several:
+            emit_json(st)
     else:
         click.echo(paste(_text(st)))
     if rebuild or update:  # what the files read meanwhile said, as search says it
         report_findings(findings)
         finish(findings)
+    return st
 
 
 def _ago(seconds) -> str:

@@ -186,8 +186,8 @@ class Scope:
         views = [(s, view(s) if view else s) for s in stores]
         views = [(s, v) for s, v in views if v is not None]
         if not views:
-            raise errors.NotFound(f"no store {self.what} can look in: samctl only reads the stores it found",
-                                  hint="`samctl stores` shows what samctl finds")
+            raise errors.UsageError(f"none of the {len(stores)} stores found has what {self.what} reads; nothing "
+                                    "was done", hint="`samctl stores` lists them and what each can do")
         of = {id(v): s for s, v in views}
         try:
             if len(views) == 1:  # one store: its own messages, as they always were
