@@ -192,7 +192,12 @@ class Scope:
         try:
             if len(views) == 1:  # one store: its own messages, as they always were
 
-                hits = [(views[0][1], cid) for cid in resolve_many(views[0][1], list(ids))]
+                v = views[0][1]
+                whole = [v.normalize_prefix(t) for t in ids if isinstance(t, str) and v.prefix_ok(t)]
+                if len(whole) == len(ids) and all(v.valid_id(w) and v.has_id(w) for w in whole):
+                    hits = [(v, w) for w in dict.fromkeys(whole)]  # whole ids that are there: nothing listed
+                else:
+                    hits = [(v, cid) for cid in resolve_many(v, list(ids))]
             else:
                 hits = resolve_many_across([v for _, v in views], list(ids))
         except errors.UsageError as exc:
