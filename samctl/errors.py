@@ -17,7 +17,7 @@ INTERRUPTED = 130  # Ctrl-C
 
 EXIT_CODES = [
     (OK, "done, nothing wrong found"),
-    (FAILED, "failed: the command could not do its job"),
+    (FAILED, "failed: the command could not do its job; search: nothing matches (as grep)"),
     (USAGE, "usage error: a bad option, argument or id"),
     (PARTIAL, "partial: done, but some files were corrupt or skipped, or check found problems"),
     (NOT_FOUND, "not found: no such conversation, no store at the root, or permission denied on a store folder"),

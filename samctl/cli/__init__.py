@@ -42,6 +42,39 @@ COMMANDS = {
 }
 
 
+# The group's options a user may give after the command name too (as `gh -R`): name -> takes a value
+GLOBAL_OPTIONS = {"--root": True, "--max-file-size": True, "--no-cache": False, "--all-stores": False,
+                  "--verbose": False, "-v": False}
+
+
+def hoist_globals(args: list) -> list:
+    """``args`` with the group's options found after the command name moved before it (``samctl ls --root
+    X`` is ``samctl --root X ls``).  Words after ``--`` are never moved, nor the value of an option."""
+    args = list(args)
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":  # the group's own options
+        name = args[i].split("=", 1)[0]
+        i += 2 if GLOBAL_OPTIONS.get(name) and "=" not in args[i] else 1
+    if i >= len(args) or args[i] == "--":
+        return args
+    head, rest, moved = args[:i], args[i:], []
+    out, j = [rest[0]], 1
+    while j < len(rest):
+        word = rest[j]
+        if word == "--":
+            out += rest[j:]
+            break
+        name = word.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS:
+            takes = GLOBAL_OPTIONS[name] and "=" not in word
+            moved += rest[j:j + 2] if takes else [word]
+            j += 2 if takes else 1
+            continue
+        out.append(word)
+        j += 1
+    return head + moved + out
+
+
 class SamctlGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(COMMANDS)
@@ -52,6 +85,25 @@ class SamctlGroup(click.Group):
         module = importlib.import_module(COMMANDS[name][0])
         return module.command
 
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, hoist_globals(args))
+
+    def resolve_command(self, ctx, args):
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-"):
+            import difflib
+
+            near = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.5)
+            raise click.UsageError(f"no command {name!r}" + (f"; did you mean {near[0]}?" if near else ""))
+        return super().resolve_command(ctx, args)
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            _usage_error(exc)
+
+
     def format_commands(self, ctx, formatter):
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
@@ -60,6 +112,8 @@ class SamctlGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # (a command's options: parsed here)
+            _usage_error(exc)
         except errors.SamctlError as exc:
             report_error(exc)
             ctx.exit(exc.exit_code)
@@ -85,15 +139,41 @@ class SamctlGroup(click.Group):
             ctx.exit(errors.FAILED)
 
 
+def _usage_error(exc, hint=None) -> None:
+    """A usage error in samctl's one style: ``samctl: error: ...``, ``hint: ...``, exit 2."""
+    from samctl.safetext import safe_text
+
+    message = exc.format_message()
+    if isinstance(exc, click.exceptions.NoSuchOption):
+        message = f"no such option: {exc.option_name}"
+        if exc.possibilities and not hint:
+            import difflib
+
+            near = difflib.get_close_matches(exc.option_name, exc.possibilities, n=1, cutoff=0) or \
+                sorted(exc.possibilities)
+            hint = f"did you mean {near[0]}?"
+    elif "; did you mean " in message:
+        message, near = message.split("; did you mean ")
+        hint = hint or f"did you mean {near}"
+    elif " Did you mean" in message:
+        message = message.split(" Did you mean")[0]
+    command = exc.ctx.command_path if exc.ctx is not None else "samctl"
+    click.echo(safe_text(f"samctl: error: {message}", lines=False), err=True)
+    click.echo(safe_text(f"hint: {hint}" if hint else f"hint: `{command} --help` lists the options", lines=False),
+               err=True)
+    sys.exit(errors.USAGE)
+
+
 def report_error(exc: errors.SamctlError) -> None:
     from samctl.safetext import safe_text
 
     # messages quote file names and file text: never a control character to the terminal
-    from samctl.cli.common import pasteable
+    from samctl.cli.common import paste
 
-    click.echo(pasteable(safe_text(f"samctl: error: {exc.message}", lines=False)), err=True)
-    if exc.hint:
-        click.echo(pasteable(safe_text(f"hint: {exc.hint}", lines=False)), err=True)
+    click.echo(paste(safe_text(f"samctl: error: {exc.message}", lines=False)), err=True)
+    if exc.hint:  # (a hint of several lines, e.g. the candidates of an ambiguous prefix: each line made safe)
+        for line in f"hint: {exc.hint}".split("\n"):
+            click.echo(paste(safe_text(line, lines=False)), err=True)
 
 
 def _quiet_broken_pipe() -> None:
@@ -187,17 +267,20 @@ def size_option(ctx, param, value):
 @click.option("--root", "roots", multiple=True, metavar="PATH",
               help="A store: a SAM base folder, a SAM conversations folder, a mermaid project folder, "
                    "or a .mermaid/conversations folder; read-only: ~/.claude or ~/.codex (or a folder in them), "
-                   "llm's logs.db, a ChatGPT export (.zip or folder). Repeatable: ls, show, export, stats and "
-                   "check cover each. Default: ls, show, export and stats cover every store samctl finds "
-                   "(samctl stores); the others ./.mermaid/conversations if present, else SAM's default "
-                   "location. Also SAMCTL_ROOT (several separated by ':').")
+                   "llm's logs.db, a ChatGPT export (.zip or folder). Repeatable. Default: every store samctl "
+                   "finds (samctl stores); a command that writes and selects by filters acts on the one it can "
+                   "write (docs/scope.md). Also SAMCTL_ROOT (several separated by ':'). Before or after the "
+                   "command name.")
+@click.option("--all-stores", is_flag=True, help="A command that writes and selects by filters (--older-than) "
+              "acts on every store samctl finds, in turn; the stores it cannot act on are skipped.")
+@click.option("--verbose", "-v", is_flag=True, help="Also say which stores were skipped, and why.")
 @click.option("--max-file-size", metavar="SIZE", default=None, callback=size_option,
               help="Refuse to read files larger than SIZE (e.g. 64M). Default: mermaid's own caps "
                    "(64 MiB snapshots, 128 MiB logs).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write samctl's disposable caches.")
 @click.version_option(__version__, prog_name="samctl")
 @click.pass_context
-def cli(ctx, roots, max_file_size, no_cache):
+def cli(ctx, roots, all_stores, verbose, max_file_size, no_cache):
     """samctl: list, read, search, recover, export and maintain the conversation
     archives of SAM and mermaid-cli.
 
@@ -207,14 +290,13 @@ def cli(ctx, roots, max_file_size, no_cache):
       samctl show 20260810
       samctl --root ~/proj check
     """
-    from samctl.cli.common import Options, remember_root
+    from samctl.cli.common import Run, make_scope
 
-    remember_root(roots)  # (only those of the command line: SAMCTL_ROOT finds itself again)
+    named = bool(roots)  # (only roots of the command line are repeated in a suggestion: SAMCTL_ROOT stays set)
     roots = roots or env_roots()
     if os.environ.get("NO_COLOR"):  # no-color.org: click's echo then strips styles, as it does off a terminal
         ctx.color = False
-    ctx.obj = Options(root=roots[0] if len(roots) == 1 else None, max_file_size=max_file_size,
-                      cache=not no_cache, roots=roots)
+    ctx.obj = Run(scope=make_scope(roots, named, all_stores, max_file_size, not no_cache), verbose=verbose)
 
 
 def env_roots() -> tuple:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import complete_ids, examples, several_stores, store_of
-from samctl.cli.writeopts import by_id, confirm, dry_run_option, each_store, force_option, format_opt, \
-    ignore_unreadable_option, lock_wait_option, nothing, render, say_kept, show_targets, yes_option
+from samctl.cli.common import complete_ids, examples, scope_of, suggest
+from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
+    lock_wait_option, move_all, show_targets, targets_of, yes_option
+from samctl.core.scope import MOVE
 from samctl.timeparse import parse_age
 
 
@@ -31,9 +32,8 @@ from samctl.timeparse import parse_age
 @format_opt
 @examples("samctl archive --older-than 90d --dry-run", "samctl archive --older-than 90d --keep-last 20 --yes",
           "samctl archive 20260810_140307",
-          "samctl --root ~/.claude/projects archive --copy --older-than 20d -q   # crontab: keep before the app deletes")
+          "samctl archive --copy --older-than 20d --all-stores -q   # crontab: keep before the apps delete")
 @click.pass_context
-@each_store
 def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet, dry_run, yes, force,
             ignore_unreadable, lock_wait, fmt):
     """Move idle conversations to the attic as archived; `samctl restore` brings them back.
@@ -48,16 +48,16 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet,
     each goes to the attic as a kept entry (never purged by compact), so that
     `samctl restore` can bring back a session the app deleted (Claude Code
     deletes sessions after cleanupPeriodDays).
-    With --all-stores (or several --root), each ID is looked for in every
-    store and archived in its own; filters then run on each store in turn.
+    Each ID is looked for in every store samctl finds and archived in its
+    own; --older-than acts on the one store samctl can write, or with
+    --all-stores on each in turn (docs/scope.md).
     """
     from samctl.attic import lifecycle
 
-    across = bool(ids) and several_stores(ctx, ctx.params.get("all_stores"))
-    store = None if across else store_of(ctx)
     if not ids and older_than is None:
         raise click.UsageError("say which conversations: --older-than AGE, or ids")
     age = parse_age(older_than) if older_than is not None else None
+    scope = scope_of(ctx, MOVE, filters=not ids)
 
     def plan(store, ids):
         sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
@@ -82,22 +82,10 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet,
             n = len(targets)
             confirm(f"Archive {n} conversation{'s' if n != 1 else ''}?", yes)
 
-    every = " --all-stores" if ctx.params.get("all_stores") else ""
     state = "kept" if copy else "archived"
-    hint = f"bring one back with: samctl restore ID{every if across else ''} (`samctl attic" \
-           f"{every if across else ''} --state {state}` lists them)"
-    if across:
-        return by_id(ctx, ids, plan, act, ask, fmt=fmt, dry_run=dry_run, quiet=quiet, hint=lambda items: hint,
-                     nothing_said=f"nothing to {'copy' if copy else 'archive'}; nothing was changed")
-    sel = plan(store, ids)
-    kept = say_kept(sel, "json" if quiet else fmt)
-    if not sel.targets:
-        if quiet and not sel.problems and fmt == "text":
-            return
-        nothing(fmt, dry_run, kept, f"nothing to {'copy' if copy else 'archive'}; nothing was changed", store,
-                sel.problems)
-        return
-    ask(sel.targets, sel.explicit)
-    report = act(store, sel)
-    report.kept = kept
-    render(report, fmt, hint, quiet=quiet)
+
+    def hint(items, store) -> str:
+        return f"bring one back with: {suggest(ctx, 'restore', 'ID', store)} " \
+               f"(`{suggest(ctx, 'attic', store=store, rest='--state ' + state)}` lists them)"
+    move_all(ctx, scope, targets_of(ctx, scope, ids), plan, act, ask, fmt=fmt, dry_run=dry_run, quiet=quiet,
+             hint=hint, nothing_said=f"nothing to {'copy' if copy else 'archive'}; nothing was changed")

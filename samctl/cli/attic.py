@@ -6,8 +6,9 @@ import click
 
 from samctl import errors
 from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, human_size, report_findings, \
-    several_stores, store_of, stores_of, table
-from samctl.cli.writeopts import all_stores_option, force_option, lock_wait_option
+    fit_table, relative_date, say_skipped, scope_of, short_ids, table, terminal_width
+from samctl.cli.writeopts import force_option, lock_wait_option
+from samctl.core.scope import MOVE
 
 
 @click.command("attic")
@@ -18,12 +19,11 @@ from samctl.cli.writeopts import all_stores_option, force_option, lock_wait_opti
               "command also does this first). Exit 5 if the owning app is using what it would touch.")
 @force_option
 @lock_wait_option
-@all_stores_option("List (verify, repair) the attic of")
 @format_option()
 @examples("samctl attic", "samctl attic --state archived --format json", "samctl attic --verify",
-          "samctl attic --repair", "samctl attic --all-stores")
+          "samctl attic --repair")
 @click.pass_context
-def command(ctx, state, verify, repair, force, lock_wait, all_stores, fmt):
+def command(ctx, state, verify, repair, force, lock_wait, fmt):
     """List the attic: conversations removed by `samctl rm`, archived by `samctl archive`,
     copies kept by `samctl archive --copy` (kept), and old event logs `samctl compact`
     replaced (history).
@@ -33,18 +33,20 @@ def command(ctx, state, verify, repair, force, lock_wait, all_stores, fmt):
     and Codex CLI, in samctl's data folder
     ($XDG_DATA_HOME/samctl/attic/<store>/<root>/, else ~/.local/share/...).
     One compressed archive plus a manifest of sha256 hashes per entry. Exit 3
-    if an entry is damaged, incomplete or not samctl's. With --all-stores (or
-    several --root): the attics of every store, in one list with a STORE column
-    (the stores samctl only reads have none), --format json one object per store.
+    if an entry is damaged, incomplete or not samctl's. The attics of every
+    store samctl finds (or of each --root), in one list; the stores samctl
+    only reads have none, and are skipped.
     """
     from samctl.attic import entries as attic
     from samctl.model import ERROR, Finding
     from samctl.safetext import one_line
     from samctl.timeparse import format_local
 
-    many = several_stores(ctx, all_stores)
-    found: list = []  # stores that could not be opened or read (several stores only)
-    stores = [s for s in stores_of(ctx, found, gate=False) if not s.read_only] if many else [store_of(ctx)]
+    scope = scope_of(ctx, MOVE, what="attic --repair" if repair else "attic")
+    stores = scope.stores()  # (the stores samctl only reads have no attic: skipped)
+    found = scope.findings  # stores that could not be opened or read
+    many = len(scope.found()) > 1
+    skipped = say_skipped(ctx, scope.skipped, fmt)
     if not stores:
         report_findings(found)
         raise errors.NotFound("no store with an attic found: samctl only reads the stores it found",
@@ -70,7 +72,12 @@ def command(ctx, state, verify, repair, force, lock_wait, all_stores, fmt):
     if fmt == "json":
         docs = [{"store": s.name, "root": str(s.conv_dir), "attic": str(attic.attic_dir(s)),
                  "entries": [e.to_dict() for e in es], "findings": [f.to_dict() for f in fs]} for s, es, fs in per]
-        emit_json({"stores": docs} if many else {k: docs[0][k] for k in ("attic", "entries", "findings")})
+        # one shape for one store or several (docs/json.md): every entry and finding at the top, each store's
+        # own under "stores"
+        emit_json({"entries": [e for d in docs for e in d["entries"]],
+                   "findings": [dict(f, store=d["store"]) for d in docs for f in d["findings"]]
+                   + [dict(f.to_dict(), store=None) for f in found],
+                   "attic": docs[0]["attic"] if len(docs) == 1 else None, "stores": docs, "skipped": skipped})
     elif fmt == "jsonl":
         emit_jsonl(e.to_dict() for e in entries)
     elif not repair or entries:
@@ -79,12 +86,25 @@ def command(ctx, state, verify, repair, force, lock_wait, all_stores, fmt):
             if state and not findings:
                 what = f"holds no {' or '.join(state)} entry"
             where = ", ".join(str(attic.attic_dir(s)) for s, _, _ in per)
-            click.echo(f"the attic {what} ({where})" if not many else f"every attic {what} ({where})", err=True)
+            if len(per) <= 1:
+                click.echo(f"the attic {what} ({where})", err=True)
+            else:
+                click.echo(f"every attic {what} ({where})", err=True)
         else:
             store_col = [("STORE", lambda e: e.store)] if many else []
-            heads = ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"]
-            click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size), human_size(e.tar_size),
-                               *[get(e) for _, get in store_col], one_line(e.title)[:60]) for e in entries], heads))
+            width = terminal_width()
+            if width is None:  # piped: every entry's whole name, as `restore --entry` takes it
+                heads = ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"]
+                click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size),
+                                   human_size(e.tar_size), *[get(e) for _, get in store_col], one_line(e.title)[:60])
+                                  for e in entries], heads))
+            else:  # a terminal: the short id, its state, one relative date, the title what is left
+                short = short_ids(e.id for e in entries)
+                click.echo(fit_table([(short[e.id], e.state, relative_date(e.when_ts), human_size(e.original_size),
+                                       human_size(e.tar_size), *[get(e) for _, get in store_col], one_line(e.title))
+                                      for e in entries],
+                                     ["ID", "STATE", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"],
+                                     width))
     if fmt != "json":
         report_findings(findings)
     report_findings(found)

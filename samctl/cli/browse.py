@@ -10,7 +10,7 @@ import click
 
 import sys
 
-from samctl.cli.common import examples, report_findings, stores_of
+from samctl.cli.common import examples, report_findings, scope_of
 from samctl.errors import SamctlError, UsageError
 
 
@@ -22,9 +22,12 @@ def textual_missing() -> bool:
     return False
 
 
-def scope(ctx, findings: list) -> list:
+def stores_in_scope(ctx, findings: list) -> list:
     """The stores browse covers: the same as `samctl ls` (each --root, else every store found)."""
-    return stores_of(ctx, findings)
+    scope = scope_of(ctx)
+    stores = scope.stores()
+    findings.extend(scope.findings)
+    return stores
 
 
 @click.command("browse")
@@ -44,7 +47,7 @@ def command(ctx):
         raise UsageError("samctl browse needs a terminal (its input and output); nothing was done",
                          hint="in a pipe or a script, `samctl ls`, `samctl search` and `samctl show` say the same")
     findings: list = []
-    stores = scope(ctx, findings)
+    stores = stores_in_scope(ctx, findings)
     from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)
 
     app = BrowseApp(stores, findings)

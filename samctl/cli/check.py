@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import Number, Options, emit_json, examples, exit_for, format_option, report_findings, \
-    stores_of
+from samctl.cli.common import Number, emit_json, examples, exit_for, format_option, report_findings, say_skipped, \
+    scope_of
 from samctl.core.check import check
 
 
@@ -21,23 +21,25 @@ from samctl.core.check import check
               "running, a mermaid session open).")
 @click.option("--quiet", "-q", is_flag=True,
               help="Leave out info lines (warnings, errors and the summary are still printed).")
-@click.option("--all-stores", is_flag=True, help="Check every store samctl finds (samctl stores), not only the "
-              "default one (./.mermaid, else SAM's folder); with --fix, the stores samctl only reads are findings.")
 @format_option(("text", "json"), "text")
-@examples("samctl check", "samctl check --fix", "samctl check --format json | jq '.findings[].code'",
-          "samctl check --all-stores")
+@examples("samctl check", "samctl check --fix", "samctl check --format json | jq '.findings[].code'")
 @click.pass_context
-def command(ctx, fix, lock_wait, force, quiet, all_stores, fmt):
+def command(ctx, fix, lock_wait, force, quiet, fmt):
     """Check every file of the store and report each problem with a code, path and reason.
 
     Keeps going after the first problem. Exit 0 when nothing is wrong, 3 when
-    something is (info lines do not count). One store: the --root given, else
-    ./.mermaid, else SAM's folder; with --all-stores (or several --root) each
-    store, and --format json gives {"stores": [...]}, one object per store.
+    something is (info lines do not count). Every store samctl finds (or each
+    --root); --fix acts on the one store it can fix, or with --all-stores on
+    each (docs/scope.md). --format json: one document, the same with one
+    store or several (docs/json.md).
     """
-    found: list = []  # stores that could not be opened or used (several stores only)
-    stores = stores_of(ctx, found, every=all_stores)
-    many = all_stores or len(ctx.find_object(Options).roots) > 1
+    from samctl.core.scope import READ, REWRITE
+
+    scope = scope_of(ctx, REWRITE if fix else READ, filters=fix, what="check --fix" if fix else "check")
+    stores = scope.stores()
+    found = scope.findings  # stores that could not be opened or used
+    many = len(stores) > 1
+    skipped = say_skipped(ctx, scope.skipped, fmt)
     reports = []
     problems = False
     for store in stores:
@@ -68,7 +70,23 @@ def command(ctx, fix, lock_wait, force, quiet, all_stores, fmt):
         codes = ", ".join(f"{c} {n}" for c, n in summary["by_code"].items())
         click.echo(f"{store.describe()}: " + ", ".join(parts) + (f" ({codes})" if codes else ""), err=True)
     if fmt == "json":
-        emit_json({"stores": reports} if many else reports[0])
+        emit_json(_document(reports, skipped, found))
     report_findings(found, quiet=quiet)
     if problems or exit_for(found):
         raise click.exceptions.Exit(errors.PARTIAL)
+
+
+def _document(reports: list, skipped: list, found: list) -> dict:
+    """check's JSON (docs/json.md), one shape for one store or several: every finding (each naming its
+    store), every fix, the summary over all, and one row per store checked; ``skipped``: the stores
+    left out (they cannot be fixed)."""
+    total: dict = {"errors": 0, "warnings": 0, "info": 0, "fixed": 0, "by_code": {}}
+    for r in reports:
+        for k in ("errors", "warnings", "info", "fixed"):
+            total[k] += r["summary"].get(k, 0)
+        for code, n in r["summary"]["by_code"].items():
+            total["by_code"][code] = total["by_code"].get(code, 0) + n
+    return {"findings": [dict(f, store=r["store"]) for r in reports for f in r["findings"]]
+            + [dict(f.to_dict(), store=None) for f in found],
+            "fixes": [x for r in reports for x in r["fixes"]],
+            "summary": total, "stores": reports, "skipped": skipped}

@@ -21,54 +21,78 @@ from samctl import errors
 
 
 @dataclass
-class Options:
-    root: str | None = None
-    max_file_size: int | None = None
-    cache: bool = True
-    roots: tuple = ()  # every --root given (or SAMCTL_ROOT's); ``root`` is the one when there is one
-    _store: object = None
-
-    def caps(self):
-        from samctl.stores.base import Caps
-
-        return Caps.uniform(self.max_file_size) if self.max_file_size else Caps()
-
-    def store(self):
-        if self._store is None:
-            from samctl.stores import open_store
-
-            if len(self.roots) > 1:
-                ctx = click.get_current_context(silent=True)
-                name = ctx.command.name if ctx is not None and ctx.command else "this command"
-                raise errors.UsageError(f"{name} works on one store at a time, and {len(self.roots)} roots were "
-                                        "given; nothing was done", hint="give one --root (SAMCTL_ROOT: one path)")
-            self._store = store = open_store(self.root, self.caps(), self.cache)
-            note_cache(store)
-        return self._store
+class Run:
+    """Per-run state, on the click context (``ctx.obj``): the ``Scope`` of this run (core/scope.py) and
+    the group's options.  Nothing of a run lives in a module global."""
+    scope: object
+    verbose: bool = False
 
 
-_CACHE_NOTED: set = set()  # the cache notes said in this run (several stores share one cache folder)
+def run_of(ctx: click.Context) -> Run:
+    return ctx.find_object(Run)
 
 
-def note_cache(store) -> None:
-    """Turn the cache off for ``store`` when samctl's cache folder lies in one of its folders, and say
-    once per run why a store runs without the cache."""
-    if store.use_cache:
-        from samctl import fsafe
-        from samctl.core.places import store_folder_holding
+def scope_of(ctx: click.Context, need: int = 0, filters: bool = False, limit=None, what: str | None = None):
+    """This run's ``Scope``, declared for the command being run: ``need`` (scope.READ, MOVE or REWRITE),
+    whether it selects by ``filters``, ``limit(store)`` (a reason it cannot read that store), ``what`` names
+    it in messages (default: the command's name)."""
+    scope = run_of(ctx).scope
+    return scope.declare(what or (ctx.command.name if ctx.command else "this command"), need, filters, limit)
 
-        what = store_folder_holding(store, fsafe.cache_dir())
-        if what is not None:  # e.g. SAMCTL_CACHE_DIR set to the SAM base folder
-            store.cache_note = ("cache-in-store", f"samctl's cache folder is inside {what}")
-            store.use_cache = False
-    if store.cache_note and store.cache_note not in _CACHE_NOTED:
-        from samctl import fsafe
-        from samctl.model import WARNING, Finding
 
-        _CACHE_NOTED.add(store.cache_note)
-        code, why = store.cache_note
-        report_findings([Finding(code, str(fsafe.cache_dir()), f"{why}; this run uses no cache (set "
-                                 "SAMCTL_CACHE_DIR to a folder samctl may write, outside every store)", WARNING)])
+def make_scope(roots, named: bool, all_stores: bool, max_file_size, cache: bool):
+    """The ``Scope`` of one run (the group callback makes it once)."""
+    from samctl.core.scope import Scope
+    from samctl.stores.base import Caps
+
+    return Scope(roots=tuple(roots), named=named, all_stores=all_stores, cache=cache,
+                 caps=Caps.uniform(max_file_size) if max_file_size else Caps(),
+                 note=lambda f: report_findings([f]))
+
+
+def current_scope():
+    """The ``Scope`` of the run under way, or None (outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    run = ctx.find_object(Run) if ctx is not None else None
+    return run.scope if run is not None else None
+
+
+def suggest(ctx, command: str, cid: str | None = None, store=None, rest: str = "") -> str:
+    """A command to paste (``samctl restore ID``), with ``store``'s --root only when it is needed."""
+    from samctl.core.scope import Suggestion
+
+    return run_of(ctx).scope.render(Suggestion(command, cid, store, rest))
+
+
+def paste(text: str, path: str = "") -> str:
+    """A lower layer's message with its backquoted samctl commands given the --root they need."""
+    scope = current_scope()
+    return scope.paste(text, path) if scope is not None else text
+
+
+def say_skipped(ctx, skipped, fmt: str = "text") -> list:
+    """The stores left out (they cannot do the action): one line each on stderr under -v (never a
+    finding); as JSON rows ``{"store", "root", "reason"}`` for the caller's document."""
+    rows = [{"store": s.name, "root": str(s.conv_dir), "reason": why} for s, why in skipped]
+    ctx_verbose = run_of(ctx).verbose or ctx.params.get("verbose")
+    if ctx_verbose and fmt != "json":
+        for s, why in skipped:
+            click.echo(f"skipped: {s.describe()}: {why}", err=True)
+    return rows
+
+
+def say_failed(outcomes) -> None:
+    """One error line (and hint) for each store of several that failed; the others answered."""
+    from samctl.cli import report_error
+
+    for o in outcomes:
+        if o.status == "failed":
+            report_error(errors.SamctlError(f"{o.store.describe()}: {o.reason}", hint=o.hint))
+
+
+def exit_with(code: int) -> None:
+    if code:
+        raise click.exceptions.Exit(code)
 
 
 class Number(click.FloatRange):
@@ -82,134 +106,6 @@ class Number(click.FloatRange):
         return rv
 
 
-_ROOT_ARG = ""  # " --root PATH" (shell-quoted) when the store was named on the command line
-
-
-def remember_root(roots) -> None:
-    """Called once per invocation: the ``--root`` values given on the command line (none: ``()``)."""
-    global _ROOT_ARG
-    import shlex
-
-    from samctl.safetext import safe_text
-
-    _CACHE_NOTED.clear()
-    _COVERED.clear()
-    # quoted for a shell, and escaped for the terminal it is printed on (a control character in it
-    # makes the suggestion unpasteable, but never reaches the terminal raw)
-    if isinstance(roots, str):
-        roots = (roots,)
-    _ROOT_ARG = "".join(f" --root {safe_text(shlex.quote(r), lines=False)}" for r in roots or ())
-
-
-_COVERED: list = []  # (real root, " --root PATH") of each store when a command covers several
-
-
-def _root_arg(path: str) -> str:
-    """`` --root PATH`` naming the store that holds ``path``, when a command covers several stores (each
-    suggestion must act on its own store, not on the default one); else this run's own ``--root``."""
-    if path and _COVERED:
-        real = os.path.realpath(path.split("!", 1)[0])  # (a member of an export zip: "export.zip!name")
-        for root, arg in _COVERED:
-            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-                return arg
-    return _ROOT_ARG
-
-
-def pasteable(text: str, whole: bool = False, path: str = "") -> str:
-    """``text`` with every samctl command it suggests given the same ``--root`` as this run, so a
-    pasted suggestion acts on the same store.  Suggestions are the backquoted spans
-    (`` `samctl recover ID` ``), or, with ``whole``, all of ``text`` (a line samctl wrote itself:
-    "undo with: samctl restore ID"); the rest may quote the user's input, which is left alone.
-    (SAMCTL_ROOT and the default store need nothing: the pasted command finds them again.)  ``path``:
-    what the text is about (a finding's), naming its store's root when a command covers several."""
-    root_arg = _root_arg(path)
-    if not root_arg or "samctl " not in text:
-        return text
-    from samctl.cli import COMMANDS
-
-    command = re.compile(r"\bsamctl (?=(?:%s)\b|--(?!root))" % "|".join(COMMANDS))
-
-    def add(s: str) -> str:
-        return command.sub(lambda m: f"samctl{root_arg} ", s)
-    return add(text) if whole else re.sub(r"`[^`\n]*`", lambda m: add(m[0]), text)
-
-
-def store_of(ctx: click.Context):
-    """The one store a command works on: the --root given, else ./.mermaid, else SAM's folder."""
-    store = ctx.find_object(Options).store()
-    if store.read_only or store.moves_only:
-        refuse_on_read_only(store, ctx)
-    return store
-
-
-def stores_of(ctx: click.Context, findings: list, every: bool = True, gate: bool = True) -> list:
-    """The stores a command covers (issue #23): each --root given (or SAMCTL_ROOT's); with none, every
-    store samctl finds on the machine (``stores.found_stores``) when ``every``, else the default one.
-    One root (or the default store) is exactly ``store_of``: its errors are raised as before.  Of
-    several, one that cannot be opened, or that this command cannot use (a read-only store for a
-    writing command: ``refuse_on_read_only``), is a finding and the others still answer; exit 4
-    (NotFound) only when no store at all is found.  In the registry's order (./.mermaid, SAM's, the
-    other apps'), then the config file's roots; or the roots as given.  ``gate=False``: of several, every
-    store that opens, read-only ones too (the command says what it cannot do where: ``recover``)."""
-    from samctl.model import WARNING, Finding
-    from samctl.stores import found_stores, where_looked
-
-    opts = ctx.find_object(Options)
-    if len(opts.roots) == 1 or (not opts.roots and not every):
-        return [store_of(ctx)]
-    failed: list = []
-    found = found_stores(findings, opts.caps(), opts.cache, failed, places=list(opts.roots) or None)
-    if not found:
-        if len(failed) == 1:  # the one place there is: its own error, as with --root
-            findings.pop()
-            report_findings(findings)  # (a config file that is not TOML)
-            findings.clear()
-            raise failed[0]
-        if failed:
-            report_findings(findings)
-            findings.clear()
-            raise errors.NotFound(f"no store could be read: {len(failed)} places, none of them a store samctl "
-                                  "can read (see above)", hint="`samctl stores` shows what samctl finds")
-        raise errors.NotFound(f"no store found: samctl looked in {where_looked()}",
-                              hint="point samctl at one with --root PATH or SAMCTL_ROOT, or list stores with "
-                                   "no fixed place (mermaid projects, exports) as roots = [...] in that file")
-    out = []
-    for store in found:
-        if gate and (store.read_only or store.moves_only):
-            try:
-                refuse_on_read_only(store, ctx)
-            except errors.UsageError as exc:
-                findings.append(Finding("read-only", str(store.conv_dir), exc.message, WARNING))
-                continue
-        note_cache(store)
-        out.append(store)
-    if len(out) > 1:
-        import shlex
-
-        from samctl.safetext import safe_text
-
-        _COVERED[:] = [(s.root_real, f" --root {safe_text(shlex.quote(str(s.conv_dir)), lines=False)}") for s in out]
-    return out
-
-
-def several_stores(ctx: click.Context, all_stores: bool) -> bool:
-    """Whether a command of one store covers several: ``--all-stores``, or more than one --root."""
-    return bool(all_stores) or len(ctx.find_object(Options).roots) > 1
-
-
-def store_for_id(ctx: click.Context, text: str, findings: list):
-    """``(store, text)`` for a command given one conversation id or prefix (``show``): with one store,
-    that store and the text as typed (resolved later, as before); with several, the one store whose
-    conversation it names, and its whole id (``stores.resolve.resolve_across``)."""
-    stores = stores_of(ctx, findings)
-    if len(stores) == 1:
-        return stores[0], text
-    from samctl.stores.resolve import resolve_across
-
-    with findings_first(findings):
-        return resolve_across(stores, text)
-
-
 @contextlib.contextmanager
 def findings_first(findings: list):
     """On an error (no such id, an ambiguous one), print ``findings`` first: a store that could not be
@@ -220,40 +116,6 @@ def findings_first(findings: list):
         report_findings(findings)
         findings.clear()
         raise
-
-
-# What a read-only store (another app's: Claude Code, Codex CLI, llm, a ChatGPT export) cannot do: the
-# commands that write (the attic too: such a store has none), the options that make a command write, and
-# the commands whose reading is store-specific today.
-_WRITING = ("rm", "restore", "archive", "attic", "recover", "compact")
-_WRITING_OPTIONS = {"check": "fix", "search": "touch"}
-_UNSUPPORTED = ("log",)
-_REWRITING = ("recover",)  # what a store samctl only moves (``moves_only``) refuses: these rewrite its files
-
-
-def refuse_on_read_only(store, ctx) -> None:
-    """The one gate for read-only stores, where every command gets its store, before any id is resolved or
-    anything opened: a writing command (or --fix, --touch) and what cannot read the store yet are refused
-    with one line and a usage error (exit 2): the request cannot be carried out on this kind of store at
-    all, so retrying, unlike a failure (exit 1), would never help.  A store samctl only moves
-    (``moves_only``) takes rm, archive, restore, attic and compact, and refuses what would rewrite its files."""
-    if ctx is None:
-        return
-    name = ctx.command.name if ctx.command else ""
-    option = _WRITING_OPTIONS.get(name)
-    if store.moves_only and not store.read_only:
-        if name in _REWRITING or (option and ctx.params.get(option)):
-            what = f"{name} --{option}" if option and ctx.params.get(option) else name
-            raise errors.UsageError(f"{store.describe()}: samctl only moves its files to and from the attic, and "
-                                    f"{what} would rewrite them; nothing was done",
-                                    hint="rm, archive (--copy) and restore move them; ls, show, export and check read")
-    elif name in _WRITING or (option and ctx.params.get(option)):
-        what = f"{name} --{option}" if option and ctx.params.get(option) else name
-        raise errors.UsageError(f"{store.describe()}: samctl only reads it, and {what} writes; nothing was done",
-                                hint="read it with ls, show, export, stats or check")
-    if name in _UNSUPPORTED:
-        raise errors.UsageError(f"{name} does not read {store.name} stores yet; nothing was done",
-                                hint="use ls, show or export (e.g. `samctl export --to jsonl` piped to grep)")
 
 
 def format_option(choices=("table", "json", "jsonl"), default="table"):
@@ -365,7 +227,7 @@ def report_findings(findings, quiet: bool = False) -> None:
     for f in findings:
         if quiet and f.severity == "info":
             continue
-        click.echo(pasteable(f.line(), path=str(f.path or "")), err=True)
+        click.echo(paste(f.line(), path=str(f.path or "")), err=True)
 
 
 def exit_for(findings) -> int:
@@ -526,17 +388,99 @@ def _complete(ctx, incomplete, ids_of, titles_of) -> list:
         return []
 
 
-# The commands that, without --root, cover every store samctl finds (the others: the default store).
-EVERY_STORE = ("ls", "show", "export", "stats", "stores")
-
-
 def _completion_stores(ctx) -> list:
-    """The stores the command being completed would cover (``stores_of``, without printing)."""
+    """The stores whose ids the command being completed would look in: every store found (or each
+    --root given), as ``Scope.found`` has them, without printing."""
     from samctl.cli import env_roots
-    from samctl.stores import found_stores, open_store
+    from samctl.core.scope import Scope
 
-    roots = ctx.find_root().params.get("roots") or env_roots()
-    every = ctx.command is not None and (ctx.command.name in EVERY_STORE or ctx.params.get("all_stores"))
-    if len(roots) == 1 or (not roots and not every):
-        return [open_store(roots[0] if roots else None, cache=True)]
-    return found_stores([], places=list(roots) or None)
+    return Scope(roots=tuple(ctx.find_root().params.get("roots") or ()) or env_roots()).found()
+
+
+# -- tables that fit the terminal (issue #33) --------------------------------------------------------------
+
+def terminal_width() -> int | None:
+    """The terminal's width when stdout is one (COLUMNS honoured); None when piped: scripts get every value
+    whole."""
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    import shutil
+
+    return max(20, shutil.get_terminal_size((80, 24)).columns)
+
+
+def short_ids(ids, least: int = 8) -> dict:
+    """{id: its shortest prefix of at least ``least`` characters that no other id of ``ids`` shares}, as git
+    abbreviates."""
+    order = sorted(set(ids))
+    out = {}
+    for i, cid in enumerate(order):
+        need = least
+        for other in (order[i - 1] if i else None, order[i + 1] if i + 1 < len(order) else None):
+            if other is not None:
+                n = 0
+                while n < min(len(cid), len(other)) and cid[n] == other[n]:
+                    n += 1
+                need = max(need, n + 1)
+        out[cid] = cid[:need]
+    return out
+
+
+def relative_date(ts, now: float | None = None) -> str:
+    """``ts`` as "3h ago", "2d ago" (months and years past 60 days); "-" for none."""
+    import time
+
+    if ts is None:
+        return "-"
+    s = (now if now is not None else time.time()) - ts
+    if s < 0:
+        return "in the future"
+    for unit, n in (("y", 365 * 86400), ("mo", 30 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= n and (unit not in ("y", "mo") or s >= 60 * 86400):
+            return f"{int(s // n)}{unit} ago"
+    return "just now"
+
+
+def clip(text: str, n: int) -> str:
+    """``text`` cut to ``n`` terminal columns, ending with "…" when cut."""
+    if display_width(text) <= n:
+        return text
+    out, used = [], 0
+    for ch in text:
+        w = display_width(ch)
+        if used + w > n - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
+def fit_table(rows, headers, width: int | None, optional=(), header: bool = True) -> str:
+    """``table`` on a terminal of ``width`` columns: the columns named in ``optional`` left out when empty in
+    every row, the last column (the title) given what is left and cut with "…", and no line wider than the
+    terminal.  ``width`` None (piped): ``table`` as it is."""
+    rows = [tuple(r) for r in rows]
+    if width is not None:
+        keep = [i for i, h in enumerate(headers)
+                if h not in optional or any(r[i] not in (None, "") for r in rows)]
+        headers = [headers[i] for i in keep]
+        rows = [tuple(r[i] for i in keep) for r in rows]
+        fixed = sum(max([display_width(h) + 2] + [display_width("" if r[i] is None else str(r[i]).strip())
+                                                  for r in rows]) for i, h in enumerate(headers[:-1]))
+        room = max(8, width - fixed - 2 * (len(headers) - 1))
+        rows = [r[:-1] + (clip("" if r[-1] is None else str(r[-1]).strip(), room),) for r in rows]
+    text = table(rows, headers)
+    if not header:
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+    if width is not None:
+        text = "\n".join(clip(line, width) for line in text.split("\n"))
+    return text
+
+
+def date_option(f):
+    return click.option("--date", "date_style", type=click.Choice(("relative", "iso")), default="relative",
+                        show_default=True, help="On a terminal, dates as \"3h ago\" or as 2026-08-10 14:03 "
+                        "(piped: always the full date).")(f)

@@ -9,9 +9,9 @@ import click
 
 from samctl import errors
 from samctl.cli import size_option
-from samctl.cli.common import emit_json, examples, human_size, store_of
-from samctl.cli.writeopts import dry_run_option, each_store, force_option, format_opt, ignore_unreadable_option, \
-    lock_wait_option
+from samctl.cli.common import emit_json, examples, exit_with, human_size, run_of, say_failed, say_skipped, scope_of
+from samctl.cli.writeopts import dry_run_option, force_option, format_opt, ignore_unreadable_option, lock_wait_option
+from samctl.core.scope import MOVE
 from samctl.safetext import safe_text
 from samctl.timeparse import parse_age
 
@@ -30,9 +30,8 @@ from samctl.timeparse import parse_age
 @click.option("--verbose", "-v", is_flag=True, help="One line per action, and what was left alone and why.")
 @format_opt
 @examples("samctl compact", "samctl compact --dry-run -v", "samctl compact --grace 7d --lock-wait 60 -q",
-          "0 3 * * *  samctl --root ~/proj compact -q   # crontab")
+          "0 3 * * *  samctl compact --all-stores -q   # crontab")
 @click.pass_context
-@each_store
 def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_wait, quiet, verbose, fmt):
     """Keep the store and its attic healthy; safe to run from cron.
 
@@ -47,21 +46,46 @@ def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_w
     databases. Ends with one summary, bytes before and after. Exit 3 if
     something was wrong, 5 if the app or another samctl is busy.
     """
-    from samctl.attic.compact import CompactOptions, compact
+    from samctl.attic.compact import CompactOptions
 
-    store = store_of(ctx)
+    scope = scope_of(ctx, MOVE, filters=True)
+    verbose = verbose or run_of(ctx).verbose  # (-v anywhere on the line is the group's)
+    stores = scope.stores()
     opts = CompactOptions(grace=parse_age(grace), log_threshold=log_threshold, dry_run=dry_run,
                           force=force, lock_wait=lock_wait, ignore_unreadable=ignore_unreadable)
+    if len(stores) == 1 and not scope.several:  # (one store: its errors raised, its document as it always was)
+        rep = _one(stores[0], opts, fmt, quiet, verbose, dry_run, several=False)
+        exit_with(errors.PARTIAL if _problems(rep) else errors.OK)
+        return
+    skipped = say_skipped(ctx, scope.skipped, fmt)
+    outcomes = scope.run(lambda s: _one(s, opts, fmt, quiet, verbose, dry_run, several=True), stores)
+    say_failed(outcomes)
+    if fmt == "json":
+        emit_json({"stores": [dict(o.value.to_dict(), store=o.store.name, root=str(o.store.conv_dir))
+                              for o in outcomes if o.status == "done"], "skipped": skipped})
+    exit_with(scope.exit_code(outcomes, partial=any(_problems(o.value) for o in outcomes if o.status == "done")))
+
+
+def _problems(rep) -> list:
+    # (a dry run that the real run's refusal would stop says so, and exits 0 as every dry run does)
+    return [f for f in rep.findings if f.severity != "info" and f.code != "busy"]
+
+
+def _one(store, opts, fmt, quiet, verbose, dry_run, several):
+    """compact of one store, its report printed (text; json: of one store only)."""
+    from samctl.attic.compact import compact
+
+    if several and fmt == "text" and (verbose or not quiet):
+        click.echo(f"== {store.describe()}", err=True)
     progress = _Progress() if fmt == "text" and not quiet and _stderr_is_tty() else None
     try:
         rep = compact(store, opts, progress)
     finally:
         if progress:
             progress.clear()
-    # (a dry run that the real run's refusal would stop says so, and exits 0 as every dry run does)
-    problems = [f for f in rep.findings if f.severity != "info" and f.code != "busy"]
     if fmt == "json":
-        emit_json(rep.to_dict())
+        if not several:
+            emit_json(rep.to_dict())
     else:
         for line in rep.repaired:
             if not quiet:
@@ -80,8 +104,7 @@ def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_w
                 click.echo(f.line(), err=True)
         if rep.actions and not quiet or verbose:
             click.echo(_summary(rep, store))
-    if problems:
-        raise click.exceptions.Exit(errors.PARTIAL)
+    return rep
 
 
 _NAMES = {"purge-entry": ("attic entry purged", "attic entries purged"), "rewrite-log": ("log rewritten", "logs rewritten"),

@@ -6,8 +6,8 @@ import sys
 
 import click
 
+from samctl.cli.common import complete_ids, examples, findings_first, finish, report_findings, scope_of
 from samctl.cli.projectopts import project_options, project_spec
-from samctl.cli.common import complete_ids, examples, findings_first, finish, report_findings, stores_of
 from samctl.core.export import FORMATS
 from samctl.errors import UsageError
 
@@ -76,8 +76,8 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, p
     project = project_spec(project, here)
     if project is not None and not all_:
         raise UsageError("--project/--here choose from --all", hint="add --all, or drop --project/--here")
-    findings: list = []
-    stores = stores_of(ctx, findings)
+    scope = scope_of(ctx)
+    stores, findings = scope.stores(), scope.findings
     since, until = (parse_when(since) if since is not None else None,
                     parse_when(until, end=True) if until is not None else None)
     if len(stores) == 1:

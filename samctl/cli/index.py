@@ -7,7 +7,7 @@ import time
 
 import click
 
-from samctl.cli.common import emit_json, examples, finish, human_size, pasteable, report_findings, store_of
+from samctl.cli.common import emit_json, examples, finish, human_size, paste, report_findings, scope_of
 
 
 class _Progress:
@@ -64,24 +64,50 @@ def progress_printer(stream, interval: float = 0.2, delay: float = 0.5):
           "samctl index --rebuild --format json")
 @click.pass_context
 def command(ctx, rebuild, update, fmt):
-    """Show the state of samctl's search index for this store: rows, files, size, age, and the
+    """Show the state of samctl's search index of each store: rows, files, size, age, and the
     files that changed since it was updated (the next search re-reads just those).
 
     The index lives in samctl's cache folder, one per store. It is disposable: a corrupt,
     foreign or outdated one is rebuilt, and deleting it costs only time. Showing the state also
     checks every byte of it against its checksums, and drops an index that fails.
     """
+    from samctl.errors import SamctlError
+
+    if rebuild and update:
+        raise click.UsageError("give --update or --rebuild, not both (--rebuild reads every file anyway)")
+    scope = scope_of(ctx)
+    stores = scope.stores()
+    if len(stores) == 1:
+        return _one(stores[0], rebuild, update, fmt, cache=scope.cache)
+    docs, code = [], 0  # every store's index, one after the other (json: one document each, in a list)
+    for store in stores:
+        if fmt == "text":
+            click.echo(f"== {store.describe()}", err=True)
+        try:
+            docs.append(dict(_one(store, rebuild, update, fmt, several=True, cache=scope.cache), store=store.name))
+        except click.exceptions.Exit as exc:
+            code = code or exc.exit_code
+        except SamctlError as exc:
+            from samctl.cli import report_error
+
+            report_error(exc)
+            code = code or exc.exit_code
+    if fmt == "json":
+        emit_json(docs)
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+def _one(store, rebuild: bool, update: bool, fmt: str, several: bool = False, cache: bool = True) -> dict:
+    """One store's index: its state shown (json: printed here only for one store), after an update when asked."""
     from samctl.search import index as ix
     from samctl.errors import SamctlError, UsageError
 
-    store = store_of(ctx)
     if store.cache_note:
         raise SamctlError("the index lives in samctl's cache folder, which this run cannot use (above)")
     if not store.use_cache:
-        raise UsageError("the index is a cache, and " + ("--no-cache turns caches off" if not ctx.obj.cache else "samctl keeps none for this store (a search reads its files directly)"),
-                         hint="leave out --no-cache (searches with --no-cache read the files directly)" if not ctx.obj.cache else None)
-    if rebuild and update:
-        raise click.UsageError("give --update or --rebuild, not both (--rebuild reads every file anyway)")
+        raise UsageError("the index is a cache, and " + ("--no-cache turns caches off" if not cache else "samctl keeps none for this store (a search reads its files directly)"),
+                         hint="leave out --no-cache (searches with --no-cache read the files directly)" if not cache else None)
     if rebuild or update:
         progress = progress_printer(sys.stderr)
         findings: list = []
@@ -101,12 +127,14 @@ def command(ctx, rebuild, update, fmt):
         ix.invalidate(store)  # never trusted: dropped now, rebuilt by the next search
         st["dropped"] = True
     if fmt == "json":
-        emit_json(st)
+        if not several:
+            emit_json(st)
     else:
-        click.echo(pasteable(_text(st)))
+        click.echo(paste(_text(st)))
     if rebuild or update:  # what the files read meanwhile said, as search says it
         report_findings(findings)
         finish(findings)
+    return st
 
 
 def _ago(seconds) -> str:

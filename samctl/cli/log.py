@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import (complete_event_types, complete_logged_ids, emit_json, emit_jsonl, examples, format_option, pasteable, store_of,
+from samctl.cli.common import (complete_event_types, complete_logged_ids, emit_json, emit_jsonl, examples, format_option, scope_of, suggest,
                                table)
 from samctl.core.logview import log_rows
 from samctl.safetext import one_line, safe_text
@@ -29,7 +29,12 @@ def command(ctx, conversation_id, types, fmt):
     from samctl.errors import FileProblem
 
     try:
-        cid, path, rows, read = log_rows(store_of(ctx), conversation_id, tuple(types))
+        scope = scope_of(ctx, limit=lambda s: None if s.has_event_logs or not (s.read_only or s.moves_only)
+                         else f"log does not read {s.name} stores yet")
+        one = len(scope.found()) == 1  # (a scope of one: the store says itself why it has no log)
+        [(store, conversation_id)] = scope.resolve([conversation_id],
+                                                   view=None if one else lambda s: s if s.has_event_logs else None)
+        cid, path, rows, read = log_rows(store, conversation_id, tuple(types))
     except FileProblem as exc:  # a log that is a FIFO, a symlink, unreadable...: a finding, like show's
         click.echo(safe_text(f"error: {exc.code}: {exc.path}: {exc.message}", lines=False), err=True)
         raise click.exceptions.Exit(errors.PARTIAL) from None
@@ -50,7 +55,7 @@ def command(ctx, conversation_id, types, fmt):
         click.echo(safe_text(f"{'warning' if read.stop == 'torn-tail' else 'error'}: log-{read.stop}: {path}: "
                              f"{read.reason}", lines=False), err=True)
         if read.stop == "torn-tail":
-            click.echo(pasteable(f"hint: `samctl recover {cid}` trims the torn line (keeping its bytes in a .torn "
-                                 "file)"), err=True)
+            click.echo(f"hint: `{suggest(ctx, 'recover', cid, store)}` trims the torn line (keeping its bytes in "
+                       "a .torn file)", err=True)
         raise click.exceptions.Exit(errors.PARTIAL)
     click.echo(f"{len(read.events)} events, clean end", err=True)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
-
 import click
 
-from samctl.cli.common import emit_json, emit_jsonl, examples, finish, format_option, human_size, report_findings, \
-    stores_of, table
+from samctl.cli.common import date_option, emit_json, emit_jsonl, examples, finish, fit_table, format_option, \
+    human_size, relative_date, report_findings, scope_of, short_ids, table, terminal_width
 from samctl.cli.projectopts import project_options, project_spec
 from samctl.core.listing import SORT_KEYS, ListQuery, list_across, project_name
 from samctl.model import last_activity
@@ -27,10 +24,15 @@ from samctl.gcpause import gc_paused
               help="Order; newest/largest first (titles A-Z).")
 @click.option("--reverse", "-r", is_flag=True, help="Reverse the order.")
 @project_options
+@click.option("--ids", "ids_only", is_flag=True, help="Print the ids only, one a line (whole ids).")
+@click.option("--no-header", is_flag=True, help="Leave out the table's header line.")
+@date_option
 @format_option()
-@examples("samctl ls --since 7d", "samctl ls --here", "samctl ls --sort size -n 10", "samctl ls --format jsonl | jq .title")
+@examples("samctl ls --since 7d", "samctl ls --here", "samctl ls --sort size -n 10",
+          "samctl ls --format jsonl | jq .title", "samctl ls --ids | xargs -n1 samctl export")
 @click.pass_context
-def command(ctx, since, until, pinned, title, limit, sort, reverse, project, here, fmt):
+def command(ctx, since, until, pinned, title, limit, sort, reverse, project, here, ids_only, no_header,
+            date_style, fmt):
     """List conversations: id, created, updated, messages, size, pinned, store, title.
 
     Without --root, of every store samctl finds (samctl stores), in one order; --root (repeatable)
@@ -41,40 +43,55 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, project, her
         until=parse_when(until, end=True) if until is not None else None,
         pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse, project=project_spec(project, here),
     )
-    findings: list = []
+    scope = scope_of(ctx)
+    stores, findings = scope.stores(), scope.findings
     with gc_paused():  # a listing is 100,000s of small objects, none of them in a cycle
-        metas = list_across(stores_of(ctx, findings), query, findings)
+        metas = list_across(stores, query, findings)
         if fmt == "jsonl":
-            emit_jsonl(m.to_dict() for m in metas)
+            emit_jsonl(map(_row, metas))
         elif fmt == "json":
-            emit_json([m.to_dict() for m in metas])
+            emit_json(list(map(_row, metas)))
+        elif ids_only:
+            click.echo("\n".join(m.id for m in metas)) if metas else None
         else:
-            _table(metas)
+            _table(metas, date_style, not no_header)
     report_findings(findings)
     finish(findings)
 
 
-def _table(metas) -> None:
+def _row(m) -> dict:
+    """One conversation in ls's JSON (docs/json.md): ``message_count`` is the number, as in show and search
+    (``messages`` is only ever a list)."""
+    d = m.to_dict()
+    d["message_count"] = d.pop("messages")
+    return d
+
+
+def _table(metas, date_style: str = "relative", header: bool = True) -> None:
     """The table: every cell that comes from a file (id, title) through ``one_line``, so no control character
-    from a store reaches the terminal, and a title never breaks its row."""
+    from a store reaches the terminal, and a title never breaks its row.  On a terminal it fits: short ids,
+    one date (relative unless --date iso), PIN only when a row is pinned, the title what is left; piped,
+    every column whole."""
     if not metas:
         click.echo("no conversations", err=True)
         return
-    rows = [
-        (one_line(m.id), format_local(m.created_ts), format_local(last_activity(m)),
-         m.message_count if m.message_count is not None else "-", human_size(m.size), "*" if m.pinned else "",
-         m.store, one_line(project_name(m.project)) or "-",
-         one_line(m.title) + (f" (continues {one_line(m.continues[:8])})" if m.continues else ""))
-        for m in metas
-    ]
-    if sys.stdout.isatty():  # clip titles to the terminal; never when piped
-        width = shutil.get_terminal_size((120, 24)).columns
-        fixed = max(len(r[0]) for r in rows) + 16 + 16 + 6 + 8 + 3 + 9 + 14 + max(len(r[-2]) for r in rows) + 2
-        room = max(20, width - fixed)
-        rows = [r[:-1] + (_clip(r[-1], room),) for r in rows]
-    click.echo(table(rows, ["ID", "CREATED", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "PROJECT",
-                                 "TITLE"]))
+    width = terminal_width()
+    if width is None:  # piped: whole values, for scripts
+        rows = [(one_line(m.id), format_local(m.created_ts), format_local(last_activity(m)),
+                 m.message_count if m.message_count is not None else "-", human_size(m.size),
+                 "*" if m.pinned else "", m.store, one_line(m.project or "-"), _title(m)) for m in metas]
+        out = table(rows, ["ID", "CREATED", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "PROJECT", "TITLE"])
+        click.echo(out if header else out.split("\n", 1)[1])
+        return
+    short = short_ids(m.id for m in metas)
+    date = relative_date if date_style == "relative" else format_local
+    rows = [(one_line(short[m.id]), date(last_activity(m)), m.message_count if m.message_count is not None else "-",
+             human_size(m.size), "*" if m.pinned else "", m.store, one_line(project_name(m.project)), _title(m))
+            for m in metas]
+    click.echo(fit_table(rows, ["ID", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "PROJECT", "TITLE"], width,
+                         optional=("PIN", "PROJECT"), header=header))
 
 
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
+def _title(m) -> str:
+    """The title, and the session a resumed one continues (#35)."""
+    return one_line(m.title) + (f" (continues {one_line(m.continues[:8])})" if m.continues else "")

@@ -8,8 +8,8 @@ import click
 
 from samctl import errors
 from samctl.cli.common import Number, complete_ids, emit_json, examples, exit_for, findings_first, \
-    refuse_on_read_only, report_findings, several_stores, store_of, stores_of
-from samctl.cli.writeopts import all_stores_option
+    report_findings, scope_of
+from samctl.core.scope import REWRITE
 from samctl.core.recover import recover
 
 
@@ -46,15 +46,13 @@ def _print(plan, dry_run: bool, to=None) -> None:
 @click.option("--lock-wait", type=Number(min=0), default=0, show_default=True, metavar="SECONDS",
               help="Wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before adopting a --use file.")
-@all_stores_option("Look for ID in")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="json is a stable interface.")
 @examples("samctl recover 20260810_1403 --dry-run", "samctl recover 20260810_1403",
           "samctl recover 8B58 --from ~/Desktop/SAM_Portland_2026-08-10.json",
-          "samctl recover 20260810_1403 --use .mermaid/conversations/20260810_140307_512.4242.0.conflict",
-          "samctl recover 20260810_1403 --all-stores --dry-run")
+          "samctl recover 20260810_1403 --use .mermaid/conversations/20260810_140307_512.4242.0.conflict")
 @click.pass_context
-def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes, all_stores, fmt):
+def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes, fmt):
     """Recover conversation ID from what is left of it.
 
     mermaid: folds the event log exactly as mermaid does and rewrites the
@@ -64,21 +62,18 @@ def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait,
     legacy backups and an export package, repairs what SAM would refuse, and
     writes a file SAM loads. The replaced file is kept as a .bak sibling until
     `samctl compact` removes it. Refuses (exit 5) while the owning app uses the
-    conversation, unless --force. With --all-stores (or several --root), ID
-    is looked for in every store and recovered in its own; a store samctl only
-    reads, or only moves, says so (exit 2).
+    conversation, unless --force. ID is looked for in every store samctl
+    finds and recovered in its own; a store samctl only reads, or only
+    moves, says so (exit 2).
     """
-    found: list = []  # stores that could not be opened (several stores only): findings, exit 3
-    if several_stores(ctx, all_stores):
-        from samctl.stores.resolve import resolve_across
-
-        with findings_first(found):
-            store, conversation_id = resolve_across(stores_of(ctx, found, gate=False), conversation_id)
-            if store.read_only or store.moves_only:  # (the message, and exit 2, of recover with --root there)
-                refuse_on_read_only(store, ctx)
-    else:
-        store = store_of(ctx)
+    scope = scope_of(ctx, REWRITE)
+    found = scope.findings  # stores that could not be opened: findings, exit 3
     with findings_first(found):
+        if len(scope.found()) == 1:  # (a scope of one: recover resolves the id itself, a missing conversation too)
+            store = scope.found()[0]
+            scope.refuse(store)
+        else:
+            [(store, conversation_id)] = scope.resolve([conversation_id])
         plan = _recover(store, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes)
     if fmt == "json":
         emit_json(dict(plan.to_dict(), dry_run=dry_run))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import complete_attic_ids, examples, exit_for, findings_first, several_stores, store_of, \
-    stores_of
-from samctl.cli.writeopts import all_stores_option, dry_run_option, force_option, format_opt, lock_wait_option, \
-    render
+from samctl.cli.common import complete_attic_ids, examples, exit_for, findings_first, scope_of
+from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option, render
+from samctl.core.scope import MOVE
 
 
 @click.command("restore")
@@ -21,13 +20,12 @@ from samctl.cli.writeopts import all_stores_option, dry_run_option, force_option
 @dry_run_option
 @force_option
 @lock_wait_option
-@all_stores_option("Look for each ID in the attic of")
 @format_opt
-@examples("samctl restore 20260810_140307", "samctl restore 0b7c --all-stores", "samctl restore 8B58CBC4 --as-new",
+@examples("samctl restore 20260810_140307", "samctl restore 0b7c", "samctl restore 8B58CBC4 --as-new",
           "samctl restore $(samctl attic --state archived --format jsonl | jq -r .id)",
           "samctl restore --entry 20260810_140307_512.archived.20261001T020000Z")
 @click.pass_context
-def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, all_stores, fmt):
+def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, fmt):
     """Put deleted, archived or kept conversations back exactly: bytes, modes and mtimes.
 
     Takes the newest attic entry of each ID (an id or unique prefix of one in
@@ -39,17 +37,21 @@ def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, all_store
     files' mtimes to now.
     With several IDs, nothing is done if one of them cannot be found or
     exists again; one that fails on the way is reported and the rest restored.
-    With --all-stores (or several --root) each ID is looked for in the attic
-    of every store, and restored in its own store.
+    Each ID is looked for in the attic of every store samctl finds (or of
+    each --root given), and restored in its own store.
     """
     from samctl.errors import NotFound, UsageError
 
     if entry and len(ids) > 1:
         raise UsageError("--entry names one entry: give at most one ID with it")
     how = dict(as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait, touch=touch)
-    if several_stores(ctx, all_stores):
-        return _across(ctx, ids, entry, how, fmt)
-    store = store_of(ctx)
+    scope = scope_of(ctx, MOVE)
+    if len(scope.roots) == 1:
+        scope.refuse(scope.found()[0])
+    stores = [s for s in scope.found() if not scope.reason(s)]  # (the stores samctl only reads have no attic)
+    if len(stores) != 1:
+        return _across(scope, stores, ids, entry, how, fmt)
+    store = stores[0]
     try:
         entries = _entries(store, ids, entry)
     except NotFound as exc:
@@ -106,7 +108,7 @@ def _restore_in(store, entries: list, how: dict):
     return report
 
 
-def _across(ctx, ids, entry, how: dict, fmt: str) -> None:
+def _across(scope, stores, ids, entry, how: dict, fmt: str) -> None:
     """restore over several stores (issue #23): each text resolved across the attics of every store that
     has one (the stores samctl only reads have none: left out), an ambiguous one listing its candidates
     with their stores (exit 2); a store or attic that cannot be read is a finding (exit 3), the others
@@ -116,15 +118,14 @@ def _across(ctx, ids, entry, how: dict, fmt: str) -> None:
     from samctl.attic import entries as atticmod
     from samctl.attic.lifecycle import Report
 
-    found: list = []
-    stores = [s for s in stores_of(ctx, found, gate=False) if not s.read_only]
+    found = scope.findings
     with findings_first(found):
         if not stores:
             raise errors.NotFound("no store with an attic found: samctl only reads the stores it found",
                                   hint="`samctl stores` shows what samctl finds")
         if not ids and not entry:
             raise errors.UsageError("name the conversation to restore",
-                                    hint="`samctl attic --all-stores` lists what can be restored")
+                                    hint="`samctl attic` lists what can be restored")
         for s in stores:  # (lists the attic's names, reads no manifest: a finding if it cannot be listed)
             atticmod.list_entries(s, found, want=lambda stem, cid: False)
         groups = _entry_across(stores, ids, entry) if entry else _ids_across(stores, ids)
@@ -172,7 +173,7 @@ def _ids_across(stores, ids) -> dict:
         hits = resolve_many_across(list(views.values()), ids)
     except NotFound as exc:
         # (as with one store: a move a crash interrupted may be what holds it)
-        exc.hint = _PENDING if any(map(_interrupted, stores)) else "`samctl attic --all-stores` lists them"
+        exc.hint = _PENDING if any(map(_interrupted, stores)) else "`samctl attic` lists them"
         raise
     wanted: dict = {}
     for view, cid in hits:
@@ -199,7 +200,7 @@ def _entry_across(stores, ids, entry: str) -> dict:
             continue
     if not hits:
         raise NotFound(f"no restorable attic entry matches {entry!r} in any store's attic",
-                       hint="`samctl attic --all-stores` lists the entries")
+                       hint="`samctl attic` lists the entries")
     if len(hits) > 1:
         some = ", ".join(f"{e.stem} ({s.name})" for s, e in hits[:5])
         raise UsageError(f"more than one restorable attic entry matches {entry!r} ({some})",

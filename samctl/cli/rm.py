@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import complete_ids, examples, several_stores, store_of
-from samctl.cli.writeopts import by_id, confirm, dry_run_option, each_store, force_option, format_opt, \
-    ignore_unreadable_option, lock_wait_option, nothing, render, say_kept, show_targets, yes_option
+from samctl.cli.common import complete_ids, examples, scope_of, suggest
+from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
+    lock_wait_option, move_all, show_targets, targets_of, yes_option
+from samctl.core.scope import MOVE
 from samctl.timeparse import parse_age
 
 
@@ -30,7 +31,6 @@ from samctl.timeparse import parse_age
 @examples("samctl rm 20260810_140307", "samctl rm --older-than 180d --title scratch --dry-run",
           "samctl rm --empty --yes", "samctl rm --purge 8B58CBC4")
 @click.pass_context
-@each_store
 def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, ignore_unreadable,
             lock_wait, fmt):
     """Move conversations to the attic, where `samctl restore` can bring them back.
@@ -42,13 +42,13 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
     one conversation, selecting by a filter, or purging asks for confirmation
     on a terminal (--yes for scripts). Pinned SAM conversations are kept unless
     --include-pinned. Exit 5 if the owning app is using the store.
-    With --all-stores (or several --root), each ID is looked for in every
-    store and removed in its own; filters then run on each store in turn.
+    Each ID is looked for in every store samctl finds and removed in its
+    own; filters act on the one store samctl can write, or with --all-stores
+    on each in turn (docs/scope.md).
     """
     from samctl.attic import entries as attic
 
-    across = bool(ids) and several_stores(ctx, ctx.params.get("all_stores"))
-    store = None if across else store_of(ctx)
+    scope = scope_of(ctx, MOVE, filters=not ids)
     age = parse_age(older_than) if older_than is not None else None
 
     def plan(store, ids):
@@ -67,31 +67,13 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
             confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?",
                     yes)
 
-    if across:
-        return by_id(ctx, ids, plan, act, ask, fmt=fmt, dry_run=dry_run, purge=purge,
-                     hint=None if purge else lambda items: _undo(items[0]["id"], len(items), ctx))
-    sel = plan(store, ids)
-    kept = say_kept(sel, fmt)
-    if not sel.targets:
-        nothing(fmt, dry_run, kept, "nothing matches; nothing was changed", store, sel.problems)
-        return
-    ask(sel.targets, sel.explicit)
-    report = act(store, sel)
-    report.kept = kept
-    if purge:
-        render(report, fmt)
-        return
-    first = report.items[0]["id"] if report.items else ""
-    render(report, fmt, f"undo with: samctl restore {first}" + (" (and the others by id; `samctl attic` lists them)"
-                                                                if len(report.items) > 1 else "")
-           + f"; the attic is {attic.attic_dir(store)}")
+    def undo(items, store) -> str:  # (restore looks for the id in every store's attic)
+        return f"undo with: {suggest(ctx, 'restore', items[0]['id'], store)}" + (
+            f" (and the others by id; `{suggest(ctx, 'attic', store=store)}` lists them)" if len(items) > 1 else "") \
+            + (f"; the attic is {attic.attic_dir(store)}" if store is not None else "")
 
-
-def _undo(first: str, n: int, ctx) -> str:
-    """The undo line of rm over several stores: restore looks in the same stores' attics."""
-    every = " --all-stores" if ctx.params.get("all_stores") else ""
-    return f"undo with: samctl restore {first}{every}" + (
-        f" (and the others by id; `samctl attic{every}` lists them)" if n > 1 else "")
+    move_all(ctx, scope, targets_of(ctx, scope, ids, purge), plan, act, ask, fmt=fmt, dry_run=dry_run,
+             hint=None if purge else undo)
 
 
 def _plan(store, ids, age, empty, title, purge, include_pinned, ignore_unreadable, force):

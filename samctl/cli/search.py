@@ -8,10 +8,10 @@ import sys
 
 import click
 
-from samctl import fsafe
+from samctl import errors, fsafe
 from samctl.cli.projectopts import project_options, project_spec
 from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
-    report_findings, stores_of
+    report_findings, scope_of
 from samctl.cli.writeopts import force_option, lock_wait_option
 from samctl.search.query import HELP as QUERY_HELP
 
@@ -120,8 +120,10 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     if rank == "bm25" and not exact and not like:
         plan = _parse(text, where)  # (a malformed query is a usage error before any store is looked at)
         where = where or plan.where
-    findings: list = []
-    stores = stores_of(ctx, findings, every=True)
+    from samctl.core.scope import READ, REWRITE
+
+    scope = scope_of(ctx, REWRITE if touch else READ, what="search --touch" if touch else "search")
+    stores, findings = scope.stores(), scope.findings
     if plan is not None and plan.stores:  # (store:NAME: the other stores are not even brought up to date)
         stores = [s for s in stores if s.name in plan.stores]
     if touch:
@@ -160,15 +162,17 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
             mine = [h for h in hits if h.kind == "memory" and h.source and fsafe.is_inside(base, h.source)]
             findings += _touch(s, mine, force, lock_wait, findings)
     if fmt == "json":
-        emit_json([h.to_dict() for h in hits])
+        emit_json(list(map(_row, hits)))
     elif fmt == "jsonl":
-        emit_jsonl(h.to_dict() for h in hits)
+        emit_jsonl(map(_row, hits))
     else:
         _table(hits, text, len(stores) > 1)
         if not hits:
             click.echo(_what_to_try(q), err=True)
     report_findings(findings)
     finish(findings)
+    if not hits:  # as grep: `if samctl search ...` can be written (a problem above wins: exit 3)
+        raise click.exceptions.Exit(errors.FAILED)
 
 
 def _parse(text: str, where: str | None):
@@ -218,30 +222,54 @@ def _touch(store, hits, force, lock_wait, findings) -> list:
     return left  # (what settling had to leave: findings of this run)
 
 
+# A hit's fields that only SAM's scoring and memories fill: absent, not null, on the rows that have none
+_SAM_ONLY = ("cosine", "boost", "dimension", "content_type", "importance")
+
+
+def _row(h) -> dict:
+    """One hit in search's JSON (docs/json.md)."""
+    d = h.to_dict()
+    for k in _SAM_ONLY:
+        if d.get(k) is None:
+            d.pop(k, None)
+    return d
+
+
 def _table(hits, query: str, several: bool = False) -> None:
     from samctl.safetext import one_line, quoted
     from samctl.timeparse import format_local
-    from samctl.cli.common import pasteable
+    from samctl.cli.common import suggest
 
     if not hits:
         click.echo(f"no matches for {quoted(query)}" if query else "no matches", err=True)
         return
-    tty = sys.stdout.isatty()
-    width = shutil.get_terminal_size((120, 24)).columns if tty else None
+    from samctl.cli.common import clip, relative_date, short_ids, terminal_width
+
+    width = terminal_width()
+    tty = width is not None
     bold = tty and not os.environ.get("NO_COLOR")
     store = f"{'STORE':<12} " if several else ""
-    out = [f"{'SCORE':<6} {store}{'KIND':<8} {'CONVERSATION':<36}  {'DATE':<16}  {'ROLE':<9}  TITLE"]
+    # on a terminal: short ids, a relative date, KIND only when a hit is not a message (SAM's memories)
+    kinds = not tty or any(h.kind != "message" for h in hits)
+    short = short_ids(h.conversation_id for h in hits) if tty else {}
+    idw = max([12] + [len(v) for v in short.values()]) if tty else 36
+    datew = 9 if tty else 16
+    kind = f"{'KIND':<8} " if kinds else ""
+    out = [f"{'SCORE':<6} {store}{kind}{'CONVERSATION':<{idw}}  {'DATE':<{datew}}  {'ROLE':<9}  TITLE"]
     for h in hits:
         score = "exact" if h.score is None and h.exact == "whole" else ("-" if h.score is None else f"{h.score:.3f}")
         store = f"{h.store:<12} " if several else ""
-        line = (f"{score:<6} {store}{h.kind:<8} {h.conversation_id:<36}  {format_local(h.date_ts):<16}  "
-                f"{(h.role or '-'):<9}  {one_line(h.title)}")
-        out.append(_clip(line, width) if width else line)
+        kind = f"{h.kind:<8} " if kinds else ""
+        cid = short.get(h.conversation_id, h.conversation_id)
+        date = relative_date(h.date_ts) if tty else format_local(h.date_ts)
+        line = f"{score:<6} {store}{kind}{cid:<{idw}}  {date:<{datew}}  {(h.role or '-'):<9}  {one_line(h.title)}"
+        out.append(clip(line, width) if width else line)
         out.append("       " + _snippet(h, width, bold, query))
         if h.context:
             out.append("       " + _clip("(found by the " + one_line(h.context) + ")", (width or 10**9) - 7))
+        # (the suggested command: whole id, as pasted)
         if h.kind == "message" and h.position is not None and h.position >= 0:
-            out.append("       " + pasteable(f"samctl show {h.conversation_id} --at {h.position}", whole=True))
+            out.append("       " + suggest(click.get_current_context(), "show", h.conversation_id, rest=f"--at {h.position}"))
     click.echo("\n".join(out))
 
 

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, store_for_id
+from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, scope_of, findings_first
 from samctl.render import text as render
 from samctl.safetext import safe_text
 from samctl.core.load import load_conversation
@@ -54,10 +54,12 @@ def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw,
     a line saying how many messages come before, and the transcript from that message on. The
     message at POSITION is shown even when --all or --min-importance would leave it out.
     """
-    findings: list = []
     if raw and at is not None:
         raise UsageError("--at does not apply to --raw (the stored file, byte for byte)")
-    store, conversation_id = store_for_id(ctx, conversation_id, findings)
+    scope = scope_of(ctx)
+    findings = scope.findings
+    with findings_first(findings):
+        [(store, conversation_id)] = scope.resolve([conversation_id])
     if raw:
         from samctl.core.load import raw_bytes
 
@@ -131,20 +133,22 @@ def _page(text: str, pager, at: int | None = None, starts: dict | None = None, b
     if pager is None:
         pager = sys.stdout.isatty()
     argv = _pager_argv() if pager else None
-    if at is not None:
-        line = starts[at]
-        if argv and os.path.basename(argv[0]) in ("less", "more"):
-            extra = [f"+{line}"]
-            if os.path.basename(argv[0]) == "less" and len(argv) == 1 and not os.environ.get("LESS"):
-                extra.insert(0, "-R")  # (what click sets for a bare less, which our +N would switch off)
-            with _environ("PAGER", shlex.join(argv + extra)):
-                click.echo_via_pager(text)
+    # as git: less quits when the text fits one screen (F), keeps colours (R) and the screen (X), unless LESS
+    # says otherwise; SAMCTL_PAGER, else PAGER, names the pager
+    with _environ("LESS", os.environ.get("LESS") or "FRX"), _environ("PAGER", shlex.join(argv) if argv else
+                                                                     os.environ.get("PAGER")):
+        if at is not None:
+            line = starts[at]
+            if argv and os.path.basename(argv[0]) in ("less", "more"):
+                with _environ("PAGER", shlex.join(argv + [f"+{line}"])):
+                    click.echo_via_pager(text)
+                return
+            lines = text.split("\n")
+            text = "\n".join(lines[:min(starts.values()) - 1] + ([before, ""] if at else []) + lines[line - 1:])
+        if pager:
+            click.echo_via_pager(text)
             return
-        lines = text.split("\n")
-        text = "\n".join(lines[:min(starts.values()) - 1] + ([before, ""] if at else []) + lines[line - 1:])
-    if pager:
-        click.echo_via_pager(text)
-    else:
+    if not pager:
         click.echo(text, nl=not text.endswith("\n"))
 
 
@@ -154,11 +158,12 @@ def _pager_argv() -> list[str] | None:
     cannot be split is a usage error here, where click would fail with its own ValueError."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return None
+    name = "SAMCTL_PAGER" if os.environ.get("SAMCTL_PAGER") else "PAGER"
     try:
-        argv = shlex.split(os.environ.get("PAGER", ""))
+        argv = shlex.split(os.environ.get(name, ""))
     except ValueError as exc:
-        raise UsageError(f"PAGER is not a command line: {str(exc).lower()} in {os.environ.get('PAGER')!r}",
-                         "fix PAGER, or use --no-pager") from None
+        raise UsageError(f"{name} is not a command line: {str(exc).lower()} in {os.environ.get(name)!r}",
+                         f"fix {name}, or use --no-pager") from None
     if not argv:
         if os.environ.get("TERM") in ("dumb", "emacs"):
             return None
@@ -170,6 +175,9 @@ def _pager_argv() -> list[str] | None:
 @contextlib.contextmanager
 def _environ(name: str, value: str):
     old = os.environ.get(name)
+    if value is None:  # (nothing to set: left as it is)
+        yield
+        return
     os.environ[name] = value
     try:
         yield

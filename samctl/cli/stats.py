@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import emit_json, examples, finish, format_option, human_size, report_findings, stores_of
+from samctl.cli.common import emit_json, examples, finish, format_option, human_size, report_findings, scope_of
 from samctl.cli.projectopts import project_options, project_spec
 from samctl.core.stats import BY_KEYS
 
@@ -30,14 +30,15 @@ def command(ctx, roots, top, months, by, project, here, fmt):
     from samctl.core.stats import stats_report
 
     project = project_spec(project, here)
-    findings: list = []
+    scope = scope_of(ctx)
     if roots:
-        from samctl.cli.common import Options
+        from dataclasses import replace
 
-        parent = ctx.find_object(Options)
-        stores = [Options(root=r, max_file_size=parent.max_file_size, cache=parent.cache).store() for r in roots]
+        scope = replace(scope, roots=tuple(roots), named=True, findings=[], _found=None, _typed={})
+        stores = [s for r in roots for s in replace(scope, roots=(r,), findings=[], _typed={}).found()]
     else:
-        stores = stores_of(ctx, findings)
+        stores = scope.stores()
+    findings = scope.findings
     result = stats_report(stores, findings, top, by, project)
     if fmt == "json":
         emit_json(result)

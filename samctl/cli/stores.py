@@ -18,15 +18,16 @@ def command(ctx, fmt):
     (repeatable), only those stores. Read-only; exit 4 when none is found.
     """
     from samctl import errors
-    from samctl.cli.common import Options, store_of
-    from samctl.stores import found_stores
+    from samctl.cli.common import scope_of
 
-    findings: list = []
-    opts = ctx.find_object(Options)
-    if opts.root is not None:
-        stores = [store_of(ctx)]
-    else:  # (not stores_of: none found is a table with no rows here, not an error line)
-        stores = found_stores(findings, opts.caps(), opts.cache, places=list(opts.roots) or None)
+    scope = scope_of(ctx)
+    findings = scope.findings
+    try:
+        stores = scope.found()
+    except errors.NotFound:  # none found is a table with no rows here, not an error line (one --root: its error)
+        if len(scope.roots) == 1:
+            raise
+        stores = []
     rows = []
     for s in stores:
         metas = s.list_metas(findings)
@@ -37,11 +38,12 @@ def command(ctx, fmt):
     elif fmt == "jsonl":
         emit_jsonl(rows)
     elif rows:
-        from samctl.cli.common import table
+        from samctl.cli.common import fit_table, terminal_width
         from samctl.safetext import one_line
 
-        click.echo(table([(r["store"], one_line(r["root"]), f"{r['conversations']:,}", ", ".join(r["capabilities"]))
-                          for r in rows], ["STORE", "ROOT", "CONVERSATIONS", "CAN"]))
+        click.echo(fit_table([(r["store"], one_line(r["root"]), f"{r['conversations']:,}",
+                               ", ".join(r["capabilities"])) for r in rows],
+                             ["STORE", "ROOT", "CONVERSATIONS", "CAN"], terminal_width()))
     report_findings(findings)
     if not rows:
         click.echo("no store found", err=True)

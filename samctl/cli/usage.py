@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from samctl.cli.common import emit_json, emit_jsonl, examples, finish, report_findings, stores_of, table
+from samctl.cli.common import emit_json, emit_jsonl, examples, finish, report_findings, scope_of, table
 from samctl.core.usage import GROUPS, TOKEN_FIELDS, UsageQuery, collect, load_prices, report
 from samctl.gcpause import gc_paused
 from samctl.stores import STORES
@@ -50,9 +50,10 @@ def command(ctx, by, since, until, store_names, project, model, breakdown, price
     q = UsageQuery(by=by, since=parse_when(since) if since is not None else None,
                    until=parse_when(until, end=True) if until is not None else None, stores=tuple(store_names),
                    project=project, model=model, breakdown=breakdown)
-    findings: list = []
+    scope = scope_of(ctx)
+    findings = scope.findings
     with gc_paused():
-        stores = stores_of(ctx, findings)  # the one place this command decides its stores
+        stores = scope.stores()
         rep = report(collect([s for s in stores if not q.stores or s.name in q.stores], findings), q, prices)
     if output is not None:
         from samctl import fsafe

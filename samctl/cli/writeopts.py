@@ -3,14 +3,12 @@ the confirmation, and how a lifecycle report is printed."""
 
 from __future__ import annotations
 
-import functools
-import inspect
 import sys
 
 import click
 
 from samctl import errors
-from samctl.cli.common import Number, emit_json, human_size, pasteable, report_findings
+from samctl.cli.common import Number, emit_json, findings_first, human_size, report_findings
 
 FORMATS = click.Choice(("text", "json"))
 
@@ -39,150 +37,87 @@ def yes_option(f):
     return click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (for scripts).")(f)
 
 
-def all_stores_option(what: str):
-    """``--all-stores`` for a command that finds conversations by id (restore, recover) or lists the attic:
-    ``what`` it does in every store samctl finds, said in its help."""
-    return click.option("--all-stores", is_flag=True, help=f"{what} every store samctl finds (samctl stores), "
-                        "not only the default one (./.mermaid, else SAM's folder); several --root do the same "
-                        "for those roots.")
+def targets_of(ctx, scope, ids, purge: bool = False) -> list:
+    """``[(store, its whole ids)]`` a command that moves conversations acts on: the ids resolved in every
+    store found (with ``purge``, in their attics too), or, selecting by filters, each store of
+    ``scope.stores()`` with no ids (the rule of core/scope.py).  Nothing changes here."""
+    if not ids:
+        return [(s, ()) for s in scope.stores()]
+    from samctl.attic import entries as atticmod
+    from samctl.attic.lifecycle import attic_view
 
+    found = scope.findings
 
-def each_store(f):
-    """``--all-stores`` for a command that acts on one store: run it once per store samctl finds (or
-    per ``--root`` given, when several are), each under its own lock and checks, a line naming each
-    store on stderr.  Stores it cannot act on (read-only ones, unreadable ones) are findings (exit
-    3) and the others still run.  Exit: the first failure of a store that is not a partial result
-    (1, 2, 4, 5), else 3 if any store had a partial result, else 0.  Filters with --format json
-    (one document of one store) go with one store.  Ids: the command is called once and resolves
-    them across the stores itself (``by_id``)."""
-
-    takes_ids = "ids" in inspect.signature(f).parameters
-
-    @click.option("--all-stores", is_flag=True, help="Run on every store samctl finds (samctl stores), each in "
-                  "turn, not only the default one (./.mermaid, else SAM's folder); for filters such as "
-                  "--older-than, from cron." + (" Each ID is looked for in every store and acted on in its own."
-                                                if takes_ids else ""))
-    @functools.wraps(f)
-    def run(*args, all_stores=False, **kwargs):
-        from samctl.cli.common import Options, remember_root, stores_of
-
-        ctx = click.get_current_context()
-        opts = ctx.find_object(Options)
-        if not all_stores and len(opts.roots) <= 1:
-            return f(*args, **kwargs)
-        name = ctx.command.name
-        if kwargs.get("ids"):  # (each id in its own store: ``by_id``)
-            return f(*args, **kwargs)
-        if kwargs.get("fmt") == "json":
-            raise errors.UsageError(f"{name} --format json reports on one store", hint="give one --root")
-        found: list = []
-        stores = stores_of(ctx, found, every=True)
-        report_findings(found)
-        codes = [errors.PARTIAL] if any(x.severity != "info" for x in found) else []
-        for store in stores:
-            click.echo(f"== {store.describe()}", err=True)
-            opts._store, opts.root = store, str(store.conv_dir)
-            remember_root(str(store.conv_dir))  # (a suggested command names this store)
-            try:
-                f(*args, **kwargs)
-                codes.append(errors.OK)
-            except click.exceptions.Exit as exc:
-                codes.append(exc.exit_code)
-            except errors.SamctlError as exc:
-                from samctl.cli import report_error
-
-                report_error(exc)
-                codes.append(exc.exit_code)
-        failed = [c for c in codes if c not in (errors.OK, errors.PARTIAL)]
-        code = failed[0] if failed else (errors.PARTIAL if errors.PARTIAL in codes else errors.OK)
-        if code:
-            raise click.exceptions.Exit(code)
-
-    return run
-
-
-def by_id(ctx, ids, plan, act, ask, *, fmt: str, dry_run: bool, quiet: bool = False, purge: bool = False,
-          nothing_said: str = "nothing matches; nothing was changed", hint=None) -> None:
-    """rm or archive of ``ids`` over several stores (issue #23): each id or unique prefix is resolved among
-    the conversations of every store (with ``purge``, their attics' too), an ambiguous one listing its
-    candidates with their stores (exit 2), one found nowhere exit 4, one in a store this command cannot
-    change refused as it is there (exit 2): all before anything changes.  Then ``plan(store, ids)`` (a
-    ``Selection``; it may refuse, still before anything changes) in each store, ``ask(targets, explicit)``
-    once for all of them, and ``act(store, selection)`` (a ``Report``) in each store in turn: one store
-    failing on the way (busy, exit 5) is reported and the others still act.  A store that cannot be read
-    is a finding (exit 3).  One report, each item naming its ``store``; ``hint(items)``: the line under it."""
-    from samctl.attic.lifecycle import Report
-    from samctl.cli.common import exit_for, findings_first, stores_of
-
-    found: list = []
-    stores = stores_of(ctx, found, gate=False)
+    def view(s):
+        if not purge or s.read_only:
+            return s
+        atticmod.list_entries(s, found, want=lambda stem, cid: False)  # (a finding if it cannot be listed)
+        return attic_view(s, set(s.all_ids()) | atticmod.named_ids(s, atticmod.STATES), both=True)
+    wanted: dict = {}
     with findings_first(found):
-        plans = [(store, plan(store, cids)) for store, cids in _ids_by_store(ctx, stores, ids, purge, found)]
+        hits = scope.resolve(ids, view=view)
+    for store, cid in hits:
+        wanted.setdefault(id(store), (store, []))[1].append(cid)
+    return list(wanted.values())
+
+
+def move_all(ctx, scope, pairs, plan, act, ask, *, fmt: str, dry_run: bool, quiet: bool = False,
+             nothing_said: str = "nothing matches; nothing was changed", hint=None) -> None:
+    """rm or archive over ``pairs`` (``targets_of``): ``plan(store, ids)`` (a ``Selection``; it may refuse,
+    before anything changes) in each store, ``ask(targets, explicit)`` once for the whole plan, then
+    ``act(store, selection)`` (a ``Report``) in each store in turn: one store failing on the way (busy,
+    exit 5) is reported and the others still act.  One report, each item naming its ``store`` when there
+    are several; the stores skipped (they cannot do it) listed under -v and in JSON, never findings.
+    ``hint(items, store)``: the line under it.  Exit by ``Scope.exit_code``."""
+    from samctl.attic.lifecycle import Report
+    from samctl.cli.common import exit_with, say_failed, say_skipped
+
+    found = scope.findings
+    several = len(pairs) > 1 or scope.several
+    with findings_first(found):
+        plans = [(store, plan(store, cids)) for store, cids in pairs]
+    skipped = say_skipped(ctx, scope.skipped, "json" if quiet else fmt)
     sels = [sel for _, sel in plans]
     kept = [k for sel in sels for k in say_kept(sel, "json" if quiet else fmt)]
     targets = [t for sel in sels for t in sel.targets]
     problems = [p for sel in sels for p in sel.problems]
-    code = exit_for(found)
     if not targets:
-        if quiet and not problems and fmt == "text":
-            report_findings(found)
+        if not (quiet and not problems and fmt == "text"):
+            nothing(fmt, dry_run, kept, nothing_said, plans[0][0] if len(plans) == 1 else None, problems + found,
+                    skipped if several else None)
         else:
-            nothing(fmt, dry_run, kept, nothing_said, None, problems + found)
-        if code:
-            raise click.exceptions.Exit(code)
+            report_findings(found)
+        exit_with(scope.exit_code())
         return
     ask(targets, all(sel.explicit for sel in sels))
     merged = Report(dry_run=dry_run, kept=kept, findings=list(found))
-    for store, sel in plans:
+
+    from samctl.core.scope import Outcome
+
+    sel_of = {id(s): sel for s, sel in plans}
+
+    def one(store):
+        sel = sel_of[id(store)]
         if not sel.targets:
-            merged.findings += sel.problems
-            continue
-        try:
-            with findings_first(found if len(plans) == 1 else []):
-                report = act(store, sel)
-        except errors.SamctlError as exc:
-            if len(plans) == 1:
-                raise
-            from samctl.cli import report_error  # (lazy: the package imports this module)
-
-            report_error(exc)  # (of several stores, one busy: the others still act, as restore does)
-            code = code if code not in (errors.OK, errors.PARTIAL) else exc.exit_code
-            continue
-        merged.items += [dict(it, store=store.name) for it in report.items]
-        merged.findings += report.findings
-        merged.repaired += report.repaired
+            merged.findings.extend(sel.problems)
+            return None
+        with findings_first(found if len(plans) == 1 else []):
+            return act(store, sel)
+    stores = [s for s, _ in plans]  # (one store: its errors raised as they always were)
+    outcomes = scope.run(one, stores=stores) if several else [Outcome(stores[0], "done", value=one(stores[0]))]
+    say_failed(outcomes)
+    for o in outcomes:
+        if o.status == "done" and o.value is not None:
+            merged.items += [dict(it, store=o.store.name) if several else it for it in o.value.items]
+            merged.findings += o.value.findings
+            merged.repaired += o.value.repaired
+    code = scope.exit_code(outcomes)
     try:
-        render(merged, fmt, hint(merged.items) if hint and merged.items else None, quiet=quiet)
+        render(merged, fmt, hint(merged.items, plans[0][0] if len(plans) == 1 else None)
+               if hint and merged.items else None, quiet=quiet, skipped=skipped if several else None)
     except click.exceptions.Exit as exc:
-        code = code or exc.exit_code
-    if code:
-        raise click.exceptions.Exit(code)
-
-
-def _ids_by_store(ctx, stores, ids, purge: bool, found: list) -> list:
-    """[(store, its whole ids)] for the texts ``ids`` resolved across ``stores`` (with ``purge``, a
-    store's attic ids too: an attic that cannot be listed is a finding in ``found``), in the stores'
-    order; a store the command cannot change refuses here."""
-    from samctl.attic import entries as atticmod
-    from samctl.attic.lifecycle import attic_view
-    from samctl.cli.common import refuse_on_read_only
-    from samctl.stores.resolve import resolve_many_across
-
-    if purge:
-        for s in stores:  # (lists the attic's names, reads no manifest)
-            if not s.read_only:
-                atticmod.list_entries(s, found, want=lambda stem, cid: False)
-    views = [attic_view(s, set(s.all_ids()) | atticmod.named_ids(s, atticmod.STATES), both=True)
-             if purge and not s.read_only else s for s in stores]
-    of = {id(v): s for v, s in zip(views, stores)}
-    wanted: dict = {}
-    for view, cid in resolve_many_across(views, ids):
-        wanted.setdefault(id(of[id(view)]), []).append(cid)
-    out = [(s, wanted[id(s)]) for s in stores if id(s) in wanted]
-    for s, _ in out:
-        if s.read_only or s.moves_only:  # (rm's or archive's own refusal there: exit 2)
-            refuse_on_read_only(s, ctx)
-    return out
+        code = code if code not in (errors.OK, errors.PARTIAL) else exc.exit_code
+    exit_with(code)
 
 
 def format_opt(f):
@@ -219,7 +154,8 @@ def say_kept(sel, fmt: str) -> list:
     return kept
 
 
-def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None, problems: list = ()) -> None:
+def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None, problems: list = (),
+            skipped=None) -> None:
     """Nothing selected: the json format still prints a report (empty ``items``), a script reads it.
     ``problems`` (``Selection.problems``): what was chosen but cannot be moved, exit 3.  Nothing is
     written, so an interrupted move is not settled: said, with what settles it."""
@@ -229,7 +165,7 @@ def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None, probl
     report = Report(dry_run=dry_run, kept=kept,
                     findings=list(problems) + (pending(store) if store is not None else []))
     if fmt == "json":
-        emit_json(report.to_dict())
+        emit_json(_doc(report, skipped))
     else:
         click.echo("nothing was changed" if problems else message, err=True)
         report_findings(report.findings)
@@ -253,14 +189,22 @@ def _one_line(text) -> str:
     return one_line(text)[:80]
 
 
+def _doc(report, skipped) -> dict:
+    """A report's JSON document; with several stores, the stores skipped (they cannot do it)."""
+    doc = report.to_dict()
+    if skipped is not None:
+        doc["skipped"] = skipped
+    return doc
+
+
 def render(report, fmt: str, undo_hint: str | None = None, quiet: bool = False,
-           same_said: str = "unchanged since the newest kept copy") -> None:
+           same_said: str = "unchanged since the newest kept copy", skipped=None) -> None:
     """Print a lifecycle report and exit with its code: 3 if a conversation it was given could not be
     moved, purged or restored (a problem of that conversation, even when it was the only one; the
     command's own failures are raised before and exit 1).  ``quiet``: only problems (text format).
     Conversations left as they were (``unchanged``) are one count on stderr, not a line each."""
     if fmt == "json":
-        emit_json(report.to_dict())
+        emit_json(_doc(report, skipped))
     elif not quiet:
         for line in report.repaired:
             click.echo(f"repaired: {line}", err=True)
@@ -278,7 +222,7 @@ def render(report, fmt: str, undo_hint: str | None = None, quiet: bool = False,
             what = same[0]["id"] if len(same) == 1 else f"{len(same)} conversations"
             click.echo(f"{same_said}: {what}", err=True)
         if undo_hint and len(same) < len(report.items) and not report.dry_run:
-            click.echo(pasteable(undo_hint, whole=True), err=True)
+            click.echo(undo_hint, err=True)
     report_findings(report.findings, quiet=quiet and fmt != "json")
     if report.failed:
         raise click.exceptions.Exit(errors.PARTIAL)

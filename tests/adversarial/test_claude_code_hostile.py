@@ -188,7 +188,7 @@ def test_hostile_claude_tree(case, tmp_path, monkeypatch):
         TALLY.cases += 1
         o = invoke(args)
         assert o.crash is None, f"{args}: {o.crash}"
-        assert o.exit_code in (0, 3), f"{args}: exit {o.exit_code}: {o.stderr[-600:]}"
+        assert o.exit_code in ((0, 1, 3) if "search" in args else (0, 3)), f"{args}: exit {o.exit_code}: {o.stderr[-600:]}"
         assert SECRET.encode() not in o.stdout and SECRET not in o.stderr, f"{args} read through a symlink"
         if args[-1] == "check":
             check_err = o.stderr

@@ -76,6 +76,8 @@ def commands(case, ctx, out_dir):
             continue
         exits = (frozenset({1, 2}) | (case.global_exits - {0, 3}) if key.startswith("export-into-store")
                  else case.global_exits)
+        if key.startswith("search"):
+            exits = exits | {1}  # nothing matches: exit 1, as grep (issue #33)
         if key.startswith("index") and case.category == "cache":
             exits = exits | {1}  # the index lives in the cache folder: without one, index cannot do its job
         keys.append((key, [a.replace("{out}", str(out_dir)).replace("{conv}", str(ctx.conv)) for a in args], exits))

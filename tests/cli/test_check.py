@@ -9,7 +9,7 @@ from tests.conftest import fingerprint, make_fixtures
 
 def _codes(r):
     doc = json.loads(r.stdout)
-    root = doc["root"]
+    root = doc["stores"][0]["root"]  # (one shape for one store or several: docs/json.md)
     return {(f["code"], os.path.relpath(f["path"], root)) for f in doc["findings"]}, doc
 
 

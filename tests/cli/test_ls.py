@@ -29,12 +29,12 @@ def test_mermaid_ls_jsonl_is_one_object_per_line(run, mermaid_demo):
     assert [x["id"] for x in rows] == MERMAID_IDS
     spec = rows[2]
     assert spec["title"] == "Fix the flaky test in tests/parser.rs"
-    assert spec["messages"] == 4
+    assert spec["message_count"] == 4  # (issue #33: messages is only ever a list)
     assert spec["updated"] == "2026-08-10T14:04:02.655120734-04:00"
     assert spec["store"] == "mermaid" and spec["pinned"] is False
     assert spec["size"] > 3428  # snapshot + meta + log
-    assert set(spec) == {"id", "title", "created", "updated", "last_activity", "messages", "size", "pinned", "store", "path",
-                         "project", "branch", "continues"}
+    assert set(spec) == {"id", "title", "created", "updated", "last_activity", "message_count", "size", "pinned", "store",
+                         "path", "project", "branch", "continues"}
 
 
 @pytest.mark.parametrize("sub", ["", ".mermaid", ".mermaid/conversations"])
@@ -110,7 +110,7 @@ def test_sam_ls_every_root_form(run, sam_demo):
         rows = json.loads(r.stdout)
         assert [x["id"] for x in rows] == SAM_IDS
         assert rows[0]["pinned"] is True and rows[0]["title"] == "Q3 budget"
-        assert rows[1]["messages"] == 5 and rows[1]["store"] == "sam"
+        assert rows[1]["message_count"] == 5 and rows[1]["store"] == "sam"
 
 
 def test_sam_pinned_filter(run, sam_demo):

@@ -43,7 +43,7 @@ def test_rm_finds_an_id_in_any_store_and_moves_it_to_that_stores_attic(run, mach
     assert r.stdout.startswith(f"deleted: {cid} -> {cid}.deleted.")
     assert cid not in _ids(run, parts, machine)
     assert _attic(run, parts, machine) == [(cid, "deleted")]
-    assert "undo with: samctl restore " in r.stderr and "--all-stores" in r.stderr
+    assert f"undo with: samctl restore {cid};" in r.stderr  # (restore looks in every store: nothing to add)
     assert {k: fingerprint(machine.joinpath(*p)) for k, p, _, _ in ONE_EACH if k != kind} == others
     back = run("restore", cid, "--all-stores")  # the undo it suggests
     assert back.exit_code == 0 and cid in _ids(run, parts, machine), back.stderr
@@ -195,11 +195,9 @@ def test_purge_across_stores_of_a_conversation_and_of_an_attic_entry(run, machin
     assert "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d" not in _ids(run, ("home", ".claude"), machine)
 
 
-def test_without_the_option_rm_keeps_its_one_store(run, machine):
-    before = _everything(machine)
-    r = run("rm", "0b7c")  # no ./.mermaid here: SAM's folder, which has no 0b7c
-    assert r.exit_code == 4 and "no conversation matches '0b7c'" in r.stderr, r.stderr
-    assert _everything(machine) == before
+def test_without_the_option_rm_finds_an_id_in_every_store(run, machine):
+    r = run("rm", "0b7c")  # (issue #33: was SAM's folder only, and "no conversation matches")
+    assert r.exit_code == 0 and "deleted: 0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d" in r.stdout, r.stderr
 
 
 # -- archive ---------------------------------------------------------------------------------------------------
@@ -273,4 +271,4 @@ def test_completion_offers_the_ids_of_every_store_with_all_stores(machine):
 
     assert complete("samctl rm --all-stores 0b7") == ["plain,0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"]
     assert complete("samctl archive --all-stores 019c4a2") == ["plain,019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f"]
-    assert complete("samctl rm 0b7") == []  # without it: SAM's folder, as before
+    assert complete("samctl rm 0b7") == ["plain,0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"]  # every store, as rm looks

@@ -29,7 +29,8 @@ def search(run, root, *args, code=0):
     if "--threshold" in args and "--like" not in args and "--rank" not in args and "--exact" not in args:
         args = (*args, "--rank", "sam")
     r = run("--root", root, "search", *args)
-    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    empty = r.stdout.strip() in ("", "[]")  # nothing matches: exit 1, as grep (issue #33)
+    assert r.exit_code == (1 if code == 0 and empty else code), (r.exit_code, r.stdout, r.stderr)
     return r
 
 
@@ -506,7 +507,7 @@ def test_exact_search_matches_canonically_equivalent_text(run, tmp_path, index):
         assert len(hits) == 1 and hits[0]["exact"] == "substring", query
         assert unicodedata.normalize("NFC", query).lower() in unicodedata.normalize("NFC", hits[0]["snippet"]).lower()
     r = run("--root", base, "search", "--exact", "cafe", "--format", "json", *index)
-    assert r.exit_code == 0 and json.loads(r.stdout) == [], r.output
+    assert r.exit_code == 1 and json.loads(r.stdout) == [], r.output  # (nothing matches: 1, as grep)
 
 
 def test_exact_snippet_shows_the_match_where_lowercasing_and_nfc_do_not_commute(run, tmp_path):

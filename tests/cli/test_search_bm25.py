@@ -26,7 +26,8 @@ def sam(sam_demo, monkeypatch):
 
 def hits(run, root, *args, code=0):
     r = run("--root", root, "search", *args, "--format", "json")
-    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    empty = r.stdout.strip() in ("", "[]")  # nothing matches: exit 1, as grep (issue #33)
+    assert r.exit_code == (1 if code == 0 and empty else code), (r.exit_code, r.stdout, r.stderr)
     return json.loads(r.stdout) if r.stdout.strip() else []
 
 

@@ -195,8 +195,8 @@ def _terminal_run(tmp_path, root, args, pager_env: dict):
 def test_less_opens_at_the_line_of_the_message(tmp_path, sam_demo):
     _pager(tmp_path, "less")
     got = _on_a_terminal(tmp_path, sam_demo, ["8B58", "--at", "2"], {})
-    assert got["argv"][0] == "-R" and got["argv"][1].startswith("+")  # colours kept, as click does for less
-    line = int(got["argv"][1][1:])
+    assert got["argv"][0].startswith("+") and got["LESS"] == "FRX"  # (issue #33: as git, colours kept by R)
+    line = int(got["argv"][0][1:])
     lines = got["stdin"].splitlines()
     assert "── tool weather_operations" in lines[line - 1]  # (styled: the line holds escapes)
     assert "Portland weekend trip" in lines[0]  # the whole transcript: scrolling up shows the start
@@ -230,7 +230,7 @@ def test_another_pager_gets_the_output_from_the_message_on(tmp_path, sam_demo):
 def test_without_at_the_pager_is_run_as_before(tmp_path, sam_demo):
     _pager(tmp_path, "less")
     got = _on_a_terminal(tmp_path, sam_demo, ["8B58"], {})
-    assert got["argv"] == [] and got["LESS"] == "-R"
+    assert got["argv"] == [] and got["LESS"] == "FRX"  # (issue #33: as git's pager, unless LESS is set)
 
 
 def test_a_pager_that_cannot_be_split_is_a_usage_error(tmp_path, sam_demo):

@@ -130,5 +130,5 @@ def test_cache_folder_in_the_app_folder_is_not_written(run, sam_demo, mermaid_de
                                              "search (without --exact)")])
 def test_a_search_that_finds_nothing_says_what_to_try(run, sam_demo, args, hint):
     r = run("--root", sam_demo, "search", *args)
-    assert (r.exit_code, r.stdout) == (0, "")
+    assert (r.exit_code, r.stdout) == (1, "")  # (issue #33: nothing matches exits 1, as grep)
     assert r.stderr.splitlines()[:2] == ["no matches for 'zzzqqq'", hint]

@@ -75,7 +75,7 @@ def test_a_store_without_rows(tmp_path, monkeypatch, run):
     idx, findings = refresh(base)
     assert idx.rows == 0 and findings == [] and idx.segments == []
     r = run("--root", base, "search", "budget")
-    assert r.exit_code == 0 and "no matches" in r.stderr
+    assert r.exit_code == 1 and "no matches" in r.stderr
     assert json.loads(run("--root", base, "index", "--format", "json").stdout)["valid"] is True
 
 
