@@ -12,6 +12,9 @@ struct only a field serde knows counts (an unknown key is skipped, however often
 from __future__ import annotations
 
 import json
+import re
+
+import orjson
 
 
 class _Repeated(dict):
@@ -20,8 +23,43 @@ class _Repeated(dict):
     __slots__ = ("repeated",)
 
 
+# A key's closing quote followed by JSON whitespace, then its colon: rare, so such a text takes the
+# slow path rather than a pattern count.
+_SPACED_COLON = re.compile(rb'"[ \t\r\n]+:')
+
+
+def _no_repeats(data: bytes) -> bool:
+    """True only if no object in the text repeats a key (False: it may, or it is not JSON).
+
+    orjson keeps one member per distinct key, so the members it returns number fewer than the
+    key tokens in the text exactly when some object repeats a key.  Every key token ends with
+    a quote and a colon (a spaced colon sends the text to the slow path), the quote not escaped.
+    With no escaped backslash right before a quote anywhere (else the slow path), a quote right
+    after a backslash is an escaped one, so the count of quote-colon pairs less those right after
+    a backslash is at least the number of key tokens (a string value may add to it, never take
+    away).  Equal to the members parsed, it proves there is no repeat."""
+    if b'\\\\"' in data or _SPACED_COLON.search(data):
+        return False
+    tokens = data.count(b'":') - data.count(b'\\":')
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    members, stack = 0, [doc]
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            members += len(v)
+            v = v.values()
+        stack += [c for c in v if type(c) is dict or type(c) is list]
+    return members == tokens
+
+
 def _parse(data: bytes):
-    """(the parsed text with ``_Repeated`` objects, whether any); (None, False) if it is not JSON."""
+    """(the parsed text with ``_Repeated`` objects, whether any); (None, False) if it is not JSON
+    or holds no repeated key."""
+    if _no_repeats(data):
+        return None, False
     seen_any = []
 
     def hook(pairs):

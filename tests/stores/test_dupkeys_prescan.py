@@ -1,0 +1,38 @@
+"""The cheap pre-scan of dupkeys may send a text to the full parse, never hide a repeated key."""
+
+import json
+
+import pytest
+
+from samctl.stores import dupkeys
+
+REPEATS = [
+    b'{"a": 1, "a": 2}',
+    b'{"a":1,"a":2}',
+    b'{"a" : 1, "a" : 2}',                      # spaced colons
+    b'{"a"\n:1,"a"\t:2}',
+    b'{"k\\\\": 1, "k\\\\": 2}',                 # a key ending in an escaped backslash
+    b'{"x": "say \\":\\" twice", "a": 1, "a": 2}',  # an escaped quote-colon in a value
+    b'{"t": ":)", "a": 1, "a": 2, "b": 3}',
+    b'[{"m": {"z": [1, {"q": 1, "q": 1}]}}]',
+    b'{"a\\":b": 1, "a\\":b": 2}',
+    b'{"\\u0061": 1, "a": 2}',                   # the same key spelled two ways
+]
+CLEAN = [b'{"a": 1, "b": {"c": [1, {"d": "e"}]}}', b'{"x": "\\":", "y": 1}', b'[]', b'"s"']
+
+
+@pytest.mark.parametrize("data", REPEATS)
+def test_every_repeat_is_found(data):
+    assert not dupkeys._no_repeats(data)
+    assert dupkeys.anywhere(data), data
+
+
+@pytest.mark.parametrize("data", CLEAN)
+def test_clean_texts_have_none(data):
+    assert dupkeys.anywhere(data) == []
+
+
+def test_a_pretty_printed_snapshot_without_repeats_skips_the_full_parse():
+    doc = {"id": "x", "messages": [{"role": "user", "content": 'say "hi": now \\ ok', "metadata": {}}]}
+    assert dupkeys._no_repeats(json.dumps(doc, indent=2).encode())
+    assert dupkeys._no_repeats(json.dumps(doc, separators=(",", ":")).encode())
