@@ -23,36 +23,33 @@ class _Repeated(dict):
     __slots__ = ("repeated",)
 
 
-# A key's closing quote followed by JSON whitespace, then its colon: rare, so such a text takes the
-# slow path rather than a pattern count.
-_SPACED_COLON = re.compile(rb'"[ \t\r\n]+:')
+# A key's closing quote followed by JSON whitespace, then its colon; a string opening with an
+# escaped colon: both rare, so such a text takes the slow path.
+_SLOW = re.compile(rb'"[ \t\r\n]+:|"\\u003[aA]')
+
+
+def _quote_colons(data: bytes) -> int:
+    return data.count(b'":') - data.count(b'\\":')
 
 
 def _no_repeats(data: bytes) -> bool:
     """True only if no object in the text repeats a key (False: it may, or it is not JSON).
 
-    orjson keeps one member per distinct key, so the members it returns number fewer than the
-    key tokens in the text exactly when some object repeats a key.  Every key token ends with
-    a quote and a colon (a spaced colon sends the text to the slow path), the quote not escaped.
-    With no escaped backslash right before a quote anywhere (else the slow path), a quote right
-    after a backslash is an escaped one, so the count of quote-colon pairs less those right after
-    a backslash is at least the number of key tokens (a string value may add to it, never take
-    away).  Equal to the members parsed, it proves there is no repeat."""
-    if b'\\\\"' in data or _SPACED_COLON.search(data):
+    orjson keeps one member per distinct key.  In a text with no escaped backslash right before
+    a quote (else the slow path), a quote right after a backslash is an escaped one, so the
+    quote-colon pairs not right after a backslash are the key tokens (a closing quote, then the
+    colon: a spaced colon takes the slow path) plus the strings opening with a colon.  orjson's
+    compact output of what it parsed is counted the same way: its members plus its strings
+    opening with a colon, of which it has no more than the text (an escaped colon opening a
+    string takes the slow path; a dropped member drops its strings).  Equal counts then mean
+    as many members as key tokens: no key repeated."""
+    if b'\\\\"' in data or _SLOW.search(data):
         return False
-    tokens = data.count(b'":') - data.count(b'\\":')
     try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        out = orjson.dumps(orjson.loads(data))
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return False
-    members, stack = 0, [doc]
-    while stack:
-        v = stack.pop()
-        if type(v) is dict:
-            members += len(v)
-            v = v.values()
-        stack += [c for c in v if type(c) is dict or type(c) is list]
-    return members == tokens
+    return b'\\\\"' not in out and _quote_colons(data) == _quote_colons(out)
 
 
 def _parse(data: bytes):

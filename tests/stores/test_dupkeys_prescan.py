@@ -36,3 +36,10 @@ def test_a_pretty_printed_snapshot_without_repeats_skips_the_full_parse():
     doc = {"id": "x", "messages": [{"role": "user", "content": 'say "hi": now \\ ok', "metadata": {}}]}
     assert dupkeys._no_repeats(json.dumps(doc, indent=2).encode())
     assert dupkeys._no_repeats(json.dumps(doc, separators=(",", ":")).encode())
+
+
+@pytest.mark.parametrize("data", [b'{"a": "\\u003a", "a": 1, "b": ":"}', b'{"a": "\\\\", "a": "x"}',
+                                  b'{"s": "x\\u0022:", "a": 1, "a": 2}', b'{"a": {}, "a": {"b": 1}}'])
+def test_escapes_that_change_in_orjsons_output_still_find_the_repeat(data):
+    assert not dupkeys._no_repeats(data)
+    assert dupkeys.anywhere(data), data
