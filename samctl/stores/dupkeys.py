@@ -12,7 +12,6 @@ struct only a field serde knows counts (an unknown key is skipped, however often
 from __future__ import annotations
 
 import json
-import re
 
 import orjson
 
@@ -23,33 +22,21 @@ class _Repeated(dict):
     __slots__ = ("repeated",)
 
 
-# A key's closing quote followed by JSON whitespace, then its colon; a string opening with an
-# escaped colon: both rare, so such a text takes the slow path.
-_SLOW = re.compile(rb'"[ \t\r\n]+:|"\\u003[aA]')
-
-
-def _quote_colons(data: bytes) -> int:
-    return data.count(b'":') - data.count(b'\\":')
-
-
 def _no_repeats(data: bytes) -> bool:
     """True only if no object in the text repeats a key (False: it may, or it is not JSON).
 
-    orjson keeps one member per distinct key.  In a text with no escaped backslash right before
-    a quote (else the slow path), a quote right after a backslash is an escaped one, so the
-    quote-colon pairs not right after a backslash are the key tokens (a closing quote, then the
-    colon: a spaced colon takes the slow path) plus the strings opening with a colon.  orjson's
-    compact output of what it parsed is counted the same way: its members plus its strings
-    opening with a colon, of which it has no more than the text (an escaped colon opening a
-    string takes the slow path; a dropped member drops its strings).  Equal counts then mean
-    as many members as key tokens: no key repeated."""
-    if b'\\\\"' in data or _SLOW.search(data):
+    orjson keeps one member per distinct key.  The text's colons are one per key token plus
+    those inside its strings; orjson's compact output of what it parsed has one per member plus
+    those inside its strings, which are the text's strings decoded less those of the members it
+    dropped.  With no ``\\u003`` in the text (an escaped colon: else the slow path), decoding
+    adds no colon, so equal counts mean as many members as key tokens: no key repeated."""
+    if b"\\u003" in data:
         return False
     try:
         out = orjson.dumps(orjson.loads(data))
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return False
-    return b'\\\\"' not in out and _quote_colons(data) == _quote_colons(out)
+    return data.count(b":") == out.count(b":")
 
 
 def _parse(data: bytes):

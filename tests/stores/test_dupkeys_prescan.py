@@ -43,3 +43,14 @@ def test_a_pretty_printed_snapshot_without_repeats_skips_the_full_parse():
 def test_escapes_that_change_in_orjsons_output_still_find_the_repeat(data):
     assert not dupkeys._no_repeats(data)
     assert dupkeys.anywhere(data), data
+
+
+@pytest.mark.parametrize("data", [b'{"a": "x:y", "a": "x:y"}', b'{"a": ":", "b": {"a": 1, "a": ":"}}',
+                                  b'{"t": "\\u003A", "a": 1, "a": 2}'])
+def test_colons_inside_strings_do_not_hide_a_repeat(data):
+    assert not dupkeys._no_repeats(data)
+    assert dupkeys.anywhere(data), data
+
+
+def test_spaced_colons_and_colons_in_strings_without_repeats_skip_the_full_parse():
+    assert dupkeys._no_repeats(b'{"a" : "b:c", "d"\n:\t[{"e": "::"}]}')
