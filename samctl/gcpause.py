@@ -6,6 +6,17 @@ import gc
 from contextlib import contextmanager
 
 
+_keep_frozen = False  # set once in a process whose frozen objects must stay frozen
+
+
+def keep_frozen() -> None:
+    """Mark this process as one whose frozen objects stay frozen (a forked worker: its parent froze
+    what it held before forking).  ``gc.get_freeze_count`` walks every frozen object, so asking
+    it at each pause would cost the parent's whole heap each time."""
+    global _keep_frozen
+    _keep_frozen = True
+
+
 @contextmanager
 def gc_paused():
     """Run the block with the cyclic collector off (restored after, even on error).
@@ -28,7 +39,7 @@ def gc_paused():
     try:
         yield
     finally:
-        if gc.get_freeze_count() == 0:
+        if not _keep_frozen and gc.get_freeze_count() == 0:
             gc.freeze()
             gc.unfreeze()
         if was_enabled:

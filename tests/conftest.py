@@ -36,6 +36,8 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("TZ", "UTC")
     # every search checks every file (the quick path, trusting a recent check: tests/search/test_index_checked.py)
     monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "0")
+    # fsync is a no-op in tests (test-only switch, samctl/fsafe.py); a test of durability unsets it
+    monkeypatch.setenv("SAMCTL_TEST_NO_FSYNC", "1")
 
 
 @pytest.fixture

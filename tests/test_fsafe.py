@@ -144,6 +144,7 @@ def test_make_private_dir(tmp_path):
 
 def _count_fsyncs(monkeypatch):
     calls = []
+    monkeypatch.delenv("SAMCTL_TEST_NO_FSYNC")  # (fsyncs counted: the real ones)
     real = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
     return calls
@@ -306,3 +307,14 @@ def test_remove_tree_lists_a_folder_without_read_permission_after_making_it_read
     os.chmod(top, 0o333)
     fsafe.remove_tree(top)
     assert not top.exists()
+
+
+def test_the_test_only_switch_skips_fsync_and_nothing_else(tmp_path, monkeypatch):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    fsafe.write_atomic(tmp_path / "a", b"x")  # conftest sets SAMCTL_TEST_NO_FSYNC=1
+    assert calls == [] and (tmp_path / "a").read_bytes() == b"x"
+    monkeypatch.delenv("SAMCTL_TEST_NO_FSYNC")
+    fsafe.write_atomic(tmp_path / "b", b"y")
+    assert len(calls) == 2 and (tmp_path / "b").read_bytes() == b"y"  # the file, then its folder

@@ -284,3 +284,28 @@ def test_a_worker_that_dies_is_an_error_that_says_so(mermaid_demo):
     assert type(exc.value) is SamctlError and exc.value.exit_code == 1
     assert exc.value.message == "a worker process stopped before it finished its work (killed, or out of memory?)"
     assert "run the command again" in exc.value.hint and "SAMCTL_JOBS=1" in exc.value.hint
+
+
+def _pause_costs(store, part):
+    """In a worker: whether a pause asks gc for its freeze count (a walk of every frozen object)."""
+    import gc
+
+    from samctl.gcpause import gc_paused
+
+    frozen = gc.get_freeze_count()
+    real, calls = gc.get_freeze_count, []
+    gc.get_freeze_count = lambda: calls.append(1) or real()
+    try:
+        with gc_paused():
+            pass
+    finally:
+        gc.get_freeze_count = real
+    return [(frozen > 0, len(calls), gc.get_freeze_count() == frozen)]
+
+
+def test_a_workers_pauses_do_not_walk_the_parents_frozen_heap(mermaid_demo):
+    # the parent's objects are frozen when the workers fork; counting them at every pause made a
+    # check's cost per session grow with the archive
+    out = [x for r in workers.ordered_map(open_store(str(mermaid_demo)), _pause_costs, [[0], [1], [2]], n_jobs=2)
+           for x in r]
+    assert out == [(True, 0, True)] * 3

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 
+import orjson
+
 
 class _Repeated(dict):
     """A parsed object that had repeated keys (``repeated``, in the order they first repeated)."""
@@ -20,8 +22,28 @@ class _Repeated(dict):
     __slots__ = ("repeated",)
 
 
+def _no_repeats(data: bytes) -> bool:
+    """True only if no object in the text repeats a key (False: it may, or it is not JSON).
+
+    orjson keeps one member per distinct key.  The text's colons are one per key token plus
+    those inside its strings; orjson's compact output of what it parsed has one per member plus
+    those inside its strings, which are the text's strings decoded less those of the members it
+    dropped.  With no ``\\u003`` in the text (an escaped colon: else the slow path), decoding
+    adds no colon, so equal counts mean as many members as key tokens: no key repeated."""
+    if b"\\u003" in data:
+        return False
+    try:
+        out = orjson.dumps(orjson.loads(data))
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return False
+    return data.count(b":") == out.count(b":")
+
+
 def _parse(data: bytes):
-    """(the parsed text with ``_Repeated`` objects, whether any); (None, False) if it is not JSON."""
+    """(the parsed text with ``_Repeated`` objects, whether any); (None, False) if it is not JSON
+    or holds no repeated key."""
+    if _no_repeats(data):
+        return None, False
     seen_any = []
 
     def hook(pairs):

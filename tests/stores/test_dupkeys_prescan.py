@@ -1,0 +1,56 @@
+"""The cheap pre-scan of dupkeys may send a text to the full parse, never hide a repeated key."""
+
+import json
+
+import pytest
+
+from samctl.stores import dupkeys
+
+REPEATS = [
+    b'{"a": 1, "a": 2}',
+    b'{"a":1,"a":2}',
+    b'{"a" : 1, "a" : 2}',                      # spaced colons
+    b'{"a"\n:1,"a"\t:2}',
+    b'{"k\\\\": 1, "k\\\\": 2}',                 # a key ending in an escaped backslash
+    b'{"x": "say \\":\\" twice", "a": 1, "a": 2}',  # an escaped quote-colon in a value
+    b'{"t": ":)", "a": 1, "a": 2, "b": 3}',
+    b'[{"m": {"z": [1, {"q": 1, "q": 1}]}}]',
+    b'{"a\\":b": 1, "a\\":b": 2}',
+    b'{"\\u0061": 1, "a": 2}',                   # the same key spelled two ways
+]
+CLEAN = [b'{"a": 1, "b": {"c": [1, {"d": "e"}]}}', b'{"x": "\\":", "y": 1}', b'[]', b'"s"']
+
+
+@pytest.mark.parametrize("data", REPEATS)
+def test_every_repeat_is_found(data):
+    assert not dupkeys._no_repeats(data)
+    assert dupkeys.anywhere(data), data
+
+
+@pytest.mark.parametrize("data", CLEAN)
+def test_clean_texts_have_none(data):
+    assert dupkeys.anywhere(data) == []
+
+
+def test_a_pretty_printed_snapshot_without_repeats_skips_the_full_parse():
+    doc = {"id": "x", "messages": [{"role": "user", "content": 'say "hi": now \\ ok', "metadata": {}}]}
+    assert dupkeys._no_repeats(json.dumps(doc, indent=2).encode())
+    assert dupkeys._no_repeats(json.dumps(doc, separators=(",", ":")).encode())
+
+
+@pytest.mark.parametrize("data", [b'{"a": "\\u003a", "a": 1, "b": ":"}', b'{"a": "\\\\", "a": "x"}',
+                                  b'{"s": "x\\u0022:", "a": 1, "a": 2}', b'{"a": {}, "a": {"b": 1}}'])
+def test_escapes_that_change_in_orjsons_output_still_find_the_repeat(data):
+    assert not dupkeys._no_repeats(data)
+    assert dupkeys.anywhere(data), data
+
+
+@pytest.mark.parametrize("data", [b'{"a": "x:y", "a": "x:y"}', b'{"a": ":", "b": {"a": 1, "a": ":"}}',
+                                  b'{"t": "\\u003A", "a": 1, "a": 2}'])
+def test_colons_inside_strings_do_not_hide_a_repeat(data):
+    assert not dupkeys._no_repeats(data)
+    assert dupkeys.anywhere(data), data
+
+
+def test_spaced_colons_and_colons_in_strings_without_repeats_skip_the_full_parse():
+    assert dupkeys._no_repeats(b'{"a" : "b:c", "d"\n:\t[{"e": "::"}]}')
