@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from samctl.cli.common import complete_ids, emit_json, examples, finish, report_findings, store_for_id
+from samctl.cli.common import complete_ids, emit_json, examples, findings_first, finish, report_findings, scope_of
 from samctl.errors import NotFound, UsageError
 
 
@@ -27,8 +27,10 @@ def command(ctx, conversation_id, run, fmt):
     from samctl.core.load import load_conversation
     from samctl.core.resume import resume_line, resume_of
 
-    findings: list = []
-    store, conversation_id = store_for_id(ctx, conversation_id, findings)
+    scope = scope_of(ctx)
+    findings = scope.findings
+    with findings_first(findings):
+        [(store, conversation_id)] = scope.resolve([conversation_id])
     conv = load_conversation(store, conversation_id, findings)
     report_findings(findings)
     if conv is None:
