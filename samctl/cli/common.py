@@ -251,9 +251,9 @@ def human_size(n) -> str:
     return str(n)
 
 
-def table(rows, headers) -> str:
+def table(rows, headers, header_pad: int = 2) -> str:
     """``rows`` under ``headers`` as plain text: every cell ``str()``-ed (None empty) and stripped,
-    left-aligned, columns two spaces apart, each as wide as its widest cell or its header plus two,
+    left-aligned, columns two spaces apart, each as wide as its widest cell or its header plus ``header_pad``,
     no line ending in spaces.  A cell must hold no line break (callers pass file text through
     ``render.one_line``).  (The layout of tabulate's "plain" format, which this replaced: it inferred
     a type for every cell, seconds for a 100,000-row ``ls``.)"""
@@ -269,7 +269,7 @@ def table(rows, headers) -> str:
         if "\n" in text or "\r" in text:
             raise ValueError("a table cell holds a line break")
         ascii_only = text.isascii()
-        w = len(col[0]) + 2 if ascii_only else display_width(col[0]) + 2
+        w = (len(col[0]) if ascii_only else display_width(col[0])) + header_pad
         w = max(w, max(map(len if ascii_only else display_width, col[1:]), default=0))
         widths.append((w, ascii_only))
     lines = []
@@ -468,11 +468,11 @@ def fit_table(rows, headers, width: int | None, optional=(), header: bool = True
                 if h not in optional or any(r[i] not in (None, "") for r in rows)]
         headers = [headers[i] for i in keep]
         rows = [tuple(r[i] for i in keep) for r in rows]
-        fixed = sum(max([display_width(h) + 2] + [display_width("" if r[i] is None else str(r[i]).strip())
+        fixed = sum(max([display_width(h)] + [display_width("" if r[i] is None else str(r[i]).strip())
                                                   for r in rows]) for i, h in enumerate(headers[:-1]))
         room = max(8, width - fixed - 2 * (len(headers) - 1))
         rows = [r[:-1] + (clip("" if r[-1] is None else str(r[-1]).strip(), room),) for r in rows]
-    text = table(rows, headers)
+    text = table(rows, headers, header_pad=0 if width is not None else 2)  # (piped: the layout scripts know)
     if not header:
         text = text.split("\n", 1)[1] if "\n" in text else ""
     if width is not None:

@@ -41,9 +41,13 @@ def command(ctx, fmt):
         from samctl.cli.common import fit_table, terminal_width
         from samctl.safetext import one_line
 
-        click.echo(fit_table([(r["store"], one_line(r["root"]), f"{r['conversations']:,}",
-                               ", ".join(r["capabilities"])) for r in rows],
-                             ["STORE", "ROOT", "CONVERSATIONS", "CAN"], terminal_width()))
+        width = terminal_width()
+        cells = [(r["store"], one_line(r["root"]), f"{r['conversations']:,}", ", ".join(r["capabilities"]))
+                 for r in rows]
+        headers = ["STORE", "ROOT", "CONVERSATIONS", "CAN"]
+        if width is not None:  # on a terminal the root, the longest cell, goes last: it is the one cut
+            cells, headers = [(s, n, c, r) for s, r, n, c in cells], ["STORE", "CONVERSATIONS", "CAN", "ROOT"]
+        click.echo(fit_table(cells, headers, width))
     report_findings(findings)
     if not rows:
         click.echo("no store found", err=True)
