@@ -101,6 +101,9 @@ def page(name: str, cmd: click.Command, ctx: click.Context, see_also: list[str])
         ".TP\n.B SAMCTL_DEBUG\n1: an unexpected error prints its traceback.",
         ".SH SEE ALSO",
         ", ".join(f"\\fB{_esc(s)}\\fR(1)" for s in see_also),
+        ".PP\nThe rules in full, in the source tree's docs/ folder: scope.md and roots.md (which stores a command "
+        "covers), commands.md, query.md, json.md, exit\\-codes.md, other\\-assistants.md, usage.md, attic.md, "
+        "recovery.md, environment.md.",
     ]
     return "\n".join(parts) + "\n"
 
