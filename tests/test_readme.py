@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from samctl.cli import main
+from samctl.cli import cli
 
 TOP = Path(__file__).resolve().parent.parent
 PAGES = [TOP / "README.md", TOP / "bench" / "README.md", *sorted((TOP / "docs").rglob("*.md"))]
@@ -85,7 +85,7 @@ def test_readme_session_command_runs(line, tmp_path, monkeypatch):
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "LLM_USER_PATH"):
         monkeypatch.delenv(var, raising=False)
     argv = shlex.split(line)[1:]
-    result = CliRunner().invoke(main, argv, catch_exceptions=False)
+    result = CliRunner().invoke(cli, argv, prog_name="samctl", catch_exceptions=False)
     assert result.exit_code == 0, f"{line}: exit {result.exit_code}\n{result.stderr}"
     assert result.stdout.strip(), f"{line}: printed nothing"
     assert os.path.isdir(demo)
