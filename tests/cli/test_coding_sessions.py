@@ -74,7 +74,8 @@ def test_ls_project_by_name_and_path_and_the_column(run, demo):
     notes = _jsonl(run(*both, "ls", "--project", "notes", "--format", "jsonl").stdout)
     assert [x["project"] for x in notes] == ["/home/ana/notes"]
     table = run(*both, "ls").stdout
-    assert table.splitlines()[0].split()[7] == "PROJECT" and " api " in table and " notes " in table
+    assert table.splitlines()[0].split()[7] == "PROJECT"  # piped: the whole folder, for scripts
+    assert " /home/ana/api " in table and " /home/ana/notes " in table
 
 
 def test_ls_here_lists_the_current_folder_and_below(run, tmp_path, monkeypatch):
@@ -240,7 +241,7 @@ def test_a_resumed_session_continues_the_other_and_its_copies_count_once(run, co
     assert rows[S4]["branch"] == "fix-timeout"
     st = json.loads(run("--root", coding, "stats", "--format", "json").stdout)["stores"][0]
     assert st["copied_messages"] == 2
-    assert st["messages"] == sum(x["messages"] for x in rows.values()) - 2
+    assert st["messages"] == sum(x["message_count"] for x in rows.values()) - 2
     d = json.loads(run("--root", coding, "show", S4, "--format", "json").stdout)
     assert [m.get("copied", False) for m in d["messages"]] == [True, True, False, False, False, False]
 
@@ -253,7 +254,7 @@ def test_ls_count_equals_the_show_header_and_the_messages_shown_in_every_store(r
     for row in rows:
         d = json.loads(run(*_roots(demo), "show", row["id"], "--format", "json").stdout)
         text = run(*_roots(demo), "show", row["id"], "--no-pager").stdout
-        n = row["messages"]
+        n = row["message_count"]
         header = text.splitlines()[1]
         printed = sum(1 for line in text.splitlines() if line.startswith("── ") and line.endswith(" ──"))
         assert (d["exported_messages"], printed) == (n, n), row["id"]
@@ -295,7 +296,7 @@ def test_a_database_written_by_llm_0_36_reads_without_info_lines(run, tmp_path):
         s = run("--root", db, "show", row["id"], "--no-pager")
         assert s.exit_code == 0 and s.stderr == "", s.stderr  # role tool, the system message: no info line
         heads = [ln for ln in s.stdout.splitlines() if ln.startswith("── ")]
-        assert len(heads) == row["messages"] and f" · {row['messages']} messages" in s.stdout.splitlines()[1]
+        assert len(heads) == row["message_count"] and f" · {row['message_count']} messages" in s.stdout.splitlines()[1]
     tool = run("--root", db, "show", rows['{"prompt": "add 2 and 3", "tool…']["id"]).stdout
     assert "  → add" in tool and "── tool add ·" in tool and "\n5\n" in tool
     colour = run("--root", db, "show", rows["Name a colour."]["id"]).stdout

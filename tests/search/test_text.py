@@ -44,12 +44,14 @@ def _fts5_porter():
 
 
 def test_stems_agree_with_sqlite_fts5_porter():
-    """The same stems as FTS5's porter tokenizer, over every word of the README (thousands of words)."""
+    """The same stems as FTS5's porter tokenizer, over every word of the README and docs/ (thousands)."""
     con = _fts5_porter()
     if con is None:
         pytest.skip("this SQLite has no FTS5")
     from pathlib import Path
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").lower()
+    top = Path(__file__).resolve().parents[2]
+    text = " ".join(p.read_text(encoding="utf-8") for p in [top / "README.md", *sorted((top / "docs").glob("*.md"))])
+    text = text.lower()
     words = sorted(set(re.findall(r"\b[a-z]+\b", text)))
     assert len(words) > 1000
     wrong = []
