@@ -135,11 +135,14 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     from samctl.cli.index import progress_printer
 
     progress = progress_printer(sys.stderr)
+    notes: list = []
     try:
-        hits = core.search(stores, q, findings, progress, plan) if stores else []
+        hits = core.search(stores, q, findings, progress, plan, notes) if stores else []
     finally:
         if progress:
             progress.done()
+    for line in notes:
+        click.echo(line, err=True)
     if touch:
         for s in memories:  # (each SAM store its own memories, under its own lock)
             base = os.path.realpath(s.base)

@@ -16,7 +16,7 @@ import re
 import shutil
 import tempfile
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from samctl import heap
@@ -28,6 +28,7 @@ from samctl.stores.resolve import Listed, resolve_id
 from samctl.errors import NotFound, UsageError
 from samctl.model import ERROR, INFO, Finding
 from samctl.errors import FileProblem
+from samctl.safetext import quoted
 
 WHERE = ("memories", "messages", "all")
 EPS = 1e-4  # bound on |float32 approximate score - exact score|, with a wide margin
@@ -73,10 +74,11 @@ def resolve_scope(store, texts) -> set | None:
     return scope
 
 
-def search(stores, q: SearchQuery, findings: list, progress=None, plan=None) -> list[Hit]:
+def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, notes: list | None = None) -> list[Hit]:
     """The hits of ``q`` in ``stores`` (one store, or a list: ranked together, statistics over all of
     them), best first.  Bad files become ``findings``; raises UsageError/NotFound.  ``plan``: the
-    parsed query (``search.query``) for the default ranking."""
+    parsed query (``search.query``) for the default ranking.  ``notes``: where the lines to say on
+    stderr about how the query was read go (a quoted phrase found nowhere, searched as words)."""
     heap.keep_freed_memory()  # (arrays of a value per row, made and dropped: their pages kept for the next)
     stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]
     if q.like and len(stores) > 1:
@@ -100,8 +102,22 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None) -> 
     from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
     from samctl.search.query import Query  # (lazy: as ranked)
 
-    return _with_indexes(stores, q, findings, progress,
-                         lambda pairs: ranked.search(pairs, q, plan or Query(words=(q.text,)), _hit, scopes))
+    plan = plan or Query(words=(q.text,))
+
+    def answer(pairs):
+        hits = ranked.search(pairs, q, plan, _hit, scopes)
+        if hits or not plan.phrases:
+            return hits
+        # a quoted phrase people remember is often not word for word what was said: one found nowhere
+        # is searched as its words, and a line says so
+        loose = replace(plan, words=plan.words + plan.phrases, phrases=())
+        if notes is not None:
+            said = ", ".join(quoted(p) for p in plan.phrases)
+            notes.append(f"note: no match for the phrase{'s' if len(plan.phrases) > 1 else ''} {said} word for "
+                         f"word; searched for {'their' if len(plan.phrases) > 1 else 'its'} words")
+        return ranked.search(pairs, q, loose, _hit, scopes)
+
+    return _with_indexes(stores, q, findings, progress, answer)
 
 
 def _scopes(stores: list, texts) -> dict:
