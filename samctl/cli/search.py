@@ -47,7 +47,7 @@ class _SearchCommand(click.Command):
 @click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
               help="Only this conversation (repeatable). SAM: its messages and its memory scope, including the "
                    "shared topic it uses.")
-@click.option("--in", "where", type=click.Choice(("memories", "messages", "all")), default=None,
+@click.option("--in", "where", type=click.Choice(("memories", "messages", "args", "all")), default=None,
               help="What to search: SAM memories, messages (of conversations and SAM's context archives), or all "
                    "(the query's in: says the same). [default: all; memories with --like]")
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
@@ -229,7 +229,7 @@ def _table(hits, query: str, several: bool = False) -> None:
         out.append("       " + _snippet(h, width, bold, query))
         if h.context:
             out.append("       " + _clip("(found by the " + one_line(h.context) + ")", (width or 10**9) - 7))
-        if h.kind == "message" and h.position is not None and h.position >= 0:
+        if h.kind in ("message", "call") and h.position is not None and h.position >= 0:
             out.append("       " + pasteable(f"samctl show {h.conversation_id} --at {h.position}", whole=True))
     click.echo("\n".join(out))
 

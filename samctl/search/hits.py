@@ -10,7 +10,7 @@ from samctl.timeparse import format_utc
 
 EXCERPT = 75  # characters either side of the hit (docs/formats/sam.md §11)
 RESCORE_MARGIN = 512  # at most this many candidates beyond the limit are scored exactly
-KIND_ORDER = {"memory": 0, "message": 1, "archived": 2}
+KIND_ORDER = {"memory": 0, "message": 1, "archived": 2, "call": 3}
 
 
 @dataclass

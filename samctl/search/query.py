@@ -4,7 +4,7 @@ Syntax (``HELP`` below is the same for ``samctl search --help``): plain words ar
 match; ``+word`` is required, ``-word`` excluded (only at the start of the query or after whitespace:
 ``spotter-dov``, ``load-config``, ``v1.2`` and ``don't`` are single words); ``"an exact phrase"`` is
 required (``+"..."`` the same, ``-"..."`` excluded); ``prefix*`` matches the words that start with it;
-``role:``, ``in:``, ``title:`` and ``store:`` filter.  A ``name:value`` whose name is not one of these
+``role:``, ``in:``, ``title:``, ``store:`` and ``tool:`` filter.  A ``name:value`` whose name is not one of these
 is a plain word (``http://x``, ``C:\\tmp``, ``12:30``).  Questions are read as people type them: a
 lone ``-`` or ``+`` (a dash between words), a run of signs (``--x``), an unbalanced quote and a ``*``
 that cannot end a prefix are punctuation, and the words around them are words; errors are left for
@@ -27,8 +27,8 @@ from samctl.search.text import WORD_CHARS, fold, tokens, words
 MAX_TERMS = 256  # words (a phrase's each), prefixes and filters of one query
 MIN_PREFIX = 2  # characters before a *: a shorter prefix would expand to most of the vocabulary
 ROLES = ("user", "assistant", "tool")
-WHERE = ("memories", "messages", "all")
-FILTERS = ("role", "in", "title", "store")
+WHERE = ("memories", "messages", "args", "all")  # args: the tool calls' names and arguments only
+FILTERS = ("role", "in", "title", "store", "tool")
 _FILTER = re.compile(r"([A-Za-z]+):")
 
 
@@ -49,7 +49,7 @@ class Query:
       ``required_prefixes`` (``+budg*``) / ``excluded_prefixes`` (``-budg*``).
     - ``roles``: a message's role is one of them (empty: any); ``where``: None or memories|messages|all
       (``in:``); ``titles``: the conversation's title holds each (``title_matches``); ``stores``: the
-      store kind is one of them (empty: any).
+      store kind is one of them (empty: any); ``tools``: a tool call of one of these tools (empty: any row).
     """
 
     words: tuple = ()
@@ -64,6 +64,7 @@ class Query:
     where: str | None = None
     titles: tuple = ()
     stores: frozenset = frozenset()
+    tools: frozenset = frozenset()  # tool:NAME: a tool call of one of these tools (folded)
 
     @property
     def ranked_text(self) -> str:
@@ -198,6 +199,7 @@ class _Parser:
                                                       "titles")}
         self.roles: set = set()
         self.stores_wanted: set = set()
+        self.tools: set = set()
         self.where: str | None = None
         self.where_at = 0
 
@@ -306,9 +308,13 @@ class _Parser:
             if v not in ROLES:
                 raise QueryError(f"{where}: use role:user, role:assistant or role:tool")
             self.roles.add(v)
+        elif name == "tool":
+            if not v or not words(v):
+                raise QueryError(f"{where}: tool: needs a tool's name (tool:Bash)")
+            self.tools.add(v)
         elif name == "in":
             if v not in WHERE:
-                raise QueryError(f"{where}: use in:memories, in:messages or in:all")
+                raise QueryError(f"{where}: use in:memories, in:messages, in:args or in:all")
             if self.where is not None and self.where != v:
                 raise QueryError(f"in:{self.where} (character {self.where_at + 1}) and in:{v} (character {at + 1}): "
                                  f"choose one")
@@ -328,7 +334,7 @@ class _Parser:
                 o["words"] or o["required"] or o["phrases"] or o["prefixes"] or o["required_prefixes"]):
             raise QueryError("the query only excludes (-word); add a word to search for")
         return Query(**{k: tuple(v) for k, v in o.items()}, roles=frozenset(self.roles), where=self.where,
-                     stores=frozenset(self.stores_wanted))
+                     stores=frozenset(self.stores_wanted), tools=frozenset(self.tools))
 
 
 def parse(text: str, stores=None) -> Query:
@@ -345,7 +351,8 @@ Query language (search-engine conventions):
   "weekend trip"     exact phrase (required); -"..." excludes one
   budg*              words starting with budg (2 characters at least)
   role:user          role:user|assistant|tool (repeatable: any of them)
-  in:memories        in:memories|messages|all (as --in)
+  in:memories        in:memories|messages|args|all (args: tool calls only)
+  tool:Bash          calls of that tool (its name and arguments are searched)
   title:trip         the conversation's title holds it; title:"weekend trip"
   store:mermaid      only that kind of store (repeatable)
 Other name:value words (http://x, 12:30) are plain words; a lone - or +, an

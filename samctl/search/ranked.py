@@ -15,7 +15,8 @@ from samctl.search import rank
 from samctl.search import text as tx
 from samctl.search.corpus import IndexCorpus, terms_with_prefix
 from samctl.search.hits import KIND_ORDER, Hit, sort_key, term_snippet
-from samctl.search.index.format import MEMORY, ROLES, load_numpy
+from samctl.search.calls import is_call_of
+from samctl.search.index.format import CALL, MEMORY, ROLES, load_numpy
 from samctl.search.query import phrase_test, title_matches, titles_matching
 
 MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
@@ -106,13 +107,20 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
     np = corpus.np
     where = plan.where or q.where or "all"
     if where == "all" and q.since is None and q.until is None and q.min_importance is None and not plan.roles \
-            and not plan.stores and not plan.titles and all(v is None for v in scopes.values()):
+            and not plan.stores and not plan.titles and not plan.tools and all(v is None for v in scopes.values()):
         return None  # (nothing filtered: no pass over every row)
     keep = np.ones(corpus.size, bool)
     if where == "memories":
         keep &= corpus.kind == MEMORY
     elif where == "messages":
         keep &= corpus.kind != MEMORY
+    elif where == "args":
+        keep &= corpus.kind == CALL
+    if plan.tools:  # calls whose text holds a tool's name (then each row shown is checked: _best_rows)
+        named = np.zeros(corpus.size, bool)
+        for name in plan.tools:
+            named |= np.logical_and.reduce([corpus.holding(t) for t in _word_terms(name)] or [named])
+        keep &= named & (corpus.kind == CALL)
     if q.since is not None:
         keep &= corpus.date >= q.since
     if q.until is not None:
@@ -164,6 +172,8 @@ def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: boo
     if not len(cand):
         return [] if complete else None
     phrases = [phrase_test(p) for p in plan.phrases]
+    if plan.tools:
+        phrases.append(lambda text: any(is_call_of(text, name) for name in plan.tools))
     unwanted = [phrase_test(p) for p in plan.excluded_phrases]
     take = limit * 4 + 64
     out: list[int] = []

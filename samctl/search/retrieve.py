@@ -30,7 +30,7 @@ from samctl.model import ERROR, INFO, Finding
 from samctl.errors import FileProblem
 from samctl.safetext import quoted
 
-WHERE = ("memories", "messages", "all")
+WHERE = ("memories", "messages", "args", "all")
 EPS = 1e-4  # bound on |float32 approximate score - exact score|, with a wide margin
 _UUID_PREFIX = re.compile(r"[0-9A-Fa-f-]{1,36}\Z")
 _TEMPLATE = "00000000-0000-0000-0000-000000000000"
@@ -43,7 +43,7 @@ def _check(store, q: SearchQuery) -> str:
         raise UsageError("nothing to search for", hint="give a QUERY, or --like MEMORY_ID")
     where = q.where or ("memories" if q.like else "all")
     if where not in WHERE:
-        raise UsageError(f"--in {where!r}: use memories, messages or all")
+        raise UsageError(f"--in {where!r}: use memories, messages, args or all")
     if q.like:
         if not store.has_memories:
             raise UsageError("--like compares the stored vectors of SAM memories; this is a "
@@ -212,6 +212,10 @@ def _masks(idx, q: SearchQuery, where: str, scope: set | None):
             mask = mask & (meta["kind"] == ix.MEMORY)
         elif where == "messages":
             mask = mask & (meta["kind"] != ix.MEMORY)
+        elif where == "args":
+            mask = mask & (meta["kind"] == ix.CALL)
+        if q.rank == "sam" and not q.exact:  # (SAM's own retrieval scores memories and messages: no tool calls)
+            mask = mask & (meta["kind"] != ix.CALL)
         if q.since is not None:
             mask = mask & (meta["date"] >= q.since)
         if q.until is not None:

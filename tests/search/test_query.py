@@ -167,7 +167,7 @@ def test_a_lone_dash_alone_is_an_empty_query():
 @pytest.mark.parametrize("text,message", [
     ("role:bot", "'role:bot' at character 1: use role:user, role:assistant or role:tool"),
     ("x role:", "'role:' at character 3: use role:user, role:assistant or role:tool"),
-    ("in:attic", "'in:attic' at character 1: use in:memories, in:messages or in:all"),
+    ("in:attic", "'in:attic' at character 1: use in:memories, in:messages, in:args or in:all"),
     ("in:memories in:messages", "in:memories (character 1) and in:messages (character 13): choose one"),
     ("store:slack", "'store:slack' at character 1: samctl reads " + ", ".join(sorted(KINDS)[:-1]) + " or "
                     + sorted(KINDS)[-1]),
