@@ -98,7 +98,9 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
             return _with_indexes([store], q, findings, progress,
                                  lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, scope), q), scope)
 
-        return _merged([one(s) for s in stores], q, _exact_order if q.exact else sort_key)
+        from samctl.search import grouped  # (lazy: as ranked, only a search needs it)
+
+        return grouped.unique(_merged([one(s) for s in stores], q, _exact_order if q.exact else sort_key))
     from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
     from samctl.search.query import Query  # (lazy: as ranked)
 

@@ -31,7 +31,7 @@ def hits(run, root, *args, code=0):
 
 
 def test_the_message_holding_the_words_comes_first(run, sam):
-    got = hits(run, sam, "portland", "budget")  # several words, no quotes
+    got = hits(run, sam, "portland", "budget", "--per-conversation", "0")  # several words, no quotes
     assert got[0]["text"] == "Plan a weekend trip to Portland within a $500 budget."
     assert got[0]["conversation_id"] == SAM_ID and got[0]["role"] == "user"
     assert [h["score"] for h in got] == sorted((h["score"] for h in got), reverse=True)
