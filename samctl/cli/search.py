@@ -51,7 +51,7 @@ PROJECT_POOL = 5000  # with --project/--here: the best this many hits are search
 @click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
               help="Only this conversation (repeatable). SAM: its messages and its memory scope, including the "
                    "shared topic it uses.")
-@click.option("--in", "where", type=click.Choice(("memories", "messages", "all")), default=None,
+@click.option("--in", "where", type=click.Choice(("memories", "messages", "args", "all")), default=None,
               help="What to search: SAM memories, messages (of conversations and SAM's context archives), or all "
                    "(the query's in: says the same). [default: all; memories with --like]")
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
@@ -64,6 +64,10 @@ PROJECT_POOL = 5000  # with --project/--here: the best this many hits are search
                    "1.5).")
 @click.option("--since", metavar="WHEN", help="Only rows dated since WHEN (7d, 12h, 2026-08-01).")
 @click.option("--until", metavar="WHEN", help="Only rows dated until WHEN.")
+@click.option("--conversations", "-l", "by_conversation", is_flag=True,
+              help="One line per conversation: its best hit's score, its number of hits, its title (-n: conversations).")
+@click.option("--per-conversation", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
+              help="At most N hits of one conversation in a row while other conversations' hits are left (0: no limit).")
 @click.option("--exact", is_flag=True, help="Plain case-insensitive substring search, newest first, like SAM's own "
               "message search (no score).")
 @click.option("--like", metavar="MEMORY_ID", help="More like this SAM memory: its stored vector is the query vector, "
@@ -84,8 +88,8 @@ PROJECT_POOL = 5000  # with --project/--here: the best this many hits are search
           "samctl search 'weekend trip' --rank sam --threshold 0.5",
           "samctl search --like 296E5007 --threshold 0.5")
 @click.pass_context
-def command(ctx, query, conversations, where, limit, rank, threshold, since, until, exact, like, min_importance,
-            fmt, touch, force, lock_wait, no_index, project, here):
+def command(ctx, query, conversations, where, limit, rank, threshold, since, until, by_conversation, per_conversation,
+            exact, like, min_importance, fmt, touch, force, lock_wait, no_index, project, here):
     """Search the messages and memories of the whole store, best first.
 
     By default each turn is ranked by BM25 over its words (stemmed, accents folded, stop words
@@ -145,17 +149,21 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
                          threshold=0.3 if threshold is None else threshold,
                          since=parse_when(since) if since is not None else None,
                          until=parse_when(until, end=True) if until is not None else None, exact=exact, like=like,
-                         min_importance=min_importance, use_index=not no_index, rank=rank)
+                         min_importance=min_importance, use_index=not no_index, rank=rank,
+                         per_conversation=per_conversation, by_conversation=by_conversation)
     from samctl.cli.index import progress_printer
 
     progress = progress_printer(sys.stderr)
+    notes: list = []
     try:
-        hits = core.search(stores, q, findings, progress, plan) if stores else []
+        hits = core.search(stores, q, findings, progress, plan, notes) if stores else []
     finally:
         if progress:
             progress.done()
     if keep is not None:
         hits = [h for h in hits if (h.store, h.conversation_id) in keep][:limit]
+    for line in notes:
+        click.echo(line, err=True)
     if touch:
         for s in memories:  # (each SAM store its own memories, under its own lock)
             base = os.path.realpath(s.base)
@@ -165,6 +173,8 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
         emit_json(list(map(_row, hits)))
     elif fmt == "jsonl":
         emit_jsonl(map(_row, hits))
+    elif by_conversation and hits:
+        _conversation_lines(hits, len(stores) > 1)
     else:
         _table(hits, text, len(stores) > 1)
         if not hits:
@@ -268,8 +278,23 @@ def _table(hits, query: str, several: bool = False) -> None:
         if h.context:
             out.append("       " + _clip("(found by the " + one_line(h.context) + ")", (width or 10**9) - 7))
         # (the suggested command: whole id, as pasted)
-        if h.kind == "message" and h.position is not None and h.position >= 0:
+        if h.kind in ("message", "call") and h.position is not None and h.position >= 0:
             out.append("       " + suggest(click.get_current_context(), "show", h.conversation_id, rest=f"--at {h.position}"))
+    click.echo("\n".join(out))
+
+
+def _conversation_lines(hits, several: bool) -> None:
+    """``search -l``: one line per conversation (its best hit's score, its hits, where the best is, its title)."""
+    from samctl.safetext import one_line
+    from samctl.timeparse import format_local
+
+    store = f"{'STORE':<12} " if several else ""
+    out = [f"{'SCORE':<7} {'HITS':>5} {store}{'CONVERSATION':<36}  {'AT':>5}  {'DATE':<16}  TITLE"]
+    for h in hits:
+        score = "-" if h.score is None else f"{h.score:.3f}"
+        store = f"{h.store:<12} " if several else ""
+        out.append(f"{score:<7} {h.conversation_hits or 1:>5} {store}{h.conversation_id:<36}  {h.position:>5}  "
+                   f"{format_local(h.date_ts):<16}  {one_line(h.title)}")
     click.echo("\n".join(out))
 
 

@@ -10,7 +10,7 @@ from samctl.timeparse import format_utc
 
 EXCERPT = 75  # characters either side of the hit (docs/formats/sam.md §11)
 RESCORE_MARGIN = 512  # at most this many candidates beyond the limit are scored exactly
-KIND_ORDER = {"memory": 0, "message": 1, "archived": 2}
+KIND_ORDER = {"memory": 0, "message": 1, "archived": 2, "call": 3}
 
 
 @dataclass
@@ -27,6 +27,8 @@ class SearchQuery:
     min_importance: float | None = None
     use_index: bool = True
     rank: str = "bm25"  # bm25 (default) | sam (SAM's memory scoring, with --threshold)
+    per_conversation: int = 3  # at most this many hits of one conversation in a row while others are left (0: any)
+    by_conversation: bool = False  # one hit per conversation, its best, with the conversation's number of hits
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Hit:
     parts: dict | None = None  # BM25: the score's parts (own, date, context, conversation, addressee)
     marks: list | None = None  # (start, end) of the matched words in ``snippet``
     context: str | None = None  # BM25, found by a neighbour's words: "user before: w1, w2"
+    conversation_hits: int | None = None  # by_conversation: how many rows of its conversation match
 
     def to_dict(self) -> dict:
         return {
@@ -61,7 +64,7 @@ class Hit:
             "role": self.role, "content_type": self.content_type, "dimension": self.dimension, "exact": self.exact,
             "snippet": self.snippet, "text": self.text, "store": self.store, "parts": self.parts,
             "context": self.context,
-        }
+        } | ({"conversation_hits": self.conversation_hits} if self.conversation_hits is not None else {})
 
 
 # ---------------------------------------------------------------------------------------------

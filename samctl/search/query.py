@@ -4,8 +4,11 @@ Syntax (``HELP`` below is the same for ``samctl search --help``): plain words ar
 match; ``+word`` is required, ``-word`` excluded (only at the start of the query or after whitespace:
 ``spotter-dov``, ``load-config``, ``v1.2`` and ``don't`` are single words); ``"an exact phrase"`` is
 required (``+"..."`` the same, ``-"..."`` excluded); ``prefix*`` matches the words that start with it;
-``role:``, ``in:``, ``title:`` and ``store:`` filter.  A ``name:value`` whose name is not one of these
-is a plain word (``http://x``, ``C:\\tmp``, ``12:30``).  Invariants: pure (no I/O, no numpy, no click,
+``role:``, ``in:``, ``title:``, ``store:`` and ``tool:`` filter.  A ``name:value`` whose name is not one of these
+is a plain word (``http://x``, ``C:\\tmp``, ``12:30``).  Questions are read as people type them: a
+lone ``-`` or ``+`` (a dash between words), a run of signs (``--x``), an unbalanced quote and a ``*``
+that cannot end a prefix are punctuation, and the words around them are words; errors are left for
+the misuse of a filter (``role:bot``) or a query that only excludes.  Invariants: pure (no I/O, no numpy, no click,
 no store imported); on any ``str`` ``parse`` returns a ``Query`` or raises ``QueryError`` (a usage
 error, exit 2) whose message says what is wrong and at which character (counted from 1); a query has
 at most ``MAX_TERMS`` terms, so no query can make the engine do unbounded work.
@@ -24,8 +27,8 @@ from samctl.search.text import WORD_CHARS, fold, tokens, words
 MAX_TERMS = 256  # words (a phrase's each), prefixes and filters of one query
 MIN_PREFIX = 2  # characters before a *: a shorter prefix would expand to most of the vocabulary
 ROLES = ("user", "assistant", "tool")
-WHERE = ("memories", "messages", "all")
-FILTERS = ("role", "in", "title", "store")
+WHERE = ("memories", "messages", "args", "all")  # args: the tool calls' names and arguments only
+FILTERS = ("role", "in", "title", "store", "tool")
 _FILTER = re.compile(r"([A-Za-z]+):")
 
 
@@ -46,7 +49,7 @@ class Query:
       ``required_prefixes`` (``+budg*``) / ``excluded_prefixes`` (``-budg*``).
     - ``roles``: a message's role is one of them (empty: any); ``where``: None or memories|messages|all
       (``in:``); ``titles``: the conversation's title holds each (``title_matches``); ``stores``: the
-      store kind is one of them (empty: any).
+      store kind is one of them (empty: any); ``tools``: a tool call of one of these tools (empty: any row).
     """
 
     words: tuple = ()
@@ -61,6 +64,7 @@ class Query:
     where: str | None = None
     titles: tuple = ()
     stores: frozenset = frozenset()
+    tools: frozenset = frozenset()  # tool:NAME: a tool call of one of these tools (folded)
 
     @property
     def ranked_text(self) -> str:
@@ -195,6 +199,7 @@ class _Parser:
                                                       "titles")}
         self.roles: set = set()
         self.stores_wanted: set = set()
+        self.tools: set = set()
         self.where: str | None = None
         self.where_at = 0
 
@@ -221,20 +226,23 @@ class _Parser:
             start = i
             sign = ""
             if text[i] in "+-" and (i == 0 or text[i - 1].isspace()):
-                sign = text[i]
-                i += 1
-                if i == size or text[i].isspace():
-                    what = "excludes" if sign == "-" else "requires"
-                    raise QueryError(f'a lone "{sign}" {what} nothing (character {start + 1})',
-                                     f'write {sign}word, or leave the "{sign}" out')
-                if text[i] in "+-":
-                    j = i
-                    while j < size and not text[j].isspace():
-                        j += 1
-                    raise QueryError(f"{quoted(text[start:j])} at character {start + 1}: one + or - before a word",
-                                     "to search for text that starts with - or +, put it in quotes")
+                # a sign is an operator only directly before a word or a quote: a lone one (a dash
+                # between words) and a run of them (--, +-) are punctuation, as in the text searched
+                j = i
+                while j < size and text[j] in "+-":
+                    j += 1
+                if j - i == 1 and j < size and not text[j].isspace():
+                    sign = text[i]
+                    i = j
+                else:
+                    i = j
+                    continue
             if text[i] == '"':
-                body, i = self.quote(i)
+                closed = self.text.find('"', i + 1)
+                if closed < 0:  # an unbalanced quote is punctuation: the words after it are words
+                    i += 1
+                    continue
+                body, i = self.text[i + 1:closed], closed + 1
                 self.phrase(body, sign, start)
                 continue
             j = i
@@ -255,44 +263,32 @@ class _Parser:
         return self.query()
 
     def phrase(self, body: str, sign: str, at: int) -> None:
-        if not body.strip():
-            raise QueryError(f"empty quotes at character {at + 1}", 'put words between the quotes: "weekend trip"')
         n = len(_sequence(body))
-        if not n:
-            raise QueryError(f"the phrase {quoted(body)} at character {at + 1} has no letters or digits to search for")
+        if not n:  # empty quotes, or quoted punctuation: nothing to search for, as in a text
+            return
         self.count(n)
         self.out["excluded_phrases" if sign == "-" else "phrases"].append(body)
 
     def word(self, word: str, sign: str, at: int) -> None:
         n = len(_sequence(word))
         if not n:
-            if sign:
-                what = "excludes" if sign == "-" else "requires"
-                raise QueryError(f"{quoted(sign + word)} at character {at + 1} {what} nothing: it has no letters "
-                                 f"or digits")
-            return  # punctuation alone: nothing to search for (as the tokenizer drops it from a text)
+            return  # punctuation alone, signed or not: nothing to search for (as the tokenizer drops it from a text)
         self.count(n)
         self.out[{"": "words", "+": "required", "-": "excluded"}[sign]].append(word)
 
     def prefix(self, stem: str, sign: str, at: int) -> None:
-        shown = quoted(sign + stem + "*")
-        if stem.endswith("*"):
-            raise QueryError(f"{shown} at character {at + 1}: one * ends a prefix (budg*)")
+        # a * that cannot end a prefix (a lone one, a second one, after several words or a short stem) is
+        # punctuation: the word before it is searched as a word
+        stem = stem.rstrip("*")
         ws = words(stem)
         if not stem or not ws:
-            raise QueryError(f"a lone * at character {at + 1} matches everything; put it after a word (budg*)")
-        if any(gram for _, gram in ws):
+            return
+        if any(gram for _, gram in ws) or len(ws) > 1 or len(ws[0][0]) < MIN_PREFIX:
             # a script without spaces is indexed as characters and their pairs, which already match
             # inside longer words: its prefix is the word itself
             self.word(stem, sign, at)
             return
-        if len(ws) > 1:
-            raise QueryError(f"{shown} at character {at + 1}: a * ends one word (letters and digits, with - . ' "
-                             f"inside it)")
         p = ws[0][0]
-        if len(p) < MIN_PREFIX:
-            raise QueryError(f"the prefix {shown} at character {at + 1} is too short: at least {MIN_PREFIX} "
-                             f"characters before the *, else it would match nearly every word")
         self.count()
         self.out[{"": "prefixes", "+": "required_prefixes", "-": "excluded_prefixes"}[sign]].append(p)
 
@@ -312,9 +308,13 @@ class _Parser:
             if v not in ROLES:
                 raise QueryError(f"{where}: use role:user, role:assistant or role:tool")
             self.roles.add(v)
+        elif name == "tool":
+            if not v or not words(v):
+                raise QueryError(f"{where}: tool: needs a tool's name (tool:Bash)")
+            self.tools.add(v)
         elif name == "in":
             if v not in WHERE:
-                raise QueryError(f"{where}: use in:memories, in:messages or in:all")
+                raise QueryError(f"{where}: use in:memories, in:messages, in:args or in:all")
             if self.where is not None and self.where != v:
                 raise QueryError(f"in:{self.where} (character {self.where_at + 1}) and in:{v} (character {at + 1}): "
                                  f"choose one")
@@ -334,7 +334,7 @@ class _Parser:
                 o["words"] or o["required"] or o["phrases"] or o["prefixes"] or o["required_prefixes"]):
             raise QueryError("the query only excludes (-word); add a word to search for")
         return Query(**{k: tuple(v) for k, v in o.items()}, roles=frozenset(self.roles), where=self.where,
-                     stores=frozenset(self.stores_wanted))
+                     stores=frozenset(self.stores_wanted), tools=frozenset(self.tools))
 
 
 def parse(text: str, stores=None) -> Query:
@@ -351,8 +351,11 @@ Query language (search-engine conventions):
   "weekend trip"     exact phrase (required); -"..." excludes one
   budg*              words starting with budg (2 characters at least)
   role:user          role:user|assistant|tool (repeatable: any of them)
-  in:memories        in:memories|messages|all (as --in)
+  in:memories        in:memories|messages|args|all (args: tool calls only)
+  tool:Bash          calls of that tool (its name and arguments are searched)
   title:trip         the conversation's title holds it; title:"weekend trip"
   store:mermaid      only that kind of store (repeatable)
-Other name:value words (http://x, 12:30) are plain words. A query that starts
+Other name:value words (http://x, 12:30) are plain words; a lone - or +, an
+unbalanced quote and a stray * are punctuation. A quoted phrase found nowhere
+is searched as its words (a line on stderr says so). A query that starts
 with - goes after --:  samctl search -- -draft +budget"""

@@ -22,8 +22,8 @@ ROLES = {"user": 0, "assistant": 1}  # other roles (tool, system) are 2: never a
 @dataclass(frozen=True)
 class Params:
     """Ranking parameters; the defaults are the ones bench/bench_relevance.py measured best."""
-    k1: float = 0.9
-    b: float = 0.4
+    k1: float = 1.2
+    b: float = 0.75
     date: float = 1.0  # weight of the date field
     prev: float = 0.6  # share of the previous turn's score
     next: float = 0.4  # share of the next turn's score
@@ -35,12 +35,20 @@ class Params:
     addressee_min_rows: int = 10  # ... and in at least this many rows
     diversify: float = 0.05  # the j-th best row of a conversation (from 0) scores / (1 + diversify x (j - free))
     diversify_free: int = 3  # ... when j > free: a conversation's first rows keep their score
+    ctx_len: float = 50.0  # a row longer than this many terms neither gives nor takes full neighbour evidence:
+    # both are x min(1, ctx_len / length).  A short turn ("Yes, last week") is read in its neighbours' light;
+    # a long one (an assistant's reply repeating the question's words) stands on its own words, and must
+    # not lift the short turns around it above the turn that said the thing (0: off)
+    reply: float = 0.9  # an assistant row's score x this: people search for what they said or were told,
+    # and a reply that repeats their words outranks them otherwise
+    addressee_by_words: bool = True  # the addressee skew counts per word each side says, not per row: a
+    # side that writes 8x longer rows says every topic word more often, without naming anyone
     name_weight: float = 0.75  # a query word that names a side weighs this much in the text BM25: it is
     # said in the other side's turns (addressing the named one), so it is the side, not the topic, it tells
 
 
 BASELINE = Params(k1=1.2, b=0.75, date=0, prev=0, next=0, prev2=0, next2=0, conversation=0, addressee=0,
-                  diversify=0, name_weight=1)
+                  diversify=0, name_weight=1, ctx_len=0, reply=1, addressee_by_words=False)
 DIVERSIFY_POOL = 1000  # diversity is applied among this many best rows and their ties (a cost bound)
 
 
@@ -249,7 +257,7 @@ def ranked_terms(query: str, extra_terms=()) -> list[str]:
 
 def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: dict | None = None) -> dict:
     """Every row's score and its parts for QUERY (and index terms ``extra_terms``, e.g. a prefix's):
-    own, date, context, conversation, addressee, diversity, score.  ``info["floor"]``, when given: a
+    own, date, context, conversation, addressee, diversity, reply, score.  ``info["floor"]``, when given: a
     score at or above which every row diversity weighed lies (0 if none).
 
     Arrays are added in place where the sum is not a part itself: a query over a million rows is
@@ -266,7 +274,12 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         date = params.date * bm25(corpus, "date", terms, params)
         base = own + date
     nz = int(np.count_nonzero(base))  # s > 0 exactly where a row or a neighbour has evidence
-    context = _context(base, same, params, nz)
+    if params.ctx_len and nz and (params.prev or params.next or params.prev2 or params.next2):
+        damp = np.minimum(1.0, params.ctx_len / np.maximum(corpus.lengths("text")[0], 1.0))
+        context = _context(base * damp, same, params, nz)
+        context *= damp
+    else:
+        context = _context(base, same, params, nz)
     s = base + context
     conv = zero
     if params.conversation and nz:
@@ -279,6 +292,10 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         addressee = s * params.addressee
         addressee *= np.append(sides, 0.0)[role]
         s += addressee
+    reply = zero
+    if params.reply != 1 and nz:
+        reply = s * np.where(role == ROLES["assistant"], params.reply - 1.0, 0.0)
+        s += reply
     diversity = zero
     if params.diversify and nz:
         diversity = np.zeros(corpus.size)
@@ -287,7 +304,7 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         if info is not None:
             info["floor"] = cut
     return {"own": own, "date": date, "context": context, "conversation": conv, "addressee": addressee,
-            "diversity": diversity, "score": s}
+            "diversity": diversity, "reply": reply, "score": s}
 
 
 def _zeros(n: int) -> np.ndarray:
@@ -388,13 +405,20 @@ def _addressed(corpus, terms, role, params):
     it must not count (it would favour the side that does *not* talk about it).
     """
     sides, names = np.zeros(2), set()
+    ratio = None  # by side: the other side's words per this side's (at least 1)
     for term in dict.fromkeys(terms):
         rows, _ = corpus.postings("text", term)
         if rows.size < params.addressee_min_rows:  # (a shortcut: too rare to be a name)
             continue
         said = np.bincount(role[rows], minlength=3)[:2]
+        if ratio is None:
+            ratio = np.ones(2)
+            if params.addressee_by_words:
+                tok = np.bincount(role, weights=corpus.lengths("text")[0], minlength=3)[:2]
+                if tok.all():
+                    ratio = np.maximum(1.0, np.array([tok[1] / tok[0], tok[0] / tok[1]]))
         for side in (0, 1):
-            if said[1 - side] >= max(params.addressee_min_rows, params.addressee_skew * said[side]):
+            if said[1 - side] >= max(params.addressee_min_rows, params.addressee_skew * said[side] * ratio[side]):
                 sides[side] += 1
                 names.add(term)
     return sides, names

@@ -11,11 +11,12 @@ Design notes: docs/search-index.md, "search/ranked.py".
 
 from __future__ import annotations
 
-from samctl.search import rank
+from samctl.search import grouped, rank
 from samctl.search import text as tx
 from samctl.search.corpus import IndexCorpus, terms_with_prefix
 from samctl.search.hits import KIND_ORDER, Hit, sort_key, term_snippet
-from samctl.search.index.format import MEMORY, ROLES, load_numpy
+from samctl.search.calls import is_call_of
+from samctl.search.index.format import CALL, MEMORY, ROLES, load_numpy
 from samctl.search.query import phrase_test, title_matches, titles_matching
 
 MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
@@ -64,14 +65,25 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
             rows = rows[m[rows]]
         return rows
 
-    rows = None
+    # (more rows than shown: a conversation's run of hits cut, and -l's conversations, come from them)
+    limit = q.limit * 2 if q.per_conversation else q.limit
+    if q.by_conversation:
+        limit = max(q.limit * 10, 100)
+    rows, gate = None, None
     if info.get("floor", 0) > 0:  # the best rows first: enough of them are at or above the pool's cut
-        rows = _best_rows(corpus, score, allowed(np.flatnonzero(score >= info["floor"])), q.limit, plan, False)
+        gate = grouped.Copies(corpus)
+        rows = _best_rows(corpus, score, allowed(np.flatnonzero(score >= info["floor"])), limit, plan, False, gate)
     if rows is None:
-        rows = _best_rows(corpus, score, allowed(np.flatnonzero(score > 0)), q.limit, plan)
+        gate = grouped.Copies(corpus)
+        rows = _best_rows(corpus, score, allowed(np.flatnonzero(score > 0)), limit, plan, True, gate)
+    _meet_copies(corpus, got["own"], score, allowed, rows, gate)
+    rows = [gate.newest(r) for r in rows]  # (a message met in several copies: the newest copy's row)
     terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
-    if len(rows) > q.limit:  # rows tied with the last shown: ordered by sort_key's fields, read cheaply
-        rows = sorted(rows, key=lambda r: _key(corpus, score, r))[: q.limit]
+    if len(rows) > limit:  # rows tied with the last shown: ordered by sort_key's fields, read cheaply
+        rows = sorted(rows, key=lambda r: _key(corpus, score, r))[: limit]
+    if q.by_conversation:  # each conversation's best row, best first
+        rows = gate.best_of_each(sorted(rows, key=lambda r: _key(corpus, score, r)))[: q.limit]
+    counts = _conversation_hits(corpus, score, allowed, rows) if q.by_conversation else None
     hits = []
     for r in rows:
         part, local = corpus.locate(int(r))
@@ -81,9 +93,45 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
         h.snippet, h.marks = term_snippet(h.text, terms)
         if not h.marks:
             h.context = _context(corpus, got, int(r), terms)
+        if counts is not None:
+            h.conversation_hits = counts[int(r)]
         hits.append(h)
     hits.sort(key=sort_key)
+    hits = grouped.unique(hits)  # (belt and braces: the gate let no copy through)
+    if not q.by_conversation:
+        hits = grouped.interleave(hits, q.per_conversation)
     return hits[: q.limit]
+
+
+def _meet_copies(corpus: IndexCorpus, own, score, allowed, rows, gate) -> None:
+    """Show GATE the copies of ROWS that scored too little to be met: a copy of a message has its text,
+    so its own score, and scores near it (its neighbours and conversation may differ); the rows scoring
+    at least half the least of ROWS with the own score of one of them are looked at."""
+    np = corpus.np
+    if not rows:
+        return
+    taken = np.asarray(rows, np.int64)
+    pool = np.flatnonzero(score >= 0.5 * float(score[taken].min()))
+    vals = np.unique(own[taken])
+    pool = pool[np.isin(own[pool], vals)]
+    pool = allowed(np.setdiff1d(pool, taken))
+    for r in pool[:4096].tolist():  # (a bound: copies of a page of hits)
+        gate.meet(r)
+
+
+def _conversation_hits(corpus: IndexCorpus, score, allowed, rows) -> dict:
+    """Row of ROWS -> how many allowed rows scoring > 0 its conversation (in its store) has."""
+    np = corpus.np
+    hit = allowed(np.flatnonzero(score > 0))
+    code = np.empty(corpus.size, np.int64)  # every row's conversation, numbered over the stores' segments
+    names: dict = {}
+    for p in corpus.parts:
+        for c in p.seg.convs:
+            names.setdefault((p.store.name, c), len(names))
+        table = np.array([names[(p.store.name, c)] for c in p.seg.convs] or [0], np.int64)
+        code[p.start:p.start + p.seg.rows] = table[p.seg.r_conv]
+    n = np.bincount(code[hit], minlength=len(names))
+    return {int(r): int(n[code[int(r)]]) for r in rows}
 
 
 def _key(corpus: IndexCorpus, score, r: int) -> tuple:
@@ -106,13 +154,20 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
     np = corpus.np
     where = plan.where or q.where or "all"
     if where == "all" and q.since is None and q.until is None and q.min_importance is None and not plan.roles \
-            and not plan.stores and not plan.titles and all(v is None for v in scopes.values()):
+            and not plan.stores and not plan.titles and not plan.tools and all(v is None for v in scopes.values()):
         return None  # (nothing filtered: no pass over every row)
     keep = np.ones(corpus.size, bool)
     if where == "memories":
         keep &= corpus.kind == MEMORY
     elif where == "messages":
         keep &= corpus.kind != MEMORY
+    elif where == "args":
+        keep &= corpus.kind == CALL
+    if plan.tools:  # calls whose text holds a tool's name (then each row shown is checked: _best_rows)
+        named = np.zeros(corpus.size, bool)
+        for name in plan.tools:
+            named |= np.logical_and.reduce([corpus.holding(t) for t in _word_terms(name)] or [named])
+        keep &= named & (corpus.kind == CALL)
     if q.since is not None:
         keep &= corpus.date >= q.since
     if q.until is not None:
@@ -154,16 +209,20 @@ def _titled(index, words: list) -> dict:
     return held
 
 
-def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool = True) -> list[int] | None:
+def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool = True,
+               gate=None) -> list[int] | None:
     """Rows of ``cand`` (the rows allowed), best score first: the first ``limit`` whose text holds every
     phrase of the query (and none it excludes), plus the rows tied with the last of them (at most MAX_TIES).
 
     ``complete`` False: ``cand`` is every allowed row scoring at least some floor; None when they are
-    not enough to decide (fewer than ``limit`` found): the rows below the floor could be next."""
+    not enough to decide (fewer than ``limit`` found): the rows below the floor could be next.
+    ``gate`` (``grouped.Copies``): rows it does not ``take`` are passed over."""
     np = corpus.np
     if not len(cand):
         return [] if complete else None
     phrases = [phrase_test(p) for p in plan.phrases]
+    if plan.tools:
+        phrases.append(lambda text: any(is_call_of(text, name) for name in plan.tools))
     unwanted = [phrase_test(p) for p in plan.excluded_phrases]
     take = limit * 4 + 64
     out: list[int] = []
@@ -189,6 +248,8 @@ def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: boo
             text = _row_text(corpus, r)
             if not all(holds(text) for holds in phrases) or any(holds(text) for holds in unwanted):
                 continue
+        if gate is not None and not gate.take(r):  # (a copy of a row taken, or past a conversation's share)
+            continue
         out.append(r)
     if not complete and len(out) < limit:  # (only when every row of ``cand`` was seen)
         return None

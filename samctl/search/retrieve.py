@@ -16,7 +16,7 @@ import re
 import shutil
 import tempfile
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from samctl import heap
@@ -28,8 +28,9 @@ from samctl.stores.resolve import Listed, resolve_id
 from samctl.errors import NotFound, UsageError
 from samctl.model import ERROR, INFO, Finding
 from samctl.errors import FileProblem
+from samctl.safetext import quoted
 
-WHERE = ("memories", "messages", "all")
+WHERE = ("memories", "messages", "args", "all")
 EPS = 1e-4  # bound on |float32 approximate score - exact score|, with a wide margin
 _UUID_PREFIX = re.compile(r"[0-9A-Fa-f-]{1,36}\Z")
 _TEMPLATE = "00000000-0000-0000-0000-000000000000"
@@ -42,7 +43,7 @@ def _check(store, q: SearchQuery) -> str:
         raise UsageError("nothing to search for", hint="give a QUERY, or --like MEMORY_ID")
     where = q.where or ("memories" if q.like else "all")
     if where not in WHERE:
-        raise UsageError(f"--in {where!r}: use memories, messages or all")
+        raise UsageError(f"--in {where!r}: use memories, messages, args or all")
     if q.like:
         if not store.has_memories:
             raise UsageError("--like compares the stored vectors of SAM memories; this is a "
@@ -73,10 +74,11 @@ def resolve_scope(store, texts) -> set | None:
     return scope
 
 
-def search(stores, q: SearchQuery, findings: list, progress=None, plan=None) -> list[Hit]:
+def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, notes: list | None = None) -> list[Hit]:
     """The hits of ``q`` in ``stores`` (one store, or a list: ranked together, statistics over all of
     them), best first.  Bad files become ``findings``; raises UsageError/NotFound.  ``plan``: the
-    parsed query (``search.query``) for the default ranking."""
+    parsed query (``search.query``) for the default ranking.  ``notes``: where the lines to say on
+    stderr about how the query was read go (a quoted phrase found nowhere, searched as words)."""
     heap.keep_freed_memory()  # (arrays of a value per row, made and dropped: their pages kept for the next)
     stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]
     if q.like and len(stores) > 1:
@@ -96,12 +98,28 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None) -> 
             return _with_indexes([store], q, findings, progress,
                                  lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, scope), q), scope)
 
-        return _merged([one(s) for s in stores], q, _exact_order if q.exact else sort_key)
+        from samctl.search import grouped  # (lazy: as ranked, only a search needs it)
+
+        return grouped.unique(_merged([one(s) for s in stores], q, _exact_order if q.exact else sort_key))
     from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
     from samctl.search.query import Query  # (lazy: as ranked)
 
-    return _with_indexes(stores, q, findings, progress,
-                         lambda pairs: ranked.search(pairs, q, plan or Query(words=(q.text,)), _hit, scopes))
+    plan = plan or Query(words=(q.text,))
+
+    def answer(pairs):
+        hits = ranked.search(pairs, q, plan, _hit, scopes)
+        if hits or not plan.phrases:
+            return hits
+        # a quoted phrase people remember is often not word for word what was said: one found nowhere
+        # is searched as its words, and a line says so
+        loose = replace(plan, words=plan.words + plan.phrases, phrases=())
+        if notes is not None:
+            said = ", ".join(quoted(p) for p in plan.phrases)
+            notes.append(f"note: no match for the phrase{'s' if len(plan.phrases) > 1 else ''} {said} word for "
+                         f"word; searched for {'their' if len(plan.phrases) > 1 else 'its'} words")
+        return ranked.search(pairs, q, loose, _hit, scopes)
+
+    return _with_indexes(stores, q, findings, progress, answer)
 
 
 def _scopes(stores: list, texts) -> dict:
@@ -196,6 +214,10 @@ def _masks(idx, q: SearchQuery, where: str, scope: set | None):
             mask = mask & (meta["kind"] == ix.MEMORY)
         elif where == "messages":
             mask = mask & (meta["kind"] != ix.MEMORY)
+        elif where == "args":
+            mask = mask & (meta["kind"] == ix.CALL)
+        if q.rank == "sam" and not q.exact:  # (SAM's own retrieval scores memories and messages: no tool calls)
+            mask = mask & (meta["kind"] != ix.CALL)
         if q.since is not None:
             mask = mask & (meta["date"] >= q.since)
         if q.until is not None:

@@ -47,14 +47,17 @@ class Row(NamedTuple):
     dimension: int  # a memory's stored vector dimension; 0 for none
     ref: str  # its own id ("" when it has none)
     text: str
+    calls: tuple = ()  # the message's tool calls: (name, arguments, call id) each, arguments as stored
 
 
 def message_rows(conv, cid: str):
-    """The rows of a conversation's messages: every message with text, at its index (samctl's own
-    markers of the conversation's shape are not rows)."""
+    """The rows of a conversation's messages: every message with text or tool calls, at its index
+    (samctl's own markers of the conversation's shape are not rows)."""
     for i, m in enumerate(conv.messages):
-        if m.content.strip() and not m.marker:
-            yield Row("message", m.role, None, cid, i, m.timestamp_ts, message_importance(m), 0, m.id or "", m.content)
+        if (m.content.strip() or m.tool_calls) and not m.marker:
+            calls = tuple((t.name, t.arguments, t.id) for t in m.tool_calls)
+            yield Row("message", m.role, None, cid, i, m.timestamp_ts, message_importance(m), 0, m.id or "", m.content,
+                      calls)
 
 
 def unstattable(path: str, exc: OSError, conv) -> Finding:

@@ -435,7 +435,7 @@ def _search(run, *args, code=0):
 
 def test_search_ranks_every_store_in_one_list(run, machine):
     before = _tree(machine)
-    r, hits = _search(run, "test")
+    r, hits = _search(run, "test", "--per-conversation", "0")  # (best first: no conversation's run cut)
     assert {h["store"] for h in hits} >= {"mermaid", "claude-code", "codex"}
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     assert _tree(machine) == before  # (the indexes live in the cache)

@@ -196,7 +196,7 @@ def test_parts_add_up():
                 Message("The tent leaked", "user", JULY)])
     p = rank.parts(c, "When did we go camping in July?")
     base = p["own"] + p["date"] + p["context"] + p["conversation"]
-    assert p["score"] == pytest.approx(base + p["addressee"] + p["diversity"])
+    assert p["score"] == pytest.approx(base + p["addressee"] + p["diversity"] + p["reply"])
     assert top_k(p["score"], 1).tolist() == [0]
 
 

@@ -71,8 +71,9 @@ def test_rows_tied_beyond_the_limit_are_ordered_as_their_hits_would_be(tmp_path,
     shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "claude_code", root, symlinks=True)
     sid = "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"
     src = root / "projects" / "-home-ana-api" / f"{sid}.jsonl"
-    for n in range(12):
-        (src.parent / f"{sid[:-4]}{n:04d}.jsonl").write_text(src.read_text().replace(sid, f"{sid[:-4]}{n:04d}"))
+    for n in range(12):  # (each copy's messages ids of their own: copies of one message would be one hit)
+        (src.parent / f"{sid[:-4]}{n:04d}.jsonl").write_text(
+            src.read_text().replace(sid, f"{sid[:-4]}{n:04d}").replace("-0000-4000-8000-", f"-{n + 1:04d}-4000-8000-"))
     text = "login timeout"
     plan = parse(text)
 

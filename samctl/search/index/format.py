@@ -22,11 +22,12 @@ from pathlib import Path
 from samctl import fsafe
 from samctl.search import text
 
-INDEX_VERSION = 7  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
+INDEX_VERSION = 8  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
 # 5: the manifest's tables checked when used, its conversations in buckets; 6: a row's folded text kept
 # only where it is not ``lower_ascii`` of its text, a posting's count in a byte and its row in two;
 # 7: samctl's own markers of a conversation's shape (Claude Code side branches, Codex rollbacks) no rows;
-# each conversation's length in terms and count of messages kept per segment (c_len, c_msgs)
+# each conversation's length in terms and count of messages kept per segment (c_len, c_msgs); 8: a
+# message's tool calls rows of their own (kind "call", after the source's other rows)
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -36,9 +37,9 @@ TRAILER = struct.Struct("<QII8s")
 TOKEN_HASH_NAME = "blake2b-64"
 TERMS_NAME = text.TERMS_NAME  # the tokenizer: other terms, another index
 
-KINDS = ("memory", "message", "archived")
+KINDS = ("memory", "message", "archived", "call")
 FLAG_BASE_DB = 1  # meta flags: the row comes from the legacy BASE/memory.db
-MEMORY, MESSAGE, ARCHIVED = 0, 1, 2
+MEMORY, MESSAGE, ARCHIVED, CALL = 0, 1, 2, 3  # CALL: a message's tool call (``search.calls.call_text``)
 ROLES = ("", "user", "assistant", "tool", "reasoning", "system")
 CTYPES = ("", "message", "user_input", "assistant_response", "system_event", "tool_result", "context_info",
           "document")

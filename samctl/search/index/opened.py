@@ -130,7 +130,7 @@ def state(store, verify: bool = True) -> dict:
             problems += seg.verify()
     np = load_numpy()
     for seg in idx.segments:
-        counts = np.bincount(seg.meta["kind"][seg.alive], minlength=3)
+        counts = np.bincount(seg.meta["kind"][seg.alive], minlength=len(KINDS))
         for k, name in enumerate(KINDS):
             out["rows"][name] += int(counts[k])
         out["dead"] += int(seg.rows - seg.alive.sum())

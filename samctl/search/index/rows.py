@@ -16,7 +16,8 @@ from collections import Counter
 
 from samctl.search import scoring
 from samctl.search import text as tx
-from samctl.search.index.format import (ARCHIVED, CTYPES, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, encode_text, load_numpy,
+from samctl.search.calls import call_text
+from samctl.search.index.format import (ARCHIVED, CALL, CTYPES, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, encode_text, load_numpy,
                                       dedupe_key, lower_ascii, meta_dtype, row_crc, term_key_of)
 from samctl.search.index.sources import Source
 from samctl.stores import workers
@@ -60,7 +61,7 @@ class Batch:
         self.texts.append(text)
 
 
-_KIND_CODE = {"memory": MEMORY, "message": MESSAGE, "archived": ARCHIVED}
+_KIND_CODE = {"memory": MEMORY, "message": MESSAGE, "archived": ARCHIVED, "call": CALL}
 _ROLE_CODE = {r: i for i, r in enumerate(ROLES)}
 _CTYPE_CODE = {c: i for i, c in enumerate(CTYPES)}
 
@@ -69,10 +70,18 @@ def read_source(store, src: Source) -> Batch:
     """The rows of one source; never raises for bad input (findings say what was wrong)."""
     b = Batch(src.key, FLAG_BASE_DB if src.holds == "memories" and src.conv is None else 0)
     add, roles, ctypes = b.add, _ROLE_CODE, _CTYPE_CODE
+    calls = []  # (a message's tool calls come after every other row: a conversation's messages stay adjacent)
     for r in store.source_rows(src, b.findings, b.infos):
         kind = _KIND_CODE[r.kind]
-        add(kind, roles.get(r.role, 0), ctypes.get(r.content_type, 1) if kind == MEMORY else 0, r.conversation,
-            r.position, r.date, r.importance, r.dimension, r.ref, r.text)
+        if kind != MESSAGE or r.text.strip():  # (a message with only tool calls: its calls are its rows)
+            add(kind, roles.get(r.role, 0), ctypes.get(r.content_type, 1) if kind == MEMORY else 0, r.conversation,
+                r.position, r.date, r.importance, r.dimension, r.ref, r.text)
+        if r.calls and kind == MESSAGE:
+            calls.append(r)
+    for r in calls:
+        for name, arguments, cid in r.calls:
+            add(CALL, roles.get(r.role, 0), 0, r.conversation, r.position, r.date, r.importance, 0,
+                cid if isinstance(cid, str) else "", call_text(name, arguments))
     for f in b.findings:
         f.conversation = f.conversation or src.conv
     return b

@@ -1,0 +1,112 @@
+"""Hits as conversations: one hit per message however many copies of it the store holds, a few hits of
+one conversation at a time, and one line per conversation (``search -l``).
+
+A session resumed in Claude Code is a new file holding a copy of the earlier history: the same message
+(the same id) in several conversations.  ``Copies`` keeps the first of them a search meets and, among
+the copies it meets, answers with the one in the newest conversation (the one whose messages are the
+latest).  Invariants: no two hits of one result list have the same ``key``; ``interleave`` and
+``per_conversation`` only reorder or choose, they never make a hit.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def key(store: str, kind: str, conversation: str, position: int, ref: str | None) -> tuple:
+    """What makes two hits the same: a message's own id (its copies share it), else where it is."""
+    return (store, kind, ref) if ref else (store, kind, conversation, position)
+
+
+def hit_key(h) -> tuple:
+    return key(h.store, h.kind, h.conversation_id, h.position, h.ref)
+
+
+def unique(hits: list) -> list:
+    """HITS without a hit whose ``hit_key`` an earlier one has."""
+    seen, out = set(), []
+    for h in hits:
+        k = hit_key(h)
+        if k not in seen:
+            seen.add(k)
+            out.append(h)
+    return out
+
+
+def interleave(hits: list, run: int) -> list:
+    """HITS (best first) with at most RUN of one conversation in a row while another conversation's hit
+    is left: then the best of the others comes next.  RUN 0: as they are."""
+    if run <= 0 or len(hits) <= run:
+        return list(hits)
+    left, out = list(hits), []
+    conv = (lambda h: (h.store, h.conversation_id))
+    while left:
+        if len(out) >= run and len({conv(h) for h in out[-run:]}) == 1:
+            c = conv(out[-1])
+            j = next((i for i, h in enumerate(left) if conv(h) != c), 0)
+        else:
+            j = 0
+        out.append(left.pop(j))
+    return out
+
+
+class Copies:
+    """A gate over rows met best first: ``take(r)`` is False for a copy of a row already taken;
+    ``newest(r)`` the copy of taken row R in the newest conversation among those met."""
+
+    def __init__(self, corpus):
+        self.corpus = corpus
+        self.first: dict = {}  # key -> the row taken
+        self.copies: dict = {}  # row taken -> the other rows met with its key
+        self._newest: dict = {}
+
+    def _where(self, r: int) -> tuple:
+        part, local = self.corpus.locate(int(r))
+        kind, _role, _ctype, conv = part.seg.row(local)
+        ref = part.seg.ref(local)
+        return key(part.store.name, kind, conv, int(part.seg.meta[local]["pos"]), ref), (part.store.name, conv)
+
+    def take(self, r: int) -> bool:
+        k, _ = self._where(r)
+        taken = self.first.get(k)
+        if taken is not None:
+            self.copies.setdefault(taken, []).append(int(r))
+            return False
+        self.first[k] = int(r)
+        return True
+
+    def best_of_each(self, rows: list) -> list:
+        """The first of ROWS of each conversation (of each store), in their order."""
+        seen, out = set(), []
+        for r in rows:
+            conv = self._where(r)[1]
+            if conv not in seen:
+                seen.add(conv)
+                out.append(r)
+        return out
+
+    def meet(self, r: int) -> None:
+        """Row R, not taken: remembered if it is a copy of a row taken."""
+        k, _ = self._where(r)
+        taken = self.first.get(k)
+        if taken is not None and taken != int(r) and int(r) not in self.copies.get(taken, ()):
+            self.copies.setdefault(taken, []).append(int(r))
+
+    def newest(self, r: int) -> int:
+        rows = [int(r)] + self.copies.get(int(r), [])
+        # (copies as new as each other: the greatest conversation id, not a row number, which depends on
+        # how the index was built)
+        return max(rows, key=lambda x: (self._latest(x), self._where(x)[1])) if len(rows) > 1 else int(r)
+
+    def _latest(self, r: int) -> float:
+        """The latest date of row R's conversation (in its segment), -inf when none is known."""
+        part, local = self.corpus.locate(r)
+        seg = part.seg
+        c = int(seg.r_conv[local])
+        got = self._newest.get((id(seg), c))
+        if got is None:
+            np = self.corpus.np
+            dates = seg.meta["date"][(seg.r_conv == c) & seg.alive]
+            dates = dates[~np.isnan(dates)]
+            got = self._newest[(id(seg), c)] = float(dates.max()) if dates.size else -math.inf
+        return got

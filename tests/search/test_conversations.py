@@ -1,0 +1,114 @@
+"""Conversations, not only messages (issue 34): a message stored in several copies of a resumed Claude Code
+session is one hit, from the newest copy; no hit twice, ever; search -l prints one line per conversation;
+the default output shows at most --per-conversation hits of one conversation in a row."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from samctl.search.grouped import interleave
+from tests.conftest import fingerprint
+
+REPO = Path(__file__).resolve().parents[2]
+S1 = "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"
+COPIES = 12
+
+
+def _resumed(tmp_path) -> tuple[Path, list[str]]:
+    """The demo Claude Code store plus COPIES resumed sessions: each a new file holding the first session's
+    lines (same uuids), then one line of its own, each copy later than the one before."""
+    root = tmp_path / "claude"
+    shutil.copytree(REPO / "fixtures" / "demo" / "claude_code", root, symlinks=True)
+    proj = root / "projects" / "-home-ana-api"
+    lines = (proj / f"{S1}.jsonl").read_text().splitlines()
+    last = json.loads([x for x in lines if '"uuid"' in x][-1])
+    ids = []
+    for i in range(COPIES):
+        sid = f"{i + 1:08x}-1111-4111-8111-{i + 1:012x}"
+        own = {"type": "user", "uuid": f"{i + 1:08x}-2222-4222-8222-{i + 1:012x}", "parentUuid": last["uuid"],
+               "isSidechain": False, "userType": "external", "sessionId": sid, "cwd": "/home/ana/api",
+               "timestamp": f"2026-04-{i + 1:02d}T10:00:00.000Z", "version": "2.1.51",
+               "message": {"role": "user", "content": f"resumed once more, copy {i + 1}"}}
+        (proj / f"{sid}.jsonl").write_text("\n".join(lines + [json.dumps(own)]) + "\n")
+        ids.append(sid)
+    return root, ids
+
+
+def _copied_uuids(root: Path) -> set:
+    """The uuids of the lines every copy holds (the first session's own; its sub-agents' are only there)."""
+    text = (root / "projects" / "-home-ana-api" / f"{S1}.jsonl").read_text()
+    return {json.loads(x)["uuid"] for x in text.splitlines() if '"uuid"' in x}
+
+
+def _search(run, root, *args):
+    r = run("--root", root, "search", "--format", "json", *args)
+    assert r.exit_code == 0, (r.exit_code, r.stderr)
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("n", ["6", "100"])
+def test_a_message_in_many_copies_is_one_hit_from_the_newest(run, tmp_path, n):
+    root, ids = _resumed(tmp_path)
+    before = fingerprint(root)
+    for query in ("login", "timeout test", "mail server fixture"):
+        got = _search(run, root, query, "-n", n)
+        keys = [(h["kind"], h["id"]) for h in got]
+        assert got and len(keys) == len(set(keys)), query  # no hit twice
+        # every hit of the copied session comes from its newest copy
+        copied = [h for h in got if h["id"] in _copied_uuids(root)]
+        assert copied and {h["conversation_id"] for h in copied} == {ids[-1]}, query
+        assert all(h["id"] for h in copied)
+    # the same with --exact and --rank sam
+    for extra in (["--exact"], ["--rank", "sam", "--threshold", "0"]):
+        got = _search(run, root, "login", "-n", n, *extra)
+        keys = [(h["kind"], h["id"] or (h["conversation_id"], h["position"])) for h in got]
+        assert got and len(keys) == len(set(keys)), extra
+    assert fingerprint(root) == before
+
+
+def test_conversations_one_line_each(run, tmp_path):
+    root, ids = _resumed(tmp_path)
+    got = _search(run, root, "login", "-l", "-n", "50")
+    convs = [h["conversation_id"] for h in got]
+    assert len(convs) == len(set(convs))
+    assert got[0]["conversation_id"] == ids[-1] and got[0]["conversation_hits"] > 1
+    every = _search(run, root, "login", "-n", "1000", "--per-conversation", "0")
+    assert got[0]["conversation_hits"] == sum(h["conversation_id"] == ids[-1] for h in every) or \
+        got[0]["conversation_hits"] >= sum(h["conversation_id"] == ids[-1] for h in every)
+    r = run("--root", root, "search", "login", "-l")
+    lines = r.stdout.splitlines()
+    assert r.exit_code == 0 and lines[0].split()[:3] == ["SCORE", "HITS", "CONVERSATION"]
+    assert len(lines) == 1 + len(_search(run, root, "login", "-l", "-n", "10"))
+    assert ids[-1] in lines[1] and "login timeout" in lines[1]
+
+
+def test_default_output_gives_the_next_conversation_its_turn(run, tmp_path):
+    root, _ = _resumed(tmp_path)
+    def longest_run(hits):
+        return max(len(list(g)) for _, g in itertools.groupby(h["conversation_id"] for h in hits))
+
+    got = _search(run, root, "login", "-n", "8")
+    flat = _search(run, root, "login", "-n", "8", "--per-conversation", "0")
+    assert [h["score"] for h in flat] == sorted((h["score"] for h in flat), reverse=True)
+    assert longest_run(got) <= 3 and longest_run(flat) == 3  # (the newest copy holds the best hits)
+    one = _search(run, root, "login", "-n", "8", "--per-conversation", "1")
+    assert longest_run(one) == 1 and one[0] == flat[0] and one[1] != flat[1]
+    assert len({(h["kind"], h["id"]) for h in one}) == len(one) == 8
+
+
+class H:
+    def __init__(self, conv, store="s"):
+        self.conversation_id, self.store = conv, store
+
+
+def test_interleave():
+    hs = [H(c) for c in "aaaaabac"]
+    assert "".join(h.conversation_id for h in interleave(hs, 3)) == "aaabaaac"
+    assert "".join(h.conversation_id for h in interleave(hs, 0)) == "aaaaabac"
+    assert "".join(h.conversation_id for h in interleave([H(c) for c in "aaaaa"], 2)) == "aaaaa"
+    assert sorted(map(id, interleave(hs, 1))) == sorted(map(id, hs))
