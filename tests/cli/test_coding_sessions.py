@@ -86,11 +86,12 @@ def test_ls_here_lists_the_current_folder_and_below(run, tmp_path, monkeypatch):
     root = tmp_path / ".claude"
     ids = ["aaaaaaaa-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002",
            "aaaaaaaa-0000-4000-8000-000000000003"]
-    for sid, cwd in zip(ids, (proj, proj / "sub", other)):
+    for i, (sid, cwd) in enumerate(zip(ids, (proj, proj / "sub", other))):  # (entry uuids of their own:
+        n = 10 * i + 1  # sessions sharing them would be copies of one another)
         CC["_write"](root / "projects" / "-p" / f"{sid}.jsonl", [
-            CC["_user"](1, None, "2026-03-04T09:00:00.000Z", f"work in {cwd.name}", sid=sid, cwd=str(cwd)),
-            CC["_assistant"](2, CC["_u"](1), "2026-03-04T09:00:05.000Z", "msg_1", [{"type": "text", "text": "ok"}],
-                             sid=sid, cwd=str(cwd))])
+            CC["_user"](n, None, "2026-03-04T09:00:00.000Z", f"work in {cwd.name}", sid=sid, cwd=str(cwd)),
+            CC["_assistant"](n + 1, CC["_u"](n), "2026-03-04T09:00:05.000Z", f"msg_{n}",
+                             [{"type": "text", "text": "ok"}], sid=sid, cwd=str(cwd))])
     monkeypatch.chdir(proj)
     got = _jsonl(run("--root", root, "ls", "--here", "--format", "jsonl").stdout)
     assert sorted(x["id"] for x in got) == ids[:2]

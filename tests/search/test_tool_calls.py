@@ -44,9 +44,11 @@ def _claude(tmp_path) -> Path:
     return root
 
 
-def _search(run, root, *args, code=0):
+def _search(run, root, *args, code=None):
     r = run("--root", root, "search", "--format", "json", *args)
-    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    found = json.loads(r.stdout) if r.stdout.strip() else []
+    want = (0 if found else 1) if code is None else code  # (nothing found: 1, as grep)
+    assert r.exit_code == want, (r.exit_code, r.stdout, r.stderr)
     return json.loads(r.stdout) if r.stdout.strip() else []
 
 
