@@ -91,8 +91,7 @@ def files_of(store) -> list[Path]:
 def samctl_cycle(root: Path):
     """Archive every conversation, then restore every entry; (archive s, restore s, bytes, stored bytes)."""
     from samctl.attic import entries as attic
-    from samctl.attic import lifecycle
-    from samctl.attic import restore
+    from samctl.attic import lifecycle, restore
     from samctl.stores import open_store
 
     store = open_store(str(root), cache=False)

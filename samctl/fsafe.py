@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import itertools
 import os
 import stat
 import sys
 import time
 from pathlib import Path
-import fcntl
 
 from samctl.errors import FileProblem, UnsafePath
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
-
 _keep_frozen = False  # set once in a process whose frozen objects must stay frozen
 
 

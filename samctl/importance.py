@@ -4,6 +4,7 @@ Pure functions, no I/O, no imports: the score is a property of a message's text 
 """
 
 from __future__ import annotations
+
 _QUESTION_WORDS = ("what", "which", "how")
 _CONSTRAINT_WORDS = (
     "must", "require", "need to", "budget", "limit", "maximum", "minimum", "within", "miles",

@@ -28,20 +28,20 @@ import sys
 import time
 from pathlib import Path
 
+import make_fixtures
 import orjson
 import pytest
 import zstandard  # noqa: F401  (loaded before forking, so children start fast)
 from click.testing import CliRunner
 
-import make_fixtures
-import samctl.cli
 import samctl.attic.compact  # noqa: F401
 import samctl.attic.lifecycle  # noqa: F401
 import samctl.attic.restore  # noqa: F401
+import samctl.cli
 from samctl import fsafe
-from samctl.cli import cli
 from samctl.attic import entries as attic
 from samctl.attic import journal as repair
+from samctl.cli import cli
 from samctl.stores import open_store
 from samctl.stores.mermaid import eventlog
 from tests.cli.test_compact import long_session

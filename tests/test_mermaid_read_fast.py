@@ -16,8 +16,8 @@ import pytest
 from samctl import importance as imp
 from samctl.stores import open_store
 from samctl.stores.mermaid import decode, eventlog
-from tests.test_timeparse import EDGE_TIMESTAMPS
 from tests.conftest import make_fixtures as mf
+from tests.test_timeparse import EDGE_TIMESTAMPS
 
 
 def _outcome(fn, *args):

@@ -4,8 +4,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from samctl.timeparse import parse_when
 from samctl.errors import UsageError
+from samctl.timeparse import parse_when
 
 NOV = datetime(2026, 11, 30, 12, tzinfo=timezone.utc).timestamp()  # "now": winter time in New York
 

@@ -38,7 +38,7 @@ def _as_user(argv: list, env: dict, cwd=None, timeout: float = 60) -> subprocess
                           env=None if IS_ROOT else env, cwd=cwd)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _python() -> str | None:
     """A Python the user may run that imports samctl's dependencies (the venv's own may sit under /root)."""
     here = f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.attic import entries as atticmod
-from samctl.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.model import ERROR, INFO, WARNING, Finding
+from samctl.attic import tarzst
 from samctl.attic.journal import drop_journal, pending, settle, write_journal
 from samctl.errors import SamctlError
-from samctl.attic import tarzst
+from samctl.lock import ensure_app_idle, store_lock, would_refuse
+from samctl.model import ERROR, INFO, WARNING, Finding
 
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
 _BACKUP_RE = re.compile(r".+\.([0-9]{8}T[0-9]{6}Z)\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]

@@ -16,16 +16,18 @@ from pathlib import Path
 
 import orjson
 
-from samctl.attic import ATTIC  # noqa: F401 - the attic's own name, used here and by its callers
-from samctl.attic import attic_dir as attic_folder
 from samctl import fsafe
-from samctl.attic import tarscan
-from samctl.attic import tarzst
+from samctl.attic import (
+    ATTIC,  # noqa: F401 - the attic's own name, used here and by its callers
+    tarscan,
+    tarzst,
+)
+from samctl.attic import attic_dir as attic_folder
 from samctl.attic.entry import LEVEL, MANIFEST_SUFFIX, MANIFEST_VERSION, TAR_SUFFIX, Entry  # noqa: F401 - the attic's names
-from samctl.model import WARNING, Finding
 from samctl.attic.tarscan import ABSOLUTE_CAP, finding
 from samctl.attic.tarzst import Member, safe_member_name
 from samctl.errors import SamctlError, UnsafePath
+from samctl.model import WARNING, Finding
 
 JOURNAL = ".journal"
 STAGING = ".staging"

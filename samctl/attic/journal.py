@@ -20,10 +20,9 @@ import orjson
 from samctl import fsafe
 from samctl.attic import entries as atticmod
 from samctl.attic import tarzst
+from samctl.errors import SamctlError, UnsafePath
 from samctl.lock import held_by_another
 from samctl.model import INFO, WARNING, Finding
-from samctl.errors import SamctlError, UnsafePath
-
 
 # --- journal records ---------------------------------------------------------------------
 

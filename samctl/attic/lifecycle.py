@@ -10,7 +10,6 @@ Design notes: docs/attic.md, "attic/lifecycle.py".
 from __future__ import annotations
 
 import contextlib
-
 import errno
 import os
 import stat
@@ -21,15 +20,13 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.attic import entries as atticmod
-from samctl.attic import tarscan
-from samctl.attic import tarzst
-from samctl.model import title_key
-from samctl.lock import ensure_app_idle, store_lock, would_refuse
-from samctl.model import ERROR, INFO, WARNING, Finding, last_activity, recency
+from samctl.attic import tarscan, tarzst
 from samctl.attic.journal import aside_name, drop_journal, put_back, settle, sha256_file, write_batch
-from samctl.stores.resolve import Listed, resolve_many
 from samctl.errors import Busy, FileProblem, NotFound, SamctlError, UsageError
+from samctl.lock import ensure_app_idle, store_lock, would_refuse
+from samctl.model import ERROR, INFO, WARNING, Finding, last_activity, recency, title_key
 from samctl.stores import workers
+from samctl.stores.resolve import Listed, resolve_many
 
 
 @dataclass

@@ -23,17 +23,15 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.attic import entries as atticmod
-from samctl.attic import lifecycle
-from samctl.attic import tarscan
-from samctl.attic import tarzst
+from samctl.attic import lifecycle, tarscan, tarzst
+from samctl.attic.journal import drop_journal, pending_ids, place, settle, sha256_file, write_batch, write_journal
 from samctl.attic.lifecycle import Report, attic_view, reason
+from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, WARNING, Finding
-from samctl.attic.journal import drop_journal, pending_ids, place, settle, sha256_file, write_batch, write_journal
 from samctl.safetext import quoted
-from samctl.stores.resolve import resolve_id
-from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.stores import workers
+from samctl.stores.resolve import resolve_id
 
 
 def find_entry(store, text: str | None, entry_name: str | None = None) -> atticmod.Entry:

@@ -21,12 +21,22 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+
 from samctl import fsafe
 from samctl.attic.entry import Entry
-from samctl.model import ERROR, Finding
-from samctl.attic.tarzst import (CHUNK, HashReader, Member, Sha256, Written, decompressor, helper, read_exactly,
-                                safe_member_name)
+from samctl.attic.tarzst import (
+    CHUNK,
+    HashReader,
+    Member,
+    Sha256,
+    Written,
+    decompressor,
+    helper,
+    read_exactly,
+    safe_member_name,
+)
 from samctl.errors import SamctlError
+from samctl.model import ERROR, Finding
 
 PARALLEL_HASH = 256 << 10  # a tar this big is hashed on a helper thread while its files are written
 READ_WHOLE = 32 << 20  # archives up to this size are read whole on restore (one read, checked in memory) ...

@@ -23,9 +23,9 @@ import _thread
 import hashlib
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-import threading
 
 from samctl import fsafe
 from samctl.errors import FileProblem, UnsafePath

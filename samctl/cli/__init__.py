@@ -165,10 +165,9 @@ def _usage_error(exc, hint=None) -> None:
 
 
 def report_error(exc: errors.SamctlError) -> None:
-    from samctl.safetext import safe_text
-
     # messages quote file names and file text: never a control character to the terminal
     from samctl.cli.common import paste
+    from samctl.safetext import safe_text
 
     click.echo(paste(safe_text(f"samctl: error: {exc.message}", lines=False)), err=True)
     if exc.hint:  # (a hint of several lines, e.g. the candidates of an ambiguous prefix: each line made safe)

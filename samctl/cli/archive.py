@@ -5,8 +5,18 @@ from __future__ import annotations
 import click
 
 from samctl.cli.common import complete_ids, examples, scope_of, suggest
-from samctl.cli.writeopts import confirm, dry_run_option, force_option, format_opt, ignore_unreadable_option, \
-    lock_wait_option, move_all, show_targets, targets_of, yes_option
+from samctl.cli.writeopts import (
+    confirm,
+    dry_run_option,
+    force_option,
+    format_opt,
+    ignore_unreadable_option,
+    lock_wait_option,
+    move_all,
+    show_targets,
+    targets_of,
+    yes_option,
+)
 from samctl.core.scope import MOVE
 from samctl.timeparse import parse_age
 

@@ -5,8 +5,21 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import emit_json, emit_jsonl, examples, format_option, human_size, report_findings, \
-    fit_table, relative_date, say_skipped, scope_of, short_ids, table, terminal_width
+from samctl.cli.common import (
+    emit_json,
+    emit_jsonl,
+    examples,
+    fit_table,
+    format_option,
+    human_size,
+    relative_date,
+    report_findings,
+    say_skipped,
+    scope_of,
+    short_ids,
+    table,
+    terminal_width,
+)
 from samctl.cli.writeopts import force_option, lock_wait_option
 from samctl.core.scope import MOVE
 

@@ -6,9 +6,9 @@ command, after checking it is there, so ``samctl --help`` and every other comman
 
 from __future__ import annotations
 
-import click
-
 import sys
+
+import click
 
 from samctl.cli.common import examples, report_findings, scope_of
 from samctl.errors import SamctlError, UsageError

@@ -5,8 +5,16 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import Number, emit_json, examples, exit_for, format_option, report_findings, say_skipped, \
-    scope_of
+from samctl.cli.common import (
+    Number,
+    emit_json,
+    examples,
+    exit_for,
+    format_option,
+    report_findings,
+    say_skipped,
+    scope_of,
+)
 from samctl.core.check import check
 
 

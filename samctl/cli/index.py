@@ -100,8 +100,8 @@ def command(ctx, rebuild, update, fmt):
 
 def _one(store, rebuild: bool, update: bool, fmt: str, several: bool = False, cache: bool = True) -> dict:
     """One store's index: its state shown (json: printed here only for one store), after an update when asked."""
-    from samctl.search import index as ix
     from samctl.errors import SamctlError, UsageError
+    from samctl.search import index as ix
 
     if store.cache_note:
         raise SamctlError("the index lives in samctl's cache folder, which this run cannot use (above)")

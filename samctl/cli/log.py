@@ -5,8 +5,17 @@ from __future__ import annotations
 import click
 
 from samctl import errors
-from samctl.cli.common import (complete_event_types, complete_logged_ids, emit_json, emit_jsonl, examples, format_option, scope_of, suggest,
-                               table)
+from samctl.cli.common import (
+    complete_event_types,
+    complete_logged_ids,
+    emit_json,
+    emit_jsonl,
+    examples,
+    format_option,
+    scope_of,
+    suggest,
+    table,
+)
 from samctl.core.logview import log_rows
 from samctl.safetext import one_line, safe_text
 from samctl.timeparse import format_local, parse_timestamp

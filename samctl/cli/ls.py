@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import date_option, emit_json, emit_jsonl, examples, finish, fit_table, format_option, \
-    human_size, relative_date, report_findings, scope_of, short_ids, table, terminal_width
+from samctl.cli.common import (
+    date_option,
+    emit_json,
+    emit_jsonl,
+    examples,
+    finish,
+    fit_table,
+    format_option,
+    human_size,
+    relative_date,
+    report_findings,
+    scope_of,
+    short_ids,
+    table,
+    terminal_width,
+)
 from samctl.cli.projectopts import project_options, project_spec
 from samctl.core.listing import SORT_KEYS, ListQuery, list_across, project_name
+from samctl.gcpause import gc_paused
 from samctl.model import last_activity
 from samctl.safetext import one_line
 from samctl.timeparse import format_local, parse_when
-from samctl.gcpause import gc_paused
 
 
 @click.command("ls")

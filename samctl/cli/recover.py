@@ -7,10 +7,18 @@ import sys
 import click
 
 from samctl import errors
-from samctl.cli.common import Number, complete_ids, emit_json, examples, exit_for, findings_first, \
-    report_findings, scope_of
-from samctl.core.scope import REWRITE
+from samctl.cli.common import (
+    Number,
+    complete_ids,
+    emit_json,
+    examples,
+    exit_for,
+    findings_first,
+    report_findings,
+    scope_of,
+)
 from samctl.core.recover import recover
+from samctl.core.scope import REWRITE
 
 
 def _print(plan, dry_run: bool, to=None) -> None:

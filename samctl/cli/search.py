@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 import click
 
 from samctl import errors, fsafe
+from samctl.cli.common import (
+    Number,
+    complete_ids,
+    emit_json,
+    emit_jsonl,
+    examples,
+    finish,
+    format_option,
+    report_findings,
+    scope_of,
+)
 from samctl.cli.projectopts import project_options, project_spec
-from samctl.cli.common import Number, complete_ids, emit_json, emit_jsonl, examples, finish, format_option, \
-    report_findings, scope_of
 from samctl.cli.writeopts import force_option, lock_wait_option
 from samctl.search.query import HELP as QUERY_HELP
 
@@ -110,9 +118,9 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     progress on a terminal); later searches re-read only the files that changed. Searching
     never changes the store, unless --touch.
     """
+    from samctl.errors import UsageError
     from samctl.search import retrieve as core
     from samctl.timeparse import parse_when
-    from samctl.errors import UsageError
 
     text = " ".join(query)
     plan = None
@@ -218,9 +226,9 @@ def _what_to_try(q) -> str:
 
 
 def _touch(store, hits, force, lock_wait, findings) -> list:
-    from samctl.search import retrieve as core
-    from samctl.lock import ensure_app_idle, store_lock
     from samctl.attic.journal import settle_first
+    from samctl.lock import ensure_app_idle, store_lock
+    from samctl.search import retrieve as core
 
     with store_lock(store, lock_wait):
         ensure_app_idle(store, force=force)
@@ -246,9 +254,9 @@ def _row(h) -> dict:
 
 
 def _table(hits, query: str, several: bool = False) -> None:
+    from samctl.cli.common import suggest
     from samctl.safetext import one_line, quoted
     from samctl.timeparse import format_local
-    from samctl.cli.common import suggest
 
     if not hits:
         click.echo(f"no matches for {quoted(query)}" if query else "no matches", err=True)

@@ -10,11 +10,20 @@ import sys
 
 import click
 
-from samctl.cli.common import Number, complete_ids, emit_json, examples, finish, report_findings, scope_of, findings_first
-from samctl.render import text as render
-from samctl.safetext import safe_text
+from samctl.cli.common import (
+    Number,
+    complete_ids,
+    emit_json,
+    examples,
+    findings_first,
+    finish,
+    report_findings,
+    scope_of,
+)
 from samctl.core.load import load_conversation
 from samctl.errors import UsageError
+from samctl.render import text as render
+from samctl.safetext import safe_text
 
 _COLORS = {"user": "green", "assistant": "cyan", "tool": "yellow", "reasoning": "magenta", "system": "blue"}
 

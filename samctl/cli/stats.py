@@ -50,8 +50,8 @@ def command(ctx, roots, top, months, by, project, here, fmt):
 
 def _text(result: dict, months: int) -> str:
     from samctl.cli.common import table
-    from samctl.safetext import one_line, safe_text
     from samctl.core.stats import bar, month_range
+    from samctl.safetext import one_line, safe_text
 
     out = []
     for s in result["stores"]:

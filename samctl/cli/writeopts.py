@@ -159,8 +159,8 @@ def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None, probl
     """Nothing selected: the json format still prints a report (empty ``items``), a script reads it.
     ``problems`` (``Selection.problems``): what was chosen but cannot be moved, exit 3.  Nothing is
     written, so an interrupted move is not settled: said, with what settles it."""
-    from samctl.attic.lifecycle import Report
     from samctl.attic.journal import pending
+    from samctl.attic.lifecycle import Report
 
     report = Report(dry_run=dry_run, kept=kept,
                     findings=list(problems) + (pending(store) if store is not None else []))

@@ -12,9 +12,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from samctl.model import WARNING
-from samctl.lock import ensure_app_idle, store_lock
 from samctl.attic import entries as attic
+from samctl.lock import ensure_app_idle, store_lock
+from samctl.model import WARNING
 
 
 @dataclass

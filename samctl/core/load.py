@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from samctl import fsafe
-from samctl.model import ERROR, INFO, WARNING, Finding
-from samctl.stores.resolve import resolve_id
 from samctl.errors import FileProblem
 from samctl.lock import held_by_another
+from samctl.model import ERROR, INFO, WARNING, Finding
+from samctl.stores.resolve import resolve_id
 
 
 def load_conversation(store, text: str, findings: list):
@@ -16,8 +16,8 @@ def load_conversation(store, text: str, findings: list):
     conversation has it.  A conversation an interrupted move holds is shown
     as it is, with a pending-move finding (and no advice to recover it).
     """
-    from samctl.core.check import mark_held  # (lazy: not loaded by ls or --help)
     from samctl.attic.journal import SETTLE, pending_ids  # (lazy: not loaded by ls or --help)
+    from samctl.core.check import mark_held  # (lazy: not loaded by ls or --help)
 
     cid = resolve_id(store, text)
     start = len(findings)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from samctl.stores.resolve import resolve_id
 from samctl.errors import UsageError
+from samctl.stores.resolve import resolve_id
 
 
 def log_rows(store, text: str, types: tuple = ()):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 from samctl import fsafe
-from samctl.errors import SamctlError
 from samctl.attic import ATTIC, attic_dir
+from samctl.errors import SamctlError
 from samctl.lock import samctl_dir
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.attic import journal as repair
+from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import WARNING, Finding, RecoveryPlan
-from samctl.stores.resolve import resolve_id
-from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.stores import logtail as tail
+from samctl.stores.resolve import resolve_id
 
 
 def backup_path(target: Path, suffix: str = "bak") -> Path:

@@ -19,14 +19,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from datetime import datetime, timezone
 from html import escape
 from urllib.parse import quote
-from datetime import datetime, timezone
 
-from samctl.render import text as render
-from samctl.timeparse import format_local
 from samctl import __version__
-from samctl.render.text import args_json, resume_text, result_label
+from samctl.render import text as render
+from samctl.render.text import args_json, result_label, resume_text
+from samctl.timeparse import format_local
 from samctl.toollabel import tool_label
 
 CSS = """

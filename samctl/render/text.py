@@ -13,11 +13,12 @@ import json
 import re
 import shlex
 
-from samctl.timeparse import format_local
-from samctl.safetext import one_line, safe_text
-from samctl.model import last_activity
 from samctl.importance import message_importance
+from samctl.model import last_activity
+from samctl.safetext import one_line, safe_text
+from samctl.timeparse import format_local
 from samctl.toollabel import duration_text, tool_label
+
 
 def _args(arguments) -> str:
     value = arguments

@@ -14,10 +14,10 @@ from __future__ import annotations
 import heapq
 import math
 
+from samctl.errors import PARTIAL, NotFound, SamctlError, UsageError
 from samctl.search import index as ix
 from samctl.search import scoring
 from samctl.search.hits import RESCORE_MARGIN, Hit, SearchQuery, snippet, sort_key
-from samctl.errors import PARTIAL, NotFound, SamctlError, UsageError
 
 
 def _memory_sources(store, scope, findings):

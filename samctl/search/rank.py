@@ -9,7 +9,8 @@ Design notes: docs/search-index.md, "search/rank.py".
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field as _field
+from dataclasses import dataclass
+from dataclasses import field as _field
 
 import numpy as np
 
@@ -184,7 +185,7 @@ class FrozenCorpus:
         self.arrays, self.vocab = arrays, vocab
 
     @classmethod
-    def from_corpus(cls, corpus: Corpus) -> "FrozenCorpus":
+    def from_corpus(cls, corpus: Corpus) -> FrozenCorpus:
         arrays, vocab = {}, {}
         for fld in FIELDS:
             terms = sorted(corpus._post[fld])

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from samctl.search import grouped, rank
 from samctl.search import text as tx
+from samctl.search.calls import is_call_of
 from samctl.search.corpus import IndexCorpus, terms_with_prefix
 from samctl.search.hits import KIND_ORDER, Hit, sort_key, term_snippet
-from samctl.search.calls import is_call_of
 from samctl.search.index.format import CALL, MEMORY, ROLES, load_numpy
 from samctl.search.query import phrase_test, title_matches, titles_matching
 

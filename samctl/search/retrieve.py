@@ -20,15 +20,23 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from samctl import heap
+from samctl.errors import FileProblem, NotFound, UsageError
+from samctl.model import ERROR, INFO, Finding
+from samctl.safetext import quoted
 from samctl.search import index as ix
 from samctl.search import scoring
-from samctl.search.hits import (KIND_ORDER, RESCORE_MARGIN, Hit, SearchQuery, excerpt, find_ci, folded_find,  # noqa: F401
-                              snippet, sort_key)
+from samctl.search.hits import (  # noqa: F401
+    KIND_ORDER,
+    RESCORE_MARGIN,
+    Hit,
+    SearchQuery,
+    excerpt,
+    find_ci,
+    folded_find,
+    snippet,
+    sort_key,
+)
 from samctl.stores.resolve import Listed, resolve_id
-from samctl.errors import NotFound, UsageError
-from samctl.model import ERROR, INFO, Finding
-from samctl.errors import FileProblem
-from samctl.safetext import quoted
 
 WHERE = ("memories", "messages", "args", "all")
 EPS = 1e-4  # bound on |float32 approximate score - exact score|, with a wide margin
@@ -235,7 +243,7 @@ class _Candidates:
     keys: object  # numpy array (float32 scores) or a list of _exact_key tuples
     hits: list
 
-    def cut(self, limit: int) -> "_Candidates":
+    def cut(self, limit: int) -> _Candidates:
         if isinstance(self.keys, list):  # --exact: a total order, so exactly the first ``limit``
             keep = sorted(range(len(self.keys)), key=self.keys.__getitem__)[:limit]
             return _Candidates([self.keys[i] for i in keep], [self.hits[i] for i in keep])

@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-from pathlib import Path
 import time
+from pathlib import Path
 
 from samctl.errors import FileProblem, NotFound
-from samctl.model import WARNING, Finding
-from samctl.model import ConversationMeta, recency
+from samctl.model import WARNING, ConversationMeta, Finding, recency
 
 _UUID_JSONL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl\Z")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import bisect
 
-from samctl.safetext import quoted
 from samctl.errors import NotFound, UsageError
+from samctl.safetext import quoted
 
 
 class Listed:

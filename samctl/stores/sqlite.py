@@ -14,8 +14,8 @@ import stat
 from urllib.parse import quote
 
 from samctl import fsafe
-from samctl.model import ERROR, Finding
 from samctl.errors import FileProblem
+from samctl.model import ERROR, Finding
 
 DEFAULT_TIMEOUT = 2.0  # seconds to wait for a lock SAM holds while it writes
 

@@ -13,7 +13,8 @@ report says the same as the first.  The store's files are only read, never touch
 from __future__ import annotations
 
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from samctl import fsafe
 from samctl.errors import FileProblem

@@ -8,18 +8,18 @@ Design notes: docs/stores.md, "stores/workers.py".
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-import signal
-import threading
-import time
 import collections
 import gc
 import itertools
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
 
-from samctl.errors import SamctlError
 from samctl import fsafe, gcpause
+from samctl.errors import SamctlError
 from samctl.stores import store_class
 from samctl.stores.base import Caps
 

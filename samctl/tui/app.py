@@ -27,7 +27,8 @@ from samctl.gcpause import gc_paused
 from samctl.model import ERROR, Finding
 from samctl.safetext import one_line
 from samctl.stores import STORES
-from samctl.tui import actions, rows as R
+from samctl.tui import actions
+from samctl.tui import rows as R
 from samctl.tui.convlist import BlockList, ConvList
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen
 

@@ -20,7 +20,8 @@ from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
 from samctl.errors import SamctlError
 from samctl.gcpause import gc_paused
 from samctl.safetext import one_line
-from samctl.tui import actions, rows as R
+from samctl.tui import actions
+from samctl.tui import rows as R
 from samctl.tui.convlist import BlockList, wrapped
 
 ROLE_STYLE = {"user": "bold green", "assistant": "bold magenta", "system": "bold yellow"}

@@ -43,9 +43,9 @@ def _scratch() -> Path:
 def _mermaid_store():
     if "mermaid" not in _state:
         sys.path.insert(0, str(REPO))
-        from tests.conftest import make_fixtures as mf
         from samctl.stores.base import Caps
         from samctl.stores.mermaid.store import MermaidStore
+        from tests.conftest import make_fixtures as mf
 
         project = _scratch() / "proj"
         mf.build_demo_mermaid(project)
@@ -57,9 +57,9 @@ def _mermaid_store():
 def _sam_store():
     if "sam" not in _state:
         sys.path.insert(0, str(REPO))
-        from tests.conftest import make_fixtures as mf
         from samctl.stores.base import Caps
         from samctl.stores.sam.store import SamStore
+        from tests.conftest import make_fixtures as mf
 
         base = _scratch() / "SAM"
         mf.build_demo_sam(base)
@@ -176,8 +176,8 @@ def _values(data: bytes, n: int) -> list:
 
 
 def memorydb_rows(data: bytes) -> None:
-    from tests.conftest import make_fixtures as mf
     from samctl.stores.sam import memorydb
+    from tests.conftest import make_fixtures as mf
 
     path = _scratch() / "memory.db"
     for suffix in ("", "-journal"):
@@ -243,11 +243,12 @@ def main(argv: list[str]) -> None:
     sys.path.insert(0, str(REPO))
     with atheris.instrument_imports(include=["samctl"]):
         import samctl.core.load  # noqa: F401
+        import samctl.fsafe  # noqa: F401
+        import samctl.stores.logtail  # noqa: F401
         import samctl.stores.mermaid.checks  # noqa: F401
         import samctl.stores.mermaid.decode  # noqa: F401
         import samctl.stores.mermaid.eventlog  # noqa: F401
         import samctl.stores.mermaid.store  # noqa: F401
-        import samctl.stores.logtail  # noqa: F401
         import samctl.stores.sam.checks  # noqa: F401
         import samctl.stores.sam.decode  # noqa: F401
         import samctl.stores.sam.memorydb  # noqa: F401
@@ -255,7 +256,6 @@ def main(argv: list[str]) -> None:
         import samctl.stores.sam.repair  # noqa: F401
         import samctl.stores.sam.schema  # noqa: F401
         import samctl.stores.sam.store  # noqa: F401
-        import samctl.fsafe  # noqa: F401
     target = TARGETS[name]
     atheris.Setup(argv, target)
     atheris.Fuzz()

@@ -28,9 +28,9 @@ import struct
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from tests.conftest import make_fixtures as mf
 

@@ -22,9 +22,9 @@ import json
 import shutil
 import sqlite3
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "fixtures" / "demo"
@@ -313,10 +313,10 @@ def peak_rss_mb(args: list, limit_mb: int = 1500, cwd: Path = REPO) -> tuple[int
     import subprocess
     import sys
 
-    code = ("import atexit, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0} << 20, {0} << 20)); "
+    code = (f"import atexit, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit_mb} << 20, {limit_mb} << 20)); "
             "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status') "
             "if l.startswith('VmHWM')][0])); "
-            "from samctl.cli import main; sys.argv = ['samctl'] + sys.argv[1:]; main()").format(limit_mb)
+            "from samctl.cli import main; sys.argv = ['samctl'] + sys.argv[1:]; main()")
     p = subprocess.run([sys.executable, "-c", code, "--no-cache", *args], stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, env=dict(os.environ), cwd=str(cwd), timeout=300)
     if b"VmHWM:" not in p.stderr:

@@ -208,8 +208,8 @@ def test_chatgpt_long_string_in_a_zip_is_streamed_not_buffered(tmp_path):
 
 
 def test_chatgpt_export_all_spools_only_listed_conversations(tmp_path, monkeypatch):
-    from samctl.stores.chatgpt.store import ChatgptStore
     from samctl.stores.base import Caps
+    from samctl.stores.chatgpt.store import ChatgptStore
 
     s = _copy(tmp_path, "chatgpt")
     doc = json.loads((s["chatgpt"] / "export" / "conversations.json").read_bytes())

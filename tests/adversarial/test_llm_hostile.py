@@ -84,8 +84,9 @@ def test_hostile_database(tmp_path, name):
         expanded.add(e)
     run_all(tmp_path / "tree", root, tmp_path / "out", {e for e in expect if "|" not in e}, ids=IDS)
     if any("|" in e for e in expect):
-        from tests.adversarial.harness import invoke
         import orjson
+
+        from tests.adversarial.harness import invoke
 
         o = invoke(["--root", str(root), "check", "--format", "json"])
         codes = {f["code"] for f in orjson.loads(o.stdout)["findings"]}

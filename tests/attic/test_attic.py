@@ -13,8 +13,7 @@ import orjson
 import pytest
 
 from samctl.attic import entries as attic
-from samctl.attic import tarscan
-from samctl.attic import tarzst
+from samctl.attic import tarscan, tarzst
 from samctl.stores import open_store
 
 MID = "20260810_140307_512"

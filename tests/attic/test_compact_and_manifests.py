@@ -11,10 +11,10 @@ import stat
 import time
 from pathlib import Path
 
+import make_fixtures
 import orjson
 import pytest
 
-import make_fixtures
 from samctl import fsafe
 from samctl.attic import entries as attic
 from samctl.stores import open_store

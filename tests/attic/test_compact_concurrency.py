@@ -15,8 +15,8 @@ import time
 
 import orjson
 
-from samctl.attic import entries as attic
 from samctl.attic import compact as compactmod
+from samctl.attic import entries as attic
 from samctl.attic.compact import CompactOptions, compact
 from samctl.stores import open_store
 from samctl.stores.mermaid import eventlog

@@ -217,8 +217,8 @@ def another_samctl_first(monkeypatch, module, args_of_other):
 
     from click.testing import CliRunner
 
-    from samctl.cli import cli
     from samctl import lock
+    from samctl.cli import cli
 
     real, ran = lock.store_lock, []
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from make_fixtures import mermaid_doc, mermaid_line, mermaid_message, mermaid_meta, mermaid_snapshot
+
 from samctl.attic import entries as attic
 from samctl.stores import open_store
 from samctl.stores.mermaid import eventlog

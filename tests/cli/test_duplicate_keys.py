@@ -12,7 +12,6 @@ from tests.adversarial.hostile import with_repeated
 from tests.cli.test_lifecycle import MID, SID, conv
 from tests.conftest import fingerprint
 
-
 # --- mermaid snapshot ------------------------------------------------------------------------
 
 STRUCT_LEVELS = [((), "title"), (("messages", 0), "content"), (("messages", 1, "actions", 0), "target"),
@@ -31,7 +30,7 @@ def test_a_field_repeated_in_a_snapshot_struct_is_an_error_and_recover_rewrites_
     fp = fingerprint(mermaid_demo)
     r = run("--root", mermaid_demo, "check")
     assert r.exit_code == 3, r.output
-    assert f"error: bad-snapshot: " in r.stderr and f"key {key!r} appears twice" in r.stderr
+    assert "error: bad-snapshot: " in r.stderr and f"key {key!r} appears twice" in r.stderr
     assert f"recover {MID}" in r.stderr
     assert fingerprint(mermaid_demo) == fp
     assert run("--root", mermaid_demo, "ls").exit_code == 0  # (listed from its sidecar, as mermaid lists it)

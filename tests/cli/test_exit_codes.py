@@ -254,7 +254,7 @@ def test_3_restore_of_a_damaged_entry(run, mermaid_demo):
     assert r.exit_code == 3, r.output
     for args in (("restore", MID), ("restore", MID, MID2)):  # one named, or several: exit 3 (it was 1 alone)
         r = run("--root", mermaid_demo, *args)
-        assert r.exit_code == 3 and f"not-restored: " in r.stderr and "damaged" in r.stderr, r.output
+        assert r.exit_code == 3 and "not-restored: " in r.stderr and "damaged" in r.stderr, r.output
         assert not (conv(mermaid_demo) / f"{MID}.json").exists()
         assert run("--root", mermaid_demo, "rm", MID2).exit_code in (0, 4)
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli.test_keep import C1, C2, OLD, _age, _attic, _entries, _files, _session, home  # noqa: F401
 from tests.adversarial.harness import fingerprint as harness_fingerprint
+from tests.cli.test_keep import C1, C2, OLD, _age, _attic, _entries, _files, _session, home  # noqa: F401
 from tests.conftest import fingerprint
 
 
@@ -273,7 +272,7 @@ def test_a_real_concurrent_writer_loses_no_line(home, run, monkeypatch, style): 
     import threading
 
     s = _session(home, C1)
-    go, opened, stop = threading.Event(), threading.Event(), threading.Event()
+    go, opened = threading.Event(), threading.Event()
     written: list = []
 
     def writer():

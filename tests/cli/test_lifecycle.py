@@ -6,8 +6,8 @@ import fcntl
 import json
 import os
 import shutil
-import stat
 import sqlite3
+import stat
 from pathlib import Path
 
 import orjson
@@ -567,8 +567,9 @@ def test_a_symlinked_file_is_not_moved_but_can_be_purged(run, mermaid_demo, tmp_
 def test_sam_age_counts_the_newest_message_not_only_updated(run, sam_demo):
     """SAM does not touch `updated` for ordinary messages (docs/formats/sam.md §4.1): a conversation with a
     recent message is not idle, whatever `updated` says."""
-    from make_fixtures import sam_doc, sam_dumps, sam_message
     import time as _time
+
+    from make_fixtures import sam_doc, sam_dumps, sam_message
 
     recent = _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime(_time.time() - 3600))
     cid = "F0000000-0000-4000-8000-000000000001"
@@ -691,8 +692,7 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
 def test_moves_of_more_than_one_batch_round_trip(which, run, mermaid_demo, sam_demo, monkeypatch):
     """A batch size of 2: rm and restore of every conversation each take several batches, every one
     with its own record and staging folder, and leave nothing behind."""
-    from samctl.attic import lifecycle
-    from samctl.attic import restore
+    from samctl.attic import lifecycle, restore
 
     monkeypatch.setattr(lifecycle, "BATCH", 2)
     root = mermaid_demo if which == "mermaid" else sam_demo
@@ -751,8 +751,8 @@ def _committed_not_removed(root, cid):
     """What a crash leaves between a batch's manifests and the removal of its originals: the batch's
     journal record, the archive and its manifest, and every original.  The entry."""
     from samctl.attic import entries as atticmod
-    from samctl.attic import lifecycle
     from samctl.attic import journal as repair
+    from samctl.attic import lifecycle
 
     store = open_store(str(root))
     attic = atticmod.ensure_attic(store)

@@ -6,7 +6,8 @@ authoritative")."""
 import json
 import re
 
-from tests.conftest import fingerprint, make_fixtures as mf
+from tests.conftest import fingerprint
+from tests.conftest import make_fixtures as mf
 
 CID = "20260810_140307_512"
 CREATED = "2026-08-10T14:03:07.512347811-04:00"

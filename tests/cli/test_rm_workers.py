@@ -11,8 +11,7 @@ import shutil
 import orjson
 import pytest
 
-from samctl.attic import lifecycle
-from samctl.attic import tarzst
+from samctl.attic import lifecycle, tarzst
 from samctl.stores import open_store
 from tests.cli.test_lifecycle import API, MID, SID, attic_of, conv, files_state
 from tests.conftest import pools_with

@@ -16,7 +16,19 @@ from samctl.importance import importance
 from samctl.search.scoring import cosine, embed, keyword_boost, tokens
 from tests.conftest import fingerprint
 from tests.search_helpers import (
-    API_ID, MEM1, MEM1_TEXT, MEM2, MEM2_TEXT, PROBE, Q3_ID, SAM_ID, TOPIC, TOPIC_MEM, add_probe, age, insert_memory,
+    API_ID,
+    MEM1,
+    MEM1_TEXT,
+    MEM2,
+    MEM2_TEXT,
+    PROBE,
+    Q3_ID,
+    SAM_ID,
+    TOPIC,
+    TOPIC_MEM,
+    add_probe,
+    age,
+    insert_memory,
     vec,
 )
 

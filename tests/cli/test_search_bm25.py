@@ -14,7 +14,7 @@ import pytest
 from samctl.search import index as ix
 from samctl.stores import open_store
 from tests.conftest import fingerprint
-from tests.search_helpers import SAM_ID, Q3_ID, age
+from tests.search_helpers import Q3_ID, SAM_ID, age
 
 
 @pytest.fixture
@@ -150,8 +150,8 @@ def test_mermaid_is_ranked_too(run, mermaid_demo):
 
 def test_highlighting_is_bold_on_a_terminal_and_off_with_no_color():
     from samctl.cli.search import _snippet
-    from samctl.search.hits import Hit, term_snippet
     from samctl.search import text as tx
+    from samctl.search.hits import Hit, term_snippet
 
     h = Hit(kind="message", conversation_id="c", title="t", ref=None, position=0, date_ts=None, importance=0.5,
             text="We planned the budgets for Zürich.")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from samctl.stores.sam import archivedb, memorydb, sqlitefile
 from samctl.errors import FileProblem
+from samctl.stores.sam import archivedb, memorydb, sqlitefile
 from tests.cli.test_lifecycle import API, PINNED, SID, TOPIC, attic_of, conv
 
 REPO = Path(__file__).resolve().parents[2]

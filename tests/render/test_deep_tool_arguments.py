@@ -4,9 +4,9 @@ crash show or export: json.loads/json.dumps raise RecursionError, not ValueError
 
 import pytest
 
+from samctl.model import Conversation, ConversationMeta, Message, ToolCall
 from samctl.render import html
 from samctl.render import text as render
-from samctl.model import Conversation, ConversationMeta, Message, ToolCall
 
 DEEP = ["[" * 100_000, "[" * 100_000 + "]" * 100_000, '{"a":' * 3000 + "1" + "}" * 3000]
 

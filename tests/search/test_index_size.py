@@ -11,9 +11,9 @@ import random
 import pytest
 
 from bench import gen_archive as gen
+from samctl.search import index as ix
 from samctl.search import retrieve as sx
 from samctl.search import scoring
-from samctl.search import index as ix
 from samctl.search.index import rows as ixrows
 from samctl.search.index.segment import SegmentWriter
 from samctl.stores import open_store

@@ -61,10 +61,10 @@ def test_the_floor_is_used_and_given_up_when_too_few_rows_are_above_it(tree, mon
 
 def test_rows_tied_beyond_the_limit_are_ordered_as_their_hits_would_be(tmp_path, monkeypatch):
     """Hundreds of identical messages tie; the cheap key orders them exactly as sort_key on full hits."""
-    from samctl.search.hits import sort_key
-
     import shutil
     from pathlib import Path
+
+    from samctl.search.hits import sort_key
 
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / ".claude"  # the demo's Claude Code session, copied: every copy's rows tie with its own

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from samctl.search import scoring
 from samctl.importance import importance
+from samctl.search import scoring
 from samctl.search.scoring import (
     SAM_WHITESPACE,
     STABLE_HASH,

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from samctl.search import scoring
 from samctl.importance import message_importance
-from samctl.search import retrieve as sx
 from samctl.model import Message
+from samctl.search import retrieve as sx
+from samctl.search import scoring
 from samctl.stores import open_store
 from samctl.stores.sam.memorydb import create_memory_db
 from tests.search_helpers import age, vec

@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from samctl.search import scoring
 from samctl.search import retrieve as sx
+from samctl.search import scoring
 from samctl.search.index import rows as ixrows
 from samctl.search.index.segment import SegmentWriter
 from samctl.stores import open_store

@@ -6,13 +6,22 @@ import re
 import sqlite3
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samctl.search.index import rows
-from samctl.search.text import (ascii_folds, date_terms, fold, fold_whole, folded_words, query_dates, query_terms, stem,
-                                tokens, words)
+from samctl.search.text import (
+    ascii_folds,
+    date_terms,
+    fold,
+    fold_whole,
+    folded_words,
+    query_dates,
+    query_terms,
+    stem,
+    tokens,
+    words,
+)
 
 # Porter (1980) and his reference vocabulary: word -> stem
 PORTER = """caresses caress ponies poni ties ti caress caress cats cat feed feed agreed agre plastered plaster

@@ -8,8 +8,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
 from samctl.search.calls import MAX_CHARS, call_text, is_call_of
 from tests.conftest import fingerprint
 

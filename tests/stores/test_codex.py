@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from samctl.errors import FileProblem
 from samctl.stores.codex.decode import decode_rollout
 from samctl.stores.codex.store import decompress
-from samctl.errors import FileProblem
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("make_codex", REPO / "fixtures" / "make_codex.py")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from samctl.stores import sqlite as sqlitefile
 from samctl.stores.llm import decode
 from samctl.stores.llm.store import LlmStore
-from samctl.stores import sqlite as sqlitefile
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("make_llm", REPO / "fixtures" / "make_llm.py")

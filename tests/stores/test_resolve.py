@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from samctl.stores.resolve import Listed, resolve_id, resolve_many
 from samctl.errors import NotFound, UsageError
+from samctl.stores.resolve import Listed, resolve_id, resolve_many
 
 
 class FakeStore:

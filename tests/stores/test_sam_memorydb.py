@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from samctl.errors import Busy, FileProblem
 from samctl.model import ERROR, WARNING
 from samctl.search.scoring import cosine
-from samctl.errors import Busy, FileProblem
 from samctl.stores.sam import memorydb as mdb
 from samctl.stores.sam.memorydb import (
     ARCHIVE_SCHEMA_SQL,

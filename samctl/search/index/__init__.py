@@ -8,8 +8,21 @@ Design notes: docs/search-index.md, "search/index/__init__.py".
 """
 
 from samctl import fsafe
-from samctl.search.index.format import (CALL, FLAG_BASE_DB, INDEX_VERSION, MEMORY, TRAILER, BadIndex, encode_text, load_numpy, index_dir,
-                                      lower_ascii, row_crc, row_crc_head, token_key)
+from samctl.search.index.format import (
+                                      CALL,
+                                      FLAG_BASE_DB,
+                                      INDEX_VERSION,
+                                      MEMORY,
+                                      TRAILER,
+                                      BadIndex,
+                                      encode_text,
+                                      index_dir,
+                                      load_numpy,
+                                      lower_ascii,
+                                      row_crc,
+                                      row_crc_head,
+                                      token_key,
+)
 from samctl.search.index.manifest import write_manifest_bytes
 from samctl.search.index.opened import open_index, state
 from samctl.search.index.rows import read_source

@@ -17,10 +17,17 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.search.index.format import (INDEX_VERSION, MANIFEST_MAGIC, SEG_NAME, TERMS_NAME, TOKEN_HASH_NAME, BadIndex,
-                                      load_numpy, open_mapped)
 from samctl.model import ERROR, INFO, Finding
-
+from samctl.search.index.format import (
+    INDEX_VERSION,
+    MANIFEST_MAGIC,
+    SEG_NAME,
+    TERMS_NAME,
+    TOKEN_HASH_NAME,
+    BadIndex,
+    load_numpy,
+    open_mapped,
+)
 
 TABLES = ("src", "notes", "conv")  # parsed and checked when used; "conv" is a list of buckets, a line each
 NOTES_SUMMED = 10  # more sources than this with notes (info findings): a search says one line per code

@@ -23,11 +23,11 @@ import os
 import time
 from pathlib import Path
 
-from samctl.search.index.format import KINDS, BadIndex, home_problem, load_numpy, index_dir
+from samctl.model import Finding
+from samctl.search.index.format import KINDS, BadIndex, home_problem, index_dir, load_numpy
 from samctl.search.index.manifest import Manifest, alive_mask, dead_rows, read_manifest
 from samctl.search.index.segment import Segment
 from samctl.search.index.sources import discover, stale
-from samctl.model import Finding
 
 
 class Index:

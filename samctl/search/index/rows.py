@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
-
 from collections import Counter
+from dataclasses import dataclass, field
 
 from samctl.search import scoring
 from samctl.search import text as tx
 from samctl.search.calls import call_text
-from samctl.search.index.format import (ARCHIVED, CALL, CTYPES, FLAG_BASE_DB, MEMORY, MESSAGE, ROLES, encode_text, load_numpy,
-                                      dedupe_key, lower_ascii, meta_dtype, row_crc, term_key_of)
+from samctl.search.index.format import (
+    ARCHIVED,
+    CALL,
+    CTYPES,
+    FLAG_BASE_DB,
+    MEMORY,
+    MESSAGE,
+    ROLES,
+    dedupe_key,
+    encode_text,
+    load_numpy,
+    lower_ascii,
+    meta_dtype,
+    row_crc,
+    term_key_of,
+)
 from samctl.search.index.sources import Source
 from samctl.stores import workers
 

@@ -19,9 +19,25 @@ from typing import TYPE_CHECKING
 import orjson
 
 from samctl import fsafe
-from samctl.search.index.format import (ALIGN, CTYPES, INDEX_VERSION, KINDS, MESSAGE, PREAMBLE, ROLES, SECTIONS,
-                                      SEGMENT_MAGIC, TERMS_NAME, TOKEN_HASH_NAME, TRAILER, TRAILER_MAGIC, BadIndex, load_numpy,
-                                      meta_dtype, open_mapped)
+from samctl.search.index.format import (
+    ALIGN,
+    CTYPES,
+    INDEX_VERSION,
+    KINDS,
+    MESSAGE,
+    PREAMBLE,
+    ROLES,
+    SECTIONS,
+    SEGMENT_MAGIC,
+    TERMS_NAME,
+    TOKEN_HASH_NAME,
+    TRAILER,
+    TRAILER_MAGIC,
+    BadIndex,
+    load_numpy,
+    meta_dtype,
+    open_mapped,
+)
 
 if TYPE_CHECKING:
     from samctl.search.index.rows import Chunk
@@ -423,7 +439,7 @@ class Segment:
         return self.blob("ref", i).decode("utf-8", "surrogatepass")
 
     @classmethod
-    def open(cls, path: Path, root: str, expect: dict) -> "Segment":
+    def open(cls, path: Path, root: str, expect: dict) -> Segment:
         np = load_numpy()
         fd, mm = open_mapped(path, path.name, lambda n: None if n == expect["size"] and n >= PREAMBLE + TRAILER.size
                              else f"{n} bytes, the manifest says {expect['size']}")

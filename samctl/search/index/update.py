@@ -21,17 +21,27 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.gcpause import gc_paused
+from samctl.lock import flock_waiting
 from samctl.model import WARNING, Finding
-from samctl.search.index.format import (ARCHIVED, INDEX_VERSION, MANIFEST_MAGIC, MESSAGE, TERMS_NAME, TOKEN_HASH_NAME,
-                                        BadIndex, home_problem, index_dir, load_numpy)
 from samctl.search.index import checked
+from samctl.search.index.format import (
+    ARCHIVED,
+    INDEX_VERSION,
+    MANIFEST_MAGIC,
+    MESSAGE,
+    TERMS_NAME,
+    TOKEN_HASH_NAME,
+    BadIndex,
+    home_problem,
+    index_dir,
+    load_numpy,
+)
 from samctl.search.index.manifest import HEAD, alive_mask, encode_manifest, write_manifest_bytes
 from samctl.search.index.opened import Index, open_index, try_open
 from samctl.search.index.rows import read_all
 from samctl.search.index.segment import POSTING_BYTES, ROW_BYTES, Segment, SegmentWriter
 from samctl.search.index.sources import discover, stale
 from samctl.stores.sources import TRANSIENT_CODES
-from samctl.lock import flock_waiting
 
 MAX_SEGMENTS = 6
 DEAD_FRACTION = 0.3

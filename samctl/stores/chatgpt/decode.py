@@ -15,8 +15,8 @@ import re
 import orjson
 
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
-from samctl.timeparse import format_utc
 from samctl.stores.values import as_str, as_text, short_json, too_costly
+from samctl.timeparse import format_utc
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _UNKNOWN_CAP = 4000  # characters of an unknown content object shown as JSON

@@ -21,8 +21,8 @@ import zipfile
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.model import INFO, WARNING, Finding, recency
 from samctl.errors import FileProblem, NotFound, UsageError
+from samctl.model import INFO, WARNING, Finding, recency
 from samctl.stores.base import Store
 from samctl.stores.chatgpt import decode, scan
 

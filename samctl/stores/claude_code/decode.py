@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 
-from samctl.injected import CLAUDE_CODE as _INJECTED, injected, title_text
+from samctl.injected import CLAUDE_CODE as _INJECTED
+from samctl.injected import injected, title_text
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
-from samctl.timeparse import parse_timestamp
 from samctl.stores.jsonlines import compact, parse_lines
 from samctl.stores.values import as_text
+from samctl.timeparse import parse_timestamp
 
 STORE = "claude-code"
 SESSION_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.model import WARNING, Finding
 from samctl.errors import FileProblem
+from samctl.model import WARNING, Finding
 from samctl.stores.base import Store
 from samctl.stores.claude_code.decode import AGENT_RE, SESSION_RE, agent_ids, decode_session
 from samctl.stores.jsonlines import FRESH_SECONDS

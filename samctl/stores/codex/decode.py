@@ -20,9 +20,9 @@ import orjson
 
 from samctl.injected import first_typed
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
-from samctl.timeparse import parse_timestamp
 from samctl.stores.jsonlines import compact, parse_lines
 from samctl.stores.values import as_list, as_text
+from samctl.timeparse import parse_timestamp
 
 STORE = "codex"
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")

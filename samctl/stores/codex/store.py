@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from samctl import fsafe
-from samctl.model import WARNING, Finding
 from samctl.errors import FileProblem
+from samctl.model import WARNING, Finding
 from samctl.stores.base import Store
 from samctl.stores.codex.decode import NAME_RE, UUID_RE, decode_rollout
 from samctl.stores.jsonlines import FRESH_SECONDS, parse_lines

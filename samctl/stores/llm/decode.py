@@ -15,8 +15,8 @@ import sqlite3
 import orjson
 
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
-from samctl.timeparse import format_utc, parse_timestamp
 from samctl.stores.values import BUILD_CAP, MAX_DEPTH, as_list, as_text, bounded, depth, too_costly
+from samctl.timeparse import format_utc, parse_timestamp
 
 ULID_RE = re.compile(r"[0-9a-hjkmnp-tv-z]{26}\Z")
 LOG_ID_RE = re.compile(r"log-[0-9]{1,18}\Z")  # a pre-0.5 ``logs`` row, by its integer id

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 import sys
+from pathlib import Path
 
 import orjson
 
-from samctl.model import INFO, Finding, recency
 from samctl.errors import FileProblem, NotFound, UsageError
+from samctl.model import INFO, Finding, recency
+from samctl.stores import sqlite
 from samctl.stores.base import Store
 from samctl.stores.llm import decode
-from samctl.stores import sqlite
 
 DB_NAME = "logs.db"
 

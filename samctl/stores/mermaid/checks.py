@@ -16,12 +16,11 @@ import time
 import orjson
 
 from samctl import fsafe
-from samctl.stores import dupkeys, treecheck, workers
-from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.errors import FileProblem
-from samctl.stores.mermaid import decode
+from samctl.model import ERROR, INFO, WARNING, Finding
+from samctl.stores import dupkeys, treecheck, workers
+from samctl.stores.mermaid import decode, eventlog
 from samctl.stores.mermaid.decode import CONFLICT_RE, MERMAID_ID_RE, TMP_RE, Rejected, short_reason
-from samctl.stores.mermaid import eventlog
 from samctl.stores.mermaid.eventlog import parse_rfc3339
 
 _SAMCTL_LEFTOVER = (".torn", ".bak")

@@ -13,9 +13,9 @@ import re
 import time
 
 from samctl.model import ConversationMeta, Message, tool_calls_from_openai
-from samctl.timeparse import parse_timestamp
-from samctl.stores.mermaid.eventlog import MERMAID_ID_RE
 from samctl.stores.mermaid import eventlog
+from samctl.stores.mermaid.eventlog import MERMAID_ID_RE
+from samctl.timeparse import parse_timestamp
 
 CONFLICT_RE = re.compile(r"([0-9]{8}_[0-9]{6}_[0-9]{3})\.\d+\.\d+\.conflict(\.jsonl)?\Z")  # a diverted writer's
 TMP_RE = re.compile(r"\.(.+)\.\d+\.\d+\.tmp\Z")  # mermaid's temp files: .<name>.<pid>.<n>.tmp

@@ -18,9 +18,8 @@ from itertools import accumulate
 import orjson
 
 from samctl import fsafe
-from samctl.errors import FileProblem
+from samctl.errors import FileProblem, SamctlError
 from samctl.gcpause import gc_paused
-from samctl.errors import SamctlError
 from samctl.stores.base import FreshLog
 
 __all__ = [

@@ -4,9 +4,11 @@ The reading itself (caps, prefix semantics, where and why it stopped) is ``event
 """
 
 from __future__ import annotations
+
 from samctl import fsafe
 from samctl.errors import NotFound
 from samctl.stores.mermaid import eventlog
+
 
 def _words(text, n: int = 60) -> str:
     text = " ".join(str(text).split())

@@ -14,12 +14,12 @@ from pathlib import Path
 import orjson
 
 from samctl import errors, fsafe
-from samctl.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
+from samctl.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.stores import dupkeys
-from samctl.stores.mermaid import checks, decode, encode, eventlog
 from samctl.stores import logtail as tailfix
 from samctl.stores.base import Caps
+from samctl.stores.mermaid import checks, decode, encode, eventlog
 
 
 class NeverPersisted(NotFound):

@@ -7,10 +7,9 @@ import re
 
 from samctl import fsafe
 from samctl.errors import NotFound
-from samctl.stores.mermaid.decode import MERMAID_ID_RE
 from samctl.stores import workers
+from samctl.stores.mermaid.decode import MERMAID_ID_RE
 from samctl.stores.sources import Found, Source, message_rows
-
 
 _SESSION_FILE = re.compile("(" + MERMAID_ID_RE.pattern.removesuffix(r"\Z") + r")\.jsonl?\Z")  # ID.json, ID.jsonl
 

@@ -11,26 +11,25 @@ writes except ``check(fix=True)``, which only tightens modes and rebuilds
 from __future__ import annotations
 
 import os
-from itertools import repeat
-import stat
-import time
 import re
+import stat
 import tempfile
+import time
+from itertools import repeat
 from pathlib import Path
 
 import orjson
 
 from samctl import fsafe
-from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.errors import FileProblem, NotFound, UsageError
+from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.stores import workers
 from samctl.stores.base import Store
-from samctl.stores.values import too_costly
-from samctl.stores.metacache import MetaCache
-from samctl.stores.mermaid import decode
+from samctl.stores.mermaid import decode, eventlog
 from samctl.stores.mermaid.decode import MERMAID_ID_RE, Rejected, short_reason
 from samctl.stores.mermaid.eventlog import EVENT_TYPES
-from samctl.stores.mermaid import eventlog
+from samctl.stores.metacache import MetaCache
+from samctl.stores.values import too_costly
 
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]")
 

@@ -8,10 +8,10 @@ Design notes: docs/stores.md, "stores/sam/archivedb.py".
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
-import json
 
 import orjson
 
@@ -19,9 +19,20 @@ from samctl import fsafe
 from samctl.model import WARNING
 from samctl.safetext import quoted
 from samctl.stores.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
-from samctl.stores.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
-                                           SQLITE_ERRORS, BadText, open_checked, Reporter, sqlite_finding,
-                                           text_factory, row_batches)
+from samctl.stores.sam.sqlitefile import (
+    ARCHIVE_SCHEMA_SQL,
+    ARCHIVE_TABLE,
+    BATCH,
+    DEFAULT_TIMEOUT,
+    MAX_ROW_FINDINGS,
+    SQLITE_ERRORS,
+    BadText,
+    Reporter,
+    open_checked,
+    row_batches,
+    sqlite_finding,
+    text_factory,
+)
 
 ARCHIVE_REASONS = ("yarn_compression", "manual", "token_limit", "conversation_trimmed")
 

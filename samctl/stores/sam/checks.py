@@ -19,12 +19,11 @@ import time
 import orjson
 
 from samctl import fsafe
-from samctl.stores import treecheck, workers
-from samctl.model import ERROR, WARNING, Finding
-from samctl.stores.sam import decode
-from samctl.stores.sam.dbvalues import UUID_RE
 from samctl.errors import FileProblem
-from samctl.stores.sam import schema
+from samctl.model import ERROR, WARNING, Finding
+from samctl.stores import treecheck, workers
+from samctl.stores.sam import decode, schema
+from samctl.stores.sam.dbvalues import UUID_RE
 
 INFO = "info"
 UNKNOWN = "?"  # _check_folder's topic when the conversation cannot be read: it may use any scope

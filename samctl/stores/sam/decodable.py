@@ -23,8 +23,22 @@ import math
 from datetime import datetime
 
 from samctl.stores.sam import schema
-from samctl.stores.sam.schema import (DATE_RE, BOOL, DATA, DATE, DOUBLE, INT, PART, STRING, UUID, UUID_RE, Array,
-                                       Map, Object, OneOf)
+from samctl.stores.sam.schema import (
+    BOOL,
+    DATA,
+    DATE,
+    DATE_RE,
+    DOUBLE,
+    INT,
+    PART,
+    STRING,
+    UUID,
+    UUID_RE,
+    Array,
+    Map,
+    Object,
+    OneOf,
+)
 
 SCHEMA_DEPTH = 8  # containers the schema itself nests, at most (conversation, messages, message, contentParts, ...)
 LOOSE_DEPTH = schema.MAX_DEPTH - SCHEMA_DEPTH  # nesting allowed under a key the schema does not know

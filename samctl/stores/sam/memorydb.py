@@ -18,15 +18,30 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from samctl import fsafe
+from samctl.errors import Busy, FileProblem
 from samctl.model import WARNING
 from samctl.safetext import quoted
-from samctl.errors import Busy, FileProblem
 from samctl.stores.sam.archivedb import ARCHIVE_REASONS, create_archive_db, encode_archive_messages, read_archives
 from samctl.stores.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
-from samctl.stores.sam.sqlitefile import (ARCHIVE_SCHEMA_SQL, ARCHIVE_TABLE, BATCH, DEFAULT_TIMEOUT, MAX_ROW_FINDINGS,
-                                           MEMORY_TABLE, SCHEMA_SQL, SQLITE_ERRORS, BadText, open_checked,
-                                           Reporter, sqlite_finding, text_factory, open_readonly,
-                                           row_batches, schema_problems, write_transaction)
+from samctl.stores.sam.sqlitefile import (
+    ARCHIVE_SCHEMA_SQL,
+    ARCHIVE_TABLE,
+    BATCH,
+    DEFAULT_TIMEOUT,
+    MAX_ROW_FINDINGS,
+    MEMORY_TABLE,
+    SCHEMA_SQL,
+    SQLITE_ERRORS,
+    BadText,
+    Reporter,
+    open_checked,
+    open_readonly,
+    row_batches,
+    schema_problems,
+    sqlite_finding,
+    text_factory,
+    write_transaction,
+)
 
 __all__ = [
     "APPLE_EPOCH", "ARCHIVE_REASONS", "ARCHIVE_SCHEMA_SQL", "ARCHIVE_TABLE", "BATCH", "CONTENT_TYPES",

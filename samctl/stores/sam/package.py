@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
+from samctl import __version__
+from samctl.importance import importance
 from samctl.stores.sam.encode import package_bytes
 from samctl.stores.sam.schema import format_date, parse_date
-from samctl import __version__
 from samctl.timeparse import parse_timestamp
-from samctl.importance import importance
 
 FORMAT_VERSION = "1.0"
 

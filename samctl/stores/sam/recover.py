@@ -18,8 +18,8 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.errors import FileProblem, SamctlError, UsageError
+from samctl.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.stores import dupkeys
 from samctl.stores.sam import encode, repair, schema
 

@@ -12,12 +12,11 @@ import re
 import stat
 
 from samctl import fsafe
-from samctl.errors import NotFound
-from samctl.stores.sources import Found, Row, Source, message_rows, not_regular, unstattable, utf8_name
+from samctl.errors import FileProblem, NotFound
 from samctl.importance import importance
 from samctl.model import ERROR, Finding
-from samctl.errors import FileProblem
 from samctl.stores.sam import decode
+from samctl.stores.sources import Found, Row, Source, message_rows, not_regular, unstattable, utf8_name
 
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 FILES = (("conversation.json", "sam-conv", "messages"), ("memory.db", "sam-mem", "memories"),

@@ -16,10 +16,19 @@ from collections import Counter
 from contextlib import contextmanager
 
 from samctl import fsafe
-from samctl.model import ERROR, WARNING, Finding
 from samctl.errors import FileProblem
-from samctl.stores.sqlite import (DEFAULT_TIMEOUT, SQLITE_ERRORS, BadText, open_readonly, open_readwrite,  # noqa: F401
-                                  rollback_mode, row_batches, sqlite_finding, text_factory)
+from samctl.model import ERROR, WARNING, Finding
+from samctl.stores.sqlite import (  # noqa: F401
+    DEFAULT_TIMEOUT,
+    SQLITE_ERRORS,
+    BadText,
+    open_readonly,
+    open_readwrite,
+    rollback_mode,
+    row_batches,
+    sqlite_finding,
+    text_factory,
+)
 
 SCHEMA_SQL = (
     'CREATE TABLE IF NOT EXISTS "conversation_memories" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT '

@@ -19,15 +19,14 @@ from pathlib import Path
 import orjson
 
 from samctl import fsafe
-from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
+from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.stores import workers
 from samctl.stores.base import Store
-from samctl.stores.values import too_costly
 from samctl.stores.metacache import RACY_SECONDS, MetaCache
-from samctl.stores.sam import decode
+from samctl.stores.sam import decodable, decode
 from samctl.stores.sam.dbvalues import UUID_RE
-from samctl.stores.sam import decodable
+from samctl.stores.values import too_costly
 
 _PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _OPT_STR = (str, type(None))
