@@ -161,8 +161,9 @@ def zstd_cycle(files: list[Path], level: int, work: Path, flag: str = ""):
     znames = sorted(str(p) for p in comp.iterdir())
     os.sync()
     t = time.perf_counter()
-    subprocess.run(["zstd", "-d", "-q", "-f", *(["--rm"] if move else []), "--output-dir-flat", str(dec), *znames],
-                   check=True)
+    subprocess.run(
+        ["zstd", "-d", "-q", "-f", *(["--rm"] if move else []), "--output-dir-flat", str(dec), *znames], check=True
+    )
     t_d = time.perf_counter() - t
     _fsync_all(dec)
     t_ds = time.perf_counter() - t
@@ -189,12 +190,15 @@ def file_system_of(path: Path) -> str:
     if fstype != "ext4":
         return f"{fstype} ({mount})"
     dev = os.path.basename(source)
-    journaled = any(n.startswith(dev + "-") for n in os.listdir("/proc/fs/jbd2")) if os.path.isdir("/proc/fs/jbd2") \
-        else True
+    journaled = (
+        any(n.startswith(dev + "-") for n in os.listdir("/proc/fs/jbd2")) if os.path.isdir("/proc/fs/jbd2") else True
+    )
     if journaled:
         return f"ext4 with a journal ({mount})"
-    return (f"ext4 WITHOUT a journal ({mount}): creating files after many deletions is slow there, for samctl "
-            "more than for zstd; the ratios say more about the file system than about samctl (bench/README.md)")
+    return (
+        f"ext4 WITHOUT a journal ({mount}): creating files after many deletions is slow there, for samctl "
+        "more than for zstd; the ratios say more about the file system than about samctl (bench/README.md)"
+    )
 
 
 def med(xs):
@@ -244,7 +248,7 @@ def main() -> int:
             size = stored = zstored = 0
             for i in range(args.repeat + 1):
                 # the two take turns going first, so a slow spell of the disk falls on both alike
-                for turn in ((0, 1) if i % 2 else (1, 0)):
+                for turn in (0, 1) if i % 2 else (1, 0):
                     if turn == 0:
                         a, r, size, stored = samctl_cycle(root)
                         if i:  # the first round warms the page cache
@@ -259,8 +263,10 @@ def main() -> int:
                                     lst.append(v)
             rows.append((kind, len(files), size, stored, zstored, sa, sr, z))
     mb = 1 << 20
-    print(f"{'input':<12} {'files':>5} {'MiB':>6}  {'op':<8} {'samctl MB/s':>11} {'zstd MB/s':>9} {'ratio':>6}"
-          f" {'vs zstd --rm':>12} {'vs zstd+fsync':>13}   (medians of {args.repeat} rounds)")
+    print(
+        f"{'input':<12} {'files':>5} {'MiB':>6}  {'op':<8} {'samctl MB/s':>11} {'zstd MB/s':>9} {'ratio':>6}"
+        f" {'vs zstd --rm':>12} {'vs zstd+fsync':>13}   (medians of {args.repeat} rounds)"
+    )
     for kind, nfiles, size, stored, zstored, sa, sr, z in rows:
         for op, s, k in (("archive", sa, 0), ("restore", sr, 1)):
             sm = med(s)[0]
@@ -268,14 +274,18 @@ def main() -> int:
             times = z[""]
             if times[k]:
                 zm = med(times[k])[0]
-                line += (f" {size / mb / zm:>9.1f} {_round_ratio(s, times[k]):>5.2f}x"
-                         f" {_round_ratio(s, z['--rm'][k]):>11.2f}x {_round_ratio(s, times[k + 2]):>12.2f}x")
+                line += (
+                    f" {size / mb / zm:>9.1f} {_round_ratio(s, times[k]):>5.2f}x"
+                    f" {_round_ratio(s, z['--rm'][k]):>11.2f}x {_round_ratio(s, times[k + 2]):>12.2f}x"
+                )
             else:
                 line += f" {'-':>9} {'-':>6} {'-':>12} {'-':>13}"
             print(line + f"   samctl {min(s):.2f}-{max(s):.2f}s")
         if z["-T0"][0]:
-            print(f"{kind:<12} archive vs zstd -T0 (every core, as samctl uses for big inputs): "
-                  f"{_round_ratio(sa, z['-T0'][0]):.2f}x, {_round_ratio(sa, z['-T0'][2]):.2f}x vs zstd -T0 + fsync")
+            print(
+                f"{kind:<12} archive vs zstd -T0 (every core, as samctl uses for big inputs): "
+                f"{_round_ratio(sa, z['-T0'][0]):.2f}x, {_round_ratio(sa, z['-T0'][2]):.2f}x vs zstd -T0 + fsync"
+            )
         zr_ = f", zstd files {size / zstored:.2f}" if zstored else ""
         print(f"{kind:<12} compression ratio (original/stored): samctl tar.zst {size / stored:.2f}{zr_}")
     return 0

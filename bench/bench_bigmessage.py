@@ -42,8 +42,10 @@ _spec = importlib.util.spec_from_file_location("make_fixtures", REPO / "fixtures
 mf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mf)
 
-WORDS = ("budget deadline portland weekend invoice meeting project review draft plan the and of to a in report "
-         "customer travel hotel flight zurich café schedule quarter numbers").split()
+WORDS = (
+    "budget deadline portland weekend invoice meeting project review draft plan the and of to a in report "
+    "customer travel hotel flight zurich café schedule quarter numbers"
+).split()
 BIG = "E0000000-0000-4000-8000-0000000000E0"
 MANY = "E0000000-0000-4000-8000-0000000000E1"
 TS = "2026-01-02T03:04:05Z"
@@ -65,8 +67,13 @@ def make_trees(out: Path, mib: float, messages: int) -> dict:
     sam = out / f"sam-big-{mib:g}"
     if not sam.exists():
         mf.build_demo_sam(sam)
-        doc = mf.sam_doc(BIG, "one huge message", [mf.sam_message("A0000000-0000-4000-8000-000000000001", "user",
-                                                                  words(int(mib * MIB), 1), TS)], TS, TS)
+        doc = mf.sam_doc(
+            BIG,
+            "one huge message",
+            [mf.sam_message("A0000000-0000-4000-8000-000000000001", "user", words(int(mib * MIB), 1), TS)],
+            TS,
+            TS,
+        )
         mf._write(sam / "conversations" / BIG / "conversation.json", mf.sam_dumps(doc))
     trees["SAM"] = (sam, sam / "conversations" / BIG / "conversation.json")
     mer = out / f"mermaid-big-{mib:g}"
@@ -74,35 +81,48 @@ def make_trees(out: Path, mib: float, messages: int) -> dict:
         mf.build_demo_mermaid(mer)
         cid = "20260102_030405_006"
         # (mermaid keeps a user message in input_history too: the file is twice the message)
-        doc = mf.mermaid_doc(cid, "one huge message", [mf.mermaid_message("User", words(int(mib * MIB) // 2, 2), TS)], TS)
+        doc = mf.mermaid_doc(
+            cid, "one huge message", [mf.mermaid_message("User", words(int(mib * MIB) // 2, 2), TS)], TS
+        )
         mf.write_mermaid(mer / ".mermaid" / "conversations", doc, log=False)
     trees["mermaid"] = (mer, mer / ".mermaid" / "conversations" / "20260102_030405_006.json")
     many = out / f"sam-{messages}"
     if not many.exists():
         mf.build_demo_sam(many)
         r = random.Random(3)
-        msgs = [mf.sam_message(f"A{i:07X}-0000-4000-8000-000000000001", "user" if i % 2 == 0 else "assistant",
-                               " ".join(r.choice(WORDS) for _ in range(12)), f"2026-01-{1 + i // 6000:02d}T03:04:05Z")
-                for i in range(messages)]
-        mf._write(many / "conversations" / MANY / "conversation.json",
-                  mf.sam_dumps(mf.sam_doc(MANY, "many messages", msgs, TS, TS)))
+        msgs = [
+            mf.sam_message(
+                f"A{i:07X}-0000-4000-8000-000000000001",
+                "user" if i % 2 == 0 else "assistant",
+                " ".join(r.choice(WORDS) for _ in range(12)),
+                f"2026-01-{1 + i // 6000:02d}T03:04:05Z",
+            )
+            for i in range(messages)
+        ]
+        mf._write(
+            many / "conversations" / MANY / "conversation.json",
+            mf.sam_dumps(mf.sam_doc(MANY, "many messages", msgs, TS, TS)),
+        )
     trees["many"] = (many, many / "conversations" / MANY / "conversation.json")
     return trees
 
 
 # A child's ru_maxrss starts at its parent's (Linux carries the high-water mark across fork and
 # exec), and this process holds the generated text: a small launcher runs each command instead.
-LAUNCH = ("import os, subprocess, sys, time\n"
-          "t = time.perf_counter()\n"
-          "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-          "_, status, usage = os.wait4(p.pid, 0)\n"
-          "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, time.perf_counter() - t)\n")
+LAUNCH = (
+    "import os, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(p.pid, 0)\n"
+    "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, time.perf_counter() - t)\n"
+)
 
 
 def child(argv: list, env: dict) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of a child process (timed by the launcher, from its start to its end)."""
-    out = subprocess.run([sys.executable, "-c", LAUNCH] + argv, env=env, capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", LAUNCH] + argv, env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     if int(out[0]) not in (0, 1, 3):  # (rg -c exits 1 when nothing matches)
         raise SystemExit(f"{argv} exited {out[0]}")
     return float(out[2]), int(out[1]) / 1024
@@ -146,14 +166,17 @@ def main() -> int:
             base = samctl + caps + ["--root", str(root), "search", "zzzz"]
             hit = base[:-1] + ["portland"]  # (found in the huge message: scored exactly, with a snippet)
             for label, argv, before in (
-                    ("index built", base, lambda: shutil.rmtree(cache, ignore_errors=True)),
-                    ("index warm", base, None),
-                    ("--no-index", base + ["--no-index"], None),
-                    ("hit, warm", hit, None),
-                    ("hit, --no-index", hit + ["--no-index"], None)):
+                ("index built", base, lambda: shutil.rmtree(cache, ignore_errors=True)),
+                ("index warm", base, None),
+                ("--no-index", base + ["--no-index"], None),
+                ("hit, warm", hit, None),
+                ("hit, --no-index", hit + ["--no-index"], None),
+            ):
                 w, m = runs(argv, env, a.repeat, before)
-                print(f"    {label:15s} {m:6.0f} MiB = {m / fm:4.2f}x floor = {m / max(size, 64):4.2f}x max(file, part);"
-                      f" {w:6.2f} s = {w / fw:5.1f}x floor")
+                print(
+                    f"    {label:15s} {m:6.0f} MiB = {m / fm:4.2f}x floor = {m / max(size, 64):4.2f}x max(file, part);"
+                    f" {w:6.2f} s = {w / fw:5.1f}x floor"
+                )
         root, f = trees["many"]
         size = f.stat().st_size / MIB
         print(f"part 2: --exact portland over {a.messages:,} messages ({size:.0f} MiB), index warm")
@@ -166,8 +189,14 @@ def main() -> int:
         else:
             print("  rg not found: no ratio (apt-get install ripgrep)")
         for label, extra in (("search --exact", []), ("search --exact -c", ["-c", MANY]), ("search (scored)", None)):
-            argv = samctl + caps + ["--root", str(root), "search"] + (["--exact"] if extra is not None else []) + \
-                (extra or []) + ["portland"]
+            argv = (
+                samctl
+                + caps
+                + ["--root", str(root), "search"]
+                + (["--exact"] if extra is not None else [])
+                + (extra or [])
+                + ["portland"]
+            )
             w, m = runs(argv, env, a.repeat)
             print(f"  {label:20s} {w:6.3f} s" + (f" = {w / rw:4.1f}x rg" if rw else "") + f"; {m:.0f} MiB")
         # the search alone, in this process (no interpreter start-up, no imports)

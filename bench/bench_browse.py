@@ -29,12 +29,22 @@ def main() -> None:
     from samctl.search.hits import Hit
     from samctl.tui import rows as R
     from samctl.tui.app import BrowseApp, MainScreen
+
     imported = time.perf_counter() - t
 
     now = 1_790_000_000.0
-    metas = [ConversationMeta("mermaid", f"2026{i:010d}", f"conversation {i} about topic {i % 977} and more",
-                              updated_ts=now - i * 60, created_ts=now - i * 61, message_count=12, size=1000)
-             for i in range(args.rows)]
+    metas = [
+        ConversationMeta(
+            "mermaid",
+            f"2026{i:010d}",
+            f"conversation {i} about topic {i % 977} and more",
+            updated_ts=now - i * 60,
+            created_ts=now - i * 61,
+            message_count=12,
+            size=1000,
+        )
+        for i in range(args.rows)
+    ]
 
     class Store:
         name, read_only, conv_dir = "mermaid", True, "/nowhere"
@@ -48,6 +58,7 @@ def main() -> None:
     def on_mount(self):
         real_mount(self)
         self.call_after_refresh(lambda: marks.setdefault("paint", time.perf_counter()))
+
     MainScreen.on_mount = on_mount
 
     timed: list = []
@@ -57,11 +68,27 @@ def main() -> None:
         t0 = time.perf_counter()
         real_show(self)
         timed.append(time.perf_counter() - t0)
+
     MainScreen.show_rows = show_rows
 
-    hits = [Hit("message", f"2026{i // 4:010d}", f"conversation {i // 4}", None, i % 4, now - i, 0.5,
-                "some text " * 20, snippet="the budget for the trip " * 4, score=1.0 / (i + 1), role="user",
-                store="mermaid", marks=[(4, 10)]) for i in range(200)]
+    hits = [
+        Hit(
+            "message",
+            f"2026{i // 4:010d}",
+            f"conversation {i // 4}",
+            None,
+            i % 4,
+            now - i,
+            0.5,
+            "some text " * 20,
+            snippet="the budget for the trip " * 4,
+            score=1.0 / (i + 1),
+            role="user",
+            store="mermaid",
+            marks=[(4, 10)],
+        )
+        for i in range(200)
+    ]
 
     async def run():
         start = time.perf_counter()
@@ -85,9 +112,11 @@ def main() -> None:
             return paint, listed, keys, shown, len(app.rows)
 
     paint, listed, keys, shown, n = asyncio.run(run())
-    print(f"rows {n}: import {imported * 1000:.0f} ms, first paint {paint * 1000:.0f} ms, all listed "
-          f"{listed * 1000:.0f} ms, filter key median {statistics.median(keys) * 1000:.1f} ms "
-          f"(max {max(keys) * 1000:.1f}, {len(keys)} keys), 200 hits shown {shown * 1000:.0f} ms")
+    print(
+        f"rows {n}: import {imported * 1000:.0f} ms, first paint {paint * 1000:.0f} ms, all listed "
+        f"{listed * 1000:.0f} ms, filter key median {statistics.median(keys) * 1000:.1f} ms "
+        f"(max {max(keys) * 1000:.1f}, {len(keys)} keys), 200 hits shown {shown * 1000:.0f} ms"
+    )
 
 
 def search_keys() -> None:
@@ -119,10 +148,12 @@ def search_keys() -> None:
             if seq == self.app.search_seq and seq in typed:
                 t0 = typed[seq]
                 self.call_after_refresh(lambda: times.append(time.perf_counter() - t0))
+
         MainScreen.on_input_changed, MainScreen._searched = changed, searched
 
-        stores = [open_store(str(tmp / "demo" / r), Caps(), True) for r in ("SAM", "mermaid-project", "claude_code",
-                                                                              "codex")]
+        stores = [
+            open_store(str(tmp / "demo" / r), Caps(), True) for r in ("SAM", "mermaid-project", "claude_code", "codex")
+        ]
         app = BrowseApp(stores, now=1_790_000_000.0)
         times: list = []
 
@@ -142,9 +173,12 @@ def search_keys() -> None:
                         while app.searching or app.pending:
                             await pilot.pause(0.01)
                         await pilot.pause(0.05)
+
         asyncio.run(run())
-        print(f"search key to results (fixtures/demo, 4 stores, warm index): median "
-              f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms, {len(times)} keys")
+        print(
+            f"search key to results (fixtures/demo, 4 stores, warm index): median "
+            f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms, {len(times)} keys"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -44,15 +44,34 @@ def generate(path: Path, mib: int, seed: int = 0) -> int:
             prev = "root"
             for i in range(40):
                 nid = f"m{i}"
-                mapping[nid] = {"id": nid, "parent": prev, "children": [f"m{i + 1}"] if i < 39 else [], "message": {
-                    "id": nid, "author": {"role": "user" if i % 2 == 0 else "assistant", "name": None, "metadata": {}},
-                    "create_time": 1735725600.0 + n * 100 + i, "update_time": None,
-                    "content": {"content_type": "text", "parts": [f"word {rnd.random()} " * rnd.randint(5, 60)]},
-                    "status": "finished_successfully", "end_turn": True, "weight": 1.0,
-                    "metadata": {"model_slug": "gpt-4o"}, "recipient": "all", "channel": None}}
+                mapping[nid] = {
+                    "id": nid,
+                    "parent": prev,
+                    "children": [f"m{i + 1}"] if i < 39 else [],
+                    "message": {
+                        "id": nid,
+                        "author": {"role": "user" if i % 2 == 0 else "assistant", "name": None, "metadata": {}},
+                        "create_time": 1735725600.0 + n * 100 + i,
+                        "update_time": None,
+                        "content": {"content_type": "text", "parts": [f"word {rnd.random()} " * rnd.randint(5, 60)]},
+                        "status": "finished_successfully",
+                        "end_turn": True,
+                        "weight": 1.0,
+                        "metadata": {"model_slug": "gpt-4o"},
+                        "recipient": "all",
+                        "channel": None,
+                    },
+                }
                 prev = nid
-            conv = {"id": cid, "conversation_id": cid, "title": f"conversation {n}", "create_time": 1735725600.0 + n,
-                    "update_time": 1735725700.0 + n, "mapping": mapping, "current_node": prev}
+            conv = {
+                "id": cid,
+                "conversation_id": cid,
+                "title": f"conversation {n}",
+                "create_time": 1735725600.0 + n,
+                "update_time": 1735725700.0 + n,
+                "mapping": mapping,
+                "current_node": prev,
+            }
             out.write((b"," if n else b"") + json.dumps(conv, separators=(",", ":")).encode())
             n += 1
         out.write(b"]")
@@ -95,8 +114,10 @@ def main() -> None:
                 fn()
             wall, cpu = medians(fn, a.repeat, warm=False)
             base = base or (wall, cpu)
-            print(f"{name:7} {size / 1e6 / wall:7.1f} MB/s wall  {size / 1e6 / cpu:7.1f} MB/s cpu  "
-                  f"x{wall / base[0]:5.2f} wall  x{cpu / base[1]:5.2f} cpu  peak {peak.mib or 0:.0f} MiB")
+            print(
+                f"{name:7} {size / 1e6 / wall:7.1f} MB/s wall  {size / 1e6 / cpu:7.1f} MB/s cpu  "
+                f"x{wall / base[0]:5.2f} wall  x{cpu / base[1]:5.2f} cpu  peak {peak.mib or 0:.0f} MiB"
+            )
 
 
 if __name__ == "__main__":

@@ -84,8 +84,10 @@ def main() -> int:
         rows.append((n, f, fc, s, sc))
         print(f"mermaid {n} x {a.messages_mean:g}, median of {a.repeat}:")
         print(f"  floor (read + orjson every file, 1 process): {f:.3f} s wall, {fc:.3f} s CPU")
-        print(f"  samctl check (whole process):                {s:.3f} s wall, {sc:.3f} s CPU; "
-              f"ratio {s / f:.2f}x wall (goal <= 2x), {sc / fc:.2f}x CPU; {s / n * 1000:.2f} ms/session")
+        print(
+            f"  samctl check (whole process):                {s:.3f} s wall, {sc:.3f} s CPU; "
+            f"ratio {s / f:.2f}x wall (goal <= 2x), {sc / fc:.2f}x CPU; {s / n * 1000:.2f} ms/session"
+        )
     if len(rows) > 1:
         (n0, f0, _, s0, _), (n1, f1, _, s1, _) = rows[0], rows[-1]
         print(f"per-session cost {n1} vs {n0}: samctl {s1 / n1 / (s0 / n0):.2f}x, floor {f1 / n1 / (f0 / n0):.2f}x")

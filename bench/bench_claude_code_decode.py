@@ -39,33 +39,85 @@ def session_lines(s: int, turns: int) -> list[dict]:
         n += 1
         return f"{s:08x}-{n:04x}-4000-8000-{n:012x}"
 
-    base = {"isSidechain": False, "userType": "external", "sessionId": sid, "cwd": "/home/ana/api",
-            "gitBranch": "main", "version": "2.1.51"}
+    base = {
+        "isSidechain": False,
+        "userType": "external",
+        "sessionId": sid,
+        "cwd": "/home/ana/api",
+        "gitBranch": "main",
+        "version": "2.1.51",
+    }
     for t in range(turns):
         ts = f"2026-03-04T{(t // 60) % 24:02d}:{t % 60:02d}:00.000Z"
         uid = u()
-        out.append({"type": "user", "uuid": uid, "parentUuid": parent, "timestamp": ts, **base,
-                    "message": {"role": "user", "content": _text(t, 30)}})
+        out.append(
+            {
+                "type": "user",
+                "uuid": uid,
+                "parentUuid": parent,
+                "timestamp": ts,
+                **base,
+                "message": {"role": "user", "content": _text(t, 30)},
+            }
+        )
         if t == turns // 2:  # the edited-away version of this prompt: a side branch
-            out.append({"type": "user", "uuid": u(), "parentUuid": parent, "timestamp": ts, **base,
-                        "message": {"role": "user", "content": "old " + _text(t, 10)}})
+            out.append(
+                {
+                    "type": "user",
+                    "uuid": u(),
+                    "parentUuid": parent,
+                    "timestamp": ts,
+                    **base,
+                    "message": {"role": "user", "content": "old " + _text(t, 10)},
+                }
+            )
         parent = uid
         mid = f"msg_{s}_{t}"
-        for block in ({"type": "thinking", "thinking": _text(t + 1, 40), "signature": "Eq0B" * 20},
-                      {"type": "text", "text": _text(t + 2, 80)},
-                      {"type": "tool_use", "id": f"toolu_{s}_{t}", "name": "Bash",
-                       "input": {"command": "pytest -q", "description": _text(t, 5)}}):
+        for block in (
+            {"type": "thinking", "thinking": _text(t + 1, 40), "signature": "Eq0B" * 20},
+            {"type": "text", "text": _text(t + 2, 80)},
+            {
+                "type": "tool_use",
+                "id": f"toolu_{s}_{t}",
+                "name": "Bash",
+                "input": {"command": "pytest -q", "description": _text(t, 5)},
+            },
+        ):
             aid = u()
-            out.append({"type": "assistant", "uuid": aid, "parentUuid": parent, "timestamp": ts, **base,
-                        "requestId": f"req_{s}_{t}", "message": {"id": mid, "type": "message", "role": "assistant",
-                                                                 "model": "claude-sonnet-4-5-20250929",
-                                                                 "content": [block], "usage": {"input_tokens": 900}}})
+            out.append(
+                {
+                    "type": "assistant",
+                    "uuid": aid,
+                    "parentUuid": parent,
+                    "timestamp": ts,
+                    **base,
+                    "requestId": f"req_{s}_{t}",
+                    "message": {
+                        "id": mid,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-sonnet-4-5-20250929",
+                        "content": [block],
+                        "usage": {"input_tokens": 900},
+                    },
+                }
+            )
             parent = aid
         rid = u()
-        out.append({"type": "user", "uuid": rid, "parentUuid": parent, "timestamp": ts, **base,
-                    "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{s}_{t}",
-                                                             "content": _text(t + 3, 200)}]},
-                    "toolUseResult": {"stdout": _text(t + 3, 200), "stderr": ""}})
+        out.append(
+            {
+                "type": "user",
+                "uuid": rid,
+                "parentUuid": parent,
+                "timestamp": ts,
+                **base,
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"toolu_{s}_{t}", "content": _text(t + 3, 200)}],
+                },
+                "toolUseResult": {"stdout": _text(t + 3, 200), "stderr": ""},
+            }
+        )
         parent = rid
     out.append({"type": "ai-title", "aiTitle": _text(s, 4), "sessionId": sid})
     return out

@@ -38,27 +38,68 @@ def rollout(s: int, turns: int) -> tuple[str, list[dict]]:
     def r(t, kind, payload):
         return {"timestamp": f"{day}T{(t // 60) % 24:02d}:{t % 60:02d}:00.000Z", "type": kind, "payload": payload}
 
-    out = [r(0, "session_meta", {"id": tid, "timestamp": f"{day}T00:00:00.000Z", "cwd": "/home/ana/api",
-                                 "originator": "codex_cli_rs", "cli_version": "0.98.0", "source": "cli",
-                                 "git": {"branch": "main"}})]
+    out = [
+        r(
+            0,
+            "session_meta",
+            {
+                "id": tid,
+                "timestamp": f"{day}T00:00:00.000Z",
+                "cwd": "/home/ana/api",
+                "originator": "codex_cli_rs",
+                "cli_version": "0.98.0",
+                "source": "cli",
+                "git": {"branch": "main"},
+            },
+        )
+    ]
     for t in range(turns):
         text = _text(t, 30)
-        out += [r(t, "turn_context", {"cwd": "/home/ana/api", "model": "gpt-5.1-codex", "effort": "medium"}),
-                r(t, "response_item", {"type": "message", "role": "user",
-                                       "content": [{"type": "input_text", "text": text}]}),
-                r(t, "event_msg", {"type": "user_message", "message": text, "images": []}),
-                r(t, "response_item", {"type": "reasoning", "summary": [{"type": "summary_text",
-                                                                         "text": _text(t + 1, 20)}],
-                                       "encrypted_content": "gAAAAB" * 200}),
-                r(t, "event_msg", {"type": "agent_reasoning", "text": _text(t + 1, 20)}),
-                r(t, "response_item", {"type": "function_call", "name": "shell", "call_id": f"call_{t}",
-                                       "arguments": orjson.dumps({"command": ["pytest", "-q"]}).decode()}),
-                r(t, "response_item", {"type": "function_call_output", "call_id": f"call_{t}",
-                                       "output": _text(t + 3, 200)}),
-                r(t, "response_item", {"type": "message", "role": "assistant",
-                                       "content": [{"type": "output_text", "text": _text(t + 2, 80)}]}),
-                r(t, "event_msg", {"type": "agent_message", "message": _text(t + 2, 80)}),
-                r(t, "event_msg", {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 900 * t}}})]
+        out += [
+            r(t, "turn_context", {"cwd": "/home/ana/api", "model": "gpt-5.1-codex", "effort": "medium"}),
+            r(
+                t,
+                "response_item",
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+            ),
+            r(t, "event_msg", {"type": "user_message", "message": text, "images": []}),
+            r(
+                t,
+                "response_item",
+                {
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": _text(t + 1, 20)}],
+                    "encrypted_content": "gAAAAB" * 200,
+                },
+            ),
+            r(t, "event_msg", {"type": "agent_reasoning", "text": _text(t + 1, 20)}),
+            r(
+                t,
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "shell",
+                    "call_id": f"call_{t}",
+                    "arguments": orjson.dumps({"command": ["pytest", "-q"]}).decode(),
+                },
+            ),
+            r(
+                t,
+                "response_item",
+                {"type": "function_call_output", "call_id": f"call_{t}", "output": _text(t + 3, 200)},
+            ),
+            r(
+                t,
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": _text(t + 2, 80)}],
+                },
+            ),
+            r(t, "event_msg", {"type": "agent_message", "message": _text(t + 2, 80)}),
+            r(t, "event_msg", {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 900 * t}}}),
+        ]
     return f"sessions/2026/02/{1 + s % 28:02d}/rollout-{day}T00-00-00-{tid}.jsonl", out
 
 
@@ -117,8 +158,10 @@ def main(argv=None) -> None:
 
         mb = raw / 1e6
         base = medians(plain, a.repeat)
-        print(f"codex: {len(paths)} rollouts, {mb:.1f} MB ({disk / 1e6:.1f} MB on disk{', zstd' if a.zst else ''}),"
-              f" median of {a.repeat}")
+        print(
+            f"codex: {len(paths)} rollouts, {mb:.1f} MB ({disk / 1e6:.1f} MB on disk{', zstd' if a.zst else ''}),"
+            f" median of {a.repeat}"
+        )
         print(f"  orjson lines     {mb / base[0]:8.1f} MB/s")
         os.environ["SAMCTL_CACHE_DIR"] = cache_dir  # (outside the store: one inside is not used)
         for name, fn in (("decode_rollout", decode), ("list_metas (ls)", listing), ("ls, warm cache", warm)):

@@ -36,8 +36,11 @@ COMMANDS = [
 def checkout(commit: str, work: Path) -> Path:
     dest = work / commit
     if not dest.exists():
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(dest), commit], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(dest), commit],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         subprocess.run([sys.executable, "-m", "venv", str(dest / ".venv")], check=True)
         subprocess.run([str(dest / ".venv/bin/pip"), "install", "--quiet", "-e", str(dest)], check=True)
     return dest / ".venv/bin/samctl"
@@ -46,8 +49,9 @@ def checkout(commit: str, work: Path) -> Path:
 def timed(exe: Path, root: Path, args: list, cache: Path) -> float:
     env = dict(os.environ, SAMCTL_CACHE_DIR=str(cache), SAMCTL_ASSUME_SAM_RUNNING="0")
     t = time.perf_counter()
-    subprocess.run([str(exe), "--root", str(root), *args], env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [str(exe), "--root", str(root), *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return time.perf_counter() - t
 
 

@@ -32,13 +32,35 @@ def build(out: Path, sam: int, mermaid: int, cc: int, cx: int) -> Path:
     home = out / "home"
     base = home / "Library" / "Application Support"
     if not (base / "SAM").exists():
-        subprocess.run([sys.executable, str(HERE / "gen_archive.py"), "sam", str(out / "sam-gen"), "--conversations",
-                        str(sam), "--memories-per-conversation", "5", "--quiet"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "gen_archive.py"),
+                "sam",
+                str(out / "sam-gen"),
+                "--conversations",
+                str(sam),
+                "--memories-per-conversation",
+                "5",
+                "--quiet",
+            ],
+            check=True,
+        )
         base.mkdir(parents=True, exist_ok=True)
         os.rename(out / "sam-gen" / "SAM", base / "SAM")
     if not (out / "proj").exists():
-        subprocess.run([sys.executable, str(HERE / "gen_archive.py"), "mermaid", str(out / "proj"), "--conversations",
-                        str(mermaid), "--quiet"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "gen_archive.py"),
+                "mermaid",
+                str(out / "proj"),
+                "--conversations",
+                str(mermaid),
+                "--quiet",
+            ],
+            check=True,
+        )
     text = CC_FILE.read_text()
     for i in range(cc):
         new = f"00000000-0000-4000-8000-{i + 1:012x}"
@@ -48,8 +70,16 @@ def build(out: Path, sam: int, mermaid: int, cc: int, cx: int) -> Path:
             p.write_text(text.replace(CC_ID, new))
     text = CX_FILE.read_text()
     for i in range(cx):
-        new = f"019c4a2e-{i >> 16 & 0xffff:04x}-7c3e-9f20-{i:012x}"
-        p = home / ".codex" / "sessions" / "2026" / "02" / f"{i % 28 + 1:02d}" / f"rollout-2026-02-10T08-30-01-{new}.jsonl"
+        new = f"019c4a2e-{i >> 16 & 0xFFFF:04x}-7c3e-9f20-{i:012x}"
+        p = (
+            home
+            / ".codex"
+            / "sessions"
+            / "2026"
+            / "02"
+            / f"{i % 28 + 1:02d}"
+            / f"rollout-2026-02-10T08-30-01-{new}.jsonl"
+        )
         if not p.exists():
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(text.replace(CX_ID, new))
@@ -68,14 +98,18 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("/tmp/samctl-bench-cross"))
     a = ap.parse_args()
     home = build(a.out, a.sam, a.mermaid, a.claude_code, a.codex)
-    env = {k: v for k, v in os.environ.items() if k not in ("SAMCTL_ROOT", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR",
-                                                               "CODEX_HOME", "LLM_USER_PATH")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SAMCTL_ROOT", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "LLM_USER_PATH")
+    }
     env.update(HOME=str(home), SAMCTL_CACHE_DIR=str(a.out / "cache"))
     samctl = [sys.executable, "-m", "samctl"]
 
     def timed(args):
         def once():
             return subprocess.run([*samctl, *args, "ls", "--format", "jsonl"], env=env, cwd=a.out, capture_output=True)
+
         once()  # warm: page cache and samctl's listing caches
         times, r = [], None
         for _ in range(a.repeat):
@@ -84,16 +118,22 @@ def main() -> int:
             times.append(time.perf_counter() - t)
         return statistics.median(times), r.stdout.count(b"\n"), r.returncode
 
-    roots = {"sam": home / "Library/Application Support/SAM", "mermaid": a.out / "proj", "claude-code": home / ".claude",
-             "codex": home / ".codex"}
+    roots = {
+        "sam": home / "Library/Application Support/SAM",
+        "mermaid": a.out / "proj",
+        "claude-code": home / ".claude",
+        "codex": home / ".codex",
+    }
     singles = {name: timed(["--root", str(root)]) for name, root in roots.items()}
     for name, (t, n, rc) in singles.items():
         print(f"{name:>12}: {t:6.2f} s  {n:7,} rows  exit {rc}")
     t, n, rc = timed([])
     total = sum(x[0] for x in singles.values())
     print(f"{'all stores':>12}: {t:6.2f} s  {n:7,} rows  exit {rc}")
-    print(f"ratio to the sum of the single stores: {t / total:.2f}; to the biggest alone: "
-          f"{t / max(x[0] for x in singles.values()):.2f}")
+    print(
+        f"ratio to the sum of the single stores: {t / total:.2f}; to the biggest alone: "
+        f"{t / max(x[0] for x in singles.values()):.2f}"
+    )
     return 0
 
 

@@ -38,12 +38,14 @@ from bench import bench_search as bs  # noqa: E402
 # What would point samctl elsewhere than the synthetic home (bench_cross_ls's list).
 SCRUB = ("SAMCTL_ROOT", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "LLM_USER_PATH")
 
-REFRESH = ("import json, resource, sys, time\n"
-           "from samctl.stores import open_store\n"
-           "from samctl.search import index as ix\n"
-           "t = time.perf_counter()\n"
-           "idx = ix.refresh(open_store(sys.argv[1]), [])\n"
-           "print(json.dumps({'seconds': time.perf_counter() - t, 'rows': getattr(idx, 'rows', None)}))\n")
+REFRESH = (
+    "import json, resource, sys, time\n"
+    "from samctl.stores import open_store\n"
+    "from samctl.search import index as ix\n"
+    "t = time.perf_counter()\n"
+    "idx = ix.refresh(open_store(sys.argv[1]), [])\n"
+    "print(json.dumps({'seconds': time.perf_counter() - t, 'rows': getattr(idx, 'rows', None)}))\n"
+)
 
 
 def find_stores():
@@ -81,8 +83,10 @@ def build(roots: dict, env: dict) -> None:
             continue
         res = json.loads(r["stdout"].splitlines()[-1])
         rows = f"{res['rows']:,} rows" if res.get("rows") is not None else "rows n/a"
-        print(f"  {name:>12}: index brought up to date in {res['seconds']:,.1f} s ({rows}); peak RSS of the "
-              f"process and its workers {r['rss']:,.0f} MiB")
+        print(
+            f"  {name:>12}: index brought up to date in {res['seconds']:,.1f} s ({rows}); peak RSS of the "
+            f"process and its workers {r['rss']:,.0f} MiB"
+        )
 
 
 def measure_queries(roots: dict, rounds: int) -> dict:
@@ -111,13 +115,17 @@ def measure_queries(roots: dict, rounds: int) -> dict:
     for (t, q), ts in times.items():
         med[t][q] = statistics.median(ts)
     cats = list(dict.fromkeys(c for c, _ in bs.QUERIES))
-    print(f"\nwarm query in-process, median of {rounds} rounds each (goals of issue #22: p50 <= "
-          f"{bs.ms(bs.GOALS['p50'])}, p95 <= {bs.ms(bs.GOALS['p95'])})")
+    print(
+        f"\nwarm query in-process, median of {rounds} rounds each (goals of issue #22: p50 <= "
+        f"{bs.ms(bs.GOALS['p50'])}, p95 <= {bs.ms(bs.GOALS['p95'])})"
+    )
     print(f"  {'':<12} {'n':>4} {'p50':>11} {'p95':>11} {'max':>11}")
     for t, m in med.items():
         if m:
             xs = list(m.values())
-            print(f"  {t:<12} {len(xs):>4} {bs.ms(bs.pct(xs, 50)):>11} {bs.ms(bs.pct(xs, 95)):>11} {bs.ms(max(xs)):>11}")
+            print(
+                f"  {t:<12} {len(xs):>4} {bs.ms(bs.pct(xs, 50)):>11} {bs.ms(bs.pct(xs, 95)):>11} {bs.ms(max(xs)):>11}"
+            )
     print("  per category, p50 (max):")
     print("  " + f"{'':<12}" + "".join(f"{t:>22}" for t in targets))
     for c in cats:
@@ -131,9 +139,11 @@ def measure_queries(roots: dict, rounds: int) -> dict:
         biggest = max(roots, key=lambda t: sum(med[t][q] for q in both))
         r_big = [med["union"][q] / med[biggest][q] for q in both]
         r_sum = [med["union"][q] / sum(med[t][q] for t in roots) for q in both]
-        print(f"  union / {biggest} alone (the slowest store), per query: median {statistics.median(r_big):.2f}x "
-              f"(min {min(r_big):.2f}, max {max(r_big):.2f}); union / sum of the {len(roots)} stores: median "
-              f"{statistics.median(r_sum):.2f}x (min {min(r_sum):.2f}, max {max(r_sum):.2f}); {len(both)} queries")
+        print(
+            f"  union / {biggest} alone (the slowest store), per query: median {statistics.median(r_big):.2f}x "
+            f"(min {min(r_big):.2f}, max {max(r_big):.2f}); union / sum of the {len(roots)} stores: median "
+            f"{statistics.median(r_sum):.2f}x (min {min(r_sum):.2f}, max {max(r_sum):.2f}); {len(both)} queries"
+        )
         slow = sorted(both, key=med["union"].get, reverse=True)[:3]
         print("  slowest over the union: " + "; ".join(f"{q!r} {bs.ms(med['union'][q])}" for q in slow))
     if errors:
@@ -165,32 +175,43 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="timed passes over the 100 queries (default 3)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each whole-process query (default 3)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/samctl-bench-cross"), help="the machine (bench_cross_ls's)")
-    ap.add_argument("--cache", type=Path, default=None, help="SAMCTL_CACHE_DIR, where the indexes go "
-                    "(default: OUT/cache, bench_cross_ls's)")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="SAMCTL_CACHE_DIR, where the indexes go (default: OUT/cache, bench_cross_ls's)",
+    )
     ap.add_argument("--no-cli", action="store_true", help="skip the whole-process timings")
     a = ap.parse_args(argv)
     out = a.out.resolve()
     home = bx.build(out, a.sam, a.mermaid, a.claude_code, a.codex)
     for k in SCRUB:
         os.environ.pop(k, None)
-    os.environ.update(HOME=str(home), SAMCTL_CACHE_DIR=str((a.cache or out / "cache").resolve()),
-                      SAMCTL_ASSUME_SAM_RUNNING="0")
+    os.environ.update(
+        HOME=str(home), SAMCTL_CACHE_DIR=str((a.cache or out / "cache").resolve()), SAMCTL_ASSUME_SAM_RUNNING="0"
+    )
     env = dict(os.environ)
     os.chdir(out)  # (as bench_cross_ls: the ./.mermaid a search also looks for is not the caller's)
     t0 = time.perf_counter()
     stores = find_stores()
-    roots = {s.name if [x.name for x in stores].count(s.name) == 1 else f"{s.name}:{i}": os.path.abspath(s.conv_dir)
-             for i, s in enumerate(stores)}
-    print(f"samctl search across stores (issue #23): {os.cpu_count()} CPUs, load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; {len(stores)} stores found under HOME={home}: "
-          + ", ".join(roots))
+    roots = {
+        s.name if [x.name for x in stores].count(s.name) == 1 else f"{s.name}:{i}": os.path.abspath(s.conv_dir)
+        for i, s in enumerate(stores)
+    }
+    print(
+        f"samctl search across stores (issue #23): {os.cpu_count()} CPUs, load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; {len(stores)} stores found under HOME={home}: "
+        + ", ".join(roots)
+    )
     print("indexes (once; not a query):")
     build(roots, env)
     med = measure_queries(roots, a.rounds)
     if not a.no_cli:
         measure_cli(env, str(out), med, a.repeat)
-    print(f"\n(whole run {time.perf_counter() - t0:,.0f} s; load average now "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())})")
+    print(
+        f"\n(whole run {time.perf_counter() - t0:,.0f} s; load average now "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())})"
+    )
     return 0
 
 

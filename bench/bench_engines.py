@@ -141,8 +141,9 @@ def build_fts5(path: Path, texts: list[str]) -> tuple[sqlite3.Connection, float,
     t = time.perf_counter()
     step = 20_000
     for a in range(0, len(texts), step):
-        con.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)",
-                        ((a + i, s) for i, s in enumerate(texts[a:a + step])))
+        con.executemany(
+            "INSERT INTO t(rowid, body) VALUES (?, ?)", ((a + i, s) for i, s in enumerate(texts[a : a + step]))
+        )
         con.commit()
     ins = time.perf_counter() - t
     t = time.perf_counter()
@@ -161,9 +162,14 @@ def build_tantivy(path: Path, texts: list[str], threads: int):
     sb.add_text_field("body", stored=False, tokenizer_name="fold_stem", index_option="position")
     schema = sb.build()
     index = tantivy.Index(schema, path=str(path))
-    index.register_tokenizer("fold_stem", tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-                             .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.ascii_fold())
-                             .filter(tantivy.Filter.stemmer("english")).build())
+    index.register_tokenizer(
+        "fold_stem",
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build(),
+    )
     t = time.perf_counter()
     w = index.writer(heap_size=256_000_000, num_threads=threads)
     for s in texts:
@@ -197,19 +203,25 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     texts = read_rows(a.tree, a.limit_rows)
     nbytes = sum(len(s.encode("utf-8", "surrogatepass")) for s in texts)
-    print(f"rows: {len(texts):,} ({nbytes / 2**20:,.1f} MiB of UTF-8 text), read out of samctl's index "
-          f"in {time.perf_counter() - t:.1f} s")
+    print(
+        f"rows: {len(texts):,} ({nbytes / 2**20:,.1f} MiB of UTF-8 text), read out of samctl's index "
+        f"in {time.perf_counter() - t:.1f} s"
+    )
     if a.limit_rows:
-        print(f"  NOTE --limit-rows {a.limit_rows:,}: FTS5/tantivy index these rows only, samctl searches its "
-              "whole index; the query times are not comparable")
+        print(
+            f"  NOTE --limit-rows {a.limit_rows:,}: FTS5/tantivy index these rows only, samctl searches its "
+            "whole index; the query times are not comparable"
+        )
     print(f"sqlite {sqlite3.sqlite_version}")
 
     with tempfile.TemporaryDirectory(prefix="bench-engines-", dir=a.tmp) as tmp:
         con, ins, opt = build_fts5(Path(tmp) / "fts5.db", texts)
         size = os.path.getsize(Path(tmp) / "fts5.db")
-        print(f"FTS5 build: {ins + opt:.1f} s, {rate(len(texts), ins + opt)} (inserts {ins:.1f} s = "
-              f"{rate(len(texts), ins)}, optimize {opt:.1f} s); database {size / 2**20:,.1f} MiB = "
-              f"{size / max(nbytes, 1):.2f}x the text")
+        print(
+            f"FTS5 build: {ins + opt:.1f} s, {rate(len(texts), ins + opt)} (inserts {ins:.1f} s = "
+            f"{rate(len(texts), ins)}, optimize {opt:.1f} s); database {size / 2**20:,.1f} MiB = "
+            f"{size / max(nbytes, 1):.2f}x the text"
+        )
 
         os.mkdir(Path(tmp) / "tantivy")
         tv = build_tantivy(Path(tmp) / "tantivy", texts, a.tantivy_threads)
@@ -217,9 +229,11 @@ def main(argv=None) -> int:
             import tantivy  # (lazy: optional, only when installed)
 
             tsize = du(Path(tmp) / "tantivy")
-            print(f"tantivy {getattr(tantivy, '__version__', '?').replace('tantivy ', '')}, build ({a.tantivy_threads} threads): "
-                  f"{tv[2]:.1f} s, {rate(len(texts), tv[2])}; index {tsize / 2**20:,.1f} MiB = "
-                  f"{tsize / max(nbytes, 1):.2f}x the text")
+            print(
+                f"tantivy {getattr(tantivy, '__version__', '?').replace('tantivy ', '')}, build ({a.tantivy_threads} threads): "
+                f"{tv[2]:.1f} s, {rate(len(texts), tv[2])}; index {tsize / 2**20:,.1f} MiB = "
+                f"{tsize / max(nbytes, 1):.2f}x the text"
+            )
             tsearcher = tv[0].searcher()
         else:
             print("tantivy: not installed (`pip install tantivy` into this venv to measure it); skipped")
@@ -234,18 +248,28 @@ def main(argv=None) -> int:
                 continue
             fq = to_fts5(parts)
             tq = to_tantivy(parts, tv[0], tv[1]) if tv else None
-            plan.append((cat, q, searcher(Path(a.tree), q, limit=10),
-                         lambda fq=fq: con.execute(FTS5_QUERY, (fq,)).fetchall(),
-                         (lambda tq=tq: tsearcher.search(tq, 10).hits) if tv else None))
-        print(f"queries: {len(plan)} of {len(QUERIES)} timed; {len(skipped)} skipped (field filters: "
-              "no FTS5 equivalent)")
+            plan.append(
+                (
+                    cat,
+                    q,
+                    searcher(Path(a.tree), q, limit=10),
+                    lambda fq=fq: con.execute(FTS5_QUERY, (fq,)).fetchall(),
+                    (lambda tq=tq: tsearcher.search(tq, 10).hits) if tv else None,
+                )
+            )
+        print(
+            f"queries: {len(plan)} of {len(QUERIES)} timed; {len(skipped)} skipped (field filters: no FTS5 equivalent)"
+        )
 
         engines = ["samctl", "fts5"] + (["tantivy"] if tv else [])
         times = {e: {q: [] for _, q, *_ in plan} for e in engines}
         errors: dict = {}
         for r in range(a.rounds + 1):  # round 0 warms up (page cache, samctl's imports) and is not kept
-            print(f"[bench_engines] query round {r} of {a.rounds} ({time.perf_counter() - t_all:.0f} s so far)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[bench_engines] query round {r} of {a.rounds} ({time.perf_counter() - t_all:.0f} s so far)",
+                file=sys.stderr,
+                flush=True,
+            )
             for cat, q, *fns in plan:
                 for e, fn in zip(engines, fns):
                     if (e, q) in errors:
@@ -264,11 +288,13 @@ def main(argv=None) -> int:
         counts = {e: {} for e in engines[1:]}
         for cat, q, *_ in plan:
             try:
-                counts["fts5"][q] = con.execute("SELECT count(*) FROM t WHERE t MATCH ?",
-                                                (to_fts5(split_query(q)),)).fetchone()[0]
+                counts["fts5"][q] = con.execute(
+                    "SELECT count(*) FROM t WHERE t MATCH ?", (to_fts5(split_query(q)),)
+                ).fetchone()[0]
                 if tv:
-                    counts["tantivy"][q] = tsearcher.search(to_tantivy(split_query(q), tv[0], tv[1]), 1,
-                                                            count=True).count
+                    counts["tantivy"][q] = tsearcher.search(
+                        to_tantivy(split_query(q), tv[0], tv[1]), 1, count=True
+                    ).count
             except Exception:  # noqa: BLE001 - already reported as failed
                 pass
         con.close()
@@ -277,8 +303,10 @@ def main(argv=None) -> int:
     for e in engines:
         xs = list(med[e].values())
         if xs:
-            print(f"  {e:<8} p50 {ms(pct(xs, 50)):>10}  p95 {ms(pct(xs, 95)):>10}  max {ms(max(xs)):>10}  "
-                  f"({len(xs)} queries)")
+            print(
+                f"  {e:<8} p50 {ms(pct(xs, 50)):>10}  p95 {ms(pct(xs, 95)):>10}  max {ms(max(xs)):>10}  "
+                f"({len(xs)} queries)"
+            )
     head = f"  {'category':<12} {'n':>3}  " + "  ".join(f"{e + ' p50':>12} {e + ' p95':>12}" for e in engines)
     print(head + "  " + "  ".join(f"{'samctl/' + e:>14}" for e in engines[1:]))
     for cat in dict.fromkeys(c for c, *_ in plan):
@@ -296,8 +324,14 @@ def main(argv=None) -> int:
         slow = sorted(med[e], key=med[e].get, reverse=True)[:4]
         print(f"  slowest {e}: " + "; ".join(f"{q!r} {ms(med[e][q])}" for q in slow))
     for e, cs in counts.items():
-        print(f"  rows matched, {e}: " + ", ".join(f"{cat} median {statistics.median(xs):,.0f}" for cat in
-              dict.fromkeys(c for c, *_ in plan) if (xs := [cs[q] for c, q, *_ in plan if c == cat and q in cs])))
+        print(
+            f"  rows matched, {e}: "
+            + ", ".join(
+                f"{cat} median {statistics.median(xs):,.0f}"
+                for cat in dict.fromkeys(c for c, *_ in plan)
+                if (xs := [cs[q] for c, q, *_ in plan if c == cat and q in cs])
+            )
+        )
     if tv:
         same = sum(counts["fts5"].get(q) == counts["tantivy"].get(q) for _, q, *_ in plan)
         print(f"  FTS5 and tantivy match the same number of rows for {same} of {len(plan)} queries")

@@ -58,18 +58,32 @@ def main() -> int:
         path = Path(d) / "20260810_140307_512.jsonl"
         # Generated in a child process: the generator's leftover heap would otherwise slow
         # every allocation measured here (floor and samctl alike, samctl more).
-        info = json.loads(subprocess.run(
-            [sys.executable, "-c", "import json, sys; sys.path.insert(0, sys.argv[1]); "
-             "from gen_archive import make_mermaid_log; "
-             "print(json.dumps(make_mermaid_log(sys.argv[2], int(sys.argv[3]), seed=1)))",
-             str(HERE), str(path), str(a.bytes)], check=True, capture_output=True, text=True).stdout)
+        info = json.loads(
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import json, sys; sys.path.insert(0, sys.argv[1]); "
+                    "from gen_archive import make_mermaid_log; "
+                    "print(json.dumps(make_mermaid_log(sys.argv[2], int(sys.argv[3]), seed=1)))",
+                    str(HERE),
+                    str(path),
+                    str(a.bytes),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        )
         size = path.stat().st_size
         f, fc = medians(lambda: floor(path), a.repeat)
         o, oc = medians(lambda: ours(path), a.repeat)
         print(f"fold of a {size / 2**20:.1f} MiB log ({info.get('lines')} lines), median of {a.repeat}:")
         print(f"  floor (read + orjson.loads per line): {f:.3f} s  ({size / 2**20 / f:.0f} MiB/s), CPU {fc:.3f} s")
-        print(f"  samctl read_log_file + fold:          {o:.3f} s  ratio {o / f:.2f}x (goal <= 2x), "
-              f"CPU {oc:.3f} s, ratio {oc / fc:.2f}x")
+        print(
+            f"  samctl read_log_file + fold:          {o:.3f} s  ratio {o / f:.2f}x (goal <= 2x), "
+            f"CPU {oc:.3f} s, ratio {oc / fc:.2f}x"
+        )
     return 0
 
 

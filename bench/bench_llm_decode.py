@@ -50,19 +50,28 @@ def generate(folder: Path, n: int) -> Path:
         db.execute("INSERT INTO conversations VALUES (?, ?, ?)", (cid, f"conversation {i}", "gpt-4o"))
         for j in range(4):
             rid = ulid(10**9 + i * 1000 + j + 1)
-            db.execute("INSERT INTO responses (id, model, prompt, response, conversation_id, datetime_utc) VALUES "
-                       "(?, ?, ?, ?, ?, ?)", (rid, "gpt-4o", text, text, cid, f"2026-01-01T10:{j:02d}:00+00:00"))
+            db.execute(
+                "INSERT INTO responses (id, model, prompt, response, conversation_id, datetime_utc) VALUES "
+                "(?, ?, ?, ?, ?, ?)",
+                (rid, "gpt-4o", text, text, cid, f"2026-01-01T10:{j:02d}:00+00:00"),
+            )
             if j % 2:
-                db.execute("INSERT INTO tool_calls (response_id, name, arguments, tool_call_id) VALUES (?, ?, ?, ?)",
-                           (rid, "weather", json.dumps({"city": "Lyon"}), f"call_{i}_{j}"))
+                db.execute(
+                    "INSERT INTO tool_calls (response_id, name, arguments, tool_call_id) VALUES (?, ?, ?, ?)",
+                    (rid, "weather", json.dumps({"city": "Lyon"}), f"call_{i}_{j}"),
+                )
         tid = ulid(2 * 10**9 + i * 1000)
         parent = None
         for k in range(6):
             h = f"b2:{i:016x}{k:016x}"
-            db.execute("INSERT INTO messages VALUES (?, ?, ?, NULL)", (h, parent, "user" if k % 2 == 0 else "assistant"))
+            db.execute(
+                "INSERT INTO messages VALUES (?, ?, ?, NULL)", (h, parent, "user" if k % 2 == 0 else "assistant")
+            )
             db.execute("INSERT INTO parts (message_hash, position, type, text) VALUES (?, 0, 'text', ?)", (h, text))
             parent = h
-        db.execute("INSERT INTO threads VALUES (?, ?, ?, NULL, ?)", (tid, f"thread {i}", parent, "2026-02-01 10:00:00+00:00"))
+        db.execute(
+            "INSERT INTO threads VALUES (?, ?, ?, NULL, ?)", (tid, f"thread {i}", parent, "2026-02-01 10:00:00+00:00")
+        )
     db.commit()
     db.close()
     return db_path
@@ -97,8 +106,10 @@ def main() -> None:
         for name, fn in (("sqlite", plain), ("list", listing), ("load", load_all)):
             wall, cpu = medians(fn, a.repeat)
             base = base or (wall, cpu)
-            print(f"{name:7} {size / 1e6 / wall:8.1f} MB/s wall  {size / 1e6 / cpu:8.1f} MB/s cpu  "
-                  f"x{wall / base[0]:7.2f} wall  x{cpu / base[1]:7.2f} cpu")
+            print(
+                f"{name:7} {size / 1e6 / wall:8.1f} MB/s wall  {size / 1e6 / cpu:8.1f} MB/s cpu  "
+                f"x{wall / base[0]:7.2f} wall  x{cpu / base[1]:7.2f} cpu"
+            )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,19 @@ def generate(kind: str, n: int, out: Path, messages_mean: float | None = None) -
         extra = ["--memories-per-conversation", "1"] if kind == "sam" else []
         if messages_mean is not None:
             extra += ["--messages-mean", str(messages_mean)]
-        subprocess.run([sys.executable, str(HERE / "gen_archive.py"), kind, str(dest), "--conversations", str(n),
-                        "--quiet", *extra], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "gen_archive.py"),
+                kind,
+                str(dest),
+                "--conversations",
+                str(n),
+                "--quiet",
+                *extra,
+            ],
+            check=True,
+        )
         marker.write_text("")
     return dest
 
@@ -102,18 +113,26 @@ def bench_mermaid(n: int, repeat: int, out: Path, messages_mean: float) -> None:
     table_t = medians(lambda: run_samctl(args[:-2]), repeat)[0]  # the default table, same listing
     naive, cpu["naive"] = medians(lambda: naive_parse_snapshots(conv), repeat)
     shutil.rmtree(cache, ignore_errors=True)
-    print(f"mermaid ls --format jsonl, {n} conversations, {messages_mean:g} messages on average, "
-          f"snapshots {statistics.mean(sizes) / 1024:.1f} KiB on average (median of {repeat}):")
+    print(
+        f"mermaid ls --format jsonl, {n} conversations, {messages_mean:g} messages on average, "
+        f"snapshots {statistics.mean(sizes) / 1024:.1f} KiB on average (median of {repeat}):"
+    )
     print(f"  raw-read floor (os.read every .meta): {floor:.3f} s")
     print(f"  samctl ls, warm listing cache:        {warm_t:.3f} s   ratio to floor {warm_t / floor:.2f}x (goal <= 2x)")
     print(f"  samctl ls, cold (cache deleted):      {cold_t:.3f} s   ratio to floor {cold_t / floor:.2f}x")
-    print(f"  samctl ls as a table, warm:           {table_t:.3f} s   ratio to jsonl {table_t / warm_t:.2f}x "
-          "(the cost of laying out the table)")
-    print(f"  naive (parse every snapshot):         {naive:.3f} s   samctl warm is {naive / warm_t:.1f}x faster, "
-          f"cold {naive / cold_t:.1f}x (goal >= 10x)")
-    print(f"  CPU time (user+sys, not slowed by other work): floor {cpu['floor']:.3f} s, warm {cpu['warm']:.3f} s "
-          f"({cpu['warm'] / cpu['floor']:.2f}x), cold {cpu['cold']:.3f} s ({cpu['cold'] / cpu['floor']:.2f}x), "
-          f"naive {cpu['naive']:.3f} s ({cpu['naive'] / cpu['warm']:.1f}x warm)")
+    print(
+        f"  samctl ls as a table, warm:           {table_t:.3f} s   ratio to jsonl {table_t / warm_t:.2f}x "
+        "(the cost of laying out the table)"
+    )
+    print(
+        f"  naive (parse every snapshot):         {naive:.3f} s   samctl warm is {naive / warm_t:.1f}x faster, "
+        f"cold {naive / cold_t:.1f}x (goal >= 10x)"
+    )
+    print(
+        f"  CPU time (user+sys, not slowed by other work): floor {cpu['floor']:.3f} s, warm {cpu['warm']:.3f} s "
+        f"({cpu['warm'] / cpu['floor']:.2f}x), cold {cpu['cold']:.3f} s ({cpu['cold'] / cpu['floor']:.2f}x), "
+        f"naive {cpu['naive']:.3f} s ({cpu['naive'] / cpu['warm']:.1f}x warm)"
+    )
 
 
 def bench_sam(n: int, repeat: int, out: Path) -> None:
@@ -142,8 +161,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mermaid", type=int, default=100_000)
     ap.add_argument("--sam", type=int, default=10_000)
-    ap.add_argument("--messages-mean", type=float, default=40,
-                    help="mean messages per mermaid conversation (default 40: a coding session)")
+    ap.add_argument(
+        "--messages-mean",
+        type=float,
+        default=40,
+        help="mean messages per mermaid conversation (default 40: a coding session)",
+    )
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", type=Path, default=HERE / "out")
     a = ap.parse_args()

@@ -109,8 +109,10 @@ def write_mermaid(project: Path, conv: dict) -> dict:
     where = {}
     for n, (t0, turns) in enumerate(conv["sessions"]):
         cid = time.strftime("%Y%m%d_%H%M%S", time.gmtime(t0)) + f"_{n % 1000:03d}"
-        msgs = [mf.mermaid_message("User" if is_a else "Assistant", text, _mermaid_ts(t0 + 5 * i))
-                for i, (is_a, text, _) in enumerate(turns)]
+        msgs = [
+            mf.mermaid_message("User" if is_a else "Assistant", text, _mermaid_ts(t0 + 5 * i))
+            for i, (is_a, text, _) in enumerate(turns)
+        ]
         where.update({(cid, i): dia for i, (_, _, dia) in enumerate(turns)})
         title = f"{conv['name']} session {n + 1}"
         mf.write_mermaid(folder, mf.mermaid_doc(cid, title, msgs, _mermaid_ts(t0)))
@@ -126,8 +128,11 @@ def recall(found: list, evidence: set) -> np.ndarray:
 def today(root: Path, question: str, where: dict, runner, cli, *extra) -> list | None:
     """``samctl search -- Q --in messages -n 25`` through the CLI, as typed; the dia ids of its hits,
     in order; None when the CLI refuses the question as a query (exit 2: an unclosed quote)."""
-    r = runner.invoke(cli, ["--root", str(root), "search", "--in", "messages", "-n", "25", "--format", "jsonl",
-                            *extra, "--", question], catch_exceptions=False)
+    r = runner.invoke(
+        cli,
+        ["--root", str(root), "search", "--in", "messages", "-n", "25", "--format", "jsonl", *extra, "--", question],
+        catch_exceptions=False,
+    )
     if r.exit_code == 2:
         return None
     if r.exit_code not in (0, 1):
@@ -186,17 +191,27 @@ def evaluate(data: list, params) -> tuple[np.ndarray, list]:
     return sum(t for t, _ in per) / sum(n for _, n in per), per
 
 
-GRID = dict(k1=[0.5, 0.7, 0.9, 1.2, 1.5], b=[0.2, 0.3, 0.4, 0.5, 0.6, 0.75], date=[0, 0.5, 1, 1.5, 2],
-            prev=[0.3, 0.45, 0.6, 0.75, 0.9], next=[0.2, 0.3, 0.4, 0.5, 0.7], prev2=[0, 0.15, 0.3, 0.45],
-            next2=[0, 0.1, 0.2, 0.3, 0.4], conversation=[0, 0.25, 0.5, 0.75, 1.0],
-            addressee=[0, 0.3, 0.5, 0.7, 0.9, 1.2], diversify=[0, 0.03, 0.05, 0.08, 0.12])
+GRID = dict(
+    k1=[0.5, 0.7, 0.9, 1.2, 1.5],
+    b=[0.2, 0.3, 0.4, 0.5, 0.6, 0.75],
+    date=[0, 0.5, 1, 1.5, 2],
+    prev=[0.3, 0.45, 0.6, 0.75, 0.9],
+    next=[0.2, 0.3, 0.4, 0.5, 0.7],
+    prev2=[0, 0.15, 0.3, 0.45],
+    next2=[0, 0.1, 0.2, 0.3, 0.4],
+    conversation=[0, 0.25, 0.5, 0.75, 1.0],
+    addressee=[0, 0.3, 0.5, 0.7, 0.9, 1.2],
+    diversify=[0, 0.03, 0.05, 0.08, 0.12],
+)
 
 
 def tune(data: list, start=rank.Params(), rounds: int = 2):
     """Coordinate ascent over GRID on R@5 + R@10 + R@25, from START."""
+
     def objective(p):
         r = evaluate(data, p)[0]
         return r[1] + r[2] + r[3]
+
     best_p, best = start, objective(start)
     for _ in range(rounds):
         moved = False
@@ -214,22 +229,26 @@ def tune(data: list, start=rank.Params(), rounds: int = 2):
 def ablation() -> list:
     full, none = rank.Params(), rank.BASELINE
     ctx = dict(prev=full.prev, next=full.next, prev2=full.prev2, next2=full.next2)
-    added = [("tokenizer (stems, stop words, folding), Okapi 1.2/0.75", none),
-             ("+ k1/b", replace(none, k1=full.k1, b=full.b))]
+    added = [
+        ("tokenizer (stems, stop words, folding), Okapi 1.2/0.75", none),
+        ("+ k1/b", replace(none, k1=full.k1, b=full.b)),
+    ]
     added.append(("+ neighbours (2 turns each way)", replace(added[-1][1], **ctx)))
     added.append(("+ date field", replace(added[-1][1], date=full.date)))
     added.append(("+ conversation-level BM25", replace(added[-1][1], conversation=full.conversation)))
     added.append(("+ addressee", replace(added[-1][1], addressee=full.addressee)))
     added.append(("+ a name weighs less in the text", replace(added[-1][1], name_weight=full.name_weight)))
     added.append(("+ diversity across conversations (= default)", replace(added[-1][1], diversify=full.diversify)))
-    removed = [("default without k1/b (1.2/0.75)", replace(full, k1=1.2, b=0.75)),
-               ("default without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
-               ("default without 2nd neighbours", replace(full, prev2=0, next2=0)),
-               ("default without date field", replace(full, date=0)),
-               ("default without conversation-level", replace(full, conversation=0)),
-               ("default without addressee", replace(full, addressee=0)),
-               ("default without diversity", replace(full, diversify=0)),
-               ("default without the lighter name", replace(full, name_weight=1))]
+    removed = [
+        ("default without k1/b (1.2/0.75)", replace(full, k1=1.2, b=0.75)),
+        ("default without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
+        ("default without 2nd neighbours", replace(full, prev2=0, next2=0)),
+        ("default without date field", replace(full, date=0)),
+        ("default without conversation-level", replace(full, conversation=0)),
+        ("default without addressee", replace(full, addressee=0)),
+        ("default without diversity", replace(full, diversify=0)),
+        ("default without the lighter name", replace(full, name_weight=1)),
+    ]
     return added + removed
 
 

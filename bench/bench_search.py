@@ -59,42 +59,141 @@ sys.path.insert(0, str(HERE.parent))
 # The fixed list of 100 queries (category, text).  The words come from gen_archive.py's word list:
 # budget, deadline, portland ... are common; zanzibar, quokka, xylophone, marzipan, obsidian are rare.
 
-QUERIES = [("common", w) for w in (
-    "budget", "deadline", "portland", "weekend", "invoice", "meeting", "project", "schedule", "hotel", "flight",
-    "python", "database", "review", "tests", "summary")] + [("rare", w) for w in (
-        "zanzibar", "quokka", "xylophone", "marzipan", "obsidian", "café", "zürich", "münchen", "nonexistentword",
-        "src/main.rs")] + [("stop words", w) for w in ("the", "of the", "what is")] + [("2-3 words", w) for w in (
-            "portland budget", "deadline invoice", "hotel flight", "python sqlite", "rust compiler",
-            "weekend trip portland", "quarterly revenue forecast", "kubernetes docker deploy", "zanzibar budget",
-            "quokka marzipan", "family dinner tomorrow", "git rebase branch", "api timeout retry", "café münchen",
-            "latency benchmark cache")] + [("phrase", w) for w in (
-                '"budget deadline"', '"weekend trip"', '"the budget"', '"São Paulo"', '"src/main.rs"',
-                '"quarterly revenue"', '"portland budget"', '"pull request"', '"e.g."', '"zanzibar quokka"',
-                '"family dinner"', '"call hiking"')] + [("question", w) for w in (
-                    "what was the budget for the portland trip",
-                    "when is the deadline for the quarterly invoice",
-                    "which hotel did we book near the airport",
-                    "how do I fix the timeout error in the api",
-                    "what did we decide about the kubernetes deployment",
-                    "where should we have dinner this weekend in portland",
-                    "why is the benchmark latency so high today",
-                    "who approved the proposal for the new client",
-                    "did the database migration finish before the release",
-                    "what is the maximum budget for the flights",
-                    "how many tests failed in the parser fixtures",
-                    "can you summarize the meeting notes from monday",
-                    "what restaurant did we pick for the birthday party",
-                    "is the sprint backlog ready for the review",
-                    "which python dependency broke the build pipeline")] + [("+/-/prefix*", w) for w in (
-                        "+budget portland", "+portland +deadline", "budget -portland", "portland -budget -deadline",
-                        "+zanzibar -quokka", "budg*", "port* weekend", "dead* invoic*", "zanz*",
-                        '+"weekend trip" -hotel', '"budget deadline" +portland', "kube* deploy*",
-                        "-portland budget hotel", "+budget", "invoice -payment")] + [("filters", w) for w in (
-                            "role:user budget", "role:assistant deadline", "role:tool error", 'role:user "weekend trip"',
-                            "in:messages budget", "in:memories budget", "title:portland", "title:budget hotel",
-                            "store:mermaid budget", "role:user +portland -budget", "title:deadline role:assistant",
-                            "in:messages role:user zanzibar", "role:assistant budg*", "title:weekend trip",
-                            "store:sam budget")]
+QUERIES = (
+    [
+        ("common", w)
+        for w in (
+            "budget",
+            "deadline",
+            "portland",
+            "weekend",
+            "invoice",
+            "meeting",
+            "project",
+            "schedule",
+            "hotel",
+            "flight",
+            "python",
+            "database",
+            "review",
+            "tests",
+            "summary",
+        )
+    ]
+    + [
+        ("rare", w)
+        for w in (
+            "zanzibar",
+            "quokka",
+            "xylophone",
+            "marzipan",
+            "obsidian",
+            "café",
+            "zürich",
+            "münchen",
+            "nonexistentword",
+            "src/main.rs",
+        )
+    ]
+    + [("stop words", w) for w in ("the", "of the", "what is")]
+    + [
+        ("2-3 words", w)
+        for w in (
+            "portland budget",
+            "deadline invoice",
+            "hotel flight",
+            "python sqlite",
+            "rust compiler",
+            "weekend trip portland",
+            "quarterly revenue forecast",
+            "kubernetes docker deploy",
+            "zanzibar budget",
+            "quokka marzipan",
+            "family dinner tomorrow",
+            "git rebase branch",
+            "api timeout retry",
+            "café münchen",
+            "latency benchmark cache",
+        )
+    ]
+    + [
+        ("phrase", w)
+        for w in (
+            '"budget deadline"',
+            '"weekend trip"',
+            '"the budget"',
+            '"São Paulo"',
+            '"src/main.rs"',
+            '"quarterly revenue"',
+            '"portland budget"',
+            '"pull request"',
+            '"e.g."',
+            '"zanzibar quokka"',
+            '"family dinner"',
+            '"call hiking"',
+        )
+    ]
+    + [
+        ("question", w)
+        for w in (
+            "what was the budget for the portland trip",
+            "when is the deadline for the quarterly invoice",
+            "which hotel did we book near the airport",
+            "how do I fix the timeout error in the api",
+            "what did we decide about the kubernetes deployment",
+            "where should we have dinner this weekend in portland",
+            "why is the benchmark latency so high today",
+            "who approved the proposal for the new client",
+            "did the database migration finish before the release",
+            "what is the maximum budget for the flights",
+            "how many tests failed in the parser fixtures",
+            "can you summarize the meeting notes from monday",
+            "what restaurant did we pick for the birthday party",
+            "is the sprint backlog ready for the review",
+            "which python dependency broke the build pipeline",
+        )
+    ]
+    + [
+        ("+/-/prefix*", w)
+        for w in (
+            "+budget portland",
+            "+portland +deadline",
+            "budget -portland",
+            "portland -budget -deadline",
+            "+zanzibar -quokka",
+            "budg*",
+            "port* weekend",
+            "dead* invoic*",
+            "zanz*",
+            '+"weekend trip" -hotel',
+            '"budget deadline" +portland',
+            "kube* deploy*",
+            "-portland budget hotel",
+            "+budget",
+            "invoice -payment",
+        )
+    ]
+    + [
+        ("filters", w)
+        for w in (
+            "role:user budget",
+            "role:assistant deadline",
+            "role:tool error",
+            'role:user "weekend trip"',
+            "in:messages budget",
+            "in:memories budget",
+            "title:portland",
+            "title:budget hotel",
+            "store:mermaid budget",
+            "role:user +portland -budget",
+            "title:deadline role:assistant",
+            "in:messages role:user zanzibar",
+            "role:assistant budg*",
+            "title:weekend trip",
+            "store:sam budget",
+        )
+    ]
+)
 assert len(QUERIES) == 100, len(QUERIES)
 CLI_SAMPLE = QUERIES[::10]  # the whole process is timed for these ten
 EXACT_NEEDLES = ("portland", "zanzibar", "src/main.rs")
@@ -112,8 +211,21 @@ def generate(out: Path, kind: str, n: int, mean: float, memories: int = 0) -> Pa
             shutil.rmtree(dest)
         print(f"generating {dest.name} ...", file=sys.stderr, flush=True)
         extra = ["--memories-per-conversation", str(memories)] if kind == "sam" else []
-        subprocess.run([sys.executable, str(HERE / "gen_archive.py"), kind, str(dest), "--conversations", str(n),
-                        "--messages-mean", str(mean), "--quiet", *extra], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "gen_archive.py"),
+                kind,
+                str(dest),
+                "--conversations",
+                str(n),
+                "--messages-mean",
+                str(mean),
+                "--quiet",
+                *extra,
+            ],
+            check=True,
+        )
         (dest / ".complete").write_text("")
     return dest if kind == "mermaid" else dest / "SAM"
 
@@ -132,12 +244,14 @@ def conversation_files(root: Path, kind: str) -> list[str]:
 
 # A child's ru_maxrss starts at its parent's high-water mark (Linux carries it across fork and exec),
 # and this process may hold the floor's postings: a small launcher starts every measured command.
-LAUNCH = ("import os, subprocess, sys, time\n"
-          "t = time.perf_counter()\n"
-          "p = subprocess.Popen(sys.argv[2:], stdout=None if sys.argv[1] == 'pass' else subprocess.DEVNULL,\n"
-          "                     stderr=subprocess.DEVNULL)\n"
-          "_, status, usage = os.wait4(p.pid, 0)\n"
-          "print('LAUNCH', os.waitstatus_to_exitcode(status), usage.ru_maxrss, time.perf_counter() - t, flush=True)\n")
+LAUNCH = (
+    "import os, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "p = subprocess.Popen(sys.argv[2:], stdout=None if sys.argv[1] == 'pass' else subprocess.DEVNULL,\n"
+    "                     stderr=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(p.pid, 0)\n"
+    "print('LAUNCH', os.waitstatus_to_exitcode(status), usage.ru_maxrss, time.perf_counter() - t, flush=True)\n"
+)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -173,8 +287,12 @@ def _mem_kib(pid: int) -> tuple[int, int]:
 def launch(argv: list, env: dict, keep_stdout: bool = False, sample: bool = False) -> dict:
     """Run ``argv`` under the launcher: {exit, wall, maxrss (MiB, its largest process), rss, pss (MiB,
     peak sums over its process tree, when ``sample``), procs (most processes seen at once), stdout}."""
-    p = subprocess.Popen([sys.executable, "-c", LAUNCH, "pass" if keep_stdout else "quiet", *argv], env=env,
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", LAUNCH, "pass" if keep_stdout else "quiet", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     peak = [0, 0, 0]
     stop = threading.Event()
 
@@ -194,8 +312,15 @@ def launch(argv: list, env: dict, keep_stdout: bool = False, sample: bool = Fals
         th.join()
     lines = out.splitlines()
     _, code, maxrss, wall = lines[-1].split()
-    return {"exit": int(code), "wall": float(wall), "maxrss": int(maxrss) / 1024, "rss": peak[0] / 1024 if sample else None,
-            "pss": peak[1] / 1024 if sample else None, "procs": peak[2], "stdout": "\n".join(lines[:-1])}
+    return {
+        "exit": int(code),
+        "wall": float(wall),
+        "maxrss": int(maxrss) / 1024,
+        "rss": peak[0] / 1024 if sample else None,
+        "pss": peak[1] / 1024 if sample else None,
+        "procs": peak[2],
+        "stdout": "\n".join(lines[:-1]),
+    }
 
 
 def samctl_argv() -> list[str]:
@@ -301,12 +426,14 @@ def corpus(root: Path, name: str, cache_dir: Path, jobs: int) -> dict:
 
     store = open_store(str(root))
     sources = list(store.search_sources([]).values())
-    chunks = [sources[i:i + 200] for i in range(0, len(sources), 200)]
+    chunks = [sources[i : i + 200] for i in range(0, len(sources), 200)]
     n, nbytes, lens, post = 0, 0, [], {}
     with multiprocessing.get_context("spawn").Pool(jobs, _corpus_init, (str(root), str(cache_dir))) as pool:
         for rows, b, ls, p in pool.imap(_corpus_chunk, chunks):
             for term, (r, tf) in p.items():
-                post.setdefault(term, []).append((np.frombuffer(r, dtype=np.int32) + n, np.frombuffer(tf, dtype=np.int32)))
+                post.setdefault(term, []).append(
+                    (np.frombuffer(r, dtype=np.int32) + n, np.frombuffer(tf, dtype=np.int32))
+                )
             lens.append(np.frombuffer(ls, dtype=np.int32))
             n += rows
             nbytes += b
@@ -343,7 +470,7 @@ def floor_query(c: dict, q: str, limit: int = 10):
         for rows, w in cols:
             s[rows] += w
         k = min(limit, n)
-        top = np.argpartition(s, n - k)[n - k:] if k else s[:0]
+        top = np.argpartition(s, n - k)[n - k :] if k else s[:0]
         return top[np.argsort(-s[top])]
 
     return run
@@ -420,22 +547,24 @@ def du(path: Path) -> int:
 # The measures
 
 
-BUILD = ("import json, sys, time\n"
-         "from samctl.stores import open_store\n"
-         "from samctl.search import index as ix\n"
-         "store = open_store(sys.argv[1])\n"
-         "t = time.perf_counter()\n"
-         "idx = ix.refresh(store, [], rebuild=True)\n"
-         "dt = time.perf_counter() - t\n"
-         "try:\n"
-         "    d = str(ix.index_dir(store))\n"
-         "except Exception:\n"
-         "    d = None\n"
-         "print(json.dumps({'seconds': dt, 'rows': getattr(idx, 'rows', None), 'dir': d}))\n")
+BUILD = (
+    "import json, sys, time\n"
+    "from samctl.stores import open_store\n"
+    "from samctl.search import index as ix\n"
+    "store = open_store(sys.argv[1])\n"
+    "t = time.perf_counter()\n"
+    "idx = ix.refresh(store, [], rebuild=True)\n"
+    "dt = time.perf_counter() - t\n"
+    "try:\n"
+    "    d = str(ix.index_dir(store))\n"
+    "except Exception:\n"
+    "    d = None\n"
+    "print(json.dumps({'seconds': dt, 'rows': getattr(idx, 'rows', None), 'dir': d}))\n"
+)
 
-READ_FLOOR = ("import sys, orjson\n"
-              "for p in open(sys.argv[1]).read().splitlines():\n"
-              "    orjson.loads(open(p, 'rb').read())\n")
+READ_FLOOR = (
+    "import sys, orjson\nfor p in open(sys.argv[1]).read().splitlines():\n    orjson.loads(open(p, 'rb').read())\n"
+)
 
 
 def measure_build(root: Path, kind: str, env: dict, c: dict, cache: Path) -> dict:
@@ -448,12 +577,18 @@ def measure_build(root: Path, kind: str, env: dict, c: dict, cache: Path) -> dic
     rows = res["rows"] or c["rows"]
     idir = Path(res["dir"]) if res.get("dir") and Path(res["dir"]).is_dir() else cache
     size = du(idir)
-    print(f"  full build: {rows:,} rows in {dt:.1f} s = {rows / dt:,.0f} rows/s (goal >= {GOALS['build']:,}); "
-          f"whole process {r['wall']:.1f} s")
-    print(f"    peak memory, build process + workers ({r['procs']} processes at most): RSS summed {r['rss']:,.0f} MiB, PSS summed {r['pss']:,.0f} MiB "
-          f"(goal <= {GOALS['rss']} MiB); largest single process ru_maxrss {r['maxrss']:,.0f} MiB")
-    print(f"    index on disk: {size / 2**20:,.0f} MiB ({'index folder' if idir != cache else 'whole cache folder'}) "
-          f"= {size / max(c['bytes'], 1):.2f}x the text (goal <= {GOALS['size']:g}x)")
+    print(
+        f"  full build: {rows:,} rows in {dt:.1f} s = {rows / dt:,.0f} rows/s (goal >= {GOALS['build']:,}); "
+        f"whole process {r['wall']:.1f} s"
+    )
+    print(
+        f"    peak memory, build process + workers ({r['procs']} processes at most): RSS summed {r['rss']:,.0f} MiB, PSS summed {r['pss']:,.0f} MiB "
+        f"(goal <= {GOALS['rss']} MiB); largest single process ru_maxrss {r['maxrss']:,.0f} MiB"
+    )
+    print(
+        f"    index on disk: {size / 2**20:,.0f} MiB ({'index folder' if idir != cache else 'whole cache folder'}) "
+        f"= {size / max(c['bytes'], 1):.2f}x the text (goal <= {GOALS['size']:g}x)"
+    )
     guarded("  read floor", read_floor, root, kind, env, cache, dt)
     return {"seconds": dt}
 
@@ -465,8 +600,10 @@ def read_floor(root: Path, kind: str, env: dict, cache: Path, dt: float) -> None
         f = launch([sys.executable, "-c", READ_FLOOR, str(listing)], env)
     finally:
         listing.unlink()
-    print(f"    floor, orjson.loads of every conversation file in one process (SAM: not memory.db): {f['wall']:.1f} s "
-          f"-> the build is {dt / f['wall']:.1f}x the floor")
+    print(
+        f"    floor, orjson.loads of every conversation file in one process (SAM: not memory.db): {f['wall']:.1f} s "
+        f"-> the build is {dt / f['wall']:.1f}x the floor"
+    )
 
 
 def measure_queries(root: Path, c: dict, rounds: int, rank: str | None) -> dict:
@@ -500,18 +637,24 @@ def measure_queries(root: Path, c: dict, rounds: int, rank: str | None) -> dict:
         all_ = list(med.values())
         fl = list(fmed.values())
         ratios = [med[q] / fmed[q] for q in fmed if fmed[q] > 0]
-        print(f"  warm query in-process, {len(med)} of {len(QUERIES)} queries (median of {rounds} each): "
-              f"p50 {ms(pct(all_, 50))} (goal <= {ms(GOALS['p50'])}), p95 {ms(pct(all_, 95))} "
-              f"(goal <= {ms(GOALS['p95'])}), max {ms(max(all_))}")
+        print(
+            f"  warm query in-process, {len(med)} of {len(QUERIES)} queries (median of {rounds} each): "
+            f"p50 {ms(pct(all_, 50))} (goal <= {ms(GOALS['p50'])}), p95 {ms(pct(all_, 95))} "
+            f"(goal <= {ms(GOALS['p95'])}), max {ms(max(all_))}"
+        )
         if fl:
-            print(f"    floor, numpy BM25 over the query terms' postings ({len(fl)} queries): p50 {ms(pct(fl, 50))}, "
-                  f"p95 {ms(pct(fl, 95))}; samctl / floor per query: median {statistics.median(ratios):.1f}x")
+            print(
+                f"    floor, numpy BM25 over the query terms' postings ({len(fl)} queries): p50 {ms(pct(fl, 50))}, "
+                f"p95 {ms(pct(fl, 95))}; samctl / floor per query: median {statistics.median(ratios):.1f}x"
+            )
         for cat in dict.fromkeys(c_ for c_, _ in QUERIES):
             xs = [med[q] for c_, q in QUERIES if c_ == cat and q in med]
             ys = [fmed[q] for c_, q in QUERIES if c_ == cat and q in fmed]
             if xs:
-                print(f"    {cat:<12} n={len(xs):<3} p50 {ms(pct(xs, 50)):>11}  max {ms(max(xs)):>11}"
-                      + (f"   floor p50 {ms(pct(ys, 50))}" if ys else ""))
+                print(
+                    f"    {cat:<12} n={len(xs):<3} p50 {ms(pct(xs, 50)):>11}  max {ms(max(xs)):>11}"
+                    + (f"   floor p50 {ms(pct(ys, 50))}" if ys else "")
+                )
         slow = sorted(med, key=med.get, reverse=True)[:3]
         print("    slowest: " + "; ".join(f"{q!r} {ms(med[q])}" for q in slow))
     if errors:
@@ -537,11 +680,15 @@ def cli_runs(base: list, env: dict, repeat: int, sample: bool = False) -> tuple:
 
 def print_cli(what: str, walls: list, peaks: list, codes: dict, py: float, inproc: list, indent: str) -> None:
     """cli_runs' figures, beside the same queries' in-process medians ``inproc``."""
-    print(f"{indent}whole `samctl search` process{what}, {len(CLI_SAMPLE)} queries (every tenth; median of each "
-          f"query's runs): median {ms(statistics.median(walls))}, max {ms(max(walls))}; peak RSS {max(peaks):,.0f} MiB "
-          f"at most (goal <= {GOALS['rss']} MiB)")
-    print(f"{indent}  beside: the same queries in-process, median {ms(statistics.median(inproc)) if inproc else 'n/a'}; "
-          f"a bare `python -c pass` {ms(py)}")
+    print(
+        f"{indent}whole `samctl search` process{what}, {len(CLI_SAMPLE)} queries (every tenth; median of each "
+        f"query's runs): median {ms(statistics.median(walls))}, max {ms(max(walls))}; peak RSS {max(peaks):,.0f} MiB "
+        f"at most (goal <= {GOALS['rss']} MiB)"
+    )
+    print(
+        f"{indent}  beside: the same queries in-process, median {ms(statistics.median(inproc)) if inproc else 'n/a'}; "
+        f"a bare `python -c pass` {ms(py)}"
+    )
     bad = {q: c for q, c in codes.items() if c not in (0, 1, 4)}
     if bad:
         print(f"{indent}  exit codes other than 0/1/4: " + "; ".join(f"{q!r} -> {c}" for q, c in bad.items()))
@@ -562,30 +709,37 @@ def measure_exact(root: Path, env: dict, repeat: int, cold: bool) -> None:
     can_drop = cold and drop_caches()
     modes = ["warm"] + (["cold"] if can_drop else [])
     if not can_drop:
-        print("  --exact vs rg: cold not measured" + (" (--no-cold)" if not cold else
-                                                       " (/proc/sys/vm/drop_caches not writable)"))
+        print(
+            "  --exact vs rg: cold not measured"
+            + (" (--no-cold)" if not cold else " (/proc/sys/vm/drop_caches not writable)")
+        )
     base = samctl_argv() + ["--root", str(root), "search", "--exact", "--"]
     for mode in modes:
         for needle in EXACT_NEEDLES:
             s, r = [], []
-            order = [("samctl", base + [needle], s), ("rg", [rg, "-F", "-i", "-c", "-g", "*.json", "--", needle, conv], r)]
+            order = [
+                ("samctl", base + [needle], s),
+                ("rg", [rg, "-F", "-i", "-c", "-g", "*.json", "--", needle, conv], r),
+            ]
             for i in range(repeat + (mode == "warm")):
-                for _, argv, ts in (order if i % 2 == 0 else order[::-1]):  # who goes first alternates
+                for _, argv, ts in order if i % 2 == 0 else order[::-1]:  # who goes first alternates
                     if mode == "cold":
                         drop_caches()
                     w = launch(argv, env)["wall"]
                     if mode == "cold" or i:
                         ts.append(w)
             sm, rm = statistics.median(s), statistics.median(r)
-            print(f"  --exact {needle!r:<14} {mode}: samctl {ms(sm):>11}, rg -F -i -c over *.json {ms(rm):>11} "
-                  f"-> {sm / rm:.1f}x rg (median of {repeat})")
+            print(
+                f"  --exact {needle!r:<14} {mode}: samctl {ms(sm):>11}, rg -F -i -c over *.json {ms(rm):>11} "
+                f"-> {sm / rm:.1f}x rg (median of {repeat})"
+            )
 
 
 def edit(path: str, stamp: float) -> None:
     """A small content change: a word put at the start of the first message's text; mtime ``stamp``."""
     data = open(path, "rb").read()
     m = re.search(rb'"content"\s*:\s*"', data)
-    new = data[:m.end()] + b"edited quokka " + data[m.end():] if m else data + b" "
+    new = data[: m.end()] + b"edited quokka " + data[m.end() :] if m else data + b" "
     tmp = path + ".bench-tmp"
     with open(tmp, "wb") as f:
         f.write(new)
@@ -607,7 +761,7 @@ def measure_refresh(root: Path, kind: str, repeat: int, full: float | None) -> N
     try:
         ix.refresh(open_store(str(root)), [])  # (up to date before the first round)
         for i in range(repeat):
-            batch = pool[i * k:(i + 1) * k] or rng.sample(files, k)
+            batch = pool[i * k : (i + 1) * k] or rng.sample(files, k)
             stamp = time.time() - 10  # older than the racy window: the refresh trusts what it reads
             for p in batch:
                 if p not in saved:
@@ -638,9 +792,12 @@ def measure_refresh(root: Path, kind: str, repeat: int, full: float | None) -> N
             e.stat(follow_symlinks=False)
             n += 1
     st = time.perf_counter() - t
-    print(f"  refresh after editing 1% ({k:,} conversations; median of {repeat} rounds, a different 1% each): "
-          f"{med:.2f} s" + (f" = {med / full:.1%} of the full build (goal <= {GOALS['refresh']:.0%})" if full else "")
-          + f"; sources read again per round: {sorted(set(reread))}")
+    print(
+        f"  refresh after editing 1% ({k:,} conversations; median of {repeat} rounds, a different 1% each): "
+        f"{med:.2f} s"
+        + (f" = {med / full:.1%} of the full build (goal <= {GOALS['refresh']:.0%})" if full else "")
+        + f"; sources read again per round: {sorted(set(reread))}"
+    )
     print(f"    floor, lstat of every file in the conversation folders ({n:,} files): {ms(st)} -> {med / st:.1f}x")
     ix.refresh(open_store(str(root)), [])  # (the files put back: the index current again, untimed)
 
@@ -661,8 +818,10 @@ def bench_tree(label: str, root: Path, kind: str, a, cache: Path) -> None:
     t0 = time.perf_counter()
     c = corpus(root, cache.name.removeprefix("cache-"), cache, a.jobs)
     print(f"\n== {label}: {root}")
-    print(f"  corpus: {c['rows']:,} rows (what search indexes), {c['bytes'] / 2**20:,.0f} MiB of text (UTF-8); "
-          f"floor postings for {len(c['floor'])} query terms (built in {c['seconds']:.0f} s, cached)")
+    print(
+        f"  corpus: {c['rows']:,} rows (what search indexes), {c['bytes'] / 2**20:,.0f} MiB of text (UTF-8); "
+        f"floor postings for {len(c['floor'])} query terms (built in {c['seconds']:.0f} s, cached)"
+    )
     full = None
     if a.keep_index:
         from samctl.search import index as ix
@@ -684,8 +843,13 @@ def bench_tree(label: str, root: Path, kind: str, a, cache: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--conversations", type=int, default=100_000, help="mermaid sessions (default 100,000)")
-    ap.add_argument("--profile", type=float, action="append", metavar="M",
-                    help="messages per session on average; repeatable (default 12; 40 for the coding-session tree)")
+    ap.add_argument(
+        "--profile",
+        type=float,
+        action="append",
+        metavar="M",
+        help="messages per session on average; repeatable (default 12; 40 for the coding-session tree)",
+    )
     ap.add_argument("--sam", action="store_true", help="also the SAM tree (big: 10,000 x 100 memories, ~5 GB)")
     ap.add_argument("--sam-conversations", type=int, default=10_000)
     ap.add_argument("--memories", type=int, default=100, help="SAM memories per conversation (default 100)")
@@ -702,18 +866,32 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    print(f"samctl search benchmark (issue #22): {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
-          f"{a.rounds} rounds over {len(QUERIES)} queries, repeat {a.repeat}; medians, ratios to baselines of this run")
+    print(
+        f"samctl search benchmark (issue #22): {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
+        f"{a.rounds} rounds over {len(QUERIES)} queries, repeat {a.repeat}; medians, ratios to baselines of this run"
+    )
     trees = []
     if not a.no_mermaid:
         for mean in a.profile or [12.0]:
             root = generate(a.out, "mermaid", a.conversations, mean)
-            trees.append((f"mermaid, {a.conversations:,} sessions x {mean:g} messages on average", root, "mermaid",
-                          a.out / f"cache-{root.name}"))
+            trees.append(
+                (
+                    f"mermaid, {a.conversations:,} sessions x {mean:g} messages on average",
+                    root,
+                    "mermaid",
+                    a.out / f"cache-{root.name}",
+                )
+            )
     if a.sam:
         root = generate(a.out, "sam", a.sam_conversations, 12, a.memories)
-        trees.append((f"SAM, {a.sam_conversations:,} conversations x {a.memories} memories", root, "sam",
-                      a.out / f"cache-{root.parent.name}"))
+        trees.append(
+            (
+                f"SAM, {a.sam_conversations:,} conversations x {a.memories} memories",
+                root,
+                "sam",
+                a.out / f"cache-{root.parent.name}",
+            )
+        )
     for label, root, kind, cache in trees:
         bench_tree(label, root, kind, a, cache)
     print(f"\n(whole run {time.perf_counter() - t0:,.0f} s)")

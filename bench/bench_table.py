@@ -31,10 +31,15 @@ WORDS = "plan the release fix a bug in the parser write docs about search memory
 def make_rows(n: int) -> list[list]:
     """``n`` rows shaped like ``samctl ls``: id, updated, messages, title (seeded, so runs agree)."""
     rnd = random.Random(1)
-    return [[str(uuid.UUID(int=rnd.getrandbits(128))),
-             f"2026-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d} {rnd.randint(0, 23):02d}:{rnd.randint(0, 59):02d}",
-             rnd.randint(1, 500),
-             " ".join(rnd.choices(WORDS, k=rnd.randint(2, 8)))] for _ in range(n)]
+    return [
+        [
+            str(uuid.UUID(int=rnd.getrandbits(128))),
+            f"2026-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d} {rnd.randint(0, 23):02d}:{rnd.randint(0, 59):02d}",
+            rnd.randint(1, 500),
+            " ".join(rnd.choices(WORDS, k=rnd.randint(2, 8))),
+        ]
+        for _ in range(n)
+    ]
 
 
 def main() -> None:

@@ -35,10 +35,14 @@ def timed(cmd, env) -> tuple[float, bytes]:
 
 def days(doc: dict, cc: bool) -> dict:
     if cc:
-        return {d["date"]: (d["inputTokens"], d["outputTokens"], d["cacheCreationTokens"], d["cacheReadTokens"])
-                for d in doc["daily"]}
-    return {d["day"]: (d["input_tokens"], d["output_tokens"], d["cache_creation_tokens"], d["cache_read_tokens"])
-            for d in doc["rows"]}
+        return {
+            d["date"]: (d["inputTokens"], d["outputTokens"], d["cacheCreationTokens"], d["cacheReadTokens"])
+            for d in doc["daily"]
+        }
+    return {
+        d["day"]: (d["input_tokens"], d["output_tokens"], d["cache_creation_tokens"], d["cache_read_tokens"])
+        for d in doc["rows"]
+    }
 
 
 def change(tree: Path, share: float) -> int:
@@ -46,11 +50,21 @@ def change(tree: Path, share: float) -> int:
     files = sorted(tree.glob("projects/*/*.jsonl"))
     step = max(1, round(1 / share))
     for n, f in enumerate(files[::step]):
-        line = {"type": "assistant", "timestamp": "2026-03-20T12:00:00.000Z", "cwd": "/home/bench/changed",
-                "sessionId": f.stem, "requestId": f"req_bench{n}", "message": {
-                    "id": f"msg_bench{n}", "type": "message", "role": "assistant",
-                    "model": "claude-sonnet-4-5-20250929", "content": [{"type": "text", "text": "more"}],
-                    "usage": {"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 1000}}}
+        line = {
+            "type": "assistant",
+            "timestamp": "2026-03-20T12:00:00.000Z",
+            "cwd": "/home/bench/changed",
+            "sessionId": f.stem,
+            "requestId": f"req_bench{n}",
+            "message": {
+                "id": f"msg_bench{n}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "more"}],
+                "usage": {"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 1000},
+            },
+        }
         with open(f, "a") as out:
             out.write(json.dumps(line) + "\n")
     return len(files[::step])
@@ -66,8 +80,18 @@ def main() -> int:
     out = Path(a.out)
     tree = out / f"claude-{a.sessions}"
     if not tree.exists():
-        subprocess.run([sys.executable, str(HERE / "gen_archive.py"), "claude-code", str(tree), "--conversations",
-                        str(a.sessions), "--quiet"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "gen_archive.py"),
+                "claude-code",
+                str(tree),
+                "--conversations",
+                str(a.sessions),
+                "--quiet",
+            ],
+            check=True,
+        )
     work = out / "work"
     if work.exists():
         shutil.rmtree(work)
@@ -77,8 +101,11 @@ def main() -> int:
     for f in root.rglob("*.jsonl"):
         os.utime(f, (old, old))
     size = sum(f.stat().st_size for f in root.rglob("*.jsonl"))
-    cc = [a.ccusage] if a.ccusage else ([shutil.which("ccusage")] if shutil.which("ccusage")
-                                        else ["npx", "--yes", "ccusage@17.2.1"])
+    cc = (
+        [a.ccusage]
+        if a.ccusage
+        else ([shutil.which("ccusage")] if shutil.which("ccusage") else ["npx", "--yes", "ccusage@17.2.1"])
+    )
     env = dict(os.environ, TZ="UTC", CLAUDE_CONFIG_DIR=str(root), SAMCTL_CACHE_DIR=str(work / "cache"))
     cc_cmd = cc + ["daily", "--json", "--offline"]
     sm_cmd = [str(REPO / ".venv" / "bin" / "samctl"), "--root", str(root), "usage", "--format", "json"]
@@ -90,15 +117,19 @@ def main() -> int:
     sm_runs = [timed(sm_cmd, env) for _ in range(a.repeat)]
     same = days(json.loads(cc_runs[-1][1]), True) == days(json.loads(sm_runs[-1][1]), False)
     cc_w, sm_w = statistics.median(t for t, _ in cc_runs), statistics.median(t for t, _ in sm_runs)
-    print(f"warm:  ccusage {cc_w:.2f} s, samctl {sm_w:.3f} s (first samctl run, cache empty: {cold:.2f} s): "
-          f"{cc_w / sm_w:.1f}x; tokens per day equal: {same}")
+    print(
+        f"warm:  ccusage {cc_w:.2f} s, samctl {sm_w:.3f} s (first samctl run, cache empty: {cold:.2f} s): "
+        f"{cc_w / sm_w:.1f}x; tokens per day equal: {same}"
+    )
 
     n = change(root, 0.01)
     sm_changed, sm_out = timed(sm_cmd, env)
     cc_changed, cc_out = timed(cc_cmd, env)
     same = days(json.loads(cc_out), True) == days(json.loads(sm_out), False)
-    print(f"1% changed ({n} sessions): ccusage {cc_changed:.2f} s, samctl {sm_changed:.3f} s: "
-          f"{cc_changed / sm_changed:.1f}x; tokens per day equal: {same}")
+    print(
+        f"1% changed ({n} sessions): ccusage {cc_changed:.2f} s, samctl {sm_changed:.3f} s: "
+        f"{cc_changed / sm_changed:.1f}x; tokens per day equal: {same}"
+    )
     return 0
 
 

@@ -35,6 +35,7 @@ Data model and invariants (what a benchmark may rely on):
 * Text is drawn from a fixed word list (budget, deadline, portland, ...) so searches have hits; a few
   rare words (zanzibar, quokka, xylophone) give selective searches.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -129,7 +130,7 @@ def corpus(seed: int) -> str:
     ends = ".....?!:"
     while i < len(toks):
         n = rng.randint(5, 18)
-        sent = toks[i:i + n]
+        sent = toks[i : i + n]
         i += n
         sent[0] = sent[0][:1].upper() + sent[0][1:]
         out.append(" ".join(sent) + ends[rng.randrange(len(ends))])
@@ -145,13 +146,13 @@ def _text(rng: random.Random, corp: str, lo: int, hi: int, median: float) -> str
     length = max(lo, min(hi, length))
     start = rng.randrange(0, len(corp) - hi - 100)
     start = corp.find(" ", start) + 1
-    piece = corp[start:start + length]
+    piece = corp[start : start + length]
     cut = piece.rfind(" ")
     if cut >= lo:
         piece = piece[:cut]
     piece = piece.strip()
     if len(piece) < lo:  # only when the slice ended in whitespace runs
-        piece = corp[start:start + hi].strip()[:max(lo, len(piece))]
+        piece = corp[start : start + hi].strip()[: max(lo, len(piece))]
     return piece[:1].upper() + piece[1:]
 
 
@@ -170,7 +171,7 @@ def _write_private(path: str, data: bytes) -> int:
         os.fchmod(fd, 0o600)
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
     return len(data)
@@ -212,8 +213,11 @@ class _Progress:
         while self.next <= done:
             self.next += self.step
         pct = 100.0 * done / self.total
-        print(f"[gen {self.label}] {done}/{self.total} conversations ({pct:.0f}%) "
-              f"{time.monotonic() - self.t0:.1f} s", file=sys.stderr, flush=True)
+        print(
+            f"[gen {self.label}] {done}/{self.total} conversations ({pct:.0f}%) {time.monotonic() - self.t0:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def seconds(self) -> float:
         return time.monotonic() - self.t0
@@ -269,16 +273,46 @@ MERMAID_OFFSET = "-04:00"
 NS = 1_000_000_000
 MS = 1_000_000
 
-MERMAID_MODELS = ["ollama/qwen3-coder:30b", "anthropic/claude-sonnet-4-5", "openai/gpt-5",
-                  "ollama/llama3.3:70b", "anthropic/claude-opus-4-1", "ollama/devstral:24b"]
-MERMAID_PROJECTS = ["/home/dev/parsekit", "/home/dev/budget-tracker", "/home/dev/portland-trip",
-                    "/home/dev/invoice-service", "/home/dev/samctl", "/home/dev/dotfiles",
-                    "/home/dev/deadline-bot", "/srv/app/backend", "/home/dev/notes",
-                    "/home/dev/weather-cli", "/home/dev/rust/quokka", "/home/dev/site"]
-MERMAID_BRANCHES = ["main", "main", "main", "main", "develop", "feature/budget-report",
-                    "fix/deadline-parsing", "release/0.4", None]
-_ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "cached_input_tokens": 0,
-               "cache_creation_input_tokens": 0, "reasoning_output_tokens": 0}
+MERMAID_MODELS = [
+    "ollama/qwen3-coder:30b",
+    "anthropic/claude-sonnet-4-5",
+    "openai/gpt-5",
+    "ollama/llama3.3:70b",
+    "anthropic/claude-opus-4-1",
+    "ollama/devstral:24b",
+]
+MERMAID_PROJECTS = [
+    "/home/dev/parsekit",
+    "/home/dev/budget-tracker",
+    "/home/dev/portland-trip",
+    "/home/dev/invoice-service",
+    "/home/dev/samctl",
+    "/home/dev/dotfiles",
+    "/home/dev/deadline-bot",
+    "/srv/app/backend",
+    "/home/dev/notes",
+    "/home/dev/weather-cli",
+    "/home/dev/rust/quokka",
+    "/home/dev/site",
+]
+MERMAID_BRANCHES = [
+    "main",
+    "main",
+    "main",
+    "main",
+    "develop",
+    "feature/budget-report",
+    "fix/deadline-parsing",
+    "release/0.4",
+    None,
+]
+_ZERO_USAGE = {
+    "prompt_tokens": 0,
+    "completion_tokens": 0,
+    "cached_input_tokens": 0,
+    "cache_creation_input_tokens": 0,
+    "reasoning_output_tokens": 0,
+}
 
 
 def _ts(ns: int) -> str:
@@ -307,42 +341,100 @@ def _title_from(content: str) -> str:
 def _tool_call(rng: random.Random, corp: str, project: str):
     """One tool call: (name, arguments, action_type, target, details, result, tool output)."""
     kind = rng.random()
-    files = ["src/main.rs", "src/lib.rs", "tests/parser.rs", "src/budget.rs", "src/report/mod.rs",
-             "README.md", "Cargo.toml", "src/deadline.rs", "docs/design.md", "scripts/deploy.sh"]
+    files = [
+        "src/main.rs",
+        "src/lib.rs",
+        "tests/parser.rs",
+        "src/budget.rs",
+        "src/report/mod.rs",
+        "README.md",
+        "Cargo.toml",
+        "src/deadline.rs",
+        "docs/design.md",
+        "scripts/deploy.sh",
+    ]
     path = rng.choice(files)
     out = _text(rng, corp, 50, 2000, 350)
     if kind < 0.4:
         lines = out.count("\n") + 1 + rng.randint(5, 300)
-        preview = out[:rng.randint(40, 160)]
-        return ("read_file", {"path": path}, "Read", path,
-                {"Preview": {"line_count": lines, "text": preview}},
-                {"Success": {"images": None, "output": f"{lines} lines"}}, out)
+        preview = out[: rng.randint(40, 160)]
+        return (
+            "read_file",
+            {"path": path},
+            "Read",
+            path,
+            {"Preview": {"line_count": lines, "text": preview}},
+            {"Success": {"images": None, "output": f"{lines} lines"}},
+            out,
+        )
     if kind < 0.65:
-        cmd = rng.choice(["cargo test", "cargo build --release", "pytest -q", "git status",
-                          "ls -la src", "make check", "npm run lint", "cargo clippy"])
+        cmd = rng.choice(
+            [
+                "cargo test",
+                "cargo build --release",
+                "pytest -q",
+                "git status",
+                "ls -la src",
+                "make check",
+                "npm run lint",
+                "cargo clippy",
+            ]
+        )
         if rng.random() < 0.15:
-            return ("run_command", {"command": cmd}, "Bash", cmd, "Simple",
-                    {"Error": {"error": f"exit status {rng.choice([1, 2, 101])}"}}, out)
-        return ("run_command", {"command": cmd}, "Bash", cmd, "Simple",
-                {"Success": {"images": None, "output": out[:rng.randint(30, 200)]}}, out)
+            return (
+                "run_command",
+                {"command": cmd},
+                "Bash",
+                cmd,
+                "Simple",
+                {"Error": {"error": f"exit status {rng.choice([1, 2, 101])}"}},
+                out,
+            )
+        return (
+            "run_command",
+            {"command": cmd},
+            "Bash",
+            cmd,
+            "Simple",
+            {"Success": {"images": None, "output": out[: rng.randint(30, 200)]}},
+            out,
+        )
     if kind < 0.8:
-        pattern = rng.choice(["budget", "deadline", "portland", "TODO", "fn parse", "invoice",
-                              "timeout", "cache"])
+        pattern = rng.choice(["budget", "deadline", "portland", "TODO", "fn parse", "invoice", "timeout", "cache"])
         n = rng.randint(0, 40)
-        return ("grep", {"path": "src", "pattern": pattern}, "Search", pattern, "Simple",
-                {"Success": {"images": None, "output": f"{n} matches"}}, out)
+        return (
+            "grep",
+            {"path": "src", "pattern": pattern},
+            "Search",
+            pattern,
+            "Simple",
+            {"Success": {"images": None, "output": f"{n} matches"}},
+            out,
+        )
     if kind < 0.93:
         old = _text(rng, corp, 50, 200, 80)
         new = _text(rng, corp, 50, 200, 80)
         ins, dels = rng.randint(1, 30), rng.randint(0, 20)
         diff = f"--- a/{path}\n+++ b/{path}\n@@ -1,{dels} +1,{ins} @@\n-{old}\n+{new}\n"
-        return ("edit_file", {"new_string": new, "old_string": old, "path": path}, "Edit", path,
-                {"Diff": {"diff": diff, "summary": f"{ins} insertions(+), {dels} deletions(-)"}},
-                {"Success": {"images": None, "output": f"Edited {path}"}}, out)
+        return (
+            "edit_file",
+            {"new_string": new, "old_string": old, "path": path},
+            "Edit",
+            path,
+            {"Diff": {"diff": diff, "summary": f"{ins} insertions(+), {dels} deletions(-)"}},
+            {"Success": {"images": None, "output": f"Edited {path}"}},
+            out,
+        )
     query = _text(rng, corp, 50, 120, 60)
-    return ("web_search", {"query": query}, "WebSearch", query,
-            {"Preview": {"line_count": out.count("\n") + 1, "text": out[:120]}},
-            {"Success": {"images": None, "output": "5 results"}}, out)
+    return (
+        "web_search",
+        {"query": query},
+        "WebSearch",
+        query,
+        {"Preview": {"line_count": out.count("\n") + 1, "text": out[:120]}},
+        {"Success": {"images": None, "output": "5 results"}},
+        out,
+    )
 
 
 class _MermaidSession:
@@ -383,28 +475,46 @@ class _MermaidSession:
         self.last_batch_ns = ns
         ts = _ts(ns)
         for ev in events:
-            line = orjson.dumps({"event": ev, "seq": self.seq, "ts": ts, "v": 1},
-                                option=_ORJ_LINE) + b"\n"
+            line = orjson.dumps({"event": ev, "seq": self.seq, "ts": ts, "v": 1}, option=_ORJ_LINE) + b"\n"
             self.seq += 1
             self.log_bytes += len(line)
             self.lines.append(line)
 
     def _state_event(self) -> dict:
-        ev = {"type": "state", "title": self.title, "model_name": self.model_name,
-              "cumulative_token_usage": dict(self.cum)}
-        for key, val in (("safety_mode", self.safety_mode), ("last_token_usage", self.last_usage),
-                         ("git_branch", self.git_branch), ("git_sha", self.git_sha),
-                         ("cli_version", self.cli_version)):
+        ev = {
+            "type": "state",
+            "title": self.title,
+            "model_name": self.model_name,
+            "cumulative_token_usage": dict(self.cum),
+        }
+        for key, val in (
+            ("safety_mode", self.safety_mode),
+            ("last_token_usage", self.last_usage),
+            ("git_branch", self.git_branch),
+            ("git_sha", self.git_sha),
+            ("cli_version", self.cli_version),
+        ):
             if val is not None:
                 ev[key] = dict(val) if isinstance(val, dict) else val
         return ev
 
     # --- conversation -----------------------------------------------------------------------------
     def _message(self, role: str, content: str, ns: int, **extra) -> dict:
-        m = {"role": role, "content": content, "timestamp": _ts(ns), "kind": "normal",
-             "metadata": None, "actions": [], "thinking": None, "images": None,
-             "image_numbers": None, "tool_calls": None, "tool_call_id": None, "tool_name": None,
-             "provider_continuation": None}
+        m = {
+            "role": role,
+            "content": content,
+            "timestamp": _ts(ns),
+            "kind": "normal",
+            "metadata": None,
+            "actions": [],
+            "thinking": None,
+            "images": None,
+            "image_numbers": None,
+            "tool_calls": None,
+            "tool_call_id": None,
+            "tool_name": None,
+            "provider_continuation": None,
+        }
         m.update(extra)
         return m
 
@@ -429,9 +539,13 @@ class _MermaidSession:
         completion = len(m["content"]) // 4 + self.rng.randint(5, 60)
         cached = self.context_chars // 8 if self.rng.random() < 0.5 else 0
         reasoning = len(m["thinking"]) // 4 if m["thinking"] else 0
-        last = {"prompt_tokens": self.context_chars // 4, "completion_tokens": completion,
-                "cached_input_tokens": cached, "cache_creation_input_tokens": 0,
-                "reasoning_output_tokens": reasoning}
+        last = {
+            "prompt_tokens": self.context_chars // 4,
+            "completion_tokens": completion,
+            "cached_input_tokens": cached,
+            "cache_creation_input_tokens": 0,
+            "reasoning_output_tokens": reasoning,
+        }
         for k, v in last.items():
             self.cum[k] += v
         self.last_usage = last
@@ -449,8 +563,13 @@ class _MermaidSession:
         batch_ns = ns + rng.randint(2, 30) * MS + rng.randint(1, 999_999)
         if first:
             # Backfill on first touch (docs/formats/mermaid.md §4.3), then the batch's own idempotent state/tasks.
-            started = {"type": "started", "session_id": self.id, "project_path": self.project_path,
-                       "model_id": self.model_name, "created_at": self.created_at}
+            started = {
+                "type": "started",
+                "session_id": self.id,
+                "project_path": self.project_path,
+                "model_id": self.model_name,
+                "created_at": self.created_at,
+            }
             events = [started, {"type": "reset", "at": self.updated_at, "messages": [m]}]
             events += [{"type": "input", "text": t} for t in self.input_history]
             state, tasks = self._state_event(), {"type": "tasks", "store": self.tasks}
@@ -484,13 +603,21 @@ class _MermaidSession:
             next_id += 1
             subject = _text(rng, self.corp, 20, 70, 40)
             start = ns // NS - rng.randint(30, 600)
-            items.append({"id": next_id, "subject": subject,
-                          "active_form": "Working on " + subject,
-                          "description": _text(rng, self.corp, 50, 300, 100),
-                          "status": "completed", "origin": rng.choice(["model", "user"]),
-                          "started_at": start, "completed_at": start + rng.randint(5, 300),
-                          "tokens_at_start": self.cum["prompt_tokens"],
-                          "tokens_spent": rng.randint(100, 9000), "evidence": []})
+            items.append(
+                {
+                    "id": next_id,
+                    "subject": subject,
+                    "active_form": "Working on " + subject,
+                    "description": _text(rng, self.corp, 50, 300, 100),
+                    "status": "completed",
+                    "origin": rng.choice(["model", "user"]),
+                    "started_at": start,
+                    "completed_at": start + rng.randint(5, 300),
+                    "tokens_at_start": self.cum["prompt_tokens"],
+                    "tokens_spent": rng.randint(100, 9000),
+                    "evidence": [],
+                }
+            )
         self.tasks = {"next_id": next_id, "tasks": items[-12:]}
         return self.tasks
 
@@ -501,17 +628,23 @@ class _MermaidSession:
         """
         rng = self.rng
         specs = [_tool_call(rng, self.corp, self.project_path) for _ in range(calls)]
-        tcalls = [{"id": f"call_{rng.getrandbits(48):012x}",
-                   "function": {"name": s[0], "arguments": s[1]}} for s in specs]
+        tcalls = [
+            {"id": f"call_{rng.getrandbits(48):012x}", "function": {"name": s[0], "arguments": s[1]}} for s in specs
+        ]
         intro = _text(rng, self.corp, 50, 300, 90)
         a = self.assistant(ns_list[0], intro, tcalls)
         events = []
         tools = []
-        for (name, _args, atype, target, details, result, out), tc, tns in zip(
-                specs, tcalls, ns_list[1:1 + calls]):
+        for (name, _args, atype, target, details, result, out), tc, tns in zip(specs, tcalls, ns_list[1 : 1 + calls]):
             dur = round(rng.uniform(0.001, 6.0), 3)
-            action = {"action_type": atype, "target": target, "result": result,
-                      "details": details, "duration_seconds": dur, "metadata": None}
+            action = {
+                "action_type": atype,
+                "target": target,
+                "result": result,
+                "details": details,
+                "duration_seconds": dur,
+                "metadata": None,
+            }
             a["actions"].append(action)  # the log line of `a` was serialized already
             events.append({"type": "action", "action": action})
             tools.append(self._message("Tool", out, tns, tool_call_id=tc["id"], tool_name=name))
@@ -523,19 +656,39 @@ class _MermaidSession:
         self.assistant(ns_list[-1])
 
     def snapshot(self) -> dict:
-        return {"id": self.id, "title": self.title, "messages": self.messages,
-                "model_name": self.model_name, "project_path": self.project_path,
-                "created_at": self.created_at, "updated_at": self.updated_at, "compactions": [],
-                "input_history": self.input_history, "git_branch": self.git_branch,
-                "safety_mode": self.safety_mode, "plan": None, "advertised_context": None,
-                "last_token_usage": self.last_usage, "cumulative_token_usage": self.cum,
-                "context_usage": None, "forked_from": None, "parent_session": None,
-                "cli_version": self.cli_version, "git_sha": self.git_sha, "tasks": self.tasks}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "messages": self.messages,
+            "model_name": self.model_name,
+            "project_path": self.project_path,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "compactions": [],
+            "input_history": self.input_history,
+            "git_branch": self.git_branch,
+            "safety_mode": self.safety_mode,
+            "plan": None,
+            "advertised_context": None,
+            "last_token_usage": self.last_usage,
+            "cumulative_token_usage": self.cum,
+            "context_usage": None,
+            "forked_from": None,
+            "parent_session": None,
+            "cli_version": self.cli_version,
+            "git_sha": self.git_sha,
+            "tasks": self.tasks,
+        }
 
     def meta(self) -> dict:
-        return {"id": self.id, "title": self.title, "updated_at": self.updated_at,
-                "git_branch": self.git_branch, "message_count": self.message_count,
-                "forked_from": None}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "updated_at": self.updated_at,
+            "git_branch": self.git_branch,
+            "message_count": self.message_count,
+            "forked_from": None,
+        }
 
 
 def _mermaid_plan(rng: random.Random, messages_mean: float) -> list[int]:
@@ -591,8 +744,7 @@ def _play(session: _MermaidSession, plan: list[int], gaps: list[int], start_ns: 
             session.tool_turn(stamps, k)
 
 
-def mermaid_conversation(i: int, seed: int = 0, messages_mean: float = 12,
-                         corp: str | None = None) -> dict:
+def mermaid_conversation(i: int, seed: int = 0, messages_mean: float = 12, corp: str | None = None) -> dict:
     """Conversation i of an archive: {id, json, meta, jsonl (bytes), messages (count)}."""
     corp = corp if corp is not None else corpus(seed)
     rng = random.Random(f"mermaid:{seed}:{i}")
@@ -602,9 +754,13 @@ def mermaid_conversation(i: int, seed: int = 0, messages_mean: float = 12,
     plan = _mermaid_plan(rng, messages_mean)
     budget = window + MERMAID_WINDOW_NS - 30 * NS - created
     _play(s, plan, _mermaid_gaps(rng, plan, budget), created)
-    return {"id": s.id, "json": orjson.dumps(s.snapshot(), option=_ORJ_PRETTY),
-            "meta": orjson.dumps(s.meta()), "jsonl": b"".join(s.lines),
-            "messages": s.message_count}
+    return {
+        "id": s.id,
+        "json": orjson.dumps(s.snapshot(), option=_ORJ_PRETTY),
+        "meta": orjson.dumps(s.meta()),
+        "jsonl": b"".join(s.lines),
+        "messages": s.message_count,
+    }
 
 
 def _mermaid_worker(chunk: range) -> dict:
@@ -626,8 +782,16 @@ def mermaid_dir(outdir) -> str:
     return os.path.join(os.fspath(outdir), ".mermaid", "conversations")
 
 
-def make_mermaid(outdir, n: int, *, messages_mean: float = 12, seed: int = 0, log_bytes: int = 0,
-                 jobs: int | None = None, progress: bool = True) -> dict:
+def make_mermaid(
+    outdir,
+    n: int,
+    *,
+    messages_mean: float = 12,
+    seed: int = 0,
+    log_bytes: int = 0,
+    jobs: int | None = None,
+    progress: bool = True,
+) -> dict:
     """Write n mermaid conversations (and, if log_bytes, one extra log-only conversation).
 
     Returns totals: conversations, messages, files, bytes, seconds, dir (and log_path).
@@ -654,21 +818,33 @@ def make_mermaid(outdir, n: int, *, messages_mean: float = 12, seed: int = 0, lo
         totals["log_path"] = path
         totals["log_messages"] = info["messages"]
         if progress:
-            print(f"[gen mermaid] log-only conversation {info['id']}: {info['bytes']} bytes, "
-                  f"{info['lines']} lines, {info['messages']} messages", file=sys.stderr, flush=True)
+            print(
+                f"[gen mermaid] log-only conversation {info['id']}: {info['bytes']} bytes, "
+                f"{info['lines']} lines, {info['messages']} messages",
+                file=sys.stderr,
+                flush=True,
+            )
     totals["seconds"] = round(prog.seconds(), 3)
     totals["dir"] = d
     if progress:
-        print(f"[gen mermaid] done: {totals['conversations']} conversations, "
-              f"{totals['messages']} messages, {totals['files']} files, "
-              f"{totals['bytes']} bytes ({_human(totals['bytes'])}) in {totals['seconds']:.1f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"[gen mermaid] done: {totals['conversations']} conversations, "
+            f"{totals['messages']} messages, {totals['files']} files, "
+            f"{totals['bytes']} bytes ({_human(totals['bytes'])}) in {totals['seconds']:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return totals
 
 
 def _is_mermaid_id(stem: str) -> bool:
-    return (len(stem) == 19 and stem.isascii() and stem[8] == "_" and stem[15] == "_"
-            and (stem[:8] + stem[9:15] + stem[16:]).isdigit())
+    return (
+        len(stem) == 19
+        and stem.isascii()
+        and stem[8] == "_"
+        and stem[15] == "_"
+        and (stem[:8] + stem[9:15] + stem[16:]).isdigit()
+    )
 
 
 def make_mermaid_log(path, target_bytes: int, seed: int = 0) -> dict:
@@ -708,7 +884,7 @@ def make_mermaid_log(path, target_bytes: int, seed: int = 0) -> dict:
                 break  # this turn is dropped whole; its seqs never reach the disk
             view = memoryview(chunk)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             written += len(chunk)
             lines = s.seq
             messages = s.message_count
@@ -722,13 +898,20 @@ def make_mermaid_log(path, target_bytes: int, seed: int = 0) -> dict:
 
 SAM_BASE_S = calendar.timegm((2025, 1, 1, 0, 0, 0))
 SAM_WINDOW_S = 30 * 60
-SAM_MODELS = [("github_copilot", "gpt-4.1"), ("github_copilot", "claude-sonnet-4"),
-              ("openai", "gpt-4o"), ("anthropic", "claude-3-7-sonnet"), ("local-mlx", "Qwen3-8B")]
-SAM_TOOLS = [("file_operations", "doc.text", "read", "path"),
-             ("web_operations", "globe", "search", "query"),
-             ("memory_operations", "brain", "search_memory", "query"),
-             ("terminal_operations", "terminal", "execute", "command"),
-             ("weather_operations", "cloud.sun", "forecast", "location")]
+SAM_MODELS = [
+    ("github_copilot", "gpt-4.1"),
+    ("github_copilot", "claude-sonnet-4"),
+    ("openai", "gpt-4o"),
+    ("anthropic", "claude-3-7-sonnet"),
+    ("local-mlx", "Qwen3-8B"),
+]
+SAM_TOOLS = [
+    ("file_operations", "doc.text", "read", "path"),
+    ("web_operations", "globe", "search", "query"),
+    ("memory_operations", "brain", "search_memory", "query"),
+    ("terminal_operations", "terminal", "execute", "command"),
+    ("weather_operations", "cloud.sun", "forecast", "location"),
+]
 SAM_DEFAULT_PROMPT = "00000000-0000-0000-0000-000000000001"
 SAM_SHARED_FRACTION = 0.02
 SAM_PINNED_FRACTION = 0.05
@@ -742,13 +925,26 @@ SAM_SCHEMA = [
     "CREATE INDEX IF NOT EXISTS idx_created_at ON conversation_memories(created_at)",
     "CREATE INDEX IF NOT EXISTS idx_importance ON conversation_memories(importance)",
 ]
-SAM_INSERT = ('INSERT INTO "conversation_memories" ("id", "conversation_id", "content", '
-              '"content_type", "embedding", "importance", "created_at", "access_count", '
-              '"last_accessed", "tags") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+SAM_INSERT = (
+    'INSERT INTO "conversation_memories" ("id", "conversation_id", "content", '
+    '"content_type", "embedding", "importance", "created_at", "access_count", '
+    '"last_accessed", "tags") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
+)
 
 _TITLE_WORDS = sorted({w for w in WORDS if w.isalpha() and w.isascii() and len(w) > 3})
-_ACKS = ["thanks!", "Thanks.", "ok", "okay", "Got it", "perfect", "Yes, go ahead", "Sounds good!",
-         "thanks :)", "Yes, proceed with the budget option.", "Please focus on the deadline."]
+_ACKS = [
+    "thanks!",
+    "Thanks.",
+    "ok",
+    "okay",
+    "Got it",
+    "perfect",
+    "Yes, go ahead",
+    "Sounds good!",
+    "thanks :)",
+    "Yes, proceed with the budget option.",
+    "Please focus on the deadline.",
+]
 
 
 def sam_importance(text: str, is_user: bool) -> float:
@@ -757,20 +953,33 @@ def sam_importance(text: str, is_user: bool) -> float:
     imp = 0.7 if is_user else 0.5
     if not is_user and ("?" in text or "what" in lower or "which" in lower or "how" in lower):
         imp = max(imp, 0.85)
-    if any(w in lower for w in ("must", "require", "need to", "budget", "limit", "maximum",
-                                "minimum", "within", "miles", "radius", "constraint")):
+    if any(
+        w in lower
+        for w in (
+            "must",
+            "require",
+            "need to",
+            "budget",
+            "limit",
+            "maximum",
+            "minimum",
+            "within",
+            "miles",
+            "radius",
+            "constraint",
+        )
+    ):
         imp = max(imp, 0.9)
-    if len(text) < 200 and any(w in lower for w in (
-            "yes", "proceed", "approved", "confirmed", "agree", "correct", "exactly",
-            "that's right", "go ahead")):
+    if len(text) < 200 and any(
+        w in lower
+        for w in ("yes", "proceed", "approved", "confirmed", "agree", "correct", "exactly", "that's right", "go ahead")
+    ):
         imp = max(imp, 0.85)
-    if any(w in lower for w in ("focus on", "prioritize", "most important", "critical", "priority",
-                                "key requirement")):
+    if any(w in lower for w in ("focus on", "prioritize", "most important", "critical", "priority", "key requirement")):
         imp = max(imp, 0.85)
     if len(text) < 50:
         base = lower[:-1] if lower[-1:] in ("!", ".") else lower
-        if base in ("thanks", "thank you", "ok", "okay", "got it", "sounds good", "perfect",
-                    "great"):
+        if base in ("thanks", "thank you", "ok", "okay", "got it", "sounds good", "perfect", "great"):
             imp = 0.3
     if is_user and len(text) > 300:
         imp = min(imp + 0.1, 1.0)
@@ -799,8 +1008,7 @@ def _sam_norm(obj):
 
 def sam_json(obj) -> bytes:
     """Foundation JSONEncoder [.prettyPrinted, .sortedKeys] style (docs/formats/sam.md §3)."""
-    text = json.dumps(_sam_norm(obj), indent=2, separators=(",", " : "), ensure_ascii=False,
-                      allow_nan=False)
+    text = json.dumps(_sam_norm(obj), indent=2, separators=(",", " : "), ensure_ascii=False, allow_nan=False)
     return text.replace("/", "\\/").encode("utf-8")
 
 
@@ -810,31 +1018,56 @@ def sam_header(seed: int, i: int) -> dict:
     created = SAM_BASE_S + i * SAM_WINDOW_S + rng.randrange(0, 120)
     shared = rng.random() < SAM_SHARED_FRACTION or i == 1
     pinned = rng.random() < SAM_PINNED_FRACTION or i == 2
-    return {"id": _uuid_upper(rng), "created": created, "shared": shared, "pinned": pinned,
-            "topic": rng.randrange(1 << 30)}
+    return {
+        "id": _uuid_upper(rng),
+        "created": created,
+        "shared": shared,
+        "pinned": pinned,
+        "topic": rng.randrange(1 << 30),
+    }
 
 
 def _sam_topics(seed: int, n: int) -> list[dict]:
     rng = random.Random(f"sam-topics:{seed}")
     count = max(1, min(5, math.ceil(n * SAM_SHARED_FRACTION / 3)))
-    names = ["Portland Trip Planning", "Quarterly Budget", "Deadline Tracker", "Home/Garden",
-             "Parser Rewrite"]
+    names = ["Portland Trip Planning", "Quarterly Budget", "Deadline Tracker", "Home/Garden", "Parser Rewrite"]
     return [{"id": _uuid_upper(rng), "name": names[t]} for t in range(count)]
 
 
-def _sam_message(mid: str, mtype: str, content: str, ts: int, lm: int, *, user=False, pinned=False,
-                 importance=None, tool=False, **extra) -> dict:
-    m = {"id": mid, "type": mtype, "content": content, "timestamp": _sam_date(ts),
-         "lastModified": _sam_date(lm), "isFromUser": user, "isPinned": pinned,
-         "isStreaming": False, "isSystemGenerated": False, "isToolMessage": tool,
-         "showReasoning": False,
-         "importance": importance if importance is not None else sam_importance(content, user)}
+def _sam_message(
+    mid: str,
+    mtype: str,
+    content: str,
+    ts: int,
+    lm: int,
+    *,
+    user=False,
+    pinned=False,
+    importance=None,
+    tool=False,
+    **extra,
+) -> dict:
+    m = {
+        "id": mid,
+        "type": mtype,
+        "content": content,
+        "timestamp": _sam_date(ts),
+        "lastModified": _sam_date(lm),
+        "isFromUser": user,
+        "isPinned": pinned,
+        "isStreaming": False,
+        "isSystemGenerated": False,
+        "isToolMessage": tool,
+        "showReasoning": False,
+        "importance": importance if importance is not None else sam_importance(content, user),
+    }
     m.update(extra)
     return m
 
 
-def sam_conversation(i: int, seed: int = 0, messages_mean: float = 12, corp: str | None = None,
-                     topics: list[dict] | None = None) -> tuple[dict, dict]:
+def sam_conversation(
+    i: int, seed: int = 0, messages_mean: float = 12, corp: str | None = None, topics: list[dict] | None = None
+) -> tuple[dict, dict]:
     """Conversation i: (the ConversationData dict, its header incl. memory scope id)."""
     corp = corp if corp is not None else corpus(seed)
     head = sam_header(seed, i)
@@ -858,41 +1091,81 @@ def sam_conversation(i: int, seed: int = 0, messages_mean: float = 12, corp: str
         else:
             content = _text(rng, corp, 50, 2000, 180)
         users += 1
-        messages.append(_sam_message(_uuid_upper(rng), "user", content, t, t, user=True,
-                                     pinned=users <= 10))
+        messages.append(_sam_message(_uuid_upper(rng), "user", content, t, t, user=True, pinned=users <= 10))
         t += rng.randint(1, 4)
         tool_turn = rng.random() < 0.3
         if tool_turn:
             calls = []
             for _ in range(1 if rng.random() < 0.8 else 2):
                 name, icon, op, argk = rng.choice(SAM_TOOLS)
-                arg = (_text(rng, corp, 10, 60, 25) if argk != "path"
-                       else f"/Users/alex/SAM/{title}/{rng.choice(['notes.md', 'budget.csv', 'plan.txt'])}")
+                arg = (
+                    _text(rng, corp, 10, 60, 25)
+                    if argk != "path"
+                    else f"/Users/alex/SAM/{title}/{rng.choice(['notes.md', 'budget.csv', 'plan.txt'])}"
+                )
                 calls.append((f"call_{rng.getrandbits(64):016x}", name, icon, op, argk, arg))
             intro = _text(rng, corp, 50, 300, 90)
             lm = t + rng.randint(1, 3)
-            messages.append(_sam_message(_uuid_upper(rng), "assistant", intro, t, lm, toolCalls=[
-                {"id": cid, "type": "function", "function": {
-                    "name": name, "arguments": json.dumps({argk: arg, "operation": op},
-                                                          separators=(",", ":"),
-                                                          ensure_ascii=False)}}
-                for cid, name, icon, op, argk, arg in calls]))
+            messages.append(
+                _sam_message(
+                    _uuid_upper(rng),
+                    "assistant",
+                    intro,
+                    t,
+                    lm,
+                    toolCalls=[
+                        {
+                            "id": cid,
+                            "type": "function",
+                            "function": {
+                                "name": name,
+                                "arguments": json.dumps(
+                                    {argk: arg, "operation": op}, separators=(",", ":"), ensure_ascii=False
+                                ),
+                            },
+                        }
+                        for cid, name, icon, op, argk, arg in calls
+                    ],
+                )
+            )
             t = lm
             for cid, name, icon, op, argk, arg in calls:
                 dur = round(rng.uniform(0.05, 8.0), 2)
                 status = "success" if rng.random() < 0.95 else "error"
                 lm = t + math.ceil(dur)
-                messages.append(_sam_message(
-                    _uuid_upper(rng), "toolExecution", _text(rng, corp, 50, 2000, 400), t, lm,
-                    importance=0.5, tool=True, toolCallId=cid, toolName=name, toolStatus=status,
-                    toolDuration=dur, toolIcon=icon,
-                    toolDetails=[f"Operation: {op}", f"{argk.capitalize()}: {arg}"]))
+                messages.append(
+                    _sam_message(
+                        _uuid_upper(rng),
+                        "toolExecution",
+                        _text(rng, corp, 50, 2000, 400),
+                        t,
+                        lm,
+                        importance=0.5,
+                        tool=True,
+                        toolCallId=cid,
+                        toolName=name,
+                        toolStatus=status,
+                        toolDuration=dur,
+                        toolIcon=icon,
+                        toolDetails=[f"Operation: {op}", f"{argk.capitalize()}: {arg}"],
+                    )
+                )
                 t = lm
         if rng.random() < 0.2:
             t += rng.randint(0, 2)
-            messages.append(_sam_message(
-                _uuid_upper(rng), "thinking", "", t, t, importance=0.5, tool=True,
-                reasoningContent=_text(rng, corp, 50, 800, 200), toolIcon="brain.head.profile"))
+            messages.append(
+                _sam_message(
+                    _uuid_upper(rng),
+                    "thinking",
+                    "",
+                    t,
+                    t,
+                    importance=0.5,
+                    tool=True,
+                    reasoningContent=_text(rng, corp, 50, 800, 200),
+                    toolIcon="brain.head.profile",
+                )
+            )
         t += rng.randint(1, 3)
         answer = _text(rng, corp, 50, 2000, 600)
         ptime = round(rng.uniform(0.5, 30.0), 2)
@@ -901,31 +1174,58 @@ def sam_conversation(i: int, seed: int = 0, messages_mean: float = 12, corp: str
         if rng.random() < 0.7:
             ttft = round(rng.uniform(0.1, 3.0), 2)
             tokens = len(answer) // 4 + 1
-            extra = {"performanceMetrics": {"tokenCount": tokens, "timeToFirstToken": ttft,
-                                            "tokensPerSecond": round(tokens / ptime, 1),
-                                            "processingTime": ptime},
-                     "processingTime": ptime}
-            perf.append({"id": _uuid_upper(rng), "timestamp": _sam_date(lm), "model": model,
-                         "provider": provider, "requestTokens": rng.randint(500, 30000),
-                         "responseTokens": tokens, "timeToFirstToken": ttft,
-                         "totalLatency": round(ptime + rng.uniform(0.05, 1.0), 2),
-                         "success": True})
+            extra = {
+                "performanceMetrics": {
+                    "tokenCount": tokens,
+                    "timeToFirstToken": ttft,
+                    "tokensPerSecond": round(tokens / ptime, 1),
+                    "processingTime": ptime,
+                },
+                "processingTime": ptime,
+            }
+            perf.append(
+                {
+                    "id": _uuid_upper(rng),
+                    "timestamp": _sam_date(lm),
+                    "model": model,
+                    "provider": provider,
+                    "requestTokens": rng.randint(500, 30000),
+                    "responseTokens": tokens,
+                    "timeToFirstToken": ttft,
+                    "totalLatency": round(ptime + rng.uniform(0.05, 1.0), 2),
+                    "success": True,
+                }
+            )
         messages.append(_sam_message(_uuid_upper(rng), "assistant", answer, t, lm, **extra))
         if first_reply is None:
             first_reply = lm
         t = lm + rng.randint(5, 90)
-    settings = {"selectedModel": f"{provider}/{model}", "temperature": 0.7, "topP": 1.0,
-                "contextWindowSize": rng.choice([8192, 32768, 128000, 200000]),
-                "selectedSystemPromptId": SAM_DEFAULT_PROMPT, "workspacePromptIds": [],
-                "selectedPersonalityId": SAM_DEFAULT_PROMPT, "enableReasoning": True,
-                "enableTools": True, "thinkingEffort": rng.choice(["high", "high", "medium", "low"]),
-                "scrollLockEnabled": True, "useSharedData": False, "draftMessage": "",
-                "showingMemoryPanel": False, "showingWorkingDirectoryPanel": False,
-                "showAdvancedParameters": False, "showingPerformanceMetrics": False,
-                "telemetry": {"archiveRecallCount": 0, "compressionEventCount": 0,
-                              "contextOverflowCount": rng.choice([0, 0, 0, 1]),
-                              "lastUpdated": _sam_date(first_reply),
-                              "memoryRetrievalCount": rng.randint(0, users)}}
+    settings = {
+        "selectedModel": f"{provider}/{model}",
+        "temperature": 0.7,
+        "topP": 1.0,
+        "contextWindowSize": rng.choice([8192, 32768, 128000, 200000]),
+        "selectedSystemPromptId": SAM_DEFAULT_PROMPT,
+        "workspacePromptIds": [],
+        "selectedPersonalityId": SAM_DEFAULT_PROMPT,
+        "enableReasoning": True,
+        "enableTools": True,
+        "thinkingEffort": rng.choice(["high", "high", "medium", "low"]),
+        "scrollLockEnabled": True,
+        "useSharedData": False,
+        "draftMessage": "",
+        "showingMemoryPanel": False,
+        "showingWorkingDirectoryPanel": False,
+        "showAdvancedParameters": False,
+        "showingPerformanceMetrics": False,
+        "telemetry": {
+            "archiveRecallCount": 0,
+            "compressionEventCount": 0,
+            "contextOverflowCount": rng.choice([0, 0, 0, 1]),
+            "lastUpdated": _sam_date(first_reply),
+            "memoryRetrievalCount": rng.randint(0, users),
+        },
+    }
     if rng.random() < 0.15:
         settings["maxTokens"] = rng.choice([4096, 8192, 16384])
     scope = head["id"]
@@ -934,11 +1234,20 @@ def sam_conversation(i: int, seed: int = 0, messages_mean: float = 12, corp: str
         topic = topics[head["topic"] % len(topics)]
         settings.update(useSharedData=True, sharedTopicId=topic["id"], sharedTopicName=topic["name"])
         scope = topic["id"]
-    conv = {"id": head["id"], "title": title, "created": _sam_date(created),
-            "updated": _sam_date(first_reply + rng.randint(1, 5)), "messages": messages,
-            "settings": settings, "sessionId": head["id"], "isPinned": head["pinned"],
-            "workingDirectory": workdir, "enabledCustomInstructionIds": [], "isFromAPI": False,
-            "performanceMetrics": perf}
+    conv = {
+        "id": head["id"],
+        "title": title,
+        "created": _sam_date(created),
+        "updated": _sam_date(first_reply + rng.randint(1, 5)),
+        "messages": messages,
+        "settings": settings,
+        "sessionId": head["id"],
+        "isPinned": head["pinned"],
+        "workingDirectory": workdir,
+        "enabledCustomInstructionIds": [],
+        "isFromAPI": False,
+        "performanceMetrics": perf,
+    }
     if rng.random() < 0.1:  # filed in one of four folders (folders.json lives outside the tree)
         conv["folderId"] = _uuid_upper(random.Random(f"sam-folder:{seed}:{rng.randrange(4)}"))
     head = dict(head, scope=scope, t_end=t)
@@ -959,7 +1268,7 @@ def _hash_embedding(text: str) -> bytes:
             i = 64 + zlib.crc32(w[:4].encode()) % 64
             v[i] = min(v[i] + 1.5, 8.0)
     for k in range(min(len(low) - 2, 100)):
-        i = 128 + zlib.crc32(low[k:k + 3].encode()) % 128
+        i = 128 + zlib.crc32(low[k : k + 3].encode()) % 128
         v[i] = min(v[i] + 0.5, 5.0)
     norm = math.sqrt(sum(x * x for x in v))
     if norm > 0:
@@ -967,16 +1276,24 @@ def _hash_embedding(text: str) -> bytes:
     return struct.pack("<256d", *v)
 
 
-_CONTENT_TYPES = (["user_input"] * 30 + ["assistant_response"] * 30 + ["context_info"] * 15 +
-                  ["document"] * 10 + ["tool_result"] * 10 + ["message"] * 5)
-_DOC_TAGS = ["rag,document,markdown,source,chunk_size", "rag,document,pdf,source,page_number,type",
-             "rag,document,web,source,chunk_size", "rag,document,text,source,single_page"]
-_MCP_TAGS = ["travel,portland", "budget", "deadline,work", "preference", "weather,portland",
-             "project,milestone"]
+_CONTENT_TYPES = (
+    ["user_input"] * 30
+    + ["assistant_response"] * 30
+    + ["context_info"] * 15
+    + ["document"] * 10
+    + ["tool_result"] * 10
+    + ["message"] * 5
+)
+_DOC_TAGS = [
+    "rag,document,markdown,source,chunk_size",
+    "rag,document,pdf,source,page_number,type",
+    "rag,document,web,source,chunk_size",
+    "rag,document,text,source,single_page",
+]
+_MCP_TAGS = ["travel,portland", "budget", "deadline,work", "preference", "weather,portland", "project,milestone"]
 
 
-def sam_memories(scope_id: str, seed: int, i: int, k: int, dims: int, start_s: int,
-                 corp: str) -> list[tuple]:
+def sam_memories(scope_id: str, seed: int, i: int, k: int, dims: int, start_s: int, corp: str) -> list[tuple]:
     """k memory rows for conversation i, stored under scope_id (docs/formats/sam.md §7.3 encodings)."""
     import numpy as np
 
@@ -1010,8 +1327,7 @@ def sam_memories(scope_id: str, seed: int, i: int, k: int, dims: int, start_s: i
             last = _sam_db_date(ms + rng.randint(1000, 3_600_000))
         else:
             count, last = 0, created
-        rows.append((_uuid_upper(rng), scope_id, content, ctype, blob, importance, created, count,
-                     last, tags))
+        rows.append((_uuid_upper(rng), scope_id, content, ctype, blob, importance, created, count, last, tags))
     return rows
 
 
@@ -1046,8 +1362,7 @@ def _sam_worker(chunk: range) -> dict:
     conv_dir = ctx["dir"]
     files = nbytes = msgs = mems = 0
     for i in chunk:
-        conv, head = sam_conversation(i, ctx["seed"], ctx["messages_mean"], ctx["corpus"],
-                                      ctx["topics"])
+        conv, head = sam_conversation(i, ctx["seed"], ctx["messages_mean"], ctx["corpus"], ctx["topics"])
         d = os.path.join(conv_dir, conv["id"])
         os.makedirs(d, exist_ok=True)
         nbytes += _write_plain(os.path.join(d, "conversation.json"), sam_json(conv))
@@ -1055,18 +1370,24 @@ def _sam_worker(chunk: range) -> dict:
         msgs += len(conv["messages"])
         k = ctx["memories"]
         if k and head["scope"] == conv["id"]:
-            rows = sam_memories(conv["id"], ctx["seed"], i, k, ctx["dims"], head["created"],
-                                ctx["corpus"])
+            rows = sam_memories(conv["id"], ctx["seed"], i, k, ctx["dims"], head["created"], ctx["corpus"])
             nbytes += _write_memory_db(os.path.join(d, "memory.db"), [rows])
             files += 1
             mems += k
-    return {"conversations": len(chunk), "files": files, "bytes": nbytes, "messages": msgs,
-            "memories": mems}
+    return {"conversations": len(chunk), "files": files, "bytes": nbytes, "messages": msgs, "memories": mems}
 
 
-def make_sam(outdir, n: int, *, messages_mean: float = 12, memories_per_conversation: int = 100,
-             blob_dims: int = 512, seed: int = 0, jobs: int | None = None,
-             progress: bool = True) -> dict:
+def make_sam(
+    outdir,
+    n: int,
+    *,
+    messages_mean: float = 12,
+    memories_per_conversation: int = 100,
+    blob_dims: int = 512,
+    seed: int = 0,
+    jobs: int | None = None,
+    progress: bool = True,
+) -> dict:
     """Write n SAM conversations with their memory.db files under OUTDIR/SAM.
 
     Returns totals: conversations, messages, memories, files, bytes, seconds, dir.
@@ -1078,8 +1399,13 @@ def make_sam(outdir, n: int, *, messages_mean: float = 12, memories_per_conversa
     prog = _Progress("sam", n, progress)
     topics = _sam_topics(seed, n)
     totals = {"conversations": 0, "messages": 0, "memories": 0, "files": 0, "bytes": 0}
-    params = {"dir": conv_dir, "messages_mean": messages_mean, "topics": topics,
-              "memories": memories_per_conversation, "dims": blob_dims}
+    params = {
+        "dir": conv_dir,
+        "messages_mean": messages_mean,
+        "topics": topics,
+        "memories": memories_per_conversation,
+        "dims": blob_dims,
+    }
     size = None if not memories_per_conversation else max(1, min(50, n // max(1, jobs * 20)))
     for res in _run_chunks(_sam_worker, _chunks(n, jobs, size), jobs, (seed, params), prog):
         for k in totals:
@@ -1090,22 +1416,22 @@ def make_sam(outdir, n: int, *, messages_mean: float = 12, memories_per_conversa
     heads = [sam_header(seed, i) for i in range(n)]
     if memories_per_conversation:
         for t, topic in enumerate(topics):
-            members = [i for i, h in enumerate(heads)
-                       if h["shared"] and h["topic"] % len(topics) == t]
+            members = [i for i, h in enumerate(heads) if h["shared"] and h["topic"] % len(topics) == t]
             if not members:
                 continue
             d = os.path.join(conv_dir, topic["id"])
             os.makedirs(d, exist_ok=True)
-            batches = (sam_memories(topic["id"], seed, i, memories_per_conversation, blob_dims,
-                                    heads[i]["created"], corp) for i in members)
+            batches = (
+                sam_memories(topic["id"], seed, i, memories_per_conversation, blob_dims, heads[i]["created"], corp)
+                for i in members
+            )
             totals["bytes"] += _write_memory_db(os.path.join(d, "memory.db"), batches)
             totals["files"] += 1
             totals["memories"] += memories_per_conversation * len(members)
     if n:
         last = heads[-1]
         active = {"id": last["id"], "updated": _sam_date(last["created"] + SAM_WINDOW_S - 1)}
-        totals["bytes"] += _write_plain(os.path.join(conv_dir, "active-conversation.json"),
-                                        sam_json(active))
+        totals["bytes"] += _write_plain(os.path.join(conv_dir, "active-conversation.json"), sam_json(active))
         totals["files"] += 1
     legacy = os.path.join(outdir, "SAM", "memory.db")  # created (empty) by SAM at every start
     totals["bytes"] += _write_memory_db(legacy, [])
@@ -1113,19 +1439,24 @@ def make_sam(outdir, n: int, *, messages_mean: float = 12, memories_per_conversa
     totals["seconds"] = round(prog.seconds(), 3)
     totals["dir"] = conv_dir
     if progress:
-        print(f"[gen sam] done: {totals['conversations']} conversations, {totals['messages']} "
-              f"messages, {totals['memories']} memories, {totals['files']} files, "
-              f"{totals['bytes']} bytes ({_human(totals['bytes'])}) in {totals['seconds']:.1f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"[gen sam] done: {totals['conversations']} conversations, {totals['messages']} "
+            f"messages, {totals['memories']} memories, {totals['files']} files, "
+            f"{totals['bytes']} bytes ({_human(totals['bytes'])}) in {totals['seconds']:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return totals
-
 
 
 # --------------------------------------------------------------------------------------------------
 # Claude Code (docs/formats/claude-code.md): sessions with message.usage, for bench_usage.py
 
-CLAUDE_MODELS = [("claude-sonnet-4-5-20250929", 0.7), ("claude-opus-4-5-20251101", 0.2),
-                 ("claude-haiku-4-5-20251001", 0.1)]
+CLAUDE_MODELS = [
+    ("claude-sonnet-4-5-20250929", 0.7),
+    ("claude-opus-4-5-20251101", 0.2),
+    ("claude-haiku-4-5-20251001", 0.1),
+]
 
 
 def _cc_uuid(rng: random.Random) -> str:
@@ -1133,8 +1464,9 @@ def _cc_uuid(rng: random.Random) -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
 
 
-def claude_session(i: int, seed: int = 0, messages_mean: float = 12, corp: str | None = None,
-                   start_s: int = 1772000000) -> tuple[str, str, list[str], list[str]]:
+def claude_session(
+    i: int, seed: int = 0, messages_mean: float = 12, corp: str | None = None, start_s: int = 1772000000
+) -> tuple[str, str, list[str], list[str]]:
     """(session id, project slug, session lines, sub-agent lines) of session ``i``: user turns, each answered
     by one response streamed on 1-3 lines (thinking, text, tool_use) that share ``message.id``, ``requestId``
     and ``usage`` as Claude Code writes them, tool results, and for one session in 5 a sub-agent transcript."""
@@ -1153,32 +1485,85 @@ def claude_session(i: int, seed: int = 0, messages_mean: float = 12, corp: str |
         nonlocal parent, t
         u = _cc_uuid(rng)
         t += rng.randrange(1, 40)
-        e = {"parentUuid": parent, "isSidechain": sidechain, "userType": "external", "cwd": cwd, "sessionId": sid,
-             "version": "2.1.51", "gitBranch": "main", "type": kind, "uuid": u,
-             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{rng.randrange(1000):03d}Z"}
+        e = {
+            "parentUuid": parent,
+            "isSidechain": sidechain,
+            "userType": "external",
+            "cwd": cwd,
+            "sessionId": sid,
+            "version": "2.1.51",
+            "gitBranch": "main",
+            "type": kind,
+            "uuid": u,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{rng.randrange(1000):03d}Z",
+        }
         e.update(extra)
         parent = u
         return json.dumps(e, separators=(",", ":"))
 
     def response(out, sidechain=False):
-        mid = "msg_01" + "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789")
-                                 for _ in range(22))
-        usage = {"input_tokens": rng.randrange(1, 60), "cache_creation_input_tokens": rng.randrange(0, 6000),
-                 "cache_read_input_tokens": rng.randrange(8000, 160000), "output_tokens": rng.randrange(5, 2500),
-                 "service_tier": "standard"}
-        blocks = [{"type": "thinking", "thinking": _text(rng, corp, 20, 400, 80), "signature": "Eq0BCkYI"},
-                  {"type": "text", "text": _text(rng, corp, 20, 1200, 200)}]
+        mid = "msg_01" + "".join(
+            rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789") for _ in range(22)
+        )
+        usage = {
+            "input_tokens": rng.randrange(1, 60),
+            "cache_creation_input_tokens": rng.randrange(0, 6000),
+            "cache_read_input_tokens": rng.randrange(8000, 160000),
+            "output_tokens": rng.randrange(5, 2500),
+            "service_tier": "standard",
+        }
+        blocks = [
+            {"type": "thinking", "thinking": _text(rng, corp, 20, 400, 80), "signature": "Eq0BCkYI"},
+            {"type": "text", "text": _text(rng, corp, 20, 1200, 200)},
+        ]
         if rng.random() < 0.5:
-            blocks.append({"type": "tool_use", "id": "toolu_01" + mid[6:], "name": "Bash",
-                           "input": {"command": "pytest -x", "description": "Run the tests"}})
-        for b in blocks[rng.randrange(0, 2):]:
-            out.append(entry("assistant", {"requestId": "req_011" + mid[6:], "message": {
-                "id": mid, "type": "message", "role": "assistant", "model": model, "content": [b],
-                "stop_reason": None, "stop_sequence": None, "usage": usage}}, sidechain))
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": "toolu_01" + mid[6:],
+                    "name": "Bash",
+                    "input": {"command": "pytest -x", "description": "Run the tests"},
+                }
+            )
+        for b in blocks[rng.randrange(0, 2) :]:
+            out.append(
+                entry(
+                    "assistant",
+                    {
+                        "requestId": "req_011" + mid[6:],
+                        "message": {
+                            "id": mid,
+                            "type": "message",
+                            "role": "assistant",
+                            "model": model,
+                            "content": [b],
+                            "stop_reason": None,
+                            "stop_sequence": None,
+                            "usage": usage,
+                        },
+                    },
+                    sidechain,
+                )
+            )
             if b["type"] == "tool_use":
-                out.append(entry("user", {"message": {"role": "user", "content": [{
-                    "type": "tool_result", "tool_use_id": b["id"], "content": _text(rng, corp, 20, 3000, 400)}]}},
-                    sidechain))
+                out.append(
+                    entry(
+                        "user",
+                        {
+                            "message": {
+                                "role": "user",
+                                "content": [
+                                    {
+                                        "type": "tool_result",
+                                        "tool_use_id": b["id"],
+                                        "content": _text(rng, corp, 20, 3000, 400),
+                                    }
+                                ],
+                            }
+                        },
+                        sidechain,
+                    )
+                )
 
     for _ in range(turns):
         lines.append(entry("user", {"message": {"role": "user", "content": _text(rng, corp, 5, 600, 60)}}))
@@ -1211,28 +1596,50 @@ def make_claude_code(outdir, n: int, *, messages_mean: float = 12, seed: int = 0
         if progress and i and i % 1000 == 0:
             print(f"[gen claude-code] {i}/{n}", file=sys.stderr, flush=True)
     if progress:
-        print(f"[gen claude-code] done: {totals['sessions']} sessions, {totals['files']} files, "
-              f"{_human(totals['bytes'])}", file=sys.stderr, flush=True)
+        print(
+            f"[gen claude-code] done: {totals['sessions']} sessions, {totals['files']} files, "
+            f"{_human(totals['bytes'])}",
+            file=sys.stderr,
+            flush=True,
+        )
     return totals
+
 
 # --------------------------------------------------------------------------------------------------
 # Command line
 
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="gen_archive.py",
-        description="Generate a synthetic mermaid-cli or SAM archive for samctl benchmarks.")
+        prog="gen_archive.py", description="Generate a synthetic mermaid-cli or SAM archive for samctl benchmarks."
+    )
     p.add_argument("kind", choices=["mermaid", "sam", "claude-code"])
     p.add_argument("outdir")
     p.add_argument("--conversations", type=int, required=True, metavar="N")
-    p.add_argument("--messages-mean", type=float, default=12, metavar="M",
-                   help="mean messages per conversation (default 12)")
-    p.add_argument("--memories-per-conversation", type=int, default=100, metavar="K",
-                   help="sam: memories per conversation (default 100)")
-    p.add_argument("--memories-blob-dims", type=int, default=512, metavar="D",
-                   help="sam: embedding dimensions of the normal vectors (default 512 = 4096 bytes)")
-    p.add_argument("--log-bytes", type=int, default=0, metavar="BYTES",
-                   help="mermaid: also write one log-only conversation whose log is about BYTES")
+    p.add_argument(
+        "--messages-mean", type=float, default=12, metavar="M", help="mean messages per conversation (default 12)"
+    )
+    p.add_argument(
+        "--memories-per-conversation",
+        type=int,
+        default=100,
+        metavar="K",
+        help="sam: memories per conversation (default 100)",
+    )
+    p.add_argument(
+        "--memories-blob-dims",
+        type=int,
+        default=512,
+        metavar="D",
+        help="sam: embedding dimensions of the normal vectors (default 512 = 4096 bytes)",
+    )
+    p.add_argument(
+        "--log-bytes",
+        type=int,
+        default=0,
+        metavar="BYTES",
+        help="mermaid: also write one log-only conversation whose log is about BYTES",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count)")
     p.add_argument("--quiet", action="store_true", help="no progress or totals on stderr")
@@ -1246,12 +1653,26 @@ def main(argv: list[str] | None = None) -> int:
     if a.kind == "claude-code":
         make_claude_code(a.outdir, a.conversations, messages_mean=a.messages_mean, seed=a.seed, progress=not a.quiet)
     elif a.kind == "mermaid":
-        make_mermaid(a.outdir, a.conversations, messages_mean=a.messages_mean, seed=a.seed,
-                     log_bytes=a.log_bytes, jobs=a.jobs, progress=not a.quiet)
+        make_mermaid(
+            a.outdir,
+            a.conversations,
+            messages_mean=a.messages_mean,
+            seed=a.seed,
+            log_bytes=a.log_bytes,
+            jobs=a.jobs,
+            progress=not a.quiet,
+        )
     else:
-        make_sam(a.outdir, a.conversations, messages_mean=a.messages_mean,
-                 memories_per_conversation=a.memories_per_conversation,
-                 blob_dims=a.memories_blob_dims, seed=a.seed, jobs=a.jobs, progress=not a.quiet)
+        make_sam(
+            a.outdir,
+            a.conversations,
+            messages_mean=a.messages_mean,
+            memories_per_conversation=a.memories_per_conversation,
+            blob_dims=a.memories_blob_dims,
+            seed=a.seed,
+            jobs=a.jobs,
+            progress=not a.quiet,
+        )
     return 0
 
 

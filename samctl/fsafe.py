@@ -94,7 +94,7 @@ def shown(path) -> str:
         return p
     if p == here or not here:
         return "." if p == here else p
-    return p[len(here) + 1:] if p.startswith(here + os.sep) else p
+    return p[len(here) + 1 :] if p.startswith(here + os.sep) else p
 
 
 def _problem_for_oserror(exc: OSError, path) -> FileProblem:
@@ -456,6 +456,7 @@ def cache_unusable(path) -> str | None:
 # Each function calls ``step`` before the operation that changes the disk, so
 # the fault-injection tests can stop a command at every write step.
 
+
 def create_temp(path: str | os.PathLike, mode: int = FILE_MODE, buffering: int = 1 << 20):
     """Open a fresh temp sibling of ``path`` (``.<name>.<pid>.<n>.tmp``) for writing.
 
@@ -690,6 +691,7 @@ def remove_tree(path: str | os.PathLike, sync_parent: bool = True) -> None:
 def _owner_may_write(top: Path) -> None:
     """Give ``top`` and every folder under it (not through links) u+rwx, each before it is listed,
     so that it can be emptied."""
+
     def writable(p) -> None:
         st = os.lstat(p)
         if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o700 != 0o700:
@@ -793,6 +795,7 @@ def _load_renameat2():
         if fn(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), noreplace) != 0:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err), src, None, dst)
+
     return rename_noreplace
 
 
@@ -811,10 +814,11 @@ def write_all(f, data) -> None:
     """Write every byte of ``data`` to the unbuffered file ``f`` (a raw write may take fewer)."""
     view = memoryview(data)
     while view:
-        view = view[f.write(view):]
+        view = view[f.write(view) :]
 
 
 # --- durability in batches ------------------------------------------------------------
+
 
 def _fsync(fd: int) -> None:
     """fsync a file just written, or leave it to the running batch's next barrier."""
@@ -834,6 +838,7 @@ def _load_syncfs():
         if fn(fd) != 0:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err))
+
     return syncfs
 
 
@@ -882,8 +887,9 @@ class SyncBatch:
         self.noted = 0
         import threading  # (lazy: not loaded by ls or --help)
 
-        self.early = threading.Thread(target=self._write_back, args=(list(self.fds.values()),),
-                                      name="samctl-writeback", daemon=True)
+        self.early = threading.Thread(
+            target=self._write_back, args=(list(self.fds.values()),), name="samctl-writeback", daemon=True
+        )
         self.early.start()
 
     def _write_back(self, fds: list) -> None:

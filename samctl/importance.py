@@ -39,8 +39,15 @@ def importance(text: str, is_user: bool) -> float:
     # rule that holds decides and the other word lists need no search.
     if _has_any(lower, _CONSTRAINT_WORDS):
         imp = 0.9
-    elif (not is_user and "?" in text or _has_any(lower, _PRIORITY_WORDS)
-          or not is_user and _has_any(lower, _QUESTION_WORDS) or len(text) < 200 and _has_any(lower, _CONFIRM_WORDS)):
+    elif (
+        not is_user
+        and "?" in text
+        or _has_any(lower, _PRIORITY_WORDS)
+        or not is_user
+        and _has_any(lower, _QUESTION_WORDS)
+        or len(text) < 200
+        and _has_any(lower, _CONFIRM_WORDS)
+    ):
         imp = 0.85
     else:
         imp = 0.7 if is_user else 0.5

@@ -30,13 +30,34 @@ import re
 
 _REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
 
-CLAUDE_CODE = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
-               "<local-command-stderr>", "<local-command-caveat>", "Caveat: ", "<bash-input>", "<bash-stdout>",
-               "<bash-stderr>", "<task-notification>", "<system-reminder>", "<user-prompt-submit-hook>",
-               "[Request interrupted by user", "This session is being continued from a previous conversation",
-               "Base directory for this skill:")
-CODEX = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>",
-         "<INSTRUCTIONS>", "<user_shell_command>", "<turn_aborted>", "<skill>")
+CLAUDE_CODE = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "Caveat: ",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<task-notification>",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+    "[Request interrupted by user",
+    "This session is being continued from a previous conversation",
+    "Base directory for this skill:",
+)
+CODEX = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<INSTRUCTIONS>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<skill>",
+)
 PREFIXES = CLAUDE_CODE + CODEX
 
 

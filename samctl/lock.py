@@ -60,8 +60,10 @@ def _open_lock(store) -> tuple[Path, int]:
     folder = samctl_dir(store)
     st = fsafe.lstat(folder)
     if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
-        raise UnsafePath(f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's lock folder; nothing was "
-                         "written", hint="move it out of the way; samctl never writes through a symlink")
+        raise UnsafePath(
+            f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's lock folder; nothing was written",
+            hint="move it out of the way; samctl never writes through a symlink",
+        )
     path = folder / "lock"
     try:
         fsafe.make_private_dir(folder)
@@ -69,14 +71,19 @@ def _open_lock(store) -> tuple[Path, int]:
     except OSError as exc:
         st = fsafe.lstat(path)
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise UnsafePath(f"{path} is {fsafe.describe_mode(st.st_mode)}, not samctl's lock file; nothing was "
-                             "written", hint="move it out of the way") from None
-        raise SamctlError(f"cannot create samctl's lock {path}: {exc.strerror}; nothing was written",
-                          hint="samctl needs to write in the store's folder to change it") from None
+            raise UnsafePath(
+                f"{path} is {fsafe.describe_mode(st.st_mode)}, not samctl's lock file; nothing was written",
+                hint="move it out of the way",
+            ) from None
+        raise SamctlError(
+            f"cannot create samctl's lock {path}: {exc.strerror}; nothing was written",
+            hint="samctl needs to write in the store's folder to change it",
+        ) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # (a FIFO opened without blocking)
         os.close(fd)
-        raise UnsafePath(f"{path} is not a regular file, not samctl's lock file; nothing was written",
-                         hint="move it out of the way")
+        raise UnsafePath(
+            f"{path} is not a regular file, not samctl's lock file; nothing was written", hint="move it out of the way"
+        )
     return path, fd
 
 
@@ -90,8 +97,11 @@ def store_lock(store, wait: float = 0.0):
     path, fd = _open_lock(store)
     try:
         waited = f" (waited {wait:g} s)" if wait else ""
-        hint = "wait for it to finish, or pass a longer --lock-wait SECONDS" if wait else \
-            "wait for it to finish, or pass --lock-wait SECONDS"
+        hint = (
+            "wait for it to finish, or pass a longer --lock-wait SECONDS"
+            if wait
+            else "wait for it to finish, or pass --lock-wait SECONDS"
+        )
         flock_waiting(fd, wait, lambda: Busy(f"another samctl is writing to {store.conv_dir}{waited}", hint=hint))
         try:
             os.ftruncate(fd, 0)
@@ -118,9 +128,15 @@ def would_refuse(store, ids=(), force: bool = False) -> list:
     try:
         ensure_app_idle(store, ids, force)
     except Busy as exc:
-        out.append(Finding("busy", str(store.conv_dir), f"{exc.message}: the real run would refuse (exit 5)",
-                           WARNING))
+        out.append(Finding("busy", str(store.conv_dir), f"{exc.message}: the real run would refuse (exit 5)", WARNING))
     if held_by_another(store):
-        out.append(Finding("busy", str(store.conv_dir), "another samctl is writing to this store: the real run "
-                           "would wait --lock-wait seconds, then refuse (exit 5)", WARNING))
+        out.append(
+            Finding(
+                "busy",
+                str(store.conv_dir),
+                "another samctl is writing to this store: the real run "
+                "would wait --lock-wait seconds, then refuse (exit 5)",
+                WARNING,
+            )
+        )
     return out

@@ -40,4 +40,4 @@ def quoted(text, width: int = 60) -> str:
     r = repr(text)
     if len(r) <= width:
         return r
-    return f"{r[:width - 2]}…{r[-1]} ({len(text)} characters)"
+    return f"{r[: width - 2]}…{r[-1]} ({len(text)} characters)"

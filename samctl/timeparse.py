@@ -16,9 +16,7 @@ from samctl.safetext import quoted
 
 # RFC 3339 / ISO-8601 with any fraction width (mermaid writes 0/3/6/9 digits,
 # SAM writes none, SQLite.swift writes 3 and no zone).
-_TS_RE = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|z|[+-]\d\d:?\d\d)?\Z"
-)
+_TS_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|z|[+-]\d\d:?\d\d)?\Z")
 
 
 _OFFSETS: dict = {}
@@ -62,7 +60,7 @@ _SEEN_MAX = 1 << 15
 _SEEN_LEN = 64  # longer strings (a fraction of many digits) are parsed each time, never kept
 _MISS = object()
 _MINUTES: dict = {}  # "YYYY-MM-DD?HH:MM" (as matched) -> epoch seconds of that UTC minute, or None for none
-_POW10 = tuple(10 ** n for n in range(10))
+_POW10 = tuple(10**n for n in range(10))
 
 
 def _minute(s: str):
@@ -72,8 +70,14 @@ def _minute(s: str):
     v = _MINUTES.get(key, _MISS)
     if v is _MISS:
         y, mo, d, h, mi = int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]), int(s[14:16])
-        ok = (1 <= mo <= 12 and 1 <= d <= _MONTH_DAYS[mo - 1] and h < 24 and mi < 60 and y >= 1
-              and not (mo == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0))))
+        ok = (
+            1 <= mo <= 12
+            and 1 <= d <= _MONTH_DAYS[mo - 1]
+            and h < 24
+            and mi < 60
+            and y >= 1
+            and not (mo == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)))
+        )
         if len(_MINUTES) >= _SEEN_MAX:
             _MINUTES.clear()
         v = _MINUTES[key] = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 if ok else None
@@ -94,8 +98,9 @@ def _parse(s: str, naive_tz) -> float | None:
     frac, zone = m.group(7, 8)
     if zone is None:
         try:
-            offset = naive_tz.utcoffset(datetime(int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]),
-                                                 int(s[14:16]), min(sec, 59))).total_seconds()
+            offset = naive_tz.utcoffset(
+                datetime(int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]), int(s[14:16]), min(sec, 59))
+            ).total_seconds()
         except (ValueError, OverflowError):
             return None
     elif zone == "Z" or zone == "z":
@@ -125,8 +130,10 @@ def parse_age(text: str) -> float:
     either case, except ``M``: in restic and borg it is months, so ``6M`` is refused, never six
     minutes."""
     if _MONTHS_RE.fullmatch(text):
-        raise UsageError(f"{_quoted(text)} is ambiguous: samctl's m is minutes, and it has no months",
-                         hint=f"write {text.strip()[:-1].strip()}m for minutes, or days (180d is about six months)")
+        raise UsageError(
+            f"{_quoted(text)} is ambiguous: samctl's m is minutes, and it has no months",
+            hint=f"write {text.strip()[:-1].strip()}m for minutes, or days (180d is about six months)",
+        )
     m = _AGE_RE.match(text.strip().lower())
     if not m:
         raise UsageError(f"{_quoted(text)} is not an age", hint="write it like 30m, 12h, 7d, 2w or 1y")

@@ -14,8 +14,21 @@ import shlex
 # The argument the app shows for a tool, in the order tried: Claude Code's tools name theirs
 # (command, file_path, pattern, url, ...); Codex's shell gives an argv array (``command``), exec_command a
 # string (``cmd``); MCP and other tools fall back to the first of these keys they have.
-MAIN_KEYS = ("command", "cmd", "file_path", "notebook_path", "pattern", "path", "url", "query", "description",
-             "prompt", "skill", "subject", "name")
+MAIN_KEYS = (
+    "command",
+    "cmd",
+    "file_path",
+    "notebook_path",
+    "pattern",
+    "path",
+    "url",
+    "query",
+    "description",
+    "prompt",
+    "skill",
+    "subject",
+    "name",
+)
 # A shell wrapper Codex puts around a command line (``["bash", "-lc", "git status"]``): shown as the line.
 _SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "/usr/bin/zsh")
 
@@ -45,7 +58,7 @@ def patch_files(patch: str) -> list[str]:
     for line in patch.splitlines():
         for head in ("*** Update File: ", "*** Add File: ", "*** Delete File: "):
             if line.startswith(head):
-                out.append(line[len(head):].strip())
+                out.append(line[len(head) :].strip())
     return out
 
 

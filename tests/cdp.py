@@ -17,9 +17,20 @@ import shutil
 import subprocess
 import time
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-extensions", "--disable-default-apps", "--mute-audio", "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--hide-scrollbars",
+]
 
 
 def find_chromium() -> str | None:
@@ -45,10 +56,22 @@ class Browser:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
-        args = [binary, *FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe",
-                f"--window-size={width},{height}", "about:blank"]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, preexec_fn=plumb, close_fds=False)
+        args = [
+            binary,
+            *FLAGS,
+            f"--user-data-dir={user_data_dir}",
+            "--remote-debugging-pipe",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ]
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=plumb,
+            close_fds=False,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buf = b""
@@ -110,8 +133,9 @@ class Browser:
     # -- page helpers -----------------------------------------------------------------------------
     def open_page(self) -> None:
         target = self.call("Target.createTarget", {"url": "about:blank"}, session=None)["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True},
-                                 session=None)["sessionId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=None)[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable")
 
@@ -138,8 +162,10 @@ class Browser:
         if full_page:
             m = self.call("Page.getLayoutMetrics")
             size = m.get("cssContentSize") or m["contentSize"]
-            params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1})
+            params.update(
+                captureBeyondViewport=True,
+                clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+            )
         data = self.call("Page.captureScreenshot", params)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))

@@ -51,6 +51,7 @@ def zone(monkeypatch):
     def set_zone(name: str) -> None:
         monkeypatch.setenv("TZ", name)
         time.tzset()
+
     yield set_zone
     if before is None:
         monkeypatch.delenv("TZ", raising=False)
@@ -126,8 +127,13 @@ def fingerprint(root: Path) -> dict:
             if stat.S_ISREG(st.st_mode) and st.st_size < 8 << 20:
                 with open(p, "rb") as f:
                     digest = hashlib.sha256(f.read()).hexdigest()
-            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_size,
-                                             st.st_mtime_ns, digest)
+            out[os.path.relpath(p, root)] = (
+                stat.S_IFMT(st.st_mode),
+                stat.S_IMODE(st.st_mode),
+                st.st_size,
+                st.st_mtime_ns,
+                digest,
+            )
     return out
 
 
@@ -162,10 +168,18 @@ def folder_write_rule(monkeypatch):
         def wrapped(*args, **kw):
             check(*args[:n])
             return fn(*args, **kw)
+
         return wrapped
 
-    for name, n in (("unlink", 1), ("remove", 1), ("rmdir", 1), ("mkdir", 1), ("rename", 2), ("replace", 2),
-                    ("link", 2)):
+    for name, n in (
+        ("unlink", 1),
+        ("remove", 1),
+        ("rmdir", 1),
+        ("mkdir", 1),
+        ("rename", 2),
+        ("replace", 2),
+        ("link", 2),
+    ):
         monkeypatch.setattr(os, name, guard(getattr(os, name), n))
     if fsafe.renameat2 is fsafe._UNSET:
         fsafe.renameat2 = fsafe._load_renameat2()

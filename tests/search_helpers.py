@@ -35,12 +35,22 @@ def age(root: Path, seconds: float = 3600) -> None:
             os.utime(os.path.join(dirpath, name), (t, t), follow_symlinks=False)
 
 
-def insert_memory(db: Path, mid: str, scope: str, content: str, blob: bytes | None, importance: float = 0.5,
-                  created: str = "2026-08-10T14:05:00.000", ctype: str = "context_info") -> None:
+def insert_memory(
+    db: Path,
+    mid: str,
+    scope: str,
+    content: str,
+    blob: bytes | None,
+    importance: float = 0.5,
+    created: str = "2026-08-10T14:05:00.000",
+    ctype: str = "context_info",
+) -> None:
     st = os.stat(db)
     con = sqlite3.connect(db)
-    con.execute('INSERT INTO "conversation_memories" VALUES (?,?,?,?,?,?,?,?,?,?)',
-                (mid, scope, content, ctype, blob, importance, created, 0, created, None))
+    con.execute(
+        'INSERT INTO "conversation_memories" VALUES (?,?,?,?,?,?,?,?,?,?)',
+        (mid, scope, content, ctype, blob, importance, created, 0, created, None),
+    )
     con.commit()
     con.close()
     os.chmod(db, st.st_mode & 0o777)

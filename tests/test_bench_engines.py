@@ -8,8 +8,15 @@ import pytest
 
 from bench.bench_engines import FTS5_QUERY, FTS5_SCHEMA, QUERIES, split_query, to_fts5
 
-ROWS = ["the budget for portland", "weekend trip to portland", "src/main.rs is broken", "budgeting is hard",
-        "e.g. café zürich", "hotel and budget", 'she said "AND" NOT OR']
+ROWS = [
+    "the budget for portland",
+    "weekend trip to portland",
+    "src/main.rs is broken",
+    "budgeting is hard",
+    "e.g. café zürich",
+    "hotel and budget",
+    'she said "AND" NOT OR',
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,22 +34,25 @@ def match():
     return run
 
 
-@pytest.mark.parametrize("q, want", [
-    ("budget portland", {0, 1, 3, 5}),  # any may match; budget ~ budgeting (porter)
-    ("+budget portland", {0, 3, 5}),
-    ("+portland +budget", {0}),
-    ("budget -portland", {3, 5}),
-    ("portland -budget -weekend", set()),
-    ('"weekend trip"', {1}),
-    ('"trip weekend"', set()),
-    ('+"weekend trip" -hotel', {1}),
-    ("budg*", {0, 3, 5}),
-    ("src/main.rs", {2}),
-    ('"e.g."', {4}),
-    ("cafe zurich", {4}),  # accents folded
-    ("AND", {5, 6}),  # an FTS5 keyword is a word here (and stems to "and")
-    ("NOT", {6}),
-])
+@pytest.mark.parametrize(
+    "q, want",
+    [
+        ("budget portland", {0, 1, 3, 5}),  # any may match; budget ~ budgeting (porter)
+        ("+budget portland", {0, 3, 5}),
+        ("+portland +budget", {0}),
+        ("budget -portland", {3, 5}),
+        ("portland -budget -weekend", set()),
+        ('"weekend trip"', {1}),
+        ('"trip weekend"', set()),
+        ('+"weekend trip" -hotel', {1}),
+        ("budg*", {0, 3, 5}),
+        ("src/main.rs", {2}),
+        ('"e.g."', {4}),
+        ("cafe zurich", {4}),  # accents folded
+        ("AND", {5, 6}),  # an FTS5 keyword is a word here (and stems to "and")
+        ("NOT", {6}),
+    ],
+)
 def test_operators_mean_what_they_mean_in_samctl(match, q, want):
     assert match(q) == {ROWS[i] for i in want}
 

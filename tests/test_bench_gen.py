@@ -1,4 +1,5 @@
 """The benchmark archive generator writes the formats of the specs (checked with the stdlib only)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -16,20 +17,42 @@ SAM_DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 SAM_DB_DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$")
 UUID_UPPER = re.compile(r"^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$")
 META_ORDER = ["id", "title", "updated_at", "git_branch", "message_count", "forked_from"]
-MESSAGE_KEYS = {"role", "content", "timestamp", "kind", "metadata", "actions", "thinking", "images",
-                "image_numbers", "tool_calls", "tool_call_id", "tool_name",
-                "provider_continuation"}
-SCALARS = ["title", "model_name", "safety_mode", "plan", "advertised_context", "last_token_usage",
-           "cumulative_token_usage", "context_usage", "git_branch", "git_sha", "cli_version",
-           "forked_from", "parent_session"]
+MESSAGE_KEYS = {
+    "role",
+    "content",
+    "timestamp",
+    "kind",
+    "metadata",
+    "actions",
+    "thinking",
+    "images",
+    "image_numbers",
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "provider_continuation",
+}
+SCALARS = [
+    "title",
+    "model_name",
+    "safety_mode",
+    "plan",
+    "advertised_context",
+    "last_token_usage",
+    "cumulative_token_usage",
+    "context_usage",
+    "git_branch",
+    "git_sha",
+    "cli_version",
+    "forked_from",
+    "parent_session",
+]
 SAM_SCHEMA = {
-    ("table", "conversation_memories"):
-        'CREATE TABLE "conversation_memories" ("id" TEXT PRIMARY KEY NOT NULL, '
-        '"conversation_id" TEXT NOT NULL, "content" TEXT NOT NULL, "content_type" TEXT NOT NULL, '
-        '"embedding" BLOB, "importance" REAL NOT NULL, "created_at" TEXT NOT NULL, '
-        '"access_count" INTEGER NOT NULL DEFAULT (0), "last_accessed" TEXT NOT NULL, "tags" TEXT)',
-    ("index", "idx_conversation_id"):
-        "CREATE INDEX idx_conversation_id ON conversation_memories(conversation_id)",
+    ("table", "conversation_memories"): 'CREATE TABLE "conversation_memories" ("id" TEXT PRIMARY KEY NOT NULL, '
+    '"conversation_id" TEXT NOT NULL, "content" TEXT NOT NULL, "content_type" TEXT NOT NULL, '
+    '"embedding" BLOB, "importance" REAL NOT NULL, "created_at" TEXT NOT NULL, '
+    '"access_count" INTEGER NOT NULL DEFAULT (0), "last_accessed" TEXT NOT NULL, "tags" TEXT)',
+    ("index", "idx_conversation_id"): "CREATE INDEX idx_conversation_id ON conversation_memories(conversation_id)",
     ("index", "idx_created_at"): "CREATE INDEX idx_created_at ON conversation_memories(created_at)",
     ("index", "idx_importance"): "CREATE INDEX idx_importance ON conversation_memories(importance)",
     ("index", "sqlite_autoindex_conversation_memories_1"): None,
@@ -52,9 +75,15 @@ def _read_log(path):
 def _fold(envs):
     """docs/formats/mermaid.md §4.2 fold, enough for the events the generator writes."""
     ev0 = envs[0]["event"]
-    conv = {"id": ev0["session_id"], "messages": [], "input_history": [],
-            "created_at": ev0["created_at"], "updated_at": ev0["created_at"],
-            "project_path": ev0["project_path"], "model_name": ev0["model_id"]}
+    conv = {
+        "id": ev0["session_id"],
+        "messages": [],
+        "input_history": [],
+        "created_at": ev0["created_at"],
+        "updated_at": ev0["created_at"],
+        "project_path": ev0["project_path"],
+        "model_name": ev0["model_id"],
+    }
     for env in envs[1:]:
         ev = env["event"]
         kind = ev["type"]
@@ -124,8 +153,7 @@ def test_mermaid_archive(tmp_path):
         assert meta["message_count"] == len(doc["messages"]) > 0
         assert meta["title"] == doc["title"] and meta["updated_at"] == doc["updated_at"]
         envs = _read_log(d / (cid + ".jsonl"))
-        assert [e["event"]["type"] for e in envs[:5]] == ["started", "reset", "input", "state",
-                                                          "tasks"]
+        assert [e["event"]["type"] for e in envs[:5]] == ["started", "reset", "input", "state", "tasks"]
         folded = _fold(envs)
         for key, val in folded.items():
             assert doc[key] == val, key
@@ -187,8 +215,7 @@ def test_sam_archive(tmp_path):
             assert [p.name for p in d.iterdir()] == ["memory.db"]
     assert len(convs) == 5
     shared = [c for c in convs.values() if c["settings"]["useSharedData"]]
-    assert shared and all((conv / c["settings"]["sharedTopicId"] / "memory.db").exists()
-                          for c in shared)
+    assert shared and all((conv / c["settings"]["sharedTopicId"] / "memory.db").exists() for c in shared)
     assert any(c["isPinned"] for c in convs.values())
     assert any(m["type"] == "toolExecution" for c in convs.values() for m in c["messages"])
     active = json.loads((conv / "active-conversation.json").read_text())
@@ -201,9 +228,10 @@ def test_sam_archive(tmp_path):
         try:
             master = {(t, n): s for t, n, s in con.execute("SELECT type, name, sql FROM sqlite_master")}
             assert master == SAM_SCHEMA
-            rows = con.execute("SELECT id, conversation_id, content_type, embedding, importance, "
-                               "created_at, access_count, last_accessed FROM conversation_memories"
-                               ).fetchall()
+            rows = con.execute(
+                "SELECT id, conversation_id, content_type, embedding, importance, "
+                "created_at, access_count, last_accessed FROM conversation_memories"
+            ).fetchall()
         finally:
             con.close()
         assert len(rows) >= 3
@@ -211,16 +239,30 @@ def test_sam_archive(tmp_path):
             assert UUID_UPPER.match(rid) and scope == db.parent.name
             assert len(blob) in (4096, 2048) and 0 <= imp <= 1 and count >= 0
             assert SAM_DB_DATE.match(created) and SAM_DB_DATE.match(last) and last >= created
-            assert ctype in ("message", "user_input", "assistant_response", "system_event",
-                             "tool_result", "context_info", "document")
+            assert ctype in (
+                "message",
+                "user_input",
+                "assistant_response",
+                "system_event",
+                "tool_result",
+                "context_info",
+                "document",
+            )
 
 
 def test_sam_importance_vectors():
     """docs/formats/sam.md §4.5.4 test vectors."""
-    cases = [(True, "Plan a weekend trip to Portland within a $500 budget.", 0.9),
-             (True, "thanks!", 0.3), (True, "thanks :)", 0.7), (False, "ok", 0.3),
-             (False, "Okay.", 0.3), (False, "Here is the show schedule", 0.85),
-             (True, "Yes, go ahead", 0.85), (True, "x" * 301, 0.7999999999999999),
-             (False, "", 0.5), (True, "", 0.7)]
+    cases = [
+        (True, "Plan a weekend trip to Portland within a $500 budget.", 0.9),
+        (True, "thanks!", 0.3),
+        (True, "thanks :)", 0.7),
+        (False, "ok", 0.3),
+        (False, "Okay.", 0.3),
+        (False, "Here is the show schedule", 0.85),
+        (True, "Yes, go ahead", 0.85),
+        (True, "x" * 301, 0.7999999999999999),
+        (False, "", 0.5),
+        (True, "", 0.7),
+    ]
     for user, text, want in cases:
         assert gen.sam_importance(text, user) == want, text

@@ -1,5 +1,6 @@
 """bench_search.py's own parts: the fixed query list, the floor's BM25, and the refresh rounds leaving the
 tree as generated (the benchmark itself is run by hand, not here)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,15 +24,18 @@ def test_queries_are_a_fixed_hundred_in_every_category():
     assert len(bs.CLI_SAMPLE) == 10
 
 
-@pytest.mark.parametrize("query, words, prefixes", [
-    ("+budget portland", ["budget", "portland"], []),
-    ("budget -portland", ["budget"], []),
-    ('+"weekend trip" -hotel', ["weekend", "trip"], []),
-    ("role:user budget", ["budget"], []),
-    ("title:portland", [], []),
-    ("dead* invoic*", [], ["dead", "invoic"]),
-    ('"São Paulo"', ["são", "paulo"], []),
-])
+@pytest.mark.parametrize(
+    "query, words, prefixes",
+    [
+        ("+budget portland", ["budget", "portland"], []),
+        ("budget -portland", ["budget"], []),
+        ('+"weekend trip" -hotel', ["weekend", "trip"], []),
+        ("role:user budget", ["budget"], []),
+        ("title:portland", [], []),
+        ("dead* invoic*", [], ["dead", "invoic"]),
+        ('"São Paulo"', ["são", "paulo"], []),
+    ],
+)
 def test_floor_terms(query, words, prefixes):
     assert bs.floor_terms(query) == (words, prefixes)
 
@@ -78,8 +82,14 @@ def test_corpus_counts_the_text_and_the_floor_ranks_as_plain_bm25(tree):
 
     def score(d):
         tf = Counter(d)
-        return sum(math.log(1 + (len(docs) - df[w] + 0.5) / (df[w] + 0.5)) * tf[w] * 2.2
-                   / (tf[w] + 1.2 * (0.25 + 0.75 * len(d) / avgdl)) for w in q if tf[w])
+        return sum(
+            math.log(1 + (len(docs) - df[w] + 0.5) / (df[w] + 0.5))
+            * tf[w]
+            * 2.2
+            / (tf[w] + 1.2 * (0.25 + 0.75 * len(d) / avgdl))
+            for w in q
+            if tf[w]
+        )
 
     want = sorted(range(len(docs)), key=lambda i: -score(docs[i]))[:3]
     got = bs.floor_query(c, "+budget portland -zanzibar role:user")()[:3].tolist()
@@ -91,7 +101,9 @@ def test_refresh_rounds_put_the_tree_back_byte_for_byte(tree, capsys):
 
     def state():
         d = root / ".mermaid" / "conversations"
-        return {n: (hashlib.sha256((d / n).read_bytes()).hexdigest(), os.stat(d / n).st_mtime_ns) for n in os.listdir(d)}
+        return {
+            n: (hashlib.sha256((d / n).read_bytes()).hexdigest(), os.stat(d / n).st_mtime_ns) for n in os.listdir(d)
+        }
 
     before = state()
     bs.measure_refresh(root, "mermaid", 2, None)

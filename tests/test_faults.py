@@ -64,6 +64,7 @@ def _old(paths, seconds=7200):
 
 # --- the fixture trees ---------------------------------------------------------------
 
+
 def _mermaid(root: Path) -> Path:
     make_fixtures.build_demo_mermaid(root)
     return root
@@ -92,9 +93,24 @@ def _compact_sam(root: Path) -> Path:
     make_fixtures.build_demo_sam(root)
     folder = root / "conversations" / SID
     db = sqlite3.connect(folder / "memory.db")
-    db.executemany("insert into conversation_memories values (?,?,?,?,?,?,?,?,?,?)",
-                   [(f"00000000-0000-4000-8000-{i:012d}", SID, "filler", "message", b"\0" * 2048, 0.5,
-                     "2026-08-10T14:02:12.345", 0, "2026-08-10T14:02:12.345", None) for i in range(50)])
+    db.executemany(
+        "insert into conversation_memories values (?,?,?,?,?,?,?,?,?,?)",
+        [
+            (
+                f"00000000-0000-4000-8000-{i:012d}",
+                SID,
+                "filler",
+                "message",
+                b"\0" * 2048,
+                0.5,
+                "2026-08-10T14:02:12.345",
+                0,
+                "2026-08-10T14:02:12.345",
+                None,
+            )
+            for i in range(50)
+        ],
+    )
     db.commit()
     db.execute("delete from conversation_memories where content = 'filler'")
     db.commit()
@@ -111,6 +127,7 @@ def _after_rm(build, cid):
         r = CliRunner().invoke(cli, ["--root", str(root), "rm", cid])
         assert r.exit_code == 0, r.output
         return root
+
     return b
 
 
@@ -121,6 +138,7 @@ def _after_rm_all(build):
         r = CliRunner().invoke(cli, ["--root", str(root), "rm", "--yes", *ids])
         assert r.exit_code == 0, r.output
         return root
+
     return b
 
 
@@ -132,10 +150,12 @@ DEMO = Path(make_fixtures.__file__).resolve().parent / "demo"
 
 def _app_tree(name: str):
     """A copy of the demo tree of another app (Claude Code, Codex CLI), every file 40 days old (not live)."""
+
     def b(root: Path) -> Path:
         shutil.copytree(DEMO / name, root)
         _old(list(root.rglob("*")), 40 * 86400)
         return root
+
     return b
 
 
@@ -144,6 +164,7 @@ _claude, _codex = _app_tree("claude_code"), _app_tree("codex")
 
 def _after(build, *argv, then=None):
     """``build``, then the command ``argv`` (and ``then(root)``, another app's doing)."""
+
     def b(root: Path) -> Path:
         build(root)
         r = CliRunner().invoke(cli, ["--root", str(root), *argv])
@@ -151,6 +172,7 @@ def _after(build, *argv, then=None):
         if then:
             then(root)
         return root
+
     return b
 
 
@@ -165,6 +187,7 @@ def _claude_deleted(root: Path) -> None:  # Claude Code's cleanup
     p = next(root.rglob(f"{CLAUDE}.jsonl"))
     p.unlink()
     shutil.rmtree(p.parent / CLAUDE)
+
 
 SCENARIOS = {
     "rm-mermaid": (_mermaid, ["rm", MID]),
@@ -188,10 +211,14 @@ SCENARIOS = {
     "rm-codex": (_codex, ["rm", CODEX]),
     "restore-codex": (_after(_codex, "rm", CODEX), ["restore", CODEX]),
     "copy-claude": (_claude, ["archive", "--copy", "--older-than", "1d"]),
-    "copy-again-claude": (_after(_claude, "archive", "--copy", "--older-than", "1d", then=_claude_changed),
-                          ["archive", "--copy", "--older-than", "1d"]),
-    "restore-kept-claude": (_after(_claude, "archive", "--copy", CLAUDE, then=_claude_deleted),
-                            ["restore", CLAUDE, "--touch"]),
+    "copy-again-claude": (
+        _after(_claude, "archive", "--copy", "--older-than", "1d", then=_claude_changed),
+        ["archive", "--copy", "--older-than", "1d"],
+    ),
+    "restore-kept-claude": (
+        _after(_claude, "archive", "--copy", CLAUDE, then=_claude_deleted),
+        ["restore", CLAUDE, "--touch"],
+    ),
     "copy-mermaid": (_mermaid, ["archive", "--copy", "--older-than", "1d"]),
     # restore's path across stores (an id resolved over the attics, then restored in its store), given one store
     "restore-all-stores-codex": (_after(_codex, "rm", CODEX), ["restore", CODEX[:8], "--all-stores"]),
@@ -213,6 +240,7 @@ def _copytree(src: Path, dst: Path) -> None:
 
 # --- what "intact" means ----------------------------------------------------------------
 
+
 def _conv(root: Path) -> Path:
     return open_store(str(root)).conv_dir
 
@@ -222,8 +250,12 @@ def _digest(p: Path, semantic: bool):
     if semantic and p.name.endswith(".jsonl"):
         read = eventlog.parse_log(data)
         doc = eventlog.fold(read.events) if read.usable else None
-        return "fold:" + hashlib.sha256(orjson.dumps({k: v for k, v in (doc or {}).items() if k != "compactions"},
-                                                     option=orjson.OPT_SORT_KEYS)).hexdigest()
+        return (
+            "fold:"
+            + hashlib.sha256(
+                orjson.dumps({k: v for k, v in (doc or {}).items() if k != "compactions"}, option=orjson.OPT_SORT_KEYS)
+            ).hexdigest()
+        )
     if semantic and p.name.endswith(".db"):
         db = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
         rows = sorted(map(repr, db.execute("select * from conversation_memories")))
@@ -269,8 +301,13 @@ def _attic_semantic(root: Path, cid: str, tmp: Path) -> list[dict]:
         except attic.AtticProblem:
             shutil.rmtree(dest)
             continue
-        out.append({n: _digest(dest / n, True) for n in names
-                    if (dest / n).is_file() and not n.endswith((".tmp", ".bak", ".torn"))})
+        out.append(
+            {
+                n: _digest(dest / n, True)
+                for n in names
+                if (dest / n).is_file() and not n.endswith((".tmp", ".bak", ".torn"))
+            }
+        )
         shutil.rmtree(dest)
     return out
 
@@ -293,8 +330,10 @@ def _conversations(root: Path) -> dict:
 def _history_holds(root: Path, cid: str, data: bytes, tmp: Path) -> bool:
     store = open_store(str(root))
     want = hashlib.sha256(data).hexdigest()
-    return any(e.id == cid and e.members[0].sha256 == want and attic.verify(e) == []
-               for e in attic.list_entries(store, [], ("history",)))
+    return any(
+        e.id == cid and e.members[0].sha256 == want and attic.verify(e) == []
+        for e in attic.list_entries(store, [], ("history",))
+    )
 
 
 def _check_intact(root: Path, before: dict, originals: dict, tmp: Path, exactly_one: bool) -> None:
@@ -321,11 +360,13 @@ def _check_intact(root: Path, before: dict, originals: dict, tmp: Path, exactly_
         cut = data.rfind(b"\n") + 1
         if now == data[:cut] and any(t.read_bytes() == data[cut:] for t in conv.glob(f"{name}.*.torn")):
             continue
-        assert _history_holds(root, name.split(".")[0], data, tmp) or \
-            _history_holds(root, name.split(".")[0], data[:cut], tmp), f"{name}: old log bytes are gone"
+        assert _history_holds(root, name.split(".")[0], data, tmp) or _history_holds(
+            root, name.split(".")[0], data[:cut], tmp
+        ), f"{name}: old log bytes are gone"
 
 
 # --- the driver -----------------------------------------------------------------------------
+
 
 def _run_child(args: list, n: int, mode: str, shared: Path | None = None) -> int:
     """Run the command in a forked child stopped at its Nth write step.  With ``shared`` (a file),
@@ -489,8 +530,9 @@ def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkey
             assert n > 2  # the hook really was reached on the way
             break
     # a worker's parent is the command (forked from this process), not this process
-    assert any(int(p.name.split("-")[1]) != os.getpid() for p in tmp_path.glob("built-*")) == \
-        scenario.endswith("in-workers")
+    assert any(int(p.name.split("-")[1]) != os.getpid() for p in tmp_path.glob("built-*")) == scenario.endswith(
+        "in-workers"
+    )
 
 
 # --- after a kill, every other command (issue 20, finding 6) ----------------------------------------------
@@ -531,8 +573,9 @@ def every_command_after_a_kill(scenario: str, tmp_path: Path, every: int = 1) ->
     before = _conversations(template)
     if scenario.startswith("restore"):
         before = {c: (exact, None) for c, (exact, _) in before.items()}
-    originals = {p.name: p.read_bytes() for p in _conv(template).glob("*.jsonl")} if scenario == "compact-mermaid" \
-        else {}
+    originals = (
+        {p.name: p.read_bytes() for p in _conv(template).glob("*.jsonl")} if scenario == "compact-mermaid" else {}
+    )
     runner, tried = CliRunner(), 0
     for n in itertools.count(1, every):
         assert n < 400, "the command never completed"
@@ -549,8 +592,11 @@ def every_command_after_a_kill(scenario: str, tmp_path: Path, every: int = 1) ->
             fp = _fingerprint(root) if name in READ_ONLY else None
             r = runner.invoke(cli, ["--root", str(root), *argv(cid)])
             where = f"{scenario} killed at step {n}, then {name}"
-            assert not isinstance(r.exception, Exception) or isinstance(r.exception, SystemExit), \
-                (where, r.exception, r.output)
+            assert not isinstance(r.exception, Exception) or isinstance(r.exception, SystemExit), (
+                where,
+                r.exception,
+                r.output,
+            )
             if store.moves_only and name in REWRITING:  # refused before anything is read or settled
                 assert r.exit_code == 2 and "would rewrite them" in r.output, (where, r.output)
                 shutil.rmtree(root)
@@ -563,8 +609,9 @@ def every_command_after_a_kill(scenario: str, tmp_path: Path, every: int = 1) ->
                     assert "pending-move" in r.output, (where, r.output)
             else:
                 # settled first; or, where it did nothing (refused, or nothing to act on), said to be pending
-                reported = any(s in r.output for s in
-                               ("attic-interrupted", "attic-left", "interrupted move is pending"))
+                reported = any(
+                    s in r.output for s in ("attic-interrupted", "attic-left", "interrupted move is pending")
+                )
                 r2 = runner.invoke(cli, ["--root", str(root), "attic", "--repair"])
                 assert r2.exit_code == 0, (where, r2.output)
                 if pending and not reported and name != "recover":  # (recover writes only for a pending move of its id)

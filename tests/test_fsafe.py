@@ -35,8 +35,9 @@ def test_read_capped_refuses_one_byte_over_before_reading(tmp_path):
     assert "67108865 bytes" in e.value.message
 
 
-@pytest.mark.parametrize("kind,code", [("missing", "missing"), ("symlink", "symlink"), ("fifo", "not-regular"),
-                                       ("dir", "not-regular")])
+@pytest.mark.parametrize(
+    "kind,code", [("missing", "missing"), ("symlink", "symlink"), ("fifo", "not-regular"), ("dir", "not-regular")]
+)
 def test_read_capped_refuses_what_is_not_a_regular_file(tmp_path, kind, code):
     p = tmp_path / "f"
     if kind == "symlink":
@@ -94,7 +95,7 @@ def test_temp_name_is_the_one_mermaids_sweeper_knows(tmp_path):
     name = fsafe.tmp_name("20260101_120000_001.json")
     assert name.startswith(".20260101_120000_001.json.")
     assert name.endswith(".tmp")
-    pid, n = name[len(".20260101_120000_001.json."):-4].split(".")
+    pid, n = name[len(".20260101_120000_001.json.") : -4].split(".")
     assert int(pid) == os.getpid() and int(n) >= 0
 
 
@@ -141,6 +142,7 @@ def test_make_private_dir(tmp_path):
 
 
 # --- sync_batch -------------------------------------------------------------------------
+
 
 def _count_fsyncs(monkeypatch):
     calls = []
@@ -235,8 +237,9 @@ def test_early_writebacks_stop_where_they_have_nothing_to_wait_for(tmp_path, mon
     if fsafe._load_syncfs() is None:
         pytest.skip("no syncfs here")
     early = []
-    monkeypatch.setattr(fsafe, "syncfs", lambda fd: early.append(1) if threading.current_thread().name
-                        == "samctl-writeback" else None)
+    monkeypatch.setattr(
+        fsafe, "syncfs", lambda fd: early.append(1) if threading.current_thread().name == "samctl-writeback" else None
+    )
     monkeypatch.setattr(fsafe.SyncBatch, "EARLY", 1)
     with fsafe.sync_batch() as batch:
         for i in range(20):
@@ -248,6 +251,7 @@ def test_early_writebacks_stop_where_they_have_nothing_to_wait_for(tmp_path, mon
 
 
 # --- move_new -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("native", [True, False], ids=["renameat2", "link-then-unlink"])
 def test_move_new_moves_and_never_replaces(tmp_path, monkeypatch, native):

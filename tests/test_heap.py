@@ -30,8 +30,10 @@ def _faults(mode: str) -> int:
     return int(out.stdout)
 
 
-@pytest.mark.skipif(not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc") if hasattr(os, "confstr")
-                    else True, reason="glibc's malloc only")
+@pytest.mark.skipif(
+    not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc") if hasattr(os, "confstr") else True,
+    reason="glibc's malloc only",
+)
 def test_freed_arrays_are_reused_not_faulted_in_again():
     default, kept = _faults("default"), _faults("kept")
     assert kept * 4 < default, (kept, default)

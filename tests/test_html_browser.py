@@ -59,8 +59,10 @@ def _requests(b) -> list[str]:
 
 
 def _center(b, selector: str) -> tuple[float, float]:
-    rect = b.eval(f"(() => {{ const el = document.querySelector({json.dumps(selector)}); el.scrollIntoView();"
-                  "const r = el.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+    rect = b.eval(
+        f"(() => {{ const el = document.querySelector({json.dumps(selector)}); el.scrollIntoView();"
+        "const r = el.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+    )
     return rect[0], rect[1]
 
 
@@ -72,8 +74,10 @@ def test_a_person_sees_the_conversation(site, browser):
     assert b.eval("document.title") == "Portland weekend trip"
 
     # the messages, in order, top to bottom, as rendered text
-    msgs = b.eval("Array.from(document.querySelectorAll('article.msg')).map(a => "
-                  "[a.dataset.role, a.innerText, a.getBoundingClientRect().top])")
+    msgs = b.eval(
+        "Array.from(document.querySelectorAll('article.msg')).map(a => "
+        "[a.dataset.role, a.innerText, a.getBoundingClientRect().top])"
+    )
     assert [m[0] for m in msgs] == ["user", "assistant", "tool", "reasoning", "assistant"]
     assert [m[2] for m in msgs] == sorted(m[2] for m in msgs) and len({m[2] for m in msgs}) == 5
     assert "Plan a weekend trip to Portland within a $500 budget." in msgs[0][1]
@@ -97,8 +101,7 @@ def test_a_person_sees_the_conversation(site, browser):
     assert "Budget is tight" in b.eval("document.body.innerText")
 
     # a phone: no sideways scrolling
-    b.call("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2,
-                                                   "mobile": True})
+    b.call("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
     b.navigate((out / f"{SAM_ID}.html").as_uri())
     assert b.eval("document.documentElement.scrollWidth <= window.innerWidth") is True
     b.screenshot(str(ARTIFACTS / "export-phone.png"))

@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "samctl"
-RANK = {"__main__": 6, "cli": 5, "tui": 5, "core": 4, "search": 3, "attic": 3, "render": 3, "stores": 2}  # else 1 (bottom)
+RANK = {
+    "__main__": 6,
+    "cli": 5,
+    "tui": 5,
+    "core": 4,
+    "search": 3,
+    "attic": 3,
+    "render": 3,
+    "stores": 2,
+}  # else 1 (bottom)
 
 
 def modules(pkg: Path) -> dict[str, Path]:
@@ -65,9 +74,16 @@ def rank(mod: str) -> int:
 def wrong_way(g: dict) -> list:
     """Imports of a layer at or above the importer's (the bottom modules may use each other: the cycle
     check keeps them in order)."""
-    return sorted((m, t) for m, ts in g.items() for t in ts
-                  if layer(t) != layer(m) and rank(t) >= rank(m) and rank(t) > 0 and not rank(t) == rank(m) == 1
-                  and (m, layer(t)) not in BESIDE)
+    return sorted(
+        (m, t)
+        for m, ts in g.items()
+        for t in ts
+        if layer(t) != layer(m)
+        and rank(t) >= rank(m)
+        and rank(t) > 0
+        and not rank(t) == rank(m) == 1
+        and (m, layer(t)) not in BESIDE
+    )
 
 
 # tui/ (samctl browse's screens) sits beside cli/: only the command that starts it imports it.
@@ -111,8 +127,12 @@ def concrete(mod: str, pkg: Path = PKG) -> str | None:
 def store_imports(g: dict, pkg: Path = PKG) -> list:
     """Imports of a concrete store package from outside ``stores/`` (where the registry picks the store), or
     from another concrete store (what two stores share lives in ``stores/`` itself, e.g. ``stores/sqlite``)."""
-    return sorted((m, t) for m, ts in g.items() for t in ts if concrete(t, pkg) and (
-        layer(m) != "stores" or concrete(m, pkg) not in (None, concrete(t, pkg))))
+    return sorted(
+        (m, t)
+        for m, ts in g.items()
+        for t in ts
+        if concrete(t, pkg) and (layer(m) != "stores" or concrete(m, pkg) not in (None, concrete(t, pkg)))
+    )
 
 
 def name_branches(pkg: Path = PKG) -> list:
@@ -124,9 +144,16 @@ def name_branches(pkg: Path = PKG) -> list:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Compare):
                 sides = [node.left, *node.comparators]
-                literals = {e.value for s in sides for e in ([s] + list(getattr(s, "elts", [])))
-                            if isinstance(e, ast.Constant) and isinstance(e.value, str)}
-                if any(isinstance(s, ast.Attribute) and s.attr in ("name", "store") for s in sides) and literals & names:
+                literals = {
+                    e.value
+                    for s in sides
+                    for e in ([s] + list(getattr(s, "elts", [])))
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+                if (
+                    any(isinstance(s, ast.Attribute) and s.attr in ("name", "store") for s in sides)
+                    and literals & names
+                ):
                     out.append(f"{mod}:{node.lineno}")
     return out
 
@@ -157,16 +184,19 @@ def _tree(tmp_path, files: dict) -> Path:
     return tmp_path / "samctl"
 
 
-@pytest.mark.parametrize("files,check", [
-    ({"stores/base.py": "from samctl.core import check\n", "core/check.py": ""}, wrong_way),
-    ({"search/a.py": "from samctl.attic import b\n", "attic/b.py": ""}, wrong_way),
-    ({"core/a.py": "def f():\n    from samctl.core import b\n", "core/b.py": "import samctl.core.a\n"}, cycles),
-    ({"core/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
-    ({"stores/llm/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
-    ({"cli/ls.py": "from samctl.tui import app\n", "tui/app.py": ""}, wrong_way),  # only cli/browse.py
-    ({"tui/app.py": "from samctl.cli import common\n", "cli/common.py": ""}, wrong_way),
-    ({"core/a.py": "from samctl.tui import app\n", "tui/app.py": ""}, wrong_way),
-])
+@pytest.mark.parametrize(
+    "files,check",
+    [
+        ({"stores/base.py": "from samctl.core import check\n", "core/check.py": ""}, wrong_way),
+        ({"search/a.py": "from samctl.attic import b\n", "attic/b.py": ""}, wrong_way),
+        ({"core/a.py": "def f():\n    from samctl.core import b\n", "core/b.py": "import samctl.core.a\n"}, cycles),
+        ({"core/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
+        ({"stores/llm/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
+        ({"cli/ls.py": "from samctl.tui import app\n", "tui/app.py": ""}, wrong_way),  # only cli/browse.py
+        ({"tui/app.py": "from samctl.cli import common\n", "cli/common.py": ""}, wrong_way),
+        ({"core/a.py": "from samctl.tui import app\n", "tui/app.py": ""}, wrong_way),
+    ],
+)
 def test_the_checks_catch_what_they_forbid(tmp_path, files, check):
     pkg = _tree(tmp_path, files)
     g = graph(pkg)
@@ -174,8 +204,10 @@ def test_the_checks_catch_what_they_forbid(tmp_path, files, check):
 
 
 def test_browse_alone_may_start_the_tui(tmp_path):
-    pkg = _tree(tmp_path, {"cli/browse.py": "from samctl.tui import app\n", "tui/app.py": "from samctl.core import a\n",
-                           "core/a.py": ""})
+    pkg = _tree(
+        tmp_path,
+        {"cli/browse.py": "from samctl.tui import app\n", "tui/app.py": "from samctl.core import a\n", "core/a.py": ""},
+    )
     assert wrong_way(graph(pkg)) == []
 
 
@@ -194,8 +226,11 @@ def unexplained_lazy_imports(pkg: Path = PKG) -> list:
         lines = path.read_text(encoding="utf-8").splitlines()
         for f in ast.walk(ast.parse("\n".join(lines))):
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out += [f"{mod}:{n.lineno}" for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))
-                        and "# (lazy: " not in lines[n.lineno - 1]]
+                out += [
+                    f"{mod}:{n.lineno}"
+                    for n in ast.walk(f)
+                    if isinstance(n, (ast.Import, ast.ImportFrom)) and "# (lazy: " not in lines[n.lineno - 1]
+                ]
     return sorted(set(out))
 
 

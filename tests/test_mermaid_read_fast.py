@@ -78,8 +78,14 @@ def test_the_bracket_count_skips_the_depth_walk_only_where_nothing_can_be_too_de
         d["plan"] = {"steps": orjson.loads(eventlog_nested(depth - 2))}
     elif where == "bare":  # no other brackets: the count is the depth, to the level
         d = {k: d[k] for k in ("id", "title", "model_name", "project_path", "created_at", "updated_at")}
-        d["messages"] = [{"role": "User", "content": "x", "timestamp": "2026-08-10T14:02:12Z",
-                          "metadata": orjson.loads(eventlog_nested(depth - 3))}]
+        d["messages"] = [
+            {
+                "role": "User",
+                "content": "x",
+                "timestamp": "2026-08-10T14:02:12Z",
+                "metadata": orjson.loads(eventlog_nested(depth - 3)),
+            }
+        ]
     elif where == "string":  # brackets inside strings count too: the count only errs upwards
         d["messages"][0]["content"] = "[{" * 200
         d["x"] = orjson.loads(eventlog_nested(depth - 1))
@@ -105,7 +111,8 @@ def test_a_snapshot_one_level_too_deep_is_still_refused_by_every_reader(mermaid_
     found: list = []
     assert open_store(str(mermaid_demo)).read_snapshot(p, found) is None
     assert [(f.code, f.reason) for f in found] == [
-        ("bad-snapshot", "mermaid would not load this: nested deeper than serde_json's limit (127 levels)")]
+        ("bad-snapshot", "mermaid would not load this: nested deeper than serde_json's limit (127 levels)")
+    ]
     r = run("--root", str(mermaid_demo), "check")
     assert r.exit_code == 3 and "nested deeper than serde_json's limit (127 levels)" in r.output
     assert {q.name: q.read_bytes() for q in conv.iterdir()} == before
@@ -132,12 +139,30 @@ def _old_importance(text: str, is_user: bool) -> float:
 
 def test_importance_is_what_the_any_of_each_word_list_gave():
     rnd = random.Random(22)
-    words = [w for ws in (imp._QUESTION_WORDS, imp._CONSTRAINT_WORDS, imp._CONFIRM_WORDS, imp._PRIORITY_WORDS,
-                          imp._ACK_WORDS) for w in ws]
-    pieces = words + [w.upper() for w in words] + [w[:-1] for w in words] + [
-        " ", "?", "!", ".", "İ", "ß", "K", "MUST", "Need  To", "that’s right", "x" * 60, "\n", "ok", "é"]
-    texts = ["", "?", "ok", "OK!", "Thanks.", "thanks!!", "İ" * 120, "must" + " " * 300, "x" * 199 + "yes",
-             "x" * 200 + "yes", "x" * 49 + "ok"]
+    words = [
+        w
+        for ws in (imp._QUESTION_WORDS, imp._CONSTRAINT_WORDS, imp._CONFIRM_WORDS, imp._PRIORITY_WORDS, imp._ACK_WORDS)
+        for w in ws
+    ]
+    pieces = (
+        words
+        + [w.upper() for w in words]
+        + [w[:-1] for w in words]
+        + [" ", "?", "!", ".", "İ", "ß", "K", "MUST", "Need  To", "that’s right", "x" * 60, "\n", "ok", "é"]
+    )
+    texts = [
+        "",
+        "?",
+        "ok",
+        "OK!",
+        "Thanks.",
+        "thanks!!",
+        "İ" * 120,
+        "must" + " " * 300,
+        "x" * 199 + "yes",
+        "x" * 200 + "yes",
+        "x" * 49 + "ok",
+    ]
     for _ in range(4000):
         texts.append("".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 40))))
     for t in texts:

@@ -52,9 +52,13 @@ def test_no_module_uses_another_modules_private_names():
 
 def test_the_check_catches_what_it_forbids(tmp_path):
     p = tmp_path / "m.py"
-    p.write_text("import os\nfrom samctl import fsafe\nfrom samctl.x import _y\n"
-                 "def f(store):\n    os._exit(0)\n    fsafe._step('a')\n    return store._parse()\n")
+    p.write_text(
+        "import os\nfrom samctl import fsafe\nfrom samctl.x import _y\n"
+        "def f(store):\n    os._exit(0)\n    fsafe._step('a')\n    return store._parse()\n"
+    )
     assert violations(p) == [":3: import _y", ":6: fsafe._step", ":7: store._parse"]
-    p.write_text("class C:\n    def __init__(self):\n        self._post = {}\n"
-                 "    def merge(self, other):\n        return other._post\n")
+    p.write_text(
+        "class C:\n    def __init__(self):\n        self._post = {}\n"
+        "    def merge(self, other):\n        return other._post\n"
+    )
     assert violations(p) == []

@@ -20,8 +20,11 @@ def test_results_come_back_in_order_from_workers(mermaid_demo):
     parts = [[i, i + 1] for i in range(0, 60, 2)]
     here = list(workers.ordered_map(store, _square, parts, n_jobs=1))
     there = list(workers.ordered_map(store, _square, parts, n_jobs=2))
-    assert [[v for v, _, _ in r] for r in there] == [[v for v, _, _ in r] for r in here] == \
-        [[i * i, (i + 1) * (i + 1)] for i in range(0, 60, 2)]
+    assert (
+        [[v for v, _, _ in r] for r in there]
+        == [[v for v, _, _ in r] for r in here]
+        == [[i * i, (i + 1) * (i + 1)] for i in range(0, 60, 2)]
+    )
     assert {pid for r in here for _, pid, _ in r} == {os.getpid()}
     assert os.getpid() not in {pid for r in there for _, pid, _ in r}
     assert {name for r in there for _, _, name in r} == {"mermaid"}  # each worker has the store
@@ -30,14 +33,17 @@ def test_results_come_back_in_order_from_workers(mermaid_demo):
 def test_few_parts_or_one_job_stay_here(mermaid_demo):
     store = open_store(str(mermaid_demo))
     for n_jobs, parts in ((1, [[1]] * 10), (2, [[1]])):
-        assert {pid for r in workers.ordered_map(store, _square, parts, n_jobs=n_jobs) for _, pid, _ in r} == \
-            {os.getpid()}
+        assert {pid for r in workers.ordered_map(store, _square, parts, n_jobs=n_jobs) for _, pid, _ in r} == {
+            os.getpid()
+        }
 
 
 def _nested(store, part):
     """What a worker gets when the work it does maps over parts again (a listing inside a check, say)."""
-    return [(os.getpid(), [pid for r in workers.ordered_map(store, _square, [[1], [2], [3]], n_jobs=2)
-                           for _, pid, _ in r]) for _ in part]
+    return [
+        (os.getpid(), [pid for r in workers.ordered_map(store, _square, [[1], [2], [3]], n_jobs=2) for _, pid, _ in r])
+        for _ in part
+    ]
 
 
 def test_a_worker_never_starts_workers_of_its_own(mermaid_demo):
@@ -98,8 +104,9 @@ def test_the_parents_objects_are_frozen_while_workers_fork_and_thawed_after(merm
     import gc
 
     held = [_Marker() for _ in range(1000)]
-    out = [n for r in workers.ordered_map(open_store(str(mermaid_demo)), _collected, [[0], [1], [2]], n_jobs=2)
-           for n in r]
+    out = [
+        n for r in workers.ordered_map(open_store(str(mermaid_demo)), _collected, [[0], [1], [2]], n_jobs=2) for n in r
+    ]
     assert out == [0, 0, 0]  # (in the workers: frozen, out of the collector's sight)
     assert gc.get_freeze_count() == 0 and sum(1 for o in gc.get_objects() if type(o) is _Marker) == len(held)
 
@@ -130,8 +137,11 @@ def test_an_error_in_a_worker_reaches_the_caller_whole(mermaid_demo):
         assert [next(it) for _ in range(3)] == [[0], [1], [2]]
         with pytest.raises(FileProblem) as exc:
             next(it)
-        assert (exc.value.code, exc.value.path, exc.value.message) == ("too-large", "/x/3.json",
-                                                                      "simulated: over the cap")
+        assert (exc.value.code, exc.value.path, exc.value.message) == (
+            "too-large",
+            "/x/3.json",
+            "simulated: over the cap",
+        )
 
 
 class _TwoArgs(Exception):
@@ -164,15 +174,19 @@ def test_errors_survive_a_pickle():
     from samctl.attic.entries import AtticProblem
     from samctl.errors import Busy, FileProblem, SamctlError
 
-    for e in (SamctlError("m", hint="h"), Busy("b", hint="wait"), FileProblem("bad-json", "/p", "why"),
-              AtticProblem("gone", ["f1", "f2"], hint="repair")):
+    for e in (
+        SamctlError("m", hint="h"),
+        Busy("b", hint="wait"),
+        FileProblem("bad-json", "/p", "why"),
+        AtticProblem("gone", ["f1", "f2"], hint="repair"),
+    ):
         e.hint = e.hint or "given later"
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and back.args == e.args and back.__dict__ == e.__dict__
         assert str(back) == str(e) and back.exit_code == e.exit_code
 
 
-_KILLED_PARENT = r'''
+_KILLED_PARENT = r"""
 import os, sys, time
 sys.path.insert(0, sys.argv[3])
 from samctl.search.index.update import _writer_lock
@@ -184,16 +198,16 @@ store = open_store(sys.argv[1])
 with store_lock(store), _writer_lock(__import__("pathlib").Path(sys.argv[2])):
     for _ in workers.ordered_map(store, sleepy.sleep_and_say, [[sys.argv[3]]] * 8, n_jobs=2):
         pass
-'''
+"""
 
-_SLEEPY = '''
+_SLEEPY = """
 import os, time
 
 def sleep_and_say(store, part):
     with open(os.path.join(part[0], f"worker-{os.getpid()}"), "w"):
         pass
     time.sleep(120)
-'''
+"""
 
 
 def _gone(pid: int) -> bool:
@@ -245,8 +259,10 @@ def test_workers_of_a_killed_samctl_exit_and_hold_no_lock(mermaid_demo, tmp_path
     (tmp_path / "parent.py").write_text(_KILLED_PARENT)
     index = tmp_path / "index"
     index.mkdir()
-    child = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(mermaid_demo), str(index),
-                              str(tmp_path)], cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    child = subprocess.Popen(
+        [sys.executable, str(tmp_path / "parent.py"), str(mermaid_demo), str(index), str(tmp_path)],
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
     try:
         assert _until(lambda: len(list(tmp_path.glob("worker-*"))) == 2, 60), "the workers never started"
         pids = [int(p.name.split("-")[1]) for p in tmp_path.glob("worker-*")]
@@ -306,6 +322,9 @@ def _pause_costs(store, part):
 def test_a_workers_pauses_do_not_walk_the_parents_frozen_heap(mermaid_demo):
     # the parent's objects are frozen when the workers fork; counting them at every pause made a
     # check's cost per session grow with the archive
-    out = [x for r in workers.ordered_map(open_store(str(mermaid_demo)), _pause_costs, [[0], [1], [2]], n_jobs=2)
-           for x in r]
+    out = [
+        x
+        for r in workers.ordered_map(open_store(str(mermaid_demo)), _pause_costs, [[0], [1], [2]], n_jobs=2)
+        for x in r
+    ]
     assert out == [(True, 0, True)] * 3

@@ -24,8 +24,12 @@ IS_ROOT = os.geteuid() == 0
 
 def _pythonpath() -> str:
     """This checkout, then every folder this process imports from (its venv's packages, a PYTHONPATH)."""
-    paths = [str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
-             *(p for p in sys.path if p and os.path.isdir(p))]
+    paths = [
+        str(REPO),
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+        *(p for p in sys.path if p and os.path.isdir(p)),
+    ]
     return os.pathsep.join(dict.fromkeys(paths))
 
 
@@ -34,8 +38,15 @@ def _as_user(argv: list, env: dict, cwd=None, timeout: float = 60) -> subprocess
         argv = ["runuser", "-u", USER, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
     else:  # the caller's settings only: none of this process's SAMCTL_* or cache folders
         env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SAMCTL_", "XDG_"))}, **env}
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          env=None if IS_ROOT else env, cwd=cwd)
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=None if IS_ROOT else env,
+        cwd=cwd,
+    )
 
 
 @functools.cache
@@ -46,8 +57,11 @@ def _python() -> str | None:
         if not py:
             continue
         try:
-            r = _as_user([py, "-c", f"import sys, orjson, click; assert sys.version.startswith('{here}')"],
-                         {"PYTHONPATH": _pythonpath(), "HOME": "/", "PATH": "/usr/bin:/bin"}, cwd="/")
+            r = _as_user(
+                [py, "-c", f"import sys, orjson, click; assert sys.version.startswith('{here}')"],
+                {"PYTHONPATH": _pythonpath(), "HOME": "/", "PATH": "/usr/bin:/bin"},
+                cwd="/",
+            )
         except (OSError, subprocess.SubprocessError):
             continue
         if r.returncode == 0:
@@ -89,6 +103,13 @@ def cleanup(path: Path) -> None:
 
 def run(args: list, home: Path, cwd=None, env: dict | None = None) -> subprocess.CompletedProcess:
     """``samctl ARGS`` as the user, with HOME=``home`` and no SAMCTL_* settings but ``env``'s."""
-    full = {"PYTHONPATH": _pythonpath(), "HOME": str(home), "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8",
-            "TZ": "UTC", "COLUMNS": "200", **(env or {})}
+    full = {
+        "PYTHONPATH": _pythonpath(),
+        "HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+        "COLUMNS": "200",
+        **(env or {}),
+    }
     return _as_user([_python(), "-m", "samctl", *map(str, args)], full, cwd=cwd or "/")

@@ -59,8 +59,9 @@ class CompactReport:
     def add(self, kind: str, path, before: int = 0, after: int = 0, detail: str = "", **sizes) -> None:
         """``bytes_after`` is everything the action leaves (a rewritten log: the fresh log plus its history
         segment); ``sizes`` gives the parts (``log_after``, ``history``)."""
-        self.actions.append({"kind": kind, "path": str(path), "bytes_before": before, "bytes_after": after,
-                             "detail": detail, **sizes})
+        self.actions.append(
+            {"kind": kind, "path": str(path), "bytes_before": before, "bytes_after": after, "detail": detail, **sizes}
+        )
 
     def counts(self) -> dict:
         out: dict = {}
@@ -69,9 +70,15 @@ class CompactReport:
         return out
 
     def to_dict(self) -> dict:
-        return {"dry_run": self.dry_run, "actions": self.actions, "repaired": self.repaired,
-                "findings": [f.to_dict() for f in self.findings], "counts": self.counts(),
-                "bytes_before": self.bytes_before, "bytes_after": self.bytes_after}
+        return {
+            "dry_run": self.dry_run,
+            "actions": self.actions,
+            "repaired": self.repaired,
+            "findings": [f.to_dict() for f in self.findings],
+            "counts": self.counts(),
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+        }
 
 
 def _usage(store) -> int:
@@ -117,6 +124,7 @@ def _run_steps(store, opts, rep, now, progress) -> None:
 
 # --- attic ------------------------------------------------------------------------------
 
+
 def _purge_attic(store, opts, rep, now) -> None:
     findings: list = []
     scopes = None  # (scope -> users, unreadable conversations), read once an entry is due; () without scopes
@@ -131,8 +139,16 @@ def _purge_attic(store, opts, rep, now) -> None:
         if kept is not None:
             findings.append(kept)
         elif e.extra.get("pinned") is True:  # only rm --purge --include-pinned
-            findings.append(Finding("kept-pinned", str(e.tar_path), f"{e.id} was pinned in SAM; kept past the grace "
-                                    "(`samctl rm --purge --include-pinned ID` removes it)", INFO, e.id))
+            findings.append(
+                Finding(
+                    "kept-pinned",
+                    str(e.tar_path),
+                    f"{e.id} was pinned in SAM; kept past the grace "
+                    "(`samctl rm --purge --include-pinned ID` removes it)",
+                    INFO,
+                    e.id,
+                )
+            )
         else:
             st = fsafe.lstat(e.manifest_path)  # (the manifest goes too: a dry run's estimate counts it)
             size = e.tar_size + (st.st_size if st is not None else 0)
@@ -148,13 +164,25 @@ def _kept_scope(e, scopes) -> Finding | None:
     refs, unreadable = scopes
     users = sorted(refs.get(e.id, ()))
     if users:
-        return Finding("kept-scope", str(e.tar_path), f"{e.id} is the shared-topic memory scope of "
-                       f"{', '.join(users[:3])}: kept past the grace; `samctl restore {e.id}` brings its memories "
-                       "back", WARNING, e.id)
+        return Finding(
+            "kept-scope",
+            str(e.tar_path),
+            f"{e.id} is the shared-topic memory scope of "
+            f"{', '.join(users[:3])}: kept past the grace; `samctl restore {e.id}` brings its memories "
+            "back",
+            WARNING,
+            e.id,
+        )
     if unreadable and not any(m.name == f"{e.id}/conversation.json" for m in e.members):
-        return Finding("kept-scope", str(e.tar_path), f"{e.id} may be the memory scope of a conversation that cannot "
-                       f"be read ({_some(unreadable)}): kept past the grace (`samctl check` says what "
-                       "is wrong; --ignore-unreadable purges it anyway)", ERROR, e.id)
+        return Finding(
+            "kept-scope",
+            str(e.tar_path),
+            f"{e.id} may be the memory scope of a conversation that cannot "
+            f"be read ({_some(unreadable)}): kept past the grace (`samctl check` says what "
+            "is wrong; --ignore-unreadable purges it anyway)",
+            ERROR,
+            e.id,
+        )
     return None
 
 
@@ -165,6 +193,7 @@ def _some(ids: list) -> str:
 
 
 # --- event logs --------------------------------------------------------------------------------
+
 
 def _logs(store, opts, rep, now, progress) -> None:
     logs = store.event_logs()
@@ -182,12 +211,20 @@ def _logs(store, opts, rep, now, progress) -> None:
         if not torn and not big:
             continue
         if store.session_is_live(cid):  # even with --force: the app caches where it appends (mermaid: the seq)
-            rep.findings.append(Finding("skipped-live", str(path), f"{store.app_name} has this session open; left "
-                                        "alone", INFO, cid))
+            rep.findings.append(
+                Finding("skipped-live", str(path), f"{store.app_name} has this session open; left alone", INFO, cid)
+            )
             continue
         if now - st.st_mtime < opts.idle:
-            rep.findings.append(Finding("skipped-busy", str(path), f"written in the last {opts.idle:.0f} s; left "
-                                        "for the next run", INFO, cid))
+            rep.findings.append(
+                Finding(
+                    "skipped-busy",
+                    str(path),
+                    f"written in the last {opts.idle:.0f} s; left for the next run",
+                    INFO,
+                    cid,
+                )
+            )
             continue
         try:
             if torn:
@@ -223,8 +260,15 @@ def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
     fix = logtail.plan(path, read)
     if fix is None:  # the read stopped before the tail: cutting it would not make the log readable
         if read.stop is not None:
-            rep.findings.append(Finding("compact-skipped", str(path), f"the log ends torn, but {read.reason}; "
-                                        f"left alone (`samctl check` says more)", WARNING, cid))
+            rep.findings.append(
+                Finding(
+                    "compact-skipped",
+                    str(path),
+                    f"the log ends torn, but {read.reason}; left alone (`samctl check` says more)",
+                    WARNING,
+                    cid,
+                )
+            )
         return
     cut = read.size - read.last_newline_offset
     detail = "newline added to a complete last line" if fix.add_newline else f"{cut} torn bytes kept in a .torn file"
@@ -254,50 +298,98 @@ def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
             _kept(rep, path, cid, size0, len(new), history)
             return
         if opts.dry_run:
-            rep.add("rewrite-log", path, size0, len(new) + history, f"{fresh.events_before} events -> "
-                    f"{fresh.events_after}", log_after=len(new), history=history)
+            rep.add(
+                "rewrite-log",
+                path,
+                size0,
+                len(new) + history,
+                f"{fresh.events_before} events -> {fresh.events_after}",
+                log_after=len(new),
+                history=history,
+            )
             return
         old_sha = hashlib.sha256(data).hexdigest()
         attic = atticmod.ensure_attic(store)
         stem = atticmod.new_stem(attic, cid, "history", now)
-        write_journal(attic, stem, {"op": "log", "stem": stem, "id": cid, "old_size": size0,
-                                    "old_sha256": old_sha, "new_size": len(new),
-                                    "new_sha256": hashlib.sha256(new).hexdigest()})
+        write_journal(
+            attic,
+            stem,
+            {
+                "op": "log",
+                "stem": stem,
+                "id": cid,
+                "old_size": size0,
+                "old_sha256": old_sha,
+                "new_size": len(new),
+                "new_sha256": hashlib.sha256(new).hexdigest(),
+            },
+        )
         try:
-            entry = atticmod.pack(store, cid, "history", [path],
-                                  {"title": fresh.title, "events": fresh.events_before}, opts.level, now, stem)
+            entry = atticmod.pack(
+                store,
+                cid,
+                "history",
+                [path],
+                {"title": fresh.title, "events": fresh.events_before},
+                opts.level,
+                now,
+                stem,
+            )
         except BaseException:
             drop_journal(attic, stem)
             raise
         m = entry.members[0]
         if (m.size, m.sha256) != (size0, old_sha):
             _undo(entry, attic, stem)
-            raise atticmod.Changed("the log changed while compact read it (someone is appending); left for the next run")
+            raise atticmod.Changed(
+                "the log changed while compact read it (someone is appending); left for the next run"
+            )
         history = _entry_bytes(entry)
         if len(new) + history >= size0:  # the estimate was close, and the real segment came out bigger
             _undo(entry, attic, stem)
             _kept(rep, path, cid, size0, len(new), history)
             return
+
         # Reading and packing took a while: a session may have started meanwhile (docs/formats/mermaid.md §1's lock)
         def live() -> bool:
             return store.session_is_live(cid)
 
         if live():
             _undo(entry, attic, stem)
-            rep.findings.append(Finding("skipped-live", str(path), f"{store.app_name} opened this session while "
-                                        "compact worked on it; left alone", INFO, cid))
+            rep.findings.append(
+                Finding(
+                    "skipped-live",
+                    str(path),
+                    f"{store.app_name} opened this session while compact worked on it; left alone",
+                    INFO,
+                    cid,
+                )
+            )
             return
         # the app creates its log 0600 (mermaid.md §4.3); never carry setuid or group/other bits over
         swapped = _swap(path, fd_old, size0, data, new, stat.S_IMODE(st.st_mode) & 0o600, live)
         if not swapped:
             _undo(entry, attic, stem)
-            rep.findings.append(Finding("skipped-busy", str(path), "the log grew while compact worked on it; "
-                                        "everything was kept, it is tried again on the next run", INFO, cid))
+            rep.findings.append(
+                Finding(
+                    "skipped-busy",
+                    str(path),
+                    "the log grew while compact worked on it; everything was kept, it is tried again on the next run",
+                    INFO,
+                    cid,
+                )
+            )
             return
         drop_journal(attic, stem)
-        rep.add("rewrite-log", path, size0, len(new) + history,
-                f"{fresh.events_before} events -> {fresh.events_after}; old log kept as {entry.stem}",
-                log_after=len(new), history=history)
+        rep.add(
+            "rewrite-log",
+            path,
+            size0,
+            len(new) + history,
+            f"{fresh.events_before} events -> {fresh.events_after}; old log kept as {entry.stem}",
+            log_after=len(new),
+            history=history,
+        )
     finally:
         f.close()
 
@@ -315,10 +407,19 @@ def _entry_bytes(entry) -> int:
 
 def _kept(rep, path: Path, cid: str, size0: int, new: int, history: int | bool) -> None:
     """Say (under -v) why a log over the threshold stays as it is: a rewrite would not shrink it."""
-    what = f"a fresh log of {new} bytes" + (f" plus its history segment of about {history} bytes in the attic"
-                                             if history else "")
-    rep.findings.append(Finding("log-kept", str(path), f"over the threshold, but a rewrite would not make it "
-                                f"smaller ({what}, against {size0} bytes now); left alone", INFO, cid))
+    what = f"a fresh log of {new} bytes" + (
+        f" plus its history segment of about {history} bytes in the attic" if history else ""
+    )
+    rep.findings.append(
+        Finding(
+            "log-kept",
+            str(path),
+            f"over the threshold, but a rewrite would not make it "
+            f"smaller ({what}, against {size0} bytes now); left alone",
+            INFO,
+            cid,
+        )
+    )
 
 
 def _undo(entry, attic: Path, stem: str) -> None:
@@ -359,8 +460,12 @@ def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: in
     """
     tmp = fsafe.write_temp(path, new, mode)
     cur, old = fsafe.lstat(path), os.fstat(fd_old)
-    if cur is None or (cur.st_ino, cur.st_dev) != (old.st_ino, old.st_dev) or cur.st_size != size0 \
-            or old.st_size != size0:
+    if (
+        cur is None
+        or (cur.st_ino, cur.st_dev) != (old.st_ino, old.st_dev)
+        or cur.st_size != size0
+        or old.st_size != size0
+    ):
         fsafe.discard_temp(tmp)
         return False
     opened: list[int] = []
@@ -384,8 +489,7 @@ def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: in
             os.close(fd)
 
 
-def _put_back(path: Path, mode: int, content: bytes, replaced: list, cur_fd: int, cur_base: int,
-              opened: list) -> None:
+def _put_back(path: Path, mode: int, content: bytes, replaced: list, cur_fd: int, cur_base: int, opened: list) -> None:
     """Undo a swap that raced with an appender, keeping every appended byte in the order written.
 
     ``content`` is the old log; ``replaced`` the files no longer at ``path``
@@ -417,6 +521,7 @@ def _put_back(path: Path, mode: int, content: bytes, replaced: list, cur_fd: int
 
 
 # --- leftovers ---------------------------------------------------------------------------------
+
 
 def _old_enough(st, now: float, age: float) -> bool:
     return now - st.st_mtime >= age
@@ -454,6 +559,7 @@ def _sweep_folder(store, folder: Path, opts, rep, now) -> None:
 
 
 # --- databases ----------------------------------------------------------------------------------
+
 
 def _vacuum(store, opts, rep, progress) -> None:
     dbs = store.vacuum_candidates()

@@ -36,7 +36,7 @@ RESTORABLE = ("deleted", "archived", "kept")  # a history segment is compact's c
 MANIFEST_CAP = 16 << 20
 PERMISSIONS = {"file": 0o777, "dir": 0o2777}  # mode bits a manifest may record: a folder's setgid (inherited
 # from its parent on Linux) is put back as it was; setuid, sticky, or setgid on a file never
-TIME_T = 2 ** 63  # os.utime takes an mtime whose seconds fit a 64-bit time_t
+TIME_T = 2**63  # os.utime takes an mtime whose seconds fit a 64-bit time_t
 WHEN_LIMIT = 253402300800.0  # 10000-01-01T00:00Z: every time samctl records is before it
 
 
@@ -49,6 +49,7 @@ class AtticProblem(SamctlError):
 
 
 # --- where ------------------------------------------------------------------------
+
 
 def attic_dir(store) -> Path:
     return attic_folder(store)
@@ -63,9 +64,11 @@ def check_attic_folders(store) -> dict:
     for folder in (p, p / JOURNAL, p / STAGING):
         st = fsafe.lstat(folder)
         if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
-            raise UnsafePath(f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder; "
-                             "nothing was changed", hint="move it out of the way: samctl keeps its attic in a "
-                             "folder of its own and never reads or writes through a link there")
+            raise UnsafePath(
+                f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder; nothing was changed",
+                hint="move it out of the way: samctl keeps its attic in a "
+                "folder of its own and never reads or writes through a link there",
+            )
         out[folder] = st
     return out
 
@@ -96,8 +99,11 @@ def new_stem(attic: Path, cid: str, state: str, now: float, taken=()) -> str:
     stem = base
     n = 1
     a = str(attic)
-    while stem in taken or any(os.path.lexists(f"{a}/{stem}{s}") for s in (TAR_SUFFIX, MANIFEST_SUFFIX)) \
-            or os.path.lexists(f"{a}/{JOURNAL}/{stem}.json"):
+    while (
+        stem in taken
+        or any(os.path.lexists(f"{a}/{stem}{s}") for s in (TAR_SUFFIX, MANIFEST_SUFFIX))
+        or os.path.lexists(f"{a}/{JOURNAL}/{stem}.json")
+    ):
         n += 1
         stem = f"{base}-{n}"
     return stem
@@ -114,9 +120,19 @@ class Changed(SamctlError):
     """A file changed while samctl read it (the app, or another writer, is using it)."""
 
 
-def pack(store, cid: str, state: str, paths: list, info: dict | None = None, level: int | None = None,
-         now: float | None = None, stem: str | None = None, attic: Path | None = None,
-         total: int | None = None, built=None) -> Entry:
+def pack(
+    store,
+    cid: str,
+    state: str,
+    paths: list,
+    info: dict | None = None,
+    level: int | None = None,
+    now: float | None = None,
+    stem: str | None = None,
+    attic: Path | None = None,
+    total: int | None = None,
+    built=None,
+) -> Entry:
     """Archive ``paths`` (files and folders under the store) as one attic entry.
 
     The tar is written (temp, fsync, rename), re-read and verified against
@@ -151,15 +167,28 @@ def pack(store, cid: str, state: str, paths: list, info: dict | None = None, lev
         _reraise(exc)
     for m in written.members:  # (a conversation's file with special bits: archived, and restored, without them)
         m.mode &= PERMISSIONS[m.type]
-    entry = Entry(stem=stem, id=cid, state=state, when=iso(now), when_ts=now, store=store.name,
-                  origin=str(store.conv_dir), title=(info or {}).get("title"), members=written.members,
-                  tar_size=written.size, tar_sha256=written.sha256, attic=attic, level=level,
-                  extra={k: v for k, v in (info or {}).items() if k != "title"})
+    entry = Entry(
+        stem=stem,
+        id=cid,
+        state=state,
+        when=iso(now),
+        when_ts=now,
+        store=store.name,
+        origin=str(store.conv_dir),
+        title=(info or {}).get("title"),
+        members=written.members,
+        tar_size=written.size,
+        tar_sha256=written.sha256,
+        attic=attic,
+        level=level,
+        extra={k: v for k, v in (info or {}).items() if k != "title"},
+    )
     try:
         problems = tarscan.check_written(entry, written)
         if problems:
-            raise AtticProblem(f"the archive of {cid} did not read back as written ({problems[0].reason}); "
-                               "nothing was moved", problems)
+            raise AtticProblem(
+                f"the archive of {cid} did not read back as written ({problems[0].reason}); nothing was moved", problems
+            )
     except BaseException:
         fsafe.remove(tar_path)
         raise
@@ -171,8 +200,10 @@ def _reraise(exc: BaseException):
     """Raise ``exc`` again; a file that changed while it was read (``FileChanged``) as the
     SamctlError that tells the user."""
     if isinstance(exc, tarzst.FileChanged):
-        raise Changed(f"{exc}: it changed while samctl was archiving it; nothing was moved",
-                      hint="make sure the app is not using it, then try again") from None
+        raise Changed(
+            f"{exc}: it changed while samctl was archiving it; nothing was moved",
+            hint="make sure the app is not using it, then try again",
+        ) from None
     raise exc
 
 
@@ -246,8 +277,11 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
     problems = tarscan.scan(entry, sink, absolute_cap, check_tar_first=True, archive=archive, undo=undo)
     if problems:
         undo()
-        raise AtticProblem(f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored", problems,
-                           hint="`samctl attic --verify` lists what is wrong with each entry")
+        raise AtticProblem(
+            f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored",
+            problems,
+            hint="`samctl attic --verify` lists what is wrong with each entry",
+        )
     return names
 
 
@@ -300,8 +334,12 @@ def load_manifest(store, path: Path | str, data: bytes | None = None, attic: Pat
         members = []
         for m in d["members"]:
             mem = Member(m["name"], m["type"], int(m["size"]), m["sha256"], int(m["mode"]), int(m["mtime_ns"]))
-            if mem.type not in ("file", "dir") or not 0 <= mem.size <= ABSOLUTE_CAP \
-                    or mem.mode & ~PERMISSIONS[mem.type] or not -TIME_T <= mem.mtime_ns // 10 ** 9 < TIME_T:
+            if (
+                mem.type not in ("file", "dir")
+                or not 0 <= mem.size <= ABSOLUTE_CAP
+                or mem.mode & ~PERMISSIONS[mem.type]
+                or not -TIME_T <= mem.mtime_ns // 10**9 < TIME_T
+            ):
                 raise ValueError(f"member {str(mem.name)[:60]!r} has a bad type, size, mode or mtime")
             if not safe_member_name(mem.name, cid, store.name):
                 raise ValueError(f"member name {str(mem.name)[:60]!r} is not a plain name inside the conversation")
@@ -315,11 +353,22 @@ def load_manifest(store, path: Path | str, data: bytes | None = None, attic: Pat
         when_ts = float(d["when_ts"])
         if not 0 <= when_ts < WHEN_LIMIT:  # also false for nan
             raise ValueError(f"when_ts {str(d['when_ts'])[:30]} is not a time samctl records")
-        return Entry(stem=stem, id=cid, state=state, when=str(d["when"]), when_ts=when_ts,
-                     store=d["store"], origin=str(d["from"]), title=d.get("title"), members=members,
-                     tar_size=int(tar["size"]), tar_sha256=str(tar["sha256"]),
-                     attic=Path(os.path.dirname(path)) if attic is None else attic,
-                     level=int(tar.get("level", LEVEL)), extra={k: v for k, v in d.items() if k not in _KNOWN})
+        return Entry(
+            stem=stem,
+            id=cid,
+            state=state,
+            when=str(d["when"]),
+            when_ts=when_ts,
+            store=d["store"],
+            origin=str(d["from"]),
+            title=d.get("title"),
+            members=members,
+            tar_size=int(tar["size"]),
+            tar_sha256=str(tar["sha256"]),
+            attic=Path(os.path.dirname(path)) if attic is None else attic,
+            level=int(tar.get("level", LEVEL)),
+            extra={k: v for k, v in d.items() if k not in _KNOWN},
+        )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"not a samctl attic manifest: {str(exc)[:160]}") from None
 
@@ -331,8 +380,14 @@ def _attic_names(store, findings: list) -> tuple[Path, list[str]] | None:
     if st is None:
         return None
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        findings.append(Finding("attic-unsafe", str(attic), f"is {fsafe.describe_mode(st.st_mode)}, not samctl's "
-                                "attic folder: not read (samctl never follows a link there)"))
+        findings.append(
+            Finding(
+                "attic-unsafe",
+                str(attic),
+                f"is {fsafe.describe_mode(st.st_mode)}, not samctl's "
+                "attic folder: not read (samctl never follows a link there)",
+            )
+        )
         return None
     try:
         return attic, os.listdir(attic)
@@ -396,8 +451,9 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
             findings.append(finding(e, "attic-missing", "the manifest's archive is missing"))
             continue
         if not stat.S_ISREG(st.st_mode) or st.st_size != e.tar_size:
-            findings.append(finding(e, "attic-tampered", f"the archive is {st.st_size} bytes, the manifest says "
-                                                          f"{e.tar_size}"))
+            findings.append(
+                finding(e, "attic-tampered", f"the archive is {st.st_size} bytes, the manifest says {e.tar_size}")
+            )
             continue
         for p, pst in ((tar, st), (base + n, fsafe.lstat(base + n))):
             why = fsafe.mode_problem(pst) if pst is not None else None
@@ -408,9 +464,14 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
     journal = attic / JOURNAL
     for stem in sorted(tars - stems):
         pending = fsafe.lstat(journal / (stem + ".json")) is not None
-        findings.append(Finding("attic-incomplete", str(attic / (stem + TAR_SUFFIX)),
-                                "an archive without a manifest, left by an interrupted move; "
-                                "`samctl attic --repair` removes it", WARNING if pending else WARNING))
+        findings.append(
+            Finding(
+                "attic-incomplete",
+                str(attic / (stem + TAR_SUFFIX)),
+                "an archive without a manifest, left by an interrupted move; `samctl attic --repair` removes it",
+                WARNING if pending else WARNING,
+            )
+        )
     entries.sort(key=lambda e: (e.when_ts, e.stem))
     return entries
 

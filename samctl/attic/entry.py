@@ -46,18 +46,37 @@ class Entry:
 
     def manifest(self) -> dict:
         d = {
-            "samctl_attic": MANIFEST_VERSION, "id": self.id, "state": self.state, "when": self.when,
-            "when_ts": self.when_ts, "store": self.store, "from": self.origin, "title": self.title,
-            "tar": {"name": self.stem + TAR_SUFFIX, "size": self.tar_size, "sha256": self.tar_sha256,
-                    "level": self.level},
+            "samctl_attic": MANIFEST_VERSION,
+            "id": self.id,
+            "state": self.state,
+            "when": self.when,
+            "when_ts": self.when_ts,
+            "store": self.store,
+            "from": self.origin,
+            "title": self.title,
+            "tar": {
+                "name": self.stem + TAR_SUFFIX,
+                "size": self.tar_size,
+                "sha256": self.tar_sha256,
+                "level": self.level,
+            },
             "members": [m.to_dict() for m in self.members],
         }
         d.update(self.extra)
         return d
 
     def to_dict(self) -> dict:
-        return {"entry": self.stem, "id": self.id, "state": self.state, "when": self.when, "title": self.title,
-                "store": self.store, "from": self.origin, "files": [m.name for m in self.members if m.type == "file"],
-                "original_bytes": self.original_size, "stored_bytes": self.tar_size,
-                "path": f"{self.attic}{os.sep}{self.stem}{TAR_SUFFIX}",  # str(tar_path), no path object made
-                **{k: v for k, v in self.extra.items() if k in ("updated", "pinned")}}
+        return {
+            "entry": self.stem,
+            "id": self.id,
+            "state": self.state,
+            "when": self.when,
+            "title": self.title,
+            "store": self.store,
+            "from": self.origin,
+            "files": [m.name for m in self.members if m.type == "file"],
+            "original_bytes": self.original_size,
+            "stored_bytes": self.tar_size,
+            "path": f"{self.attic}{os.sep}{self.stem}{TAR_SUFFIX}",  # str(tar_path), no path object made
+            **{k: v for k, v in self.extra.items() if k in ("updated", "pinned")},
+        }

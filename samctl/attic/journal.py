@@ -78,12 +78,14 @@ def sha256_file(p) -> str | None:
 
 # --- placing restored files ---------------------------------------------------------------
 
+
 def placement_order(pairs):
     def key(pair):
         n, m = pair
         if m.type == "dir":
             return (0, n.count("/"), n)
         return (1 + (n.endswith(".meta")) + (n.endswith(".json")), 0, n)
+
     return sorted(pairs, key=key)
 
 
@@ -124,8 +126,11 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None
             sst = fsafe.lstat(src)
             # placed before a crash: moved (the staging copy is private, only this moves it out), or
             # linked by an older samctl
-            if (sst is None or (sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
-                    or sha256_file(src) == sha256_file(dst)):
+            if (
+                sst is None
+                or (sst.st_ino, sst.st_dev) == (st.st_ino, st.st_dev)
+                or sha256_file(src) == sha256_file(dst)
+            ):
                 continue
             conflicts.append(n)
             continue
@@ -159,6 +164,7 @@ def _make_parents(conv: str, name: str, touched: set) -> bool:
 
 
 # --- repair -----------------------------------------------------------------------------------
+
 
 def pending_ids(store) -> list[str]:
     """The conversation ids the journal's records name (what a repair would touch); read-only,
@@ -199,12 +205,21 @@ def pending(store) -> list:
         return out
     records = [n for n in names if n.endswith(".json")]
     if records and held_by_another(store):  # a running samctl's moves: in progress, not interrupted
-        return [Finding("attic-in-progress", str(attic / atticmod.JOURNAL / n), "another samctl is moving this "
-                        "right now", INFO) for n in records]
+        return [
+            Finding(
+                "attic-in-progress", str(attic / atticmod.JOURNAL / n), "another samctl is moving this right now", INFO
+            )
+            for n in records
+        ]
     for n in records:
-        out.append(Finding("attic-interrupted", str(attic / atticmod.JOURNAL / n),
-                           "a move was interrupted; `samctl attic --repair` (or any writing samctl command) "
-                           "finishes it", WARNING))
+        out.append(
+            Finding(
+                "attic-interrupted",
+                str(attic / atticmod.JOURNAL / n),
+                "a move was interrupted; `samctl attic --repair` (or any writing samctl command) finishes it",
+                WARNING,
+            )
+        )
     return out
 
 
@@ -227,8 +242,10 @@ def pending_moves(store) -> list:
     except OSError:
         return []
     if names and held_by_another(store):
-        return [Finding("attic-in-progress", str(journal / n), "another samctl is moving this right now", INFO)
-                for n in names]
+        return [
+            Finding("attic-in-progress", str(journal / n), "another samctl is moving this right now", INFO)
+            for n in names
+        ]
     what = {"out": "move to the attic", "restore": "restore", "log": "log rewrite (compact)"}
     out = []
     for n in names:
@@ -242,11 +259,25 @@ def pending_moves(store) -> list:
             cid = m.get("new_id") if m.get("op") == "restore" and m.get("new_id") != m.get("id") else m.get("id")
             cid = cid if isinstance(cid, str) and store.valid_id(cid) else None
             if m.get("op") == "copy":  # the original never moved: only the attic has something to settle
-                out.append(Finding("pending-move", path, f"an interrupted copy of {cid or 'a conversation'} to the "
-                                   f"attic (the original is untouched); {SETTLE}", WARNING))
+                out.append(
+                    Finding(
+                        "pending-move",
+                        path,
+                        f"an interrupted copy of {cid or 'a conversation'} to the "
+                        f"attic (the original is untouched); {SETTLE}",
+                        WARNING,
+                    )
+                )
                 continue
-            out.append(Finding("pending-move", path, f"an interrupted {what.get(m.get('op'), 'move')} of "
-                               f"{cid or 'a conversation'} holds it half done; {SETTLE}", conversation=cid))
+            out.append(
+                Finding(
+                    "pending-move",
+                    path,
+                    f"an interrupted {what.get(m.get('op'), 'move')} of "
+                    f"{cid or 'a conversation'} holds it half done; {SETTLE}",
+                    conversation=cid,
+                )
+            )
     return out
 
 
@@ -286,8 +317,10 @@ def repair(store, full: bool = False) -> list[str]:
                 try:
                     line = _repair_one(store, attic, rec)
                 except OSError as exc:  # (a folder it may not write, ...): this move waits, the rest go on
-                    line = Left(f"{rec.get('id')}: an interrupted move cannot be finished yet "
-                                f"({exc.strerror}: {exc.filename}); it stays in the journal")
+                    line = Left(
+                        f"{rec.get('id')}: an interrupted move cannot be finished yet "
+                        f"({exc.strerror}: {exc.filename}); it stays in the journal"
+                    )
             if line is None or isinstance(line, Left):
                 left.append(rec)
                 keep_stems.add(rec["stem"])
@@ -328,8 +361,7 @@ def repair(store, full: bool = False) -> list[str]:
 
 
 def _known(store, rec: dict) -> bool:
-    return rec["op"] in MOVES or (rec["op"] == "log" and store.has_event_logs
-                                  and store.valid_id(str(rec.get("id"))))
+    return rec["op"] in MOVES or (rec["op"] == "log" and store.has_event_logs and store.valid_id(str(rec.get("id"))))
 
 
 class Left(str):
@@ -342,8 +374,10 @@ def settle(store, full: bool = False) -> tuple[list[str], list]:
     Every command that repairs first reports both, so what is stuck is never a quiet exit 0."""
     lines = repair(store, full)
     where = str(atticmod.attic_dir(store))
-    return ([line for line in lines if not isinstance(line, Left)],
-            [Finding("attic-left", where, str(line)) for line in lines if isinstance(line, Left)])
+    return (
+        [line for line in lines if not isinstance(line, Left)],
+        [Finding("attic-left", where, str(line)) for line in lines if isinstance(line, Left)],
+    )
 
 
 def settle_first(store) -> tuple[list[str], list]:
@@ -391,12 +425,18 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
         # the originals were not touched yet (they go only after that barrier).
         files = rec.get("files")
         parsed = atticmod.parse_stem(stem)
-        if (parsed and type(files) is list and files
-                and all(type(n) is str and tarzst.safe_member_name(n, parsed[0], store.name) for n in files)
-                and all(fsafe.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)):
+        if (
+            parsed
+            and type(files) is list
+            and files
+            and all(type(n) is str and tarzst.safe_member_name(n, parsed[0], store.name) for n in files)
+            and all(fsafe.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)
+        ):
             fsafe.remove(manifest)
             fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
-            return f"{cid}: undid an interrupted move to the attic (its manifest was cut short; the store copy is whole)"
+            return (
+                f"{cid}: undid an interrupted move to the attic (its manifest was cut short; the store copy is whole)"
+            )
         return None  # leave it for a person: `samctl attic` reports the bad manifest
     problems = atticmod.verify(entry)
     leftovers = [(m, store.conv_dir.joinpath(*m.name.split("/"))) for m in entry.members]
@@ -415,10 +455,14 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     if changed:  # used since (a stuck move, the app kept writing): the store's copy is the newer one
         if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
             atticmod.drop(entry)  # nothing of it was removed yet: the move is undone, whole in the store
-            return (f"{cid}: undid an interrupted move to the attic: {', '.join(changed[:3])} changed since it "
-                    "was archived, so the store's newer copy stays and the attic's older one was dropped")
-        return Left(f"{cid}: an interrupted move cannot be finished: {', '.join(changed[:3])} changed since it was "
-                    f"archived, and other files are only in the attic ({entry.stem}); both are kept for a person")
+            return (
+                f"{cid}: undid an interrupted move to the attic: {', '.join(changed[:3])} changed since it "
+                "was archived, so the store's newer copy stays and the attic's older one was dropped"
+            )
+        return Left(
+            f"{cid}: an interrupted move cannot be finished: {', '.join(changed[:3])} changed since it was "
+            f"archived, and other files are only in the attic ({entry.stem}); both are kept for a person"
+        )
     for m, p in present:
         if m.type == "file":
             fsafe.remove(p)
@@ -464,9 +508,10 @@ def put_back(p: Path, q: Path) -> None:
             dst.flush()
             os.fsync(dst.fileno())
         os.unlink(later)
-    raise SamctlError(f"{p} kept being written while samctl put it back; the rest of it is in {q}",
-                      hint=f"append {q} to {p} once the app is idle")
-
+    raise SamctlError(
+        f"{p} kept being written while samctl put it back; the rest of it is in {q}",
+        hint=f"append {q} to {p} once the app is idle",
+    )
 
 
 def _repair_copy(store, attic: Path, stem: str, rec: dict) -> str:
@@ -508,27 +553,39 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
             entry = atticmod.load_manifest(store, manifest)
             staging = attic.joinpath(atticmod.STAGING, *map(fsafe.check_component, parts))
         except (atticmod.AtticProblem, UnsafePath):
-            return Left(f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
-                        "left for a person: `samctl attic` says what is wrong")
+            return Left(
+                f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
+                "left for a person: `samctl attic` says what is wrong"
+            )
         if entry.state == "kept" and fsafe.lstat(staging) is None and _all_placed(store, entry, names):
             # a kept copy stays once restored: its staging copy went, only the record was left
             return f"{cid}: finished an interrupted restore (its kept copy stays in the attic)"
-        if (type(names) is not list or len(names) != len(entry.members) or fsafe.lstat(staging) is None
-                or not all(n is None or type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")),
-                                                                                        store.name)
-                           for n in names)):
-            return Left(f"{cid}: an interrupted restore cannot be finished (its journal record is damaged); "
-                        "left for a person")
+        if (
+            type(names) is not list
+            or len(names) != len(entry.members)
+            or fsafe.lstat(staging) is None
+            or not all(
+                n is None or type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")), store.name)
+                for n in names
+            )
+        ):
+            return Left(
+                f"{cid}: an interrupted restore cannot be finished (its journal record is damaged); left for a person"
+            )
         conflicts = place(store, entry, staging, names)
         if conflicts:  # the move waits in the journal for the person its message spoke to
-            return Left(f"{cid}: an interrupted restore is waiting: {', '.join(conflicts[:3])} hold other bytes; "
-                        "move them aside, then run `samctl attic --repair`")
+            return Left(
+                f"{cid}: an interrupted restore is waiting: {', '.join(conflicts[:3])} hold other bytes; "
+                "move them aside, then run `samctl attic --repair`"
+            )
         try:
             if entry.state != "kept":  # (a kept copy is a backup: it stays once restored)
                 atticmod.drop(entry)
         except OSError as exc:
-            return Left(f"{cid}: is restored, but its attic entry {stem} cannot be removed yet "
-                        f"({exc.strerror}); a later repair removes it")
+            return Left(
+                f"{cid}: is restored, but its attic entry {stem} cannot be removed yet "
+                f"({exc.strerror}); a later repair removes it"
+            )
     else:
         fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
     return f"{cid}: finished an interrupted restore"  # the staging copy goes with the record's other debris
@@ -568,25 +625,29 @@ def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
         fsafe.remove(p)  # our own unfinished new log (mermaid never writes its log through a temp)
     if fsafe.lstat(manifest) is None:
         fsafe.remove(tar)
-        return (f"{cid}: undid an interrupted log rewrite: its history segment was not committed (or was "
-                "already dropped), so the log holds the old events")
+        return (
+            f"{cid}: undid an interrupted log rewrite: its history segment was not committed (or was "
+            "already dropped), so the log holds the old events"
+        )
     head, size = _log_head(store.event_log_path(cid), rec)
     if head == "new":
         grown = size - rec["new_size"]
         since = f", with {grown} bytes appended since" if grown else ""
-        return (f"{cid}: finished an interrupted log rewrite: the log is the new one{since}; the old log is kept "
-                f"as {stem}")
+        return (
+            f"{cid}: finished an interrupted log rewrite: the log is the new one{since}; the old log is kept as {stem}"
+        )
     why = "the log is neither the old one nor the new one"
     if head == "old":
         try:
             entry = atticmod.load_manifest(store, manifest)
         except atticmod.AtticProblem:
             entry = None
-        if entry is not None and [(m.size, m.sha256) for m in entry.members] == \
-                [(rec["old_size"], rec["old_sha256"])]:
+        if entry is not None and [(m.size, m.sha256) for m in entry.members] == [(rec["old_size"], rec["old_sha256"])]:
             atticmod.drop(entry)
-            return (f"{cid}: undid an interrupted log rewrite: the log still holds the old log (it was never "
-                    f"replaced, or was put back), so its history segment {stem} was dropped")
+            return (
+                f"{cid}: undid an interrupted log rewrite: the log still holds the old log (it was never "
+                f"replaced, or was put back), so its history segment {stem} was dropped"
+            )
         why = "the segment is not the old log the record describes"
     return f"{cid}: kept the history segment {stem} of an interrupted log rewrite: {why}"
 

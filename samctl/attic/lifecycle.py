@@ -43,12 +43,26 @@ class Target:
     @classmethod
     def of(cls, cid: str, m, messages: int | None) -> Target:
         """The Target of a conversation's ConversationMeta ``m``."""
-        return cls(cid, m.title, m.updated or m.created, m.updated_ts or m.created_ts, messages, m.pinned, m.size,
-                   last_activity(m))
+        return cls(
+            cid,
+            m.title,
+            m.updated or m.created,
+            m.updated_ts or m.created_ts,
+            messages,
+            m.pinned,
+            m.size,
+            last_activity(m),
+        )
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "title": self.title, "updated": self.updated, "messages": self.messages,
-                "pinned": self.pinned, "size": self.size}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "updated": self.updated,
+            "messages": self.messages,
+            "pinned": self.pinned,
+            "size": self.size,
+        }
 
 
 @dataclass
@@ -74,22 +88,40 @@ class Report:
         return [f for f in self.findings if f.severity == ERROR]
 
     def to_dict(self) -> dict:
-        return {"dry_run": self.dry_run, "items": self.items, "kept": self.kept, "repaired": self.repaired,
-                "findings": [f.to_dict() for f in self.findings]}
+        return {
+            "dry_run": self.dry_run,
+            "items": self.items,
+            "kept": self.kept,
+            "repaired": self.repaired,
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
 
 def attic_view(store, ids, both: bool = False) -> Listed:
     """The store as ``resolve_id`` sees it with the attic's ids (or, ``both``, store + attic)."""
     if both:
-        return Listed(store, ids, where=f"{store.conv_dir} or {atticmod.attic_dir(store)}",
-                      hint="`samctl ls` and `samctl attic` list them")
+        return Listed(
+            store,
+            ids,
+            where=f"{store.conv_dir} or {atticmod.attic_dir(store)}",
+            hint="`samctl ls` and `samctl attic` list them",
+        )
     return Listed(store, ids, where=atticmod.attic_dir(store), hint="`samctl attic` lists them")
 
 
 # --- selection ------------------------------------------------------------------------
 
-def select(store, ids=(), older_than: float | None = None, empty: bool = False, title: str | None = None,
-           include_pinned: bool = False, keep_last: int | None = None, now: float | None = None) -> Selection:
+
+def select(
+    store,
+    ids=(),
+    older_than: float | None = None,
+    empty: bool = False,
+    title: str | None = None,
+    include_pinned: bool = False,
+    keep_last: int | None = None,
+    now: float | None = None,
+) -> Selection:
     """The conversations a command would act on (read-only).
 
     Named ids are resolved like everywhere else (exact, then unique prefix);
@@ -113,8 +145,10 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
             sel.in_store = set(store.all_ids())
             chosen += [i for i in sorted(sel.in_store) if i not in metas]
     else:
-        raise UsageError("name the conversations to act on, or select them with --older-than, --empty or --title",
-                         hint="`samctl ls` lists them")
+        raise UsageError(
+            "name the conversations to act on, or select them with --older-than, --empty or --title",
+            hint="`samctl ls` lists them",
+        )
     keep = set()
     if keep_last:
         newest = sorted(metas.values(), key=recency, reverse=True)
@@ -127,8 +161,9 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
         if cid in keep:
             sel.skipped.append((cid, f"one of the {keep_last} most recent"))
             continue
-        if older_than is not None and (t.updated_ts is None or t.updated_ts > now - older_than
-                                       or (t.active_ts or 0.0) > now - older_than):
+        if older_than is not None and (
+            t.updated_ts is None or t.updated_ts > now - older_than or (t.active_ts or 0.0) > now - older_than
+        ):
             continue
         if needle is not None and needle not in title_key(t.title or ""):
             continue
@@ -142,13 +177,24 @@ def select(store, ids=(), older_than: float | None = None, empty: bool = False, 
             continue
         sel.targets.append(t)
     if pinned_named:
-        raise SamctlError(f"{', '.join(pinned_named[:3])} {'is' if len(pinned_named) == 1 else 'are'} pinned in SAM; "
-                          "nothing was removed", hint="pass --include-pinned to remove pinned conversations too")
+        raise SamctlError(
+            f"{', '.join(pinned_named[:3])} {'is' if len(pinned_named) == 1 else 'are'} pinned in SAM; "
+            "nothing was removed",
+            hint="pass --include-pinned to remove pinned conversations too",
+        )
     return sel
 
 
-def matching(store, ids, older_than: float | None = None, empty: bool = False, title: str | None = None,
-             include_pinned: bool = False, keep_last: int | None = None, attic_too: bool = False) -> set:
+def matching(
+    store,
+    ids,
+    older_than: float | None = None,
+    empty: bool = False,
+    title: str | None = None,
+    include_pinned: bool = False,
+    keep_last: int | None = None,
+    attic_too: bool = False,
+) -> set:
     """Which of ``ids`` (selected and confirmed before samctl's lock) the same selection still picks.
 
     Called under the lock: another samctl may have moved, purged or restored some while this one
@@ -182,12 +228,17 @@ def gone_meanwhile(report: Report, ids: list, keep: set) -> set:
     gone = [cid for cid in ids if cid not in keep]
     if gone:
         more = f" and {len(gone) - 3} more" if len(gone) > 3 else ""
-        report.findings.append(Finding(
-            "gone-meanwhile", ", ".join(gone[:3]) + more,
-            f"{len(gone)} of the {len(ids)} confirmed conversation{'s' if len(ids) != 1 else ''} no longer "
-            "match (moved or changed meanwhile: by another samctl while this one waited for the lock, by the app, "
-            "or by settling an interrupted move first): "
-            + ("left alone" if len(gone) < len(ids) else "nothing left to do"), INFO))
+        report.findings.append(
+            Finding(
+                "gone-meanwhile",
+                ", ".join(gone[:3]) + more,
+                f"{len(gone)} of the {len(ids)} confirmed conversation{'s' if len(ids) != 1 else ''} no longer "
+                "match (moved or changed meanwhile: by another samctl while this one waited for the lock, by the app, "
+                "or by settling an interrupted move first): "
+                + ("left alone" if len(gone) < len(ids) else "nothing left to do"),
+                INFO,
+            )
+        )
     return keep
 
 
@@ -309,6 +360,7 @@ def _archived_topic(store, e: atticmod.Entry) -> str | None:
 
 # --- out: rm / archive ------------------------------------------------------------------
 
+
 def reason(exc: SamctlError | OSError) -> str:
     """One line for a finding about a conversation that could not be moved."""
     return exc.message if isinstance(exc, SamctlError) else f"{exc.strerror}: {exc.filename}"
@@ -327,6 +379,7 @@ BATCH = 1024  # conversations moved per round of barriers: the work a crash coul
 @dataclass
 class _Out:
     """One conversation on its way out: what it is, its files as first seen, its entry-to-be."""
+
     target: Target
     paths: list
     before: dict
@@ -341,10 +394,21 @@ class _Out:
 
     def record(self, store, state: str) -> dict:
         if state == KEPT:  # (another op: repair must never remove the originals of a copy)
-            return {"op": "copy", "stem": self.stem, "id": self.target.id, "state": state,
-                    "files": [tarzst.member_name(store, p) for p in self.paths], "drops": [e.stem for e in self.drops]}
-        return {"op": "out", "stem": self.stem, "id": self.target.id, "state": state,
-                "files": [tarzst.member_name(store, p) for p in self.paths]}
+            return {
+                "op": "copy",
+                "stem": self.stem,
+                "id": self.target.id,
+                "state": state,
+                "files": [tarzst.member_name(store, p) for p in self.paths],
+                "drops": [e.stem for e in self.drops],
+            }
+        return {
+            "op": "out",
+            "stem": self.stem,
+            "id": self.target.id,
+            "state": state,
+            "files": [tarzst.member_name(store, p) for p in self.paths],
+        }
 
 
 KEPT = "kept"  # the state of a copy (``archive --copy``): the originals stay where they are
@@ -370,13 +434,18 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
     moved, failed = [], []
     scope_of = None if refs is None else {cid: scope for scope, users in refs.items() for cid in users}
     for i in range(0, len(targets), BATCH):
-        batch = targets[i:i + BATCH]
+        batch = targets[i : i + BATCH]
         try:
             attic = atticmod.ensure_attic(store)
         except (SamctlError, OSError) as exc:
             if not i:  # no attic: the command cannot do its job at all (exit 1), not one conversation's problem
-                raise exc if isinstance(exc, SamctlError) else SamctlError(
-                    f"cannot make the attic {atticmod.attic_dir(store)}: {reason(exc)}; nothing was moved") from None
+                raise (
+                    exc
+                    if isinstance(exc, SamctlError)
+                    else SamctlError(
+                        f"cannot make the attic {atticmod.attic_dir(store)}: {reason(exc)}; nothing was moved"
+                    )
+                ) from None
             failed += [(t, exc) for t in batch]
             continue
         with fsafe.sync_batch() as sync:
@@ -398,8 +467,18 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
             committed = []
             for o, built in zip(outs, _built(store, outs)):
                 try:
-                    o.entry = atticmod.pack(store, o.target.id, state, o.paths, _info(o.target, scope_of),
-                                            now=o.now, stem=o.stem, attic=attic, total=o.total, built=built)
+                    o.entry = atticmod.pack(
+                        store,
+                        o.target.id,
+                        state,
+                        o.paths,
+                        _info(o.target, scope_of),
+                        now=o.now,
+                        stem=o.stem,
+                        attic=attic,
+                        total=o.total,
+                        built=built,
+                    )
                     committed.append(o)
                 except (SamctlError, OSError) as exc:
                     failed.append((o.target, exc))
@@ -440,8 +519,15 @@ def _built(store, outs: list):
     after the read."""
     items = [(o.paths, o.total, atticmod.LEVEL) for o in outs]
     # (what a unit of work holds: a streamed one comes back as a None)
-    return workers.ordered_items(store, atticmod.build, items, PARALLEL_PACK, PACK_PART, PACK_PART_BYTES,
-                                 weight=lambda item: item[1] if item[1] <= tarzst.SMALL else 0)
+    return workers.ordered_items(
+        store,
+        atticmod.build,
+        items,
+        PARALLEL_PACK,
+        PACK_PART,
+        PACK_PART_BYTES,
+        weight=lambda item: item[1] if item[1] <= tarzst.SMALL else 0,
+    )
 
 
 def _drop_older(o: _Out) -> None:
@@ -474,17 +560,21 @@ def _unchanged(o: _Out) -> list:
         st = fsafe.lstat(path)
         if st is None or (st.st_ino, st.st_size, st.st_mtime_ns) != o.before[path]:
             atticmod.drop(o.entry)
-            raise SamctlError(f"{path} changed while samctl was archiving it; nothing was moved",
-                              hint="make sure the app is not using it, then try again")
+            raise SamctlError(
+                f"{path} changed while samctl was archiving it; nothing was moved",
+                hint="make sure the app is not using it, then try again",
+            )
         stats.append(st)
     return stats
 
 
 def _removal_order(paths: list) -> list:
     """Files the app lists by first (mermaid's sidecar, SAM's conversation.json), the rest after."""
+
     def key(p: Path):
         n = p.name
         return (0 if n.endswith(".meta") else 1 if n.endswith(".json") else 2, str(p))
+
     return sorted(paths, key=key)
 
 
@@ -544,8 +634,10 @@ def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
             put_back(p, q)
         for p, q, _ in aside:
             fsafe.fsync_dir(p.parent)
-        raise Busy(f"{paths[0]}: {why} while samctl moved it; it is back as it was and nothing was moved",
-                   hint=f"{store.app_name} is using it: wait until it is idle, then try again")
+        raise Busy(
+            f"{paths[0]}: {why} while samctl moved it; it is back as it was and nothing was moved",
+            hint=f"{store.app_name} is using it: wait until it is idle, then try again",
+        )
     for p, q, _ in aside:
         fsafe.remove(q)
     for p in sorted((p for p, st in zip(paths, stats) if stat.S_ISDIR(st.st_mode)), key=lambda p: -len(p.parts)):
@@ -581,8 +673,18 @@ def _locked(store, report: Report, targets: list, force: bool, lock_wait: float,
         yield targets, topic_refs(store, [t.id for t in targets], ignore_unreadable)
 
 
-def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bool = False,
-           lock_wait: float = 0.0, now: float | None = None, ignore_unreadable: bool = False, again=None) -> Report:
+def remove(
+    store,
+    targets: list,
+    state: str,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    lock_wait: float = 0.0,
+    now: float | None = None,
+    ignore_unreadable: bool = False,
+    again=None,
+) -> Report:
     """Move ``targets`` into the attic as ``state`` (deleted or archived); with ``again``, only
     those it still picks once the lock is held (``still_matching``)."""
     report = Report(dry_run=dry_run)
@@ -595,29 +697,56 @@ def remove(store, targets: list, state: str, *, dry_run: bool = False, force: bo
         moved, failed = move_out_many(store, targets, state, refs, now)
         for t, exc in failed:
             why = reason(exc)
-            report.findings.append(Finding("not-moved", t.id, why if "nothing was moved" in why
-                                           else f"{why}; nothing was moved", ERROR, t.id))
+            report.findings.append(
+                Finding(
+                    "not-moved", t.id, why if "nothing was moved" in why else f"{why}; nothing was moved", ERROR, t.id
+                )
+            )
         for t, entry, partly in moved:
-            report.items.append(dict(t.to_dict(), action=state, entry=entry.stem, bytes=entry.original_size,
-                                     stored=entry.tar_size))
+            report.items.append(
+                dict(t.to_dict(), action=state, entry=entry.stem, bytes=entry.original_size, stored=entry.tar_size)
+            )
             if partly and not partly[0]:  # gone from the store: only the copy on its way out stayed behind
-                report.findings.append(Finding(
-                    "trash-left", t.id, f"{t.id} is whole in the attic ({entry.stem}) and gone from the store, but "
-                    f"its removed copy in the attic's staging folder could not be cleared: {reason(partly[1])}; "
-                    "`samctl attic --repair` tries again", WARNING, t.id))
+                report.findings.append(
+                    Finding(
+                        "trash-left",
+                        t.id,
+                        f"{t.id} is whole in the attic ({entry.stem}) and gone from the store, but "
+                        f"its removed copy in the attic's staging folder could not be cleared: {reason(partly[1])}; "
+                        "`samctl attic --repair` tries again",
+                        WARNING,
+                        t.id,
+                    )
+                )
             elif partly:
                 left, exc = partly
-                report.findings.append(Finding(
-                    "partly-removed", t.id, f"{t.id} is whole in the attic ({entry.stem}), but "
-                    f"{', '.join(str(p) for p in left[:3])} could not be removed from the store: {reason(exc)}",
-                    ERROR, t.id))
+                report.findings.append(
+                    Finding(
+                        "partly-removed",
+                        t.id,
+                        f"{t.id} is whole in the attic ({entry.stem}), but "
+                        f"{', '.join(str(p) for p in left[:3])} could not be removed from the store: {reason(exc)}",
+                        ERROR,
+                        t.id,
+                    )
+                )
     return report
 
 
 # --- copy: archive --copy -------------------------------------------------------------------
 
-def keep(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0,
-         now: float | None = None, ignore_unreadable: bool = False, again=None) -> Report:
+
+def keep(
+    store,
+    targets: list,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    lock_wait: float = 0.0,
+    now: float | None = None,
+    ignore_unreadable: bool = False,
+    again=None,
+) -> Report:
     """Put a verified copy of each of ``targets`` in the attic as a *kept* entry, leaving the originals
     where they are (``archive --copy``).  A conversation whose files are as its newest kept entry holds
     them (names, sizes, and mtimes or else content) is not copied again (an ``unchanged`` item); a new
@@ -637,16 +766,23 @@ def keep(store, targets: list, *, dry_run: bool = False, force: bool = False, lo
         older = {cid: [e for e in es if e not in kept_too[cid]] for cid, es in older.items()}
         for cid, es in kept_too.items():
             for e in es:
-                report.findings.append(_shrank_finding(cid, e, _shrunk(store, cid, e, refs), "the new copy is kept "
-                                                       "beside it; neither is dropped"))
+                report.findings.append(
+                    _shrank_finding(
+                        cid, e, _shrunk(store, cid, e, refs), "the new copy is kept beside it; neither is dropped"
+                    )
+                )
         moved, failed = move_out_many(store, changed, KEPT, refs, now, drops=older)
         for t, exc in failed:
             why = reason(exc).replace("nothing was moved", "nothing was copied")
-            report.findings.append(Finding("not-kept", t.id, why if "nothing was copied" in why
-                                           else f"{why}; nothing was copied", ERROR, t.id))
+            report.findings.append(
+                Finding(
+                    "not-kept", t.id, why if "nothing was copied" in why else f"{why}; nothing was copied", ERROR, t.id
+                )
+            )
         for t, entry, _ in moved:
-            report.items.append(dict(t.to_dict(), action=KEPT, entry=entry.stem, bytes=entry.original_size,
-                                     stored=entry.tar_size))
+            report.items.append(
+                dict(t.to_dict(), action=KEPT, entry=entry.stem, bytes=entry.original_size, stored=entry.tar_size)
+            )
     return report
 
 
@@ -711,7 +847,9 @@ def shrunk_since_kept(store) -> list:
         why = _shrunk(store, e.id, e)
         if why is not None:
             seen.add(e.id)
-            out.append(_shrank_finding(e.id, e, why, "the copy stays in the attic (`samctl attic --state kept` lists it)"))
+            out.append(
+                _shrank_finding(e.id, e, why, "the copy stays in the attic (`samctl attic --state kept` lists it)")
+            )
     return out
 
 
@@ -732,13 +870,17 @@ def _same_files(store, cid: str, e: atticmod.Entry, refs) -> bool:
         if m.type == "dir":
             if not stat.S_ISDIR(st.st_mode):
                 return False
-        elif not stat.S_ISREG(st.st_mode) or st.st_size != m.size or (
-                st.st_mtime_ns != m.mtime_ns and sha256_file(p) != m.sha256):
+        elif (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_size != m.size
+            or (st.st_mtime_ns != m.mtime_ns and sha256_file(p) != m.sha256)
+        ):
             return False
     return True
 
 
 # --- purge ----------------------------------------------------------------------------
+
 
 def resolve_for_purge(store, texts) -> list[str]:
     """Ids of the store or of the attic (a conversation already deleted can be purged from the attic)."""
@@ -761,8 +903,10 @@ def attic_targets(store, ids, include_pinned: bool = False) -> list[Target]:
             pinned.append(cid)
         out.append(t)
     if pinned:
-        raise SamctlError(f"{', '.join(pinned[:3])} {'was' if len(pinned) == 1 else 'were'} pinned in SAM; "
-                          "nothing was purged", hint="pass --include-pinned to purge pinned conversations too")
+        raise SamctlError(
+            f"{', '.join(pinned[:3])} {'was' if len(pinned) == 1 else 'were'} pinned in SAM; nothing was purged",
+            hint="pass --include-pinned to purge pinned conversations too",
+        )
     return out
 
 
@@ -777,8 +921,11 @@ def keep_pinned_entries(store, sel: Selection, include_pinned: bool = False) -> 
         return
     if sel.explicit:
         named = sorted(pinned)
-        raise SamctlError(f"{', '.join(named[:3])} {'has' if len(named) == 1 else 'have'} an attic entry that was "
-                          "pinned in SAM; nothing was purged", hint="pass --include-pinned to purge it too")
+        raise SamctlError(
+            f"{', '.join(named[:3])} {'has' if len(named) == 1 else 'have'} an attic entry that was "
+            "pinned in SAM; nothing was purged",
+            hint="pass --include-pinned to purge it too",
+        )
     sel.skipped += [(t.id, "its attic entry was pinned (use --include-pinned)") for t in sel.targets if t.id in pinned]
     sel.targets = [t for t in sel.targets if t.id not in pinned]
 
@@ -789,8 +936,16 @@ def entries_of(store, ids, states=atticmod.STATES) -> list[atticmod.Entry]:
     return atticmod.list_entries(store, [], states, want=lambda stem, cid: cid in wanted)
 
 
-def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, lock_wait: float = 0.0,
-          ignore_unreadable: bool = False, again=None) -> Report:
+def purge(
+    store,
+    targets: list,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    lock_wait: float = 0.0,
+    ignore_unreadable: bool = False,
+    again=None,
+) -> Report:
     """Destroy ``targets`` for good: the store's files with the app's own semantics, and their attic
     entries; with ``again``, only those it still picks once the lock is held (``still_matching``)."""
     report = Report(dry_run=dry_run)
@@ -800,8 +955,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
     if dry_run:
         for t in targets:
             n = sum(1 for e in entries if e.id == t.id)
-            report.items.append(dict(t.to_dict(), action="would be purged", in_store=t.id in in_store,
-                                     attic_entries=n))
+            report.items.append(dict(t.to_dict(), action="would be purged", in_store=t.id in in_store, attic_entries=n))
         report.findings += would_refuse(store, touched, force)
         return report
     ensure_app_idle(store, touched, force)
@@ -823,6 +977,7 @@ def purge(store, targets: list, *, dry_run: bool = False, force: bool = False, l
             except (SamctlError, OSError) as exc:
                 report.findings.append(Finding("not-purged", t.id, reason(exc), ERROR, t.id))
                 continue
-            report.items.append(dict(t.to_dict(), action="purged", removed=removed,
-                                     attic_entries=[e.stem for e in dropped]))
+            report.items.append(
+                dict(t.to_dict(), action="purged", removed=removed, attic_entries=[e.stem for e in dropped])
+            )
     return report

@@ -43,15 +43,22 @@ def find_entry(store, text: str | None, entry_name: str | None = None) -> atticm
                 name = name[: -len(suffix)]
         folder, name = os.path.split(name)
         # an entry's name, or its path in this store's attic (`attic --format json` gives paths): no other path
-        if (folder and os.path.realpath(folder) != os.path.realpath(atticmod.attic_dir(store))) or name in ("", ".", ".."):
-            raise UsageError(f"--entry {entry_name!r} is not an entry of this store's attic",
-                             hint="give the entry's name as `samctl attic` lists it (or a unique prefix of it)")
+        if (folder and os.path.realpath(folder) != os.path.realpath(atticmod.attic_dir(store))) or name in (
+            "",
+            ".",
+            "..",
+        ):
+            raise UsageError(
+                f"--entry {entry_name!r} is not an entry of this store's attic",
+                hint="give the entry's name as `samctl attic` lists it (or a unique prefix of it)",
+            )
         entries = atticmod.list_entries(store, [], atticmod.RESTORABLE, want=lambda stem, cid: stem.startswith(name))
         match = [e for e in entries if e.stem == name] or entries
         if len(match) != 1:
             raise (NotFound if not match else UsageError)(
                 f"{'no' if not match else 'more than one'} restorable attic entry matches {entry_name!r}",
-                hint="`samctl attic` lists the entries")
+                hint="`samctl attic` lists the entries",
+            )
         e = match[0]
         if text is not None and not e.id.startswith(store.normalize_prefix(text)):
             raise UsageError(f"entry {e.stem} holds {e.id}, not {quoted(text)}")
@@ -108,12 +115,23 @@ def _collisions(store, cid: str, names: list[str], entry: atticmod.Entry) -> lis
 def _same(store, names: list, entry: atticmod.Entry) -> set:
     """The names of ``entry``'s files that are in the store with exactly the entry's bytes."""
     base = str(store.conv_dir) + os.sep
-    return {n for n, m in zip(names, entry.members)
-            if m.type == "file" and n is not None and sha256_file(base + n) == m.sha256}
+    return {
+        n
+        for n, m in zip(names, entry.members)
+        if m.type == "file" and n is not None and sha256_file(base + n) == m.sha256
+    }
 
 
-def restore(store, entry: atticmod.Entry, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
-            lock_wait: float = 0.0, touch: bool = False) -> Report:
+def restore(
+    store,
+    entry: atticmod.Entry,
+    *,
+    as_new: bool = False,
+    dry_run: bool = False,
+    force: bool = False,
+    lock_wait: float = 0.0,
+    touch: bool = False,
+) -> Report:
     """Put ``entry`` back into the store exactly (bytes, modes, mtimes), or under a fresh id with ``as_new``.
 
     Any failure is raised (``restore_many`` reports each failure as a finding instead)."""
@@ -136,8 +154,16 @@ class _Restore:
     staging: Path | None = None
 
 
-def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = False, force: bool = False,
-                 lock_wait: float = 0.0, touch: bool = False) -> Report:
+def restore_many(
+    store,
+    entries: list,
+    *,
+    as_new: bool = False,
+    dry_run: bool = False,
+    force: bool = False,
+    lock_wait: float = 0.0,
+    touch: bool = False,
+) -> Report:
     """Restore several entries in batches that share their fsyncs (see ``_restore_batch``).
 
     Nothing is done if any of them exists in the store again (unless ``as_new``; a kept copy
@@ -148,8 +174,11 @@ def restore_many(store, entries: list, *, as_new: bool = False, dry_run: bool = 
     report, failed = _restore(store, entries, as_new, dry_run, force, lock_wait, touch)
     for r, exc in failed:
         hint = getattr(exc, "hint", None)  # (what to do about a damaged entry: where it is said)
-        report.findings.append(Finding("not-restored", str(r.entry.tar_path), reason(exc) + (f"; {hint}" if hint else ""),
-                                       ERROR, r.entry.id))
+        report.findings.append(
+            Finding(
+                "not-restored", str(r.entry.tar_path), reason(exc) + (f"; {hint}" if hint else ""), ERROR, r.entry.id
+            )
+        )
     return report
 
 
@@ -161,8 +190,9 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
     # what the app must not be using (a kept copy whose files are all there already is not touched)
     ids = [x for r in plans if not _all_there(store, r) for x in (r.entry.id, r.new)]
     if dry_run:
-        report.items += [dict(r.item, action="unchanged" if _all_there(store, r) else "would be restored")
-                         for r in plans]
+        report.items += [
+            dict(r.item, action="unchanged" if _all_there(store, r) else "would be restored") for r in plans
+        ]
         report.findings += would_refuse(store, ids, force)
         return report, failed
     ensure_app_idle(store, ids, force)
@@ -183,25 +213,36 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
         for r in plans:
             clash = _collisions(store, r.new, r.names, r.entry)
             if clash:
-                raise SamctlError(f"{', '.join(clash[:3])} exists in the store; nothing was restored",
-                                  hint=_clash_hint(store, r.entry))
+                raise SamctlError(
+                    f"{', '.join(clash[:3])} exists in the store; nothing was restored",
+                    hint=_clash_hint(store, r.entry),
+                )
         there = [r for r in plans if _all_there(store, r)]
         report.items += [dict(r.item, action="unchanged") for r in there]
         plans = [r for r in plans if r not in there]
         for i in range(0, len(plans), lifecycle.BATCH):
-            for r, exc in _restore_batch(store, plans[i:i + lifecycle.BATCH]):
+            for r, exc in _restore_batch(store, plans[i : i + lifecycle.BATCH]):
                 if exc is None or isinstance(exc, EntryKept):
                     if touch:
                         try:
                             _touch(store, r)
                         except OSError as exc:  # restored all the same, with the mtimes it had
-                            report.findings.append(Finding("not-touched", r.new, f"{r.new} is restored, but its "
-                                                           f"mtime could not be set: {reason(exc)}", WARNING, r.new))
-                    report.items.append(dict(r.item, action="restored", id=r.new, restored_from=r.entry.id,
-                                             bytes=r.entry.original_size))
+                            report.findings.append(
+                                Finding(
+                                    "not-touched",
+                                    r.new,
+                                    f"{r.new} is restored, but its mtime could not be set: {reason(exc)}",
+                                    WARNING,
+                                    r.new,
+                                )
+                            )
+                    report.items.append(
+                        dict(r.item, action="restored", id=r.new, restored_from=r.entry.id, bytes=r.entry.original_size)
+                    )
                 if isinstance(exc, EntryKept):
-                    report.findings.append(Finding("entry-kept", r.entry.stem, f"{exc.message}; {exc.hint}", ERROR,
-                                                   r.new))
+                    report.findings.append(
+                        Finding("entry-kept", r.entry.stem, f"{exc.message}; {exc.hint}", ERROR, r.new)
+                    )
                 elif exc is not None:
                     failed.append((r, exc))
     return report, failed
@@ -215,8 +256,10 @@ def _all_there(store, r: _Restore) -> bool:
 
 def _clash_hint(store, entry: atticmod.Entry) -> str:
     if entry.state == "kept":
-        return ("the store holds other bytes than the kept copy: `samctl archive --copy` keeps them too; to go back "
-                "to the kept copy, move the store's files aside first")
+        return (
+            "the store holds other bytes than the kept copy: `samctl archive --copy` keeps them too; to go back "
+            "to the kept copy, move the store's files aside first"
+        )
     if store.moves_only:  # (another app's sessions are never given new ids)
         return "move the store's copy aside first"
     return "restore it beside the existing one with --as-new"
@@ -244,11 +287,18 @@ def _restore_plans(store, entries: list, as_new: bool, held=()) -> list:
         names = _targets_of(store, entry, new)
         clash = _collisions(store, new, names, entry)
         if clash and not as_new and entry.id not in held:
-            raise SamctlError(f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
-                              hint=_clash_hint(store, entry))
-        item = {"id": entry.id, "title": entry.title, "entry": entry.stem, "state": entry.state,
-                "new_id": new if as_new else None,
-                "files": [n for n, m in zip(names, entry.members) if m.type == "file"]}
+            raise SamctlError(
+                f"{entry.id} exists in the store again ({', '.join(clash[:3])}); nothing was restored",
+                hint=_clash_hint(store, entry),
+            )
+        item = {
+            "id": entry.id,
+            "title": entry.title,
+            "entry": entry.stem,
+            "state": entry.state,
+            "new_id": new if as_new else None,
+            "files": [n for n, m in zip(names, entry.members) if m.type == "file"],
+        }
         plans.append(_Restore(entry, new, names, item))
     return plans
 
@@ -293,10 +343,16 @@ def _restore_batch(store, plans: list) -> list:
                 left.append(r)
                 continue
             if conflicts:  # something appeared meanwhile: keep the entry (and its move) for a person
-                out.append((r, SamctlError(
-                    f"{', '.join(conflicts[:3])} appeared in the store while restoring {r.entry.id}; the rest was "
-                    "placed and the attic entry is kept",
-                    hint="move those files aside, then run `samctl attic --repair` to finish the restore")))
+                out.append(
+                    (
+                        r,
+                        SamctlError(
+                            f"{', '.join(conflicts[:3])} appeared in the store while restoring {r.entry.id}; the rest was "
+                            "placed and the attic entry is kept",
+                            hint="move those files aside, then run `samctl attic --repair` to finish the restore",
+                        ),
+                    )
+                )
                 left.append(r)
                 continue
             placed.append(r)
@@ -308,9 +364,15 @@ def _restore_batch(store, plans: list) -> list:
             try:
                 atticmod.drop(r.entry)
             except OSError as exc:  # restored all the same; the move stays in the record for repair
-                kept.append((r, EntryKept(
-                    f"{r.entry.id} is restored, but its attic entry {r.entry.stem} could not be removed: {reason(exc)}",
-                    hint="`samctl attic --repair` removes it once it can")))
+                kept.append(
+                    (
+                        r,
+                        EntryKept(
+                            f"{r.entry.id} is restored, but its attic entry {r.entry.stem} could not be removed: {reason(exc)}",
+                            hint="`samctl attic --repair` removes it once it can",
+                        ),
+                    )
+                )
                 left.append(r)
         sync.barrier()  # the entries are gone on disk before the record goes
         if left:
@@ -325,8 +387,14 @@ def _restore_batch(store, plans: list) -> list:
 
 def _restore_record(r: _Restore, folder: Path) -> dict:
     staging = folder.name if r.staging is folder else f"{folder.name}/{r.staging.name}"  # (see _stage)
-    return {"op": "restore", "stem": r.entry.stem, "id": r.entry.id, "new_id": r.new, "staging": staging,
-            "names": r.names}
+    return {
+        "op": "restore",
+        "stem": r.entry.stem,
+        "id": r.entry.id,
+        "new_id": r.new,
+        "staging": staging,
+        "names": r.names,
+    }
 
 
 READ_AHEAD_MIN = 64 << 10  # archives at least this big are read (and hashed) ahead on a helper thread
@@ -338,6 +406,7 @@ def _read_ahead(plans: list):
     ``READ_AHEAD_MIN`` or more is read, hashed and (if small) decompressed on a helper thread while
     the caller extracts the entries before it (hashlib, zstd and reads release the GIL); a smaller
     one (None) costs less to read than to hand over, and is read by the extraction itself."""
+
     def read(r):
         try:
             return tarscan.read_ahead(r.entry)
@@ -394,8 +463,15 @@ def _stage_all(store, folder: Path, plans: list, sync):
             items.append((folder, defer, r.entry, r.new, r.names, r.staging))
         except OSError as exc:
             items.append(exc)  # (handed back as it is)
-    done = workers.ordered_items(store, _stage_one, items, PARALLEL_STAGE, STAGE_PART, STAGE_PART_BYTES,
-                                 weight=lambda item: 0 if isinstance(item, BaseException) else item[2].original_size)
+    done = workers.ordered_items(
+        store,
+        _stage_one,
+        items,
+        PARALLEL_STAGE,
+        STAGE_PART,
+        STAGE_PART_BYTES,
+        weight=lambda item: 0 if isinstance(item, BaseException) else item[2].original_size,
+    )
     for r, result in zip(plans, done):
         if isinstance(result, BaseException):
             yield r, result

@@ -147,8 +147,9 @@ def read_ahead(entry: Entry):
     return data, n, digest, tar
 
 
-def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: bool = False,
-          archive=None, undo=None) -> list:
+def scan(
+    entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: bool = False, archive=None, undo=None
+) -> list:
     """Decompress ``entry`` and check every member against the manifest; findings for each problem.
 
     ``sink(member, ti, chunks)`` (if given) receives each member's content as an
@@ -163,8 +164,13 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
     import zstandard  # (lazy: zstandard: slow to import)
 
     if sum(m.size for m in entry.members) > absolute_cap:
-        return [finding(entry, "attic-too-large", f"the manifest claims {entry.original_size} bytes, over the "
-                                                    f"{absolute_cap}-byte cap: not decompressed")]
+        return [
+            finding(
+                entry,
+                "attic-too-large",
+                f"the manifest claims {entry.original_size} bytes, over the {absolute_cap}-byte cap: not decompressed",
+            )
+        ]
     data = ready = None  # a small archive is read once, whole, and checked and decompressed from memory
     ahead: list = []  # (what read_ahead gave beyond read_archive)
     if check_tar_first:
@@ -180,8 +186,13 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
         if (n, digest) != (entry.tar_size, entry.tar_sha256):
             if data is not None and not isinstance(data, bytes):
                 data.close()
-            return [finding(entry, "attic-tampered", "the compressed archive does not match its manifest's "
-                                                       "size and sha256: not decompressed")]
+            return [
+                finding(
+                    entry,
+                    "attic-tampered",
+                    "the compressed archive does not match its manifest's size and sha256: not decompressed",
+                )
+            ]
     try:
         # (a big archive checked first: the file it was hashed from)
         f = io.BytesIO(data) if isinstance(data, bytes) else data or fsafe.open_regular(entry.tar_path)[0]
@@ -255,23 +266,33 @@ def scan(entry: Entry, sink, absolute_cap: int = ABSOLUTE_CAP, check_tar_first: 
                 finally:
                     h.close()
                 if ok is False:
-                    problems.append(finding(entry, "attic-tampered", f"{m.name}: content does not match the "
-                                                                      "manifest's sha256"))
+                    problems.append(
+                        finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")
+                    )
                     break
         if not problems:
             missing = sorted(set(want) - seen)
             if missing:
-                problems.append(finding(entry, "attic-incomplete", f"members missing from the archive: "
-                                                                    f"{', '.join(missing[:5])}"))
+                problems.append(
+                    finding(entry, "attic-incomplete", f"members missing from the archive: {', '.join(missing[:5])}")
+                )
         if not problems and not check_tar_first:
             while hr.read(CHUNK):
                 pass
             if (hr.n, hr.h.hexdigest()) != (entry.tar_size, entry.tar_sha256):
-                problems.append(finding(entry, "attic-tampered", "the compressed archive does not match its "
-                                                                  "manifest's size and sha256"))
+                problems.append(
+                    finding(
+                        entry, "attic-tampered", "the compressed archive does not match its manifest's size and sha256"
+                    )
+                )
     except _Bomb:
-        problems.append(finding(entry, "attic-bomb", f"decompresses to more than the {cap} bytes its manifest "
-                                                      "accounts for: refused (a decompression bomb?)"))
+        problems.append(
+            finding(
+                entry,
+                "attic-bomb",
+                f"decompresses to more than the {cap} bytes its manifest accounts for: refused (a decompression bomb?)",
+            )
+        )
     except _Mismatch as exc:
         problems.append(finding(entry, "attic-tampered", f"{exc}: content does not match the manifest's sha256"))
     except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError, ValueError) as exc:
@@ -314,7 +335,7 @@ def plain_layout(tar: bytes, members: list) -> bool:
     reader handles (and reports)."""
     off = 0
     for m in members:
-        if not _plain_header(tar[off:off + 512], m):
+        if not _plain_header(tar[off : off + 512], m):
             return False
         size = 0 if m.type == "dir" else m.size
         off += 512 + size + (-size % 512)
@@ -324,9 +345,14 @@ def plain_layout(tar: bytes, members: list) -> bool:
 def _plain_header(h: bytes, m: Member) -> bool:
     """True if ``h`` is the plain ustar header samctl writes for ``m`` (see ``plain_layout``)."""
     name = (m.name + "/" if m.type == "dir" else m.name).encode("utf-8", "surrogateescape")
-    if (len(h) != 512 or len(name) > 100 or h[:100] != name.ljust(100, b"\0")
-            or h[156:157] != (b"5" if m.type == "dir" else b"0")
-            or h[257:265] != b"ustar\x0000" or h.count(0, 345, 500) != 155):  # no prefix
+    if (
+        len(h) != 512
+        or len(name) > 100
+        or h[:100] != name.ljust(100, b"\0")
+        or h[156:157] != (b"5" if m.type == "dir" else b"0")
+        or h[257:265] != b"ustar\x0000"
+        or h.count(0, 345, 500) != 155
+    ):  # no prefix
         return False
     size = 0 if m.type == "dir" else m.size
     try:
@@ -363,12 +389,13 @@ def _scan_plain(entry: Entry, tar: bytes, sink, helper_hashes: bool = True) -> l
     spans, off = [], 0
     for m in entry.members:
         off += 512
-        spans.append((m, view[off:off + m.size]))
+        spans.append((m, view[off : off + m.size]))
         off += m.size + (-m.size % 512)
     digests = None
     if sink is not None and helper_hashes and len(tar) >= PARALLEL_HASH:
-        digests = helper().submit(lambda: [hashlib.sha256(d).hexdigest() if m.type == "file" else None
-                                           for m, d in spans])
+        digests = helper().submit(
+            lambda: [hashlib.sha256(d).hexdigest() if m.type == "file" else None for m, d in spans]
+        )
     for m, data in spans:
         if digests is None and m.type == "file" and hashlib.sha256(data).hexdigest() != m.sha256:
             return [finding(entry, "attic-tampered", f"{m.name}: content does not match the manifest's sha256")]
@@ -425,7 +452,6 @@ def _scan_plain_stream(entry: Entry, raw, sink):
             return None
     end = read_exactly(raw, 512)
     return [] if len(end) < 512 or not end.strip(b"\0") else None
-
 
 
 class _Mismatch(Exception):

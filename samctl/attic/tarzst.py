@@ -40,6 +40,7 @@ SMALL = 8 << 20  # conversations up to this size are archived in memory (one rea
 @dataclass(slots=True)
 class Member:
     """What a manifest records of one tar member (its name relative to the conversations folder)."""
+
     name: str
     type: str  # "file" or "dir"
     size: int
@@ -48,16 +49,23 @@ class Member:
     mtime_ns: int
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "type": self.type, "size": self.size, "sha256": self.sha256,
-                "mode": self.mode, "mtime_ns": self.mtime_ns}
+        return {
+            "name": self.name,
+            "type": self.type,
+            "size": self.size,
+            "sha256": self.sha256,
+            "mode": self.mode,
+            "mtime_ns": self.mtime_ns,
+        }
 
 
 # --- names ------------------------------------------------------------------------
 
+
 def member_name(store, p) -> str:
     """The name of ``p`` (a file or folder under the store) in a tar: relative to the conversations folder."""
     sp, conv = str(p), str(store.conv_dir) + "/"
-    return sp[len(conv):] if sp.startswith(conv) else Path(p).relative_to(store.conv_dir).as_posix()
+    return sp[len(conv) :] if sp.startswith(conv) else Path(p).relative_to(store.conv_dir).as_posix()
 
 
 def safe_member_name(name, cid: str, store_name: str) -> bool:
@@ -77,6 +85,7 @@ def safe_member_name(name, cid: str, store_name: str) -> bool:
 
 
 # --- packing ----------------------------------------------------------------------
+
 
 class _HashWriter:
     def __init__(self, f):
@@ -210,6 +219,7 @@ class Written:
     """What ``write`` wrote: the members, the archive's size and sha256, and (built in
     memory) the compressed bytes, to check the file against.  ``tar`` is the tar they
     decompress to, or None once ``build`` has checked that they do."""
+
     members: list
     size: int
     sha256: str
@@ -315,10 +325,18 @@ def _ustar_header(name: str, typeflag: bytes, mode: int, size: int, mtime: int) 
     ustar block (an ASCII name of at most 100 characters, numbers that fit); else None."""
     if typeflag == b"5":
         name += "/"
-    if len(name) > 100 or not name.isascii() or not (0 <= size < 8 ** 11 and 0 <= mtime < 8 ** 11):
+    if len(name) > 100 or not name.isascii() or not (0 <= size < 8**11 and 0 <= mtime < 8**11):
         return None
-    h = b"".join((name.encode("ascii").ljust(100, b"\0"), b"%07o\0" % (mode & 0o7777), b"0000000\0" * 2,
-                  b"%011o\0%011o\0        " % (size, mtime), typeflag, _USTAR_TAIL))
+    h = b"".join(
+        (
+            name.encode("ascii").ljust(100, b"\0"),
+            b"%07o\0" % (mode & 0o7777),
+            b"0000000\0" * 2,
+            b"%011o\0%011o\0        " % (size, mtime),
+            typeflag,
+            _USTAR_TAIL,
+        )
+    )
     return h[:148] + b"%06o\0 " % sum(h) + h[156:]  # the checksum counts its own field as spaces
 
 

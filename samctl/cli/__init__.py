@@ -43,8 +43,14 @@ COMMANDS = {
 
 
 # The group's options a user may give after the command name too (as `gh -R`): name -> takes a value
-GLOBAL_OPTIONS = {"--root": True, "--max-file-size": True, "--no-cache": False, "--all-stores": False,
-                  "--verbose": False, "-v": False}
+GLOBAL_OPTIONS = {
+    "--root": True,
+    "--max-file-size": True,
+    "--no-cache": False,
+    "--all-stores": False,
+    "--verbose": False,
+    "-v": False,
+}
 
 
 def hoist_globals(args: list) -> list:
@@ -67,7 +73,7 @@ def hoist_globals(args: list) -> list:
         name = word.split("=", 1)[0]
         if name in GLOBAL_OPTIONS:
             takes = GLOBAL_OPTIONS[name] and "=" not in word
-            moved += rest[j:j + 2] if takes else [word]
+            moved += rest[j : j + 2] if takes else [word]
             j += 2 if takes else 1
             continue
         out.append(word)
@@ -103,7 +109,6 @@ class SamctlGroup(click.Group):
         except click.UsageError as exc:
             _usage_error(exc)
 
-
     def format_commands(self, ctx, formatter):
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
@@ -134,8 +139,9 @@ class SamctlGroup(click.Group):
             from samctl.safetext import safe_text
 
             click.echo(safe_text(f"samctl: internal error: {type(exc).__name__}: {exc}", lines=False), err=True)
-            click.echo("hint: this is a bug in samctl; rerun with SAMCTL_DEBUG=1 for the traceback and report it",
-                       err=True)
+            click.echo(
+                "hint: this is a bug in samctl; rerun with SAMCTL_DEBUG=1 for the traceback and report it", err=True
+            )
             ctx.exit(errors.FAILED)
 
 
@@ -149,8 +155,9 @@ def _usage_error(exc, hint=None) -> None:
         if exc.possibilities and not hint:
             import difflib
 
-            near = difflib.get_close_matches(exc.option_name, exc.possibilities, n=1, cutoff=0) or \
-                sorted(exc.possibilities)
+            near = difflib.get_close_matches(exc.option_name, exc.possibilities, n=1, cutoff=0) or sorted(
+                exc.possibilities
+            )
             hint = f"did you mean {near[0]}?"
     elif "; did you mean " in message:
         message, near = message.split("; did you mean ")
@@ -159,8 +166,9 @@ def _usage_error(exc, hint=None) -> None:
         message = message.split(" Did you mean")[0]
     command = exc.ctx.command_path if exc.ctx is not None else "samctl"
     click.echo(safe_text(f"samctl: error: {message}", lines=False), err=True)
-    click.echo(safe_text(f"hint: {hint}" if hint else f"hint: `{command} --help` lists the options", lines=False),
-               err=True)
+    click.echo(
+        safe_text(f"hint: {hint}" if hint else f"hint: `{command} --help` lists the options", lines=False), err=True
+    )
     sys.exit(errors.USAGE)
 
 
@@ -235,8 +243,13 @@ def _guard_streams() -> None:
             old.flush()
         except (AttributeError, OSError, ValueError):  # no real stream (embedded, closed): leave it
             continue
-        new = io.TextIOWrapper(io.BufferedWriter(_PipeSafe(fd)), encoding=old.encoding, errors=old.errors,
-                               line_buffering=old.line_buffering, write_through=old.write_through)
+        new = io.TextIOWrapper(
+            io.BufferedWriter(_PipeSafe(fd)),
+            encoding=old.encoding,
+            errors=old.errors,
+            line_buffering=old.line_buffering,
+            write_through=old.write_through,
+        )
         _REPLACED.append(old)  # kept: the last reference going would close the descriptor under the new one
         setattr(sys, name, new)
 
@@ -262,20 +275,36 @@ def size_option(ctx, param, value):
     return None if value is None else _parse_size(value)
 
 
-@click.group("samctl", cls=SamctlGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--root", "roots", multiple=True, metavar="PATH",
-              help="A store: a SAM base folder, a SAM conversations folder, a mermaid project folder, "
-                   "or a .mermaid/conversations folder; read-only: ~/.claude or ~/.codex (or a folder in them), "
-                   "llm's logs.db, a ChatGPT export (.zip or folder). Repeatable. Default: every store samctl "
-                   "finds (samctl stores); a command that writes and selects by filters acts on the one it can "
-                   "write (docs/scope.md). Also SAMCTL_ROOT (several separated by ':'). Before or after the "
-                   "command name.")
-@click.option("--all-stores", is_flag=True, help="A command that writes and selects by filters (--older-than) "
-              "acts on every store samctl finds, in turn; the stores it cannot act on are skipped.")
+@click.group(
+    "samctl", cls=SamctlGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    metavar="PATH",
+    help="A store: a SAM base folder, a SAM conversations folder, a mermaid project folder, "
+    "or a .mermaid/conversations folder; read-only: ~/.claude or ~/.codex (or a folder in them), "
+    "llm's logs.db, a ChatGPT export (.zip or folder). Repeatable. Default: every store samctl "
+    "finds (samctl stores); a command that writes and selects by filters acts on the one it can "
+    "write (docs/scope.md). Also SAMCTL_ROOT (several separated by ':'). Before or after the "
+    "command name.",
+)
+@click.option(
+    "--all-stores",
+    is_flag=True,
+    help="A command that writes and selects by filters (--older-than) "
+    "acts on every store samctl finds, in turn; the stores it cannot act on are skipped.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Also say which stores were skipped, and why.")
-@click.option("--max-file-size", metavar="SIZE", default=None, callback=size_option,
-              help="Refuse to read files larger than SIZE (e.g. 64M). Default: mermaid's own caps "
-                   "(64 MiB snapshots, 128 MiB logs).")
+@click.option(
+    "--max-file-size",
+    metavar="SIZE",
+    default=None,
+    callback=size_option,
+    help="Refuse to read files larger than SIZE (e.g. 64M). Default: mermaid's own caps "
+    "(64 MiB snapshots, 128 MiB logs).",
+)
 @click.option("--no-cache", is_flag=True, help="Do not read or write samctl's disposable caches.")
 @click.version_option(__version__, prog_name="samctl")
 @click.pass_context

@@ -23,16 +23,26 @@ from samctl.timeparse import parse_age
 
 @click.command("archive")
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids)
-@click.option("--older-than", metavar="AGE",
-              help="Archive conversations idle for AGE (90d, 2w, 1y): since their last update or, for SAM, their newest "
-                   "message.")
-@click.option("--keep-last", type=click.IntRange(min=0), metavar="N", help="Never archive the N most recently "
-              "updated conversations.")
+@click.option(
+    "--older-than",
+    metavar="AGE",
+    help="Archive conversations idle for AGE (90d, 2w, 1y): since their last update or, for SAM, their newest message.",
+)
+@click.option(
+    "--keep-last",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Never archive the N most recently updated conversations.",
+)
 @click.option("--title", metavar="TEXT", help="Only conversations whose title contains TEXT (case-insensitive).")
 @click.option("--include-pinned", is_flag=True, help="Also archive pinned SAM conversations.")
-@click.option("--copy", is_flag=True, help="Keep a verified copy in the attic and leave the conversation where it "
-              "is; a conversation unchanged since its last copy is not copied again, and a new copy replaces the "
-              "older one. Asks no confirmation.")
+@click.option(
+    "--copy",
+    is_flag=True,
+    help="Keep a verified copy in the attic and leave the conversation where it "
+    "is; a conversation unchanged since its last copy is not copied again, and a new copy replaces the "
+    "older one. Asks no confirmation.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Say nothing unless something is wrong (for cron).")
 @dry_run_option
 @yes_option
@@ -40,12 +50,29 @@ from samctl.timeparse import parse_age
 @ignore_unreadable_option
 @lock_wait_option
 @format_opt
-@examples("samctl archive --older-than 90d --dry-run", "samctl archive --older-than 90d --keep-last 20 --yes",
-          "samctl archive 20260810_140307",
-          "samctl archive --copy --older-than 20d --all-stores -q   # crontab: keep before the apps delete")
+@examples(
+    "samctl archive --older-than 90d --dry-run",
+    "samctl archive --older-than 90d --keep-last 20 --yes",
+    "samctl archive 20260810_140307",
+    "samctl archive --copy --older-than 20d --all-stores -q   # crontab: keep before the apps delete",
+)
 @click.pass_context
-def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet, dry_run, yes, force,
-            ignore_unreadable, lock_wait, fmt):
+def command(
+    ctx,
+    ids,
+    older_than,
+    keep_last,
+    title,
+    include_pinned,
+    copy,
+    quiet,
+    dry_run,
+    yes,
+    force,
+    ignore_unreadable,
+    lock_wait,
+    fmt,
+):
     """Move idle conversations to the attic as archived; `samctl restore` brings them back.
 
     Archived entries are kept until you remove them (`samctl compact` purges
@@ -76,12 +103,21 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet,
         return sel
 
     def act(store, sel):
-        again = lambda confirmed: lifecycle.matching(store, confirmed, age, False, title,  # noqa: E731
-                                                     include_pinned, keep_last)
-        how = dict(dry_run=dry_run, force=force, lock_wait=lock_wait, ignore_unreadable=ignore_unreadable,
-                   again=again)
-        report = lifecycle.keep(store, sel.targets, **how) if copy else \
-            lifecycle.remove(store, sel.targets, "archived", **how)
+        again = lambda confirmed: lifecycle.matching(
+            store,
+            confirmed,
+            age,
+            False,
+            title,  # noqa: E731
+            include_pinned,
+            keep_last,
+        )
+        how = dict(dry_run=dry_run, force=force, lock_wait=lock_wait, ignore_unreadable=ignore_unreadable, again=again)
+        report = (
+            lifecycle.keep(store, sel.targets, **how)
+            if copy
+            else lifecycle.remove(store, sel.targets, "archived", **how)
+        )
         report.findings[:0] = sel.problems
         return report
 
@@ -95,7 +131,21 @@ def command(ctx, ids, older_than, keep_last, title, include_pinned, copy, quiet,
     state = "kept" if copy else "archived"
 
     def hint(items, store) -> str:
-        return f"bring one back with: {suggest(ctx, 'restore', 'ID', store)} " \
-               f"(`{suggest(ctx, 'attic', store=store, rest='--state ' + state)}` lists them)"
-    move_all(ctx, scope, targets_of(ctx, scope, ids), plan, act, ask, fmt=fmt, dry_run=dry_run, quiet=quiet,
-             hint=hint, nothing_said=f"nothing to {'copy' if copy else 'archive'}; nothing was changed")
+        return (
+            f"bring one back with: {suggest(ctx, 'restore', 'ID', store)} "
+            f"(`{suggest(ctx, 'attic', store=store, rest='--state ' + state)}` lists them)"
+        )
+
+    move_all(
+        ctx,
+        scope,
+        targets_of(ctx, scope, ids),
+        plan,
+        act,
+        ask,
+        fmt=fmt,
+        dry_run=dry_run,
+        quiet=quiet,
+        hint=hint,
+        nothing_said=f"nothing to {'copy' if copy else 'archive'}; nothing was changed",
+    )

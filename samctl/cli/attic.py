@@ -25,16 +25,25 @@ from samctl.core.scope import MOVE
 
 
 @click.command("attic")
-@click.option("--state", type=click.Choice(("deleted", "archived", "history", "kept")), multiple=True,
-              help="Only entries in this state (repeatable). Default: all.")
+@click.option(
+    "--state",
+    type=click.Choice(("deleted", "archived", "history", "kept")),
+    multiple=True,
+    help="Only entries in this state (repeatable). Default: all.",
+)
 @click.option("--verify", is_flag=True, help="Decompress every entry and check every hash (slower).")
-@click.option("--repair", is_flag=True, help="Finish or undo moves a crash interrupted (every writing samctl "
-              "command also does this first). Exit 5 if the owning app is using what it would touch.")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Finish or undo moves a crash interrupted (every writing samctl "
+    "command also does this first). Exit 5 if the owning app is using what it would touch.",
+)
 @force_option
 @lock_wait_option
 @format_option()
-@examples("samctl attic", "samctl attic --state archived --format json", "samctl attic --verify",
-          "samctl attic --repair")
+@examples(
+    "samctl attic", "samctl attic --state archived --format json", "samctl attic --verify", "samctl attic --repair"
+)
 @click.pass_context
 def command(ctx, state, verify, repair, force, lock_wait, fmt):
     """List the attic: conversations removed by `samctl rm`, archived by `samctl archive`,
@@ -62,8 +71,10 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
     skipped = say_skipped(ctx, scope.skipped, fmt)
     if not stores:
         report_findings(found)
-        raise errors.NotFound("no store with an attic found: samctl only reads the stores it found",
-                              hint="`samctl stores` shows what samctl finds")
+        raise errors.NotFound(
+            "no store with an attic found: samctl only reads the stores it found",
+            hint="`samctl stores` shows what samctl finds",
+        )
     per, repaired, left = [], [], False
     for store in stores:
         try:
@@ -83,14 +94,28 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
     entries = sorted((e for _, es, _ in per for e in es), key=lambda e: (e.when_ts, e.stem))
     findings = [f for _, _, fs in per for f in fs]
     if fmt == "json":
-        docs = [{"store": s.name, "root": str(s.conv_dir), "attic": str(attic.attic_dir(s)),
-                 "entries": [e.to_dict() for e in es], "findings": [f.to_dict() for f in fs]} for s, es, fs in per]
+        docs = [
+            {
+                "store": s.name,
+                "root": str(s.conv_dir),
+                "attic": str(attic.attic_dir(s)),
+                "entries": [e.to_dict() for e in es],
+                "findings": [f.to_dict() for f in fs],
+            }
+            for s, es, fs in per
+        ]
         # one shape for one store or several (docs/json.md): every entry and finding at the top, each store's
         # own under "stores"
-        emit_json({"entries": [e for d in docs for e in d["entries"]],
-                   "findings": [dict(f, store=d["store"]) for d in docs for f in d["findings"]]
-                   + [dict(f.to_dict(), store=None) for f in found],
-                   "attic": docs[0]["attic"] if len(docs) == 1 else None, "stores": docs, "skipped": skipped})
+        emit_json(
+            {
+                "entries": [e for d in docs for e in d["entries"]],
+                "findings": [dict(f, store=d["store"]) for d in docs for f in d["findings"]]
+                + [dict(f.to_dict(), store=None) for f in found],
+                "attic": docs[0]["attic"] if len(docs) == 1 else None,
+                "stores": docs,
+                "skipped": skipped,
+            }
+        )
     elif fmt == "jsonl":
         emit_jsonl(e.to_dict() for e in entries)
     elif not repair or entries:
@@ -108,16 +133,42 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
             width = terminal_width()
             if width is None:  # piped: every entry's whole name, as `restore --entry` takes it
                 heads = ["ENTRY (ID.STATE.WHEN)", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"]
-                click.echo(table([(e.stem, format_local(e.when_ts), human_size(e.original_size),
-                                   human_size(e.tar_size), *[get(e) for _, get in store_col], one_line(e.title)[:60])
-                                  for e in entries], heads))
+                click.echo(
+                    table(
+                        [
+                            (
+                                e.stem,
+                                format_local(e.when_ts),
+                                human_size(e.original_size),
+                                human_size(e.tar_size),
+                                *[get(e) for _, get in store_col],
+                                one_line(e.title)[:60],
+                            )
+                            for e in entries
+                        ],
+                        heads,
+                    )
+                )
             else:  # a terminal: the short id, its state, one relative date, the title what is left
                 short = short_ids(e.id for e in entries)
-                click.echo(fit_table([(short[e.id], e.state, relative_date(e.when_ts), human_size(e.original_size),
-                                       human_size(e.tar_size), *[get(e) for _, get in store_col], one_line(e.title))
-                                      for e in entries],
-                                     ["ID", "STATE", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"],
-                                     width))
+                click.echo(
+                    fit_table(
+                        [
+                            (
+                                short[e.id],
+                                e.state,
+                                relative_date(e.when_ts),
+                                human_size(e.original_size),
+                                human_size(e.tar_size),
+                                *[get(e) for _, get in store_col],
+                                one_line(e.title),
+                            )
+                            for e in entries
+                        ],
+                        ["ID", "STATE", "WHEN", "SIZE", "STORED"] + [h for h, _ in store_col] + ["TITLE"],
+                        width,
+                    )
+                )
     if fmt != "json":
         report_findings(findings)
     report_findings(found)
@@ -134,6 +185,7 @@ def _one(store, state, verify: bool, repair: bool, force: bool, lock_wait: float
 
     lines, left = [], []
     if repair:
+
         def app_idle() -> None:  # only moves touch the store (debris is the attic's): only they wait for the app
             if repairmod.pending(store):
                 ensure_app_idle(store, repairmod.pending_ids(store), force)

@@ -41,11 +41,14 @@ def command(ctx):
     the footer; ? lists them all. Needs the optional extra: pip install 'samctl[tui]'.
     """
     if textual_missing():
-        raise SamctlError("samctl browse needs Textual, an optional extra; nothing was done",
-                          hint="pip install 'samctl[tui]'")
+        raise SamctlError(
+            "samctl browse needs Textual, an optional extra; nothing was done", hint="pip install 'samctl[tui]'"
+        )
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError("samctl browse needs a terminal (its input and output); nothing was done",
-                         hint="in a pipe or a script, `samctl ls`, `samctl search` and `samctl show` say the same")
+        raise UsageError(
+            "samctl browse needs a terminal (its input and output); nothing was done",
+            hint="in a pipe or a script, `samctl ls`, `samctl search` and `samctl show` say the same",
+        )
     findings: list = []
     stores = stores_in_scope(ctx, findings)
     from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)

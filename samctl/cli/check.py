@@ -19,16 +19,29 @@ from samctl.core.check import check
 
 
 @click.command("check")
-@click.option("--fix", is_flag=True, help="Apply safe fixes only: tighten modes to 0600/0700, rebuild "
-              "missing or stale mermaid .meta sidecars, trim torn log tails of sessions mermaid does not have "
-              "open. Says what it changed.")
-@click.option("--lock-wait", type=Number(min=0), default=0, show_default=True, metavar="SECONDS",
-              help="With --fix: wait up to SECONDS for another samctl that is writing to this store, then give up "
-                   "with exit 5.")
-@click.option("--force", is_flag=True, help="With --fix: fix even while the owning app uses the store (SAM "
-              "running, a mermaid session open).")
-@click.option("--quiet", "-q", is_flag=True,
-              help="Leave out info lines (warnings, errors and the summary are still printed).")
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Apply safe fixes only: tighten modes to 0600/0700, rebuild "
+    "missing or stale mermaid .meta sidecars, trim torn log tails of sessions mermaid does not have "
+    "open. Says what it changed.",
+)
+@click.option(
+    "--lock-wait",
+    type=Number(min=0),
+    default=0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --fix: wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --fix: fix even while the owning app uses the store (SAM running, a mermaid session open).",
+)
+@click.option(
+    "--quiet", "-q", is_flag=True, help="Leave out info lines (warnings, errors and the summary are still printed)."
+)
 @format_option(("text", "json"), "text")
 @examples("samctl check", "samctl check --fix", "samctl check --format json | jq '.findings[].code'")
 @click.pass_context
@@ -62,9 +75,15 @@ def command(ctx, fix, lock_wait, force, quiet, fmt):
             continue
         problems = problems or report.problems
         summary = report.summary()
-        reports.append({"store": store.name, "root": str(store.conv_dir),
-                        "findings": [f.to_dict() for f in report.findings], "fixes": report.fixes,
-                        "summary": summary})
+        reports.append(
+            {
+                "store": store.name,
+                "root": str(store.conv_dir),
+                "findings": [f.to_dict() for f in report.findings],
+                "fixes": report.fixes,
+                "summary": summary,
+            }
+        )
         if fmt == "json":
             continue
         for line in report.fixes:
@@ -94,7 +113,11 @@ def _document(reports: list, skipped: list, found: list) -> dict:
             total[k] += r["summary"].get(k, 0)
         for code, n in r["summary"]["by_code"].items():
             total["by_code"][code] = total["by_code"].get(code, 0) + n
-    return {"findings": [dict(f, store=r["store"]) for r in reports for f in r["findings"]]
-            + [dict(f.to_dict(), store=None) for f in found],
-            "fixes": [x for r in reports for x in r["fixes"]],
-            "summary": total, "stores": reports, "skipped": skipped}
+    return {
+        "findings": [dict(f, store=r["store"]) for r in reports for f in r["findings"]]
+        + [dict(f.to_dict(), store=None) for f in found],
+        "fixes": [x for r in reports for x in r["fixes"]],
+        "summary": total,
+        "stores": reports,
+        "skipped": skipped,
+    }

@@ -24,6 +24,7 @@ from samctl import errors
 class Run:
     """Per-run state, on the click context (``ctx.obj``): the ``Scope`` of this run (core/scope.py) and
     the group's options.  Nothing of a run lives in a module global."""
+
     scope: object
     verbose: bool = False
 
@@ -45,9 +46,14 @@ def make_scope(roots, named: bool, all_stores: bool, max_file_size, cache: bool)
     from samctl.core.scope import Scope
     from samctl.stores.base import Caps
 
-    return Scope(roots=tuple(roots), named=named, all_stores=all_stores, cache=cache,
-                 caps=Caps.uniform(max_file_size) if max_file_size else Caps(),
-                 note=lambda f: report_findings([f]))
+    return Scope(
+        roots=tuple(roots),
+        named=named,
+        all_stores=all_stores,
+        cache=cache,
+        caps=Caps.uniform(max_file_size) if max_file_size else Caps(),
+        note=lambda f: report_findings([f]),
+    )
 
 
 def current_scope():
@@ -121,8 +127,14 @@ def findings_first(findings: list):
 def format_option(choices=("table", "json", "jsonl"), default="table"):
     stable = [c for c in choices if c.startswith("json")]
     said = " and ".join(stable) + (" are stable interfaces" if len(stable) > 1 else " is a stable interface")
-    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-                        help=f"Output format; {said}.")
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default=default,
+        show_default=True,
+        help=f"Output format; {said}.",
+    )
 
 
 # What JSON allows raw in a string but a terminal acts on (DEL, C1 controls, line separators, bidi
@@ -147,8 +159,9 @@ def _json(obj, option: int) -> bytes:
             import json
 
             indent = 2 if option & orjson.OPT_INDENT_2 else None
-            data = json.dumps(obj, ensure_ascii=False, indent=indent, default=str,
-                              separators=None if indent else (",", ":")).encode("utf-8")
+            data = json.dumps(
+                obj, ensure_ascii=False, indent=indent, default=str, separators=None if indent else (",", ":")
+            ).encode("utf-8")
     return _escape_controls(data)
 
 
@@ -158,6 +171,7 @@ def printable(obj):
     File names that are not UTF-8 reach Python as surrogate escapes: they are
     shown as ``\\xff`` escapes, and lone surrogates as ``\\ud800``.
     """
+
     def fix(s):
         if not isinstance(s, str):
             return s
@@ -305,12 +319,14 @@ def _char_width(ch: str) -> int:
 
 def examples(*lines):
     """Append an Examples block to a command's help."""
+
     def deco(f):
         text = "\n\n\b\nExamples:\n" + "\n".join(f"  {ln}" for ln in lines)
         # cleandoc first: the appended block is flush left, so click's own dedent would otherwise keep the
         # docstring's indentation and mangle every paragraph after the first
         f.__doc__ = inspect.cleandoc(f.__doc__ or "") + text
         return f
+
     return deco
 
 
@@ -325,8 +341,7 @@ def complete_ids(ctx, param, incomplete):
 
 def complete_logged_ids(ctx, param, incomplete):
     """``complete_ids`` for a command that reads event logs (``log``): nothing for a store without them."""
-    return _complete(ctx, incomplete, lambda store: store.all_ids() if store.has_event_logs else [],
-                     _listed_titles)
+    return _complete(ctx, incomplete, lambda store: store.all_ids() if store.has_event_logs else [], _listed_titles)
 
 
 def complete_event_types(ctx, param, incomplete):
@@ -361,8 +376,12 @@ def complete_attic_ids(ctx, param, incomplete):
                 out.add(parsed[0])
         return sorted(out)
 
-    return _complete(ctx, incomplete, ids_in_attic, lambda store, ids: {
-        e.id: e.title for e in attic.list_entries(store, [], want=lambda stem, cid: cid in ids)})
+    return _complete(
+        ctx,
+        incomplete,
+        ids_in_attic,
+        lambda store, ids: {e.id: e.title for e in attic.list_entries(store, [], want=lambda stem, cid: cid in ids)},
+    )
 
 
 def _complete(ctx, incomplete, ids_of, titles_of) -> list:
@@ -381,8 +400,11 @@ def _complete(ctx, incomplete, ids_of, titles_of) -> list:
         out = []
         for store, ids in found:
             titles = titles_of(store, set(ids)) if ids and few else {}
-            out += [CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None) for i in ids
-                    if i in titles or not titles]
+            out += [
+                CompletionItem(i, help=" ".join((titles.get(i) or "").split())[:60] or None)
+                for i in ids
+                if i in titles or not titles
+            ]
         return out
     except Exception:  # noqa: BLE001 - completion must never break the user's shell
         return []
@@ -398,6 +420,7 @@ def _completion_stores(ctx) -> list:
 
 
 # -- tables that fit the terminal (issue #33) --------------------------------------------------------------
+
 
 def terminal_width() -> int | None:
     """The terminal's width when stdout is one (COLUMNS honoured); None when piped: scripts get every value
@@ -464,12 +487,13 @@ def fit_table(rows, headers, width: int | None, optional=(), header: bool = True
     terminal.  ``width`` None (piped): ``table`` as it is."""
     rows = [tuple(r) for r in rows]
     if width is not None:
-        keep = [i for i, h in enumerate(headers)
-                if h not in optional or any(r[i] not in (None, "") for r in rows)]
+        keep = [i for i, h in enumerate(headers) if h not in optional or any(r[i] not in (None, "") for r in rows)]
         headers = [headers[i] for i in keep]
         rows = [tuple(r[i] for i in keep) for r in rows]
-        fixed = sum(max([display_width(h)] + [display_width("" if r[i] is None else str(r[i]).strip())
-                                                  for r in rows]) for i, h in enumerate(headers[:-1]))
+        fixed = sum(
+            max([display_width(h)] + [display_width("" if r[i] is None else str(r[i]).strip()) for r in rows])
+            for i, h in enumerate(headers[:-1])
+        )
         room = max(8, width - fixed - 2 * (len(headers) - 1))
         rows = [r[:-1] + (clip("" if r[-1] is None else str(r[-1]).strip(), room),) for r in rows]
     text = table(rows, headers, header_pad=0 if width is not None else 2)  # (piped: the layout scripts know)
@@ -481,6 +505,11 @@ def fit_table(rows, headers, width: int | None, optional=(), header: bool = True
 
 
 def date_option(f):
-    return click.option("--date", "date_style", type=click.Choice(("relative", "iso")), default="relative",
-                        show_default=True, help="On a terminal, dates as \"3h ago\" or as 2026-08-10 14:03 "
-                        "(piped: always the full date).")(f)
+    return click.option(
+        "--date",
+        "date_style",
+        type=click.Choice(("relative", "iso")),
+        default="relative",
+        show_default=True,
+        help='On a terminal, dates as "3h ago" or as 2026-08-10 14:03 (piped: always the full date).',
+    )(f)

@@ -17,11 +17,22 @@ from samctl.timeparse import parse_age
 
 
 @click.command("compact")
-@click.option("--grace", metavar="AGE", default="30d", show_default=True,
-              help="Purge deleted attic entries (not ones that were pinned), and remove samctl's .bak/.torn copies, older "
-                   "than AGE.")
-@click.option("--log-threshold", metavar="SIZE", default="64M", show_default=True, callback=size_option,
-              help="Rewrite mermaid logs larger than SIZE (half mermaid's 128 MiB cap by default).")
+@click.option(
+    "--grace",
+    metavar="AGE",
+    default="30d",
+    show_default=True,
+    help="Purge deleted attic entries (not ones that were pinned), and remove samctl's .bak/.torn copies, older "
+    "than AGE.",
+)
+@click.option(
+    "--log-threshold",
+    metavar="SIZE",
+    default="64M",
+    show_default=True,
+    callback=size_option,
+    help="Rewrite mermaid logs larger than SIZE (half mermaid's 128 MiB cap by default).",
+)
 @dry_run_option
 @force_option
 @ignore_unreadable_option
@@ -29,8 +40,12 @@ from samctl.timeparse import parse_age
 @click.option("--quiet", "-q", is_flag=True, help="Say nothing unless something is wrong.")
 @click.option("--verbose", "-v", is_flag=True, help="One line per action, and what was left alone and why.")
 @format_opt
-@examples("samctl compact", "samctl compact --dry-run -v", "samctl compact --grace 7d --lock-wait 60 -q",
-          "0 3 * * *  samctl compact --all-stores -q   # crontab")
+@examples(
+    "samctl compact",
+    "samctl compact --dry-run -v",
+    "samctl compact --grace 7d --lock-wait 60 -q",
+    "0 3 * * *  samctl compact --all-stores -q   # crontab",
+)
 @click.pass_context
 def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_wait, quiet, verbose, fmt):
     """Keep the store and its attic healthy; safe to run from cron.
@@ -51,8 +66,14 @@ def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_w
     scope = scope_of(ctx, MOVE, filters=True)
     verbose = verbose or run_of(ctx).verbose  # (-v anywhere on the line is the group's)
     stores = scope.stores()
-    opts = CompactOptions(grace=parse_age(grace), log_threshold=log_threshold, dry_run=dry_run,
-                          force=force, lock_wait=lock_wait, ignore_unreadable=ignore_unreadable)
+    opts = CompactOptions(
+        grace=parse_age(grace),
+        log_threshold=log_threshold,
+        dry_run=dry_run,
+        force=force,
+        lock_wait=lock_wait,
+        ignore_unreadable=ignore_unreadable,
+    )
     if len(stores) == 1 and not scope.several:  # (one store: its errors raised, its document as it always was)
         rep = _one(stores[0], opts, fmt, quiet, verbose, dry_run, several=False)
         exit_with(errors.PARTIAL if _problems(rep) else errors.OK)
@@ -61,8 +82,16 @@ def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_w
     outcomes = scope.run(lambda s: _one(s, opts, fmt, quiet, verbose, dry_run, several=True), stores)
     say_failed(outcomes)
     if fmt == "json":
-        emit_json({"stores": [dict(o.value.to_dict(), store=o.store.name, root=str(o.store.conv_dir))
-                              for o in outcomes if o.status == "done"], "skipped": skipped})
+        emit_json(
+            {
+                "stores": [
+                    dict(o.value.to_dict(), store=o.store.name, root=str(o.store.conv_dir))
+                    for o in outcomes
+                    if o.status == "done"
+                ],
+                "skipped": skipped,
+            }
+        )
     exit_with(scope.exit_code(outcomes, partial=any(_problems(o.value) for o in outcomes if o.status == "done")))
 
 
@@ -92,13 +121,22 @@ def _one(store, opts, fmt, quiet, verbose, dry_run, several):
                 click.echo(f"repaired: {line}", err=True)
         if verbose:
             for a in rep.actions:
-                size = f" ({human_size(a['bytes_before'])} -> {human_size(a['bytes_after'])})" \
-                    if a["bytes_before"] or a["bytes_after"] else ""
+                size = (
+                    f" ({human_size(a['bytes_before'])} -> {human_size(a['bytes_after'])})"
+                    if a["bytes_before"] or a["bytes_after"]
+                    else ""
+                )
                 if "log_after" in a:  # the parts: what the log becomes, and what its old bytes take in the attic
-                    size = (f" (log {human_size(a['bytes_before'])} -> {human_size(a['log_after'])}, history segment "
-                            f"{human_size(a['history'])})")
-                click.echo(safe_text(f"{'would ' if dry_run else ''}{a['kind']}: {a['path']}{size} {a['detail']}"
-                                     .rstrip(), lines=False))
+                    size = (
+                        f" (log {human_size(a['bytes_before'])} -> {human_size(a['log_after'])}, history segment "
+                        f"{human_size(a['history'])})"
+                    )
+                click.echo(
+                    safe_text(
+                        f"{'would ' if dry_run else ''}{a['kind']}: {a['path']}{size} {a['detail']}".rstrip(),
+                        lines=False,
+                    )
+                )
         for f in rep.findings:
             if f.severity != "info" or verbose:
                 click.echo(f.line(), err=True)
@@ -107,17 +145,24 @@ def _one(store, opts, fmt, quiet, verbose, dry_run, several):
     return rep
 
 
-_NAMES = {"purge-entry": ("attic entry purged", "attic entries purged"), "rewrite-log": ("log rewritten", "logs rewritten"),
-          "trim-tail": ("torn tail cut", "torn tails cut"), "remove-temp": ("stale temp removed", "stale temps removed"),
-          "remove-backup": ("old .bak/.torn removed",) * 2, "vacuum": ("database vacuumed", "databases vacuumed")}
+_NAMES = {
+    "purge-entry": ("attic entry purged", "attic entries purged"),
+    "rewrite-log": ("log rewritten", "logs rewritten"),
+    "trim-tail": ("torn tail cut", "torn tails cut"),
+    "remove-temp": ("stale temp removed", "stale temps removed"),
+    "remove-backup": ("old .bak/.torn removed",) * 2,
+    "vacuum": ("database vacuumed", "databases vacuumed"),
+}
 
 
 def _summary(rep, store) -> str:
     counts = rep.counts()
     parts = [f"{n} {_NAMES.get(k, (k, k))[n != 1]}" for k, n in counts.items()] or ["nothing to do"]
     head = "compact (dry run): " + ("would do " if counts else "") if rep.dry_run else "compact: "
-    return (f"{head}{', '.join(parts)}; {store.describe()} and attic: {human_size(rep.bytes_before)} -> "
-            f"{human_size(rep.bytes_after)}{' (estimated)' if rep.dry_run else ''}")
+    return (
+        f"{head}{', '.join(parts)}; {store.describe()} and attic: {human_size(rep.bytes_before)} -> "
+        f"{human_size(rep.bytes_after)}{' (estimated)' if rep.dry_run else ''}"
+    )
 
 
 def _stderr_is_tty() -> bool:

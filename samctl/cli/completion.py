@@ -11,9 +11,11 @@ SHELLS = ("bash", "zsh", "fish")
 
 @click.command("completion")
 @click.argument("shell", type=click.Choice(SHELLS))
-@examples('eval "$(samctl completion bash)"          # in ~/.bashrc',
-          'eval "$(samctl completion zsh)"           # in ~/.zshrc',
-          "samctl completion fish > ~/.config/fish/completions/samctl.fish")
+@examples(
+    'eval "$(samctl completion bash)"          # in ~/.bashrc',
+    'eval "$(samctl completion zsh)"           # in ~/.zshrc',
+    "samctl completion fish > ~/.config/fish/completions/samctl.fish",
+)
 def command(shell):
     """Print the completion script for SHELL (bash, zsh or fish).
 

@@ -35,22 +35,37 @@ class _Progress:
 @click.option("--all", "all_", is_flag=True, help="Export every conversation (newest first).")
 @click.option("--since", metavar="WHEN", help="With --all: only conversations updated since WHEN (7d, 2026-08-01).")
 @click.option("--until", metavar="WHEN", help="With --all: only conversations updated until WHEN.")
-@click.option("--to", "fmt", type=click.Choice(FORMATS), default="markdown", show_default=True,
-              help="markdown: a readable document; html: a self-contained page (plus index.html for several); "
-                   "json: samctl's model; jsonl: one message per line; sam-package: SAM's own import file.")
-@click.option("-o", "--output", metavar="PATH|-",
-              help="A file for one conversation, a folder for several (created 0700; files 0600). A .json/.jsonl "
-                   "file name holds several conversations in one stream (json, jsonl, sam-package: a bulk package). "
-                   "Default, or -: stdout (json, jsonl, sam-package, or one conversation). Never inside the "
-                   "app's folder; an existing file is replaced, unless nothing could be exported.")
-@click.option("--all-messages", is_flag=True,
-              help="Also export what the app's UI hides (system-generated turns, empty messages). SAM packages "
-                   "always carry every message.")
+@click.option(
+    "--to",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="markdown",
+    show_default=True,
+    help="markdown: a readable document; html: a self-contained page (plus index.html for several); "
+    "json: samctl's model; jsonl: one message per line; sam-package: SAM's own import file.",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="PATH|-",
+    help="A file for one conversation, a folder for several (created 0700; files 0600). A .json/.jsonl "
+    "file name holds several conversations in one stream (json, jsonl, sam-package: a bulk package). "
+    "Default, or -: stdout (json, jsonl, sam-package, or one conversation). Never inside the "
+    "app's folder; an existing file is replaced, unless nothing could be exported.",
+)
+@click.option(
+    "--all-messages",
+    is_flag=True,
+    help="Also export what the app's UI hides (system-generated turns, empty messages). SAM packages "
+    "always carry every message.",
+)
 @click.option("--progress/--no-progress", default=None, help="Show progress on stderr (default: on a terminal).")
-@examples("samctl export 8B58 --to markdown > trip.md",
-          "samctl export --all --to html -o ~/exports/chats && open ~/exports/chats/index.html",
-          "samctl export --all --since 30d --to jsonl | jq -r .content",
-          "samctl export 8B58 --to sam-package -o portland.json   # then import it in SAM")
+@examples(
+    "samctl export 8B58 --to markdown > trip.md",
+    "samctl export --all --to html -o ~/exports/chats && open ~/exports/chats/index.html",
+    "samctl export --all --since 30d --to jsonl | jq -r .content",
+    "samctl export 8B58 --to sam-package -o portland.json   # then import it in SAM",
+)
 @project_options
 @click.pass_context
 def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, project, here):
@@ -69,8 +84,10 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, p
     if ids and all_:
         raise UsageError("give conversation IDs or --all, not both", hint="drop the IDs to export everything")
     if not ids and not all_:
-        raise UsageError("nothing to export: give conversation IDs or --all",
-                         hint="`samctl ls` lists the ids; then e.g. `samctl export ID --to markdown`")
+        raise UsageError(
+            "nothing to export: give conversation IDs or --all",
+            hint="`samctl ls` lists the ids; then e.g. `samctl export ID --to markdown`",
+        )
     if (since is not None or until is not None) and not all_:
         raise UsageError("--since/--until choose from --all", hint="add --all, or drop --since/--until")
     project = project_spec(project, here)
@@ -78,8 +95,10 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, p
         raise UsageError("--project/--here choose from --all", hint="add --all, or drop --project/--here")
     scope = scope_of(ctx)
     stores, findings = scope.stores(), scope.findings
-    since, until = (parse_when(since) if since is not None else None,
-                    parse_when(until, end=True) if until is not None else None)
+    since, until = (
+        parse_when(since) if since is not None else None,
+        parse_when(until, end=True) if until is not None else None,
+    )
     if len(stores) == 1:
         store = stores[0]
         selected = core.select_ids(store, ids, all_, since, until, findings, project)
@@ -92,8 +111,17 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, p
     show = progress if progress is not None else (all_ and sys.stderr.isatty())
     bar = _Progress() if show and selected else None
     try:
-        res = core.export(store, selected, fmt, plan, findings, include_hidden=all_messages,
-                          stdout=_Stdout() if plan.kind == "stdout" else None, progress=bar, as_many=many)
+        res = core.export(
+            store,
+            selected,
+            fmt,
+            plan,
+            findings,
+            include_hidden=all_messages,
+            stdout=_Stdout() if plan.kind == "stdout" else None,
+            progress=bar,
+            as_many=many,
+        )
     finally:
         if bar:
             bar.close()

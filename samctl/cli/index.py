@@ -58,10 +58,19 @@ def progress_printer(stream, interval: float = 0.2, delay: float = 0.5):
 @click.command("index")
 @click.option("--rebuild", is_flag=True, help="Build the index again from every file of the store.")
 @click.option("--update", is_flag=True, help="Bring the index up to date now (what a search does first).")
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
-              help="json is a stable interface.")
-@examples("samctl index", "samctl index --update      # e.g. from cron, so that searches start warm",
-          "samctl index --rebuild --format json")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="json is a stable interface.",
+)
+@examples(
+    "samctl index",
+    "samctl index --update      # e.g. from cron, so that searches start warm",
+    "samctl index --rebuild --format json",
+)
 @click.pass_context
 def command(ctx, rebuild, update, fmt):
     """Show the state of samctl's search index of each store: rows, files, size, age, and the
@@ -106,8 +115,15 @@ def _one(store, rebuild: bool, update: bool, fmt: str, several: bool = False, ca
     if store.cache_note:
         raise SamctlError("the index lives in samctl's cache folder, which this run cannot use (above)")
     if not store.use_cache:
-        raise UsageError("the index is a cache, and " + ("--no-cache turns caches off" if not cache else "samctl keeps none for this store (a search reads its files directly)"),
-                         hint="leave out --no-cache (searches with --no-cache read the files directly)" if not cache else None)
+        raise UsageError(
+            "the index is a cache, and "
+            + (
+                "--no-cache turns caches off"
+                if not cache
+                else "samctl keeps none for this store (a search reads its files directly)"
+            ),
+            hint="leave out --no-cache (searches with --no-cache read the files directly)" if not cache else None,
+        )
     if rebuild or update:
         progress = progress_printer(sys.stderr)
         findings: list = []
@@ -119,8 +135,9 @@ def _one(store, rebuild: bool, update: bool, fmt: str, several: bool = False, ca
             if progress:
                 progress.done()
         if fmt == "text":
-            what = "rebuilt" if idx.rebuilt else (f"updated: {len(idx.read)} files read again, "
-                                                  f"{len(idx.removed)} removed")
+            what = (
+                "rebuilt" if idx.rebuilt else (f"updated: {len(idx.read)} files read again, {len(idx.removed)} removed")
+            )
             click.echo(f"index {what}", err=True)
     st = ix.state(store)
     if st["exists"] and st["problems"]:
@@ -160,8 +177,10 @@ def _text(st: dict) -> str:
     else:
         lines.append("state:    ok (every byte matches its checksum)")
     rows = st["rows"]
-    lines.append(f"rows:     {sum(rows.values()):,} ({rows['memory']:,} memories, {rows['message']:,} messages, "
-                 f"{rows['archived']:,} archived messages); {st['dead']:,} superseded, awaiting compaction")
+    lines.append(
+        f"rows:     {sum(rows.values()):,} ({rows['memory']:,} memories, {rows['message']:,} messages, "
+        f"{rows['archived']:,} archived messages); {st['dead']:,} superseded, awaiting compaction"
+    )
     lines.append(f"files:    {st['files']:,} indexed, {st['files_with_findings']:,} with problems (`samctl check`)")
     lines.append(f"size:     {human_size(st['size'])} in {st['segments']} segment{'s' if st['segments'] != 1 else ''}")
     lines.append(f"updated:  {format_local(st['updated'])} ({_ago(st['age'])}); built {format_local(st['created'])}")
@@ -170,8 +189,10 @@ def _text(st: dict) -> str:
         lines.append("stale:    none, up to date")
     else:
         n = len(stale)
-        lines.append(f"stale:    {n} file{' changed' if n == 1 else 's changed'} since (the next search reads "
-                     f"{'it' if n == 1 else 'them'} again):")
+        lines.append(
+            f"stale:    {n} file{' changed' if n == 1 else 's changed'} since (the next search reads "
+            f"{'it' if n == 1 else 'them'} again):"
+        )
         lines += [f"          {s['key']} ({s['reason']})" for s in stale[:20]]
         if n > 20:
             lines.append(f"          … and {n - 20} more (--format json lists all)")

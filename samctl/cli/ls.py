@@ -34,19 +34,30 @@ from samctl.timeparse import format_local, parse_when
 @click.option("--pinned", is_flag=True, help="Only pinned conversations (SAM).")
 @click.option("--title", metavar="TEXT", help="Only titles containing TEXT (case-insensitive).")
 @click.option("--limit", "-n", type=click.IntRange(min=1), metavar="N", help="At most N conversations (1 or more).")
-@click.option("--sort", type=click.Choice(SORT_KEYS), default="updated", show_default=True,
-              help="Order; newest/largest first (titles A-Z).")
+@click.option(
+    "--sort",
+    type=click.Choice(SORT_KEYS),
+    default="updated",
+    show_default=True,
+    help="Order; newest/largest first (titles A-Z).",
+)
 @click.option("--reverse", "-r", is_flag=True, help="Reverse the order.")
 @project_options
 @click.option("--ids", "ids_only", is_flag=True, help="Print the ids only, one a line (whole ids).")
 @click.option("--no-header", is_flag=True, help="Leave out the table's header line.")
 @date_option
 @format_option()
-@examples("samctl ls --since 7d", "samctl ls --here", "samctl ls --sort size -n 10",
-          "samctl ls --format jsonl | jq .title", "samctl ls --ids | xargs -n1 samctl export")
+@examples(
+    "samctl ls --since 7d",
+    "samctl ls --here",
+    "samctl ls --sort size -n 10",
+    "samctl ls --format jsonl | jq .title",
+    "samctl ls --ids | xargs -n1 samctl export",
+)
 @click.pass_context
-def command(ctx, since, until, pinned, title, limit, sort, reverse, project, here, ids_only, no_header,
-            date_style, fmt):
+def command(
+    ctx, since, until, pinned, title, limit, sort, reverse, project, here, ids_only, no_header, date_style, fmt
+):
     """List conversations: id, created, updated, messages, size, pinned, store, title.
 
     Without --root, of every store samctl finds (samctl stores), in one order; --root (repeatable)
@@ -55,7 +66,12 @@ def command(ctx, since, until, pinned, title, limit, sort, reverse, project, her
     query = ListQuery(
         since=parse_when(since) if since is not None else None,
         until=parse_when(until, end=True) if until is not None else None,
-        pinned=pinned, title=title, limit=limit, sort=sort, reverse=reverse, project=project_spec(project, here),
+        pinned=pinned,
+        title=title,
+        limit=limit,
+        sort=sort,
+        reverse=reverse,
+        project=project_spec(project, here),
     )
     scope = scope_of(ctx)
     stores, findings = scope.stores(), scope.findings
@@ -91,19 +107,47 @@ def _table(metas, date_style: str = "relative", header: bool = True) -> None:
         return
     width = terminal_width()
     if width is None:  # piped: whole values, for scripts
-        rows = [(one_line(m.id), format_local(m.created_ts), format_local(last_activity(m)),
-                 m.message_count if m.message_count is not None else "-", human_size(m.size),
-                 "*" if m.pinned else "", m.store, one_line(m.project or "-"), _title(m)) for m in metas]
+        rows = [
+            (
+                one_line(m.id),
+                format_local(m.created_ts),
+                format_local(last_activity(m)),
+                m.message_count if m.message_count is not None else "-",
+                human_size(m.size),
+                "*" if m.pinned else "",
+                m.store,
+                one_line(m.project or "-"),
+                _title(m),
+            )
+            for m in metas
+        ]
         out = table(rows, ["ID", "CREATED", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "PROJECT", "TITLE"])
         click.echo(out if header else out.split("\n", 1)[1])
         return
     short = short_ids(m.id for m in metas)
     date = relative_date if date_style == "relative" else format_local
-    rows = [(one_line(short[m.id]), date(last_activity(m)), m.message_count if m.message_count is not None else "-",
-             human_size(m.size), "*" if m.pinned else "", m.store, one_line(project_name(m.project)), _title(m))
-            for m in metas]
-    click.echo(fit_table(rows, ["ID", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "PROJECT", "TITLE"], width,
-                         optional=("PIN", "PROJECT"), header=header))
+    rows = [
+        (
+            one_line(short[m.id]),
+            date(last_activity(m)),
+            m.message_count if m.message_count is not None else "-",
+            human_size(m.size),
+            "*" if m.pinned else "",
+            m.store,
+            one_line(project_name(m.project)),
+            _title(m),
+        )
+        for m in metas
+    ]
+    click.echo(
+        fit_table(
+            rows,
+            ["ID", "UPDATED", "MSGS", "SIZE", "PIN", "STORE", "PROJECT", "TITLE"],
+            width,
+            optional=("PIN", "PROJECT"),
+            header=header,
+        )
+    )
 
 
 def _title(m) -> str:

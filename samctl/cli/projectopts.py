@@ -12,11 +12,17 @@ from samctl.errors import UsageError
 
 def project_options(f):
     """Add ``--project NAME|PATH`` and ``--here`` to a command (its parameters ``project`` and ``here``)."""
-    f = click.option("--here", is_flag=True,
-                     help="Only sessions of the current folder and the folders below it (as /resume lists them).")(f)
-    return click.option("--project", metavar="NAME|PATH",
-                        help="Only sessions of a project: its short name (the folder's last part, as ls shows it) "
-                             "or a folder (that folder and below).")(f)
+    f = click.option(
+        "--here",
+        is_flag=True,
+        help="Only sessions of the current folder and the folders below it (as /resume lists them).",
+    )(f)
+    return click.option(
+        "--project",
+        metavar="NAME|PATH",
+        help="Only sessions of a project: its short name (the folder's last part, as ls shows it) "
+        "or a folder (that folder and below).",
+    )(f)
 
 
 def project_spec(project: str | None, here: bool) -> str | None:

@@ -42,23 +42,51 @@ def _print(plan, dry_run: bool, to=None) -> None:
 
 @click.command("recover")
 @click.argument("conversation_id", metavar="ID", shell_complete=complete_ids)
-@click.option("--dry-run", "-n", is_flag=True, help="Print what would change (messages gained and lost, fields "
-              "repaired, source used) and write nothing.")
-@click.option("--to", "to", metavar="PATH", type=click.Path(dir_okay=True, writable=True),
-              help="Write the recovered document to PATH (a file, or a folder) instead of in place.")
-@click.option("--use", metavar="PATH", help="mermaid: adopt this .conflict sibling as the conversation, after "
-              "showing how it differs.")
-@click.option("--from", "from_file", metavar="FILE", help="SAM: also salvage from this SAM export package "
-              "(single or bulk).")
+@click.option(
+    "--dry-run",
+    "-n",
+    is_flag=True,
+    help="Print what would change (messages gained and lost, fields repaired, source used) and write nothing.",
+)
+@click.option(
+    "--to",
+    "to",
+    metavar="PATH",
+    type=click.Path(dir_okay=True, writable=True),
+    help="Write the recovered document to PATH (a file, or a folder) instead of in place.",
+)
+@click.option(
+    "--use",
+    metavar="PATH",
+    help="mermaid: adopt this .conflict sibling as the conversation, after showing how it differs.",
+)
+@click.option(
+    "--from", "from_file", metavar="FILE", help="SAM: also salvage from this SAM export package (single or bulk)."
+)
 @click.option("--force", is_flag=True, help="Write even though the owning app seems to be using the conversation.")
-@click.option("--lock-wait", type=Number(min=0), default=0, show_default=True, metavar="SECONDS",
-              help="Wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.")
+@click.option(
+    "--lock-wait",
+    type=Number(min=0),
+    default=0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before adopting a --use file.")
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
-              help="json is a stable interface.")
-@examples("samctl recover 20260810_1403 --dry-run", "samctl recover 20260810_1403",
-          "samctl recover 8B58 --from ~/Desktop/SAM_Portland_2026-08-10.json",
-          "samctl recover 20260810_1403 --use .mermaid/conversations/20260810_140307_512.4242.0.conflict")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="json is a stable interface.",
+)
+@examples(
+    "samctl recover 20260810_1403 --dry-run",
+    "samctl recover 20260810_1403",
+    "samctl recover 8B58 --from ~/Desktop/SAM_Portland_2026-08-10.json",
+    "samctl recover 20260810_1403 --use .mermaid/conversations/20260810_140307_512.4242.0.conflict",
+)
 @click.pass_context
 def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes, fmt):
     """Recover conversation ID from what is left of it.
@@ -101,5 +129,6 @@ def _recover(store, conversation_id, dry_run, to, use, from_file, force, lock_wa
         if not sys.stdin.isatty():
             raise click.UsageError("adopting a --use file needs --yes when not run from a terminal")
         click.confirm("adopt it?", abort=True, err=True)
-    return recover(store, conversation_id, dry_run=dry_run, to=to, use=use, from_file=from_file, force=force,
-                   lock_wait=lock_wait)
+    return recover(
+        store, conversation_id, dry_run=dry_run, to=to, use=use, from_file=from_file, force=force, lock_wait=lock_wait
+    )

@@ -11,19 +11,35 @@ from samctl.core.scope import MOVE
 
 @click.command("restore")
 @click.argument("ids", metavar="[ID]...", nargs=-1, shell_complete=complete_attic_ids)
-@click.option("--as-new", is_flag=True, help="Restore under a fresh id (as the store makes them) and rewrite the "
-              "id inside the files, so it can sit beside a conversation that now has the old id.")
-@click.option("--entry", metavar="NAME", help="Restore this attic entry (as `samctl attic` lists it, or a unique "
-              "prefix of it) instead of the newest one of ID.")
-@click.option("--touch", is_flag=True, help="Set the restored files' mtimes to now (Claude Code deletes sessions "
-              "older than cleanupPeriodDays, by mtime, when it starts).")
+@click.option(
+    "--as-new",
+    is_flag=True,
+    help="Restore under a fresh id (as the store makes them) and rewrite the "
+    "id inside the files, so it can sit beside a conversation that now has the old id.",
+)
+@click.option(
+    "--entry",
+    metavar="NAME",
+    help="Restore this attic entry (as `samctl attic` lists it, or a unique "
+    "prefix of it) instead of the newest one of ID.",
+)
+@click.option(
+    "--touch",
+    is_flag=True,
+    help="Set the restored files' mtimes to now (Claude Code deletes sessions "
+    "older than cleanupPeriodDays, by mtime, when it starts).",
+)
 @dry_run_option
 @force_option
 @lock_wait_option
 @format_opt
-@examples("samctl restore 20260810_140307", "samctl restore 0b7c", "samctl restore 8B58CBC4 --as-new",
-          "samctl restore $(samctl attic --state archived --format jsonl | jq -r .id)",
-          "samctl restore --entry 20260810_140307_512.archived.20261001T020000Z")
+@examples(
+    "samctl restore 20260810_140307",
+    "samctl restore 0b7c",
+    "samctl restore 8B58CBC4 --as-new",
+    "samctl restore $(samctl attic --state archived --format jsonl | jq -r .id)",
+    "samctl restore --entry 20260810_140307_512.archived.20261001T020000Z",
+)
 @click.pass_context
 def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, fmt):
     """Put deleted, archived or kept conversations back exactly: bytes, modes and mtimes.
@@ -73,6 +89,8 @@ def _interrupted(store) -> bool:
     from samctl.attic.journal import pending
 
     return any(f.code == "attic-interrupted" for f in pending(store))
+
+
 _SAME = "already in the store with the kept copy's bytes"
 
 
@@ -96,12 +114,16 @@ def _restore_in(store, entries: list, how: dict):
         report = restore.restore_many(store, entries, **how)
     except SamctlError as exc:  # refused before settling anything: an interrupted move stays pending, say so
         if _interrupted(store):
-            exc.hint = (f"{exc.hint}; " if exc.hint else "") + "an interrupted move is pending: `samctl attic " \
-                "--repair` finishes or undoes it"
+            exc.hint = (
+                f"{exc.hint}; " if exc.hint else ""
+            ) + "an interrupted move is pending: `samctl attic --repair` finishes or undoes it"
         raise
     warning = store.cleanup_warning()
-    if warning and not how["touch"] and any(it.get("action") in ("restored", "would be restored")
-                                            for it in report.items):
+    if (
+        warning
+        and not how["touch"]
+        and any(it.get("action") in ("restored", "would be restored") for it in report.items)
+    ):
         from samctl.model import WARNING, Finding
 
         report.findings.append(Finding("app-cleanup", str(store.conv_dir), warning, WARNING))
@@ -121,11 +143,14 @@ def _across(scope, stores, ids, entry, how: dict, fmt: str) -> None:
     found = scope.findings
     with findings_first(found):
         if not stores:
-            raise errors.NotFound("no store with an attic found: samctl only reads the stores it found",
-                                  hint="`samctl stores` shows what samctl finds")
+            raise errors.NotFound(
+                "no store with an attic found: samctl only reads the stores it found",
+                hint="`samctl stores` shows what samctl finds",
+            )
         if not ids and not entry:
-            raise errors.UsageError("name the conversation to restore",
-                                    hint="`samctl attic` lists what can be restored")
+            raise errors.UsageError(
+                "name the conversation to restore", hint="`samctl attic` lists what can be restored"
+            )
         for s in stores:  # (lists the attic's names, reads no manifest: a finding if it cannot be listed)
             atticmod.list_entries(s, found, want=lambda stem, cid: False)
         groups = _entry_across(stores, ids, entry) if entry else _ids_across(stores, ids)
@@ -199,10 +224,13 @@ def _entry_across(stores, ids, entry: str) -> dict:
         except NotFound:
             continue
     if not hits:
-        raise NotFound(f"no restorable attic entry matches {entry!r} in any store's attic",
-                       hint="`samctl attic` lists the entries")
+        raise NotFound(
+            f"no restorable attic entry matches {entry!r} in any store's attic", hint="`samctl attic` lists the entries"
+        )
     if len(hits) > 1:
         some = ", ".join(f"{e.stem} ({s.name})" for s, e in hits[:5])
-        raise UsageError(f"more than one restorable attic entry matches {entry!r} ({some})",
-                         hint="type more of the entry's name, or name the store with --root")
+        raise UsageError(
+            f"more than one restorable attic entry matches {entry!r} ({some})",
+            hint="type more of the entry's name, or name the store with --root",
+        )
     return {hits[0][0]: [hits[0][1]]}

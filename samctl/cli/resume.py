@@ -14,10 +14,11 @@ from samctl.errors import NotFound, UsageError
 
 @click.command("resume")
 @click.argument("conversation_id", metavar="ID", shell_complete=complete_ids)
-@click.option("--exec", "run", is_flag=True, help="Run the command, in the session's folder (samctl is replaced "
-              "by the app).")
+@click.option(
+    "--exec", "run", is_flag=True, help="Run the command, in the session's folder (samctl is replaced by the app)."
+)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-@examples("samctl resume 0b7c9d2e", "samctl resume 0b7c9d2e --exec", "eval \"$(samctl resume 0b7c9d2e)\"")
+@examples("samctl resume 0b7c9d2e", "samctl resume 0b7c9d2e --exec", 'eval "$(samctl resume 0b7c9d2e)"')
 @click.pass_context
 def command(ctx, conversation_id, run, fmt):
     """Print the command that resumes conversation ID in its own app (claude --resume, codex resume,
@@ -38,8 +39,7 @@ def command(ctx, conversation_id, run, fmt):
         return
     resume = resume_of(store, conv.meta)
     if resume is None:
-        raise UsageError(f"{store.app_name} has no command to resume "
-                         f"a conversation ({conv.meta.id})")
+        raise UsageError(f"{store.app_name} has no command to resume a conversation ({conv.meta.id})")
     if not run:
         if fmt == "json":
             emit_json({"id": conv.meta.id, "store": store.name, **resume})
@@ -49,12 +49,14 @@ def command(ctx, conversation_id, run, fmt):
         return
     cwd = resume["cwd"]
     if cwd is not None and not os.path.isdir(cwd):
-        raise NotFound(f"the session's folder {cwd} is not there", hint=f"run `{resume['command']}` where "
-                       "the project is now")
+        raise NotFound(
+            f"the session's folder {cwd} is not there", hint=f"run `{resume['command']}` where the project is now"
+        )
     exe = shutil.which(resume["argv"][0])
     if exe is None:
-        raise NotFound(f"{resume['argv'][0]} is not on PATH", hint=f"install it, or run `{resume['command']}` "
-                       "where it is")
+        raise NotFound(
+            f"{resume['argv'][0]} is not on PATH", hint=f"install it, or run `{resume['command']}` where it is"
+        )
     if cwd is not None:
         os.chdir(cwd)
     sys.stdout.flush()

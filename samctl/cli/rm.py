@@ -23,14 +23,21 @@ from samctl.timeparse import parse_age
 
 @click.command("rm")
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids)
-@click.option("--older-than", metavar="AGE",
-              help="Select conversations idle for AGE (30d, 12h, 2w): since their last update or, for SAM, their newest "
-                   "message.")
-@click.option("--empty", is_flag=True, help="Select conversations without messages (SAM: not pinned, not using "
-              "shared data).")
+@click.option(
+    "--older-than",
+    metavar="AGE",
+    help="Select conversations idle for AGE (30d, 12h, 2w): since their last update or, for SAM, their newest message.",
+)
+@click.option(
+    "--empty", is_flag=True, help="Select conversations without messages (SAM: not pinned, not using shared data)."
+)
 @click.option("--title", metavar="TEXT", help="Select conversations whose title contains TEXT (case-insensitive).")
-@click.option("--purge", is_flag=True, help="Remove for good, with the owning app's own delete semantics (also "
-              "the conversation's attic entries). Cannot be undone.")
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Remove for good, with the owning app's own delete semantics (also "
+    "the conversation's attic entries). Cannot be undone.",
+)
 @click.option("--include-pinned", is_flag=True, help="Also remove pinned SAM conversations.")
 @dry_run_option
 @yes_option
@@ -38,11 +45,16 @@ from samctl.timeparse import parse_age
 @ignore_unreadable_option
 @lock_wait_option
 @format_opt
-@examples("samctl rm 20260810_140307", "samctl rm --older-than 180d --title scratch --dry-run",
-          "samctl rm --empty --yes", "samctl rm --purge 8B58CBC4")
+@examples(
+    "samctl rm 20260810_140307",
+    "samctl rm --older-than 180d --title scratch --dry-run",
+    "samctl rm --empty --yes",
+    "samctl rm --purge 8B58CBC4",
+)
 @click.pass_context
-def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, ignore_unreadable,
-            lock_wait, fmt):
+def command(
+    ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, yes, force, ignore_unreadable, lock_wait, fmt
+):
     """Move conversations to the attic, where `samctl restore` can bring them back.
 
     Name them by id (or unique prefix), or select them with --older-than,
@@ -65,8 +77,7 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
         return _plan(store, ids, age, empty, title, purge, include_pinned, ignore_unreadable, force)
 
     def act(store, sel):
-        return _act(store, sel, age, empty, title, purge, include_pinned, dry_run, force, lock_wait,
-                    ignore_unreadable)
+        return _act(store, sel, age, empty, title, purge, include_pinned, dry_run, force, lock_wait, ignore_unreadable)
 
     def ask(targets, explicit):
         if not dry_run and (purge or not explicit or len(targets) > 1):
@@ -74,16 +85,26 @@ def command(ctx, ids, older_than, empty, title, purge, include_pinned, dry_run, 
                 show_targets(targets, "purge" if purge else "delete", yes)
             n = len(targets)
             what = f"{n} conversation{'s' if n != 1 else ''}"
-            confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?",
-                    yes)
+            confirm(f"Purge {what} for good (this cannot be undone)?" if purge else f"Move {what} to the attic?", yes)
 
     def undo(items, store) -> str:  # (restore looks for the id in every store's attic)
-        return f"undo with: {suggest(ctx, 'restore', items[0]['id'], store)}" + (
-            f" (and the others by id; `{suggest(ctx, 'attic', store=store)}` lists them)" if len(items) > 1 else "") \
+        return (
+            f"undo with: {suggest(ctx, 'restore', items[0]['id'], store)}"
+            + (f" (and the others by id; `{suggest(ctx, 'attic', store=store)}` lists them)" if len(items) > 1 else "")
             + (f"; the attic is {attic.attic_dir(store)}" if store is not None else "")
+        )
 
-    move_all(ctx, scope, targets_of(ctx, scope, ids, purge), plan, act, ask, fmt=fmt, dry_run=dry_run,
-             hint=None if purge else undo)
+    move_all(
+        ctx,
+        scope,
+        targets_of(ctx, scope, ids, purge),
+        plan,
+        act,
+        ask,
+        fmt=fmt,
+        dry_run=dry_run,
+        hint=None if purge else undo,
+    )
 
 
 def _plan(store, ids, age, empty, title, purge, include_pinned, ignore_unreadable, force):
@@ -108,11 +129,26 @@ def _act(store, sel, age, empty, title, purge, include_pinned, dry_run, force, l
         return lifecycle.matching(store, confirmed, age, empty, title, include_pinned, attic_too=purge)
 
     if purge:
-        report = lifecycle.purge(store, sel.targets, dry_run=dry_run, force=force, lock_wait=lock_wait,
-                                 ignore_unreadable=ignore_unreadable, again=again)
+        report = lifecycle.purge(
+            store,
+            sel.targets,
+            dry_run=dry_run,
+            force=force,
+            lock_wait=lock_wait,
+            ignore_unreadable=ignore_unreadable,
+            again=again,
+        )
     else:
-        report = lifecycle.remove(store, sel.targets, "deleted", dry_run=dry_run, force=force, lock_wait=lock_wait,
-                                  ignore_unreadable=ignore_unreadable, again=again)
+        report = lifecycle.remove(
+            store,
+            sel.targets,
+            "deleted",
+            dry_run=dry_run,
+            force=force,
+            lock_wait=lock_wait,
+            ignore_unreadable=ignore_unreadable,
+            again=again,
+        )
     report.findings[:0] = sel.problems
     return report
 
@@ -137,8 +173,11 @@ def _purge_selection(store, ids, age, empty, title, include_pinned):
         report_findings(found)
         raise
     in_store = set(store.all_ids())
-    sel = lifecycle.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned) \
-        if any(i in in_store for i in resolved) else lifecycle.Selection(explicit=True)
+    sel = (
+        lifecycle.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned)
+        if any(i in in_store for i in resolved)
+        else lifecycle.Selection(explicit=True)
+    )
     lifecycle.keep_pinned_entries(store, sel, include_pinned)
     sel.targets += lifecycle.attic_targets(store, [cid for cid in resolved if cid not in in_store], include_pinned)
     return sel

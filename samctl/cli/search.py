@@ -34,8 +34,12 @@ class _SearchCommand(click.Command):
     """``samctl search -budget``: say that a query starting with - goes after ``--``."""
 
     def parse_args(self, ctx, args):
-        shorts = {o[1] for p in self.params for o in getattr(p, "opts", ()) + getattr(p, "secondary_opts", ())
-                  if len(o) == 2 and o[0] == "-"}
+        shorts = {
+            o[1]
+            for p in self.params
+            for o in getattr(p, "opts", ()) + getattr(p, "secondary_opts", ())
+            if len(o) == 2 and o[0] == "-"
+        }
         valued = {o for p in self.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
         after_option = False
         for a in args:
@@ -46,8 +50,9 @@ class _SearchCommand(click.Command):
                 continue
             after_option = a in valued
             if len(a) > 2 and a[0] == "-" and a[1] != "-" and a[1] not in shorts:
-                raise click.UsageError(f"no such option: {a}; a query that starts with - goes after --, as in: "
-                                       f"samctl search -- {a}", ctx)
+                raise click.UsageError(
+                    f"no such option: {a}; a query that starts with - goes after --, as in: samctl search -- {a}", ctx
+                )
         return super().parse_args(ctx, args)
 
 
@@ -56,48 +61,132 @@ PROJECT_POOL = 5000  # with --project/--here: the best this many hits are search
 
 @click.command("search", cls=_SearchCommand, epilog=QUERY_HELP)
 @click.argument("query", nargs=-1)
-@click.option("--conversation", "-c", "conversations", multiple=True, metavar="ID", shell_complete=complete_ids,
-              help="Only this conversation (repeatable). SAM: its messages and its memory scope, including the "
-                   "shared topic it uses.")
-@click.option("--in", "where", type=click.Choice(("memories", "messages", "args", "all")), default=None,
-              help="What to search: SAM memories, messages (of conversations and SAM's context archives), or all "
-                   "(the query's in: says the same). [default: all; memories with --like]")
-@click.option("--limit", "-n", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
-              help="At most N results (1 or more).")
-@click.option("--rank", type=click.Choice(("bm25", "sam")), default="bm25", show_default=True,
-              help="bm25: full-text ranking of each turn with its neighbours. sam: SAM's own memory scoring "
-                   "(hash-embedding cosine + keyword boost, cut at --threshold), what SAM itself would retrieve.")
-@click.option("--threshold", type=float, default=None, metavar="X", callback=_a_number,
-              help="With --rank sam or --like: keep results scoring at least X (SAM's default 0.3; scores reach "
-                   "1.5).")
+@click.option(
+    "--conversation",
+    "-c",
+    "conversations",
+    multiple=True,
+    metavar="ID",
+    shell_complete=complete_ids,
+    help="Only this conversation (repeatable). SAM: its messages and its memory scope, including the "
+    "shared topic it uses.",
+)
+@click.option(
+    "--in",
+    "where",
+    type=click.Choice(("memories", "messages", "args", "all")),
+    default=None,
+    help="What to search: SAM memories, messages (of conversations and SAM's context archives), or all "
+    "(the query's in: says the same). [default: all; memories with --like]",
+)
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="At most N results (1 or more).",
+)
+@click.option(
+    "--rank",
+    type=click.Choice(("bm25", "sam")),
+    default="bm25",
+    show_default=True,
+    help="bm25: full-text ranking of each turn with its neighbours. sam: SAM's own memory scoring "
+    "(hash-embedding cosine + keyword boost, cut at --threshold), what SAM itself would retrieve.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=None,
+    metavar="X",
+    callback=_a_number,
+    help="With --rank sam or --like: keep results scoring at least X (SAM's default 0.3; scores reach 1.5).",
+)
 @click.option("--since", metavar="WHEN", help="Only rows dated since WHEN (7d, 12h, 2026-08-01).")
 @click.option("--until", metavar="WHEN", help="Only rows dated until WHEN.")
-@click.option("--conversations", "-l", "by_conversation", is_flag=True,
-              help="One line per conversation: its best hit's score, its number of hits, its title (-n: conversations).")
-@click.option("--per-conversation", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
-              help="At most N hits of one conversation in a row while other conversations' hits are left (0: no limit).")
-@click.option("--exact", is_flag=True, help="Plain case-insensitive substring search, newest first, like SAM's own "
-              "message search (no score).")
-@click.option("--like", metavar="MEMORY_ID", help="More like this SAM memory: its stored vector is the query vector, "
-              "compared with stored vectors of the same length; QUERY (optional) gives the keywords, else its text.")
-@click.option("--min-importance", type=Number(0, 1), metavar="X",
-              help="Only rows whose importance (SAM's score; computed where not stored) is at least X.")
+@click.option(
+    "--conversations",
+    "-l",
+    "by_conversation",
+    is_flag=True,
+    help="One line per conversation: its best hit's score, its number of hits, its title (-n: conversations).",
+)
+@click.option(
+    "--per-conversation",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="At most N hits of one conversation in a row while other conversations' hits are left (0: no limit).",
+)
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Plain case-insensitive substring search, newest first, like SAM's own message search (no score).",
+)
+@click.option(
+    "--like",
+    metavar="MEMORY_ID",
+    help="More like this SAM memory: its stored vector is the query vector, "
+    "compared with stored vectors of the same length; QUERY (optional) gives the keywords, else its text.",
+)
+@click.option(
+    "--min-importance",
+    type=Number(0, 1),
+    metavar="X",
+    help="Only rows whose importance (SAM's score; computed where not stored) is at least X.",
+)
 @project_options
 @format_option()
-@click.option("--touch", is_flag=True, help="Do what SAM does on retrieval to the SAM memories returned: "
-              "access_count + 1, last_accessed = now. Refused while SAM runs (exit 5) unless --force.")
+@click.option(
+    "--touch",
+    is_flag=True,
+    help="Do what SAM does on retrieval to the SAM memories returned: "
+    "access_count + 1, last_accessed = now. Refused while SAM runs (exit 5) unless --force.",
+)
 @force_option
 @lock_wait_option
-@click.option("--no-index", is_flag=True, help="Do not use samctl's index in the cache: build one in a temporary "
-              "folder and remove it afterwards (the same results).")
-@examples("samctl search portland budget", 'samctl search \'"weekend trip" +portland -hotel role:user\'',
-          "samctl search budget --in memories --since 30d -n 5", "samctl search -- -v",
-          "samctl search --exact 'go ahead' --format jsonl",
-          "samctl search 'weekend trip' --rank sam --threshold 0.5",
-          "samctl search --like 296E5007 --threshold 0.5")
+@click.option(
+    "--no-index",
+    is_flag=True,
+    help="Do not use samctl's index in the cache: build one in a temporary "
+    "folder and remove it afterwards (the same results).",
+)
+@examples(
+    "samctl search portland budget",
+    "samctl search '\"weekend trip\" +portland -hotel role:user'",
+    "samctl search budget --in memories --since 30d -n 5",
+    "samctl search -- -v",
+    "samctl search --exact 'go ahead' --format jsonl",
+    "samctl search 'weekend trip' --rank sam --threshold 0.5",
+    "samctl search --like 296E5007 --threshold 0.5",
+)
 @click.pass_context
-def command(ctx, query, conversations, where, limit, rank, threshold, since, until, by_conversation, per_conversation,
-            exact, like, min_importance, fmt, touch, force, lock_wait, no_index, project, here):
+def command(
+    ctx,
+    query,
+    conversations,
+    where,
+    limit,
+    rank,
+    threshold,
+    since,
+    until,
+    by_conversation,
+    per_conversation,
+    exact,
+    like,
+    min_importance,
+    fmt,
+    touch,
+    force,
+    lock_wait,
+    no_index,
+    project,
+    here,
+):
     """Search the messages and memories of the whole store, best first.
 
     By default each turn is ranked by BM25 over its words (stemmed, accents folded, stop words
@@ -125,8 +214,10 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
     text = " ".join(query)
     plan = None
     if threshold is not None and rank == "bm25" and not like and not exact:
-        raise UsageError("--threshold cuts SAM's scores: it goes with --rank sam or --like",
-                         hint="BM25 hides nothing; -n N limits the results")
+        raise UsageError(
+            "--threshold cuts SAM's scores: it goes with --rank sam or --like",
+            hint="BM25 hides nothing; -n N limits the results",
+        )
     if exact and rank == "sam":
         raise UsageError("--exact and --rank sam do not go together", hint="--exact is a plain substring search")
     if rank == "bm25" and not exact and not like:
@@ -152,13 +243,22 @@ def command(ctx, query, conversations, where, limit, rank, threshold, since, unt
 
         keep = project_members(stores, project_spec(project, here), findings)
         stores = [s for s in stores if any(name == s.name for name, _ in keep)]
-    q = core.SearchQuery(text=text, conversations=tuple(conversations), where=where,
-                         limit=limit if keep is None else max(PROJECT_POOL, limit),
-                         threshold=0.3 if threshold is None else threshold,
-                         since=parse_when(since) if since is not None else None,
-                         until=parse_when(until, end=True) if until is not None else None, exact=exact, like=like,
-                         min_importance=min_importance, use_index=not no_index, rank=rank,
-                         per_conversation=per_conversation, by_conversation=by_conversation)
+    q = core.SearchQuery(
+        text=text,
+        conversations=tuple(conversations),
+        where=where,
+        limit=limit if keep is None else max(PROJECT_POOL, limit),
+        threshold=0.3 if threshold is None else threshold,
+        since=parse_when(since) if since is not None else None,
+        until=parse_when(until, end=True) if until is not None else None,
+        exact=exact,
+        like=like,
+        min_importance=min_importance,
+        use_index=not no_index,
+        rank=rank,
+        per_conversation=per_conversation,
+        by_conversation=by_conversation,
+    )
     from samctl.cli.index import progress_printer
 
     progress = progress_printer(sys.stderr)
@@ -203,16 +303,27 @@ def _parse(text: str, where: str | None):
     if plan.where and where and plan.where != where:
         raise UsageError(f"the query says in:{plan.where} and the option --in {where}", hint="give one of them")
     if plan.is_empty():
-        raise UsageError("nothing to search for: the query has no word to rank or require",
-                         hint="add a word; filters (role:, in:, title:, store:) only narrow a search")
+        raise UsageError(
+            "nothing to search for: the query has no word to rank or require",
+            hint="add a word; filters (role:, in:, title:, store:) only narrow a search",
+        )
     return plan
 
 
 def _what_to_try(q) -> str:
     """The hint after a search that found nothing: what would widen this search."""
     tries = []
-    narrowing = [o for o, given in (("--conversation", q.conversations), ("--in", q.where), ("--since", q.since),
-                                    ("--until", q.until), ("--min-importance", q.min_importance)) if given]
+    narrowing = [
+        o
+        for o, given in (
+            ("--conversation", q.conversations),
+            ("--in", q.where),
+            ("--since", q.since),
+            ("--until", q.until),
+            ("--min-importance", q.min_importance),
+        )
+        if given
+    ]
     if narrowing:
         tries.append("without " + ", ".join(narrowing))
     if q.exact:
@@ -287,7 +398,9 @@ def _table(hits, query: str, several: bool = False) -> None:
             out.append("       " + _clip("(found by the " + one_line(h.context) + ")", (width or 10**9) - 7))
         # (the suggested command: whole id, as pasted)
         if h.kind in ("message", "call") and h.position is not None and h.position >= 0:
-            out.append("       " + suggest(click.get_current_context(), "show", h.conversation_id, rest=f"--at {h.position}"))
+            out.append(
+                "       " + suggest(click.get_current_context(), "show", h.conversation_id, rest=f"--at {h.position}")
+            )
     click.echo("\n".join(out))
 
 
@@ -301,8 +414,10 @@ def _conversation_lines(hits, several: bool) -> None:
     for h in hits:
         score = "-" if h.score is None else f"{h.score:.3f}"
         store = f"{h.store:<12} " if several else ""
-        out.append(f"{score:<7} {h.conversation_hits or 1:>5} {store}{h.conversation_id:<36}  {h.position:>5}  "
-                   f"{format_local(h.date_ts):<16}  {one_line(h.title)}")
+        out.append(
+            f"{score:<7} {h.conversation_hits or 1:>5} {store}{h.conversation_id:<36}  {h.position:>5}  "
+            f"{format_local(h.date_ts):<16}  {one_line(h.title)}"
+        )
     click.echo("\n".join(out))
 
 

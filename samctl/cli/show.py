@@ -38,21 +38,48 @@ def _style(text, tag):
 
 @click.command("show")
 @click.argument("conversation_id", metavar="ID", shell_complete=complete_ids)
-@click.option("--format", "fmt", type=click.Choice(("text", "markdown", "json")), default="text", show_default=True,
-              help="text for reading, markdown as export writes it, json (samctl's model; a stable interface).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("text", "markdown", "json")),
+    default="text",
+    show_default=True,
+    help="text for reading, markdown as export writes it, json (samctl's model; a stable interface).",
+)
 @click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
-@click.option("--all", "show_all", is_flag=True, help="Also show what the app's UI hides (system-generated turns, "
-              "empty messages).")
-@click.option("--min-importance", type=Number(0, 1), metavar="X",
-              help="Only messages whose importance (SAM's score, computed where not stored) is at least X.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Also show what the app's UI hides (system-generated turns, empty messages).",
+)
+@click.option(
+    "--min-importance",
+    type=Number(0, 1),
+    metavar="X",
+    help="Only messages whose importance (SAM's score, computed where not stored) is at least X.",
+)
 @click.option("--raw", is_flag=True, help="Print the stored file exactly as it is on disk.")
-@click.option("--pager/--no-pager", default=None, help="Page the output when stdout is a terminal (the default), or never (--no-pager).")
-@click.option("--at", "at", type=int, metavar="POSITION",
-              help="Open at the message at POSITION, as search reports it (0 is the first stored message, -1 the "
-                   "last). The pager (less or more) opens the whole transcript scrolled there; anywhere else the "
-                   "output starts there (json: the messages from there on).")
-@examples("samctl show 20260810_1403", "samctl show 8B58 --format markdown > trip.md", "samctl show 8B58 --raw | jq .",
-          "samctl show 8B58 --at 12")
+@click.option(
+    "--pager/--no-pager",
+    default=None,
+    help="Page the output when stdout is a terminal (the default), or never (--no-pager).",
+)
+@click.option(
+    "--at",
+    "at",
+    type=int,
+    metavar="POSITION",
+    help="Open at the message at POSITION, as search reports it (0 is the first stored message, -1 the "
+    "last). The pager (less or more) opens the whole transcript scrolled there; anywhere else the "
+    "output starts there (json: the messages from there on).",
+)
+@examples(
+    "samctl show 20260810_1403",
+    "samctl show 8B58 --format markdown > trip.md",
+    "samctl show 8B58 --raw | jq .",
+    "samctl show 8B58 --at 12",
+)
 @click.pass_context
 def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw, pager, at):
     """Print the transcript of conversation ID (a unique prefix is enough, in any store samctl finds
@@ -90,14 +117,24 @@ def command(ctx, conversation_id, fmt, reasoning, show_all, min_importance, raw,
         elif fmt == "markdown":
             # to_markdown is faithful (export writes it to files); on its way to a terminal every control
             # character is escaped, as in the text format (markdown itself adds only newlines)
-            text = safe_text(render.to_markdown(conv, reasoning=True, include_hidden=show_all,
-                                                min_importance=min_importance, at=at, starts=starts))
+            text = safe_text(
+                render.to_markdown(
+                    conv, reasoning=True, include_hidden=show_all, min_importance=min_importance, at=at, starts=starts
+                )
+            )
             _page(text, pager, at, starts, f"_{_before(conv, at)}_")
         else:
             tty = sys.stdout.isatty()
             style = _style if tty else render.plain_style
-            text = render.to_text(conv, reasoning=reasoning, include_hidden=show_all, style=style,
-                                  min_importance=min_importance, at=at, starts=starts)
+            text = render.to_text(
+                conv,
+                reasoning=reasoning,
+                include_hidden=show_all,
+                style=style,
+                min_importance=min_importance,
+                at=at,
+                starts=starts,
+            )
             _page(text, pager, at, starts, style(_before(conv, at), "dim"))
     report_findings(findings)
     finish(findings)
@@ -109,15 +146,20 @@ def _position(conv, at: int) -> int:
     n = len(conv.messages)
     if not -n <= at < n:
         cid = conv.meta.id
-        raise UsageError(f"position {at}: conversation {cid} has {n} messages (0..{n - 1})" if n else
-                         f"position {at}: conversation {cid} has no messages")
+        raise UsageError(
+            f"position {at}: conversation {cid} has {n} messages (0..{n - 1})"
+            if n
+            else f"position {at}: conversation {cid} has no messages"
+        )
     return at % n
 
 
 def _before(conv, at: int) -> str:
     """The line that stands for the messages before ``at`` when the output starts there."""
-    return (f"({at} earlier message{'s' if at != 1 else ''} not shown; samctl show {conv.meta.id} shows "
-            f"{'them' if at != 1 else 'it'})")
+    return (
+        f"({at} earlier message{'s' if at != 1 else ''} not shown; samctl show {conv.meta.id} shows "
+        f"{'them' if at != 1 else 'it'})"
+    )
 
 
 def _json_model(conv, show_all: bool, min_importance, at: int | None = None) -> dict:
@@ -144,8 +186,10 @@ def _page(text: str, pager, at: int | None = None, starts: dict | None = None, b
     argv = _pager_argv() if pager else None
     # as git: less quits when the text fits one screen (F), keeps colours (R) and the screen (X), unless LESS
     # says otherwise; SAMCTL_PAGER, else PAGER, names the pager
-    with _environ("LESS", os.environ.get("LESS") or "FRX"), _environ("PAGER", shlex.join(argv) if argv else
-                                                                     os.environ.get("PAGER")):
+    with (
+        _environ("LESS", os.environ.get("LESS") or "FRX"),
+        _environ("PAGER", shlex.join(argv) if argv else os.environ.get("PAGER")),
+    ):
         if at is not None:
             line = starts[at]
             if argv and os.path.basename(argv[0]) in ("less", "more"):
@@ -153,7 +197,7 @@ def _page(text: str, pager, at: int | None = None, starts: dict | None = None, b
                     click.echo_via_pager(text)
                 return
             lines = text.split("\n")
-            text = "\n".join(lines[:min(starts.values()) - 1] + ([before, ""] if at else []) + lines[line - 1:])
+            text = "\n".join(lines[: min(starts.values()) - 1] + ([before, ""] if at else []) + lines[line - 1 :])
         if pager:
             click.echo_via_pager(text)
             return
@@ -171,8 +215,10 @@ def _pager_argv() -> list[str] | None:
     try:
         argv = shlex.split(os.environ.get(name, ""))
     except ValueError as exc:
-        raise UsageError(f"{name} is not a command line: {str(exc).lower()} in {os.environ.get(name)!r}",
-                         f"fix {name}, or use --no-pager") from None
+        raise UsageError(
+            f"{name} is not a command line: {str(exc).lower()} in {os.environ.get(name)!r}",
+            f"fix {name}, or use --no-pager",
+        ) from None
     if not argv:
         if os.environ.get("TERM") in ("dumb", "emacs"):
             return None

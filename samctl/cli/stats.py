@@ -11,16 +11,37 @@ from samctl.core.stats import BY_KEYS
 
 @click.command("stats")
 @click.argument("roots", nargs=-1, metavar="[ROOT]...")
-@click.option("--top", type=click.IntRange(min=0), default=5, show_default=True, metavar="N",
-              help="How many of the largest conversations to list.")
-@click.option("--months", type=click.IntRange(min=1), default=24, show_default=True, metavar="N",
-              help="How many months the activity chart shows (JSON has them all).")
-@click.option("--by", type=click.Choice(BY_KEYS), help="Also conversations, messages and size per store, project, "
-              "model or month of last activity, across the stores.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="How many of the largest conversations to list.",
+)
+@click.option(
+    "--months",
+    type=click.IntRange(min=1),
+    default=24,
+    show_default=True,
+    metavar="N",
+    help="How many months the activity chart shows (JSON has them all).",
+)
+@click.option(
+    "--by",
+    type=click.Choice(BY_KEYS),
+    help="Also conversations, messages and size per store, project, "
+    "model or month of last activity, across the stores.",
+)
 @project_options
 @format_option(choices=("table", "json"))
-@examples("samctl stats", "samctl stats --by project", "samctl stats --here --by month", "samctl stats ~/proj ~/Library/Application\\ Support/SAM",
-          "samctl stats --format json | jq '.stores[0].by_month'")
+@examples(
+    "samctl stats",
+    "samctl stats --by project",
+    "samctl stats --here --by month",
+    "samctl stats ~/proj ~/Library/Application\\ Support/SAM",
+    "samctl stats --format json | jq '.stores[0].by_month'",
+)
 @click.pass_context
 def command(ctx, roots, top, months, by, project, here, fmt):
     """Conversations, messages, memories and bytes of each store (each ROOT given, else each --root,
@@ -61,8 +82,15 @@ def _text(result: dict, months: int) -> str:
             out.append("")
             out.append("  largest conversations")
             # ids and titles come from the files: one_line keeps their control characters off the terminal
-            rows = [(one_line(x["id"]), human_size(x["size"]), x["messages"] if x["messages"] is not None else "-",
-                     _clip(one_line(x["title"]), 50)) for x in s["largest"]]
+            rows = [
+                (
+                    one_line(x["id"]),
+                    human_size(x["size"]),
+                    x["messages"] if x["messages"] is not None else "-",
+                    _clip(one_line(x["title"]), 50),
+                )
+                for x in s["largest"]
+            ]
             out.extend("  " + ln for ln in table(rows, ["id", "size", "msgs", "title"]).splitlines())
         series = month_range(s["by_month"], months)
         if series:
@@ -79,10 +107,19 @@ def _text(result: dict, months: int) -> str:
         out.append("")
     if result.get("groups") is not None:
         out.append(click.style(f"by {result['by']}", bold=True))
-        rows = [(one_line(g.get("name") or g["key"]), f"{g['conversations']:,}", f"{g['messages']:,}",
-                 human_size(g["bytes"])) for g in result["groups"]]
+        rows = [
+            (
+                one_line(g.get("name") or g["key"]),
+                f"{g['conversations']:,}",
+                f"{g['messages']:,}",
+                human_size(g["bytes"]),
+            )
+            for g in result["groups"]
+        ]
         if rows:
-            out.extend("  " + ln for ln in table(rows, [result["by"], "conversations", "messages", "size"]).splitlines())
+            out.extend(
+                "  " + ln for ln in table(rows, [result["by"], "conversations", "messages", "size"]).splitlines()
+            )
     return "\n".join(out).rstrip("\n")
 
 

@@ -31,8 +31,15 @@ def command(ctx, fmt):
     rows = []
     for s in stores:
         metas = s.list_metas(findings)
-        rows.append({"store": s.name, "root": str(s.conv_dir), "conversations": len(metas),
-                     "read_only": s.read_only, "capabilities": s.capabilities()})
+        rows.append(
+            {
+                "store": s.name,
+                "root": str(s.conv_dir),
+                "conversations": len(metas),
+                "read_only": s.read_only,
+                "capabilities": s.capabilities(),
+            }
+        )
     if fmt == "json":
         emit_json(rows)
     elif fmt == "jsonl":
@@ -42,8 +49,9 @@ def command(ctx, fmt):
         from samctl.safetext import one_line
 
         width = terminal_width()
-        cells = [(r["store"], one_line(r["root"]), f"{r['conversations']:,}", ", ".join(r["capabilities"]))
-                 for r in rows]
+        cells = [
+            (r["store"], one_line(r["root"]), f"{r['conversations']:,}", ", ".join(r["capabilities"])) for r in rows
+        ]
         headers = ["STORE", "ROOT", "CONVERSATIONS", "CAN"]
         if width is not None:  # on a terminal the root, the longest cell, goes last: it is the one cut
             cells, headers = [(s, n, c, r) for s, r, n, c in cells], ["STORE", "CONVERSATIONS", "CAN", "ROOT"]

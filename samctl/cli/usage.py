@@ -17,28 +17,52 @@ from samctl.timeparse import parse_when
 
 
 @click.command("usage")
-@click.option("--by", type=click.Choice(GROUPS), default="day", show_default=True,
-              help="One row per day, ISO week, month, session, project (working folder), model, or 5-hour block.")
+@click.option(
+    "--by",
+    type=click.Choice(GROUPS),
+    default="day",
+    show_default=True,
+    help="One row per day, ISO week, month, session, project (working folder), model, or 5-hour block.",
+)
 @click.option("--since", metavar="WHEN", help="Only usage since WHEN (7d, 12h, 2026-08-01).")
 @click.option("--until", metavar="WHEN", help="Only usage until WHEN.")
-@click.option("--store", "store_names", multiple=True, type=click.Choice(sorted(STORES)), metavar="NAME",
-              help="Only this kind of store (claude-code, codex, llm record usage); repeatable.")
+@click.option(
+    "--store",
+    "store_names",
+    multiple=True,
+    type=click.Choice(sorted(STORES)),
+    metavar="NAME",
+    help="Only this kind of store (claude-code, codex, llm record usage); repeatable.",
+)
 @click.option("--project", metavar="TEXT", help="Only projects whose folder contains TEXT.")
 @click.option("--model", metavar="TEXT", help="Only models whose name contains TEXT (case-insensitive).")
 @click.option("--breakdown", is_flag=True, help="Split each row by model.")
-@click.option("--prices", "prices_file", metavar="FILE",
-              help="A price table to use instead of samctl's (same layout as samctl/prices.json).")
+@click.option(
+    "--prices",
+    "prices_file",
+    metavar="FILE",
+    help="A price table to use instead of samctl's (same layout as samctl/prices.json).",
+)
 @click.option("--offline", is_flag=True, help="Accepted for ccusage users: samctl never goes online.")
 @click.option("--chart", is_flag=True, help="Draw the rows as a bar chart of total tokens (table format).")
-@click.option("--format", "fmt", type=click.Choice(("table", "json", "jsonl", "csv", "html")), default="table",
-              show_default=True, help="Output format; json, jsonl and csv are stable interfaces; html is a "
-                                      "self-contained page with a chart.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json", "jsonl", "csv", "html")),
+    default="table",
+    show_default=True,
+    help="Output format; json, jsonl and csv are stable interfaces; html is a self-contained page with a chart.",
+)
 @click.option("-o", "--output", metavar="PATH", help="Write the output to PATH (0600, atomically) instead of stdout.")
-@examples("samctl usage", "samctl usage --by month --breakdown", "samctl usage --by block --since 2d",
-          "samctl usage --by session --format json | jq '.rows[0]'", "samctl usage --format html -o usage.html")
+@examples(
+    "samctl usage",
+    "samctl usage --by month --breakdown",
+    "samctl usage --by block --since 2d",
+    "samctl usage --by session --format json | jq '.rows[0]'",
+    "samctl usage --format html -o usage.html",
+)
 @click.pass_context
-def command(ctx, by, since, until, store_names, project, model, breakdown, prices_file, offline, chart, fmt,
-            output):
+def command(ctx, by, since, until, store_names, project, model, breakdown, prices_file, offline, chart, fmt, output):
     """Tokens used and their estimated cost, from the transcripts the apps keep (Claude Code, Codex, llm).
 
     Each model response is counted once (Claude Code repeats a response's usage on every streamed line and in
@@ -47,9 +71,15 @@ def command(ctx, by, since, until, store_names, project, model, breakdown, price
     samctl finds. A second report reads only the files that changed since the first.
     """
     prices = load_prices(prices_file)
-    q = UsageQuery(by=by, since=parse_when(since) if since is not None else None,
-                   until=parse_when(until, end=True) if until is not None else None, stores=tuple(store_names),
-                   project=project, model=model, breakdown=breakdown)
+    q = UsageQuery(
+        by=by,
+        since=parse_when(since) if since is not None else None,
+        until=parse_when(until, end=True) if until is not None else None,
+        stores=tuple(store_names),
+        project=project,
+        model=model,
+        breakdown=breakdown,
+    )
     scope = scope_of(ctx)
     findings = scope.findings
     with gc_paused():
@@ -99,8 +129,9 @@ def _table(rep: dict, render) -> str:
             lab = f"{lab}  {render.one_line(str(r['project'] or ''))}"
         rows.append([lab] + [f"{r[k]:,}" for k, _ in render.COLUMNS] + [render.money(r)])
         for m in r.get("models", ()):
-            rows.append(["· " + render.one_line(m["model"])] + [f"{m[k]:,}" for k, _ in render.COLUMNS]
-                        + [render.money(m)])
+            rows.append(
+                ["· " + render.one_line(m["model"])] + [f"{m[k]:,}" for k, _ in render.COLUMNS] + [render.money(m)]
+            )
     heads = [("SESSION  PROJECT" if key == "session" else key.upper().replace("_", " "))]
     return table(rows, heads + [h for _, h in render.COLUMNS] + ["COST"])
 

@@ -14,19 +14,32 @@ FORMATS = click.Choice(("text", "json"))
 
 
 def lock_wait_option(f):
-    return click.option("--lock-wait", type=Number(min=0), default=0, show_default=True,
-                        metavar="SECONDS", help="Wait up to SECONDS for another samctl that is writing to this "
-                        "store, then give up with exit 5.")(f)
+    return click.option(
+        "--lock-wait",
+        type=Number(min=0),
+        default=0,
+        show_default=True,
+        metavar="SECONDS",
+        help="Wait up to SECONDS for another samctl that is writing to this store, then give up with exit 5.",
+    )(f)
 
 
 def force_option(f):
-    return click.option("--force", is_flag=True, help="Go ahead even if the owning app seems to be using the "
-                        "store (SAM running; a mermaid session's scratch lock held).")(f)
+    return click.option(
+        "--force",
+        is_flag=True,
+        help="Go ahead even if the owning app seems to be using the "
+        "store (SAM running; a mermaid session's scratch lock held).",
+    )(f)
 
 
 def ignore_unreadable_option(f):
-    return click.option("--ignore-unreadable", is_flag=True, help="SAM: remove a memory scope even while some "
-                        "conversation cannot be read (it might use that scope; by default the scope is kept).")(f)
+    return click.option(
+        "--ignore-unreadable",
+        is_flag=True,
+        help="SAM: remove a memory scope even while some "
+        "conversation cannot be read (it might use that scope; by default the scope is kept).",
+    )(f)
 
 
 def dry_run_option(f):
@@ -53,6 +66,7 @@ def targets_of(ctx, scope, ids, purge: bool = False) -> list:
             return s
         atticmod.list_entries(s, found, want=lambda stem, cid: False)  # (a finding if it cannot be listed)
         return attic_view(s, set(s.all_ids()) | atticmod.named_ids(s, atticmod.STATES), both=True)
+
     wanted: dict = {}
     with findings_first(found):
         hits = scope.resolve(ids, view=view)
@@ -61,8 +75,20 @@ def targets_of(ctx, scope, ids, purge: bool = False) -> list:
     return list(wanted.values())
 
 
-def move_all(ctx, scope, pairs, plan, act, ask, *, fmt: str, dry_run: bool, quiet: bool = False,
-             nothing_said: str = "nothing matches; nothing was changed", hint=None) -> None:
+def move_all(
+    ctx,
+    scope,
+    pairs,
+    plan,
+    act,
+    ask,
+    *,
+    fmt: str,
+    dry_run: bool,
+    quiet: bool = False,
+    nothing_said: str = "nothing matches; nothing was changed",
+    hint=None,
+) -> None:
     """rm or archive over ``pairs`` (``targets_of``): ``plan(store, ids)`` (a ``Selection``; it may refuse,
     before anything changes) in each store, ``ask(targets, explicit)`` once for the whole plan, then
     ``act(store, selection)`` (a ``Report``) in each store in turn: one store failing on the way (busy,
@@ -83,8 +109,15 @@ def move_all(ctx, scope, pairs, plan, act, ask, *, fmt: str, dry_run: bool, quie
     problems = [p for sel in sels for p in sel.problems]
     if not targets:
         if not (quiet and not problems and fmt == "text"):
-            nothing(fmt, dry_run, kept, nothing_said, plans[0][0] if len(plans) == 1 else None, problems + found,
-                    skipped if several else None)
+            nothing(
+                fmt,
+                dry_run,
+                kept,
+                nothing_said,
+                plans[0][0] if len(plans) == 1 else None,
+                problems + found,
+                skipped if several else None,
+            )
         else:
             report_findings(found)
         exit_with(scope.exit_code())
@@ -103,6 +136,7 @@ def move_all(ctx, scope, pairs, plan, act, ask, *, fmt: str, dry_run: bool, quie
             return None
         with findings_first(found if len(plans) == 1 else []):
             return act(store, sel)
+
     stores = [s for s, _ in plans]  # (one store: its errors raised as they always were)
     outcomes = scope.run(one, stores=stores) if several else [Outcome(stores[0], "done", value=one(stores[0]))]
     say_failed(outcomes)
@@ -113,16 +147,22 @@ def move_all(ctx, scope, pairs, plan, act, ask, *, fmt: str, dry_run: bool, quie
             merged.repaired += o.value.repaired
     code = scope.exit_code(outcomes)
     try:
-        render(merged, fmt, hint(merged.items, plans[0][0] if len(plans) == 1 else None)
-               if hint and merged.items else None, quiet=quiet, skipped=skipped if several else None)
+        render(
+            merged,
+            fmt,
+            hint(merged.items, plans[0][0] if len(plans) == 1 else None) if hint and merged.items else None,
+            quiet=quiet,
+            skipped=skipped if several else None,
+        )
     except click.exceptions.Exit as exc:
         code = code if code not in (errors.OK, errors.PARTIAL) else exc.exit_code
     exit_with(code)
 
 
 def format_opt(f):
-    return click.option("--format", "fmt", type=FORMATS, default="text", show_default=True,
-                        help="json is a stable interface.")(f)
+    return click.option(
+        "--format", "fmt", type=FORMATS, default="text", show_default=True, help="json is a stable interface."
+    )(f)
 
 
 def stdin_is_tty() -> bool:
@@ -137,8 +177,10 @@ def confirm(question: str, yes: bool) -> None:
     if yes:
         return
     if not stdin_is_tty():
-        raise errors.UsageError(f"{question[0].lower() + question[1:]}: refusing without confirmation",
-                                hint="pass --yes to confirm from a script, or --dry-run to see the list first")
+        raise errors.UsageError(
+            f"{question[0].lower() + question[1:]}: refusing without confirmation",
+            hint="pass --yes to confirm from a script, or --dry-run to see the list first",
+        )
     if not click.confirm(question, default=False, err=True):
         click.echo("nothing was changed", err=True)
         raise click.exceptions.Exit(errors.FAILED)
@@ -154,16 +196,14 @@ def say_kept(sel, fmt: str) -> list:
     return kept
 
 
-def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None, problems: list = (),
-            skipped=None) -> None:
+def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None, problems: list = (), skipped=None) -> None:
     """Nothing selected: the json format still prints a report (empty ``items``), a script reads it.
     ``problems`` (``Selection.problems``): what was chosen but cannot be moved, exit 3.  Nothing is
     written, so an interrupted move is not settled: said, with what settles it."""
     from samctl.attic.journal import pending
     from samctl.attic.lifecycle import Report
 
-    report = Report(dry_run=dry_run, kept=kept,
-                    findings=list(problems) + (pending(store) if store is not None else []))
+    report = Report(dry_run=dry_run, kept=kept, findings=list(problems) + (pending(store) if store is not None else []))
     if fmt == "json":
         emit_json(_doc(report, skipped))
     else:
@@ -197,8 +237,14 @@ def _doc(report, skipped) -> dict:
     return doc
 
 
-def render(report, fmt: str, undo_hint: str | None = None, quiet: bool = False,
-           same_said: str = "unchanged since the newest kept copy", skipped=None) -> None:
+def render(
+    report,
+    fmt: str,
+    undo_hint: str | None = None,
+    quiet: bool = False,
+    same_said: str = "unchanged since the newest kept copy",
+    skipped=None,
+) -> None:
     """Print a lifecycle report and exit with its code: 3 if a conversation it was given could not be
     moved, purged or restored (a problem of that conversation, even when it was the only one; the
     command's own failures are raised before and exit 1).  ``quiet``: only problems (text format).

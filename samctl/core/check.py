@@ -83,8 +83,10 @@ def _missing_scopes_in_attic(store, findings: list) -> None:
             f.severity = WARNING
             f.reason += f" but in the attic: `samctl restore {scope}` brings its memories back"
         else:
-            f.reason += (f" and not in the attic: {store.app_name} starts it empty when it next stores a memory "
-                         "(memories it had, if any, are gone)")
+            f.reason += (
+                f" and not in the attic: {store.app_name} starts it empty when it next stores a memory "
+                "(memories it had, if any, are gone)"
+            )
 
 
 _RECOVER_ADVICE = re.compile(r"[;,]?\s*\(?(?:try )?`samctl recover [^`]*`[^;()]*\)?")
@@ -95,5 +97,6 @@ def mark_held(findings: list, held: set) -> None:
     move's traces, so they point at the move, not at ``recover`` (a rebuild the move would undo)."""
     for f in findings:
         if f.conversation in held and f.code != "pending-move" and "samctl recover" in f.reason:
-            f.reason = _RECOVER_ADVICE.sub("", f.reason) + " (an interrupted move holds this conversation: " \
-                "see pending-move)"
+            f.reason = (
+                _RECOVER_ADVICE.sub("", f.reason) + " (an interrupted move holds this conversation: see pending-move)"
+            )

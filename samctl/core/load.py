@@ -23,8 +23,15 @@ def load_conversation(store, text: str, findings: list):
     start = len(findings)
     conv = store.load_reported(cid, findings)
     if cid in pending_ids(store) and not held_by_another(store):  # (one listing of the journal folder, if any)
-        findings.append(Finding("pending-move", str(store.conv_dir), f"an interrupted move holds {cid} half done, so "
-                                f"what is shown may be part of it; {SETTLE}", WARNING, cid))
+        findings.append(
+            Finding(
+                "pending-move",
+                str(store.conv_dir),
+                f"an interrupted move holds {cid} half done, so what is shown may be part of it; {SETTLE}",
+                WARNING,
+                cid,
+            )
+        )
         mark_held(findings[start:], {cid})
     return with_resume(store, conv)
 
@@ -53,8 +60,16 @@ def raw_bytes(store, text: str, findings: list):
     try:
         part = store.raw_part(cid, path)
         if part is not None:
-            findings.append(Finding("legacy", str(path), f"{cid} is one of the conversations in this file; this is "
-                                    "its part, re-serialised (not byte for byte)", INFO, cid))
+            findings.append(
+                Finding(
+                    "legacy",
+                    str(path),
+                    f"{cid} is one of the conversations in this file; this is "
+                    "its part, re-serialised (not byte for byte)",
+                    INFO,
+                    cid,
+                )
+            )
             return part
         return fsafe.read_capped(path, store.caps.snapshot)
     except FileProblem as exc:

@@ -13,11 +13,15 @@ def log_rows(store, text: str, types: tuple = ()):
     when the id has no log.
     """
     if not store.has_event_logs:
-        raise UsageError(f"samctl log reads event logs; {store.app_name} keeps no event log",
-                         hint=f"use `samctl show ID` for a {store.app_name} conversation")
+        raise UsageError(
+            f"samctl log reads event logs; {store.app_name} keeps no event log",
+            hint=f"use `samctl show ID` for a {store.app_name} conversation",
+        )
     unknown = [t for t in types if t not in store.event_types]
     if unknown:
-        raise UsageError(f"--type {unknown[0]!r}: not an event type of {store.app_name}'s logs",
-                         hint="one of: " + ", ".join(store.event_types))
+        raise UsageError(
+            f"--type {unknown[0]!r}: not an event type of {store.app_name}'s logs",
+            hint="one of: " + ", ".join(store.event_types),
+        )
     cid = resolve_id(store, text)
     return (cid, *store.event_log_rows(cid, types))

@@ -16,10 +16,12 @@ def store_folder_holding(store, p) -> str | None:
     the app's folder around them) holds ``p``, directly or through a symlink, as words; else None."""
     app = _app_folder(store)
     real = os.path.realpath(p)  # (resolved once, not once per folder: every command asks, for each store)
-    for folder, what in ((store.root_real, f"the store ({store.conv_dir})"),
-                         (os.path.realpath(_attic(store)), "samctl's attic"),
-                         (os.path.realpath(_lock(store)), "samctl's own folder"),
-                         (app, f"{store.app_name}'s folder ({app})")):
+    for folder, what in (
+        (store.root_real, f"the store ({store.conv_dir})"),
+        (os.path.realpath(_attic(store)), "samctl's attic"),
+        (os.path.realpath(_lock(store)), "samctl's own folder"),
+        (app, f"{store.app_name}'s folder ({app})"),
+    ):
         if folder is not None and fsafe.within(folder, real):
             return what
     return None

@@ -30,8 +30,11 @@ def _refuse_unless_file(path: Path) -> None:
     """Only a regular file (or nothing) is ever replaced: never a folder, a FIFO, a device or a symlink."""
     st = fsafe.lstat(path)
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise SamctlError(f"{path} is {fsafe.describe_mode(st.st_mode)}, not a file; samctl does not replace it, "
-                          "so nothing was written", hint="move it aside (see `samctl check`), then recover again")
+        raise SamctlError(
+            f"{path} is {fsafe.describe_mode(st.st_mode)}, not a file; samctl does not replace it, "
+            "so nothing was written",
+            hint="move it aside (see `samctl check`), then recover again",
+        )
 
 
 def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
@@ -82,23 +85,38 @@ def destination(store, plan: RecoveryPlan, to) -> Path:
     with no .bak, no lock and no check that the app is idle), or its folder does not exist.
     ``-`` is refused: elsewhere it means stdout, here it would make a file named ``-``."""
     if str(to) == "-":
-        raise UsageError("--to - would write a file named '-' (recover writes files, not stdout); nothing was written",
-                         hint="give a file or folder, e.g. --to /tmp/recovered.json (./- if you want that name)")
+        raise UsageError(
+            "--to - would write a file named '-' (recover writes files, not stdout); nothing was written",
+            hint="give a file or folder, e.g. --to /tmp/recovered.json (./- if you want that name)",
+        )
     dest = Path(to)
     if dest.is_dir():
         dest = dest / plan.target.name
     if fsafe.is_inside(store.root_real, dest):
-        raise UsageError(f"{dest} is inside the store ({store.conv_dir}); --to writes the recovered document "
-                         "elsewhere, so nothing was written",
-                         hint="give a path outside the store, or recover in place without --to")
+        raise UsageError(
+            f"{dest} is inside the store ({store.conv_dir}); --to writes the recovered document "
+            "elsewhere, so nothing was written",
+            hint="give a path outside the store, or recover in place without --to",
+        )
     if not dest.parent.is_dir():
-        raise UsageError(f"{dest.parent} does not exist (or is not a folder); nothing was written",
-                         hint="create the folder first, or give one that exists")
+        raise UsageError(
+            f"{dest.parent} does not exist (or is not a folder); nothing was written",
+            hint="create the folder first, or give one that exists",
+        )
     return dest
 
 
-def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_file=None, force: bool = False,
-            lock_wait: float = 0.0) -> RecoveryPlan:
+def recover(
+    store,
+    text: str,
+    *,
+    dry_run: bool = False,
+    to=None,
+    use=None,
+    from_file=None,
+    force: bool = False,
+    lock_wait: float = 0.0,
+) -> RecoveryPlan:
     """Plan and (unless ``dry_run``) carry out the recovery of one conversation."""
     cid = resolve_id(store, text)
     source = store.recovery_source(use=use, from_file=from_file)
@@ -120,9 +138,16 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
         if dry_run and to is None and not plan.nothing_to_do:  # (--to writes outside the store: nothing refuses)
             plan.warnings = would_refuse(store, [cid], force)
         if dry_run and held:
-            plan.warnings.append(Finding("pending-move", str(plan.target), f"an interrupted move holds {cid}: the real "
-                                         "run finishes or undoes it first, which changes what there is to recover",
-                                         WARNING, cid))
+            plan.warnings.append(
+                Finding(
+                    "pending-move",
+                    str(plan.target),
+                    f"an interrupted move holds {cid}: the real "
+                    "run finishes or undoes it first, which changes what there is to recover",
+                    WARNING,
+                    cid,
+                )
+            )
         return plan
     if to is not None:
         return execute(plan, to=to)
@@ -130,17 +155,21 @@ def recover(store, text: str, *, dry_run: bool = False, to=None, use=None, from_
     with store_lock(store, lock_wait):
         repaired, left = repair.settle_first(store)  # as every writing command does, before it reads what to write
         if cid in repair.pending_ids(store):
-            raise SamctlError(f"an interrupted move of {cid} could not be settled; nothing was recovered",
-                              hint="`samctl attic` says what is wrong; `samctl attic --repair` tries again")
+            raise SamctlError(
+                f"an interrupted move of {cid} could not be settled; nothing was recovered",
+                hint="`samctl attic` says what is wrong; `samctl attic --repair` tries again",
+            )
         if plan is None or repaired or _stamps(store.recovery_inputs(cid, source)) != stamps:  # moved on
             try:
                 plan = store.plan_recovery(cid, source)
             except SamctlError:  # (NotFound, or "nothing to recover")
                 if not held or cid in set(store.all_ids()):
                     raise
-                raise NotFound(f"{cid} was on its way to the attic when a samctl was interrupted; that move is now "
-                               "finished, so there is nothing in the store to recover",
-                               hint=f"`samctl restore {cid}` brings it back") from None
+                raise NotFound(
+                    f"{cid} was on its way to the attic when a samctl was interrupted; that move is now "
+                    "finished, so there is nothing in the store to recover",
+                    hint=f"`samctl restore {cid}` brings it back",
+                ) from None
         plan = execute(plan)
         plan.repaired, plan.warnings = repaired, plan.warnings + left
         return plan

@@ -78,8 +78,7 @@ def _counted(store, dbs: list, findings: list) -> int:
             continue  # no database there (a scope is a folder; its memory.db comes with the first memory)
         stamp = [x for f in files for x in ((f.st_size, f.st_mtime_ns) if f is not None else (-1, -1))]
         entry = known.get(path)
-        if type(entry) is list and len(entry) == 7 and entry[:6] == stamp \
-                and type(entry[6]) is int and entry[6] >= 0:
+        if type(entry) is list and len(entry) == 7 and entry[:6] == stamp and type(entry[6]) is int and entry[6] >= 0:
             total += entry[6]
             fresh[path] = entry
             continue
@@ -102,8 +101,7 @@ def counted(m) -> int:
     return max(0, (m.message_count or 0) - (m.copied_messages or 0))
 
 
-def stats_report(stores: list, findings: list, top: int = 5, by: str | None = None,
-                 project: str | None = None) -> dict:
+def stats_report(stores: list, findings: list, top: int = 5, by: str | None = None, project: str | None = None) -> dict:
     """Every store's ``store_stats``, their ``total``, and with ``by`` the conversations, messages and bytes
     per store, project, model or month of last activity (``groups``); ``project`` as ``ls --project``."""
     keep = project_matcher(project) if project else None
@@ -124,10 +122,14 @@ def stats_report(stores: list, findings: list, top: int = 5, by: str | None = No
 def totals(per_store: list) -> dict:
     """The sums over the stores (memories: over those that have them; None when none has)."""
     mems = [s["memories"] for s in per_store if s["memories"] is not None]
-    return {"stores": len(per_store),
-            **{k: sum(s[k] for s in per_store) for k in ("conversations", "messages", "copied_messages", "bytes",
-                                                          "files", "conversation_bytes")},
-            "memories": sum(mems) if mems else None}
+    return {
+        "stores": len(per_store),
+        **{
+            k: sum(s[k] for s in per_store)
+            for k in ("conversations", "messages", "copied_messages", "bytes", "files", "conversation_bytes")
+        },
+        "memories": sum(mems) if mems else None,
+    }
 
 
 def _key(store, m, by: str) -> str:
@@ -150,8 +152,10 @@ def groups(listed: list, by: str) -> list[dict]:
             g["conversations"] += 1
             g["messages"] += counted(m)
             g["bytes"] += m.size or 0
-    rows = [{"key": k, **({"name": project_name(k)} if by == "project" and k != "(none)" else {}), **v}
-            for k, v in acc.items()]
+    rows = [
+        {"key": k, **({"name": project_name(k)} if by == "project" and k != "(none)" else {}), **v}
+        for k, v in acc.items()
+    ]
     if by == "month":
         return sorted(rows, key=lambda r: r["key"])
     return sorted(rows, key=lambda r: (-r["messages"], -r["conversations"], r["key"]))

@@ -101,8 +101,11 @@ def _sha256(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-CSP = ("default-src 'none'; " f"style-src {_sha256(CSS)}; script-src {_sha256(JS)}; "
-       "img-src data:; base-uri 'none'; form-action 'none'")
+CSP = (
+    "default-src 'none'; "
+    f"style-src {_sha256(CSS)}; script-src {_sha256(JS)}; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
+)
 
 
 def _e(s) -> str:
@@ -111,11 +114,11 @@ def _e(s) -> str:
 
 def _head(title: str) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        "<meta name=\"referrer\" content=\"no-referrer\">\n"
-        f"<meta name=\"generator\" content=\"samctl {_e(__version__)}\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f'<meta name="generator" content="samctl {_e(__version__)}">\n'
         f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
     )
 
@@ -138,16 +141,16 @@ def body_html(text: str) -> str:
     out = []
     pos = 0
     for m in _FENCE.finditer(text):
-        before = text[pos:m.start()].strip("\n")
+        before = text[pos : m.start()].strip("\n")
         if before:
-            out.append(f"<div class=\"text\">{_prose(before)}</div>")
+            out.append(f'<div class="text">{_prose(before)}</div>')
         lang = m.group(2).strip().split(" ")[0]
-        cls = f" class=\"lang-{_e(lang)}\"" if lang else ""
+        cls = f' class="lang-{_e(lang)}"' if lang else ""
         out.append(f"<pre><code{cls}>{_e(m.group(3).rstrip(chr(10)))}</code></pre>")
         pos = m.end()
     rest = text[pos:].strip("\n")
     if rest:
-        out.append(f"<div class=\"text\">{_prose(rest)}</div>")
+        out.append(f'<div class="text">{_prose(rest)}</div>')
     return "\n".join(out)
 
 
@@ -175,42 +178,49 @@ def _action_html(a: dict) -> str:
             if isinstance(details.get(key), dict) and isinstance(details[key].get(field), str):
                 extra = details[key][field]
     body = "".join(f"<pre>{_e(x)}</pre>" for x in (output, extra) if isinstance(x, str) and x)
-    st = f" <span class=\"status-{_e(status)}\">{_e(status)}</span>" if status else ""
-    return f"<details class=\"action\"><summary>⚙ {_e(label)}{st}</summary>{body}</details>"
+    st = f' <span class="status-{_e(status)}">{_e(status)}</span>' if status else ""
+    return f'<details class="action"><summary>⚙ {_e(label)}{st}</summary>{body}</details>'
 
 
 def message_html(msg, n: int) -> str:
     role = msg.role if msg.role in ("user", "assistant", "tool", "reasoning", "system") else "system"
     badges = []
     if msg.pinned:
-        badges.append("<span class=\"badge\">pinned</span>")
+        badges.append('<span class="badge">pinned</span>')
     if msg.hidden:
-        badges.append("<span class=\"badge\">hidden in the app</span>")
+        badges.append('<span class="badge">hidden in the app</span>')
     when = format_local(msg.timestamp_ts) if msg.timestamp_ts is not None else (msg.timestamp or "")
-    head = (f"<header><span class=\"role\">{_e(role)}</span>"
-            + (f"<span class=\"tool-name\"><code>{_e(msg.tool_name)}</code></span>" if msg.tool_name else "")
-            + f"<time datetime=\"{_e(_iso_utc(msg.timestamp_ts))}\">{_e(when)}</time>{''.join(badges)}</header>")
-    parts = [f"<article class=\"msg role-{role}\" id=\"m{n}\" data-role=\"{role}\">", head]
+    head = (
+        f'<header><span class="role">{_e(role)}</span>'
+        + (f'<span class="tool-name"><code>{_e(msg.tool_name)}</code></span>' if msg.tool_name else "")
+        + f'<time datetime="{_e(_iso_utc(msg.timestamp_ts))}">{_e(when)}</time>{"".join(badges)}</header>'
+    )
+    parts = [f'<article class="msg role-{role}" id="m{n}" data-role="{role}">', head]
     if msg.reasoning:
-        parts.append(f"<details class=\"reasoning\"><summary>Reasoning</summary>{body_html(msg.reasoning)}</details>")
+        parts.append(f'<details class="reasoning"><summary>Reasoning</summary>{body_html(msg.reasoning)}</details>')
     if role == "tool":
         status = msg.tool_status or ""
         label = "Result" + (f" of {msg.tool_name}" if msg.tool_name else "")
         facts = result_label(msg).split(" · ")[1:]  # exit code and wall time, where known
         label += "".join(f" · {x}" for x in facts)
-        st = f" · <span class=\"status-{_e(status)}\">{_e(status)}</span>" if status else ""
-        inner = f"<pre>{_e(msg.content)}</pre>" if msg.content else "<p class=\"empty\">(no output)</p>"
-        parts.append(f"<details class=\"result\"><summary>{_e(label)}{st}</summary>{inner}</details>")
+        st = f' · <span class="status-{_e(status)}">{_e(status)}</span>' if status else ""
+        inner = f"<pre>{_e(msg.content)}</pre>" if msg.content else '<p class="empty">(no output)</p>'
+        parts.append(f'<details class="result"><summary>{_e(label)}{st}</summary>{inner}</details>')
     elif msg.content:
         parts.append(body_html(msg.content))
     elif not msg.reasoning and not msg.tool_calls and not msg.attachments:
-        parts.append("<p class=\"empty\">(empty)</p>")
+        parts.append('<p class="empty">(empty)</p>')
     for a in msg.attachments:  # shown as text: the page loads nothing (its CSP allows no images)
-        parts.append(body_html(a["text"]) if a.get("type") == "text"
-                     else f"<p class=\"attachment\"><code>{_e(render.attachment_line(a))}</code></p>")
+        parts.append(
+            body_html(a["text"])
+            if a.get("type") == "text"
+            else f'<p class="attachment"><code>{_e(render.attachment_line(a))}</code></p>'
+        )
     for tc in msg.tool_calls:  # labelled as the app shows it (Bash(git status)); the call id only in JSON
-        parts.append(f"<details class=\"call\"><summary><code>{_e(tool_label(tc.name, tc.arguments))}</code></summary>"
-                     f"<pre><code>{_e(_pretty_args(tc.arguments))}</code></pre></details>")
+        parts.append(
+            f'<details class="call"><summary><code>{_e(tool_label(tc.name, tc.arguments))}</code></summary>'
+            f"<pre><code>{_e(_pretty_args(tc.arguments))}</code></pre></details>"
+        )
     for a in msg.actions:
         if isinstance(a, dict):
             parts.append(_action_html(a))
@@ -232,18 +242,27 @@ def conversation_page(conv, messages, hidden_count: int = 0, index_link: bool = 
             facts.append((key, f"<code>{_e(value)}</code>"))
     if resume_text(conv):
         facts.append(("resume", f"<code>{_e(resume_text(conv))}</code>"))
-    out = [_head(m.title or m.id), "<header class=\"conv\">", f"<h1>{_e(m.title)}</h1>",
-           "<dl class=\"facts\">" + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>",
-           "<nav class=\"tools\"><button type=\"button\" id=\"expand-all\">Expand all</button>"
-           "<button type=\"button\" id=\"collapse-all\">Collapse all</button>"
-           + ("<a href=\"index.html\">All conversations</a>" if index_link else "") + "</nav>",
-           "</header>", "<main id=\"transcript\">"]
+    out = [
+        _head(m.title or m.id),
+        '<header class="conv">',
+        f"<h1>{_e(m.title)}</h1>",
+        '<dl class="facts">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>",
+        '<nav class="tools"><button type="button" id="expand-all">Expand all</button>'
+        '<button type="button" id="collapse-all">Collapse all</button>'
+        + ('<a href="index.html">All conversations</a>' if index_link else "")
+        + "</nav>",
+        "</header>",
+        '<main id="transcript">',
+    ]
     for n, msg in enumerate(messages, 1):
         out.append(message_html(msg, n))
     out.append("</main>")
-    note = (f" {hidden_count} message{'s' if hidden_count != 1 else ''} the app hides "
-            f"{'were' if hidden_count != 1 else 'was'} left out (export with --all-messages to include them)."
-            if hidden_count else "")
+    note = (
+        f" {hidden_count} message{'s' if hidden_count != 1 else ''} the app hides "
+        f"{'were' if hidden_count != 1 else 'was'} left out (export with --all-messages to include them)."
+        if hidden_count
+        else ""
+    )
     out.append(f"<footer>Exported by samctl {_e(__version__)}.{_e(note)}</footer>")
     out.append(_TAIL)
     return "\n".join(out)
@@ -251,16 +270,22 @@ def conversation_page(conv, messages, hidden_count: int = 0, index_link: bool = 
 
 def index_page(entries, title: str = "Conversations") -> str:
     """An index of exported pages: ``entries`` are dicts with file, id, title, updated_ts, messages, store."""
-    out = [_head(title), f"<h1>{_e(title)}</h1>",
-           "<input type=\"search\" id=\"filter\" placeholder=\"Filter by title or id\" "
-           "aria-label=\"Filter conversations\" autocomplete=\"off\">",
-           f"<p id=\"count\">{len(entries)} conversations</p>", "<ul id=\"list\">"]
+    out = [
+        _head(title),
+        f"<h1>{_e(title)}</h1>",
+        '<input type="search" id="filter" placeholder="Filter by title or id" '
+        'aria-label="Filter conversations" autocomplete="off">',
+        f'<p id="count">{len(entries)} conversations</p>',
+        '<ul id="list">',
+    ]
     for en in entries:
         when = format_local(en.get("updated_ts")) if en.get("updated_ts") is not None else ""
         text = f"{en.get('title', '')} {en.get('id', '')}".lower()
         sub = " · ".join(x for x in (when, f"{en.get('messages', 0)} messages", en.get("store", "")) if x)
-        out.append(f"<li data-text=\"{_e(text)}\"><a href=\"{_e(quote(en['file']))}\">{_e(en.get('title'))}</a>"
-                   f"<span class=\"sub\"><code>{_e(en.get('id'))}</code> · {_e(sub)}</span></li>")
+        out.append(
+            f'<li data-text="{_e(text)}"><a href="{_e(quote(en["file"]))}">{_e(en.get("title"))}</a>'
+            f'<span class="sub"><code>{_e(en.get("id"))}</code> · {_e(sub)}</span></li>'
+        )
     out.append("</ul>")
     out.append(_TAIL)
     return "\n".join(out)

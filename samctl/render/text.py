@@ -148,8 +148,15 @@ def _mark_lines(out: list[str], marks: dict, starts: dict | None) -> None:
         starts[i] = line
 
 
-def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=plain_style,
-            min_importance: float | None = None, at: int | None = None, starts: dict | None = None) -> str:
+def to_text(
+    conv,
+    reasoning: bool = False,
+    include_hidden: bool = False,
+    style=plain_style,
+    min_importance: float | None = None,
+    at: int | None = None,
+    starts: dict | None = None,
+) -> str:
     """The transcript; the message at index ``at`` is shown whatever the filters, and ``starts`` (if given) is
     filled with the line (from 1) where each message shown starts."""
     title, *info = header_lines(conv)
@@ -170,14 +177,20 @@ def to_text(conv, reasoning: bool = False, include_hidden: bool = False, style=p
         if msg.content:
             out.append(safe_text(msg.content))
         for at in msg.attachments:
-            out.append(safe_text(at["text"]) if at.get("type") == "text" else style(safe_text(attachment_line(at)),
-                                                                                     "dim"))
+            out.append(
+                safe_text(at["text"]) if at.get("type") == "text" else style(safe_text(attachment_line(at)), "dim")
+            )
         for tc in msg.tool_calls:  # as the app shows it: Bash(git status); ids only in --raw and JSON
             out.append(style(f"  → {safe_text(tool_label(tc.name, tc.arguments))}", "tool"))
         for a in msg.actions:
             if isinstance(a, dict):
-                out.append(style(f"  ⚙ {safe_text(str(a.get('action_type', '?')))} "
-                                 f"{safe_text(str(a.get('target', '')))} {_action_result(a)}", "tool"))
+                out.append(
+                    style(
+                        f"  ⚙ {safe_text(str(a.get('action_type', '?')))} "
+                        f"{safe_text(str(a.get('target', '')))} {_action_result(a)}",
+                        "tool",
+                    )
+                )
         out.append("")
     _mark_lines(out, marks, starts)
     return "\n".join(out)
@@ -243,21 +256,29 @@ def _in_fold(reasoning: str) -> str:
     (where a reader would take it for the tag and end the fold early), is written as ``&lt;/details>``,
     which a reader shows as those characters.  In code it is shown as written already."""
     lines, open_fence = _fences(reasoning)
-    out = [line if code else _outside_code_spans(line, lambda t: _DETAILS_END.sub(lambda m: "&lt;" + m[0][1:], t))
-           for line, code in lines]
+    out = [
+        line if code else _outside_code_spans(line, lambda t: _DETAILS_END.sub(lambda m: "&lt;" + m[0][1:], t))
+        for line, code in lines
+    ]
     return _closed("\n".join(out), open_fence)
 
 
 def _outside_code_spans(line: str, fix) -> str:
     out, at = [], 0
     for m in _CODE_SPAN.finditer(line):
-        out += [fix(line[at:m.start()]), m[0]]
+        out += [fix(line[at : m.start()]), m[0]]
         at = m.end()
     return "".join(out) + fix(line[at:])
 
 
-def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
-                min_importance: float | None = None, at: int | None = None, starts: dict | None = None) -> str:
+def to_markdown(
+    conv,
+    reasoning: bool = True,
+    include_hidden: bool = False,
+    min_importance: float | None = None,
+    at: int | None = None,
+    starts: dict | None = None,
+) -> str:
     """The transcript as Markdown; ``at`` and ``starts`` as for ``to_text``."""
     m = conv.meta
     out = [f"# {_md_inline(m.title)}", ""]
@@ -298,8 +319,10 @@ def to_markdown(conv, reasoning: bool = True, include_hidden: bool = False,
             else:
                 out += [_contained(msg.content), ""]
         if msg.attachments:
-            out += [f"*{_md_inline(attachment_line(a))}*" if a.get("type") != "text" else _contained(a["text"])
-                    for a in msg.attachments] + [""]
+            out += [
+                f"*{_md_inline(attachment_line(a))}*" if a.get("type") != "text" else _contained(a["text"])
+                for a in msg.attachments
+            ] + [""]
         for tc in msg.tool_calls:
             body = args_json(tc.arguments, 2, quote=True)
             f = _fence(body)

@@ -56,7 +56,7 @@ def call_text(name, arguments) -> str:
     values: list = []
     _leaves(arguments_of(arguments), values)
     text = f"{name}({', '.join(values)})"
-    return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - 1] + "…"
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
 
 
 def is_call_of(text: str, name: str) -> bool:

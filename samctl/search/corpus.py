@@ -85,7 +85,7 @@ class IndexCorpus:
         self.size = at
         self._bg: dict = {}
         self.starts = [p.start for p in self.parts]
-        cat = (lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt))
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt)
         segs = [p.seg for p in self.parts]
         self.live = cat([s.alive for s in segs], bool)
         self.kind = cat([s.r_kind for s in segs], np.uint8)
@@ -94,7 +94,7 @@ class IndexCorpus:
         # each segment's written in place, times its alive rows where some are not: one pass, not three)
         self.length = np.empty(self.size, np.uint32)
         for p in self.parts:
-            lengths = self.length[p.start:p.start + p.seg.rows]
+            lengths = self.length[p.start : p.start + p.seg.rows]
             if p.seg.all_alive:
                 lengths[:] = p.seg.r_len
             else:
@@ -106,7 +106,7 @@ class IndexCorpus:
             s, c = p.seg, p.seg.r_conv
             if len(c) and (int(c.min()) < 0 or int(c.max()) >= s.nconvs):
                 raise BadIndex(f"{s.name}: conversation codes out of range")
-            np.add(c, base, out=self.group[p.start:p.start + s.rows])
+            np.add(c, base, out=self.group[p.start : p.start + s.rows])
             base += s.nconvs
         self.groups = base
         np.putmask(self.group, (self.kind != MESSAGE) | ~self.live, -1)  # groups hold alive messages only
@@ -161,8 +161,10 @@ class IndexCorpus:
                 self._lens[fld] = (np.where(dated, 3.0, 0.0), dated)
             else:  # conv: one document per conversation (its alive messages)
                 lens, has = zip(*map(self._conv_lengths, (p.seg for p in self.parts))) if self.parts else ((), ())
-                self._lens[fld] = (np.concatenate(lens) if lens else np.zeros(0),
-                                   np.concatenate(has) if has else np.zeros(0, bool))
+                self._lens[fld] = (
+                    np.concatenate(lens) if lens else np.zeros(0),
+                    np.concatenate(has) if has else np.zeros(0, bool),
+                )
         return self._lens[fld]
 
     def _conv_lengths(self, s):

@@ -39,7 +39,7 @@ def interleave(hits: list, run: int) -> list:
     if run <= 0 or len(hits) <= run:
         return list(hits)
     left, out = list(hits), []
-    conv = (lambda h: (h.store, h.conversation_id))
+    conv = lambda h: (h.store, h.conversation_id)
     while left:
         if len(out) >= run and len({conv(h) for h in out[-run:]}) == 1:
             c = conv(out[-1])

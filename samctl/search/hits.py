@@ -58,11 +58,25 @@ class Hit:
 
     def to_dict(self) -> dict:
         return {
-            "score": self.score, "cosine": self.cosine, "boost": self.boost, "kind": self.kind,
-            "conversation_id": self.conversation_id, "title": self.title, "id": self.ref, "position": self.position,
-            "date": format_utc(self.date_ts), "date_ts": self.date_ts, "importance": self.importance,
-            "role": self.role, "content_type": self.content_type, "dimension": self.dimension, "exact": self.exact,
-            "snippet": self.snippet, "text": self.text, "store": self.store, "parts": self.parts,
+            "score": self.score,
+            "cosine": self.cosine,
+            "boost": self.boost,
+            "kind": self.kind,
+            "conversation_id": self.conversation_id,
+            "title": self.title,
+            "id": self.ref,
+            "position": self.position,
+            "date": format_utc(self.date_ts),
+            "date_ts": self.date_ts,
+            "importance": self.importance,
+            "role": self.role,
+            "content_type": self.content_type,
+            "dimension": self.dimension,
+            "exact": self.exact,
+            "snippet": self.snippet,
+            "text": self.text,
+            "store": self.store,
+            "parts": self.parts,
             "context": self.context,
         } | ({"conversation_hits": self.conversation_hits} if self.conversation_hits is not None else {})
 
@@ -85,7 +99,7 @@ def find_ci(text: str, needle: str) -> int:
     if len(text) > 4 * scoring.PIECE:
         step = scoring.PIECE
         for start in range(0, len(text), step):
-            i = find_ci(text[start:start + step + len(needle)], needle)
+            i = find_ci(text[start : start + step + len(needle)], needle)
             if i >= 0:
                 return start + i
         return -1

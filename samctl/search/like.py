@@ -27,6 +27,7 @@ def _memory_sources(store, scope, findings):
 
 class _SeedUnread(SamctlError):
     """``--like``'s memory was not found, and some memory databases could not be read."""
+
     exit_code = PARTIAL
 
 
@@ -39,19 +40,25 @@ def _find_seed(store, like: str, sources):
             if isinstance(mid, str):
                 seen.setdefault(mid.upper(), (mid, blob, content, src.conv or str(cid).upper(), src.paths[0]))
     if not seen and unread:  # it may be in a file that could not be read: not "no such memory"
-        raise _SeedUnread(f"no readable memory {like}; {len(unread)} memory database(s) could not be read: "
-                          + "; ".join(f.line() for f in unread[:3]),
-                          hint="try again once SAM is idle, or see `samctl check`")
+        raise _SeedUnread(
+            f"no readable memory {like}; {len(unread)} memory database(s) could not be read: "
+            + "; ".join(f.line() for f in unread[:3]),
+            hint="try again once SAM is idle, or see `samctl check`",
+        )
     if not seen:
-        raise NotFound(f"no memory {like} in {store.conv_dir}",
-                       hint="memory ids are listed by `samctl search QUERY --in memories --format json`")
+        raise NotFound(
+            f"no memory {like} in {store.conv_dir}",
+            hint="memory ids are listed by `samctl search QUERY --in memories --format json`",
+        )
     if len(seen) > 1:
         some = ", ".join(sorted(seen)[:5])
         raise UsageError(f"{like!r} is ambiguous: {len(seen)} memories match ({some})", hint="type more of the id")
     mid, blob, content, cid, path = next(iter(seen.values()))
     if not isinstance(blob, bytes) or not blob or len(blob) % 8:
-        raise UsageError(f"memory {mid} has no usable stored vector ({len(blob) if isinstance(blob, bytes) else 0} "
-                         "bytes)", hint="--like needs a memory with an embedding")
+        raise UsageError(
+            f"memory {mid} has no usable stored vector ({len(blob) if isinstance(blob, bytes) else 0} bytes)",
+            hint="--like needs a memory with an embedding",
+        )
     vec = scoring.unpack_vector(blob)
     if not all(map(math.isfinite, vec)):
         raise UsageError(f"memory {mid} has NaN or infinity in its stored vector")
@@ -116,10 +123,25 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
         if score < q.threshold:
             continue
         conv = src.conv or r.conversation_id.upper()
-        hits.append(Hit(kind="memory", conversation_id=conv, title="", ref=r.id, position=r.rowid,
-                        date_ts=r.created_ts, importance=r.importance, text=r.content,
-                        score=score, cosine=cos, boost=boost, content_type=r.content_type, dimension=r.dimension,
-                        store=store.name, source=src.paths[0]))
+        hits.append(
+            Hit(
+                kind="memory",
+                conversation_id=conv,
+                title="",
+                ref=r.id,
+                position=r.rowid,
+                date_ts=r.created_ts,
+                importance=r.importance,
+                text=r.content,
+                score=score,
+                cosine=cos,
+                boost=boost,
+                content_type=r.content_type,
+                dimension=r.dimension,
+                store=store.name,
+                source=src.paths[0],
+            )
+        )
     hits.sort(key=sort_key)
     hits = hits[: q.limit]
     titles = _titles(store, {h.conversation_id for h in hits})

@@ -111,7 +111,7 @@ def holds_phrase(text: str, phrase: str) -> bool:
     n = len(want)
     first = want[0]
     for i, w in enumerate(have):
-        if w == first and have[i:i + n] == want:
+        if w == first and have[i : i + n] == want:
             return True
     return False
 
@@ -186,17 +186,28 @@ def titles_matching(titles: list, words: list) -> set[int]:
     return out if out is not None else set(range(len(titles)))
 
 
-
 # ---------------------------------------------------------------------------------------------- parsing
+
 
 class _Parser:
     def __init__(self, text: str, stores):
         self.text = text
         self.stores = None if stores is None else sorted({fold(s) for s in stores})
         self.n = 0  # terms so far
-        self.out: dict[str, list] = {k: [] for k in ("words", "required", "excluded", "phrases", "excluded_phrases",
-                                                      "prefixes", "required_prefixes", "excluded_prefixes",
-                                                      "titles")}
+        self.out: dict[str, list] = {
+            k: []
+            for k in (
+                "words",
+                "required",
+                "excluded",
+                "phrases",
+                "excluded_phrases",
+                "prefixes",
+                "required_prefixes",
+                "excluded_prefixes",
+                "titles",
+            )
+        }
         self.roles: set = set()
         self.stores_wanted: set = set()
         self.tools: set = set()
@@ -206,16 +217,17 @@ class _Parser:
     def count(self, n: int = 1) -> None:
         self.n += n
         if self.n > MAX_TERMS:
-            raise QueryError(f"the query has more than {MAX_TERMS} terms (words, phrases' words, prefixes and "
-                             f"filters); use fewer words")
+            raise QueryError(
+                f"the query has more than {MAX_TERMS} terms (words, phrases' words, prefixes and "
+                f"filters); use fewer words"
+            )
 
     def quote(self, i: int) -> tuple[str, int]:
         """The text between the quote at I and its closing quote, and the index after it."""
         j = self.text.find('"', i + 1)
         if j < 0:
-            raise QueryError(f"unclosed quote at character {i + 1}",
-                             'close it with another ", or leave the quote out')
-        return self.text[i + 1:j], j + 1
+            raise QueryError(f"unclosed quote at character {i + 1}", 'close it with another ", or leave the quote out')
+        return self.text[i + 1 : j], j + 1
 
     def run(self) -> Query:
         text, i, size = self.text, 0, len(self.text)
@@ -242,7 +254,7 @@ class _Parser:
                 if closed < 0:  # an unbalanced quote is punctuation: the words after it are words
                     i += 1
                     continue
-                body, i = self.text[i + 1:closed], closed + 1
+                body, i = self.text[i + 1 : closed], closed + 1
                 self.phrase(body, sign, start)
                 continue
             j = i
@@ -251,7 +263,7 @@ class _Parser:
             word = text[i:j]
             m = _FILTER.match(word)
             if m and m.group(1).lower() in FILTERS:
-                value = word[m.end():]
+                value = word[m.end() :]
                 if j < size and text[j] == '"' and not value:
                     value, j = self.quote(j)
                 self.filter(m.group(1).lower(), value, sign, start, text[start:j])
@@ -300,7 +312,7 @@ class _Parser:
         if name == "title":
             value = value.removesuffix("*")  # (a title matches by containment: budg* is budg)
             if not value.strip():
-                raise QueryError(f"{where}: title: needs a word (title:budget or title:\"weekend trip\")")
+                raise QueryError(f'{where}: title: needs a word (title:budget or title:"weekend trip")')
             self.out["titles"].append(value)
             return
         v = fold(value.strip())
@@ -316,25 +328,36 @@ class _Parser:
             if v not in WHERE:
                 raise QueryError(f"{where}: use in:memories, in:messages, in:args or in:all")
             if self.where is not None and self.where != v:
-                raise QueryError(f"in:{self.where} (character {self.where_at + 1}) and in:{v} (character {at + 1}): "
-                                 f"choose one")
+                raise QueryError(
+                    f"in:{self.where} (character {self.where_at + 1}) and in:{v} (character {at + 1}): choose one"
+                )
             self.where, self.where_at = v, at
         else:  # store
             v = v.replace("_", "-")
             if not v:
                 raise QueryError(f"{where}: store: needs a store's name")
             if self.stores is not None and v not in self.stores:
-                raise QueryError(f"{where}: samctl reads " + ", ".join(self.stores[:-1])
-                                 + (" or " if len(self.stores) > 1 else "") + "".join(self.stores[-1:]))
+                raise QueryError(
+                    f"{where}: samctl reads "
+                    + ", ".join(self.stores[:-1])
+                    + (" or " if len(self.stores) > 1 else "")
+                    + "".join(self.stores[-1:])
+                )
             self.stores_wanted.add(v)
 
     def query(self) -> Query:
         o = self.out
         if (o["excluded"] or o["excluded_phrases"] or o["excluded_prefixes"]) and not (
-                o["words"] or o["required"] or o["phrases"] or o["prefixes"] or o["required_prefixes"]):
+            o["words"] or o["required"] or o["phrases"] or o["prefixes"] or o["required_prefixes"]
+        ):
             raise QueryError("the query only excludes (-word); add a word to search for")
-        return Query(**{k: tuple(v) for k, v in o.items()}, roles=frozenset(self.roles), where=self.where,
-                     stores=frozenset(self.stores_wanted), tools=frozenset(self.tools))
+        return Query(
+            **{k: tuple(v) for k, v in o.items()},
+            roles=frozenset(self.roles),
+            where=self.where,
+            stores=frozenset(self.stores_wanted),
+            tools=frozenset(self.tools),
+        )
 
 
 def parse(text: str, stores=None) -> Query:

@@ -23,6 +23,7 @@ ROLES = {"user": 0, "assistant": 1}  # other roles (tool, system) are 2: never a
 @dataclass(frozen=True)
 class Params:
     """Ranking parameters; the defaults are the ones bench/bench_relevance.py measured best."""
+
     k1: float = 1.2
     b: float = 0.75
     date: float = 1.0  # weight of the date field
@@ -48,14 +49,29 @@ class Params:
     # said in the other side's turns (addressing the named one), so it is the side, not the topic, it tells
 
 
-BASELINE = Params(k1=1.2, b=0.75, date=0, prev=0, next=0, prev2=0, next2=0, conversation=0, addressee=0,
-                  diversify=0, name_weight=1, ctx_len=0, reply=1, addressee_by_words=False)
+BASELINE = Params(
+    k1=1.2,
+    b=0.75,
+    date=0,
+    prev=0,
+    next=0,
+    prev2=0,
+    next2=0,
+    conversation=0,
+    addressee=0,
+    diversify=0,
+    name_weight=1,
+    ctx_len=0,
+    reply=1,
+    addressee_by_words=False,
+)
 DIVERSIFY_POOL = 1000  # diversity is applied among this many best rows and their ties (a cost bound)
 
 
 @dataclass
 class Message:
     """What ranking needs of a message: its text, role (user/assistant/...) and time (epoch seconds)."""
+
     text: str
     role: str = "user"
     ts: float | None = None
@@ -203,7 +219,7 @@ class FrozenCorpus:
         i = self.vocab[fld].get(term)
         if i is None:
             return np.empty(0, np.int64), np.empty(0, np.float64)
-        a, b = self.arrays[f"{fld}.offsets"][i:i + 2]
+        a, b = self.arrays[f"{fld}.offsets"][i : i + 2]
         return self.arrays[f"{fld}.keys"][a:b], self.arrays[f"{fld}.tfs"][a:b].astype(np.float64)
 
     def keys(self, fld: str) -> int:
@@ -265,8 +281,9 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
     mostly memory traffic, and every new array costs its pages."""
     terms = ranked_terms(query, extra_terms)
     same, group, role = corpus.rows()
-    sides, names = (_addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1
-                    else (np.zeros(2), set()))
+    sides, names = (
+        _addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1 else (np.zeros(2), set())
+    )
     own = bm25(corpus, "text", terms, params, dict.fromkeys(names, params.name_weight))
     zero = _zeros(corpus.size)  # (a part that is 0 everywhere: read-only, no pages of its own)
     date = zero
@@ -304,8 +321,16 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         s[cand] += diversity[cand]
         if info is not None:
             info["floor"] = cut
-    return {"own": own, "date": date, "context": context, "conversation": conv, "addressee": addressee,
-            "diversity": diversity, "reply": reply, "score": s}
+    return {
+        "own": own,
+        "date": date,
+        "context": context,
+        "conversation": conv,
+        "addressee": addressee,
+        "diversity": diversity,
+        "reply": reply,
+        "score": s,
+    }
 
 
 def _zeros(n: int) -> np.ndarray:
@@ -332,8 +357,12 @@ def _context(base, same, params, nz: int) -> np.ndarray:
         at = at[same[at] | (same[after] & (after > at))]
     if at is not None:
         out = np.zeros(n)
-        for step, w, two in ((1, params.prev, False), (-1, params.next, False), (2, params.prev2, True),
-                             (-2, params.next2, True)):
+        for step, w, two in (
+            (1, params.prev, False),
+            (-1, params.next, False),
+            (2, params.prev2, True),
+            (-2, params.next2, True),
+        ):
             to = at + step
             ok = (to >= 0) & (to < n)
             src, to = at[ok], to[ok]
@@ -352,7 +381,7 @@ def _context(base, same, params, nz: int) -> np.ndarray:
     out[:-1] += tmp
     if n > 2:
         same2 = same[2:] & same[1:-1]  # rows i and i+2 in one conversation
-        t2 = tmp[:n - 2]
+        t2 = tmp[: n - 2]
         np.multiply(base[:-2], same2, out=t2)
         t2 *= params.prev2
         out[2:] += t2

@@ -80,7 +80,7 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
     rows = [gate.newest(r) for r in rows]  # (a message met in several copies: the newest copy's row)
     terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
     if len(rows) > limit:  # rows tied with the last shown: ordered by sort_key's fields, read cheaply
-        rows = sorted(rows, key=lambda r: _key(corpus, score, r))[: limit]
+        rows = sorted(rows, key=lambda r: _key(corpus, score, r))[:limit]
     if q.by_conversation:  # each conversation's best row, best first
         rows = gate.best_of_each(sorted(rows, key=lambda r: _key(corpus, score, r)))[: q.limit]
     counts = _conversation_hits(corpus, score, allowed, rows) if q.by_conversation else None
@@ -129,7 +129,7 @@ def _conversation_hits(corpus: IndexCorpus, score, allowed, rows) -> dict:
         for c in p.seg.convs:
             names.setdefault((p.store.name, c), len(names))
         table = np.array([names[(p.store.name, c)] for c in p.seg.convs] or [0], np.int64)
-        code[p.start:p.start + p.seg.rows] = table[p.seg.r_conv]
+        code[p.start : p.start + p.seg.rows] = table[p.seg.r_conv]
     n = np.bincount(code[hit], minlength=len(names))
     return {int(r): int(n[code[int(r)]]) for r in rows}
 
@@ -153,8 +153,17 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
     (None: every row)."""
     np = corpus.np
     where = plan.where or q.where or "all"
-    if where == "all" and q.since is None and q.until is None and q.min_importance is None and not plan.roles \
-            and not plan.stores and not plan.titles and not plan.tools and all(v is None for v in scopes.values()):
+    if (
+        where == "all"
+        and q.since is None
+        and q.until is None
+        and q.min_importance is None
+        and not plan.roles
+        and not plan.stores
+        and not plan.titles
+        and not plan.tools
+        and all(v is None for v in scopes.values())
+    ):
         return None  # (nothing filtered: no pass over every row)
     keep = np.ones(corpus.size, bool)
     if where == "memories":
@@ -209,8 +218,9 @@ def _titled(index, words: list) -> dict:
     return held
 
 
-def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool = True,
-               gate=None) -> list[int] | None:
+def _best_rows(
+    corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool = True, gate=None
+) -> list[int] | None:
     """Rows of ``cand`` (the rows allowed), best score first: the first ``limit`` whose text holds every
     phrase of the query (and none it excludes), plus the rows tied with the last of them (at most MAX_TIES).
 

@@ -44,6 +44,7 @@ _UUID_PREFIX = re.compile(r"[0-9A-Fa-f-]{1,36}\Z")
 _TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 
+
 def _check(store, q: SearchQuery) -> str:
     if q.like and q.exact:
         raise UsageError("--like and --exact do not go together", hint="--exact is a plain substring search")
@@ -54,14 +55,19 @@ def _check(store, q: SearchQuery) -> str:
         raise UsageError(f"--in {where!r}: use memories, messages, args or all")
     if q.like:
         if not store.has_memories:
-            raise UsageError("--like compares the stored vectors of SAM memories; this is a "
-                             f"{store.name} store", hint="use a SAM store")
+            raise UsageError(
+                f"--like compares the stored vectors of SAM memories; this is a {store.name} store",
+                hint="use a SAM store",
+            )
         if where != "memories":
-            raise UsageError("--like compares stored memory vectors; messages have none",
-                             hint="leave out --in, or use --in memories")
-        if not _UUID_PREFIX.match(q.like) or not _UUID.match(q.like + _TEMPLATE[len(q.like):]):
-            raise UsageError(f"{q.like!r} is not a memory id or id prefix",
-                             hint="memory ids are UUIDs; `samctl search QUERY --in memories --format json` shows them")
+            raise UsageError(
+                "--like compares stored memory vectors; messages have none", hint="leave out --in, or use --in memories"
+            )
+        if not _UUID_PREFIX.match(q.like) or not _UUID.match(q.like + _TEMPLATE[len(q.like) :]):
+            raise UsageError(
+                f"{q.like!r} is not a memory id or id prefix",
+                hint="memory ids are UUIDs; `samctl search QUERY --in memories --format json` shows them",
+            )
     if q.limit < 0:
         raise UsageError("--limit must be 0 or more")
     return where
@@ -101,10 +107,17 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
     if q.limit == 0:
         return []
     if q.exact or q.rank == "sam":
+
         def one(store):
             scope = scopes[id(store)]
-            return _with_indexes([store], q, findings, progress,
-                                 lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, scope), q), scope)
+            return _with_indexes(
+                [store],
+                q,
+                findings,
+                progress,
+                lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, scope), q),
+                scope,
+            )
 
         from samctl.search import grouped  # (lazy: as ranked, only a search needs it)
 
@@ -123,8 +136,10 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
         loose = replace(plan, words=plan.words + plan.phrases, phrases=())
         if notes is not None:
             said = ", ".join(quoted(p) for p in plan.phrases)
-            notes.append(f"note: no match for the phrase{'s' if len(plan.phrases) > 1 else ''} {said} word for "
-                         f"word; searched for {'their' if len(plan.phrases) > 1 else 'its'} words")
+            notes.append(
+                f"note: no match for the phrase{'s' if len(plan.phrases) > 1 else ''} {said} word for "
+                f"word; searched for {'their' if len(plan.phrases) > 1 else 'its'} words"
+            )
         return ranked.search(pairs, q, loose, _hit, scopes)
 
     return _with_indexes(stores, q, findings, progress, answer)
@@ -174,10 +189,22 @@ def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer
                 disk = q.use_index and store.use_cache and attempt < 2
                 if not disk:
                     tmps.append(tempfile.mkdtemp(prefix="samctl-search-"))
-                pairs.append((store, ix.refresh(store, local, scope=scope, rebuild=attempt == 1, progress=progress,
-                                                home=None if disk else Path(tmps[-1]), pending=pending,
-                                                # (several stores: ranking them hides a child's start)
-                                                child_check=len(stores) > 1)))
+                pairs.append(
+                    (
+                        store,
+                        ix.refresh(
+                            store,
+                            local,
+                            scope=scope,
+                            rebuild=attempt == 1,
+                            progress=progress,
+                            home=None if disk else Path(tmps[-1]),
+                            pending=pending,
+                            # (several stores: ranking them hides a child's start)
+                            child_check=len(stores) > 1,
+                        ),
+                    )
+                )
             hits = answer(pairs)
         except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
             for p in pending or ():
@@ -201,8 +228,14 @@ def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer
 
 def _note_replaced(store, idx, findings: list) -> None:
     if idx.replaced:
-        findings.append(Finding("index-replaced", str(ix.index_dir(store)),
-                                f"the search index of an older samctl ({idx.replaced >> 20} MiB) was replaced", INFO))
+        findings.append(
+            Finding(
+                "index-replaced",
+                str(ix.index_dir(store)),
+                f"the search index of an older samctl ({idx.replaced >> 20} MiB) was replaced",
+                INFO,
+            )
+        )
 
 
 def _masks(idx, q: SearchQuery, where: str, scope: set | None):
@@ -240,6 +273,7 @@ class _Candidates:
     """Rows chosen for a closer look (``hits``: each as a Hit, not yet scored exactly), with the key
     they were chosen by (``keys``: the approximate score; with ``--exact``, the order of the results
     itself, ``_exact_key``)."""
+
     keys: object  # numpy array (float32 scores) or a list of _exact_key tuples
     hits: list
 
@@ -335,9 +369,9 @@ def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_
         score = np.zeros(len(rows), dtype=np.float32)
         if q32 is not None:
             for a in range(0, len(rows), SAM_CHUNK):
-                part = rows[a:a + SAM_CHUNK].tolist()
+                part = rows[a : a + SAM_CHUNK].tolist()
                 vecs = scoring.embed_many([seg.text(r) for r in part])
-                score[a:a + len(part)] = _dots(vecs, q32)
+                score[a : a + len(part)] = _dots(vecs, q32)
         if needles:
             with_word = _rows_holding(seg, mask, needles)
             at = np.searchsorted(rows, with_word)
@@ -359,14 +393,34 @@ def _hit(store, idx, seg, r: int, text: str) -> Hit:
     kind, role, ctype, conv = seg.row(r)
     m = seg.meta[r]
     date = float(m["date"])
-    got = ix.row_crc_head(conv, int(m["kind"]), int(m["role"]), int(m["ctype"]), int(m["flags"]), int(m["pos"]), date,
-                          float(m["imp"]), int(m["dim"]), seg.size("text", r), seg.size("ltext", r))
+    got = ix.row_crc_head(
+        conv,
+        int(m["kind"]),
+        int(m["role"]),
+        int(m["ctype"]),
+        int(m["flags"]),
+        int(m["pos"]),
+        date,
+        float(m["imp"]),
+        int(m["dim"]),
+        seg.size("text", r),
+        seg.size("ltext", r),
+    )
     for blob in ("text", "ltext", "ref"):  # (read in place: a long text is not copied to be checked)
         got = seg.crc(blob, r, got)
     if got != int(m["crc"]):
         raise ix.BadIndex(f"{seg.name}: row {r} does not match its checksum")
-    h = Hit(kind=kind, conversation_id=conv, title=idx.title_of(conv), ref=seg.ref(r) or None, position=int(m["pos"]),
-            date_ts=None if math.isnan(date) else date, importance=float(m["imp"]), text=text, store=store.name)
+    h = Hit(
+        kind=kind,
+        conversation_id=conv,
+        title=idx.title_of(conv),
+        ref=seg.ref(r) or None,
+        position=int(m["pos"]),
+        date_ts=None if math.isnan(date) else date,
+        importance=float(m["imp"]),
+        text=text,
+        store=store.name,
+    )
     if kind == "memory":
         h.content_type = ctype or None
         h.dimension = int(m["dim"])
@@ -400,12 +454,13 @@ def _dots(vectors, q):
     if _dots_pool is None:
         import concurrent.futures  # (lazy: concurrent: not loaded by ls or --help)
 
-        _dots_pool = concurrent.futures.ThreadPoolExecutor(min(os.cpu_count() or 1, 4),
-                                                           thread_name_prefix="samctl-dots")
+        _dots_pool = concurrent.futures.ThreadPoolExecutor(
+            min(os.cpu_count() or 1, 4), thread_name_prefix="samctl-dots"
+        )
     out = np.empty(len(vectors), dtype=np.float32)
 
     def piece(a: int) -> None:
-        np.einsum("ij,j->i", vectors[a:a + DOTS_CHUNK], q, out=out[a:a + DOTS_CHUNK])
+        np.einsum("ij,j->i", vectors[a : a + DOTS_CHUNK], q, out=out[a : a + DOTS_CHUNK])
 
     list(_dots_pool.map(piece, range(0, len(vectors), DOTS_CHUNK)))
     return out
@@ -435,20 +490,21 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
         meta = seg.meta[rows]
         date = meta["date"]
         conv = np.array([rank[c] for c in seg.convs] or [0], dtype=np.int64)[meta["conv"]]  # (bad codes: IndexError)
-        cols.append((flen == len(nb), np.where(np.isnan(date), -np.inf, date),
-                     meta["kind"].astype(np.int64), conv, meta["pos"]))
+        cols.append(
+            (flen == len(nb), np.where(np.isnan(date), -np.inf, date), meta["kind"].astype(np.int64), conv, meta["pos"])
+        )
     whole, date, kind, conv, pos = (np.concatenate(c) for c in zip(*cols))
     keys = (pos, conv, kind, -date, ~whole)  # np.lexsort sorts by the last first
     order = np.lexsort(keys)
     last = order[min(q.limit, total) - 1]
     # the first ``limit`` and every row tied with the last of them (only the id tells those apart)
     keep = np.zeros(total, dtype=bool)
-    keep[order[:q.limit]] = True
+    keep[order[: q.limit]] = True
     keep |= np.logical_and.reduce([k == k[last] for k in keys])
     hits, hkeys = [], []
     at = 0
     for seg, rows in found:
-        for i in np.flatnonzero(keep[at:at + len(rows)]).tolist():
+        for i in np.flatnonzero(keep[at : at + len(rows)]).tolist():
             r = int(rows[i])
             h = _hit(store, idx, seg, r, seg.text(r))
             h.exact = "whole" if whole[at + i] else "substring"

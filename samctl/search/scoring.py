@@ -141,13 +141,18 @@ def word_table(text: str, key=None, watch: set = frozenset()) -> WordTable:
         if watch:
             seen.update(watch.intersection(words))
     if not hs:
-        return WordTable(np.zeros((0, 2), np.int16), np.zeros(0, bool), np.zeros(0, np.uint64) if key else None,
-                         seen, "")
+        return WordTable(
+            np.zeros((0, 2), np.int16), np.zeros(0, bool), np.zeros(0, np.uint64) if key else None, seen, ""
+        )
     _, first = np.unique(np.concatenate(hs), return_index=True)
     del hs
-    return WordTable(np.stack((np.concatenate(b1)[first], np.concatenate(b2)[first]), axis=1),
-                     np.concatenate(tok)[first], np.concatenate(keys)[first] if key is not None else None, seen,
-                     head)
+    return WordTable(
+        np.stack((np.concatenate(b1)[first], np.concatenate(b2)[first]), axis=1),
+        np.concatenate(tok)[first],
+        np.concatenate(keys)[first] if key is not None else None,
+        seen,
+        head,
+    )
 
 
 def _table_counts(table: WordTable):

@@ -16,8 +16,10 @@ import unicodedata
 TERMS_NAME = "fold-porter-cjk2-v1"  # names what tokens() gives: change it whenever tokens() changes
 
 # Words of text in scripts written without spaces: Han, Hiragana, Katakana, Hangul, Thai.
-_NOSPACE = ("\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-            "\u1100-\u11ff\u3130-\u318f\uff66-\uff9f")
+_NOSPACE = (
+    "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+    "\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
+)
 _NOSPACE_RUN = re.compile(f"[{_NOSPACE}]+")
 # Word characters (a regular-expression class): \w plus the marks inside words of Hebrew, Arabic, Indic, Thai, Lao, Myanmar, Khmer.
 WORD_CHARS = "[\\w\u0591-\u05bd\u05bf-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]"
@@ -26,7 +28,8 @@ _W = WORD_CHARS
 _TOKEN = re.compile(f"{_W}+(?:[-'.]{_W}+)*")
 
 # English stop words (Snowball's list, trimmed to function words; pronouns and auxiliaries included).
-STOP = frozenset("""
+STOP = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below between
 both but by can could did do does doing down during each few for from further had has have having he her
 here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
@@ -37,10 +40,13 @@ re ve y ain isn aren wasn weren hasn haven hadn doesn don didn won wouldn shan s
 mustn needn let's i'm i've i'd i'll you're you've you'd you'll he's she's it's we're we've we'd we'll
 they're they've they'd they'll that's there's what's who's where's when's how's isn't aren't wasn't
 weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shouldn't couldn't
-""".split())
+""".split()
+)
 
 
-_ACCENTS = re.compile("[\u0591-\u05bd\u05bf-\u05c7\u064b-\u065f\u0670\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+_ACCENTS = re.compile(
+    "[\u0591-\u05bd\u05bf-\u05c7\u064b-\u065f\u0670\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
+)
 
 
 def fold(text: str) -> str:
@@ -69,9 +75,12 @@ def ascii_folds() -> dict[str, str]:
     character is ASCII or here is folding each character alone: case folding and NFKD act on one
     character at a time, the marks they leave are all removed, NFC leaves ASCII as it is, and the
     ASCII left is lowered as it would have been (ℋ, which folds to H, is left out)."""
-    return {chr(c): f for a, b in ((0x80, 0x370), (0x1E00, 0x1F00), (0x2000, 0x2C00), (0xFB00, 0xFB50),
-                                   (0xFF00, 0xFFF0))
-            for c in range(a, b) if (f := fold_whole(chr(c))).isascii() and f == f.lower()}
+    return {
+        chr(c): f
+        for a, b in ((0x80, 0x370), (0x1E00, 0x1F00), (0x2000, 0x2C00), (0xFB00, 0xFB50), (0xFF00, 0xFFF0))
+        for c in range(a, b)
+        if (f := fold_whole(chr(c))).isascii() and f == f.lower()
+    }
 
 
 def _fold_to_ascii(m: re.Match) -> str:
@@ -85,7 +94,7 @@ def _ngrams(run: str) -> list[str]:
     """A run of a no-space script: every character and every pair of adjacent characters."""
     if len(run) == 1:
         return [run]
-    return list(run) + [run[i:i + 2] for i in range(len(run) - 1)]
+    return list(run) + [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def words(text: str) -> list[tuple[str, bool]]:
@@ -99,7 +108,7 @@ def words(text: str) -> list[tuple[str, bool]]:
         # a script without spaces: its runs as n-grams, what lies between them as words
         at = 0
         for m in _NOSPACE_RUN.finditer(w):
-            out.extend((x, False) for x in _TOKEN.findall(w[at:m.start()]))
+            out.extend((x, False) for x in _TOKEN.findall(w[at : m.start()]))
             out.extend((g, True) for g in _ngrams(m.group()))
             at = m.end()
         out.extend((x, False) for x in _TOKEN.findall(w[at:]))
@@ -138,8 +147,7 @@ def spans(text: str, terms: set) -> list[tuple[int, int]]:
         if w.isascii():
             hit = not terms.isdisjoint(_terms_of(w.lower()))
         else:
-            hit = any((g if gram else t) in terms for g, gram in words(w)
-                      for t in ((g,) if gram else _terms_of(g)))
+            hit = any((g if gram else t) in terms for g, gram in words(w) for t in ((g,) if gram else _terms_of(g)))
         if hit:
             out.append(m.span())
     return out
@@ -178,8 +186,20 @@ def query_terms(text: str) -> list[str]:
     return [t for w, gram in ws for t in ([w] if gram else _terms_of(w))]
 
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 
 
 def month_of(term: str) -> int | None:
@@ -221,6 +241,7 @@ def query_dates(text: str) -> list[str]:
 # M. F. Porter, "An algorithm for suffix stripping", 1980, as in his reference implementation
 # (with its two departures from the paper: -bli -> -ble and -logi -> -log), the one FTS5's porter uses.
 
+
 def _cons(w: str, i: int) -> bool:
     c = w[i]
     if c in "aeiou":
@@ -258,14 +279,51 @@ def _cvc(s: str) -> bool:
     return n >= 3 and _cons(s, n - 3) and not _cons(s, n - 2) and _cons(s, n - 1) and s[-1] not in "wxy"
 
 
-_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
-          ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"), ("ization", "ize"),
-          ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"),
-          ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"))
-_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""),
-          ("ness", ""))
-_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou", "ism",
-          "ate", "iti", "ous", "ive", "ize")
+_STEP2 = (
+    ("ational", "ate"),
+    ("tional", "tion"),
+    ("enci", "ence"),
+    ("anci", "ance"),
+    ("izer", "ize"),
+    ("bli", "ble"),
+    ("alli", "al"),
+    ("entli", "ent"),
+    ("eli", "e"),
+    ("ousli", "ous"),
+    ("ization", "ize"),
+    ("ation", "ate"),
+    ("ator", "ate"),
+    ("alism", "al"),
+    ("iveness", "ive"),
+    ("fulness", "ful"),
+    ("ousness", "ous"),
+    ("aliti", "al"),
+    ("iviti", "ive"),
+    ("biliti", "ble"),
+    ("logi", "log"),
+)
+_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""), ("ness", ""))
+_STEP4 = (
+    "al",
+    "ance",
+    "ence",
+    "er",
+    "ic",
+    "able",
+    "ible",
+    "ant",
+    "ement",
+    "ment",
+    "ent",
+    "ion",
+    "ou",
+    "ism",
+    "ate",
+    "iti",
+    "ous",
+    "ive",
+    "ize",
+)
 
 
 def _replace(w: str, table, min_m: int) -> str:

@@ -68,9 +68,11 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
 def denied(path) -> Denied:
     """The error for a store path samctl may not read: names the first folder on ``path`` that
     samctl may not enter, else ``path`` itself (a folder it may enter but not list, or a file)."""
-    return Denied(fsafe.shown(fsafe.first_closed(path or ".")),
-                  hint="samctl needs to read the store's folders; check their owner and mode (ls -ld), "
-                       "or run samctl as the user who owns them")
+    return Denied(
+        fsafe.shown(fsafe.first_closed(path or ".")),
+        hint="samctl needs to read the store's folders; check their owner and mode (ls -ld), "
+        "or run samctl as the user who owns them",
+    )
 
 
 def _locate(root: str | None) -> tuple[str, Path, Path]:
@@ -131,8 +133,15 @@ def _locate(root: str | None) -> tuple[str, Path, Path]:
 
 
 # Names an llm folder or a ChatGPT export folder holds (a split export's first shard, or its manifest).
-_READER_NAMES = ("logs.db", "conversations.json", "export_manifest.json", "conversations-000.json",
-                 "conversations-001.json", "conversations-0.json", "conversations-1.json")
+_READER_NAMES = (
+    "logs.db",
+    "conversations.json",
+    "export_manifest.json",
+    "conversations-000.json",
+    "conversations-001.json",
+    "conversations-0.json",
+    "conversations-1.json",
+)
 
 
 def _reader_store(p: Path):
@@ -249,13 +258,15 @@ def config_roots(findings: list) -> list[Path]:
                 raise ValueError("an empty path or one holding NUL")
             out.append(Path(r).expanduser())
         except (RuntimeError, ValueError) as exc:  # ~nosuchuser: RuntimeError
-            findings.append(Finding("bad-config", str(path), f"roots: {r!r} is not a path samctl can use: {exc}"[:300],
-                                    ERROR))
+            findings.append(
+                Finding("bad-config", str(path), f"roots: {r!r} is not a path samctl can use: {exc}"[:300], ERROR)
+            )
     return out
 
 
-def found_stores(findings: list, caps: Caps | None = None, cache: bool = True, failed: list | None = None,
-                 places: list | None = None) -> list[Store]:
+def found_stores(
+    findings: list, caps: Caps | None = None, cache: bool = True, failed: list | None = None, places: list | None = None
+) -> list[Store]:
     """Every store on this machine samctl can find: each registered kind's usual place
     (``Store.default_roots``) that exists, then the config file's roots; each once (by its folder).
     A place that exists but cannot be opened as a store is a finding (its error also goes to
@@ -284,9 +295,14 @@ def _outermost(stores: list) -> list:
     """``stores`` less each one that lies inside another of its kind (a Claude Code project folder listed
     beside ``~/.claude``): the outer store holds all it holds, so it is one store, listed and searched once,
     and a full id is never ambiguous between the two."""
-    return [s for s in stores
-            if not any(o is not s and o.name == s.name and o.root_real != s.root_real
-                       and fsafe.within(o.root_real, s.root_real) for o in stores)]
+    return [
+        s
+        for s in stores
+        if not any(
+            o is not s and o.name == s.name and o.root_real != s.root_real and fsafe.within(o.root_real, s.root_real)
+            for o in stores
+        )
+    ]
 
 
 def _default_roots(name: str) -> list:

@@ -58,6 +58,7 @@ def _parse(data: bytes):
             seen.add(k)
         seen_any.append(True)
         return r
+
     try:
         return json.loads(data, object_pairs_hook=hook), bool(seen_any)
     except (ValueError, RecursionError):
@@ -77,8 +78,9 @@ def anywhere(data: bytes) -> list[tuple[str, str]]:
         if isinstance(v, dict):
             if type(v) is _Repeated:
                 out += [(where, k) for k in v.repeated]
-            stack += [(c, f"{where}.{k}" if where != "top level" else k) for k, c in v.items()
-                      if isinstance(c, (dict, list))]
+            stack += [
+                (c, f"{where}.{k}" if where != "top level" else k) for k, c in v.items() if isinstance(c, (dict, list))
+            ]
         else:
             stack += [(c, f"{where}[{i}]") for i, c in enumerate(v) if isinstance(c, (dict, list))]
     return sorted(out)
@@ -87,41 +89,145 @@ def anywhere(data: bytes) -> list[tuple[str, str]]:
 # mermaid's structs (docs/formats/mermaid.md §3, §4): name -> (its fields, or None: a struct whose fields are not
 # listed in the spec, any repeated key counts; {field: (how, struct)}), how: "one", "list" (of
 # structs), "map" (string -> struct), "enum" (externally tagged: {"Variant": struct}).
-_USAGE = {"prompt_tokens", "completion_tokens", "cached_input_tokens", "cache_creation_input_tokens",
-          "reasoning_output_tokens"}
-_MESSAGE = {"role", "content", "timestamp", "kind", "metadata", "actions", "thinking", "images", "image_numbers",
-            "tool_calls", "tool_call_id", "tool_name", "provider_continuation"}
-_SCALARS = {"title", "model_name", "safety_mode", "plan", "advertised_context", "last_token_usage",
-            "cumulative_token_usage", "context_usage", "git_branch", "git_sha", "cli_version", "forked_from",
-            "parent_session"}
+_USAGE = {
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_input_tokens",
+    "cache_creation_input_tokens",
+    "reasoning_output_tokens",
+}
+_MESSAGE = {
+    "role",
+    "content",
+    "timestamp",
+    "kind",
+    "metadata",
+    "actions",
+    "thinking",
+    "images",
+    "image_numbers",
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "provider_continuation",
+}
+_SCALARS = {
+    "title",
+    "model_name",
+    "safety_mode",
+    "plan",
+    "advertised_context",
+    "last_token_usage",
+    "cumulative_token_usage",
+    "context_usage",
+    "git_branch",
+    "git_sha",
+    "cli_version",
+    "forked_from",
+    "parent_session",
+}
 _USAGE_KIDS = {"last_token_usage": ("one", "usage"), "cumulative_token_usage": ("one", "usage")}
 SCHEMA = {
-    "snapshot": ({"id", "messages", "project_path", "created_at", "updated_at", "compactions", "input_history",
-                  "tasks", "usage_by_model", "checkpoint_seq", "total_tokens"} | _SCALARS,
-                 {"messages": ("list", "message"), "compactions": ("list", "compaction"), "tasks": ("one", "checklist"),
-                  "usage_by_model": ("map", "usage"), **_USAGE_KIDS}),
+    "snapshot": (
+        {
+            "id",
+            "messages",
+            "project_path",
+            "created_at",
+            "updated_at",
+            "compactions",
+            "input_history",
+            "tasks",
+            "usage_by_model",
+            "checkpoint_seq",
+            "total_tokens",
+        }
+        | _SCALARS,
+        {
+            "messages": ("list", "message"),
+            "compactions": ("list", "compaction"),
+            "tasks": ("one", "checklist"),
+            "usage_by_model": ("map", "usage"),
+            **_USAGE_KIDS,
+        },
+    ),
     "message": (_MESSAGE, {"actions": ("list", "action"), "tool_calls": ("list", "tool_call")}),
-    "action": ({"action_type", "target", "result", "details", "duration_seconds", "metadata"},
-               {"result": ("enum", "variant"), "details": ("enum", "variant"), "metadata": ("one", "variant")}),
+    "action": (
+        {"action_type", "target", "result", "details", "duration_seconds", "metadata"},
+        {"result": ("enum", "variant"), "details": ("enum", "variant"), "metadata": ("one", "variant")},
+    ),
     "variant": (None, {}),
     "tool_call": ({"id", "function"}, {"function": ("one", "function")}),
     "function": ({"name", "arguments"}, {}),
-    "compaction": ({"id", "trigger", "created_at", "before_tokens", "after_tokens", "archived_message_count",
-                    "preserved_message_count", "preserved_turn_count", "summary_tokens", "duration_secs",
-                    "review_status", "review_error", "focus", "archive_path"}, {}),
+    "compaction": (
+        {
+            "id",
+            "trigger",
+            "created_at",
+            "before_tokens",
+            "after_tokens",
+            "archived_message_count",
+            "preserved_message_count",
+            "preserved_turn_count",
+            "summary_tokens",
+            "duration_secs",
+            "review_status",
+            "review_error",
+            "focus",
+            "archive_path",
+        },
+        {},
+    ),
     "usage": (_USAGE, {}),
     "checklist": ({"tasks", "next_id"}, {"tasks": ("list", "task")}),
-    "task": ({"id", "subject", "active_form", "description", "status", "origin", "started_at", "completed_at",
-              "tokens_at_start", "tokens_spent", "evidence"}, {"evidence": ("list", "evidence")}),
+    "task": (
+        {
+            "id",
+            "subject",
+            "active_form",
+            "description",
+            "status",
+            "origin",
+            "started_at",
+            "completed_at",
+            "tokens_at_start",
+            "tokens_spent",
+            "evidence",
+        },
+        {"evidence": ("list", "evidence")},
+    ),
     "evidence": ({"tool", "target", "status"}, {}),
     "line": ({"v", "seq", "ts", "event"}, {"event": ("one", "event")}),
     # one SessionEvent: internally tagged by ``type``; the union of every variant's fields (a
     # field name means the same in each variant that has it)
-    "event": ({"type", "session_id", "project_path", "model_id", "created_at", "message", "action", "data", "at",
-               "record", "replacement", "messages", "text", "store"} | _SCALARS,
-              {"message": ("one", "message"), "action": ("one", "action"), "record": ("one", "compaction"),
-               "replacement": ("list", "message"), "messages": ("list", "message"), "store": ("one", "checklist"),
-               **_USAGE_KIDS}),
+    "event": (
+        {
+            "type",
+            "session_id",
+            "project_path",
+            "model_id",
+            "created_at",
+            "message",
+            "action",
+            "data",
+            "at",
+            "record",
+            "replacement",
+            "messages",
+            "text",
+            "store",
+        }
+        | _SCALARS,
+        {
+            "message": ("one", "message"),
+            "action": ("one", "action"),
+            "record": ("one", "compaction"),
+            "replacement": ("list", "message"),
+            "messages": ("list", "message"),
+            "store": ("one", "checklist"),
+            **_USAGE_KIDS,
+        },
+    ),
     "meta": ({"id", "title", "updated_at", "git_branch", "message_count", "forked_from"}, {}),
 }
 

@@ -25,15 +25,25 @@ FRESH_SECONDS = 600  # a torn last line in a file written this recently is a liv
 MAX_LINES = 2_000_000  # lines in one file (a 128 MiB rollout of short event lines has about 400,000)
 
 
-def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None = None, fresh: bool = False,
-                conversation: str | None = None) -> list[tuple[int, dict]]:
+def parse_lines(
+    data: bytes,
+    path: str,
+    findings: list,
+    *,
+    line_cap: int | None = None,
+    fresh: bool = False,
+    conversation: str | None = None,
+) -> list[tuple[int, dict]]:
     """``[(line number, object)]`` of every line of ``data`` that holds a JSON object."""
     out = []
     line_cap = LINE_CAP if line_cap is None else line_cap
     count = data.count(b"\n")
     if count > MAX_LINES:
-        findings.append(Finding("too-large", path, f"{count:,} lines, over the {MAX_LINES:,}-line cap; not read",
-                                WARNING, conversation))
+        findings.append(
+            Finding(
+                "too-large", path, f"{count:,} lines, over the {MAX_LINES:,}-line cap; not read", WARNING, conversation
+            )
+        )
         return out
     built = 0
     lines = data.split(b"\n")
@@ -45,24 +55,53 @@ def parse_lines(data: bytes, path: str, findings: list, *, line_cap: int | None 
         if not line.strip():
             continue
         if len(line) > line_cap:
-            findings.append(Finding("huge-line", path, f"line {n} is {len(line):,} bytes, over the "
-                                    f"{line_cap:,}-byte line cap; skipped", WARNING, conversation))
+            findings.append(
+                Finding(
+                    "huge-line",
+                    path,
+                    f"line {n} is {len(line):,} bytes, over the {line_cap:,}-byte line cap; skipped",
+                    WARNING,
+                    conversation,
+                )
+            )
             continue
         built += build_cost(line)
         if built > BUILD_CAP:
-            findings.append(Finding("too-large", path, f"from line {n} on, what parsing would build exceeds the "
-                                    f"{BUILD_CAP:,}-byte cap; the rest is skipped", WARNING, conversation))
+            findings.append(
+                Finding(
+                    "too-large",
+                    path,
+                    f"from line {n} on, what parsing would build exceeds the "
+                    f"{BUILD_CAP:,}-byte cap; the rest is skipped",
+                    WARNING,
+                    conversation,
+                )
+            )
             break
         obj = _loads(line, n, path, findings, conversation, torn and n == last, fresh)
         if obj is _SKIP:
             continue
-        if (line.count(b"[") + line.count(b"{") > MAX_DEPTH and depth(obj) > MAX_DEPTH):
-            findings.append(Finding("too-deep", path, f"line {n} nests values over {MAX_DEPTH} levels deep; "
-                                    "skipped", WARNING, conversation))
+        if line.count(b"[") + line.count(b"{") > MAX_DEPTH and depth(obj) > MAX_DEPTH:
+            findings.append(
+                Finding(
+                    "too-deep",
+                    path,
+                    f"line {n} nests values over {MAX_DEPTH} levels deep; skipped",
+                    WARNING,
+                    conversation,
+                )
+            )
             continue
         if not isinstance(obj, dict):
-            findings.append(Finding("not-object", path, f"line {n} is JSON but not an object "
-                                    f"({type(obj).__name__}); skipped", WARNING, conversation))
+            findings.append(
+                Finding(
+                    "not-object",
+                    path,
+                    f"line {n} is JSON but not an object ({type(obj).__name__}); skipped",
+                    WARNING,
+                    conversation,
+                )
+            )
             continue
         out.append((n, obj))
     return out
@@ -78,9 +117,15 @@ def _loads(line: bytes, n: int, path: str, findings: list, conversation, is_torn
     except orjson.JSONDecodeError as exc:
         first = _short(exc)
     if is_torn:
-        findings.append(Finding("torn-tail", path, f"the last line ({n}) is incomplete: "
-                                + ("a write in progress" if fresh else f"cut short ({first})"),
-                                INFO if fresh else WARNING, conversation))
+        findings.append(
+            Finding(
+                "torn-tail",
+                path,
+                f"the last line ({n}) is incomplete: " + ("a write in progress" if fresh else f"cut short ({first})"),
+                INFO if fresh else WARNING,
+                conversation,
+            )
+        )
         return _SKIP
     try:
         text = line.decode("utf-8")
@@ -91,8 +136,15 @@ def _loads(line: bytes, n: int, path: str, findings: list, conversation, is_torn
         except orjson.JSONDecodeError:
             pass
         else:
-            findings.append(Finding("bad-utf8", path, f"line {n} is not valid UTF-8; read with replacement "
-                                    "characters", WARNING, conversation))
+            findings.append(
+                Finding(
+                    "bad-utf8",
+                    path,
+                    f"line {n} is not valid UTF-8; read with replacement characters",
+                    WARNING,
+                    conversation,
+                )
+            )
             return obj
     if "\\u" in text:  # JSON allows lone surrogate escapes; orjson does not
         try:
@@ -100,11 +152,13 @@ def _loads(line: bytes, n: int, path: str, findings: list, conversation, is_torn
         except (ValueError, RecursionError):
             obj = _SKIP
         if obj is not _SKIP:
-            findings.append(Finding("lone-surrogate", path, f"line {n} escapes a lone surrogate; read as U+FFFD",
-                                    WARNING, conversation))
+            findings.append(
+                Finding(
+                    "lone-surrogate", path, f"line {n} escapes a lone surrogate; read as U+FFFD", WARNING, conversation
+                )
+            )
             return obj
-    findings.append(Finding("bad-line", path, f"line {n} is not valid JSON ({first}); skipped", WARNING,
-                            conversation))
+    findings.append(Finding("bad-line", path, f"line {n} is not valid JSON ({first}); skipped", WARNING, conversation))
     return _SKIP
 
 

@@ -50,8 +50,10 @@ def apply(tail: TailRepair) -> Path | None:
     """Carry out the repair; return the ``.torn`` file written (None when a newline was added)."""
     st = fsafe.lstat(tail.log)
     if st is None or st.st_size != tail.size:
-        raise SamctlError(f"{tail.log} changed while samctl was reading it (another writer?); nothing was trimmed",
-                          hint="make sure mermaid is not using the session, then run the command again")
+        raise SamctlError(
+            f"{tail.log} changed while samctl was reading it (another writer?); nothing was trimmed",
+            hint="make sure mermaid is not using the session, then run the command again",
+        )
     if tail.add_newline:
         fd = fsafe.open_append_fd(tail.log)
         try:

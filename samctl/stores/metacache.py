@@ -47,9 +47,15 @@ class MetaCache:
             doc = orjson.loads(fsafe.read_capped(self.path, 1 << 31))
         except (FileProblem, orjson.JSONDecodeError):
             return {}
-        if (not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("kind") != self.kind
-                or doc.get("root") != self.root_real or doc.get("caps") != self.caps or doc.get("zone") != _zone()
-                or not isinstance(doc.get("entries"), dict)):
+        if (
+            not isinstance(doc, dict)
+            or doc.get("v") != VERSION
+            or doc.get("kind") != self.kind
+            or doc.get("root") != self.root_real
+            or doc.get("caps") != self.caps
+            or doc.get("zone") != _zone()
+            or not isinstance(doc.get("entries"), dict)
+        ):
             return {}
         stamp = doc.get("folder")
         if type(stamp) is list and len(stamp) == 4 and all(type(x) is int for x in stamp):
@@ -60,8 +66,14 @@ class MetaCache:
         """Write ``entries``; ``stamp`` (from ``folder_stamp``) and ``extra`` are kept only together."""
         if not self.enabled:
             return
-        doc = {"v": VERSION, "kind": self.kind, "root": self.root_real, "caps": self.caps, "zone": _zone(),
-               "entries": entries}
+        doc = {
+            "v": VERSION,
+            "kind": self.kind,
+            "root": self.root_real,
+            "caps": self.caps,
+            "zone": _zone(),
+            "entries": entries,
+        }
         if stamp is not None:
             doc["folder"], doc["extra"] = stamp, extra
         try:

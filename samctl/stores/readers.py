@@ -19,7 +19,6 @@ from samctl.model import WARNING, ConversationMeta, Finding, recency
 _UUID_JSONL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl\Z")
 
 
-
 _UUID_TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _UUID_PREFIX_RE = re.compile(r"[0-9a-fA-F-]{1,36}\Z")
 
@@ -56,6 +55,7 @@ class OneFileEach:
         if p is None:
             raise NotFound(f"no {self.unit} {cid} in {self.conv_dir}")
         return Path(p)
+
 
 def _is_dir(p: Path) -> bool:
     try:
@@ -96,8 +96,12 @@ def _has_attic(kind: str, conv: Path) -> bool:
 def _claude_home(p: Path) -> bool:
     """Claude Code's config folder by its place: ``.claude``, the one ``$CLAUDE_CONFIG_DIR`` names, or
     one holding its ``settings.json`` or ``history.jsonl`` (never by the sessions still in it)."""
-    return (p.name == ".claude" or _named_by("CLAUDE_CONFIG_DIR", p) or (p / "settings.json").exists()
-            or (p / "history.jsonl").exists())
+    return (
+        p.name == ".claude"
+        or _named_by("CLAUDE_CONFIG_DIR", p)
+        or (p / "settings.json").exists()
+        or (p / "history.jsonl").exists()
+    )
 
 
 def _claude_projects(p: Path) -> bool:
@@ -109,16 +113,24 @@ def _claude_projects(p: Path) -> bool:
         return True
     try:
         with os.scandir(p) as it:
-            return any(e.name.startswith("-") and e.is_dir(follow_symlinks=False) and _has_session_files(Path(e.path))
-                       for e in it)
+            return any(
+                e.name.startswith("-") and e.is_dir(follow_symlinks=False) and _has_session_files(Path(e.path))
+                for e in it
+            )
     except OSError:
         return False
 
 
 def _codex_home(p: Path) -> bool:
-    return (p.name == ".codex" or _named_by("CODEX_HOME", p) or (p / "session_index.jsonl").exists()
-            or (p / "config.toml").exists() or (p / "auth.json").exists() or (p / "history.jsonl").exists()
-            or _has_attic("codex", p))
+    return (
+        p.name == ".codex"
+        or _named_by("CODEX_HOME", p)
+        or (p / "session_index.jsonl").exists()
+        or (p / "config.toml").exists()
+        or (p / "auth.json").exists()
+        or (p / "history.jsonl").exists()
+        or _has_attic("codex", p)
+    )
 
 
 def detect(p: Path):
@@ -134,19 +146,27 @@ def detect(p: Path):
         return "claude-code", p / "projects", p
     if p.name == "projects" and _claude_projects(p):
         return "claude-code", p, p.parent
-    if p.parent.name == "projects" and p.name.startswith("-") and (
-            _has_session_files(p) or _claude_home(p.parent.parent) or _has_attic("claude-code", p)):
+    if (
+        p.parent.name == "projects"
+        and p.name.startswith("-")
+        and (_has_session_files(p) or _claude_home(p.parent.parent) or _has_attic("claude-code", p))
+    ):
         return "claude-code", p, p.parent.parent
     if (_is_dir(p / "sessions") or _is_dir(p / "archived_sessions")) and _codex_home(p):
         return "codex", p, p
     if p.name in ("sessions", "archived_sessions") and (
-            p.parent.name == ".codex" or (p.parent / "session_index.jsonl").exists()
-            or _named_by("CODEX_HOME", p.parent) or _has_attic("codex", p.parent)):
+        p.parent.name == ".codex"
+        or (p.parent / "session_index.jsonl").exists()
+        or _named_by("CODEX_HOME", p.parent)
+        or _has_attic("codex", p.parent)
+    ):
         return "codex", p.parent, p.parent
     return None
 
 
-def scan(folder: str, findings: list | None, what: str = "", root: bool = False) -> list[tuple[str, str, os.stat_result]]:
+def scan(
+    folder: str, findings: list | None, what: str = "", root: bool = False
+) -> list[tuple[str, str, os.stat_result]]:
     """``(name, path, lstat)`` of every entry of ``folder`` (sorted by name); symlinks are reported (when
     ``findings`` is given) and left out, never followed, and so is ``folder`` itself when it is one (unless
     it is the store's ``root``, which the user named).  A folder that cannot be listed is empty."""
@@ -172,8 +192,7 @@ def scan(folder: str, findings: list | None, what: str = "", root: bool = False)
             continue
         if stat.S_ISLNK(st.st_mode):
             if findings is not None:
-                findings.append(Finding("symlink", p, f"is a symlink{what} (samctl does not follow symlinks)",
-                                        WARNING))
+                findings.append(Finding("symlink", p, f"is a symlink{what} (samctl does not follow symlinks)", WARNING))
             continue
         out.append((n, p, st))
     return out
@@ -197,16 +216,32 @@ def cached_metas(store, items, read_meta, findings: list, title_of=None) -> list
     prefix = str(store.conv_dir) + os.sep
     metas = []
     for cid, path, st in items:
-        key = path[len(prefix):] if path.startswith(prefix) else path
+        key = path[len(prefix) :] if path.startswith(prefix) else path
         entry = MetaCache.fresh(old.get(key), st, 3)
         if entry is not None and not (entry[2] is None or _row_ok(entry[2], cid)):
             entry = None
         if entry is None:
             meta, errors = read_meta(cid)
             findings.extend(errors)
-            row = None if meta is None or not meta.message_count else [
-                meta.id, meta.title, meta.created, meta.updated, meta.created_ts, meta.updated_ts,
-                meta.message_count, meta.size, meta.project, meta.branch, meta.continues, meta.copied_messages, meta.model]
+            row = (
+                None
+                if meta is None or not meta.message_count
+                else [
+                    meta.id,
+                    meta.title,
+                    meta.created,
+                    meta.updated,
+                    meta.created_ts,
+                    meta.updated_ts,
+                    meta.message_count,
+                    meta.size,
+                    meta.project,
+                    meta.branch,
+                    meta.continues,
+                    meta.copied_messages,
+                    meta.model,
+                ]
+            )
             if not errors and meta is not None and MetaCache.cacheable(st, now):
                 fresh[key] = [st.st_size, st.st_mtime_ns, row]
         else:
@@ -214,9 +249,26 @@ def cached_metas(store, items, read_meta, findings: list, title_of=None) -> list
             row = entry[2]
         if row is not None:
             title = (title_of(cid) if title_of else None) or row[1]
-            metas.append(ConversationMeta(store.name, row[0], title, row[2], row[3], row[4], row[5], row[6], row[7],
-                                          False, path, project=row[8], branch=row[9], continues=row[10],
-                                          copied_messages=row[11], model=row[12]))
+            metas.append(
+                ConversationMeta(
+                    store.name,
+                    row[0],
+                    title,
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[5],
+                    row[6],
+                    row[7],
+                    False,
+                    path,
+                    project=row[8],
+                    branch=row[9],
+                    continues=row[10],
+                    copied_messages=row[11],
+                    model=row[12],
+                )
+            )
     if fresh != old:
         cache.save(fresh)
     metas.sort(key=recency, reverse=True)
@@ -229,8 +281,18 @@ _NUM = (int, float, type(None))
 def _row_ok(row, cid: str) -> bool:
     """A cached row has the types a read gives it and the id of the file it is keyed by (a corrupt or
     hostile cache is only read again)."""
-    return (type(row) is list and len(row) == 13 and row[0] == cid and type(row[1]) is str
-            and type(row[2]) in (str, type(None)) and type(row[3]) in (str, type(None)) and type(row[4]) in _NUM
-            and type(row[5]) in _NUM and type(row[6]) is int and type(row[7]) is int
-            and all(type(x) in (str, type(None)) for x in row[8:11]) and type(row[11]) is int
-            and type(row[12]) in (str, type(None)))
+    return (
+        type(row) is list
+        and len(row) == 13
+        and row[0] == cid
+        and type(row[1]) is str
+        and type(row[2]) in (str, type(None))
+        and type(row[3]) in (str, type(None))
+        and type(row[4]) in _NUM
+        and type(row[5]) in _NUM
+        and type(row[6]) is int
+        and type(row[7]) is int
+        and all(type(x) in (str, type(None)) for x in row[8:11])
+        and type(row[11]) is int
+        and type(row[12]) in (str, type(None))
+    )

@@ -83,8 +83,9 @@ def resolve_id(store, text: str) -> str:
             return real[0]
     if len(matches) > 1:
         some = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
-        raise UsageError(f"{quoted(text)} is ambiguous: {len(matches)} conversations match ({some})",
-                         hint="type more of the id")
+        raise UsageError(
+            f"{quoted(text)} is ambiguous: {len(matches)} conversations match ({some})", hint="type more of the id"
+        )
     return matches[0]
 
 
@@ -118,10 +119,15 @@ def _across(stores, text, views: dict):
     tried = [s for s in stores if isinstance(text, str) and s.prefix_ok(text)]
     if not tried:
         rules = "; ".join(dict.fromkeys(f"{s.name}: {s.id_rule}" for s in stores))
-        raise UsageError(f"{quoted(text)} is not a conversation id or id prefix of any store",
-                         hint=f"ids look like {rules}; `samctl ls` lists them")
-    exact = [(s, s.normalize_prefix(text)) for s in tried
-             if s.valid_id(s.normalize_prefix(text)) and s.has_id(s.normalize_prefix(text))]
+        raise UsageError(
+            f"{quoted(text)} is not a conversation id or id prefix of any store",
+            hint=f"ids look like {rules}; `samctl ls` lists them",
+        )
+    exact = [
+        (s, s.normalize_prefix(text))
+        for s in tried
+        if s.valid_id(s.normalize_prefix(text)) and s.has_id(s.normalize_prefix(text))
+    ]
     if len(exact) == 1:
         return exact[0]
     matches = []
@@ -141,7 +147,10 @@ def _across(stores, text, views: dict):
 
         def label(s):  # the store's kind, and its folder where two stores of one kind match
             return s.name if kinds.count(s.name) == 1 else f"{s.name} at {s.conv_dir}"
+
         some = ", ".join(f"{m} ({label(s)})" for s, m in matches[:5]) + (" …" if len(matches) > 5 else "")
-        raise UsageError(f"{quoted(text)} is ambiguous: {len(matches)} conversations match ({some})",
-                         hint="type more of the id, or name the store with --root")
+        raise UsageError(
+            f"{quoted(text)} is ambiguous: {len(matches)} conversations match ({some})",
+            hint="type more of the id, or name the store with --root",
+        )
     return matches[0]

@@ -102,9 +102,11 @@ class KeptSessions:
         place = data / what / self.name / root_key(self.root_real)
         why = fsafe.own_folder_problem(data, place)
         if why is not None:
-            raise UnsafePath(f"samctl's data folder cannot be used: {why}; nothing was done",
-                             hint="samctl keeps its attic in a folder of its own (0700, yours, no links): move "
-                                  "the odd one out of the way, or set XDG_DATA_HOME elsewhere")
+            raise UnsafePath(
+                f"samctl's data folder cannot be used: {why}; nothing was done",
+                hint="samctl keeps its attic in a folder of its own (0700, yours, no links): move "
+                "the odd one out of the way, or set XDG_DATA_HOME elsewhere",
+            )
         return place
 
     def attic_folder(self) -> Path:
@@ -116,9 +118,11 @@ class KeptSessions:
         data = fsafe.data_dir()
         app = os.path.realpath(self.base)
         if any(fsafe.is_inside(app, p) or fsafe.is_inside(self.root_real, p) for p in (data, self.attic_folder())):
-            raise UnsafePath(f"samctl's data folder {data} is inside {self.app_name}'s folder {self.base}: its "
-                             "attic would be among the app's files; nothing was done",
-                             hint="set XDG_DATA_HOME to a folder outside it")
+            raise UnsafePath(
+                f"samctl's data folder {data} is inside {self.app_name}'s folder {self.base}: its "
+                "attic would be among the app's files; nothing was done",
+                hint="set XDG_DATA_HOME to a folder outside it",
+            )
         return self._samctl_place("locks")
 
     def forget_listing(self) -> None:
@@ -136,8 +140,12 @@ class KeptSessions:
         path = self.raw_path(cid)
         twin = self._twins.get(cid)
         if twin is not None:  # moving one would show the other, and restoring it would then be refused
-            raise FileProblem("duplicate-id", path, f"{self.unit} {cid} is also in {twin}; samctl moves a {self.unit} "
-                              "only while one file holds its id (`samctl check` lists them)")
+            raise FileProblem(
+                "duplicate-id",
+                path,
+                f"{self.unit} {cid} is also in {twin}; samctl moves a {self.unit} "
+                "only while one file holds its id (`samctl check` lists them)",
+            )
         conv = str(self.conv_dir) + os.sep
         out = []
         for p in [path, *self.companions(path)]:
@@ -147,9 +155,12 @@ class KeptSessions:
                     raise NotFound(f"no {self.unit} {cid} in {self.conv_dir}")
                 continue
             if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-                raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only "
-                                  "regular files and folders")
-            name = str(p)[len(conv):] if str(p).startswith(conv) else None
+                raise FileProblem(
+                    "not-regular",
+                    p,
+                    f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only regular files and folders",
+                )
+            name = str(p)[len(conv) :] if str(p).startswith(conv) else None
             parts = name.split("/") if name else []
             try:
                 name.encode("utf-8")
@@ -158,11 +169,19 @@ class KeptSessions:
                 for part in parts:
                     fsafe.check_component(part)
             except (AttributeError, UnicodeEncodeError, UnsafePath):
-                raise FileProblem("bad-name", p, f"{p}: samctl moves only files named in plain UTF-8 inside "
-                                  f"{self.conv_dir}, at most {MAX_DEPTH} folders deep") from None
+                raise FileProblem(
+                    "bad-name",
+                    p,
+                    f"{p}: samctl moves only files named in plain UTF-8 inside "
+                    f"{self.conv_dir}, at most {MAX_DEPTH} folders deep",
+                ) from None
             if not self.member_belongs(parts, cid):
-                raise FileProblem("bad-name", p, f"{p} is not named by the {self.unit} id {cid} exactly "
-                                  "(samctl names every file by the id, in lowercase)")
+                raise FileProblem(
+                    "bad-name",
+                    p,
+                    f"{p} is not named by the {self.unit} id {cid} exactly "
+                    "(samctl names every file by the id, in lowercase)",
+                )
             out.append(p)
             if stats is not None:
                 stats[p] = st
@@ -182,8 +201,11 @@ class KeptSessions:
             if st is None or not stat.S_ISDIR(st.st_mode):
                 continue
             if depth >= MAX_DEPTH:
-                raise FileProblem("too-deep", p, f"{p} holds folders more than {MAX_DEPTH} deep below {folder}; "
-                                  "samctl moves only shallower trees")
+                raise FileProblem(
+                    "too-deep",
+                    p,
+                    f"{p} holds folders more than {MAX_DEPTH} deep below {folder}; samctl moves only shallower trees",
+                )
             try:
                 names = sorted(os.listdir(p))
             except OSError as exc:
@@ -220,8 +242,10 @@ class KeptSessions:
         return open_paths(paths)
 
     def live_note(self) -> str:
-        return (f"{self.app_name} may be writing this {self.unit}: changed in the last {live_seconds() / 60:g} minutes, "
-                "or open in a running process")
+        return (
+            f"{self.app_name} may be writing this {self.unit}: changed in the last {live_seconds() / 60:g} minutes, "
+            "or open in a running process"
+        )
 
     def session_is_live(self, cid: str) -> bool:
         return bool(self.live_sessions([cid]))
@@ -232,9 +256,11 @@ class KeptSessions:
             return None
         minutes = f"{live_seconds() / 60:g}"
         more = f" and {len(live) - 3} more" if len(live) > 3 else ""
-        return (f"{self.app_name} may be writing {', '.join(live[:3])}{more}: changed in the last {minutes} "
-                "minutes, or open in a running process",
-                f"wait until it has been idle {minutes} minutes (SAMCTL_LIVE_MINUTES), or pass --force")
+        return (
+            f"{self.app_name} may be writing {', '.join(live[:3])}{more}: changed in the last {minutes} "
+            "minutes, or open in a running process",
+            f"wait until it has been idle {minutes} minutes (SAMCTL_LIVE_MINUTES), or pass --force",
+        )
 
     def maintenance_folders(self) -> list[Path]:
         return []  # compact never touches the app's own files
@@ -258,11 +284,13 @@ class KeptSessions:
         """Where the session's file is now, if the store has it (another folder than the entry's counts)."""
         p = self.index().get(cid) if self.valid_id(cid) else None
         conv = str(self.conv_dir) + os.sep
-        return [p[len(conv):]] if p is not None and p.startswith(conv) else []
+        return [p[len(conv) :]] if p is not None and p.startswith(conv) else []
 
     def _no_new_ids(self):
-        return UsageError(f"samctl does not give {self.app_name} {self.unit}s new ids; nothing was restored",
-                          hint="restore it under its own id (without --as-new)")
+        return UsageError(
+            f"samctl does not give {self.app_name} {self.unit}s new ids; nothing was restored",
+            hint="restore it under its own id (without --as-new)",
+        )
 
     def new_id(self, taken=None, like: str | None = None) -> str:
         raise self._no_new_ids()

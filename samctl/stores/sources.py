@@ -19,8 +19,9 @@ from samctl.importance import message_importance
 from samctl.model import ERROR, Finding
 from samctl.stores.metacache import RACY_SECONDS
 
-TRANSIENT_CODES = frozenset({"db-locked", "db-hot-journal", "unreadable", "missing",
-                             "too-large"})  # (over this run's --max-file-size: the next may read it)
+TRANSIENT_CODES = frozenset(
+    {"db-locked", "db-hot-journal", "unreadable", "missing", "too-large"}
+)  # (over this run's --max-file-size: the next may read it)
 HOLDS = ("messages", "memories", "archived")  # what a source's rows are
 
 
@@ -56,8 +57,9 @@ def message_rows(conv, cid: str):
     for i, m in enumerate(conv.messages):
         if (m.content.strip() or m.tool_calls) and not m.marker:
             calls = tuple((t.name, t.arguments, t.id) for t in m.tool_calls)
-            yield Row("message", m.role, None, cid, i, m.timestamp_ts, message_importance(m), 0, m.id or "", m.content,
-                      calls)
+            yield Row(
+                "message", m.role, None, cid, i, m.timestamp_ts, message_importance(m), 0, m.id or "", m.content, calls
+            )
 
 
 def unstattable(path: str, exc: OSError, conv) -> Finding:
@@ -108,11 +110,26 @@ class Found:
             return None
         return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}", self.now - st.st_mtime_ns < self.racy_ns
 
-    def add(self, key: str, kind: str, paths, conv, holds: str = "messages", fd: int | None = None,
-            listed: set | None = None) -> None:
+    def add(
+        self,
+        key: str,
+        kind: str,
+        paths,
+        conv,
+        holds: str = "messages",
+        fd: int | None = None,
+        listed: set | None = None,
+    ) -> None:
         """A source of these files, if any of them is there.  ``fd``: the folder all of them are in,
         opened (``listed``: its names, when known), as ``_sig`` uses them."""
         parts = [self._sig(p, conv, fd, listed) for p in paths]
         if any(parts):
-            self.sources[key] = Source(key, kind, tuple(paths), "|".join(x[0] if x else "-" for x in parts), conv,
-                                       not any(x[1] for x in parts if x), holds)
+            self.sources[key] = Source(
+                key,
+                kind,
+                tuple(paths),
+                "|".join(x[0] if x else "-" for x in parts),
+                conv,
+                not any(x[1] for x in parts if x),
+                holds,
+            )

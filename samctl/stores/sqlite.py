@@ -87,7 +87,8 @@ def preflight(path, writing: bool = False) -> bool:
     if head[18] == 2 or head[19] == 2:  # WAL mode; SAM always uses a rollback journal
         if wal is not None and (wal.st_size > 0 or not stat.S_ISREG(wal.st_mode)):
             raise FileProblem(
-                "db-wal", path,
+                "db-wal",
+                path,
                 "in WAL mode with an unmerged -wal log (not how SAM writes); reading it would modify the -shm "
                 "file, so it was not read",
             )
@@ -147,15 +148,16 @@ def sqlite_finding(exc: Exception, path: str, scope_id: str | None, after: str =
     elif name.startswith("SQLITE_CORRUPT") or "malformed" in msg:
         code, why = "db-corrupt", f"corrupt ({msg})"
     elif name == "SQLITE_READONLY_ROLLBACK" or (name == "" and "readonly" in msg):
-        code, why = "db-hot-journal", (
-            "has a hot -journal from an interrupted write; SAM rolls it back on its next open "
-            "(samctl reads only, so it cannot)"
+        code, why = (
+            "db-hot-journal",
+            (
+                "has a hot -journal from an interrupted write; SAM rolls it back on its next open "
+                "(samctl reads only, so it cannot)"
+            ),
         )
     else:
         code, why = "db-unreadable", f"cannot be read: {msg}"
     return Finding(code, path, why + after, ERROR, scope_id)
-
-
 
 
 def open_readwrite(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:

@@ -19,7 +19,9 @@ def symlink(root_real: str, p: str, findings: list) -> None:
     except OSError:
         target = "?"
     if not fsafe.is_inside(root_real, p):
-        findings.append(Finding("symlink-escape", p, f"symlink leads out of the store (-> {target[:80]}); never followed"))
+        findings.append(
+            Finding("symlink-escape", p, f"symlink leads out of the store (-> {target[:80]}); never followed")
+        )
     else:
         findings.append(Finding("symlink", p, f"symlink (-> {target[:80]}); samctl does not follow symlinks", WARNING))
 
@@ -53,8 +55,15 @@ def root(store, findings: list, fixes: list, fix: bool) -> None:
             target = os.readlink(p)
         except OSError:
             target = "?"
-        findings.append(Finding("root-symlink", str(p), f"is a symlink (-> {target[:120]}): the store lives at "
-                                f"{store.root_real}; samctl follows it there, as the app does", WARNING))
+        findings.append(
+            Finding(
+                "root-symlink",
+                str(p),
+                f"is a symlink (-> {target[:120]}): the store lives at "
+                f"{store.root_real}; samctl follows it there, as the app does",
+                WARNING,
+            )
+        )
     try:
         st = os.stat(store.root_real)
     except OSError as exc:

@@ -84,9 +84,16 @@ def _valid(entry: list) -> bool:
         if type(r) is not list or len(r) != 8:
             return False
         ts, model, key, i, o, cw, cr, rs = r
-        if (type(ts) not in (float, int) or not (model is None or type(model) is str)
-                or not (key is None or type(key) is str) or count(i) is None or count(o) is None
-                or count(cw) is None or count(cr) is None or count(rs) is None):
+        if (
+            type(ts) not in (float, int)
+            or not (model is None or type(model) is str)
+            or not (key is None or type(key) is str)
+            or count(i) is None
+            or count(o) is None
+            or count(cw) is None
+            or count(cr) is None
+            or count(rs) is None
+        ):
             return False
     return True
 

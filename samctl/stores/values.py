@@ -24,8 +24,7 @@ def build_cost(data: bytes) -> int:
     """An upper estimate of the bytes the objects parsed from the JSON ``data`` take: its length, plus an
     object's size for every container, element and string it can hold (``{}`` is 2 bytes of text and 64
     of memory).  Counting is done in C; prose costs little more than its length."""
-    return (len(data) + 64 * (data.count(b"{") + data.count(b"[")) + 16 * data.count(b",")
-            + 24 * data.count(b'"'))
+    return len(data) + 64 * (data.count(b"{") + data.count(b"[")) + 16 * data.count(b",") + 24 * data.count(b'"')
 
 
 def too_costly(data: bytes) -> str | None:
@@ -33,8 +32,11 @@ def too_costly(data: bytes) -> str | None:
     if len(data) < BUILD_CAP // 64:
         return None  # (too short to reach the cap whatever it holds)
     cost = build_cost(data)
-    return None if cost <= BUILD_CAP else (f"parsing it would build about {cost >> 20} MiB of objects, over the "
-                                           f"{BUILD_CAP >> 20} MiB cap; not read")
+    return (
+        None
+        if cost <= BUILD_CAP
+        else (f"parsing it would build about {cost >> 20} MiB of objects, over the {BUILD_CAP >> 20} MiB cap; not read")
+    )
 
 
 def as_str(v, default=None):
@@ -101,8 +103,13 @@ def bounded(v, cap: int = MAX_DEPTH):
             if isinstance(x, dict):
                 new: dict | list = {}
                 for k, y in x.items():
-                    k = k if isinstance(k, str) else str(k) if isinstance(k, (int, float, bool)) or k is None \
+                    k = (
+                        k
+                        if isinstance(k, str)
+                        else str(k)
+                        if isinstance(k, (int, float, bool)) or k is None
                         else as_text(k)
+                    )
                     new[k] = None
                     stack.append((y, new, k, d + 1))
             else:

@@ -87,8 +87,13 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
     from concurrent.futures.process import BrokenProcessPool  # (lazy: concurrent: not loaded by ls or --help)
 
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    spec = (store.name, str(store.conv_dir), str(store.base), (store.caps.snapshot, store.caps.log, store.caps.other),
-            os.getpid())
+    spec = (
+        store.name,
+        str(store.conv_dir),
+        str(store.base),
+        (store.caps.snapshot, store.caps.log, store.caps.other),
+        os.getpid(),
+    )
     n_jobs = min(n_jobs, len(parts))
     with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=ctx, initializer=_init, initargs=(spec,)) as pool:
         # at most AHEAD parts per worker submitted and not yet handed back: results never pile up
@@ -96,8 +101,9 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
         todo = iter(parts)
         gc.freeze()  # (the workers fork at the first submit: see _shared_with_workers)
         try:
-            pending = collections.deque(pool.submit(_run, fn, part)
-                                        for part in itertools.islice(todo, (ahead or AHEAD) * n_jobs))
+            pending = collections.deque(
+                pool.submit(_run, fn, part) for part in itertools.islice(todo, (ahead or AHEAD) * n_jobs)
+            )
         finally:
             gc.unfreeze()
         while pending:
@@ -108,9 +114,11 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
             try:
                 result = done.result()
             except BrokenProcessPool:
-                raise SamctlError("a worker process stopped before it finished its work (killed, or out of "
-                                  "memory?)", hint="run the command again (a move it interrupted is finished "
-                                  "first); SAMCTL_JOBS=1 does all the work in one process") from None
+                raise SamctlError(
+                    "a worker process stopped before it finished its work (killed, or out of memory?)",
+                    hint="run the command again (a move it interrupted is finished "
+                    "first); SAMCTL_JOBS=1 does all the work in one process",
+                ) from None
             yield result
 
 
@@ -124,8 +132,7 @@ _END = object()
 # build of 100,000 sessions: 77 -> 70 MiB of PSS a worker).
 
 
-def ordered_items(store, fn, items: list, min_items: int, part_size: int, part_bytes: int | None = None,
-                  weight=None):
+def ordered_items(store, fn, items: list, min_items: int, part_size: int, part_bytes: int | None = None, weight=None):
     """``fn(store, item)`` for each of ``items``, in order: in worker processes when there are at
     least ``min_items``, else right here.  A unit of work is ``part_size`` items, or fewer once
     their ``weight(item)`` (bytes it will hold) reaches ``part_bytes``: a bound on what waits in

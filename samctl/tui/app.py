@@ -99,13 +99,18 @@ class MainScreen(Screen):
             app.note = note
         if app.mode == "search":
             n = sum(len(g.hits) for g in app.groups)
-            what = (f"{len(app.groups)} conversation{'s' if len(app.groups) != 1 else ''}, {n} hit{'s' if n != 1 else ''}"
-                    if app.searched else "type a query (the syntax of samctl search)")
+            what = (
+                f"{len(app.groups)} conversation{'s' if len(app.groups) != 1 else ''}, {n} hit{'s' if n != 1 else ''}"
+                if app.searched
+                else "type a query (the syntax of samctl search)"
+            )
         else:
             loading = f"loading {app.loaded}/{len(app.stores)} stores… " if app.loading else ""
             arrow = "↑" if app.reverse else "↓"
-            what = (f"{loading}{len(app.shown)} of {len(app.rows)} conversations in {len(app.stores)} "
-                    f"store{'s' if len(app.stores) != 1 else ''} · sort {app.sort_key} {arrow}")
+            what = (
+                f"{loading}{len(app.shown)} of {len(app.rows)} conversations in {len(app.stores)} "
+                f"store{'s' if len(app.stores) != 1 else ''} · sort {app.sort_key} {arrow}"
+            )
         line = what + (f" · {app.note}" if app.note else "")
         self.query_one("#status", Static).update(Text(line))
 
@@ -146,9 +151,11 @@ class MainScreen(Screen):
             app.mode = mode
             box.value = ""
             self.query_one("#mode", Label).update("search:" if mode == "search" else "filter:")
-            box.placeholder = ("type a query: words, +required, -excluded, \"a phrase\", prefix*, role:, title:, "
-                               "store:" if mode == "search" else
-                               "type to filter (title, project, store); s: search the index")
+            box.placeholder = (
+                'type a query: words, +required, -excluded, "a phrase", prefix*, role:, title:, store:'
+                if mode == "search"
+                else "type to filter (title, project, store); s: search the index"
+            )
             self.query_one("#list").display = mode == "filter"
             self.query_one("#results").display = mode == "search"
             app.groups, app.searched = [], False
@@ -233,8 +240,7 @@ class MainScreen(Screen):
         app.groups, app.searched = groups, True
         width = max(40, self.size.width - 6)
         results = self.query_one("#results", BlockList)
-        results.set_items([_group_prompt(g, width, app.now) for g in groups],
-                          (results.highlighted or 0) if keep else 0)
+        results.set_items([_group_prompt(g, width, app.now) for g in groups], (results.highlighted or 0) if keep else 0)
         self.update_status(note)
 
     def on_block_list_selected(self, event: BlockList.Selected) -> None:
@@ -381,8 +387,11 @@ class BrowseApp(App):
                 if debugging():
                     raise
                 metas = []
-                findings.append(Finding("store-unreadable", str(store.conv_dir),
-                                        f"internal error: {type(exc).__name__}: {exc}", ERROR))
+                findings.append(
+                    Finding(
+                        "store-unreadable", str(store.conv_dir), f"internal error: {type(exc).__name__}: {exc}", ERROR
+                    )
+                )
             got = [R.Row.of(store, m) for m in metas]
             self.call_from_thread(self._add, got, findings)
         self.call_from_thread(self._done)
@@ -404,8 +413,9 @@ class BrowseApp(App):
     def _done(self) -> None:
         self.loading = False
         bad = [f for f in self.findings if f.severity == ERROR]
-        self.main.update_status(f"{len(bad)} problem{'s' if len(bad) != 1 else ''} (samctl check says more)"
-                                if bad else None)
+        self.main.update_status(
+            f"{len(bad)} problem{'s' if len(bad) != 1 else ''} (samctl check says more)" if bad else None
+        )
 
     # --- search ------------------------------------------------------------------------------
 
@@ -459,6 +469,7 @@ class BrowseApp(App):
                     self.say(actions.export_one(store, cid, fmt, output))
                 except SamctlError as exc:
                     self.say(f"not exported: {one_line(exc.message)}")
+
         self.push_screen(ExportScreen(cid), done)
 
     def ask_move(self, target, then=None) -> None:
@@ -488,8 +499,14 @@ class BrowseApp(App):
             self.say(line)
             if then is not None:
                 then()
-        self.push_screen(ConfirmScreen(f"Move {cid} ({one_line(title)}) to the attic?\n"
-                                       f"`samctl restore {cid}` (or r in the attic view) brings it back."), done)
+
+        self.push_screen(
+            ConfirmScreen(
+                f"Move {cid} ({one_line(title)}) to the attic?\n"
+                f"`samctl restore {cid}` (or r in the attic view) brings it back."
+            ),
+            done,
+        )
 
     def restore(self, store, entry) -> bool:
         try:

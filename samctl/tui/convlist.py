@@ -207,8 +207,7 @@ class BlockList(ScrollView, can_focus=True):
             self._wrapped, self._width = list(lines), width
         else:
             self._wrapped = [None] * len(self.prompts)
-        self._highlighted = None if not self.prompts or highlighted is None else min(highlighted,
-                                                                                       len(self.prompts) - 1)
+        self._highlighted = None if not self.prompts or highlighted is None else min(highlighted, len(self.prompts) - 1)
         self._layout()
 
     def add_items(self, prompts: list) -> None:

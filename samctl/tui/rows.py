@@ -35,8 +35,13 @@ class Row:
     @classmethod
     def of(cls, store, meta) -> Row:
         project = meta.project or ""
-        return cls(store, meta, one_line(project_name(project)), recency(meta),
-                   f"{meta.title}\n{project}\n{meta.store}".casefold())
+        return cls(
+            store,
+            meta,
+            one_line(project_name(project)),
+            recency(meta),
+            f"{meta.title}\n{project}\n{meta.store}".casefold(),
+        )
 
 
 def relative(ts: float | None, now: float) -> str:
@@ -44,8 +49,13 @@ def relative(ts: float | None, now: float) -> str:
     if not ts:
         return "-"
     s = max(0.0, now - ts)
-    for limit, unit, size in ((60, "now", 0), (3600, "m", 60), (86400, "h", 3600), (14 * 86400, "d", 86400),
-                              (365 * 86400, "w", 7 * 86400)):
+    for limit, unit, size in (
+        (60, "now", 0),
+        (3600, "m", 60),
+        (86400, "h", 3600),
+        (14 * 86400, "d", 86400),
+        (365 * 86400, "w", 7 * 86400),
+    ):
         if s < limit:
             return unit if not size else f"{int(s // size)}{unit}"
     return time.strftime("%Y-%m-%d", time.gmtime(ts))
@@ -73,11 +83,17 @@ def ordered(rows: list, key: str = "updated", reverse: bool = False) -> list:
 
 def cells(row: Row, now: float) -> tuple:
     m = row.meta
-    return (one_line(m.store), row.project, relative(row.when, now),
-            str(m.message_count) if m.message_count is not None else "-", one_line(m.title))
+    return (
+        one_line(m.store),
+        row.project,
+        relative(row.when, now),
+        str(m.message_count) if m.message_count is not None else "-",
+        one_line(m.title),
+    )
 
 
 # --- search results ----------------------------------------------------------------------------
+
 
 @dataclass
 class Group:
@@ -91,8 +107,9 @@ class Group:
     @property
     def positions(self) -> list:
         """The message positions of the hits, in transcript order (what n/N walk through)."""
-        return sorted({h.position for h in self.hits if h.kind == "message" and h.position is not None
-                       and h.position >= 0})
+        return sorted(
+            {h.position for h in self.hits if h.kind == "message" and h.position is not None and h.position >= 0}
+        )
 
 
 def grouped(hits: list) -> list[Group]:
@@ -120,6 +137,7 @@ def snippet(h, width: int = 200) -> tuple[str, list]:
 
 
 # --- transcript -------------------------------------------------------------------------------
+
 
 @dataclass
 class Block:
@@ -208,16 +226,28 @@ def blocks(conv, show_hidden: bool = False) -> list[Block]:
             role = f"tool {one_line(m.tool_name)}"
         if m.reasoning:
             n = len(m.reasoning.splitlines())
-            out.append(Block("thinking", pos, role, when, f"thinking ({n} line{'s' if n != 1 else ''})",
-                             safe_text(m.reasoning)))
+            out.append(
+                Block(
+                    "thinking", pos, role, when, f"thinking ({n} line{'s' if n != 1 else ''})", safe_text(m.reasoning)
+                )
+            )
         if m.content or not (m.tool_calls or m.actions or m.reasoning):
             out.append(Block("text", pos, role, when, "", safe_text(m.content or "")))
         for tc in m.tool_calls:
-            out.append(Block("tool", pos, role, when, tool_label(tc.name, tc.arguments),
-                             safe_text(_args_text(tc.arguments))))
+            out.append(
+                Block("tool", pos, role, when, tool_label(tc.name, tc.arguments), safe_text(_args_text(tc.arguments)))
+            )
         for a in m.actions:
             if isinstance(a, dict):
                 name = a.get("tool") or a.get("name") or a.get("type") or "action"
-                out.append(Block("tool", pos, role, when, tool_label(str(name), a.get("input") or a.get("arguments")
-                                                                     or a), safe_text(_args_text(a))))
+                out.append(
+                    Block(
+                        "tool",
+                        pos,
+                        role,
+                        when,
+                        tool_label(str(name), a.get("input") or a.get("arguments") or a),
+                        safe_text(_args_text(a)),
+                    )
+                )
     return out

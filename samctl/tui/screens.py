@@ -56,8 +56,10 @@ class TranscriptScreen(Screen):
         self.matches: list = []  # block indexes n/N walk
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"{one_line(self.store.name)}  {one_line(self.title)}  ({one_line(self.cid)})",
-                          style="bold"), id="head")
+        yield Static(
+            Text(f"{one_line(self.store.name)}  {one_line(self.title)}  ({one_line(self.cid)})", style="bold"),
+            id="head",
+        )
         yield BlockList(id="transcript")
         yield Input(placeholder="find in this transcript (Enter; n/N next/previous)", id="find")
         yield Static("loading…", id="tstatus")
@@ -205,8 +207,10 @@ class TranscriptScreen(Screen):
         if self.matches:
             at = self.query_one("#transcript", BlockList).highlighted or 0
             self._go(next((i for i in self.matches if i >= at), self.matches[0]))
-        self.say(f"{len(self.matches)} block{'s' if len(self.matches) != 1 else ''} match "
-                 f"{one_line(event.value.strip())!r} (n/N)")
+        self.say(
+            f"{len(self.matches)} block{'s' if len(self.matches) != 1 else ''} match "
+            f"{one_line(event.value.strip())!r} (n/N)"
+        )
 
     def action_next(self) -> None:
         self._step(+1)
@@ -300,8 +304,12 @@ class AtticScreen(Screen):
         t = self.query_one("#attic", DataTable)
         t.clear()
         now = self.app.now
-        t.add_rows([(one_line(e.store), e.state, R.relative(e.when_ts, now), one_line(e.id), one_line(e.title or ""))
-                    for _, e in got])
+        t.add_rows(
+            [
+                (one_line(e.store), e.state, R.relative(e.when_ts, now), one_line(e.id), one_line(e.title or ""))
+                for _, e in got
+            ]
+        )
         self.say(f"{len(got)} entr{'ies' if len(got) != 1 else 'y'}" if got else "the attic is empty")
 
     def say(self, line: str) -> None:
@@ -325,8 +333,10 @@ class AtticScreen(Screen):
         def done(yes) -> None:
             if yes and self.app.restore(store, entry):
                 self._load()
-        self.app.push_screen(ConfirmScreen(f"Restore {entry.id} ({one_line(entry.title or '')}) from {entry.stem}?"),
-                             done)
+
+        self.app.push_screen(
+            ConfirmScreen(f"Restore {entry.id} ({one_line(entry.title or '')}) from {entry.stem}?"), done
+        )
 
 
 class ConfirmScreen(ModalScreen):
@@ -454,6 +464,17 @@ LISTS = ("list", "results", "transcript", "attic")  # the focusable lists whose 
 
 
 def _key_name(k: str) -> str:
-    return {"slash": "/", "question_mark": "?", "escape": "Esc", "space": "Space", "enter": "Enter",
-            "down": "↓", "up": "↑", "home": "Home", "end": "End", "tab": "Tab", "pageup": "PgUp",
-            "pagedown": "PgDn"}.get(k.strip(), k.strip())
+    return {
+        "slash": "/",
+        "question_mark": "?",
+        "escape": "Esc",
+        "space": "Space",
+        "enter": "Enter",
+        "down": "↓",
+        "up": "↑",
+        "home": "Home",
+        "end": "End",
+        "tab": "Tab",
+        "pageup": "PgUp",
+        "pagedown": "PgDn",
+    }.get(k.strip(), k.strip())

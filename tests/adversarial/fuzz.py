@@ -146,8 +146,18 @@ def sam_conversation(data: bytes) -> None:
         schema.validate_conversation(strict)
 
 
-_COLUMNS = ("id", "conversation_id", "content", "content_type", "embedding", "importance", "created_at",
-            "access_count", "last_accessed", "tags")
+_COLUMNS = (
+    "id",
+    "conversation_id",
+    "content",
+    "content_type",
+    "embedding",
+    "importance",
+    "created_at",
+    "access_count",
+    "last_accessed",
+    "tags",
+)
 
 
 def _values(data: bytes, n: int) -> list:
@@ -158,7 +168,7 @@ def _values(data: bytes, n: int) -> list:
         i += 1
         size = data[i] if i < len(data) else 0
         i += 1
-        chunk = data[i:i + size]
+        chunk = data[i : i + size]
         i += size
         if sel == 0:
             out.append(None)
@@ -188,8 +198,10 @@ def memorydb_rows(data: bytes) -> None:
     db = sqlite3.connect(path)
     for stmt in mf.MEMORY_SCHEMA:
         db.execute(stmt)
-    db.execute('CREATE TABLE "archived_chunks" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT NOT NULL, '
-                '"messages_json" TEXT NOT NULL)')
+    db.execute(
+        'CREATE TABLE "archived_chunks" ("id" TEXT PRIMARY KEY NOT NULL, "conversation_id" TEXT NOT NULL, '
+        '"messages_json" TEXT NOT NULL)'
+    )
     half = len(data) // 2
     for chunk in (data[:half], data[half:]):
         vals = _values(chunk, 13)

@@ -43,9 +43,11 @@ class Tally:
             self.problems.append(f"{kind}: {what}")
 
     def line(self) -> str:
-        return (f"adversarial: {self.cases} cases, {self.crashes} crashes, {self.changed} changed bytes, "
-                f"{self.escapes} escapes, {self.bad_exits} wrong exit codes, {self.missed} missed findings "
-                f"({self.trees} hostile trees, {self.fuzz_inputs} fuzzed inputs)")
+        return (
+            f"adversarial: {self.cases} cases, {self.crashes} crashes, {self.changed} changed bytes, "
+            f"{self.escapes} escapes, {self.bad_exits} wrong exit codes, {self.missed} missed findings "
+            f"({self.trees} hostile trees, {self.fuzz_inputs} fuzzed inputs)"
+        )
 
 
 TALLY = Tally()
@@ -80,8 +82,13 @@ def fingerprint(root: Path, skip: tuple = ()) -> dict:
                     digest = "unreadable"
             elif stat.S_ISLNK(st.st_mode):
                 digest = os.readlink(p)
-            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_size,
-                                             st.st_mtime_ns, digest)
+            out[os.path.relpath(p, root)] = (
+                stat.S_IFMT(st.st_mode),
+                stat.S_IMODE(st.st_mode),
+                st.st_size,
+                st.st_mtime_ns,
+                digest,
+            )
     return out
 
 
@@ -102,6 +109,7 @@ class Hang(Exception):
 def watchdog(seconds: float = HANG_SECONDS):
     def fire(signum, frame):
         raise Hang(f"no answer within {seconds} s")
+
     old = signal.signal(signal.SIGALRM, fire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -128,8 +136,9 @@ def invoke(args: list, env: dict | None = None) -> Outcome:
     env = dict(env or {}, SAMCTL_DEBUG="1")
     try:
         with watchdog():
-            r = runner.invoke(cli, [str(a) if not isinstance(a, str) else a for a in args], env=env,
-                              catch_exceptions=False)
+            r = runner.invoke(
+                cli, [str(a) if not isinstance(a, str) else a for a in args], env=env, catch_exceptions=False
+            )
     except SystemExit as exc:  # pragma: no cover - CliRunner turns these into exit codes
         return Outcome(args, exc.code if isinstance(exc.code, int) else 1, b"", "", None)
     except BaseException as exc:  # noqa: BLE001 - every escape is what we are looking for
@@ -142,8 +151,9 @@ def invoke(args: list, env: dict | None = None) -> Outcome:
     return Outcome(args, r.exit_code, r.stdout_bytes, r.stderr, crash)
 
 
-def invoke_subprocess(args: list, env: dict | None = None, timeout: float = HANG_SECONDS,
-                      broken_pipe: bool = False) -> Outcome:
+def invoke_subprocess(
+    args: list, env: dict | None = None, timeout: float = HANG_SECONDS, broken_pipe: bool = False
+) -> Outcome:
     """The same through a real process (``python -m samctl``): what a user's shell sees.
     ``broken_pipe``: stdout and stderr go into a pipe whose reader is gone (``samctl ... 2>&1 | head -c0``,
     without the race); nothing is captured then, only the exit code."""
@@ -155,8 +165,15 @@ def invoke_subprocess(args: list, env: dict | None = None, timeout: float = HANG
         r, out = os.pipe()
         os.close(r)
     try:
-        p = subprocess.run([sys.executable, "-m", "samctl", *args], stdout=out, stderr=out, timeout=timeout,
-                           stdin=subprocess.DEVNULL, env=full_env, cwd=str(REPO))
+        p = subprocess.run(
+            [sys.executable, "-m", "samctl", *args],
+            stdout=out,
+            stderr=out,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=full_env,
+            cwd=str(REPO),
+        )
     except subprocess.TimeoutExpired:
         return Outcome(args, None, b"", "", f"no answer within {timeout} s")
     finally:
@@ -212,6 +229,8 @@ def missing_expectations(case, ctx, outputs: dict) -> list[str]:
                 ok = True
                 break
         if not ok:
-            missing.append(f"{e.command}: expected {e.code} at {e.path!r}; got "
-                           f"{[(f.get('code'), f.get('path', '')[-60:]) for f in found][:12]}")
+            missing.append(
+                f"{e.command}: expected {e.code} at {e.path!r}; got "
+                f"{[(f.get('code'), f.get('path', '')[-60:]) for f in found][:12]}"
+            )
     return missing

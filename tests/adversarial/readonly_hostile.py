@@ -7,11 +7,19 @@ import orjson
 
 from tests.adversarial.harness import TALLY, diff, fingerprint, invoke
 
-COMMANDS = [["ls"], ["ls", "--format", "json"], ["check", "--format", "json"], ["stats", "--format", "json"],
-            ["export", "--all", "--to", "jsonl"], ["export", "--all", "--to", "html", "-o", "{out}"],
-            ["search", "the", "--format", "json", "-n", "50"], ["search", "--exact", "e", "--format", "jsonl"],
-            ["search", "test", "--rank", "sam", "--threshold", "0"],
-            ["usage", "--by", "session", "--breakdown", "--format", "json"], ["usage", "--chart"]]
+COMMANDS = [
+    ["ls"],
+    ["ls", "--format", "json"],
+    ["check", "--format", "json"],
+    ["stats", "--format", "json"],
+    ["export", "--all", "--to", "jsonl"],
+    ["export", "--all", "--to", "html", "-o", "{out}"],
+    ["search", "the", "--format", "json", "-n", "50"],
+    ["search", "--exact", "e", "--format", "jsonl"],
+    ["search", "test", "--rank", "sam", "--threshold", "0"],
+    ["usage", "--by", "session", "--breakdown", "--format", "json"],
+    ["usage", "--chart"],
+]
 
 
 def run_all(tree, root, out, expect: set, ids=(), extra=()) -> None:

@@ -33,16 +33,28 @@ _DEEP_MARK = "@@deep@@"
 _DEEP_OBJ_MARK = "@@deepobj@@"
 
 # one value of every JSON type, and the shapes decoders mistake most
-JSON_VALUES = (None, True, 5, -1.5, 2 ** 70, "", "x", [], [1, "x"], {}, {"a": [1]}, ["nested", {"k": [5]}])
+JSON_VALUES = (None, True, 5, -1.5, 2**70, "", "x", [], [1, "x"], {}, {"a": [1]}, ["nested", {"k": [5]}])
 # one value of every SQLite storage class, and texts that parse as the wrong JSON
-SQL_VALUES = (None, 5, -1.5, "x", b"\x00\xffblob", "{}", '{"text_ref": 5}', '{"name": ["a"], "tool_call_id": [1]}',
-              "[1, 2]", "5", "")
+SQL_VALUES = (
+    None,
+    5,
+    -1.5,
+    "x",
+    b"\x00\xffblob",
+    "{}",
+    '{"text_ref": 5}',
+    '{"name": ["a"], "tool_call_id": [1]}',
+    "[1, 2]",
+    "5",
+    "",
+)
 
 
 @dataclass
 class Rec:
     """One record: ``label`` names it in messages; ``fields()`` its field paths; ``put(path, value)``
     writes the record back with one field replaced."""
+
     label: str
     fields: Callable[[], list]
     put: Callable[[tuple, object], None]
@@ -108,6 +120,7 @@ def jsonl_records(path: Path) -> list[Rec]:
             new = list(lines)
             new[i] = _dumps(_replaced(obj, p, value))
             path.write_bytes(b"\n".join(new))
+
         out.append(Rec(f"{path.name}:{i + 1}", lambda obj=obj: _paths(obj), put))
     return out
 
@@ -121,6 +134,7 @@ def json_records(path: Path, at: tuple = ()) -> list[Rec]:
 
     def put(p, value):
         path.write_bytes(_dumps(_replaced(doc, at + p, value)))
+
     return [Rec(f"{path.name}{''.join(f'[{k}]' for k in at)}", lambda: _paths(obj), put)]
 
 
@@ -129,11 +143,17 @@ def sqlite_records(db: Path, per_table: int = 2) -> list[Rec]:
     conn = sqlite3.connect(db)
     out = []
     try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE "
-                                             "'sqlite_%' AND sql NOT LIKE '%VIRTUAL%'")]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE "
+                "'sqlite_%' AND sql NOT LIKE '%VIRTUAL%'"
+            )
+        ]
         for t in tables:
             cols = [r[1] for r in conn.execute(f'SELECT * FROM pragma_table_info("{t}")')]
             for (rowid,) in conn.execute(f'SELECT rowid FROM "{t}" LIMIT {per_table}').fetchall():
+
                 def put(p, value, t=t, rowid=rowid):
                     c = sqlite3.connect(db)
                     try:
@@ -143,6 +163,7 @@ def sqlite_records(db: Path, per_table: int = 2) -> list[Rec]:
                         raise Skip from None
                     finally:
                         c.close()
+
                 out.append(Rec(f"{t}#{rowid}", lambda cols=cols: [(c,) for c in cols], put, sql=True))
     finally:
         conn.close()
@@ -177,9 +198,11 @@ def _sam_records(root: Path) -> list:
 
 def _mermaid_records(root: Path) -> list:
     conv = root / ".mermaid" / "conversations"
-    return ([r for p in _files(conv, "*.json") for r in json_records(p)]
-            + [r for p in _files(conv, "*.meta") for r in json_records(p)]
-            + [r for p in _files(conv, "*.jsonl") for r in jsonl_records(p)])
+    return (
+        [r for p in _files(conv, "*.json") for r in json_records(p)]
+        + [r for p in _files(conv, "*.meta") for r in json_records(p)]
+        + [r for p in _files(conv, "*.jsonl") for r in jsonl_records(p)]
+    )
 
 
 def _chatgpt_zip(root: Path) -> Path:
@@ -198,14 +221,17 @@ def _llm_records(root: Path) -> list:
     return sqlite_records(root / "logs.db")
 
 
-TARGETS = {t.store: t for t in (
-    Target("sam", "SAM", "", _sam_records),
-    Target("mermaid", "mermaid-project", "", _mermaid_records),
-    Target("claude-code", "claude_code", "", _claude_records, "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d.jsonl"),
-    Target("codex", "codex", "", _codex_records),
-    Target("chatgpt", "chatgpt/export", "", _chatgpt_records, archive=_chatgpt_zip),
-    Target("llm", "llm", "", _llm_records, "tool_calls#"),
-)}
+TARGETS = {
+    t.store: t
+    for t in (
+        Target("sam", "SAM", "", _sam_records),
+        Target("mermaid", "mermaid-project", "", _mermaid_records),
+        Target("claude-code", "claude_code", "", _claude_records, "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d.jsonl"),
+        Target("codex", "codex", "", _codex_records),
+        Target("chatgpt", "chatgpt/export", "", _chatgpt_records, archive=_chatgpt_zip),
+        Target("llm", "llm", "", _llm_records, "tool_calls#"),
+    )
+}
 
 
 def copy_fixture(target: Target, dest: Path) -> Path:
@@ -259,8 +285,10 @@ def exercise(root: Path) -> str | None:
             for fmt in ("markdown", "html", "json", "jsonl"):
                 render_one(fmt, store, conv, True, findings, "2026-01-01T00:00:00Z")
             from samctl.render.text import to_text
+
             to_text(conv, reasoning=True, include_hidden=True)
             from samctl.core.load import raw_bytes  # (show --raw)
+
             raw_bytes(store, m.id, findings)
         infos: list = []
         for src in store.search_sources(findings).values():
@@ -304,7 +332,6 @@ def put_build_bomb(target: Target, root: Path) -> str:
     return rec.label
 
 
-
 def peak_rss_mb(args: list, limit_mb: int = 1500, cwd: Path = REPO) -> tuple[int, float, bytes]:
     """(exit code, peak RSS in MB, stderr) of ``samctl args`` in a child limited to ``limit_mb`` of address
     space.  The child reports its own ``VmHWM`` (reset by exec, unlike ``ru_maxrss``, which keeps the
@@ -313,12 +340,20 @@ def peak_rss_mb(args: list, limit_mb: int = 1500, cwd: Path = REPO) -> tuple[int
     import subprocess
     import sys
 
-    code = (f"import atexit, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit_mb} << 20, {limit_mb} << 20)); "
-            "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status') "
-            "if l.startswith('VmHWM')][0])); "
-            "from samctl.cli import main; sys.argv = ['samctl'] + sys.argv[1:]; main()")
-    p = subprocess.run([sys.executable, "-c", code, "--no-cache", *args], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, env=dict(os.environ), cwd=str(cwd), timeout=300)
+    code = (
+        f"import atexit, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit_mb} << 20, {limit_mb} << 20)); "
+        "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status') "
+        "if l.startswith('VmHWM')][0])); "
+        "from samctl.cli import main; sys.argv = ['samctl'] + sys.argv[1:]; main()"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, "--no-cache", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+        cwd=str(cwd),
+        timeout=300,
+    )
     if b"VmHWM:" not in p.stderr:
         return p.returncode, float("inf"), p.stderr
     return p.returncode, int(p.stderr.rsplit(b"VmHWM:", 1)[1].split()[0]) / 1024, p.stderr

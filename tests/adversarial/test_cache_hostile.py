@@ -72,9 +72,13 @@ def _warm(root: Path, word: str) -> None:
 def _cache_file(role: str) -> Path | None:
     """The file of ``role`` in the cache as it is now (every one the index and listing caches open)."""
     files = sorted(p for p in _cache().rglob("*") if p.is_file() and not p.is_symlink())
-    pick = {"manifest": lambda p: p.name == "manifest", "checked": lambda p: p.name == "checked",
-            "lock": lambda p: p.name == "lock", "segment": lambda p: p.suffix == ".seg",
-            "listing": lambda p: p.name.endswith(".json") and "-meta-" in p.name}[role]
+    pick = {
+        "manifest": lambda p: p.name == "manifest",
+        "checked": lambda p: p.name == "checked",
+        "lock": lambda p: p.name == "lock",
+        "segment": lambda p: p.suffix == ".seg",
+        "listing": lambda p: p.name.endswith(".json") and "-meta-" in p.name,
+    }[role]
     return next((p for p in files if pick(p)), None)
 
 
@@ -82,6 +86,7 @@ ROLES = ["manifest", "checked", "lock", "segment", "listing"]
 
 
 # --- FIFOs at every path samctl opens in its cache ------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", [k for k in ROOTS if k != "chatgpt"])  # (no cache for an export)
 def test_a_fifo_at_every_cache_path_never_hangs(tmp_path, kind):
@@ -135,6 +140,7 @@ def test_the_folder_state_child_never_blocks_on_a_fifo(tmp_path):
 
 # --- the index folder a symlink (into the store) ---------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", [k for k in ROOTS if k != "chatgpt"])
 def test_a_symlinked_index_folder_is_never_written_read_or_cleaned(tmp_path, kind):
     from samctl.search import index as ix
@@ -165,6 +171,7 @@ def test_a_symlinked_index_folder_is_never_written_read_or_cleaned(tmp_path, kin
 
 
 # --- the cache or data folder not samctl's own --------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", [k for k in ROOTS if k != "chatgpt"])
 @pytest.mark.parametrize("how", ["world-writable", "group-writable", "symlink"])
@@ -222,6 +229,7 @@ def test_a_data_folder_open_to_others_refuses_every_move(tmp_path, kind, how):
 
 
 # --- a folder ~1,200 deep in the store -----------------------------------------------------------------
+
 
 def _deep(folder: Path, levels: int = 1200) -> None:
     folder.mkdir(exist_ok=True)

@@ -51,18 +51,29 @@ def _deep(c):
 
 FOLDER_CASES = {
     "truncated": (lambda: _dump(_convs())[:-300], {"truncated"}),
-    "unknown-types": (lambda: _dump(_convs(lambda c: c[0]["mapping"]["n5"]["message"]["content"].update(
-        content_type="quantum_text", qbits=[1, 2]))), {"unknown-content"}),
-    "deep-nesting": (lambda: _dump(_convs(_deep)).replace(b'"@DEEP@"', b'{"a":' * 5000 + b"1" + b"}" * 5000),
-                     {"too-deep"}),
+    "unknown-types": (
+        lambda: _dump(
+            _convs(
+                lambda c: c[0]["mapping"]["n5"]["message"]["content"].update(content_type="quantum_text", qbits=[1, 2])
+            )
+        ),
+        {"unknown-content"},
+    ),
+    "deep-nesting": (
+        lambda: _dump(_convs(_deep)).replace(b'"@DEEP@"', b'{"a":' * 5000 + b"1" + b"}" * 5000),
+        {"too-deep"},
+    ),
     "invalid-utf8": (lambda: _dump(_convs()).replace(b"Plot a sine", b"Plot \xff\xfe sine"), {"bad-utf8"}),
     "nul-in-string": (lambda: _dump(_convs()).replace(b"Plot a sine", b"Plot \x00 sine"), {"bad-json"}),
     "nul-between": (lambda: _dump(_convs()).replace(b"},{", b"}\x00,{", 1), set()),
-    "traversal-ids": (lambda: _dump(_convs(lambda c: c[0].update(id="../../etc/passwd", conversation_id=None)))
-                      , {"bad-id"}),
-    "dangling-current-and-cycle": (lambda: _dump(_convs(lambda c: (c[0].update(current_node="gone"),
-                                                                    c[1]["mapping"]["u1"].update(parent="a2")))),
-                                   {"no-current-node"}),
+    "traversal-ids": (
+        lambda: _dump(_convs(lambda c: c[0].update(id="../../etc/passwd", conversation_id=None))),
+        {"bad-id"},
+    ),
+    "dangling-current-and-cycle": (
+        lambda: _dump(_convs(lambda c: (c[0].update(current_node="gone"), c[1]["mapping"]["u1"].update(parent="a2")))),
+        {"no-current-node"},
+    ),
     "duplicate-ids": (lambda: _dump(_convs(lambda c: c[2].update(conversation_id=SINE))), {"duplicate-id"}),
     "not-an-array": (lambda: b'{"mapping": {}}', {"not-array"}),
     "scalars-and-arrays": (lambda: b'[1, "x", [2], ' + _dump(_convs())[1:], {"not-object"}),
@@ -79,8 +90,7 @@ def test_hostile_export_folder(tmp_path, name):
 def test_huge_conversation_over_the_cap(tmp_path):
     c = _convs(lambda c: c[1]["mapping"]["a2"]["message"]["content"].update(parts=["x" * (3 << 20)]))
     root = _folder(tmp_path, _dump(c))
-    run_all(tmp_path / "tree", root, tmp_path / "out", set(), ids=[SINE],
-            extra=[["--max-file-size", "1M", "ls"]])
+    run_all(tmp_path / "tree", root, tmp_path / "out", set(), ids=[SINE], extra=[["--max-file-size", "1M", "ls"]])
     from tests.adversarial.harness import invoke
 
     o = invoke(["--root", str(root), "--max-file-size", "1M", "check", "--format", "json"])
@@ -127,8 +137,10 @@ ZIP_CASES = {
     "duplicate-member": ([("conversations.json", "@", REG), ("conversations.json", b"[]", REG)], {"zip-refused"}),
     "bomb-by-ratio": ([("conversations.json", b"[" + b" " * (8 << 20) + b"]", REG)], {"zip-refused"}),
     "truncated-json-member": ([("conversations-000.json", "@cut", REG)], {"truncated"}),
-    "shards-and-single": ([("conversations.json", "@", REG), ("conversations-000.json", b"[]", REG)],
-                          {"shards-ignored"}),
+    "shards-and-single": (
+        [("conversations.json", "@", REG), ("conversations-000.json", b"[]", REG)],
+        {"shards-ignored"},
+    ),
 }
 
 

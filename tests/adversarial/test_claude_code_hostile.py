@@ -36,8 +36,15 @@ def _append(p: Path, data: bytes) -> None:
 
 
 def _user_line(text: str, n: int = 77) -> bytes:
-    return json.dumps({"type": "user", "uuid": f"{n:08x}-0000-4000-8000-{n:012x}", "parentUuid": None,
-                       "timestamp": "2026-03-04T11:00:00Z", "message": {"role": "user", "content": text}}).encode()
+    return json.dumps(
+        {
+            "type": "user",
+            "uuid": f"{n:08x}-0000-4000-8000-{n:012x}",
+            "parentUuid": None,
+            "timestamp": "2026-03-04T11:00:00Z",
+            "message": {"role": "user", "content": text},
+        }
+    ).encode()
 
 
 def truncated(root, outside):
@@ -47,9 +54,12 @@ def truncated(root, outside):
 
 
 def unknown_types(root, outside):
-    _append(_session(root), b'{"type":"hologram","uuid":"1","parentUuid":null,"x":{"y":[1,2]}}\n'
-            b'{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","content":'
-            b'[{"type":"telepathy","data":1},"str",null]}}\n{"no_type":true}\n')
+    _append(
+        _session(root),
+        b'{"type":"hologram","uuid":"1","parentUuid":null,"x":{"y":[1,2]}}\n'
+        b'{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","content":'
+        b'[{"type":"telepathy","data":1},"str",null]}}\n{"no_type":true}\n',
+    )
     return "unknown-type"
 
 
@@ -59,8 +69,10 @@ def deep_nesting(root, outside):
 
 
 def deep_but_parseable(root, outside):
-    _append(_session(root), b'{"type":"user","uuid":"d","message":{"content":[' + b'{"a":' * 200 + b"1"
-            + b"}" * 200 + b"]}}\n")
+    _append(
+        _session(root),
+        b'{"type":"user","uuid":"d","message":{"content":[' + b'{"a":' * 200 + b"1" + b"}" * 200 + b"]}}\n",
+    )
     return None
 
 
@@ -126,8 +138,11 @@ def sibling_agent_symlink_out(root, outside):
 
 def traversal_agent_ids(root, outside):
     (outside / "agent-x.jsonl").write_bytes(_user_line(SECRET) + b"\n")
-    _append(_session(root), b'{"type":"user","uuid":"t","toolUseResult":{"agentId":"../../../outside/x"},'
-            b'"message":{"content":"agentId: ..%2f..%2fx"}}\n')
+    _append(
+        _session(root),
+        b'{"type":"user","uuid":"t","toolUseResult":{"agentId":"../../../outside/x"},'
+        b'"message":{"content":"agentId: ..%2f..%2fx"}}\n',
+    )
     return None
 
 
@@ -139,11 +154,18 @@ def fifo_and_folder_named_like_sessions(root, outside):
 
 def parent_cycle_and_phantoms(root, outside):
     a, b = "aaaaaaaa-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002"
-    _session(root).write_bytes(b"\n".join(json.dumps(d).encode() for d in [
-        {"type": "user", "uuid": a, "parentUuid": b, "message": {"content": "one"}},
-        {"type": "user", "uuid": b, "parentUuid": a, "message": {"content": "two"}},
-        {"type": "assistant", "uuid": "c", "parentUuid": "phantom", "message": {"content": "three"}},
-        {"type": "user", "uuid": a, "parentUuid": None, "message": {"content": "dup"}}]) + b"\n")
+    _session(root).write_bytes(
+        b"\n".join(
+            json.dumps(d).encode()
+            for d in [
+                {"type": "user", "uuid": a, "parentUuid": b, "message": {"content": "one"}},
+                {"type": "user", "uuid": b, "parentUuid": a, "message": {"content": "two"}},
+                {"type": "assistant", "uuid": "c", "parentUuid": "phantom", "message": {"content": "three"}},
+                {"type": "user", "uuid": a, "parentUuid": None, "message": {"content": "dup"}},
+            ]
+        )
+        + b"\n"
+    )
     return "tree-cycle"
 
 
@@ -159,10 +181,27 @@ def over_the_read_cap(root, outside):
     return "too-large"
 
 
-CASES = [truncated, unknown_types, deep_nesting, deep_but_parseable, huge_line, invalid_utf8, nul_bytes,
-         lone_surrogate, not_json_at_all, empty_file, session_symlink_out, project_symlink_out, subagents_symlink_out,
-         sibling_agent_symlink_out, traversal_agent_ids, fifo_and_folder_named_like_sessions,
-         parent_cycle_and_phantoms, duplicate_session_in_two_projects, over_the_read_cap]
+CASES = [
+    truncated,
+    unknown_types,
+    deep_nesting,
+    deep_but_parseable,
+    huge_line,
+    invalid_utf8,
+    nul_bytes,
+    lone_surrogate,
+    not_json_at_all,
+    empty_file,
+    session_symlink_out,
+    project_symlink_out,
+    subagents_symlink_out,
+    sibling_agent_symlink_out,
+    traversal_agent_ids,
+    fifo_and_folder_named_like_sessions,
+    parent_cycle_and_phantoms,
+    duplicate_session_in_two_projects,
+    over_the_read_cap,
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
@@ -176,19 +215,31 @@ def test_hostile_claude_tree(case, tmp_path, monkeypatch):
     cap = ["--max-file-size", "200K"] if case is over_the_read_cap else []
     g = ["--root", str(root), *cap]
     out = tmp_path / "export"
-    runs = [g + ["ls"], g + ["ls", "--format", "json"], g + ["show", S1], g + ["show", S1, "--all", "--format", "json"],
-            g + ["show", S1, "--format", "markdown", "--all"], g + ["show", S1, "--raw"], g + ["show", S2, "--all"],
-            g + ["export", "--to", "json", "-o", str(out / "j"), S1, S2], g + ["export", "--to", "html", "-o",
-                                                                              str(out / "h"), S1],
-            g + ["stats"], g + ["search", "login", "--format", "json", "-n", "50"], g + ["search", "--exact", "e"],
-            g + ["usage", "--by", "session", "--breakdown", "--format", "json"], g + ["usage", "--chart"],
-            g + ["check"]]
+    runs = [
+        g + ["ls"],
+        g + ["ls", "--format", "json"],
+        g + ["show", S1],
+        g + ["show", S1, "--all", "--format", "json"],
+        g + ["show", S1, "--format", "markdown", "--all"],
+        g + ["show", S1, "--raw"],
+        g + ["show", S2, "--all"],
+        g + ["export", "--to", "json", "-o", str(out / "j"), S1, S2],
+        g + ["export", "--to", "html", "-o", str(out / "h"), S1],
+        g + ["stats"],
+        g + ["search", "login", "--format", "json", "-n", "50"],
+        g + ["search", "--exact", "e"],
+        g + ["usage", "--by", "session", "--breakdown", "--format", "json"],
+        g + ["usage", "--chart"],
+        g + ["check"],
+    ]
     check_err = ""
     for args in runs:
         TALLY.cases += 1
         o = invoke(args)
         assert o.crash is None, f"{args}: {o.crash}"
-        assert o.exit_code in ((0, 1, 3) if "search" in args else (0, 3)), f"{args}: exit {o.exit_code}: {o.stderr[-600:]}"
+        assert o.exit_code in ((0, 1, 3) if "search" in args else (0, 3)), (
+            f"{args}: exit {o.exit_code}: {o.stderr[-600:]}"
+        )
         assert SECRET.encode() not in o.stdout and SECRET not in o.stderr, f"{args} read through a symlink"
         if args[-1] == "check":
             check_err = o.stderr

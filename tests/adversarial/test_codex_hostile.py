@@ -36,13 +36,18 @@ def _append(p: Path, data: bytes) -> None:
 
 
 def _ev(text: str) -> bytes:
-    return json.dumps({"timestamp": "2026-02-10T10:00:00Z", "type": "event_msg",
-                       "payload": {"type": "user_message", "message": text}}).encode()
+    return json.dumps(
+        {"timestamp": "2026-02-10T10:00:00Z", "type": "event_msg", "payload": {"type": "user_message", "message": text}}
+    ).encode()
 
 
 def _rollout_with(text: str) -> bytes:
-    return json.dumps({"timestamp": "2026-02-10T10:00:00Z", "type": "session_meta", "payload": {"id": "x"}}).encode() \
-        + b"\n" + _ev(text) + b"\n"
+    return (
+        json.dumps({"timestamp": "2026-02-10T10:00:00Z", "type": "session_meta", "payload": {"id": "x"}}).encode()
+        + b"\n"
+        + _ev(text)
+        + b"\n"
+    )
 
 
 def truncated(root, outside):
@@ -51,10 +56,13 @@ def truncated(root, outside):
 
 
 def unknown_types(root, outside):
-    _append(_t1(root), b'{"timestamp":"t","type":"quantum","payload":{"a":1}}\n'
-            b'{"timestamp":"t","type":"response_item","payload":{"type":"teleport"}}\n'
-            b'{"timestamp":"t","type":"event_msg","payload":{"type":"psychic"}}\n'
-            b'{"timestamp":"t","type":"event_msg","payload":"not an object"}\n{"neither":1}\n')
+    _append(
+        _t1(root),
+        b'{"timestamp":"t","type":"quantum","payload":{"a":1}}\n'
+        b'{"timestamp":"t","type":"response_item","payload":{"type":"teleport"}}\n'
+        b'{"timestamp":"t","type":"event_msg","payload":{"type":"psychic"}}\n'
+        b'{"timestamp":"t","type":"event_msg","payload":"not an object"}\n{"neither":1}\n',
+    )
     return "unknown-type"
 
 
@@ -102,15 +110,18 @@ def plain_and_zst_pair(root, outside):
 
 def rollout_symlink_out(root, outside):
     (outside / "r.jsonl").write_bytes(_rollout_with(SECRET))
-    os.symlink(outside / "r.jsonl", root.joinpath(*DAY) / "rollout-2026-02-10T09-00-00-"
-               "11111111-2222-4333-8444-555555555555.jsonl")
+    os.symlink(
+        outside / "r.jsonl",
+        root.joinpath(*DAY) / "rollout-2026-02-10T09-00-00-11111111-2222-4333-8444-555555555555.jsonl",
+    )
     return "symlink"
 
 
 def date_folder_symlink_out(root, outside):
     (outside / "11").mkdir()
     (outside / "11" / "rollout-2026-02-11T09-00-00-22222222-2222-4333-8444-555555555555.jsonl").write_bytes(
-        _rollout_with(SECRET))
+        _rollout_with(SECRET)
+    )
     os.symlink(outside / "11", root / "sessions" / "2026" / "02" / "11")
     return "symlink"
 
@@ -118,7 +129,8 @@ def date_folder_symlink_out(root, outside):
 def archived_folder_symlink_out(root, outside):
     (outside / "arch").mkdir()
     (outside / "arch" / "rollout-2026-02-11T09-00-00-33333333-2222-4333-8444-555555555555.jsonl").write_bytes(
-        _rollout_with(SECRET))
+        _rollout_with(SECRET)
+    )
     shutil.rmtree(root / "archived_sessions")
     os.symlink(outside / "arch", root / "archived_sessions")
     return "symlink"
@@ -132,8 +144,9 @@ def index_symlink_out(root, outside):
 
 
 def hostile_index(root, outside):
-    (root / "session_index.jsonl").write_bytes(b'{"id":5}\n[1]\n{"id":"' + T1.encode() + b'","thread_name":"\x1b[31mred'
-                                               b'\\u202e"}\n\xff\n{"id":')
+    (root / "session_index.jsonl").write_bytes(
+        b'{"id":5}\n[1]\n{"id":"' + T1.encode() + b'","thread_name":"\x1b[31mred\\u202e"}\n\xff\n{"id":'
+    )
     return "bad-line"
 
 
@@ -157,9 +170,26 @@ def same_thread_live_and_archived(root, outside):
     return "duplicate-id"
 
 
-CASES = [truncated, unknown_types, deep_nesting, huge_line, invalid_utf8, nul_bytes, corrupt_zst, truncated_zst,
-         zstd_bomb, plain_and_zst_pair, rollout_symlink_out, date_folder_symlink_out, archived_folder_symlink_out,
-         index_symlink_out, hostile_index, odd_folders_and_temps, g0_not_an_object, same_thread_live_and_archived]
+CASES = [
+    truncated,
+    unknown_types,
+    deep_nesting,
+    huge_line,
+    invalid_utf8,
+    nul_bytes,
+    corrupt_zst,
+    truncated_zst,
+    zstd_bomb,
+    plain_and_zst_pair,
+    rollout_symlink_out,
+    date_folder_symlink_out,
+    archived_folder_symlink_out,
+    index_symlink_out,
+    hostile_index,
+    odd_folders_and_temps,
+    g0_not_an_object,
+    same_thread_live_and_archived,
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
@@ -172,18 +202,31 @@ def test_hostile_codex_home(case, tmp_path, monkeypatch):
     before = fingerprint(root)
     g = ["--root", str(root), "--max-file-size", "1M"]
     out = tmp_path / "export"
-    runs = [g + ["ls"], g + ["ls", "--format", "json"], g + ["show", T1], g + ["show", T1, "--all", "--format", "json"],
-            g + ["show", T3, "--all"], g + ["show", T3, "--raw"], g + ["show", T1, "--format", "markdown"],
-            g + ["export", "--to", "jsonl", "-o", str(out / "a.jsonl"), T1, T3],
-            g + ["export", "--to", "markdown", "-o", str(out / "m"), T1, T3], g + ["stats"],
-            g + ["search", "test", "--format", "json", "-n", "50"], g + ["search", "--exact", "e"],
-            g + ["usage", "--by", "session", "--breakdown", "--format", "json"], g + ["usage", "--chart"], g + ["check"]]
+    runs = [
+        g + ["ls"],
+        g + ["ls", "--format", "json"],
+        g + ["show", T1],
+        g + ["show", T1, "--all", "--format", "json"],
+        g + ["show", T3, "--all"],
+        g + ["show", T3, "--raw"],
+        g + ["show", T1, "--format", "markdown"],
+        g + ["export", "--to", "jsonl", "-o", str(out / "a.jsonl"), T1, T3],
+        g + ["export", "--to", "markdown", "-o", str(out / "m"), T1, T3],
+        g + ["stats"],
+        g + ["search", "test", "--format", "json", "-n", "50"],
+        g + ["search", "--exact", "e"],
+        g + ["usage", "--by", "session", "--breakdown", "--format", "json"],
+        g + ["usage", "--chart"],
+        g + ["check"],
+    ]
     check_err = ""
     for args in runs:
         TALLY.cases += 1
         o = invoke(args)
         assert o.crash is None, f"{args}: {o.crash}"
-        assert o.exit_code in ((0, 1, 3) if "search" in args else (0, 3)), f"{args}: exit {o.exit_code}: {o.stderr[-600:]}"
+        assert o.exit_code in ((0, 1, 3) if "search" in args else (0, 3)), (
+            f"{args}: exit {o.exit_code}: {o.stderr[-600:]}"
+        )
         assert SECRET.encode() not in o.stdout and SECRET not in o.stderr, f"{args} read through a symlink"
         if "--raw" not in args:  # (--raw prints the stored bytes as they are, by design)
             assert b"\x1b" not in o.stdout and "\x1b" not in o.stderr, f"{args}: a raw escape reached the terminal"

@@ -50,25 +50,46 @@ def mutated(draw, name: str):
         elif how == "insert":
             data[i:i] = draw(st.binary(min_size=1, max_size=16))
         elif how == "delete":
-            del data[i:i + draw(st.integers(1, 64))]
+            del data[i : i + draw(st.integers(1, 64))]
         elif how == "dup":
-            data[i:i] = data[i:i + draw(st.integers(1, 128))]
+            data[i:i] = data[i : i + draw(st.integers(1, 128))]
         elif how == "splice" and seeds:
             other = draw(st.sampled_from(seeds))
             k = draw(st.integers(0, len(other)))
-            data = data[:i] + other[k:k + draw(st.integers(1, 512))] + data[i:]
+            data = data[:i] + other[k : k + draw(st.integers(1, 512))] + data[i:]
         elif how == "interesting":
-            data[i:i] = draw(st.sampled_from([b"\0" * 32, b"\xff\xfe", b"\\ud800", b"NaN", b"1e999", b"[" * 130,
-                                              b"\r\n", b'"v":2', b"\n", b'"id":"../../x"', b"-1", b"9" * 30]))
+            data[i:i] = draw(
+                st.sampled_from(
+                    [
+                        b"\0" * 32,
+                        b"\xff\xfe",
+                        b"\\ud800",
+                        b"NaN",
+                        b"1e999",
+                        b"[" * 130,
+                        b"\r\n",
+                        b'"v":2',
+                        b"\n",
+                        b'"id":"../../x"',
+                        b"-1",
+                        b"9" * 30,
+                    ]
+                )
+            )
     return bytes(data)
 
 
 def _fuzz_test(name: str, examples: int):
-    @settings(max_examples=examples, deadline=None, derandomize=bool(os.environ.get("CI")),
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=bool(os.environ.get("CI")),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(data=mutated(name))
     def test(data):
         run_target(name, data)
+
     return test
 
 
@@ -96,10 +117,26 @@ def test_atheris_short_run(name, tmp_path):
     new = tmp_path / "new"
     new.mkdir()
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    p = subprocess.run([sys.executable, "-m", "tests.adversarial.fuzz", name, f"-max_total_time={ATHERIS_SECONDS}",
-                        "-rss_limit_mb=4096", "-timeout=30", f"-artifact_prefix={tmp_path}/", "-print_final_stats=1",
-                        str(new), str(fuzz.CORPUS / name)],
-                       capture_output=True, text=True, cwd=str(REPO), env=env, timeout=ATHERIS_SECONDS * 4 + 120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.adversarial.fuzz",
+            name,
+            f"-max_total_time={ATHERIS_SECONDS}",
+            "-rss_limit_mb=4096",
+            "-timeout=30",
+            f"-artifact_prefix={tmp_path}/",
+            "-print_final_stats=1",
+            str(new),
+            str(fuzz.CORPUS / name),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        env=env,
+        timeout=ATHERIS_SECONDS * 4 + 120,
+    )
     runs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", p.stderr)
     done = int(runs[-1]) if runs else 0
     TALLY.cases += done

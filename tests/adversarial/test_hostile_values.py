@@ -55,8 +55,9 @@ def _codes(out) -> set:
     except orjson.JSONDecodeError:
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("stores"), list):
-        return {f["code"] for st in doc["stores"] for f in st.get("findings", [])} | \
-            {f["code"] for f in doc.get("findings", [])}
+        return {f["code"] for st in doc["stores"] for f in st.get("findings", [])} | {
+            f["code"] for f in doc.get("findings", [])
+        }
     return {f["code"] for f in findings_of(out)}
 
 
@@ -69,8 +70,11 @@ def _every_command(roots: list, other_ids: set, expect_code: str | None, tmp: Pa
     assert ls.crash is None, ls.crash
     assert ls.exit_code in (0, 3), (ls.exit_code, ls.stderr[-1500:])
     assert other_ids <= _ids(ls), ls.stdout[:800]
-    runs = [g + ["stats"], g + ["check", "--format", "json"], g + ["export", "--all", "--to", "json", "-o",
-                                                                    str(tmp / "out")]]
+    runs = [
+        g + ["stats"],
+        g + ["check", "--format", "json"],
+        g + ["export", "--all", "--to", "json", "-o", str(tmp / "out")],
+    ]
     for r in roots:
         runs.append(["--root", str(r), "search", "the", "--no-index"])
     if show:
@@ -102,16 +106,21 @@ def test_deep_unknown_claude_code_entry_stops_no_store(tmp_path):
 
 def test_deep_unknown_codex_record_stops_no_store(tmp_path):
     s = _copy(tmp_path, "claude_code", "codex")
-    _append(s["codex"] / CX_FILE, b'{"timestamp":"2026-02-10T10:00:00Z","type":"quantum","payload":{"x":'
-            + _deep_list() + b"}}")
+    _append(
+        s["codex"] / CX_FILE,
+        b'{"timestamp":"2026-02-10T10:00:00Z","type":"quantum","payload":{"x":' + _deep_list() + b"}}",
+    )
     _every_command([s["codex"], s["claude_code"]], {CX_THREAD, CC_SESSION}, "too-deep", tmp_path, CX_THREAD)
 
 
 # -- 9: Codex user_message with images: 5 ------------------------------------------------------------
 def test_codex_images_not_a_list_is_read(tmp_path):
     s = _copy(tmp_path, "codex", "claude_code")
-    _append(s["codex"] / CX_FILE, b'{"timestamp":"2026-02-10T10:00:00Z","type":"event_msg","payload":'
-            b'{"type":"user_message","message":"five images","images":5,"local_images":{"a":1}}}')
+    _append(
+        s["codex"] / CX_FILE,
+        b'{"timestamp":"2026-02-10T10:00:00Z","type":"event_msg","payload":'
+        b'{"type":"user_message","message":"five images","images":5,"local_images":{"a":1}}}',
+    )
     outs = _every_command([s["codex"], s["claude_code"]], {CX_THREAD, CC_SESSION}, None, tmp_path, CX_THREAD)
     assert b"five images" in outs[-1].stdout
 
@@ -124,11 +133,15 @@ def _gpt_edit(root: Path, fn) -> None:
     p.write_bytes(json.dumps(doc).replace('"@DEEP@"', "[" * DEEP + "]" * DEEP).encode())
 
 
-@pytest.mark.parametrize("edit, code", [
-    (lambda c: c["mapping"]["n2"].update(parent=["n1"]), None),  # (read as no parent: a root)
-    (lambda c: c["mapping"]["n1"]["message"]["author"].update(role=["user"]), "unknown-role"),
-    (lambda c: c["mapping"]["n1"]["message"]["content"].update(parts=["@DEEP@"]), "too-deep"),
-], ids=["parent-list", "role-list", "deep-content"])
+@pytest.mark.parametrize(
+    "edit, code",
+    [
+        (lambda c: c["mapping"]["n2"].update(parent=["n1"]), None),  # (read as no parent: a root)
+        (lambda c: c["mapping"]["n1"]["message"]["author"].update(role=["user"]), "unknown-role"),
+        (lambda c: c["mapping"]["n1"]["message"]["content"].update(parts=["@DEEP@"]), "too-deep"),
+    ],
+    ids=["parent-list", "role-list", "deep-content"],
+)
 def test_chatgpt_wrong_types_stop_no_store(tmp_path, edit, code):
     s = _copy(tmp_path, "chatgpt", "codex")
     _gpt_edit(s["chatgpt"], edit)
@@ -143,8 +156,8 @@ LLM_EDITS = {
     "blob-model": "UPDATE responses SET model = X'00ff41'",
     "blob-tool-call-id": "UPDATE tool_calls SET tool_call_id = X'00ff'",
     "blob-datetime": "UPDATE responses SET datetime_utc = X'3230'",
-    "tool-call-name-list": "UPDATE parts SET payload = '{\"name\": [\"a\"], \"tool_call_id\": [1], "
-                           "\"arguments\": {\"x\": [1]}}' WHERE type IN ('tool_call', 'tool_result')",
+    "tool-call-name-list": 'UPDATE parts SET payload = \'{"name": ["a"], "tool_call_id": [1], '
+    "\"arguments\": {\"x\": [1]}}' WHERE type IN ('tool_call', 'tool_result')",
 }
 
 
@@ -170,8 +183,11 @@ def test_small_zst_cannot_make_ls_use_gigabytes(tmp_path):
     import zstandard
 
     s = _copy(tmp_path, "codex")
-    line = (b'{"timestamp":"2026-01-05T14:00:00Z","type":"event_msg","payload":{"type":"x","l":['
-            + b"{}," * 300_000 + b"{}]}}\n")  # 0.9 MB of text, 300,000 dicts, kept as a record
+    line = (
+        b'{"timestamp":"2026-01-05T14:00:00Z","type":"event_msg","payload":{"type":"x","l":['
+        + b"{}," * 300_000
+        + b"{}]}}\n"
+    )  # 0.9 MB of text, 300,000 dicts, kept as a record
     data = b'{"timestamp":"2026-01-05T14:00:00Z","type":"session_meta","payload":{"id":"x"}}\n' + line * 120
     (s["codex"] / CX_ZST).write_bytes(zstandard.ZstdCompressor(level=19).compress(data))
     assert (s["codex"] / CX_ZST).stat().st_size < 64 << 10
@@ -349,13 +365,15 @@ def test_subagents_symlink_is_a_finding(tmp_path):
 
 
 # -- containment as a class: a bug one store's file reaches is that store's finding --------------------
-@pytest.mark.parametrize("args", [["ls"], ["stats"], ["check"], ["export", "--all", "--to", "jsonl"]],
-                         ids=lambda a: a[0])
+@pytest.mark.parametrize(
+    "args", [["ls"], ["stats"], ["check"], ["export", "--all", "--to", "jsonl"]], ids=lambda a: a[0]
+)
 def test_a_bug_in_one_store_stops_no_other(tmp_path, monkeypatch, args):
     from samctl.stores.codex import store as codex_store
 
     def broken(*a, **k):
         raise RecursionError("maximum recursion depth exceeded (planted)")
+
     monkeypatch.setattr(codex_store, "decode_rollout", broken)
     s = _copy(tmp_path, "codex", "claude_code")
     g = ["--root", str(s["codex"]), "--root", str(s["claude_code"]), "--no-cache"]

@@ -28,6 +28,7 @@ def _sql(*stmts):
             c.execute(s)
         c.commit()
         c.close()
+
     return edit
 
 
@@ -55,20 +56,42 @@ CASES = {
     "foreign-schema": (lambda db: (db.unlink(), _sql("CREATE TABLE photos (id INTEGER)")(db)), {"db-schema"}),
     "wal-with-log": (_wal_with_log, {"db-wal"}),
     "parent-cycle": (_sql(f"UPDATE messages SET parent_hash = '{H[4]}' WHERE hash = '{H[1]}'"), {"parent-cycle"}),
-    "dangling-refs": (_sql(f"DELETE FROM messages WHERE hash = '{H[3]}'", "DELETE FROM conversations",
-                           f"UPDATE threads SET tip_message_hash = 'b2:{'e' * 32}' WHERE id = '{make_llm.T2}'"),
-                      {"dangling-parent", "dangling-tip"}),
-    "invalid-utf8": (_sql("UPDATE responses SET response = CAST(X'c328ff00' AS TEXT), prompt = CAST(X'80' AS TEXT)",
-                          "UPDATE parts SET text = CAST(X'ffff' AS TEXT) WHERE type = 'text'"), {"bad-utf8"}),
+    "dangling-refs": (
+        _sql(
+            f"DELETE FROM messages WHERE hash = '{H[3]}'",
+            "DELETE FROM conversations",
+            f"UPDATE threads SET tip_message_hash = 'b2:{'e' * 32}' WHERE id = '{make_llm.T2}'",
+        ),
+        {"dangling-parent", "dangling-tip"},
+    ),
+    "invalid-utf8": (
+        _sql(
+            "UPDATE responses SET response = CAST(X'c328ff00' AS TEXT), prompt = CAST(X'80' AS TEXT)",
+            "UPDATE parts SET text = CAST(X'ffff' AS TEXT) WHERE type = 'text'",
+        ),
+        {"bad-utf8"},
+    ),
     "nul-and-controls": (_sql("UPDATE responses SET response = 'a' || char(0) || char(27) || '[31mred'"), set()),
     "huge-blob": (_sql("UPDATE attachments SET content = zeroblob(20000000)"), set()),
-    "unknown-parts-and-roles": (_sql("UPDATE parts SET type = 'teleport', payload = '[1,2'",
-                                     "UPDATE messages SET role = 'oracle'"), {"unknown-part"}),
-    "bad-ids": (_sql("INSERT INTO threads (id, name) VALUES ('../../etc/passwd', 'x')",
-                     "INSERT INTO responses (id, prompt) VALUES ('x/y', 'p')"), {"bad-id"}),
-    "views-and-triggers": (_sql("CREATE VIEW evil AS SELECT 1/0 AS x",
-                                "CREATE TRIGGER t AFTER INSERT ON responses BEGIN DELETE FROM responses; END",
-                                "CREATE TABLE plugin_more (x BLOB)"), {"unknown-table"}),
+    "unknown-parts-and-roles": (
+        _sql("UPDATE parts SET type = 'teleport', payload = '[1,2'", "UPDATE messages SET role = 'oracle'"),
+        {"unknown-part"},
+    ),
+    "bad-ids": (
+        _sql(
+            "INSERT INTO threads (id, name) VALUES ('../../etc/passwd', 'x')",
+            "INSERT INTO responses (id, prompt) VALUES ('x/y', 'p')",
+        ),
+        {"bad-id"},
+    ),
+    "views-and-triggers": (
+        _sql(
+            "CREATE VIEW evil AS SELECT 1/0 AS x",
+            "CREATE TRIGGER t AFTER INSERT ON responses BEGIN DELETE FROM responses; END",
+            "CREATE TABLE plugin_more (x BLOB)",
+        ),
+        {"unknown-table"},
+    ),
     "deep-json": (_sql("UPDATE tool_calls SET arguments = '" + "[" * 100_000 + "'"), set()),
 }
 

@@ -15,8 +15,11 @@ CASES = [c for c in hostile.cases() if c.name in hostile.PROTECTED]
 
 SQLITE_STEPS = [
     ("touch", ["search", "budget portland", "--touch", "--force"], True),
-    ("touch-memories", ["search", "budget portland", "--in", "memories", "--rank", "sam", "--threshold", "0", "--touch", "--force"],
-     True),
+    (
+        "touch-memories",
+        ["search", "budget portland", "--in", "memories", "--rank", "sam", "--threshold", "0", "--touch", "--force"],
+        True,
+    ),
     ("compact", ["compact", "--force"], True),
     ("check-fix", ["check", "--fix"], True),
     ("rm", ["rm", hostile.SID, "--yes", "--force", "--include-pinned"], False),
@@ -51,6 +54,7 @@ def run_protected(case, tmp_path) -> None:
         def now() -> dict:
             fp = fingerprint(ctx.conv)
             return {rel: fp.get(rel) for rel in protected}
+
         before = now()
         assert all(before.values()), before
         sqlite = case.category == "sqlite"

@@ -23,8 +23,19 @@ def test_two_writers_racing_lose_nothing_and_exit_0(verb, state, tmp_path):
     conv = tmp_path / ".mermaid" / "conversations"
     ids = sorted(p.name[:-5] for p in conv.glob("*.json"))
     env = dict(os.environ, SAMCTL_JOBS="1")
-    cmd = [sys.executable, "-c", "import samctl.cli; samctl.cli.main()", "--root", str(tmp_path), verb,
-           "--older-than", "0d", "--yes", "--lock-wait", "60"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import samctl.cli; samctl.cli.main()",
+        "--root",
+        str(tmp_path),
+        verb,
+        "--older-than",
+        "0d",
+        "--yes",
+        "--lock-wait",
+        "60",
+    ]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)]
     lock = tmp_path / ".mermaid" / ".samctl" / "lock"
     deadline = time.monotonic() + 60

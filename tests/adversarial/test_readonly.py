@@ -74,8 +74,11 @@ def commands(case, ctx, out_dir):
             continue
         if case.heavy and key not in HEAVY:
             continue
-        exits = (frozenset({1, 2}) | (case.global_exits - {0, 3}) if key.startswith("export-into-store")
-                 else case.global_exits)
+        exits = (
+            frozenset({1, 2}) | (case.global_exits - {0, 3})
+            if key.startswith("export-into-store")
+            else case.global_exits
+        )
         if key.startswith("search"):
             exits = exits | {1}  # nothing matches: exit 1, as grep (issue #33)
         if key.startswith("index") and case.category == "cache":
@@ -187,8 +190,20 @@ def test_readonly_full(case, tmp_path):
 
 
 def test_every_category_is_covered():
-    want = {"traversal", "special", "size", "encoding", "structure", "sqlite", "attic", "journal", "permissions",
-            "cli", "baseline", "cache"}
+    want = {
+        "traversal",
+        "special",
+        "size",
+        "encoding",
+        "structure",
+        "sqlite",
+        "attic",
+        "journal",
+        "permissions",
+        "cli",
+        "baseline",
+        "cache",
+    }
     assert want <= hostile.categories()
     fast = {c.category for c in ALL if c.fast}
     assert want <= fast | {"permissions"}, want - fast

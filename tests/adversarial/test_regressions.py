@@ -22,6 +22,7 @@ def tree(tmp_path):
         ctx = hostile.build_case(BY_NAME[name], tmp_path / "case")
         made.append(ctx)
         return ctx
+
     yield build
     for ctx in made:
         hostile.cleanup(ctx)
@@ -45,8 +46,9 @@ def test_json_output_survives_file_names_that_are_not_utf8(tree, name):
         assert run(ctx, *args).exit_code in (0, 3)
 
 
-@pytest.mark.parametrize("field,value", [("tasks", [1]), ("plan", [1]), ("cumulative_token_usage", None),
-                                         ("input_history", [1, 2])])
+@pytest.mark.parametrize(
+    "field,value", [("tasks", [1]), ("plan", [1]), ("cumulative_token_usage", None), ("input_history", [1, 2])]
+)
 def test_mermaid_snapshot_with_a_mistyped_field_is_bad_snapshot(tmp_path, field, value):
     # was: only some optional fields were type-checked; mermaid's serde refuses all of these
     ctx = hostile.make_ctx("mermaid", tmp_path / "case")
@@ -70,8 +72,9 @@ def test_mermaid_snapshot_deeper_than_serde_allows_is_refused_not_recursed(tree)
     assert run(ctx, "show", hostile.M2, "--format", "json").exit_code == 3
 
 
-@pytest.mark.parametrize("name", ["mermaid/traversal/conversations-folder-is-symlink",
-                                  "sam/traversal/conversations-folder-is-symlink"])
+@pytest.mark.parametrize(
+    "name", ["mermaid/traversal/conversations-folder-is-symlink", "sam/traversal/conversations-folder-is-symlink"]
+)
 def test_symlinked_conversations_folder_is_reported_and_its_mode_is_the_targets(tree, name):
     # was: the link's own 0777 was reported as the folder's mode, and `check --fix` tried to chmod the link
     ctx = tree(name)
@@ -117,6 +120,7 @@ def test_sam_schema_depth_limit_is_exact():
         for _ in range(n):
             v = [v]
         return v
+
     doc = json.loads((hostile.mf.SPEC / f"sam_{hostile.SID}.json").read_text())
     doc["futureKey"] = deep(511)  # 512 levels with the top-level object
     assert not any(p.code == "too-deep" for p in schema.validate_conversation(doc))
@@ -158,9 +162,14 @@ def test_json_output_of_an_int_past_64_bits_does_not_crash():
     assert json.loads(_json({"n": 10**30, "p": "a\udcffb"}, 0)) == {"n": 10**30, "p": "a\\xffb"}
 
 
-@pytest.mark.parametrize("name,code", [("sam/size/legacy-store-over-64MiB", "too-large"),
-                                       ("sam/encoding/legacy-store-invalid-utf8", "bad-json"),
-                                       ("sam/structure/legacy-store-not-array", "sam-reject")])
+@pytest.mark.parametrize(
+    "name,code",
+    [
+        ("sam/size/legacy-store-over-64MiB", "too-large"),
+        ("sam/encoding/legacy-store-invalid-utf8", "bad-json"),
+        ("sam/structure/legacy-store-not-array", "sam-reject"),
+    ],
+)
 def test_sam_check_reads_the_legacy_store(tree, name, code):
     # was: check only said "legacy-store" (info), never whether SAM could migrate the file
     ctx = tree(name)
@@ -206,8 +215,9 @@ def test_restore_into_a_symlinked_conversations_folder(tree):
     assert {p.name: p.read_bytes() for p in real.glob(f"{hostile.MID}.*")} == before
 
 
-@pytest.mark.parametrize("name", ["sam/journal/log-id-dotdot", "sam/journal/log-huge-size",
-                                  "mermaid/journal/log-id-dotdot"])
+@pytest.mark.parametrize(
+    "name", ["sam/journal/log-id-dotdot", "sam/journal/log-huge-size", "mermaid/journal/log-id-dotdot"]
+)
 def test_a_hostile_log_journal_record_does_not_break_every_writing_command(tree, name):
     # was: `attic --repair` (and rm/archive/compact, which repair first) crashed on a "log" record in a
     # SAM attic (AttributeError), or on one naming an invalid id; a huge new_size asked pread for 10**18 bytes
@@ -215,8 +225,12 @@ def test_a_hostile_log_journal_record_does_not_break_every_writing_command(tree,
     out = run(ctx, "attic", "--repair")
     assert out.exit_code == 0, out.stderr
     assert "ignored journal record" in out.stderr
-    assert run(ctx, "rm", hostile.MID if "mermaid" in name else hostile.S2, "--yes", "--force",
-               "--include-pinned").exit_code == 0
+    assert (
+        run(
+            ctx, "rm", hostile.MID if "mermaid" in name else hostile.S2, "--yes", "--force", "--include-pinned"
+        ).exit_code
+        == 0
+    )
 
 
 def test_repair_log_refuses_a_new_size_past_the_log(tmp_path):
@@ -227,8 +241,12 @@ def test_repair_log_refuses_a_new_size_past_the_log(tmp_path):
     store = open_store(str(ctx.root))
     attic = ctx.attic
     attic.mkdir(mode=0o700)
-    line = repair.repair_log(store, attic, f"{hostile.M2}.history.20260101T000000Z",
-                             {"id": hostile.M2, "new_size": 10**18, "new_sha256": "0" * 64, "old_size": 5})
+    line = repair.repair_log(
+        store,
+        attic,
+        f"{hostile.M2}.history.20260101T000000Z",
+        {"id": hostile.M2, "new_size": 10**18, "new_sha256": "0" * 64, "old_size": 5},
+    )
     assert "undid" in line
 
 
@@ -241,8 +259,9 @@ def test_recover_never_replaces_a_folder(tree, name):
     assert ctx.p(f"{hostile.M2}.json").is_dir() or ctx.p(f"{hostile.M2}.meta").is_dir()
 
 
-@pytest.mark.parametrize("name", ["sam/traversal/active-id-dotdot", "sam/structure/active-missing-id",
-                                  "sam/encoding/active-utf16"])
+@pytest.mark.parametrize(
+    "name", ["sam/traversal/active-id-dotdot", "sam/structure/active-missing-id", "sam/encoding/active-utf16"]
+)
 def test_sam_check_reads_active_conversation_json(tree, name):
     # was: never read, so an unreadable or meaningless selection file went unreported
     ctx = tree(name)

@@ -118,7 +118,9 @@ def run_writes(case, tmp_path) -> None:
             now = fingerprint(ctx.case_dir, skip=store_parts)
             if now != not_store:
                 TALLY.note("escapes", label)
-                failures.append(f"ESCAPE: {label} wrote outside the store:\n  " + "\n  ".join(diff(not_store, now)[:20]))
+                failures.append(
+                    f"ESCAPE: {label} wrote outside the store:\n  " + "\n  ".join(diff(not_store, now)[:20])
+                )
                 not_store = now
             for d in DECOYS:
                 if os.path.lexists(d):
@@ -144,15 +146,29 @@ def run_writes(case, tmp_path) -> None:
     assert not failures, "\n\n".join(failures)
 
 
-@pytest.mark.parametrize("case", [c for c in ALL if c.fast and not c.heavy and c.category in (
-    "baseline", "traversal", "attic", "journal", "special")], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in ALL
+        if c.fast and not c.heavy and c.category in ("baseline", "traversal", "attic", "journal", "special")
+    ],
+    ids=lambda c: c.name,
+)
 def test_writes_fast(case, tmp_path):
     run_writes(case, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [c for c in ALL if not (c.fast and not c.heavy and c.category in (
-    "baseline", "traversal", "attic", "journal", "special"))], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in ALL
+        if not (c.fast and not c.heavy and c.category in ("baseline", "traversal", "attic", "journal", "special"))
+    ],
+    ids=lambda c: c.name,
+)
 def test_writes_full(case, tmp_path):
     run_writes(case, tmp_path)
 
@@ -175,6 +191,7 @@ def test_mermaid_recover_brings_back_a_lost_snapshot(tmp_path, cid):
 
     def lose(ctx, cid):
         ctx.p(f"{cid}.json").unlink()
+
     _recover_round_trip(ctx, cid, lose, lambda ctx, cid: ctx.p(f"{cid}.json"))
 
 
@@ -184,4 +201,5 @@ def test_sam_recover_brings_back_a_conversation_from_its_tmp(tmp_path, cid):
 
     def lose(ctx, cid):
         os.rename(ctx.p(f"{cid}/conversation.json"), ctx.p(f"{cid}/conversation.json.tmp"))
+
     _recover_round_trip(ctx, cid, lose, lambda ctx, cid: ctx.p(f"{cid}/conversation.json"))

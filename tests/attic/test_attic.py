@@ -100,14 +100,29 @@ def _entry_with(store, cid, members, manifest_members=None, level=3, raw_tar=Non
     comp = zstandard.ZstdCompressor(level=level).compress(raw_tar)
     (a / (stem + ".tar.zst")).write_bytes(comp)
     if manifest_members is None:
-        manifest_members = [{"name": ti.name, "type": "dir" if ti.isdir() else "file", "size": len(d or b""),
-                             "sha256": hashlib.sha256(d or b"").hexdigest(), "mode": 0o600, "mtime_ns": 0}
-                            for ti, d in members]
-    man = {"samctl_attic": 1, "id": cid, "state": "deleted", "when": "2026-01-01T00:00:00.000000Z",
-           "when_ts": 1767225600.0, "store": store.name, "from": str(store.conv_dir), "title": "evil",
-           "tar": {"name": stem + ".tar.zst", "size": len(comp), "sha256": hashlib.sha256(comp).hexdigest(),
-                   "level": 3},
-           "members": manifest_members}
+        manifest_members = [
+            {
+                "name": ti.name,
+                "type": "dir" if ti.isdir() else "file",
+                "size": len(d or b""),
+                "sha256": hashlib.sha256(d or b"").hexdigest(),
+                "mode": 0o600,
+                "mtime_ns": 0,
+            }
+            for ti, d in members
+        ]
+    man = {
+        "samctl_attic": 1,
+        "id": cid,
+        "state": "deleted",
+        "when": "2026-01-01T00:00:00.000000Z",
+        "when_ts": 1767225600.0,
+        "store": store.name,
+        "from": str(store.conv_dir),
+        "title": "evil",
+        "tar": {"name": stem + ".tar.zst", "size": len(comp), "sha256": hashlib.sha256(comp).hexdigest(), "level": 3},
+        "members": manifest_members,
+    }
     (a / (stem + ".manifest.json")).write_bytes(orjson.dumps(man))
     return attic.load_manifest(store, a / (stem + ".manifest.json"))
 
@@ -136,8 +151,7 @@ def test_tampered_content_is_refused(mermaid_demo, tmp_path):
     store = open_store(str(mermaid_demo))
     data = b'{"id": "x"}'
     members = [(_ti(f"{MID}.json", data), data)]
-    mm = [{"name": f"{MID}.json", "type": "file", "size": len(data), "sha256": "0" * 64, "mode": 0o600,
-           "mtime_ns": 0}]
+    mm = [{"name": f"{MID}.json", "type": "file", "size": len(data), "sha256": "0" * 64, "mode": 0o600, "mtime_ns": 0}]
     e = _entry_with(store, MID, members, mm)
     _refused(e, tmp_path, "attic-tampered")
 
@@ -158,8 +172,16 @@ def test_traversal_and_absolute_names_are_refused(name, mermaid_demo, tmp_path):
     data = b"pwned"
     ok = f"{MID}.json"
     # the manifest names a legal member; the tar holds a hostile name
-    mm = [{"name": ok, "type": "file", "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-           "mode": 0o600, "mtime_ns": 0}]
+    mm = [
+        {
+            "name": ok,
+            "type": "file",
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "mode": 0o600,
+            "mtime_ns": 0,
+        }
+    ]
     e = _entry_with(store, MID, [(_ti(name, data), data)], mm)
     _refused(e, tmp_path, "attic-unsafe")
     assert not (tmp_path / "escape.json").exists()
@@ -168,8 +190,16 @@ def test_traversal_and_absolute_names_are_refused(name, mermaid_demo, tmp_path):
 def test_manifest_with_hostile_names_is_not_an_entry(mermaid_demo):
     store = open_store(str(mermaid_demo))
     data = b"x"
-    mm = [{"name": "../../evil", "type": "file", "size": 1, "sha256": hashlib.sha256(data).hexdigest(),
-           "mode": 0o600, "mtime_ns": 0}]
+    mm = [
+        {
+            "name": "../../evil",
+            "type": "file",
+            "size": 1,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "mode": 0o600,
+            "mtime_ns": 0,
+        }
+    ]
     with pytest.raises(attic.AtticProblem) as exc:
         _entry_with(store, MID, [(_ti("../../evil", data), data)], mm)
     assert exc.value.findings[0].code == "attic-bad-manifest"
@@ -183,11 +213,23 @@ def test_link_and_device_members_are_refused(kind, sam_demo, tmp_path):
     store = open_store(str(sam_demo))
     name = f"{SID}/conversation.json"
     ti = _ti(name)
-    ti.type = {"symlink": tarfile.SYMTYPE, "hardlink": tarfile.LNKTYPE, "chardev": tarfile.CHRTYPE,
-               "fifo": tarfile.FIFOTYPE}[kind]
+    ti.type = {
+        "symlink": tarfile.SYMTYPE,
+        "hardlink": tarfile.LNKTYPE,
+        "chardev": tarfile.CHRTYPE,
+        "fifo": tarfile.FIFOTYPE,
+    }[kind]
     ti.linkname = "/etc/passwd" if kind in ("symlink", "hardlink") else ""
-    mm = [{"name": name, "type": "file", "size": 0, "sha256": hashlib.sha256(b"").hexdigest(), "mode": 0o600,
-           "mtime_ns": 0}]
+    mm = [
+        {
+            "name": name,
+            "type": "file",
+            "size": 0,
+            "sha256": hashlib.sha256(b"").hexdigest(),
+            "mode": 0o600,
+            "mtime_ns": 0,
+        }
+    ]
     e = _entry_with(store, SID, [(ti, None)], mm)
     _refused(e, tmp_path, "attic-unsafe")
 
@@ -200,8 +242,16 @@ def test_decompression_bomb_stops_at_the_manifest_cap(mermaid_demo, tmp_path):
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
         tf.addfile(_ti(f"{MID}.json", small), io.BytesIO(small))
         tf.addfile(_ti(f"{MID}.jsonl", big), io.BytesIO(big))
-    mm = [{"name": f"{MID}.json", "type": "file", "size": 2, "sha256": hashlib.sha256(small).hexdigest(),
-           "mode": 0o600, "mtime_ns": 0}]
+    mm = [
+        {
+            "name": f"{MID}.json",
+            "type": "file",
+            "size": 2,
+            "sha256": hashlib.sha256(small).hexdigest(),
+            "mode": 0o600,
+            "mtime_ns": 0,
+        }
+    ]
     e = _entry_with(store, MID, [], mm, raw_tar=buf.getvalue())
     assert e.tar_path.stat().st_size < 1 << 20
     p = _refused(e, tmp_path, "attic-bomb")
@@ -220,8 +270,16 @@ def test_manifest_claiming_more_than_the_absolute_cap_is_not_decompressed(mermai
 def test_extra_and_duplicate_members_are_refused(mermaid_demo, tmp_path):
     store = open_store(str(mermaid_demo))
     d = b"{}"
-    good = [{"name": f"{MID}.json", "type": "file", "size": 2, "sha256": hashlib.sha256(d).hexdigest(),
-             "mode": 0o600, "mtime_ns": 0}]
+    good = [
+        {
+            "name": f"{MID}.json",
+            "type": "file",
+            "size": 2,
+            "sha256": hashlib.sha256(d).hexdigest(),
+            "mode": 0o600,
+            "mtime_ns": 0,
+        }
+    ]
     e = _entry_with(store, MID, [(_ti(f"{MID}.json", d), d), (_ti(f"{MID}.meta", d), d)], good)
     _refused(e, tmp_path, "attic-tampered")
     e = _entry_with(store, MID, [(_ti(f"{MID}.json", d), d), (_ti(f"{MID}.json", d), d)], good)
@@ -231,8 +289,17 @@ def test_extra_and_duplicate_members_are_refused(mermaid_demo, tmp_path):
 def test_missing_member_is_refused(mermaid_demo, tmp_path):
     store = open_store(str(mermaid_demo))
     d = b"{}"
-    mm = [{"name": f"{MID}.{x}", "type": "file", "size": 2, "sha256": hashlib.sha256(d).hexdigest(), "mode": 0o600,
-           "mtime_ns": 0} for x in ("json", "meta")]
+    mm = [
+        {
+            "name": f"{MID}.{x}",
+            "type": "file",
+            "size": 2,
+            "sha256": hashlib.sha256(d).hexdigest(),
+            "mode": 0o600,
+            "mtime_ns": 0,
+        }
+        for x in ("json", "meta")
+    ]
     e = _entry_with(store, MID, [(_ti(f"{MID}.json", d), d)], mm)
     _refused(e, tmp_path, "attic-incomplete")
 
@@ -279,9 +346,10 @@ def test_attic_that_is_a_symlink_is_refused(mermaid_demo, tmp_path):
 
 # --- the plain-layout fast path reads exactly as the general tar reader --------------------------
 
+
 def _fix_checksum(tar: bytearray, off: int) -> None:
-    h = tar[off:off + 512]
-    tar[off + 148:off + 156] = b"%06o\0 " % (256 + sum(h[:148]) + sum(h[156:512]))
+    h = tar[off : off + 512]
+    tar[off + 148 : off + 156] = b"%06o\0 " % (256 + sum(h[:148]) + sum(h[156:512]))
 
 
 def _set(field: slice, value: bytes, fix: bool = True):
@@ -289,6 +357,7 @@ def _set(field: slice, value: bytes, fix: bool = True):
         tar[field] = value.ljust(field.stop - field.start, b"\0")
         if fix:
             _fix_checksum(tar, 0)
+
     return mutate
 
 
@@ -302,7 +371,7 @@ def _truncate_end(tar: bytearray) -> None:
 
 def _flip_data(tar: bytearray) -> None:
     off = 0
-    while not int(tar[off + 124:off + 136].strip(b"\0 ") or b"0", 8):  # to the first member with data
+    while not int(tar[off + 124 : off + 136].strip(b"\0 ") or b"0", 8):  # to the first member with data
         off += 512
     tar[off + 512] ^= 0x01
 
@@ -318,12 +387,12 @@ def _extra_member(tar: bytearray) -> None:
 def _swap_first_two(tar: bytearray) -> None:
     sizes, off = [], 0
     for _ in range(2):
-        size = int(tar[off + 124:off + 136].strip(b"\0 ") or b"0", 8)
+        size = int(tar[off + 124 : off + 136].strip(b"\0 ") or b"0", 8)
         n = 512 + size + (-size % 512)
         sizes.append((off, n))
         off += n
     (a, na), (b, nb) = sizes
-    tar[a:b + nb] = tar[b:b + nb] + tar[a:a + na]
+    tar[a : b + nb] = tar[b : b + nb] + tar[a : a + na]
 
 
 PLAIN_MUTATIONS = {
@@ -352,8 +421,9 @@ PLAIN_MUTATIONS = {
 @pytest.mark.parametrize("reader", ["memory", "memory-helper-thread", "read-ahead", "stream"])
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 @pytest.mark.parametrize("mutation", sorted(PLAIN_MUTATIONS))
-def test_plain_layout_fast_path_agrees_with_the_general_reader(which, mutation, reader, mermaid_demo, sam_demo,
-                                                                tmp_path, monkeypatch):
+def test_plain_layout_fast_path_agrees_with_the_general_reader(
+    which, mutation, reader, mermaid_demo, sam_demo, tmp_path, monkeypatch
+):
     """For samctl's own tars and every kind of damage to them (the manifest rewritten to match the
     damaged archive, as a hostile attic would), verify and unpack give the same findings and the same
     files whether or not a plain-layout fast path takes the tar: in memory (hashing each member
@@ -438,8 +508,9 @@ def test_read_ahead_decompresses_only_an_archive_that_matches_its_manifest(merma
 
 
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
-def test_a_big_archive_is_decompressed_from_the_file_it_was_hashed_from(which, mermaid_demo, sam_demo, tmp_path,
-                                                                         monkeypatch):
+def test_a_big_archive_is_decompressed_from_the_file_it_was_hashed_from(
+    which, mermaid_demo, sam_demo, tmp_path, monkeypatch
+):
     """A big archive is hashed, then decompressed as a stream: another file put in its place between
     the two (here a valid archive of other content) is never what gets decompressed."""
     import zstandard
@@ -492,13 +563,15 @@ def test_each_thread_has_its_own_zstd_contexts():
     assert other[0] is not tarzst.decompressor() and other[1] is not tarzst.compressor(3, 0)
 
     # and, used at once from both threads, every frame decompresses to what was compressed
-    frames = [zstandard.ZstdCompressor(level=3).compress(os.urandom(64 << 10) * 4 + bytes([i]) * 4096)
-              for i in range(8)]
+    frames = [
+        zstandard.ZstdCompressor(level=3).compress(os.urandom(64 << 10) * 4 + bytes([i]) * 4096) for i in range(8)
+    ]
     want = [zstandard.ZstdDecompressor().decompress(f) for f in frames]
 
     def churn():
-        return all(tarzst.decompressor().decompressobj().decompress(f) == w
-                   for _ in range(40) for f, w in zip(frames, want))
+        return all(
+            tarzst.decompressor().decompressobj().decompress(f) == w for _ in range(40) for f, w in zip(frames, want)
+        )
 
     both = tarzst.helper().submit(churn)
     assert churn() and both.result(timeout=60)

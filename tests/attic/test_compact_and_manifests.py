@@ -30,6 +30,7 @@ class Crash(BaseException):
 
 # --- repair of a log rewrite a crash interrupted -------------------------------------------
 
+
 def _crash_compact(run, monkeypatch, root: Path, after_swap: bool) -> tuple[bytes, Path]:
     """Run compact on a long session, stopped right after (or right before) the new log is renamed
     into place; returns (the old log's bytes, the log's path)."""
@@ -41,8 +42,9 @@ def _crash_compact(run, monkeypatch, root: Path, after_swap: bool) -> tuple[byte
 
     def hook(step):
         swapped = log.stat().st_ino != ino
-        if (after_swap and step == "dir-fsync" and swapped) or \
-                (not after_swap and step == "rename" and list(c.glob(f".{LONG}.jsonl.*.tmp"))):
+        if (after_swap and step == "dir-fsync" and swapped) or (
+            not after_swap and step == "rename" and list(c.glob(f".{LONG}.jsonl.*.tmp"))
+        ):
             raise Crash(step)
 
     monkeypatch.setattr(fsafe, "fault_hook", hook)
@@ -90,7 +92,8 @@ REPAIRS = {"attic": ["attic", "--repair"], "compact": ["compact", "--log-thresho
 
 @pytest.mark.parametrize("how", list(REPAIRS))
 def test_a_crash_right_after_the_log_swap_then_appends_past_the_old_size_keeps_the_history(
-        how, run, mermaid_demo, monkeypatch, tmp_path):
+    how, run, mermaid_demo, monkeypatch, tmp_path
+):
     old, log = _crash_compact(run, monkeypatch, mermaid_demo, after_swap=True)
     new = log.read_bytes()
     assert len(new) < len(old)
@@ -108,8 +111,7 @@ def test_a_crash_right_after_the_log_swap_then_appends_past_the_old_size_keeps_t
     assert run("--root", mermaid_demo, "attic", "--verify").exit_code == 0
 
 
-def test_a_crash_right_after_the_log_swap_without_appends_keeps_the_history(run, mermaid_demo, monkeypatch,
-                                                                            tmp_path):
+def test_a_crash_right_after_the_log_swap_without_appends_keeps_the_history(run, mermaid_demo, monkeypatch, tmp_path):
     old, log = _crash_compact(run, monkeypatch, mermaid_demo, after_swap=True)
     new = log.read_bytes()
     r = run("--root", mermaid_demo, "attic", "--repair")
@@ -132,8 +134,9 @@ def test_a_crash_before_the_log_swap_drops_the_history_the_log_still_holds(run, 
 
 
 @pytest.mark.parametrize("damage", ["removed", "replaced"])
-def test_a_log_that_is_neither_the_old_nor_the_new_one_keeps_the_history(damage, run, mermaid_demo, monkeypatch,
-                                                                         tmp_path):
+def test_a_log_that_is_neither_the_old_nor_the_new_one_keeps_the_history(
+    damage, run, mermaid_demo, monkeypatch, tmp_path
+):
     old, log = _crash_compact(run, monkeypatch, mermaid_demo, after_swap=True)
     if damage == "removed":
         log.unlink()
@@ -148,6 +151,7 @@ def test_a_log_that_is_neither_the_old_nor_the_new_one_keeps_the_history(damage,
 
 
 # --- compact removes only what samctl (or the store's own writer) names -----------------------
+
 
 def _files(folder: Path, names) -> list[Path]:
     out = []
@@ -165,11 +169,21 @@ USERS = ["my-notes.bak", "notes.torn", ".user.tmp", ".notes.json.tmp", "x.202001
 
 def test_compact_keeps_the_users_bak_torn_and_tmp_files_mermaid(run, mermaid_demo):
     c = conv(mermaid_demo)
-    keep = _files(c, USERS + [f"{MID}.json.bak", f"{MID}.jsonl.torn", f"{MID}.json.bak.1",
-                              f".{MID}.json.tmp", f".{MID}.json.4242.tmp"])
-    ours = _files(c, [f"{MID}.json.20200101T000000Z.bak", f"{MID}.json.20200101T000000Z.bak.3",
-                      f"{MID}.jsonl.20200101T000000Z.torn", f".{MID}.json.4242.0.tmp",
-                      f".{MID}.json.20200101T000000Z.bak.4242.7.tmp"])
+    keep = _files(
+        c,
+        USERS
+        + [f"{MID}.json.bak", f"{MID}.jsonl.torn", f"{MID}.json.bak.1", f".{MID}.json.tmp", f".{MID}.json.4242.tmp"],
+    )
+    ours = _files(
+        c,
+        [
+            f"{MID}.json.20200101T000000Z.bak",
+            f"{MID}.json.20200101T000000Z.bak.3",
+            f"{MID}.jsonl.20200101T000000Z.torn",
+            f".{MID}.json.4242.0.tmp",
+            f".{MID}.json.20200101T000000Z.bak.4242.7.tmp",
+        ],
+    )
     r = run("--root", mermaid_demo, "compact", "-v", "--grace", "1h")
     assert r.exit_code == 0, r.stderr
     assert [p.name for p in keep if not p.exists()] == []
@@ -180,10 +194,19 @@ def test_compact_keeps_the_users_bak_torn_and_tmp_files_mermaid(run, mermaid_dem
 def test_compact_keeps_the_users_bak_torn_and_tmp_files_sam(run, sam_demo):
     top = sam_demo / "conversations"
     folder = top / SID
-    keep = _files(folder, USERS + ["conversation.json.bak", "memory.db.bak", "conversation.json.tmp"]) + \
-        _files(top, USERS)
-    ours = _files(folder, ["conversation.json.20200101T000000Z.bak", "conversation.json.20200101T000000Z.bak.2",
-                           ".conversation.json.4242.0.tmp", "kv_store.json.tmp", "ltm.json.tmp.4242"])
+    keep = _files(folder, USERS + ["conversation.json.bak", "memory.db.bak", "conversation.json.tmp"]) + _files(
+        top, USERS
+    )
+    ours = _files(
+        folder,
+        [
+            "conversation.json.20200101T000000Z.bak",
+            "conversation.json.20200101T000000Z.bak.2",
+            ".conversation.json.4242.0.tmp",
+            "kv_store.json.tmp",
+            "ltm.json.tmp.4242",
+        ],
+    )
     r = run("--root", sam_demo, "compact", "-v", "--grace", "1h")
     assert r.exit_code == 0, r.stderr
     assert [str(p) for p in keep if not p.exists()] == []
@@ -246,6 +269,7 @@ def test_a_torn_tail_compact_cannot_cut_is_said(run, mermaid_demo):
 
 # --- manifest values samctl could not have written are a damaged entry ---------------------
 
+
 def _rm_and_edit_manifest(run, root: Path, cid: str, edit) -> Path:
     assert run("--root", root, "rm", cid).exit_code == 0
     [manifest] = attic_of(root).glob("*.manifest.json")
@@ -260,19 +284,21 @@ def _members(key, value, kind="file"):
         for m in d["members"]:
             if m["type"] == kind:
                 m[key] = value
+
     return edit
 
 
 def _when_ts(value):
     def edit(d):
         d["when_ts"] = value
+
     return edit
 
 
 BAD = {
-    "mtime_ns-huge": _members("mtime_ns", 10 ** 30),
-    "mtime_ns-past-time_t": _members("mtime_ns", 2 ** 63 * 10 ** 9),
-    "mtime_ns-negative-past-time_t": _members("mtime_ns", -(2 ** 64) * 10 ** 9),
+    "mtime_ns-huge": _members("mtime_ns", 10**30),
+    "mtime_ns-past-time_t": _members("mtime_ns", 2**63 * 10**9),
+    "mtime_ns-negative-past-time_t": _members("mtime_ns", -(2**64) * 10**9),
     "when_ts-nan": _when_ts("nan"),
     "when_ts-inf": _when_ts("inf"),
     "when_ts-huge": _when_ts(1e300),
@@ -326,17 +352,18 @@ def test_a_folder_keeps_its_inherited_setgid_and_a_file_loses_special_bits(run, 
 def test_good_manifest_values_at_the_edges_are_accepted(run, mermaid_demo):
     """A pre-1970 mtime is something a real file can have (tar keeps it in a PAX header)."""
     for p in conv(mermaid_demo).glob(f"{MID}.*"):
-        os.utime(p, ns=(-10 ** 18, -10 ** 18))
+        os.utime(p, ns=(-(10**18), -(10**18)))
     assert run("--root", mermaid_demo, "rm", MID).exit_code == 0
     [manifest] = attic_of(mermaid_demo).glob("*.manifest.json")
-    assert {m["mtime_ns"] for m in orjson.loads(manifest.read_bytes())["members"]} == {-10 ** 18}
+    assert {m["mtime_ns"] for m in orjson.loads(manifest.read_bytes())["members"]} == {-(10**18)}
     assert run("--root", mermaid_demo, "attic", "--verify").exit_code == 0
     r = run("--root", mermaid_demo, "restore", MID)
     assert r.exit_code == 0, r.stderr
-    assert (conv(mermaid_demo) / f"{MID}.json").stat().st_mtime_ns == -10 ** 18
+    assert (conv(mermaid_demo) / f"{MID}.json").stat().st_mtime_ns == -(10**18)
 
 
 # --- a journal temp a crash left is swept by the next repair ----------------------------------
+
 
 def test_a_journal_temp_left_by_a_crash_is_swept_by_the_next_repair(run, mermaid_demo, tmp_path):
     template = tmp_path / "template"
@@ -366,8 +393,11 @@ def test_a_log_record_naming_a_deleted_entry_drops_nothing(run, mermaid_demo):
     [manifest] = attic_of(mermaid_demo).glob("*.manifest.json")
     stem = manifest.name[: -len(".manifest.json")]
     h = "0" * 64
-    (attic_of(mermaid_demo) / ".journal" / f"{stem}.json").write_bytes(orjson.dumps(
-        {"op": "log", "stem": stem, "id": MID, "old_size": 1, "old_sha256": h, "new_size": 1, "new_sha256": h}))
+    (attic_of(mermaid_demo) / ".journal" / f"{stem}.json").write_bytes(
+        orjson.dumps(
+            {"op": "log", "stem": stem, "id": MID, "old_size": 1, "old_sha256": h, "new_size": 1, "new_sha256": h}
+        )
+    )
     r = run("--root", mermaid_demo, "attic", "--repair")
     assert r.exit_code == 0, r.stderr
     assert manifest.exists()
@@ -382,8 +412,9 @@ def test_a_dry_runs_estimate_counts_the_history_segment(run, mermaid_demo):
     c = conv(mermaid_demo)
     long_session(c)
     age(c.iterdir(), 7200)
-    dry = jsonmod.loads(run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "--dry-run",
-                            "--format", "json").stdout)
+    dry = jsonmod.loads(
+        run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "--dry-run", "--format", "json").stdout
+    )
     real = jsonmod.loads(run("--root", mermaid_demo, "compact", "--log-threshold", "8K", "--format", "json").stdout)
     (d,), (r,) = ([a for a in x["actions"] if a["kind"] == "rewrite-log"] for x in (dry, real))
     assert d["bytes_before"] == r["bytes_before"]

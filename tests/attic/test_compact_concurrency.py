@@ -58,8 +58,9 @@ def test_no_event_lost_or_duplicated_while_appending(mermaid_demo, tmp_path):
     n = 300
     store = open_store(str(mermaid_demo))
     opts = CompactOptions(log_threshold=16384, idle=0, grace=1e9)
-    proc = subprocess.Popen([sys.executable, "-c", APPENDER, str(log), str(first_lines), str(n)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", APPENDER, str(log), str(first_lines), str(n)], stdout=subprocess.PIPE, text=True
+    )
     rewrites = skips = 0
     try:
         while proc.poll() is None:
@@ -75,8 +76,9 @@ def test_no_event_lost_or_duplicated_while_appending(mermaid_demo, tmp_path):
     assert rewrites >= 2, (rewrites, skips)
 
     # every event is in exactly one place: the history segments, in order, then the live log
-    segments = sorted((e for e in attic.list_entries(store, [], ("history",)) if e.id == LONG),
-                      key=lambda e: (e.when_ts, e.stem))
+    segments = sorted(
+        (e for e in attic.list_entries(store, [], ("history",)) if e.id == LONG), key=lambda e: (e.when_ts, e.stem)
+    )
     chunks = []
     for i, e in enumerate(segments):
         d = tmp_path / f"seg{i}"

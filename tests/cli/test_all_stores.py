@@ -56,8 +56,12 @@ def test_a_filter_writer_of_several_stores_refuses_naming_them_and_the_ways_on(r
     before = _tree(machine)
     r = run("archive", "--older-than", "1d", "--dry-run")
     assert r.exit_code == 2, r.stderr
-    assert "archive acts on one store, and 4 are found" in r.stderr and "--root" in r.stderr \
-        and "--all-stores" in r.stderr and "no store found" not in r.stderr, r.stderr
+    assert (
+        "archive acts on one store, and 4 are found" in r.stderr
+        and "--root" in r.stderr
+        and "--all-stores" in r.stderr
+        and "no store found" not in r.stderr
+    ), r.stderr
     assert _tree(machine) == before
 
 

@@ -32,8 +32,10 @@ def rename_members(manifest: Path, tar: Path, rename) -> None:
     """Rewrite an entry with every member renamed by ``rename(name)``, hashes and sizes kept right."""
     raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(tar.read_bytes())).read()
     out = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(raw)) as src, tarfile.open(fileobj=out, mode="w",
-                                                                    format=tarfile.PAX_FORMAT) as dst:
+    with (
+        tarfile.open(fileobj=io.BytesIO(raw)) as src,
+        tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst,
+    ):
         for ti in src.getmembers():
             data = src.extractfile(ti).read() if ti.isreg() else None
             ti.name = rename(ti.name)
@@ -49,12 +51,14 @@ def rename_members(manifest: Path, tar: Path, rename) -> None:
 
 # --- finding 4: member names are the entry's id, byte for byte ---------------------------------------
 
-@pytest.mark.parametrize("variant", [str.lower, lambda s: s[:4].lower() + s[4:],
-                                     lambda s: s.replace("A", "\uff21")])  # lowercase, mixed, fullwidth (NFKC-equal)
+
+@pytest.mark.parametrize(
+    "variant", [str.lower, lambda s: s[:4].lower() + s[4:], lambda s: s.replace("A", "\uff21")]
+)  # lowercase, mixed, fullwidth (NFKC-equal)
 def test_a_sam_member_named_like_the_id_but_not_exactly_is_refused(variant, run, sam_demo):
     assert run("--root", sam_demo, "rm", SID).exit_code == 0
     manifest, tar = _entry(sam_demo / "samctl-attic", SID)
-    rename_members(manifest, tar, lambda n: variant(SID) + n[len(SID):])
+    rename_members(manifest, tar, lambda n: variant(SID) + n[len(SID) :])
     before = unchanged(sam_demo)
     r = run("--root", sam_demo, "attic", "--verify")
     assert r.exit_code == 3 and "attic-bad-manifest" in r.stderr and "not a plain name" in r.stderr, r.output
@@ -69,7 +73,7 @@ def test_a_member_that_differs_only_in_the_tar_is_refused_too(run, sam_demo):
     assert run("--root", sam_demo, "rm", SID).exit_code == 0
     manifest, tar = _entry(sam_demo / "samctl-attic", SID)
     d = manifest.read_bytes()
-    rename_members(manifest, tar, lambda n: SID.lower() + n[len(SID):])
+    rename_members(manifest, tar, lambda n: SID.lower() + n[len(SID) :])
     fixed = json.loads(manifest.read_bytes())
     fixed["members"] = json.loads(d)["members"]
     manifest.write_bytes(json.dumps(fixed, indent=2).encode())
@@ -96,7 +100,7 @@ def test_an_entry_whose_id_is_not_as_samctl_names_it_is_refused(run, sam_demo):
     lowercase folder beside the conversation: not an entry samctl made, so refused."""
     assert run("--root", sam_demo, "rm", SID).exit_code == 0
     manifest, tar = _entry(sam_demo / "samctl-attic", SID)
-    rename_members(manifest, tar, lambda n: SID.lower() + n[len(SID):])
+    rename_members(manifest, tar, lambda n: SID.lower() + n[len(SID) :])
     d = json.loads(manifest.read_bytes())
     stem = manifest.name[: -len(".manifest.json")].replace(SID, SID.lower())
     d["id"], d["tar"]["name"] = SID.lower(), stem + ".tar.zst"
@@ -112,6 +116,7 @@ def test_an_entry_whose_id_is_not_as_samctl_names_it_is_refused(run, sam_demo):
 
 
 # --- finding 6: interrupted moves are settled first, and `check` reports them -------------------------
+
 
 def half_moved(tmp_path: Path, build, args: list, predicate, monkeypatch) -> Path:
     """A tree where ``args`` was killed (SIGKILL) at the first write step after which ``predicate(root)`` holds."""
@@ -235,8 +240,15 @@ def another_samctl_first(monkeypatch, module, args_of_other):
     return ran
 
 
-@pytest.mark.parametrize("cmd", [["rm", "--older-than", "0d", "--yes"], ["archive", "--older-than", "0d", "--yes"],
-                                 ["rm", "--yes", *MIDS], ["rm", "--purge", "--yes", *MIDS]])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["rm", "--older-than", "0d", "--yes"],
+        ["archive", "--older-than", "0d", "--yes"],
+        ["rm", "--yes", *MIDS],
+        ["rm", "--purge", "--yes", *MIDS],
+    ],
+)
 def test_what_another_samctl_took_while_this_one_waited_is_one_line(cmd, run, mermaid_demo, monkeypatch):
     from samctl.attic import lifecycle
 

@@ -31,8 +31,14 @@ main()
 
 
 def _samctl(*args, code=WITHOUT_TEXTUAL):
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, env=dict(os.environ), timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ),
+        timeout=120,
+    )
 
 
 def test_without_textual_browse_says_how_to_install_it(tmp_path):
@@ -42,8 +48,10 @@ def test_without_textual_browse_says_how_to_install_it(tmp_path):
     r = _samctl("--root", demo / "SAM", "browse")
     assert r.returncode == 1, r.stderr
     assert r.stdout == ""
-    assert r.stderr == ("samctl: error: samctl browse needs Textual, an optional extra; nothing was done\n"
-                        "hint: pip install 'samctl[tui]'\n")
+    assert r.stderr == (
+        "samctl: error: samctl browse needs Textual, an optional extra; nothing was done\n"
+        "hint: pip install 'samctl[tui]'\n"
+    )
     assert fingerprint(demo) == before
 
 
@@ -55,9 +63,11 @@ def test_without_textual_the_other_commands_and_the_help_still_work():
 
 
 def test_no_other_command_imports_textual(tmp_path):
-    probe = ("import sys, runpy\nsys.argv = ['samctl'] + sys.argv[1:]\nfrom samctl.cli import cli\n"
-             "try:\n    cli.main(prog_name='samctl')\nexcept SystemExit:\n    pass\n"
-             "print('textual' in sys.modules, file=sys.stderr)\n")
+    probe = (
+        "import sys, runpy\nsys.argv = ['samctl'] + sys.argv[1:]\nfrom samctl.cli import cli\n"
+        "try:\n    cli.main(prog_name='samctl')\nexcept SystemExit:\n    pass\n"
+        "print('textual' in sys.modules, file=sys.stderr)\n"
+    )
     demo = tmp_path / "demo"
     shutil.copytree(REPO / "fixtures" / "demo", demo, symlinks=True)
     for args in ((), ("--help",), ("--root", demo / "SAM", "ls"), ("--root", demo / "SAM", "show", "8B58")):
@@ -74,6 +84,8 @@ def test_off_a_terminal_browse_refuses_and_reads_nothing(tmp_path, run, monkeypa
     before = fingerprint(demo)
     r = run("--root", demo / "SAM", "browse")  # (the test runner's streams are not a terminal)
     assert r.exit_code == 2 and r.stdout == ""
-    assert r.stderr.startswith("samctl: error: samctl browse needs a terminal (its input and output); nothing was "
-                               "done\nhint: in a pipe or a script")
+    assert r.stderr.startswith(
+        "samctl: error: samctl browse needs a terminal (its input and output); nothing was "
+        "done\nhint: in a pipe or a script"
+    )
     assert fingerprint(demo) == before

@@ -39,6 +39,7 @@ def _cache_files(cache, kind):
 
 # --- the cache does not carry one run's caps into the next -------------------------------
 
+
 def _capped_then_plain(run, root, cache, kind, cap, big, everyone) -> None:
     """A capped ls leaves ``big`` out (too-large); a plain one after it lists everyone (exit 0); a warm
     capped run says what a cold one says; and none of them changes the tree."""
@@ -64,8 +65,9 @@ def test_sam_capped_ls_does_not_hide_a_conversation_from_a_later_ls(run, sam_dem
 
 
 @pytest.mark.parametrize("age_folder", [True, False], ids=["folder-stamp", "per-file"])
-def test_mermaid_capped_ls_does_not_hide_a_conversation_from_a_later_ls(run, mermaid_demo, tmp_path, monkeypatch,
-                                                                       age_folder):
+def test_mermaid_capped_ls_does_not_hide_a_conversation_from_a_later_ls(
+    run, mermaid_demo, tmp_path, monkeypatch, age_folder
+):
     cache = tmp_path / "c"
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
     conv = mermaid_demo / ".mermaid" / "conversations"
@@ -80,10 +82,24 @@ def test_mermaid_capped_ls_does_not_hide_a_conversation_from_a_later_ls(run, mer
 
 # --- a SAM cache entry with mistyped fields is rescanned -------------------------------------
 
-BAD_FIELDS = [("title", None), ("title", 5), ("updated_ts", "x"), ("created_ts", [1]), ("message_count", "many"),
-              ("message_count", True), ("message_count", 2.5), ("pinned", "yes"), ("pinned", 1), ("size", "big"),
-              ("created", 7), ("updated", {}), ("store", "mermaid"), ("id", None), ("id", "\x1b]0;x\x07"),
-              ("path", 3)]
+BAD_FIELDS = [
+    ("title", None),
+    ("title", 5),
+    ("updated_ts", "x"),
+    ("created_ts", [1]),
+    ("message_count", "many"),
+    ("message_count", True),
+    ("message_count", 2.5),
+    ("pinned", "yes"),
+    ("pinned", 1),
+    ("size", "big"),
+    ("created", 7),
+    ("updated", {}),
+    ("store", "mermaid"),
+    ("id", None),
+    ("id", "\x1b]0;x\x07"),
+    ("path", 3),
+]
 
 
 @pytest.mark.parametrize("field,value", BAD_FIELDS, ids=[f"{f}={v!r}" for f, v in BAD_FIELDS])
@@ -99,8 +115,11 @@ def test_sam_cache_with_mistyped_fields_is_rescanned(run, sam_demo, tmp_path, mo
         entry[2][field] = value
     path.write_bytes(orjson.dumps(doc))
     before = fingerprint(sam_demo)
-    for args in [("ls", "--format", "jsonl")] + [("ls", "--format", "jsonl", "--sort", k) for k in
-                                                 ("updated", "created", "title", "messages", "size")] + [("stats",)]:
+    for args in (
+        [("ls", "--format", "jsonl")]
+        + [("ls", "--format", "jsonl", "--sort", k) for k in ("updated", "created", "title", "messages", "size")]
+        + [("stats",)]
+    ):
         want = run("--root", sam_demo, "--no-cache", *args)
         path.write_bytes(orjson.dumps(doc))  # poisoned again for each command (a run rewrites it)
         got = run("--root", sam_demo, *args)
@@ -114,9 +133,14 @@ def test_sam_cache_checks_every_field_of_the_model_in_its_order():
     from samctl.stores.sam.store import _META_KEYS
 
     # the fields SAM fills, in the model's order; the coding-session fields after them stay at their defaults
-    assert _META_KEYS == tuple(ConversationMeta.__slots__)[:len(_META_KEYS)]
-    assert set(ConversationMeta.__slots__[len(_META_KEYS):]) == {"project", "branch", "continues", "model",
-                                                                 "copied_messages"}
+    assert _META_KEYS == tuple(ConversationMeta.__slots__)[: len(_META_KEYS)]
+    assert set(ConversationMeta.__slots__[len(_META_KEYS) :]) == {
+        "project",
+        "branch",
+        "continues",
+        "model",
+        "copied_messages",
+    }
 
 
 def test_sam_cache_with_a_mistyped_finding_is_rescanned(run, sam_demo, tmp_path, monkeypatch):
@@ -163,9 +187,17 @@ def test_mermaid_cache_ids_must_keep_the_id_rule(run, mermaid_demo, tmp_path, mo
 
 # --- a cache folder inside the store is not used ------------------------------------------
 
+
 def _sam_commands():
-    return [("ls",), ("ls", "--format", "json"), ("show", "8B58", "--no-pager"), ("stats",),
-            ("search", "--exact", "pong"), ("search", "budget"), ("export", "D3B2", "--to", "json")]
+    return [
+        ("ls",),
+        ("ls", "--format", "json"),
+        ("show", "8B58", "--no-pager"),
+        ("stats",),
+        ("search", "--exact", "pong"),
+        ("search", "budget"),
+        ("export", "D3B2", "--to", "json"),
+    ]
 
 
 @pytest.mark.parametrize("where", ["conversations", "conversations/sub", "dotdot", "symlink"])
@@ -213,13 +245,19 @@ def test_cache_folder_beside_the_store_is_used(run, sam_demo, tmp_path, monkeypa
 
 # --- the JSON model's size is the listing's ---------------------------------------------------
 
+
 def test_mermaid_json_model_size_is_the_bytes_of_its_own_files(run, mermaid_demo):
     conv = mermaid_demo / ".mermaid" / "conversations"
-    listed = {json.loads(x)["id"]: json.loads(x)["size"] for x in
-              run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout.splitlines()}
+    listed = {
+        json.loads(x)["id"]: json.loads(x)["size"]
+        for x in run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout.splitlines()
+    }
     for cid, size in listed.items():
-        own = sum(os.path.getsize(conv / f"{cid}.{ext}") for ext in ("json", "meta", "jsonl")
-                  if (conv / f"{cid}.{ext}").exists())
+        own = sum(
+            os.path.getsize(conv / f"{cid}.{ext}")
+            for ext in ("json", "meta", "jsonl")
+            if (conv / f"{cid}.{ext}").exists()
+        )
         assert size == own
         shown = run("--root", mermaid_demo, "show", cid, "--format", "json", "--no-pager")
         assert shown.exit_code == 0 and json.loads(shown.stdout)["size"] == own

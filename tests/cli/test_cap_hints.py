@@ -11,8 +11,9 @@ import pytest
 from tests.conftest import fingerprint
 
 
-@pytest.mark.parametrize("which,cid,cap", [("mermaid", "20260810_140307_512", "2K"),
-                                           ("sam", "8B58CBC4-ACA7-4811-AE66-C01921690310", "1K")])
+@pytest.mark.parametrize(
+    "which,cid,cap", [("mermaid", "20260810_140307_512", "2K"), ("sam", "8B58CBC4-ACA7-4811-AE66-C01921690310", "1K")]
+)
 def test_show_and_recover_point_at_max_file_size(run, mermaid_demo, sam_demo, which, cid, cap):
     root = mermaid_demo if which == "mermaid" else sam_demo
     before = fingerprint(root)

@@ -15,8 +15,14 @@ from tests.conftest import fingerprint, pools_with
 @pytest.fixture
 def pools(monkeypatch):
     """Every unit of work is one session or folder, workers from two units on; counts the pools made."""
-    return pools_with(monkeypatch, {(mod, name): value for mod in (mermaid_checks, sam_checks)
-                                    for name, value in (("CHECK_CHUNK", 1), ("PARALLEL_MIN_PARTS", 2))})
+    return pools_with(
+        monkeypatch,
+        {
+            (mod, name): value
+            for mod in (mermaid_checks, sam_checks)
+            for name, value in (("CHECK_CHUNK", 1), ("PARALLEL_MIN_PARTS", 2))
+        },
+    )
 
 
 @pytest.mark.parametrize("which", ["mermaid", "sam"])

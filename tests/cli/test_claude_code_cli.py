@@ -99,7 +99,9 @@ def test_rewriting_commands_refuse_with_one_line(claude, run, args):
 def test_store_specific_readers_say_not_yet(claude, run, args):
     r = run("--root", claude, *args)
     assert r.exit_code == 2
-    assert r.stderr.splitlines()[0] == f"samctl: error: {args[0]} does not read claude-code stores yet; nothing was done"
+    assert (
+        r.stderr.splitlines()[0] == f"samctl: error: {args[0]} does not read claude-code stores yet; nothing was done"
+    )
 
 
 def test_warm_ls_reads_no_session(claude, run, monkeypatch):

@@ -83,18 +83,30 @@ def test_plain_twin_wins_over_zst_and_a_second_copy_is_reported(tmp_path, run):
     jan = codex / "sessions" / "2026" / "01" / "05"
     zst = next(jan.iterdir())
     # what Codex leaves mid-compression: the plain file beside its .zst
-    (jan / zst.name[:-4]).write_text(json.dumps({"timestamp": "2026-01-05T14:00:00Z", "type": "session_meta",
-                                                 "payload": {"id": T3}}) + "\n" + json.dumps(
-        {"timestamp": "2026-01-05T14:00:01Z", "type": "event_msg",
-         "payload": {"type": "user_message", "message": "plain copy"}}) + "\n")
-    shutil.copy2(codex / "archived_sessions" / next((codex / "archived_sessions").iterdir()).name,
-                 codex / "sessions" / "2026" / "01" / f"rollout-2025-12-01T11-00-00-{T6}.jsonl")
+    (jan / zst.name[:-4]).write_text(
+        json.dumps({"timestamp": "2026-01-05T14:00:00Z", "type": "session_meta", "payload": {"id": T3}})
+        + "\n"
+        + json.dumps(
+            {
+                "timestamp": "2026-01-05T14:00:01Z",
+                "type": "event_msg",
+                "payload": {"type": "user_message", "message": "plain copy"},
+            }
+        )
+        + "\n"
+    )
+    shutil.copy2(
+        codex / "archived_sessions" / next((codex / "archived_sessions").iterdir()).name,
+        codex / "sessions" / "2026" / "01" / f"rollout-2025-12-01T11-00-00-{T6}.jsonl",
+    )
     r = run("--root", codex, "show", T3)
     assert "plain copy" in r.stdout
     r = run("--root", codex, "check")
     assert r.exit_code == 0 and "duplicate-id" not in r.stderr  # a rollout in a month folder is not walked
-    shutil.copy2(codex / "archived_sessions" / next((codex / "archived_sessions").iterdir()).name,
-                 jan / f"rollout-2025-12-01T11-00-00-{T6}.jsonl")
+    shutil.copy2(
+        codex / "archived_sessions" / next((codex / "archived_sessions").iterdir()).name,
+        jan / f"rollout-2025-12-01T11-00-00-{T6}.jsonl",
+    )
     r = run("--root", codex, "check")
     assert r.exit_code == 3 and "duplicate-id" in r.stderr
 
@@ -131,8 +143,16 @@ def test_warm_ls_reads_no_rollout_and_follows_changes(tmp_path, run, monkeypatch
     assert run("--root", home, "ls", "--format", "json").stdout == first and calls == []
     t1 = next((home / "sessions" / "2026" / "02" / "10").glob(f"*{T1}.jsonl"))
     with open(t1, "ab") as f:
-        f.write(json.dumps({"timestamp": "2026-02-11T00:00:00.000Z", "type": "event_msg",
-                            "payload": {"type": "agent_message", "message": "later"}}).encode() + b"\n")
+        f.write(
+            json.dumps(
+                {
+                    "timestamp": "2026-02-11T00:00:00.000Z",
+                    "type": "event_msg",
+                    "payload": {"type": "agent_message", "message": "later"},
+                }
+            ).encode()
+            + b"\n"
+        )
     os.utime(t1, (1772800000, 1772800000))
     with open(home / "session_index.jsonl", "a") as f:
         f.write(json.dumps({"id": T6, "thread_name": "renamed"}) + "\n")

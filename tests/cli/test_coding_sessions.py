@@ -53,6 +53,7 @@ def _jsonl(text: str) -> list[dict]:
 
 # 1. project and branch ----------------------------------------------------------------------------
 
+
 def test_project_and_branch_come_from_each_stores_record(run, demo):
     r = run(*_roots(demo), "ls", "--format", "jsonl")
     assert r.exit_code in (0, 1), r.stderr
@@ -84,21 +85,36 @@ def test_ls_here_lists_the_current_folder_and_below(run, tmp_path, monkeypatch):
     other = tmp_path / "work" / "shopping"  # a name that shares a prefix is another project
     other.mkdir()
     root = tmp_path / ".claude"
-    ids = ["aaaaaaaa-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002",
-           "aaaaaaaa-0000-4000-8000-000000000003"]
+    ids = [
+        "aaaaaaaa-0000-4000-8000-000000000001",
+        "aaaaaaaa-0000-4000-8000-000000000002",
+        "aaaaaaaa-0000-4000-8000-000000000003",
+    ]
     for i, (sid, cwd) in enumerate(zip(ids, (proj, proj / "sub", other))):  # (entry uuids of their own:
         n = 10 * i + 1  # sessions sharing them would be copies of one another)
-        CC["_write"](root / "projects" / "-p" / f"{sid}.jsonl", [
-            CC["_user"](n, None, "2026-03-04T09:00:00.000Z", f"work in {cwd.name}", sid=sid, cwd=str(cwd)),
-            CC["_assistant"](n + 1, CC["_u"](n), "2026-03-04T09:00:05.000Z", f"msg_{n}",
-                             [{"type": "text", "text": "ok"}], sid=sid, cwd=str(cwd))])
+        CC["_write"](
+            root / "projects" / "-p" / f"{sid}.jsonl",
+            [
+                CC["_user"](n, None, "2026-03-04T09:00:00.000Z", f"work in {cwd.name}", sid=sid, cwd=str(cwd)),
+                CC["_assistant"](
+                    n + 1,
+                    CC["_u"](n),
+                    "2026-03-04T09:00:05.000Z",
+                    f"msg_{n}",
+                    [{"type": "text", "text": "ok"}],
+                    sid=sid,
+                    cwd=str(cwd),
+                ),
+            ],
+        )
     monkeypatch.chdir(proj)
     got = _jsonl(run("--root", root, "ls", "--here", "--format", "jsonl").stdout)
     assert sorted(x["id"] for x in got) == ids[:2]
     r = run("--root", root, "search", "--here", "work", "--format", "json")
     assert r.exit_code == 0, r.stderr
-    assert {h["conversation"] if "conversation" in h else h.get("conversation_id") for h in json.loads(r.stdout)} \
-        <= set(ids[:2])
+    assert {
+        h["conversation"] if "conversation" in h else h.get("conversation_id") for h in json.loads(r.stdout)
+    } <= set(ids[:2])
     r = run("--root", root, "ls", "--here", "--project", "shop")
     assert r.exit_code == 2 and "--here and --project" in r.stderr and r.stdout == ""
 
@@ -129,11 +145,15 @@ def test_show_headers_name_project_branch_and_resume(run, demo, tmp_path):
     assert f"<dt>resume</dt><dd><code>cd /home/ana/api &amp;&amp; claude --resume {S1}</code>" in html
     d = json.loads(run("--root", demo / "claude_code", "show", S1, "--format", "json").stdout)
     assert (d["project"], d["branch"], d["continues"]) == ("/home/ana/api", "main", None)
-    assert d["resume"] == {"argv": ["claude", "--resume", S1], "command": f"claude --resume {S1}",
-                           "cwd": "/home/ana/api"}
+    assert d["resume"] == {
+        "argv": ["claude", "--resume", S1],
+        "command": f"claude --resume {S1}",
+        "cwd": "/home/ana/api",
+    }
 
 
 # 2. resume ----------------------------------------------------------------------------------------
+
 
 def test_resume_prints_each_apps_own_command(run, demo):
     r = run(*_roots(demo), "resume", S1)
@@ -151,8 +171,9 @@ def test_resume_refuses_a_store_without_one(run, demo):
 
 def _exec(args, cwd, path_dir):
     env = dict(os.environ, PATH=f"{path_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    return subprocess.run([sys.executable, "-m", "samctl", *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "samctl", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_resume_exec_runs_the_app_in_the_sessions_folder(tmp_path):
@@ -160,13 +181,15 @@ def test_resume_exec_runs_the_app_in_the_sessions_folder(tmp_path):
     proj.mkdir()
     sid = "bbbbbbbb-0000-4000-8000-000000000001"
     root = tmp_path / ".claude"
-    CC["_write"](root / "projects" / "-p" / f"{sid}.jsonl", [
-        CC["_user"](1, None, "2026-03-04T09:00:00.000Z", "hi", sid=sid, cwd=str(proj))])
+    CC["_write"](
+        root / "projects" / "-p" / f"{sid}.jsonl",
+        [CC["_user"](1, None, "2026-03-04T09:00:00.000Z", "hi", sid=sid, cwd=str(proj))],
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "ran"
     fake = bin_dir / "claude"
-    fake.write_text(f"#!/bin/sh\npwd > {log}\necho \"$@\" >> {log}\n")
+    fake.write_text(f'#!/bin/sh\npwd > {log}\necho "$@" >> {log}\n')
     fake.chmod(0o755)
     r = _exec(["--root", root, "resume", sid, "--exec"], tmp_path, bin_dir)
     assert r.returncode == 0, r.stderr
@@ -179,19 +202,24 @@ def test_resume_exec_runs_the_app_in_the_sessions_folder(tmp_path):
 
 # 3. tool calls ------------------------------------------------------------------------------------
 
+
 def test_codex_envelope_is_unwrapped_with_exit_code_and_duration(run, demo, tmp_path):
     text = run("--root", demo / "codex", "show", T1).stdout
     assert "  → shell(pytest -q)" in text and "── tool shell [error] · exit 1 · 5.6s" in text
     assert "2 failed, 40 passed" in text and '"metadata"' not in text and "call_7Hq2" not in text
     d = json.loads(run("--root", demo / "codex", "show", T1, "--format", "json").stdout)
     res = next(m for m in d["messages"] if m.get("tool_call_id") == "call_7Hq2")
-    assert (res["content"], res["exit_code"], res["duration_seconds"], res["tool_status"]) == \
-        ("2 failed, 40 passed", 1, 5.6, "error")
+    assert (res["content"], res["exit_code"], res["duration_seconds"], res["tool_status"]) == (
+        "2 failed, 40 passed",
+        1,
+        5.6,
+        "error",
+    )
     out = tmp_path / "t.html"
     assert run("--root", demo / "codex", "export", T1, "--to", "html", "-o", out).exit_code == 0
     page = out.read_text()
     i = page.index("Result of shell")
-    summary = page[i:page.index("</summary>", i)]
+    summary = page[i : page.index("</summary>", i)]
     assert "exit 1" in summary and "status-error" in summary and "success" not in summary
     assert "<code>shell(pytest -q)</code>" in page and "call_7Hq2" not in page
 
@@ -206,6 +234,7 @@ def test_claude_code_calls_are_labelled_by_their_main_argument(run, coding):
 
 
 # 4. titles ----------------------------------------------------------------------------------------
+
 
 def test_titles_skip_wrapper_and_injected_turns(run, coding):
     rows = {x["id"]: x for x in _jsonl(run("--root", coding, "ls", "--format", "jsonl").stdout)}
@@ -235,6 +264,7 @@ def test_titles_of_parser_test_transcripts(run, tmp_path):
 
 # 5. resumed copies --------------------------------------------------------------------------------
 
+
 def test_a_resumed_session_continues_the_other_and_its_copies_count_once(run, coding):
     rows = {x["id"]: x for x in _jsonl(run("--root", coding, "ls", "--format", "jsonl").stdout)}
     assert rows[S4]["continues"] == S1 and rows[S1]["continues"] is None and rows[S5]["continues"] is None
@@ -248,6 +278,7 @@ def test_a_resumed_session_continues_the_other_and_its_copies_count_once(run, co
 
 
 # 6. counts agree ----------------------------------------------------------------------------------
+
 
 def test_ls_count_equals_the_show_header_and_the_messages_shown_in_every_store(run, demo):
     rows = _jsonl(run(*_roots(demo), "ls", "--format", "jsonl").stdout)
@@ -264,17 +295,18 @@ def test_ls_count_equals_the_show_header_and_the_messages_shown_in_every_store(r
 
 # 8. stats -----------------------------------------------------------------------------------------
 
+
 def test_stats_totals_and_groups(run, demo):
     d = json.loads(run(*_roots(demo), "stats", "--format", "json", "--by", "store").stdout)
     assert d["total"]["stores"] == 6
     assert d["total"]["conversations"] == sum(s["conversations"] for s in d["stores"])
     assert d["total"]["messages"] == sum(s["messages"] for s in d["stores"])
-    assert {g["key"]: g["conversations"] for g in d["groups"]} == {s["store"]: s["conversations"]
-                                                                     for s in d["stores"]}
+    assert {g["key"]: g["conversations"] for g in d["groups"]} == {s["store"]: s["conversations"] for s in d["stores"]}
     by_model = json.loads(run(*_roots(demo), "stats", "--format", "json", "--by", "model").stdout)["groups"]
     assert any(g["key"] == "gpt-5.1-codex" for g in by_model)
-    months = [g["key"] for g in json.loads(run(*_roots(demo), "stats", "--format", "json", "--by",
-                                                "month").stdout)["groups"]]
+    months = [
+        g["key"] for g in json.loads(run(*_roots(demo), "stats", "--format", "json", "--by", "month").stdout)["groups"]
+    ]
     assert months == sorted(months)
     text = run(*_roots(demo), "stats", "--by", "project").stdout
     assert "all 6 stores" in text and "by project" in text
@@ -283,6 +315,7 @@ def test_stats_totals_and_groups(run, demo):
 
 
 # 7. llm up to 0.36 --------------------------------------------------------------------------------
+
 
 def test_a_database_written_by_llm_0_36_reads_without_info_lines(run, tmp_path):
     import gzip

@@ -26,17 +26,38 @@ T0 = "2026-03-01T10:00:00-04:00"
 
 def long_session(conv: Path, cid: str = LONG, n: int = 50) -> dict:
     """A session whose log (started, message/input events, state, tasks) folds to its snapshot."""
-    msgs = [mermaid_message("User" if i % 2 == 0 else "Assistant", f"message {i} " + "lorem ipsum " * 20,
-                            f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}.5-04:00") for i in range(n)]
+    msgs = [
+        mermaid_message(
+            "User" if i % 2 == 0 else "Assistant",
+            f"message {i} " + "lorem ipsum " * 20,
+            f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}.5-04:00",
+        )
+        for i in range(n)
+    ]
     doc = mermaid_doc(cid, "A long session", msgs, T0)
-    lines = [mermaid_line(0, T0, {"created_at": T0, "model_id": doc["model_name"], "project_path": doc["project_path"],
-                                  "session_id": cid, "type": "started"})]
+    lines = [
+        mermaid_line(
+            0,
+            T0,
+            {
+                "created_at": T0,
+                "model_id": doc["model_name"],
+                "project_path": doc["project_path"],
+                "session_id": cid,
+                "type": "started",
+            },
+        )
+    ]
     for m in msgs:
         lines.append(mermaid_line(len(lines), m["timestamp"], {"message": m, "type": "message"}))
         if m["role"] == "User":
             lines.append(mermaid_line(len(lines), m["timestamp"], {"text": m["content"], "type": "input"}))
-    state = {"type": "state", "title": doc["title"], "model_name": doc["model_name"],
-             "cumulative_token_usage": doc["cumulative_token_usage"]}
+    state = {
+        "type": "state",
+        "title": doc["title"],
+        "model_name": doc["model_name"],
+        "cumulative_token_usage": doc["cumulative_token_usage"],
+    }
     state.update({k: doc[k] for k in ("safety_mode", "git_branch", "git_sha", "cli_version")})
     lines.append(mermaid_line(len(lines), T0, state))
     lines.append(mermaid_line(len(lines), T0, {"store": doc["tasks"], "type": "tasks"}))
@@ -128,8 +149,11 @@ def test_cuts_torn_tails_into_a_torn_file(complete, run, mermaid_demo):
     c = conv(mermaid_demo)
     log = c / f"{MID}.jsonl"
     good = log.read_bytes()
-    frag = (mermaid_line(13, "2026-08-10T14:05:00Z", {"text": "more", "type": "input"}).rstrip("\n").encode()
-            if complete else b'{"event":{"message":{"actions":[],"content":"Want me to run')
+    frag = (
+        mermaid_line(13, "2026-08-10T14:05:00Z", {"text": "more", "type": "input"}).rstrip("\n").encode()
+        if complete
+        else b'{"event":{"message":{"actions":[],"content":"Want me to run'
+    )
     log.write_bytes(good + frag)
     age([log], 7200)
     r = run("--root", mermaid_demo, "compact", "-v")
@@ -200,9 +224,24 @@ def test_vacuums_sam_memory_databases(run, sam_demo):
     db = sqlite3.connect(db_path)
     rows = list(db.execute("select * from conversation_memories"))
     blob = b"\0" * 4096
-    db.executemany("insert into conversation_memories values (?,?,?,?,?,?,?,?,?,?)",
-                   [(f"00000000-0000-4000-8000-{i:012d}", SID, "filler", "message", blob, 0.5,
-                     "2026-08-10T14:02:12.345", 0, "2026-08-10T14:02:12.345", None) for i in range(300)])
+    db.executemany(
+        "insert into conversation_memories values (?,?,?,?,?,?,?,?,?,?)",
+        [
+            (
+                f"00000000-0000-4000-8000-{i:012d}",
+                SID,
+                "filler",
+                "message",
+                blob,
+                0.5,
+                "2026-08-10T14:02:12.345",
+                0,
+                "2026-08-10T14:02:12.345",
+                None,
+            )
+            for i in range(300)
+        ],
+    )
     db.commit()
     db.execute("delete from conversation_memories where content = 'filler'")
     db.commit()
@@ -242,8 +281,18 @@ def test_a_log_it_cannot_rewrite_is_reported(run, mermaid_demo):
     assert fingerprint(c) == fp
 
 
-@pytest.mark.parametrize("text,size", [("64M", 64 << 20), ("64MiB", 64 << 20), ("64 mb", 64 << 20), ("8KiB", 8 << 10),
-                                       ("1G", 1 << 30), ("1048576", 1 << 20), ("1048576B", 1 << 20)])
+@pytest.mark.parametrize(
+    "text,size",
+    [
+        ("64M", 64 << 20),
+        ("64MiB", 64 << 20),
+        ("64 mb", 64 << 20),
+        ("8KiB", 8 << 10),
+        ("1G", 1 << 30),
+        ("1048576", 1 << 20),
+        ("1048576B", 1 << 20),
+    ],
+)
 def test_sizes_take_the_units_the_help_names(text, size):
     from samctl.cli import _parse_size
 
@@ -298,8 +347,9 @@ def test_a_rewrite_that_would_not_shrink_is_not_done_and_says_why(run, mermaid_d
     so a rewrite would grow the store; it is left alone, with the reason under -v, also on later runs."""
     c = conv(mermaid_demo)
     log = big_input(c)
-    assert fold_of(log.read_bytes()) == {k: v for k, v in orjson.loads((c / f"{LONG}.json").read_bytes()).items()
-                                         if k != "compactions"}
+    assert fold_of(log.read_bytes()) == {
+        k: v for k, v in orjson.loads((c / f"{LONG}.json").read_bytes()).items() if k != "compactions"
+    }
     age(c.iterdir(), 7200)
     fp = fingerprint(c)
     for _ in range(2):

@@ -11,8 +11,14 @@ from samctl.cli.common import complete_ids
 SAM_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
 
 
-@pytest.mark.parametrize("shell, marker", [("bash", "complete -o nosort -F _samctl_completion samctl"),
-                                           ("zsh", "#compdef samctl"), ("fish", "complete --no-files --command samctl")])
+@pytest.mark.parametrize(
+    "shell, marker",
+    [
+        ("bash", "complete -o nosort -F _samctl_completion samctl"),
+        ("zsh", "#compdef samctl"),
+        ("fish", "complete --no-files --command samctl"),
+    ],
+)
 def test_scripts(run, shell, marker):
     r = run("completion", shell)
     assert r.exit_code == 0 and marker in r.stdout and "_SAMCTL_COMPLETE" in r.stdout
@@ -48,9 +54,14 @@ def test_memory_only_scopes_are_not_offered(sam_demo):
     assert r.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("words, cword", [("samctl --root /no/such/place show 8", 4),
-                                          ("samctl --root {root}/conversations/x show", 4),
-                                          ("samctl --root {root} export ../../etc", 4)])
+@pytest.mark.parametrize(
+    "words, cword",
+    [
+        ("samctl --root /no/such/place show 8", 4),
+        ("samctl --root {root}/conversations/x show", 4),
+        ("samctl --root {root} export ../../etc", 4),
+    ],
+)
 def test_completion_never_fails(tmp_path, words, cword):
     r = _complete(words.replace("{root}", str(tmp_path)), cword)
     assert r.exit_code == 0 and r.stdout.strip() == "" and "Traceback" not in (r.stderr or "")

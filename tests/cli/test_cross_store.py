@@ -19,10 +19,14 @@ from tests.conftest import REPO, fingerprint
 DEMO = REPO / "fixtures" / "demo"
 KINDS = ["chatgpt", "claude-code", "codex", "llm", "mermaid", "sam"]
 # one conversation of each store kind: (store, an id prefix unique across the machine, its title)
-ONE_OF_EACH = [("sam", "8B58", "Portland weekend trip"), ("mermaid", "20260810_1403", "Fix the flaky test"),
-               ("claude-code", "0b7c", "login timeout"), ("codex", "019c4a2e", "auth test failures"),
-               ("llm", "01kg0000000000000000000005", "Summarise instead"),
-               ("chatgpt", "0f9e", "What is the speed of light?")]
+ONE_OF_EACH = [
+    ("sam", "8B58", "Portland weekend trip"),
+    ("mermaid", "20260810_1403", "Fix the flaky test"),
+    ("claude-code", "0b7c", "login timeout"),
+    ("codex", "019c4a2e", "auth test failures"),
+    ("llm", "01kg0000000000000000000005", "Summarise instead"),
+    ("chatgpt", "0f9e", "What is the speed of light?"),
+]
 
 
 @pytest.fixture
@@ -37,7 +41,8 @@ def machine(tmp_path, monkeypatch):
     shutil.copy(DEMO / "chatgpt" / "chatgpt-export.zip", tmp_path / "export.zip")
     (home / ".config" / "samctl").mkdir()
     (home / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{tmp_path / "proj"}", "{tmp_path / "export.zip"}"]\n')
+        f'roots = ["{tmp_path / "proj"}", "{tmp_path / "export.zip"}"]\n'
+    )
     for top in (home, tmp_path / "proj"):  # private, as the apps make them (check finds nothing then)
         for dirpath, dirnames, filenames in os.walk(top):
             os.chmod(dirpath, 0o700)
@@ -82,9 +87,17 @@ def test_ls_lists_every_store_in_one_order_with_a_store_field(run, machine):
     r, rows = _ls(run)
     assert r.exit_code == 0, r.stderr
     assert sorted({x["store"] for x in rows}) == KINDS
-    single = sum(len(_ls(run, "--root", root)[1]) for root in (
-        machine / "home" / "Library" / "Application Support" / "SAM", machine / "proj", machine / "home" / ".claude",
-        machine / "home" / ".codex", machine / "home" / ".config" / "io.datasette.llm", machine / "export.zip"))
+    single = sum(
+        len(_ls(run, "--root", root)[1])
+        for root in (
+            machine / "home" / "Library" / "Application Support" / "SAM",
+            machine / "proj",
+            machine / "home" / ".claude",
+            machine / "home" / ".codex",
+            machine / "home" / ".config" / "io.datasette.llm",
+            machine / "export.zip",
+        )
+    )
     assert len(rows) == single
     recency = [x["last_activity"] for x in rows]
     assert recency == sorted(recency, reverse=True)
@@ -104,9 +117,13 @@ def test_limit_and_sort_apply_to_the_merged_list(run, machine, sort):
     _, every = _ls(run)
     rows = json.loads(run("ls", "--sort", sort, "--format", "json").stdout)
     # (created is each store's own text; its order is checked by the single-store tests)
-    key = {"updated": lambda x: x["last_activity"], "created": lambda x: 0,
-           "title": lambda x: x["title"].casefold(), "messages": lambda x: x["message_count"] or 0,
-           "size": lambda x: x["size"] or 0}[sort]
+    key = {
+        "updated": lambda x: x["last_activity"],
+        "created": lambda x: 0,
+        "title": lambda x: x["title"].casefold(),
+        "messages": lambda x: x["message_count"] or 0,
+        "size": lambda x: x["size"] or 0,
+    }[sort]
     assert [key(x) for x in rows] == sorted(map(key, rows), reverse=sort != "title")
     assert len(rows) == len(every) and len({x["store"] for x in rows}) == len(KINDS)
     top = json.loads(run("ls", "--sort", sort, "-n", "4", "--format", "json").stdout)
@@ -123,8 +140,10 @@ def test_root_repeated_or_listed_in_samctl_root_narrows_to_those_stores(run, mac
     assert {x["store"] for x in rows} == {"mermaid", "sam"} and len(rows) == 6
     r2 = run("ls", "--format", "json", env={"SAMCTL_ROOT": f"{machine / 'proj'}{os.pathsep}{sam}"})
     assert r2.exit_code == 0 and json.loads(r2.stdout) == rows
-    assert run("--root", sam, "ls", "--format", "json", env={"SAMCTL_ROOT": str(machine / "proj")}).stdout \
-        == _ls(run, "--root", sam)[0].stdout  # --root wins over SAMCTL_ROOT, as before
+    assert (
+        run("--root", sam, "ls", "--format", "json", env={"SAMCTL_ROOT": str(machine / "proj")}).stdout
+        == _ls(run, "--root", sam)[0].stdout
+    )  # --root wins over SAMCTL_ROOT, as before
 
 
 def test_one_root_is_exactly_that_store_as_before(run, machine):
@@ -138,7 +157,8 @@ def test_a_store_that_cannot_be_read_is_a_finding_and_the_others_answer(run, mac
     (machine / "broken.zip").write_bytes(b"PK\x03\x04 not really a zip")
     (machine / "nostore").mkdir()
     (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{machine / "proj"}", "{machine / "broken.zip"}", "{machine / "nostore"}"]\n')
+        f'roots = ["{machine / "proj"}", "{machine / "broken.zip"}", "{machine / "nostore"}"]\n'
+    )
     before = _tree(machine)
     r, rows = _ls(run)
     assert r.exit_code == 3, r.stderr
@@ -310,21 +330,29 @@ def test_completion_offers_the_ids_of_every_store_a_command_covers(run, machine)
         env = {"_SAMCTL_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(cword), **(env or {})}
         return CliRunner().invoke(cli, [], env=env, prog_name="samctl").stdout.split()
 
-    assert complete("samctl show 5", 2) == ["plain,5d1e7f20-8a9b-4c3d-9e8f-7a6b5c4d3e2f",
-                                            "plain,5973b6c0-94b8-487b-a530-2aeb6098ae0e",
-                                            "plain,5b1f3c2a-8d4e-4f60-9a7b-0c1d2e3f4a5b"]
+    assert complete("samctl show 5", 2) == [
+        "plain,5d1e7f20-8a9b-4c3d-9e8f-7a6b5c4d3e2f",
+        "plain,5973b6c0-94b8-487b-a530-2aeb6098ae0e",
+        "plain,5b1f3c2a-8d4e-4f60-9a7b-0c1d2e3f4a5b",
+    ]
     assert complete(f"samctl --root {machine / 'proj'} show 2026081", 4) == [
-        "plain,20260810_140307_512", "plain,20260812_091500_004"]
+        "plain,20260810_140307_512",
+        "plain,20260812_091500_004",
+    ]
     assert complete("samctl rm 5", 2) == complete("samctl show 5", 2)  # (issue #33: every command, every store)
     two = f"{machine / 'proj'}{os.pathsep}{machine / 'home' / '.codex'}"
     assert complete("samctl export 2", 2, {"SAMCTL_ROOT": two}) == [
-        "plain,20260810_140307_512", "plain,20260812_091500_004", "plain,20260901_170000_250"]
+        "plain,20260810_140307_512",
+        "plain,20260812_091500_004",
+        "plain,20260901_170000_250",
+    ]
 
 
 def test_candidates_name_the_folder_only_where_two_stores_of_one_kind_match(run, machine):
     shutil.copytree(machine / "proj", machine / "proj2")
     (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{machine / "proj"}", "{machine / "proj2"}"]\n')
+        f'roots = ["{machine / "proj"}", "{machine / "proj2"}"]\n'
+    )
     r = run("show", "20260810_1403")
     assert r.exit_code == 2, r.stderr
     assert f"20260810_140307_512 (mermaid at {machine / 'proj' / '.mermaid' / 'conversations'})" in r.stderr
@@ -334,7 +362,9 @@ def test_candidates_name_the_folder_only_where_two_stores_of_one_kind_match(run,
     assert one.stderr.splitlines()[0].count("(codex)") == 3 and " at " not in one.stderr.splitlines()[0]
 
 
-@pytest.mark.skipif(__import__("tests.unprivileged").unprivileged.skip_reason() is not None, reason="no unprivileged user")
+@pytest.mark.skipif(
+    __import__("tests.unprivileged").unprivileged.skip_reason() is not None, reason="no unprivileged user"
+)
 def test_a_store_folder_samctl_may_not_read_is_a_finding_and_the_others_answer():
     from tests import unprivileged as nobody
 
@@ -365,10 +395,17 @@ def test_hostile_config_roots_and_usual_places_are_findings_never_a_crash(run, m
     os.symlink(machine / "loop", machine / "loop")
     (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
         'roots = ["~nosuchuser-samctl/x", "/tmp/a\\u0000b", "", "/dev/null", "%s", "%s"]\n'
-        % (machine / "home" / ".claude", machine / "loop"))
+        % (machine / "home" / ".claude", machine / "loop")
+    )
     before = _tree(machine) | {"claude": os.lstat(machine / "home" / ".claude").st_mtime_ns}
-    for args in (["ls"], ["stores"], ["show", "0b7c"], ["export", "--all", "--to", "jsonl"], ["stats"],
-                 ["check", "--all-stores"]):
+    for args in (
+        ["ls"],
+        ["stores"],
+        ["show", "0b7c"],
+        ["export", "--all", "--to", "jsonl"],
+        ["stats"],
+        ["check", "--all-stores"],
+    ):
         r = run(*args)
         assert r.exit_code == (4 if args[0] == "show" else 3), (args, r.stderr)
         assert "internal error" not in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
@@ -386,6 +423,7 @@ def test_no_home_folder_to_look_in_leaves_the_current_project(run, machine, monk
         if str(self).startswith("~"):
             raise RuntimeError("Could not determine home directory.")
         return self
+
     monkeypatch.setattr(pathlib.Path, "expanduser", no_home)
     monkeypatch.chdir(machine / "proj")
     r, rows = _ls(run)
@@ -404,7 +442,8 @@ def test_one_id_in_two_stores_exports_to_two_files(run, machine, fmt):
     shutil.copytree(machine / "proj", machine / "proj2")
     conv = machine / "proj2" / ".mermaid" / "conversations"
     (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{machine / "proj"}", "{machine / "proj2"}"]\n')
+        f'roots = ["{machine / "proj"}", "{machine / "proj2"}"]\n'
+    )
     r = run("export", "--all", "--to", fmt, "-o", machine / "out")
     assert r.exit_code == 0, r.stderr
     _, rows = _ls(run)
@@ -426,6 +465,7 @@ def test_check_fix_all_stores_goes_on_past_a_busy_store(run, machine, monkeypatc
 
 
 # -- search ---------------------------------------------------------------------------------------------------
+
 
 def _search(run, *args, code=0):
     r = run("search", *args, "--format", "json", "-n", "200")
@@ -462,7 +502,8 @@ def test_statistics_are_over_the_union_of_the_stores(run, machine):
 def test_search_says_which_store_it_could_not_read(run, machine):
     (machine / "broken.zip").write_bytes(b"PK\x03\x04 not really a zip")
     (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{machine / "proj"}", "{machine / "broken.zip"}"]\n')
+        f'roots = ["{machine / "proj"}", "{machine / "broken.zip"}"]\n'
+    )
     r, hits = _search(run, "test", code=3)
     assert hits and str(machine / "broken.zip") in r.stderr and "not a readable zip" in r.stderr
 

@@ -14,8 +14,13 @@ from tests.conftest import fingerprint
 
 # --- mermaid snapshot ------------------------------------------------------------------------
 
-STRUCT_LEVELS = [((), "title"), (("messages", 0), "content"), (("messages", 1, "actions", 0), "target"),
-                 (("cumulative_token_usage",), "prompt_tokens"), (("tasks",), "next_id")]
+STRUCT_LEVELS = [
+    ((), "title"),
+    (("messages", 0), "content"),
+    (("messages", 1, "actions", 0), "target"),
+    (("cumulative_token_usage",), "prompt_tokens"),
+    (("tasks",), "next_id"),
+]
 
 
 @pytest.mark.parametrize("path,key", STRUCT_LEVELS, ids=lambda x: ".".join(map(str, x)) if isinstance(x, tuple) else x)
@@ -41,9 +46,15 @@ def test_a_field_repeated_in_a_snapshot_struct_is_an_error_and_recover_rewrites_
     assert r.exit_code == 0 and "bad-snapshot" not in r.stderr, r.output
 
 
-@pytest.mark.parametrize("path,key", [(("messages", 1, "tool_calls", 0, "function", "arguments"), "path"),
-                                      (("messages", 0), "some_newer_field"), ((), "unknown_key")],
-                         ids=["arguments", "unknown-in-message", "unknown-top"])
+@pytest.mark.parametrize(
+    "path,key",
+    [
+        (("messages", 1, "tool_calls", 0, "function", "arguments"), "path"),
+        (("messages", 0), "some_newer_field"),
+        ((), "unknown_key"),
+    ],
+    ids=["arguments", "unknown-in-message", "unknown-top"],
+)
 def test_a_key_repeated_where_serde_keeps_the_last_is_no_finding(run, mermaid_demo, path, key):
     """A free JSON value (tool arguments: a map for serde) keeps the last; an unknown key in a struct is skipped."""
     snap = conv(mermaid_demo) / f"{MID}.json"
@@ -59,8 +70,12 @@ def test_a_key_repeated_where_serde_keeps_the_last_is_no_finding(run, mermaid_de
 
 # --- mermaid log line and sidecar ------------------------------------------------------------
 
-@pytest.mark.parametrize("path,key", [((), "seq"), (("event",), "type"), (("event", "message"), "role")],
-                         ids=["envelope", "event", "message"])
+
+@pytest.mark.parametrize(
+    "path,key",
+    [((), "seq"), (("event",), "type"), (("event", "message"), "role")],
+    ids=["envelope", "event", "message"],
+)
 def test_a_field_repeated_in_a_log_line_is_where_mermaid_stops_reading(run, mermaid_demo, path, key):
     log = conv(mermaid_demo) / f"{MID}.jsonl"
     lines = log.read_bytes().splitlines(keepends=True)
@@ -74,8 +89,11 @@ def test_a_field_repeated_in_a_log_line_is_where_mermaid_stops_reading(run, merm
     fp = fingerprint(mermaid_demo)
     r = run("--root", mermaid_demo, "check")
     assert r.exit_code == 3, r.output
-    assert "error: log-duplicate-key: " in r.stderr and f"line {n + 1} " in r.stderr and f"{key!r} appears twice" \
-        in r.stderr, r.stderr
+    assert (
+        "error: log-duplicate-key: " in r.stderr
+        and f"line {n + 1} " in r.stderr
+        and f"{key!r} appears twice" in r.stderr
+    ), r.stderr
     assert fingerprint(mermaid_demo) == fp
 
 
@@ -85,8 +103,12 @@ def test_a_key_repeated_in_tool_arguments_of_a_log_line_is_no_finding(run, merma
     n = next(i for i, x in enumerate(lines) if (orjson.loads(x)["event"].get("message") or {}).get("tool_calls"))
     env = orjson.loads(lines[n])
     args = env["event"]["message"]["tool_calls"][0]["function"]["arguments"]
-    lines[n] = (with_repeated(env, ("event", "message", "tool_calls", 0, "function", "arguments"), next(iter(args)),
-                              indent=False) + "\n").encode()
+    lines[n] = (
+        with_repeated(
+            env, ("event", "message", "tool_calls", 0, "function", "arguments"), next(iter(args)), indent=False
+        )
+        + "\n"
+    ).encode()
     log.write_bytes(b"".join(lines))
     r = run("--root", mermaid_demo, "check")
     assert "log-duplicate-key" not in r.stderr, r.output
@@ -104,8 +126,12 @@ def test_a_repeated_field_in_a_big_sidecar_is_caught_too(run, mermaid_demo):
 
 # --- SAM ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path,key", [((), "title"), (("messages", 0), "content"), (("settings",), "temperature")],
-                         ids=["top", "message", "settings"])
+
+@pytest.mark.parametrize(
+    "path,key",
+    [((), "title"), (("messages", 0), "content"), (("settings",), "temperature")],
+    ids=["top", "message", "settings"],
+)
 def test_a_key_repeated_in_a_sam_conversation_is_a_warning_and_recover_rewrites_it(run, sam_demo, path, key):
     p = conv(sam_demo) / SID / "conversation.json"
     doc = orjson.loads(p.read_bytes())
@@ -127,6 +153,7 @@ def test_a_key_repeated_in_a_sam_conversation_is_a_warning_and_recover_rewrites_
 
 
 # --- ls does not pay for it -----------------------------------------------------------------------
+
 
 def test_ls_and_show_never_parse_twice(run, mermaid_demo, sam_demo, monkeypatch):
     from samctl.stores import dupkeys

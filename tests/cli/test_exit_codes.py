@@ -26,16 +26,30 @@ BROKEN_ID = "20260101_000001_000"  # build_broken_mermaid: a snapshot that is no
 def test_the_table_is_the_one_in_errors_and_the_readme():
     """Every row tested below is a row of the README's table, which is errors.EXIT_CODES."""
     text = (REPO / "README.md").read_text()
-    section = text[text.index("## Exit codes"):]
-    rows = [int(m.group(1)) for m in re.finditer(r"^\| ([0-9]+) \|", section[:section.index("\n\n", 200)], re.M)]
+    section = text[text.index("## Exit codes") :]
+    rows = [int(m.group(1)) for m in re.finditer(r"^\| ([0-9]+) \|", section[: section.index("\n\n", 200)], re.M)]
     assert rows == [code for code, _ in errors.EXIT_CODES] == [0, 1, 2, 3, 4, 5, 130]
 
 
 # --- 0: done, nothing wrong found ----------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [("ls",), ("show", MID), ("check",), ("log", MID), ("search", "budget"), ("stats",),
-                                  ("attic",), ("export", MID, "--to", "markdown"), ("index",), ("completion", "bash")],
-                         ids=lambda a: a[0])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ls",),
+        ("show", MID),
+        ("check",),
+        ("log", MID),
+        ("search", "budget"),
+        ("stats",),
+        ("attic",),
+        ("export", MID, "--to", "markdown"),
+        ("index",),
+        ("completion", "bash"),
+    ],
+    ids=lambda a: a[0],
+)
 def test_0_read_only_commands_on_a_healthy_mermaid_store(run, mermaid_demo, args):
     fp = fingerprint(conv(mermaid_demo))
     r = run("--root", mermaid_demo, *args)
@@ -43,21 +57,31 @@ def test_0_read_only_commands_on_a_healthy_mermaid_store(run, mermaid_demo, args
     assert fingerprint(conv(mermaid_demo)) == fp
 
 
-@pytest.mark.parametrize("args", [("ls",), ("show", SID), ("check",), ("search", "portland"), ("stats",)],
-                         ids=lambda a: a[0])
+@pytest.mark.parametrize(
+    "args", [("ls",), ("show", SID), ("check",), ("search", "portland"), ("stats",)], ids=lambda a: a[0]
+)
 def test_0_read_only_commands_on_a_healthy_sam_store(run, sam_demo, args):
     r = run("--root", sam_demo, *args)
     assert r.exit_code == 0, r.output
 
 
 def test_0_writing_commands_that_did_their_job(run, mermaid_demo):
-    for args in (("rm", MID), ("restore", MID), ("archive", MID), ("restore", MID), ("compact",),
-                 ("attic", "--repair"), ("check", "--fix"), ("recover", MID, "--dry-run")):
+    for args in (
+        ("rm", MID),
+        ("restore", MID),
+        ("archive", MID),
+        ("restore", MID),
+        ("compact",),
+        ("attic", "--repair"),
+        ("check", "--fix"),
+        ("recover", MID, "--dry-run"),
+    ):
         r = run("--root", mermaid_demo, *args)
         assert r.exit_code == 0, (args, r.output)
 
 
 # --- 1: failed: the command could not do its job ----------------------------------------------------
+
 
 def test_1_a_named_pinned_conversation_is_refused(run, sam_demo):
     fp = tree_state(sam_demo)
@@ -78,8 +102,10 @@ def test_1_restore_of_a_conversation_that_exists_again(run, mermaid_demo):
 
 def test_1_export_to_a_place_that_cannot_be_written(run, mermaid_demo, tmp_path):
     (tmp_path / "a-file").write_text("x")
-    for args in (("export", MID, "--to", "markdown", "-o", tmp_path / "a-file" / "out.md"),
-                 ("export", "--all", "--to", "html", "-o", tmp_path / "a-file" / "pages")):
+    for args in (
+        ("export", MID, "--to", "markdown", "-o", tmp_path / "a-file" / "out.md"),
+        ("export", "--all", "--to", "html", "-o", tmp_path / "a-file" / "pages"),
+    ):
         r = run("--root", mermaid_demo, *args)
         assert r.exit_code == 1 and "samctl: error:" in r.stderr, (args, r.output)
 
@@ -101,8 +127,10 @@ def test_1_no_attic_can_be_made(run, mermaid_demo, folder_write_rule):
         fp = fingerprint(conv(mermaid_demo))
         for args in (("rm", MID), ("archive", "--older-than", "1d", "--yes")):
             r = run("--root", mermaid_demo, *args)
-            assert r.exit_code == 1 and "cannot make the attic" in r.stderr and "nothing was moved" in r.stderr, \
-                (args, r.output)
+            assert r.exit_code == 1 and "cannot make the attic" in r.stderr and "nothing was moved" in r.stderr, (
+                args,
+                r.output,
+            )
             assert fingerprint(conv(mermaid_demo)) == fp
     finally:
         os.chmod(mermaid_demo / ".mermaid", 0o700)
@@ -123,16 +151,21 @@ def test_1_an_internal_error_is_one_line(run, mermaid_demo, monkeypatch, args):
 
 # --- 2: usage error ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args,says", [
-    (("ls", "--sort", "bogus"), "Invalid value"),
-    (("show", "../../etc/passwd"), "is not a mermaid conversation id"),
-    (("show", "2026081"), "ambiguous"),
-    (("rm", MID, MID2), "--yes"),
-    (("compact", "--log-threshold", "0"), "is not a size"),
-    (("search", "x", "--threshold", "nan"), "--threshold"),
-    (("export", "--to", "markdown"), ""),
-    (("log",), "Missing argument"),
-], ids=lambda a: a[0] if isinstance(a, tuple) else None)
+
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (("ls", "--sort", "bogus"), "Invalid value"),
+        (("show", "../../etc/passwd"), "is not a mermaid conversation id"),
+        (("show", "2026081"), "ambiguous"),
+        (("rm", MID, MID2), "--yes"),
+        (("compact", "--log-threshold", "0"), "is not a size"),
+        (("search", "x", "--threshold", "nan"), "--threshold"),
+        (("export", "--to", "markdown"), ""),
+        (("log",), "Missing argument"),
+    ],
+    ids=lambda a: a[0] if isinstance(a, tuple) else None,
+)
 def test_2_usage_errors(run, mermaid_demo, args, says):
     fp = tree_state(mermaid_demo)
     r = run("--root", mermaid_demo, *args)
@@ -142,8 +175,19 @@ def test_2_usage_errors(run, mermaid_demo, args, says):
 
 # --- 3: partial: done, but some files were corrupt or skipped -------------------------------------------
 
-@pytest.mark.parametrize("args", [("check",), ("ls",), ("export", "--all", "--to", "jsonl"), ("log", "20260101_000014_000"),
-                                  ("search", "hello", "--no-index"), ("stats",)], ids=lambda a: a[0])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("check",),
+        ("ls",),
+        ("export", "--all", "--to", "jsonl"),
+        ("log", "20260101_000014_000"),
+        ("search", "hello", "--no-index"),
+        ("stats",),
+    ],
+    ids=lambda a: a[0],
+)
 def test_3_read_only_commands_on_a_broken_mermaid_store(run, mermaid_broken, args):
     root, _ = mermaid_broken
     fp = fingerprint(root)
@@ -187,8 +231,11 @@ def test_3_archive_that_cannot_move_a_conversation_with_a_symlinked_memory_db(ru
     assert fingerprint(conv(sam_demo) / SID) == before
 
 
-@pytest.mark.parametrize("args", [("archive", SID), ("archive", "--older-than", "30d", "--title", "Portland", "--yes"),
-                                  ("rm", SID)], ids=["named", "selected", "rm"])
+@pytest.mark.parametrize(
+    "args",
+    [("archive", SID), ("archive", "--older-than", "30d", "--title", "Portland", "--yes"), ("rm", SID)],
+    ids=["named", "selected", "rm"],
+)
 def test_3_a_conversation_with_an_unreadable_file_is_not_moved(run, sam_demo, monkeypatch, args):
     """The same problem found while reading (a file this user cannot read) exited 1; it is exit 3."""
     db = str(conv(sam_demo) / SID / "memory.db")
@@ -210,8 +257,11 @@ def test_3_a_conversation_with_an_unreadable_file_is_not_moved(run, sam_demo, mo
 def test_3_the_dry_run_says_it_too(run, sam_demo, tmp_path):
     _symlinked_memory_db(sam_demo, SID, tmp_path)
     fp = tree_state(sam_demo)
-    for args in (("archive", "--older-than", "30d", "--dry-run"), ("rm", SID, "--dry-run"),
-                 ("rm", "--older-than", "30d", "--dry-run", "--format", "json")):
+    for args in (
+        ("archive", "--older-than", "30d", "--dry-run"),
+        ("rm", SID, "--dry-run"),
+        ("rm", "--older-than", "30d", "--dry-run", "--format", "json"),
+    ):
         r = run("--root", sam_demo, *args)
         assert r.exit_code == 3 and "not-moved" in r.output and "symlink" in r.output, (args, r.output)
     assert tree_state(sam_demo) == fp
@@ -261,9 +311,19 @@ def test_3_restore_of_a_damaged_entry(run, mermaid_demo):
 
 # --- 4: not found ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [("show", "20250101_000000_000"), ("log", "20250101_000000_000"),
-                                  ("export", "20250101_000000_000", "--to", "json"), ("rm", "20250101_000000_000"),
-                                  ("restore", MID), ("recover", "20250101_000000_000")], ids=lambda a: a[0])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("show", "20250101_000000_000"),
+        ("log", "20250101_000000_000"),
+        ("export", "20250101_000000_000", "--to", "json"),
+        ("rm", "20250101_000000_000"),
+        ("restore", MID),
+        ("recover", "20250101_000000_000"),
+    ],
+    ids=lambda a: a[0],
+)
 def test_4_no_such_conversation(run, mermaid_demo, args):
     fp = tree_state(mermaid_demo)
     r = run("--root", mermaid_demo, *args)
@@ -280,6 +340,7 @@ def test_4_no_store_at_the_root(run, tmp_path, args):
 
 # --- 5: busy ----------------------------------------------------------------------------------------
 
+
 def _hold(path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -292,8 +353,15 @@ def test_5_another_samctl_holds_the_lock(run, mermaid_demo):
     fd = _hold(mermaid_demo / ".mermaid" / ".samctl" / "lock")
     try:
         fp = fingerprint(conv(mermaid_demo))
-        for args in (("rm", MID), ("archive", MID), ("compact",), ("check", "--fix"), ("attic", "--repair"),
-                     ("restore", MID2), ("rm", "--purge", MID, "--yes")):
+        for args in (
+            ("rm", MID),
+            ("archive", MID),
+            ("compact",),
+            ("check", "--fix"),
+            ("attic", "--repair"),
+            ("restore", MID2),
+            ("rm", "--purge", MID, "--yes"),
+        ):
             r = run("--root", mermaid_demo, *args)
             assert r.exit_code == 5 and "another samctl" in r.stderr, (args, r.output)
         assert fingerprint(conv(mermaid_demo)) == fp
@@ -304,8 +372,14 @@ def test_5_another_samctl_holds_the_lock(run, mermaid_demo):
 def test_5_sam_is_running(run, sam_demo, monkeypatch):
     monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "1")
     fp = tree_state(sam_demo)
-    for args in (("rm", SID), ("archive", "--older-than", "30d", "--yes"), ("compact",), ("check", "--fix"),
-                 ("search", "portland", "--touch"), ("rm", "--purge", SID, "--yes")):
+    for args in (
+        ("rm", SID),
+        ("archive", "--older-than", "30d", "--yes"),
+        ("compact",),
+        ("check", "--fix"),
+        ("search", "portland", "--touch"),
+        ("rm", "--purge", SID, "--yes"),
+    ):
         r = run("--root", sam_demo, *args)
         assert r.exit_code == 5 and "SAM is running" in r.stderr, (args, r.output)
     assert tree_state(sam_demo) == fp
@@ -327,6 +401,7 @@ def test_5_mermaid_has_the_session_open(run, mermaid_demo):
 
 
 # --- 130: interrupted ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("args", [("ls",), ("check",), ("stats",), ("rm", MID), ("show", MID)], ids=lambda a: a[0])
 def test_130_ctrl_c(run, mermaid_demo, monkeypatch, args):
@@ -379,9 +454,13 @@ def test_130_ctrl_c_while_waiting_for_the_lock(mermaid_demo):
     fd = _hold(mermaid_demo / ".mermaid" / ".samctl" / "lock")
     try:
         fp = fingerprint(conv(mermaid_demo))
-        p = subprocess.Popen([sys.executable, "-m", "samctl", "--root", str(mermaid_demo), "rm", MID, "--lock-wait",
-                              "60"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             preexec_fn=_ctrl_c_as_a_terminal_gives_it)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "samctl", "--root", str(mermaid_demo), "rm", MID, "--lock-wait", "60"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_ctrl_c_as_a_terminal_gives_it,
+        )
         _waits_on(p, mermaid_demo / ".mermaid" / ".samctl" / "lock")
         p.send_signal(signal.SIGINT)
         try:
@@ -399,19 +478,35 @@ def test_130_ctrl_c_while_waiting_for_the_lock(mermaid_demo):
 
 # --- a reader that goes away ---------------------------------------------------------------------------
 
+
 def _piped(root: Path, *args, stderr_too: bool = True) -> subprocess.CompletedProcess:
     """samctl writing into a pipe nobody reads any more (``samctl ... 2>&1 | head -c0``, without the race)."""
     r, w = os.pipe()
     os.close(r)
     try:
-        return subprocess.run([sys.executable, "-m", "samctl", "--root", str(root), *args], cwd=REPO, stdout=w,
-                              stderr=w if stderr_too else subprocess.PIPE, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "samctl", "--root", str(root), *args],
+            cwd=REPO,
+            stdout=w,
+            stderr=w if stderr_too else subprocess.PIPE,
+            timeout=120,
+        )
     finally:
         os.close(w)
 
 
-READ_ONLY = [("ls",), ("show", MID), ("check",), ("log", MID), ("search", "budget"), ("index",),
-             ("export", "--all", "--to", "jsonl"), ("stats",), ("attic",), ("check", "--format", "json")]
+READ_ONLY = [
+    ("ls",),
+    ("show", MID),
+    ("check",),
+    ("log", MID),
+    ("search", "budget"),
+    ("index",),
+    ("export", "--all", "--to", "jsonl"),
+    ("stats",),
+    ("attic",),
+    ("check", "--format", "json"),
+]
 
 
 @pytest.mark.parametrize("args", READ_ONLY, ids=lambda a: "-".join(a[:1] + a[2:3]))
@@ -449,8 +544,15 @@ def test_a_broken_pipe_does_not_stop_a_writing_command(sam_demo, tmp_path):
     assert len(list(attic_of(sam_demo).glob(f"{API}.archived.*.tar.zst"))) == 1
 
 
-@pytest.mark.parametrize("args", [("archive", "--older-than", "1d", "--yes"), ("rm", "--older-than", "1d", "--yes"),
-                                  ("rm", "--purge", "--older-than", "1d", "--yes")], ids=["archive", "rm", "purge"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("archive", "--older-than", "1d", "--yes"),
+        ("rm", "--older-than", "1d", "--yes"),
+        ("rm", "--purge", "--older-than", "1d", "--yes"),
+    ],
+    ids=["archive", "rm", "purge"],
+)
 def test_a_session_mermaid_has_open_is_an_exclusion_for_a_filter(run, mermaid_demo, args):
     """Found by a filter, it is kept and listed, and the others go (exit 0); it refused the whole run (exit 5)."""
     from samctl.stores import open_store

@@ -21,19 +21,22 @@ def test_help_shows_examples(run):
     assert r.exit_code == 0 and "Examples:" in r.stdout and "samctl export --all --to html" in r.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    ((), "nothing to export: give conversation IDs or --all"),
-    (("8B58", "--all"), "give conversation IDs or --all, not both"),
-    (("8B58", "--since", "7d"), "--since/--until choose from --all"),
-    (("--all", "--to", "markdown"), "markdown of several conversations needs a folder"),
-    (("--all", "-o", "{store}/conversations/out"), "inside the store"),
-    (("--all", "-o", "{store}/samctl-attic/out"), "inside samctl's attic"),
-    (("8B58", "-o", "{store}/.samctl/out.json"), "inside samctl's own folder"),
-    # SAM's own files beside conversations/ (docs/formats/sam.md §2): the legacy memory.db, shared_memory.db, ...
-    (("8B58", "--to", "json", "-o", "{store}/memory.db"), "inside SAM's folder"),
-    (("8B58", "--to", "json", "-o", "{store}/shared_memory.db"), "inside SAM's folder"),
-    (("--all", "--to", "markdown", "-o", "{store}"), "inside SAM's folder"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "nothing to export: give conversation IDs or --all"),
+        (("8B58", "--all"), "give conversation IDs or --all, not both"),
+        (("8B58", "--since", "7d"), "--since/--until choose from --all"),
+        (("--all", "--to", "markdown"), "markdown of several conversations needs a folder"),
+        (("--all", "-o", "{store}/conversations/out"), "inside the store"),
+        (("--all", "-o", "{store}/samctl-attic/out"), "inside samctl's attic"),
+        (("8B58", "-o", "{store}/.samctl/out.json"), "inside samctl's own folder"),
+        # SAM's own files beside conversations/ (docs/formats/sam.md §2): the legacy memory.db, shared_memory.db, ...
+        (("8B58", "--to", "json", "-o", "{store}/memory.db"), "inside SAM's folder"),
+        (("8B58", "--to", "json", "-o", "{store}/shared_memory.db"), "inside SAM's folder"),
+        (("--all", "--to", "markdown", "-o", "{store}"), "inside SAM's folder"),
+    ],
+)
 def test_usage_errors_say_what_to_do(run, sam_demo, args, message):
     args = [a.replace("{store}", str(sam_demo)) for a in args]
     before = fingerprint(sam_demo)
@@ -152,7 +155,9 @@ def test_a_place_that_cannot_be_written_is_an_error_for_people(run, mermaid_demo
 @pytest.mark.parametrize("where", ["{proj}/.mermaid", "{proj}/.mermaid/notes.md", "{proj}/.mermaid/scratch/x.md"])
 def test_mermaids_folder_is_refused_too(run, mermaid_demo, where):
     before = fingerprint(mermaid_demo)
-    r = run("--root", mermaid_demo, "export", "--all", "--to", "markdown", "-o", where.replace("{proj}", str(mermaid_demo)))
+    r = run(
+        "--root", mermaid_demo, "export", "--all", "--to", "markdown", "-o", where.replace("{proj}", str(mermaid_demo))
+    )
     assert r.exit_code == 2 and "inside mermaid's folder" in r.stderr and "hint: " in r.stderr
     assert fingerprint(mermaid_demo) == before
 
@@ -184,9 +189,14 @@ def test_all_skipped_writes_no_new_file(run, sam_demo, tmp_path):
     assert r.exit_code == 3 and not out.exists()
 
 
-@pytest.mark.parametrize("args", [("8B58", "--to", "json", "-o", "{out}/deeper/one.json"),
-                                  ("8B58", "--to", "markdown", "-o", "{out}/deeper/"),
-                                  ("--all", "--to", "markdown", "-o", "{out}/deeper")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("8B58", "--to", "json", "-o", "{out}/deeper/one.json"),
+        ("8B58", "--to", "markdown", "-o", "{out}/deeper/"),
+        ("--all", "--to", "markdown", "-o", "{out}/deeper"),
+    ],
+)
 def test_nothing_exported_creates_no_folder(run, sam_demo, tmp_path, args):
     """Folders named by -o are made for what is written: an export that writes nothing leaves none."""
     for folder in (sam_demo / "conversations").iterdir():  # --all: every conversation is unreadable

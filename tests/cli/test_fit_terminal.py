@@ -18,8 +18,14 @@ from tests.conftest import REPO
 def _on_a_terminal(args, columns: int) -> list:
     main, sub = pty.openpty()
     env = dict(os.environ, COLUMNS=str(columns), NO_COLOR="1")
-    p = subprocess.Popen([sys.executable, "-m", "samctl", *args], stdin=sub, stdout=sub,
-                         stderr=subprocess.DEVNULL, env=env, cwd=os.getcwd())
+    p = subprocess.Popen(
+        [sys.executable, "-m", "samctl", *args],
+        stdin=sub,
+        stdout=sub,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=os.getcwd(),
+    )
     os.close(sub)
     chunks = []
     while True:

@@ -13,10 +13,23 @@ from tests.cli.test_cross_store import machine  # noqa: F401 - the fixture: a ho
 from tests.conftest import REPO
 
 DEMO = REPO / "fixtures" / "demo"
-STORES = {"sam": "SAM", "mermaid": "mermaid-project", "claude-code": "claude_code", "codex": "codex",
-          "llm": "llm/logs.db", "chatgpt": "chatgpt/chatgpt-export.zip"}
-TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict,
-         "null": type(None)}
+STORES = {
+    "sam": "SAM",
+    "mermaid": "mermaid-project",
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "llm": "llm/logs.db",
+    "chatgpt": "chatgpt/chatgpt-export.zip",
+}
+TYPES = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
 
 
 def _schemas() -> dict:
@@ -34,8 +47,9 @@ def _check(value, schema, where="$") -> None:
     kinds = schema.get("type")
     if kinds:
         kinds = [kinds] if isinstance(kinds, str) else kinds
-        ok = any(isinstance(value, TYPES[k]) and not (k in ("integer", "number") and isinstance(value, bool))
-                 for k in kinds)
+        ok = any(
+            isinstance(value, TYPES[k]) and not (k in ("integer", "number") and isinstance(value, bool)) for k in kinds
+        )
         assert ok, f"{where}: {value!r} is not {kinds}"
     if isinstance(value, dict):
         for key in schema.get("required", ()):

@@ -71,6 +71,7 @@ ROOTS = {"claude-code": (".claude", C1, _session), "codex": (".codex", X1, _roll
 
 # --- archive --copy ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", list(ROOTS))
 def test_copy_keeps_a_verified_copy_in_the_data_folder_and_leaves_the_store_alone(home, run, kind):
     folder, cid, _ = ROOTS[kind]
@@ -137,8 +138,10 @@ def test_the_older_copy_stays_when_the_new_one_does_not_verify(home, run, monkey
     time.sleep(1.1)
     r = run("--root", root, "archive", "--copy", C1)
     assert r.exit_code == 3
-    assert f"error: not-kept: {C1}: the archive of {C1} did not read back as written (bad read); nothing was " \
-           "copied" in r.stderr
+    assert (
+        f"error: not-kept: {C1}: the archive of {C1} did not read back as written (bad read); nothing was "
+        "copied" in r.stderr
+    )
     assert _entries(home, "claude-code") == first
     assert _files(_attic(home, "claude-code")) == attic_before  # (its folders' mtimes moved: a journal came and went)
 
@@ -168,6 +171,7 @@ def test_copy_of_mermaid_and_sam_conversations_too(run, mermaid_demo, sam_demo):
 
 # --- restore -------------------------------------------------------------------------------------
 
+
 def test_restore_brings_a_kept_copy_back_after_the_app_deleted_it_and_keeps_the_copy(home, run):
     root = home / ".claude"
     session = _session(home)
@@ -181,8 +185,9 @@ def test_restore_brings_a_kept_copy_back_after_the_app_deleted_it_and_keeps_the_
     assert f"restored: {C1}" in r.stdout
     assert "warning: app-cleanup:" in r.stderr and "cleanupPeriodDays" in r.stderr and "--touch" in r.stderr
     restored = fingerprint(session.parent)
-    assert {k: v for k, v in restored.items() if k != "."} == {k: v for k, v in original.items()
-                                                              if k == session.name or k.startswith(C1)}
+    assert {k: v for k, v in restored.items() if k != "."} == {
+        k: v for k, v in original.items() if k == session.name or k.startswith(C1)
+    }
     assert folder.is_dir() and _entries(home, "claude-code") == kept  # the backup stays
     again = run("--root", root, "restore", C1)
     assert again.exit_code == 0 and f"already in the store with the kept copy's bytes: {C1}" in again.stderr
@@ -223,6 +228,7 @@ def test_restore_as_new_is_refused_for_another_apps_session(home, run):
 
 
 # --- rm -------------------------------------------------------------------------------------------
+
 
 def test_rm_and_restore_a_claude_code_session_with_its_folder(home, run):
     root = home / ".claude"
@@ -268,6 +274,7 @@ def test_rm_purge_removes_the_session_its_folder_and_its_copies(home, run):
 
 # --- live sessions --------------------------------------------------------------------------------
 
+
 def test_a_session_written_lately_is_left_alone_unless_force(home, run):
     root = home / ".claude"
     os.utime(_session(home), None)  # written just now
@@ -301,6 +308,7 @@ def test_a_session_open_in_a_process_is_live(home, run):
 
 
 # --- where the attic is, and what refuses ----------------------------------------------------------
+
 
 def test_a_data_folder_inside_the_apps_folder_is_refused(home, run, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".claude" / "data"))
@@ -366,8 +374,14 @@ def test_a_refused_restore_says_an_interrupted_copy_is_pending(home, run):
         f.write(b"{}\n")
     os.utime(_session(home), (OLD, OLD))
     stem = f"{C1}.kept.20260101T000000Z"
-    (_attic(home, "claude-code") / ".journal" / f"batch.{stem}.json").write_text(json.dumps(
-        {"op": "batch", "moves": [{"op": "copy", "stem": stem, "id": C1, "state": "kept", "files": [], "drops": []}]}))
+    (_attic(home, "claude-code") / ".journal" / f"batch.{stem}.json").write_text(
+        json.dumps(
+            {
+                "op": "batch",
+                "moves": [{"op": "copy", "stem": stem, "id": C1, "state": "kept", "files": [], "drops": []}],
+            }
+        )
+    )
     before = fingerprint(home)
     r = run("--root", root, "restore", C1)
     assert r.exit_code == 1 and "exists in the store again" in r.stderr

@@ -26,6 +26,7 @@ def _undo(run, result):
 
 # --- finding 3: a store's existence is decided by its place ----------------------------------------
 
+
 def test_the_undo_of_the_last_session_of_a_project_folder_works(home, run):  # noqa: F811
     project = _session(home, C2).parent
     assert [p.name for p in project.glob("*-*-*-*-*.jsonl")] == [f"{C2}.jsonl"]
@@ -58,6 +59,7 @@ def test_a_config_folder_of_another_name_stays_the_store_once_emptied(home, run,
 
 
 # --- finding 12: a folder deeper than any move takes -----------------------------------------------
+
 
 def _deep(folder: Path, levels: int = 1200) -> None:
     folder.mkdir(exist_ok=True)
@@ -96,9 +98,17 @@ def deep(home):  # noqa: F811
     _undeep(folder)
 
 
-@pytest.mark.parametrize("argv", [["rm", "--dry-run", C1], ["rm", C1], ["archive", C1], ["archive", "--copy", C1],
-                                  ["archive", "--copy", "--dry-run", C1],
-                                  ["archive", "--yes", "--older-than", "20d"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rm", "--dry-run", C1],
+        ["rm", C1],
+        ["archive", C1],
+        ["archive", "--copy", C1],
+        ["archive", "--copy", "--dry-run", C1],
+        ["archive", "--yes", "--older-than", "20d"],
+    ],
+)
 def test_a_folder_1200_deep_in_a_session_folder_is_a_finding_and_nothing_moves(home, run, argv, deep):  # noqa: F811
     folder = deep
     root = home / ".claude"
@@ -117,6 +127,7 @@ def test_a_folder_1200_deep_in_a_session_folder_is_a_finding_and_nothing_moves(h
 
 # --- finding 23: the live window in words ---------------------------------------------------------
 
+
 def test_a_huge_live_window_is_said_in_finite_minutes(home, run, monkeypatch):  # noqa: F811
     monkeypatch.setenv("SAMCTL_LIVE_MINUTES", "1e308")
     before = fingerprint(home)
@@ -127,6 +138,7 @@ def test_a_huge_live_window_is_said_in_finite_minutes(home, run, monkeypatch):  
 
 
 # --- finding 7: samctl's data folder through a link into the app's folder ----------------------------
+
 
 @pytest.mark.parametrize("level", ["samctl", "attic", "kind"])
 def test_a_symlink_on_the_way_to_the_attic_into_the_apps_folder_is_refused(home, run, level):  # noqa: F811
@@ -145,6 +157,7 @@ def test_a_symlink_on_the_way_to_the_attic_into_the_apps_folder_is_refused(home,
 
 
 # --- finding 1: a kept copy is never traded for a smaller one ---------------------------------------
+
 
 @pytest.mark.parametrize("cut", ["shorter", "emptied"])
 def test_a_session_cut_short_is_copied_beside_its_full_copy_and_check_says_so(home, run, cut):  # noqa: F811
@@ -199,6 +212,7 @@ def _hook(monkeypatch, at: str, action):
         if name == at and not fired:
             fired.append(name)
             action()
+
     monkeypatch.setattr(fsafe, "fault_hook", hook)
     return fired
 
@@ -214,6 +228,7 @@ def test_an_appender_that_reopens_per_line_during_the_move_loses_nothing(home, r
     def append():
         with open(s, "ab") as f:  # (the name is free: the appender creates the file again, as Claude Code would)
             f.write(LATE)
+
     fired = _hook(monkeypatch, "watch", append)
     r = run("--root", home / ".claude", "rm", "--force", C1)
     assert fired and r.exit_code == 3, r.stderr
@@ -243,10 +258,13 @@ def test_a_write_between_the_archive_and_the_rename_is_seen(home, run, monkeypat
     def append():
         with open(s, "ab") as f:
             f.write(LATE)
+
     fired = _hook(monkeypatch, "set-aside", append)
     r = run("--root", home / ".claude", "rm", "--force", C1)
     assert fired and r.exit_code == 3, r.stderr
-    assert s.read_bytes() == before + LATE and _asides(s.parent) == [] and _entries(home, "claude-code", "deleted") == []
+    assert (
+        s.read_bytes() == before + LATE and _asides(s.parent) == [] and _entries(home, "claude-code", "deleted") == []
+    )
 
 
 def _kept_lines(home: Path) -> set:
@@ -304,6 +322,7 @@ def test_a_real_concurrent_writer_loses_no_line(home, run, monkeypatch, style): 
             go.set()
             opened.wait(5)  # (the writer has the file open, or wrote its first line)
         return out
+
     monkeypatch.setattr(lifecycle, "_unchanged", then_write)
     t = threading.Thread(target=writer)
     t.start()
@@ -340,6 +359,7 @@ def test_a_crash_after_the_set_aside_is_settled_by_the_next_run(home, run, monke
                 with open(q, "ab") as f:
                     f.write(LATE)
             raise _Crash()
+
     monkeypatch.setattr(fsafe, "fault_hook", crash)
     with pytest.raises(_Crash):
         run("--root", home / ".claude", "rm", "--force", C1)

@@ -35,8 +35,11 @@ def attic_of(root: Path) -> Path:
 def tree_state(root: Path) -> dict:
     """``fingerprint`` of the whole tree but samctl's scratch: its lock file (which records who held it
     last) and the attic's staging and journal folders (a refused restore made and removed its batch's)."""
-    return {k: v for k, v in fingerprint(root).items()
-            if ".samctl/" not in f"/{k}" and not k.endswith(("samctl-attic/.staging", "samctl-attic/.journal"))}
+    return {
+        k: v
+        for k, v in fingerprint(root).items()
+        if ".samctl/" not in f"/{k}" and not k.endswith(("samctl-attic/.staging", "samctl-attic/.journal"))
+    }
 
 
 def files_state(root: Path, prefix: str) -> dict:
@@ -45,6 +48,7 @@ def files_state(root: Path, prefix: str) -> dict:
 
 
 # --- rm and restore -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("which,cid,short", [("mermaid", MID, "20260810_14"), ("sam", SID, "8b58cbc4")])
 def test_rm_then_restore_brings_back_bytes_modes_mtimes(which, cid, short, run, mermaid_demo, sam_demo):
@@ -91,8 +95,9 @@ def test_restore_as_new_mermaid_rewrites_the_id_inside_the_files(run, mermaid_de
     store = open_store(str(mermaid_demo))
     assert new != MID and store.valid_id(new)
     doc = orjson.loads((conv(mermaid_demo) / f"{new}.json").read_bytes())
-    assert doc["id"] == new and {k: v for k, v in doc.items() if k != "id"} == \
-        {k: v for k, v in old_doc.items() if k != "id"}
+    assert doc["id"] == new and {k: v for k, v in doc.items() if k != "id"} == {
+        k: v for k, v in old_doc.items() if k != "id"
+    }
     assert orjson.loads((conv(mermaid_demo) / f"{new}.meta").read_bytes())["id"] == new
     first = orjson.loads((conv(mermaid_demo) / f"{new}.jsonl").read_bytes().split(b"\n")[0])
     assert first["event"]["session_id"] == new
@@ -153,6 +158,7 @@ def test_rm_unknown_and_bad_ids_change_nothing(run, mermaid_demo):
 
 
 # --- safety: pinned, shared scopes, busy, lock, confirmation -----------------------------------
+
 
 def test_pinned_sam_conversation_refused_without_include_pinned(run, sam_demo):
     fp = fingerprint(sam_demo)
@@ -222,8 +228,9 @@ def test_scope_users_come_from_the_listing_cache_and_a_changed_file_is_read_agai
     assert fingerprint(sam_demo) == fp
 
 
-def test_a_rewrite_that_keeps_size_and_puts_the_mtime_back_is_read_again_before_a_scope_moves(run, sam_demo,
-                                                                                               monkeypatch):
+def test_a_rewrite_that_keeps_size_and_puts_the_mtime_back_is_read_again_before_a_scope_moves(
+    run, sam_demo, monkeypatch
+):
     """rsync -t or a restored backup: same size, old mtime, another scope.  The cached topic is
     not trusted (its ctime changed), so the scope's memories stay where their user needs them."""
     from samctl.stores.sam import store as samstore
@@ -323,8 +330,9 @@ def test_a_pinned_entry_is_not_purged_when_its_conversation_came_back_unpinned(r
     assert not list(attic_of(sam_demo).glob(f"{PINNED}.*")) and not (conv(sam_demo) / PINNED).exists()
 
 
-@pytest.mark.parametrize("cmd", [["rm", SID], ["archive", "--older-than", "1d", "--yes"], ["restore", SID],
-                                 ["compact"]])
+@pytest.mark.parametrize(
+    "cmd", [["rm", SID], ["archive", "--older-than", "1d", "--yes"], ["restore", SID], ["compact"]]
+)
 def test_busy_when_sam_runs_unless_force(cmd, run, sam_demo, monkeypatch):
     if cmd[0] == "restore":
         assert run("--root", sam_demo, "rm", SID).exit_code == 0
@@ -365,8 +373,9 @@ def test_busy_when_mermaid_session_is_live(run, mermaid_demo, held_scratch_lock)
     assert r.exit_code == 0
 
 
-@pytest.mark.parametrize("cmd", [["rm", MID], ["archive", "--older-than", "1d", "--yes"], ["compact"],
-                                 ["attic", "--repair"]])
+@pytest.mark.parametrize(
+    "cmd", [["rm", MID], ["archive", "--older-than", "1d", "--yes"], ["compact"], ["attic", "--repair"]]
+)
 def test_lock_contention_is_busy_with_lock_wait_zero(cmd, run, mermaid_demo):
     lockdir = mermaid_demo / ".mermaid" / ".samctl"
     lockdir.mkdir(mode=0o700)
@@ -412,8 +421,12 @@ def test_terminal_confirmation(run, mermaid_demo, monkeypatch):
 
 
 def test_dry_run_changes_nothing(run, mermaid_demo, sam_demo):
-    for root, args in ((mermaid_demo, ["rm", "--older-than", "1d"]), (mermaid_demo, ["rm", MID, "--purge"]),
-                       (sam_demo, ["archive", "--older-than", "1d"]), (mermaid_demo, ["compact", "--grace", "0s"])):
+    for root, args in (
+        (mermaid_demo, ["rm", "--older-than", "1d"]),
+        (mermaid_demo, ["rm", MID, "--purge"]),
+        (sam_demo, ["archive", "--older-than", "1d"]),
+        (mermaid_demo, ["compact", "--grace", "0s"]),
+    ):
         fp = fingerprint(root)
         r = run("--root", root, *args, "--dry-run", "--format", "json")
         assert r.exit_code == 0, r.stderr
@@ -426,8 +439,9 @@ def test_empty_selection(run, sam_demo, mermaid_demo):
 
     empty = "E0000000-0000-4000-8000-000000000001"
     (conv(sam_demo) / empty).mkdir(mode=0o700)
-    (conv(sam_demo) / empty / "conversation.json").write_text(sam_dumps(sam_doc(
-        empty, "New Conversation", [], "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")))
+    (conv(sam_demo) / empty / "conversation.json").write_text(
+        sam_dumps(sam_doc(empty, "New Conversation", [], "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"))
+    )
     r = run("--root", sam_demo, "rm", "--empty", "--yes")
     assert r.exit_code == 0, r.stderr
     assert r.stdout.count("deleted:") == 1 and empty in r.stdout
@@ -438,6 +452,7 @@ def test_empty_selection(run, sam_demo, mermaid_demo):
 
 
 # --- purge -------------------------------------------------------------------------------
+
 
 def test_purge_mermaid_keeps_conflicts_and_removes_the_scratch_dir(run, mermaid_demo):
     c = conv(mermaid_demo)
@@ -473,6 +488,7 @@ def test_purge_sam_removes_the_folder(run, sam_demo):
 
 # --- archive -------------------------------------------------------------------------------
 
+
 def test_archive_older_than_keep_last(run, mermaid_demo):
     r = run("--root", mermaid_demo, "archive", "--older-than", "1d", "--keep-last", "1", "--yes")
     assert r.exit_code == 0, r.stderr
@@ -505,9 +521,14 @@ def _count_manifest_reads(monkeypatch) -> list:
 
     read = []
     real = atticmod.load_manifest
-    monkeypatch.setattr(atticmod, "load_manifest",
-                        lambda store, path, data=None, attic=None: (read.append(os.path.basename(path)),
-                                                                    real(store, path, data, attic))[1])
+    monkeypatch.setattr(
+        atticmod,
+        "load_manifest",
+        lambda store, path, data=None, attic=None: (
+            read.append(os.path.basename(path)),
+            real(store, path, data, attic),
+        )[1],
+    )
     return read
 
 
@@ -574,10 +595,16 @@ def test_sam_age_counts_the_newest_message_not_only_updated(run, sam_demo):
     recent = _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime(_time.time() - 3600))
     cid = "F0000000-0000-4000-8000-000000000001"
     (conv(sam_demo) / cid).mkdir(mode=0o700)
-    doc = sam_doc(cid, "Busy yesterday", [
-        sam_message("11111111-2222-4333-8444-555555555555", "user", "hello", "2026-01-01T12:00:00Z"),
-        sam_message("66666666-7777-4888-8999-AAAAAAAAAAAA", "assistant", "hi", recent),
-    ], "2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z")
+    doc = sam_doc(
+        cid,
+        "Busy yesterday",
+        [
+            sam_message("11111111-2222-4333-8444-555555555555", "user", "hello", "2026-01-01T12:00:00Z"),
+            sam_message("66666666-7777-4888-8999-AAAAAAAAAAAA", "assistant", "hi", recent),
+        ],
+        "2026-01-01T12:00:00Z",
+        "2026-01-01T12:00:01Z",
+    )
     (conv(sam_demo) / cid / "conversation.json").write_text(sam_dumps(doc))
     r = run("--root", sam_demo, "archive", "--older-than", "30d", "--dry-run", "--format", "json")
     assert r.exit_code == 0, r.stderr
@@ -613,10 +640,14 @@ def _user_of_8b58s_memories(sam_demo) -> str:
 
     other = "F0000000-0000-4000-8000-000000000002"
     (conv(sam_demo) / other).mkdir(mode=0o700)
-    doc = sam_doc(other, "Uses 8B58's memories", [
-        sam_message("11111111-2222-4333-8444-555555555555", "user", "hello", "2026-01-01T12:00:00Z")],
-        "2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z",
-        settings=sam_settings(useSharedData=True, sharedTopicId=SID, sharedTopicName="Trips"))
+    doc = sam_doc(
+        other,
+        "Uses 8B58's memories",
+        [sam_message("11111111-2222-4333-8444-555555555555", "user", "hello", "2026-01-01T12:00:00Z")],
+        "2026-01-01T12:00:00Z",
+        "2026-01-01T12:00:01Z",
+        settings=sam_settings(useSharedData=True, sharedTopicId=SID, sharedTopicName="Trips"),
+    )
     (conv(sam_demo) / other / "conversation.json").write_text(sam_dumps(doc))
     os.chmod(conv(sam_demo) / other / "conversation.json", 0o600)
     return other
@@ -651,6 +682,7 @@ def test_a_folder_that_is_also_another_conversations_scope_keeps_its_memories(ru
 
 # --- batches: barriers, a failure inside a batch, a manifest cut short -----------------
 
+
 def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, monkeypatch):
     """Three conversations, one batch: its journal record, then archives and manifests (each archive
     written before its manifest), then removals, each set reaching the disk (a barrier) before the
@@ -663,8 +695,15 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
 
     def replace(src, dst, *a, **k):
         name = os.path.basename(dst)
-        events.append("manifest" if name.endswith(".manifest.json") else "tar" if name.endswith(".tar.zst")
-                      else "journal" if "/.journal/" in str(dst) else "other")
+        events.append(
+            "manifest"
+            if name.endswith(".manifest.json")
+            else "tar"
+            if name.endswith(".tar.zst")
+            else "journal"
+            if "/.journal/" in str(dst)
+            else "other"
+        )
         return real_replace(src, dst, *a, **k)
 
     monkeypatch.setattr(os, "replace", replace)
@@ -683,8 +722,8 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
     assert len(syncs) == 3
     first, second, third = syncs
     assert events[:first] == ["journal"]  # one record for the batch, on disk before anything else
-    assert events[first + 1:second] == ["tar", "manifest"] * 3  # the commit point: all on disk before removals
-    assert events[second + 1:third] == ["original"] * 9  # .meta, .json and .jsonl of each
+    assert events[first + 1 : second] == ["tar", "manifest"] * 3  # the commit point: all on disk before removals
+    assert events[second + 1 : third] == ["original"] * 9  # .meta, .json and .jsonl of each
     assert open_store(str(mermaid_demo)).all_ids() == []
 
 
@@ -794,8 +833,9 @@ def test_repair_drops_an_entry_whose_archive_did_not_reach_the_disk(run, mermaid
         entry.tar_path.unlink()
     else:
         entry.tar_path.write_bytes(b"" if loss == "archive-empty" else data[: len(data) // 2])
-    _repair_leaves_the_store_as_it_was(run, mermaid_demo, before,
-                                       "damaged archive; it was removed, the store copy is whole")
+    _repair_leaves_the_store_as_it_was(
+        run, mermaid_demo, before, "damaged archive; it was removed, the store copy is whole"
+    )
 
 
 def test_repair_leaves_a_cut_manifest_alone_when_an_original_is_gone(run, mermaid_demo):
@@ -807,11 +847,14 @@ def test_repair_leaves_a_cut_manifest_alone_when_an_original_is_gone(run, mermai
     assert (conv(mermaid_demo) / f"{MID}.json").exists()
 
 
-@pytest.mark.parametrize("record", [
-    {"op": "teleport", "stem": f"{MID}.deleted.20990101T000000Z"},  # a newer samctl's operation
-    {"op": "batch", "moves": [{"op": "teleport", "stem": f"{MID}.deleted.20990101T000000Z"}]},
-    {"op": "batch", "moves": "not a list"},
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"op": "teleport", "stem": f"{MID}.deleted.20990101T000000Z"},  # a newer samctl's operation
+        {"op": "batch", "moves": [{"op": "teleport", "stem": f"{MID}.deleted.20990101T000000Z"}]},
+        {"op": "batch", "moves": "not a list"},
+    ],
+)
 def test_repair_leaves_records_it_does_not_understand(run, mermaid_demo, record):
     journal = attic_of(mermaid_demo) / ".journal"
     journal.mkdir(parents=True, mode=0o700)
@@ -987,6 +1030,7 @@ def test_restore_entry_with_several_ids_is_a_usage_error(run, mermaid_demo):
 
 # --- a removal that fails after the commit point -----------------------------
 
+
 def _fail_unlink_of(monkeypatch, suffix: str):
     """Every unlink of a path ending in ``suffix`` fails as on a read-only or immutable file."""
     from samctl import fsafe
@@ -1048,6 +1092,7 @@ def test_sam_rm_whose_folder_cannot_leave_deletes_nothing_in_place(run, sam_demo
 
 
 # --- interrupted restores that repair must not lose or choke on ---------------
+
 
 class _Stop(Exception):
     pass
@@ -1146,8 +1191,9 @@ def test_an_id_the_attic_does_not_hold_points_at_samctl_attic(run, mermaid_demo)
     assert r.exit_code == 4 and f"`{pasted} ls` and `{pasted} attic` list them" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("odd", ["folder-symlink", "dangling-symlink", "folder-is-a-file", "lock-symlink",
-                                 "lock-is-a-folder"])
+@pytest.mark.parametrize(
+    "odd", ["folder-symlink", "dangling-symlink", "folder-is-a-file", "lock-symlink", "lock-is-a-folder"]
+)
 def test_an_odd_lock_folder_is_refused_and_nothing_is_written_anywhere(run, mermaid_demo, tmp_path, odd):
     """samctl never writes through a symlink (its lock file outside the store) and never ends in an
     internal error: the refusal says what is in the way."""
@@ -1237,16 +1283,23 @@ def test_restore_as_new_of_a_database_with_its_wal(run, sam_demo):
     c.close()
     os.replace(str(db) + ".x", db)
     os.replace(str(db) + "-wal.x", str(db) + "-wal")
-    want = sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute(
-        "SELECT count(*), sum(access_count) FROM conversation_memories").fetchone()
+    want = (
+        sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        .execute("SELECT count(*), sum(access_count) FROM conversation_memories")
+        .fetchone()
+    )
     assert run("--root", sam_demo, "rm", SID).exit_code == 0
     r = run("--root", sam_demo, "restore", SID, "--as-new")
     assert r.exit_code == 0, r.output
     [new] = [d for d in conv(sam_demo).iterdir() if d.name not in (PINNED, TOPIC, API) and d.is_dir()]
     assert not (new / "memory.db-wal").exists()
-    got = sqlite3.connect(f"file:{new / 'memory.db'}?mode=ro", uri=True).execute(
-        "SELECT count(*), sum(access_count), min(conversation_id), max(conversation_id) FROM conversation_memories"
-    ).fetchone()
+    got = (
+        sqlite3.connect(f"file:{new / 'memory.db'}?mode=ro", uri=True)
+        .execute(
+            "SELECT count(*), sum(access_count), min(conversation_id), max(conversation_id) FROM conversation_memories"
+        )
+        .fetchone()
+    )
     assert got[:2] == want and got[2] == got[3] == new.name
     assert os.listdir(attic_of(sam_demo) / ".journal") == []
 
@@ -1314,8 +1367,18 @@ def test_a_move_repair_cannot_finish_waits_and_blocks_nothing_else(run, sam_demo
 
 
 @pytest.mark.parametrize("sub", [".staging", ".journal"])
-@pytest.mark.parametrize("cmd", [["rm", SID], ["restore", API], ["archive", SID], ["rm", API, "--purge", "--yes"],
-                                 ["attic", "--repair"], ["compact"], ["attic"]])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["rm", SID],
+        ["restore", API],
+        ["archive", SID],
+        ["rm", API, "--purge", "--yes"],
+        ["attic", "--repair"],
+        ["compact"],
+        ["attic"],
+    ],
+)
 def test_a_symlinked_folder_inside_the_attic_is_never_followed(run, sam_demo, tmp_path, sub, cmd):
     """Not listed, not written, not swept: what the link points at stays as it was."""
     assert run("--root", sam_demo, "rm", API).exit_code == 0
@@ -1423,9 +1486,16 @@ def test_attic_state_filter_that_matches_nothing_says_so(run, mermaid_demo):
     assert r.exit_code == 0 and "holds no archived entry" in r.stderr and "is empty" not in r.stderr
 
 
-@pytest.mark.parametrize("cmd", [["rm", SID, "--dry-run"], ["rm", SID, "--purge", "--dry-run", "--yes"],
-                                 ["archive", "--older-than", "1d", "--dry-run"], ["compact", "--dry-run"],
-                                 ["recover", SID, "--dry-run"]])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["rm", SID, "--dry-run"],
+        ["rm", SID, "--purge", "--dry-run", "--yes"],
+        ["archive", "--older-than", "1d", "--dry-run"],
+        ["compact", "--dry-run"],
+        ["recover", SID, "--dry-run"],
+    ],
+)
 @pytest.mark.parametrize("why", ["sam-running", "lock-held"])
 def test_a_dry_run_says_the_real_run_would_be_refused(run, sam_demo, monkeypatch, cmd, why):
     """Every dry run, whatever makes the real run refuse (exit 5): a warning, exit 0, nothing changed."""
@@ -1501,8 +1571,9 @@ def test_a_stuck_move_partly_done_and_used_since_is_left_for_a_person(run, merma
 
 @pytest.mark.parametrize("odd", ["file", "symlink"])
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
-def test_restore_with_an_attic_that_is_not_a_folder_says_so_not_a_pending_move(run, which, odd, mermaid_demo,
-                                                                                sam_demo, tmp_path):
+def test_restore_with_an_attic_that_is_not_a_folder_says_so_not_a_pending_move(
+    run, which, odd, mermaid_demo, sam_demo, tmp_path
+):
     """An attic that is a file or a link is what stops restore: said as rm says it (exit 2), and never
     the hint of an interrupted move, which `attic --repair` would not settle."""
     root, cid = (mermaid_demo, MID) if which == "mermaid" else (sam_demo, SID)

@@ -46,11 +46,14 @@ def test_log_clean_end_is_exit_0(run, mermaid_demo):
     assert r.exit_code == 0 and len(r.stdout.splitlines()) == 13
 
 
-@pytest.mark.parametrize("content,code", [
-    (b'{"event":{"type":"input","text":"x"},"seq":0,"ts":"2026-01-01T00:00:00Z","v":1}\n', "headerless"),
-    ((SPEC / "compaction_line.jsonl").read_bytes().replace(b'"v":1', b'"v":2'), "newer-format"),
-    (b"not json\n", "malformed"),
-])
+@pytest.mark.parametrize(
+    "content,code",
+    [
+        (b'{"event":{"type":"input","text":"x"},"seq":0,"ts":"2026-01-01T00:00:00Z","v":1}\n', "headerless"),
+        ((SPEC / "compaction_line.jsonl").read_bytes().replace(b'"v":1', b'"v":2'), "newer-format"),
+        (b"not json\n", "malformed"),
+    ],
+)
 def test_log_reports_each_stop(run, mermaid_demo, content, code):
     (_conv(mermaid_demo) / f"{SPEC_ID}.jsonl").write_bytes(content)
     r = run("--root", mermaid_demo, "log", SPEC_ID)
@@ -193,8 +196,9 @@ def test_recover_interrupted_at_any_step_leaves_old_or_new(run, torn, monkeypatc
     conv = _conv(torn)
     old = (conv / f"{SPEC_ID}.json").read_bytes()
     snap = json.loads(old)
-    behind = make_fixtures.mermaid_snapshot(dict(snap, messages=snap["messages"][:2],
-                                                 updated_at=snap["messages"][1]["timestamp"])).encode()
+    behind = make_fixtures.mermaid_snapshot(
+        dict(snap, messages=snap["messages"][:2], updated_at=snap["messages"][1]["timestamp"])
+    ).encode()
     (conv / f"{SPEC_ID}.json").write_bytes(behind)
     seen = []
 

@@ -8,8 +8,11 @@ import pytest
 from tests.conftest import fingerprint
 
 MERMAID_IDS = ["20260901_170000_250", "20260812_091500_004", "20260810_140307_512"]
-SAM_IDS = ["C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B", "8B58CBC4-ACA7-4811-AE66-C01921690310",
-           "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"]
+SAM_IDS = [
+    "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B",
+    "8B58CBC4-ACA7-4811-AE66-C01921690310",
+    "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A",
+]
 
 
 def test_mermaid_ls_table_newest_first(run, mermaid_demo):
@@ -33,8 +36,21 @@ def test_mermaid_ls_jsonl_is_one_object_per_line(run, mermaid_demo):
     assert spec["updated"] == "2026-08-10T14:04:02.655120734-04:00"
     assert spec["store"] == "mermaid" and spec["pinned"] is False
     assert spec["size"] > 3428  # snapshot + meta + log
-    assert set(spec) == {"id", "title", "created", "updated", "last_activity", "message_count", "size", "pinned", "store",
-                         "path", "project", "branch", "continues"}
+    assert set(spec) == {
+        "id",
+        "title",
+        "created",
+        "updated",
+        "last_activity",
+        "message_count",
+        "size",
+        "pinned",
+        "store",
+        "path",
+        "project",
+        "branch",
+        "continues",
+    }
 
 
 @pytest.mark.parametrize("sub", ["", ".mermaid", ".mermaid/conversations"])
@@ -145,8 +161,17 @@ def test_sam_cache_is_not_trusted_when_the_file_changes(run, sam_demo, monkeypat
     assert "Renamed chat" in r.stdout
 
 
-@pytest.mark.parametrize("garbage", [b"", b"{", b"[]", b'{"v": 1, "root": "/elsewhere", "entries": {}}',
-                                     b'{"v":1,"root":"R","entries":{"X":[1,2,3]}}', b"\xff\x00"])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"",
+        b"{",
+        b"[]",
+        b'{"v": 1, "root": "/elsewhere", "entries": {}}',
+        b'{"v":1,"root":"R","entries":{"X":[1,2,3]}}',
+        b"\xff\x00",
+    ],
+)
 def test_sam_corrupt_cache_is_rebuilt_silently(run, sam_demo, monkeypatch, tmp_path, garbage):
     cache = tmp_path / "c"
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
@@ -213,12 +238,18 @@ def test_mermaid_cache_warm_equals_cold_and_follows_changes(run, mermaid_broken,
     assert "Renamed: what does the deadline" in run("--root", root, "ls", "--format", "jsonl").stdout
     # sizes are never cached: a log that grew shows at once
     log = root / ".mermaid" / "conversations" / "20260901_170000_250.jsonl"
-    before = [json.loads(x) for x in run("--root", root, "ls", "--format", "jsonl").stdout.splitlines()
-              if "20260901_170000_250" in x][0]["size"]
+    before = [
+        json.loads(x)
+        for x in run("--root", root, "ls", "--format", "jsonl").stdout.splitlines()
+        if "20260901_170000_250" in x
+    ][0]["size"]
     with open(log, "a") as f:
         f.write("x" * 1000)
-    after = [json.loads(x) for x in run("--root", root, "ls", "--format", "jsonl").stdout.splitlines()
-             if "20260901_170000_250" in x][0]["size"]
+    after = [
+        json.loads(x)
+        for x in run("--root", root, "ls", "--format", "jsonl").stdout.splitlines()
+        if "20260901_170000_250" in x
+    ][0]["size"]
     assert after == before + 1000
 
 
@@ -285,8 +316,9 @@ def test_mermaid_trusted_folder_still_sees_every_change_mermaid_makes(run, merma
     assert nocache.stdout == run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout
 
 
-def test_mermaid_racy_or_incomplete_listing_records_no_folder_stamp(run, mermaid_broken, mermaid_demo, monkeypatch,
-                                                                      tmp_path):
+def test_mermaid_racy_or_incomplete_listing_records_no_folder_stamp(
+    run, mermaid_broken, mermaid_demo, monkeypatch, tmp_path
+):
     cache = tmp_path / "c"
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
     conv = mermaid_demo / ".mermaid" / "conversations"
@@ -320,20 +352,29 @@ def _trusted_cache(run, root, monkeypatch, tmp_path):
 def _set(col, value):
     def tamper(doc):
         doc["extra"][col][0] = value
+
     return tamper
 
 
-@pytest.mark.parametrize("tamper", [
-    _set("fixed", "big"), _set("other", 1.5), _set("updated_ts", "late"), _set("counts", [1]), _set("titles", None),
-    _set("logs", "../../etc/passwd"), _set("names", "../x.meta"),
-    lambda doc: doc["extra"]["ids"].pop(),
-    lambda doc: doc["extra"].pop("logs"),
-    lambda doc: doc["extra"].__setitem__("findings", [["code", "name"]]),
-    lambda doc: doc.__setitem__("extra", [1, 2]),
-    lambda doc: [e.__setitem__(2, 99) for e in doc["entries"].values()],
-    lambda doc: [e.__setitem__(2, "row") for e in doc["entries"].values()],
-    lambda doc: [e.append(0) for e in doc["entries"].values()],
-])
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        _set("fixed", "big"),
+        _set("other", 1.5),
+        _set("updated_ts", "late"),
+        _set("counts", [1]),
+        _set("titles", None),
+        _set("logs", "../../etc/passwd"),
+        _set("names", "../x.meta"),
+        lambda doc: doc["extra"]["ids"].pop(),
+        lambda doc: doc["extra"].pop("logs"),
+        lambda doc: doc["extra"].__setitem__("findings", [["code", "name"]]),
+        lambda doc: doc.__setitem__("extra", [1, 2]),
+        lambda doc: [e.__setitem__(2, 99) for e in doc["entries"].values()],
+        lambda doc: [e.__setitem__(2, "row") for e in doc["entries"].values()],
+        lambda doc: [e.append(0) for e in doc["entries"].values()],
+    ],
+)
 def test_mermaid_tampered_trusted_cache_is_rescanned_silently(run, mermaid_demo, monkeypatch, tmp_path, tamper):
     cold, f, doc = _trusted_cache(run, mermaid_demo, monkeypatch, tmp_path)
     tamper(doc)
@@ -368,12 +409,19 @@ def test_sam_ls_orders_and_filters_by_last_activity_not_by_updated_alone(run, tm
 
     conv = tmp_path / "SAM" / "conversations"
     a, b = "AAAAAAAA-2222-4333-8444-555555555555", "BBBBBBBB-2222-4333-8444-555555555555"
-    ma = [mf.sam_message("A1000000-2222-4333-8444-555555555555", "user", "old chat, renamed later",
-                         "2026-08-01T10:00:00Z")]
-    mb = [mf.sam_message("B1000000-2222-4333-8444-555555555555", "user", "started 08-10", "2026-08-10T10:00:00Z"),
-          mf.sam_message("B2000000-2222-4333-8444-555555555555", "user", "still chatting", "2026-08-25T10:00:00Z")]
-    for cid, title, msgs, created, updated in ((a, "A renamed", ma, "2026-08-01T10:00:00Z", "2026-08-20T10:00:00Z"),
-                                               (b, "B active", mb, "2026-08-10T10:00:00Z", "2026-08-10T10:00:05Z")):
+    ma = [
+        mf.sam_message(
+            "A1000000-2222-4333-8444-555555555555", "user", "old chat, renamed later", "2026-08-01T10:00:00Z"
+        )
+    ]
+    mb = [
+        mf.sam_message("B1000000-2222-4333-8444-555555555555", "user", "started 08-10", "2026-08-10T10:00:00Z"),
+        mf.sam_message("B2000000-2222-4333-8444-555555555555", "user", "still chatting", "2026-08-25T10:00:00Z"),
+    ]
+    for cid, title, msgs, created, updated in (
+        (a, "A renamed", ma, "2026-08-01T10:00:00Z", "2026-08-20T10:00:00Z"),
+        (b, "B active", mb, "2026-08-10T10:00:00Z", "2026-08-10T10:00:05Z"),
+    ):
         (conv / cid).mkdir(parents=True)
         (conv / cid / "conversation.json").write_text(mf.sam_dumps(mf.sam_doc(cid, title, msgs, created, updated)))
     for cache in ([], ["--no-cache"], []):  # cold, uncached, warm
@@ -384,12 +432,15 @@ def test_sam_ls_orders_and_filters_by_last_activity_not_by_updated_alone(run, tm
     r = run("--root", tmp_path / "SAM", "ls")
     assert "2026-08-25" in r.stdout.splitlines()[1] and r.stdout.splitlines()[1].startswith(b)
     rows = json.loads(run("--root", tmp_path / "SAM", "ls", "--format", "json").stdout)
-    assert [(m["updated"], m["last_activity"]) for m in rows] == [("2026-08-10T10:00:05Z", "2026-08-25T10:00:00Z"),
-                                                                  ("2026-08-20T10:00:00Z", "2026-08-20T10:00:00Z")]
+    assert [(m["updated"], m["last_activity"]) for m in rows] == [
+        ("2026-08-10T10:00:05Z", "2026-08-25T10:00:00Z"),
+        ("2026-08-20T10:00:00Z", "2026-08-20T10:00:00Z"),
+    ]
     r = run("--root", tmp_path / "SAM", "show", b[:8])
     assert "2026-08-25" in r.stdout.splitlines()[1]  # the header's "created → last activity"
-    r = run("--root", tmp_path / "SAM", "archive", "--older-than", "0d", "--keep-last", "1", "--dry-run",
-            "--format", "json")
+    r = run(
+        "--root", tmp_path / "SAM", "archive", "--older-than", "0d", "--keep-last", "1", "--dry-run", "--format", "json"
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert [i["id"] for i in out["items"]] == [a]
@@ -420,8 +471,10 @@ def test_a_message_dated_after_its_file_was_written_is_not_activity(run, tmp_pat
 
     conv = tmp_path / "SAM" / "conversations"
     a, b = "AAAAAAAA-2222-4333-8444-555555555555", "BBBBBBBB-2222-4333-8444-555555555555"
-    ma = [mf.sam_message("A1000000-2222-4333-8444-555555555555", "user", "from the future", "2099-01-01T00:00:00Z"),
-          mf.sam_message("A2000000-2222-4333-8444-555555555555", "user", "real", "2026-08-02T10:00:00Z")]
+    ma = [
+        mf.sam_message("A1000000-2222-4333-8444-555555555555", "user", "from the future", "2099-01-01T00:00:00Z"),
+        mf.sam_message("A2000000-2222-4333-8444-555555555555", "user", "real", "2026-08-02T10:00:00Z"),
+    ]
     mb = [mf.sam_message("B1000000-2222-4333-8444-555555555555", "user", "later", "2026-08-10T10:00:00Z")]
     for cid, msgs in ((a, ma), (b, mb)):
         (conv / cid).mkdir(parents=True)

@@ -16,8 +16,9 @@ from tests.conftest import fingerprint, pools_with
 @pytest.fixture
 def pools(monkeypatch):
     """Workers from one cache miss on, one file per unit of work; counts the pools made."""
-    return pools_with(monkeypatch, {(mod, name): 1 for mod in (mermaid_store, sam_store)
-                                    for name in ("PARALLEL_SCAN", "SCAN_PART")})
+    return pools_with(
+        monkeypatch, {(mod, name): 1 for mod in (mermaid_store, sam_store) for name in ("PARALLEL_SCAN", "SCAN_PART")}
+    )
 
 
 def _cache_files(folder):
@@ -38,8 +39,7 @@ def _age(root):
 
 @pytest.mark.parametrize("which", ["mermaid", "sam"])
 @pytest.mark.parametrize("fmt", ["jsonl", "table"])
-def test_workers_list_what_one_process_does(run, which, fmt, mermaid_broken, sam_broken, pools, monkeypatch,
-                                            tmp_path):
+def test_workers_list_what_one_process_does(run, which, fmt, mermaid_broken, sam_broken, pools, monkeypatch, tmp_path):
     root, _ = mermaid_broken if which == "mermaid" else sam_broken
     _age(root)
     before = fingerprint(root)

@@ -21,8 +21,14 @@ def _show(tmp_path, root, env: dict, *args) -> str:
     main, sub = pty.openpty()
     full = {k: v for k, v in os.environ.items() if k not in ("LESS", "PAGER", "SAMCTL_PAGER")}
     full.update({k: (str(pager) if v == "@pager" else v) for k, v in env.items()})
-    p = subprocess.Popen([sys.executable, "-m", "samctl", "--root", str(root), "show", SAM_ID, *args],
-                         stdin=sub, stdout=sub, stderr=sub, env=full, close_fds=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "samctl", "--root", str(root), "show", SAM_ID, *args],
+        stdin=sub,
+        stdout=sub,
+        stderr=sub,
+        env=full,
+        close_fds=True,
+    )
     os.close(sub)
     while True:
         try:

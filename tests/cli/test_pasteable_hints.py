@@ -48,8 +48,10 @@ def test_error_hints_and_findings_name_the_root(run, mermaid_demo):
 
 
 def test_prose_that_mentions_samctl_is_left_alone():
-    code = ("from samctl.core.scope import Scope; s = Scope(roots=('/x',), named=True);"
-            "print(s.paste('another samctl is writing; run `samctl attic --repair`'))")
+    code = (
+        "from samctl.core.scope import Scope; s = Scope(roots=('/x',), named=True);"
+        "print(s.paste('another samctl is writing; run `samctl attic --repair`'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out == "another samctl is writing; run `samctl --root /x attic --repair`\n"
 

@@ -23,8 +23,11 @@ def _lines(path):
 
 
 def _write_log(path, envelopes):
-    path.write_bytes(b"".join(json.dumps(e, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
-                              + b"\n" for e in envelopes))
+    path.write_bytes(
+        b"".join(
+            json.dumps(e, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode() + b"\n" for e in envelopes
+        )
+    )
 
 
 def _drop_log_line(project, index):
@@ -43,6 +46,7 @@ def _no_writes(before, after):
 
 
 # --- a complete snapshot is never replaced by a fold that is not newer and as complete -------------
+
 
 def test_tie_keeps_the_complete_snapshot_over_a_log_missing_a_message(run, mermaid_demo):
     _drop_log_line(mermaid_demo, 10)  # the Tool message; the last message (and updated_at) is in both
@@ -74,11 +78,23 @@ def test_a_newer_compaction_in_the_log_replaces_the_snapshot(run, mermaid_demo):
     conv = _conv(mermaid_demo)
     log = conv / f"{SPEC_ID}.jsonl"
     ev = _lines(log)
-    checkpoint = make_fixtures.mermaid_message("System", "MERMAID CONTEXT CHECKPOINT\n...",
-                                               "2026-08-10T15:10:44.002913377-04:00", kind="context_checkpoint")
+    checkpoint = make_fixtures.mermaid_message(
+        "System", "MERMAID CONTEXT CHECKPOINT\n...", "2026-08-10T15:10:44.002913377-04:00", kind="context_checkpoint"
+    )
     record = json.loads((SPEC / "compaction_line.jsonl").read_text())["event"]["record"]
-    ev.append({"event": {"at": checkpoint["timestamp"], "record": record, "replacement": [checkpoint],
-                         "type": "compaction"}, "seq": len(ev), "ts": "2026-08-10T15:10:44.010552871-04:00", "v": 1})
+    ev.append(
+        {
+            "event": {
+                "at": checkpoint["timestamp"],
+                "record": record,
+                "replacement": [checkpoint],
+                "type": "compaction",
+            },
+            "seq": len(ev),
+            "ts": "2026-08-10T15:10:44.010552871-04:00",
+            "v": 1,
+        }
+    )
     _write_log(log, ev)
     r = run("--root", mermaid_demo, "recover", SPEC_ID)
     assert r.exit_code == 0, r.output
@@ -101,6 +117,7 @@ def test_summary_counts_messages_gained_and_lost_without_contradiction(run, merm
 
 
 # --- checkpoint_seq of a snapshot written from a full fold ---------------------------------------
+
 
 def test_full_fold_sets_checkpoint_seq_to_the_last_folded_seq(run, mermaid_demo):
     conv = _conv(mermaid_demo)
@@ -127,6 +144,7 @@ def test_a_0_25_snapshot_rebuilt_from_the_log_gets_no_checkpoint_seq(run, mermai
 
 # --- a log that folds to no messages --------------------------------------------------------------
 
+
 def test_a_message_less_log_is_nothing_to_recover(run, mermaid_demo):
     conv = _conv(mermaid_demo)
     (conv / f"{SPEC_ID}.json").unlink()
@@ -148,8 +166,14 @@ def test_a_log_reset_to_no_messages_never_empties_the_snapshot(run, mermaid_demo
     conv = _conv(mermaid_demo)
     log = conv / f"{SPEC_ID}.jsonl"
     ev = _lines(log)
-    ev.append({"event": {"at": "2026-08-10T14:05:00Z", "messages": [], "type": "reset"}, "seq": len(ev),
-               "ts": "2026-08-10T14:05:00Z", "v": 1})
+    ev.append(
+        {
+            "event": {"at": "2026-08-10T14:05:00Z", "messages": [], "type": "reset"},
+            "seq": len(ev),
+            "ts": "2026-08-10T14:05:00Z",
+            "v": 1,
+        }
+    )
     _write_log(log, ev)
     r = run("--root", mermaid_demo, "recover", SPEC_ID)
     assert r.exit_code == 3, r.output
@@ -157,6 +181,7 @@ def test_a_log_reset_to_no_messages_never_empties_the_snapshot(run, mermaid_demo
 
 
 # --- 0.26+ <id>.<pid>.<n>.conflict.jsonl ------------------------------------------------------------
+
 
 def _conflict_log(project):
     """A 0.26+ diverted log: a complete log (it was backfilled) plus this writer's continuation."""
@@ -176,8 +201,10 @@ def test_check_calls_a_conflict_jsonl_a_conflict_not_a_bad_id(run, mermaid_demo)
     assert r.exit_code == 3
     doc = json.loads(r.stdout)
     assert [(f["code"], f["severity"], f["path"]) for f in doc["findings"]] == [("conflict", "warning", str(path))]
-    assert "diverted log" in doc["findings"][0]["reason"] and f"`samctl recover {SPEC_ID} --use {path}`" in \
-        doc["findings"][0]["reason"]
+    assert (
+        "diverted log" in doc["findings"][0]["reason"]
+        and f"`samctl recover {SPEC_ID} --use {path}`" in doc["findings"][0]["reason"]
+    )
     # the hint, pasted as it stands, adopts the file
     text = run("--root", mermaid_demo, "check").stderr
     hint = text.split("`")[1]
@@ -201,10 +228,13 @@ def test_recover_use_folds_a_conflict_jsonl(run, mermaid_demo):
     assert path.exists()
 
 
-@pytest.mark.parametrize("content,why", [
-    (b"not json\n", "not a log mermaid would fold"),
-    (None, "holds session 20260901_170000_250"),
-])
+@pytest.mark.parametrize(
+    "content,why",
+    [
+        (b"not json\n", "not a log mermaid would fold"),
+        (None, "holds session 20260901_170000_250"),
+    ],
+)
 def test_recover_use_refuses_a_conflict_jsonl_that_does_not_fold_to_this_session(run, mermaid_demo, content, why):
     conv = _conv(mermaid_demo)
     path = conv / f"{SPEC_ID}.4242.1.conflict.jsonl"
@@ -217,6 +247,7 @@ def test_recover_use_refuses_a_conflict_jsonl_that_does_not_fold_to_this_session
 
 # --- a log problem recover cannot fix is exit 3, and says so ----------------------------------------
 
+
 def _break(project, how):
     log = _conv(project) / f"{SPEC_ID}.jsonl"
     data = log.read_bytes()
@@ -227,18 +258,21 @@ def _break(project, how):
         lines[5] = lines[5].replace(b'"v":1', b'"v":2')
         data = b"\n".join(lines)
     elif how == "headerless":
-        data = data[data.index(b"\n") + 1:]
+        data = data[data.index(b"\n") + 1 :]
     elif how == "invalid-utf8":
         data = data.replace(b"HashMap", b"Hash\xffMap", 1)
     log.write_bytes(data)
 
 
-@pytest.mark.parametrize("how,why", [
-    ("malformed", "line 12 at byte 3639 is malformed"),
-    ("newer-format", "line 6 was written by a newer mermaid (v=2): the whole log is refused"),
-    ("headerless", "the first event is 'reset', not 'started'"),
-    ("invalid-utf8", "line 12 at byte 3639 is not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    "how,why",
+    [
+        ("malformed", "line 12 at byte 3639 is malformed"),
+        ("newer-format", "line 6 was written by a newer mermaid (v=2): the whole log is refused"),
+        ("headerless", "the first event is 'reset', not 'started'"),
+        ("invalid-utf8", "line 12 at byte 3639 is not valid UTF-8"),
+    ],
+)
 def test_recover_says_the_log_stays_broken_and_exits_3(run, mermaid_demo, how, why):
     _break(mermaid_demo, how)
     before = fingerprint(mermaid_demo)
@@ -257,6 +291,7 @@ def test_a_healthy_session_is_still_nothing_to_do(run, mermaid_demo):
 
 
 # --- a session only its log knows ------------------------------------------------------------------
+
 
 def test_check_reports_a_session_with_only_a_log(run, mermaid_demo):
     conv = _conv(mermaid_demo)

@@ -38,8 +38,10 @@ def _dst_session(project, snapshot_has_last: bool):
     the snapshot, so its two old timestamps are re-saved as -05:00, and appends two more messages; with
     ``snapshot_has_last`` False it crashed before saving the second."""
     conv = _conv(project)
-    summer = [mf.mermaid_message("User", "summer question", "2026-08-10T14:03:10.5-04:00"),
-              mf.mermaid_message("Assistant", "summer answer", "2026-08-10T14:03:11.5-04:00")]
+    summer = [
+        mf.mermaid_message("User", "summer question", "2026-08-10T14:03:10.5-04:00"),
+        mf.mermaid_message("Assistant", "summer answer", "2026-08-10T14:03:11.5-04:00"),
+    ]
     doc = mf.mermaid_doc(CID, "summer question", summer, CREATED)
     log = mf.mermaid_backfill_log(doc, "2026-08-10T14:03:11.6-04:00")
     m3 = mf.mermaid_message("User", "winter follow-up", "2026-11-20T09:00:00.5-05:00")
@@ -48,8 +50,13 @@ def _dst_session(project, snapshot_has_last: bool):
     log += mf.mermaid_line(n, "2026-11-20T09:00:00.6-05:00", {"type": "message", "message": m3})
     log += mf.mermaid_line(n + 1, "2026-11-20T09:00:01.6-05:00", {"type": "message", "message": m4})
     saved = [m3, m4] if snapshot_has_last else [m3]
-    winter = dict(doc, created_at=_winter(CREATED), updated_at=saved[-1]["timestamp"], input_history=["summer question"],
-                  messages=[dict(m, timestamp=_winter(m["timestamp"])) for m in summer] + saved)
+    winter = dict(
+        doc,
+        created_at=_winter(CREATED),
+        updated_at=saved[-1]["timestamp"],
+        input_history=["summer question"],
+        messages=[dict(m, timestamp=_winter(m["timestamp"])) for m in summer] + saved,
+    )
     _write(conv, winter, log)
     return conv
 
@@ -72,31 +79,60 @@ def test_a_message_only_the_log_has_comes_back_across_an_offset_change(run, tmp_
     r = run("--root", tmp_path, "recover", CID)
     assert r.exit_code == 0, r.output
     doc = json.loads((conv / f"{CID}.json").read_text())
-    assert [m["content"] for m in doc["messages"]] == ["summer question", "summer answer", "winter follow-up",
-                                                       "winter answer"]
+    assert [m["content"] for m in doc["messages"]] == [
+        "summer question",
+        "summer answer",
+        "winter follow-up",
+        "winter answer",
+    ]
     assert doc["updated_at"] == "2026-11-20T09:00:01.5-05:00"
 
 
 def _compaction(i, at):
-    return {"after_tokens": 3120, "archive_path": None, "archived_message_count": 38, "before_tokens": 91554,
-            "created_at": at, "duration_secs": 6.25, "focus": None, "id": f"cmp_{i}", "preserved_message_count": 4,
-            "preserved_turn_count": 1, "review_error": None, "review_status": "reviewed", "summary_tokens": 1410,
-            "trigger": "auto_threshold"}
+    return {
+        "after_tokens": 3120,
+        "archive_path": None,
+        "archived_message_count": 38,
+        "before_tokens": 91554,
+        "created_at": at,
+        "duration_secs": 6.25,
+        "focus": None,
+        "id": f"cmp_{i}",
+        "preserved_message_count": 4,
+        "preserved_turn_count": 1,
+        "review_error": None,
+        "review_status": "reviewed",
+        "summary_tokens": 1410,
+        "trigger": "auto_threshold",
+    }
 
 
 def test_compaction_records_older_than_a_backfilled_log_are_kept_before_the_logs_own(run, tmp_path):
     conv = _conv(tmp_path)
     chk1 = mf.mermaid_message("System", "CHECKPOINT 1", "2026-08-10T15:00:00-04:00", kind="context_checkpoint")
     m1 = mf.mermaid_message("User", "after the first compaction", "2026-08-10T15:01:00-04:00")
-    snap = mf.mermaid_doc(CID, "Fix it", [chk1, m1], CREATED, compactions=[_compaction(1, "2026-08-10T15:00:00-04:00")],
-                          input_history=["after the first compaction"])
+    snap = mf.mermaid_doc(
+        CID,
+        "Fix it",
+        [chk1, m1],
+        CREATED,
+        compactions=[_compaction(1, "2026-08-10T15:00:00-04:00")],
+        input_history=["after the first compaction"],
+    )
     log = mf.mermaid_backfill_log(snap, "2026-08-10T15:01:00.5-04:00")  # the log starts after cmp_1
     n = log.count("\n")
     chk2 = mf.mermaid_message("System", "CHECKPOINT 2", "2026-08-10T16:00:00-04:00", kind="context_checkpoint")
     m3 = mf.mermaid_message("User", "after the second compaction", "2026-08-10T16:01:00-04:00")
-    log += mf.mermaid_line(n, "2026-08-10T16:00:00.1-04:00", {
-        "type": "compaction", "at": "2026-08-10T16:00:00-04:00", "record": _compaction(2, "2026-08-10T16:00:00-04:00"),
-        "replacement": [chk2]})
+    log += mf.mermaid_line(
+        n,
+        "2026-08-10T16:00:00.1-04:00",
+        {
+            "type": "compaction",
+            "at": "2026-08-10T16:00:00-04:00",
+            "record": _compaction(2, "2026-08-10T16:00:00-04:00"),
+            "replacement": [chk2],
+        },
+    )
     log += mf.mermaid_line(n + 1, "2026-08-10T16:01:00.1-04:00", {"type": "message", "message": m3})
     _write(conv, snap, log)  # mermaid crashed before saving the second compaction
     r = run("--root", tmp_path, "recover", CID)
@@ -117,8 +153,10 @@ def test_the_summary_counts_only_the_message_gained_not_the_ones_rewritten_in_an
 
 def test_a_snapshot_timestamp_with_ten_fraction_digits_loads_as_mermaid_loads_it(run, tmp_path):
     conv = _conv(tmp_path)
-    msgs = [mf.mermaid_message("User", "ten digit fraction", "2026-08-10T14:03:21.1049382011-04:00"),
-            mf.mermaid_message("Assistant", "ok", "2026-08-10T14:03:22-04:00")]
+    msgs = [
+        mf.mermaid_message("User", "ten digit fraction", "2026-08-10T14:03:21.1049382011-04:00"),
+        mf.mermaid_message("Assistant", "ok", "2026-08-10T14:03:22-04:00"),
+    ]
     mf.write_mermaid(conv, mf.mermaid_doc(CID, "ten digit fraction", msgs, CREATED), log=True)
     r = run("--root", tmp_path, "show", CID)
     assert r.exit_code == 0, r.output
@@ -134,8 +172,10 @@ SECRET = "set OPENAI_API_KEY=sk-abcdefghijklmnop1234 in env"
 def _redacted_session(tmp_path, meta_count_off_by=0):
     """The snapshot is redacted, the sidecar (written from the live session) is not (mermaid.md §3.2)."""
     conv = _conv(tmp_path)
-    msgs = [mf.mermaid_message("User", REDACTED, "2026-08-10T14:03:10-04:00"),
-            mf.mermaid_message("Assistant", "done", "2026-08-10T14:03:11-04:00")]
+    msgs = [
+        mf.mermaid_message("User", REDACTED, "2026-08-10T14:03:10-04:00"),
+        mf.mermaid_message("Assistant", "done", "2026-08-10T14:03:11-04:00"),
+    ]
     mf.write_mermaid(conv, mf.mermaid_doc(CID, REDACTED, msgs, CREATED))
     meta = json.loads((conv / f"{CID}.meta").read_text())
     meta["title"], meta["message_count"] = SECRET, meta["message_count"] + meta_count_off_by
@@ -170,8 +210,10 @@ def test_meta_title_keeps_only_a_title_the_redaction_explains():
     from samctl.stores.mermaid.encode import meta_title
 
     assert meta_title(REDACTED, SECRET) == SECRET
-    assert meta_title("key [REDACTED PRIVATE KEY] and [REDACTED]", "key -----BEGIN x----- and tok") \
+    assert (
+        meta_title("key [REDACTED PRIVATE KEY] and [REDACTED]", "key -----BEGIN x----- and tok")
         == "key -----BEGIN x----- and tok"
+    )
     assert meta_title(REDACTED, "another title") == REDACTED  # renamed since: the snapshot's
     assert meta_title("plain title", "other") == "plain title"  # no redaction: the snapshot's
     assert meta_title(REDACTED, None) == REDACTED
@@ -198,10 +240,16 @@ def test_a_time_inside_a_tool_calls_arguments_is_compared_as_written(run, tmp_pa
     conv = _conv(tmp_path)
 
     def msgs(at):
-        return [mf.mermaid_message("User", "remind me at 2pm", "2026-08-10T14:03:10-04:00"),
-                mf.mermaid_message("Assistant", "scheduled", "2026-08-10T14:03:11-04:00",
-                                   tool_calls=[{"function": {"arguments": {"at": at}, "name": "schedule"},
-                                                "id": "call_1"}])]
+        return [
+            mf.mermaid_message("User", "remind me at 2pm", "2026-08-10T14:03:10-04:00"),
+            mf.mermaid_message(
+                "Assistant",
+                "scheduled",
+                "2026-08-10T14:03:11-04:00",
+                tool_calls=[{"function": {"arguments": {"at": at}, "name": "schedule"}, "id": "call_1"}],
+            ),
+        ]
+
     snap = mf.mermaid_doc(CID, "remind me at 2pm", msgs("2026-08-10T14:00:00-04:00"), CREATED)
     logdoc = mf.mermaid_doc(CID, "remind me at 2pm", msgs("2026-08-10T18:00:00Z"), CREATED)
     (conv / f"{CID}.json").write_text(mf.mermaid_snapshot(snap))

@@ -47,14 +47,17 @@ def test_one_undecodable_message_no_longer_loses_the_others(run, sam_demo, origi
     assert run("--root", sam_demo, "check").exit_code == 0
 
 
-@pytest.mark.parametrize("mutate,expect", [
-    (lambda d: d["messages"][4].update(isStreaming=True), "isStreaming"),
-    (lambda d: d["messages"][2].update(toolStatus="running"), "toolStatus"),
-    (lambda d: d["messages"][0].update(timestamp="2026-08-10T14:02:11.734Z"), "fractional"),
-    (lambda d: d.update(enabledMiniPromptIds=["0F1E2D3C-4B5A-4978-8695-A4B3C2D1E0F9"]), "enabledMiniPromptIds"),
-    (lambda d: d["messages"][1].update(id=d["messages"][1]["id"].lower()), "uppercase"),
-    (lambda d: d["settings"].update(contextWindowSize=128000.0), "contextWindowSize"),
-])
+@pytest.mark.parametrize(
+    "mutate,expect",
+    [
+        (lambda d: d["messages"][4].update(isStreaming=True), "isStreaming"),
+        (lambda d: d["messages"][2].update(toolStatus="running"), "toolStatus"),
+        (lambda d: d["messages"][0].update(timestamp="2026-08-10T14:02:11.734Z"), "fractional"),
+        (lambda d: d.update(enabledMiniPromptIds=["0F1E2D3C-4B5A-4978-8695-A4B3C2D1E0F9"]), "enabledMiniPromptIds"),
+        (lambda d: d["messages"][1].update(id=d["messages"][1]["id"].lower()), "uppercase"),
+        (lambda d: d["settings"].update(contextWindowSize=128000.0), "contextWindowSize"),
+    ],
+)
 def test_each_repair_before_and_after(run, sam_demo, original, mutate, expect):
     p = _file(sam_demo)
     doc = _loads(p)
@@ -80,6 +83,7 @@ def test_truncated_file_is_salvaged_message_by_message(run, sam_demo, original):
     text = p.read_text()
     cut = text.index('"id" : "78F51783')  # in the middle of the last message
     import os
+
     os.utime(p, (1.7e9, 1.7e9))  # old enough to be cached
     run("--root", sam_demo, "ls")  # samctl's meta cache now remembers the title
     p.write_text(text[:cut])
@@ -112,8 +116,9 @@ def test_tmp_and_legacy_backup_add_the_messages_the_file_lost(run, sam_demo, ori
     p = _file(sam_demo)
     partial = dict(original, messages=original["messages"][:2])
     p.write_text(make_fixtures.sam_dumps(partial))
-    (p.parent / "conversation.json.tmp").write_text(make_fixtures.sam_dumps(
-        dict(original, messages=original["messages"][:4]))[:-40])  # SAM writes .tmp non-atomically
+    (p.parent / "conversation.json.tmp").write_text(
+        make_fixtures.sam_dumps(dict(original, messages=original["messages"][:4]))[:-40]
+    )  # SAM writes .tmp non-atomically
     backups = sam_demo / "conversations" / "backups"
     backups.mkdir(mode=0o700)
     (backups / "conversations_migrated_2026-08-11T10-00-00Z.json").write_text(json.dumps([original]))
@@ -128,8 +133,17 @@ def test_missing_file_recovered_from_an_export_package(run, sam_demo, original, 
     p = _file(sam_demo)
     p.unlink()
     pkg = tmp_path / "SAM_Portland_2026-08-10.json"
-    pkg.write_text(make_fixtures.sam_dumps({"formatVersion": "1.0", "exportedAt": "2026-08-11T09:00:00Z",
-                                            "samVersion": "1.2", "conversation": original, "memories": []}))
+    pkg.write_text(
+        make_fixtures.sam_dumps(
+            {
+                "formatVersion": "1.0",
+                "exportedAt": "2026-08-11T09:00:00Z",
+                "samVersion": "1.2",
+                "conversation": original,
+                "memories": [],
+            }
+        )
+    )
     assert run("--root", sam_demo, "recover", "8B58").exit_code == 1
     r = run("--root", sam_demo, "recover", "8B58", "--from", pkg)
     assert r.exit_code == 0, r.stderr
@@ -170,15 +184,22 @@ def test_use_is_for_mermaid(run, sam_demo):
 
 # --- damage the salvage once did not survive --------------------------------------
 
+
 def _damage_at(p, needle: bytes, bad: bytes):
     data = p.read_bytes()
     i = data.index(needle)
-    p.write_bytes(data[:i] + bad + data[i + len(bad):])
+    p.write_bytes(data[:i] + bad + data[i + len(bad) :])
 
 
-@pytest.mark.parametrize("damage", [
-    (b'"messages"', b'"messag\xe5s"'), (b'"messages"', b'"messa\x00es"'), (b'[\n    {', b'\xff'),
-], ids=["key-invalid-utf8", "key-nul", "bracket"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        (b'"messages"', b'"messag\xe5s"'),
+        (b'"messages"', b'"messa\x00es"'),
+        (b"[\n    {", b"\xff"),
+    ],
+    ids=["key-invalid-utf8", "key-nul", "bracket"],
+)
 def test_one_bad_byte_in_the_messages_key_loses_no_message(run, sam_demo, original, damage):
     """The elements stand on lines of their own: a damaged key or bracket no longer hides them
     (it used to write a conversation with no messages and exit 0)."""
@@ -274,7 +295,8 @@ def test_an_invalid_created_comes_from_the_first_message_not_the_clock(run, sam_
 def test_a_folder_id_mismatch_is_a_warning_as_the_spec_says(run, sam_demo):
     """SAM loads it (and saves it to a second folder): sam.md §4.5.8 lists it among the warnings."""
     p = _file(sam_demo)
-    p.write_bytes(p.read_bytes().replace(f'"id" : "{SAM_ID}"'.encode(),
-                                         b'"id" : "11111111-2222-3333-4444-555555555555"', 1))
+    p.write_bytes(
+        p.read_bytes().replace(f'"id" : "{SAM_ID}"'.encode(), b'"id" : "11111111-2222-3333-4444-555555555555"', 1)
+    )
     r = run("--root", sam_demo, "check")
     assert "warning: id-mismatch" in r.stderr and "error: id-mismatch" not in r.stderr

@@ -20,12 +20,16 @@ from tests.conftest import fingerprint
 
 SAM = ("home", "Library", "Application Support", "SAM")
 # (store, the --root that names it, an id prefix of a conversation deleted there, its whole id)
-DELETED = [("sam", SAM, "8B58", "8B58CBC4-ACA7-4811-AE66-C01921690310"),
-           ("mermaid", ("proj",), "20260810_1403", "20260810_140307_512"),
-           ("claude-code", ("home", ".claude"), "0b7c", "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"),
-           ("codex", ("home", ".codex"), "019c4a2e", "019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f")]
-FIVES = [("claude-code", ("home", ".claude"), "5d1e7f20-8a9b-4c3d-9e8f-7a6b5c4d3e2f"),
-         ("codex", ("home", ".codex"), "5973b6c0-94b8-487b-a530-2aeb6098ae0e")]
+DELETED = [
+    ("sam", SAM, "8B58", "8B58CBC4-ACA7-4811-AE66-C01921690310"),
+    ("mermaid", ("proj",), "20260810_1403", "20260810_140307_512"),
+    ("claude-code", ("home", ".claude"), "0b7c", "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"),
+    ("codex", ("home", ".codex"), "019c4a2e", "019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f"),
+]
+FIVES = [
+    ("claude-code", ("home", ".claude"), "5d1e7f20-8a9b-4c3d-9e8f-7a6b5c4d3e2f"),
+    ("codex", ("home", ".codex"), "5973b6c0-94b8-487b-a530-2aeb6098ae0e"),
+]
 
 
 def _root(tmp, parts):
@@ -66,7 +70,8 @@ def test_several_roots_narrow_the_attics_looked_in(run, attics):
     r = run("--root", proj, "--root", codex, "restore", "019c4a2e", "5973")
     assert r.exit_code == 0, r.stderr
     assert {"019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f", "5973b6c0-94b8-487b-a530-2aeb6098ae0e"} <= _ids(
-        run, ("home", ".codex"), attics)
+        run, ("home", ".codex"), attics
+    )
     before = _everything(attics)
     r = run("--root", proj, "--root", codex, "restore", "8B58")  # SAM's attic is not looked in
     assert r.exit_code == 4 and "no conversation matches '8B58'" in r.stderr, r.stderr
@@ -106,8 +111,10 @@ def test_an_id_in_no_attic_is_not_found_and_changes_nothing(run, attics):
 
 
 def test_an_id_existing_again_in_one_store_restores_nothing_anywhere(run, attics):
-    shutil.copytree(DEMO / "SAM" / "conversations" / "8B58CBC4-ACA7-4811-AE66-C01921690310",
-                    _root(attics, SAM) / "conversations" / "8B58CBC4-ACA7-4811-AE66-C01921690310")
+    shutil.copytree(
+        DEMO / "SAM" / "conversations" / "8B58CBC4-ACA7-4811-AE66-C01921690310",
+        _root(attics, SAM) / "conversations" / "8B58CBC4-ACA7-4811-AE66-C01921690310",
+    )
     before = _everything(attics)
     r = run("restore", "0b7c", "8B58", "--all-stores")
     assert r.exit_code == 1, r.stderr
@@ -127,8 +134,10 @@ def test_json_across_stores_is_one_report_naming_each_items_store(run, attics):
     r = run("restore", "0b7c", "8B58", "--all-stores", "--format", "json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert sorted((it["store"], it["action"]) for it in doc["items"]) == [("claude-code", "restored"),
-                                                                         ("sam", "restored")]
+    assert sorted((it["store"], it["action"]) for it in doc["items"]) == [
+        ("claude-code", "restored"),
+        ("sam", "restored"),
+    ]
     assert [f["code"] for f in doc["findings"]] == ["app-cleanup"]
 
 
@@ -164,7 +173,8 @@ def test_a_kept_copy_comes_back_in_its_store_and_stays(run, attics):
 def test_a_store_that_cannot_be_read_is_a_finding_and_a_match_elsewhere_is_restored(run, attics):
     (attics / "nostore").mkdir()
     (attics / "home" / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{attics / "proj"}", "{attics / "nostore"}"]\n')
+        f'roots = ["{attics / "proj"}", "{attics / "nostore"}"]\n'
+    )
     r = run("restore", "0b7c", "--all-stores")
     assert r.exit_code == 3, r.stderr
     assert "store-unreadable" in r.stderr and str(attics / "nostore") in r.stderr
@@ -187,8 +197,7 @@ def test_an_attic_that_cannot_be_read_is_a_finding_and_a_match_elsewhere_is_rest
 
 def test_no_store_at_all_is_exit_4(run, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for args in (["restore", "0b7c", "--all-stores"], ["recover", "0b7c", "--all-stores"],
-                 ["attic", "--all-stores"]):
+    for args in (["restore", "0b7c", "--all-stores"], ["recover", "0b7c", "--all-stores"], ["attic", "--all-stores"]):
         r = run(*args)
         assert r.exit_code == 4, (args, r.stderr)
         assert "no store found" in r.stderr and r.stdout == ""
@@ -212,8 +221,9 @@ def test_attic_lists_every_stores_entries_with_a_store_column_oldest_first(run, 
     lines = r.stdout.splitlines()
     assert lines[0].split()[:6] == ["ENTRY", "(ID.STATE.WHEN)", "WHEN", "SIZE", "STORED", "STORE"]
     assert len(lines) == 1 + len(DELETED) + len(FIVES)
-    assert {kind for kind in ("sam", "mermaid", "claude-code", "codex") if any(f"  {kind}  " in ln for ln in lines)} \
-        == {"sam", "mermaid", "claude-code", "codex"}
+    assert {
+        kind for kind in ("sam", "mermaid", "claude-code", "codex") if any(f"  {kind}  " in ln for ln in lines)
+    } == {"sam", "mermaid", "claude-code", "codex"}
     rows = [json.loads(ln) for ln in run("attic", "--all-stores", "--format", "jsonl").stdout.splitlines()]
     assert [(x["when"], x["entry"]) for x in rows] == sorted((x["when"], x["entry"]) for x in rows)
     assert {x["store"] for x in rows} == {"sam", "mermaid", "claude-code", "codex"}
@@ -235,9 +245,14 @@ def test_attic_of_several_stores_goes_on_past_an_unreadable_one(run, attics):
 # -- recover ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("prefix,what", [("01kg0000000000000000000005", "samctl only reads it, and recover writes"),
-                                         ("0f9e", "samctl only reads it, and recover writes"),
-                                         ("019c4a31", "recover would rewrite them")])
+@pytest.mark.parametrize(
+    "prefix,what",
+    [
+        ("01kg0000000000000000000005", "samctl only reads it, and recover writes"),
+        ("0f9e", "samctl only reads it, and recover writes"),
+        ("019c4a31", "recover would rewrite them"),
+    ],
+)
 def test_recover_says_a_store_it_cannot_write_is_no_place_to_recover(run, machine, prefix, what):  # noqa: F811
     before = _everything(machine)
     r = run("recover", prefix, "--all-stores")
@@ -270,7 +285,8 @@ def test_recover_ambiguous_or_missing_ids_change_nothing(run, machine):  # noqa:
 def test_recover_with_an_unreadable_store_recovers_and_says_so(run, machine):  # noqa: F811
     (machine / "nostore").mkdir()
     (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{machine / "proj"}", "{machine / "nostore"}"]\n')
+        f'roots = ["{machine / "proj"}", "{machine / "nostore"}"]\n'
+    )
     r = run("recover", "20260810_1403", "--all-stores", "--dry-run")
     assert r.exit_code == 3, r.stderr
     assert "store-unreadable" in r.stderr and "20260810_140307_512" in r.stdout
@@ -297,8 +313,10 @@ def test_completion_offers_the_attic_ids_of_every_store_with_all_stores(attics):
         env = {"_SAMCTL_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
         return CliRunner().invoke(cli, [], env=env, prog_name="samctl").stdout.split()
 
-    assert complete("samctl restore --all-stores 5") == ["plain,5d1e7f20-8a9b-4c3d-9e8f-7a6b5c4d3e2f",
-                                                         "plain,5973b6c0-94b8-487b-a530-2aeb6098ae0e"]
+    assert complete("samctl restore --all-stores 5") == [
+        "plain,5d1e7f20-8a9b-4c3d-9e8f-7a6b5c4d3e2f",
+        "plain,5973b6c0-94b8-487b-a530-2aeb6098ae0e",
+    ]
     assert complete("samctl restore 5") == complete("samctl restore --all-stores 5")  # every attic, as restore looks
 
 

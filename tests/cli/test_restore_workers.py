@@ -66,8 +66,9 @@ def test_workers_rewrite_ids_for_as_new(run, which, mermaid_demo, sam_demo, pool
     store = open_store(str(root))
     assert set(new) <= set(store.all_ids())
     for cid in new:
-        doc = orjson.loads((conv(root) / (f"{cid}.json" if which == "mermaid" else f"{cid}/conversation.json"))
-                           .read_bytes())
+        doc = orjson.loads(
+            (conv(root) / (f"{cid}.json" if which == "mermaid" else f"{cid}/conversation.json")).read_bytes()
+        )
         assert doc["id"] == cid
     assert run("--root", root, "check").exit_code == 0
     assert list((attic_of(root) / ".staging").iterdir()) == []

@@ -19,10 +19,12 @@ from tests.conftest import fingerprint
 
 SAM = ("home", "Library", "Application Support", "SAM")
 # (store, the --root that names it, an id prefix of one of its conversations, its whole id)
-ONE_EACH = [("sam", SAM, "8B58", "8B58CBC4-ACA7-4811-AE66-C01921690310"),
-            ("mermaid", ("proj",), "20260810_1403", "20260810_140307_512"),
-            ("claude-code", ("home", ".claude"), "0b7c", "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"),
-            ("codex", ("home", ".codex"), "019c4a2e", "019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f")]
+ONE_EACH = [
+    ("sam", SAM, "8B58", "8B58CBC4-ACA7-4811-AE66-C01921690310"),
+    ("mermaid", ("proj",), "20260810_1403", "20260810_140307_512"),
+    ("claude-code", ("home", ".claude"), "0b7c", "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"),
+    ("codex", ("home", ".codex"), "019c4a2e", "019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f"),
+]
 LLM, CHATGPT = "01kg0000000000000000000005", "0f9e"
 
 
@@ -108,7 +110,8 @@ def test_an_id_in_a_store_samctl_only_reads_is_refused_there_and_nothing_changes
 def test_a_store_that_cannot_be_read_is_a_finding_and_the_others_still_act(run, machine):
     (machine / "nostore").mkdir()
     (machine / "home" / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{machine / "proj"}", "{machine / "nostore"}"]\n')
+        f'roots = ["{machine / "proj"}", "{machine / "nostore"}"]\n'
+    )
     r = run("rm", "0b7c", "--all-stores")
     assert r.exit_code == 3, r.stderr
     assert "store-unreadable" in r.stderr and str(machine / "nostore") in r.stderr
@@ -129,8 +132,10 @@ def test_no_store_at_all_is_exit_4(run, tmp_path, monkeypatch):
 
 
 def test_a_live_session_is_refused_unless_force_as_in_one_store(run, machine):  # noqa: F811
-    for session in (next((machine / "home" / ".claude").rglob("0b7c9d2e-*.jsonl")),
-                    next((machine / "home" / ".codex").rglob("rollout-*019c4a2e-*.jsonl"))):
+    for session in (
+        next((machine / "home" / ".claude").rglob("0b7c9d2e-*.jsonl")),
+        next((machine / "home" / ".codex").rglob("rollout-*019c4a2e-*.jsonl")),
+    ):
         os.utime(session)  # written just now: "changed in the last 10 minutes"
     before = _everything(machine)
     for args in (["rm", "0b7c"], ["archive", "019c4a2e", "--copy"]):
@@ -162,14 +167,18 @@ def test_dry_run_and_json_across_stores(run, machine):
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["dry_run"] is True
-    assert sorted((it["store"], it["action"]) for it in doc["items"]) == [("claude-code", "would be deleted"),
-                                                                         ("sam", "would be deleted")]
+    assert sorted((it["store"], it["action"]) for it in doc["items"]) == [
+        ("claude-code", "would be deleted"),
+        ("sam", "would be deleted"),
+    ]
     assert _everything(machine) == before
     r = run("rm", "0b7c", "8B58", "--all-stores", "--yes", "--format", "json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     assert sorted((it["store"], it["id"][:4], it["action"]) for it in doc["items"]) == [
-        ("claude-code", "0b7c", "deleted"), ("sam", "8B58", "deleted")]
+        ("claude-code", "0b7c", "deleted"),
+        ("sam", "8B58", "deleted"),
+    ]
 
 
 def test_ids_with_filters_narrow_the_ids_as_in_one_store(run, machine):
@@ -225,8 +234,10 @@ def test_archive_copy_ids_across_stores_quietly_and_not_again(run, machine):
     again = run("archive", "0b7c", "8B58", "--copy", "--all-stores", "--format", "json")
     assert again.exit_code == 0, again.stderr
     doc = json.loads(again.stdout)
-    assert sorted((it["store"], it["action"]) for it in doc["items"]) == [("claude-code", "unchanged"),
-                                                                         ("sam", "unchanged")]
+    assert sorted((it["store"], it["action"]) for it in doc["items"]) == [
+        ("claude-code", "unchanged"),
+        ("sam", "unchanged"),
+    ]
     assert fingerprint(os.path.join(os.environ["XDG_DATA_HOME"], "samctl", "attic")) == attics
 
 
@@ -243,8 +254,7 @@ def test_purge_across_stores_says_which_attic_it_could_not_read(run, machine):
     attic = _attic_made_a_file(run, machine)
     before = _everything(machine)
     missing = run("rm", "--purge", "20260810_1403", "--all-stores", "--yes")  # it is in the attic it cannot read
-    assert missing.exit_code == 4 and "attic-unsafe" in missing.stderr and str(attic) in missing.stderr, \
-        missing.stderr
+    assert missing.exit_code == 4 and "attic-unsafe" in missing.stderr and str(attic) in missing.stderr, missing.stderr
     assert _everything(machine) == before
     r = run("rm", "--purge", "0b7c", "--all-stores", "--yes")
     assert r.exit_code == 3, r.stderr

@@ -32,8 +32,11 @@ def _attic(root) -> dict:
     for man in attic_of(root).glob("*.manifest.json"):
         doc = orjson.loads(man.read_bytes().replace(str(root).encode(), b"ROOT"))
         tar = man.with_name(doc["tar"]["name"]).read_bytes()
-        out[doc["id"]] = (tar, {k: v for k, v in doc.items() if k not in ("when", "when_ts", "tar")},
-                          {k: v for k, v in doc["tar"].items() if k != "name"})
+        out[doc["id"]] = (
+            tar,
+            {k: v for k, v in doc.items() if k not in ("when", "when_ts", "tar")},
+            {k: v for k, v in doc["tar"].items() if k != "name"},
+        )
     return out
 
 
@@ -72,15 +75,21 @@ def _fail_reading(monkeypatch, exc):
 
 
 @pytest.mark.parametrize("jobs", JOBS.values(), ids=JOBS.keys())
-@pytest.mark.parametrize("failure, said", [
-    ("changed", "changed while samctl was archiving it; nothing was moved"),
-    ("unreadable", "Permission denied"),
-])
-def test_a_conversation_that_cannot_be_read_stays_and_the_others_move(run, mermaid_demo, pools, monkeypatch,
-                                                                       jobs, failure, said):
+@pytest.mark.parametrize(
+    "failure, said",
+    [
+        ("changed", "changed while samctl was archiving it; nothing was moved"),
+        ("unreadable", "Permission denied"),
+    ],
+)
+def test_a_conversation_that_cannot_be_read_stays_and_the_others_move(
+    run, mermaid_demo, pools, monkeypatch, jobs, failure, said
+):
     path = conv(mermaid_demo) / f"{MID}.jsonl"
-    _fail_reading(monkeypatch, tarzst.FileChanged(str(path)) if failure == "changed" else
-                  PermissionError(13, "Permission denied", str(path)))
+    _fail_reading(
+        monkeypatch,
+        tarzst.FileChanged(str(path)) if failure == "changed" else PermissionError(13, "Permission denied", str(path)),
+    )
     ids = open_store(str(mermaid_demo)).all_ids()
     before = files_state(mermaid_demo, MID)
     r = run("--root", mermaid_demo, "rm", "--yes", *ids, env={"SAMCTL_JOBS": jobs})
@@ -127,12 +136,16 @@ def _compressed_otherwise(monkeypatch):
 
 
 @pytest.mark.parametrize("jobs", JOBS.values(), ids=JOBS.keys())
-@pytest.mark.parametrize("damage, why", [
-    (_archive_on_disk_flipped, "the archive on disk is not the bytes written"),
-    (_compressed_otherwise, "the archive does not decompress to the tar written"),
-])
-def test_an_archive_that_does_not_read_back_as_built_is_not_committed(run, mermaid_demo, pools, monkeypatch, jobs,
-                                                                       damage, why):
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (_archive_on_disk_flipped, "the archive on disk is not the bytes written"),
+        (_compressed_otherwise, "the archive does not decompress to the tar written"),
+    ],
+)
+def test_an_archive_that_does_not_read_back_as_built_is_not_committed(
+    run, mermaid_demo, pools, monkeypatch, jobs, damage, why
+):
     damage(monkeypatch)
     ids = open_store(str(mermaid_demo)).all_ids()
     before = files_state(mermaid_demo, MID)

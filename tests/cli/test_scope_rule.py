@@ -39,9 +39,21 @@ def home(request, tmp_path, monkeypatch):
 CLAUDE = "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"
 
 
-@pytest.mark.parametrize("args", [["check"], ["attic"], ["ls"], ["stats"], ["search", "the"], ["show", "0b7c"],
-                                  ["export", "0b7c"], ["restore", "0b7c", "--dry-run"], ["index"],
-                                  ["archive", "--copy", "--older-than", "1d", "--all-stores", "--dry-run"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check"],
+        ["attic"],
+        ["ls"],
+        ["stats"],
+        ["search", "the"],
+        ["show", "0b7c"],
+        ["export", "0b7c"],
+        ["restore", "0b7c", "--dry-run"],
+        ["index"],
+        ["archive", "--copy", "--older-than", "1d", "--all-stores", "--dry-run"],
+    ],
+)
 def test_no_command_says_no_store_found_while_stores_lists_some(run, home, args):
     listed = run("stores", "--format", "json")
     assert listed.exit_code == 0 and len(json.loads(listed.stdout)) >= 2
@@ -87,7 +99,9 @@ def test_usage_errors_in_one_style_with_a_suggestion(run, home):
     r = run("sho", "0b7c")
     assert r.exit_code == 2 and r.stderr == "samctl: error: no command 'sho'\nhint: did you mean show?\n", r.stderr
     o = run("ls", "--sortt", "size")
-    assert o.exit_code == 2 and o.stderr.startswith("samctl: error: no such option: --sortt\nhint: did you mean --sort?")
+    assert o.exit_code == 2 and o.stderr.startswith(
+        "samctl: error: no such option: --sortt\nhint: did you mean --sort?"
+    )
     v = run("ls", "--limit", "x")
     assert v.exit_code == 2 and v.stderr.startswith("samctl: error: ") and "Usage:" not in v.stderr
 

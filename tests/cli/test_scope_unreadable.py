@@ -18,8 +18,11 @@ IS_ROOT = os.geteuid() == 0
 
 def tree_state(root) -> dict:
     """test_lifecycle's tree_state, through a fingerprint that copes with files closed to us."""
-    return {k: v for k, v in fingerprint(root).items()
-            if ".samctl/" not in f"/{k}" and not k.endswith(("samctl-attic/.staging", "samctl-attic/.journal"))}
+    return {
+        k: v
+        for k, v in fingerprint(root).items()
+        if ".samctl/" not in f"/{k}" and not k.endswith(("samctl-attic/.staging", "samctl-attic/.journal"))
+    }
 
 
 def break_json(base) -> None:
@@ -36,9 +39,11 @@ def close_folder(base) -> None:
     os.chmod(conv(base) / PINNED, 0)
 
 
-BREAKS = [pytest.param(break_json, id="unparseable"),
-          pytest.param(close_file, id="file-000", marks=pytest.mark.skipif(IS_ROOT, reason="root reads anything")),
-          pytest.param(close_folder, id="folder-000", marks=pytest.mark.skipif(IS_ROOT, reason="root reads anything"))]
+BREAKS = [
+    pytest.param(break_json, id="unparseable"),
+    pytest.param(close_file, id="file-000", marks=pytest.mark.skipif(IS_ROOT, reason="root reads anything")),
+    pytest.param(close_folder, id="folder-000", marks=pytest.mark.skipif(IS_ROOT, reason="root reads anything")),
+]
 
 
 def findings(run, base, *args) -> list:
@@ -47,8 +52,11 @@ def findings(run, base, *args) -> list:
 
 
 @pytest.mark.parametrize("brk", BREAKS)
-@pytest.mark.parametrize("cmd", [("rm", TOPIC), ("rm", TOPIC, "--purge", "--yes"), ("archive", TOPIC, "--yes")],
-                         ids=["rm", "purge", "archive"])
+@pytest.mark.parametrize(
+    "cmd",
+    [("rm", TOPIC), ("rm", TOPIC, "--purge", "--yes"), ("archive", TOPIC, "--yes")],
+    ids=["rm", "purge", "archive"],
+)
 def test_a_scope_is_not_removed_while_a_conversation_cannot_be_read(run, sam_demo, brk, cmd):
     brk(sam_demo)
     before = tree_state(sam_demo)

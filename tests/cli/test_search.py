@@ -74,11 +74,14 @@ def test_the_index_is_really_used(run, sam):
 # --- spec vectors, with and without the index ---------------------------------------------------
 
 
-@pytest.mark.parametrize("query, boost1, boost2", [
-    ("portland budget", 0.055556, 0.0),
-    ("Portland weather Sunday", 0.05, 0.045455),
-    ("rain", 0.0, 0.055556),
-])
+@pytest.mark.parametrize(
+    "query, boost1, boost2",
+    [
+        ("portland budget", 0.055556, 0.0),
+        ("Portland weather Sunday", 0.05, 0.045455),
+        ("rain", 0.0, 0.055556),
+    ],
+)
 def test_spec_keyword_boost_vectors_through_the_cli(run, sam, query, boost1, boost2):
     for mode in ((), ("--no-index",)):
         got = {h["id"]: h for h in hits(run, sam, query, "--in", "memories", "--threshold", "-10", *mode)}
@@ -90,8 +93,13 @@ def test_spec_keyword_boost_vectors_through_the_cli(run, sam, query, boost1, boo
 
 
 def test_index_and_no_index_give_identical_results(run, sam):
-    for args in (("portland budget",), ("budget", "--threshold", "0"), ("portland budget", "--in", "all"),
-                 ("q3 budget maximum", "--limit", "3"), ("--exact", "portland")):
+    for args in (
+        ("portland budget",),
+        ("budget", "--threshold", "0"),
+        ("portland budget", "--in", "all"),
+        ("q3 budget maximum", "--limit", "3"),
+        ("--exact", "portland"),
+    ):
         a = hits(run, sam, *args)
         b = hits(run, sam, *args, "--no-index")
         c = hits(run, sam, *args)  # warm index
@@ -117,8 +125,11 @@ def test_hit_fields(run, sam):
     assert h["date"] == "2026-08-10T14:02:12.345Z" and h["importance"] == 0.8
     assert h["content_type"] == "user_input" and h["dimension"] == 512
     assert h["text"] == MEM1_TEXT and "Portland" in h["snippet"]
-    m = next(h for h in hits(run, sam, "portland budget", "--threshold", "0", "--in", "messages")
-             if h["id"] == "F3C23113-9455-4E36-A06C-0599778A17C2")
+    m = next(
+        h
+        for h in hits(run, sam, "portland budget", "--threshold", "0", "--in", "messages")
+        if h["id"] == "F3C23113-9455-4E36-A06C-0599778A17C2"
+    )
     assert m["kind"] == "message" and m["role"] == "user" and m["importance"] == 0.9
     assert m["date"] == "2026-08-10T14:02:11Z"
 
@@ -203,7 +214,7 @@ def test_exact_snippet_is_75_chars_either_side(run, sam, tmp_path):
     age(sam)
     h = hits(run, sam, "--exact", "needle")[0]
     pos = long.index("NEEDLE")
-    assert h["snippet"] == "..." + long[pos - 75: pos + 6 + 75] + "..."
+    assert h["snippet"] == "..." + long[pos - 75 : pos + 6 + 75] + "..."
 
 
 # --- options -------------------------------------------------------------------------------------
@@ -229,8 +240,7 @@ def test_conversation_scope_includes_shared_topic(run, sam):
     assert {h["conversation_id"] for h in got} == {SAM_ID}
     assert {MEM1, MEM2} <= {h["id"] for h in got}
     # the same with --no-index
-    assert got == hits(run, sam, "budget", "--conversation", SAM_ID, "--threshold", "0", "--limit", "100",
-                       "--no-index")
+    assert got == hits(run, sam, "budget", "--conversation", SAM_ID, "--threshold", "0", "--limit", "100", "--no-index")
     search(run, sam, "budget", "--conversation", "FFFF", code=4)
 
 
@@ -260,8 +270,19 @@ def test_min_importance_uses_sams_score(run, sam, mermaid_demo):
 def test_show_and_search_agree_on_importance(run, mermaid_demo):
     age(mermaid_demo)
     shown = run("--root", mermaid_demo, "show", "20260812", "--min-importance", "0.85").stdout
-    got = hits(run, mermaid_demo, "the", "--conversation", "20260812", "--threshold", "-10", "--limit", "100",
-               "--min-importance", "0.85")
+    got = hits(
+        run,
+        mermaid_demo,
+        "the",
+        "--conversation",
+        "20260812",
+        "--threshold",
+        "-10",
+        "--limit",
+        "100",
+        "--min-importance",
+        "0.85",
+    )
     assert got
     for h in got:
         assert h["text"].splitlines()[0] in shown
@@ -318,9 +339,18 @@ def _rows(path, rows):
 
 
 def _row(mid, content="a budget memory", **over):
-    r = dict(id=mid, conversation_id=BAD, content=content, content_type="message", embedding=vec(256, i1=1.0),
-             importance=0.5, created_at="2026-08-10T14:02:12.345", access_count=0,
-             last_accessed="2026-08-10T14:02:12.345", tags=None)
+    r = dict(
+        id=mid,
+        conversation_id=BAD,
+        content=content,
+        content_type="message",
+        embedding=vec(256, i1=1.0),
+        importance=0.5,
+        created_at="2026-08-10T14:02:12.345",
+        access_count=0,
+        last_accessed="2026-08-10T14:02:12.345",
+        tags=None,
+    )
     r.update(over)
     return tuple(r.values())
 
@@ -331,12 +361,15 @@ BAD_INPUTS = {
     "db-not-sqlite": lambda p: p.write_bytes(b"not a database, just text" * 40),
     "db-schema": lambda p: sqlite3.connect(p).executescript("CREATE TABLE notes(x TEXT);"),
     "memory-bad-id": lambda p: _rows(p, [_row("not-a-uuid"), _row(GOOD)]),
-    "memory-bad-date": lambda p: _rows(p, [_row("A0000000-0000-4000-8000-000000000D01", created_at="yesterday"),
-                                           _row(GOOD)]),
-    "memory-bad-blob": lambda p: _rows(p, [_row("A0000000-0000-4000-8000-000000000D02", embedding=b"\0" * 12),
-                                           _row(GOOD)]),
-    "memory-nan": lambda p: _rows(p, [_row("A0000000-0000-4000-8000-000000000D03",
-                                           embedding=vec(256, i1=float("nan"))), _row(GOOD)]),
+    "memory-bad-date": lambda p: _rows(
+        p, [_row("A0000000-0000-4000-8000-000000000D01", created_at="yesterday"), _row(GOOD)]
+    ),
+    "memory-bad-blob": lambda p: _rows(
+        p, [_row("A0000000-0000-4000-8000-000000000D02", embedding=b"\0" * 12), _row(GOOD)]
+    ),
+    "memory-nan": lambda p: _rows(
+        p, [_row("A0000000-0000-4000-8000-000000000D03", embedding=vec(256, i1=float("nan"))), _row(GOOD)]
+    ),
 }
 
 
@@ -356,13 +389,22 @@ def test_bad_memory_db_is_a_finding_and_the_rest_answers(run, sam, code, mode):
 
 def test_locked_memory_db_is_a_finding(run, sam):
     db = sam / "conversations" / SAM_ID / "memory.db"
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import sqlite3, sys
         c = sqlite3.connect({str(db)!r}, isolation_level=None)
         c.execute("BEGIN EXCLUSIVE")
         print("locked", flush=True)
         sys.stdin.read()
-    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         r = search(run, sam, "budget", "--threshold", "0", "--format", "json", code=3)
@@ -382,8 +424,9 @@ def test_locked_memory_db_is_a_finding(run, sam):
 
 def _counts(db):
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    rows = {r[0]: (r[1], r[2]) for r in con.execute("SELECT id, access_count, last_accessed FROM "
-                                                    "conversation_memories")}
+    rows = {
+        r[0]: (r[1], r[2]) for r in con.execute("SELECT id, access_count, last_accessed FROM conversation_memories")
+    }
     con.close()
     return rows
 
@@ -391,8 +434,20 @@ def _counts(db):
 def test_touch_writes_sams_format_for_returned_rows_only(run, sam):
     db = sam / "conversations" / SAM_ID / "memory.db"
     before = _counts(db)
-    got = hits(run, sam, "portland budget", "--in", "memories", "--conversation", SAM_ID, "--limit", "1",
-               "--threshold", "0", "--touch")
+    got = hits(
+        run,
+        sam,
+        "portland budget",
+        "--in",
+        "memories",
+        "--conversation",
+        SAM_ID,
+        "--limit",
+        "1",
+        "--threshold",
+        "0",
+        "--touch",
+    )
     assert len(got) == 1
     after = _counts(db)
     top = got[0]["id"]
@@ -410,8 +465,17 @@ def test_touch_refuses_while_sam_runs(run, sam):
     r = run("--root", sam, "search", "portland budget", "--touch", env={"SAMCTL_ASSUME_SAM_RUNNING": "1"})
     assert r.exit_code == 5 and "SAM is running" in r.stderr
     assert fingerprint(sam) == before
-    r = run("--root", sam, "search", "portland budget", "--in", "memories", "--touch", "--force",
-            env={"SAMCTL_ASSUME_SAM_RUNNING": "1"})
+    r = run(
+        "--root",
+        sam,
+        "search",
+        "portland budget",
+        "--in",
+        "memories",
+        "--touch",
+        "--force",
+        env={"SAMCTL_ASSUME_SAM_RUNNING": "1"},
+    )
     assert r.exit_code == 0, r.stderr
     assert fingerprint(sam) != before
 
@@ -436,14 +500,37 @@ def test_archived_messages_only_when_the_conversation_lost_them(run, sam):
 
     kept = "Plan a weekend trip to Portland within a $500 budget."  # still in conversation.json
     lost = "Earlier we compared zanzibar ferry times for the trip."
-    create_archive_db(sam / "conversations" / SAM_ID / "context_archive.db", [{
-        "id": "AAAAAAAA-0000-4000-8000-000000000001", "conversation_id": SAM_ID,
-        "messages": [{"id": "BBBBBBBB-0000-4000-8000-000000000001", "content": kept, "isFromUser": True,
-                      "timestamp": 808063980.5, "role": "user"},
-                     {"id": "BBBBBBBB-0000-4000-8000-000000000002", "content": lost, "isFromUser": False,
-                      "timestamp": 808063990.0, "role": "assistant"}],
-        "time_start": "2026-08-10T14:13:00.500", "time_end": "2026-08-10T14:13:10.000", "summary": "User asked",
-        "key_topics": ["zanzibar"], "token_count": 20, "created_at": "2026-08-10T14:13:10.000"}])
+    create_archive_db(
+        sam / "conversations" / SAM_ID / "context_archive.db",
+        [
+            {
+                "id": "AAAAAAAA-0000-4000-8000-000000000001",
+                "conversation_id": SAM_ID,
+                "messages": [
+                    {
+                        "id": "BBBBBBBB-0000-4000-8000-000000000001",
+                        "content": kept,
+                        "isFromUser": True,
+                        "timestamp": 808063980.5,
+                        "role": "user",
+                    },
+                    {
+                        "id": "BBBBBBBB-0000-4000-8000-000000000002",
+                        "content": lost,
+                        "isFromUser": False,
+                        "timestamp": 808063990.0,
+                        "role": "assistant",
+                    },
+                ],
+                "time_start": "2026-08-10T14:13:00.500",
+                "time_end": "2026-08-10T14:13:10.000",
+                "summary": "User asked",
+                "key_topics": ["zanzibar"],
+                "token_count": 20,
+                "created_at": "2026-08-10T14:13:10.000",
+            }
+        ],
+    )
     age(sam)
     for mode in ((), ("--no-index",)):
         got = hits(run, sam, "zanzibar ferry", "--threshold", "0.2", *mode)
@@ -455,8 +542,9 @@ def test_archived_messages_only_when_the_conversation_lost_them(run, sam):
         assert [h["kind"] for h in every if h["text"] == kept] == ["message"]  # the archived copy is not repeated
         kinds = {h["kind"] for h in hits(run, sam, "zanzibar", "--in", "messages", "--threshold", "0.1", *mode)}
         assert "archived" in kinds and "memory" not in kinds  # --in messages includes the archives
-        assert {h["kind"] for h in hits(run, sam, "zanzibar", "--in", "memories", "--threshold", "0.1", *mode)} \
-            <= {"memory"}
+        assert {h["kind"] for h in hits(run, sam, "zanzibar", "--in", "memories", "--threshold", "0.1", *mode)} <= {
+            "memory"
+        }
 
 
 def test_a_capped_search_does_not_hide_a_conversation_from_the_next(run, sam):
@@ -513,7 +601,8 @@ def test_exact_search_matches_canonically_equivalent_text(run, tmp_path, index):
     msgs = [mf.sam_message("A1111111-2222-4333-8444-555555555555", "user", nfd, "2026-08-10T14:02:11Z")]
     (base / "conversations" / cid).mkdir(parents=True)
     (base / "conversations" / cid / "conversation.json").write_text(
-        mf.sam_dumps(mf.sam_doc(cid, "Unicode test", msgs, "2026-08-10T14:02:05Z", "2026-08-10T14:02:12Z")))
+        mf.sam_dumps(mf.sam_doc(cid, "Unicode test", msgs, "2026-08-10T14:02:05Z", "2026-08-10T14:02:12Z"))
+    )
     for query in ("café", "ZÜRICH STATION", unicodedata.normalize("NFD", "café")):
         r = run("--root", base, "search", "--exact", query, "--format", "json", *index)
         assert r.exit_code == 0, (query, r.output)
@@ -531,9 +620,17 @@ def test_exact_snippet_shows_the_match_where_lowercasing_and_nfc_do_not_commute(
     cid = "78888888-2222-4333-8444-555555555555"
     text = "filler " * 40 + "ΚΑ\u0342ΛΟΣ end"
     (base / "conversations" / cid).mkdir(parents=True)
-    (base / "conversations" / cid / "conversation.json").write_text(mf.sam_dumps(mf.sam_doc(cid, "Greek", [
-        mf.sam_message("A1000000-2222-4333-8444-555555555555", "user", text, "2026-08-10T10:00:00Z")],
-        "2026-08-10T10:00:00Z", "2026-08-10T10:00:00Z")))
+    (base / "conversations" / cid / "conversation.json").write_text(
+        mf.sam_dumps(
+            mf.sam_doc(
+                cid,
+                "Greek",
+                [mf.sam_message("A1000000-2222-4333-8444-555555555555", "user", text, "2026-08-10T10:00:00Z")],
+                "2026-08-10T10:00:00Z",
+                "2026-08-10T10:00:00Z",
+            )
+        )
+    )
     r = run("--root", base, "search", "--exact", "κᾶλος", "--format", "json")
     (hit,) = json.loads(r.stdout)
     assert "end" in hit["snippet"] and hit["snippet"].startswith("...")

@@ -64,8 +64,19 @@ def test_json_keeps_the_fields_and_adds_the_parts(run, sam):
     parts = h["parts"]
     assert set(parts) == {"own", "date", "context", "conversation", "addressee", "reply", "diversity"}
     assert h["score"] == pytest.approx(sum(parts.values()))
-    for key in ("kind", "conversation_id", "title", "id", "position", "date", "importance", "role", "snippet", "text",
-                "store"):
+    for key in (
+        "kind",
+        "conversation_id",
+        "title",
+        "id",
+        "position",
+        "date",
+        "importance",
+        "role",
+        "snippet",
+        "text",
+        "store",
+    ):
         assert key in h
 
 
@@ -153,8 +164,16 @@ def test_highlighting_is_bold_on_a_terminal_and_off_with_no_color():
     from samctl.search import text as tx
     from samctl.search.hits import Hit, term_snippet
 
-    h = Hit(kind="message", conversation_id="c", title="t", ref=None, position=0, date_ts=None, importance=0.5,
-            text="We planned the budgets for Zürich.")
+    h = Hit(
+        kind="message",
+        conversation_id="c",
+        title="t",
+        ref=None,
+        position=0,
+        date_ts=None,
+        importance=0.5,
+        text="We planned the budgets for Zürich.",
+    )
     h.snippet, h.marks = term_snippet(h.text, set(tx.query_terms("budget zurich")))
     assert [h.snippet[a:b] for a, b in h.marks] == ["budgets", "Zürich"]
     bold = _snippet(h, 120, True, "budget zurich")
@@ -194,15 +213,18 @@ def test_filters(run, sam):
     assert hits(run, sam, "budget store:mermaid") == []
 
 
-@pytest.mark.parametrize("query, message", [
-    ("-", "nothing to search for"),
-    (" + ", "nothing to search for"),
-    ("role:bot budget", "role:bot"),
-    ("store:nothing budget", "store:nothing"),
-    ("in:everything budget", "in:everything"),
-    ("-budget", "only excludes"),
-    ("role:user", "nothing to search for"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("-", "nothing to search for"),
+        (" + ", "nothing to search for"),
+        ("role:bot budget", "role:bot"),
+        ("store:nothing budget", "store:nothing"),
+        ("in:everything budget", "in:everything"),
+        ("-budget", "only excludes"),
+        ("role:user", "nothing to search for"),
+    ],
+)
 def test_a_malformed_query_is_a_usage_error_that_says_what(run, sam, query, message):
     before = fingerprint(sam)
     r = run("--root", sam, "search", "--", query)
@@ -211,8 +233,17 @@ def test_a_malformed_query_is_a_usage_error_that_says_what(run, sam, query, mess
     assert fingerprint(sam) == before
 
 
-@pytest.mark.parametrize("query", ["portland - budget", "portland -- budget", '"portland budget', 'portland budget"',
-                                   "b* portland + budget", "--portland budget"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "portland - budget",
+        "portland -- budget",
+        '"portland budget',
+        'portland budget"',
+        "b* portland + budget",
+        "--portland budget",
+    ],
+)
 def test_questions_as_people_type_them_are_read_as_words(run, sam, query):
     """A lone dash, a run of signs, an unbalanced quote and a stray * are punctuation: the query finds
     what its words find, exit 0, nothing said on stderr."""
@@ -233,8 +264,9 @@ def test_a_phrase_found_nowhere_is_searched_as_its_words(run, sam):
     # a phrase that is found stays a phrase: only the rows holding it, and nothing said
     r = run("--root", sam, "search", "--format", "json", "--", '"weekend trip"')
     assert r.exit_code == 0 and not r.stderr.strip()
-    assert all("weekend trip" in (h["text"] + h["title"]).lower() or h["kind"] == "memory"
-               for h in json.loads(r.stdout))
+    assert all(
+        "weekend trip" in (h["text"] + h["title"]).lower() or h["kind"] == "memory" for h in json.loads(r.stdout)
+    )
 
 
 def test_in_and_the_in_filter_must_agree(run, sam):

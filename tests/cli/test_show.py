@@ -13,8 +13,14 @@ def test_show_text_has_roles_tools_and_results(run, mermaid_demo):
     assert r.exit_code == 0, r.stderr
     out = r.stdout
     assert out.splitlines()[0] == "Fix the flaky test in tests/parser.rs"
-    for text in ("── user ·", "── assistant ·", "── tool read_file ·", "→ read_file(tests/parser.rs)",
-                 "⚙ Read tests/parser.rs ok: 42 lines", "The test depends on HashMap iteration order"):
+    for text in (
+        "── user ·",
+        "── assistant ·",
+        "── tool read_file ·",
+        "→ read_file(tests/parser.rs)",
+        "⚙ Read tests/parser.rs ok: 42 lines",
+        "The test depends on HashMap iteration order",
+    ):
         assert text in out, text
     assert out.index("── user") < out.index("── tool read_file") < out.index("HashMap")
 
@@ -41,8 +47,9 @@ def test_show_markdown_and_json(run, mermaid_demo):
     doc = json.loads(run("--root", mermaid_demo, "show", SPEC_ID, "--format", "json").stdout)
     assert doc["id"] == SPEC_ID and doc["message_count"] == 4
     assert [m["role"] for m in doc["messages"]] == ["user", "assistant", "tool", "assistant"]
-    assert doc["messages"][1]["tool_calls"] == [{"id": "call_01", "name": "read_file",
-                                                 "arguments": {"path": "tests/parser.rs"}}]
+    assert doc["messages"][1]["tool_calls"] == [
+        {"id": "call_01", "name": "read_file", "arguments": {"path": "tests/parser.rs"}}
+    ]
 
 
 def test_show_raw_prints_the_stored_bytes(run, mermaid_demo):
@@ -68,8 +75,20 @@ def test_sam_show_hides_what_the_ui_hides(run, sam_demo):
     assert "Continue." in run("--root", sam_demo, "show", "C2A1", "--all").stdout
 
 
-@pytest.mark.parametrize("bad", ["../x", "/etc/passwd", "..\\x", "20260810\x00", "x" * 300, "2026-08-10",
-                                 "20260810_140307_512/../../x", " 20260810", ""])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../x",
+        "/etc/passwd",
+        "..\\x",
+        "20260810\x00",
+        "x" * 300,
+        "2026-08-10",
+        "20260810_140307_512/../../x",
+        " 20260810",
+        "",
+    ],
+)
 def test_unsafe_or_malformed_ids_are_usage_errors(run, mermaid_demo, bad):
     before = fingerprint(mermaid_demo)
     r = run("--root", mermaid_demo, "show", bad)

@@ -46,7 +46,8 @@ def test_at_zero_is_the_whole_transcript(run, sam_demo):
 def test_negative_counts_from_the_end(run, sam_demo):
     last = _json(run, sam_demo, "8B58", "--at", "-1")
     assert last["at"] == 4 and [m["content"] for m in last["messages"]] == [
-        "Saturday looks sunny (24°C) and Sunday brings light rain. Which neighborhood would you like to stay in?"]
+        "Saturday looks sunny (24°C) and Sunday brings light rain. Which neighborhood would you like to stay in?"
+    ]
     first = _json(run, sam_demo, "8B58", "--at", "-5")
     assert first["at"] == 0 and first["exported_messages"] == 5
 
@@ -103,14 +104,17 @@ def test_markdown_piped_starts_at_the_message(run, mermaid_demo):
 
 # ---------------------------------------------------------------------- one numbering for every store
 
+
 def _ids(run, root) -> list[str]:
     r = run("--root", root, "ls", "--format", "json")
     assert r.exit_code in (0, 3), r.stderr
     return [c["id"] for c in json.loads(r.stdout)]
 
 
-@pytest.mark.parametrize("name,sub", [("claude_code", ""), ("codex", ""), ("llm", "logs.db"),
-                                      ("chatgpt", "chatgpt-export.zip"), ("chatgpt", "export")])
+@pytest.mark.parametrize(
+    "name,sub",
+    [("claude_code", ""), ("codex", ""), ("llm", "logs.db"), ("chatgpt", "chatgpt-export.zip"), ("chatgpt", "export")],
+)
 def test_positions_are_the_stored_order_in_read_only_stores(run, tmp_path, name, sub):
     root = demo_copy(tmp_path, name) / sub
     before = fingerprint(root)
@@ -177,8 +181,14 @@ def _terminal_run(tmp_path, root, args, pager_env: dict):
     env.update(pager_env)
     master, slave = os.openpty()
     try:
-        p = subprocess.Popen([sys.executable, "-m", "samctl", "--root", str(root), "show", *args], cwd=REPO,
-                             stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "samctl", "--root", str(root), "show", *args],
+            cwd=REPO,
+            stdin=slave,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         os.close(slave)
         while p.poll() is None:  # keep the terminal drained
             if select.select([master], [], [], 0.1)[0]:
@@ -204,8 +214,7 @@ def test_less_opens_at_the_line_of_the_message(tmp_path, sam_demo):
 
 def test_less_with_the_users_options_keeps_them(tmp_path, sam_demo):
     less = _pager(tmp_path, "less")
-    got = _on_a_terminal(tmp_path, sam_demo, ["8B58", "--at", "-1", "--format", "markdown"],
-                         {"PAGER": f"'{less}' -S"})
+    got = _on_a_terminal(tmp_path, sam_demo, ["8B58", "--at", "-1", "--format", "markdown"], {"PAGER": f"'{less}' -S"})
     assert got["argv"][:1] == ["-S"] and len(got["argv"]) == 2
     line = int(got["argv"][1][1:])
     assert got["stdin"].splitlines()[line - 1].startswith("## Assistant")
@@ -239,8 +248,10 @@ def test_a_pager_that_cannot_be_split_is_a_usage_error(tmp_path, sam_demo):
     for args in (["8B58"], ["8B58", "--at", "1"], ["8B58", "--format", "markdown"]):
         rc, err, record = _terminal_run(tmp_path, sam_demo, args, {"PAGER": '"less'})
         assert rc == 2, err
-        assert err.splitlines() == ["samctl: error: PAGER is not a command line: no closing quotation in '\"less'",
-                                    "hint: fix PAGER, or use --no-pager"]
+        assert err.splitlines() == [
+            "samctl: error: PAGER is not a command line: no closing quotation in '\"less'",
+            "hint: fix PAGER, or use --no-pager",
+        ]
         assert not record.exists()
     rc, err, _ = _terminal_run(tmp_path, sam_demo, ["8B58", "--no-pager"], {"PAGER": '"less'})
     assert rc == 0, err

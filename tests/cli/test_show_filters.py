@@ -28,8 +28,9 @@ def test_json_min_importance_keeps_what_markdown_keeps(run, sam_demo):
     doc = _json(run, sam_demo, SAM_TRIP, "--min-importance", "0.8")
     assert [(m["role"], m["importance"]) for m in doc["messages"]] == [("user", 0.9), ("assistant", 0.85)]
     assert doc["message_count"] == 5 and doc["exported_messages"] == 2
-    assert [m["role"].capitalize() for m in doc["messages"]] == _md_headings(run, sam_demo, SAM_TRIP,
-                                                                              "--min-importance", "0.8")
+    assert [m["role"].capitalize() for m in doc["messages"]] == _md_headings(
+        run, sam_demo, SAM_TRIP, "--min-importance", "0.8"
+    )
 
 
 def test_json_leaves_hidden_messages_out_unless_all(run, sam_demo):
@@ -45,9 +46,11 @@ def test_json_leaves_hidden_messages_out_unless_all(run, sam_demo):
 
 def test_json_all_and_min_importance_combine(run, sam_demo):
     doc = _json(run, sam_demo, SAM_BUDGET, "--all", "--min-importance", "0.7")
-    assert [(m["content"][:9], m["hidden"]) for m in doc["messages"]] == [("Draft the", False),
-                                                                          ("Here is a", False),
-                                                                          ("Continue.", True)]
+    assert [(m["content"][:9], m["hidden"]) for m in doc["messages"]] == [
+        ("Draft the", False),
+        ("Here is a", False),
+        ("Continue.", True),
+    ]
     assert doc["exported_messages"] == 3
 
 
@@ -75,9 +78,11 @@ def test_show_from_the_log_is_partial_and_says_so(run, mermaid_demo, damage, fmt
     assert r.exit_code == 3, r.stderr
     assert "The test depends on HashMap iteration order" in r.stdout
     lines = [ln for ln in r.stderr.splitlines() if ": from-log: " in ln]
-    assert lines == [f"warning: from-log: {snap.with_suffix('.jsonl')}: no readable snapshot "
-                     f"({snap.name}); this transcript is the event log's fold "
-                     f"(`samctl --root {mermaid_demo} recover {SPEC_ID}` rebuilds the snapshot)"]
+    assert lines == [
+        f"warning: from-log: {snap.with_suffix('.jsonl')}: no readable snapshot "
+        f"({snap.name}); this transcript is the event log's fold "
+        f"(`samctl --root {mermaid_demo} recover {SPEC_ID}` rebuilds the snapshot)"
+    ]
     assert ("bad-json" in r.stderr) == (damage == "corrupt")
     assert fingerprint(mermaid_demo) == before
 

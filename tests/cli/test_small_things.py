@@ -57,10 +57,17 @@ def test_rm_title_matches_across_normalisation_forms(run, sam_demo):
     assert fingerprint(sam_demo) == before
 
 
-@pytest.mark.parametrize("args", [("search", "budget", "--min-importance", "nan"),
-                                  ("show", "8B58", "--min-importance", "nan", "--no-pager"),
-                                  ("check", "--lock-wait", "nan"), ("rm", "D3B2", "--yes", "--lock-wait", "nan"),
-                                  ("ls", "-n", "0"), ("search", "budget", "-n", "0")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "budget", "--min-importance", "nan"),
+        ("show", "8B58", "--min-importance", "nan", "--no-pager"),
+        ("check", "--lock-wait", "nan"),
+        ("rm", "D3B2", "--yes", "--lock-wait", "nan"),
+        ("ls", "-n", "0"),
+        ("search", "budget", "-n", "0"),
+    ],
+)
 def test_nan_and_zero_limits_are_usage_errors(run, sam_demo, args):
     # was: nan accepted (matching nothing, or waiting forever); -n 0 printed "no conversations"
     before = fingerprint(sam_demo)
@@ -94,8 +101,10 @@ def test_every_path_check_prints_follows_one_rule(run, sam_demo, monkeypatch, ho
     monkeypatch.chdir("/")
     far = run("--root", sam_demo, "check", "--format", "json")
     # outside the current folder: absolute (here / is the current folder: everything is inside it)
-    assert all(not f["path"].startswith("/") or f["path"].startswith(str(sam_demo))
-               for f in orjson.loads(far.stdout)["findings"])
+    assert all(
+        not f["path"].startswith("/") or f["path"].startswith(str(sam_demo))
+        for f in orjson.loads(far.stdout)["findings"]
+    )
 
 
 def test_a_huge_bad_id_is_cut_with_its_closing_quote(run, sam_demo):
@@ -122,12 +131,21 @@ def test_cache_folder_in_the_app_folder_is_not_written(run, sam_demo, mermaid_de
         assert fingerprint(root) == before, args
 
 
-@pytest.mark.parametrize("args, hint", [
-    (("zzzqqq",), "hint: try other words, fewer required (+word) or excluded (-word) ones, or prefix*; or --exact "
-                  "for a plain substring"),
-    (("zzzqqq", "--rank", "sam"), "hint: try a lower --threshold (now 0.3)"),
-    (("zzzqqq", "--exact", "--since", "1d"), "hint: try without --since; or fewer or shorter words, or a ranked "
-                                             "search (without --exact)")])
+@pytest.mark.parametrize(
+    "args, hint",
+    [
+        (
+            ("zzzqqq",),
+            "hint: try other words, fewer required (+word) or excluded (-word) ones, or prefix*; or --exact "
+            "for a plain substring",
+        ),
+        (("zzzqqq", "--rank", "sam"), "hint: try a lower --threshold (now 0.3)"),
+        (
+            ("zzzqqq", "--exact", "--since", "1d"),
+            "hint: try without --since; or fewer or shorter words, or a ranked search (without --exact)",
+        ),
+    ],
+)
 def test_a_search_that_finds_nothing_says_what_to_try(run, sam_demo, args, hint):
     r = run("--root", sam_demo, "search", *args)
     assert (r.exit_code, r.stdout) == (1, "")  # (issue #33: nothing matches exits 1, as grep)

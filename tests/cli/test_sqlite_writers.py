@@ -24,8 +24,10 @@ HOSTILE = {
     "trigger": ["CREATE TRIGGER wipe AFTER UPDATE ON {t} BEGIN DELETE FROM {t}; END"],
     "trigger-on-delete": ["CREATE TRIGGER keep BEFORE DELETE ON {t} BEGIN SELECT RAISE(ABORT, 'no'); END"],
     "view": ["CREATE VIEW everything AS SELECT * FROM {t}"],
-    "foreign-table": ["CREATE TABLE refs (mid TEXT REFERENCES {t}(id) ON UPDATE CASCADE ON DELETE CASCADE)",
-                      "INSERT INTO refs SELECT id FROM {t}"],
+    "foreign-table": [
+        "CREATE TABLE refs (mid TEXT REFERENCES {t}(id) ON UPDATE CASCADE ON DELETE CASCADE)",
+        "INSERT INTO refs SELECT id FROM {t}",
+    ],
 }
 
 
@@ -60,8 +62,23 @@ def test_search_touch_refuses_a_database_with_its_own_schema(run, sam_demo, what
     db = conv(sam_demo) / SID / "memory.db"
     add(db, what)
     before, kept = state(db), rows(db)
-    r = run("--root", sam_demo, "search", "portland budget", "--in", "memories", "--conversation", SID,
-            "--rank", "sam", "--threshold", "0", "--touch", "--format", "json")
+    r = run(
+        "--root",
+        sam_demo,
+        "search",
+        "portland budget",
+        "--in",
+        "memories",
+        "--conversation",
+        SID,
+        "--rank",
+        "sam",
+        "--threshold",
+        "0",
+        "--touch",
+        "--format",
+        "json",
+    )
     assert r.exit_code == 3, r.output
     assert json.loads(r.stdout), "the search itself still answers"
     assert "db-schema" in r.stderr and "not exactly SAM's" in r.stderr and "not touched" in r.stderr
@@ -74,14 +91,27 @@ def test_search_touch_still_touches_the_other_databases(run, sam_demo):
     mine, shared = conv(sam_demo) / SID / "memory.db", conv(sam_demo) / TOPIC / "memory.db"
     add(mine, "trigger")
     before, other = state(mine), state(shared)
-    r = run("--root", sam_demo, "search", "budget portland", "--in", "memories", "--rank", "sam", "--threshold", "0", "--touch")
+    r = run(
+        "--root",
+        sam_demo,
+        "search",
+        "budget portland",
+        "--in",
+        "memories",
+        "--rank",
+        "sam",
+        "--threshold",
+        "0",
+        "--touch",
+    )
     assert r.exit_code == 3, r.output
     assert state(mine) == before and state(shared) != other
     assert re.search(r"touched [1-9]\d* memor", r.stderr)
 
 
-@pytest.mark.parametrize("name,table", [("memory.db", sqlitefile.MEMORY_TABLE),
-                                        ("context_archive.db", sqlitefile.ARCHIVE_TABLE)])
+@pytest.mark.parametrize(
+    "name,table", [("memory.db", sqlitefile.MEMORY_TABLE), ("context_archive.db", sqlitefile.ARCHIVE_TABLE)]
+)
 @pytest.mark.parametrize("what", HOSTILE)
 def test_compact_does_not_vacuum_a_database_with_its_own_schema(run, sam_demo, what, name, table):
     db = conv(sam_demo) / SID / name
@@ -109,8 +139,9 @@ def test_compact_still_vacuums_a_database_of_sams_schema(run, sam_demo):
     assert db.stat().st_size < size
 
 
-@pytest.mark.parametrize("name,table", [("memory.db", sqlitefile.MEMORY_TABLE),
-                                        ("context_archive.db", sqlitefile.ARCHIVE_TABLE)])
+@pytest.mark.parametrize(
+    "name,table", [("memory.db", sqlitefile.MEMORY_TABLE), ("context_archive.db", sqlitefile.ARCHIVE_TABLE)]
+)
 @pytest.mark.parametrize("what", HOSTILE)
 def test_restore_as_new_refuses_a_database_with_its_own_schema(run, sam_demo, what, name, table):
     db = conv(sam_demo) / SID / name
@@ -139,6 +170,7 @@ def test_restore_as_new_still_rewrites_a_database_of_sams_schema(run, sam_demo):
 
 
 # --- the one place ---------------------------------------------------------------------------------
+
 
 def test_exact_schema_of_what_sam_writes(tmp_path):
     m = memorydb.create_memory_db(tmp_path / "memory.db")
@@ -184,6 +216,7 @@ def test_a_trigger_added_after_the_open_is_seen_under_the_write_lock(tmp_path, m
         conn = real(path, table, timeout)
         add(Path(path), "trigger")
         return conn
+
     monkeypatch.setattr(sqlitefile, "open_for_writing", open_then_add)
     with pytest.raises(FileProblem) as e:
         memorydb.touch_memories(p, ["296E5007-66D6-4DA2-B9F5-7BC7B9542F8E"])

@@ -42,8 +42,7 @@ def test_stats_is_read_only_and_reports_broken_files(run, sam_broken, mermaid_br
 def test_bar_and_month_range():
     assert bar(0, 10) == "" and bar(10, 10, 4) == "████" and bar(1, 16, 4) == "▎" and bar(9, 16, 4) == "██▎"
     assert bar(1, 1000, 40) == "▏"  # never invisible
-    assert month_range({"2025-11": 2, "2026-02": 1}) == [("2025-11", 2), ("2025-12", 0), ("2026-01", 0),
-                                                         ("2026-02", 1)]
+    assert month_range({"2025-11": 2, "2026-02": 1}) == [("2025-11", 2), ("2025-12", 0), ("2026-01", 0), ("2026-02", 1)]
     assert month_range({"2025-11": 2, "2026-02": 1}, last=2) == [("2026-01", 0), ("2026-02", 1)]
     assert month_range({}) == []
 
@@ -115,8 +114,10 @@ def test_memory_counts_are_cached_per_database_and_read_again_when_one_changes(r
     db = next(p for p in sorted(sam_demo.glob("conversations/*/memory.db")))
     con = sqlite3.connect(db)
     row = con.execute("SELECT * FROM conversation_memories LIMIT 1").fetchone()
-    con.execute("INSERT INTO conversation_memories VALUES (?,?,?,?,?,?,?,?,?,?)",
-                ("11111111-2222-4333-8444-555555555555",) + row[1:])
+    con.execute(
+        "INSERT INTO conversation_memories VALUES (?,?,?,?,?,?,?,?,?,?)",
+        ("11111111-2222-4333-8444-555555555555",) + row[1:],
+    )
     con.commit()
     con.close()
     r = run("--root", sam_demo, "stats", "--format", "json")

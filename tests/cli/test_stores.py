@@ -27,7 +27,8 @@ def machine(tmp_path, monkeypatch):
     shutil.copy(DEMO / "chatgpt" / "chatgpt-export.zip", tmp_path / "export.zip")
     (home / ".config" / "samctl").mkdir()
     (home / ".config" / "samctl" / "config.toml").write_text(
-        f'roots = ["{tmp_path / "proj"}", "{tmp_path / "export.zip"}"]\n')
+        f'roots = ["{tmp_path / "proj"}", "{tmp_path / "export.zip"}"]\n'
+    )
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
     for var in ("XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "LLM_USER_PATH", "SAMCTL_ROOT"):

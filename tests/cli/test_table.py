@@ -42,8 +42,9 @@ def test_wide_and_combining_characters_are_measured_as_a_terminal_shows_them():
     assert {display_width(ln[: ln.rindex(" ") + 1]) for ln in lines} == {6}
 
 
-@pytest.mark.parametrize("text, width", [("", 0), ("abc", 3), ("漢字", 4), ("e\u0301", 1), ("ｱ", 1), ("👍", 2),
-                                         ("a\u200bb", 2)])
+@pytest.mark.parametrize(
+    "text, width", [("", 0), ("abc", 3), ("漢字", 4), ("e\u0301", 1), ("ｱ", 1), ("👍", 2), ("a\u200bb", 2)]
+)
 def test_display_width(text, width):
     assert display_width(text) == width
 

@@ -25,7 +25,7 @@ RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u
 
 def _assert_clean(text: str) -> None:
     m = RAW.search(text)
-    assert m is None, f"raw {m.group()!r} at {m.start()}: {text[max(0, m.start() - 40):m.start() + 40]!r}"
+    assert m is None, f"raw {m.group()!r} at {m.start()}: {text[max(0, m.start() - 40) : m.start() + 40]!r}"
 
 
 def _sam_title(sam_demo, title):
@@ -190,8 +190,13 @@ def _on_a_terminal(args, env) -> str:
     import sys
 
     main, sub = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "samctl", *args], stdout=sub, stderr=subprocess.DEVNULL,
-                         stdin=subprocess.DEVNULL, env={**os.environ, "SAMCTL_ASSUME_SAM_RUNNING": "0", **env})
+    p = subprocess.Popen(
+        [sys.executable, "-m", "samctl", *args],
+        stdout=sub,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "SAMCTL_ASSUME_SAM_RUNNING": "0", **env},
+    )
     os.close(sub)
     out = b""
     while True:

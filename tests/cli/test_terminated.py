@@ -13,7 +13,7 @@ from samctl.stores import open_store
 from tests.cli.test_lifecycle import MID, attic_of, conv, files_state
 from tests.conftest import REPO
 
-_DRIVER = r'''
+_DRIVER = r"""
 import os, signal, sys
 from samctl import fsafe
 import samctl.cli
@@ -29,15 +29,20 @@ def hook(step):
 fsafe.fault_hook = hook
 sys.argv = ["samctl", *sys.argv[1:]]
 samctl.cli.main()
-'''
+"""
 
 
 def test_sigterm_cleans_up_says_so_and_dies_of_the_signal(run, mermaid_demo, tmp_path):
     (tmp_path / "driver.py").write_text(_DRIVER)
     before = files_state(mermaid_demo, MID)
     # the sixth write step: the batch's journal record is on disk, the archive's temp is about to be made
-    p = subprocess.run([sys.executable, str(tmp_path / "driver.py"), "--root", str(mermaid_demo), "rm", MID],
-                       cwd=REPO, env=dict(os.environ, TERM_AT_STEP="6"), capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, str(tmp_path / "driver.py"), "--root", str(mermaid_demo), "rm", MID],
+        cwd=REPO,
+        env=dict(os.environ, TERM_AT_STEP="6"),
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == -signal.SIGTERM, (p.returncode, p.stderr)
     assert p.stderr.endswith("samctl: terminated\n") and "Traceback" not in p.stderr, p.stderr
     assert [q for q in mermaid_demo.rglob("*.tmp")] == []  # what it was writing is gone
@@ -78,7 +83,8 @@ samctl.cli.main()
 def test_a_second_sigterm_ends_it_at_once(tmp_path):
     """The handler lets go after the first signal: a second one, during the clean-up, ends samctl at once."""
     (tmp_path / "twice.py").write_text(_TWICE)
-    p = subprocess.run([sys.executable, str(tmp_path / "twice.py")], cwd=REPO, capture_output=True, text=True,
-                       timeout=30)
+    p = subprocess.run(
+        [sys.executable, str(tmp_path / "twice.py")], cwd=REPO, capture_output=True, text=True, timeout=30
+    )
     assert p.returncode == -signal.SIGTERM, (p.returncode, p.stderr)
     assert p.stdout == "" and p.stderr == "", (p.stdout, p.stderr)  # (not even the first one's message)

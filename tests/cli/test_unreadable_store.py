@@ -23,9 +23,21 @@ S2 = "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"
 
 pytestmark = pytest.mark.skipif(nobody.skip_reason() is not None, reason=str(nobody.skip_reason()))
 
-COMMANDS = [("ls",), ("show", "{id}", "--no-pager"), ("check",), ("check", "--format", "json"), ("search", "budget"),
-            ("attic",), ("attic", "--verify"), ("stats",), ("export", "--all", "--to", "jsonl"), ("index",),
-            ("compact", "--dry-run"), ("rm", "--older-than", "1d", "--dry-run"), ("recover", "{id}", "--dry-run")]
+COMMANDS = [
+    ("ls",),
+    ("show", "{id}", "--no-pager"),
+    ("check",),
+    ("check", "--format", "json"),
+    ("search", "budget"),
+    ("attic",),
+    ("attic", "--verify"),
+    ("stats",),
+    ("export", "--all", "--to", "jsonl"),
+    ("index",),
+    ("compact", "--dry-run"),
+    ("rm", "--older-than", "1d", "--dry-run"),
+    ("recover", "{id}", "--dry-run"),
+]
 
 
 @pytest.fixture
@@ -48,8 +60,11 @@ LEVELS = {
     "mermaid-project": ("proj", "proj", make_fixtures.MERMAID_ID),
     "mermaid-dotmermaid": ("proj", "proj/.mermaid", make_fixtures.MERMAID_ID),
     "mermaid-conversations": ("proj", "proj/.mermaid/conversations", make_fixtures.MERMAID_ID),
-    "mermaid-conversations-given": ("proj/.mermaid/conversations", "proj/.mermaid/conversations",
-                                    make_fixtures.MERMAID_ID),
+    "mermaid-conversations-given": (
+        "proj/.mermaid/conversations",
+        "proj/.mermaid/conversations",
+        make_fixtures.MERMAID_ID,
+    ),
 }
 
 

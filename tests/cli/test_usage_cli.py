@@ -17,9 +17,13 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "usage"
 A = "11111111-1111-4111-8111-111111111111"
 B = "22222222-2222-4222-8222-222222222222"
 C = "33333333-3333-4333-8333-333333333333"
-TOKENS = (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"),
-          ("cache_creation_tokens", "cacheCreationTokens"), ("cache_read_tokens", "cacheReadTokens"),
-          ("total_tokens", "totalTokens"))
+TOKENS = (
+    ("input_tokens", "inputTokens"),
+    ("output_tokens", "outputTokens"),
+    ("cache_creation_tokens", "cacheCreationTokens"),
+    ("cache_read_tokens", "cacheReadTokens"),
+    ("total_tokens", "totalTokens"),
+)
 
 
 @pytest.fixture(autouse=True)
@@ -92,8 +96,16 @@ def test_totals_row_and_breakdown_by_model(tmp_path, run):
     for row, d in zip(rep["rows"], cc["daily"]):
         mine = {m["model"]: (m["input_tokens"], m["output_tokens"]) for m in row["models"]}
         assert mine == {b["modelName"]: (b["inputTokens"], b["outputTokens"]) for b in d["modelBreakdowns"]}
-    assert set(rep["rows"][0]) >= {"day", "input_tokens", "output_tokens", "cache_creation_tokens",
-                                   "cache_read_tokens", "reasoning_tokens", "total_tokens", "cost_usd"}
+    assert set(rep["rows"][0]) >= {
+        "day",
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_tokens",
+        "cache_read_tokens",
+        "reasoning_tokens",
+        "total_tokens",
+        "cost_usd",
+    }
 
 
 def test_differs_from_ccusage_on_purpose(tmp_path, run):
@@ -130,10 +142,23 @@ def test_second_report_reads_only_changed_files(tmp_path, run, monkeypatch):
     assert reads == [] and rep2 == rep1
     f = root / "projects" / "-home-ana-web" / f"{B}.jsonl"
     with open(f, "a") as out:
-        out.write(json.dumps({"type": "assistant", "timestamp": "2026-03-05T11:00:00.000Z", "requestId": "req_B2",
-                              "cwd": "/home/ana/web", "sessionId": B, "message": {
-                                  "id": "msg_B2", "model": "claude-sonnet-4-5-20250929",
-                                  "usage": {"input_tokens": 5, "output_tokens": 6}}}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "timestamp": "2026-03-05T11:00:00.000Z",
+                    "requestId": "req_B2",
+                    "cwd": "/home/ana/web",
+                    "sessionId": B,
+                    "message": {
+                        "id": "msg_B2",
+                        "model": "claude-sonnet-4-5-20250929",
+                        "usage": {"input_tokens": 5, "output_tokens": 6},
+                    },
+                }
+            )
+            + "\n"
+        )
     old = time.time() - 3600
     os.utime(f, (old, old))
     r3, rep3 = _json(run, root)
@@ -145,8 +170,9 @@ def test_formats_csv_jsonl_html_chart(tmp_path, run):
     root = _tree(tmp_path, "same")
     r = run("--root", root, "usage", "--format", "csv")
     lines = r.stdout.splitlines()
-    assert lines[0] == ("day,input_tokens,output_tokens,cache_creation_tokens,cache_read_tokens,reasoning_tokens,"
-                        "total_tokens,cost_usd")
+    assert lines[0] == (
+        "day,input_tokens,output_tokens,cache_creation_tokens,cache_read_tokens,reasoning_tokens,total_tokens,cost_usd"
+    )
     assert lines[1].startswith("2026-03-04,2040,1110,5100,8100,0,16350,") and lines[-1].startswith("TOTAL,")
     r = run("--root", root, "usage", "--format", "jsonl", "--by", "month")
     assert [json.loads(x)["month"] for x in r.stdout.splitlines()] == ["2026-03"]
@@ -170,13 +196,28 @@ def test_blocks_are_ccusage_5_hour_windows(tmp_path, run):
     assert starts == ["2026-03-04T09:00:00Z", "2026-03-04T23:00:00Z", "2026-03-05T10:00:00Z"]
     assert rep["rows"][1]["block_end"] == "2026-03-05T04:00:00Z"
     cc = [b for b in _recorded("same.blocks.json")["blocks"] if not b["isGap"]]  # (ccusage's gaps: no usage)
-    assert [(b["startTime"].replace(".000", ""), b["endTime"].replace(".000", "")) for b in cc] == \
-        [(row["block_start"], row["block_end"]) for row in rep["rows"]]
-    assert [(b["tokenCounts"]["inputTokens"], b["tokenCounts"]["outputTokens"],
-             b["tokenCounts"]["cacheCreationInputTokens"], b["tokenCounts"]["cacheReadInputTokens"],
-             b["totalTokens"]) for b in cc] == \
-        [(row["input_tokens"], row["output_tokens"], row["cache_creation_tokens"], row["cache_read_tokens"],
-          row["total_tokens"]) for row in rep["rows"]]
+    assert [(b["startTime"].replace(".000", ""), b["endTime"].replace(".000", "")) for b in cc] == [
+        (row["block_start"], row["block_end"]) for row in rep["rows"]
+    ]
+    assert [
+        (
+            b["tokenCounts"]["inputTokens"],
+            b["tokenCounts"]["outputTokens"],
+            b["tokenCounts"]["cacheCreationInputTokens"],
+            b["tokenCounts"]["cacheReadInputTokens"],
+            b["totalTokens"],
+        )
+        for b in cc
+    ] == [
+        (
+            row["input_tokens"],
+            row["output_tokens"],
+            row["cache_creation_tokens"],
+            row["cache_read_tokens"],
+            row["total_tokens"],
+        )
+        for row in rep["rows"]
+    ]
 
 
 def test_filters_and_bad_prices(tmp_path, run):
@@ -200,12 +241,26 @@ def test_filters_and_bad_prices(tmp_path, run):
     assert r.exit_code == 2 and "input must be a number" in r.stderr and r.stdout == ""
     assert fingerprint(root) == before
     good = tmp_path / "mine.json"
-    good.write_text(json.dumps({"taken": "2026-12-01", "source": "test", "models": {
-        "claude-sonnet-4-5": {"input": 1000000, "output": 0, "cache_write": 0, "cache_read": 0}}}))
+    good.write_text(
+        json.dumps(
+            {
+                "taken": "2026-12-01",
+                "source": "test",
+                "models": {"claude-sonnet-4-5": {"input": 1000000, "output": 0, "cache_write": 0, "cache_read": 0}},
+            }
+        )
+    )
     r = run("--root", root, "usage", "--prices", good)
     assert r.exit_code == 2  # (1e6 $/M is past the sanity bound)
-    good.write_text(json.dumps({"taken": "2026-12-01", "source": "test", "models": {
-        "claude-sonnet-4-5": {"input": 1, "output": 0, "cache_write": 0, "cache_read": 0}}}))
+    good.write_text(
+        json.dumps(
+            {
+                "taken": "2026-12-01",
+                "source": "test",
+                "models": {"claude-sonnet-4-5": {"input": 1, "output": 0, "cache_write": 0, "cache_read": 0}},
+            }
+        )
+    )
     _, rep = _json(run, root, "--prices", good, "--model", "sonnet")
     assert rep["totals"]["cost_usd"] == pytest.approx((1200 + 2000 + 900 + 300) / 1e6)
     assert rep["prices"]["taken"] == "2026-12-01"
@@ -231,8 +286,14 @@ def test_live_ccusage_still_says_what_was_recorded(tmp_path, name):
         pytest.skip("ccusage 17.2.1 is not installed (npm i -g ccusage@17.2.1, or set SAMCTL_TEST_CCUSAGE)")
     root = _tree(tmp_path, name)
     for cmd in ("daily", "session") + (("blocks",) if name == "same" else ()):
-        out = subprocess.run(exe + [cmd, "--json", "--offline"], capture_output=True, text=True, timeout=120,
-                             env=dict(os.environ, TZ="UTC", CLAUDE_CONFIG_DIR=str(root)), check=True).stdout
+        out = subprocess.run(
+            exe + [cmd, "--json", "--offline"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, TZ="UTC", CLAUDE_CONFIG_DIR=str(root)),
+            check=True,
+        ).stdout
         assert json.loads(out) == _recorded(f"{name}.{cmd}.json")
 
 
@@ -240,9 +301,14 @@ def test_hostile_text_never_reaches_terminal_or_page(tmp_path, run):
     root = tmp_path / "claude"
     p = root / "projects" / "-x"
     p.mkdir(parents=True)
-    evil = {"type": "assistant", "timestamp": "2026-03-04T09:00:00Z", "requestId": "req_1", "sessionId": A,
-            "cwd": "/tmp/<img src=x onerror=alert(1)>\x1b[2J", "message": {
-                "id": "msg_1", "model": "m\x1b]0;pwned\x07<b>", "usage": {"input_tokens": 1, "output_tokens": 2}}}
+    evil = {
+        "type": "assistant",
+        "timestamp": "2026-03-04T09:00:00Z",
+        "requestId": "req_1",
+        "sessionId": A,
+        "cwd": "/tmp/<img src=x onerror=alert(1)>\x1b[2J",
+        "message": {"id": "msg_1", "model": "m\x1b]0;pwned\x07<b>", "usage": {"input_tokens": 1, "output_tokens": 2}},
+    }
     (p / f"{A}.jsonl").write_text(json.dumps(evil) + "\n")
     for by in ("project", "model", "session"):
         for extra in ((), ("--chart",)):
@@ -261,7 +327,8 @@ def test_codex_rollouts_through_the_command(tmp_path, run):
     r, rep = _json(run, root, "--by", "session")
     assert r.exit_code == 0, r.stderr
     assert [(x["session"], x["store"], x["project"], x["input_tokens"], x["output_tokens"]) for x in rep["rows"]] == [
-        ("019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f", "codex", "/home/ana/api", 5120, 210)]
+        ("019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f", "codex", "/home/ana/api", 5120, 210)
+    ]
     assert fingerprint(root) == before
 
 

@@ -21,8 +21,10 @@ def _sam_image(sam_demo):
     doc = json.loads(p.read_text())
     m = doc["messages"][1]
     m["content"] = ""
-    m["contentParts"] = [{"type": "image_url", "image_url": {"url": URL, "detail": "auto"}},
-                         {"type": "text", "text": "a caption"}]
+    m["contentParts"] = [
+        {"type": "image_url", "image_url": {"url": URL, "detail": "auto"}},
+        {"type": "text", "text": "a caption"},
+    ]
     p.write_text(json.dumps(doc, indent=2))
     return open_store(str(sam_demo), cache=False).load(SAM_ID, [])
 

@@ -54,8 +54,7 @@ def test_markdown_has_title_dates_model_roles_tools_and_reasoning(sam_demo):
     assert "## Tool `weather_operations`" in md and "Sunday: 19°C, light rain" in md
     assert "<details><summary>Reasoning</summary>" in md and "Budget is tight" in md
     heads = [ln.split(" · ")[0] for ln in md.splitlines() if ln.startswith("## ")]
-    assert heads == ["## User", "## Assistant", "## Tool `weather_operations`",
-                     "## Reasoning", "## Assistant"]
+    assert heads == ["## User", "## Assistant", "## Tool `weather_operations`", "## Reasoning", "## Assistant"]
 
 
 def test_markdown_shows_mermaid_tool_runs_and_keeps_code_fenced(mermaid_demo):
@@ -104,18 +103,35 @@ def _hostile_sam(tmp_path):
     msgs = [
         make_fixtures.sam_message("E1E1E1E1-0000-4000-8000-000000000002", "user", evil, "2026-08-01T10:00:00Z"),
         make_fixtures.sam_message(
-            "E1E1E1E1-0000-4000-8000-000000000003", "assistant", "```html\n" + evil + "\n```\nand `" + evil + "`",
+            "E1E1E1E1-0000-4000-8000-000000000003",
+            "assistant",
+            "```html\n" + evil + "\n```\nand `" + evil + "`",
             "2026-08-01T10:00:01Z",
-            toolCalls=[{"id": "call_<b>", "type": "function",
-                        "function": {"name": "x\"><script>alert(2)</script>", "arguments": json.dumps({"q": evil})}}]),
-        make_fixtures.sam_message("E1E1E1E1-0000-4000-8000-000000000004", "toolExecution", evil,
-                                  "2026-08-01T10:00:02Z", toolCallId="call_<b>", toolName="<i>t</i>",
-                                  toolStatus="success"),
-        make_fixtures.sam_message("E1E1E1E1-0000-4000-8000-000000000005", "thinking", "", "2026-08-01T10:00:03Z",
-                                  reasoningContent=evil),
+            toolCalls=[
+                {
+                    "id": "call_<b>",
+                    "type": "function",
+                    "function": {"name": 'x"><script>alert(2)</script>', "arguments": json.dumps({"q": evil})},
+                }
+            ],
+        ),
+        make_fixtures.sam_message(
+            "E1E1E1E1-0000-4000-8000-000000000004",
+            "toolExecution",
+            evil,
+            "2026-08-01T10:00:02Z",
+            toolCallId="call_<b>",
+            toolName="<i>t</i>",
+            toolStatus="success",
+        ),
+        make_fixtures.sam_message(
+            "E1E1E1E1-0000-4000-8000-000000000005", "thinking", "", "2026-08-01T10:00:03Z", reasoningContent=evil
+        ),
     ]
-    make_fixtures._write(base / "conversations" / cid / "conversation.json", make_fixtures.sam_dumps(
-        make_fixtures.sam_doc(cid, evil, msgs, "2026-08-01T10:00:00Z", "2026-08-01T10:00:03Z")))
+    make_fixtures._write(
+        base / "conversations" / cid / "conversation.json",
+        make_fixtures.sam_dumps(make_fixtures.sam_doc(cid, evil, msgs, "2026-08-01T10:00:00Z", "2026-08-01T10:00:03Z")),
+    )
     return base, cid, evil
 
 
@@ -163,8 +179,9 @@ def test_body_html_turns_fences_into_code_blocks():
 
 
 def test_index_page_lists_and_escapes(tmp_path):
-    page = html.index_page([{"file": "a b.html", "id": "X", "title": "<b>t</b>", "updated_ts": 0, "messages": 2,
-                             "store": "sam"}])
+    page = html.index_page(
+        [{"file": "a b.html", "id": "X", "title": "<b>t</b>", "updated_ts": 0, "messages": 2, "store": "sam"}]
+    )
     assert 'href="a%20b.html"' in page and "&lt;b&gt;t&lt;/b&gt;" in page and 'id="filter"' in page
 
 
@@ -193,10 +210,14 @@ def test_sam_package_round_trip_loses_nothing_sam_keeps(sam_demo):
     assert back.messages[1].tool_calls[0].arguments == '{"location":"Portland, OR","operation":"forecast"}'
     mems = pkg["memories"]
     assert [m["id"] for m in mems] == ["AB2B1E7D-4173-496C-8D08-F7CA82E37410", "296E5007-66D6-4DA2-B9F5-7BC7B9542F8E"]
-    assert mems[0] == {"id": "AB2B1E7D-4173-496C-8D08-F7CA82E37410",
-                       "content": "Weather: Saturday 24°C sunny, Sunday 19°C light rain in Portland.",
-                       "contentType": "tool_result", "importance": 0.5, "createdAt": "2026-08-10T14:02:20Z",
-                       "tags": ["weather", "portland"]}
+    assert mems[0] == {
+        "id": "AB2B1E7D-4173-496C-8D08-F7CA82E37410",
+        "content": "Weather: Saturday 24°C sunny, Sunday 19°C light rain in Portland.",
+        "contentType": "tool_result",
+        "importance": 0.5,
+        "createdAt": "2026-08-10T14:02:20Z",
+        "tags": ["weather", "portland"],
+    }
     assert mems[1]["tags"] == [] and mems[1]["createdAt"] == "2026-08-10T14:02:12Z" and mems[1]["importance"] == 0.8
 
 
@@ -225,12 +246,12 @@ def test_mermaid_session_becomes_a_sam_conversation_sam_accepts(mermaid_demo):
     ids = [m["id"] for m in c["messages"]]
     assert len(set(ids)) == len(ids) and all(UUID_UPPER.match(i) for i in ids)
     assert all(DATE_RE.match(m["timestamp"]) and m["lastModified"] == m["timestamp"] for m in c["messages"])
-    assert [m["type"] for m in c["messages"]] == ["user", "thinking", "assistant", "toolExecution", "assistant",
-                                                  "user"]
+    assert [m["type"] for m in c["messages"]] == ["user", "thinking", "assistant", "toolExecution", "assistant", "user"]
     think, call, result = c["messages"][1:4]
     assert think["reasoningContent"].startswith("The CLI is in src/cli.rs") and think["isToolMessage"] is True
-    assert call["toolCalls"] == [{"id": "call_07", "type": "function",
-                                  "function": {"name": "grep", "arguments": '{"pattern":"fn report"}'}}]
+    assert call["toolCalls"] == [
+        {"id": "call_07", "type": "function", "function": {"name": "grep", "arguments": '{"pattern":"fn report"}'}}
+    ]
     assert result["toolCallId"] == "call_07" and result["toolName"] == "grep" and result["toolStatus"] == "success"
     assert c["messages"][0]["importance"] == 0.9 and c["messages"][0]["isPinned"] is True  # "budget" (sam.md §4.5.4)
     assert c["settings"]["selectedModel"] == "ollama/qwen3-coder:30b" and pkg["memories"] == []
@@ -264,8 +285,9 @@ def test_bulk_export_of_both_stores_holds_every_conversation(sam_demo, tmp_path)
     store = open_store(str(sam_demo))
     ids = core.select_ids(store, (), True, None, None, [])
     findings: list = []
-    res = core.export(store, ids, "sam-package", core.Plan("file", tmp_path / "all.json"), findings, as_many=True,
-                      exported_at=NOW)
+    res = core.export(
+        store, ids, "sam-package", core.Plan("file", tmp_path / "all.json"), findings, as_many=True, exported_at=NOW
+    )
     assert res.exported == 3 and not findings
     doc = json.loads((tmp_path / "all.json").read_bytes())
     assert doc["conversationCount"] == 3 and len(_packages((tmp_path / "all.json").read_bytes())) == 3
@@ -293,10 +315,17 @@ def _big_mermaid(tmp_path, n, size=60_000):
     conv.mkdir(parents=True)
     for i in range(n):
         cid = f"20260101_{i // 1000:06d}_{i % 1000:03d}"
-        msgs = [make_fixtures.mermaid_message("User" if k % 2 == 0 else "Assistant", f"{k} " + "word " * (size // 50),
-                                              f"2026-01-01T10:00:{k % 60:02d}.000-04:00") for k in range(10)]
-        make_fixtures.write_mermaid(conv, make_fixtures.mermaid_doc(cid, f"t{i}", msgs, "2026-01-01T10:00:00.000-04:00"),
-                                    log=False)
+        msgs = [
+            make_fixtures.mermaid_message(
+                "User" if k % 2 == 0 else "Assistant",
+                f"{k} " + "word " * (size // 50),
+                f"2026-01-01T10:00:{k % 60:02d}.000-04:00",
+            )
+            for k in range(10)
+        ]
+        make_fixtures.write_mermaid(
+            conv, make_fixtures.mermaid_doc(cid, f"t{i}", msgs, "2026-01-01T10:00:00.000-04:00"), log=False
+        )
     return tmp_path / f"big{n}"
 
 
@@ -307,8 +336,11 @@ def test_export_memory_stays_flat_as_the_archive_grows(tmp_path, fmt):
         root = _big_mermaid(tmp_path, n)
         store = open_store(str(root))
         ids = core.select_ids(store, (), True, None, None, [])
-        plan = core.Plan("file", tmp_path / f"b{n}.json") if fmt == "sam-package" else core.Plan("folder",
-                                                                                               tmp_path / f"o{n}")
+        plan = (
+            core.Plan("file", tmp_path / f"b{n}.json")
+            if fmt == "sam-package"
+            else core.Plan("folder", tmp_path / f"o{n}")
+        )
         tracemalloc.start()
         core.export(store, ids, fmt, plan, [], as_many=True)
         peaks.append(tracemalloc.get_traced_memory()[1])

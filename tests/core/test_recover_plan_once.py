@@ -27,6 +27,7 @@ def counted(monkeypatch):
         def plan_recovery(*a, **k):
             calls.append(a[1])
             return real(*a, **k)
+
         monkeypatch.setattr(module, "plan_recovery", plan_recovery)
 
     wrap(sam_recover)
@@ -41,6 +42,7 @@ def _between_plan_and_lock(monkeypatch, change):
     def idle(*a, **k):
         change()
         return real(*a, **k)
+
     monkeypatch.setattr(core_recover, "ensure_app_idle", idle)
 
 

@@ -38,8 +38,10 @@ def _msg(role, content, reasoning=None, ts="2026-08-10T14:03:07Z"):
     return Message(role=role, content=content, timestamp=ts, reasoning=reasoning)
 
 
-@pytest.mark.parametrize("content", ["My script:\n```python\nimport os", "~~~\nopen tilde", "````\nfour\n```\nstill open",
-                                     "   ```sh\nindented open"])
+@pytest.mark.parametrize(
+    "content",
+    ["My script:\n```python\nimport os", "~~~\nopen tilde", "````\nfour\n```\nstill open", "   ```sh\nindented open"],
+)
 def test_a_fence_left_open_is_closed_before_the_next_message(content):
     md = to_markdown(_conv(_msg("user", content), _msg("assistant", "Here is **the answer**.")))
     outside = _outside_fences(md)

@@ -17,8 +17,12 @@ def _conv() -> Conversation:
         Message("user", HOSTILE, reasoning="r1\nr2\u2028r3"),
         Message("assistant", "", tool_calls=[ToolCall("c1", "t\nx", {"k": "v\nw"})], hidden=True),
         Message("tool", HOSTILE * 3, tool_name="t\u2028n", tool_status="error"),
-        Message("assistant", "ok", attachments=[{"type": "text", "text": "x\ny"}, {"type": "image", "url": "u\nv"}],
-                actions=[{"action_type": "run\n", "target": "t\r", "result": {"Ok": "o\nk"}}]),
+        Message(
+            "assistant",
+            "ok",
+            attachments=[{"type": "text", "text": "x\ny"}, {"type": "image", "url": "u\nv"}],
+            actions=[{"action_type": "run\n", "target": "t\r", "result": {"Ok": "o\nk"}}],
+        ),
         Message("user", "last"),
     ]
     return Conversation(ConversationMeta("mermaid", "20260810_140307_512", "ti\ntle"), msgs, model="m\nodel")

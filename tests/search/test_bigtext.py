@@ -26,8 +26,12 @@ TEXTS = [
 @pytest.mark.parametrize("piece", [7, 64, 333])
 def test_pieces_give_the_whole_texts_results(monkeypatch, text, piece):
     q = scoring.tokens("budget portland ΟΔΟΣ café straße\u0301 gggg")
-    whole = (scoring.embed(text), scoring.embed_many([text, "short budget"]), scoring.text_boost(q, text),
-             scoring.tokens(text))
+    whole = (
+        scoring.embed(text),
+        scoring.embed_many([text, "short budget"]),
+        scoring.text_boost(q, text),
+        scoring.tokens(text),
+    )
     monkeypatch.setattr(scoring, "PIECE", piece)
     assert "".join(scoring.split_pieces(text)) == text
     assert scoring.embed(text) == whole[0]
@@ -52,7 +56,8 @@ def test_rows_of_a_long_text_are_those_of_the_whole(monkeypatch):
     split = chunk()
     assert split.meta.tobytes() == whole.meta.tobytes()
     assert sorted(zip(split.tok_row.tolist(), split.tok_hash.tolist(), split.tok_tf.tolist())) == sorted(
-        zip(whole.tok_row.tolist(), whole.tok_hash.tolist(), whole.tok_tf.tolist()))
+        zip(whole.tok_row.tolist(), whole.tok_hash.tolist(), whole.tok_tf.tolist())
+    )
     assert split.vocab == whole.vocab
     assert split.text == whole.text and split.ltext == whole.ltext
 

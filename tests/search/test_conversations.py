@@ -30,10 +30,18 @@ def _resumed(tmp_path) -> tuple[Path, list[str]]:
     ids = []
     for i in range(COPIES):
         sid = f"{i + 1:08x}-1111-4111-8111-{i + 1:012x}"
-        own = {"type": "user", "uuid": f"{i + 1:08x}-2222-4222-8222-{i + 1:012x}", "parentUuid": last["uuid"],
-               "isSidechain": False, "userType": "external", "sessionId": sid, "cwd": "/home/ana/api",
-               "timestamp": f"2026-04-{i + 1:02d}T10:00:00.000Z", "version": "2.1.51",
-               "message": {"role": "user", "content": f"resumed once more, copy {i + 1}"}}
+        own = {
+            "type": "user",
+            "uuid": f"{i + 1:08x}-2222-4222-8222-{i + 1:012x}",
+            "parentUuid": last["uuid"],
+            "isSidechain": False,
+            "userType": "external",
+            "sessionId": sid,
+            "cwd": "/home/ana/api",
+            "timestamp": f"2026-04-{i + 1:02d}T10:00:00.000Z",
+            "version": "2.1.51",
+            "message": {"role": "user", "content": f"resumed once more, copy {i + 1}"},
+        }
         (proj / f"{sid}.jsonl").write_text("\n".join(lines + [json.dumps(own)]) + "\n")
         ids.append(sid)
     return root, ids
@@ -78,8 +86,9 @@ def test_conversations_one_line_each(run, tmp_path):
     assert len(convs) == len(set(convs))
     assert got[0]["conversation_id"] == ids[-1] and got[0]["conversation_hits"] > 1
     every = _search(run, root, "login", "-n", "1000", "--per-conversation", "0")
-    assert got[0]["conversation_hits"] == sum(h["conversation_id"] == ids[-1] for h in every) or \
-        got[0]["conversation_hits"] >= sum(h["conversation_id"] == ids[-1] for h in every)
+    assert got[0]["conversation_hits"] == sum(h["conversation_id"] == ids[-1] for h in every) or got[0][
+        "conversation_hits"
+    ] >= sum(h["conversation_id"] == ids[-1] for h in every)
     r = run("--root", root, "search", "login", "-l")
     lines = r.stdout.splitlines()
     assert r.exit_code == 0 and lines[0].split()[:3] == ["SCORE", "HITS", "CONVERSATION"]
@@ -89,6 +98,7 @@ def test_conversations_one_line_each(run, tmp_path):
 
 def test_default_output_gives_the_next_conversation_its_turn(run, tmp_path):
     root, _ = _resumed(tmp_path)
+
     def longest_run(hits):
         return max(len(list(g)) for _, g in itertools.groupby(h["conversation_id"] for h in hits))
 

@@ -94,7 +94,7 @@ def _section_at(seg, name):
     """Where section ``name`` of the segment file ``seg`` starts (its header, before the trailer, says)."""
     raw = seg.read_bytes()
     hoff, hlen, _crc, _magic = ix.TRAILER.unpack_from(raw, len(raw) - ix.TRAILER.size)
-    return json.loads(raw[hoff:hoff + hlen])["sections"][name][0]
+    return json.loads(raw[hoff : hoff + hlen])["sections"][name][0]
 
 
 # A blob's offsets are checked when a query first reads them (Segment.offsets), not when it is opened.
@@ -149,13 +149,18 @@ def _table_at(d, i):
     "notes" (1), then each bucket of the conversation table)."""
     raw = (d / "manifest").read_bytes()
     lines = raw[16:].split(b"\n")
-    return 16 + sum(len(x) + 1 for x in lines[:1 + (0 if i == "src" else i)])
+    return 16 + sum(len(x) + 1 for x in lines[: 1 + (0 if i == "src" else i)])
 
 
 def _patch_manifest(d, v=None, body_v=None, dead=None, infos=None):
     raw = (d / "manifest").read_bytes()
     head, src, notes, *conv = raw[16:].split(b"\n")
-    body = {**json.loads(head), "src": json.loads(src), "notes": json.loads(notes), "conv": [json.loads(b) for b in conv]}
+    body = {
+        **json.loads(head),
+        "src": json.loads(src),
+        "notes": json.loads(notes),
+        "conv": [json.loads(b) for b in conv],
+    }
     if body_v is not None:
         body["v"] = body_v
     if dead is not None:
@@ -193,8 +198,13 @@ def test_offsets_found_wrong_by_a_query_make_it_rebuild(sam, name, monkeypatch):
 def test_an_index_of_another_root_is_rebuilt(sam, tmp_path):
     other = tmp_path / "other" / "SAM"
     shutil.copytree(sam, other)
-    insert_memory(other / "conversations" / SAM_ID / "memory.db", "99999999-0000-4000-8000-000000000001", SAM_ID,
-                  "only in the other tree: budget zanzibar", None)
+    insert_memory(
+        other / "conversations" / SAM_ID / "memory.db",
+        "99999999-0000-4000-8000-000000000001",
+        SAM_ID,
+        "only in the other tree: budget zanzibar",
+        None,
+    )
     age(other)
     want = query(sam)
     refresh(other)
@@ -232,8 +242,7 @@ def test_a_removed_conversation_leaves_the_index(sam):
     refresh(sam)
     shutil.rmtree(sam / "conversations" / SAM_ID)
     idx, _ = refresh(sam)
-    assert idx.read == [] and sorted(idx.removed) == sorted(
-        [f"{SAM_ID}/conversation.json", f"{SAM_ID}/memory.db"])
+    assert idx.read == [] and sorted(idx.removed) == sorted([f"{SAM_ID}/conversation.json", f"{SAM_ID}/memory.db"])
     assert all(c != SAM_ID for _, c, _, _ in query(sam, "portland"))
 
 
@@ -330,8 +339,9 @@ def test_index_command_state_and_rebuild(run, sam):
     assert doc["valid"] is True
     text = run("--root", sam, "index").stdout
     assert "rows:" in text and "stale:" in text and "files:" in text
-    insert_memory(sam / "conversations" / SAM_ID / "memory.db", "99999999-0000-4000-8000-000000000009", SAM_ID,
-                  "x", None)
+    insert_memory(
+        sam / "conversations" / SAM_ID / "memory.db", "99999999-0000-4000-8000-000000000009", SAM_ID, "x", None
+    )
     doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
     assert [s["key"] for s in doc["stale"]] == [f"{SAM_ID}/memory.db"]
     assert "1 file changed" in run("--root", sam, "index").stdout
@@ -381,7 +391,7 @@ def test_index_command_refuses_no_cache(run, sam):
 def _section(seg_path, name):
     data = seg_path.read_bytes()
     hoff, hlen, _crc, _magic = ix.TRAILER.unpack_from(data, len(data) - ix.TRAILER.size)
-    off, nbytes, *_ = json.loads(data[hoff:hoff + hlen])["sections"][name]
+    off, nbytes, *_ = json.loads(data[hoff : hoff + hlen])["sections"][name]
     return off, nbytes
 
 
@@ -392,7 +402,7 @@ def test_garbage_inside_a_section_is_caught_when_used(sam, monkeypatch, section)
     seg = _segment(ix.index_dir(open_store(str(sam))))
     off, nbytes = _section(seg, section)
     data = bytearray(seg.read_bytes())
-    data[off:off + nbytes] = b"\xff" * nbytes  # row -1 everywhere / every code out of range
+    data[off : off + nbytes] = b"\xff" * nbytes  # row -1 everywhere / every code out of range
     seg.write_bytes(bytes(data))
     monkeypatch.delenv("SAMCTL_DEBUG")
     assert query(sam) == want  # noticed while searching: rebuilt, same answer
@@ -472,11 +482,25 @@ def test_titles_are_looked_up_in_one_bucket_and_topics_named_in_order(tmp_path):
     convs = {}
     for i in range(1000):
         cid = f"conv-{i:04d}-é"
-        convs[cid] = {"id": cid, "title": f"title {i}" if i % 7 else None,
-                      "topic": "T1" if i % 100 == 50 else None, "topic_name": f"name {i}" if i % 100 == 50 else None}
-    man = {"v": ix.INDEX_VERSION, "root": "/r", "store": "sam", "terms": ix.format.TERMS_NAME,
-           "token_hash": ix.format.TOKEN_HASH_NAME, "created": 1.0, "updated": 1.0, "segments": [], "hidden": {},
-           "sources": {}, "convs": convs}
+        convs[cid] = {
+            "id": cid,
+            "title": f"title {i}" if i % 7 else None,
+            "topic": "T1" if i % 100 == 50 else None,
+            "topic_name": f"name {i}" if i % 100 == 50 else None,
+        }
+    man = {
+        "v": ix.INDEX_VERSION,
+        "root": "/r",
+        "store": "sam",
+        "terms": ix.format.TERMS_NAME,
+        "token_hash": ix.format.TOKEN_HASH_NAME,
+        "created": 1.0,
+        "updated": 1.0,
+        "segments": [],
+        "hidden": {},
+        "sources": {},
+        "convs": convs,
+    }
     body = mf.encode_manifest(man)
     assert len(body["conv"]) == 4  # 1,000 conversations, about 256 a bucket
     mf.write_manifest_bytes(tmp_path / "manifest", body)
@@ -502,7 +526,7 @@ def test_segments_past_the_descriptor_budget_read_through_their_map(sam, monkeyp
     from samctl.search.index import segment
 
     want = query(sam)
-    monkeypatch.setattr(segment, "_FDS", [10 ** 9])  # (every descriptor already taken)
+    monkeypatch.setattr(segment, "_FDS", [10**9])  # (every descriptor already taken)
     idx, _ = refresh(sam)
     assert idx.segments and all(s.fd is None for s in idx.segments)
     assert query(sam) == want

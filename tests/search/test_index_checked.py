@@ -111,10 +111,13 @@ def _sam_of_12(base):
     mf.build_demo_sam(base)
     ids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(12)]
     for i, cid in enumerate(ids):
-        msg = mf.sam_message(f"10000000-0000-4000-8000-{i:012d}", "user", f"note {i} about the ledger",
-                             "2026-09-02T08:30:00Z")
-        mf._write(base / "conversations" / cid / "conversation.json", mf.sam_dumps(
-            mf.sam_doc(cid, f"note {i}", [msg], "2026-09-02T08:29:50Z", "2026-09-02T08:31:05Z")))
+        msg = mf.sam_message(
+            f"10000000-0000-4000-8000-{i:012d}", "user", f"note {i} about the ledger", "2026-09-02T08:30:00Z"
+        )
+        mf._write(
+            base / "conversations" / cid / "conversation.json",
+            mf.sam_dumps(mf.sam_doc(cid, f"note {i}", [msg], "2026-09-02T08:29:50Z", "2026-09-02T08:31:05Z")),
+        )
     age(base)
     return ids
 
@@ -199,10 +202,14 @@ def test_a_child_that_cannot_start_leaves_it_to_a_thread(tmp_path, monkeypatch):
     assert quick._child is None and quick._thread is not None and quick.holds()
 
 
-@pytest.mark.parametrize("groups", [
-    [["/", ["a", "b"]]], [["", ["top"]], ["top", ["x\ny", "\u00e9t\u00e9", "with space"]]],
-    [["/tmp", [os.fsdecode(b"caf\xe9")]]],
-])
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [["/", ["a", "b"]]],
+        [["", ["top"]], ["top", ["x\ny", "\u00e9t\u00e9", "with space"]]],
+        [["/tmp", [os.fsdecode(b"caf\xe9")]]],
+    ],
+)
 def test_packed_folders_read_back_as_written(groups):
     """The record's folders (NUL-separated, a count per parent): an empty parent (a relative path's
     top), newlines and undecodable bytes in names come back, and state alike as bytes or str."""
@@ -213,11 +220,19 @@ def test_packed_folders_read_back_as_written(groups):
     assert folderstate.digest(back) == folderstate.digest(groups)
 
 
-@pytest.mark.parametrize("content, expected", [
-    (None, "0"), (b"{}", "0"), (b"{}\nabc", "0"), (b"{}\nabc\0x\0/\0a", "0"), (b"{}\nabc\x002\0/\0a", "0"),
-    (b"{}\nabc\x001\0/\0", "0"), (b"{}\n\xff\x001\0/\0a", "0"),
-    (b"{}\nabc\x001\0/nowhere/at/all\0x", "0 abc"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (None, "0"),
+        (b"{}", "0"),
+        (b"{}\nabc", "0"),
+        (b"{}\nabc\0x\0/\0a", "0"),
+        (b"{}\nabc\x002\0/\0a", "0"),
+        (b"{}\nabc\x001\0/\0", "0"),
+        (b"{}\n\xff\x001\0/\0a", "0"),
+        (b"{}\nabc\x001\0/nowhere/at/all\0x", "0 abc"),
+    ],
+)
 def test_folderstate_script_answers_0_for_what_it_cannot_check(tmp_path, content, expected):
     """``python -I -S folderstate.py RECORD``: "0" (and the record's digest when it has one) for a
     record missing, unreadable or malformed, and never fails."""

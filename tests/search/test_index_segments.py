@@ -34,8 +34,9 @@ def _results(root, texts=("budget", "quokka deadline", "café")):
         for exact in (False, True):
             findings: list = []
             q = sx.SearchQuery(text=text, threshold=-10.0, limit=100000, exact=exact)
-            out.append([(h.kind, h.conversation_id, h.ref, h.score) for h in sx.search(open_store(str(root)), q,
-                                                                                          findings)])
+            out.append(
+                [(h.kind, h.conversation_id, h.ref, h.score) for h in sx.search(open_store(str(root)), q, findings)]
+            )
             assert findings == []
     return out
 
@@ -197,7 +198,7 @@ def test_a_refresh_that_reads_a_few_files_does_not_rewrite_the_big_segment(tree,
     conv = tree / ".mermaid" / "conversations"
     snaps = sorted(conv.glob("*.json"))
     for i in range(12):
-        _change(snaps[i % 3: i % 3 + 2], 1800 - i)  # two of three "active" sessions, again and again
+        _change(snaps[i % 3 : i % 3 + 2], 1800 - i)  # two of three "active" sessions, again and again
         _results(tree, texts=("budget",))
         assert base in {s.name for s in ix.open_index(open_store(str(tree))).segments}
     assert _results(tree) == _one_segment_results(tree)
@@ -295,9 +296,22 @@ def test_conversation_postings_are_the_bincount_of_their_rows(tree, monkeypatch,
     assert checked > 50
 
 
-PRUNE_QUERIES = ("budget", "quokka", "zanzibar deadline", "quokka marzipan budget", "budg*", "+budget portland",
-                 "budget -portland", '"budget deadline"', "role:user quokka", "the", "what is the budget",
-                 "budget march 2026", "nonexistentword", "zanz* -quokka")
+PRUNE_QUERIES = (
+    "budget",
+    "quokka",
+    "zanzibar deadline",
+    "quokka marzipan budget",
+    "budg*",
+    "+budget portland",
+    "budget -portland",
+    '"budget deadline"',
+    "role:user quokka",
+    "the",
+    "what is the budget",
+    "budget march 2026",
+    "nonexistentword",
+    "zanz* -quokka",
+)
 
 
 def _ranked(stores, text, prune: bool):

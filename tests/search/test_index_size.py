@@ -89,8 +89,9 @@ def accents(sam_demo):
     ts = "2026-01-02T03:04:05Z"
     texts = ["École", "ÉCOLE du soir", "une e\u0301cole", "PORTLAND école", "İstanbul"]
     msgs = [mf.sam_message(f"A{i:07X}-0000-4000-8000-000000000001", "user", t, ts) for i, t in enumerate(texts)]
-    mf._write(sam_demo / "conversations" / cid / "conversation.json",
-              mf.sam_dumps(mf.sam_doc(cid, "accents", msgs, ts, ts)))
+    mf._write(
+        sam_demo / "conversations" / cid / "conversation.json", mf.sam_dumps(mf.sam_doc(cid, "accents", msgs, ts, ts))
+    )
     age(sam_demo)
     return sam_demo
 
@@ -100,10 +101,16 @@ def test_exact_finds_every_case_and_composition_of_an_accented_word(run, accents
     r = run("--root", accents, "search", "--exact", "ÉCOLE", "-n", "50", "--format", "json")
     assert r.exit_code == 0, r.stderr
     got = {h["text"]: h["exact"] for h in json.loads(r.stdout)}
-    assert got == {"École": "whole", "ÉCOLE du soir": "substring", "une e\u0301cole": "substring",
-                   "PORTLAND école": "substring"}
-    assert run("--root", accents, "--no-cache", "search", "--exact", "ÉCOLE", "-n", "50",
-               "--format", "json").stdout == r.stdout
+    assert got == {
+        "École": "whole",
+        "ÉCOLE du soir": "substring",
+        "une e\u0301cole": "substring",
+        "PORTLAND école": "substring",
+    }
+    assert (
+        run("--root", accents, "--no-cache", "search", "--exact", "ÉCOLE", "-n", "50", "--format", "json").stdout
+        == r.stdout
+    )
     r = run("--root", accents, "search", "--exact", "i̇stanbul", "--format", "json")
     assert r.exit_code == 0 and [h["text"] for h in json.loads(r.stdout)] == ["İstanbul"]
     assert fingerprint(accents) == before
@@ -153,7 +160,7 @@ def test_counts_are_a_byte_each_and_255_or_more_are_kept_whole(tmp_path):
         assert sorted(zip(keys.tolist(), seg.posting_rows().tolist(), seg.tfs().tolist())) == want
         assert seg.tok_tf.itemsize == 1 and len(seg.tok_bigp) == 3
         a, b = int(seg.tok_ptr[0]), int(seg.tok_ptr[-1])
-        assert seg.tfs(a + 1, b).tolist() == seg.tfs()[a + 1:b].tolist()
+        assert seg.tfs(a + 1, b).tolist() == seg.tfs()[a + 1 : b].tolist()
 
 
 def test_big_counts_out_of_order_are_a_bad_index(tmp_path):
@@ -163,8 +170,8 @@ def test_big_counts_out_of_order_are_a_bad_index(tmp_path):
     opened()
     data = bytearray(path.read_bytes())
     hoff, hlen, *_ = ix.TRAILER.unpack_from(data, len(data) - ix.TRAILER.size)
-    off, nbytes, *_ = orjson.loads(data[hoff:hoff + hlen])["sections"]["tok_bigp"]
-    data[off:off + nbytes] = b"\xff" * nbytes  # every posting -1
+    off, nbytes, *_ = orjson.loads(data[hoff : hoff + hlen])["sections"]["tok_bigp"]
+    data[off : off + nbytes] = b"\xff" * nbytes  # every posting -1
     path.write_bytes(bytes(data))
     with pytest.raises(ix.BadIndex, match="big counts"):
         opened()
@@ -186,8 +193,13 @@ def test_rows_take_two_bytes_a_posting_in_blocks_of_65536(tmp_path):
         assert seg.tok_rows.itemsize == 2
         keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
         assert sorted(zip(keys.tolist(), seg.posting_rows().tolist(), seg.tfs().tolist())) == want
-        for term, rows in (("zanzibar", [65535, 65536, n - 1]), ("quokka", [131071, 131072]),
-                           ("marzipan", [131072]), ("deadlin", [i for i in range(0, n, 3) if i not in rare]), ("nothing", [])):
+        for term, rows in (
+            ("zanzibar", [65535, 65536, n - 1]),
+            ("quokka", [131071, 131072]),
+            ("marzipan", [131072]),
+            ("deadlin", [i for i in range(0, n, 3) if i not in rare]),
+            ("nothing", []),
+        ):
             got = seg.term_postings(ix.token_key(term))
             assert (got[2].tolist() if got else []) == rows, term
 

@@ -27,6 +27,7 @@ def err(text: str) -> str:
 
 # ------------------------------------------------------------------------------------------ operators
 
+
 def test_plain_words_are_ranked_as_typed():
     q = p("Portland  budget")
     assert q.words == ("Portland", "budget")
@@ -123,7 +124,9 @@ def test_filters_alone_are_an_empty_query():
     assert p("!!! ?").is_empty()  # punctuation: nothing to search for, as a text's tokens drop it
 
 
-@pytest.mark.parametrize("text", ["http://example.com/x", "C:\\path\\file", "12:30", "foo:bar", "note:", "https://a.b:8080"])
+@pytest.mark.parametrize(
+    "text", ["http://example.com/x", "C:\\path\\file", "12:30", "foo:bar", "note:", "https://a.b:8080"]
+)
 def test_an_unknown_filter_name_is_a_plain_word(text):
     assert p(text).words == (text,)
 
@@ -134,24 +137,32 @@ def test_title_star_is_containment():
 
 # ------------------------------------------------------------------- questions as people type them
 
-@pytest.mark.parametrize("text,words,phrases,prefixes", [
-    ('budget "weekend', ("budget", "weekend"), (), ()),  # an unbalanced quote is punctuation
-    ('"a" "b" "c', ("c",), ("a", "b"), ()),
-    ('What did Calvin get that is a "masterpiece on wheels?', ("What", "did", "Calvin", "get", "that", "is", "a",
-                                                               "masterpiece", "on", "wheels?"), (), ()),
-    ("budget - draft", ("budget", "draft"), (), ()),  # a dash between words
-    ("budget -- draft", ("budget", "draft"), (), ()),
-    ("budget +", ("budget",), (), ()),
-    ("--verbose x", ("verbose", "x"), (), ()),  # a run of signs is punctuation
-    ("x +-y", ("x", "y"), (), ()),
-    ('x "" "  " "!!!"', ("x",), (), ()),  # quotes holding nothing to search for
-    ("x -!!! +?", ("x",), (), ()),
-    ("x * -* **", ("x",), (), ()),  # a * that cannot end a prefix
-    ("budget** x", ("x",), (), ("budget",)),
-    ("a* x", ("a", "x"), (), ()),
-    ("foo/bar* x", ("foo/bar", "x"), (), ()),
-    ("Is it warm - or cold?", ("Is", "it", "warm", "or", "cold?"), (), ()),
-])
+
+@pytest.mark.parametrize(
+    "text,words,phrases,prefixes",
+    [
+        ('budget "weekend', ("budget", "weekend"), (), ()),  # an unbalanced quote is punctuation
+        ('"a" "b" "c', ("c",), ("a", "b"), ()),
+        (
+            'What did Calvin get that is a "masterpiece on wheels?',
+            ("What", "did", "Calvin", "get", "that", "is", "a", "masterpiece", "on", "wheels?"),
+            (),
+            (),
+        ),
+        ("budget - draft", ("budget", "draft"), (), ()),  # a dash between words
+        ("budget -- draft", ("budget", "draft"), (), ()),
+        ("budget +", ("budget",), (), ()),
+        ("--verbose x", ("verbose", "x"), (), ()),  # a run of signs is punctuation
+        ("x +-y", ("x", "y"), (), ()),
+        ('x "" "  " "!!!"', ("x",), (), ()),  # quotes holding nothing to search for
+        ("x -!!! +?", ("x",), (), ()),
+        ("x * -* **", ("x",), (), ()),  # a * that cannot end a prefix
+        ("budget** x", ("x",), (), ("budget",)),
+        ("a* x", ("a", "x"), (), ()),
+        ("foo/bar* x", ("foo/bar", "x"), (), ()),
+        ("Is it warm - or cold?", ("Is", "it", "warm", "or", "cold?"), (), ()),
+    ],
+)
 def test_stray_operators_are_read_as_words(text, words, phrases, prefixes):
     q = p(text)
     assert (q.words, q.phrases, q.prefixes) == (words, phrases, prefixes)
@@ -164,21 +175,27 @@ def test_a_lone_dash_alone_is_an_empty_query():
 
 # ------------------------------------------------------------------------------------------ errors
 
-@pytest.mark.parametrize("text,message", [
-    ("role:bot", "'role:bot' at character 1: use role:user, role:assistant or role:tool"),
-    ("x role:", "'role:' at character 3: use role:user, role:assistant or role:tool"),
-    ("in:attic", "'in:attic' at character 1: use in:memories, in:messages, in:args or in:all"),
-    ("in:memories in:messages", "in:memories (character 1) and in:messages (character 13): choose one"),
-    ("store:slack", "'store:slack' at character 1: samctl reads " + ", ".join(sorted(KINDS)[:-1]) + " or "
-                    + sorted(KINDS)[-1]),
-    ("store:", "'store:' at character 1: store: needs a store's name"),
-    ("title:", "'title:' at character 1: title: needs a word"),
-    ('title:""', "'title:\"\"' at character 1: title: needs a word"),
-    ("-role:user x", "'-role:user' at character 1: a filter cannot be required or excluded (leave out the -)"),
-    ("+title:x", "'+title:x' at character 1: a filter cannot be required or excluded (leave out the +)"),
-    ("-budget", "the query only excludes (-word); add a word to search for"),
-    ('-"old plan" -draft* role:user', "the query only excludes (-word); add a word to search for"),
-])
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("role:bot", "'role:bot' at character 1: use role:user, role:assistant or role:tool"),
+        ("x role:", "'role:' at character 3: use role:user, role:assistant or role:tool"),
+        ("in:attic", "'in:attic' at character 1: use in:memories, in:messages, in:args or in:all"),
+        ("in:memories in:messages", "in:memories (character 1) and in:messages (character 13): choose one"),
+        (
+            "store:slack",
+            "'store:slack' at character 1: samctl reads " + ", ".join(sorted(KINDS)[:-1]) + " or " + sorted(KINDS)[-1],
+        ),
+        ("store:", "'store:' at character 1: store: needs a store's name"),
+        ("title:", "'title:' at character 1: title: needs a word"),
+        ('title:""', "'title:\"\"' at character 1: title: needs a word"),
+        ("-role:user x", "'-role:user' at character 1: a filter cannot be required or excluded (leave out the -)"),
+        ("+title:x", "'+title:x' at character 1: a filter cannot be required or excluded (leave out the +)"),
+        ("-budget", "the query only excludes (-word); add a word to search for"),
+        ('-"old plan" -draft* role:user', "the query only excludes (-word); add a word to search for"),
+    ],
+)
 def test_errors_say_what_and_where(text, message):
     assert err(text).startswith(message)
 
@@ -189,8 +206,13 @@ def test_a_query_error_is_a_usage_error():
 
 def test_the_number_of_terms_is_capped():
     assert len(p(" ".join(["w"] * MAX_TERMS)).words) == MAX_TERMS
-    for text in (" ".join(["w"] * (MAX_TERMS + 1)), '"' + "w " * (MAX_TERMS + 1) + '"', "a-" * (MAX_TERMS + 1),
-                 "東" * MAX_TERMS + "東", "x " + "role:user " * MAX_TERMS):
+    for text in (
+        " ".join(["w"] * (MAX_TERMS + 1)),
+        '"' + "w " * (MAX_TERMS + 1) + '"',
+        "a-" * (MAX_TERMS + 1),
+        "東" * MAX_TERMS + "東",
+        "x " + "role:user " * MAX_TERMS,
+    ):
         assert err(text).startswith(f"the query has more than {MAX_TERMS} terms")
 
 
@@ -201,35 +223,42 @@ def test_a_long_term_in_a_message_is_cut():
 
 # ------------------------------------------------------------------------------------------ helpers
 
+
 def test_phrase_terms_are_the_index_terms_in_order():
     assert phrase_terms("Weekend trips") == tokens("Weekend trips") == ["weekend", "trip"]
 
 
-@pytest.mark.parametrize("text,phrase,held", [
-    ("Please Load-Config now", "load config", True),
-    ("load config", "Load-Config", True),
-    ("Hello, world!", "hello world", True),
-    ("Zürich is cold", "zurich IS", True),
-    ("don’t go", "don't go", True),
-    ("a b c", "a c", False),
-    ("weekend trips", "weekend trip", False),  # a phrase is exact: not stemmed
-    ("東京タワーに行く", "東京タワー", True),
-    ("東京に行くタワー", "東京タワー", False),
-    ("x", "!!!", False),
-    ("", "a", False),
-])
+@pytest.mark.parametrize(
+    "text,phrase,held",
+    [
+        ("Please Load-Config now", "load config", True),
+        ("load config", "Load-Config", True),
+        ("Hello, world!", "hello world", True),
+        ("Zürich is cold", "zurich IS", True),
+        ("don’t go", "don't go", True),
+        ("a b c", "a c", False),
+        ("weekend trips", "weekend trip", False),  # a phrase is exact: not stemmed
+        ("東京タワーに行く", "東京タワー", True),
+        ("東京に行くタワー", "東京タワー", False),
+        ("x", "!!!", False),
+        ("", "a", False),
+    ],
+)
 def test_holds_phrase(text, phrase, held):
     assert holds_phrase(text, phrase) is held
 
 
-@pytest.mark.parametrize("title,word,held", [
-    ("Weekend trip to Zürich", "zurich", True),
-    ("Weekend  trip", "weekend trip", True),
-    ("Weekend trip", "WEEKEND", True),
-    ("Weekend trip", "budget", False),
-    (None, "x", False),
-    ("", "x", False),
-])
+@pytest.mark.parametrize(
+    "title,word,held",
+    [
+        ("Weekend trip to Zürich", "zurich", True),
+        ("Weekend  trip", "weekend trip", True),
+        ("Weekend trip", "WEEKEND", True),
+        ("Weekend trip", "budget", False),
+        (None, "x", False),
+        ("", "x", False),
+    ],
+)
 def test_title_matches(title, word, held):
     assert title_matches(title, word) is held
 
@@ -241,22 +270,39 @@ def test_help_names_every_operator():
 
 # ------------------------------------------------------------------------------------------ hostile strings
 
+
 def _hostile(rng: random.Random) -> str:
     pools = [
-        '"+-*: \t\n\x00', "\ud800\udfff\udc00", "\u202e\u2066\u200f\u05d0\u05d1\u0627", "😀👍🏽\u200d🧑‍💻",
-        "e\u0301\u0308\u20dd", "東京タワーภาษาไทย서울", "abcXYZ019-.'", "role:in:title:store:user",
+        '"+-*: \t\n\x00',
+        "\ud800\udfff\udc00",
+        "\u202e\u2066\u200f\u05d0\u05d1\u0627",
+        "😀👍🏽\u200d🧑‍💻",
+        "e\u0301\u0308\u20dd",
+        "東京タワーภาษาไทย서울",
+        "abcXYZ019-.'",
+        "role:in:title:store:user",
     ]
     n = rng.choice((1, 2, 5, 20, 200))
-    return "".join(rng.choice(rng.choice(pools)) if rng.random() < 0.9 else chr(rng.randrange(0x110000))
-                   for _ in range(n))
+    return "".join(
+        rng.choice(rng.choice(pools)) if rng.random() < 0.9 else chr(rng.randrange(0x110000)) for _ in range(n)
+    )
 
 
 def test_hostile_strings_parse_or_raise_a_query_error():
     rng = random.Random(22)
     samples = [_hostile(rng) for _ in range(3000)]
-    samples += ["a" * (1 << 20), "東" * (1 << 20), '"' * (1 << 20), '"' + "x" * (1 << 20), " " * (1 << 20),
-                "\x00" * (1 << 20), "-" * (1 << 20), "*" * (1 << 20), "role:" * (1 << 18),
-                "".join(chr(rng.randrange(0x110000)) for _ in range(1 << 20))]
+    samples += [
+        "a" * (1 << 20),
+        "東" * (1 << 20),
+        '"' * (1 << 20),
+        '"' + "x" * (1 << 20),
+        " " * (1 << 20),
+        "\x00" * (1 << 20),
+        "-" * (1 << 20),
+        "*" * (1 << 20),
+        "role:" * (1 << 18),
+        "".join(chr(rng.randrange(0x110000)) for _ in range(1 << 20)),
+    ]
     for text in samples:
         try:
             q = p(text)
@@ -272,15 +318,59 @@ def test_hostile_strings_parse_or_raise_a_query_error():
             title_matches(text, t)
 
 
-TITLES = ["Budget for Portland", "  budget   FOR\tportland ", "Zürich café", "STRASSE", "Straße plan", "", None,
-          "a\x00budget", "line one\nline two", "e\u0301cole", "école", "x\x1cy", "tab\there", "東京 trip", "İstanbul",
-          "  東京\u3000 trip  ", "24°c\t\tbudget ", "°", " budget\xa0plan "]
+TITLES = [
+    "Budget for Portland",
+    "  budget   FOR\tportland ",
+    "Zürich café",
+    "STRASSE",
+    "Straße plan",
+    "",
+    None,
+    "a\x00budget",
+    "line one\nline two",
+    "e\u0301cole",
+    "école",
+    "x\x1cy",
+    "tab\there",
+    "東京 trip",
+    "İstanbul",
+    "  東京\u3000 trip  ",
+    "24°c\t\tbudget ",
+    "°",
+    " budget\xa0plan ",
+]
 
 
-@pytest.mark.parametrize("word", ["budget", "budget for", "for portland", "zurich", "café", "cafe", "strasse",
-                                  "ss", "", "one line", "line two", "ecole", "école", "x y", "tab here", "東京",
-                                  "istanbul", "i̇stanbul", "a", "budget\x00", " ", "c budget", "東京 trip",
-                                  "budget plan", "trip budget"])
+@pytest.mark.parametrize(
+    "word",
+    [
+        "budget",
+        "budget for",
+        "for portland",
+        "zurich",
+        "café",
+        "cafe",
+        "strasse",
+        "ss",
+        "",
+        "one line",
+        "line two",
+        "ecole",
+        "école",
+        "x y",
+        "tab here",
+        "東京",
+        "istanbul",
+        "i̇stanbul",
+        "a",
+        "budget\x00",
+        " ",
+        "c budget",
+        "東京 trip",
+        "budget plan",
+        "trip budget",
+    ],
+)
 def test_titles_matching_agrees_with_title_matches(word):
     """The folded-at-once search finds exactly the titles title_matches finds, one by one."""
     from samctl.search.query import title_matches, titles_matching
@@ -290,12 +380,51 @@ def test_titles_matching_agrees_with_title_matches(word):
     assert both == {i for i, t in enumerate(TITLES) if title_matches(t, word) and title_matches(t, "for")}
 
 
-PHRASE_TEXTS = ["We set the budget deadline for Friday", "budget, deadline", "the budget's deadline", "Budget-Deadline!",
-                "budget_deadline", "budgetdeadline", "budget\n\n--  deadline", "a load-config file", "Load.Config",
-                "東京タワー trip", "abc東京", "ab-東京", "Straße plan", "STRASSE PLAN", "İstanbul trip", "e\u0301cole trip",
-                "don't stop", "don\u2019t stop", "v1.2 release", "x budget", "", "-", "budget deadline deadline"]
-PHRASES = ["budget deadline", "load config", "load-config", "東京", "京タ", "abc東", "ab 東京", "strasse plan", "straße plan",
-           "istanbul trip", "ecole trip", "don't stop", "v1 2", "v1.2 release", "budget", "--", "deadline deadline", "b d"]
+PHRASE_TEXTS = [
+    "We set the budget deadline for Friday",
+    "budget, deadline",
+    "the budget's deadline",
+    "Budget-Deadline!",
+    "budget_deadline",
+    "budgetdeadline",
+    "budget\n\n--  deadline",
+    "a load-config file",
+    "Load.Config",
+    "東京タワー trip",
+    "abc東京",
+    "ab-東京",
+    "Straße plan",
+    "STRASSE PLAN",
+    "İstanbul trip",
+    "e\u0301cole trip",
+    "don't stop",
+    "don\u2019t stop",
+    "v1.2 release",
+    "x budget",
+    "",
+    "-",
+    "budget deadline deadline",
+]
+PHRASES = [
+    "budget deadline",
+    "load config",
+    "load-config",
+    "東京",
+    "京タ",
+    "abc東",
+    "ab 東京",
+    "strasse plan",
+    "straße plan",
+    "istanbul trip",
+    "ecole trip",
+    "don't stop",
+    "v1 2",
+    "v1.2 release",
+    "budget",
+    "--",
+    "deadline deadline",
+    "b d",
+]
 
 
 @pytest.mark.parametrize("phrase", PHRASES)

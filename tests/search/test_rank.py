@@ -33,6 +33,7 @@ def test_baseline_is_okapi_bm25_by_hand():
 
     def part(tf, dl):
         return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
+
     assert got == pytest.approx([part(1, 2), part(2, 4), 0.0])
 
 
@@ -61,8 +62,13 @@ def test_nothing_matching_gives_nothing():
 
 
 def test_a_reply_is_found_by_the_question_it_answers():
-    conv = ["What did you name your new puppy?", "We called him Biscuit!", "Nice weather today.",
-            "I fed the neighbours' cat.", "The shop was closed."]
+    conv = [
+        "What did you name your new puppy?",
+        "We called him Biscuit!",
+        "Nice weather today.",
+        "I fed the neighbours' cat.",
+        "The shop was closed.",
+    ]
     c = corpus(conv)
     order = rows(c, "puppy name")
     assert order[:2] == [0, 1]  # the turn that says it first, then its reply
@@ -185,15 +191,20 @@ def test_top_k_order_ties_and_zeros():
     assert top_k(np.zeros(3), 5).tolist() == []
 
 
-@pytest.mark.parametrize("q", ["\x00", "😀", "-", '"', "x" * 1_000_000, "שלום", "+a -b \"c* d:e"])
+@pytest.mark.parametrize("q", ["\x00", "😀", "-", '"', "x" * 1_000_000, "שלום", '+a -b "c* d:e'])
 def test_hostile_queries_never_raise(q):
     c = corpus(["hello world", "שלום"])
     search(c, q)
 
 
 def test_parts_add_up():
-    c = corpus([Message("We went camping in July", "user", JULY), Message("Camping is fun, Mel", "assistant", JULY),
-                Message("The tent leaked", "user", JULY)])
+    c = corpus(
+        [
+            Message("We went camping in July", "user", JULY),
+            Message("Camping is fun, Mel", "assistant", JULY),
+            Message("The tent leaked", "user", JULY),
+        ]
+    )
     p = rank.parts(c, "When did we go camping in July?")
     base = p["own"] + p["date"] + p["context"] + p["conversation"]
     assert p["score"] == pytest.approx(base + p["addressee"] + p["diversity"] + p["reply"])
@@ -208,16 +219,17 @@ def test_a_spelled_out_day_finds_that_day():
 
 
 def test_frozen_arrays_rank_exactly_like_the_corpus(tmp_path):
-    c = corpus([Message("We went camping in July, Mel", "assistant", JULY), Message("camping with kids", "user", JULY)],
-               [Message("budget for the trip", "user", MARCH), Message("the trip to 東京", "assistant", MARCH)],
-               ["quokka", "zanzibar budget"])
+    c = corpus(
+        [Message("We went camping in July, Mel", "assistant", JULY), Message("camping with kids", "user", JULY)],
+        [Message("budget for the trip", "user", MARCH), Message("the trip to 東京", "assistant", MARCH)],
+        ["quokka", "zanzibar budget"],
+    )
     c.remove_conversation(2)
     c.add_conversation(["zanzibar again", "budget camping"])
     frozen = rank.FrozenCorpus.from_corpus(c)
     for name, a in frozen.arrays.items():  # memory-mapped from disk, as an index would be
         np.save(tmp_path / f"{name}.npy", a)
-    mapped = rank.FrozenCorpus({n: np.load(tmp_path / f"{n}.npy", mmap_mode="r") for n in frozen.arrays},
-                               frozen.vocab)
+    mapped = rank.FrozenCorpus({n: np.load(tmp_path / f"{n}.npy", mmap_mode="r") for n in frozen.arrays}, frozen.vocab)
     for q in ("camping in July", "budget trip", "東京", "quokka", "zanzibar", "Mel camping", "", "nothing"):
         want = rank.score(c, q)
         assert rank.score(frozen, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)

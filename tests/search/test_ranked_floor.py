@@ -10,9 +10,20 @@ from samctl.search.hits import SearchQuery
 from samctl.search.query import parse
 from samctl.stores import open_store
 
-QUERIES = ["budget", "portland budget", "the", '"budget deadline"', '"weekend trip" -portland', "budget +deadline",
-           "role:assistant hotel", "dead* invoic*", "what was the budget for the portland trip", "zanzibar",
-           "-budget portland", "title:budget hotel"]
+QUERIES = [
+    "budget",
+    "portland budget",
+    "the",
+    '"budget deadline"',
+    '"weekend trip" -portland',
+    "budget +deadline",
+    "role:assistant hotel",
+    "dead* invoic*",
+    "what was the budget for the portland trip",
+    "zanzibar",
+    "-budget portland",
+    "title:budget hotel",
+]
 
 
 @pytest.fixture(scope="module")
@@ -73,13 +84,16 @@ def test_rows_tied_beyond_the_limit_are_ordered_as_their_hits_would_be(tmp_path,
     src = root / "projects" / "-home-ana-api" / f"{sid}.jsonl"
     for n in range(12):  # (each copy's messages ids of their own: copies of one message would be one hit)
         (src.parent / f"{sid[:-4]}{n:04d}.jsonl").write_text(
-            src.read_text().replace(sid, f"{sid[:-4]}{n:04d}").replace("-0000-4000-8000-", f"-{n + 1:04d}-4000-8000-"))
+            src.read_text().replace(sid, f"{sid[:-4]}{n:04d}").replace("-0000-4000-8000-", f"-{n + 1:04d}-4000-8000-")
+        )
     text = "login timeout"
     plan = parse(text)
 
     def hits(limit):
-        return [(h.conversation_id, h.position, h.kind, h.score, h.ref) for h in
-                retrieve.search(open_store(str(root)), SearchQuery(text=text, limit=limit), [], None, plan)]
+        return [
+            (h.conversation_id, h.position, h.kind, h.score, h.ref)
+            for h in retrieve.search(open_store(str(root)), SearchQuery(text=text, limit=limit), [], None, plan)
+        ]
 
     cheap = {n: hits(n) for n in (1, 3, 7)}
 

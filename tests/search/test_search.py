@@ -19,15 +19,46 @@ from samctl.stores.sam.memorydb import create_memory_db
 from tests.search_helpers import age, vec
 
 SCOPE = "8B58CBC4-ACA7-4811-AE66-C01921690310"
-WORDS = ["budget", "Budget.", "portland", "Portland,", "trip", "the", "rain", "sunny", "a", "to", "$500", "café",
-         "Zürich", "weekend", "hotel", "hotel!", "it", "deadline"]
+WORDS = [
+    "budget",
+    "Budget.",
+    "portland",
+    "Portland,",
+    "trip",
+    "the",
+    "rain",
+    "sunny",
+    "a",
+    "to",
+    "$500",
+    "café",
+    "Zürich",
+    "weekend",
+    "hotel",
+    "hotel!",
+    "it",
+    "deadline",
+]
 
 
 def _tree(base: Path, texts: list[str]) -> None:
     conv = base / "conversations" / SCOPE
     conv.mkdir(parents=True, mode=0o700)
-    rows = [(f"{i:08X}-0000-4000-8000-{i:012X}", SCOPE, t, "message", vec(256, i1=1.0), 0.5,
-             "2026-08-10T14:02:12.345", 0, "2026-08-10T14:02:12.345", None) for i, t in enumerate(texts)]
+    rows = [
+        (
+            f"{i:08X}-0000-4000-8000-{i:012X}",
+            SCOPE,
+            t,
+            "message",
+            vec(256, i1=1.0),
+            0.5,
+            "2026-08-10T14:02:12.345",
+            0,
+            "2026-08-10T14:02:12.345",
+            None,
+        )
+        for i, t in enumerate(texts)
+    ]
     create_memory_db(conv / "memory.db", rows)
     age(base)
 
@@ -49,16 +80,21 @@ text_st = st.lists(st.sampled_from(WORDS), min_size=0, max_size=12).map(" ".join
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=st.lists(text_st, min_size=1, max_size=30), query=text_st.filter(str.strip),
-       threshold=st.sampled_from([0.0, 0.2, 0.3, 0.6]), limit=st.integers(1, 8))
+@given(
+    texts=st.lists(text_st, min_size=1, max_size=30),
+    query=text_st.filter(str.strip),
+    threshold=st.sampled_from([0.0, 0.2, 0.3, 0.6]),
+    limit=st.integers(1, 8),
+)
 def test_ranking_equals_sams_brute_force(texts, query, threshold, limit):
     base = Path(tempfile.mkdtemp()) / "SAM"
     try:
         _tree(base, texts)
         want = _brute(query, texts, threshold)
         for use_index in (True, False):
-            q = sx.SearchQuery(text=query, threshold=threshold, limit=limit, where="memories", use_index=use_index,
-                               rank="sam")
+            q = sx.SearchQuery(
+                text=query, threshold=threshold, limit=limit, where="memories", use_index=use_index, rank="sam"
+            )
             got = [(h.ref, h.score) for h in sx.search(open_store(str(base)), q, [])]
             assert [s for _, s in got] == [s for _, s in want][:limit]  # exactly the same floats
             if len(want) > limit:
@@ -88,9 +124,13 @@ def test_snippet_centres_on_the_first_query_word():
 def test_message_importance_is_shared_with_show():
     from samctl.render.text import visible
 
-    msgs = [Message("user", "Plan a trip within a $500 budget."), Message("assistant", "ok"),
-            Message("tool", "what? how?"), Message("reasoning", "which budget?"),
-            Message("assistant", "fine", importance=0.95)]
+    msgs = [
+        Message("user", "Plan a trip within a $500 budget."),
+        Message("assistant", "ok"),
+        Message("tool", "what? how?"),
+        Message("reasoning", "which budget?"),
+        Message("assistant", "fine", importance=0.95),
+    ]
     want = [0.9, 0.3, 0.5, 0.5, 0.95]
     assert [message_importance(m) for m in msgs] == want
     assert [m.content for m in visible(msgs, True, 0.85)] == ["Plan a trip within a $500 budget.", "fine"]

@@ -24,10 +24,13 @@ BIG = "E0000000-0000-4000-8000-0000000000E1"
 @pytest.fixture
 def many(sam_demo):
     ts = "2026-01-02T03:04:05Z"  # every message the same date: all tied on (whole, date)
-    msgs = [mf.sam_message(f"A{i:07X}-0000-4000-8000-000000000001", "user", f"note {i} about Portland trips", ts)
-            for i in range(2000)]
-    mf._write(sam_demo / "conversations" / BIG / "conversation.json",
-              mf.sam_dumps(mf.sam_doc(BIG, "many", msgs, ts, ts)))
+    msgs = [
+        mf.sam_message(f"A{i:07X}-0000-4000-8000-000000000001", "user", f"note {i} about Portland trips", ts)
+        for i in range(2000)
+    ]
+    mf._write(
+        sam_demo / "conversations" / BIG / "conversation.json", mf.sam_dumps(mf.sam_doc(BIG, "many", msgs, ts, ts))
+    )
     age(sam_demo)
     return sam_demo
 
@@ -52,7 +55,8 @@ def test_exact_results_are_the_same_with_and_without_the_index(many):
         b = sx.search(store, sx.SearchQuery(text="portland", exact=True, limit=limit, use_index=False), [])
         assert [h.to_dict() for h in a] == [h.to_dict() for h in b]
         assert [(h.conversation_id, h.position) for h in a if h.conversation_id == BIG] == sorted(
-            (h.conversation_id, h.position) for h in a if h.conversation_id == BIG)
+            (h.conversation_id, h.position) for h in a if h.conversation_id == BIG
+        )
 
 
 def test_rows_holding_finds_what_a_row_by_row_test_finds():
@@ -82,6 +86,7 @@ def test_a_conversation_named_with_c_is_not_decoded_to_find_its_topic(sam_demo, 
 
     def no_load(*a, **k):
         raise AssertionError("the whole conversation was loaded")
+
     monkeypatch.setattr(SamStore, "load", no_load)
     got = sx.resolve_scope(open_store(str(sam_demo)), ["C2A1"])
     assert got == want and len(got) == 2  # the conversation and its shared topic

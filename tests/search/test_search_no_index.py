@@ -22,8 +22,16 @@ QUERIES = ("budget", "quokka deadline", "café plan", "trip", "the", "zanzibar f
 def _hits(root, text, *, use_index, exact=False, limit=10, where="all", since=None, cache=True, rank="bm25"):
     findings: list = []
     store = open_store(str(root), cache=cache)
-    q = sx.SearchQuery(text=text, where=where, threshold=0.05 if not exact else 0.3, limit=limit, exact=exact,
-                       since=since, use_index=use_index, rank=rank)
+    q = sx.SearchQuery(
+        text=text,
+        where=where,
+        threshold=0.05 if not exact else 0.3,
+        limit=limit,
+        exact=exact,
+        since=since,
+        use_index=use_index,
+        rank=rank,
+    )
     got = sx.search(store, q, findings)
     return [h.to_dict() for h in got], [f.line() for f in findings]
 
@@ -39,13 +47,32 @@ def _sam_with_archives(base):
         doc = json.loads((folder / "conversation.json").read_text())
         kept = [m["content"] for m in doc["messages"] if isinstance(m.get("content"), str) and m["content"]][:2]
         lost = [f"zanzibar ferry budget note {i} {j}" for j in range(3)]
-        msgs = [{"id": f"BBBBBBBB-0000-4000-8000-{i:06d}{j:06d}", "content": text, "isFromUser": j % 2 == 0,
-                 "timestamp": 808063980.5 + j, "role": "user" if j % 2 == 0 else "assistant"}
-                for j, text in enumerate(kept + lost)]
-        create_archive_db(folder / "context_archive.db", [{
-            "id": f"AAAAAAAA-0000-4000-8000-{i:012d}", "conversation_id": folder.name.upper(), "messages": msgs,
-            "time_start": "2026-08-10T14:13:00.500", "time_end": "2026-08-10T14:13:10.000", "summary": "s",
-            "key_topics": ["zanzibar"], "token_count": 20, "created_at": "2026-08-10T14:13:10.000"}])
+        msgs = [
+            {
+                "id": f"BBBBBBBB-0000-4000-8000-{i:06d}{j:06d}",
+                "content": text,
+                "isFromUser": j % 2 == 0,
+                "timestamp": 808063980.5 + j,
+                "role": "user" if j % 2 == 0 else "assistant",
+            }
+            for j, text in enumerate(kept + lost)
+        ]
+        create_archive_db(
+            folder / "context_archive.db",
+            [
+                {
+                    "id": f"AAAAAAAA-0000-4000-8000-{i:012d}",
+                    "conversation_id": folder.name.upper(),
+                    "messages": msgs,
+                    "time_start": "2026-08-10T14:13:00.500",
+                    "time_end": "2026-08-10T14:13:10.000",
+                    "summary": "s",
+                    "key_topics": ["zanzibar"],
+                    "token_count": 20,
+                    "created_at": "2026-08-10T14:13:10.000",
+                }
+            ],
+        )
     age(base)
     return base / "SAM"
 
@@ -67,7 +94,8 @@ def test_no_index_gives_the_results_of_the_index(which, tmp_path, tiny_parts, mo
         root = tmp_path / "m"
     compared = 0
     for text, (exact, rank), limit, where in itertools.product(
-            QUERIES, ((False, "bm25"), (False, "sam"), (True, "bm25")), (1, 2, 7), ("all", "messages")):
+        QUERIES, ((False, "bm25"), (False, "sam"), (True, "bm25")), (1, 2, 7), ("all", "messages")
+    ):
         indexed = _hits(root, text, use_index=True, exact=exact, limit=limit, where=where, rank=rank)
         parts = _hits(root, text, use_index=False, exact=exact, limit=limit, where=where, rank=rank)
         assert parts == indexed, (text, exact, limit, where)
@@ -76,8 +104,9 @@ def test_no_index_gives_the_results_of_the_index(which, tmp_path, tiny_parts, mo
     if which == "sam":  # the archive rows are there: hidden when a copy, found when lost
         every, _ = _hits(root, "zanzibar ferry budget note", use_index=False, limit=1000, where="messages")
         kinds = [h["kind"] for h in every]
-        assert kinds.count("archived") >= 3 * 5 and all(h["text"].startswith("zanzibar") for h in every
-                                                         if h["kind"] == "archived")
+        assert kinds.count("archived") >= 3 * 5 and all(
+            h["text"].startswith("zanzibar") for h in every if h["kind"] == "archived"
+        )
 
 
 def test_no_cache_searches_a_temporary_index_and_leaves_nothing(tmp_path, tiny_parts, monkeypatch):
@@ -87,6 +116,7 @@ def test_no_cache_searches_a_temporary_index_and_leaves_nothing(tmp_path, tiny_p
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
     monkeypatch.setenv("TMPDIR", str(tmp))
     import tempfile
+
     monkeypatch.setattr(tempfile, "tempdir", None)
     for rank in ("bm25", "sam"):
         got = _hits(root, "budget", use_index=True, cache=False, rank=rank)
@@ -135,14 +165,21 @@ def test_a_shared_topic_is_named_as_in_the_index(run, sam_demo, tmp_path):
     """A topic's memories are titled after the first conversation that names it, in discover's order:
     here a folder's, not the legacy file's (which parts read before every archive)."""
     conv_dir = sam_demo / "conversations"
-    with_topic = [p for p in conv_dir.glob("*/conversation.json")
-                  if (json.loads(p.read_text()).get("settings") or {}).get("sharedTopicId")]
+    with_topic = [
+        p
+        for p in conv_dir.glob("*/conversation.json")
+        if (json.loads(p.read_text()).get("settings") or {}).get("sharedTopicId")
+    ]
     assert with_topic
     doc = json.loads(with_topic[0].read_text())
     doc["settings"]["sharedTopicName"] = "Folder Name"
     with_topic[0].write_text(json.dumps(doc))
-    legacy = dict(doc, id="0A0A0A0A-0000-4000-8000-000000000001", title="Legacy chat",
-                  settings=dict(doc["settings"], sharedTopicName="Legacy Name"))
+    legacy = dict(
+        doc,
+        id="0A0A0A0A-0000-4000-8000-000000000001",
+        title="Legacy chat",
+        settings=dict(doc["settings"], sharedTopicName="Legacy Name"),
+    )
     (conv_dir / "conversations.json").write_text(json.dumps([legacy]))
     age(sam_demo)
     args = ("--root", sam_demo, "search", "Q3 budget maximum", "--in", "memories", "--format", "json", "-n", "3")
@@ -162,8 +199,10 @@ def test_near_ties_beyond_the_margin_are_cut_as_in_the_index(tmp_path, monkeypat
         if i == 0:  # an odd number of rows in its own part: the copy is the last row of its matrix
             n = sum(1 for m in d["messages"] if isinstance(m.get("content"), str) and m["content"].strip())
             d["messages"] = d["messages"][:-1] if n % 2 == 1 else d["messages"]
-        d["messages"] += [dict(d["messages"][0], id=f"CCCCCCCC-0000-4000-8000-{i:06d}{j:06d}",
-                               content="quokka zebra lantern") for j in range(1 if i == 0 else 20)]
+        d["messages"] += [
+            dict(d["messages"][0], id=f"CCCCCCCC-0000-4000-8000-{i:06d}{j:06d}", content="quokka zebra lantern")
+            for j in range(1 if i == 0 else 20)
+        ]
         (f / "conversation.json").write_text(json.dumps(d))
     age(tmp_path / "t")
     monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
@@ -171,8 +210,10 @@ def test_near_ties_beyond_the_margin_are_cut_as_in_the_index(tmp_path, monkeypat
         for limit in (1, 3):
             for rank in ("bm25", "sam"):
                 indexed = _hits(tmp_path / "t" / "SAM", text, use_index=True, limit=limit, where="messages", rank=rank)
-                assert _hits(tmp_path / "t" / "SAM", text, use_index=False, limit=limit, where="messages",
-                             rank=rank) == indexed
+                assert (
+                    _hits(tmp_path / "t" / "SAM", text, use_index=False, limit=limit, where="messages", rank=rank)
+                    == indexed
+                )
     # --exact: 880 matches with one date; each part keeps only its first ``limit`` in the results' order
     kept = []
     real = sx._candidates

@@ -58,6 +58,7 @@ def test_stems_agree_with_sqlite_fts5_porter():
     if con is None:
         pytest.skip("this SQLite has no FTS5")
     from pathlib import Path
+
     top = Path(__file__).resolve().parents[2]
     text = " ".join(p.read_text(encoding="utf-8") for p in [top / "README.md", *sorted((top / "docs").glob("*.md"))])
     text = text.lower()
@@ -126,8 +127,25 @@ def test_cjk_and_thai_as_character_ngrams():
     assert "tokyo" in tokens("東京 tokyo")  # mixed scripts split where the script changes
 
 
-@pytest.mark.parametrize("text", ["", "\x00", "a\x00b", "\ud800", "😀🎉 emoji", "שלום עולם", "مرحبا بالعالم",
-                                  "-", "+", '"', "x" * 100_000, "\u200f\u202e reversed", "ﷺ", "Ⅻ ½"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\x00",
+        "a\x00b",
+        "\ud800",
+        "😀🎉 emoji",
+        "שלום עולם",
+        "مرحبا بالعالم",
+        "-",
+        "+",
+        '"',
+        "x" * 100_000,
+        "\u200f\u202e reversed",
+        "ﷺ",
+        "Ⅻ ½",
+    ],
+)
 def test_hostile_text_never_raises(text):
     tokens(text)
     query_terms(text)
@@ -164,11 +182,23 @@ def test_underscored_identifiers_stay_whole():
 
 
 HOSTILE_TEXTS = [
-    "Plan a weekend trip to Portland within a $500 budget.", "spotter-dov load-config v1.2 don't it's e.g. U.S.A.",
-    "Caroline\u2019s LGBTQ support group", "Zürich café naïve ÉCOLE", "東京タワーに行きました budget 予算",
-    "งบประมาณการเดินทาง", "the the THE The", "   ", "a-b-c a.b.c 'quoted' -dash- _under_score_", "x" * 300,
-    "مرحبا بالعالم שלום", "emoji 🙂 budget🚀trip", "NUL\x00byte tab\tnew\nline", "İstanbul Straße ﬁle ½ Ｆｕｌｌ",
-    "cafe\u0301 x\u0301\u0327y \u0301lead", "\ud800 lone surrogate", "spotter-dov spotter dov spotterdov",
+    "Plan a weekend trip to Portland within a $500 budget.",
+    "spotter-dov load-config v1.2 don't it's e.g. U.S.A.",
+    "Caroline\u2019s LGBTQ support group",
+    "Zürich café naïve ÉCOLE",
+    "東京タワーに行きました budget 予算",
+    "งบประมาณการเดินทาง",
+    "the the THE The",
+    "   ",
+    "a-b-c a.b.c 'quoted' -dash- _under_score_",
+    "x" * 300,
+    "مرحبا بالعالم שלום",
+    "emoji 🙂 budget🚀trip",
+    "NUL\x00byte tab\tnew\nline",
+    "İstanbul Straße ﬁle ½ Ｆｕｌｌ",
+    "cafe\u0301 x\u0301\u0327y \u0301lead",
+    "\ud800 lone surrogate",
+    "spotter-dov spotter dov spotterdov",
 ]
 
 
@@ -221,7 +251,9 @@ def test_postings_across_a_flush_and_a_reset_of_the_memo(monkeypatch, piece):
         assert ntok.tolist() == [len(tokens(t)) for t in texts]
 
 
-_FOLDABLE = st.sampled_from(sorted(ascii_folds()) + list("aZ9 -'.\u00e9\u0301\u0327\u00df\u4e00\u0130\u2019\u210b\u0345"))
+_FOLDABLE = st.sampled_from(
+    sorted(ascii_folds()) + list("aZ9 -'.\u00e9\u0301\u0327\u00df\u4e00\u0130\u2019\u210b\u0345")
+)
 
 
 @settings(max_examples=500, deadline=None)

@@ -20,8 +20,10 @@ def test_call_text_is_the_call_on_one_line():
     # the value people know the call by comes first, wherever it is in the arguments
     assert call_text("Edit", {"old_string": "a", "file_path": "/src/x.py"}) == "Edit(/src/x.py, a)"
     # Codex: a JSON string, a command as a list of words
-    assert call_text("shell", '{"command": ["pytest", "-q"], "workdir": "/home/ana/api"}') == \
-        "shell(pytest -q, /home/ana/api)"
+    assert (
+        call_text("shell", '{"command": ["pytest", "-q"], "workdir": "/home/ana/api"}')
+        == "shell(pytest -q, /home/ana/api)"
+    )
     assert call_text("f", "not json {") == "f(not json {)"
     assert call_text(None, None) == "?()" and call_text("x", {"n": 3, "ok": True, "v": None}) == "x(3)"
     assert len(call_text("Write", {"content": "y" * 100_000})) == MAX_CHARS

@@ -56,8 +56,17 @@ def test_scan_cap_skips_one_conversation_and_reads_the_rest():
     assert json.loads(items[2].data) == convs[2] and problem is None
 
 
-@pytest.mark.parametrize("data,code", [(b"", "not-array"), (b'{"a": 1}', "not-array"), (b'"x"', "not-array"),
-                                       (b"[1, 2]", None), (b"[]", None), (b"\xef\xbb\xbf[]", None)])
+@pytest.mark.parametrize(
+    "data,code",
+    [
+        (b"", "not-array"),
+        (b'{"a": 1}', "not-array"),
+        (b'"x"', "not-array"),
+        (b"[1, 2]", None),
+        (b"[]", None),
+        (b"\xef\xbb\xbf[]", None),
+    ],
+)
 def test_scan_not_an_array(data, code):
     assert (_items(data)[1] or (None,))[0] == code
 
@@ -95,12 +104,15 @@ def test_hidden_custom_instructions_null_title_and_unknown_content():
     assert "super_widget" in conv.messages[-1].content
 
 
-@pytest.mark.parametrize("change,code", [
-    (lambda d: d.update(current_node="nope"), "no-current-node"),
-    (lambda d: d["mapping"]["n0"].update(parent="n5"), "parent-cycle"),
-    (lambda d: d.update(mapping=[1, 2]), "no-mapping"),
-    (lambda d: d["mapping"]["n1"]["message"]["author"].update(role="narrator"), "unknown-role"),
-])
+@pytest.mark.parametrize(
+    "change,code",
+    [
+        (lambda d: d.update(current_node="nope"), "no-current-node"),
+        (lambda d: d["mapping"]["n0"].update(parent="n5"), "parent-cycle"),
+        (lambda d: d.update(mapping=[1, 2]), "no-mapping"),
+        (lambda d: d["mapping"]["n1"]["message"]["author"].update(role="narrator"), "unknown-role"),
+    ],
+)
 def test_broken_trees_are_findings(change, code):
     doc = copy.deepcopy(make_chatgpt.conversations()[0])
     change(doc)
@@ -134,10 +146,15 @@ def _zip(path, members):
     return path
 
 
-@pytest.mark.parametrize("name,attr,why", [("../evil.json", 0o600 << 16, "unsafe name"),
-                                          ("/abs.json", 0o600 << 16, "unsafe name"),
-                                          ("C:/x.json", 0o600 << 16, "unsafe name"),
-                                          ("link", (0o120777 << 16), "symlink")])
+@pytest.mark.parametrize(
+    "name,attr,why",
+    [
+        ("../evil.json", 0o600 << 16, "unsafe name"),
+        ("/abs.json", 0o600 << 16, "unsafe name"),
+        ("C:/x.json", 0o600 << 16, "unsafe name"),
+        ("link", (0o120777 << 16), "symlink"),
+    ],
+)
 def test_hostile_zip_members_refuse_the_zip(tmp_path, name, attr, why):
     data = json.dumps(make_chatgpt.conversations()).encode()
     z = _zip(tmp_path / "x.zip", [("conversations.json", data, 0o600 << 16), (name, b"x", attr)])
@@ -199,8 +216,7 @@ def test_loads_after_a_listing_do_not_rescan_the_export(tmp_path, monkeypatch, k
     one spool), not found by scanning the whole export again (quadratic on a 300 MB export)."""
     make_chatgpt.write_demo(tmp_path)
     z = tmp_path / "chatgpt-export.zip"
-    store = ChatgptStore(z, tmp_path) if kind == "zip" else \
-        ChatgptStore(tmp_path / "export", tmp_path / "export")
+    store = ChatgptStore(z, tmp_path) if kind == "zip" else ChatgptStore(tmp_path / "export", tmp_path / "export")
     metas = store.list_metas([])
     scans = []
     real = scan.iter_items

@@ -84,9 +84,11 @@ def test_summary_title_when_no_ai_or_custom_title():
 
 
 def test_first_user_text_title_skips_meta_and_commands():
-    lines = [mcc._user(1, None, "2026-03-04T09:00:00Z", "<command-name>/init</command-name>"),
-             mcc._user(2, mcc._u(1), "2026-03-04T09:00:01Z", "Caveat: injected", isMeta=True),
-             mcc._user(3, mcc._u(2), "2026-03-04T09:00:02Z", "real   question\nhere")]
+    lines = [
+        mcc._user(1, None, "2026-03-04T09:00:00Z", "<command-name>/init</command-name>"),
+        mcc._user(2, mcc._u(1), "2026-03-04T09:00:01Z", "Caveat: injected", isMeta=True),
+        mcc._user(3, mcc._u(2), "2026-03-04T09:00:02Z", "real   question\nhere"),
+    ]
     conv, _ = _decode(_data(lines))
     assert conv.meta.title == "real question here"
 
@@ -120,8 +122,9 @@ def test_bad_line_in_the_middle_is_skipped():
 
 
 def test_invalid_utf8_is_read_with_replacement():
-    line = json.dumps(mcc._user(1, None, "2026-03-04T09:00:00Z", "caf\u00e9")).encode().replace(b"caf\\u00e9",
-                                                                                                 b"caf\xff")
+    line = (
+        json.dumps(mcc._user(1, None, "2026-03-04T09:00:00Z", "caf\u00e9")).encode().replace(b"caf\\u00e9", b"caf\xff")
+    )
     conv, found = _decode(line + b"\n")
     assert "bad-utf8" in _codes(found)
     assert conv.messages[0].content == "caf\ufffd"
@@ -159,13 +162,24 @@ def test_cycle_and_missing_parent_end_the_walk():
     assert "missing-parent" in _codes(found) and conv.messages[0].content == "orphan"
 
 
-@pytest.mark.parametrize("line", [b"[1,2]", b"42", b'"text"', b"null", b'{"type":null}', b'{"type":"user"}',
-                                  b'{"type":"user","message":{"content":42}}',
-                                  b'{"type":"assistant","message":{"id":5,"content":[1,{"type":7}]}}',
-                                  b'{"type":"user","message":{"content":[{"type":"tool_result","content":{}}]}}',
-                                  b'{"type":"system","uuid":"u","parentUuid":"u"}',
-                                  b'{"type":"user","uuid":["x"],"message":{"content":"hi"}}',
-                                  b'{"type":["x"],"uuid":"q","parentUuid":null}', b'{"type":{"a":1}}'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"[1,2]",
+        b"42",
+        b'"text"',
+        b"null",
+        b'{"type":null}',
+        b'{"type":"user"}',
+        b'{"type":"user","message":{"content":42}}',
+        b'{"type":"assistant","message":{"id":5,"content":[1,{"type":7}]}}',
+        b'{"type":"user","message":{"content":[{"type":"tool_result","content":{}}]}}',
+        b'{"type":"system","uuid":"u","parentUuid":"u"}',
+        b'{"type":"user","uuid":["x"],"message":{"content":"hi"}}',
+        b'{"type":["x"],"uuid":"q","parentUuid":null}',
+        b'{"type":{"a":1}}',
+    ],
+)
 def test_odd_shapes_never_raise(line):
     conv, found = _decode(line + b"\n" + _data([mcc._user(1, None, "2026-03-04T09:00:00Z", "after")]))
     assert "after" in [m.content for m in conv.messages]
@@ -192,8 +206,11 @@ def test_markers_samctl_adds_are_not_search_rows_but_what_they_mark_is(tmp_path)
     from samctl.stores.sources import message_rows
 
     conv, _ = _decode(_data(mcc.session_one()))
-    marked = [i for i, m in enumerate(conv.messages) if m.kind in ("branch", "sidechain") and m.role == "system"
-              and m.content.startswith("──")]
+    marked = [
+        i
+        for i, m in enumerate(conv.messages)
+        if m.kind in ("branch", "sidechain") and m.role == "system" and m.content.startswith("──")
+    ]
     assert marked and all(conv.messages[i].marker for i in marked)
     rows = list(message_rows(conv, SID))
     assert not any(r.text.startswith("──") for r in rows)

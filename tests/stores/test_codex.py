@@ -69,10 +69,12 @@ def test_rollback_hides_the_dropped_turn_and_keeps_it():
 
 
 def test_injected_context_is_hidden_without_events():
-    lines = [mcx._meta(mcx.T1, "2026-02-10T08:30:01Z"),
-             mcx._msg("2026-02-10T08:30:02Z", "user", "<environment_context>cwd</environment_context>"),
-             mcx._msg("2026-02-10T08:30:03Z", "user", "hello there"),
-             mcx._msg("2026-02-10T08:30:04Z", "assistant", "hi", "output_text")]
+    lines = [
+        mcx._meta(mcx.T1, "2026-02-10T08:30:01Z"),
+        mcx._msg("2026-02-10T08:30:02Z", "user", "<environment_context>cwd</environment_context>"),
+        mcx._msg("2026-02-10T08:30:03Z", "user", "hello there"),
+        mcx._msg("2026-02-10T08:30:04Z", "assistant", "hi", "output_text"),
+    ]
     conv, found = _decode(_data(lines))
     assert [m.content for m in _shown(conv)] == ["hello there", "hi"]
     assert conv.meta.title == "hello there" and found == []
@@ -91,19 +93,35 @@ def test_g1_early_rust_file():
 
 
 def test_g0_typescript_json():
-    doc = {"session": {"timestamp": "2025-04-30T10:00:00.000Z", "id": mcx.T5, "instructions": ""},
-           "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}]}
+    doc = {
+        "session": {"timestamp": "2025-04-30T10:00:00.000Z", "id": mcx.T5, "instructions": ""},
+        "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}],
+    }
     conv, found = _decode(json.dumps(doc, indent=2).encode(), path="/x/rollout-2025-04-30-d.json", cid=mcx.T5)
     assert [m.content for m in conv.messages] == ["hello"] and found == []
 
 
 def test_function_output_shapes():
     lines = [mcx._meta(mcx.T1, "2026-02-10T08:30:01Z")]
-    for i, out in enumerate(["plain", [{"type": "input_text", "text": "items"},
-                                       {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}],
-                             {"content": "old", "success": False}, None, 7]):
-        lines.append(mcx._r("2026-02-10T08:30:02Z", "response_item", {"type": "function_call_output",
-                                                                       "call_id": f"c{i}", "output": out}))
+    for i, out in enumerate(
+        [
+            "plain",
+            [
+                {"type": "input_text", "text": "items"},
+                {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+            ],
+            {"content": "old", "success": False},
+            None,
+            7,
+        ]
+    ):
+        lines.append(
+            mcx._r(
+                "2026-02-10T08:30:02Z",
+                "response_item",
+                {"type": "function_call_output", "call_id": f"c{i}", "output": out},
+            )
+        )
     conv, found = _decode(_data(lines))
     tools = [m for m in conv.messages if m.role == "tool"]
     assert [t.content for t in tools] == ["plain", "items", "old", "", "7"]
@@ -145,16 +163,23 @@ def test_deep_nesting_and_huge_line():
     assert [m.content for m in conv.messages] == ["fine"]
 
 
-@pytest.mark.parametrize("line", [b"[1]", b'{"type":"response_item","payload":[1]}',
-                                  b'{"type":"response_item","payload":{"type":"message","content":5}}',
-                                  b'{"type":"response_item","payload":{"type":"reasoning","summary":"abc"}}',
-                                  b'{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":99}}',
-                                  b'{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":true}}',
-                                  b'{"type":"event_msg","payload":{"type":"user_message","images":[1,"x"]}}',
-                                  b'{"type":"response_item","payload":{"type":"function_call","arguments":{}}}',
-                                  b'{"type":"turn_context","payload":{"model":["x"]}}', b'{"payload":{}}',
-                                  b'{"type":"response_item","payload":{"type":[1]}}',
-                                  b'{"type":"event_msg","payload":{"type":{}}}'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"[1]",
+        b'{"type":"response_item","payload":[1]}',
+        b'{"type":"response_item","payload":{"type":"message","content":5}}',
+        b'{"type":"response_item","payload":{"type":"reasoning","summary":"abc"}}',
+        b'{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":99}}',
+        b'{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":true}}',
+        b'{"type":"event_msg","payload":{"type":"user_message","images":[1,"x"]}}',
+        b'{"type":"response_item","payload":{"type":"function_call","arguments":{}}}',
+        b'{"type":"turn_context","payload":{"model":["x"]}}',
+        b'{"payload":{}}',
+        b'{"type":"response_item","payload":{"type":[1]}}',
+        b'{"type":"event_msg","payload":{"type":{}}}',
+    ],
+)
 def test_odd_shapes_never_raise(line):
     ok = _data([mcx._ev("2026-02-10T08:30:06Z", "agent_message", message="after")])
     conv, _ = _decode(_data(mcx.thread_three()[:1]) + line + b"\n" + ok)
@@ -178,7 +203,9 @@ def test_subagent_and_fork_origin_is_a_note():
     from samctl.stores.codex.decode import decode_rollout as dec
 
     conv, _ = dec(_data(mcx.thread_two()), "/x.jsonl", mcx.T2)
-    assert conv.messages[0].kind == "origin" and mcx.T1 in conv.messages[0].content and "scout" in conv.messages[0].content
+    assert (
+        conv.messages[0].kind == "origin" and mcx.T1 in conv.messages[0].content and "scout" in conv.messages[0].content
+    )
     assert conv.meta.title == "find where the mail server is started"
     conv, _ = dec(_data([mcx._meta(mcx.T2, "2026-02-10T08:40:00Z", forked_from_id=mcx.T1)]), "/x.jsonl", mcx.T2)
     assert conv.messages[0].content == f"forked from thread {mcx.T1}"

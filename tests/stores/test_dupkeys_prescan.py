@@ -9,16 +9,16 @@ from samctl.stores import dupkeys
 REPEATS = [
     b'{"a": 1, "a": 2}',
     b'{"a":1,"a":2}',
-    b'{"a" : 1, "a" : 2}',                      # spaced colons
+    b'{"a" : 1, "a" : 2}',  # spaced colons
     b'{"a"\n:1,"a"\t:2}',
-    b'{"k\\\\": 1, "k\\\\": 2}',                 # a key ending in an escaped backslash
+    b'{"k\\\\": 1, "k\\\\": 2}',  # a key ending in an escaped backslash
     b'{"x": "say \\":\\" twice", "a": 1, "a": 2}',  # an escaped quote-colon in a value
     b'{"t": ":)", "a": 1, "a": 2, "b": 3}',
     b'[{"m": {"z": [1, {"q": 1, "q": 1}]}}]',
     b'{"a\\":b": 1, "a\\":b": 2}',
-    b'{"\\u0061": 1, "a": 2}',                   # the same key spelled two ways
+    b'{"\\u0061": 1, "a": 2}',  # the same key spelled two ways
 ]
-CLEAN = [b'{"a": 1, "b": {"c": [1, {"d": "e"}]}}', b'{"x": "\\":", "y": 1}', b'[]', b'"s"']
+CLEAN = [b'{"a": 1, "b": {"c": [1, {"d": "e"}]}}', b'{"x": "\\":", "y": 1}', b"[]", b'"s"']
 
 
 @pytest.mark.parametrize("data", REPEATS)
@@ -38,15 +38,23 @@ def test_a_pretty_printed_snapshot_without_repeats_skips_the_full_parse():
     assert dupkeys._no_repeats(json.dumps(doc, separators=(",", ":")).encode())
 
 
-@pytest.mark.parametrize("data", [b'{"a": "\\u003a", "a": 1, "b": ":"}', b'{"a": "\\\\", "a": "x"}',
-                                  b'{"s": "x\\u0022:", "a": 1, "a": 2}', b'{"a": {}, "a": {"b": 1}}'])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a": "\\u003a", "a": 1, "b": ":"}',
+        b'{"a": "\\\\", "a": "x"}',
+        b'{"s": "x\\u0022:", "a": 1, "a": 2}',
+        b'{"a": {}, "a": {"b": 1}}',
+    ],
+)
 def test_escapes_that_change_in_orjsons_output_still_find_the_repeat(data):
     assert not dupkeys._no_repeats(data)
     assert dupkeys.anywhere(data), data
 
 
-@pytest.mark.parametrize("data", [b'{"a": "x:y", "a": "x:y"}', b'{"a": ":", "b": {"a": 1, "a": ":"}}',
-                                  b'{"t": "\\u003A", "a": 1, "a": 2}'])
+@pytest.mark.parametrize(
+    "data", [b'{"a": "x:y", "a": "x:y"}', b'{"a": ":", "b": {"a": 1, "a": ":"}}', b'{"t": "\\u003A", "a": 1, "a": 2}']
+)
 def test_colons_inside_strings_do_not_hide_a_repeat(data):
     assert not dupkeys._no_repeats(data)
     assert dupkeys.anywhere(data), data

@@ -91,8 +91,11 @@ def test_parent_cycle_is_cut_and_reported(db):
 
 
 def test_dangling_tip_and_parent(db):
-    _edit(db, f"UPDATE threads SET tip_message_hash = 'b2:{'9' * 32}' WHERE id = '{T1}'",
-          f"DELETE FROM messages WHERE hash = '{make_llm.H[1]}'")
+    _edit(
+        db,
+        f"UPDATE threads SET tip_message_hash = 'b2:{'9' * 32}' WHERE id = '{T1}'",
+        f"DELETE FROM messages WHERE hash = '{make_llm.H[1]}'",
+    )
     conv, findings = _read(db, T1)
     assert "dangling-tip" in [f.code for f in findings]
     conv2, findings2 = _read(db, make_llm.T2)
@@ -103,12 +106,15 @@ def test_dangling_tip_and_parent(db):
 def test_missing_tables_and_columns(tmp_path):
     """A 0.5-era database: conversations + responses without reasoning, tokens or tools."""
     p = tmp_path / "logs.db"
-    _edit(p, "CREATE TABLE conversations (id TEXT PRIMARY KEY, name TEXT, model TEXT)",
-          "CREATE TABLE responses (id TEXT PRIMARY KEY, model TEXT, prompt TEXT, system TEXT, response TEXT, "
-          "conversation_id TEXT, datetime_utc TEXT)",
-          "INSERT INTO conversations VALUES ('01h00000000000000000000000', 'hi', 'gpt-3.5-turbo')",
-          "INSERT INTO responses VALUES ('01h00000000000000000000001', 'gpt-3.5-turbo', 'hi', NULL, NULL, "
-          "'01h00000000000000000000000', '2023-07-12T10:00:00')")
+    _edit(
+        p,
+        "CREATE TABLE conversations (id TEXT PRIMARY KEY, name TEXT, model TEXT)",
+        "CREATE TABLE responses (id TEXT PRIMARY KEY, model TEXT, prompt TEXT, system TEXT, response TEXT, "
+        "conversation_id TEXT, datetime_utc TEXT)",
+        "INSERT INTO conversations VALUES ('01h00000000000000000000000', 'hi', 'gpt-3.5-turbo')",
+        "INSERT INTO responses VALUES ('01h00000000000000000000001', 'gpt-3.5-turbo', 'hi', NULL, NULL, "
+        "'01h00000000000000000000000', '2023-07-12T10:00:00')",
+    )
     metas, findings = _read(p)
     assert [m.id for m in metas] == ["01h00000000000000000000000"]
     conv, findings = _read(p, "01h00000000000000000000000")
@@ -117,8 +123,11 @@ def test_missing_tables_and_columns(tmp_path):
 
 
 def test_bad_ids_are_skipped_with_a_finding(db):
-    _edit(db, "INSERT INTO conversations (id, name) VALUES ('../../etc/passwd', 'x')",
-          "INSERT INTO responses (id, prompt, conversation_id) VALUES ('../../x', 'p', '../../etc/passwd')")
+    _edit(
+        db,
+        "INSERT INTO conversations (id, name) VALUES ('../../etc/passwd', 'x')",
+        "INSERT INTO responses (id, prompt, conversation_id) VALUES ('../../x', 'p', '../../etc/passwd')",
+    )
     metas, findings = _read(db)
     assert len(metas) == 6 and "bad-id" in [f.code for f in findings]
 

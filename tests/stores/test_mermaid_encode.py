@@ -26,7 +26,7 @@ from samctl.stores.mermaid.encode import (
 
 # --- mermaid.md §11 examples, verbatim ---------------------------------------------
 
-SNAPSHOT_11_1 = r'''{
+SNAPSHOT_11_1 = r"""{
   "advertised_context": null,
   "cli_version": "0.25.0",
   "compactions": [],
@@ -155,13 +155,13 @@ SNAPSHOT_11_1 = r'''{
   },
   "title": "Fix the flaky test in tests/parser.rs",
   "updated_at": "2026-08-10T14:04:02.655120734-04:00"
-}'''
+}"""
 
 
-META_11_2 = r'''{"id":"20260810_140307_512","title":"Fix the flaky test in tests/parser.rs","updated_at":"2026-08-10T14:04:02.655120734-04:00","git_branch":"main","message_count":4,"forked_from":null}'''
+META_11_2 = r"""{"id":"20260810_140307_512","title":"Fix the flaky test in tests/parser.rs","updated_at":"2026-08-10T14:04:02.655120734-04:00","git_branch":"main","message_count":4,"forked_from":null}"""
 
 
-LEGACY_11_5 = r'''{
+LEGACY_11_5 = r"""{
   "id": "20260101_120000_001",
   "title": "Legacy session",
   "messages": [
@@ -172,7 +172,7 @@ LEGACY_11_5 = r'''{
   "created_at": "2026-01-01T12:00:00-05:00",
   "updated_at": "2026-01-01T12:00:00-05:00",
   "total_tokens": null
-}'''
+}"""
 
 
 # --- the spec examples, byte for byte -----------------------------------------
@@ -354,8 +354,8 @@ def _ryu(x: float) -> str:
 
 
 finite_floats = st.floats(allow_nan=False, allow_infinity=False)
-any_bits_floats = st.integers(0, 2**64 - 1).map(lambda b: struct.unpack("<d", struct.pack("<Q", b))[0]).filter(
-    math.isfinite
+any_bits_floats = (
+    st.integers(0, 2**64 - 1).map(lambda b: struct.unpack("<d", struct.pack("<Q", b))[0]).filter(math.isfinite)
 )
 
 
@@ -383,8 +383,10 @@ def _ref(v, indent: int | None, level: int = 0) -> str:
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, dict):
-        items = [json.dumps(k, ensure_ascii=False) + (": " if indent else ":") + _ref(v[k], indent, level + 1)
-                 for k in sorted(v, key=lambda k: k.encode("utf-8"))]
+        items = [
+            json.dumps(k, ensure_ascii=False) + (": " if indent else ":") + _ref(v[k], indent, level + 1)
+            for k in sorted(v, key=lambda k: k.encode("utf-8"))
+        ]
         return _wrap("{", "}", items, indent, level)
     return _wrap("[", "]", [_ref(x, indent, level + 1) for x in v], indent, level)
 
@@ -444,8 +446,15 @@ def test_meta_dict_defaults_for_a_legacy_snapshot():
 
 
 def test_meta_bytes_keeps_struct_order_whatever_the_dict_order():
-    meta = {"forked_from": "20260101_000000_000", "message_count": 2, "zzz": 1, "title": "t", "id": "i",
-            "updated_at": "u", "git_branch": "main"}
+    meta = {
+        "forked_from": "20260101_000000_000",
+        "message_count": 2,
+        "zzz": 1,
+        "title": "t",
+        "id": "i",
+        "updated_at": "u",
+        "git_branch": "main",
+    }
     assert meta_bytes(meta) == (
         b'{"id":"i","title":"t","updated_at":"u","git_branch":"main","message_count":2,'
         b'"forked_from":"20260101_000000_000"}'

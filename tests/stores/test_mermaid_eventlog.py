@@ -55,7 +55,7 @@ UTC_M4 = timezone(timedelta(hours=-4))  # the mermaid.md §11 writer's offset
 
 # --- mermaid.md §11.3 / §11.4, verbatim -------------------------------------------------
 
-LOG_11_3 = r'''{"event":{"created_at":"2026-08-10T14:03:07.512347811-04:00","model_id":"ollama/qwen3-coder:30b","project_path":"/home/dev/parsekit","session_id":"20260810_140307_512","type":"started"},"seq":0,"ts":"2026-08-10T14:03:21.131552090-04:00","v":1}
+LOG_11_3 = r"""{"event":{"created_at":"2026-08-10T14:03:07.512347811-04:00","model_id":"ollama/qwen3-coder:30b","project_path":"/home/dev/parsekit","session_id":"20260810_140307_512","type":"started"},"seq":0,"ts":"2026-08-10T14:03:21.131552090-04:00","v":1}
 {"event":{"at":"2026-08-10T14:03:21.104938201-04:00","messages":[{"actions":[],"content":"Fix the flaky test in tests/parser.rs","image_numbers":null,"images":null,"kind":"normal","metadata":null,"provider_continuation":null,"role":"User","thinking":null,"timestamp":"2026-08-10T14:03:21.104938201-04:00","tool_call_id":null,"tool_calls":null,"tool_name":null}],"type":"reset"},"seq":1,"ts":"2026-08-10T14:03:21.131552090-04:00","v":1}
 {"event":{"text":"Fix the flaky test in tests/parser.rs","type":"input"},"seq":2,"ts":"2026-08-10T14:03:21.131552090-04:00","v":1}
 {"event":{"cli_version":"0.25.0","cumulative_token_usage":{"cache_creation_input_tokens":0,"cached_input_tokens":0,"completion_tokens":0,"prompt_tokens":0,"reasoning_output_tokens":0},"git_branch":"main","git_sha":"a614aa9","model_name":"ollama/qwen3-coder:30b","safety_mode":"ask","title":"Fix the flaky test in tests/parser.rs","type":"state"},"seq":3,"ts":"2026-08-10T14:03:21.131552090-04:00","v":1}
@@ -68,13 +68,13 @@ LOG_11_3 = r'''{"event":{"created_at":"2026-08-10T14:03:07.512347811-04:00","mod
 {"event":{"message":{"actions":[],"content":"use parsekit::parse;\n\n#[test]\nfn keys_are_stable() { /* ... */ }\n","image_numbers":null,"images":null,"kind":"normal","metadata":null,"provider_continuation":null,"role":"Tool","thinking":null,"timestamp":"2026-08-10T14:03:25.901553310-04:00","tool_call_id":"call_01","tool_calls":null,"tool_name":"read_file"},"type":"message"},"seq":10,"ts":"2026-08-10T14:03:25.903877905-04:00","v":1}
 {"event":{"message":{"actions":[],"content":"The test depends on HashMap iteration order; I sorted the keys before asserting.","image_numbers":null,"images":null,"kind":"normal","metadata":null,"provider_continuation":null,"role":"Assistant","thinking":null,"timestamp":"2026-08-10T14:04:02.655120734-04:00","tool_call_id":null,"tool_calls":null,"tool_name":null},"type":"message"},"seq":11,"ts":"2026-08-10T14:04:02.661902318-04:00","v":1}
 {"event":{"cli_version":"0.25.0","cumulative_token_usage":{"cache_creation_input_tokens":0,"cached_input_tokens":0,"completion_tokens":98,"prompt_tokens":4144,"reasoning_output_tokens":0},"git_branch":"main","git_sha":"a614aa9","last_token_usage":{"cache_creation_input_tokens":0,"cached_input_tokens":0,"completion_tokens":57,"prompt_tokens":2310,"reasoning_output_tokens":0},"model_name":"ollama/qwen3-coder:30b","safety_mode":"ask","title":"Fix the flaky test in tests/parser.rs","type":"state"},"seq":12,"ts":"2026-08-10T14:04:02.661902318-04:00","v":1}
-{"event":{"message":{"actions":[],"content":"Want me to run the full suite'''
+{"event":{"message":{"actions":[],"content":"Want me to run the full suite"""
 
 
-COMPACTION_LINE_11_4 = r'''{"event":{"at":"2026-08-10T15:10:44.002913377-04:00","record":{"after_tokens":3120,"archive_path":null,"archived_message_count":38,"before_tokens":91554,"created_at":"2026-08-10T15:10:44.002913377-04:00","duration_secs":6.25,"focus":null,"id":"cmp_20260810_151037","preserved_message_count":4,"preserved_turn_count":1,"review_error":null,"review_status":"reviewed","summary_tokens":1410,"trigger":"auto_threshold"},"replacement":[{"actions":[],"content":"MERMAID CONTEXT CHECKPOINT\n...","image_numbers":null,"images":null,"kind":"context_checkpoint","metadata":null,"provider_continuation":null,"role":"System","thinking":null,"timestamp":"2026-08-10T15:10:44.002913377-04:00","tool_call_id":null,"tool_calls":null,"tool_name":null}],"type":"compaction"},"seq":57,"ts":"2026-08-10T15:10:44.010552871-04:00","v":1}'''
+COMPACTION_LINE_11_4 = r"""{"event":{"at":"2026-08-10T15:10:44.002913377-04:00","record":{"after_tokens":3120,"archive_path":null,"archived_message_count":38,"before_tokens":91554,"created_at":"2026-08-10T15:10:44.002913377-04:00","duration_secs":6.25,"focus":null,"id":"cmp_20260810_151037","preserved_message_count":4,"preserved_turn_count":1,"review_error":null,"review_status":"reviewed","summary_tokens":1410,"trigger":"auto_threshold"},"replacement":[{"actions":[],"content":"MERMAID CONTEXT CHECKPOINT\n...","image_numbers":null,"images":null,"kind":"context_checkpoint","metadata":null,"provider_continuation":null,"role":"System","thinking":null,"timestamp":"2026-08-10T15:10:44.002913377-04:00","tool_call_id":null,"tool_calls":null,"tool_name":null}],"type":"compaction"},"seq":57,"ts":"2026-08-10T15:10:44.010552871-04:00","v":1}"""
 
 
-NEWER_LINE_11_4 = r'''{"event":{"created_at":"2026-07-02T12:00:00.123Z","model_id":"m","project_path":"/p","session_id":"20260101_120000_001","type":"started"},"seq":0,"ts":"2026-07-02T12:00:00.123Z","v":2}'''
+NEWER_LINE_11_4 = r"""{"event":{"created_at":"2026-07-02T12:00:00.123Z","model_id":"m","project_path":"/p","session_id":"20260101_120000_001","type":"started"},"seq":0,"ts":"2026-07-02T12:00:00.123Z","v":2}"""
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -88,16 +88,34 @@ def tstamp(i: int) -> str:
 
 
 def message(role: str, content: str, ts: str = TS, **extra) -> dict:
-    m = {"role": role, "content": content, "timestamp": ts, "kind": "normal", "metadata": None, "actions": [],
-         "thinking": None, "images": None, "image_numbers": None, "tool_calls": None, "tool_call_id": None,
-         "tool_name": None, "provider_continuation": None}
+    m = {
+        "role": role,
+        "content": content,
+        "timestamp": ts,
+        "kind": "normal",
+        "metadata": None,
+        "actions": [],
+        "thinking": None,
+        "images": None,
+        "image_numbers": None,
+        "tool_calls": None,
+        "tool_call_id": None,
+        "tool_name": None,
+        "provider_continuation": None,
+    }
     m.update(extra)
     return m
 
 
 def started(sid: str = SID, created_at: str = TS, **extra) -> dict:
-    return {"type": "started", "session_id": sid, "project_path": "/tmp/proj", "model_id": "ollama/test",
-            "created_at": created_at, **extra}
+    return {
+        "type": "started",
+        "session_id": sid,
+        "project_path": "/tmp/proj",
+        "model_id": "ollama/test",
+        "created_at": created_at,
+        **extra,
+    }
 
 
 def msg_ev(role: str, content: str, ts: str = TS, **extra) -> dict:
@@ -105,16 +123,43 @@ def msg_ev(role: str, content: str, ts: str = TS, **extra) -> dict:
 
 
 def state_ev(title: str = "t", **extra) -> dict:
-    return {"type": "state", "title": title, "model_name": "ollama/test",
-            "cumulative_token_usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_input_tokens": 0,
-                                       "cache_creation_input_tokens": 0, "reasoning_output_tokens": 0}, **extra}
+    return {
+        "type": "state",
+        "title": title,
+        "model_name": "ollama/test",
+        "cumulative_token_usage": {
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "cached_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+            "reasoning_output_tokens": 0,
+        },
+        **extra,
+    }
 
 
-ACTION = {"action_type": "Read", "target": "src/main.rs", "result": {"Success": {"output": "ok", "images": None}},
-          "details": "Simple", "duration_seconds": 0.25, "metadata": None}
-RECORD = {"id": "c-first", "trigger": "manual", "created_at": TS, "before_tokens": 100, "after_tokens": 10,
-          "archived_message_count": 4, "preserved_message_count": 2, "preserved_turn_count": 1,
-          "summary_tokens": 5, "duration_secs": 0.1, "focus": None, "archive_path": None}
+ACTION = {
+    "action_type": "Read",
+    "target": "src/main.rs",
+    "result": {"Success": {"output": "ok", "images": None}},
+    "details": "Simple",
+    "duration_seconds": 0.25,
+    "metadata": None,
+}
+RECORD = {
+    "id": "c-first",
+    "trigger": "manual",
+    "created_at": TS,
+    "before_tokens": 100,
+    "after_tokens": 10,
+    "archived_message_count": 4,
+    "preserved_message_count": 2,
+    "preserved_turn_count": 1,
+    "summary_tokens": 5,
+    "duration_secs": 0.1,
+    "focus": None,
+    "archive_path": None,
+}
 
 
 def env(event: dict, seq: int = 0, ts: str = TS, v: int = 1) -> dict:
@@ -246,22 +291,53 @@ def _driven_events() -> list[dict]:
         {"type": "input", "text": "hello event log"},
         msg_ev("Assistant", "hi there", tstamp(2)),
         state_ev("hello event log", safety_mode="ask", git_branch="main"),
-        {"type": "tasks", "store": {"next_id": 1, "tasks": [{"id": 0, "subject": "s", "active_form": "a",
-                                                             "status": "pending", "origin": "model",
-                                                             "evidence": []}]}},
+        {
+            "type": "tasks",
+            "store": {
+                "next_id": 1,
+                "tasks": [
+                    {
+                        "id": 0,
+                        "subject": "s",
+                        "active_form": "a",
+                        "status": "pending",
+                        "origin": "model",
+                        "evidence": [],
+                    }
+                ],
+            },
+        },
     ]
 
 
 def _driven_snapshot() -> dict:
     return {
-        "id": SID, "title": "hello event log",
+        "id": SID,
+        "title": "hello event log",
         "messages": [message("User", "hello event log", tstamp(1)), message("Assistant", "hi there", tstamp(2))],
-        "model_name": "ollama/test", "project_path": "/tmp/proj", "created_at": TS, "updated_at": tstamp(2),
-        "compactions": [], "input_history": ["hello event log"], "git_branch": "main", "safety_mode": "ask",
-        "plan": None, "advertised_context": None, "last_token_usage": None,
-        "cumulative_token_usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_input_tokens": 0,
-                                   "cache_creation_input_tokens": 0, "reasoning_output_tokens": 0},
-        "context_usage": None, "forked_from": None, "parent_session": None, "cli_version": None, "git_sha": None,
+        "model_name": "ollama/test",
+        "project_path": "/tmp/proj",
+        "created_at": TS,
+        "updated_at": tstamp(2),
+        "compactions": [],
+        "input_history": ["hello event log"],
+        "git_branch": "main",
+        "safety_mode": "ask",
+        "plan": None,
+        "advertised_context": None,
+        "last_token_usage": None,
+        "cumulative_token_usage": {
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "cached_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+            "reasoning_output_tokens": 0,
+        },
+        "context_usage": None,
+        "forked_from": None,
+        "parent_session": None,
+        "cli_version": None,
+        "git_sha": None,
         "tasks": _driven_events()[5]["store"],
     }
 
@@ -319,8 +395,7 @@ def test_item_17_backfill_without_messages_has_no_reset():
 def test_item_18_compaction_in_the_creating_batch_is_not_doubled():
     snap = _driven_snapshot()
     envs = backfill_events(snap, TS)
-    envs.append(env({"type": "compaction", "at": TS, "record": RECORD, "replacement": snap["messages"]},
-                    seq=len(envs)))
+    envs.append(env({"type": "compaction", "at": TS, "record": RECORD, "replacement": snap["messages"]}, seq=len(envs)))
     doc = fold_bytes(b"".join(log_line_bytes(e) for e in envs))
     assert len(doc["messages"]) == len(snap["messages"])
     assert [c["id"] for c in doc["compactions"]] == ["c-first"]
@@ -380,7 +455,12 @@ ALL_EVENTS = [
     {"type": "inserted_before_last", "message": message("System", "note")},
     {"type": "action", "action": ACTION},
     {"type": "image", "data": "aGVsbG8="},
-    {"type": "compaction", "at": TS, "record": RECORD, "replacement": [message("System", "ckpt", kind="context_checkpoint")]},
+    {
+        "type": "compaction",
+        "at": TS,
+        "record": RECORD,
+        "replacement": [message("System", "ckpt", kind="context_checkpoint")],
+    },
     {"type": "reset", "at": TS, "messages": [message("User", "q")]},
     state_ev("t", safety_mode="full_access", git_branch="main", last_token_usage={"prompt_tokens": 1}),
     {"type": "input", "text": "hello"},
@@ -431,24 +511,45 @@ def test_item_30_action_and_image_attach_only_to_a_last_assistant():
 
 
 def test_item_31_compaction_replaces_the_messages_and_records_it():
-    doc = fold_bytes(log(started(), msg_ev("User", "q", tstamp(1)), msg_ev("Assistant", "a", tstamp(2)),
-                         {"type": "compaction", "at": tstamp(5), "record": RECORD,
-                          "replacement": [message("System", "ckpt", tstamp(4), kind="context_checkpoint")]}))
+    doc = fold_bytes(
+        log(
+            started(),
+            msg_ev("User", "q", tstamp(1)),
+            msg_ev("Assistant", "a", tstamp(2)),
+            {
+                "type": "compaction",
+                "at": tstamp(5),
+                "record": RECORD,
+                "replacement": [message("System", "ckpt", tstamp(4), kind="context_checkpoint")],
+            },
+        )
+    )
     assert [m["content"] for m in doc["messages"]] == ["ckpt"]
     assert doc["compactions"] == [RECORD] and doc["updated_at"] == tstamp(5) and doc["title"] == "q"
 
 
 def test_item_32_inserted_before_last_order():
-    doc = fold_bytes(log(started(), msg_ev("User", "q"), msg_ev("Assistant", "a"),
-                         {"type": "inserted_before_last", "message": message("System", "note")}))
+    doc = fold_bytes(
+        log(
+            started(),
+            msg_ev("User", "q"),
+            msg_ev("Assistant", "a"),
+            {"type": "inserted_before_last", "message": message("System", "note")},
+        )
+    )
     assert [m["content"] for m in doc["messages"]] == ["q", "note", "a"]
     doc = fold_bytes(log(started(), {"type": "inserted_before_last", "message": message("System", "note")}))
     assert [m["content"] for m in doc["messages"]] == ["note"]
 
 
 def test_item_32_inserted_before_last_changes_neither_time_nor_title():
-    doc = fold_bytes(log(started(), msg_ev("Assistant", "a", tstamp(1)),
-                         {"type": "inserted_before_last", "message": message("User", "late", tstamp(2))}))
+    doc = fold_bytes(
+        log(
+            started(),
+            msg_ev("Assistant", "a", tstamp(1)),
+            {"type": "inserted_before_last", "message": message("User", "late", tstamp(2))},
+        )
+    )
     assert doc["updated_at"] == tstamp(1) and doc["title"].startswith("Session ")
 
 
@@ -480,18 +581,44 @@ def test_item_01_legacy_snapshot_backfills_and_folds_with_every_default():
     assert doc["context_usage"] is None and doc["forked_from"] is None and doc["parent_session"] is None
     assert doc["advertised_context"] is None and doc["plan"] is None and doc["cli_version"] is None
     assert doc["cumulative_token_usage"] == dict.fromkeys(
-        ["prompt_tokens", "completion_tokens", "cached_input_tokens", "cache_creation_input_tokens",
-         "reasoning_output_tokens"], 0)
+        [
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_input_tokens",
+            "cache_creation_input_tokens",
+            "reasoning_output_tokens",
+        ],
+        0,
+    )
     assert doc["tasks"] == {"tasks": [], "next_id": 0} and doc["compactions"] == [] and doc["input_history"] == []
     assert doc["title"] == "Legacy session" and doc["updated_at"] == legacy["updated_at"]
 
 
 def test_item_01_fold_defaults_every_snapshot_field():
     doc = fold_bytes(log(started()))
-    assert set(doc) == {"id", "title", "messages", "model_name", "project_path", "created_at", "updated_at",
-                        "compactions", "input_history", "git_branch", "safety_mode", "plan", "advertised_context",
-                        "last_token_usage", "cumulative_token_usage", "context_usage", "forked_from",
-                        "parent_session", "cli_version", "git_sha", "tasks"}
+    assert set(doc) == {
+        "id",
+        "title",
+        "messages",
+        "model_name",
+        "project_path",
+        "created_at",
+        "updated_at",
+        "compactions",
+        "input_history",
+        "git_branch",
+        "safety_mode",
+        "plan",
+        "advertised_context",
+        "last_token_usage",
+        "cumulative_token_usage",
+        "context_usage",
+        "forked_from",
+        "parent_session",
+        "cli_version",
+        "git_sha",
+        "tasks",
+    }
     assert doc["updated_at"] == doc["created_at"] == TS
 
 
@@ -501,9 +628,23 @@ def test_item_03_valid_ids(good):
     assert eventlog.ID_RE is MERMAID_ID_RE
 
 
-@pytest.mark.parametrize("bad", ["../secret", "..\\secret", "/etc/passwd", "20260101_120000", "abcdefgh_120000_001",
-                                 "20260101_120000_001\n", "20260101_120000_0011", " 20260101_120000_001",
-                                 "20260101-120000-001", "２０２６0101_120000_001", "2026010１_120000_001", ""])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../secret",
+        "..\\secret",
+        "/etc/passwd",
+        "20260101_120000",
+        "abcdefgh_120000_001",
+        "20260101_120000_001\n",
+        "20260101_120000_0011",
+        " 20260101_120000_001",
+        "20260101-120000-001",
+        "２０２６0101_120000_001",
+        "2026010１_120000_001",
+        "",
+    ],
+)
 def test_item_03_invalid_ids_match_nothing_and_fold_to_nothing(bad):
     assert not MERMAID_ID_RE.match(bad)
     read = parse_log(log(started(sid=bad), msg_ev("User", "q")))
@@ -526,14 +667,17 @@ def test_item_06_a_title_that_is_not_provisional_is_never_replaced():
     assert doc["title"] == "renamed"
 
 
-@pytest.mark.parametrize("content, title", [
-    ("é" * 40, "é" * 30 + "..."),  # 80 bytes: 60 is a boundary
-    ("a" + "é" * 40, "a" + "é" * 29 + "..."),  # byte 60 is inside an é: back off to 59
-    ("😀" * 20, "😀" * 15 + "..."),
-    ("a" * 59 + "😀", "a" * 59 + "..."),  # 63 bytes: cut before the emoji
-    ("a" * 60, "a" * 60),  # exactly 60 bytes: no cut
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "content, title",
+    [
+        ("é" * 40, "é" * 30 + "..."),  # 80 bytes: 60 is a boundary
+        ("a" + "é" * 40, "a" + "é" * 29 + "..."),  # byte 60 is inside an é: back off to 59
+        ("😀" * 20, "😀" * 15 + "..."),
+        ("a" * 59 + "😀", "a" * 59 + "..."),  # 63 bytes: cut before the emoji
+        ("a" * 60, "a" * 60),  # exactly 60 bytes: no cut
+        ("", ""),
+    ],
+)
 def test_item_06_title_cut_at_a_char_boundary(content, title):
     assert fold_bytes(log(started(), msg_ev("User", content)))["title"] == title
 
@@ -542,16 +686,28 @@ def test_item_06_title_rule_looks_at_every_message_while_still_provisional():
     # A reset brings a user message in without retitling; the next added message retitles from it.
     doc = fold_bytes(log(started(), {"type": "reset", "at": TS, "messages": [message("User", "from reset")]}))
     assert doc["title"].startswith("Session ")
-    doc = fold_bytes(log(started(), {"type": "reset", "at": TS, "messages": [message("User", "from reset")]},
-                         msg_ev("Assistant", "a")))
+    doc = fold_bytes(
+        log(
+            started(),
+            {"type": "reset", "at": TS, "messages": [message("User", "from reset")]},
+            msg_ev("Assistant", "a"),
+        )
+    )
     assert doc["title"] == "from reset"
 
 
 def test_item_06_a_user_message_starting_with_session_keeps_retitling():
     doc = fold_bytes(log(started(), msg_ev("User", "Session notes"), msg_ev("User", "later")))
     assert doc["title"] == "Session notes"
-    doc = fold_bytes(log(started(), state_ev("Session 2020-01-01 00:00"), msg_ev("Assistant", "a"),
-                         {"type": "inserted_before_last", "message": message("User", "u")}, msg_ev("Assistant", "b")))
+    doc = fold_bytes(
+        log(
+            started(),
+            state_ev("Session 2020-01-01 00:00"),
+            msg_ev("Assistant", "a"),
+            {"type": "inserted_before_last", "message": message("User", "u")},
+            msg_ev("Assistant", "b"),
+        )
+    )
     assert doc["title"] == "u"
 
 
@@ -582,8 +738,14 @@ def test_item_11_minimal_message_gets_every_field():
 
 
 def test_fold_does_not_mutate_its_input():
-    read = parse_log(log(*ALL_EVENTS, msg_ev("Assistant", "a"), {"type": "action", "action": ACTION},
-                         {"type": "image", "data": "SU1H"}))
+    read = parse_log(
+        log(
+            *ALL_EVENTS,
+            msg_ev("Assistant", "a"),
+            {"type": "action", "action": ACTION},
+            {"type": "image", "data": "SU1H"},
+        )
+    )
     before = copy.deepcopy(read.events)
     fold(read.events, UTC)
     fold(read.events, UTC)
@@ -633,7 +795,9 @@ BAD_LINES = {
     "seq negative": _line(_with(("seq",), -1)),
     "seq float": _line(_with(("seq",), 1.5)),
     "seq null": _line(_with(("seq",), None)),
-    "seq over u64": b'{"event":{"text":"x","type":"input"},"seq":18446744073709551616,"ts":"' + TS.encode() + b'","v":1}\n',
+    "seq over u64": b'{"event":{"text":"x","type":"input"},"seq":18446744073709551616,"ts":"'
+    + TS.encode()
+    + b'","v":1}\n',
     "ts bad month": _line(_with(("ts",), "2026-13-01T00:00:00Z")),
     "ts feb 30": _line(_with(("ts",), "2026-02-30T00:00:00Z")),
     "ts no zone": _line(_with(("ts",), "2026-07-02T12:00:00")),
@@ -727,8 +891,14 @@ def test_many_brackets_inside_strings_are_not_nesting():
 
 
 def test_deep_nesting_over_the_byte_precheck_is_malformed():
-    deep = b'{"v":1,"seq":1,"ts":"' + TS.encode() + b'","event":{"type":"input","text":"x","n":' + \
-        b"[" * 70000 + b"]" * 70000 + b"}}\n"
+    deep = (
+        b'{"v":1,"seq":1,"ts":"'
+        + TS.encode()
+        + b'","event":{"type":"input","text":"x","n":'
+        + b"[" * 70000
+        + b"]" * 70000
+        + b"}}\n"
+    )
     read = parse_log(log(started()) + deep)
     assert read.stop == "malformed" and "nested deeper" in read.reason and len(read.events) == 1
 
@@ -858,30 +1028,67 @@ def test_fold_file_spec_example(tmp_path):
 # --- timestamps ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("s", [
-    "2026-08-10T14:03:07-04:00", "2026-08-10T14:03:07.512-04:00", "2026-08-10T14:03:07.512347-04:00",
-    "2026-08-10T14:03:07.512347811-04:00", "2026-08-10T14:03:07Z", "2026-08-10t14:03:07z",
-    "2026-08-10 14:03:07+00:00", "2024-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "2026-06-30T23:59:60Z",
-    "2026-01-31T00:00:00+23:59", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.1234567891-23:59",
-])
+@pytest.mark.parametrize(
+    "s",
+    [
+        "2026-08-10T14:03:07-04:00",
+        "2026-08-10T14:03:07.512-04:00",
+        "2026-08-10T14:03:07.512347-04:00",
+        "2026-08-10T14:03:07.512347811-04:00",
+        "2026-08-10T14:03:07Z",
+        "2026-08-10t14:03:07z",
+        "2026-08-10 14:03:07+00:00",
+        "2024-02-29T00:00:00Z",
+        "2000-02-29T00:00:00Z",
+        "2026-06-30T23:59:60Z",
+        "2026-01-31T00:00:00+23:59",
+        "0000-01-01T00:00:00Z",
+        "9999-12-31T23:59:59.1234567891-23:59",
+    ],
+)
 def test_timestamps_mermaid_reads(s):
     assert is_timestamp(s) and parse_rfc3339(s) is not None
 
 
-@pytest.mark.parametrize("s", [
-    "2023-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-00-10T00:00:00Z",
-    "2026-08-10T24:00:00Z", "2026-08-10T14:60:00Z", "2026-08-10T14:03:61Z", "2026-08-10T14:03:07",
-    "2026-08-10T14:03:07+0400", "2026-08-10T14:03:07+24:00", "2026-08-10T14:03:07.Z", "2026-08-10T14:03Z",
-    "2026-08-10", "2026-08-10T14:03:07Z ", " 2026-08-10T14:03:07Z", "2026-08-10T14:03:07Z\n",
-    "２026-08-10T14:03:07Z", "26-08-10T14:03:07Z", "2026-8-10T14:03:07Z", "", None, 17, b"2026-08-10T14:03:07Z",
-])
+@pytest.mark.parametrize(
+    "s",
+    [
+        "2023-02-29T00:00:00Z",
+        "1900-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z",
+        "2026-00-10T00:00:00Z",
+        "2026-08-10T24:00:00Z",
+        "2026-08-10T14:60:00Z",
+        "2026-08-10T14:03:61Z",
+        "2026-08-10T14:03:07",
+        "2026-08-10T14:03:07+0400",
+        "2026-08-10T14:03:07+24:00",
+        "2026-08-10T14:03:07.Z",
+        "2026-08-10T14:03Z",
+        "2026-08-10",
+        "2026-08-10T14:03:07Z ",
+        " 2026-08-10T14:03:07Z",
+        "2026-08-10T14:03:07Z\n",
+        "２026-08-10T14:03:07Z",
+        "26-08-10T14:03:07Z",
+        "2026-8-10T14:03:07Z",
+        "",
+        None,
+        17,
+        b"2026-08-10T14:03:07Z",
+    ],
+)
 def test_timestamps_mermaid_refuses(s):
     assert not is_timestamp(s) and parse_rfc3339(s) is None
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
-       st.integers(-23 * 60 - 59, 23 * 60 + 59), st.integers(0, 999_999_999), st.sampled_from([0, 3, 6, 9]))
+@given(
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    st.integers(-23 * 60 - 59, 23 * 60 + 59),
+    st.integers(0, 999_999_999),
+    st.sampled_from([0, 3, 6, 9]),
+)
 def test_parse_rfc3339_agrees_with_datetime(naive, off_min, nanos, width):
     tz = timezone(timedelta(minutes=off_min))
     dt = naive.replace(microsecond=0, tzinfo=tz)
@@ -946,7 +1153,7 @@ def test_mutated_spec_log_never_raises(data):
         if op == "flip" and raw:
             raw[i] = data.draw(st.integers(0, 255))
         elif op == "cut":
-            del raw[i: i + data.draw(st.integers(1, 50))]
+            del raw[i : i + data.draw(st.integers(1, 50))]
         elif op == "insert":
             raw[i:i] = data.draw(st.binary(min_size=1, max_size=8))
         else:
@@ -955,10 +1162,19 @@ def test_mutated_spec_log_never_raises(data):
 
 
 PATHOLOGICAL = {
-    "NUL run": b"\0" * 10000, "NUL lines": b"\0\n" * 100, "newlines": b"\n" * 100, "0xff": b"\xff" * 100,
-    "half a char": b"\xc3", "open arrays": b"[" * 100000, "open objects": b"{" * 100000,
-    "deep objects": b'{"a":' * 100000 + b"1" + b"}" * 100000 + b"\n", "crlf": b"\r\n", "space": b" ",
-    "null": b"null\n", "empty object": b"{}\n", "null event": b'{"event":null}\n',
+    "NUL run": b"\0" * 10000,
+    "NUL lines": b"\0\n" * 100,
+    "newlines": b"\n" * 100,
+    "0xff": b"\xff" * 100,
+    "half a char": b"\xc3",
+    "open arrays": b"[" * 100000,
+    "open objects": b"{" * 100000,
+    "deep objects": b'{"a":' * 100000 + b"1" + b"}" * 100000 + b"\n",
+    "crlf": b"\r\n",
+    "space": b" ",
+    "null": b"null\n",
+    "empty object": b"{}\n",
+    "null event": b'{"event":null}\n',
 }
 
 

@@ -10,18 +10,51 @@ from hypothesis import strategies as st
 
 from samctl.stores.mermaid import eventlog as E
 
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False, width=32),
-                   st.sampled_from(["", "x", "2026-08-10T14:03:07.512Z", "2026-02-30T00:00:00Z",
-                                    "2026-08-10T14:03:07.512-04:00", "User"]),
-                   st.just([]), st.just(["a"]), st.just({}), st.just({"k": 1}))
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=False, width=32),
+    st.sampled_from(
+        ["", "x", "2026-08-10T14:03:07.512Z", "2026-02-30T00:00:00Z", "2026-08-10T14:03:07.512-04:00", "User"]
+    ),
+    st.just([]),
+    st.just(["a"]),
+    st.just({}),
+    st.just({"k": 1}),
+)
 MISSING = object()
-BASE_MESSAGE = {"role": "User", "content": "hi", "timestamp": "2026-08-10T14:03:07.512Z", "kind": "normal",
-                "metadata": {"any": [1]}, "actions": [], "thinking": None, "images": None, "image_numbers": None,
-                "tool_calls": None, "tool_call_id": None, "tool_name": None, "provider_continuation": None}
-BASE_STATE = {"type": "state", "title": "t", "model_name": "m", "safety_mode": "ask", "plan": None,
-              "advertised_context": None, "last_token_usage": {}, "cumulative_token_usage": {},
-              "context_usage": None, "git_branch": "main", "git_sha": None, "cli_version": "0.25.0",
-              "forked_from": None, "parent_session": None}
+BASE_MESSAGE = {
+    "role": "User",
+    "content": "hi",
+    "timestamp": "2026-08-10T14:03:07.512Z",
+    "kind": "normal",
+    "metadata": {"any": [1]},
+    "actions": [],
+    "thinking": None,
+    "images": None,
+    "image_numbers": None,
+    "tool_calls": None,
+    "tool_call_id": None,
+    "tool_name": None,
+    "provider_continuation": None,
+}
+BASE_STATE = {
+    "type": "state",
+    "title": "t",
+    "model_name": "m",
+    "safety_mode": "ask",
+    "plan": None,
+    "advertised_context": None,
+    "last_token_usage": {},
+    "cumulative_token_usage": {},
+    "context_usage": None,
+    "git_branch": "main",
+    "git_sha": None,
+    "cli_version": "0.25.0",
+    "forked_from": None,
+    "parent_session": None,
+}
 
 
 def _perturbed(base, changes, extra):
@@ -57,8 +90,7 @@ def test_message_shortcut_takes_every_valid_type_combination():
             assert E.check_message({**base, key: sample[t]}, "m") is None, (key, t)
         for wrong in (1, 1.5, True):
             assert E.check_message({**base, key: wrong}, "m") == f"m.{key} is {E.json_type(wrong)}"
-    assert E.check_message({**base, "timestamp": "2026-02-30T00:00:00Z"}, "m") == \
-        "m.timestamp is not an RFC 3339 time"
+    assert E.check_message({**base, "timestamp": "2026-02-30T00:00:00Z"}, "m") == "m.timestamp is not an RFC 3339 time"
     assert E.check_message({**base, "role": 1}, "m") == "m.role is an integer"
     assert E.check_message({**base, "content": None}, "m") == "m.content is null"
 

@@ -29,12 +29,44 @@ mcc, mcx = _load("make_claude_code"), _load("make_codex")
 CLAUDE = mcc.session_one()
 CODEX = mcx.thread_one()
 
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-                      st.floats(allow_nan=False), st.text(max_size=20))
-json_value = st.recursive(json_leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(
-    st.sampled_from(["type", "uuid", "parentUuid", "message", "content", "payload", "id", "text", "call_id",
-                     "num_turns", "output", "timestamp", "role", "isSidechain", "agentId"]) | st.text(max_size=6),
-    c, max_size=4), max_leaves=10)
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda c: (
+        st.lists(c, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "uuid",
+                    "parentUuid",
+                    "message",
+                    "content",
+                    "payload",
+                    "id",
+                    "text",
+                    "call_id",
+                    "num_turns",
+                    "output",
+                    "timestamp",
+                    "role",
+                    "isSidechain",
+                    "agentId",
+                ]
+            )
+            | st.text(max_size=6),
+            c,
+            max_size=4,
+        )
+    ),
+    max_leaves=10,
+)
 
 
 @st.composite

@@ -20,10 +20,16 @@ MERMAID_SNAPSHOT = (SPEC / "20260810_140307_512.json").read_bytes()
 MERMAID_META = (SPEC / "20260810_140307_512.meta").read_bytes()
 SAM_DOC = (SPEC / "sam_8B58CBC4-ACA7-4811-AE66-C01921690310.json").read_bytes()
 
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-                      st.floats(allow_nan=False), st.text(max_size=30))
-json_value = st.recursive(json_leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c,
-                                                                                           max_size=4), max_leaves=12)
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=30),
+)
+json_value = st.recursive(
+    json_leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4), max_leaves=12
+)
 
 
 def _paths(doc, prefix=()):

@@ -81,8 +81,9 @@ def test_a_prefix_of_one_conversation_and_of_empty_folders_names_the_conversatio
     # two real conversations under the prefix stay ambiguous
     other = conv / "8B58CBC4-1111-4000-8000-000000000000"
     other.mkdir(mode=0o700)
-    (other / "conversation.json").write_bytes((conv / "8B58CBC4-ACA7-4811-AE66-C01921690310" /
-                                               "conversation.json").read_bytes())
+    (other / "conversation.json").write_bytes(
+        (conv / "8B58CBC4-ACA7-4811-AE66-C01921690310" / "conversation.json").read_bytes()
+    )
     r = run("--root", sam_demo, "show", "8B58")
     assert r.exit_code == 2 and "ambiguous" in r.stderr
 
@@ -94,7 +95,8 @@ def test_a_folder_a_crash_left_with_only_its_tmp_still_counts(run, sam_demo):
     crashed = conv / "8B58CBC4-1111-4111-8111-111111111111"
     crashed.mkdir(mode=0o700)
     (crashed / "conversation.json.tmp").write_bytes(
-        (conv / "8B58CBC4-ACA7-4811-AE66-C01921690310" / "conversation.json").read_bytes())
+        (conv / "8B58CBC4-ACA7-4811-AE66-C01921690310" / "conversation.json").read_bytes()
+    )
     r = run("--root", sam_demo, "recover", "8B58", "--dry-run")
     assert r.exit_code == 2 and "ambiguous" in r.stderr, r.output
 
@@ -106,8 +108,11 @@ def test_a_whole_id_that_is_there_resolves_without_listing_the_store(run, mermai
     from samctl.stores.mermaid.store import MermaidStore
     from samctl.stores.sam.store import SamStore
 
-    root, cid = (mermaid_demo, "20260810_140307_512") if which == "mermaid" else \
-        (sam_demo, "8B58CBC4-ACA7-4811-AE66-C01921690310")
+    root, cid = (
+        (mermaid_demo, "20260810_140307_512")
+        if which == "mermaid"
+        else (sam_demo, "8B58CBC4-ACA7-4811-AE66-C01921690310")
+    )
     listed = []
     assert {MermaidStore, SamStore} <= set(Store.__subclasses__())
     for cls in (MermaidStore, SamStore):

@@ -27,8 +27,15 @@ def rich() -> dict:
         {"type": "video_url", "video_url": "file:///a.mp4"},
         {"type": "audio_url", "audio_url": "file:///a.m4a"},
     ]
-    m["toolDisplayData"] = {"action": "a", "actionDisplayName": "A", "status": "success", "summary": "s",
-                            "details": ["d"], "icon": "i", "metadata": {"k": "v"}}
+    m["toolDisplayData"] = {
+        "action": "a",
+        "actionDisplayName": "A",
+        "status": "success",
+        "summary": "s",
+        "details": ["d"],
+        "icon": "i",
+        "metadata": {"k": "v"},
+    }
     m["toolMetadata"] = {"k": "v"}
     m["performanceMetrics"] = {"tokenCount": 3, "timeToFirstToken": 0.5, "tokensPerSecond": 10, "processingTime": 1}
     m["processingTime"] = 2
@@ -83,8 +90,9 @@ def test_every_rejection_rule_gives_the_same_first_error(path, value, code, wher
     same(doc)
 
 
-@pytest.mark.parametrize("depth", [1, schema.MAX_DEPTH - 12, schema.MAX_DEPTH - 2, schema.MAX_DEPTH,
-                                   schema.MAX_DEPTH + 1, 700])
+@pytest.mark.parametrize(
+    "depth", [1, schema.MAX_DEPTH - 12, schema.MAX_DEPTH - 2, schema.MAX_DEPTH, schema.MAX_DEPTH + 1, 700]
+)
 @pytest.mark.parametrize("where", [(), ("settings",), ("messages", 1, "toolCalls", 0, "function")])
 def test_nesting_under_unknown_keys(depth, where):
     """Values under keys SAM does not know are ignored, unless nested past Foundation's limit."""
@@ -128,17 +136,38 @@ def test_any_json_value_agrees(value):
     same({**rich(), "messages": [value]})
 
 
-@pytest.mark.parametrize("date", [
-    "2026-08-10T14:02:11Z", "2026-08-10T14:02:11+23:59", "2026-08-10T14:02:11-05:30", "2026-08-10T14:02:11+24:00",
-    "2026-08-10T14:02:11+23:60", "2026-08-10T14:02:11.5Z", "2026-02-29T00:00:00Z", "2028-02-29T00:00:00Z",
-    "2026-13-01T00:00:00Z", "2026-08-10T24:00:00Z", "2026-08-10T14:60:00Z", "2026-08-10T14:02:60Z",
-    "0000-01-01T00:00:00Z", "2026-08-10 14:02:11Z", "2026-08-10T14:02:11", "２０２６-08-10T14:02:11Z",
-])
-@pytest.mark.parametrize("where", [("created",), ("messages", 0, "timestamp"),
-                                   ("settings", "telemetry", "lastUpdated")])
+@pytest.mark.parametrize(
+    "date",
+    [
+        "2026-08-10T14:02:11Z",
+        "2026-08-10T14:02:11+23:59",
+        "2026-08-10T14:02:11-05:30",
+        "2026-08-10T14:02:11+24:00",
+        "2026-08-10T14:02:11+23:60",
+        "2026-08-10T14:02:11.5Z",
+        "2026-02-29T00:00:00Z",
+        "2028-02-29T00:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-08-10T24:00:00Z",
+        "2026-08-10T14:60:00Z",
+        "2026-08-10T14:02:60Z",
+        "0000-01-01T00:00:00Z",
+        "2026-08-10 14:02:11Z",
+        "2026-08-10T14:02:11",
+        "２０２６-08-10T14:02:11Z",
+    ],
+)
+@pytest.mark.parametrize(
+    "where", [("created",), ("messages", 0, "timestamp"), ("settings", "telemetry", "lastUpdated")]
+)
 def test_dates_agree(date, where):
     doc = rich()
-    doc["settings"]["telemetry"] = {"archiveRecallCount": 0, "memoryRetrievalCount": 0, "compressionEventCount": 0,
-                                    "contextOverflowCount": 0, "lastUpdated": "2026-08-10T14:02:11Z"}
+    doc["settings"]["telemetry"] = {
+        "archiveRecallCount": 0,
+        "memoryRetrievalCount": 0,
+        "compressionEventCount": 0,
+        "contextOverflowCount": 0,
+        "lastUpdated": "2026-08-10T14:02:11Z",
+    }
     mutate(doc, where, date)
     same(doc)

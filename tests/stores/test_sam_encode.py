@@ -57,7 +57,7 @@ def test_layout_details():
     assert "24°C".encode() in out  # raw UTF-8, not \u00b0
     assert b"\\u00b0" not in out
     assert b'"enabledCustomInstructionIds" : [],' in out
-    assert b"\n  \"created\" : " in out  # 2-space indent, " : "
+    assert b'\n  "created" : ' in out  # 2-space indent, " : "
 
 
 def test_input_is_not_modified():
@@ -194,8 +194,13 @@ def test_package_bytes_single_and_bulk():
     assert out.startswith(b'{\n  "conversation" : {\n    "created" : ')
     assert b'"contextWindowSize" : 128000,' in out
     assert out.index(b'"exportedAt"') < out.index(b'"formatVersion"') < out.index(b'"memories"')
-    bulk = {"formatVersion": "1.0", "exportedAt": "2026-08-11T09:00:00Z", "samVersion": "1.2.3",
-            "conversationCount": 1, "conversations": [pkg]}
+    bulk = {
+        "formatVersion": "1.0",
+        "exportedAt": "2026-08-11T09:00:00Z",
+        "samVersion": "1.2.3",
+        "conversationCount": 1,
+        "conversations": [pkg],
+    }
     out = package_bytes(bulk)
     assert b'"contextWindowSize" : 128000,' in out
     assert json.loads(out)["conversations"][0]["conversation"]["id"] == CONV_ID
@@ -206,9 +211,7 @@ def test_package_bytes_single_and_bulk():
 
 def test_active_conversation_bytes():
     out = active_conversation_bytes(CONV_ID.lower(), 1786370621.75)
-    assert out == (
-        b'{\n  "id" : "8B58CBC4-ACA7-4811-AE66-C01921690310",\n  "updated" : "2026-08-10T14:03:41Z"\n}'
-    )
+    assert out == (b'{\n  "id" : "8B58CBC4-ACA7-4811-AE66-C01921690310",\n  "updated" : "2026-08-10T14:03:41Z"\n}')
     for bad_id in ["", "x", None, CONV_ID + "\n"]:
         with pytest.raises(ValueError):
             active_conversation_bytes(bad_id, 0)

@@ -110,8 +110,10 @@ def test_store_resolves_ids_through_the_listing(sam_demo):
     _odd_folder(sam_demo)
     (sam_demo / "conversations" / "backups").mkdir()
     (sam_demo / "conversations" / "backups" / "conversation.json").write_text(
-        (sam_demo / "conversations" / "imported" / "conversation.json").read_text()
-        .replace(ODD, "BBBBBBBB-2222-4333-8444-555555555555"))
+        (sam_demo / "conversations" / "imported" / "conversation.json")
+        .read_text()
+        .replace(ODD, "BBBBBBBB-2222-4333-8444-555555555555")
+    )
     store = open_store(str(sam_demo))
     assert ODD in store.all_ids()
     assert "BBBBBBBB-2222-4333-8444-555555555555" not in store.all_ids()  # SAM never loads backups/
@@ -171,9 +173,13 @@ def _legacy_copy_of_a_broken_folder(base: Path) -> Path:
 
     conv = base / "conversations"
     conv.mkdir(parents=True)
-    good = mf.sam_doc(LEGACY, "Legacy good copy", [mf.sam_message("D1000000-2222-4333-8444-555555555555", "user",
-                                                                  "legacy text kiwi", "2026-08-10T10:00:00Z")],
-                      "2026-08-10T10:00:00Z", "2026-08-10T10:00:00Z")
+    good = mf.sam_doc(
+        LEGACY,
+        "Legacy good copy",
+        [mf.sam_message("D1000000-2222-4333-8444-555555555555", "user", "legacy text kiwi", "2026-08-10T10:00:00Z")],
+        "2026-08-10T10:00:00Z",
+        "2026-08-10T10:00:00Z",
+    )
     (conv / "conversations.json").write_text(mf.sam_dumps([good]))
     (conv / LEGACY).mkdir()
     torn = conv / LEGACY / "conversation.json"
@@ -181,8 +187,15 @@ def _legacy_copy_of_a_broken_folder(base: Path) -> Path:
     return torn
 
 
-@pytest.mark.parametrize("cmd", [["show", LEGACY[:8]], ["export", LEGACY[:8], "--to", "markdown"],
-                                 ["search", "--exact", "kiwi"], ["search", "--exact", "kiwi", "--no-index"]])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["show", LEGACY[:8]],
+        ["export", LEGACY[:8], "--to", "markdown"],
+        ["search", "--exact", "kiwi"],
+        ["search", "--exact", "kiwi", "--no-index"],
+    ],
+)
 def test_the_legacy_copy_sam_loads_instead_of_a_torn_folder_copy_is_read_everywhere_ls_lists_it(run, tmp_path, cmd):
     base = tmp_path / "SAM"
     torn = _legacy_copy_of_a_broken_folder(base)
@@ -203,10 +216,18 @@ def test_recover_of_a_torn_folder_copy_takes_the_legacy_copys_messages_too(run, 
     base = tmp_path / "SAM"
     conv = base / "conversations"
     conv.mkdir(parents=True)
-    msgs = [mf.sam_message(f"D1000000-2222-4333-8444-55555555555{i}", "user" if i % 2 == 0 else "assistant",
-                           f"legacy text kiwi {i}", f"2026-08-10T10:0{i}:00Z") for i in range(4)]
-    (conv / "conversations.json").write_text(mf.sam_dumps([mf.sam_doc(LEGACY, "Legacy good copy", msgs,
-                                                                      "2026-08-10T10:00:00Z", "2026-08-10T10:00:00Z")]))
+    msgs = [
+        mf.sam_message(
+            f"D1000000-2222-4333-8444-55555555555{i}",
+            "user" if i % 2 == 0 else "assistant",
+            f"legacy text kiwi {i}",
+            f"2026-08-10T10:0{i}:00Z",
+        )
+        for i in range(4)
+    ]
+    (conv / "conversations.json").write_text(
+        mf.sam_dumps([mf.sam_doc(LEGACY, "Legacy good copy", msgs, "2026-08-10T10:00:00Z", "2026-08-10T10:00:00Z")])
+    )
     full = mf.sam_dumps(mf.sam_doc(LEGACY, "Folder copy", msgs[:2], "2026-08-10T10:00:00Z", "2026-08-11T10:00:00Z"))
     (conv / LEGACY).mkdir()
     (conv / LEGACY / "conversation.json").write_text(full[: full.index("legacy text kiwi 1") + 5])  # torn

@@ -73,10 +73,30 @@ def vec(n, **nz) -> bytes:
 
 def spec_rows(scope=SCOPE):
     return [
-        (ID1, scope, MEM1, "user_input", vec(512, i3=0.6, i200=0.8), 0.8, "2026-08-10T14:02:12.345", 0,
-         "2026-08-10T14:02:12.345", None),
-        (ID2, scope, MEM2, "tool_result", vec(512, i3=0.8, i401=0.6), 0.5, "2026-08-10T14:02:20.118", 2,
-         "2026-08-10T14:09:41.502", "weather,portland"),
+        (
+            ID1,
+            scope,
+            MEM1,
+            "user_input",
+            vec(512, i3=0.6, i200=0.8),
+            0.8,
+            "2026-08-10T14:02:12.345",
+            0,
+            "2026-08-10T14:02:12.345",
+            None,
+        ),
+        (
+            ID2,
+            scope,
+            MEM2,
+            "tool_result",
+            vec(512, i3=0.8, i401=0.6),
+            0.5,
+            "2026-08-10T14:02:20.118",
+            2,
+            "2026-08-10T14:09:41.502",
+            "weather,portland",
+        ),
     ]
 
 
@@ -85,9 +105,18 @@ def uid(n: int) -> str:
 
 
 def good(n: int, scope=SCOPE, **over):
-    row = dict(id=uid(n), conversation_id=scope, content=f"memory {n}", content_type="message",
-               embedding=vec(256, i1=1.0), importance=0.5, created_at="2026-08-10T14:02:12.345", access_count=0,
-               last_accessed="2026-08-10T14:02:12.345", tags=None)
+    row = dict(
+        id=uid(n),
+        conversation_id=scope,
+        content=f"memory {n}",
+        content_type="message",
+        embedding=vec(256, i1=1.0),
+        importance=0.5,
+        created_at="2026-08-10T14:02:12.345",
+        access_count=0,
+        last_accessed="2026-08-10T14:02:12.345",
+        tags=None,
+    )
     row.update(over)
     return tuple(row.values())
 
@@ -136,9 +165,14 @@ def test_created_db_matches_spec(spec_db):
     names = sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master"))
     sql = {r[0]: r[1] for r in conn.execute("SELECT name, sql FROM sqlite_master")}
     conn.close()
-    assert names == ["conversation_memories", "idx_conversation_id", "idx_created_at", "idx_importance",
-                     "sqlite_autoindex_conversation_memories_1"]
-    assert sql["conversation_memories"] == SPEC_SCHEMA[0][: -1].replace(" IF NOT EXISTS", "")
+    assert names == [
+        "conversation_memories",
+        "idx_conversation_id",
+        "idx_created_at",
+        "idx_importance",
+        "sqlite_autoindex_conversation_memories_1",
+    ]
+    assert sql["conversation_memories"] == SPEC_SCHEMA[0][:-1].replace(" IF NOT EXISTS", "")
     assert os.stat(spec_db).st_mode & 0o777 == 0o600
     conn = open_readonly(spec_db)
     assert schema_problems(conn) == []
@@ -148,7 +182,8 @@ def test_created_db_matches_spec(spec_db):
 def test_schema_compared_by_pragma_not_text(folder):
     p = folder / "memory.db"
     conn = sqlite3.connect(p)
-    conn.executescript(textwrap.dedent("""
+    conn.executescript(
+        textwrap.dedent("""
         create table conversation_memories (
             id text not null primary key, conversation_id text not null, content text not null,
             content_type text not null, embedding blob, importance real not null, created_at text not null,
@@ -156,7 +191,8 @@ def test_schema_compared_by_pragma_not_text(folder):
         create index "idx_conversation_id" on "conversation_memories" ("conversation_id");
         create index idx_created_at on conversation_memories (created_at);
         create index idx_importance on conversation_memories(importance);
-    """))
+    """)
+    )
     conn.close()
     conn = open_readonly(p)
     assert schema_problems(conn) == []
@@ -166,8 +202,11 @@ def test_schema_compared_by_pragma_not_text(folder):
 def test_schema_differences_are_listed(folder):
     p = folder / "memory.db"
     conn = sqlite3.connect(p)
-    conn.executescript(SCHEMA_SQL.replace('"tags" TEXT', '"tags" TEXT, "extra" INT').replace(
-        '"importance" REAL NOT NULL', '"importance" TEXT'))
+    conn.executescript(
+        SCHEMA_SQL.replace('"tags" TEXT', '"tags" TEXT, "extra" INT').replace(
+            '"importance" REAL NOT NULL', '"importance" TEXT'
+        )
+    )
     conn.execute("DROP INDEX idx_importance")
     conn.execute("CREATE INDEX idx_other ON conversation_memories(content)")
     conn.execute("CREATE TABLE other(x)")
@@ -202,15 +241,21 @@ def test_reads_spec_example(spec_db):
     a, b = rows
     assert isinstance(a, MemoryRow)
     assert (a.conversation_id, a.content, a.content_type, a.importance) == (SCOPE, MEM1, "user_input", 0.8)
-    assert (a.created_at, a.access_count, a.last_accessed, a.tags) == ("2026-08-10T14:02:12.345", 0,
-                                                                       "2026-08-10T14:02:12.345", [])
+    assert (a.created_at, a.access_count, a.last_accessed, a.tags) == (
+        "2026-08-10T14:02:12.345",
+        0,
+        "2026-08-10T14:02:12.345",
+        [],
+    )
     assert b.tags == ["weather", "portland"] and b.access_count == 2 and b.last_accessed == "2026-08-10T14:09:41.502"
     assert len(a.embedding) == 4096 and a.dimension == 512
     # the hex route of the sam.md §15.3 SQL gives the same blobs
-    assert a.embedding == bytes.fromhex("0" * 48 + "333333333333E33F" + "0" * 16 * 196 + "9A9999999999E93F"
-                                        + "0" * 16 * 311)
-    assert b.embedding == bytes.fromhex("0" * 48 + "9A9999999999E93F" + "0" * 16 * 397 + "333333333333E33F"
-                                        + "0" * 16 * 110)
+    assert a.embedding == bytes.fromhex(
+        "0" * 48 + "333333333333E33F" + "0" * 16 * 196 + "9A9999999999E93F" + "0" * 16 * 311
+    )
+    assert b.embedding == bytes.fromhex(
+        "0" * 48 + "9A9999999999E93F" + "0" * 16 * 397 + "333333333333E33F" + "0" * 16 * 110
+    )
     va, vb = a.vector(), b.vector()
     assert (va[3], va[200], vb[3], vb[401]) == (0.6, 0.8, 0.8, 0.6)
     assert sum(1 for x in va if x) == 2
@@ -227,7 +272,9 @@ def test_spec_sql_route_equals_python_route(folder):
     conn.execute(
         "INSERT INTO conversation_memories VALUES (?, ?, ?, 'user_input', unhex(printf('%.*c', 16*3, '0') || "
         "'333333333333E33F' || printf('%.*c', 16*196, '0') || '9A9999999999E93F' || printf('%.*c', 16*311, '0')), "
-        "0.8, '2026-08-10T14:02:12.345', 0, '2026-08-10T14:02:12.345', NULL)", (ID1, SCOPE, MEM1))
+        "0.8, '2026-08-10T14:02:12.345', 0, '2026-08-10T14:02:12.345', NULL)",
+        (ID1, SCOPE, MEM1),
+    )
     conn.commit()
     conn.close()
     assert read_memories(p, [])[0].embedding == vec(512, i3=0.6, i200=0.8)
@@ -362,8 +409,9 @@ def exclusive_lock():
     procs = []
 
     def hold(path):
-        proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         procs.append(proc)
         assert proc.stdout.readline().strip() == "locked"
         return proc
@@ -473,8 +521,9 @@ def test_unrelated_database(folder):
     conn.close()
     findings = []
     assert read_memories(p, findings) == []
-    assert [(f.code, f.reason, f.severity) for f in findings] == [("db-schema", "no table conversation_memories",
-                                                                   ERROR)]
+    assert [(f.code, f.reason, f.severity) for f in findings] == [
+        ("db-schema", "no table conversation_memories", ERROR)
+    ]
 
 
 def test_minor_schema_difference_still_reads(folder):
@@ -533,7 +582,9 @@ BAD_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("bad, code, severity, kept", BAD_ROWS, ids=[b[1] + "-" + str(i) for i, b in enumerate(BAD_ROWS)])
+@pytest.mark.parametrize(
+    "bad, code, severity, kept", BAD_ROWS, ids=[b[1] + "-" + str(i) for i, b in enumerate(BAD_ROWS)]
+)
 def test_each_bad_row_gives_its_finding_and_good_rows_survive(folder, bad, code, severity, kept):
     p = create_memory_db(folder / "memory.db", [good(1), bad, good(2)])
     findings = []
@@ -555,8 +606,11 @@ def test_all_bad_rows_together(folder):
 def test_invalid_utf8_text_is_kept_with_a_warning(folder):
     p = create_memory_db(folder / "memory.db", [good(1)])
     conn = sqlite3.connect(p)
-    conn.execute("INSERT INTO conversation_memories VALUES (?, ?, CAST(x'616263ff' AS TEXT), 'message', NULL, 0.5, "
-                 "'2026-08-10T14:02:12.345', 0, '2026-08-10T14:02:12.345', NULL)", (uid(2), SCOPE))
+    conn.execute(
+        "INSERT INTO conversation_memories VALUES (?, ?, CAST(x'616263ff' AS TEXT), 'message', NULL, 0.5, "
+        "'2026-08-10T14:02:12.345', 0, '2026-08-10T14:02:12.345', NULL)",
+        (uid(2), SCOPE),
+    )
     conn.commit()
     conn.close()
     findings = []
@@ -567,8 +621,9 @@ def test_invalid_utf8_text_is_kept_with_a_warning(folder):
 
 
 def test_null_embedding_and_empty_blob(folder):
-    p = create_memory_db(folder / "memory.db", [good(1, embedding=None), good(2, embedding=b""),
-                                                 good(3, embedding=vec(256, i5=1.0))])
+    p = create_memory_db(
+        folder / "memory.db", [good(1, embedding=None), good(2, embedding=b""), good(3, embedding=vec(256, i5=1.0))]
+    )
     findings = []
     rows = read_memories(p, findings)
     assert findings == []
@@ -619,7 +674,10 @@ def test_mutated_files_never_raise(tmp_path_factory, edits):
 
 
 def test_date_format_vectors():
-    assert parse_db_date("2026-08-10T14:02:12.345") == datetime(2026, 8, 10, 14, 2, 12, tzinfo=timezone.utc).timestamp() + 0.345
+    assert (
+        parse_db_date("2026-08-10T14:02:12.345")
+        == datetime(2026, 8, 10, 14, 2, 12, tzinfo=timezone.utc).timestamp() + 0.345
+    )
     assert format_db_date(parse_db_date("2026-08-10T14:02:12.345")) == "2026-08-10T14:02:12.345"
     assert format_db_date(0) == "1970-01-01T00:00:00.000"
     assert format_db_date(-0.001) == "1969-12-31T23:59:59.999"
@@ -629,12 +687,28 @@ def test_date_format_vectors():
     assert format_db_date(parse_db_date("0001-01-01T00:00:00.001")) == "0001-01-01T00:00:00.001"
 
 
-@pytest.mark.parametrize("bad", [
-    "2026-08-10T14:02:12", "2026-08-10T14:02:12.34", "2026-08-10T14:02:12.3456", "2026-08-10 14:02:12.345",
-    "2026-08-10T14:02:12.345Z", "2026-08-10T14:02:12.345+00:00", " 2026-08-10T14:02:12.345", "2026-02-30T00:00:00.000",
-    "2026-13-01T00:00:00.000", "2026-08-10T24:00:00.000", "2026-08-10T23:59:60.000", "２０２６-08-10T14:02:12.345",
-    "2026-08-10T14:02:12.345\n", "", None, 1786370532.345, b"2026-08-10T14:02:12.345",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "2026-08-10T14:02:12",
+        "2026-08-10T14:02:12.34",
+        "2026-08-10T14:02:12.3456",
+        "2026-08-10 14:02:12.345",
+        "2026-08-10T14:02:12.345Z",
+        "2026-08-10T14:02:12.345+00:00",
+        " 2026-08-10T14:02:12.345",
+        "2026-02-30T00:00:00.000",
+        "2026-13-01T00:00:00.000",
+        "2026-08-10T24:00:00.000",
+        "2026-08-10T23:59:60.000",
+        "２０２６-08-10T14:02:12.345",
+        "2026-08-10T14:02:12.345\n",
+        "",
+        None,
+        1786370532.345,
+        b"2026-08-10T14:02:12.345",
+    ],
+)
 def test_strict_date_parse_rejects(bad):
     assert parse_db_date(bad) is None
 
@@ -681,8 +755,15 @@ def archive_row(**over):
     row = dict(
         id=ARCHIVE_ID,
         conversation_id=SCOPE,
-        messages=[{"id": "2D5D9B9D-CCC3-492A-ACC6-81777613CEA0", "content": "Plan a weekend trip… http://x/y",
-                   "isFromUser": True, "timestamp": 808063980.5, "role": "user"}],
+        messages=[
+            {
+                "id": "2D5D9B9D-CCC3-492A-ACC6-81777613CEA0",
+                "content": "Plan a weekend trip… http://x/y",
+                "isFromUser": True,
+                "timestamp": 808063980.5,
+                "role": "user",
+            }
+        ],
         time_start="2026-08-10T14:13:00.500",
         time_end="2026-08-10T14:13:00.500",
         summary="User asked: Plan a weekend trip…",
@@ -710,20 +791,26 @@ def test_read_archives(folder):
     assert format_db_date(a["messages"][0]["timestamp_epoch"]) == "2026-08-10T14:13:00.500"
     assert a["key_topics"] == ["portland", "weekend", "budget"]
     assert a["time_start_ts"] == parse_db_date("2026-08-10T14:13:00.500")
-    assert (a["token_count"], a["reason"], a["summary"]) == (5, "conversation_trimmed",
-                                                             "User asked: Plan a weekend trip…")
+    assert (a["token_count"], a["reason"], a["summary"]) == (
+        5,
+        "conversation_trimmed",
+        "User asked: Plan a weekend trip…",
+    )
 
 
-@pytest.mark.parametrize("over, code, severity, kept", [
-    (dict(id="x"), "archive-bad-id", ERROR, False),
-    (dict(conversation_id="y"), "archive-bad-id", ERROR, False),
-    (dict(messages_json="[{"), "archive-bad-json", ERROR, False),
-    (dict(messages_json='{"a": 1}'), "archive-bad-json", ERROR, False),
-    (dict(time_start="yesterday"), "archive-bad-date", ERROR, False),
-    (dict(token_count="many"), "archive-bad-value", ERROR, False),
-    (dict(key_topics_json="nope"), "archive-bad-topics", WARNING, True),
-    (dict(conversation_id=uid(7)), "archive-scope", WARNING, True),
-])
+@pytest.mark.parametrize(
+    "over, code, severity, kept",
+    [
+        (dict(id="x"), "archive-bad-id", ERROR, False),
+        (dict(conversation_id="y"), "archive-bad-id", ERROR, False),
+        (dict(messages_json="[{"), "archive-bad-json", ERROR, False),
+        (dict(messages_json='{"a": 1}'), "archive-bad-json", ERROR, False),
+        (dict(time_start="yesterday"), "archive-bad-date", ERROR, False),
+        (dict(token_count="many"), "archive-bad-value", ERROR, False),
+        (dict(key_topics_json="nope"), "archive-bad-topics", WARNING, True),
+        (dict(conversation_id=uid(7)), "archive-scope", WARNING, True),
+    ],
+)
 def test_bad_archive_rows(folder, over, code, severity, kept):
     bad = archive_row(id=uid(2), **over) if "id" not in over else archive_row(**over)
     p = create_archive_db(folder / "context_archive.db", [archive_row(id=uid(1)), bad, archive_row(id=uid(3))])

@@ -24,8 +24,9 @@ def _with_number(sam_demo, key: str, number: str):
     return p
 
 
-@pytest.mark.parametrize("key,number", [("contextWindowSize", "1" * 400), ("temperature", "1e400"),
-                                        ("temperature", "-" + "9" * 330)])
+@pytest.mark.parametrize(
+    "key,number", [("contextWindowSize", "1" * 400), ("temperature", "1e400"), ("temperature", "-" + "9" * 330)]
+)
 def test_a_number_past_double_range_is_sam_reject_not_bad_json(run, sam_demo, key, number):
     _with_number(sam_demo, key, number)
     before = fingerprint(sam_demo)

@@ -82,8 +82,16 @@ def test_streaming_flag_cleared_tool_calls_kept():
 def test_empty_streaming_assistant_is_dropped_like_sams_save_filter():
     doc = example()
     doc["messages"].append(
-        {"id": OTHER_ID, "type": "assistant", "content": " \n", "timestamp": "2026-08-10T14:02:30Z",
-         "isFromUser": False, "showReasoning": False, "isStreaming": True, "isToolMessage": False}
+        {
+            "id": OTHER_ID,
+            "type": "assistant",
+            "content": " \n",
+            "timestamp": "2026-08-10T14:02:30Z",
+            "isFromUser": False,
+            "showReasoning": False,
+            "isStreaming": True,
+            "isToolMessage": False,
+        }
     )
     out, notes = repair(doc)
     assert ids(out) == IDS
@@ -101,8 +109,16 @@ def test_empty_streaming_assistant_is_dropped_like_sams_save_filter():
     ],
 )
 def test_empty_streaming_message_that_carries_something_is_kept(extra):
-    msg = {"id": OTHER_ID, "type": "assistant", "content": "", "timestamp": "2026-08-10T14:02:30Z",
-           "isFromUser": False, "showReasoning": False, "isStreaming": True, "isToolMessage": False}
+    msg = {
+        "id": OTHER_ID,
+        "type": "assistant",
+        "content": "",
+        "timestamp": "2026-08-10T14:02:30Z",
+        "isFromUser": False,
+        "showReasoning": False,
+        "isStreaming": True,
+        "isToolMessage": False,
+    }
     msg.update(extra)
     doc = example()
     doc["messages"].append(msg)
@@ -354,7 +370,11 @@ def test_several_fills_in_one_message():
     out, notes = repair(doc)
     m = out["messages"][2]
     assert (m["content"], m["showReasoning"], m["isStreaming"], m["isToolMessage"], m["type"]) == (
-        "", False, False, False, "assistant"
+        "",
+        False,
+        False,
+        False,
+        "assistant",
     )  # no isToolMessage, no reasoning, not from the user: sam.md §4.3 says assistant
     assert len(notes) == 5
 
@@ -378,7 +398,7 @@ def test_broken_optional_keys_are_removed_not_the_message():
     assert m1["toolCalls"] == example()["messages"][1]["toolCalls"]
     assert "performanceMetrics" not in m4
     assert noted(notes, "messages[1].toolCalls[1]: removed", "function.arguments")
-    assert noted(notes, 'messages[2].toolMetadata.bad: removed')
+    assert noted(notes, "messages[2].toolMetadata.bad: removed")
     assert noted(notes, "messages[2].toolDisplayData: removed", "actionDisplayName")
     assert len(notes) == 6
 
@@ -430,9 +450,13 @@ def test_top_level_fallbacks():
     del doc["updated"]
     out, notes = repair(doc, fallback_id=OTHER_ID.lower(), fallback_title="From folder", fallback_epoch=MTIME + 0.9)
     # created: the first message (the mtime is the last save); updated: the mtime
-    assert (out["id"], out["title"], out["created"], out["updated"]) == (OTHER_ID, "From folder", "2026-08-10T14:02:11Z",
-                                                                     MTIME_DATE)
-    assert noted(notes, 'id: "??" -> ') and noted(notes, "title: missing -> \"From folder\"")
+    assert (out["id"], out["title"], out["created"], out["updated"]) == (
+        OTHER_ID,
+        "From folder",
+        "2026-08-10T14:02:11Z",
+        MTIME_DATE,
+    )
+    assert noted(notes, 'id: "??" -> ') and noted(notes, 'title: missing -> "From folder"')
     assert len(notes) == 4
 
 
@@ -709,7 +733,9 @@ def test_another_writers_indentation():
     assert salvage_messages(text[: text.index(IDS[4])]) == ORIGINAL["messages"][:4]
 
 
-@pytest.mark.parametrize("text", ["", "{", "[]", "null", "garbage", '{"messages" : [', '{"messages":[1,"x",{}]}', "\n" * 5])
+@pytest.mark.parametrize(
+    "text", ["", "{", "[]", "null", "garbage", '{"messages" : [', '{"messages":[1,"x",{}]}', "\n" * 5]
+)
 def test_salvage_of_garbage(text):
     assert all(isinstance(m, dict) for m in salvage_messages(text))
     assert isinstance(salvage_top_level(text), dict)

@@ -32,7 +32,7 @@ from samctl.stores.sam.schema import (
 
 # --- sam.md §15.1, verbatim ------------------------------------------------------
 
-EXAMPLE_15_1 = r'''{
+EXAMPLE_15_1 = r"""{
   "created" : "2026-08-10T14:02:05Z",
   "enabledCustomInstructionIds" : [],
   "folderId" : "7F7502A0-D8E9-4BA6-9A8B-27F7AD92CE95",
@@ -181,7 +181,7 @@ EXAMPLE_15_1 = r'''{
   "title" : "Portland weekend trip",
   "updated" : "2026-08-10T14:03:40Z",
   "workingDirectory" : "\/Users\/alex\/SAM\/Portland weekend trip"
-}'''
+}"""
 
 CONV_ID = "8B58CBC4-ACA7-4811-AE66-C01921690310"
 DELETE = object()
@@ -253,7 +253,16 @@ EXAMPLE_PATHS = all_paths(example())
 
 def test_uuid_rules():
     assert is_uuid(CONV_ID) and is_uuid(CONV_ID.lower())
-    for bad in ["", CONV_ID + "\n", CONV_ID[:-1], "{" + CONV_ID + "}", CONV_ID.replace("-", ""), " " + CONV_ID, 5, None]:
+    for bad in [
+        "",
+        CONV_ID + "\n",
+        CONV_ID[:-1],
+        "{" + CONV_ID + "}",
+        CONV_ID.replace("-", ""),
+        " " + CONV_ID,
+        5,
+        None,
+    ]:
         assert not is_uuid(bad), bad
     assert UUID_RE.match("8b58cbc4-ACA7-4811-ae66-C01921690310")
     assert CANONICAL_ID_RE.match(CONV_ID)
@@ -397,16 +406,28 @@ ERROR_CASES = [
     (("messages", 0, "isPinned"), "yes", "wrong-type", "messages[0].isPinned"),
     (("messages", 0), "hello", "not-object", "messages[0]"),
     # tool calls (sam.md §4.4.3)
-    (("messages", 1, "toolCalls", 0, "function", "arguments"), {"location": "x"}, "wrong-type",
-     "messages[1].toolCalls[0].function.arguments"),
+    (
+        ("messages", 1, "toolCalls", 0, "function", "arguments"),
+        {"location": "x"},
+        "wrong-type",
+        "messages[1].toolCalls[0].function.arguments",
+    ),
     (("messages", 1, "toolCalls", 0, "function"), DELETE, "missing-key", "messages[1].toolCalls[0].function"),
     (("messages", 1, "toolCalls", 0, "type"), None, "null-key", "messages[1].toolCalls[0].type"),
     (("messages", 1, "toolCalls", 0, "id"), 7, "wrong-type", "messages[1].toolCalls[0].id"),
     # message metrics (sam.md §4.4.5)
-    (("messages", 4, "performanceMetrics", "tokenCount"), 41.0, "integral-float",
-     "messages[4].performanceMetrics.tokenCount"),
-    (("messages", 4, "performanceMetrics", "tokensPerSecond"), DELETE, "missing-key",
-     "messages[4].performanceMetrics.tokensPerSecond"),
+    (
+        ("messages", 4, "performanceMetrics", "tokenCount"),
+        41.0,
+        "integral-float",
+        "messages[4].performanceMetrics.tokenCount",
+    ),
+    (
+        ("messages", 4, "performanceMetrics", "tokensPerSecond"),
+        DELETE,
+        "missing-key",
+        "messages[4].performanceMetrics.tokensPerSecond",
+    ),
     # API metrics (sam.md §4.4.6)
     (("performanceMetrics", 0, "requestTokens"), 1843.5, "wrong-type", "performanceMetrics[0].requestTokens"),
     (("performanceMetrics", 0, "success"), "true", "wrong-type", "performanceMetrics[0].success"),
@@ -443,12 +464,15 @@ CONTENT_PART_CASES = [
     ({"type": "file", "file": "x"}, [("bad-enum", "messages[4].contentParts[0].type")]),
     ({"text": "hi"}, [("missing-key", "messages[4].contentParts[0].type")]),
     ({"type": "text"}, [("missing-key", "messages[4].contentParts[0].text")]),
-    ({"type": "image_url", "image_url": {"url": "x", "detail": "max"}},
-     [("bad-enum", "messages[4].contentParts[0].image_url.detail")]),
-    ({"type": "image_url", "image_url": {"detail": "low"}},
-     [("missing-key", "messages[4].contentParts[0].image_url.url")]),
-    ({"type": "image_url", "image_url": "file:///a.png"},
-     [("not-object", "messages[4].contentParts[0].image_url")]),
+    (
+        {"type": "image_url", "image_url": {"url": "x", "detail": "max"}},
+        [("bad-enum", "messages[4].contentParts[0].image_url.detail")],
+    ),
+    (
+        {"type": "image_url", "image_url": {"detail": "low"}},
+        [("missing-key", "messages[4].contentParts[0].image_url.url")],
+    ),
+    ({"type": "image_url", "image_url": "file:///a.png"}, [("not-object", "messages[4].contentParts[0].image_url")]),
     ("text", [("not-object", "messages[4].contentParts[0]")]),
 ]
 
@@ -488,8 +512,15 @@ def test_required_missing_from_tool_display_data():
 
 def test_optional_keys_accept_null_and_absence():
     doc = example()
-    for key in ["sessionId", "folderId", "isPinned", "isFromAPI", "workingDirectory", "performanceMetrics",
-                "enabledCustomInstructionIds"]:
+    for key in [
+        "sessionId",
+        "folderId",
+        "isPinned",
+        "isFromAPI",
+        "workingDirectory",
+        "performanceMetrics",
+        "enabledCustomInstructionIds",
+    ]:
         doc[key] = None
     doc["settings"]["maxTokens"] = None
     doc["settings"]["selectedSystemPromptId"] = None
@@ -677,7 +708,7 @@ def test_deep_nesting_and_huge_strings():
     doc["messages"][1]["toolMetadata"] = {"k": deep}
     doc["messages"].append(deep)
     got = validate_conversation(doc)
-    assert ("wrong-type", 'messages[1].toolMetadata.k') in codes(got)
+    assert ("wrong-type", "messages[1].toolMetadata.k") in codes(got)
     assert ("not-object", "messages[5]") in codes(got)
     assert validate_conversation(deep) == validate_conversation([])
     bad = {"a": deep, "\ud800": big}
@@ -711,7 +742,10 @@ def test_never_raises_on_a_mutated_example(path, value):
 
 # --- integers past 64 bits: orjson reads them as floats -------------------------------------------
 
-@pytest.mark.parametrize("text", [b"-9223372036854775809", b"9223372036854775808000", b"123456789012345678901234567890"])
+
+@pytest.mark.parametrize(
+    "text", [b"-9223372036854775809", b"9223372036854775808000", b"123456789012345678901234567890"]
+)
 def test_an_integer_past_64_bits_is_out_of_range_not_an_integral_float(text):
     import orjson
 

@@ -37,6 +37,7 @@ def drive(stores, steps, size=(110, 30)) -> BrowseApp:
         async with app.run_test(size=size) as pilot:
             await settle(pilot)
             await steps(pilot)
+
     asyncio.run(go())
     return app
 
@@ -51,6 +52,7 @@ def cursor_title(app) -> str:
 
 # --- the list --------------------------------------------------------------------------------
 
+
 def test_every_conversation_newest_first_with_its_cells(stores, run, demo):
     async def steps(pilot):
         app = pilot.app
@@ -59,6 +61,7 @@ def test_every_conversation_newest_first_with_its_cells(stores, run, demo):
         first = table.get_row_at(0)
         assert first == list(R.cells(app.shown[0], NOW))
         assert "loading" not in str(app.main.query_one("#status").render())
+
     app = drive(stores, steps)
     listed = []
     for root in ("SAM", "mermaid-project", "claude_code", "codex", "llm/logs.db"):
@@ -79,6 +82,7 @@ def test_first_paint_does_not_wait_for_the_listing(demo):
     def slow(findings):
         gate.wait(10)
         return real(findings)
+
     store.list_metas = slow
     app = BrowseApp([store], now=NOW)
 
@@ -93,6 +97,7 @@ def test_first_paint_does_not_wait_for_the_listing(demo):
             gate.set()
             await settle(pilot)
             assert len(app.rows) == 3 and "loading" not in str(app.main.query_one("#status").render())
+
     asyncio.run(go())
 
 
@@ -109,6 +114,7 @@ def test_filter_as_you_type_by_title_project_and_store(stores):
         assert app.focused is app.main.query_one("#list") and titles(app) == ["hello"]
         await pilot.press("escape")  # then Esc clears it
         assert len(app.shown) == len(app.rows)
+
     drive(stores, steps)
 
 
@@ -116,6 +122,7 @@ def test_the_filter_reads_a_project_when_the_model_has_one(stores):
     class Meta:  # (the model's `project` field is another change; the browser reads it when it is there)
         store, id, title, created_ts, updated_ts, active_ts, message_count, size = "sam", "x", "t", 1.0, 2.0, None, 1, 1
         project = "samctl"
+
     row = R.Row.of(stores[0], Meta())
     assert row.project == "samctl" and R.filtered([row], "SAMCTL") == [row]
     assert R.cells(row, NOW)[1] == "samctl"
@@ -146,10 +153,12 @@ def test_the_project_column_is_shown_when_a_row_has_one(stores):
         assert "PROJECT" in _line(table, 0) and "samctl" in _line(table, 1)
         await pilot.press("slash", *"samctl")
         assert [r.meta.id for r in pilot.app.shown] == ["c0"]
+
     drive([_Projects()], with_projects)
 
     async def without(pilot):
         assert "PROJECT" not in _line(pilot.app.main.query_one("#list"), 0)
+
     no_projects = [s for s in stores if not any(m.project for m in s.list_metas([]))]
     assert no_projects
     drive(no_projects, without)
@@ -169,6 +178,7 @@ def test_vi_keys_and_arrows_move_the_cursor(stores):
         assert table.cursor_row == len(app.shown) - 1
         await pilot.press("g")
         assert table.cursor_row == 0
+
     drive(stores, steps)
 
 
@@ -192,6 +202,7 @@ def test_sort_keys_cycle_and_reverse(stores):
         assert "sort updated ↑" in str(app.main.query_one("#status").render())
         await pilot.press("R")
         assert titles(app) == before
+
     drive(stores, steps)
 
 
@@ -204,10 +215,12 @@ def test_the_mouse_selects_and_opens_a_row(stores):
         await pilot.click("#list", offset=(20, 3))  # a click on the highlighted row opens it
         await settle(pilot)
         assert isinstance(app.screen, TranscriptScreen) and app.screen.title == app.shown[2].meta.title
+
     drive(stores, steps)
 
 
 # --- search ------------------------------------------------------------------------------------
+
 
 def test_search_as_you_type_groups_hits_and_coalesces_keystrokes(stores, monkeypatch, run, demo):
     asked = []
@@ -221,6 +234,7 @@ def test_search_as_you_type_groups_hits_and_coalesces_keystrokes(stores, monkeyp
             asked.append(text)
             gate.wait(10)  # the first search is slow: the other keys come while it runs
             return real(text)
+
         monkeypatch.setattr(app, "search", search)
         await pilot.press("s", *"flaky")
         await pilot.pause(0.1)
@@ -239,6 +253,7 @@ def test_search_as_you_type_groups_hits_and_coalesces_keystrokes(stores, monkeyp
         want = {(h["conversation_id"], h["position"]) for h in json.loads(cli.stdout)}
         got = {(h.conversation_id, h.position) for g in groups for h in g.hits if h.store == "mermaid"}
         assert got == want
+
     drive(stores, steps)
 
 
@@ -249,6 +264,7 @@ def test_a_malformed_query_says_why_and_shows_nothing(stores):
         await settle(pilot)
         assert app.groups == []
         assert "the query only excludes" in str(app.main.query_one("#status").render())
+
     drive(stores, steps)
 
 
@@ -258,6 +274,7 @@ def test_the_query_syntax_is_samctl_searchs(stores):
         await pilot.press("s", *"budget store:sam")
         await settle(pilot)
         assert app.groups and {g.store_name for g in app.groups} == {"sam"}
+
     drive(stores, steps)
 
 
@@ -286,10 +303,12 @@ def test_enter_opens_the_transcript_at_the_hit_and_n_walks_the_hits(stores):
         assert isinstance(app.screen, MainScreen) and app.mode == "search"
         await pilot.press("escape")  # out of the results: the list again
         assert app.mode == "filter" and len(app.shown) == len(app.rows)
+
     drive(stores, steps)
 
 
 # --- the transcript ----------------------------------------------------------------------------
+
 
 def _open(title):
     async def go(pilot):
@@ -298,6 +317,7 @@ def _open(title):
         await pilot.press("enter")
         await settle(pilot)
         return app.screen
+
     return go
 
 
@@ -335,6 +355,7 @@ def test_transcript_shows_roles_and_times_and_folds_tool_calls_and_thinking(stor
         assert ol.highlighted == 1
         await pilot.press("q")
         assert isinstance(pilot.app.screen, MainScreen)
+
     drive(stores, steps)
 
 
@@ -354,6 +375,7 @@ def test_find_in_the_transcript_and_n_N(stores):
         assert screen.matches == []
         await pilot.press("n")
         assert "no hits" in str(screen.query_one("#tstatus").render())
+
     drive(stores, steps)
 
 
@@ -380,10 +402,19 @@ def test_a_long_output_is_cut_and_expands_with_a_key():
 
     meta = ConversationMeta("sam", "A", "long", updated_ts=NOW - 60, message_count=3)
     out = "\n".join(f"line {i}" for i in range(40))
-    conv = Conversation(meta, [Message("user", "run it", timestamp_ts=NOW - 120),
-                               Message("assistant", "", tool_calls=[ToolCall("1", "Bash", '{"command": "git status"}')],
-                                       reasoning="first\nsecond"),
-                               Message("tool", out, tool_name="Bash")])
+    conv = Conversation(
+        meta,
+        [
+            Message("user", "run it", timestamp_ts=NOW - 120),
+            Message(
+                "assistant",
+                "",
+                tool_calls=[ToolCall("1", "Bash", '{"command": "git status"}')],
+                reasoning="first\nsecond",
+            ),
+            Message("tool", out, tool_name="Bash"),
+        ],
+    )
     blocks = R.blocks(conv)
     assert [b.kind for b in blocks] == ["text", "thinking", "tool", "text"]
     assert blocks[2].label == "Bash(git status)" and blocks[2].shown() == "▸ Bash(git status)"
@@ -403,10 +434,12 @@ def test_a_long_output_is_cut_and_expands_with_a_key():
         ol.highlighted = 0
         await pilot.press("o")  # a short text does not fold
         assert not screen.blocks[0].open
+
     drive([_Fake(conv)], steps)
 
 
 # --- actions -----------------------------------------------------------------------------------
+
 
 def test_export_chooses_the_format_and_writes_what_samctl_export_writes(stores, demo, tmp_path, run):
     out = tmp_path / "out.jsonl"
@@ -424,6 +457,7 @@ def test_export_chooses_the_format_and_writes_what_samctl_export_writes(stores, 
         await pilot.press("enter")
         assert not isinstance(app.screen, ExportScreen)
         assert "exported 20260810_140307_512 as jsonl" in str(app.screen.query_one("#tstatus").render())
+
     before = fingerprint(demo)
     drive(stores, steps)
     want = run("--root", demo / "mermaid-project", "export", "20260810_140307_512", "--to", "jsonl")
@@ -441,6 +475,7 @@ def test_export_cancelled_or_refused_writes_nothing(stores, demo, tmp_path):
         app.screen.query_one("#output").value = str(demo / "SAM" / "inside.md")  # inside a store: refused
         await pilot.press("enter")
         assert app.note.startswith("not exported:")
+
     before = fingerprint(demo)
     drive(stores, steps)
     assert fingerprint(demo) == before and list(tmp_path.glob("*.md")) == []
@@ -451,6 +486,7 @@ def test_move_to_the_attic_asks_then_moves_as_rm_does_and_restore_brings_it_back
 
     def files():  # (the folder's own mtime changes as a file goes and comes back)
         return {k: v for k, v in fingerprint(sam / "conversations").items() if k != "."}
+
     before = files()
     cid = "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
 
@@ -477,6 +513,7 @@ def test_move_to_the_attic_asks_then_moves_as_rm_does_and_restore_brings_it_back
         assert app.note.startswith(f"restored {cid}") and screen.entries == []
         await pilot.press("escape")
         assert "API Chat" in titles(app)
+
     drive(stores, steps)
     assert files() == before  # back exactly: bytes, modes, mtimes
 
@@ -491,6 +528,7 @@ def test_a_live_session_is_refused_and_nothing_moves(stores, demo, monkeypatch):
         await pilot.press("d", "y")
         assert app.note.startswith("not moved:") and "Claude Code" in app.note, app.note
         assert "login timeout" in titles(app)
+
     drive(stores, steps)
     assert fingerprint(demo) == before
 
@@ -504,6 +542,7 @@ def test_a_read_only_store_is_never_asked_about(stores, demo):
         app.main.query_one("#list").move_cursor(row=llm)
         await pilot.press("d")
         assert isinstance(app.screen, MainScreen) and "samctl only reads it" in app.note
+
     drive(stores, steps)
     assert fingerprint(demo) == before
 
@@ -513,11 +552,14 @@ def test_the_attic_view_when_empty_and_its_keys(stores):
         app = pilot.app
         await pilot.press("a")
         await settle(pilot)
-        assert isinstance(app.screen, AtticScreen) and "the attic is empty" in str(app.screen.query_one("#astatus").render())
+        assert isinstance(app.screen, AtticScreen) and "the attic is empty" in str(
+            app.screen.query_one("#astatus").render()
+        )
         await pilot.press("j", "k", "r")  # nothing under the cursor: nothing asked
         assert isinstance(app.screen, AtticScreen)
         await pilot.press("q")
         assert isinstance(app.screen, MainScreen)
+
     drive(stores, steps)
 
 
@@ -528,7 +570,9 @@ def test_copy_the_id_and_the_resume_command(stores, demo):
         await pilot.press("y")
         assert app.copied[-1] == "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A" and app.clipboard == app.copied[-1]
         await pilot.press("Y")
-        assert app.copied[-1].startswith("samctl --root ") and app.copied[-1].endswith(" show D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A")
+        assert app.copied[-1].startswith("samctl --root ") and app.copied[-1].endswith(
+            " show D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"
+        )
         await pilot.press("enter")
         await settle(pilot)
         await pilot.press("y")
@@ -539,6 +583,7 @@ def test_copy_the_id_and_the_resume_command(stores, demo):
         app.main.query_one("#list").move_cursor(row=titles(app).index("login timeout"))
         await pilot.press("Y")
         assert app.copied[-1].endswith("claude --resume 0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"), app.copied[-1]
+
     drive(stores, steps)
 
 
@@ -560,6 +605,7 @@ def test_question_mark_lists_the_keys_of_the_screen_below(stores):
         assert "Open/close" in keys and "Next hit" in keys
         await pilot.press("question_mark")
         assert isinstance(app.screen, TranscriptScreen)
+
     drive(stores, steps)
 
 
@@ -569,6 +615,7 @@ def test_the_footer_shows_the_keys(stores):
         rendered = " ".join(str(w.render()) for w in footer.query("FooterKey"))
         for word in ("Filter", "Search", "Sort", "Export", "Quit", "Keys"):
             assert word in rendered, word
+
     drive(stores, steps, size=(160, 30))
 
 
@@ -576,6 +623,7 @@ def test_q_quits(stores):
     async def steps(pilot):
         await pilot.press("q")
         assert pilot.app.return_code == 0 and not pilot.app.is_running
+
     drive(stores, steps)
 
 
@@ -590,8 +638,16 @@ def test_lines_are_wrapped_at_spaces_within_the_width_keeping_their_styles():
     t = Text("hello world this is a long line that must wrap\nshort\n\n" + "x" * 45 + " end")
     t.stylize("bold", 0, 5)
     lines = wrapped(t, 20, console)
-    assert [x.plain for x in lines] == ["hello world this is", "a long line that", "must wrap", "short", "",
-                                        "x" * 20, "x" * 20, "xxxxx end"]
+    assert [x.plain for x in lines] == [
+        "hello world this is",
+        "a long line that",
+        "must wrap",
+        "short",
+        "",
+        "x" * 20,
+        "x" * 20,
+        "xxxxx end",
+    ]
     assert lines[0].spans and lines[0].spans[0].style == "bold" and lines[0].spans[0].end == 5
     wide = wrapped(Text("漢字 " * 12), 10, console)  # (wide characters: measured in cells)
     assert all(cell_len(x.plain) <= 10 for x in wide) and "".join(x.plain for x in wide).count("漢字") == 12
@@ -611,6 +667,7 @@ def test_move_to_the_attic_from_the_transcript_goes_back_to_the_list(stores, dem
         assert isinstance(app.screen, TranscriptScreen) and app.note == "nothing was moved"
         await pilot.press("d", "enter")  # Enter says yes
         assert isinstance(app.screen, MainScreen) and "API Chat" not in titles(app)
+
     drive(stores, steps)
     listed = run("--root", demo / "SAM", "attic", "--format", "json")
     assert [e["id"] for e in json.loads(listed.stdout)["entries"]] == [cid]
@@ -659,6 +716,7 @@ def test_paging_keys_and_the_mouse_in_results_and_transcripts(stores):
         await pilot.pause()
         await pilot.click("#transcript", offset=(5, 0))  # a click on the highlighted block opens it
         assert screen.blocks[tool].open
+
     drive(stores, steps)
 
 
@@ -668,6 +726,7 @@ def test_the_keys_list_closes_with_q(stores):
         assert isinstance(pilot.app.screen, HelpScreen)
         await pilot.press("q")  # (closes the list, not the app)
         assert isinstance(pilot.app.screen, MainScreen) and pilot.app.is_running
+
     drive(stores, steps)
 
 
@@ -680,7 +739,9 @@ class _Hostile:
         from samctl.model import Conversation, ConversationMeta, Message
 
         self.fail = fail
-        meta = ConversationMeta("sam", "H", "evil \x1b]52;c;aGk=\x07 \x1b[2J title", updated_ts=NOW - 5, message_count=1)
+        meta = ConversationMeta(
+            "sam", "H", "evil \x1b]52;c;aGk=\x07 \x1b[2J title", updated_ts=NOW - 5, message_count=1
+        )
         self.conv = Conversation(meta, [Message("user\x1b[31m", "text \x1b[2J\x9b1m more", timestamp_ts=NOW - 9)])
 
     def list_metas(self, findings):
@@ -708,14 +769,18 @@ def test_no_control_character_from_a_store_reaches_the_screen():
         shown = "".join(_line(screen.query_one("#transcript"), y) for y in range(3))
         head = str(screen.query_one("#head").render())
         assert "more" in shown and not any(c in shown + head for c in "\x1b\x07\x9b")
+
     drive([_Hostile()], steps)
 
 
 def test_a_store_that_cannot_be_listed_is_a_problem_and_the_others_are_shown(stores):
     async def steps(pilot):
         app = pilot.app
-        assert len(app.rows) == n and "1 problem (samctl check says more)" in str(app.main.query_one("#status").render())
+        assert len(app.rows) == n and "1 problem (samctl check says more)" in str(
+            app.main.query_one("#status").render()
+        )
         assert [f.code for f in app.findings] == ["store-unreadable"]
+
     n = len(drive(stores, lambda pilot: asyncio.sleep(0)).rows)
     drive([_Hostile(fail=True)] + stores, steps)
 
@@ -728,11 +793,13 @@ def test_a_failing_search_is_said_and_the_browser_goes_on(stores, monkeypatch):
 
         def broken(text):
             raise RuntimeError("boom")
+
         monkeypatch.setattr(app, "search", broken)
         await pilot.press("s", *"budget")
         await settle(pilot)
         assert app.is_running and app.groups == []
         assert "search failed: internal error: RuntimeError: boom" in str(app.main.query_one("#status").render())
+
     drive(stores, steps)
 
 
@@ -755,6 +822,7 @@ def test_esc_closes_the_find_box_and_an_empty_find_goes_back_to_the_hits(stores)
         assert screen.matches != hits and screen.needle == "weather"
         await pilot.press("slash", *["backspace"] * 7, "enter")  # an empty find: n/N walk the hits again
         assert screen.matches == hits and screen.needle == ""
+
     drive(stores, steps)
 
 
@@ -781,6 +849,7 @@ def test_a_search_result_moved_to_the_attic_leaves_the_results(stores, demo):
         assert results.highlighted == min(i, n - 2)
         await pilot.press("escape")
         assert "Portland weekend trip" not in titles(app)
+
     drive(stores, steps)
     assert not (sam / "8B58CBC4-ACA7-4811-AE66-C01921690310").exists()
 
@@ -788,7 +857,9 @@ def test_a_search_result_moved_to_the_attic_leaves_the_results(stores, demo):
 def test_a_snippet_keeps_its_marks_on_one_line_and_when_cut():
     from samctl.search.hits import Hit
 
-    h = Hit("message", "c", "t", None, 0, NOW, 0.5, "", snippet="a budget\nof $500 for the budget", marks=[(2, 8), (25, 31)])
+    h = Hit(
+        "message", "c", "t", None, 0, NOW, 0.5, "", snippet="a budget\nof $500 for the budget", marks=[(2, 8), (25, 31)]
+    )
     text, marks = R.snippet(h, 200)
     assert text == "a budget of $500 for the budget" and [text[a:b] for a, b in marks] == ["budget", "budget"]
     text, marks = R.snippet(h, 12)
@@ -798,9 +869,9 @@ def test_a_snippet_keeps_its_marks_on_one_line_and_when_cut():
 
 
 def test_relative_dates_and_tool_labels():
-    assert [R.relative(NOW - s, NOW) for s in (0, 59, 60, 3599, 3600, 86399, 86400, 13 * 86400, 14 * 86400,
-                                              364 * 86400)] == ["now", "now", "1m", "59m", "1h", "23h", "1d",
-                                                                "13d", "2w", "52w"]
+    assert [
+        R.relative(NOW - s, NOW) for s in (0, 59, 60, 3599, 3600, 86399, 86400, 13 * 86400, 14 * 86400, 364 * 86400)
+    ] == ["now", "now", "1m", "59m", "1h", "23h", "1d", "13d", "2w", "52w"]
     assert R.relative(NOW - 400 * 86400, NOW) == "2025-08-17" and R.relative(None, NOW) == "-"
     assert R.relative(NOW + 60, NOW) == "now"  # (a clock ahead: never a negative age)
     assert R.tool_label("Bash", '{"command": "git status", "description": "x"}') == "Bash(git status)"
@@ -833,4 +904,5 @@ def test_restore_refuses_when_the_conversation_exists_again_and_keeps_the_entry(
         await settle(pilot)
         assert app.note.startswith("not restored:"), app.note
         assert [e.id for _, e in app.screen.entries] == [cid] and fingerprint(demo) == before
+
     drive(stores, steps)

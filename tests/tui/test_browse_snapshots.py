@@ -44,6 +44,7 @@ def test_search(snap_compare, app, size):
         await _settle(pilot)
         await pilot.press("s", *"timeout")
         await _settle(pilot)
+
     assert snap_compare(app, terminal_size=size, run_before=before)
 
 
@@ -63,6 +64,7 @@ def test_transcript(snap_compare, app, size):
         screen.query_one("#transcript").highlighted = tool
         await pilot.press("o")  # one tool call opened: the others show their labels
         await _settle(pilot)
+
     assert snap_compare(app, terminal_size=size, run_before=before)
 
 
@@ -71,6 +73,7 @@ def test_keys(snap_compare, app):
         await _settle(pilot)
         await pilot.press("question_mark")
         await _settle(pilot)
+
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
 
 
@@ -82,4 +85,5 @@ def test_attic(snap_compare, app, size):
         pilot.app.main.query_one("#list").move_cursor(row=rows.index("API Chat"))
         await pilot.press("d", "y", "a")  # (moved just now: "now" in the attic, whatever the fixed time)
         await _settle(pilot)
+
     assert snap_compare(app, terminal_size=size, run_before=before)

@@ -9,19 +9,19 @@ Design notes: docs/search-index.md, "search/index/__init__.py".
 
 from samctl import fsafe
 from samctl.search.index.format import (
-                                      CALL,
-                                      FLAG_BASE_DB,
-                                      INDEX_VERSION,
-                                      MEMORY,
-                                      TRAILER,
-                                      BadIndex,
-                                      encode_text,
-                                      index_dir,
-                                      load_numpy,
-                                      lower_ascii,
-                                      row_crc,
-                                      row_crc_head,
-                                      token_key,
+    CALL,
+    FLAG_BASE_DB,
+    INDEX_VERSION,
+    MEMORY,
+    TRAILER,
+    BadIndex,
+    encode_text,
+    index_dir,
+    load_numpy,
+    lower_ascii,
+    row_crc,
+    row_crc_head,
+    token_key,
 )
 from samctl.search.index.manifest import write_manifest_bytes
 from samctl.search.index.opened import open_index, state
@@ -30,7 +30,26 @@ from samctl.search.index.sources import discover
 from samctl.search.index.update import MAX_SEGMENTS, invalidate, refresh
 
 __all__ = [
-    "CALL", "FLAG_BASE_DB", "INDEX_VERSION", "MAX_SEGMENTS", "MEMORY", "TRAILER", "BadIndex", "encode_text", "load_numpy",
-    "discover", "fsafe", "index_dir", "invalidate", "lower_ascii", "open_index", "read_source", "refresh", "row_crc", "row_crc_head", "state",
-    "token_key", "write_manifest_bytes",
+    "CALL",
+    "FLAG_BASE_DB",
+    "INDEX_VERSION",
+    "MAX_SEGMENTS",
+    "MEMORY",
+    "TRAILER",
+    "BadIndex",
+    "encode_text",
+    "load_numpy",
+    "discover",
+    "fsafe",
+    "index_dir",
+    "invalidate",
+    "lower_ascii",
+    "open_index",
+    "read_source",
+    "refresh",
+    "row_crc",
+    "row_crc_head",
+    "state",
+    "token_key",
+    "write_manifest_bytes",
 ]

@@ -79,10 +79,14 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
         return
     folders = _folders(current)
     saved = digest(folders)
-    head = {"at": time.time(), "manifest": manifest_sig(d), "digest": saved,
-            "names": sum(len(names) for _parent, names in folders),
-            "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation] for f in discovery],
-            "order": [k for k in current if k in with_findings]}
+    head = {
+        "at": time.time(),
+        "manifest": manifest_sig(d),
+        "digest": saved,
+        "names": sum(len(names) for _parent, names in folders),
+        "discovery": [[f.code, f.path, f.reason, f.severity, f.conversation] for f in discovery],
+        "order": [k for k in current if k in with_findings],
+    }
     try:  # (the head on a line of its own: a search reads it, and the folders only where it states them)
         fsafe.write_atomic(d / RECORD, orjson.dumps(head) + b"\n" + pack(saved, folders))
     except (OSError, UnicodeError, TypeError):  # (orjson refuses a surrogate: no record, a full check next time)
@@ -101,8 +105,7 @@ class Recent:
     51.8 ms on the 4-store machine of bench/bench_cross_search.py) and not when there is little (the
     SAM store alone: 36.9 -> 51.0 ms).  A thread does it, too, when no child can be started."""
 
-    def __init__(self, found: list, order: list, names: int, body: bytes, saved: str, path: Path,
-                 child: bool = False):
+    def __init__(self, found: list, order: list, names: int, body: bytes, saved: str, path: Path, child: bool = False):
         self.found, self.order = found, order
         self._saved = saved
         self._same: list = []
@@ -153,9 +156,16 @@ class _Child:
     def __init__(self, argv: list):
         r, w = os.pipe()  # (both close on exec: the child's stdout is a copy of w)
         try:
-            pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, w, 1),
-                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
+            pid = os.posix_spawn(
+                argv[0],
+                argv,
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, w, 1),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                ],
+            )
         except BaseException:
             os.close(r)
             raise

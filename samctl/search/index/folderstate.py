@@ -69,7 +69,7 @@ def unpack(body: bytes) -> tuple[str, list]:
         if not tokens[i].isdigit():
             raise ValueError("not packed folders")
         n = int(tokens[i])
-        names = tokens[i + 2: i + 2 + n]
+        names = tokens[i + 2 : i + 2 + n]
         if n < 1 or len(names) != n or not all(names):
             raise ValueError("not packed folders")
         out.append([tokens[i + 1], names])

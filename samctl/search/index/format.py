@@ -41,11 +41,20 @@ KINDS = ("memory", "message", "archived", "call")
 FLAG_BASE_DB = 1  # meta flags: the row comes from the legacy BASE/memory.db
 MEMORY, MESSAGE, ARCHIVED, CALL = 0, 1, 2, 3  # CALL: a message's tool call (``search.calls.call_text``)
 ROLES = ("", "user", "assistant", "tool", "reasoning", "system")
-CTYPES = ("", "message", "user_input", "assistant_response", "system_event", "tool_result", "context_info",
-          "document")
+CTYPES = ("", "message", "user_input", "assistant_response", "system_event", "tool_result", "context_info", "document")
 META_FIELDS = [
-    ("kind", "u1"), ("role", "u1"), ("ctype", "u1"), ("flags", "u1"), ("conv", "<i4"), ("pos", "<i8"),
-    ("date", "<f8"), ("imp", "<f8"), ("ntok", "<u4"), ("dim", "<i4"), ("dkey", "<u8"), ("crc", "<u4"),
+    ("kind", "u1"),
+    ("role", "u1"),
+    ("ctype", "u1"),
+    ("flags", "u1"),
+    ("conv", "<i4"),
+    ("pos", "<i8"),
+    ("date", "<f8"),
+    ("imp", "<f8"),
+    ("ntok", "<u4"),
+    ("dim", "<i4"),
+    ("dkey", "<u8"),
+    ("crc", "<u4"),
 ]
 # section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), X (postings
 # counted 255 or more), B (bytes)
@@ -155,14 +164,31 @@ def lower_ascii(b):
     return b.lower()
 
 
-def row_crc(conv: str, kind: int, role: int, ctype: int, flags: int, pos: int, date: float, imp: float, dim: int,
-            text: bytes, ltext: bytes, ref: bytes) -> int:
+def row_crc(
+    conv: str,
+    kind: int,
+    role: int,
+    ctype: int,
+    flags: int,
+    pos: int,
+    date: float,
+    imp: float,
+    dim: int,
+    text: bytes,
+    ltext: bytes,
+    ref: bytes,
+) -> int:
     """The crc32 of what a search shows of a row: its conversation (the id, not the segment's index
     of it, so a compaction that renumbers keeps it), codes, position, date, importance, and the
     bytes of its text, lowered text and id.  A search checks it for every row it returns: a
     flipped byte there is caught where it would be shown (``samctl index`` checks every byte)."""
-    return zlib.crc32(ref, zlib.crc32(ltext, zlib.crc32(text, row_crc_head(conv, kind, role, ctype, flags, pos, date,
-                                                                          imp, dim, len(text), len(ltext)))))
+    return zlib.crc32(
+        ref,
+        zlib.crc32(
+            ltext,
+            zlib.crc32(text, row_crc_head(conv, kind, role, ctype, flags, pos, date, imp, dim, len(text), len(ltext))),
+        ),
+    )
 
 
 def row_crc_head(conv, kind, role, ctype, flags, pos, date, imp, dim, ntext: int, nltext: int) -> int:

@@ -99,8 +99,16 @@ def encode_manifest(man: dict) -> dict:
             got[0] += sum(1 for f in rows if f[0] == code)
             got[1] += 1
     notes = {"rows": noted, "keys": {i: [src["keys"][int(i)], src["convs"][int(i)]] for i in noted}}
-    body.update(segments=man["segments"], hidden=man["hidden"], findings=findings, fkeys=fkeys, src=src,
-                notes=notes, notes_count=summed, conv=buckets)
+    body.update(
+        segments=man["segments"],
+        hidden=man["hidden"],
+        findings=findings,
+        fkeys=fkeys,
+        src=src,
+        notes=notes,
+        notes_count=summed,
+        conv=buckets,
+    )
     return body
 
 
@@ -114,8 +122,11 @@ class Manifest:
         self.hidden = body["hidden"]
         # "src" and each conversation bucket ("conv", i): (raw bytes, crc32) until first used (then
         # checked), or itself (an encoded body's)
-        self._tables = tables if tables is not None else {"src": body["src"], "notes": body["notes"],
-                                                          **{("conv", i): b for i, b in enumerate(body["conv"])}}
+        self._tables = (
+            tables
+            if tables is not None
+            else {"src": body["src"], "notes": body["notes"], **{("conv", i): b for i, b in enumerate(body["conv"])}}
+        )
         self.buckets = len(self._tables) - 2
         self._sources = self._convs = self._sig = None
 
@@ -125,8 +136,13 @@ class Manifest:
             raw, crc = t
             if zlib.crc32(raw) != crc:
                 raise BadIndex("manifest: checksum mismatch")
-            t = (_checked_src(raw, self.segments) if name == "src" else _checked_notes(raw) if name == "notes"
-                 else _checked_bucket(raw))
+            t = (
+                _checked_src(raw, self.segments)
+                if name == "src"
+                else _checked_notes(raw)
+                if name == "notes"
+                else _checked_bucket(raw)
+            )
             self._tables[name] = t
         return t
 
@@ -157,12 +173,23 @@ class Manifest:
             names = [s["name"] for s in self.segments]
             src = self.src
             inf, notes = src["infos"], self._table("notes")["rows"]
-            fnd = {i: self.body["findings"].get(i, []) + notes.get(i, [])
-                   for i in dict.fromkeys([*self.body["findings"], *notes])}
+            fnd = {
+                i: self.body["findings"].get(i, []) + notes.get(i, [])
+                for i in dict.fromkeys([*self.body["findings"], *notes])
+            }
             self._sources = {
-                k: {"kind": kind, "conv": conv, "sig": sig, "seg": names[seg] if seg >= 0 else None, "start": a,
-                    "end": b, "findings": fnd.get(str(i), []), "infos": inf.get(str(i), [])}
-                for i, (k, kind, conv, sig, seg, a, b) in enumerate(zip(*(src[c] for c in _SRC_COLS)))}
+                k: {
+                    "kind": kind,
+                    "conv": conv,
+                    "sig": sig,
+                    "seg": names[seg] if seg >= 0 else None,
+                    "start": a,
+                    "end": b,
+                    "findings": fnd.get(str(i), []),
+                    "infos": inf.get(str(i), []),
+                }
+                for i, (k, kind, conv, sig, seg, a, b) in enumerate(zip(*(src[c] for c in _SRC_COLS)))
+            }
         return self._sources
 
     def convs(self) -> dict:
@@ -218,8 +245,14 @@ class Manifest:
         if scope is None and sum(files for _, files in summed.values()) > NOTES_SUMMED:
             # (a note per file, for thousands of files, would bury the results: one line per code)
             for code, (n, files) in summed.items():
-                out.append(Finding(code, self.body["root"], f"{n:,} notes in {files:,} files of this store "
-                                   "(`samctl check` lists each)", INFO))
+                out.append(
+                    Finding(
+                        code,
+                        self.body["root"],
+                        f"{n:,} notes in {files:,} files of this store (`samctl check` lists each)",
+                        INFO,
+                    )
+                )
             return out
         notes = self._table("notes")
         for i, rows in notes["rows"].items():
@@ -290,24 +323,37 @@ def read_manifest(path: Path, store) -> Manifest:
             name = "src" if j == 0 else "notes" if j == 1 else ("conv", j - 2)
             end = at + n
             # (a newline after each table but the last, which ends the file)
-            if not (type(n) is int and type(tcrc) is int and n >= 0
-                    and (end < size and raw[end] == 10 if j < last else end == size)):
+            if not (
+                type(n) is int
+                and type(tcrc) is int
+                and n >= 0
+                and (end < size and raw[end] == 10 if j < last else end == size)
+            ):
                 raise BadIndex("manifest: not head and tables")
             tables[name] = (view[at:end], tcrc)
             at = end + 1
         if at != len(raw) + 1:
             raise BadIndex("manifest: not head and tables")
-        ok = (m["v"] == INDEX_VERSION and m["root"] == store.root_real
-              and m["store"] == store.name and m["terms"] == TERMS_NAME
-              and m["token_hash"] == TOKEN_HASH_NAME
-              and all(isinstance(m[k], (int, float)) for k in ("created", "updated")))
+        ok = (
+            m["v"] == INDEX_VERSION
+            and m["root"] == store.root_real
+            and m["store"] == store.name
+            and m["terms"] == TERMS_NAME
+            and m["token_hash"] == TOKEN_HASH_NAME
+            and all(isinstance(m[k], (int, float)) for k in ("created", "updated"))
+        )
         if not ok:
             raise BadIndex("manifest: of another version, store, root or tokenizer")
         names, dead = set(), {}
         for s in m["segments"]:
             arr = None
-            if (isinstance(s["name"], str) and SEG_NAME.match(s["name"]) and type(s["rows"]) is int
-                    and type(s["size"]) is int and type(s["hcrc"]) is int):
+            if (
+                isinstance(s["name"], str)
+                and SEG_NAME.match(s["name"])
+                and type(s["rows"]) is int
+                and type(s["size"]) is int
+                and type(s["hcrc"]) is int
+            ):
                 arr = _dead_array(s["dead"], s["rows"])
             if arr is None:
                 raise BadIndex("manifest: bad segment entry")
@@ -317,7 +363,7 @@ def read_manifest(path: Path, store) -> Manifest:
         for k, v in m["hidden"].items():
             if k not in names or not _ints(v) or not all(0 <= r < seg_rows[k] for r in v):
                 raise BadIndex("manifest: bad hidden rows")
-        finding = (lambda f: isinstance(f, list) and len(f) == 5 and all(isinstance(x, str) or x is None for x in f))
+        finding = lambda f: isinstance(f, list) and len(f) == 5 and all(isinstance(x, str) or x is None for x in f)
         summed = m["notes_count"]
         if not (isinstance(summed, dict) and all(_ints(v, 2) for v in summed.values())):
             raise BadIndex("manifest: bad source details")
@@ -326,8 +372,15 @@ def read_manifest(path: Path, store) -> Manifest:
             raise BadIndex("manifest: bad source details")
         for i, items in m["findings"].items():
             kc = fkeys[i]
-            if not (i.isdigit() and isinstance(items, list) and all(map(finding, items)) and isinstance(kc, list)
-                    and len(kc) == 2 and isinstance(kc[0], str) and (kc[1] is None or isinstance(kc[1], str))):
+            if not (
+                i.isdigit()
+                and isinstance(items, list)
+                and all(map(finding, items))
+                and isinstance(kc, list)
+                and len(kc) == 2
+                and isinstance(kc[0], str)
+                and (kc[1] is None or isinstance(kc[1], str))
+            ):
                 raise BadIndex("manifest: bad source details")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
@@ -354,9 +407,15 @@ def _checked_src(raw: bytes, segments: list) -> dict:
     try:
         rows = [s["rows"] for s in segments]
         n = len(src["keys"])
-        if not (_strs(src["keys"], n) and _strs(src["kinds"], n) and _strs(src["convs"], n, True)
-                and _strs(src["sigs"], n, True) and _ints(src["segs"], n) and _ints(src["start"], n)
-                and _ints(src["end"], n)):
+        if not (
+            _strs(src["keys"], n)
+            and _strs(src["kinds"], n)
+            and _strs(src["convs"], n, True)
+            and _strs(src["sigs"], n, True)
+            and _ints(src["segs"], n)
+            and _ints(src["start"], n)
+            and _ints(src["end"], n)
+        ):
             raise BadIndex("manifest: bad source table")
         if n:
             np = load_numpy()
@@ -366,9 +425,13 @@ def _checked_src(raw: bytes, segments: list) -> dict:
             if segs.min() < -1 or segs.max() >= len(rows) or np.any(a < 0) or np.any(a > b) or np.any(b > limit):
                 raise BadIndex("manifest: source rows out of range")
         infos = src["infos"]  # (source position -> the ids it described; checked a column at a time)
-        if not (isinstance(infos, dict) and all(map(str.isdigit, infos)) and (not infos or max(map(int, infos)) < n)
-                and set(map(type, infos.values())) <= {list}
-                and set(map(type, itertools.chain.from_iterable(infos.values()))) <= _STR):
+        if not (
+            isinstance(infos, dict)
+            and all(map(str.isdigit, infos))
+            and (not infos or max(map(int, infos)) < n)
+            and set(map(type, infos.values())) <= {list}
+            and set(map(type, itertools.chain.from_iterable(infos.values()))) <= _STR
+        ):
             raise BadIndex("manifest: bad source details")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
@@ -381,10 +444,21 @@ def _checked_notes(raw) -> dict:
     t = _loads(raw)
     try:
         rows, keys = t["rows"], t["keys"]
-        ok = isinstance(rows, dict) and isinstance(keys, dict) and rows.keys() == keys.keys() and all(
-            i.isdigit() and isinstance(rs, list) and all(_finding(f) for f in rs) and isinstance(keys[i], list)
-            and len(keys[i]) == 2 and isinstance(keys[i][0], str) and (keys[i][1] is None or isinstance(keys[i][1], str))
-            for i, rs in rows.items())
+        ok = (
+            isinstance(rows, dict)
+            and isinstance(keys, dict)
+            and rows.keys() == keys.keys()
+            and all(
+                i.isdigit()
+                and isinstance(rs, list)
+                and all(_finding(f) for f in rs)
+                and isinstance(keys[i], list)
+                and len(keys[i]) == 2
+                and isinstance(keys[i][0], str)
+                and (keys[i][1] is None or isinstance(keys[i][1], str))
+                for i, rs in rows.items()
+            )
+        )
     except (KeyError, TypeError, AttributeError):
         ok = False
     if not ok:
@@ -402,8 +476,14 @@ def _checked_bucket(raw) -> dict:
     b = _loads(raw)
     try:
         n = len(b["ids"])
-        ok = (set(b) == set(CONV_COLS) and _ints(b["pos"], n) and _strs(b["ids"], n) and _strs(b["titles"], n, True)
-              and _strs(b["topics"], n, True) and _strs(b["topic_names"], n, True))
+        ok = (
+            set(b) == set(CONV_COLS)
+            and _ints(b["pos"], n)
+            and _strs(b["ids"], n)
+            and _strs(b["titles"], n, True)
+            and _strs(b["topics"], n, True)
+            and _strs(b["topic_names"], n, True)
+        )
     except (KeyError, TypeError, AttributeError):
         ok = False
     if not ok:

@@ -101,9 +101,24 @@ def state(store, verify: bool = True) -> dict:
     """What ``samctl index`` shows: where the index is, whether it can be used, its rows, files,
     size, age, and which sources changed since it was updated."""
     d = index_dir(store)
-    out = {"path": str(d), "store": store.name, "root": store.root_real, "exists": (d / "manifest").exists(),
-           "valid": False, "problems": [], "segments": 0, "rows": {k: 0 for k in KINDS}, "dead": 0, "files": 0,
-           "files_with_findings": 0, "size": 0, "created": None, "updated": None, "age": None, "stale": []}
+    out = {
+        "path": str(d),
+        "store": store.name,
+        "root": store.root_real,
+        "exists": (d / "manifest").exists(),
+        "valid": False,
+        "problems": [],
+        "segments": 0,
+        "rows": {k: 0 for k in KINDS},
+        "dead": 0,
+        "files": 0,
+        "files_with_findings": 0,
+        "size": 0,
+        "created": None,
+        "updated": None,
+        "age": None,
+        "stale": [],
+    }
     try:
         out["size"] = sum(os.lstat(d / n).st_size for n in os.listdir(d))
     except OSError:
@@ -134,16 +149,25 @@ def state(store, verify: bool = True) -> dict:
         for k, name in enumerate(KINDS):
             out["rows"][name] += int(counts[k])
         out["dead"] += int(seg.rows - seg.alive.sum())
-    out.update(valid=not problems, problems=problems, segments=len(idx.segments), created=m["created"],
-               updated=m["updated"], age=max(0.0, time.time() - m["updated"]))
+    out.update(
+        valid=not problems,
+        problems=problems,
+        segments=len(idx.segments),
+        created=m["created"],
+        updated=m["updated"],
+        age=max(0.0, time.time() - m["updated"]),
+    )
     out["files"] = sum(1 if sig is None else sum(part != "-" for part in sig.split("|")) for sig in m.src["sigs"])
     out["files_with_findings"] = len(m.body["findings"])
     current = discover(store, [])
     changed, removed = stale(m, current, None)
     for k in changed:
         known = m.sig_map()
-        reason = "new" if k not in known else ("unsettled: changed moments before indexing, or unreadable"
-                                                if known[k] is None else "changed")
+        reason = (
+            "new"
+            if k not in known
+            else ("unsettled: changed moments before indexing, or unreadable" if known[k] is None else "changed")
+        )
         out["stale"].append({"key": k, "reason": reason})
     out["stale"] += [{"key": k, "reason": "removed"} for k in removed]
     return out

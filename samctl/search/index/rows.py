@@ -87,14 +87,34 @@ def read_source(store, src: Source) -> Batch:
     for r in store.source_rows(src, b.findings, b.infos):
         kind = _KIND_CODE[r.kind]
         if kind != MESSAGE or r.text.strip():  # (a message with only tool calls: its calls are its rows)
-            add(kind, roles.get(r.role, 0), ctypes.get(r.content_type, 1) if kind == MEMORY else 0, r.conversation,
-                r.position, r.date, r.importance, r.dimension, r.ref, r.text)
+            add(
+                kind,
+                roles.get(r.role, 0),
+                ctypes.get(r.content_type, 1) if kind == MEMORY else 0,
+                r.conversation,
+                r.position,
+                r.date,
+                r.importance,
+                r.dimension,
+                r.ref,
+                r.text,
+            )
         if r.calls and kind == MESSAGE:
             calls.append(r)
     for r in calls:
         for name, arguments, cid in r.calls:
-            add(CALL, roles.get(r.role, 0), 0, r.conversation, r.position, r.date, r.importance, 0,
-                cid if isinstance(cid, str) else "", call_text(name, arguments))
+            add(
+                CALL,
+                roles.get(r.role, 0),
+                0,
+                r.conversation,
+                r.position,
+                r.date,
+                r.importance,
+                0,
+                cid if isinstance(cid, str) else "",
+                call_text(name, arguments),
+            )
     for f in b.findings:
         f.conversation = f.conversation or src.conv
     return b
@@ -282,8 +302,13 @@ def _postings(texts: list[str]):
     keys = np.array([_TERMS.keys[j] for j in terms.tolist()], dtype=np.uint64)[which]
     order = np.argsort(keys, kind="stable")  # (the writer's own stable sort then merges sorted runs)
     vocab = {_TERMS.terms[j] for j in terms.tolist()}
-    return (keys[order], (pairs >> 32).astype(np.int32)[order], np.minimum(counts, 0xFFFF).astype(np.uint16)[order],
-            np.minimum(ntok, 0xFFFFFFFF), vocab)
+    return (
+        keys[order],
+        (pairs >> 32).astype(np.int32)[order],
+        np.minimum(counts, 0xFFFF).astype(np.uint16)[order],
+        np.minimum(ntok, 0xFFFFFFFF),
+        vocab,
+    )
 
 
 def process(batches: list[Batch]) -> Chunk:
@@ -295,8 +320,15 @@ def process(batches: list[Batch]) -> Chunk:
     meta = np.zeros(n, dtype=meta_dtype())
     conv_names: dict[str, int] = {}
     convs = [conv_names.setdefault(c, len(conv_names)) for b in batches for c in b.convs]
-    for name, col in (("kind", "kinds"), ("role", "roles"), ("ctype", "ctypes"), ("pos", "pos"), ("date", "dates"),
-                      ("imp", "imps"), ("dim", "dims")):
+    for name, col in (
+        ("kind", "kinds"),
+        ("role", "roles"),
+        ("ctype", "ctypes"),
+        ("pos", "pos"),
+        ("date", "dates"),
+        ("imp", "imps"),
+        ("dim", "dims"),
+    ):
         meta[name] = [x for b in batches for x in getattr(b, col)]
     meta["conv"] = convs
     meta["flags"] = [b.flag for b in batches for _ in b.texts]
@@ -313,16 +345,28 @@ def process(batches: list[Batch]) -> Chunk:
     dkeys, crcs = [], []
     with memoryview(text) as tv, memoryview(ltext) as lv, memoryview(ref) as rv:
         for i, (c, *fields) in enumerate(zip(cstrs, *cols)):
-            with tv[toff[i]:toff[i + 1]] as t, lv[loff[i]:loff[i + 1]] as lt, rv[roff[i]:roff[i + 1]] as r:
+            with tv[toff[i] : toff[i + 1]] as t, lv[loff[i] : loff[i + 1]] as lt, rv[roff[i] : roff[i + 1]] as r:
                 dkeys.append(dedupe_key(c, texts[i], t) if fields[0] != MEMORY else 0)
                 crcs.append(row_crc(c, *fields, t, lt, r))
     meta["dkey"] = np.array(dkeys, dtype=np.uint64)
     meta["crc"] = crcs
     return Chunk(
-        keys=[b.key for b in batches], counts=[len(b.texts) for b in batches], findings=[b.findings for b in batches],
-        infos=[b.infos for b in batches], conv_names=names, meta=meta,
-        text=text, text_len=text_len, ltext=ltext, ltext_len=ltext_len, ref=ref, ref_len=ref_len,
-        tok_hash=tok_hash, tok_row=tok_row, tok_tf=tok_tf, vocab=vocab,
+        keys=[b.key for b in batches],
+        counts=[len(b.texts) for b in batches],
+        findings=[b.findings for b in batches],
+        infos=[b.infos for b in batches],
+        conv_names=names,
+        meta=meta,
+        text=text,
+        text_len=text_len,
+        ltext=ltext,
+        ltext_len=ltext_len,
+        ref=ref,
+        ref_len=ref_len,
+        tok_hash=tok_hash,
+        tok_row=tok_row,
+        tok_tf=tok_tf,
+        vocab=vocab,
     )
 
 
@@ -353,11 +397,12 @@ def read_all(store, sources: list[Source], progress=None, jobs: int | None = Non
     if jobs is None:
         jobs = workers.jobs("SAMCTL_INDEX_JOBS" if os.environ.get("SAMCTL_INDEX_JOBS", "").isdigit() else "SAMCTL_JOBS")
     done = rows = 0
-    for part, chunk in zip(chunks, workers.ordered_map(store, _read_part, chunks,
-                                                       jobs if total >= PARALLEL_MIN_SOURCES else 1, ahead=AHEAD)):
+    for part, chunk in zip(
+        chunks,
+        workers.ordered_map(store, _read_part, chunks, jobs if total >= PARALLEL_MIN_SOURCES else 1, ahead=AHEAD),
+    ):
         done += len(part)
         rows += len(chunk.meta)
         if progress:
             progress(done, total, rows)
         yield chunk
-

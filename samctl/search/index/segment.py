@@ -120,8 +120,12 @@ class SegmentWriter:
         return PREAMBLE + self.rows * ROW_BYTES + self.held
 
     def add_chunk(self, c: Chunk) -> int:
-        start = self.add_rows(c.meta, self.conv_map(c.conv_names), {"text": c.text, "ltext": c.ltext, "ref": c.ref},
-                              {"text": c.text_len, "ltext": c.ltext_len, "ref": c.ref_len})
+        start = self.add_rows(
+            c.meta,
+            self.conv_map(c.conv_names),
+            {"text": c.text, "ltext": c.ltext, "ref": c.ref},
+            {"text": c.text_len, "ltext": c.ltext_len, "ref": c.ref_len},
+        )
         self.add_postings(c.tok_hash, c.tok_row.astype(self.np.int64) + start, c.tok_tf, c.vocab)
         return start
 
@@ -179,8 +183,15 @@ class SegmentWriter:
         return out
 
     def _header(self, sections: dict) -> dict:
-        return {"v": INDEX_VERSION, "root": self.root, "terms": TERMS_NAME, "rows": self.rows,
-                "token_hash": TOKEN_HASH_NAME, "nconvs": len(self.conv_index), "sections": sections}
+        return {
+            "v": INDEX_VERSION,
+            "root": self.root,
+            "terms": TERMS_NAME,
+            "rows": self.rows,
+            "token_hash": TOKEN_HASH_NAME,
+            "nconvs": len(self.conv_index),
+            "sections": sections,
+        }
 
     def finish(self):
         """In memory: the Segment.  On disk: ``{"name", "rows", "size", "hcrc"}`` once renamed into place."""
@@ -193,9 +204,30 @@ class SegmentWriter:
             return seg
         try:
             sec = {}
-            for name in ("meta", "text_off", "text", "ltext_off", "ltext", "ref_off", "ref", "tok_keys", "tok_blk",
-                         "tok_ptr", "tok_rows", "tok_tf", "tok_bigp", "tok_bigtf", "voc", "convs", "r_len", "r_conv",
-                         "r_kind", "r_role", "c_len", "c_msgs"):
+            for name in (
+                "meta",
+                "text_off",
+                "text",
+                "ltext_off",
+                "ltext",
+                "ref_off",
+                "ref",
+                "tok_keys",
+                "tok_blk",
+                "tok_ptr",
+                "tok_rows",
+                "tok_tf",
+                "tok_bigp",
+                "tok_bigtf",
+                "voc",
+                "convs",
+                "r_len",
+                "r_conv",
+                "r_kind",
+                "r_role",
+                "c_len",
+                "c_msgs",
+            ):
                 pad = (-self.pos) % ALIGN
                 self.f.write(b"\0" * pad)
                 self.pos += pad
@@ -211,8 +243,13 @@ class SegmentWriter:
                 a = np.ascontiguousarray(arrays[name])
                 data = memoryview(a).cast("B") if a.nbytes else b""
                 self.f.write(data)
-                sec[name] = [self.pos, a.nbytes, a.dtype.str if name != "meta" else "meta", list(a.shape),
-                             zlib.crc32(data)]
+                sec[name] = [
+                    self.pos,
+                    a.nbytes,
+                    a.dtype.str if name != "meta" else "meta",
+                    list(a.shape),
+                    zlib.crc32(data),
+                ]
                 self.pos += a.nbytes
             header = orjson.dumps(self._header(sec))
             hcrc = zlib.crc32(header)
@@ -347,14 +384,14 @@ class Segment:
             raise BadIndex(f"{self.name}: {kind} offsets are not consistent")
         if self.fd is None:
             buf, base = self.bufs[kind]
-            return bytes(buf[base + lo: base + hi])
+            return bytes(buf[base + lo : base + hi])
         return self._pread(kind, lo, hi - lo)
 
     def span(self, kind: str, a: int, b: int):
         """The bytes of rows ``a`` to ``b`` (exclusive) of the blob ``kind``, as the buffer slices them."""
         buf, base = self.bufs[kind]
         off = self.offsets(kind)
-        return buf[base + int(off[a]): base + int(off[b])]
+        return buf[base + int(off[a]) : base + int(off[b])]
 
     def _row_bounds(self, kind: str, i: int) -> tuple[int, int]:
         """Where row ``i``'s bytes of the blob ``kind`` start and end, checked (0 <= start <= end <= the
@@ -368,13 +405,13 @@ class Segment:
     def blob(self, kind: str, i: int) -> bytes:
         buf, base = self.bufs[kind]
         a, b = self._row_bounds(kind, i)
-        return bytes(buf[base + a: base + b])
+        return bytes(buf[base + a : base + b])
 
     def crc(self, kind: str, i: int, value: int = 0) -> int:
         """``zlib.crc32`` of row ``i``'s bytes of the blob ``kind``, read in place (no copy of a long text)."""
         buf, base = self.bufs[kind]
         a, b = self._row_bounds(kind, i)
-        with memoryview(buf) as view, view[base + a: base + b] as part:
+        with memoryview(buf) as view, view[base + a : base + b] as part:
             return zlib.crc32(part, value)
 
     def holds_term(self, key) -> bool:
@@ -390,7 +427,7 @@ class Segment:
         i, j = int(np.searchsorted(keys, key)), int(np.searchsorted(keys, key, side="right"))
         if i >= j:
             return None
-        ptr = self.a["tok_ptr"][i:j + 1]
+        ptr = self.a["tok_ptr"][i : j + 1]
         a, b = int(ptr[0]), int(ptr[-1])
         rows = self.read("tok_rows", a, b).astype(np.int64)
         if j == i + 1:  # (one block: every term of a segment of at most 65,536 rows)
@@ -425,7 +462,7 @@ class Segment:
             return str(self.blob_bytes("text", a, b), "utf-8", "surrogatepass")
         buf, base = self.bufs["text"]
         a, b = self._row_bounds("text", i)
-        with memoryview(buf) as view, view[base + a: base + b] as part:
+        with memoryview(buf) as view, view[base + a : base + b] as part:
             return str(part, "utf-8", "surrogatepass")  # decoded in place: one copy of a long text, not two
 
     def terms(self) -> list[str]:
@@ -441,8 +478,15 @@ class Segment:
     @classmethod
     def open(cls, path: Path, root: str, expect: dict) -> Segment:
         np = load_numpy()
-        fd, mm = open_mapped(path, path.name, lambda n: None if n == expect["size"] and n >= PREAMBLE + TRAILER.size
-                             else f"{n} bytes, the manifest says {expect['size']}")
+        fd, mm = open_mapped(
+            path,
+            path.name,
+            lambda n: (
+                None
+                if n == expect["size"] and n >= PREAMBLE + TRAILER.size
+                else f"{n} bytes, the manifest says {expect['size']}"
+            ),
+        )
         if not _keep_fd():  # (too many open already: this one reads through its map)
             os.close(fd)
             fd = None
@@ -454,15 +498,21 @@ class Segment:
         hoff, hlen, hcrc, magic = TRAILER.unpack_from(mm, size - TRAILER.size)
         if magic != TRAILER_MAGIC or hoff + hlen != size - TRAILER.size or hoff < PREAMBLE:
             raise BadIndex(f"{path.name}: bad trailer")
-        raw = mm[hoff: hoff + hlen]
+        raw = mm[hoff : hoff + hlen]
         if zlib.crc32(raw) != hcrc or hcrc != expect["hcrc"]:
             raise BadIndex(f"{path.name}: header checksum mismatch")
         try:
             h = orjson.loads(raw)
             rows = h["rows"]
-            ok = (h["v"] == INDEX_VERSION and h["root"] == root and h["terms"] == TERMS_NAME
-                  and rows == expect["rows"] and h["token_hash"] == TOKEN_HASH_NAME
-                  and type(h["nconvs"]) is int and h["nconvs"] >= 0)
+            ok = (
+                h["v"] == INDEX_VERSION
+                and h["root"] == root
+                and h["terms"] == TERMS_NAME
+                and rows == expect["rows"]
+                and h["token_hash"] == TOKEN_HASH_NAME
+                and type(h["nconvs"]) is int
+                and h["nconvs"] >= 0
+            )
         except (orjson.JSONDecodeError, KeyError, TypeError):
             ok = False
         if not ok:
@@ -532,10 +582,8 @@ class Segment:
         view = memoryview(self.mm)
         try:
             for name, (off, nbytes, _dt, _shape, crc) in self.header["sections"].items():
-                if zlib.crc32(view[off: off + nbytes]) != crc:
+                if zlib.crc32(view[off : off + nbytes]) != crc:
                     problems.append(f"{self.name}: section {name} does not match its checksum")
         finally:
             view.release()
         return problems
-
-

@@ -54,9 +54,14 @@ LOCK_WAIT = 600.0  # seconds to wait for another samctl that is refreshing the i
 def _writer_lock(d: Path, wait: float = LOCK_WAIT, progress=None):
     fd = fsafe.open_lock_file(d / "lock")
     try:
-        flock_waiting(fd, wait, lambda: BadIndex("another samctl has been refreshing the index for too long"),
-                      None if progress is None else
-                      lambda: progress.note("waiting for another samctl that is updating the index"))
+        flock_waiting(
+            fd,
+            wait,
+            lambda: BadIndex("another samctl has been refreshing the index for too long"),
+            None
+            if progress is None
+            else lambda: progress.note("waiting for another samctl that is updating the index"),
+        )
         yield
     finally:
         fsafe.unlock(fd)
@@ -70,8 +75,16 @@ def _finding_rows(findings: list) -> list:
     return [[f.code, f.path, f.reason, f.severity, f.conversation] for f in findings]
 
 
-def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progress=None, jobs: int | None = None,
-               cap: int | None = None) -> tuple[dict, list]:
+def _read_into(
+    new_writer,
+    store,
+    todo: list,
+    current: dict,
+    convs: dict,
+    progress=None,
+    jobs: int | None = None,
+    cap: int | None = None,
+) -> tuple[dict, list]:
     """Read the sources ``todo`` into segments made by ``new_writer()``: (the manifest entry of each
     source, by key; what ``finish`` returned for each segment, in order).  With ``cap``, a segment
     is finished and the next one started once it holds ``cap`` bytes (``read_segments``).  If
@@ -94,8 +107,16 @@ def _read_into(new_writer, store, todo: list, current: dict, convs: dict, progre
     return entries, done
 
 
-def read_segments(new_writer, store, todo: list, current: dict, convs: dict, progress=None, jobs: int | None = None,
-                  cap: int | None = None):
+def read_segments(
+    new_writer,
+    store,
+    todo: list,
+    current: dict,
+    convs: dict,
+    progress=None,
+    jobs: int | None = None,
+    cap: int | None = None,
+):
     """Yield, segment by segment as each is finished, (the manifest entries of its sources, by key;
     what ``finish`` returned): the sources ``todo``, read in order into segments made by
     ``new_writer()``.  With ``cap``, a segment is finished once it holds ``cap`` bytes, between
@@ -116,9 +137,16 @@ def read_segments(new_writer, store, todo: list, current: dict, convs: dict, pro
             for key, n, fnd, infos in zip(chunk.keys, chunk.counts, chunk.findings, chunk.infos):
                 src = current[key]
                 trusted = src.trusted and not any(f.code in TRANSIENT_CODES for f in fnd)
-                entries[key] = {"kind": src.kind, "conv": src.conv, "sig": src.sig if trusted else None,
-                                "seg": w.name, "start": start, "end": start + n, "findings": _finding_rows(fnd),
-                                "infos": [i["id"] for i in infos]}
+                entries[key] = {
+                    "kind": src.kind,
+                    "conv": src.conv,
+                    "sig": src.sig if trusted else None,
+                    "seg": w.name,
+                    "start": start,
+                    "end": start + n,
+                    "findings": _finding_rows(fnd),
+                    "infos": [i["id"] for i in infos],
+                }
                 for info in infos:
                     convs[info["id"]] = info
                 start += n
@@ -138,19 +166,47 @@ def _unlink_finished(folder: Path | None, infos: list) -> None:
         fsafe.remove(folder / info["name"])
 
 
-def refresh(store, findings: list, *, scope: set | None = None, rebuild: bool = False, progress=None,
-            jobs: int | None = None, home: Path | None = None, pending: list | None = None,
-            child_check: bool = False) -> Index:
+def refresh(
+    store,
+    findings: list,
+    *,
+    scope: set | None = None,
+    rebuild: bool = False,
+    progress=None,
+    jobs: int | None = None,
+    home: Path | None = None,
+    pending: list | None = None,
+    child_check: bool = False,
+) -> Index:
     """``_refresh`` with Python's cyclic collector paused: a refresh builds and drops a few hundred
     thousand small dicts and strings (the manifest's tables, every source's signature), none of them
     in a cycle, and the collector's passes over them were a fifth of a refresh of 1% (2.96 -> 2.39 s)."""
     with gc_paused():
-        return _refresh(store, findings, scope=scope, rebuild=rebuild, progress=progress, jobs=jobs, home=home,
-                        pending=pending, child_check=child_check)
+        return _refresh(
+            store,
+            findings,
+            scope=scope,
+            rebuild=rebuild,
+            progress=progress,
+            jobs=jobs,
+            home=home,
+            pending=pending,
+            child_check=child_check,
+        )
 
 
-def _refresh(store, findings: list, *, scope: set | None, rebuild: bool, progress, jobs: int | None,
-             home: Path | None, pending: list | None, child_check: bool = False) -> Index:
+def _refresh(
+    store,
+    findings: list,
+    *,
+    scope: set | None,
+    rebuild: bool,
+    progress,
+    jobs: int | None,
+    home: Path | None,
+    pending: list | None,
+    child_check: bool = False,
+) -> Index:
     """The store's index, brought up to date for ``scope`` (all sources when None).
 
     Appends discovery findings and the findings of every source in scope (stored with the index,
@@ -169,8 +225,9 @@ def _refresh(store, findings: list, *, scope: set | None, rebuild: bool, progres
         findings.append(Finding("cache-unsafe", str(d), f"{why}; this search used a temporary index", WARNING))
         tmp = tempfile.mkdtemp(prefix="samctl-search-")
         try:  # (the segments stay mapped once their folder is gone)
-            return _refresh(store, findings, scope=scope, rebuild=True, progress=progress, jobs=jobs, home=Path(tmp),
-                            pending=None)
+            return _refresh(
+                store, findings, scope=scope, rebuild=True, progress=progress, jobs=jobs, home=Path(tmp), pending=None
+            )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if scope is None and not rebuild:
@@ -241,9 +298,19 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
     now = time.time()
     root = store.root_real
     if idx is None:
-        man = {"v": INDEX_VERSION, "root": root, "store": store.name, "terms": TERMS_NAME,
-               "token_hash": TOKEN_HASH_NAME, "created": now, "updated": now, "segments": [],
-               "hidden": {}, "sources": {}, "convs": {}}
+        man = {
+            "v": INDEX_VERSION,
+            "root": root,
+            "store": store.name,
+            "terms": TERMS_NAME,
+            "token_hash": TOKEN_HASH_NAME,
+            "created": now,
+            "updated": now,
+            "segments": [],
+            "hidden": {},
+            "sources": {},
+            "convs": {},
+        }
         segs: dict[str, Segment] = {}
     else:
         old_man = idx.manifest
@@ -266,8 +333,16 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
     infos: list = []
     if changed:
         todo = [current[k] for k in changed]
-        entries, infos = _read_into(lambda: SegmentWriter(root, _new_segment_path(d)), store, todo, current,
-                                    man["convs"], progress, jobs, cap=SEGMENT_BYTES)
+        entries, infos = _read_into(
+            lambda: SegmentWriter(root, _new_segment_path(d)),
+            store,
+            todo,
+            current,
+            man["convs"],
+            progress,
+            jobs,
+            cap=SEGMENT_BYTES,
+        )
     try:
         man = _settle(d, root, man, segs, infos, entries)
     except BaseException:
@@ -383,7 +458,7 @@ def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
                     blobs, lens = {}, {}
                     for k in ("text", "ltext", "ref"):
                         blobs[k] = seg.span(k, a, c)
-                        lens[k] = np.diff(seg.a[k + "_off"][a: c + 1])
+                        lens[k] = np.diff(seg.a[k + "_off"][a : c + 1])
                     first = w.add_rows(seg.meta[a:c], conv_map, blobs, lens)
                     keys, rows, tfs = by_row
                     lo, hi = np.searchsorted(rows, (a, c))
@@ -492,8 +567,11 @@ def _gc(d: Path, keep: set) -> None:
     except OSError:
         return
     for n in names:
-        if (n.endswith(".seg") and n not in keep) or (n.startswith(".seg-") and n.endswith(".tmp")) or \
-                (n.startswith(".manifest.") and n.endswith(".tmp")):
+        if (
+            (n.endswith(".seg") and n not in keep)
+            or (n.startswith(".seg-") and n.endswith(".tmp"))
+            or (n.startswith(".manifest.") and n.endswith(".tmp"))
+        ):
             try:
                 fsafe.unlink(d / n)
             except OSError:
@@ -508,4 +586,3 @@ def invalidate(store) -> None:
     with _writer_lock(d):
         fsafe.unlink(d / "manifest")
         _gc(d, set())
-

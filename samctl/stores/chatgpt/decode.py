@@ -72,12 +72,21 @@ def branch(doc: dict, where: str, findings: list, cid=None) -> tuple[list, dict]
         leaves = [k for k, v in mapping.items() if not v.get("children")]
         cur = max(leaves or mapping or [None], key=lambda k: _node_time(mapping.get(k)) or 0.0)
         if cur is not None:
-            findings.append(Finding("no-current-node", where, "current_node is missing or names no node; showing the "
-                                    "branch of the latest leaf", WARNING, cid))
+            findings.append(
+                Finding(
+                    "no-current-node",
+                    where,
+                    "current_node is missing or names no node; showing the branch of the latest leaf",
+                    WARNING,
+                    cid,
+                )
+            )
     out, seen = [], set()
     while isinstance(cur, str) and cur in mapping:
         if cur in seen:
-            findings.append(Finding("parent-cycle", where, f"node {cur[:40]} is its own ancestor; cut there", WARNING, cid))
+            findings.append(
+                Finding("parent-cycle", where, f"node {cur[:40]} is its own ancestor; cut there", WARNING, cid)
+            )
             break
         seen.add(cur)
         out.append(cur)
@@ -94,14 +103,29 @@ def _node_time(node) -> float | None:
 def meta(doc: dict, cid: str, where: str, findings: list, size: int | None = None) -> ConversationMeta:
     path, mapping = branch(doc, where, [], cid)
     # what show prints: the branch's messages the app does not hide (``message`` decides, findings dropped)
-    count = sum(1 for n in path if isinstance(mapping[n].get("message"), dict)
-                and not message(mapping[n]["message"], n, None, where, [], cid).hidden)
+    count = sum(
+        1
+        for n in path
+        if isinstance(mapping[n].get("message"), dict)
+        and not message(mapping[n]["message"], n, None, where, [], cid).hidden
+    )
     created, updated = _time(doc.get("create_time")), _time(doc.get("update_time"))
     title = doc.get("title")
     if not isinstance(title, str) or not title.strip():
         title = next((_first_text(mapping[n]) for n in path if _first_text(mapping[n])), "") or "(untitled)"
-    return ConversationMeta("chatgpt", cid, " ".join(title.split())[:200], format_utc(created), format_utc(updated),
-                            created, updated, count, size, False, where)
+    return ConversationMeta(
+        "chatgpt",
+        cid,
+        " ".join(title.split())[:200],
+        format_utc(created),
+        format_utc(updated),
+        created,
+        updated,
+        count,
+        size,
+        False,
+        where,
+    )
 
 
 def _first_text(node) -> str:
@@ -139,17 +163,30 @@ def conversation(doc: dict, cid: str, where: str, findings: list, size: int | No
             elif isinstance(msg.get("metadata"), dict) and isinstance(msg["metadata"].get("model_slug"), str):
                 models.append(msg["metadata"]["model_slug"])
             messages.append(m)
-        kids = [k for k in node.get("children") or [] if isinstance(k, str) and k in mapping and k not in seen] \
-            if isinstance(node.get("children"), list) else []
+        kids = (
+            [k for k in node.get("children") or [] if isinstance(k, str) and k in mapping and k not in seen]
+            if isinstance(node.get("children"), list)
+            else []
+        )
         kids.sort(key=lambda k: k in on)  # the current branch's child last, so popped last
         stack.extend(reversed(kids))
     unreached = len(mapping) - len(seen)
     if unreached:
-        findings.append(Finding("unreachable-nodes", where, f"{unreached} nodes are not reachable from a root "
-                                "(parent/children disagree, or a cycle); not shown", WARNING, cid))
+        findings.append(
+            Finding(
+                "unreachable-nodes",
+                where,
+                f"{unreached} nodes are not reachable from a root (parent/children disagree, or a cycle); not shown",
+                WARNING,
+                cid,
+            )
+        )
     m = meta(doc, cid, where, [], size)
-    model = models[-1] if models else (doc.get("default_model_slug") if isinstance(doc.get("default_model_slug"), str)
-                                       else None)
+    model = (
+        models[-1]
+        if models
+        else (doc.get("default_model_slug") if isinstance(doc.get("default_model_slug"), str) else None)
+    )
     return Conversation(m, messages, doc, model, where)
 
 
@@ -161,8 +198,11 @@ def message(msg: dict, nid: str, default_ts, where: str, findings: list, cid=Non
     role_in = author.get("role")
     role = _ROLES.get(as_str(role_in))
     if role is None:
-        findings.append(Finding("unknown-role", where, f"node {nid[:40]}: role {as_text(role_in)[:40]!r}; shown as "
-                                "assistant", INFO, cid))
+        findings.append(
+            Finding(
+                "unknown-role", where, f"node {nid[:40]}: role {as_text(role_in)[:40]!r}; shown as assistant", INFO, cid
+            )
+        )
         role = "assistant"
     content = msg.get("content") if isinstance(msg.get("content"), dict) else {}
     ct = content.get("content_type") if isinstance(content.get("content_type"), str) else "?"
@@ -181,8 +221,12 @@ def message(msg: dict, nid: str, default_ts, where: str, findings: list, cid=Non
         m.tool_name = author.get("name") if isinstance(author.get("name"), str) else None
         if ct == "system_error":
             m.tool_status = "error"
-    m.hidden = bool(md.get("is_visually_hidden_from_conversation")) or msg.get("weight") == 0 \
-        or ct == "user_editable_context" or (role == "system" and not text.strip())
+    m.hidden = (
+        bool(md.get("is_visually_hidden_from_conversation"))
+        or msg.get("weight") == 0
+        or ct == "user_editable_context"
+        or (role == "system" and not text.strip())
+    )
     return m
 
 
@@ -208,8 +252,11 @@ def _content(c: dict, ct: str, nid, where, findings, cid) -> tuple[str, list]:
     if ct in ("code", "execution_output", "system_error") and isinstance(c.get("text"), str):
         return c["text"], []
     if ct == "thoughts" and isinstance(c.get("thoughts"), list):
-        return "\n\n".join("\n".join(str(t.get(k)) for k in ("summary", "content") if isinstance(t.get(k), str))
-                           for t in c["thoughts"] if isinstance(t, dict)), []
+        return "\n\n".join(
+            "\n".join(str(t.get(k)) for k in ("summary", "content") if isinstance(t.get(k), str))
+            for t in c["thoughts"]
+            if isinstance(t, dict)
+        ), []
     if ct == "reasoning_recap" and isinstance(c.get("content"), str):
         return c["content"], []
     if ct == "user_editable_context":
@@ -226,8 +273,15 @@ def _content(c: dict, ct: str, nid, where, findings, cid) -> tuple[str, list]:
 
 
 def _unknown(obj, what, nid, where, findings, cid) -> str:
-    findings.append(Finding("unknown-content", where, f"node {nid[:40]}: {what} is not one samctl knows; shown as "
-                            "stored JSON", INFO, cid))
+    findings.append(
+        Finding(
+            "unknown-content",
+            where,
+            f"node {nid[:40]}: {what} is not one samctl knows; shown as stored JSON",
+            INFO,
+            cid,
+        )
+    )
     return f"[{what}] " + short_json(obj, _UNKNOWN_CAP)
 
 

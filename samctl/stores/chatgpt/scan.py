@@ -59,8 +59,11 @@ def iter_items(read, cap: int, end: End | None = None):
         if pos >= len(buf) or want:
             if eof:
                 if depth > 0 or in_string:
-                    end.problem = ("truncated", f"the data ends at byte {base + len(buf)}, inside conversation "
-                                   f"{index}: what came before it was read")
+                    end.problem = (
+                        "truncated",
+                        f"the data ends at byte {base + len(buf)}, inside conversation "
+                        f"{index}: what came before it was read",
+                    )
                 elif not opened:
                     end.problem = ("not-array", "empty, or no JSON array in it")
                 return
@@ -102,8 +105,12 @@ def iter_items(read, cap: int, end: End | None = None):
         elif c in b"[{":
             if depth == 0:
                 if opened or c != 0x5B or base == 0 and bytes(buf[:pos]).lstrip(b"\xef\xbb\xbf").strip(_WS):
-                    end.problem = ("not-array", "not a JSON array of conversations" if not opened else
-                                   f"more data after the array, at byte {base + pos}; ignored")
+                    end.problem = (
+                        "not-array",
+                        "not a JSON array of conversations"
+                        if not opened
+                        else f"more data after the array, at byte {base + pos}; ignored",
+                    )
                     return
                 opened = True
             depth += 1
@@ -117,15 +124,30 @@ def iter_items(read, cap: int, end: End | None = None):
             pos += 1
             if depth == 1:
                 if skipping == "too-large":
-                    yield Item(index, item_offset, None, ("too-large", f"conversation {index} is over the {cap}-byte "
-                                                                     "cap; skipped (see --max-file-size)"))
+                    yield Item(
+                        index,
+                        item_offset,
+                        None,
+                        (
+                            "too-large",
+                            f"conversation {index} is over the {cap}-byte cap; skipped (see --max-file-size)",
+                        ),
+                    )
                 elif skipping:
-                    yield Item(index, item_offset, None, ("too-deep", f"conversation {index} nests values over "
-                                                                    f"{MAX_DEPTH} levels deep; skipped"))
+                    yield Item(
+                        index,
+                        item_offset,
+                        None,
+                        ("too-deep", f"conversation {index} nests values over {MAX_DEPTH} levels deep; skipped"),
+                    )
                 else:
                     data = bytes(buf[start:pos])
-                    yield Item(index, item_offset, data, None if data[:1] == b"{" else
-                               ("not-object", "an array, not a conversation object"))
+                    yield Item(
+                        index,
+                        item_offset,
+                        data,
+                        None if data[:1] == b"{" else ("not-object", "an array, not a conversation object"),
+                    )
                 start, index = -1, index + 1
             elif depth == 0:
                 return

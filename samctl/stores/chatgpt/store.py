@@ -64,7 +64,9 @@ class ChatgptStore(Store):
 
     def prefix_ok(self, text: str) -> bool:
         t = text.lower()
-        return 0 < len(t) <= 36 and decode.UUID_RE.match(t + "00000000-0000-0000-0000-000000000000"[len(t):]) is not None
+        return (
+            0 < len(t) <= 36 and decode.UUID_RE.match(t + "00000000-0000-0000-0000-000000000000"[len(t) :]) is not None
+        )
 
     # sources ----------------------------------------------------------------------
     def _sources(self, findings: list):
@@ -79,8 +81,14 @@ class ChatgptStore(Store):
         shards = sorted((int(m[1]), n) for n in names if (m := SHARD_RE.match(n)))
         if SINGLE in names:
             if shards:
-                findings.append(Finding("shards-ignored", str(self.conv_dir), f"{SINGLE} and {len(shards)} "
-                                        "conversations-NNN.json shards are both here; read the single file", INFO))
+                findings.append(
+                    Finding(
+                        "shards-ignored",
+                        str(self.conv_dir),
+                        f"{SINGLE} and {len(shards)} conversations-NNN.json shards are both here; read the single file",
+                        INFO,
+                    )
+                )
             chosen = [SINGLE]
         else:
             chosen = [n for _, n in shards]
@@ -115,24 +123,42 @@ class ChatgptStore(Store):
                 infos = zf.infolist()
                 problems = zip_problems(infos)
                 if problems:
-                    findings.append(Finding("zip-refused", zp, f"refused, nothing read from it: {problems[0]}"
-                                            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")))
+                    findings.append(
+                        Finding(
+                            "zip-refused",
+                            zp,
+                            f"refused, nothing read from it: {problems[0]}"
+                            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+                        )
+                    )
                     return
                 by_name = {i.filename: i for i in infos}
                 shards = sorted((int(m[1]), n) for n in by_name if (m := SHARD_RE.match(n)))
                 if SINGLE in by_name:
                     chosen = [SINGLE]
                     if shards:
-                        findings.append(Finding("shards-ignored", zp, f"{SINGLE} and {len(shards)} shards are both "
-                                                "in the zip; read the single file", INFO))
+                        findings.append(
+                            Finding(
+                                "shards-ignored",
+                                zp,
+                                f"{SINGLE} and {len(shards)} shards are both in the zip; read the single file",
+                                INFO,
+                            )
+                        )
                 else:
                     chosen = [n for _, n in shards]
                 for n in chosen:
                     try:
                         with zf.open(by_name[n]) as member:  # zipfile stops at the declared size, checks the CRC
                             yield f"{zp}!{n}", _reader(member.read, f"{zp}!{n}", findings)
-                    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
-                            RuntimeError) as exc:
+                    except (
+                        zipfile.BadZipFile,
+                        OSError,
+                        ValueError,
+                        EOFError,
+                        NotImplementedError,
+                        RuntimeError,
+                    ) as exc:
                         findings.append(Finding("bad-zip", f"{zp}!{n}", f"cannot read this member: {str(exc)[:160]}"))
 
     def _items(self, findings: list):
@@ -197,8 +223,11 @@ class ChatgptStore(Store):
                 if isinstance(doc, dict) and decode.conv_id(doc) == cid:
                     findings.extend(found)
                     return where, item.data, doc
-        findings.extend(f for f in scratch if f.code in ("bad-zip", "zip-refused", "truncated", "symlink",
-                                                         "not-regular", "unreadable", "missing"))
+        findings.extend(
+            f
+            for f in scratch
+            if f.code in ("bad-zip", "zip-refused", "truncated", "symlink", "not-regular", "unreadable", "missing")
+        )
         return None
 
     def _read_at(self, where: str, offset: int, length: int) -> bytes | None:
@@ -238,7 +267,7 @@ class ChatgptStore(Store):
                     off, n = ranges[i]
                     if cur is None:
                         cur = bytearray()
-                    cur += chunk[off + len(cur) - pos: min(off + n, end) - pos]
+                    cur += chunk[off + len(cur) - pos : min(off + n, end) - pos]
                     if len(cur) < n:
                         break
                     at[off, n] = spool.tell()
@@ -293,12 +322,14 @@ class ChatgptStore(Store):
 def _reader(read, where: str, findings: list):
     """``read`` that ends the data (with a finding) instead of raising: a damaged zip member (bad CRC,
     bad deflate stream) or an I/O error mid-file reads as a cut file, and what came before still counts."""
+
     def safe(n: int) -> bytes:
         try:
             return read(n)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError, NotImplementedError) as exc:
             findings.append(Finding("unreadable", where, f"reading stopped: {str(exc)[:160]}"))
             return b""
+
     return safe
 
 
@@ -343,9 +374,9 @@ def directory_problem(f) -> str | None:
         i = tail.rfind(b"PK\x05\x06")
         if i < 0 or len(tail) - i < 22:
             return None
-        entries, cd_size = struct.unpack("<HI", tail[i + 10:i + 16])
-        if (entries == 0xFFFF or cd_size == 0xFFFFFFFF) and i >= 20 and tail[i - 20:i - 16] == b"PK\x06\x07":
-            f.seek(struct.unpack("<Q", tail[i - 12:i - 4])[0])
+        entries, cd_size = struct.unpack("<HI", tail[i + 10 : i + 16])
+        if (entries == 0xFFFF or cd_size == 0xFFFFFFFF) and i >= 20 and tail[i - 20 : i - 16] == b"PK\x06\x07":
+            f.seek(struct.unpack("<Q", tail[i - 12 : i - 4])[0])
             rec = f.read(56)
             if len(rec) == 56 and rec[:4] == b"PK\x06\x06":
                 entries, cd_size = struct.unpack("<QQ", rec[32:48])

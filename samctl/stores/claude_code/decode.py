@@ -27,8 +27,19 @@ SESSION_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-
 AGENT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 
 # entries that are not conversation but may sit in the tree (kept as nodes so their children are not roots)
-STRUCTURAL = {"attachment", "progress", "agent-setting", "pr-link", "file-history-snapshot", "queue-operation",
-              "summary", "ai-title", "custom-title", "last-prompt", "tag"}
+STRUCTURAL = {
+    "attachment",
+    "progress",
+    "agent-setting",
+    "pr-link",
+    "file-history-snapshot",
+    "queue-operation",
+    "summary",
+    "ai-title",
+    "custom-title",
+    "last-prompt",
+    "tag",
+}
 _WRAPPERS = _INJECTED  # (samctl/injected.py: the documented list)
 
 
@@ -42,8 +53,16 @@ def _type(e: dict) -> str:
     return t if isinstance(t, str) else f"<{type(t).__name__}>"
 
 
-def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | None = None, fresh: bool = False,
-                   line_cap: int | None = None) -> tuple[Conversation, list[Finding]]:
+def decode_session(
+    data: bytes,
+    path: str,
+    sid: str,
+    agents=(),
+    *,
+    size: int | None = None,
+    fresh: bool = False,
+    line_cap: int | None = None,
+) -> tuple[Conversation, list[Finding]]:
     """The session in ``data`` (file ``path``, id ``sid``) and what could not be read of it.
 
     ``agents``: ``(agent id, path, bytes)`` of the sub-agent transcripts that belong to it.
@@ -76,11 +95,26 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
         if t not in STRUCTURAL and t not in ("user", "assistant", "system"):
             unknown[t] = unknown.get(t, 0) + 1
     if dup:
-        findings.append(Finding("duplicate-uuid", path, f"{dup} entr{'y repeats' if dup == 1 else 'ies repeat'} "
-                                "an earlier uuid (a resume rewrite); the first is used", INFO, sid))
+        findings.append(
+            Finding(
+                "duplicate-uuid",
+                path,
+                f"{dup} entr{'y repeats' if dup == 1 else 'ies repeat'} "
+                "an earlier uuid (a resume rewrite); the first is used",
+                INFO,
+                sid,
+            )
+        )
     for t, n in unknown.items():
-        findings.append(Finding("unknown-type", path, f"{n} entr{'y' if n == 1 else 'ies'} of unknown type {t[:60]!r}"
-                                " kept (shown with --all)", INFO, sid))
+        findings.append(
+            Finding(
+                "unknown-type",
+                path,
+                f"{n} entr{'y' if n == 1 else 'ies'} of unknown type {t[:60]!r} kept (shown with --all)",
+                INFO,
+                sid,
+            )
+        )
 
     main = _main_branch(entries, nodes, path, sid, findings)
     on_main = set(main)
@@ -98,15 +132,22 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
             start, looped = _fork_of(i, entries, nodes, on_main, memo)
             groups.setdefault(start, []).append(i)
             if looped and not any(f.code == "tree-cycle" for f in findings):
-                findings.append(Finding("tree-cycle", path, f"the parent chain of {e['uuid'][:40]!r} loops (off the "
-                                        "main branch); that branch starts where the loop closes", WARNING, sid))
+                findings.append(
+                    Finding(
+                        "tree-cycle",
+                        path,
+                        f"the parent chain of {e['uuid'][:40]!r} loops (off the "
+                        "main branch); that branch starts where the loop closes",
+                        WARNING,
+                        sid,
+                    )
+                )
     for n, (start, idx) in enumerate(groups.items(), 1):
         conv_entries = [entries[i] for i in idx if _type(entries[i]) not in STRUCTURAL]
         if not conv_entries:
             continue
         parent = _str(entries[start].get("parentUuid")) or "no parent"
-        messages.append(_marker(f"side branch {n}: {len(idx)} entries off the main branch (after {parent})",
-                                "branch"))
+        messages.append(_marker(f"side branch {n}: {len(idx)} entries off the main branch (after {parent})", "branch"))
         messages += _messages(conv_entries, hidden=True, findings=findings, path=path, sid=sid)
     for agent, idx in sidechains.items():
         messages.append(_marker(f"sub-agent {agent} (inline sidechain, {len(idx)} entries)", "sidechain"))
@@ -129,9 +170,19 @@ def decode_session(data: bytes, path: str, sid: str, agents=(), *, size: int | N
             m = _str(e["message"].get("model"))
             if m and m != "<synthetic>":
                 model = m
-    meta = ConversationMeta(STORE, sid, " ".join(title.split())[:200] or "(untitled)", created[1], updated[1],
-                            created[0], updated[0], sum(1 for m in messages if not m.hidden),
-                            len(data) if size is None else size, False, path)
+    meta = ConversationMeta(
+        STORE,
+        sid,
+        " ".join(title.split())[:200] or "(untitled)",
+        created[1],
+        updated[1],
+        created[0],
+        updated[0],
+        sum(1 for m in messages if not m.hidden),
+        len(data) if size is None else size,
+        False,
+        path,
+    )
     meta.project, meta.branch = session_place(entries)
     meta.continues = mark_copies(messages, sid)
     meta.copied_messages = sum(1 for m in messages if m.copied and not m.hidden)
@@ -144,8 +195,12 @@ def _main_branch(entries, nodes, path, sid, findings) -> list[int]:
     leaf = None
     for i in range(len(entries) - 1, -1, -1):
         e = entries[i]
-        if e.get("type") in ("user", "assistant") and e.get("isSidechain") is not True and _str(e.get("uuid")) \
-                and nodes.get(e["uuid"]) == i:
+        if (
+            e.get("type") in ("user", "assistant")
+            and e.get("isSidechain") is not True
+            and _str(e.get("uuid"))
+            and nodes.get(e["uuid"]) == i
+        ):
             leaf = i
             break
     if leaf is None:
@@ -155,8 +210,15 @@ def _main_branch(entries, nodes, path, sid, findings) -> list[int]:
     while i is not None:
         e = entries[i]
         if i in seen:
-            findings.append(Finding("tree-cycle", path, f"the parent chain loops at {e['uuid'][:40]!r}; the main "
-                                    "branch starts there", WARNING, sid))
+            findings.append(
+                Finding(
+                    "tree-cycle",
+                    path,
+                    f"the parent chain loops at {e['uuid'][:40]!r}; the main branch starts there",
+                    WARNING,
+                    sid,
+                )
+            )
             break
         seen.add(i)
         out.append(i)
@@ -165,8 +227,16 @@ def _main_branch(entries, nodes, path, sid, findings) -> list[int]:
             break
         i = nodes.get(parent)
         if i is None:
-            findings.append(Finding("missing-parent", path, f"the main branch's parent {parent[:40]!r} is not in "
-                                    "the file (a deleted or earlier session); it starts after it", INFO, sid))
+            findings.append(
+                Finding(
+                    "missing-parent",
+                    path,
+                    f"the main branch's parent {parent[:40]!r} is not in "
+                    "the file (a deleted or earlier session); it starts after it",
+                    INFO,
+                    sid,
+                )
+            )
     out.reverse()
     return out
 
@@ -216,8 +286,16 @@ def _messages(entries, *, hidden: bool, findings, path, sid) -> list[Message]:
                 _assistant_blocks(out[-1], msg.get("content"), tool_names, findings, path, sid)
                 out[-1].raw.append(e)
                 continue
-            m = Message("assistant", "", ts_text, ts, _str(e.get("uuid")), hidden=hidden, raw=[e],
-                        kind="sidechain" if e.get("isSidechain") is True else None)
+            m = Message(
+                "assistant",
+                "",
+                ts_text,
+                ts,
+                _str(e.get("uuid")),
+                hidden=hidden,
+                raw=[e],
+                kind="sidechain" if e.get("isSidechain") is True else None,
+            )
             _assistant_blocks(m, msg.get("content"), tool_names, findings, path, sid)
             out.append(m)
             last_id = mid
@@ -231,13 +309,33 @@ def _messages(entries, *, hidden: bool, findings, path, sid) -> list[Message]:
             if sub == "compact_boundary":
                 cm = e.get("compactMetadata") if isinstance(e.get("compactMetadata"), dict) else {}
                 text = f"conversation compacted ({cm.get('trigger', '?')}, {cm.get('preTokens', '?')} tokens before)"
-            out.append(Message("system", text or sub, ts_text, ts, _str(e.get("uuid")), kind=sub,
-                               hidden=hidden or e.get("isMeta") is True, raw=e))
+            out.append(
+                Message(
+                    "system",
+                    text or sub,
+                    ts_text,
+                    ts,
+                    _str(e.get("uuid")),
+                    kind=sub,
+                    hidden=hidden or e.get("isMeta") is True,
+                    raw=e,
+                )
+            )
         elif t in STRUCTURAL:
             continue
         else:
-            out.append(Message("system", f"[unknown entry {str(t)[:60]}] {compact(e)}", ts_text, ts,
-                               _str(e.get("uuid")), kind=f"unknown:{str(t)[:60]}", hidden=True, raw=e))
+            out.append(
+                Message(
+                    "system",
+                    f"[unknown entry {str(t)[:60]}] {compact(e)}",
+                    ts_text,
+                    ts,
+                    _str(e.get("uuid")),
+                    kind=f"unknown:{str(t)[:60]}",
+                    hidden=True,
+                    raw=e,
+                )
+            )
     return out
 
 
@@ -292,16 +390,29 @@ def _user(e, content, ts_text, ts, hidden, tool_names) -> list[Message]:
         elif bt == "tool_result":
             tid = _str(b.get("tool_use_id"))
             text, images = _result_content(b.get("content"))
-            out.append(Message("tool", text, ts_text, ts, uid, tool_call_id=tid, tool_name=tool_names.get(tid),
-                               tool_status="error" if b.get("is_error") is True else "success", hidden=hidden,
-                               attachments=images, raw=e))
+            out.append(
+                Message(
+                    "tool",
+                    text,
+                    ts_text,
+                    ts,
+                    uid,
+                    tool_call_id=tid,
+                    tool_name=tool_names.get(tid),
+                    tool_status="error" if b.get("is_error") is True else "success",
+                    hidden=hidden,
+                    attachments=images,
+                    raw=e,
+                )
+            )
         else:
             texts.append(f"[{as_text(bt)[:60]} block] {compact(b)}")
     if texts or atts:
         text = "\n\n".join(texts)
         kind = "meta" if meta else ("command" if text.lstrip().startswith(_WRAPPERS) else None)
-        out.insert(0, Message("user", text, ts_text, ts, uid, kind=kind, hidden=hidden or meta, attachments=atts,
-                              raw=e))
+        out.insert(
+            0, Message("user", text, ts_text, ts, uid, kind=kind, hidden=hidden or meta, attachments=atts, raw=e)
+        )
     return out
 
 

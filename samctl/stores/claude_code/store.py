@@ -42,7 +42,6 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     def valid_id(self, text: str) -> bool:
         return isinstance(text, str) and SESSION_RE.match(text) is not None
 
-
     def _projects(self, findings: list) -> list[str]:
         """The project folders: the store's folder itself when it holds sessions (a root given as one
         project), else its subfolders (never through a symlink)."""
@@ -64,12 +63,26 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
                         continue
                     cid = n[:-6].lower()
                     if not stat.S_ISREG(st.st_mode):
-                        found.append(Finding("not-regular", p, f"is not a regular file "
-                                             f"({fsafe.describe_mode(st.st_mode)})", WARNING, cid))
+                        found.append(
+                            Finding(
+                                "not-regular",
+                                p,
+                                f"is not a regular file ({fsafe.describe_mode(st.st_mode)})",
+                                WARNING,
+                                cid,
+                            )
+                        )
                     elif cid in idx:
                         self._twins[cid] = p
-                        found.append(Finding("duplicate-id", p, f"session {cid} is also in {idx[cid]}; that one "
-                                             "is used", WARNING, cid))
+                        found.append(
+                            Finding(
+                                "duplicate-id",
+                                p,
+                                f"session {cid} is also in {idx[cid]}; that one is used",
+                                WARNING,
+                                cid,
+                            )
+                        )
                     else:
                         idx[cid] = p
                         self._stats[cid] = st
@@ -101,12 +114,20 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         candidates = []
         for p, s in ((path.parent / path.stem, st), (folder, sub)):
             if s is not None and stat.S_ISLNK(s.st_mode):
-                findings.append(Finding("symlink", str(p), "is a symlink (samctl does not follow symlinks): its "
-                                        "sub-agent transcripts are not read", WARNING, cid))
+                findings.append(
+                    Finding(
+                        "symlink",
+                        str(p),
+                        "is a symlink (samctl does not follow symlinks): its sub-agent transcripts are not read",
+                        WARNING,
+                        cid,
+                    )
+                )
                 break
         if st is not None and stat.S_ISDIR(st.st_mode) and sub is not None and stat.S_ISDIR(sub.st_mode):
-            candidates += [(n, p) for n, p, s in scan(str(folder), findings, " in a subagents folder")
-                           if stat.S_ISREG(s.st_mode)]
+            candidates += [
+                (n, p) for n, p, s in scan(str(folder), findings, " in a subagents folder") if stat.S_ISREG(s.st_mode)
+            ]
         for agent in sorted(agent_ids(data)):
             n = f"agent-{agent}.jsonl"
             if AGENT_RE.match(agent):
@@ -136,6 +157,7 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
             found: list = []
             conv = self._read(cid, found, with_agents=False)
             return (conv.meta if conv is not None else None), [f for f in found if f.severity == "error"]
+
         return cached_metas(self, [(cid, p, self._stats[cid]) for cid, p in idx.items()], read, findings)
 
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
@@ -176,10 +198,12 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         return parts[0] == cid or (n >= 2 and parts[1] == cid)
 
     def cleanup_warning(self) -> str | None:
-        return (f"Claude Code deletes sessions not written to for cleanupPeriodDays (30 days unless its settings "
-                f"say otherwise) when it starts; a restored session keeps its old mtime, so the next start deletes "
-                f"it again unless cleanupPeriodDays is raised in {self.base / 'settings.json'} (or the session is "
-                "restored with --touch)")
+        return (
+            f"Claude Code deletes sessions not written to for cleanupPeriodDays (30 days unless its settings "
+            f"say otherwise) when it starts; a restored session keeps its old mtime, so the next start deletes "
+            f"it again unless cleanupPeriodDays is raised in {self.base / 'settings.json'} (or the session is "
+            "restored with --touch)"
+        )
 
 
 def default_root() -> Path:

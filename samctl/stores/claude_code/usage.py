@@ -34,7 +34,7 @@ def usage_records(store, findings: list, projects: list):
     files: list = []
     root = str(store.conv_dir)
     for proj in projects:
-        slug = proj[len(root):].strip("/") or store.conv_dir.name
+        slug = proj[len(root) :].strip("/") or store.conv_dir.name
         entries = scan(proj, findings, "")
         sessions = {n[:-6].lower() for n, _, st in entries if n.endswith(".jsonl") and SESSION_RE.match(n[:-6])}
         for n, p, st in entries:
@@ -71,8 +71,11 @@ def parse_usage(data: bytes, path: str, session: str):
         try:
             e = orjson.loads(line)
         except orjson.JSONDecodeError:
-            found.append(Finding("bad-line", path, f"line {n} is not valid JSON; its usage is not counted", WARNING,
-                                 session or None))
+            found.append(
+                Finding(
+                    "bad-line", path, f"line {n} is not valid JSON; its usage is not counted", WARNING, session or None
+                )
+            )
             continue
         if type(e) is not dict:
             continue
@@ -89,9 +92,13 @@ def parse_usage(data: bytes, path: str, session: str):
         cw, cr = u.get("cache_creation_input_tokens", 0), u.get("cache_read_input_tokens", 0)
         cw, cr = (0 if cw is None else count(cw)), (0 if cr is None else count(cr))
         model, mid, rid = m.get("model"), m.get("id"), e.get("requestId")
-        if (ts is None or None in (i, o, cw, cr) or (model is not None and (type(model) is not str
-                                                                           or len(model) > _MODEL_CAP))
-                or (mid is not None and type(mid) is not str) or (rid is not None and type(rid) is not str)):
+        if (
+            ts is None
+            or None in (i, o, cw, cr)
+            or (model is not None and (type(model) is not str or len(model) > _MODEL_CAP))
+            or (mid is not None and type(mid) is not str)
+            or (rid is not None and type(rid) is not str)
+        ):
             bad += 1
             continue
         key = f"{mid}:{rid or ''}" if mid else None
@@ -101,9 +108,16 @@ def parse_usage(data: bytes, path: str, session: str):
             keys.add(key)
         rows.append([ts, model, key, i, o, cw, cr, 0])
     if bad:
-        found.append(Finding("bad-usage", path, f"{bad} usage entr{'y' if bad == 1 else 'ies'} with a missing "
-                             "timestamp or a count that is not a non-negative integer; not counted", WARNING,
-                             session or None))
+        found.append(
+            Finding(
+                "bad-usage",
+                path,
+                f"{bad} usage entr{'y' if bad == 1 else 'ies'} with a missing "
+                "timestamp or a count that is not a non-negative integer; not counted",
+                WARNING,
+                session or None,
+            )
+        )
     project = cwd if session else f"{cwd or ''}\0{sid or ''}"
     return project, rows, found
 

@@ -26,16 +26,47 @@ from samctl.timeparse import parse_timestamp
 
 STORE = "codex"
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
-NAME_RE = re.compile(r"rollout-(.+)-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
-                     r"\.(jsonl|jsonl\.zst|json)\Z")
+NAME_RE = re.compile(
+    r"rollout-(.+)-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"\.(jsonl|jsonl\.zst|json)\Z"
+)
 
-_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>",
-            "<INSTRUCTIONS>", "<user_shell_command>", "<turn_aborted>", "<skill>")
-_QUIET_EVENTS = {"token_count", "task_started", "task_complete", "turn_started", "turn_complete", "context_compacted",
-                 "agent_reasoning_raw_content", "agent_reasoning_section_break", "entered_review_mode",
-                 "exited_review_mode", "undo_completed", "patch_apply_end", "image_generation_end", "item_completed",
-                 "error", "exec_command_end", "mcp_tool_call_end", "web_search_end", "view_image_tool_call",
-                 "plan_update", "session_configured", "warning", "stream_error", "background_event"}
+_CONTEXT = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<INSTRUCTIONS>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<skill>",
+)
+_QUIET_EVENTS = {
+    "token_count",
+    "task_started",
+    "task_complete",
+    "turn_started",
+    "turn_complete",
+    "context_compacted",
+    "agent_reasoning_raw_content",
+    "agent_reasoning_section_break",
+    "entered_review_mode",
+    "exited_review_mode",
+    "undo_completed",
+    "patch_apply_end",
+    "image_generation_end",
+    "item_completed",
+    "error",
+    "exec_command_end",
+    "mcp_tool_call_end",
+    "web_search_end",
+    "view_image_tool_call",
+    "plan_update",
+    "session_configured",
+    "warning",
+    "stream_error",
+    "background_event",
+}
 _QUIET_ITEMS = {"ghost_snapshot", "compaction", "compaction_summary", "additional_tools"}
 
 
@@ -43,38 +74,71 @@ def _str(v) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def decode_rollout(data: bytes, path: str, cid: str, *, index_title: str | None = None, size: int | None = None,
-                   fresh: bool = False, line_cap: int | None = None) -> tuple[Conversation, list[Finding]]:
+def decode_rollout(
+    data: bytes,
+    path: str,
+    cid: str,
+    *,
+    index_title: str | None = None,
+    size: int | None = None,
+    fresh: bool = False,
+    line_cap: int | None = None,
+) -> tuple[Conversation, list[Finding]]:
     """The thread in ``data`` (file ``path``, id ``cid``) and what could not be read of it.
     ``index_title``: the thread's name in ``session_index.jsonl``, if any (it wins)."""
     findings: list = []
     records = _records(data, path, cid, findings, fresh, line_cap)
     d = _Decoder(path, cid, findings)
-    has_events = any(t == "event_msg" and isinstance(p, dict) and p.get("type") in ("user_message", "agent_message")
-                     for _, t, p in records)
-    d.events_reasoning = any(t == "event_msg" and isinstance(p, dict) and p.get("type") == "agent_reasoning"
-                             for _, t, p in records)
+    has_events = any(
+        t == "event_msg" and isinstance(p, dict) and p.get("type") in ("user_message", "agent_message")
+        for _, t, p in records
+    )
+    d.events_reasoning = any(
+        t == "event_msg" and isinstance(p, dict) and p.get("type") == "agent_reasoning" for _, t, p in records
+    )
     d.events = has_events
     for ts_text, t, p in records:
         d.record(ts_text, t, p)
     d.flush_reasoning()
     for kind, n in d.unknown.items():
-        findings.append(Finding("unknown-type", path, f"{n} record{'s' if n != 1 else ''} of unknown type "
-                                f"{kind[:80]!r} kept (shown with --all)", INFO, cid))
+        findings.append(
+            Finding(
+                "unknown-type",
+                path,
+                f"{n} record{'s' if n != 1 else ''} of unknown type {kind[:80]!r} kept (shown with --all)",
+                INFO,
+                cid,
+            )
+        )
     msgs = d.messages
     first_user = first_typed(m.content for m in msgs if m.role == "user" and not m.hidden)
     title = index_title or d.thread_name or first_user or "(untitled)"
     times = d.times
-    created = (parse_timestamp(d.start), d.start) if d.start and parse_timestamp(d.start) is not None else \
-        (min(times) if times else (None, None))
+    created = (
+        (parse_timestamp(d.start), d.start)
+        if d.start and parse_timestamp(d.start) is not None
+        else (min(times) if times else (None, None))
+    )
     updated = max(times) if times else created
-    meta = ConversationMeta(STORE, cid, " ".join(title.split())[:200] or "(untitled)", created[1], updated[1],
-                            created[0], updated[0], sum(1 for m in msgs if not m.hidden),
-                            len(data) if size is None else size, False, path)
+    meta = ConversationMeta(
+        STORE,
+        cid,
+        " ".join(title.split())[:200] or "(untitled)",
+        created[1],
+        updated[1],
+        created[0],
+        updated[0],
+        sum(1 for m in msgs if not m.hidden),
+        len(data) if size is None else size,
+        False,
+        path,
+    )
     meta.project, meta.branch = thread_place(d.session_meta)
     meta.model = d.model
-    raw = {"session_meta": d.session_meta, "records": [{"timestamp": ts, "type": t, "payload": p}
-                                                       for ts, t, p in records]}
+    raw = {
+        "session_meta": d.session_meta,
+        "records": [{"timestamp": ts, "type": t, "payload": p} for ts, t, p in records],
+    }
     return Conversation(meta=meta, messages=msgs, raw=raw, model=d.model, source=path), findings
 
 
@@ -85,8 +149,9 @@ def _records(data: bytes, path, cid, findings, fresh, line_cap) -> list[tuple]:
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            findings.append(Finding("bad-json", path, f"not valid JSON ({str(exc).splitlines()[0][:120]})", WARNING,
-                                    cid))
+            findings.append(
+                Finding("bad-json", path, f"not valid JSON ({str(exc).splitlines()[0][:120]})", WARNING, cid)
+            )
             return []
         if isinstance(doc, dict) and ("items" in doc or "session" in doc):  # G0 (TypeScript CLI)
             session = doc.get("session") if isinstance(doc.get("session"), dict) else {}
@@ -96,8 +161,9 @@ def _records(data: bytes, path, cid, findings, fresh, line_cap) -> list[tuple]:
         if not isinstance(doc, dict):
             findings.append(Finding("not-object", path, "the document is not a JSON object", WARNING, cid))
             return []
-        findings.append(Finding("unknown-shape", path, "a .json rollout without session/items; read as one line",
-                                WARNING, cid))
+        findings.append(
+            Finding("unknown-shape", path, "a .json rollout without session/items; read as one line", WARNING, cid)
+        )
         data = orjson.dumps(doc) + b"\n"
     rows = parse_lines(data, path, findings, line_cap=line_cap, fresh=fresh, conversation=cid)
     out = []
@@ -113,8 +179,15 @@ def _records(data: bytes, path, cid, findings, fresh, line_cap) -> list[tuple]:
         else:
             out.append((_str(obj.get("timestamp")), f"?line {n}", obj))
     if out and out[0][1] != "session_meta":
-        findings.append(Finding("no-session-meta", path, "the first record is not session_meta (Codex would not "
-                                "list this file); read anyway", WARNING, cid))
+        findings.append(
+            Finding(
+                "no-session-meta",
+                path,
+                "the first record is not session_meta (Codex would not list this file); read anyway",
+                WARNING,
+                cid,
+            )
+        )
     return out
 
 
@@ -148,8 +221,17 @@ class _Decoder:
 
     def _unknown(self, what: str, ts_text, ts, obj) -> None:
         self.unknown[what] = self.unknown.get(what, 0) + 1
-        self.messages.append(Message("system", f"[unknown {what[:80]}] {compact(obj)}", ts_text, ts,
-                                     kind=f"unknown:{what[:80]}", hidden=True, raw=obj))
+        self.messages.append(
+            Message(
+                "system",
+                f"[unknown {what[:80]}] {compact(obj)}",
+                ts_text,
+                ts,
+                kind=f"unknown:{what[:80]}",
+                hidden=True,
+                raw=obj,
+            )
+        )
 
     def record(self, ts_text, t, p) -> None:
         ts = parse_timestamp(ts_text) if ts_text else None
@@ -171,8 +253,16 @@ class _Decoder:
             return
         if t == "compacted":
             self.flush_reasoning()
-            self._add(Message("system", "context compacted: " + (_str(p.get("message")) or ""), ts_text, ts,
-                              kind="compacted", raw=p))
+            self._add(
+                Message(
+                    "system",
+                    "context compacted: " + (_str(p.get("message")) or ""),
+                    ts_text,
+                    ts,
+                    kind="compacted",
+                    raw=p,
+                )
+            )
             return
         if t == "response_item":
             self.item(p, ts_text, ts)
@@ -191,13 +281,34 @@ class _Decoder:
                 return  # shown from the event stream
             if role == "user":
                 injected = text.lstrip().startswith(_CONTEXT)
-                m = self._add(Message("user", text, ts_text, ts, _str(p.get("id")), kind="context" if injected else None,
-                                      hidden=injected, attachments=atts, raw=p))
+                m = self._add(
+                    Message(
+                        "user",
+                        text,
+                        ts_text,
+                        ts,
+                        _str(p.get("id")),
+                        kind="context" if injected else None,
+                        hidden=injected,
+                        attachments=atts,
+                        raw=p,
+                    )
+                )
                 if not injected:
                     self.turn_starts.append(len(self.messages) - 1)
             elif role == "assistant":
-                self._add(Message("assistant", text, ts_text, ts, _str(p.get("id")), attachments=atts, raw=p,
-                                  kind=_str(p.get("phase"))))
+                self._add(
+                    Message(
+                        "assistant",
+                        text,
+                        ts_text,
+                        ts,
+                        _str(p.get("id")),
+                        attachments=atts,
+                        raw=p,
+                        kind=_str(p.get("phase")),
+                    )
+                )
             else:  # developer, system: instructions the person did not type
                 self._add(Message("system", text, ts_text, ts, _str(p.get("id")), kind=role[:40], hidden=True, raw=p))
         elif it == "reasoning":
@@ -213,12 +324,21 @@ class _Decoder:
                 self.reasoning.append("\n".join(parts))
             elif p.get("encrypted_content"):
                 self.reasoning.append("[encrypted reasoning]")
-        elif it in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call",
-                    "image_generation_call"):
+        elif it in (
+            "function_call",
+            "custom_tool_call",
+            "local_shell_call",
+            "web_search_call",
+            "tool_search_call",
+            "image_generation_call",
+        ):
             cid = _str(p.get("call_id"))
-            name = _str(p.get("name")) or {"local_shell_call": "local_shell", "web_search_call": "web_search",
-                                           "tool_search_call": "tool_search",
-                                           "image_generation_call": "image_generation"}.get(it, "?")
+            name = _str(p.get("name")) or {
+                "local_shell_call": "local_shell",
+                "web_search_call": "web_search",
+                "tool_search_call": "tool_search",
+                "image_generation_call": "image_generation",
+            }.get(it, "?")
             if it == "function_call":
                 args = p.get("arguments")
             elif it == "custom_tool_call":
@@ -231,16 +351,28 @@ class _Decoder:
                 args = p.get("action")
             if cid:
                 self.tool_names[cid] = name
-            m = Message("assistant", "", ts_text, ts, _str(p.get("id")), tool_calls=[ToolCall(cid, name, args)],
-                        kind=it, raw=p)
+            m = Message(
+                "assistant", "", ts_text, ts, _str(p.get("id")), tool_calls=[ToolCall(cid, name, args)], kind=it, raw=p
+            )
             if it == "image_generation_call" and isinstance(p.get("result"), str):
                 m.attachments.append({"type": "image", "bytes": len(p["result"]) * 3 // 4})
             self._add(m)
         elif it in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
             cid = _str(p.get("call_id"))
             text, atts, status = _output(p.get("output") if it != "tool_search_output" else p.get("tools"))
-            m = self._add(Message("tool", text, ts_text, ts, tool_call_id=cid, tool_name=self.tool_names.get(cid),
-                                  tool_status=status, attachments=atts, raw=p))
+            m = self._add(
+                Message(
+                    "tool",
+                    text,
+                    ts_text,
+                    ts,
+                    tool_call_id=cid,
+                    tool_name=self.tool_names.get(cid),
+                    tool_status=status,
+                    attachments=atts,
+                    raw=p,
+                )
+            )
             unwrap_envelope(m)
         elif it in _QUIET_ITEMS:
             return
@@ -272,12 +404,25 @@ class _Decoder:
                 for m in self.messages[cut:]:
                     m.hidden = True
                     m.kind = "rolled-back"
-                self.messages.append(Message("system", f"── {n} turn{'s' if n != 1 else ''} rolled back above ──",
-                                             ts_text, ts, kind="rolled-back", hidden=True, marker=True, raw=p))
+                self.messages.append(
+                    Message(
+                        "system",
+                        f"── {n} turn{'s' if n != 1 else ''} rolled back above ──",
+                        ts_text,
+                        ts,
+                        kind="rolled-back",
+                        hidden=True,
+                        marker=True,
+                        raw=p,
+                    )
+                )
         elif et == "turn_aborted":
             self.flush_reasoning()
-            self._add(Message("system", f"turn aborted ({_str(p.get('reason')) or '?'})", ts_text, ts,
-                              kind="turn_aborted", raw=p))
+            self._add(
+                Message(
+                    "system", f"turn aborted ({_str(p.get('reason')) or '?'})", ts_text, ts, kind="turn_aborted", raw=p
+                )
+            )
         elif et in _QUIET_EVENTS:
             return
         else:

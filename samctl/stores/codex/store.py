@@ -42,7 +42,7 @@ def decompress(data: bytes, cap: int, path: str) -> bytes:
         while pos < len(data):
             d = zstandard.ZstdDecompressor().decompressobj()
             while not d.eof and pos < len(data):
-                piece = d.decompress(data[pos:pos + step])
+                piece = d.decompress(data[pos : pos + step])
                 pos += min(step, len(data) - pos)
                 total += len(piece)
                 if total > cap:
@@ -76,7 +76,6 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     def valid_id(self, text: str) -> bool:
         return isinstance(text, str) and UUID_RE.match(text) is not None
 
-
     def _rollouts(self, findings: list):
         """``(path, id, suffix)`` of every rollout file, live ones first."""
         home = str(self.conv_dir)
@@ -96,8 +95,9 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
                 if m is None:
                     continue
                 if not stat.S_ISREG(st.st_mode):
-                    findings.append(Finding("not-regular", p, f"is not a regular file "
-                                            f"({fsafe.describe_mode(st.st_mode)})", WARNING))
+                    findings.append(
+                        Finding("not-regular", p, f"is not a regular file ({fsafe.describe_mode(st.st_mode)})", WARNING)
+                    )
                     continue
                 yield p, m.group(2).lower(), "." + m.group(3), st
 
@@ -112,10 +112,11 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
                 if old is None:
                     idx[cid] = (p, suffix)
                     self._stats[cid] = st
-                elif old[0][:-len(old[1])] != p[:-len(suffix)]:  # not the .zst twin: another copy of the thread
+                elif old[0][: -len(old[1])] != p[: -len(suffix)]:  # not the .zst twin: another copy of the thread
                     self._twins[cid] = p
-                    found.append(Finding("duplicate-id", p, f"thread {cid} is also in {old[0]}; that one is read",
-                                         WARNING, cid))
+                    found.append(
+                        Finding("duplicate-id", p, f"thread {cid} is also in {old[0]}; that one is read", WARNING, cid)
+                    )
                 elif _RANK[suffix] < _RANK[old[1]]:
                     idx[cid] = (p, suffix)
                     self._stats[cid] = st
@@ -154,8 +155,9 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
             findings.append(Finding(exc.code, path, exc.message, "error", cid))
             return None
         fresh = st is not None and time.time() - st.st_mtime < FRESH_SECONDS
-        conv, found = decode_rollout(data, path, cid, index_title=index_title, size=st.st_size if st else None,
-                                     fresh=fresh)
+        conv, found = decode_rollout(
+            data, path, cid, index_title=index_title, size=st.st_size if st else None, fresh=fresh
+        )
         findings.extend(found)
         return conv
 
@@ -179,8 +181,8 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
             found: list = []
             conv = self._read(cid, found, None)
             return (conv.meta if conv is not None else None), [f for f in found if f.severity == "error"]
-        return cached_metas(self, [(cid, p, self._stats[cid]) for cid, p in idx.items()], read, findings,
-                            titles.get)
+
+        return cached_metas(self, [(cid, p, self._stats[cid]) for cid, p in idx.items()], read, findings, titles.get)
 
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
         """Every finding of every rollout; nothing is ever fixed here."""
@@ -218,8 +220,12 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
             return False
         head = parts[:-1]
         return head in (["sessions"], ["archived_sessions"]) or (
-            len(head) == 4 and head[0] == "sessions" and _YEAR.match(head[1]) is not None
-            and _TWO.match(head[2]) is not None and _TWO.match(head[3]) is not None)
+            len(head) == 4
+            and head[0] == "sessions"
+            and _YEAR.match(head[1]) is not None
+            and _TWO.match(head[2]) is not None
+            and _TWO.match(head[3]) is not None
+        )
 
     def forget_listing(self) -> None:
         super().forget_listing()
@@ -229,4 +235,3 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
 def default_root() -> Path:
     """Where Codex keeps its files: ``$CODEX_HOME``, else ``~/.codex``."""
     return Path(os.environ.get("CODEX_HOME") or "~/.codex").expanduser()
-

@@ -31,7 +31,7 @@ def usage_records(store, findings: list, rollouts: list, decompress):
     """Every ``UsageRecord`` of the store's ``rollouts`` ((thread id, path, lstat) each; ``decompress``: the
     store's zstd reader, within its cap)."""
     root = str(store.conv_dir)
-    files = [UsageFile(p[len(root):].lstrip("/"), p, st, cid, "unknown") for cid, p, st in rollouts]
+    files = [UsageFile(p[len(root) :].lstrip("/"), p, st, cid, "unknown") for cid, p, st in rollouts]
 
     def parse(data: bytes, path: str, session: str):
         if path.endswith(".zst"):
@@ -103,6 +103,14 @@ def parse_usage(data: bytes, path: str, session: str):
             continue
         rows.append([ts, model, None, i - cached, o, 0, cached, rs])
     if bad:
-        found.append(Finding("bad-usage", path, f"{bad} token_count event{'' if bad == 1 else 's'} with a missing "
-                             "timestamp or a count that is not a non-negative integer; not counted", WARNING, session))
+        found.append(
+            Finding(
+                "bad-usage",
+                path,
+                f"{bad} token_count event{'' if bad == 1 else 's'} with a missing "
+                "timestamp or a count that is not a non-negative integer; not counted",
+                WARNING,
+                session,
+            )
+        )
     return cwd, rows, found

@@ -93,8 +93,11 @@ class TextFactory:
 
     def report(self, path: str, findings: list, cid: str | None = None) -> None:
         if self.bad:
-            findings.append(Finding("bad-utf8", path, f"{self.bad} text values are not valid UTF-8; shown with "
-                                    "U+FFFD", WARNING, cid))
+            findings.append(
+                Finding(
+                    "bad-utf8", path, f"{self.bad} text values are not valid UTF-8; shown with U+FFFD", WARNING, cid
+                )
+            )
             self.bad = 0
 
 
@@ -110,14 +113,16 @@ def _opt(v) -> str | None:
 
 # -- listing -----------------------------------------------------------------------------------
 
+
 def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
     """One ConversationMeta per conversation id (legacy conversation, lone response, thread, pre-0.5 row),
     unordered.  ``message_count`` counts what ``load`` shows on the main chain."""
     t = schema(conn)
     rows: dict[str, dict] = {}
     if t and not ({"responses", "threads", "logs", "log"} & t.keys()):
-        findings.append(Finding("db-schema", path, "no llm table (responses, threads, logs): a foreign database; "
-                                "nothing listed"))
+        findings.append(
+            Finding("db-schema", path, "no llm table (responses, threads, logs): a foreign database; nothing listed")
+        )
 
     def add(cid, title, first, last, count):
         if not isinstance(cid, str) or not valid_id(cid.lower()):
@@ -137,16 +142,17 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
             for cid, name in conn.execute(f"SELECT {_cols(t, 'conversations', ('id', 'name'))} FROM conversations"):
                 named[cid] = name
         for cid, rid, n, first, last, prompt in conn.execute(
-                f"SELECT {_cols(t, 'responses', ('conversation_id',))}, min({_c(t, 'responses', 'id')}), count(*), "
-                f"min({_c(t, 'responses', 'datetime_utc')}), max({_c(t, 'responses', 'datetime_utc')}), "
-                f"{_cols(t, 'responses', ('prompt',))} FROM responses GROUP BY 1"):
+            f"SELECT {_cols(t, 'responses', ('conversation_id',))}, min({_c(t, 'responses', 'id')}), count(*), "
+            f"min({_c(t, 'responses', 'datetime_utc')}), max({_c(t, 'responses', 'datetime_utc')}), "
+            f"{_cols(t, 'responses', ('prompt',))} FROM responses GROUP BY 1"
+        ):
             if cid is None or cid not in named:
                 # a response without (or with a dangling) conversation: each is its own conversation
                 for rid1, p, d in conn.execute(
-                        f"SELECT {_cols(t, 'responses', ('id', 'prompt', 'datetime_utc'))} FROM responses WHERE "
-                        + (f"{_c(t, 'responses', 'conversation_id')} IS NULL" if cid is None else
-                           "conversation_id = ?"),
-                        () if cid is None else (cid,)):
+                    f"SELECT {_cols(t, 'responses', ('id', 'prompt', 'datetime_utc'))} FROM responses WHERE "
+                    + (f"{_c(t, 'responses', 'conversation_id')} IS NULL" if cid is None else "conversation_id = ?"),
+                    () if cid is None else (cid,),
+                ):
                     add(rid1, _title(p), d, d, shown.get((None, rid1), 2))
                 continue
             add(cid, named.pop(cid) or _title(prompt), first, last, shown.get((cid, None), 2 * n))
@@ -160,7 +166,8 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
             for tid, first, last in conn.execute(f"SELECT thread_id, min({d}), max({d}) FROM turns GROUP BY thread_id"):
                 turns[tid] = (first, last)
         for tid, name, tip, created in conn.execute(
-                f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'datetime_utc'))} FROM threads"):
+            f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'datetime_utc'))} FROM threads"
+        ):
             first, last = turns.get(tid, (created, created))
             add(tid, name, first or created, last, len(_chain(parents, tip, [], path)))
     for table in ("logs", "log"):
@@ -173,8 +180,21 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
     for cid, r in rows.items():
         times = r["ts"]
         created, updated = (min(times), max(times)) if times else (None, None)
-        out.append(ConversationMeta("llm", cid, _title(r["title"]) or "(untitled)", format_utc(created),
-                                    format_utc(updated), created, updated, r["count"], None, False, path))
+        out.append(
+            ConversationMeta(
+                "llm",
+                cid,
+                _title(r["title"]) or "(untitled)",
+                format_utc(created),
+                format_utc(updated),
+                created,
+                updated,
+                r["count"],
+                None,
+                False,
+                path,
+            )
+        )
     return out
 
 
@@ -190,16 +210,21 @@ def response_counts(conn, t) -> dict:
     for table in ("prompt_attachments", "prompt_fragments"):
         if table in t and "response_id" in t[table]:
             extra.append(f'EXISTS (SELECT 1 FROM "{table}" x WHERE x.response_id = r.id)')
-    has_prompt = " OR ".join(["coalesce(r.prompt, '') != ''"] + extra) if "prompt" in t["responses"] else \
-        (" OR ".join(extra) or "0")
+    has_prompt = (
+        " OR ".join(["coalesce(r.prompt, '') != ''"] + extra)
+        if "prompt" in t["responses"]
+        else (" OR ".join(extra) or "0")
+    )
     system = "r.system" if "system" in t["responses"] else "NULL"
     out: dict = {}
     last: dict = {}
     for cid, rid, prompt, sys_text in conn.execute(
-            f"SELECT {_cols(t, 'responses', ('conversation_id',))}, r.id, ({has_prompt}), {system} "
-            "FROM responses r ORDER BY 1, r.id, r.datetime_utc" if "datetime_utc" in t["responses"] else
-            f"SELECT {_cols(t, 'responses', ('conversation_id',))}, r.id, ({has_prompt}), {system} "
-            "FROM responses r ORDER BY 1, r.id"):
+        f"SELECT {_cols(t, 'responses', ('conversation_id',))}, r.id, ({has_prompt}), {system} "
+        "FROM responses r ORDER BY 1, r.id, r.datetime_utc"
+        if "datetime_utc" in t["responses"]
+        else f"SELECT {_cols(t, 'responses', ('conversation_id',))}, r.id, ({has_prompt}), {system} "
+        "FROM responses r ORDER BY 1, r.id"
+    ):
         n = 1 + (1 if prompt else 0) + tools.get(rid, 0)
         if sys_text and sys_text != last.get(cid):
             n += 1
@@ -229,8 +254,11 @@ class _LazyParents:
 
     def _get(self, h):
         if h not in self.seen:
-            row = self.conn.execute("SELECT parent_hash FROM messages WHERE hash = ?", (h,)).fetchone() \
-                if isinstance(h, str) else None
+            row = (
+                self.conn.execute("SELECT parent_hash FROM messages WHERE hash = ?", (h,)).fetchone()
+                if isinstance(h, str)
+                else None
+            )
             self.seen[h] = row
         return self.seen[h]
 
@@ -246,12 +274,26 @@ def _chain(parents, tip, findings: list, path: str, cid: str | None = None) -> l
     out, seen, h = [], set(), tip
     while h is not None:
         if h in seen or len(out) >= MAX_CHAIN:
-            findings.append(Finding("parent-cycle", path, f"the message chain loops or exceeds {MAX_CHAIN} at "
-                                    f"{str(h)[:40]}; cut there", WARNING, cid))
+            findings.append(
+                Finding(
+                    "parent-cycle",
+                    path,
+                    f"the message chain loops or exceeds {MAX_CHAIN} at {str(h)[:40]}; cut there",
+                    WARNING,
+                    cid,
+                )
+            )
             break
         if h not in parents:
-            findings.append(Finding("dangling-parent", path, f"message {str(h)[:40]} is missing; the chain starts "
-                                    "after it", WARNING, cid))
+            findings.append(
+                Finding(
+                    "dangling-parent",
+                    path,
+                    f"message {str(h)[:40]} is missing; the chain starts after it",
+                    WARNING,
+                    cid,
+                )
+            )
             break
         seen.add(h)
         out.append(h)
@@ -262,8 +304,20 @@ def _chain(parents, tip, findings: list, path: str, cid: str | None = None) -> l
 
 # -- one conversation --------------------------------------------------------------------------
 
-_RESP = ("id", "model", "prompt", "system", "response", "conversation_id", "datetime_utc", "resolved_model",
-         "reasoning", "input_tokens", "output_tokens", "duration_ms")
+_RESP = (
+    "id",
+    "model",
+    "prompt",
+    "system",
+    "response",
+    "conversation_id",
+    "datetime_utc",
+    "resolved_model",
+    "reasoning",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+)
 
 
 def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
@@ -277,16 +331,20 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
         return _load_log(conn, t, cid, path, findings)
     if "responses" in t:
         if "conversations" in t:
-            row = conn.execute(f"SELECT {_cols(t, 'conversations', ('id', 'name', 'model'))} FROM conversations "
-                               "WHERE id IN (?, ?)", (cid, cid.upper())).fetchone()
+            row = conn.execute(
+                f"SELECT {_cols(t, 'conversations', ('id', 'name', 'model'))} FROM conversations WHERE id IN (?, ?)",
+                (cid, cid.upper()),
+            ).fetchone()
             if row is not None:
                 raw["conversation"] = dict(zip(("id", "name", "model"), row))
                 title, model = row[1], row[2]
         sel = f"SELECT {_cols(t, 'responses', _RESP)} FROM responses"
         # (ids as parameters in both cases llm may have written, never lower(): that would defeat the indexes)
-        rs = conn.execute(sel + f" WHERE {_c(t, 'responses', 'conversation_id')} IN (?, ?) ORDER BY "
-                          f"{_c(t, 'responses', 'id')}, {_c(t, 'responses', 'datetime_utc')}",
-                          (cid, cid.upper())).fetchall()
+        rs = conn.execute(
+            sel + f" WHERE {_c(t, 'responses', 'conversation_id')} IN (?, ?) ORDER BY "
+            f"{_c(t, 'responses', 'id')}, {_c(t, 'responses', 'datetime_utc')}",
+            (cid, cid.upper()),
+        ).fetchall()
         if not rs and "conversation" not in raw:  # a lone response is a conversation by its own id
             rs = conn.execute(sel + f" WHERE {_c(t, 'responses', 'id')} IN (?, ?)", (cid, cid.upper())).fetchall()
         raw["responses"] = [dict(zip(_RESP, r)) for r in rs]
@@ -299,8 +357,11 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
             if ts(r["datetime_utc"]) is not None:
                 times.append(ts(r["datetime_utc"]))
     if "threads" in t:
-        th = conn.execute(f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'forked_from', 'datetime_utc'))}"
-                          " FROM threads WHERE id IN (?, ?)", (cid, cid.upper())).fetchone()
+        th = conn.execute(
+            f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'forked_from', 'datetime_utc'))}"
+            " FROM threads WHERE id IN (?, ?)",
+            (cid, cid.upper()),
+        ).fetchone()
         if th is not None:
             raw["thread"] = dict(zip(("id", "name", "tip_message_hash", "forked_from", "datetime_utc"), th))
             title = th[1] or title
@@ -311,8 +372,19 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
     if not raw.get("responses") and "conversation" not in raw and "thread" not in raw:
         return None
     created, updated = (min(times), max(times)) if times else (None, None)
-    meta = ConversationMeta("llm", cid, _title(title) or "(untitled)", format_utc(created), format_utc(updated),
-                            created, updated, len(messages), None, False, path)
+    meta = ConversationMeta(
+        "llm",
+        cid,
+        _title(title) or "(untitled)",
+        format_utc(created),
+        format_utc(updated),
+        created,
+        updated,
+        len(messages),
+        None,
+        False,
+        path,
+    )
     return Conversation(meta, messages, raw, _opt(model), path)
 
 
@@ -323,45 +395,99 @@ def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
     rid = r["id"]
     if "tool_results" in t and "response_id" in t["tool_results"]:
         cols = _cols(t, "tool_results", ("name", "output", "tool_call_id", "exception"))
-        for name, output, tcid, exc in conn.execute(f"SELECT {cols} FROM tool_results WHERE response_id = ? "
-                                                    f"ORDER BY {_c(t, 'tool_results', 'id')}", (rid,)):
-            out.append(Message("tool", _str(output), when, when_ts, None, tool_call_id=_opt(tcid), tool_name=_opt(name),
-                               tool_status="error" if exc else None, kind="tool_result",
-                               raw={"exception": exc} if exc else None))
+        for name, output, tcid, exc in conn.execute(
+            f"SELECT {cols} FROM tool_results WHERE response_id = ? ORDER BY {_c(t, 'tool_results', 'id')}", (rid,)
+        ):
+            out.append(
+                Message(
+                    "tool",
+                    _str(output),
+                    when,
+                    when_ts,
+                    None,
+                    tool_call_id=_opt(tcid),
+                    tool_name=_opt(name),
+                    tool_status="error" if exc else None,
+                    kind="tool_result",
+                    raw={"exception": exc} if exc else None,
+                )
+            )
     if r["system"] and r["system"] != system:
         out.append(Message("system", _str(r["system"]), when, when_ts, None, kind="system"))
     attachments = _attachments(conn, t, "prompt_attachments", "response_id", rid)
     fragments = []
-    if "prompt_fragments" in t and "fragments" in t and {"response_id", "fragment_id", "order"} <= t[
-            "prompt_fragments"] and {"id", "source", "content"} <= t["fragments"]:
-        fragments = [f"[fragment {fid}: {_str(src) or 'inline'}, {n or 0:,} characters]" for fid, src, n in conn.execute(
-            "SELECT f.id, f.source, length(f.content) FROM prompt_fragments p JOIN fragments f ON f.id = p.fragment_id "
-            'WHERE p.response_id = ? ORDER BY p."order"', (rid,))]
+    if (
+        "prompt_fragments" in t
+        and "fragments" in t
+        and {"response_id", "fragment_id", "order"} <= t["prompt_fragments"]
+        and {"id", "source", "content"} <= t["fragments"]
+    ):
+        fragments = [
+            f"[fragment {fid}: {_str(src) or 'inline'}, {n or 0:,} characters]"
+            for fid, src, n in conn.execute(
+                "SELECT f.id, f.source, length(f.content) FROM prompt_fragments p JOIN fragments f ON f.id = p.fragment_id "
+                'WHERE p.response_id = ? ORDER BY p."order"',
+                (rid,),
+            )
+        ]
     prompt = _str(r["prompt"])
     if prompt or attachments or fragments:
-        out.append(Message("user", "\n".join([*fragments, prompt]) if fragments else prompt, when, when_ts,
-                           _str(rid) + ":prompt",
-                           attachments=attachments, kind="prompt"))
+        out.append(
+            Message(
+                "user",
+                "\n".join([*fragments, prompt]) if fragments else prompt,
+                when,
+                when_ts,
+                _str(rid) + ":prompt",
+                attachments=attachments,
+                kind="prompt",
+            )
+        )
     calls = []
     if "tool_calls" in t and "response_id" in t["tool_calls"]:
         cols = _cols(t, "tool_calls", ("tool_call_id", "name", "arguments"))
-        calls = [ToolCall(_opt(tcid), _opt(name) or "?", _json(args)) for tcid, name, args in conn.execute(
-            f"SELECT {cols} FROM tool_calls WHERE response_id = ? ORDER BY {_c(t, 'tool_calls', 'id')}", (rid,))]
+        calls = [
+            ToolCall(_opt(tcid), _opt(name) or "?", _json(args))
+            for tcid, name, args in conn.execute(
+                f"SELECT {cols} FROM tool_calls WHERE response_id = ? ORDER BY {_c(t, 'tool_calls', 'id')}", (rid,)
+            )
+        ]
     if r["response"] is None and not calls:
         findings.append(Finding("no-response", path, f"response {rid} has no answer (interrupted?)", INFO, cid))
-    out.append(Message("assistant", _str(r["response"]), when, when_ts, _opt(rid), tool_calls=calls,
-                       reasoning=_opt(r["reasoning"]) or None, kind="response",
-                       raw={k: r[k] for k in ("model", "resolved_model", "input_tokens", "output_tokens", "duration_ms")}))
+    out.append(
+        Message(
+            "assistant",
+            _str(r["response"]),
+            when,
+            when_ts,
+            _opt(rid),
+            tool_calls=calls,
+            reasoning=_opt(r["reasoning"]) or None,
+            kind="response",
+            raw={k: r[k] for k in ("model", "resolved_model", "input_tokens", "output_tokens", "duration_ms")},
+        )
+    )
 
 
 def _attachments(conn, t, table, key, value) -> list:
-    if table not in t or "attachments" not in t or not {key, "attachment_id", "order"} <= t[table] \
-            or "id" not in t["attachments"]:
+    if (
+        table not in t
+        or "attachments" not in t
+        or not {key, "attachment_id", "order"} <= t[table]
+        or "id" not in t["attachments"]
+    ):
         return []
     out = []
-    rows = conn.execute(f'SELECT a.id, {", ".join("a." + c for c in ("type", "path", "url"))}, length(a.content) '
-                        f'FROM "{table}" p JOIN attachments a ON a.id = p.attachment_id WHERE p."{key}" = ? '
-                        'ORDER BY p."order"', (value,)) if {"type", "path", "url", "content"} <= t["attachments"] else []
+    rows = (
+        conn.execute(
+            f"SELECT a.id, {', '.join('a.' + c for c in ('type', 'path', 'url'))}, length(a.content) "
+            f'FROM "{table}" p JOIN attachments a ON a.id = p.attachment_id WHERE p."{key}" = ? '
+            'ORDER BY p."order"',
+            (value,),
+        )
+        if {"type", "path", "url", "content"} <= t["attachments"]
+        else []
+    )
     for aid, mime, apath, url, n in rows:
         kind = _str(mime).partition("/")[0] or "file"
         if url:
@@ -383,14 +509,24 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
     when: dict = {}
     raw["turns"] = []
     if "turns" in t and chain:
-        cols = ("id", "parent_message_hash", "tip_message_hash", "model", "resolved_model", "datetime_utc",
-                "input_tokens", "output_tokens")
+        cols = (
+            "id",
+            "parent_message_hash",
+            "tip_message_hash",
+            "model",
+            "resolved_model",
+            "datetime_utc",
+            "input_tokens",
+            "output_tokens",
+        )
         # every turn that ended on this chain, whatever its thread: a fork's shared opening was answered in
         # the thread it forked from (one scan of turns, in SQLite, for the whole chain)
-        for row in conn.execute(f"SELECT {_cols(t, 'turns', cols + ('thread_id',))} FROM turns WHERE "
-                                f"{_c(t, 'turns', 'tip_message_hash')} IN (SELECT value FROM json_each(?)) ORDER BY "
-                                f"{_c(t, 'turns', 'datetime_utc')}, {_c(t, 'turns', 'id')}",
-                                (orjson.dumps(chain).decode(),)):
+        for row in conn.execute(
+            f"SELECT {_cols(t, 'turns', cols + ('thread_id',))} FROM turns WHERE "
+            f"{_c(t, 'turns', 'tip_message_hash')} IN (SELECT value FROM json_each(?)) ORDER BY "
+            f"{_c(t, 'turns', 'datetime_utc')}, {_c(t, 'turns', 'id')}",
+            (orjson.dumps(chain).decode(),),
+        ):
             turn = dict(zip(cols, row[:-1]))
             at = ts(turn["datetime_utc"])
             if row[-1] == tid:
@@ -411,16 +547,21 @@ def _thread(conn, t, tid, tip, out, raw, path, findings, cid, times) -> None:
             roles[h] = conn.execute("SELECT role FROM messages WHERE hash = ?", (h,)).fetchone()[0]
     later = None
     for h in reversed(chain):  # a message no turn spans (llm 0.36's system message, before the first prompt):
-        if h in when:          # the time of the next one that has a time
+        if h in when:  # the time of the next one that has a time
             later = when[h]
         elif later is not None:
             when[h] = later
     for h in chain:
         parts = []
         if "parts" in t and "message_hash" in t["parts"]:
-            parts = [dict(zip(pcols, p)) for p in conn.execute(
-                f"SELECT {_cols(t, 'parts', pcols)} FROM parts WHERE message_hash = ? ORDER BY "
-                f"{_c(t, 'parts', 'position')}", (h,))]
+            parts = [
+                dict(zip(pcols, p))
+                for p in conn.execute(
+                    f"SELECT {_cols(t, 'parts', pcols)} FROM parts WHERE message_hash = ? ORDER BY "
+                    f"{_c(t, 'parts', 'position')}",
+                    (h,),
+                )
+            ]
         raw["messages"].append({"hash": h, "role": roles.get(h), "parts": parts})
         at, at_ts = when.get(h, (None, None))
         _message(conn, t, h, roles.get(h), parts, at, at_ts, out, path, findings, cid)
@@ -435,8 +576,9 @@ def _message(conn, t, h, role, parts, at, at_ts, out, path, findings, cid) -> No
     for p in parts:
         payload = _json(p["payload"]) if p["payload"] is not None else {}
         if not isinstance(payload, dict):
-            findings.append(Finding("bad-payload", path, f"part {p['id']} of {h}: payload is not a JSON object",
-                                    WARNING, cid))
+            findings.append(
+                Finding("bad-payload", path, f"part {p['id']} of {h}: payload is not a JSON object", WARNING, cid)
+            )
             payload = {"value": payload}
         kind = p["type"]
         if kind == "text":
@@ -444,28 +586,61 @@ def _message(conn, t, h, role, parts, at, at_ts, out, path, findings, cid) -> No
         elif kind == "reasoning":
             reasoning.append(_str(p["text"]) or ("[redacted reasoning]" if payload.get("redacted") else ""))
         elif kind == "tool_call":
-            calls.append(ToolCall(_opt(payload.get("tool_call_id")), _opt(payload.get("name") or p["tool_name"]) or "?",
-                                  payload.get("arguments")))
+            calls.append(
+                ToolCall(
+                    _opt(payload.get("tool_call_id")),
+                    _opt(payload.get("name") or p["tool_name"]) or "?",
+                    payload.get("arguments"),
+                )
+            )
         elif kind == "tool_result":
-            results.append(Message("tool", _str(payload.get("output")), at, at_ts, f"{h}/{p['position']}",
-                                   tool_call_id=_opt(payload.get("tool_call_id")),
-                                   tool_name=_opt(payload.get("name") or p["tool_name"]) or None,
-                                   tool_status="error" if payload.get("exception") else None, kind="tool_result",
-                                   raw=p))
+            results.append(
+                Message(
+                    "tool",
+                    _str(payload.get("output")),
+                    at,
+                    at_ts,
+                    f"{h}/{p['position']}",
+                    tool_call_id=_opt(payload.get("tool_call_id")),
+                    tool_name=_opt(payload.get("name") or p["tool_name"]) or None,
+                    tool_status="error" if payload.get("exception") else None,
+                    kind="tool_result",
+                    raw=p,
+                )
+            )
         elif kind == "attachment":
             a = payload.get("attachment") if isinstance(payload.get("attachment"), dict) else {}
             attachments += _attachment_by_id(conn, t, a.get("id"))
         else:
             unknown.append(f"[unknown part type {_str(kind)[:40]!r}] {_str(p['text']) or _str(p['payload'])}")
-            findings.append(Finding("unknown-part", path, f"part {p['id']} of {h}: type {_str(kind)[:40]!r} is "
-                                    "not one samctl knows; shown as stored", INFO, cid))
+            findings.append(
+                Finding(
+                    "unknown-part",
+                    path,
+                    f"part {p['id']} of {h}: type {_str(kind)[:40]!r} is not one samctl knows; shown as stored",
+                    INFO,
+                    cid,
+                )
+            )
     if role not in _ROLES:
-        findings.append(Finding("unknown-role", path, f"message {h}: role {_str(role)[:40]!r}; shown as a user "
-                                "message", INFO, cid))
+        findings.append(
+            Finding("unknown-role", path, f"message {h}: role {_str(role)[:40]!r}; shown as a user message", INFO, cid)
+        )
     out.extend(results)
     if text or reasoning or calls or attachments or unknown or not results:
-        out.append(Message(_ROLES.get(role, "user"), "\n".join(text + unknown), at, at_ts, h, tool_calls=calls,
-                           reasoning="\n".join(reasoning) or None, attachments=attachments, kind="message"))
+        out.append(
+            Message(
+                _ROLES.get(role, "user"),
+                "\n".join(text + unknown),
+                at,
+                at_ts,
+                h,
+                tool_calls=calls,
+                reasoning="\n".join(reasoning) or None,
+                attachments=attachments,
+                kind="message",
+            )
+        )
 
 
 def _text_ref(conn, t, payload) -> str:
@@ -474,15 +649,24 @@ def _text_ref(conn, t, payload) -> str:
     for ref in as_list(payload.get("text_ref")):
         if isinstance(ref, dict) and isinstance(ref.get("literal"), str):
             out.append(ref["literal"])
-        elif isinstance(ref, dict) and isinstance(ref.get("fragment"), (str, int)) \
-                and {"id", "content"} <= t.get("fragments", set()):
-            row = conn.execute("SELECT substr(content, 1, 1000000) FROM fragments WHERE id = ?", (ref["fragment"],)).fetchone()
+        elif (
+            isinstance(ref, dict)
+            and isinstance(ref.get("fragment"), (str, int))
+            and {"id", "content"} <= t.get("fragments", set())
+        ):
+            row = conn.execute(
+                "SELECT substr(content, 1, 1000000) FROM fragments WHERE id = ?", (ref["fragment"],)
+            ).fetchone()
             out.append(_str(row[0]) if row else f"[missing fragment {ref['fragment']}]")
     return "".join(out)
 
 
 def _attachment_by_id(conn, t, aid) -> list:
-    if "attachments" not in t or not isinstance(aid, str) or not {"id", "type", "path", "url", "content"} <= t["attachments"]:
+    if (
+        "attachments" not in t
+        or not isinstance(aid, str)
+        or not {"id", "type", "path", "url", "content"} <= t["attachments"]
+    ):
         return []
     row = conn.execute("SELECT type, path, url, length(content) FROM attachments WHERE id = ?", (aid,)).fetchone()
     if row is None:
@@ -511,7 +695,18 @@ def _load_log(conn, t, cid, path, findings) -> Conversation | None:
             msgs.append(Message("system", _str(r["system"]), when, at, kind="system"))
         msgs.append(Message("user", _str(r["prompt"]), when, at, kind="prompt"))
         msgs.append(Message("assistant", _str(r["response"]), when, at, kind="response"))
-        meta = ConversationMeta("llm", cid, _title(r["prompt"]) or "(untitled)", format_utc(at), format_utc(at), at, at,
-                                len(msgs), None, False, path)
+        meta = ConversationMeta(
+            "llm",
+            cid,
+            _title(r["prompt"]) or "(untitled)",
+            format_utc(at),
+            format_utc(at),
+            at,
+            at,
+            len(msgs),
+            None,
+            False,
+            path,
+        )
         return Conversation(meta, msgs, {table: r}, _opt(r["model"]), path)
     return None

@@ -37,7 +37,9 @@ class LlmStore(Store):
         """``conv_dir``: the folder holding ``logs.db``, or the database file itself (any name)."""
         conv_dir = Path(conv_dir)
         self.db = conv_dir if conv_dir.is_file() else conv_dir / DB_NAME
-        super().__init__(conv_dir.parent if conv_dir.is_file() else conv_dir, base, caps, cache=cache)  # (the search index)
+        super().__init__(
+            conv_dir.parent if conv_dir.is_file() else conv_dir, base, caps, cache=cache
+        )  # (the search index)
 
     def identity_path(self, conv_dir: Path) -> Path:
         return self.db  # (several databases in one folder are several stores)
@@ -143,28 +145,61 @@ class LlmStore(Store):
 
     def check(self, findings: list, fix: bool = False, force: bool = False) -> list[str]:
         """``PRAGMA quick_check``, then every conversation loaded (dangling references, cycles, unknown parts)."""
+
         def run(conn):
             rows = [r[0] for r in conn.execute("PRAGMA quick_check")]
             if rows != ["ok"]:
                 findings.append(Finding("db-corrupt", str(self.db), "quick_check: " + "; ".join(map(str, rows[:3]))))
             tables = decode.schema(conn)
             known = KNOWN_TABLES
-            extra = sorted(n for n in tables if n not in known and not n.startswith(("sqlite_", "responses_fts",
-                                                                                     "turn_search_fts")))
+            extra = sorted(
+                n
+                for n in tables
+                if n not in known and not n.startswith(("sqlite_", "responses_fts", "turn_search_fts"))
+            )
             if extra:
-                findings.append(Finding("unknown-table", str(self.db), "tables samctl does not read: " + ", ".join(extra)[:200],
-                                        INFO))
+                findings.append(
+                    Finding(
+                        "unknown-table", str(self.db), "tables samctl does not read: " + ", ".join(extra)[:200], INFO
+                    )
+                )
             for m in decode.list_metas(conn, str(self.db), findings):  # (db-schema reported there)
                 decode.load(conn, m.id, str(self.db), findings)
+
         self._with(findings, run, None)
         return []
 
 
-KNOWN_TABLES = {"_llm_migrations", "conversations", "responses", "schemas", "attachments", "prompt_attachments",
-                "fragments", "fragment_aliases", "prompt_fragments", "system_fragments", "tools", "tool_responses",
-                "tool_calls", "tool_results", "tool_instances", "tool_results_attachments", "messages", "parts",
-                "part_attachments", "part_fragments", "threads", "turns", "turn_tools", "turn_fragments", "turn_search",
-                "tool_instantiations", "logs", "log"}
+KNOWN_TABLES = {
+    "_llm_migrations",
+    "conversations",
+    "responses",
+    "schemas",
+    "attachments",
+    "prompt_attachments",
+    "fragments",
+    "fragment_aliases",
+    "prompt_fragments",
+    "system_fragments",
+    "tools",
+    "tool_responses",
+    "tool_calls",
+    "tool_results",
+    "tool_instances",
+    "tool_results_attachments",
+    "messages",
+    "parts",
+    "part_attachments",
+    "part_fragments",
+    "threads",
+    "turns",
+    "turn_tools",
+    "turn_fragments",
+    "turn_search",
+    "tool_instantiations",
+    "logs",
+    "log",
+}
 
 
 def _llm_words(f: Finding) -> Finding:

@@ -29,8 +29,11 @@ def usage_rows(conn, store, findings: list) -> list:
     for table, conv in (("responses", "conversation_id"), ("turns", "thread_id")):
         if table not in t or not {"input_tokens", "output_tokens"} & t[table]:
             continue
-        cols = _cols(t, table, ("id", conv, "model", "resolved_model", "datetime_utc", "input_tokens",
-                                       "output_tokens", "token_details"))
+        cols = _cols(
+            t,
+            table,
+            ("id", conv, "model", "resolved_model", "datetime_utc", "input_tokens", "output_tokens", "token_details"),
+        )
         q = f'SELECT {cols} FROM "{table}" WHERE input_tokens IS NOT NULL OR output_tokens IS NOT NULL'
         for rid, cid, model, resolved, when, i, o, details in conn.execute(q):
             ts = decode.ts(when)
@@ -52,12 +55,19 @@ def usage_rows(conn, store, findings: list) -> list:
                 cr += _dig(d, "cache_read_input_tokens")
                 rs = _dig(d, "completion_tokens_details", "reasoning_tokens") or _dig(d, "reasoning_tokens")
             sid = cid if isinstance(cid, str) and cid else str(rid)
-            out.append(UsageRecord(ts, sid, "llm", m if isinstance(m, str) else None, None, i, o, cw, cr, rs,
-                                   store.name, 0.0))
+            out.append(
+                UsageRecord(ts, sid, "llm", m if isinstance(m, str) else None, None, i, o, cw, cr, rs, store.name, 0.0)
+            )
     if bad:
-        findings.append(Finding("bad-usage", str(store.db), f"{bad} row{'' if bad == 1 else 's'} with a bad "
-                                "timestamp, token count or token_details; not counted (or counted without details)",
-                                WARNING))
+        findings.append(
+            Finding(
+                "bad-usage",
+                str(store.db),
+                f"{bad} row{'' if bad == 1 else 's'} with a bad "
+                "timestamp, token count or token_details; not counted (or counted without details)",
+                WARNING,
+            )
+        )
     return out
 
 

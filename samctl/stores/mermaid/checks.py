@@ -38,8 +38,15 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
         if cid not in live:
             live[cid] = store.session_is_live(cid)
             if live[cid]:
-                findings.append(Finding("skipped-live", str(store.path(cid, "json")), "mermaid has this session "
-                                        "open: check --fix left its files alone", INFO, cid))
+                findings.append(
+                    Finding(
+                        "skipped-live",
+                        str(store.path(cid, "json")),
+                        "mermaid has this session open: check --fix left its files alone",
+                        INFO,
+                        cid,
+                    )
+                )
         return not live[cid]
 
     root = store.conv_dir
@@ -63,8 +70,11 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
             continue
         m = CONFLICT_RE.match(e.name)
         if m:  # before the id rule: a 0.26+ ``<id>.<pid>.<n>.conflict.jsonl`` ends in .jsonl too
-            what = ("a 0.26+ writer's diverted log (docs/formats/mermaid.md §9): compare it, then adopt its fold" if m.group(2)
-                    else "a concurrent writer's diverted copy: compare it, then adopt it")
+            what = (
+                "a 0.26+ writer's diverted log (docs/formats/mermaid.md §9): compare it, then adopt its fold"
+                if m.group(2)
+                else "a concurrent writer's diverted copy: compare it, then adopt it"
+            )
             use = f"samctl recover {m.group(1)} --use {shlex.quote(p)}"
             findings.append(Finding("conflict", p, f"{what} with `{use}` or remove it", WARNING, m.group(1)))
             treecheck.mode(p, st, findings, fixes, fix)
@@ -73,7 +83,9 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
         if ext in ("json", "meta", "jsonl") and MERMAID_ID_RE.match(stem):
             by_id.setdefault(stem, {})[ext] = (p, st)
             if not stat.S_ISREG(st.st_mode):
-                findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=stem))
+                findings.append(
+                    Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=stem)
+                )
             else:
                 treecheck.mode(p, st, findings, fixes, fixing(stem), stem)
             continue
@@ -84,12 +96,19 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
         if m:
             age = now - st.st_mtime
             if age >= fsafe.STALE_TMP_SECONDS:
-                findings.append(Finding("stale-tmp", p, f"temp file left by an interrupted write {int(age)} s ago",
-                                        WARNING))
+                findings.append(
+                    Finding("stale-tmp", p, f"temp file left by an interrupted write {int(age)} s ago", WARNING)
+                )
             continue
         if e.name.endswith(_SAMCTL_LEFTOVER):
-            findings.append(Finding("samctl-backup", p, "a copy samctl keeps (recover, check --fix); `samctl compact` "
-                                    "removes it later", INFO))
+            findings.append(
+                Finding(
+                    "samctl-backup",
+                    p,
+                    "a copy samctl keeps (recover, check --fix); `samctl compact` removes it later",
+                    INFO,
+                )
+            )
             treecheck.mode(p, st, findings, fixes, fix)
             continue
         findings.append(Finding("unknown-file", p, "not a file mermaid writes; left alone", INFO))
@@ -100,8 +119,9 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
         return fixes
     # without --fix every session is only read: in worker processes when there are many
     sessions = [(cid, by_id[cid]) for cid in ids]
-    for found in workers.ordered_items(store, _check_read_only, sessions, PARALLEL_MIN_PARTS * CHECK_CHUNK,
-                                       CHECK_CHUNK):
+    for found in workers.ordered_items(
+        store, _check_read_only, sessions, PARALLEL_MIN_PARTS * CHECK_CHUNK, CHECK_CHUNK
+    ):
         findings.extend(found)
     return fixes
 
@@ -129,8 +149,11 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
             f.conversation = cid
         findings.extend(local)
         if doc is not None and not doc["messages"]:
-            findings.append(Finding("empty", snap[0], "has no messages: mermaid never writes such a file and skips it",
-                                    WARNING, cid))
+            findings.append(
+                Finding(
+                    "empty", snap[0], "has no messages: mermaid never writes such a file and skips it", WARNING, cid
+                )
+            )
     if doc is not None and doc["id"] != cid:
         doc = None  # the snapshot names another id: a sidecar built from it would be wrong too
     if meta and stat.S_ISREG(meta[1].st_mode):
@@ -139,8 +162,11 @@ def _check_conversation(store, cid: str, files: dict, findings: list, fixes: lis
         if fix:
             fixes.append(_write_meta(store, cid, doc))
         else:
-            findings.append(Finding("meta-missing", snap[0], "no .meta sidecar: listing must parse the whole snapshot",
-                                    WARNING, cid))
+            findings.append(
+                Finding(
+                    "meta-missing", snap[0], "no .meta sidecar: listing must parse the whole snapshot", WARNING, cid
+                )
+            )
     if log and stat.S_ISREG(log[1].st_mode):
         _check_log(store, cid, log[0], doc, findings, fixes, fix, hidden=not snap and not meta)
 
@@ -178,11 +204,20 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         if doc is not None and fix:
             fixes.append(_write_meta(store, cid, doc, data))
         else:
-            findings.append(Finding("bad-meta", p, f"mermaid cannot read this sidecar: {short_reason(exc)}", conversation=cid))
+            findings.append(
+                Finding("bad-meta", p, f"mermaid cannot read this sidecar: {short_reason(exc)}", conversation=cid)
+            )
         return
     if snap is None:
-        findings.append(Finding("meta-orphan", p, "sidecar without a snapshot: mermaid still lists it, but loading "
-                                f"fails unless the log folds (try `samctl recover {cid}`)", conversation=cid))
+        findings.append(
+            Finding(
+                "meta-orphan",
+                p,
+                "sidecar without a snapshot: mermaid still lists it, but loading "
+                f"fails unless the log folds (try `samctl recover {cid}`)",
+                conversation=cid,
+            )
+        )
         return
     if doc is None:
         return  # the snapshot's own finding says why
@@ -196,8 +231,9 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         if fix:
             fixes.append(_write_meta(store, cid, doc, data))
         else:
-            findings.append(Finding("meta-stale", p, f"sidecar disagrees with the snapshot on {', '.join(diffs)}",
-                                    WARNING, cid))
+            findings.append(
+                Finding("meta-stale", p, f"sidecar disagrees with the snapshot on {', '.join(diffs)}", WARNING, cid)
+            )
 
 
 def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
@@ -223,8 +259,16 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
     findings.extend(log_findings(cid, p, read))
     dup = _repeated_in_log(p, read, store.caps.log)
     if dup:
-        findings.append(Finding("log-duplicate-key", p, f"{dup}: mermaid stops reading the log there (serde refuses "
-                                "a repeated field), so a recovery from the log ends before it", ERROR, cid))
+        findings.append(
+            Finding(
+                "log-duplicate-key",
+                p,
+                f"{dup}: mermaid stops reading the log there (serde refuses "
+                "a repeated field), so a recovery from the log ends before it",
+                ERROR,
+                cid,
+            )
+        )
     if not read.usable or (doc is None and not hidden):
         return
     folded = eventlog.fold(read.events)
@@ -234,9 +278,17 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
         # A warning, not an error: nothing is corrupt or lost (the log folds, mermaid still loads
         # it by id, mermaid.md §6 "Recovery", and 0.26+ lists it, mermaid.md §9), but 0.25 never shows it. A log
         # without messages is no finding: message-less sessions are never persisted (mermaid.md §5).
-        findings.append(Finding("log-only", p, f"the log holds {len(folded['messages'])} messages but there is "
-                                "neither a snapshot nor a sidecar, so mermaid does not list this session; "
-                                f"`samctl recover {cid}` rebuilds them", WARNING, cid))
+        findings.append(
+            Finding(
+                "log-only",
+                p,
+                f"the log holds {len(folded['messages'])} messages but there is "
+                "neither a snapshot nor a sidecar, so mermaid does not list this session; "
+                f"`samctl recover {cid}` rebuilds them",
+                WARNING,
+                cid,
+            )
+        )
     if doc is None:
         return
     keys = diverged_keys(folded, doc, read.events)
@@ -244,7 +296,9 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
         detail = ", ".join(keys[:6])
         if "messages" in keys:
             detail += f" (log has {len(folded['messages'])} messages, snapshot {len(doc['messages'])})"
-        findings.append(Finding("log-diverged", p, f"the log's fold differs from the snapshot on {detail}", WARNING, cid))
+        findings.append(
+            Finding("log-diverged", p, f"the log's fold differs from the snapshot on {detail}", WARNING, cid)
+        )
 
 
 def _repeated_in_log(p, read, cap: int) -> str | None:
@@ -256,7 +310,7 @@ def _repeated_in_log(p, read, cap: int) -> str | None:
         data = fsafe.read_capped(p, cap)
     except FileProblem:
         return None
-    lines = data.split(b"\n", len(read.events))[:len(read.events)]
+    lines = data.split(b"\n", len(read.events))[: len(read.events)]
     if dupkeys.in_mermaid(b"[" + b",".join(lines) + b"]", "any") == []:
         return None
     offset = 0
@@ -281,12 +335,19 @@ def log_findings(cid: str, p, read) -> list:
         return out
     first = events[0].get("event", {})
     if first.get("type") == "started" and first.get("session_id") != cid:
-        out.append(Finding("log-id-mismatch", str(p), f"first event names session {str(first.get('session_id'))[:40]!r}",
-                           conversation=cid))
+        out.append(
+            Finding(
+                "log-id-mismatch",
+                str(p),
+                f"first event names session {str(first.get('session_id'))[:40]!r}",
+                conversation=cid,
+            )
+        )
     for i, env in enumerate(events):
         if env.get("seq") != i:
-            out.append(Finding("log-seq-gap", str(p), f"line {i + 1} has seq {env.get('seq')}, expected {i}",
-                               conversation=cid))
+            out.append(
+                Finding("log-seq-gap", str(p), f"line {i + 1} has seq {env.get('seq')}, expected {i}", conversation=cid)
+            )
             break
     return out
 
@@ -300,8 +361,11 @@ def diverged_keys(folded: dict, doc: dict, events: list) -> list[str]:
     compared then (mermaid.md §4.3, §10).
     """
     skip = {"compactions"} if len(events) > 1 and events[1].get("event", {}).get("type") == "reset" else set()
-    return sorted(k for k in set(folded) & set(doc) - skip
-                  if folded[k] != doc[k] and as_instants(k, folded[k]) != as_instants(k, doc[k]))
+    return sorted(
+        k
+        for k in set(folded) & set(doc) - skip
+        if folded[k] != doc[k] and as_instants(k, folded[k]) != as_instants(k, doc[k])
+    )
 
 
 def instant(value):

@@ -25,6 +25,7 @@ def short_reason(exc: Exception) -> str:
     """The first line of an error, for a finding."""
     return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
 
+
 ROLE_MAP = {"User": "user", "Assistant": "assistant", "Tool": "tool", "System": "system"}
 KINDS = {"normal", "context_checkpoint", "run_summary", "continuation", "recovery_nudge", "context_marker"}
 
@@ -183,8 +184,19 @@ def meta_from_meta(doc: dict, path: str, size: int, updated_ts: float | None = N
     if used is not None:
         created += f"{'-' if used < 0 else '+'}{abs(used) // 3600:02d}:{abs(used) % 3600 // 60:02d}"
     updated = parse_timestamp(doc["updated_at"]) if updated_ts is None else updated_ts
-    return ConversationMeta("mermaid", cid, doc["title"], created, doc["updated_at"], created_ts, updated,
-                            doc.get("message_count") or 0, size, False, path)
+    return ConversationMeta(
+        "mermaid",
+        cid,
+        doc["title"],
+        created,
+        doc["updated_at"],
+        created_ts,
+        updated,
+        doc.get("message_count") or 0,
+        size,
+        False,
+        path,
+    )
 
 
 def meta_from_snapshot(doc: dict, path: str, size: int) -> ConversationMeta:
@@ -233,8 +245,15 @@ def _created_ts(cid: str):
 def images(m: dict) -> list:
     """A message's ``images`` (base64 strings, mermaid.md §3) as model attachments: their decoded sizes."""
     v = m.get("images")
-    return [{"type": "image", "bytes": max(0, len(i) * 3 // 4 - min(2, len(i) - len(i.rstrip("="))))}
-            for i in v if isinstance(i, str)] if isinstance(v, list) else []
+    return (
+        [
+            {"type": "image", "bytes": max(0, len(i) * 3 // 4 - min(2, len(i) - len(i.rstrip("="))))}
+            for i in v
+            if isinstance(i, str)
+        ]
+        if isinstance(v, list)
+        else []
+    )
 
 
 def message(m: dict) -> Message:

@@ -23,8 +23,19 @@ from samctl.gcpause import gc_paused
 from samctl.stores.base import FreshLog
 
 __all__ = [
-    "MERMAID_ID_RE", "ID_RE", "STOPS", "LogRead", "parse_log", "read_log_file", "torn_tail",
-    "fold", "fold_file", "backfill_events", "normalize_message", "is_timestamp", "parse_rfc3339",
+    "MERMAID_ID_RE",
+    "ID_RE",
+    "STOPS",
+    "LogRead",
+    "parse_log",
+    "read_log_file",
+    "torn_tail",
+    "fold",
+    "fold_file",
+    "backfill_events",
+    "normalize_message",
+    "is_timestamp",
+    "parse_rfc3339",
 ]
 
 MERMAID_ID_RE = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9]{3}\Z")  # the one definition of the id rule
@@ -46,20 +57,51 @@ _NONE = type(None)
 _ABSENT = object()
 
 ROLES = frozenset({"User", "Assistant", "System", "Tool"})
-KINDS = frozenset({"normal", "context_checkpoint", "run_summary", "continuation", "recovery_nudge",
-                   "context_marker", "unknown"})
+KINDS = frozenset(
+    {"normal", "context_checkpoint", "run_summary", "continuation", "recovery_nudge", "context_marker", "unknown"}
+)
 # ChatMessage struct order (mermaid.md §3.1).
-MESSAGE_FIELDS = ("role", "content", "timestamp", "kind", "metadata", "actions", "thinking", "images",
-                  "image_numbers", "tool_calls", "tool_call_id", "tool_name", "provider_continuation")
+MESSAGE_FIELDS = (
+    "role",
+    "content",
+    "timestamp",
+    "kind",
+    "metadata",
+    "actions",
+    "thinking",
+    "images",
+    "image_numbers",
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "provider_continuation",
+)
 _MESSAGE_FIELD_SET = frozenset(MESSAGE_FIELDS)
-SCALARS = ("title", "model_name", "safety_mode", "plan", "advertised_context", "last_token_usage",
-           "cumulative_token_usage", "context_usage", "git_branch", "git_sha", "cli_version", "forked_from",
-           "parent_session")
+SCALARS = (
+    "title",
+    "model_name",
+    "safety_mode",
+    "plan",
+    "advertised_context",
+    "last_token_usage",
+    "cumulative_token_usage",
+    "context_usage",
+    "git_branch",
+    "git_sha",
+    "cli_version",
+    "forked_from",
+    "parent_session",
+)
 
 
 def _zero_usage() -> dict:
-    return {"prompt_tokens": 0, "completion_tokens": 0, "cached_input_tokens": 0,
-            "cache_creation_input_tokens": 0, "reasoning_output_tokens": 0}
+    return {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "reasoning_output_tokens": 0,
+    }
 
 
 def _empty_tasks() -> dict:
@@ -167,6 +209,7 @@ def _session_title(created_at: str, tz) -> str:
 
 # --- validation -------------------------------------------------------------------
 
+
 def _opt(e: dict, key: str, types: tuple, where: str):
     v = e.get(key, _ABSENT)
     if v is not _ABSENT and type(v) not in types:
@@ -177,8 +220,15 @@ def _opt(e: dict, key: str, types: tuple, where: str):
 def json_type(v) -> str:
     if v is _ABSENT:
         return "missing"
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
-            float: "a float", _NONE: "null"}.get(type(v), type(v).__name__)
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a float",
+        _NONE: "null",
+    }.get(type(v), type(v).__name__)
 
 
 _MESSAGE_OPTIONAL = (
@@ -200,12 +250,24 @@ _S_N, _L_N, _D_N = (str, _NONE), (list, _NONE), (dict, _NONE)
 def complete_message(m) -> bool:
     """True if ``m`` is a message object with every field present and of its type, as mermaid writes
     them: ``check_message`` passes it (the same rules with plain subscripts, half the cost)."""
-    return type(m) is dict and m.keys() == _MESSAGE_FIELD_SET and (
-        type(m["role"]) is str and type(m["content"]) is str and type(m["kind"]) is str
-        and type(m["actions"]) is list and type(m["thinking"]) in _S_N and type(m["images"]) in _L_N
-        and type(m["image_numbers"]) in _L_N and type(m["tool_calls"]) in _L_N
-        and type(m["tool_call_id"]) in _S_N and type(m["tool_name"]) in _S_N
-        and type(m["provider_continuation"]) in _D_N and is_timestamp(m["timestamp"]))
+    return (
+        type(m) is dict
+        and m.keys() == _MESSAGE_FIELD_SET
+        and (
+            type(m["role"]) is str
+            and type(m["content"]) is str
+            and type(m["kind"]) is str
+            and type(m["actions"]) is list
+            and type(m["thinking"]) in _S_N
+            and type(m["images"]) in _L_N
+            and type(m["image_numbers"]) in _L_N
+            and type(m["tool_calls"]) in _L_N
+            and type(m["tool_call_id"]) in _S_N
+            and type(m["tool_name"]) in _S_N
+            and type(m["provider_continuation"]) in _D_N
+            and is_timestamp(m["timestamp"])
+        )
+    )
 
 
 def check_message(m, where: str) -> str | None:
@@ -256,16 +318,28 @@ def _need_ts(e: dict, key: str, where: str) -> str | None:
 
 
 def _started(e):
-    return (_need(e, "session_id", str, "started") or _need(e, "project_path", str, "started")
-            or _need(e, "model_id", str, "started") or _need_ts(e, "created_at", "started")
-            or _opt(e, "forked_from", (str, _NONE), "started") or _opt(e, "parent_session", (str, _NONE), "started"))
+    return (
+        _need(e, "session_id", str, "started")
+        or _need(e, "project_path", str, "started")
+        or _need(e, "model_id", str, "started")
+        or _need_ts(e, "created_at", "started")
+        or _opt(e, "forked_from", (str, _NONE), "started")
+        or _opt(e, "parent_session", (str, _NONE), "started")
+    )
 
 
 _STATE_FIELDS = (
-    ("safety_mode", (str, _NONE)), ("plan", (dict, _NONE)), ("advertised_context", (dict, _NONE)),
-    ("last_token_usage", (dict, _NONE)), ("cumulative_token_usage", (dict,)), ("context_usage", (dict, _NONE)),
-    ("git_branch", (str, _NONE)), ("git_sha", (str, _NONE)), ("cli_version", (str, _NONE)),
-    ("forked_from", (str, _NONE)), ("parent_session", (str, _NONE)),
+    ("safety_mode", (str, _NONE)),
+    ("plan", (dict, _NONE)),
+    ("advertised_context", (dict, _NONE)),
+    ("last_token_usage", (dict, _NONE)),
+    ("cumulative_token_usage", (dict,)),
+    ("context_usage", (dict, _NONE)),
+    ("git_branch", (str, _NONE)),
+    ("git_sha", (str, _NONE)),
+    ("cli_version", (str, _NONE)),
+    ("forked_from", (str, _NONE)),
+    ("parent_session", (str, _NONE)),
 )
 
 
@@ -303,8 +377,11 @@ _EVENT_CHECKS = {
     "inserted_before_last": lambda e: check_message(e.get("message", _ABSENT), "inserted_before_last.message"),
     "action": lambda e: _need(e, "action", dict, "action"),
     "image": lambda e: _need(e, "data", str, "image"),
-    "compaction": lambda e: (_need_ts(e, "at", "compaction") or _need(e, "record", dict, "compaction")
-                             or _check_messages(e.get("replacement", _ABSENT), "compaction.replacement")),
+    "compaction": lambda e: (
+        _need_ts(e, "at", "compaction")
+        or _need(e, "record", dict, "compaction")
+        or _check_messages(e.get("replacement", _ABSENT), "compaction.replacement")
+    ),
     "reset": lambda e: _need_ts(e, "at", "reset") or _check_messages(e.get("messages", _ABSENT), "reset.messages"),
     "state": _state,
     "input": lambda e: _need(e, "text", str, "input"),
@@ -368,7 +445,7 @@ def deeper_than(obj, limit: int) -> bool:
         v, d = stack.pop()
         if d > limit:
             return True
-        for c in (v.values() if type(v) is dict else v):
+        for c in v.values() if type(v) is dict else v:
             if type(c) is dict or type(c) is list:
                 stack.append((c, d + 1))
     return False
@@ -399,6 +476,7 @@ def _parse_line(line: bytes):
 
 
 # --- reading ----------------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class LogRead:
@@ -473,8 +551,13 @@ def _parse_log(data: bytes) -> LogRead:
             obj, why = _parse_line(line)
         if why is not None:
             if why is _BAD_UTF8:
-                _stop(read, "invalid-utf8", n, offset,
-                      f"line {n + 1} at byte {offset} is not valid UTF-8 (a read error for mermaid)")
+                _stop(
+                    read,
+                    "invalid-utf8",
+                    n,
+                    offset,
+                    f"line {n + 1} at byte {offset} is not valid UTF-8 (a read error for mermaid)",
+                )
             else:
                 _stop(read, "malformed", n, offset, f"line {n + 1} at byte {offset} is malformed: {why}")
             return _check_header(read)
@@ -505,8 +588,13 @@ def _stop(read: LogRead, code: str, n: int, offset: int, reason: str) -> None:
 def _refuse(read: LogRead, n: int, offset: int, v: int) -> LogRead:
     read.events = []
     read.tail_complete = False
-    _stop(read, "newer-format", n, offset,
-          f"line {n + 1} was written by a newer mermaid (v={v}): the whole log is refused")
+    _stop(
+        read,
+        "newer-format",
+        n,
+        offset,
+        f"line {n + 1} was written by a newer mermaid (v={v}): the whole log is refused",
+    )
     return read
 
 
@@ -540,11 +628,15 @@ def read_log_file(path, cap: int = fsafe.LOG_CAP) -> LogRead:
 
 
 def _too_large(size: int, cap: int) -> LogRead:
-    return LogRead(stop="too-large", size=size,
-                   reason=f"{size} bytes is over the {cap}-byte cap: not read (mermaid treats it as no log)")
+    return LogRead(
+        stop="too-large",
+        size=size,
+        reason=f"{size} bytes is over the {cap}-byte cap: not read (mermaid treats it as no log)",
+    )
 
 
 # --- folding ----------------------------------------------------------------------
+
 
 def normalize_message(m: dict) -> dict:
     """A ChatMessage as mermaid re-saves it: every field, defaults filled,
@@ -590,8 +682,10 @@ def _title_preview(content: str) -> str:
     return b[:end].decode("utf-8", "surrogatepass") + "..."
 
 
-_RUST_WHITESPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-                    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")  # char::is_whitespace (Python's adds \x1c-\x1f)
+_RUST_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)  # char::is_whitespace (Python's adds \x1c-\x1f)
 
 
 def _add_input(history: list, text: str) -> None:
@@ -696,6 +790,7 @@ def fold_file(path, cap: int = fsafe.LOG_CAP, local_tz=None) -> tuple[dict | Non
 
 # --- backfill (writer side, mermaid.md §4.3) ----------------------------------------------
 
+
 def _strip_tool_images(m: dict) -> dict:
     """Non-User images are not persisted: images := null plus the marker (not doubled)."""
     if m["role"] == "User" or m["images"] is None:
@@ -715,15 +810,25 @@ def backfill_events(snapshot: dict, ts: str) -> list[dict]:
     snapshot except ``compactions`` (a log cannot carry earlier compaction records).
     """
     s = snapshot
-    started = {"type": "started", "session_id": s["id"], "project_path": s["project_path"],
-               "model_id": s["model_name"], "created_at": s["created_at"]}
+    started = {
+        "type": "started",
+        "session_id": s["id"],
+        "project_path": s["project_path"],
+        "model_id": s["model_name"],
+        "created_at": s["created_at"],
+    }
     for k in ("forked_from", "parent_session"):
         if s.get(k) is not None:
             started[k] = s[k]
     out = [started]
     if s.get("messages"):
-        out.append({"type": "reset", "at": s["updated_at"],
-                    "messages": [_strip_tool_images(normalize_message(m)) for m in s["messages"]]})
+        out.append(
+            {
+                "type": "reset",
+                "at": s["updated_at"],
+                "messages": [_strip_tool_images(normalize_message(m)) for m in s["messages"]],
+            }
+        )
     out.extend({"type": "input", "text": text} for text in s.get("input_history") or ())
     state = {"type": "state", "title": s["title"], "model_name": s["model_name"]}
     for k in SCALARS[2:]:

@@ -42,8 +42,11 @@ def conversation_files(store, cid: str, stats: dict | None = None) -> list[Path]
         if st is None:
             continue
         if not stat.S_ISREG(st.st_mode):
-            raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only "
-                              "regular files (see `samctl check`)")
+            raise FileProblem(
+                "not-regular",
+                p,
+                f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only regular files (see `samctl check`)",
+            )
         out.append(p)
         if stats is not None:
             stats[p] = st
@@ -75,7 +78,7 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
     """
     renames = {}
     for name in names:
-        ext = name[len(old) + 1:]
+        ext = name[len(old) + 1 :]
         src = fsafe.child(folder, name)
         dst = fsafe.child(folder, f"{new}.{ext}")
         data = fsafe.read_capped(src, 1 << 31)
@@ -84,8 +87,10 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
                 doc = orjson.loads(data)
                 decode.check_snapshot(doc)
             except (orjson.JSONDecodeError, decode.Rejected) as exc:
-                raise SamctlError(f"cannot restore {old} under a new id: its snapshot is not readable ({exc})",
-                                  hint="restore it under its own id, then `samctl recover` it") from None
+                raise SamctlError(
+                    f"cannot restore {old} under a new id: its snapshot is not readable ({exc})",
+                    hint="restore it under its own id, then `samctl recover` it",
+                ) from None
             doc["id"] = new
             data = encode.snapshot_bytes(doc)
         elif ext == "meta":

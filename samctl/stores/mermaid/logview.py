@@ -31,15 +31,18 @@ def summarize(event: dict, previous_state: dict | None = None) -> str:
         return f"image ({len(event.get('data') or '')} base64 chars)"
     if t == "compaction":
         r = event.get("record") or {}
-        return (f"archived {r.get('archived_message_count')} messages, kept {r.get('preserved_message_count')}"
-                f" ({r.get('trigger')}, {r.get('before_tokens')} -> {r.get('after_tokens')} tokens)")
+        return (
+            f"archived {r.get('archived_message_count')} messages, kept {r.get('preserved_message_count')}"
+            f" ({r.get('trigger')}, {r.get('before_tokens')} -> {r.get('after_tokens')} tokens)"
+        )
     if t == "reset":
         return f"messages replaced: {len(event.get('messages') or [])}"
     if t == "state":
         if previous_state is None:
             return f"title {_words(event.get('title'), 40)!r} · {event.get('model_name')}"
-        changed = sorted(k for k in set(event) | set(previous_state) if k != "type"
-                         and event.get(k) != previous_state.get(k))
+        changed = sorted(
+            k for k in set(event) | set(previous_state) if k != "type" and event.get(k) != previous_state.get(k)
+        )
         return "changed: " + (", ".join(changed) if changed else "nothing")
     if t == "input":
         return f"prompt: {_words(event.get('text', ''))}"

@@ -41,8 +41,9 @@ def _read_conflict(store, cid: str, use) -> tuple[dict, list[str]]:
             read = eventlog.read_log_file(p, store.caps.log)
             doc = eventlog.fold(read.events) if read.usable else None
             if doc is None or not doc["messages"]:
-                raise UsageError(f"{use}: not a log mermaid would fold: "
-                                 f"{read.reason if doc is None else 'it folds to no messages'}")
+                raise UsageError(
+                    f"{use}: not a log mermaid would fold: {read.reason if doc is None else 'it folds to no messages'}"
+                )
             if read.stop is not None:
                 notes.append(f"{p.name}: {read.reason} (its events up to there are used)")
         else:
@@ -70,8 +71,11 @@ def _diff_lines(old: dict | None, new: dict) -> list[str]:
     if a - b:
         out.append(f"-{sum((a - b).values())} messages no longer in the new document")
     for k in sorted(set(old) | set(new)):
-        if k != "messages" and old.get(k) != new.get(k) and checks.as_instants(k, old.get(k)) != checks.as_instants(
-                k, new.get(k)):
+        if (
+            k != "messages"
+            and old.get(k) != new.get(k)
+            and checks.as_instants(k, old.get(k)) != checks.as_instants(k, new.get(k))
+        ):
             out.append(f"{k} changed")
     return out
 
@@ -97,13 +101,19 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
             snap = None
         if snap is not None:
             current_bytes = fsafe.read_capped(snap_path, store.caps.snapshot)
-    plan = RecoveryPlan(cid=cid, target=snap_path, source=str(snap_path), new_bytes=None,
-                        messages_before=len(snap["messages"]) if snap else None)
+    plan = RecoveryPlan(
+        cid=cid,
+        target=snap_path,
+        source=str(snap_path),
+        new_bytes=None,
+        messages_before=len(snap["messages"]) if snap else None,
+    )
     plan.changes += [f"snapshot unusable: {f.code}: {f.reason}" for f in findings]
     repeated = dupkeys.in_mermaid(current_bytes, "snapshot") if current_bytes is not None else []
     if repeated:  # mermaid refuses the file; samctl read it keeping the last of each: written back so
-        plan.changes.append(f"snapshot: {dupkeys.say(repeated)}, which mermaid refuses: rewritten with the last "
-                            "value of each")
+        plan.changes.append(
+            f"snapshot: {dupkeys.say(repeated)}, which mermaid refuses: rewritten with the last value of each"
+        )
     unfixed: list[str] = []
     read = None
     if fsafe.lstat(log_path) is not None:
@@ -115,9 +125,14 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         if read.stop == "torn-tail":
             plan.tail = tailfix.plan(log_path, read)
             plan.changes.append(f"log: {read.reason}")
-            plan.change_in_place("log tail: " + ("newline added to the complete last line" if read.tail_complete
-                                                 else f"{read.size - read.last_newline_offset} torn bytes cut "
-                                                      "(kept in a .torn file)"))
+            plan.change_in_place(
+                "log tail: "
+                + (
+                    "newline added to the complete last line"
+                    if read.tail_complete
+                    else f"{read.size - read.last_newline_offset} torn bytes cut (kept in a .torn file)"
+                )
+            )
         unfixed += [f"log stays broken: {f.reason}" for f in checks.log_findings(cid, log_path, read)]
     broken = bool(unfixed)
     folded = eventlog.fold(read.events) if read is not None and read.usable else None
@@ -130,13 +145,16 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         plan.changes += notes
     elif snap is None and (folded is None or not folded["messages"]):
         if folded is not None and fsafe.lstat(snap_path) is None:
-            raise NeverPersisted(f"nothing to recover for {cid}: there is no snapshot and its log folds to no "
-                                 "messages; mermaid never persists a message-less session, so nothing is lost")
+            raise NeverPersisted(
+                f"nothing to recover for {cid}: there is no snapshot and its log folds to no "
+                "messages; mermaid never persists a message-less session, so nothing is lost"
+            )
         if folded is not None:
             plan.changes.append("log: it folds to no messages")
         raise NothingToRecover(
             f"nothing to recover {cid} from: " + "; ".join(plan.changes + unfixed or ["no snapshot and no log"]),
-            hint="if you have a copy (a .conflict file or a backup), pass it with --use PATH")
+            hint="if you have a copy (a .conflict file or a backup), pass it with --use PATH",
+        )
     elif snap is None:
         doc, plan.source = folded, f"{log_path} (folded)"
     elif folded is None:
@@ -165,10 +183,15 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
     plan.changes += unfixed
     plan.partial = unfixed
     if unfixed and plan.nothing_to_do:
-        raise LeftUnfixed(f"left {cid} as it is: " + "; ".join(unfixed), hint=(
-            f"samctl never rewrites an event log; `samctl log {cid}` shows its events and where mermaid stops "
-            "reading: what lies beyond, and every later append, is invisible to a fold (docs/formats/mermaid.md §4.4)" if broken else
-            f"mermaid 0.25 loads the snapshot (docs/formats/mermaid.md §0.1); `samctl log {cid}` shows what the log holds"))
+        raise LeftUnfixed(
+            f"left {cid} as it is: " + "; ".join(unfixed),
+            hint=(
+                f"samctl never rewrites an event log; `samctl log {cid}` shows its events and where mermaid stops "
+                "reading: what lies beyond, and every later append, is invisible to a fold (docs/formats/mermaid.md §4.4)"
+                if broken
+                else f"mermaid 0.25 loads the snapshot (docs/formats/mermaid.md §0.1); `samctl log {cid}` shows what the log holds"
+            ),
+        )
     return plan
 
 
@@ -199,10 +222,12 @@ def _merge(snap: dict, folded: dict, events: list) -> tuple[dict, str | None]:
         return snap, None
     t_snap, t_fold = _instant(snap["updated_at"]), _instant(folded["updated_at"])
     # Messages of the snapshot the fold lacks, ignoring later actions on them (role, time, text).
-    lost = sum((Counter(map(_message_key, snap["messages"])) - Counter(map(_message_key, folded["messages"])))
-               .values())
-    if lost and t_snap is not None and any(
-            e["event"]["type"] in ("compaction", "reset") and _instant(e["event"]["at"]) > t_snap for e in events):
+    lost = sum((Counter(map(_message_key, snap["messages"])) - Counter(map(_message_key, folded["messages"]))).values())
+    if (
+        lost
+        and t_snap is not None
+        and any(e["event"]["type"] in ("compaction", "reset") and _instant(e["event"]["at"]) > t_snap for e in events)
+    ):
         lost = 0  # replaced after the snapshot was saved: the originals are earlier lines of the log
     why = []
     if not folded["messages"]:
@@ -214,8 +239,10 @@ def _merge(snap: dict, folded: dict, events: list) -> tuple[dict, str | None]:
     if lost:
         why.append(f"lacks {lost} message{'s' if lost > 1 else ''} the snapshot has")
     if why:
-        return snap, (f"snapshot kept: the log's fold {' and '.join(why)}; it differs from the snapshot on "
-                      f"{', '.join(keys[:6])} and stays so")
+        return snap, (
+            f"snapshot kept: the log's fold {' and '.join(why)}; it differs from the snapshot on "
+            f"{', '.join(keys[:6])} and stays so"
+        )
     doc = dict(folded)
     for k, v in snap.items():
         if k not in folded:

@@ -27,11 +27,10 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
         names = os.listdir(conv_dir)
     except OSError as exc:
         raise NotFound(f"cannot list {conv_dir}: {exc.strerror}") from None
-    ids = [cid for cid in sorted({m[1] for m in map(_SESSION_FILE.match, names) if m})
-           if scope is None or cid in scope]
+    ids = [cid for cid in sorted({m[1] for m in map(_SESSION_FILE.match, names) if m}) if scope is None or cid in scope]
     found = Found(findings)
     if len(ids) >= PARALLEL_SESSIONS:
-        parts = [ids[i:i + STAT_PART] for i in range(0, len(ids), STAT_PART)]
+        parts = [ids[i : i + STAT_PART] for i in range(0, len(ids), STAT_PART)]
         for got, fnd in workers.ordered_map(store, _stated, parts):
             found.sources.update((src.key, src) for src in got)
             findings.extend(fnd)

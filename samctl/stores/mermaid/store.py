@@ -53,7 +53,7 @@ class MermaidStore(Store):
         return decode.valid_id(text)
 
     def prefix_ok(self, text: str) -> bool:
-        return 0 < len(text) <= 19 and MERMAID_ID_RE.match(text + "20260101_000000_000"[len(text):]) is not None
+        return 0 < len(text) <= 19 and MERMAID_ID_RE.match(text + "20260101_000000_000"[len(text) :]) is not None
 
     def _names(self) -> list[str]:
         try:
@@ -62,8 +62,9 @@ class MermaidStore(Store):
             raise NotFound(f"cannot list {self.conv_dir}: {exc.strerror}") from None
 
     def has_id(self, cid: str) -> bool:
-        return self.valid_id(cid) and any(os.path.lexists(os.path.join(self.conv_dir, f"{cid}.{ext}"))
-                                          for ext in ("json", "meta", "jsonl"))
+        return self.valid_id(cid) and any(
+            os.path.lexists(os.path.join(self.conv_dir, f"{cid}.{ext}")) for ext in ("json", "meta", "jsonl")
+        )
 
     def all_ids(self) -> list[str]:
         """Every id with a snapshot, sidecar or log, sorted (the regex runs once per id, not per file)."""
@@ -129,8 +130,9 @@ class MermaidStore(Store):
         if listed == len(fresh) and MetaCache.cacheable(folder, now_ns):
             entries, columns = _Listing.build(conv, metas, fresh, name_set)
             cache_file.save(entries, stamp, columns)
-        elif cache_file.stamp is not None or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k]
-                                                                                 for k in fresh):
+        elif (
+            cache_file.stamp is not None or fresh.keys() != cache.keys() or any(fresh[k] is not cache[k] for k in fresh)
+        ):
             cache_file.save(fresh)
         return self._in_project(metas)
 
@@ -160,8 +162,11 @@ class MermaidStore(Store):
             if st is None:
                 continue
             if not stat.S_ISREG(st.st_mode):
-                why = "is a symlink (samctl does not follow symlinks)" if stat.S_ISLNK(st.st_mode) else \
-                    f"is not a regular file ({fsafe.describe_mode(st.st_mode)})"
+                why = (
+                    "is a symlink (samctl does not follow symlinks)"
+                    if stat.S_ISLNK(st.st_mode)
+                    else f"is not a regular file ({fsafe.describe_mode(st.st_mode)})"
+                )
                 code = "symlink" if stat.S_ISLNK(st.st_mode) else "not-regular"
                 probes.append((n, p, 0, False, Finding(code, p, why)))
                 continue
@@ -169,8 +174,11 @@ class MermaidStore(Store):
             if entry is not None and type(entry[2]) is int:  # its row is in the listing saved with it
                 row = listing.row(entry[2]) if listing is not None else None
                 entry = None if row is None else [entry[0], entry[1], row, entry[3]]
-            if entry is None or not (entry[2] is None or _row_ok(entry[2])) or not (
-                    entry[3] is None or type(entry[3]) is list and len(entry[3]) == 2):
+            if (
+                entry is None
+                or not (entry[2] is None or _row_ok(entry[2]))
+                or not (entry[3] is None or type(entry[3]) is list and len(entry[3]) == 2)
+            ):
                 entry = None
                 # (a worker is handed whether the other saved file is there, not the whole folder's names)
                 todo.append((kind, p, st, n.rpartition(".")[0] + _OTHER[kind] in name_set))
@@ -195,13 +203,14 @@ class MermaidStore(Store):
                 # The log grows between saves, so it is stat'ed every time.
                 log = conv + os.sep + n.rpartition(".")[0] + ".jsonl"
                 size = own_size + row[7]
-                if log[len(conv) + 1:] in name_set:
+                if log[len(conv) + 1 :] in name_set:
                     try:
                         size += os.stat(log, follow_symlinks=False).st_size
                     except OSError:
                         pass
-                metas.append(ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6],
-                                              size, False, p))
+                metas.append(
+                    ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6], size, False, p)
+                )
 
     def _scan_meta(self, p: str, st, name_set) -> list:
         """[size, mtime_ns, listing row or None (skipped), [code, reason] or None] of one sidecar."""
@@ -211,7 +220,12 @@ class MermaidStore(Store):
         except FileProblem as exc:
             return [st.st_size, st.st_mtime_ns, None, [exc.code, exc.message]]
         except (orjson.JSONDecodeError, Rejected) as exc:
-            return [st.st_size, st.st_mtime_ns, None, ["bad-meta", f"mermaid cannot read this sidecar: {short_reason(exc)}"]]
+            return [
+                st.st_size,
+                st.st_mtime_ns,
+                None,
+                ["bad-meta", f"mermaid cannot read this sidecar: {short_reason(exc)}"],
+            ]
         if not decode.valid_id(doc["id"]):
             return [st.st_size, st.st_mtime_ns, None, ["bad-id", f"sidecar names an invalid id {doc['id'][:40]!r}"]]
         if not doc.get("message_count"):
@@ -247,8 +261,10 @@ class MermaidStore(Store):
                 found = dupkeys.in_mermaid(data, "snapshot")
                 if found:
                     cid = os.path.basename(str(p))[:-5]
-                    raise Rejected(f"{dupkeys.say(found)} (serde refuses a repeated field; `samctl recover {cid}` "
-                                   "rewrites it with the last value of each, as samctl reads it)")
+                    raise Rejected(
+                        f"{dupkeys.say(found)} (serde refuses a repeated field; `samctl recover {cid}` "
+                        "rewrites it with the last value of each, as samctl reads it)"
+                    )
         except orjson.JSONDecodeError as exc:
             findings.append(Finding("bad-json", str(p), f"not valid JSON: {short_reason(exc)}"))
             return None
@@ -296,8 +312,16 @@ class MermaidStore(Store):
         if not conv.source.endswith(" (folded)"):  # how ``load`` marks a transcript it folded from the log
             return []
         log = Path(conv.source.removesuffix(" (folded)"))
-        return [Finding("from-log", str(log), f"no readable snapshot ({log.stem}.json); this transcript is the event "
-                        f"log's fold (`samctl recover {log.stem}` rebuilds the snapshot)", WARNING, log.stem)]
+        return [
+            Finding(
+                "from-log",
+                str(log),
+                f"no readable snapshot ({log.stem}.json); this transcript is the event "
+                f"log's fold (`samctl recover {log.stem}` rebuilds the snapshot)",
+                WARNING,
+                log.stem,
+            )
+        ]
 
     def conversation_from_doc(self, doc: dict, source: str, cid: str | None = None) -> Conversation:
         """The conversation in ``doc``; its size is that of ``cid``'s own files (snapshot, sidecar,
@@ -436,8 +460,10 @@ class MermaidStore(Store):
         live = self.live_sessions(ids)
         if not live:
             return None
-        return (f"mermaid has {', '.join(live[:3])} open (its scratch lock is held)",
-                "close that mermaid session first, or pass --force")
+        return (
+            f"mermaid has {', '.join(live[:3])} open (its scratch lock is held)",
+            "close that mermaid session first, or pass --force",
+        )
 
     def session_is_live(self, cid: str) -> bool:
         """True if a mermaid process holds the session's scratch ``.lock`` (mermaid.md §1)."""
@@ -454,7 +480,7 @@ class MermaidStore(Store):
         return len(parts) == 1 and parts[0] in cls.identity_files(cid)
 
     def renamed_member(self, name: str, old: str, new: str) -> str:
-        return new + name[len(old):]
+        return new + name[len(old) :]
 
     @staticmethod
     def identity_files(cid: str) -> list[str]:
@@ -522,8 +548,19 @@ class _Listing:
     The entries then hold an index into the columns instead of a copy of their row.
     """
 
-    COLUMNS = ("names", "ids", "titles", "created", "updated", "created_ts", "updated_ts", "counts", "other",
-               "fixed", "logs")
+    COLUMNS = (
+        "names",
+        "ids",
+        "titles",
+        "created",
+        "updated",
+        "created_ts",
+        "updated_ts",
+        "counts",
+        "other",
+        "fixed",
+        "logs",
+    )
 
     def __init__(self, cols: dict, found: list):
         self.cols = cols
@@ -537,12 +574,19 @@ class _Listing:
         cols = {k: extra.get(k) for k in cls.COLUMNS}
         if any(type(c) is not list for c in cols.values()) or len({len(c) for c in cols.values()}) != 1:
             return None
-        if not (set(map(type, cols["names"])) <= {str} and set(map(type, cols["ids"])) <= {str}
-                and set(map(type, cols["titles"])) <= {str} and set(map(type, cols["created"])) <= _STRS
-                and set(map(type, cols["updated"])) <= _STRS and set(map(type, cols["created_ts"])) <= _NUMS
-                and set(map(type, cols["updated_ts"])) <= _NUMS and set(map(type, cols["counts"])) <= _NUMS
-                and set(map(type, cols["other"])) <= {int} and set(map(type, cols["fixed"])) <= {int}
-                and set(map(type, cols["logs"])) <= _STRS):
+        if not (
+            set(map(type, cols["names"])) <= {str}
+            and set(map(type, cols["ids"])) <= {str}
+            and set(map(type, cols["titles"])) <= {str}
+            and set(map(type, cols["created"])) <= _STRS
+            and set(map(type, cols["updated"])) <= _STRS
+            and set(map(type, cols["created_ts"])) <= _NUMS
+            and set(map(type, cols["updated_ts"])) <= _NUMS
+            and set(map(type, cols["counts"])) <= _NUMS
+            and set(map(type, cols["other"])) <= {int}
+            and set(map(type, cols["fixed"])) <= {int}
+            and set(map(type, cols["logs"])) <= _STRS
+        ):
             return None
         if "/" in "".join(cols["names"]) + "".join(filter(None, cols["logs"])):
             return None  # only names inside the folder
@@ -558,8 +602,16 @@ class _Listing:
         c = self.cols
         if not 0 <= i < len(c["ids"]):
             return None
-        return [c["ids"][i], c["titles"][i], c["created"][i], c["updated"][i], c["created_ts"][i],
-                c["updated_ts"][i], c["counts"][i], c["other"][i]]
+        return [
+            c["ids"][i],
+            c["titles"][i],
+            c["created"][i],
+            c["updated"][i],
+            c["created_ts"][i],
+            c["updated_ts"][i],
+            c["counts"][i],
+            c["other"][i],
+        ]
 
     def findings(self, conv: str) -> list:
         return [Finding(code, conv + os.sep + name, reason) for code, name, reason in self.found]
@@ -575,9 +627,22 @@ class _Listing:
                 except OSError:
                     pass  # gone since it was listed
         prefix = conv + os.sep
-        return list(map(ConversationMeta, repeat("mermaid"), c["ids"], c["titles"], c["created"], c["updated"],
-                        c["created_ts"], c["updated_ts"], c["counts"], sizes, repeat(False),
-                        [prefix + n for n in c["names"]]))
+        return list(
+            map(
+                ConversationMeta,
+                repeat("mermaid"),
+                c["ids"],
+                c["titles"],
+                c["created"],
+                c["updated"],
+                c["created_ts"],
+                c["updated_ts"],
+                c["counts"],
+                sizes,
+                repeat(False),
+                [prefix + n for n in c["names"]],
+            )
+        )
 
     @classmethod
     def build(cls, conv: str, metas: list, fresh: dict, name_set) -> tuple[dict, dict]:
@@ -588,18 +653,35 @@ class _Listing:
         entries = {n: e if e[2] is None else [e[0], e[1], index[n], e[3]] for n, e in fresh.items()}
         other = [fresh[n][2][7] for n in names]
         logs = [n[:-5] + ".jsonl" if n[:-5] + ".jsonl" in name_set else None for n in names]
-        cols = {"names": names, "ids": [m.id for m in metas], "titles": [m.title for m in metas],
-                "created": [m.created for m in metas], "updated": [m.updated for m in metas],
-                "created_ts": [m.created_ts for m in metas], "updated_ts": [m.updated_ts for m in metas],
-                "counts": [m.message_count for m in metas], "other": other,
-                "fixed": [fresh[n][0] + o for n, o in zip(names, other)], "logs": logs,
-                "findings": [[e[3][0], n, e[3][1]] for n, e in fresh.items() if e[3] is not None]}
+        cols = {
+            "names": names,
+            "ids": [m.id for m in metas],
+            "titles": [m.title for m in metas],
+            "created": [m.created for m in metas],
+            "updated": [m.updated for m in metas],
+            "created_ts": [m.created_ts for m in metas],
+            "updated_ts": [m.updated_ts for m in metas],
+            "counts": [m.message_count for m in metas],
+            "other": other,
+            "fixed": [fresh[n][0] + o for n, o in zip(names, other)],
+            "logs": logs,
+            "findings": [[e[3][0], n, e[3][1]] for n, e in fresh.items() if e[3] is not None],
+        }
         return entries, cols
 
 
 def _row_ok(row) -> bool:
     """A cached row has the types a scan gives it, which the listing sorts and adds by, and an id that
     keeps the id rule (a corrupt or hostile cache is only rescanned)."""
-    return (type(row) is list and len(row) == _ROW_WIDTH and decode.valid_id(row[0]) and type(row[1]) is str
-            and type(row[2]) in _STRS and type(row[3]) in _STRS and type(row[4]) in _NUM and type(row[5]) in _NUM
-            and type(row[6]) in _NUM and type(row[7]) is int)
+    return (
+        type(row) is list
+        and len(row) == _ROW_WIDTH
+        and decode.valid_id(row[0])
+        and type(row[1]) is str
+        and type(row[2]) in _STRS
+        and type(row[3]) in _STRS
+        and type(row[4]) in _NUM
+        and type(row[5]) in _NUM
+        and type(row[6]) in _NUM
+        and type(row[7]) is int
+    )

@@ -52,8 +52,12 @@ def _check_archive(r, rep: Reporter, scope_id: str | None, loads) -> dict | None
         rep.add("archive-bad-id", f"{at} ({aid}): conversation_id {quoted(cid)} is not a UUID")
         return None
     at = f"{at} ({aid})"
-    for col, val in (("messages_json", mjson), ("summary", summary), ("key_topics_json", topics_json),
-                     ("reason", reason)):
+    for col, val in (
+        ("messages_json", mjson),
+        ("summary", summary),
+        ("key_topics_json", topics_json),
+        ("reason", reason),
+    ):
         if not isinstance(val, str):
             rep.add("archive-bad-value", f"{at}: {col} is {type(val).__name__}, not text")
             return None
@@ -176,9 +180,20 @@ def create_archive_db(path, rows=(), mode: int = fsafe.FILE_MODE):
             if kj is None:
                 kj = json.dumps(r.get("key_topics", []), separators=(",", ":"), ensure_ascii=False)
             created = r.get("created_at") or format_db_date()
-            values.append((r["id"], r["conversation_id"], mj, r.get("time_start", created), r.get("time_end", created),
-                           r.get("summary", ""), kj, r.get("token_count", 0), r.get("reason", "conversation_trimmed"),
-                           created))
+            values.append(
+                (
+                    r["id"],
+                    r["conversation_id"],
+                    mj,
+                    r.get("time_start", created),
+                    r.get("time_end", created),
+                    r.get("summary", ""),
+                    kj,
+                    r.get("token_count", 0),
+                    r.get("reason", "conversation_trimmed"),
+                    created,
+                )
+            )
         else:
             values.append(tuple(r))
     db = sqlite3.connect(os.fspath(path))

@@ -29,9 +29,18 @@ INFO = "info"
 UNKNOWN = "?"  # _check_folder's topic when the conversation cannot be read: it may use any scope
 DATABASES = ("memory.db", "context_archive.db")
 KNOWN_FILES = {
-    "conversation.json", "memory.db", "context_archive.db", "ltm.json", "kv_store.json", "tasks.json",
-    "memory.db-journal", "memory.db-wal", "memory.db-shm",
-    "context_archive.db-journal", "context_archive.db-wal", "context_archive.db-shm",
+    "conversation.json",
+    "memory.db",
+    "context_archive.db",
+    "ltm.json",
+    "kv_store.json",
+    "tasks.json",
+    "memory.db-journal",
+    "memory.db-wal",
+    "memory.db-shm",
+    "context_archive.db-journal",
+    "context_archive.db-wal",
+    "context_archive.db-shm",
 }
 
 
@@ -55,8 +64,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             st = _lstat(e)
             if isinstance(st, os.stat_result) and stat.S_ISDIR(st.st_mode) and e.name not in ("backups", ".samctl"):
                 folders.append((e.name, e.path, st))
-        checked = workers.ordered_items(store, _check_read_only, folders, PARALLEL_MIN_PARTS * CHECK_CHUNK,
-                                        CHECK_CHUNK)
+        checked = workers.ordered_items(store, _check_read_only, folders, PARALLEL_MIN_PARTS * CHECK_CHUNK, CHECK_CHUNK)
     for e in ordered:
         st = _lstat(e)  # (with --fix: when the entry is reached, after the fixes before it, as a person would)
         if isinstance(st, OSError):
@@ -74,8 +82,14 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             else:
                 treecheck.mode(e.path, st, findings, fixes, fix)
                 if e.name == "conversations.json":
-                    findings.append(Finding("legacy-store", e.path, "legacy single-file store: SAM migrates it on "
-                                            "its next start and keeps a copy in backups/", INFO))
+                    findings.append(
+                        Finding(
+                            "legacy-store",
+                            e.path,
+                            "legacy single-file store: SAM migrates it on its next start and keeps a copy in backups/",
+                            INFO,
+                        )
+                    )
                     store.legacy_docs(findings)  # over the cap, not JSON, not an array: each a finding
                     _check_legacy(store, e.path, findings)
                 elif e.name == "active-conversation.json":
@@ -106,12 +120,20 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
 def _missing_scopes(store, present: set, topic_ids: dict, findings: list) -> None:
     """``scope-missing`` (info) for each scope a conversation names that has no folder (SAM creates it
     empty on its next memory store); ``core.check`` says whether the attic holds it."""
-    missing = sorted(t for t in topic_ids
-                     if t not in present and UUID_RE.match(t) and fsafe.lstat(store.folder(t)) is None)
+    missing = sorted(
+        t for t in topic_ids if t not in present and UUID_RE.match(t) and fsafe.lstat(store.folder(t)) is None
+    )
     for t in missing:
         users = ", ".join(sorted(topic_ids[t])[:3])
-        findings.append(Finding("scope-missing", str(store.folder(t)), f"shared-topic memory scope {t} of {users} "
-                                "is not in the store", INFO, topic_ids[t][0]))
+        findings.append(
+            Finding(
+                "scope-missing",
+                str(store.folder(t)),
+                f"shared-topic memory scope {t} of {users} is not in the store",
+                INFO,
+                topic_ids[t][0],
+            )
+        )
 
 
 CHECK_CHUNK = 32  # conversation folders per unit of work handed to a worker process
@@ -144,8 +166,14 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
     except PermissionError:
         # A folder samctl may not enter may well hold a conversation, using any scope: "unreadable",
         # never also a leftover.
-        found.append(Finding("unreadable", path, "permission denied: cannot tell what the folder holds",
-                             conversation=name.upper() if UUID_RE.match(name) else None))
+        found.append(
+            Finding(
+                "unreadable",
+                path,
+                "permission denied: cannot tell what the folder holds",
+                conversation=name.upper() if UUID_RE.match(name) else None,
+            )
+        )
         return found, fixes, UNKNOWN, True
     except OSError:  # (a folder closed to us otherwise: it may hold a conversation, using any scope)
         _check_folder_files(store, path, None, found, fixes, fix)  # (says it cannot be listed)
@@ -157,8 +185,15 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
     if not UUID_RE.match(name):
         found.append(Finding("bad-id", path, f"folder name is not a UUID ({store.id_rule})", WARNING))
     elif name != cid:
-        found.append(Finding("bad-id", path, "folder name is not uppercase: SAM saves to the uppercase "
-                             "name and leaves a duplicate", WARNING, cid))
+        found.append(
+            Finding(
+                "bad-id",
+                path,
+                "folder name is not uppercase: SAM saves to the uppercase name and leaves a duplicate",
+                WARNING,
+                cid,
+            )
+        )
     doc = _check_conversation(store, cid, name, conv, cst, found, fixes, fix)
     topic = decode.shared_topic_id(doc) if doc is not None else UNKNOWN
     _check_folder_files(store, path, cid, found, fixes, fix)
@@ -167,7 +202,9 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
 
 def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
     if not stat.S_ISREG(st.st_mode):
-        findings.append(Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid))
+        findings.append(
+            Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid)
+        )
         return None
     doc, problem = store.parse_file(p)
     if problem:
@@ -175,15 +212,24 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
         return None
     for prob in schema.validate_conversation(doc):
         if prob.severity == "error":
-            findings.append(Finding("sam-reject", p, f"SAM would skip this conversation: {prob.where}: {prob.reason}",
-                                    ERROR, cid))
+            findings.append(
+                Finding("sam-reject", p, f"SAM would skip this conversation: {prob.where}: {prob.reason}", ERROR, cid)
+            )
         else:
             findings.append(Finding(prob.code, p, f"{prob.where}: {prob.reason}", WARNING, cid))
     _check_repeated_keys(store, cid, p, findings)
     fid = doc.get("id")
     if isinstance(fid, str) and fid.upper() != folder.upper():
-        findings.append(Finding("id-mismatch", p, f"the file's id {fid[:40]} differs from its folder: SAM loads it, "
-                                "and saves it to a second folder on its next save", WARNING, cid))  # sam.md §4.5.8
+        findings.append(
+            Finding(
+                "id-mismatch",
+                p,
+                f"the file's id {fid[:40]} differs from its folder: SAM loads it, "
+                "and saves it to a second folder on its next save",
+                WARNING,
+                cid,
+            )
+        )  # sam.md §4.5.8
     return doc
 
 
@@ -197,9 +243,17 @@ def _check_repeated_keys(store, cid, p, findings) -> None:
     except FileProblem:
         return
     for where, key in found:
-        findings.append(Finding("duplicate-key", p, f"key {key[:40]!r} appears twice in {where[:80]}: samctl reads "
-                                "the last; SAM may refuse the conversation or keep the other (`samctl recover "
-                                f"{cid}` rewrites it with the last)", WARNING, cid))
+        findings.append(
+            Finding(
+                "duplicate-key",
+                p,
+                f"key {key[:40]!r} appears twice in {where[:80]}: samctl reads "
+                "the last; SAM may refuse the conversation or keep the other (`samctl recover "
+                f"{cid}` rewrites it with the last)",
+                WARNING,
+                cid,
+            )
+        )
 
 
 def _check_legacy(store, path: str, findings: list) -> None:
@@ -217,8 +271,14 @@ def _check_legacy(store, path: str, findings: list) -> None:
         if errors:
             bad += 1
             if bad <= 5:
-                findings.append(Finding("sam-reject", path, f"element {i}: {errors[0].where}: {errors[0].reason} "
-                                        "(SAM decodes the file as one array: it fails on this)"))
+                findings.append(
+                    Finding(
+                        "sam-reject",
+                        path,
+                        f"element {i}: {errors[0].where}: {errors[0].reason} "
+                        "(SAM decodes the file as one array: it fails on this)",
+                    )
+                )
     if bad > 5:
         findings.append(Finding("sam-reject", path, f"{bad - 5} more elements SAM cannot decode"))
 
@@ -231,13 +291,19 @@ def _check_active(store, path: str, findings: list) -> None:
         findings.append(Finding(exc.code, path, exc.message, WARNING))
         return
     except orjson.JSONDecodeError as exc:
-        findings.append(Finding("active-bad", path, f"not valid JSON ({str(exc)[:80]}): SAM selects no "
-                                "conversation at start", WARNING))
+        findings.append(
+            Finding(
+                "active-bad", path, f"not valid JSON ({str(exc)[:80]}): SAM selects no conversation at start", WARNING
+            )
+        )
         return
     cid = doc.get("id") if isinstance(doc, dict) else None
     if not (isinstance(cid, str) and UUID_RE.match(cid)):
-        findings.append(Finding("active-bad", path, f"id {str(cid)[:40]!r} is not a UUID: SAM selects no "
-                                "conversation at start", WARNING))
+        findings.append(
+            Finding(
+                "active-bad", path, f"id {str(cid)[:40]!r} is not a UUID: SAM selects no conversation at start", WARNING
+            )
+        )
 
 
 def _check_folder_files(store, folder, cid, findings, fixes, fix):
@@ -256,22 +322,39 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
             continue
         if not stat.S_ISREG(st.st_mode):
             if not stat.S_ISDIR(st.st_mode) or e.name in KNOWN_FILES or e.name == "conversation.json.tmp":
-                findings.append(Finding("not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}, not a file",
-                                        conversation=cid))
+                findings.append(
+                    Finding(
+                        "not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid
+                    )
+                )
             continue
         treecheck.mode(e.path, st, findings, fixes, fix, cid)
         if e.name == "conversation.json.tmp":
-            findings.append(Finding("leftover-tmp", e.path, "SAM stopped in the middle of a save; "
-                                    f"`samctl recover {cid or os.path.basename(folder)}` can use this copy",
-                                    WARNING, cid))
+            findings.append(
+                Finding(
+                    "leftover-tmp",
+                    e.path,
+                    "SAM stopped in the middle of a save; "
+                    f"`samctl recover {cid or os.path.basename(folder)}` can use this copy",
+                    WARNING,
+                    cid,
+                )
+            )
         elif e.name.endswith(".tmp"):
             if now - st.st_mtime >= fsafe.STALE_TMP_SECONDS:
                 findings.append(Finding("stale-tmp", e.path, "temp file left behind by an earlier save", WARNING, cid))
         elif e.name in DATABASES:
             _check_db(e.path, e.name, folder, cid, findings)
         elif e.name.endswith(".bak") or e.name.endswith(".torn"):
-            findings.append(Finding("samctl-backup", e.path, "a copy samctl keeps (recover, check --fix); `samctl "
-                                    "compact` removes it later", INFO, cid))
+            findings.append(
+                Finding(
+                    "samctl-backup",
+                    e.path,
+                    "a copy samctl keeps (recover, check --fix); `samctl compact` removes it later",
+                    INFO,
+                    cid,
+                )
+            )
 
 
 def _check_db(path, name, folder, cid, findings):
@@ -297,17 +380,39 @@ def _classify_scope(e, topic_ids, unknown, findings):
     except OSError:
         files = set()
     if name in topic_ids:
-        findings.append(Finding("scope-shared", e.path, "shared-topic memory scope used by a conversation (normal)",
-                                INFO))
+        findings.append(
+            Finding("scope-shared", e.path, "shared-topic memory scope used by a conversation (normal)", INFO)
+        )
     elif files and files <= {"memory.db", "memory.db-journal"} and unknown:
         from samctl.stores.sam.lifecycle import unreadable_names  # (lazy: not loaded by ls or --help)
 
-        findings.append(Finding("scope-unknown", e.path, "memory scope no readable conversation uses; whether "
-                                f"{unreadable_names(unknown)}, which cannot be read, uses it is unknown: samctl "
-                                "keeps it (rm and compact refuse to remove it)", WARNING))
+        findings.append(
+            Finding(
+                "scope-unknown",
+                e.path,
+                "memory scope no readable conversation uses; whether "
+                f"{unreadable_names(unknown)}, which cannot be read, uses it is unknown: samctl "
+                "keeps it (rm and compact refuse to remove it)",
+                WARNING,
+            )
+        )
     elif files and files <= {"memory.db", "memory.db-journal"}:
-        findings.append(Finding("scope-stray", e.path, "memory scope no conversation uses (a store_memory call "
-                                "without a conversation); kept until you remove it", WARNING))
+        findings.append(
+            Finding(
+                "scope-stray",
+                e.path,
+                "memory scope no conversation uses (a store_memory call "
+                "without a conversation); kept until you remove it",
+                WARNING,
+            )
+        )
     else:
-        findings.append(Finding("leftover-dir", e.path, "folder without conversation.json and not a shared topic: "
-                                "probably what remains of a deleted conversation", WARNING))
+        findings.append(
+            Finding(
+                "leftover-dir",
+                e.path,
+                "folder without conversation.json and not a shared topic: "
+                "probably what remains of a deleted conversation",
+                WARNING,
+            )
+        )

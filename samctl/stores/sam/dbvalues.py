@@ -43,8 +43,10 @@ def format_db_date(when: float | datetime | None = None) -> str:
         ms = n if abs(x - n) <= max(1e-6, abs(x) * 1e-15) else math.floor(x)
         dt = _UNIX_EPOCH + timedelta(milliseconds=ms)
     # not strftime: glibc's %Y does not pad years below 1000 to four digits
-    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}."
-            f"{dt.microsecond // 1000:03d}")
+    return (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}."
+        f"{dt.microsecond // 1000:03d}"
+    )
 
 
 @lru_cache(maxsize=4096)

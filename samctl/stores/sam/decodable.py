@@ -68,6 +68,7 @@ def _leaf(kind):
     if kind == DATE:
         return _date
     if kind == DOUBLE:
+
         def double(v) -> bool:
             if isinstance(v, float):
                 return math.isfinite(v)
@@ -78,8 +79,10 @@ def _leaf(kind):
             except OverflowError:
                 return False
             return True
+
         return double
     if kind == DATA:
+
         def data(v) -> bool:
             if not isinstance(v, str):
                 return False
@@ -88,6 +91,7 @@ def _leaf(kind):
             except (binascii.Error, ValueError):
                 return False
             return True
+
         return data
     raise ValueError(f"unknown kind {kind!r}")
 
@@ -127,6 +131,7 @@ class _Compiler:
                     elif not sub(x):
                         return False
                 return True
+
             self.done[id(kind)] = obj  # before the fields: a kind may (some day) contain itself
             subs.update((key, self.of(sub)) for key, (sub, _) in kind.fields.items())
             return obj
@@ -145,6 +150,7 @@ class _Compiler:
             def part(v) -> bool:
                 t = v.get("type") if isinstance(v, dict) else None
                 return (parts.get(t, unknown) if isinstance(t, str) else unknown)(v)
+
             return part
         return _leaf(kind)
 

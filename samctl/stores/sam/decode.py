@@ -120,7 +120,8 @@ def meta(doc: dict, path: str, size: int, fallback_id: str, mtime: float | None 
         pinned=_bool(doc.get("isPinned")),
         path=path,
         active_ts=newest_message_ts(msgs, (time.time() if mtime is None else mtime) + FUTURE_SLACK)
-        if isinstance(msgs, list) else None,
+        if isinstance(msgs, list)
+        else None,
     )
 
 

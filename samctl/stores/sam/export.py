@@ -24,21 +24,42 @@ def package_for(store, conv, findings: list, exported_at: str) -> bytes | None:
         memories = []
         images = sum(1 for m in conv.messages for a in m.attachments if a.get("type") == "image")
         if images:  # SAM keeps only the images it generates (file:// parts), not a user's pasted ones
-            findings.append(Finding("package-images", conv.meta.path or str(store.conv_dir),
-                                    f"{images} image{'s' if images != 1 else ''} of {conv.meta.id} left out of the "
-                                    "package: SAM's import has no place for them", INFO, conv.meta.id))
+            findings.append(
+                Finding(
+                    "package-images",
+                    conv.meta.path or str(store.conv_dir),
+                    f"{images} image{'s' if images != 1 else ''} of {conv.meta.id} left out of the "
+                    "package: SAM's import has no place for them",
+                    INFO,
+                    conv.meta.id,
+                )
+            )
     errors = [p for p in schema.validate_conversation(doc) if p.severity == schema.ERROR]
     if errors:
         first = errors[0]
-        findings.append(Finding("package-refused", conv.meta.path or str(store.conv_dir),
-                                f"SAM's import would refuse this conversation ({first.where}: {first.reason}); "
-                                f"skipped. `samctl check` shows every problem", ERROR, conv.meta.id))
+        findings.append(
+            Finding(
+                "package-refused",
+                conv.meta.path or str(store.conv_dir),
+                f"SAM's import would refuse this conversation ({first.where}: {first.reason}); "
+                f"skipped. `samctl check` shows every problem",
+                ERROR,
+                conv.meta.id,
+            )
+        )
         return None
     try:
         return package_bytes(package.single_package(doc, memories, exported_at))
     except ValueError as exc:
-        findings.append(Finding("package-refused", conv.meta.path or str(store.conv_dir),
-                                f"cannot be written as a SAM package: {exc}; skipped", ERROR, conv.meta.id))
+        findings.append(
+            Finding(
+                "package-refused",
+                conv.meta.path or str(store.conv_dir),
+                f"cannot be written as a SAM package: {exc}; skipped",
+                ERROR,
+                conv.meta.id,
+            )
+        )
         return None
 
 
@@ -53,8 +74,6 @@ def _sam_memories(store, cid: str, findings: list) -> list:
 
 def _row_field(row, name):
     return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
-
-
 
 
 def bulk(convs, out, findings: list, exported_at: str) -> tuple[int, int]:

@@ -55,12 +55,17 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     st = fsafe.lstat(folder)
     if st is None:
         if cid in store.legacy_docs([]):
-            raise SamctlError(f"{cid} lives only in the legacy conversations.json; samctl does not rewrite that file",
-                              hint="open SAM once so it migrates the legacy file, then try again")
+            raise SamctlError(
+                f"{cid} lives only in the legacy conversations.json; samctl does not rewrite that file",
+                hint="open SAM once so it migrates the legacy file, then try again",
+            )
         raise NotFound(f"no conversation {cid} in {store.conv_dir}")
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise FileProblem("not-regular", folder, f"{folder} is {fsafe.describe_mode(st.st_mode)}, not a folder; "
-                          "samctl does not move it")
+        raise FileProblem(
+            "not-regular",
+            folder,
+            f"{folder} is {fsafe.describe_mode(st.st_mode)}, not a folder; samctl does not move it",
+        )
     if refs is None:
         unreadable: list = []
         refs = store.topic_refs(unreadable)
@@ -70,16 +75,20 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     has_primary = fsafe.lstat(folder / PRIMARY) is not None
     if users and not has_primary:
         some = ", ".join(sorted(users)[:3])
-        raise SamctlError(f"{cid} is the shared-topic memory scope of {some}; it is never removed while in use",
-                          hint="purge the conversations that use it first (`samctl rm --purge ID`): one in the "
-                               "attic can be restored, and needs its memories back")
+        raise SamctlError(
+            f"{cid} is the shared-topic memory scope of {some}; it is never removed while in use",
+            hint="purge the conversations that use it first (`samctl rm --purge ID`): one in the "
+            "attic can be restored, and needs its memories back",
+        )
     unknown = [u for u in unreadable if u != cid]
     if unknown and not has_primary:
         # a conversation that cannot be read may keep its memories here: nothing may call this scope unused
-        raise SamctlError(f"{cid} may be the shared-topic memory scope of a conversation that cannot be read "
-                          f"({unreadable_names(unknown)}); it is not removed while that is so",
-                          hint="`samctl check` says what is wrong with them (`samctl recover ID` may help); "
-                               "--ignore-unreadable removes the scope anyway")
+        raise SamctlError(
+            f"{cid} may be the shared-topic memory scope of a conversation that cannot be read "
+            f"({unreadable_names(unknown)}); it is not removed while that is so",
+            hint="`samctl check` says what is wrong with them (`samctl recover ID` may help); "
+            "--ignore-unreadable removes the scope anyway",
+        )
     out: list[Path] = [folder] if not users else []
     if not users:
         stats[folder] = st
@@ -99,8 +108,12 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
                 out.append(p)
                 stats[p] = pst
             else:
-                raise FileProblem("not-regular", p, f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves "
-                                  "only files and folders (see `samctl check`)")
+                raise FileProblem(
+                    "not-regular",
+                    p,
+                    f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves "
+                    "only files and folders (see `samctl check`)",
+                )
     return out
 
 
@@ -139,9 +152,10 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
                 doc["sessionId"] = new
             data = encode.conversation_bytes(doc)
         except (orjson.JSONDecodeError, ValueError, TypeError) as exc:
-            raise SamctlError(f"cannot restore {old} under a new id: its conversation.json cannot be rewritten "
-                              f"({str(exc)[:120]})", hint="restore it under its own id, then `samctl recover` it") \
-                from None
+            raise SamctlError(
+                f"cannot restore {old} under a new id: its conversation.json cannot be rewritten ({str(exc)[:120]})",
+                hint="restore it under its own id, then `samctl recover` it",
+            ) from None
         fsafe.write_atomic(conv, data)
     for db, table in (("memory.db", "conversation_memories"), ("context_archive.db", "context_archives")):
         p = top / db
@@ -151,9 +165,11 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
     fsafe.step("rename")
     fsafe.rename(top, new_top)
     # writing a database merges its -wal into it and removes the -wal (and -shm): those are not placed
-    renamed = {n: new + n[len(old_dir):] for n in names}
-    return {n: None if n.rsplit("/", 1)[-1] in _DB_SIDECARS and fsafe.lstat(folder.joinpath(*to.split("/"))) is None
-            else to for n, to in renamed.items()}
+    renamed = {n: new + n[len(old_dir) :] for n in names}
+    return {
+        n: None if n.rsplit("/", 1)[-1] in _DB_SIDECARS and fsafe.lstat(folder.joinpath(*to.split("/"))) is None else to
+        for n, to in renamed.items()
+    }
 
 
 _DB_SIDECARS = {f"{db}-{s}" for db in ("memory.db", "context_archive.db") for s in ("wal", "shm", "journal")}
@@ -168,14 +184,17 @@ def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
         return  # an empty database SAM fills on its next open: nothing to rewrite
     try:
         with sqlitefile.write_transaction(path, table, timeout=0) as db:
-            db.execute(f'UPDATE "{table}" SET conversation_id = ? WHERE upper(conversation_id) = ?',
-                       (new, old.upper()))
+            db.execute(f'UPDATE "{table}" SET conversation_id = ? WHERE upper(conversation_id) = ?', (new, old.upper()))
     except FileProblem as exc:
-        raise SamctlError(f"cannot restore {old} under a new id: {path.name}: {exc.message}",
-                          hint="restore it under its own id (without --as-new)") from None
+        raise SamctlError(
+            f"cannot restore {old} under a new id: {path.name}: {exc.message}",
+            hint="restore it under its own id (without --as-new)",
+        ) from None
     except sqlitefile.SQLITE_ERRORS as exc:
-        raise SamctlError(f"cannot restore {old} under a new id: {path.name} cannot be rewritten ({exc})",
-                          hint="restore it under its own id (without --as-new)") from None
+        raise SamctlError(
+            f"cannot restore {old} under a new id: {path.name} cannot be rewritten ({exc})",
+            hint="restore it under its own id (without --as-new)",
+        ) from None
 
 
 def purge(store, cid: str, refs: dict | None = None) -> list[str]:

@@ -44,11 +44,31 @@ from samctl.stores.sam.sqlitefile import (
 )
 
 __all__ = [
-    "APPLE_EPOCH", "ARCHIVE_REASONS", "ARCHIVE_SCHEMA_SQL", "ARCHIVE_TABLE", "BATCH", "CONTENT_TYPES",
-    "DEFAULT_TIMEOUT", "EXPECTED_BLOB_LENGTHS", "MAX_ROW_FINDINGS", "MEMORY_TABLE", "SCHEMA_SQL", "SQLITE_ERRORS",
-    "MemoryRow", "create_archive_db", "create_memory_db", "encode_archive_messages", "format_db_date",
-    "is_uuid", "iter_memories", "open_readonly", "parse_db_date", "read_archives", "read_memories",
-    "schema_problems", "touch_memories",
+    "APPLE_EPOCH",
+    "ARCHIVE_REASONS",
+    "ARCHIVE_SCHEMA_SQL",
+    "ARCHIVE_TABLE",
+    "BATCH",
+    "CONTENT_TYPES",
+    "DEFAULT_TIMEOUT",
+    "EXPECTED_BLOB_LENGTHS",
+    "MAX_ROW_FINDINGS",
+    "MEMORY_TABLE",
+    "SCHEMA_SQL",
+    "SQLITE_ERRORS",
+    "MemoryRow",
+    "create_archive_db",
+    "create_memory_db",
+    "encode_archive_messages",
+    "format_db_date",
+    "is_uuid",
+    "iter_memories",
+    "open_readonly",
+    "parse_db_date",
+    "read_archives",
+    "read_memories",
+    "schema_problems",
+    "touch_memories",
 ]
 
 CONTENT_TYPES = (
@@ -174,13 +194,16 @@ def _check_memory(r, rep: Reporter, scope_id: str | None) -> MemoryRow | None:
         return None
     # usable: warnings only from here on
     if emb is not None and len(emb) not in EXPECTED_BLOB_LENGTHS:
-        rep.add("memory-blob-dim", f"{at}: embedding of {len(emb)} bytes ({len(emb) // 8}-d); expected 4096 "
-                "(Apple NL), 2048 (hash fallback) or none", WARNING)
+        rep.add(
+            "memory-blob-dim",
+            f"{at}: embedding of {len(emb)} bytes ({len(emb) // 8}-d); expected 4096 "
+            "(Apple NL), 2048 (hash fallback) or none",
+            WARNING,
+        )
     if scope_id is not None and cid != scope_id:
         rep.add("memory-scope", f"{at}: conversation_id {cid} is not the folder's {scope_id}", WARNING)
     if mid != mid.upper() or cid != cid.upper():
-        rep.add("memory-id-case", f"{at}: lowercase UUID (SAM writes uppercase; its updates will not match)",
-                WARNING)
+        rep.add("memory-id-case", f"{at}: lowercase UUID (SAM writes uppercase; its updates will not match)", WARNING)
     if ctype not in CONTENT_TYPES:
         rep.add("memory-content-type", f"{at}: unknown content_type {ctype!r} (SAM reads it as message)", WARNING)
     if not 0.0 <= imp <= 1.0:
@@ -301,8 +324,18 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
 def _memory_values(row) -> tuple:
     if isinstance(row, MemoryRow):
         tags = ",".join(row.tags) if row.tags else None
-        return (row.id, row.conversation_id, row.content, row.content_type, row.embedding, row.importance,
-                row.created_at, row.access_count, row.last_accessed, tags)
+        return (
+            row.id,
+            row.conversation_id,
+            row.content,
+            row.content_type,
+            row.embedding,
+            row.importance,
+            row.created_at,
+            row.access_count,
+            row.last_accessed,
+            tags,
+        )
     if isinstance(row, dict):
         created = row.get("created_at") or format_db_date()
         emb = row.get("embedding")
@@ -311,9 +344,18 @@ def _memory_values(row) -> tuple:
         tags = row.get("tags")
         if isinstance(tags, (list, tuple)):
             tags = ",".join(tags) if tags else None
-        return (row["id"], row["conversation_id"], row["content"], row.get("content_type", "message"), emb,
-                row.get("importance", 0.5), created, row.get("access_count", 0),
-                row.get("last_accessed", created), tags)
+        return (
+            row["id"],
+            row["conversation_id"],
+            row["content"],
+            row.get("content_type", "message"),
+            emb,
+            row.get("importance", 0.5),
+            created,
+            row.get("access_count", 0),
+            row.get("last_accessed", created),
+            tags,
+        )
     values = tuple(row)
     if len(values) != 10:
         raise ValueError(f"a memory row needs the 10 columns of §7.2, got {len(values)}")

@@ -138,8 +138,9 @@ def memories_sorted(rows: Iterable) -> list[dict]:
 # -- packages -------------------------------------------------------------------------------
 
 
-def single_package(conversation: dict, memories: list | None, exported_at: str, version: str | None = None,
-                   folder: dict | None = None) -> dict:
+def single_package(
+    conversation: dict, memories: list | None, exported_at: str, version: str | None = None, folder: dict | None = None
+) -> dict:
     pkg = {
         "formatVersion": FORMAT_VERSION,
         "exportedAt": exported_at,
@@ -162,8 +163,9 @@ def bulk_package(packages: list, exported_at: str, version: str | None = None) -
     }
 
 
-def bulk_stream(package_chunks: Iterable[bytes], count: int, exported_at: str,
-                version: str | None = None) -> Iterator[bytes]:
+def bulk_stream(
+    package_chunks: Iterable[bytes], count: int, exported_at: str, version: str | None = None
+) -> Iterator[bytes]:
     """The bytes of ``bulk_package`` written piece by piece, one encoded package at a time.
 
     ``package_chunks`` are ``package_bytes(single_package(...))`` outputs and ``count``
@@ -252,8 +254,18 @@ def default_settings(model: str) -> dict:
     }
 
 
-def _sam_message(new_id: str, type_: str, content: str, when: str, *, user: bool = False, tool: bool = False,
-                 pinned: bool = False, system_generated: bool = False, **extra) -> dict:
+def _sam_message(
+    new_id: str,
+    type_: str,
+    content: str,
+    when: str,
+    *,
+    user: bool = False,
+    tool: bool = False,
+    pinned: bool = False,
+    system_generated: bool = False,
+    **extra,
+) -> dict:
     m = {
         "id": new_id,
         "type": type_,
@@ -288,13 +300,25 @@ def from_mermaid(conv, new_uuid: Callable[[], str] = _new_uuid) -> dict:
     for msg in conv.messages:
         when = _date_of(msg.timestamp, updated)
         if msg.role == "user":
-            messages.append(_sam_message(new_uuid(), "user", msg.content, when, user=True, pinned=users < 10,
-                                         system_generated=msg.hidden))
+            messages.append(
+                _sam_message(
+                    new_uuid(), "user", msg.content, when, user=True, pinned=users < 10, system_generated=msg.hidden
+                )
+            )
             users += 1
             continue
         if msg.reasoning:
-            messages.append(_sam_message(new_uuid(), "thinking", "", when, tool=True,
-                                         reasoningContent=msg.reasoning, toolIcon="brain.head.profile"))
+            messages.append(
+                _sam_message(
+                    new_uuid(),
+                    "thinking",
+                    "",
+                    when,
+                    tool=True,
+                    reasoningContent=msg.reasoning,
+                    toolIcon="brain.head.profile",
+                )
+            )
         if msg.role == "tool":
             extra = {"toolStatus": "success"}
             if msg.tool_call_id:
@@ -303,18 +327,21 @@ def from_mermaid(conv, new_uuid: Callable[[], str] = _new_uuid) -> dict:
                 extra["toolName"] = msg.tool_name
             messages.append(_sam_message(new_uuid(), "toolExecution", msg.content, when, tool=True, **extra))
         elif msg.role == "system":
-            messages.append(_sam_message(new_uuid(), "systemStatus", msg.content, when,
-                                         system_generated=msg.hidden))
+            messages.append(_sam_message(new_uuid(), "systemStatus", msg.content, when, system_generated=msg.hidden))
         elif msg.content or msg.tool_calls:
             extra = {}
             if msg.tool_calls:
                 extra["toolCalls"] = [
-                    {"id": tc.id or f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-                     "function": {"name": tc.name, "arguments": _arguments(tc.arguments)}}
+                    {
+                        "id": tc.id or f"call_{uuid.uuid4().hex[:24]}",
+                        "type": "function",
+                        "function": {"name": tc.name, "arguments": _arguments(tc.arguments)},
+                    }
                     for tc in msg.tool_calls
                 ]
-            messages.append(_sam_message(new_uuid(), "assistant", msg.content, when,
-                                         system_generated=msg.hidden, **extra))
+            messages.append(
+                _sam_message(new_uuid(), "assistant", msg.content, when, system_generated=msg.hidden, **extra)
+            )
     return {
         "id": cid,
         "title": conv.meta.title,

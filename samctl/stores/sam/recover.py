@@ -54,8 +54,11 @@ def _from_file(path: Path, cap: int, notes: list, label: str):
             return dict(doc, messages=msgs), False
         notes.append(f"{label}: top level is not an object")
     except orjson.JSONDecodeError as exc:
-        why = "holds a number beyond the range of a Double" if str(exc).startswith("number is infinity") \
+        why = (
+            "holds a number beyond the range of a Double"
+            if str(exc).startswith("number is infinity")
             else "not valid JSON"
+        )
     else:
         why = "not valid JSON"
     text = data.decode("utf-8", errors="replace")
@@ -77,8 +80,10 @@ def _from_backups(conv_dir: Path, cid: str, cap: int, notes: list):
     out = []
     backups = conv_dir / "backups"
     try:
-        names = sorted((p for p in backups.iterdir() if p.name.startswith("conversations_migrated_")
-                        and p.name.endswith(".json")), reverse=True)
+        names = sorted(
+            (p for p in backups.iterdir() if p.name.startswith("conversations_migrated_") and p.name.endswith(".json")),
+            reverse=True,
+        )
     except OSError:
         return out
     for p in names:
@@ -100,8 +105,9 @@ def _from_package(path, cid: str, cap: int) -> dict | None:
         raise UsageError(f"{path}: {exc.message}") from None
     except orjson.JSONDecodeError as exc:
         raise UsageError(f"{path}: not a SAM export package (not JSON: {str(exc)[:80]})") from None
-    packages = pkg.get("conversations") if isinstance(pkg, dict) and isinstance(pkg.get("conversations"), list) \
-        else [pkg]
+    packages = (
+        pkg.get("conversations") if isinstance(pkg, dict) and isinstance(pkg.get("conversations"), list) else [pkg]
+    )
     for p in packages:
         conv = p.get("conversation") if isinstance(p, dict) else None
         if isinstance(conv, dict) and isinstance(conv.get("id"), str) and conv["id"].upper() == cid:
@@ -142,24 +148,35 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
         # make it, newer than the file; a cut one only adds the messages the file lacks
         sources.insert(0 if tmp_whole else len(sources), (str(tmp_path), tmp))
     sources += _from_backups(store.conv_dir, cid, cap, notes)
-    legacy = store.legacy_docs([]).get(cid) if fsafe.lstat(target) is not None and store.parse_file(target)[0] is None \
+    legacy = (
+        store.legacy_docs([]).get(cid)
+        if fsafe.lstat(target) is not None and store.parse_file(target)[0] is None
         else None
+    )
     if legacy is not None:  # what SAM shows while the file does not decode (sam.md §5.3), and show/search too
         sources.append((str(store.conv_dir / "conversations.json"), legacy))
     if from_file is not None:
         sources.append((str(from_file), _from_package(from_file, cid, cap)))
     if not sources:
-        raise NothingToRecover(f"nothing to recover {cid} from: " + ("; ".join(notes) or "no file"),
-                               hint="give a SAM export package with --from FILE")
+        raise NothingToRecover(
+            f"nothing to recover {cid} from: " + ("; ".join(notes) or "no file"),
+            hint="give a SAM export package with --from FILE",
+        )
     base_src, base = sources[0]
     merged = dict(base)
-    msgs = [m for m in (base.get("messages") or []) if isinstance(m, dict)] \
-        if isinstance(base.get("messages"), list) else []
+    msgs = (
+        [m for m in (base.get("messages") or []) if isinstance(m, dict)]
+        if isinstance(base.get("messages"), list)
+        else []
+    )
     have = {_msg_id(m) for m in msgs}
     gained = []
     for src, doc in sources[1:]:
-        extra = [m for m in (doc.get("messages") or []) if isinstance(m, dict) and _msg_id(m) not in have] \
-            if isinstance(doc.get("messages"), list) else []
+        extra = (
+            [m for m in (doc.get("messages") or []) if isinstance(m, dict) and _msg_id(m) not in have]
+            if isinstance(doc.get("messages"), list)
+            else []
+        )
         for m in extra:
             have.add(_msg_id(m))
         if extra:
@@ -173,15 +190,23 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     if msgs or isinstance(base.get("messages"), list):
         merged["messages"] = msgs  # (else repair says what the base held instead of an array)
     st = fsafe.lstat(target)
-    fixed, changes = repair.repair_conversation(merged, fallback_id=cid, fallback_title=_fallback_title(store, folder, msgs),
-                                                fallback_epoch=st.st_mtime if st else None)
+    fixed, changes = repair.repair_conversation(
+        merged,
+        fallback_id=cid,
+        fallback_title=_fallback_title(store, folder, msgs),
+        fallback_epoch=st.st_mtime if st else None,
+    )
     problems = [p for p in schema.validate_conversation(fixed) if p.severity == "error"]
     if problems:  # repair promises this never happens; refuse rather than write a file SAM skips
         raise SamctlError(f"could not make {cid} loadable: {problems[0].where}: {problems[0].reason}")
-    plan = RecoveryPlan(cid=cid, target=target, source=base_src, new_bytes=None,
-                        messages_before=len(current["messages"]) if current and isinstance(
-                            current.get("messages"), list) else None,
-                        messages_after=len(fixed["messages"]))
+    plan = RecoveryPlan(
+        cid=cid,
+        target=target,
+        source=base_src,
+        new_bytes=None,
+        messages_before=len(current["messages"]) if current and isinstance(current.get("messages"), list) else None,
+        messages_after=len(fixed["messages"]),
+    )
     plan.changes = notes + gained + changes
     # the file stays only if it parses as it is and holds exactly what was checked above (then it
     # loads: validation is a function of the JSON value); a salvaged one is not JSON, whatever it held

@@ -345,7 +345,9 @@ def _rename_mini_prompts(doc: dict, notes: list) -> None:
         notes.append(f"enabledCustomInstructionIds: replaced (not an array: {_show(cur)})")
     doc["enabledCustomInstructionIds"] = merged
     extra = f", {bad} invalid dropped" if bad else ""
-    notes.append(f"enabledMiniPromptIds: renamed to enabledCustomInstructionIds ({len(merged)} id(s) after merge{extra})")
+    notes.append(
+        f"enabledMiniPromptIds: renamed to enabledCustomInstructionIds ({len(merged)} id(s) after merge{extra})"
+    )
 
 
 def _message_dates(doc: dict) -> list[str]:

@@ -356,7 +356,9 @@ def int_valued_float(v) -> bool:
     """Whether the float ``v`` stands for an Int64 exactly (``8192.0``).  orjson reads an
     integer past 64 bits as a float, so a float at or past the limits (-2**63 included: the
     text may have been -2**63-1) is no longer a known integer."""
-    return math.isfinite(v) and v.is_integer() and -(2.0 ** 63) < v < 2.0 ** 63
+    return math.isfinite(v) and v.is_integer() and -(2.0**63) < v < 2.0**63
+
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
@@ -530,8 +532,12 @@ def check_values(value, path: tuple, out: list) -> None:
         if depth > MAX_DEPTH and isinstance(v, (dict, list)):
             if not too_deep:
                 too_deep = True
-                _err(out, "too-deep", spell(link), f"nested deeper than {MAX_DEPTH} levels: SAM's JSON reader "
-                     "refuses the file")
+                _err(
+                    out,
+                    "too-deep",
+                    spell(link),
+                    f"nested deeper than {MAX_DEPTH} levels: SAM's JSON reader refuses the file",
+                )
             continue
         if isinstance(v, str):
             if SURROGATE_RE.search(v):

@@ -19,8 +19,11 @@ from samctl.stores.sam import decode
 from samctl.stores.sources import Found, Row, Source, message_rows, not_regular, unstattable, utf8_name
 
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
-FILES = (("conversation.json", "sam-conv", "messages"), ("memory.db", "sam-mem", "memories"),
-         ("context_archive.db", "sam-arch", "archived"))
+FILES = (
+    ("conversation.json", "sam-conv", "messages"),
+    ("memory.db", "sam-mem", "memories"),
+    ("context_archive.db", "sam-arch", "archived"),
+)
 
 
 def sources(store, findings: list, scope: set | None = None) -> dict[str, Source]:
@@ -68,9 +71,18 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
                     findings.append(not_regular(path + fsuffix, st.st_mode, cid))
                     continue
                 # tuple.__new__: a Source without the NamedTuple constructor's cost (20,000 per search)
-                out[key] = make(Source, (key, kind, (path + fsuffix,),
-                                         f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}",
-                                         cid, now - st.st_mtime_ns >= racy_ns, holds))
+                out[key] = make(
+                    Source,
+                    (
+                        key,
+                        kind,
+                        (path + fsuffix,),
+                        f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}",
+                        cid,
+                        now - st.st_mtime_ns >= racy_ns,
+                        holds,
+                    ),
+                )
     finally:
         os.close(dirfd)
     if odd:  # a conversation.json in a folder not named by a UUID: SAM loads it (sam.md §5.3), ls lists it
@@ -78,8 +90,9 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
             if not utf8_name(name):
                 continue  # a key the index manifest (JSON) cannot hold; ls reports such a folder
             if (scope is None or cid in scope) and f"{cid}/conversation.json" not in out:
-                found.add(f"{name}/conversation.json", "sam-conv", [conv_dir + sep + name + sep + "conversation.json"],
-                          cid)
+                found.add(
+                    f"{name}/conversation.json", "sam-conv", [conv_dir + sep + name + sep + "conversation.json"], cid
+                )
     found.add("@base/memory.db", "sam-base-mem", [os.path.join(str(store.base), "memory.db")], None, "memories")
     found.add("conversations.json", "sam-legacy", [os.path.join(conv_dir, "conversations.json")], None)
     return out
@@ -90,8 +103,12 @@ def info(conv, cid: str) -> dict:
     raw = conv.raw if isinstance(conv.raw, dict) else {}
     settings = raw.get("settings") if isinstance(raw.get("settings"), dict) else {}
     name = settings.get("sharedTopicName")
-    return {"id": cid, "title": conv.meta.title, "topic": decode.shared_topic_id(raw),
-            "topic_name": name if isinstance(name, str) else None}
+    return {
+        "id": cid,
+        "title": conv.meta.title,
+        "topic": decode.shared_topic_id(raw),
+        "topic_name": name if isinstance(name, str) else None,
+    }
 
 
 def rows(store, src: Source, findings: list, infos: list):
@@ -105,8 +122,18 @@ def rows(store, src: Source, findings: list, infos: list):
         from samctl.stores.sam import memorydb  # (lazy: not loaded by ls or --help)
 
         for row in memorydb.iter_memories(src.paths[0], findings, scope_id=src.conv, missing_ok=True):
-            yield Row("memory", "", row.content_type, src.conv or row.conversation_id.upper(), row.rowid,
-                      memorydb.parse_db_date(row.created_at), row.importance, row.dimension, row.id, row.content)
+            yield Row(
+                "memory",
+                "",
+                row.content_type,
+                src.conv or row.conversation_id.upper(),
+                row.rowid,
+                memorydb.parse_db_date(row.created_at),
+                row.importance,
+                row.dimension,
+                row.id,
+                row.content,
+            )
     elif src.kind == "sam-arch":
         from samctl.stores.sam import archivedb  # (lazy: not loaded by ls or --help)
 
@@ -119,8 +146,18 @@ def rows(store, src: Source, findings: list, infos: list):
                 if role not in ("user", "assistant", "system"):
                     role = "user" if m.get("isFromUser") is True else "assistant"
                 imp = importance(text, role == "user") if role != "system" else 0.5
-                yield Row("archived", role, None, src.conv, (chunk["rowid"] << 20) + j, m.get("timestamp_epoch"),
-                          imp, 0, f"{chunk['id']}#{j}", text)
+                yield Row(
+                    "archived",
+                    role,
+                    None,
+                    src.conv,
+                    (chunk["rowid"] << 20) + j,
+                    m.get("timestamp_epoch"),
+                    imp,
+                    0,
+                    f"{chunk['id']}#{j}",
+                    text,
+                )
     elif src.kind == "sam-legacy":
         path = src.paths[0]
         for cid, doc in store.legacy_docs(findings).items():
@@ -139,8 +176,11 @@ def memories_by_prefix(path: str, scope: str | None, prefix: str, findings: list
     try:
         conn = memorydb.open_readonly(path)
         try:
-            return conn.execute('SELECT "id", "embedding", "content", "conversation_id" FROM "conversation_memories" '
-                                'WHERE "id" >= ? AND "id" < ? LIMIT 3', (prefix, prefix + "\uffff")).fetchall()
+            return conn.execute(
+                'SELECT "id", "embedding", "content", "conversation_id" FROM "conversation_memories" '
+                'WHERE "id" >= ? AND "id" < ? LIMIT 3',
+                (prefix, prefix + "\uffff"),
+            ).fetchall()
         finally:
             conn.close()
     except FileProblem as exc:

@@ -96,7 +96,6 @@ BATCH = 1000  # rows per read statement; the shared lock is released between bat
 MAX_ROW_FINDINGS = 100  # per code per file; then one finding counts the rest
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Rows as they come out of a connection
 
@@ -126,8 +125,13 @@ class Reporter:
         for code, n in self.seen.items():
             if n > self.limit:
                 self.findings.append(
-                    Finding(code, self.path, f"{n - self.limit} more rows with this problem (not listed)",
-                            self.severity[code], self.scope_id)
+                    Finding(
+                        code,
+                        self.path,
+                        f"{n - self.limit} more rows with this problem (not listed)",
+                        self.severity[code],
+                        self.scope_id,
+                    )
                 )
 
 
@@ -182,8 +186,9 @@ def check_writable(conn: sqlite3.Connection, path, table: str) -> None:
     """Raise FileProblem ``db-schema`` unless the schema is exactly the spec's (see ``open_for_writing``)."""
     problem = exact_schema_problem(conn, table)
     if problem is not None:
-        raise FileProblem("db-schema", path, f"its schema is not exactly SAM's ({problem}): samctl does not write "
-                          "to it")
+        raise FileProblem(
+            "db-schema", path, f"its schema is not exactly SAM's ({problem}): samctl does not write to it"
+        )
 
 
 def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
@@ -196,8 +201,11 @@ def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
     for kind, name, tbl in conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall():
         if kind == "table" and name == table:
             continue
-        if kind == "index" and tbl == table and (name in _INDEXES[table]
-                                                 or str(name).startswith(f"sqlite_autoindex_{table}_")):
+        if (
+            kind == "index"
+            and tbl == table
+            and (name in _INDEXES[table] or str(name).startswith(f"sqlite_autoindex_{table}_"))
+        ):
             continue
         return f"unexpected {kind} {name}"
     q = '"' + table.replace('"', '""') + '"'
@@ -211,8 +219,9 @@ def open_checked(path, findings: list, table: str, timeout: float, scope_id: str
     spath = os.fspath(path)
     st = fsafe.lstat(spath)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
-        findings.append(Finding("db-empty", spath, "0-byte database (SAM creates its tables on its next open)",
-                                WARNING, scope_id))
+        findings.append(
+            Finding("db-empty", spath, "0-byte database (SAM creates its tables on its next open)", WARNING, scope_id)
+        )
         return None
     try:
         conn = open_readonly(path, timeout)
@@ -226,9 +235,16 @@ def open_checked(path, findings: list, table: str, timeout: float, scope_id: str
         return None
     wal = fsafe.lstat(spath + "-wal")
     if wal is not None and rollback_mode(spath):
-        findings.append(Finding("db-stray-wal", spath + "-wal", "a -wal file beside a database that is not in WAL "
-                                "mode (debris; SQLite would use it): the database was read without it", WARNING,
-                                scope_id))
+        findings.append(
+            Finding(
+                "db-stray-wal",
+                spath + "-wal",
+                "a -wal file beside a database that is not in WAL "
+                "mode (debris; SQLite would use it): the database was read without it",
+                WARNING,
+                scope_id,
+            )
+        )
     try:
         fatal, minor = _schema_check(conn, table)
     except SQLITE_ERRORS as exc:
@@ -285,13 +301,17 @@ def _schema_check(conn: sqlite3.Connection, table: str) -> tuple[list[str], list
         if (gtyp or "").upper() != typ:
             minor.append(f"column {name} is {gtyp or 'untyped'}, expected {typ}")
         if bool(gnotnull) != bool(notnull):
-            minor.append(f"column {name} is {'NOT NULL' if gnotnull else 'nullable'}, expected "
-                         f"{'NOT NULL' if notnull else 'nullable'}")
+            minor.append(
+                f"column {name} is {'NOT NULL' if gnotnull else 'nullable'}, expected "
+                f"{'NOT NULL' if notnull else 'nullable'}"
+            )
         if _norm_default(gdefault) != default:
             minor.append(f"column {name} has default {gdefault}, expected {default if default is not None else 'none'}")
         if bool(gpk) != bool(pk):
-            minor.append(f"column {name} is {'' if gpk else 'not '}the primary key, expected "
-                         f"{'' if pk else 'not '}the primary key")
+            minor.append(
+                f"column {name} is {'' if gpk else 'not '}the primary key, expected "
+                f"{'' if pk else 'not '}the primary key"
+            )
     names = {c[0] for c in expected}
     for extra in sorted(set(info) - names):
         minor.append(f"unexpected column {extra}")
@@ -308,8 +328,10 @@ def _schema_check(conn: sqlite3.Connection, table: str) -> tuple[list[str], list
         iq = '"' + idx.replace('"', '""') + '"'
         gcols = tuple(r[2] for r in conn.execute(f"PRAGMA index_info({iq})").fetchall())
         if gcols != cols or have[idx][2]:
-            minor.append(f"index {idx} is {'UNIQUE ' if have[idx][2] else ''}on ({', '.join(map(str, gcols))}), "
-                         f"expected ({', '.join(cols)})")
+            minor.append(
+                f"index {idx} is {'UNIQUE ' if have[idx][2] else ''}on ({', '.join(map(str, gcols))}), "
+                f"expected ({', '.join(cols)})"
+            )
     for idx in sorted(set(have) - set(want)):
         if not idx.startswith("sqlite_autoindex_"):
             minor.append(f"unexpected index {idx}")

@@ -33,9 +33,20 @@ _OPT_STR = (str, type(None))
 _OPT_NUM = (int, float, type(None))
 # The types each field of a cached ConversationMeta may have, in the model's field order (the order
 # _scan saves them in): a cache is untrusted input (README §Caches).
-_META_TYPES = {"store": (str,), "id": (str,), "title": (str,), "created": _OPT_STR, "updated": _OPT_STR,
-               "created_ts": _OPT_NUM, "updated_ts": _OPT_NUM, "message_count": (int, type(None)),
-               "size": (int, type(None)), "pinned": (bool,), "path": (str,), "active_ts": _OPT_NUM}
+_META_TYPES = {
+    "store": (str,),
+    "id": (str,),
+    "title": (str,),
+    "created": _OPT_STR,
+    "updated": _OPT_STR,
+    "created_ts": _OPT_NUM,
+    "updated_ts": _OPT_NUM,
+    "message_count": (int, type(None)),
+    "size": (int, type(None)),
+    "pinned": (bool,),
+    "path": (str,),
+    "active_ts": _OPT_NUM,
+}
 _META_KEYS = tuple(_META_TYPES)
 # Every allowed tuple of field types (432): one set lookup per entry keeps a warm ``ls`` fast.
 _META_SIGNATURES = frozenset(itertools.product(*_META_TYPES.values()))
@@ -52,7 +63,7 @@ class SamStore(Store):
         return isinstance(text, str) and UUID_RE.match(text) is not None
 
     def prefix_ok(self, text: str) -> bool:
-        return 0 < len(text) <= 36 and UUID_RE.match(text + _PREFIX_TEMPLATE[len(text):]) is not None
+        return 0 < len(text) <= 36 and UUID_RE.match(text + _PREFIX_TEMPLATE[len(text) :]) is not None
 
     def normalize_prefix(self, text: str) -> str:
         return text.upper()
@@ -79,8 +90,11 @@ class SamStore(Store):
         """Its folder has a conversation.json, or the .tmp a save cut short left (what recover reads),
         or the conversation lives in an odd folder or the legacy file."""
         folder = self.folder(cid)
-        return any(fsafe.lstat(folder / n) is not None for n in ("conversation.json", "conversation.json.tmp")) \
-            or cid in self.odd_folders() or cid in self.legacy_docs([])
+        return (
+            any(fsafe.lstat(folder / n) is not None for n in ("conversation.json", "conversation.json.tmp"))
+            or cid in self.odd_folders()
+            or cid in self.legacy_docs([])
+        )
 
     def odd_folders(self, folders: list | None = None) -> dict[str, str]:
         """Id -> folder name of each conversation.json in a folder not named by a UUID (never
@@ -118,10 +132,12 @@ class SamStore(Store):
         odd = self.odd_folders().get(cid.upper())
         if odd is not None:
             cid = cid.upper()
-            raise SamctlError(f"{cid} lives in the folder {odd!r}, which is not named by its id; samctl moves a "
-                              "conversation only together with its own folder",
-                              hint=f"with SAM not running, rename {odd!r} to {cid} (or, if that folder exists, move "
-                                   f"the conversation.json into it), then try again")
+            raise SamctlError(
+                f"{cid} lives in the folder {odd!r}, which is not named by its id; samctl moves a "
+                "conversation only together with its own folder",
+                hint=f"with SAM not running, rename {odd!r} to {cid} (or, if that folder exists, move "
+                f"the conversation.json into it), then try again",
+            )
 
     def folder(self, cid: str) -> Path:
         """The folder named by ``cid`` (or its lowercase twin): the conversation's own, where SAM
@@ -165,12 +181,16 @@ class SamStore(Store):
         meta, problem = entry[2], entry[3]
         if (entry[4] is not None and type(entry[4]) is not str) or (entry[5] is not None and type(entry[5]) is not int):
             return None
-        if meta is not None and not (type(meta) is dict and tuple(meta) == _META_KEYS
-                                     and tuple(map(type, meta.values())) in _META_SIGNATURES
-                                     and meta["store"] == "sam"):
+        if meta is not None and not (
+            type(meta) is dict
+            and tuple(meta) == _META_KEYS
+            and tuple(map(type, meta.values())) in _META_SIGNATURES
+            and meta["store"] == "sam"
+        ):
             return None
-        if problem is not None and not (type(problem) is list and len(problem) == 2
-                                        and all(type(x) is str for x in problem)):
+        if problem is not None and not (
+            type(problem) is list and len(problem) == 2 and all(type(x) is str for x in problem)
+        ):
             return None
         return entry
 
@@ -204,14 +224,21 @@ class SamStore(Store):
             except FileNotFoundError:
                 continue  # a memory scope or leftover folder: not a conversation
             except OSError as exc:  # the folder is closed to us: say so rather than skip it silently
-                probes.append((e.name, p, False, Finding("unreadable", p, f"cannot stat: {exc.strerror}",
-                                                         conversation=e.name.upper())))
+                probes.append(
+                    (
+                        e.name,
+                        p,
+                        False,
+                        Finding("unreadable", p, f"cannot stat: {exc.strerror}", conversation=e.name.upper()),
+                    )
+                )
                 continue
             if UUID_RE.match(e.name):
                 taken.add(e.name.upper())
             if not stat.S_ISREG(st.st_mode):
-                probes.append((e.name, p, False, Finding("not-regular", p,
-                                                         f"is {fsafe.describe_mode(st.st_mode)}, not a file")))
+                probes.append(
+                    (e.name, p, False, Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file"))
+                )
                 continue
             entry = self._cached(cache.get(e.name), st)
             if entry is None:
@@ -242,9 +269,17 @@ class SamStore(Store):
             cache_file.save(fresh)
         for _, m in sorted(odd, key=lambda x: x[0]):  # the order odd_folders breaks ties in
             if m.id in taken:
-                findings.append(Finding("duplicate-id", m.path, f"the file's id {m.id} is taken by another folder's "
-                                        "conversation.json, which samctl shows under it; SAM loads both, and saves "
-                                        "them to one folder", WARNING, m.id))
+                findings.append(
+                    Finding(
+                        "duplicate-id",
+                        m.path,
+                        f"the file's id {m.id} is taken by another folder's "
+                        "conversation.json, which samctl shows under it; SAM loads both, and saves "
+                        "them to one folder",
+                        WARNING,
+                        m.id,
+                    )
+                )
                 continue
             taken.add(m.id)
             metas.append(m)
@@ -283,8 +318,10 @@ class SamStore(Store):
         except orjson.JSONDecodeError as exc:
             if str(exc).startswith("number is infinity"):  # valid JSON, but no Int or Double holds it
                 where = str(exc).partition(": ")[2]
-                return None, ["sam-reject", f"a number beyond the range of a Double ({where}): SAM skips the whole "
-                                            "conversation"]
+                return None, [
+                    "sam-reject",
+                    f"a number beyond the range of a Double ({where}): SAM skips the whole conversation",
+                ]
             return None, ["bad-json", f"not valid JSON (SAM skips the whole conversation): {_short(exc)}"]
         if not isinstance(doc, dict):
             return None, ["sam-reject", f"top level is {type(doc).__name__}, not an object (SAM skips it)"]
@@ -460,8 +497,9 @@ class SamStore(Store):
         """SAM's base folder: named SAM, or holding SAM's memory.db, shared_memory.db or topics (sam.md §2)."""
         base = os.path.dirname(self.root_real)
         if os.path.basename(self.root_real) == "conversations" and (
-                os.path.basename(base) == "SAM"
-                or any(os.path.lexists(os.path.join(base, n)) for n in ("memory.db", "shared_memory.db", "topics"))):
+            os.path.basename(base) == "SAM"
+            or any(os.path.lexists(os.path.join(base, n)) for n in ("memory.db", "shared_memory.db", "topics"))
+        ):
             return base
         return None
 
@@ -474,8 +512,10 @@ class SamStore(Store):
     def busy_reason(self, ids=()) -> tuple[str, str] | None:
         if not self.app_is_running():
             return None
-        return ("SAM is running: it holds every conversation in memory and would overwrite changes",
-                "quit SAM first, or pass --force if you are sure it is not using this store")
+        return (
+            "SAM is running: it holds every conversation in memory and would overwrite changes",
+            "quit SAM first, or pass --force if you are sure it is not using this store",
+        )
 
     # lifecycle: rm, restore, archive (the rules live in stores/sam/lifecycle.py) --------------
     def empty_is_deletable(self, cid: str) -> bool:
@@ -488,7 +528,7 @@ class SamStore(Store):
         return parts[0] == cid  # byte for byte: SAM would not load a second, differently cased folder
 
     def renamed_member(self, name: str, old: str, new: str) -> str:
-        return new + name[len(name.split("/", 1)[0]):]
+        return new + name[len(name.split("/", 1)[0]) :]
 
     @staticmethod
     def identity_files(cid: str) -> list[str]:
@@ -500,9 +540,11 @@ class SamStore(Store):
         self._refuse_odd(cid)
         folder = self.folder(cid)
         if folder.name != cid.upper():  # (its lowercase twin) an attic entry's members are named by its id exactly
-            raise SamctlError(f"{cid.upper()} lives in the folder {folder.name!r}, which is not named exactly by its "
-                              "id; samctl moves a conversation only together with its own folder",
-                              hint=f"with SAM not running, rename {folder.name!r} to {cid.upper()}, then try again")
+            raise SamctlError(
+                f"{cid.upper()} lives in the folder {folder.name!r}, which is not named exactly by its "
+                "id; samctl moves a conversation only together with its own folder",
+                hint=f"with SAM not running, rename {folder.name!r} to {cid.upper()}, then try again",
+            )
         return lifecycle.conversation_files(self, cid, refs, stats=stats)
 
     def topic_refs(self, unreadable: list | None = None) -> dict:
