@@ -405,20 +405,31 @@ def _table(hits, query: str, several: bool = False) -> None:
 
 
 def _conversation_lines(hits, several: bool) -> None:
-    """``search -l``: one line per conversation (its best hit's score, its hits, where the best is, its title)."""
+    """``search -l``: one line per conversation (its best hit's score, its hits, where the best is, its title),
+    fitted to a terminal as ls is (short ids, relative dates, the title cut last); piped, every value whole."""
+    from samctl.cli.common import fit_table, relative_date, short_ids, terminal_width
     from samctl.safetext import one_line
     from samctl.timeparse import format_local
 
-    store = f"{'STORE':<12} " if several else ""
-    out = [f"{'SCORE':<7} {'HITS':>5} {store}{'CONVERSATION':<36}  {'AT':>5}  {'DATE':<16}  TITLE"]
-    for h in hits:
-        score = "-" if h.score is None else f"{h.score:.3f}"
-        store = f"{h.store:<12} " if several else ""
-        out.append(
-            f"{score:<7} {h.conversation_hits or 1:>5} {store}{h.conversation_id:<36}  {h.position:>5}  "
-            f"{format_local(h.date_ts):<16}  {one_line(h.title)}"
+    width = terminal_width()
+    short = short_ids(h.conversation_id for h in hits) if width is not None else {}
+    date = relative_date if width is not None else format_local
+    rows = [
+        (
+            "-" if h.score is None else f"{h.score:.3f}",
+            h.conversation_hits or 1,
+            h.store if several else "",
+            one_line(short.get(h.conversation_id, h.conversation_id)),
+            h.position,
+            date(h.date_ts),
+            one_line(h.title),
         )
-    click.echo("\n".join(out))
+        for h in hits
+    ]
+    headers = ["SCORE", "HITS", "STORE", "CONVERSATION", "AT", "DATE", "TITLE"]
+    if not several:
+        rows, headers = [r[:2] + r[3:] for r in rows], headers[:2] + headers[3:]
+    click.echo(fit_table(rows, headers, width))
 
 
 def _snippet(h, width, bold: bool, query: str) -> str:
