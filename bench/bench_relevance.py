@@ -1,8 +1,18 @@
 #!/usr/bin/env python3
-"""Relevance of `samctl search` on LoCoMo: recall of the turns that answer each question.
+"""Relevance of `samctl search` on LoCoMo and LongMemEval: recall of the turns that answer each question.
 
     python bench/bench_relevance.py --data ../shared/eval/locomo-dev [--stores sam,mermaid] [--no-loo]
                                     [--no-cli] [--out DIR]
+    python bench/bench_relevance.py --both ../shared/eval/locomo-dev ../shared/eval/longmemeval-dev [--no-cli]
+                                    [--ablation] [--out DIR]
+
+``--both`` measures the two benchmarks together, as a ranking is chosen on both, and prints one table:
+plain BM25, the ranking in-process (``rank.score`` over the messages read back) and ``samctl search``
+through the CLI (LoCoMo as a mermaid archive, LongMemEval as a Claude Code store: one person's
+haystack, one session a conversation, one turn a message); ``--ablation`` adds each feature removed
+from the default, on both.  LongMemEval (../shared/eval/longmemeval-dev/README.md): turn recall@1/5/10
+(share of the ``has_answer`` turns among the first K hits) and sessions found@5 (an answer session
+among the first 5 distinct conversations of the first 50 hits).
 
 Each conversation file becomes one SAM and one mermaid archive, as ../shared/eval/README.md says
 (one session = one conversation, one turn = one message, speaker_a = user, speaker_b = assistant,
@@ -30,6 +40,7 @@ import argparse
 import calendar
 import datetime
 import json
+import lzma
 import math
 import os
 import re
@@ -76,6 +87,20 @@ def read_locomo(path: Path) -> dict:
     return {"name": path.stem, "sessions": sessions, "questions": questions}
 
 
+def read_longmemeval(folder: Path) -> list:
+    """[{question, sessions: [(session id, epoch seconds, [turns])], answers: {session ids}}] of dev.jsonl.xz."""
+    out = []
+    with lzma.open(folder / "dev.jsonl.xz", "rt", encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            sessions = []
+            for sid, date, turns in zip(d["haystack_session_ids"], d["haystack_dates"], d["haystack_sessions"]):
+                when = datetime.datetime.strptime(date[:10] + " " + date[-5:], "%Y/%m/%d %H:%M")
+                sessions.append((sid, calendar.timegm(when.timetuple()), turns))
+            out.append({"question": d["question"], "sessions": sessions, "answers": set(d["answer_session_ids"])})
+    return out
+
+
 # ---------------------------------------------------------------- the archives
 def _iso(sec: int) -> str:
     return time.strftime(mf.SAM_DATE, time.gmtime(sec))
@@ -120,6 +145,35 @@ def write_mermaid(project: Path, conv: dict) -> dict:
     return where
 
 
+def _cc_ts(sec: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + ".000Z"
+
+
+def write_claude_code(root: Path, item: dict, name: str) -> dict:
+    """A Claude Code store (``root/projects/<slug>/<session uuid>.jsonl``), one session per haystack
+    session, one line per turn; returns {(conversation id, position): (session index, turn index)}."""
+    proj = root / "projects" / "-home-user-lme"
+    proj.mkdir(parents=True, exist_ok=True)
+    where = {}
+    for n, (_sid, t0, turns) in enumerate(item["sessions"]):
+        cid = str(uuid.uuid5(_NS, f"{name}/{n}"))
+        lines, parent = [], None
+        for i, t in enumerate(turns):
+            u = str(uuid.uuid5(_NS, f"{name}/{n}/{i}"))
+            e = {"type": t["role"], "uuid": u, "parentUuid": parent, "isSidechain": False, "userType": "external",
+                 "sessionId": cid, "timestamp": _cc_ts(t0 + 5 * i), "cwd": "/home/user/lme", "version": "2.1.51"}
+            if t["role"] == "user":
+                e["message"] = {"role": "user", "content": t["content"]}
+            else:
+                e["message"] = {"id": f"msg_{u[:8]}", "type": "message", "role": "assistant", "model": "claude",
+                                "content": [{"type": "text", "text": t["content"]}], "stop_reason": "end_turn"}
+            lines.append(json.dumps(e, ensure_ascii=False))
+            where[(cid, i)] = (n, i)
+            parent = u
+        mf._write(proj / f"{cid}.jsonl", "\n".join(lines) + "\n")
+    return where
+
+
 # ---------------------------------------------------------------- the retrievers
 def recall(found: list, evidence: set) -> np.ndarray:
     return np.array([len(evidence & set(found[:k])) / len(evidence) for k in KS])
@@ -139,6 +193,33 @@ def today(root: Path, question: str, where: dict, runner, cli, *extra) -> list |
         raise SystemExit(f"samctl search failed ({r.exit_code}): {r.output}")
     hits = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
     return [where.get((h["conversation_id"], h["position"])) for h in hits]
+
+
+def lme_corpus(item: dict):
+    """(Corpus, [(session index, turn index)] per row) of one haystack, in-process."""
+    corpus, ids = rank.Corpus(), []
+    for n, (_sid, t0, turns) in enumerate(item["sessions"]):
+        corpus.add_conversation(rank.Message(t["content"], t["role"], t0 + 5 * i) for i, t in enumerate(turns))
+        ids += [(n, i) for i in range(len(turns))]
+    return corpus, ids
+
+
+def lme_measure(item: dict, found: list) -> np.ndarray:
+    """Turn recall @1/5/10 and sessions found@5 of FOUND = [(session index, turn index)] in order."""
+    ev = {(n, i) for n, (_s, _t, turns) in enumerate(item["sessions"]) for i, t in enumerate(turns)
+          if t.get("has_answer")}
+    r = [len(ev & set(found[:k])) / len(ev) if ev else 0.0 for k in (1, 5, 10)]
+    sessions = list(dict.fromkeys(n for n, _ in found))[:5]
+    r.append(float(any(item["sessions"][n][0] in item["answers"] for n in sessions)))
+    return np.array(r)
+
+
+def lme_evaluate(data: list, params) -> np.ndarray:
+    """In-process figures over DATA [(item, corpus, ids)]."""
+    tot = np.zeros(4)
+    for item, corpus, ids in data:
+        tot += lme_measure(item, [ids[r] for r in rank.top_k(rank.score(corpus, item["question"], params), 50)])
+    return tot / len(data)
 
 
 def read_back(root: Path, where: dict):
@@ -261,14 +342,112 @@ def header(title: str) -> str:
     return f"{title}\n  {'':<58}" + "".join(f"{'R@' + str(k):>8}" for k in KS)
 
 
+BOTH_GOALS = {"LoCoMo": (None, 0.70, 0.77, 0.86), "LongMemEval": (None, 0.72, 0.82, 0.97)}
+
+
+def both_ablation() -> list:
+    """Each feature of the default removed (both benchmarks are measured on each)."""
+    full = rank.Params()
+    return [("default", full),
+            ("without k1/b 1.2/0.75 (0.9/0.4)", replace(full, k1=0.9, b=0.4)),
+            ("without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
+            ("without 2nd neighbours", replace(full, prev2=0, next2=0)),
+            ("without the long-turn damping (ctx_len)", replace(full, ctx_len=0)),
+            ("without the reply weight (reply 1)", replace(full, reply=1)),
+            ("without addressee", replace(full, addressee=0)),
+            ("addressee skew per row, not per word", replace(full, addressee_by_words=False)),
+            ("without the lighter name", replace(full, name_weight=1)),
+            ("without date field", replace(full, date=0)),
+            ("without conversation-level", replace(full, conversation=0)),
+            ("without diversity", replace(full, diversify=0)),
+            ("the ranking of issue 22 (before this round)",
+             replace(full, k1=0.9, b=0.4, ctx_len=0, reply=1, addressee_by_words=False))]
+
+
+def run_both(locomo: Path, lme_dir: Path, out: Path, args) -> None:
+    """LoCoMo (mermaid archives) and LongMemEval (Claude Code stores): one table, and the ablation."""
+    from click.testing import CliRunner
+
+    from samctl.cli import cli
+
+    runner, t0 = CliRunner(), time.monotonic()
+    convs = [read_locomo(f) for f in sorted(locomo.glob("*.json"))]
+    loc_data, plain_l, cli_l = [], np.zeros(len(KS)), np.zeros(len(KS))
+    nl = sum(len(c["questions"]) for c in convs)
+    for c in convs:
+        root = out / "mermaid" / c["name"]
+        where = write_mermaid(root, c)
+        corpus, dias = read_back(root, where)
+        loc_data.append((corpus, dias, c["questions"]))
+        plain = PlainBM25([t for _, turns in c["sessions"] for _, t, _ in turns])
+        plain_dias = [d for _, turns in c["sessions"] for _, _, d in turns]
+        for q, ev, _ in c["questions"]:
+            plain_l += recall([plain_dias[i] for i in rank.top_k(plain.score(q), 25)], ev)
+            if not args.no_cli:
+                cli_l += recall(today(root, q, where, runner, cli) or [], ev)
+    items = read_longmemeval(lme_dir)
+    lme_data, plain_m, cli_m = [], np.zeros(4), np.zeros(4)
+    for k, item in enumerate(items):
+        corpus, ids = lme_corpus(item)
+        lme_data.append((item, corpus, ids))
+        plain = PlainBM25([t["content"] for _, _, turns in item["sessions"] for t in turns])
+        plain_m += lme_measure(item, [ids[r] for r in rank.top_k(plain.score(item["question"]), 50)])
+        if not args.no_cli:
+            root = out / "claude-code" / f"q{k:03d}"
+            where = write_claude_code(root, item, f"q{k}")
+            r = runner.invoke(cli, ["--root", str(root), "search", "--in", "messages", "-n", "50", "--format",
+                                    "jsonl", "--", item["question"]], catch_exceptions=False)
+            if r.exit_code not in (0, 1):
+                raise SystemExit(f"samctl search failed ({r.exit_code}): {r.output}")
+            hits = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+            cli_m += lme_measure(item, [where.get((h["conversation_id"], h["position"]), (-1, -1)) for h in hits])
+    nm = len(items)
+    rank_l, rank_m = evaluate(loc_data, rank.Params())[0], lme_evaluate(lme_data, rank.Params())
+    print(f"\n{len(convs)} LoCoMo conversations ({nl} questions, mermaid), {nm} LongMemEval questions "
+          f"(Claude Code); {time.monotonic() - t0:.0f} s\n")
+    print("| benchmark | measure | plain BM25 | ranking, in-process | `samctl search` (CLI) | goal |")
+    print("|---|---|---|---|---|---|")
+    for label, names, vals in (("LoCoMo", [f"R@{k}" for k in KS], (plain_l / nl, rank_l, cli_l / nl)),
+                               ("LongMemEval", ["turn R@1", "turn R@5", "turn R@10", "sessions found@5"],
+                                (plain_m / nm, rank_m, cli_m / nm))):
+        goals = BOTH_GOALS[label]
+        for j, name in enumerate(names):
+            cli_v = "-" if args.no_cli else f"{vals[2][j]:.3f}"
+            goal = goals[j] if j < len(goals) else None
+            print(f"| {label} | {name} | {vals[0][j]:.3f} | {vals[1][j]:.3f} | {cli_v} | "
+                  f"{'-' if goal is None else f'>= {goal:.2f}'} |")
+    if not args.ablation:
+        return
+    print("\n| ranking (in-process) | LME R@1 | LME R@5 | LME R@10 | LME S@5 | LoCoMo R@1 | R@5 | R@10 | R@25 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, p in both_ablation():
+        m, lo = lme_evaluate(lme_data, p), evaluate(loc_data, p)[0]
+        print(f"| {label} | " + " | ".join(f"{x:.3f}" for x in (*m, *lo)) + " |", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", required=True, type=Path, help="folder of LoCoMo conversation files (*.json)")
+    ap.add_argument("--data", type=Path, help="folder of LoCoMo conversation files (*.json)")
+    ap.add_argument("--both", nargs=2, type=Path, metavar=("LOCOMO", "LONGMEMEVAL"),
+                    help="both benchmarks' folders: one table (LoCoMo as mermaid, LongMemEval as Claude Code)")
+    ap.add_argument("--ablation", action="store_true", help="with --both: each feature removed, on both")
     ap.add_argument("--stores", default="sam,mermaid")
     ap.add_argument("--out", type=Path, help="where the archives go (default: a temporary folder, removed)")
     ap.add_argument("--no-cli", action="store_true", help="skip today's `samctl search` (the slowest part)")
     ap.add_argument("--no-loo", action="store_true", help="skip leave-one-conversation-out tuning")
     args = ap.parse_args(argv)
+    if args.both:
+        tmp = tempfile.TemporaryDirectory(prefix="bench-relevance-") if args.out is None else None
+        out = Path(tmp.name) if tmp else args.out
+        os.environ.setdefault("SAMCTL_CACHE_DIR", str(out / "cache"))
+        try:
+            run_both(*args.both, out, args)
+        finally:
+            if tmp:
+                tmp.cleanup()
+        return 0
+    if args.data is None:
+        ap.error("--data or --both is needed")
     files = sorted(args.data.glob("*.json"))
     if not files:
         ap.error(f"no *.json in {args.data}")
