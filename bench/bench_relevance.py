@@ -160,13 +160,28 @@ def write_claude_code(root: Path, item: dict, name: str) -> dict:
         lines, parent = [], None
         for i, t in enumerate(turns):
             u = str(uuid.uuid5(_NS, f"{name}/{n}/{i}"))
-            e = {"type": t["role"], "uuid": u, "parentUuid": parent, "isSidechain": False, "userType": "external",
-                 "sessionId": cid, "timestamp": _cc_ts(t0 + 5 * i), "cwd": "/home/user/lme", "version": "2.1.51"}
+            e = {
+                "type": t["role"],
+                "uuid": u,
+                "parentUuid": parent,
+                "isSidechain": False,
+                "userType": "external",
+                "sessionId": cid,
+                "timestamp": _cc_ts(t0 + 5 * i),
+                "cwd": "/home/user/lme",
+                "version": "2.1.51",
+            }
             if t["role"] == "user":
                 e["message"] = {"role": "user", "content": t["content"]}
             else:
-                e["message"] = {"id": f"msg_{u[:8]}", "type": "message", "role": "assistant", "model": "claude",
-                                "content": [{"type": "text", "text": t["content"]}], "stop_reason": "end_turn"}
+                e["message"] = {
+                    "id": f"msg_{u[:8]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude",
+                    "content": [{"type": "text", "text": t["content"]}],
+                    "stop_reason": "end_turn",
+                }
             lines.append(json.dumps(e, ensure_ascii=False))
             where[(cid, i)] = (n, i)
             parent = u
@@ -206,8 +221,9 @@ def lme_corpus(item: dict):
 
 def lme_measure(item: dict, found: list) -> np.ndarray:
     """Turn recall @1/5/10 and sessions found@5 of FOUND = [(session index, turn index)] in order."""
-    ev = {(n, i) for n, (_s, _t, turns) in enumerate(item["sessions"]) for i, t in enumerate(turns)
-          if t.get("has_answer")}
+    ev = {
+        (n, i) for n, (_s, _t, turns) in enumerate(item["sessions"]) for i, t in enumerate(turns) if t.get("has_answer")
+    }
     r = [len(ev & set(found[:k])) / len(ev) if ev else 0.0 for k in (1, 5, 10)]
     sessions = list(dict.fromkeys(n for n, _ in found))[:5]
     r.append(float(any(item["sessions"][n][0] in item["answers"] for n in sessions)))
@@ -348,20 +364,24 @@ BOTH_GOALS = {"LoCoMo": (None, 0.70, 0.77, 0.86), "LongMemEval": (None, 0.72, 0.
 def both_ablation() -> list:
     """Each feature of the default removed (both benchmarks are measured on each)."""
     full = rank.Params()
-    return [("default", full),
-            ("without k1/b 1.2/0.75 (0.9/0.4)", replace(full, k1=0.9, b=0.4)),
-            ("without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
-            ("without 2nd neighbours", replace(full, prev2=0, next2=0)),
-            ("without the long-turn damping (ctx_len)", replace(full, ctx_len=0)),
-            ("without the reply weight (reply 1)", replace(full, reply=1)),
-            ("without addressee", replace(full, addressee=0)),
-            ("addressee skew per row, not per word", replace(full, addressee_by_words=False)),
-            ("without the lighter name", replace(full, name_weight=1)),
-            ("without date field", replace(full, date=0)),
-            ("without conversation-level", replace(full, conversation=0)),
-            ("without diversity", replace(full, diversify=0)),
-            ("the ranking of issue 22 (before this round)",
-             replace(full, k1=0.9, b=0.4, ctx_len=0, reply=1, addressee_by_words=False))]
+    return [
+        ("default", full),
+        ("without k1/b 1.2/0.75 (0.9/0.4)", replace(full, k1=0.9, b=0.4)),
+        ("without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
+        ("without 2nd neighbours", replace(full, prev2=0, next2=0)),
+        ("without the long-turn damping (ctx_len)", replace(full, ctx_len=0)),
+        ("without the reply weight (reply 1)", replace(full, reply=1)),
+        ("without addressee", replace(full, addressee=0)),
+        ("addressee skew per row, not per word", replace(full, addressee_by_words=False)),
+        ("without the lighter name", replace(full, name_weight=1)),
+        ("without date field", replace(full, date=0)),
+        ("without conversation-level", replace(full, conversation=0)),
+        ("without diversity", replace(full, diversify=0)),
+        (
+            "the ranking of issue 22 (before this round)",
+            replace(full, k1=0.9, b=0.4, ctx_len=0, reply=1, addressee_by_words=False),
+        ),
+    ]
 
 
 def run_both(locomo: Path, lme_dir: Path, out: Path, args) -> None:
@@ -395,27 +415,47 @@ def run_both(locomo: Path, lme_dir: Path, out: Path, args) -> None:
         if not args.no_cli:
             root = out / "claude-code" / f"q{k:03d}"
             where = write_claude_code(root, item, f"q{k}")
-            r = runner.invoke(cli, ["--root", str(root), "search", "--in", "messages", "-n", "50", "--format",
-                                    "jsonl", "--", item["question"]], catch_exceptions=False)
+            r = runner.invoke(
+                cli,
+                [
+                    "--root",
+                    str(root),
+                    "search",
+                    "--in",
+                    "messages",
+                    "-n",
+                    "50",
+                    "--format",
+                    "jsonl",
+                    "--",
+                    item["question"],
+                ],
+                catch_exceptions=False,
+            )
             if r.exit_code not in (0, 1):
                 raise SystemExit(f"samctl search failed ({r.exit_code}): {r.output}")
             hits = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
             cli_m += lme_measure(item, [where.get((h["conversation_id"], h["position"]), (-1, -1)) for h in hits])
     nm = len(items)
     rank_l, rank_m = evaluate(loc_data, rank.Params())[0], lme_evaluate(lme_data, rank.Params())
-    print(f"\n{len(convs)} LoCoMo conversations ({nl} questions, mermaid), {nm} LongMemEval questions "
-          f"(Claude Code); {time.monotonic() - t0:.0f} s\n")
+    print(
+        f"\n{len(convs)} LoCoMo conversations ({nl} questions, mermaid), {nm} LongMemEval questions "
+        f"(Claude Code); {time.monotonic() - t0:.0f} s\n"
+    )
     print("| benchmark | measure | plain BM25 | ranking, in-process | `samctl search` (CLI) | goal |")
     print("|---|---|---|---|---|---|")
-    for label, names, vals in (("LoCoMo", [f"R@{k}" for k in KS], (plain_l / nl, rank_l, cli_l / nl)),
-                               ("LongMemEval", ["turn R@1", "turn R@5", "turn R@10", "sessions found@5"],
-                                (plain_m / nm, rank_m, cli_m / nm))):
+    for label, names, vals in (
+        ("LoCoMo", [f"R@{k}" for k in KS], (plain_l / nl, rank_l, cli_l / nl)),
+        ("LongMemEval", ["turn R@1", "turn R@5", "turn R@10", "sessions found@5"], (plain_m / nm, rank_m, cli_m / nm)),
+    ):
         goals = BOTH_GOALS[label]
         for j, name in enumerate(names):
             cli_v = "-" if args.no_cli else f"{vals[2][j]:.3f}"
             goal = goals[j] if j < len(goals) else None
-            print(f"| {label} | {name} | {vals[0][j]:.3f} | {vals[1][j]:.3f} | {cli_v} | "
-                  f"{'-' if goal is None else f'>= {goal:.2f}'} |")
+            print(
+                f"| {label} | {name} | {vals[0][j]:.3f} | {vals[1][j]:.3f} | {cli_v} | "
+                f"{'-' if goal is None else f'>= {goal:.2f}'} |"
+            )
     if not args.ablation:
         return
     print("\n| ranking (in-process) | LME R@1 | LME R@5 | LME R@10 | LME S@5 | LoCoMo R@1 | R@5 | R@10 | R@25 |")
@@ -428,8 +468,13 @@ def run_both(locomo: Path, lme_dir: Path, out: Path, args) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, help="folder of LoCoMo conversation files (*.json)")
-    ap.add_argument("--both", nargs=2, type=Path, metavar=("LOCOMO", "LONGMEMEVAL"),
-                    help="both benchmarks' folders: one table (LoCoMo as mermaid, LongMemEval as Claude Code)")
+    ap.add_argument(
+        "--both",
+        nargs=2,
+        type=Path,
+        metavar=("LOCOMO", "LONGMEMEVAL"),
+        help="both benchmarks' folders: one table (LoCoMo as mermaid, LongMemEval as Claude Code)",
+    )
     ap.add_argument("--ablation", action="store_true", help="with --both: each feature removed, on both")
     ap.add_argument("--stores", default="sam,mermaid")
     ap.add_argument("--out", type=Path, help="where the archives go (default: a temporary folder, removed)")
