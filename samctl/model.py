@@ -12,18 +12,17 @@ Invariants:
 
 from __future__ import annotations
 
+import os
 import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-import os
 
 from samctl import fsafe
 from samctl.errors import SamctlError
-
-from samctl.timeparse import format_utc
 from samctl.safetext import safe_text
+from samctl.timeparse import format_utc
 
 ROLES = ("user", "assistant", "tool", "reasoning", "system")
 
@@ -126,10 +125,17 @@ def tool_calls_from_openai(v) -> list[ToolCall]:
     if isinstance(v, list):
         for tc in v:
             if isinstance(tc, dict):
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                fn = tc.get("function")
+                if not isinstance(fn, dict):
+                    fn = {}
                 name = fn.get("name")
-                out.append(ToolCall(tc.get("id") if isinstance(tc.get("id"), str) else None,
-                                    name if isinstance(name, str) else "?", fn.get("arguments")))
+                out.append(
+                    ToolCall(
+                        tc.get("id") if isinstance(tc.get("id"), str) else None,
+                        name if isinstance(name, str) else "?",
+                        fn.get("arguments"),
+                    )
+                )
     return out
 
 
@@ -159,7 +165,7 @@ class Message:
     duration: float | None = None  # a tool result's wall time in seconds, where the app records one
 
     def to_dict(self) -> dict:
-        d = {
+        d: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
             "content": self.content,
@@ -227,8 +233,10 @@ def refuse_over_cap(path: Path, cap: int, app: str) -> None:
     read it: samctl cannot tell whether it is damaged, and must not replace it with an older copy."""
     st = fsafe.lstat(path)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
-        raise NothingToRecover(f"{path} is {st.st_size} bytes, over samctl's {cap}-byte cap, so samctl cannot "
-                               f"read it; {app} can, and it is left as it is")
+        raise NothingToRecover(
+            f"{path} is {st.st_size} bytes, over samctl's {cap}-byte cap, so samctl cannot "
+            f"read it; {app} can, and it is left as it is"
+        )
 
 
 class NothingToRecover(SamctlError):
@@ -268,8 +276,9 @@ class RecoveryPlan:
             return
         self.tail, self.sidecars, self.set_aside = None, [], []
         self.changes = [c for c in self.changes if c not in self.in_place_only]
-        self.changes.append("the store is left as it is (--to writes only the document; recover in place to "
-                            "repair the rest)")
+        self.changes.append(
+            "the store is left as it is (--to writes only the document; recover in place to repair the rest)"
+        )
         self.in_place_only = []
 
     @property
@@ -278,13 +287,18 @@ class RecoveryPlan:
 
     def to_dict(self) -> dict:
         return {
-            "id": self.cid, "target": str(self.target), "source": self.source,
-            "messages_before": self.messages_before, "messages_after": self.messages_after,
-            "changes": self.changes, "rewrites": self.new_bytes is not None,
+            "id": self.cid,
+            "target": str(self.target),
+            "source": self.source,
+            "messages_before": self.messages_before,
+            "messages_after": self.messages_after,
+            "changes": self.changes,
+            "rewrites": self.new_bytes is not None,
             "sidecars": [str(p) for p, _ in self.sidecars],
             "set_aside": [str(p) for p in self.set_aside],
-            "trim_log": None if self.tail is None else {"log": str(self.tail.log), "keep_bytes": self.tail.offset,
-                                                         "add_newline": self.tail.add_newline},
+            "trim_log": None
+            if self.tail is None
+            else {"log": str(self.tail.log), "keep_bytes": self.tail.offset, "add_newline": self.tail.add_newline},
             "written": [str(p) for p in self.written],
             "left_broken": self.partial,
             "findings": [f.to_dict() for f in self.warnings],

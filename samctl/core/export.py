@@ -20,26 +20,26 @@ Rules:
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-import json
-from typing import Callable
 
 import orjson
 
 from samctl import fsafe
-from samctl.render import text as render
+from samctl.core.listing import ListQuery, list_across, list_conversations
 from samctl.core.load import load_resolved
 from samctl.core.places import store_folder_holding
-from samctl.model import INFO, Finding
-from samctl.timeparse import format_utc
 from samctl.errors import SamctlError, UsageError
+from samctl.model import INFO, Finding
+from samctl.render import text as render
 from samctl.stores import exporter
 from samctl.stores.resolve import resolve_many, resolve_many_across
-from samctl.core.listing import ListQuery, list_across, list_conversations
+from samctl.timeparse import format_utc
 
 FORMATS = ("markdown", "html", "json", "jsonl", "sam-package")
 EXTENSIONS = {"markdown": ".md", "html": ".html", "json": ".json", "jsonl": ".jsonl", "sam-package": ".sam.json"}
@@ -69,14 +69,14 @@ class Plan:
 def select_ids(store, ids, all_: bool, since, until, findings: list, project: str | None = None) -> list[str]:
     """The ids to export: the given ones (resolved, in order) or every listed conversation (of ``project``)."""
     if all_:
-        return [m.id for m in list_conversations(store, ListQuery(since=since, until=until, project=project),
-                                                 findings)]
+        return [m.id for m in list_conversations(store, ListQuery(since=since, until=until, project=project), findings)]
 
     return resolve_many(store, ids)
 
 
-def select_across(stores: list, ids, all_: bool, since, until, findings: list,
-                  project: str | None = None) -> list[tuple]:
+def select_across(
+    stores: list, ids, all_: bool, since, until, findings: list, project: str | None = None
+) -> list[tuple]:
     """``select_ids`` over several stores: ``(store, id)`` pairs, the given ids resolved across them
     (``resolve_many_across``), or every listed conversation of all of them in one order (``ls``'s)."""
     if all_:
@@ -114,16 +114,19 @@ def _json_bytes(obj, indent: bool = True) -> bytes:
     try:
         return orjson.dumps(obj, option=(orjson.OPT_INDENT_2 if indent else 0) | orjson.OPT_NON_STR_KEYS)
     except TypeError:  # an integer beyond 64 bits in a raw mermaid value
-        return json.dumps(obj, ensure_ascii=False, indent=2 if indent else None,
-                          separators=None if indent else (",", ":")).encode("utf-8", "surrogateescape")
+        return json.dumps(
+            obj, ensure_ascii=False, indent=2 if indent else None, separators=None if indent else (",", ":")
+        ).encode("utf-8", "surrogateescape")
 
 
-def render_one(fmt: str, store, conv, include_hidden: bool, findings: list, exported_at: str,
-               index_link: bool = False) -> bytes | None:
+def render_one(
+    fmt: str, store, conv, include_hidden: bool, findings: list, exported_at: str, index_link: bool = False
+) -> bytes | None:
     """One conversation as the bytes of one file of ``fmt``, or None if it was refused."""
     if fmt == "markdown":
-        return render.to_markdown(conv, reasoning=True, include_hidden=include_hidden).encode("utf-8",
-                                                                                               "surrogateescape")
+        return render.to_markdown(conv, reasoning=True, include_hidden=include_hidden).encode(
+            "utf-8", "surrogateescape"
+        )
     if fmt == "html":
         from samctl.render import html  # (lazy: not loaded by ls or --help)
 
@@ -147,8 +150,10 @@ def plan_output(output: str | None, fmt: str, many: bool, store) -> Plan:
     a list of stores (the output may lie in none of them)."""
     if output in (None, "-"):
         if many and fmt not in MULTI_STREAM:
-            raise UsageError(f"{fmt} of several conversations needs a folder",
-                             hint="add -o FOLDER (one file per conversation), or export one conversation")
+            raise UsageError(
+                f"{fmt} of several conversations needs a folder",
+                hint="add -o FOLDER (one file per conversation), or export one conversation",
+            )
         return Plan("stdout")
     p = Path(output).expanduser()
     for one in store if isinstance(store, list) else [store]:
@@ -162,9 +167,11 @@ def plan_output(output: str | None, fmt: str, many: bool, store) -> Plan:
     if fmt in MULTI_STREAM and p.suffix in (".json", ".jsonl"):
         return Plan("file", p)
     if p.exists():
-        raise UsageError(f"{output} is a file, but several conversations need a folder",
-                         hint="give a folder (it is created if missing)"
-                              + (", or a .json file name for one stream" if fmt in MULTI_STREAM else ""))
+        raise UsageError(
+            f"{output} is a file, but several conversations need a folder",
+            hint="give a folder (it is created if missing)"
+            + (", or a .json file name for one stream" if fmt in MULTI_STREAM else ""),
+        )
     return Plan("folder", p)
 
 
@@ -173,21 +180,34 @@ def _refuse_inside_store(p: Path, store) -> None:
     folder) or in the app's folder that holds them all, directly or through a symlink."""
     what = store_folder_holding(store, p)
     if what is not None:
-        raise UsageError(f"{p} is inside {what}; export never writes there",
-                         hint="pick a folder outside it, e.g. -o ~/exports")
+        raise UsageError(
+            f"{p} is inside {what}; export never writes there", hint="pick a folder outside it, e.g. -o ~/exports"
+        )
 
 
 def _now_iso() -> str:
     """Now, as exports record it: ISO 8601 UTC, whole seconds."""
-    return format_utc(math.floor(time.time()))
+    stamp = format_utc(math.floor(time.time()))
+    assert stamp is not None  # (now is always a time format_utc can write)
+    return stamp
 
 
 # -- the whole export -------------------------------------------------------------------------------
 
 
-def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, include_hidden: bool = False,
-           stdout=None, progress: Callable[[int, int], None] | None = None, exported_at: str | None = None,
-           as_many: bool = False) -> ExportResult:
+def export(
+    store,
+    ids: list[str],
+    fmt: str,
+    plan: Plan,
+    findings: list,
+    *,
+    include_hidden: bool = False,
+    stdout=None,
+    progress: Callable[[int, int], None] | None = None,
+    exported_at: str | None = None,
+    as_many: bool = False,
+) -> ExportResult:
     """Export the conversations ``ids`` (already resolved) as ``fmt`` to ``plan``.
 
     ``ids`` are ids of ``store``, or ``(store, id)`` pairs (``select_across``: several stores).
@@ -214,34 +234,55 @@ def export(store, ids: list[str], fmt: str, plan: Plan, findings: list, *, inclu
 
     made: list = []  # folders -o named that did not exist: they go again if nothing is written
     try:
+        path = plan.path
         if plan.kind == "folder":
-            _to_folder(conversations(), fmt, plan.path, findings, res, include_hidden, exported_at,
-                       index=(fmt == "html" and many), made=made)
+            assert path is not None  # (a folder plan always names its folder)
+            _to_folder(
+                conversations(),
+                fmt,
+                path,
+                findings,
+                res,
+                include_hidden,
+                exported_at,
+                index=(fmt == "html" and many),
+                made=made,
+            )
             if not res.files:
                 fsafe.remove_empty_dirs(made)
                 findings.append(Finding("not-written", str(plan.path), f"nothing was written to {plan.path}", INFO))
             return res
         if plan.kind == "file":
+            assert path is not None  # (a file plan always names its file)
             try:
-                with fsafe.atomic_writer(fsafe.make_private_dir(plan.path.parent, made) / plan.path.name) as out:
+                with fsafe.atomic_writer(fsafe.make_private_dir(path.parent, made) / path.name) as out:
                     _to_stream(conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
                     if res.exported == 0 and ids:  # every one skipped: an empty file would replace a good one
                         raise _NothingToWrite
             except _NothingToWrite:
                 fsafe.remove_empty_dirs(made)
-                findings.append(Finding("not-written", str(plan.path), "nothing was written to "
-                                        f"{plan.path}; what was there is left as it was", INFO))
+                findings.append(
+                    Finding(
+                        "not-written",
+                        str(plan.path),
+                        f"nothing was written to {plan.path}; what was there is left as it was",
+                        INFO,
+                    )
+                )
                 return res
             res.files.append(str(plan.path))
             return res
     except BrokenPipeError:
         raise
     except OSError as exc:
-        where = exc.filename if exc.filename and not os.path.basename(str(exc.filename)).startswith(".") \
-            else plan.path  # name the file the user asked for, not our temp sibling
-        raise SamctlError(f"cannot write {where}: {exc.strerror or exc}",
-                          hint="check that the folder can be written and the disk has room; "
-                               f"{res.exported} conversation(s) were written before this") from None
+        where = (
+            exc.filename if exc.filename and not os.path.basename(str(exc.filename)).startswith(".") else plan.path
+        )  # name the file the user asked for, not our temp sibling
+        raise SamctlError(
+            f"cannot write {where}: {exc.strerror or exc}",
+            hint="check that the folder can be written and the disk has room; "
+            f"{res.exported} conversation(s) were written before this",
+        ) from None
     _to_stream(conversations(), fmt, stdout, findings, res, include_hidden, exported_at, many)
     stdout.flush()
     return res
@@ -251,8 +292,7 @@ class _NothingToWrite(Exception):
     """Every conversation of a one-file export was skipped: the temp goes, the old file stays."""
 
 
-def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported_at, index: bool,
-               made: list):
+def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported_at, index: bool, made: list):
     """One file per conversation (``convs``: (store, conversation) pairs) in ``folder``, made (into
     ``made``) when the first one is written."""
     entries = []
@@ -274,9 +314,16 @@ def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported
         res.files.append(str(folder / name))
         res.exported += 1
         if index:
-            entries.append({"file": name, "id": conv.meta.id, "title": conv.meta.title,
-                            "updated_ts": conv.meta.updated_ts, "messages": len(shown(conv, include_hidden)),
-                            "store": conv.meta.store})
+            entries.append(
+                {
+                    "file": name,
+                    "id": conv.meta.id,
+                    "title": conv.meta.title,
+                    "updated_ts": conv.meta.updated_ts,
+                    "messages": len(shown(conv, include_hidden)),
+                    "store": conv.meta.store,
+                }
+            )
     if index and entries:
         from samctl.render import html  # (lazy: not loaded by ls or --help)
 

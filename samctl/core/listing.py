@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from samctl.errors import SamctlError
 from samctl.model import ERROR, Finding, recency, title_key
+from samctl.stores.base import Store
 
 SORT_KEYS = ("updated", "created", "title", "messages", "size")
 
@@ -37,6 +38,7 @@ def project_matcher(spec: str):
                 return False
             p = os.path.normpath(project)
             return any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
         return under
     name = spec.casefold()
     return lambda project: bool(project) and project_name(project).casefold() == name
@@ -50,7 +52,8 @@ def project_name(project: str | None) -> str:
 def project_members(stores: list, spec: str, findings: list) -> set:
     """``(store name, conversation id)`` of every conversation of the project ``spec`` (``project_matcher``)
     in ``stores``: what a command that does not list (search) keeps of its results."""
-    keep, owners = project_matcher(spec), {}
+    keep = project_matcher(spec)
+    owners: dict[int, Store] = {}  # id(meta) -> the store that listed it
     metas = list_across(stores, ListQuery(), findings, owners)
     return {(owners[id(m)].name, m.id) for m in metas if keep(m.project)}
 

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from samctl import errors, fsafe
 from samctl.core.places import store_folder_holding
@@ -41,6 +43,7 @@ READ, MOVE, REWRITE = 0, 1, 2  # what a command does to a store's files (each ne
 class Suggestion:
     """A command samctl suggests (``undo with: samctl restore ID``): rendered by ``Scope.render`` with the
     store's ``--root`` only when the pasted command would not find the store by itself."""
+
     command: str  # "restore", "attic --repair", "show"
     id: str | None = None
     store: object = None
@@ -51,6 +54,7 @@ class Suggestion:
 class Outcome:
     """What came of a command on one store: ``done`` (``value`` is the action's result), ``skipped``
     (``reason``: the store cannot do it), or ``failed`` (``code``, ``reason``: the error's message)."""
+
     store: object
     status: str
     reason: str = ""
@@ -66,11 +70,11 @@ class Scope:
     all_stores: bool = False
     caps: object = None
     cache: bool = True
-    note: object = None  # called with each Finding to say now (a cache note), once per run
+    note: Callable[[Finding], None] | None = None  # called with each Finding to say now (a cache note), once per run
     what: str = "this command"
     need: int = READ
     filters: bool = False
-    limit: object = None  # store -> reason it cannot, beyond READ/MOVE/REWRITE (``log``: no event logs)
+    limit: Callable[[Any], str | None] | None = None  # store -> why it cannot, beyond READ/MOVE/REWRITE (``log``)
     findings: list = field(default_factory=list)  # places that could not be opened as stores
     skipped: list = field(default_factory=list)  # [(store, reason)] of the stores left out
     _found: list | None = None
@@ -79,7 +83,7 @@ class Scope:
 
     # -- what the command is -------------------------------------------------------------------------
 
-    def declare(self, what: str, need: int = READ, filters: bool = False, limit=None) -> "Scope":
+    def declare(self, what: str, need: int = READ, filters: bool = False, limit=None) -> Scope:
         """Say what the command does: ``what`` names it in messages ("rm", "check --fix")."""
         self.what, self.need, self.filters, self.limit = what, need, filters, limit
         return self
@@ -113,11 +117,16 @@ class Scope:
                     raise failed[0]
                 self._say_findings()
                 if failed:
-                    raise errors.NotFound(f"no store could be read: {len(failed)} places, none of them a store "
-                                          "samctl can read (see above)", hint="`samctl stores` shows what samctl finds")
-                raise errors.NotFound(f"no store found: samctl looked in {where_looked()}",
-                                      hint="point samctl at one with --root PATH or SAMCTL_ROOT, or list stores with "
-                                           "no fixed place (mermaid projects, exports) as roots = [...] in that file")
+                    raise errors.NotFound(
+                        f"no store could be read: {len(failed)} places, none of them a store "
+                        "samctl can read (see above)",
+                        hint="`samctl stores` shows what samctl finds",
+                    )
+                raise errors.NotFound(
+                    f"no store found: samctl looked in {where_looked()}",
+                    hint="point samctl at one with --root PATH or SAMCTL_ROOT, or list stores with "
+                    "no fixed place (mermaid projects, exports) as roots = [...] in that file",
+                )
         for store in stores:
             self._note_cache(store)
         self._found = stores
@@ -138,12 +147,17 @@ class Scope:
         """Raise the usage error (exit 2) of ``store`` not being able to do the action, if it cannot."""
         limited = not self._kind_reason(store) and self.limit and self.limit(store)
         if limited:  # (a command that does not read this kind of store yet: the kind is in the reason)
-            raise errors.UsageError(f"{limited}; nothing was done", hint="use ls, show or export (e.g. `samctl "
-                                    "export --to jsonl` piped to grep)")
+            raise errors.UsageError(
+                f"{limited}; nothing was done",
+                hint="use ls, show or export (e.g. `samctl export --to jsonl` piped to grep)",
+            )
         why = self.reason(store)
         if why:
-            hint = ("rm, archive (--copy) and restore move them; ls, show, export and check read"
-                    if store.moves_only and not store.read_only else "read it with ls, show, export, stats or check")
+            hint = (
+                "rm, archive (--copy) and restore move them; ls, show, export and check read"
+                if store.moves_only and not store.read_only
+                else "read it with ls, show, export, stats or check"
+            )
             raise errors.UsageError(f"{store.describe()}: {why}; nothing was done", hint=hint)
 
     def stores(self) -> list:
@@ -163,13 +177,16 @@ class Scope:
         if self.need > READ and self.filters and not self.several:
             if not able:
                 names = ", ".join(s.describe() for s in found)
-                raise errors.UsageError(f"no store {self.what} can act on: {names}; nothing was done",
-                                        hint="`samctl stores` lists what samctl finds and what it can do")
+                raise errors.UsageError(
+                    f"no store {self.what} can act on: {names}; nothing was done",
+                    hint="`samctl stores` lists what samctl finds and what it can do",
+                )
             if len(able) > 1:
                 names = ", ".join(s.describe() for s in able)
                 raise errors.UsageError(
                     f"{self.what} acts on one store, and {len(able)} are found ({names}); nothing was done",
-                    hint="name one with --root PATH, or give --all-stores to act on each in turn")
+                    hint="name one with --root PATH, or give --all-stores to act on each in turn",
+                )
         return able
 
     # -- ids ---------------------------------------------------------------------------------------
@@ -186,12 +203,13 @@ class Scope:
         views = [(s, view(s) if view else s) for s in stores]
         views = [(s, v) for s, v in views if v is not None]
         if not views:
-            raise errors.UsageError(f"none of the {len(stores)} stores found has what {self.what} reads; nothing "
-                                    "was done", hint="`samctl stores` lists them and what each can do")
+            raise errors.UsageError(
+                f"none of the {len(stores)} stores found has what {self.what} reads; nothing was done",
+                hint="`samctl stores` lists them and what each can do",
+            )
         of = {id(v): s for s, v in views}
         try:
             if len(views) == 1:  # one store: its own messages, as they always were
-
                 v = views[0][1]
                 whole = [v.normalize_prefix(t) for t in ids if isinstance(t, str) and v.prefix_ok(t)]
                 if len(whole) == len(ids) and all(v.valid_id(w) and v.has_id(w) for w in whole):
@@ -254,11 +272,18 @@ class Scope:
         elif store is not None and not isinstance(store, str):
             roots = [str(store.conv_dir)]
         else:
-            roots = [self._typed.get(id(s), str(s.conv_dir)) for s in self.found()] if store is None and \
-                self._found is not None else list(self.roots)
+            roots = (
+                [self._typed.get(id(s), str(s.conv_dir)) for s in self.found()]
+                if store is None and self._found is not None
+                else list(self.roots)
+            )
             if store is not None:  # a path: the store holding it
-                roots = [r for s in (self._found or []) if _holds(s, store)
-                         for r in [self._typed.get(id(s), str(s.conv_dir))]] or list(self.roots)
+                roots = [
+                    r
+                    for s in (self._found or [])
+                    if _holds(s, store)
+                    for r in [self._typed.get(id(s), str(s.conv_dir))]
+                ] or list(self.roots)
         return " ".join(f"--root {safe_text(shlex.quote(str(r)), lines=False)}" for r in roots)
 
     def paste(self, text: str, path: str = "") -> str:
@@ -294,16 +319,24 @@ class Scope:
         if store.cache_note and store.cache_note not in self._noted and self.note:
             self._noted.add(store.cache_note)
             code, why = store.cache_note
-            self.note(Finding(code, str(fsafe.cache_dir()), f"{why}; this run uses no cache (set "
-                              "SAMCTL_CACHE_DIR to a folder samctl may write, outside every store)", WARNING))
+            self.note(
+                Finding(
+                    code,
+                    str(fsafe.cache_dir()),
+                    f"{why}; this run uses no cache (set "
+                    "SAMCTL_CACHE_DIR to a folder samctl may write, outside every store)",
+                    WARNING,
+                )
+            )
 
 
 def _holds(store, path) -> bool:
     """Whether ``path`` (a root as typed, a finding's path; ``export.zip!member``) lies in ``store``."""
     real = os.path.realpath(os.path.expanduser(str(path).split("!", 1)[0]))
     root = store.root_real
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep) or \
-        root.startswith(real.rstrip(os.sep) + os.sep)
+    return (
+        real == root or real.startswith(root.rstrip(os.sep) + os.sep) or root.startswith(real.rstrip(os.sep) + os.sep)
+    )
 
 
 def _candidates(views, ids) -> str:

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -30,8 +31,15 @@ from samctl import fsafe
 from samctl.errors import FileProblem, UsageError
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "block")
-ROW_KEY = {"day": "day", "week": "week", "month": "month", "session": "session", "project": "project",
-           "model": "model", "block": "block_start"}
+ROW_KEY = {
+    "day": "day",
+    "week": "week",
+    "month": "month",
+    "session": "session",
+    "project": "project",
+    "model": "model",
+    "block": "block_start",
+}
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens")
 PRICE_FIELDS = ("input", "output", "cache_write", "cache_read")
 BLOCK_SECONDS = 5 * 3600
@@ -86,8 +94,10 @@ def load_prices(path: str | None = None) -> Prices:
         raise UsageError(f"--prices {where}: not JSON ({str(exc).splitlines()[0][:100]})") from None
     models = doc.get("models") if isinstance(doc, dict) else None
     if not isinstance(models, dict):
-        raise UsageError(f"--prices {where}: no \"models\" object (model -> input, output, cache_write, cache_read "
-                         "in dollars per million tokens)")
+        raise UsageError(
+            f'--prices {where}: no "models" object (model -> input, output, cache_write, cache_read '
+            "in dollars per million tokens)"
+        )
     out = {}
     for name, p in models.items():
         if not isinstance(p, dict):
@@ -95,9 +105,10 @@ def load_prices(path: str | None = None) -> Prices:
         row = {}
         for k in PRICE_FIELDS:
             v = p.get(k, 0 if k == "cache_write" else None)
-            if type(v) not in (int, float) or not 0 <= v < 1e6:
-                raise UsageError(f"--prices {where}: {name[:80]!r}: {k} must be a number of dollars per million "
-                                 "tokens, 0 or more")
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v < 1e6:
+                raise UsageError(
+                    f"--prices {where}: {name[:80]!r}: {k} must be a number of dollars per million tokens, 0 or more"
+                )
             row[k] = float(v)
         out[name] = row
     taken, source = doc.get("taken"), doc.get("source")
@@ -138,14 +149,14 @@ class Totals:
                 m = self.models[model or "unknown"] = Totals()
             m.add(model, part, price, False)
 
-    def merge(self, other: "Totals") -> None:
+    def merge(self, other: Totals) -> None:
         """Add ``other``'s sums (not its breakdown) to these."""
         self.tokens = [a + b for a, b in zip(self.tokens, other.tokens)]
         self.cost += other.cost
         self.unpriced |= other.unpriced
         if other.first is not None:
             self.first = other.first if self.first is None else min(self.first, other.first)
-            self.last = other.last if self.last is None else max(self.last, other.last)
+            self.last = other.last if self.last is None or other.last is None else max(self.last, other.last)
 
     def to_dict(self) -> dict:
         d = dict(zip(TOKEN_FIELDS, self.tokens))
@@ -273,6 +284,7 @@ def report(records: list, q: UsageQuery, prices: Prices) -> dict:
     groups: dict = {}  # (row key, model) -> _sums
     extra: dict = {}
     total = Totals()
+    k: str | tuple[str, str]  # a row's key (a session is named by its store too)
     if q.by == "block":
         for start, end, rs in blocks(recs):
             k = iso_utc(start)
@@ -307,10 +319,10 @@ def report(records: list, q: UsageQuery, prices: Prices) -> dict:
         total.merge(t)
     key = ROW_KEY[q.by]
     out = []
-    order = sorted(rows, key=lambda k: (rows[k].last or 0)) if q.by == "session" else sorted(rows)
+    order = sorted(rows, key=lambda k: rows[k].last or 0) if q.by == "session" else sorted(rows)
     for k in order:
         t = rows[k]
-        d = {key: k[1] if q.by == "session" else k}
+        d: dict[str, Any] = {key: k[1] if q.by == "session" else k}
         d.update(t.extra)
         if q.by in ("session", "project", "model", "block"):
             d["first_activity"], d["last_activity"] = iso_utc(t.first), iso_utc(t.last)
@@ -318,5 +330,10 @@ def report(records: list, q: UsageQuery, prices: Prices) -> dict:
         if t.models is not None:
             d["models"] = [{"model": m, **mt.to_dict()} for m, mt in sorted(t.models.items())]
         out.append(d)
-    return {"by": q.by, "key": key, "rows": out, "totals": total.to_dict(),
-            "prices": {"taken": prices.taken, "source": prices.source, "file": prices.path}}
+    return {
+        "by": q.by,
+        "key": key,
+        "rows": out,
+        "totals": total.to_dict(),
+        "prices": {"taken": prices.taken, "source": prices.source, "file": prices.path},
+    }

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from samctl import fsafe
-from samctl.model import ERROR, Finding
 from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
+from samctl.model import ERROR, Finding
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Caps:
     other: int = fsafe.SNAPSHOT_CAP
 
     @classmethod
-    def uniform(cls, n: int) -> "Caps":
+    def uniform(cls, n: int) -> Caps:
         return cls(n, n, n)
 
 
@@ -73,11 +73,18 @@ def _contained(name: str, fn):
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
         where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb is not None else ""
-        return Finding("internal-error", str(self.conv_dir), f"internal error in samctl reading this store "
-                       f"({type(exc).__name__}{where}: {str(exc)[:120]}); the other stores are unaffected "
-                       "(please report it)", ERROR, cid)
+        return Finding(
+            "internal-error",
+            str(self.conv_dir),
+            f"internal error in samctl reading this store "
+            f"({type(exc).__name__}{where}: {str(exc)[:120]}); the other stores are unaffected "
+            "(please report it)",
+            ERROR,
+            cid,
+        )
 
     if getattr(getattr(fn, "__code__", None), "co_flags", 0) & 0x20:  # CO_GENERATOR (inspect: slow to import)
+
         @functools.wraps(fn)
         def rows(self, src, findings, *args, **kwargs):
             try:
@@ -86,7 +93,8 @@ def _contained(name: str, fn):
                 raise
             except Exception as exc:  # noqa: BLE001 - contained, reported as a finding
                 findings.append(finding(self, exc, getattr(src, "conv", None)))
-        rows._contained = True
+
+        rows._contained = True  # type: ignore[attr-defined]  # (a mark the class hook reads)
         return rows
 
     at = 1 if name == "load" else 0  # where ``findings`` is among the positional arguments
@@ -103,7 +111,8 @@ def _contained(name: str, fn):
         except Exception as exc:  # noqa: BLE001 - contained, reported as a finding
             findings.append(finding(self, exc, args[0] if name == "load" and args else None))
             return empty()
-    call._contained = True
+
+    call._contained = True  # type: ignore[attr-defined]  # (as above)
     return call
 
 
@@ -220,10 +229,22 @@ class Store:
         if conv is None:
             # a file skipped only for its size is not damaged: recover would not help, a bigger cap does
             too_large = any(f.code == "too-large" for f in findings[start:])
-            what = fsafe.TOO_LARGE_HINT if too_large else f"try `samctl recover {cid}`" if not (
-                self.read_only or self.moves_only) else "`samctl check` says why"  # (recover refuses those)
-            findings.append(Finding("unreadable-conversation", str(self.conv_dir), f"nothing of {cid} could be read; "
-                                    + what, ERROR, cid))
+            what = (
+                fsafe.TOO_LARGE_HINT
+                if too_large
+                else f"try `samctl recover {cid}`"
+                if not (self.read_only or self.moves_only)
+                else "`samctl check` says why"
+            )  # (recover refuses those)
+            findings.append(
+                Finding(
+                    "unreadable-conversation",
+                    str(self.conv_dir),
+                    f"nothing of {cid} could be read; " + what,
+                    ERROR,
+                    cid,
+                )
+            )
         else:
             findings.extend(self.load_notes(conv))
         return conv
@@ -236,8 +257,9 @@ class Store:
             findings.append(Finding("unreadable", exc.path, "permission denied", ERROR, cid))
             return None
         except NotFound as exc:
-            findings.append(Finding("missing", str(self.conv_dir), f"{cid}: {exc.message} (removed while samctl "
-                                    "ran?)", ERROR, cid))
+            findings.append(
+                Finding("missing", str(self.conv_dir), f"{cid}: {exc.message} (removed while samctl ran?)", ERROR, cid)
+            )
             return None
 
     def load_notes(self, conv) -> list:
@@ -383,8 +405,9 @@ class Store:
         """The extra source ``recover`` was given (``--use`` a conflict file, ``--from`` a package), checked
         against what this store can read: UsageError for the other kind."""
         if use is not None or from_file is not None:
-            raise UsageError(f"{'--use' if use is not None else '--from'} is not a recovery source for "
-                             f"{self.app_name} conversations")
+            raise UsageError(
+                f"{'--use' if use is not None else '--from'} is not a recovery source for {self.app_name} conversations"
+            )
         return None
 
     def recovery_inputs(self, cid: str, source=None) -> list[Path]:
