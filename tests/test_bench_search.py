@@ -120,7 +120,10 @@ def test_full_build_is_measured_with_its_floor(tree, capsys):
     got = bs.measure_build(root, "mermaid", env, c, cache)
     out = capsys.readouterr().out
     assert got["seconds"] > 0
-    assert f"full build: {c['rows']:,} rows in" in out and "peak memory" in out and "index on disk" in out
+    built = re.search(r"full build: ([\d,]+) rows in", out)
+    # (the index holds the corpus's messages and, since #34, a row per tool call besides)
+    assert built and int(built.group(1).replace(",", "")) >= c["rows"]
+    assert "peak memory" in out and "index on disk" in out
     assert "floor, orjson.loads of every conversation file" in out and "FAILED" not in out
 
 

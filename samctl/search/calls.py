@@ -9,7 +9,7 @@ it is); bounded (``MAX_CHARS``), so one pasted file does not make a row of megab
 
 from __future__ import annotations
 
-import json
+import orjson
 
 MAX_CHARS = 4096  # characters of a call's text at most (then …)
 FIRST = ("command", "cmd", "file_path", "path", "pattern", "url", "query", "notebook_path", "description")
@@ -44,8 +44,8 @@ def arguments_of(arguments) -> object:
         s = arguments.strip()
         if s[:1] in ("{", "[") and len(s) <= 1 << 20:
             try:
-                return json.loads(s)
-            except ValueError:
+                return orjson.loads(s)  # (its depth limit refuses a hostile nesting; json would recurse past Python's)
+            except (ValueError, RecursionError):
                 return arguments
     return arguments
 
