@@ -6,7 +6,8 @@ items and ``record_type`` markers), G2/G3 (``{timestamp, type, payload}`` lines;
 the store undoes).  Invariants:
 - never raises on file content; what it cannot use is a Finding, the rest still reads;
 - user and assistant text is shown once: from the ``event_msg`` stream (what the person typed, what the
-  agent said) when the file has one, else from the ``response_item`` messages with injected context hidden;
+  agent said) when the file has one, else from the ``response_item`` messages; the injected context
+  (``samctl.injected.CODEX``) is kept hidden either way (``show --all``);
 - tool calls and results come from the response items, joined by ``call_id``;
 - turns that ``thread_rolled_back`` dropped stay, hidden (``show --all``); unknown record, item and event
   types are shown as such (hidden) with an info finding.
@@ -18,7 +19,7 @@ import re
 
 import orjson
 
-from samctl.injected import first_typed
+from samctl.injected import CODEX, first_typed
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.stores.jsonlines import compact, parse_lines
 from samctl.stores.values import as_list, as_text
@@ -31,16 +32,6 @@ NAME_RE = re.compile(
     r"\.(jsonl|jsonl\.zst|json)\Z"
 )
 
-_CONTEXT = (
-    "<environment_context>",
-    "<user_instructions>",
-    "# AGENTS.md instructions",
-    "<permissions instructions>",
-    "<INSTRUCTIONS>",
-    "<user_shell_command>",
-    "<turn_aborted>",
-    "<skill>",
-)
 _QUIET_EVENTS = {
     "token_count",
     "task_started",
@@ -277,10 +268,10 @@ class _Decoder:
         if it == "message":
             role = _str(p.get("role")) or "?"
             text, atts = _content(p.get("content"))
-            if role in ("user", "assistant") and self.events:
-                return  # shown from the event stream
+            context = role == "user" and text.lstrip().startswith(CODEX)
+            if role in ("user", "assistant") and self.events and not context:
+                return  # shown from the event stream; the injected context is not there, so it is kept here
             if role == "user":
-                injected = text.lstrip().startswith(_CONTEXT)
                 m = self._add(
                     Message(
                         "user",
@@ -288,13 +279,13 @@ class _Decoder:
                         ts_text,
                         ts,
                         _str(p.get("id")),
-                        kind="context" if injected else None,
-                        hidden=injected,
+                        kind="context" if context else None,
+                        hidden=context,
                         attachments=atts,
                         raw=p,
                     )
                 )
-                if not injected:
+                if not context:
                     self.turn_starts.append(len(self.messages) - 1)
             elif role == "assistant":
                 self._add(
