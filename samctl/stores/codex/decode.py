@@ -58,6 +58,10 @@ _QUIET_EVENTS = {
     "stream_error",
     "background_event",
 }
+# events of Codex's Extended persistence mode named by family: collaboration tools (collab_agent_spawn_end,
+# collab_waiting_end, ...) and dynamic tools (dynamic_tool_call_request, ..._end); their calls and results
+# are also response items, so the events add nothing to show
+_QUIET_EVENT_FAMILIES = (("collab_", "_end"), ("dynamic_tool_call_", ""))
 _QUIET_ITEMS = {"ghost_snapshot", "compaction", "compaction_summary", "additional_tools"}
 
 
@@ -414,7 +418,7 @@ class _Decoder:
                     "system", f"turn aborted ({_str(p.get('reason')) or '?'})", ts_text, ts, kind="turn_aborted", raw=p
                 )
             )
-        elif et in _QUIET_EVENTS:
+        elif et in _QUIET_EVENTS or any(et.startswith(a) and et.endswith(b) for a, b in _QUIET_EVENT_FAMILIES):
             return
         else:
             self._unknown(f"event {et}", ts_text, ts, p)
