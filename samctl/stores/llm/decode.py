@@ -172,6 +172,7 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
             add(cid, name, None, None, 0, models.get(cid))
     if "threads" in t:
         parents = _parents(conn, t)
+        split = result_splits(conn, t)
         turns, models = {}, {}
         if "turns" in t and "thread_id" in t["turns"]:
             d = _c(t, "turns", "datetime_utc")
@@ -187,7 +188,8 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
             f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'datetime_utc'))} FROM threads"
         ):
             first, last = turns.get(tid, (created, created))
-            add(tid, name, first or created, last, len(_chain(parents, tip, [], path)), models.get(tid))
+            chain = _chain(parents, tip, [], path)
+            add(tid, name, first or created, last, len(chain) + sum(split.get(h, 0) for h in chain), models.get(tid))
     for table in ("logs", "log"):
         if table in t and "id" in t[table]:
             cols = _cols(t, table, ("id", "prompt", "datetime_utc", "timestamp", "model"))
@@ -214,6 +216,21 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
                 model=r["model"],
             )
         )
+    return out
+
+
+def result_splits(conn, t) -> dict:
+    """The messages beyond one that ``load`` shows of each thread message holding tool results (``_message``:
+    one per ``tool_result`` part, plus one for its other parts if it has any): llm 0.36 keeps every result
+    of a round of tool calls in one message of role ``tool``.  Keyed by message hash; only those with results."""
+    if "parts" not in t or not {"message_hash", "type"} <= t["parts"]:
+        return {}
+    out = {}
+    for h, results, others in conn.execute(
+        "SELECT message_hash, count(*), (SELECT count(*) FROM parts o WHERE o.message_hash = p.message_hash "
+        "AND coalesce(o.type, '') != 'tool_result') FROM parts p WHERE type = 'tool_result' GROUP BY message_hash"
+    ):
+        out[h] = results if others else results - 1
     return out
 
 
