@@ -432,10 +432,51 @@ def thread_place(meta) -> tuple[str | None, str | None]:
     return _str(meta.get("cwd")) or None, _str(git.get("branch")) or None
 
 
+# The text header newer Codex puts before a shell result's output: ``shell``/``shell_command`` write
+# "Exit code: N", "Wall time: S seconds" (and "Total output lines: N" when cut); unified exec (``exec_command``,
+# ``write_stdin``) writes "Command: ..." (sometimes), "Chunk ID: X", "Wall time: S seconds", "Process exited
+# with code N" or "Process running with session ID N", "Original token count: N"; then "Output:" on its own line.
+# A header is only that: those lines from the first one, an exit code or a process line among them.
+_HEADER_LINE = re.compile(
+    r"Exit code: (?P<exit>-?\d+)|Wall time: (?P<took>\d+(?:\.\d+)?) seconds|Total output lines: \d+|Command: .*"
+    r"|Chunk ID: \S*|Process exited with code (?P<pexit>-?\d+)|(?P<running>Process running with session ID \d+)"
+    r"|Original token count: \d+"
+)
+_HEADER_FIRST = ("Exit code: ", "Command: ", "Chunk ID: ", "Process exited with code ", "Process running with ")
+_HEADER_MAX = 8  # lines before "Output:"
+
+
+def _unwrap_header(m: Message) -> None:
+    """A shell result under Codex's text header shown as its output, with the exit code and wall time the
+    header gives (a still running process keeps its line above the output); a non-zero exit is an error."""
+    head, sep, body = m.content.partition("\nOutput:\n")
+    if not sep and m.content.endswith("\nOutput:"):
+        head, sep, body = m.content[: -len("\nOutput:")], "\n", ""
+    lines = head.split("\n")
+    if not sep or len(lines) > _HEADER_MAX:
+        return
+    found = [_HEADER_LINE.fullmatch(line) for line in lines]
+    if not all(found) or not any(f["exit"] or f["pexit"] or f["running"] for f in found):
+        return
+    code = took = running = None
+    for f in found:
+        code = int(f["exit"] or f["pexit"]) if (f["exit"] or f["pexit"]) else code
+        took = float(f["took"]) if f["took"] else took
+        running = f["running"] or running
+    m.content = f"{running}\n{body}" if running else body
+    m.exit_code, m.duration = code, took
+    if code:
+        m.tool_status = "error"
+
+
 def unwrap_envelope(m: Message) -> None:
     """A shell result Codex wrote as ``{"output": TEXT, "metadata": {"exit_code": N, "duration_seconds": S}}``
-    (a JSON string) shown as TEXT, with its exit code and wall time; a non-zero exit is an error."""
+    (a JSON string), or as TEXT under its text header (``_unwrap_header``), shown as TEXT, with its exit code
+    and wall time; a non-zero exit is an error."""
     text = m.content
+    if text.startswith(_HEADER_FIRST):
+        _unwrap_header(m)
+        return
     if not text.startswith("{") or '"metadata"' not in text:
         return
     try:
