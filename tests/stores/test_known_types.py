@@ -64,3 +64,24 @@ def test_codex_events_of_the_extended_mode_are_known():
     conv, found = decode_rollout(b"\n".join(lines) + b"\n", "/p/r.jsonl", "x")
     assert [f.reason for f in found] == ["1 record of unknown type 'event collab_brand_new' kept (shown with --all)"]
     assert conv.meta.message_count == 1
+
+
+def test_claude_code_bookkeeping_entries_are_known():
+    from samctl.stores.claude_code.decode import decode_session
+
+    sid = "2efd1f5f-1b93-481a-8469-0f589a48d7ae"
+    lines = [
+        {"type": "mode", "mode": "normal", "sessionId": sid},
+        {"type": "permission-mode", "permissionMode": "default", "sessionId": sid},
+        {"type": "bridge-session", "sessionId": sid, "bridgeSessionId": "cse_01", "lastSequenceNum": 0},
+        {"type": "atis-latch", "atis": "", "sessionId": sid},
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": sid, "timestamp": "2026-09-14T15:16:17.588Z",
+         "message": {"role": "user", "content": "hello"}},
+        {"type": "cost-state", "sessionId": sid, "totalCostUSD": 0.03, "modelUsage": {}},
+        {"type": "flux-capacitor", "sessionId": sid},
+    ]  # fmt: skip
+    import json
+
+    conv, found = decode_session("".join(json.dumps(x) + "\n" for x in lines).encode(), "/x/s.jsonl", sid)
+    assert [f.reason for f in found] == ["1 entry of unknown type 'flux-capacitor' kept (shown with --all)"]
+    assert conv.meta.message_count == 1 and conv.meta.title == "hello"
