@@ -52,7 +52,9 @@ def test_unknown_types_stay_findings_of_check_and_are_said_under_v(run, roots, t
     assert v.exit_code == 0 and "'response item frobnicate_call'" in "\n".join(_info(v.stderr))
 
 
-def test_codex_events_of_the_extended_mode_are_known():
+def test_codex_events_and_items_of_current_versions_are_known():
+    """Extended mode's collab_*_end and dynamic_tool_call_* events, and what newer builds persist (policy.rs:
+    thread_goal_updated, thread_settings_applied, sub_agent_activity; context_compaction items)."""
     lines = [
         b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"session_meta","payload":{"id":"x","cwd":"/p"}}',
         b'{"timestamp":"2026-03-01T10:00:01.000Z","type":"event_msg","payload":{"type":"user_message","message":"hi"}}',
@@ -60,6 +62,11 @@ def test_codex_events_of_the_extended_mode_are_known():
         b'{"timestamp":"2026-03-01T10:00:03.000Z","type":"event_msg","payload":{"type":"collab_waiting_end"}}',
         b'{"timestamp":"2026-03-01T10:00:04.000Z","type":"event_msg","payload":{"type":"dynamic_tool_call_end"}}',
         b'{"timestamp":"2026-03-01T10:00:05.000Z","type":"event_msg","payload":{"type":"collab_brand_new"}}',
+        b'{"timestamp":"2026-03-01T10:00:06.000Z","type":"event_msg","payload":{"type":"thread_goal_updated"}}',
+        b'{"timestamp":"2026-03-01T10:00:07.000Z","type":"event_msg","payload":{"type":"thread_settings_applied"}}',
+        b'{"timestamp":"2026-03-01T10:00:08.000Z","type":"event_msg","payload":{"type":"sub_agent_activity"}}',
+        b'{"timestamp":"2026-03-01T10:00:09.000Z","type":"response_item","payload":{"type":"context_compaction"}}',
+        b'{"timestamp":"2026-03-01T10:00:10.000Z","type":"response_item","payload":{"type":"compaction_trigger"}}',
     ]
     conv, found = decode_rollout(b"\n".join(lines) + b"\n", "/p/r.jsonl", "x")
     assert [f.reason for f in found] == ["1 record of unknown type 'event collab_brand_new' kept (shown with --all)"]

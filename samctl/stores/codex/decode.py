@@ -57,12 +57,23 @@ _QUIET_EVENTS = {
     "warning",
     "stream_error",
     "background_event",
+    "thread_goal_updated",
+    "thread_settings_applied",
+    "realtime_conversation_closed",
+    "sub_agent_activity",
 }
 # events of Codex's Extended persistence mode named by family: collaboration tools (collab_agent_spawn_end,
 # collab_waiting_end, ...) and dynamic tools (dynamic_tool_call_request, ..._end); their calls and results
 # are also response items, so the events add nothing to show
 _QUIET_EVENT_FAMILIES = (("collab_", "_end"), ("dynamic_tool_call_", ""))
-_QUIET_ITEMS = {"ghost_snapshot", "compaction", "compaction_summary", "additional_tools"}
+_QUIET_ITEMS = {
+    "ghost_snapshot",
+    "compaction",
+    "compaction_summary",
+    "compaction_trigger",
+    "context_compaction",
+    "additional_tools",
+}
 
 
 def _str(v) -> str | None:
