@@ -46,6 +46,9 @@ _META_TYPES = {
     "pinned": (bool,),
     "path": (str,),
     "active_ts": _OPT_NUM,
+    "project": (type(None),),  # (SAM records none of these three)
+    "branch": (type(None),),
+    "continues": (type(None),),
     "model": _OPT_STR,
 }
 _META_KEYS = tuple(_META_TYPES)
