@@ -31,6 +31,12 @@ WARNING = "warning"
 INFO = "info"
 
 
+# Info findings about a record type, content part, role or table samctl does not know (a newer app version
+# wrote it; it is kept and shown with --all): not a problem of the file, so ``check`` reports them and the
+# reading commands say them only under -v.
+UNKNOWN_KIND = frozenset({"unknown-type", "unknown-content", "unknown-part", "unknown-role", "unknown-table"})
+
+
 @dataclass(slots=True)
 class Finding:
     """One problem found in a store: a stable code, where, and one line of why."""

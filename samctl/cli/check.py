@@ -88,7 +88,7 @@ def command(ctx, fix, lock_wait, force, quiet, fmt):
             continue
         for line in report.fixes:
             click.echo(f"fixed: {line}")
-        report_findings(report.findings, quiet=quiet)
+        report_findings(report.findings, quiet=quiet, kinds=True)
         parts = [f"{summary['errors']} errors", f"{summary['warnings']} warnings"]
         if summary["info"]:
             parts.append(f"{summary['info']} info")
@@ -98,7 +98,7 @@ def command(ctx, fix, lock_wait, force, quiet, fmt):
         click.echo(f"{store.describe()}: " + ", ".join(parts) + (f" ({codes})" if codes else ""), err=True)
     if fmt == "json":
         emit_json(_document(reports, skipped, found))
-    report_findings(found, quiet=quiet)
+    report_findings(found, quiet=quiet, kinds=True)
     if problems or exit_for(found):
         raise click.exceptions.Exit(errors.PARTIAL)
 

@@ -236,10 +236,17 @@ def emit_jsonl(rows) -> None:
     raw.flush()
 
 
-def report_findings(findings, quiet: bool = False) -> None:
-    """One line per finding on stderr (info only when not quiet)."""
+def report_findings(findings, quiet: bool = False, kinds: bool | None = None) -> None:
+    """One line per finding on stderr (info only when not quiet).  The info findings about kinds of records
+    samctl does not know (``UNKNOWN_KIND``) only with ``kinds``: by default, under -v."""
+    from samctl.model import UNKNOWN_KIND
+
+    if kinds is None:
+        ctx = click.get_current_context(silent=True)
+        run = run_of(ctx) if ctx is not None else None
+        kinds = bool(ctx is not None and ((run is not None and run.verbose) or ctx.params.get("verbose")))
     for f in findings:
-        if quiet and f.severity == "info":
+        if (quiet or not kinds and f.code in UNKNOWN_KIND) and f.severity == "info":
             continue
         click.echo(paste(f.line(), path=str(f.path or "")), err=True)
 

@@ -18,8 +18,9 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 
-VERSION = 6  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
-# 6: one-file-each rows carry project, branch, continues, copied messages and model
+VERSION = 8  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
+# 6: one-file-each rows carry project, branch, continues, copied messages and model; 7: SAM rows carry the model;
+# 8: mermaid rows carry the git branch
 RACY_SECONDS = 2.0
 
 

@@ -132,15 +132,10 @@ def test_sam_cache_checks_every_field_of_the_model_in_its_order():
     from samctl.model import ConversationMeta
     from samctl.stores.sam.store import _META_KEYS
 
-    # the fields SAM fills, in the model's order; the coding-session fields after them stay at their defaults
+    # the fields SAM fills (project, branch and continues always None), in the model's order; the one after
+    # them stays at its default
     assert _META_KEYS == tuple(ConversationMeta.__slots__)[: len(_META_KEYS)]
-    assert set(ConversationMeta.__slots__[len(_META_KEYS) :]) == {
-        "project",
-        "branch",
-        "continues",
-        "model",
-        "copied_messages",
-    }
+    assert set(ConversationMeta.__slots__[len(_META_KEYS) :]) == {"copied_messages"}
 
 
 def test_sam_cache_with_a_mistyped_finding_is_rescanned(run, sam_demo, tmp_path, monkeypatch):

@@ -49,6 +49,8 @@ def test_show_text_markdown_json_and_raw(claude, run):
     r = run("--root", claude, "show", "0b7c")
     assert r.exit_code == 0 and "Why does the login test time out?" in r.stdout
     assert "Make the timeout 30 s" not in r.stdout  # an edited-away prompt: a side branch
+    assert r.stderr == ""  # the unknown entry is check's finding; show says it under -v
+    r = run("--root", claude, "-v", "show", "0b7c")
     assert "unknown-type" in r.stderr and r.stderr.startswith("info:")
     r = run("--root", claude, "show", "0b7c", "--all")
     assert "side branch 1" in r.stdout and "Make the timeout 30 s" in r.stdout and "sub-agent a2271d1" in r.stdout
@@ -128,7 +130,7 @@ def test_search_sums_up_the_notes_of_many_sessions(tmp_path, run, copies, monkey
     for n in range(copies - 1):
         new = f"{S1[:-4]}{n:04d}"
         (src.parent / f"{new}.jsonl").write_text(src.read_text().replace(S1, new))
-    r = run("--root", root, "search", "login", "timeout")
+    r = run("--root", root, "-v", "search", "login", "timeout")  # the notes are said under -v only
     assert r.exit_code == 0, r.stderr
     notes = [x for x in r.stderr.splitlines() if x.startswith("info: unknown-type")]
     if copies > 10:
@@ -136,5 +138,5 @@ def test_search_sums_up_the_notes_of_many_sessions(tmp_path, run, copies, monkey
         assert int(re.search(r"notes in (\d+) files", notes[0])[1]) >= copies and "check` lists each" in notes[0]
     else:
         assert len(notes) >= copies and all("files of this store" not in x for x in notes)
-    r2 = run("--root", root, "search", "login", "timeout", "--no-index")
+    r2 = run("--root", root, "-v", "search", "login", "timeout", "--no-index")
     assert (r2.exit_code, r2.stdout, r2.stderr) == (r.exit_code, r.stdout, r.stderr)

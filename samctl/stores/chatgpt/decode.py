@@ -113,7 +113,7 @@ def meta(doc: dict, cid: str, where: str, findings: list, size: int | None = Non
     title = doc.get("title")
     if not isinstance(title, str) or not title.strip():
         title = next((_first_text(mapping[n]) for n in path if _first_text(mapping[n])), "") or "(untitled)"
-    return ConversationMeta(
+    m = ConversationMeta(
         "chatgpt",
         cid,
         " ".join(title.split())[:200],
@@ -126,6 +126,19 @@ def meta(doc: dict, cid: str, where: str, findings: list, size: int | None = Non
         False,
         where,
     )
+    m.model = _model(doc, mapping, path)
+    return m
+
+
+def _model(doc: dict, mapping: dict, path: list) -> str | None:
+    """The model of the current branch: its last message's ``metadata.model_slug``, else the conversation's
+    ``default_model_slug``."""
+    for n in reversed(path):
+        msg = mapping[n].get("message")
+        md = msg.get("metadata") if isinstance(msg, dict) else None
+        if isinstance(md, dict) and isinstance(md.get("model_slug"), str):
+            return md["model_slug"]
+    return doc.get("default_model_slug") if isinstance(doc.get("default_model_slug"), str) else None
 
 
 def _first_text(node) -> str:
@@ -143,7 +156,6 @@ def conversation(doc: dict, cid: str, where: str, findings: list, size: int | No
     on = set(path)
     default_ts = _time(doc.get("create_time"))
     messages: list[Message] = []
-    models = []
     # Tree order without recursion: at each node, its off-branch children's subtrees come first,
     # then the child on the current branch (so an older answer sits just before its replacement).
     roots = [k for k, v in mapping.items() if as_str(v.get("parent")) not in mapping]
@@ -160,8 +172,6 @@ def conversation(doc: dict, cid: str, where: str, findings: list, size: int | No
             m = message(msg, nid, default_ts, where, findings, cid)
             if nid not in on:
                 m.hidden, m.kind = True, f"other-branch/{m.kind}"
-            elif isinstance(msg.get("metadata"), dict) and isinstance(msg["metadata"].get("model_slug"), str):
-                models.append(msg["metadata"]["model_slug"])
             messages.append(m)
         kids = (
             [k for k in node.get("children") or [] if isinstance(k, str) and k in mapping and k not in seen]
@@ -182,12 +192,7 @@ def conversation(doc: dict, cid: str, where: str, findings: list, size: int | No
             )
         )
     m = meta(doc, cid, where, [], size)
-    model = (
-        models[-1]
-        if models
-        else (doc.get("default_model_slug") if isinstance(doc.get("default_model_slug"), str) else None)
-    )
-    return Conversation(m, messages, doc, model, where)
+    return Conversation(m, messages, doc, m.model, where)
 
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool", "function": "tool"}

@@ -39,6 +39,13 @@ STRUCTURAL = {
     "custom-title",
     "last-prompt",
     "tag",
+    # session bookkeeping Claude Code 2.1 writes (no uuid, no message): the input mode, the permission
+    # mode, the remote-control bridge, a latch, the running cost
+    "mode",
+    "permission-mode",
+    "bridge-session",
+    "atis-latch",
+    "cost-state",
 }
 _WRAPPERS = _INJECTED  # (samctl/injected.py: the documented list)
 

@@ -6,7 +6,8 @@ items and ``record_type`` markers), G2/G3 (``{timestamp, type, payload}`` lines;
 the store undoes).  Invariants:
 - never raises on file content; what it cannot use is a Finding, the rest still reads;
 - user and assistant text is shown once: from the ``event_msg`` stream (what the person typed, what the
-  agent said) when the file has one, else from the ``response_item`` messages with injected context hidden;
+  agent said) when the file has one, else from the ``response_item`` messages; the injected context
+  (``samctl.injected.CODEX``) is kept hidden either way (``show --all``);
 - tool calls and results come from the response items, joined by ``call_id``;
 - turns that ``thread_rolled_back`` dropped stay, hidden (``show --all``); unknown record, item and event
   types are shown as such (hidden) with an info finding.
@@ -18,7 +19,7 @@ import re
 
 import orjson
 
-from samctl.injected import first_typed
+from samctl.injected import CODEX, first_typed
 from samctl.model import INFO, WARNING, Conversation, ConversationMeta, Finding, Message, ToolCall
 from samctl.stores.jsonlines import compact, parse_lines
 from samctl.stores.values import as_list, as_text
@@ -31,16 +32,6 @@ NAME_RE = re.compile(
     r"\.(jsonl|jsonl\.zst|json)\Z"
 )
 
-_CONTEXT = (
-    "<environment_context>",
-    "<user_instructions>",
-    "# AGENTS.md instructions",
-    "<permissions instructions>",
-    "<INSTRUCTIONS>",
-    "<user_shell_command>",
-    "<turn_aborted>",
-    "<skill>",
-)
 _QUIET_EVENTS = {
     "token_count",
     "task_started",
@@ -66,8 +57,23 @@ _QUIET_EVENTS = {
     "warning",
     "stream_error",
     "background_event",
+    "thread_goal_updated",
+    "thread_settings_applied",
+    "realtime_conversation_closed",
+    "sub_agent_activity",
 }
-_QUIET_ITEMS = {"ghost_snapshot", "compaction", "compaction_summary", "additional_tools"}
+# events of Codex's Extended persistence mode named by family: collaboration tools (collab_agent_spawn_end,
+# collab_waiting_end, ...) and dynamic tools (dynamic_tool_call_request, ..._end); their calls and results
+# are also response items, so the events add nothing to show
+_QUIET_EVENT_FAMILIES = (("collab_", "_end"), ("dynamic_tool_call_", ""))
+_QUIET_ITEMS = {
+    "ghost_snapshot",
+    "compaction",
+    "compaction_summary",
+    "compaction_trigger",
+    "context_compaction",
+    "additional_tools",
+}
 
 
 def _str(v) -> str | None:
@@ -277,10 +283,10 @@ class _Decoder:
         if it == "message":
             role = _str(p.get("role")) or "?"
             text, atts = _content(p.get("content"))
-            if role in ("user", "assistant") and self.events:
-                return  # shown from the event stream
+            context = role == "user" and text.lstrip().startswith(CODEX)
+            if role in ("user", "assistant") and self.events and not context:
+                return  # shown from the event stream; the injected context is not there, so it is kept here
             if role == "user":
-                injected = text.lstrip().startswith(_CONTEXT)
                 m = self._add(
                     Message(
                         "user",
@@ -288,13 +294,13 @@ class _Decoder:
                         ts_text,
                         ts,
                         _str(p.get("id")),
-                        kind="context" if injected else None,
-                        hidden=injected,
+                        kind="context" if context else None,
+                        hidden=context,
                         attachments=atts,
                         raw=p,
                     )
                 )
-                if not injected:
+                if not context:
                     self.turn_starts.append(len(self.messages) - 1)
             elif role == "assistant":
                 self._add(
@@ -423,7 +429,7 @@ class _Decoder:
                     "system", f"turn aborted ({_str(p.get('reason')) or '?'})", ts_text, ts, kind="turn_aborted", raw=p
                 )
             )
-        elif et in _QUIET_EVENTS:
+        elif et in _QUIET_EVENTS or any(et.startswith(a) and et.endswith(b) for a, b in _QUIET_EVENT_FAMILIES):
             return
         else:
             self._unknown(f"event {et}", ts_text, ts, p)
@@ -437,10 +443,51 @@ def thread_place(meta) -> tuple[str | None, str | None]:
     return _str(meta.get("cwd")) or None, _str(git.get("branch")) or None
 
 
+# The text header newer Codex puts before a shell result's output: ``shell``/``shell_command`` write
+# "Exit code: N", "Wall time: S seconds" (and "Total output lines: N" when cut); unified exec (``exec_command``,
+# ``write_stdin``) writes "Command: ..." (sometimes), "Chunk ID: X", "Wall time: S seconds", "Process exited
+# with code N" or "Process running with session ID N", "Original token count: N"; then "Output:" on its own line.
+# A header is only that: those lines from the first one, an exit code or a process line among them.
+_HEADER_LINE = re.compile(
+    r"Exit code: (?P<exit>-?\d+)|Wall time: (?P<took>\d+(?:\.\d+)?) seconds|Total output lines: \d+|Command: .*"
+    r"|Chunk ID: \S*|Process exited with code (?P<pexit>-?\d+)|(?P<running>Process running with session ID \d+)"
+    r"|Original token count: \d+"
+)
+_HEADER_FIRST = ("Exit code: ", "Command: ", "Chunk ID: ", "Process exited with code ", "Process running with ")
+_HEADER_MAX = 8  # lines before "Output:"
+
+
+def _unwrap_header(m: Message) -> None:
+    """A shell result under Codex's text header shown as its output, with the exit code and wall time the
+    header gives (a still running process keeps its line above the output); a non-zero exit is an error."""
+    head, sep, body = m.content.partition("\nOutput:\n")
+    if not sep and m.content.endswith("\nOutput:"):
+        head, sep, body = m.content[: -len("\nOutput:")], "\n", ""
+    lines = head.split("\n")
+    if not sep or len(lines) > _HEADER_MAX:
+        return
+    found = [_HEADER_LINE.fullmatch(line) for line in lines]
+    if not all(found) or not any(f["exit"] or f["pexit"] or f["running"] for f in found):
+        return
+    code = took = running = None
+    for f in found:
+        code = int(f["exit"] or f["pexit"]) if (f["exit"] or f["pexit"]) else code
+        took = float(f["took"]) if f["took"] else took
+        running = f["running"] or running
+    m.content = f"{running}\n{body}" if running else body
+    m.exit_code, m.duration = code, took
+    if code:
+        m.tool_status = "error"
+
+
 def unwrap_envelope(m: Message) -> None:
     """A shell result Codex wrote as ``{"output": TEXT, "metadata": {"exit_code": N, "duration_seconds": S}}``
-    (a JSON string) shown as TEXT, with its exit code and wall time; a non-zero exit is an error."""
+    (a JSON string), or as TEXT under its text header (``_unwrap_header``), shown as TEXT, with its exit code
+    and wall time; a non-zero exit is an error."""
     text = m.content
+    if text.startswith(_HEADER_FIRST):
+        _unwrap_header(m)
+        return
     if not text.startswith("{") or '"metadata"' not in text:
         return
     try:

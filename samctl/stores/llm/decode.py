@@ -124,23 +124,35 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
             Finding("db-schema", path, "no llm table (responses, threads, logs): a foreign database; nothing listed")
         )
 
-    def add(cid, title, first, last, count):
+    def add(cid, title, first, last, count, model=None):
         if not isinstance(cid, str) or not valid_id(cid.lower()):
             findings.append(Finding("bad-id", path, f"id {str(cid)[:40]!r} is not a ULID; skipped", WARNING))
             return
         cid = cid.lower()
-        r = rows.setdefault(cid, {"title": None, "ts": [], "count": 0})
+        r = rows.setdefault(cid, {"title": None, "ts": [], "count": 0, "model": None})
         if title and not r["title"]:
             r["title"] = title
+        if _opt(model) and not r["model"]:
+            r["model"] = _opt(model)
         r["ts"] += [x for x in (ts(first), ts(last)) if x is not None]
         r["count"] += count
 
     shown = response_counts(conn, t) if "responses" in t else {}
     if "responses" in t:
-        named = {}
+        named, models = {}, {}
         if "conversations" in t:
-            for cid, name in conn.execute(f"SELECT {_cols(t, 'conversations', ('id', 'name'))} FROM conversations"):
+            for cid, name, model in conn.execute(
+                f"SELECT {_cols(t, 'conversations', ('id', 'name', 'model'))} FROM conversations"
+            ):
                 named[cid] = name
+                if _opt(model):
+                    models[cid] = model
+        # as load: the conversation's model, else the first response's (in id order) that names one
+        for cid, model in conn.execute(
+            f"SELECT {_cols(t, 'responses', ('conversation_id', 'model'))} FROM responses "
+            f"WHERE coalesce({_c(t, 'responses', 'model')}, '') != '' ORDER BY {_c(t, 'responses', 'id')}"
+        ):
+            models.setdefault(cid, model)
         for cid, rid, n, first, last, prompt in conn.execute(
             f"SELECT {_cols(t, 'responses', ('conversation_id',))}, min({_c(t, 'responses', 'id')}), count(*), "
             f"min({_c(t, 'responses', 'datetime_utc')}), max({_c(t, 'responses', 'datetime_utc')}), "
@@ -148,34 +160,42 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
         ):
             if cid is None or cid not in named:
                 # a response without (or with a dangling) conversation: each is its own conversation
-                for rid1, p, d in conn.execute(
-                    f"SELECT {_cols(t, 'responses', ('id', 'prompt', 'datetime_utc'))} FROM responses WHERE "
+                for rid1, p, d, m in conn.execute(
+                    f"SELECT {_cols(t, 'responses', ('id', 'prompt', 'datetime_utc', 'model'))} FROM responses WHERE "
                     + (f"{_c(t, 'responses', 'conversation_id')} IS NULL" if cid is None else "conversation_id = ?"),
                     () if cid is None else (cid,),
                 ):
-                    add(rid1, _title(p), d, d, shown.get((None, rid1), 2))
+                    add(rid1, _title(p), d, d, shown.get((None, rid1), 2), m)
                 continue
-            add(cid, named.pop(cid) or _title(prompt), first, last, shown.get((cid, None), 2 * n))
+            add(cid, named.pop(cid) or _title(prompt), first, last, shown.get((cid, None), 2 * n), models.get(cid))
         for cid, name in named.items():  # conversations with no response rows
-            add(cid, name, None, None, 0)
+            add(cid, name, None, None, 0, models.get(cid))
     if "threads" in t:
         parents = _parents(conn, t)
-        turns = {}
+        split = result_splits(conn, t)
+        turns, models = {}, {}
         if "turns" in t and "thread_id" in t["turns"]:
             d = _c(t, "turns", "datetime_utc")
             for tid, first, last in conn.execute(f"SELECT thread_id, min({d}), max({d}) FROM turns GROUP BY thread_id"):
                 turns[tid] = (first, last)
+            # as load: the first turn, in time order, that names a model
+            for tid, model in conn.execute(
+                f"SELECT thread_id, {_c(t, 'turns', 'model')} FROM turns WHERE coalesce({_c(t, 'turns', 'model')}, '')"
+                f" != '' ORDER BY {d}, {_c(t, 'turns', 'id')}"
+            ):
+                models.setdefault(tid, model)
         for tid, name, tip, created in conn.execute(
             f"SELECT {_cols(t, 'threads', ('id', 'name', 'tip_message_hash', 'datetime_utc'))} FROM threads"
         ):
             first, last = turns.get(tid, (created, created))
-            add(tid, name, first or created, last, len(_chain(parents, tip, [], path)))
+            chain = _chain(parents, tip, [], path)
+            add(tid, name, first or created, last, len(chain) + sum(split.get(h, 0) for h in chain), models.get(tid))
     for table in ("logs", "log"):
         if table in t and "id" in t[table]:
-            cols = _cols(t, table, ("id", "prompt", "datetime_utc", "timestamp"))
-            for lid, prompt, d, stamp in conn.execute(f'SELECT {cols} FROM "{table}"'):
+            cols = _cols(t, table, ("id", "prompt", "datetime_utc", "timestamp", "model"))
+            for lid, prompt, d, stamp, model in conn.execute(f'SELECT {cols} FROM "{table}"'):
                 if isinstance(lid, int) and lid >= 0:
-                    add(f"log-{lid}", _title(prompt), d or stamp, d or stamp, 2)
+                    add(f"log-{lid}", _title(prompt), d or stamp, d or stamp, 2, model)
     out = []
     for cid, r in rows.items():
         times = r["ts"]
@@ -193,8 +213,24 @@ def list_metas(conn, path: str, findings: list) -> list[ConversationMeta]:
                 None,
                 False,
                 path,
+                model=r["model"],
             )
         )
+    return out
+
+
+def result_splits(conn, t) -> dict:
+    """The messages beyond one that ``load`` shows of each thread message holding tool results (``_message``:
+    one per ``tool_result`` part, plus one for its other parts if it has any): llm 0.36 keeps every result
+    of a round of tool calls in one message of role ``tool``.  Keyed by message hash; only those with results."""
+    if "parts" not in t or not {"message_hash", "type"} <= t["parts"]:
+        return {}
+    out = {}
+    for h, results, others in conn.execute(
+        "SELECT message_hash, count(*), (SELECT count(*) FROM parts o WHERE o.message_hash = p.message_hash "
+        "AND coalesce(o.type, '') != 'tool_result') FROM parts p WHERE type = 'tool_result' GROUP BY message_hash"
+    ):
+        out[h] = results if others else results - 1
     return out
 
 
@@ -384,8 +420,9 @@ def load(conn, cid: str, path: str, findings: list) -> Conversation | None:
         None,
         False,
         path,
+        model=_opt(model),
     )
-    return Conversation(meta, messages, raw, _opt(model), path)
+    return Conversation(meta, messages, raw, meta.model, path)
 
 
 def _legacy_turn(conn, t, r, system, out, path, findings, cid) -> None:
@@ -708,5 +745,6 @@ def _load_log(conn, t, cid, path, findings) -> Conversation | None:
             False,
             path,
         )
-        return Conversation(meta, msgs, {table: r}, _opt(r["model"]), path)
+        meta.model = _opt(r["model"])
+        return Conversation(meta, msgs, {table: r}, meta.model, path)
     return None

@@ -184,7 +184,7 @@ def meta_from_meta(doc: dict, path: str, size: int, updated_ts: float | None = N
     if used is not None:
         created += f"{'-' if used < 0 else '+'}{abs(used) // 3600:02d}:{abs(used) % 3600 // 60:02d}"
     updated = parse_timestamp(doc["updated_at"]) if updated_ts is None else updated_ts
-    return ConversationMeta(
+    m = ConversationMeta(
         "mermaid",
         cid,
         doc["title"],
@@ -197,6 +197,14 @@ def meta_from_meta(doc: dict, path: str, size: int, updated_ts: float | None = N
         False,
         path,
     )
+    m.branch = git_branch(doc)
+    return m
+
+
+def git_branch(doc: dict) -> str | None:
+    """The git branch mermaid recorded for the session (sidecar or snapshot ``git_branch``), or None."""
+    b = doc.get("git_branch")
+    return b if isinstance(b, str) and b else None
 
 
 def meta_from_snapshot(doc: dict, path: str, size: int) -> ConversationMeta:
@@ -212,6 +220,7 @@ def meta_from_snapshot(doc: dict, path: str, size: int) -> ConversationMeta:
         message_count=len(doc["messages"]),
         size=size,
         path=path,
+        branch=git_branch(doc),
     )
 
 

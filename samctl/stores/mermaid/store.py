@@ -208,9 +208,9 @@ class MermaidStore(Store):
                         size += os.stat(log, follow_symlinks=False).st_size
                     except OSError:
                         pass
-                metas.append(
-                    ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6], size, False, p)
-                )
+                m = ConversationMeta("mermaid", row[0], row[1], row[2], row[3], row[4], row[5], row[6], size, False, p)
+                m.branch = row[8]
+                metas.append(m)
 
     def _scan_meta(self, p: str, st, name_set) -> list:
         """[size, mtime_ns, listing row or None (skipped), [code, reason] or None] of one sidecar."""
@@ -508,7 +508,7 @@ class MermaidStore(Store):
         return checks.check_tree(self, findings, fix, force)
 
 
-_ROW_WIDTH = 8
+_ROW_WIDTH = 9
 _OTHER = {"meta": ".json", "json": ".meta"}  # the other file a save writes beside each
 PARALLEL_SCAN = 2000  # cache misses from which a listing reads them in worker processes
 SCAN_PART = 500  # files per unit of work handed to a worker
@@ -523,7 +523,7 @@ def _scan_one(store, item) -> list:
 
 def _row(m: ConversationMeta, p: str, other_ext: str, name_set) -> list:
     """What the listing cache keeps of one conversation: id, title, created, updated,
-    created_ts, updated_ts, message_count, and the size of its other saved file."""
+    created_ts, updated_ts, message_count, the size of its other saved file, and its git branch."""
     stem = p.rpartition(os.sep)[2].rpartition(".")[0]
     other = 0
     if stem + other_ext in name_set:
@@ -531,7 +531,7 @@ def _row(m: ConversationMeta, p: str, other_ext: str, name_set) -> list:
             other = os.stat(p.rpartition(os.sep)[0] + os.sep + stem + other_ext, follow_symlinks=False).st_size
         except OSError:
             pass
-    return [m.id, m.title, m.created, m.updated, m.created_ts, m.updated_ts, m.message_count, other]
+    return [m.id, m.title, m.created, m.updated, m.created_ts, m.updated_ts, m.message_count, other, m.branch]
 
 
 _NUM = (int, float, type(None))
@@ -560,6 +560,7 @@ class _Listing:
         "other",
         "fixed",
         "logs",
+        "branches",
     )
 
     def __init__(self, cols: dict, found: list):
@@ -586,6 +587,7 @@ class _Listing:
             and set(map(type, cols["other"])) <= {int}
             and set(map(type, cols["fixed"])) <= {int}
             and set(map(type, cols["logs"])) <= _STRS
+            and set(map(type, cols["branches"])) <= _STRS
         ):
             return None
         if "/" in "".join(cols["names"]) + "".join(filter(None, cols["logs"])):
@@ -611,6 +613,7 @@ class _Listing:
             c["updated_ts"][i],
             c["counts"][i],
             c["other"][i],
+            c["branches"][i],
         ]
 
     def findings(self, conv: str) -> list:
@@ -641,6 +644,9 @@ class _Listing:
                 sizes,
                 repeat(False),
                 [prefix + n for n in c["names"]],
+                repeat(None),  # active_ts
+                repeat(None),  # project (set by the store)
+                c["branches"],
             )
         )
 
@@ -665,6 +671,7 @@ class _Listing:
             "other": other,
             "fixed": [fresh[n][0] + o for n, o in zip(names, other)],
             "logs": logs,
+            "branches": [m.branch for m in metas],
             "findings": [[e[3][0], n, e[3][1]] for n, e in fresh.items() if e[3] is not None],
         }
         return entries, cols
@@ -684,4 +691,5 @@ def _row_ok(row) -> bool:
         and type(row[5]) in _NUM
         and type(row[6]) in _NUM
         and type(row[7]) is int
+        and type(row[8]) in _STRS
     )

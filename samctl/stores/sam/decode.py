@@ -122,6 +122,7 @@ def meta(doc: dict, path: str, size: int, fallback_id: str, mtime: float | None 
         active_ts=newest_message_ts(msgs, (time.time() if mtime is None else mtime) + FUTURE_SLACK)
         if isinstance(msgs, list)
         else None,
+        model=model_name(doc),
     )
 
 

@@ -46,9 +46,13 @@ _META_TYPES = {
     "pinned": (bool,),
     "path": (str,),
     "active_ts": _OPT_NUM,
+    "project": (type(None),),  # (SAM records none of these three)
+    "branch": (type(None),),
+    "continues": (type(None),),
+    "model": _OPT_STR,
 }
 _META_KEYS = tuple(_META_TYPES)
-# Every allowed tuple of field types (432): one set lookup per entry keeps a warm ``ls`` fast.
+# Every allowed tuple of field types (864): one set lookup per entry keeps a warm ``ls`` fast.
 _META_SIGNATURES = frozenset(itertools.product(*_META_TYPES.values()))
 
 
