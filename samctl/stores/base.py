@@ -157,7 +157,11 @@ class Store:
     def capabilities(cls) -> list[str]:
         """What samctl can do with this kind of store, in words (``samctl stores``)."""
         out = ["read"] if cls.read_only else ["read", "move"] if cls.moves_only else ["read", "write"]
-        out += [what for what, has in (("memories", cls.has_memories), ("event logs", cls.has_event_logs)) if has]
+        out += [
+            what
+            for what, has in (("memories", cls.has_memories), ("event logs", cls.has_event_logs), ("usage", cls.has_usage))
+            if has
+        ]
         return out
 
     def __init__(self, conv_dir: Path, base: Path, caps: Caps | None = None, cache: bool = True):
