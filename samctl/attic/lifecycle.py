@@ -59,7 +59,7 @@ class Target:
             "id": self.id,
             "title": self.title,
             "updated": self.updated,
-            "messages": self.messages,
+            "message_count": self.messages,
             "pinned": self.pinned,
             "size": self.size,
         }
