@@ -13,11 +13,11 @@ from samctl.cli.common import (
     exit_for,
     exit_with,
     human_size,
-    paste,
     report_findings,
     say_failed,
     say_skipped,
     scope_of,
+    shown,
 )
 from samctl.core.scope import Outcome
 
@@ -176,7 +176,7 @@ def _one(store, rebuild: bool, update: bool, fmt: str, findings: list) -> dict:
         ix.invalidate(store)  # never trusted: dropped now, rebuilt by the next search
         st["dropped"] = True
     if fmt == "text":
-        click.echo(paste(_text(st)))
+        click.echo(_text(st))
     return st
 
 
@@ -191,11 +191,18 @@ def _ago(seconds) -> str:
 
 
 def _text(st: dict) -> str:
+    from samctl.said import Suggestion, said
     from samctl.timeparse import format_local
 
+    root = str(st["root"])  # (the suggested commands name this store's --root when the run named it)
     lines = [f"index:    {st['path']}"]
     if not st["exists"]:
-        lines.append("state:    not built yet (the next search builds it; or `samctl index --update`)")
+        lines.append(
+            shown(
+                said("state:    not built yet (the next search builds it; or `", Suggestion("index --update"), "`)"),
+                root,
+            )
+        )
         return "\n".join(lines)
     if st["problems"]:
         lines.append("state:    could not be used and was dropped; the next search rebuilds it:")
@@ -207,7 +214,16 @@ def _text(st: dict) -> str:
         f"rows:     {sum(rows.values()):,} ({rows['memory']:,} memories, {rows['message']:,} messages, "
         f"{rows['archived']:,} archived messages); {st['dead']:,} superseded, awaiting compaction"
     )
-    lines.append(f"files:    {st['files']:,} indexed, {st['files_with_findings']:,} with problems (`samctl check`)")
+    lines.append(
+        shown(
+            said(
+                f"files:    {st['files']:,} indexed, {st['files_with_findings']:,} with problems (`",
+                Suggestion("check"),
+                "`)",
+            ),
+            root,
+        )
+    )
     lines.append(f"size:     {human_size(st['size'])} in {st['segments']} segment{'s' if st['segments'] != 1 else ''}")
     lines.append(f"updated:  {format_local(st['updated'])} ({_ago(st['age'])}); built {format_local(st['created'])}")
     stale = st["stale"]

@@ -7,6 +7,7 @@ import click
 from samctl.cli.common import complete_attic_ids, examples, findings_first, scope_of
 from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option, render
 from samctl.core.scope import MOVE
+from samctl.said import Suggestion, said
 
 
 @click.command("restore")
@@ -64,7 +65,9 @@ def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, fmt):
     _restore(ctx, scope_of(ctx, MOVE), ids, entry, how, fmt)
 
 
-_PENDING = "an interrupted move is pending: `samctl attic --repair` finishes or undoes it; then try again"
+_PENDING = said(
+    "an interrupted move is pending: `", Suggestion("attic --repair"), "` finishes or undoes it; then try again"
+)
 
 
 def _interrupted(store) -> bool:
@@ -98,9 +101,12 @@ def _restore_in(store, entries: list, how: dict):
         report = restore.restore_many(store, entries, **how)
     except SamctlError as exc:  # refused before settling anything: an interrupted move stays pending, say so
         if _interrupted(store):
-            exc.hint = (
-                f"{exc.hint}; " if exc.hint else ""
-            ) + "an interrupted move is pending: `samctl attic --repair` finishes or undoes it"
+            exc.hint = said(
+                f"{exc.hint}; " if exc.hint else "",
+                "an interrupted move is pending: `",
+                Suggestion("attic --repair"),
+                "` finishes or undoes it",
+            )
         raise
     warning = store.cleanup_warning()
     if (
@@ -133,7 +139,7 @@ def _restore(ctx, scope, ids, entry, how: dict, fmt: str) -> None:
             if len(scope.roots) == 1:
                 scope.refuse(scope.found()[0])
             raise errors.UsageError(
-                "name the conversation to restore", hint="`samctl attic` lists what can be restored"
+                "name the conversation to restore", hint=said("`", Suggestion("attic"), "` lists what can be restored")
             )
         groups = _entry_groups(scope, ids, entry) if entry else _id_groups(scope, ids)
         if len(groups) > 1 and not how["dry_run"]:  # nothing is done if one exists again, in any store
@@ -195,7 +201,7 @@ def _id_groups(scope, ids) -> list:
     if not able:
         raise NotFound(
             "no store with an attic found: samctl only reads the stores it found",
-            hint="`samctl stores` shows what samctl finds",
+            hint=said("`", Suggestion("stores"), "` shows what samctl finds"),
         )
     try:
         hits = scope.resolve(ids, view=_attic_of(scope))
@@ -204,7 +210,11 @@ def _id_groups(scope, ids) -> list:
             atticmod.check_attic_folders(able[0])  # (an attic that is a file or a link: that is what to say)
         # a move a crash interrupted may be what holds it: say what settles that
         exc.hint = (
-            _PENDING if any(map(_interrupted, able)) else "`samctl attic` lists them" if len(able) > 1 else exc.hint
+            _PENDING
+            if any(map(_interrupted, able))
+            else said("`", Suggestion("attic"), "` lists them")
+            if len(able) > 1
+            else exc.hint
         )
         raise
     wanted: dict = {}
@@ -225,7 +235,7 @@ def _entry_groups(scope, ids, entry: str) -> list:
     if not stores:
         raise errors.NotFound(
             "no store with an attic found: samctl only reads the stores it found",
-            hint="`samctl stores` shows what samctl finds",
+            hint=said("`", Suggestion("stores"), "` shows what samctl finds"),
         )
     if len(stores) == 1:
         return [(stores[0], [restore.find_entry(stores[0], ids[0] if ids else None, entry)])]
@@ -251,7 +261,8 @@ def _entry_across(stores, ids, entry: str) -> dict:
             continue
     if not hits:
         raise NotFound(
-            f"no restorable attic entry matches {entry!r} in any store's attic", hint="`samctl attic` lists the entries"
+            f"no restorable attic entry matches {entry!r} in any store's attic",
+            hint=said("`", Suggestion("attic"), "` lists the entries"),
         )
     if len(hits) > 1:
         some = ", ".join(f"{e.stem} ({s.name})" for s, e in hits[:5])
