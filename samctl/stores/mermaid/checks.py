@@ -76,8 +76,8 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
                 if m.group(2)
                 else "a concurrent writer's diverted copy: compare it, then adopt it"
             )
-            use = f"samctl recover {m.group(1)} --use {shlex.quote(p)}"
-            findings.append(Finding("conflict", p, f"{what} with `{use}` or remove it", WARNING, m.group(1)))
+            use = Suggestion("recover", m.group(1), rest=f"--use {shlex.quote(p)}")
+            findings.append(Finding("conflict", p, said(f"{what} with `", use, "` or remove it"), WARNING, m.group(1)))
             treecheck.mode(p, st, findings, fixes, fix)
             continue
         stem, _, ext = e.name.rpartition(".")
