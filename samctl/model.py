@@ -22,6 +22,7 @@ from typing import Any
 from samctl import fsafe
 from samctl.errors import SamctlError
 from samctl.safetext import safe_text
+from samctl.said import BIGGER_CAP, said
 from samctl.timeparse import format_utc
 
 ROLES = ("user", "assistant", "tool", "reasoning", "system")
@@ -53,10 +54,12 @@ class Finding:
             d["conversation"] = self.conversation
         return d
 
-    def line(self) -> str:
+    def line(self, reason: str | None = None) -> str:
         """``severity: code: path: reason`` on one line, every control character escaped: the path is a file
-        name from the store and the reason may quote the file, and the line goes to a terminal."""
-        return safe_text(f"{self.severity}: {self.code}: {_shown(self.path)}: {self.reason}", lines=False)
+        name from the store and the reason may quote the file, and the line goes to a terminal.  ``reason``:
+        the reason as the cli renders it (its suggested commands with their --root, samctl.said)."""
+        why = self.reason if reason is None else reason
+        return safe_text(f"{self.severity}: {self.code}: {_shown(self.path)}: {why}", lines=False)
 
 
 def _shown(path) -> str:
@@ -226,7 +229,7 @@ class Conversation:
 
 # --- recovery: what a store plans, and core carries out (core/recover.py) ---------------------------
 
-CAP_HINT = f"a file is over samctl's read cap: {fsafe.TOO_LARGE_HINT}"
+CAP_HINT = said("a file is over samctl's read cap: ", BIGGER_CAP)
 
 
 def over_cap(text: str) -> bool:

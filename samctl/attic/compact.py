@@ -25,6 +25,7 @@ from samctl.attic.journal import drop_journal, pending, settle, write_journal
 from samctl.errors import SamctlError
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding
+from samctl.said import Suggestion, said
 
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
 _BACKUP_RE = re.compile(r".+\.([0-9]{8}T[0-9]{6}Z)\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
@@ -143,8 +144,11 @@ def _purge_attic(store, opts, rep, now) -> None:
                 Finding(
                     "kept-pinned",
                     str(e.tar_path),
-                    f"{e.id} was pinned in SAM; kept past the grace "
-                    "(`samctl rm --purge --include-pinned ID` removes it)",
+                    said(
+                        f"{e.id} was pinned in SAM; kept past the grace (`",
+                        Suggestion("rm --purge --include-pinned", "ID"),
+                        "` removes it)",
+                    ),
                     INFO,
                     e.id,
                 )
@@ -167,9 +171,11 @@ def _kept_scope(e, scopes) -> Finding | None:
         return Finding(
             "kept-scope",
             str(e.tar_path),
-            f"{e.id} is the shared-topic memory scope of "
-            f"{', '.join(users[:3])}: kept past the grace; `samctl restore {e.id}` brings its memories "
-            "back",
+            said(
+                f"{e.id} is the shared-topic memory scope of {', '.join(users[:3])}: kept past the grace; `",
+                Suggestion("restore", e.id),
+                "` brings its memories back",
+            ),
             WARNING,
             e.id,
         )
@@ -177,9 +183,12 @@ def _kept_scope(e, scopes) -> Finding | None:
         return Finding(
             "kept-scope",
             str(e.tar_path),
-            f"{e.id} may be the memory scope of a conversation that cannot "
-            f"be read ({_some(unreadable)}): kept past the grace (`samctl check` says what "
-            "is wrong; --ignore-unreadable purges it anyway)",
+            said(
+                f"{e.id} may be the memory scope of a conversation that cannot "
+                f"be read ({_some(unreadable)}): kept past the grace (`",
+                Suggestion("check"),
+                "` says what is wrong; --ignore-unreadable purges it anyway)",
+            ),
             ERROR,
             e.id,
         )
@@ -264,7 +273,7 @@ def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
                 Finding(
                     "compact-skipped",
                     str(path),
-                    f"the log ends torn, but {read.reason}; left alone (`samctl check` says more)",
+                    said(f"the log ends torn, but {read.reason}; left alone (`", Suggestion("check"), "` says more)"),
                     WARNING,
                     cid,
                 )

@@ -28,6 +28,7 @@ from samctl.attic.tarscan import ABSOLUTE_CAP, finding
 from samctl.attic.tarzst import Member, safe_member_name
 from samctl.errors import SamctlError, UnsafePath
 from samctl.model import WARNING, Finding
+from samctl.said import Suggestion, said
 
 JOURNAL = ".journal"
 STAGING = ".staging"
@@ -280,7 +281,7 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
         raise AtticProblem(
             f"attic entry {entry.stem} is damaged or not samctl's; nothing was restored",
             problems,
-            hint="`samctl attic --verify` lists what is wrong with each entry",
+            hint=said("`", Suggestion("attic --verify"), "` lists what is wrong with each entry"),
         )
     return names
 
@@ -468,7 +469,11 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
             Finding(
                 "attic-incomplete",
                 str(attic / (stem + TAR_SUFFIX)),
-                "an archive without a manifest, left by an interrupted move; `samctl attic --repair` removes it",
+                said(
+                    "an archive without a manifest, left by an interrupted move; `",
+                    Suggestion("attic --repair"),
+                    "` removes it",
+                ),
                 WARNING if pending else WARNING,
             )
         )

@@ -23,6 +23,7 @@ from samctl.attic import tarzst
 from samctl.errors import SamctlError, UnsafePath
 from samctl.lock import held_by_another
 from samctl.model import INFO, WARNING, Finding
+from samctl.said import Said, Suggestion, said
 
 # --- journal records ---------------------------------------------------------------------
 
@@ -216,14 +217,18 @@ def pending(store) -> list:
             Finding(
                 "attic-interrupted",
                 str(attic / atticmod.JOURNAL / n),
-                "a move was interrupted; `samctl attic --repair` (or any writing samctl command) finishes it",
+                said(
+                    "a move was interrupted; `",
+                    Suggestion("attic --repair"),
+                    "` (or any writing samctl command) finishes it",
+                ),
                 WARNING,
             )
         )
     return out
 
 
-SETTLE = "`samctl attic --repair` (or any writing samctl command) finishes or undoes it"
+SETTLE = said("`", Suggestion("attic --repair"), "` (or any writing samctl command) finishes or undoes it")
 
 
 def pending_moves(store) -> list:
@@ -253,7 +258,9 @@ def pending_moves(store) -> list:
         try:
             moves = _moves_of(orjson.loads(fsafe.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
         except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            out.append(Finding("pending-move", path, f"an unreadable journal record of an interrupted move; {SETTLE}"))
+            out.append(
+                Finding("pending-move", path, said("an unreadable journal record of an interrupted move; ", SETTLE))
+            )
             continue
         for m in moves:
             cid = m.get("new_id") if m.get("op") == "restore" and m.get("new_id") != m.get("id") else m.get("id")
@@ -263,8 +270,10 @@ def pending_moves(store) -> list:
                     Finding(
                         "pending-move",
                         path,
-                        f"an interrupted copy of {cid or 'a conversation'} to the "
-                        f"attic (the original is untouched); {SETTLE}",
+                        said(
+                            f"an interrupted copy of {cid or 'a conversation'} to the attic (the original is untouched); ",
+                            SETTLE,
+                        ),
                         WARNING,
                     )
                 )
@@ -273,8 +282,10 @@ def pending_moves(store) -> list:
                 Finding(
                     "pending-move",
                     path,
-                    f"an interrupted {what.get(m.get('op'), 'move')} of "
-                    f"{cid or 'a conversation'} holds it half done; {SETTLE}",
+                    said(
+                        f"an interrupted {what.get(m.get('op'), 'move')} of {cid or 'a conversation'} holds it half done; ",
+                        SETTLE,
+                    ),
                     conversation=cid,
                 )
             )
@@ -364,7 +375,7 @@ def _known(store, rec: dict) -> bool:
     return rec["op"] in MOVES or (rec["op"] == "log" and store.has_event_logs and store.valid_id(str(rec.get("id"))))
 
 
-class Left(str):
+class Left(Said):
     """What ``_repair_one`` says about a move it leaves in the journal (for a person, or a later run),
     or the sweep about debris it could not remove: not done, so a finding (``settle``)."""
 
@@ -376,7 +387,7 @@ def settle(store, full: bool = False) -> tuple[list[str], list]:
     where = str(atticmod.attic_dir(store))
     return (
         [line for line in lines if not isinstance(line, Left)],
-        [Finding("attic-left", where, str(line)) for line in lines if isinstance(line, Left)],
+        [Finding("attic-left", where, line) for line in lines if isinstance(line, Left)],
     )
 
 
@@ -555,7 +566,9 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
         except (atticmod.AtticProblem, UnsafePath):
             return Left(
                 f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
-                "left for a person: `samctl attic` says what is wrong"
+                "left for a person: `",
+                Suggestion("attic"),
+                "` says what is wrong",
             )
         if entry.state == "kept" and fsafe.lstat(staging) is None and _all_placed(store, entry, names):
             # a kept copy stays once restored: its staging copy went, only the record was left
@@ -576,7 +589,9 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
         if conflicts:  # the move waits in the journal for the person its message spoke to
             return Left(
                 f"{cid}: an interrupted restore is waiting: {', '.join(conflicts[:3])} hold other bytes; "
-                "move them aside, then run `samctl attic --repair`"
+                "move them aside, then run `",
+                Suggestion("attic --repair"),
+                "`",
             )
         try:
             if entry.state != "kept":  # (a kept copy is a backup: it stays once restored)

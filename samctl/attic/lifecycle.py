@@ -25,6 +25,7 @@ from samctl.attic.journal import aside_name, drop_journal, put_back, settle, sha
 from samctl.errors import Busy, FileProblem, NotFound, SamctlError, UsageError
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding, last_activity, recency, title_key
+from samctl.said import Suggestion, said
 from samctl.stores import workers
 from samctl.stores.resolve import Listed, resolve_many
 
@@ -59,7 +60,7 @@ class Target:
             "id": self.id,
             "title": self.title,
             "updated": self.updated,
-            "messages": self.messages,
+            "message_count": self.messages,
             "pinned": self.pinned,
             "size": self.size,
         }
@@ -104,9 +105,9 @@ def attic_view(store, ids, both: bool = False) -> Listed:
             store,
             ids,
             where=f"{store.conv_dir} or {atticmod.attic_dir(store)}",
-            hint="`samctl ls` and `samctl attic` list them",
+            hint=said("`", Suggestion("ls"), "` and `", Suggestion("attic"), "` list them"),
         )
-    return Listed(store, ids, where=atticmod.attic_dir(store), hint="`samctl attic` lists them")
+    return Listed(store, ids, where=atticmod.attic_dir(store), hint=said("`", Suggestion("attic"), "` lists them"))
 
 
 # --- selection ------------------------------------------------------------------------
@@ -147,7 +148,7 @@ def select(
     else:
         raise UsageError(
             "name the conversations to act on, or select them with --older-than, --empty or --title",
-            hint="`samctl ls` lists them",
+            hint=said("`", Suggestion("ls"), "` lists them"),
         )
     keep = set()
     if keep_last:
@@ -711,9 +712,12 @@ def remove(
                     Finding(
                         "trash-left",
                         t.id,
-                        f"{t.id} is whole in the attic ({entry.stem}) and gone from the store, but "
-                        f"its removed copy in the attic's staging folder could not be cleared: {reason(partly[1])}; "
-                        "`samctl attic --repair` tries again",
+                        said(
+                            f"{t.id} is whole in the attic ({entry.stem}) and gone from the store, but its removed "
+                            f"copy in the attic's staging folder could not be cleared: {reason(partly[1])}; `",
+                            Suggestion("attic --repair"),
+                            "` tries again",
+                        ),
                         WARNING,
                         t.id,
                     )
@@ -848,7 +852,12 @@ def shrunk_since_kept(store) -> list:
         if why is not None:
             seen.add(e.id)
             out.append(
-                _shrank_finding(e.id, e, why, "the copy stays in the attic (`samctl attic --state kept` lists it)")
+                _shrank_finding(
+                    e.id,
+                    e,
+                    why,
+                    said("the copy stays in the attic (`", Suggestion("attic --state kept"), "` lists it)"),
+                )
             )
     return out
 
@@ -897,7 +906,10 @@ def attic_targets(store, ids, include_pinned: bool = False) -> list[Target]:
     for cid in ids:
         mine = [e for e in entries if e.id == cid]
         if not mine:  # only a damaged entry: samctl leaves what it cannot read for a person
-            raise NotFound(f"no attic entry of {cid} can be read", hint="`samctl attic` says what is wrong with it")
+            raise NotFound(
+                f"no attic entry of {cid} can be read",
+                hint=said("`", Suggestion("attic"), "` says what is wrong with it"),
+            )
         t = Target(cid, mine[-1].title, pinned=any(e.extra.get("pinned") is True for e in mine))
         if t.pinned and not include_pinned:
             pinned.append(cid)

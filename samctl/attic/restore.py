@@ -30,6 +30,7 @@ from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, WARNING, Finding
 from samctl.safetext import quoted
+from samctl.said import Suggestion, said
 from samctl.stores import workers
 from samctl.stores.resolve import resolve_id
 
@@ -50,21 +51,23 @@ def find_entry(store, text: str | None, entry_name: str | None = None) -> atticm
         ):
             raise UsageError(
                 f"--entry {entry_name!r} is not an entry of this store's attic",
-                hint="give the entry's name as `samctl attic` lists it (or a unique prefix of it)",
+                hint=said("give the entry's name as `", Suggestion("attic"), "` lists it (or a unique prefix of it)"),
             )
         entries = atticmod.list_entries(store, [], atticmod.RESTORABLE, want=lambda stem, cid: stem.startswith(name))
         match = [e for e in entries if e.stem == name] or entries
         if len(match) != 1:
             raise (NotFound if not match else UsageError)(
                 f"{'no' if not match else 'more than one'} restorable attic entry matches {entry_name!r}",
-                hint="`samctl attic` lists the entries",
+                hint=said("`", Suggestion("attic"), "` lists the entries"),
             )
         e = match[0]
         if text is not None and not e.id.startswith(store.normalize_prefix(text)):
             raise UsageError(f"entry {e.stem} holds {e.id}, not {quoted(text)}")
         return e
     if text is None:
-        raise UsageError("name the conversation to restore", hint="`samctl attic` lists what can be restored")
+        raise UsageError(
+            "name the conversation to restore", hint=said("`", Suggestion("attic"), "` lists what can be restored")
+        )
     return find_entries(store, [text])[0]
 
 
@@ -82,7 +85,10 @@ def find_entries(store, texts) -> list[atticmod.Entry]:
     out: dict = {}
     for cid in ids:
         if cid not in newest:
-            raise NotFound(f"no attic entry of {cid} can be read", hint="`samctl attic` says what is wrong with it")
+            raise NotFound(
+                f"no attic entry of {cid} can be read",
+                hint=said("`", Suggestion("attic"), "` says what is wrong with it"),
+            )
         out.setdefault(newest[cid].stem, newest[cid])  # one conversation named twice is restored once
     return list(out.values())
 
@@ -256,9 +262,10 @@ def _all_there(store, r: _Restore) -> bool:
 
 def _clash_hint(store, entry: atticmod.Entry) -> str:
     if entry.state == "kept":
-        return (
-            "the store holds other bytes than the kept copy: `samctl archive --copy` keeps them too; to go back "
-            "to the kept copy, move the store's files aside first"
+        return said(
+            "the store holds other bytes than the kept copy: `",
+            Suggestion("archive --copy"),
+            "` keeps them too; to go back to the kept copy, move the store's files aside first",
         )
     if store.moves_only:  # (another app's sessions are never given new ids)
         return "move the store's copy aside first"
@@ -349,7 +356,11 @@ def _restore_batch(store, plans: list) -> list:
                         SamctlError(
                             f"{', '.join(conflicts[:3])} appeared in the store while restoring {r.entry.id}; the rest was "
                             "placed and the attic entry is kept",
-                            hint="move those files aside, then run `samctl attic --repair` to finish the restore",
+                            hint=said(
+                                "move those files aside, then run `",
+                                Suggestion("attic --repair"),
+                                "` to finish the restore",
+                            ),
                         ),
                     )
                 )
@@ -369,7 +380,7 @@ def _restore_batch(store, plans: list) -> list:
                         r,
                         EntryKept(
                             f"{r.entry.id} is restored, but its attic entry {r.entry.stem} could not be removed: {reason(exc)}",
-                            hint="`samctl attic --repair` removes it once it can",
+                            hint=said("`", Suggestion("attic --repair"), "` removes it once it can"),
                         ),
                     )
                 )

@@ -174,13 +174,13 @@ def _usage_error(exc, hint=None) -> None:
 
 def report_error(exc: errors.SamctlError) -> None:
     # messages quote file names and file text: never a control character to the terminal
-    from samctl.cli.common import paste
+    from samctl.cli.common import shown
     from samctl.safetext import safe_text
 
-    click.echo(paste(safe_text(f"samctl: error: {exc.message}", lines=False)), err=True)
+    click.echo(safe_text(f"samctl: error: {shown(exc.message)}", lines=False), err=True)
     if exc.hint:  # (a hint of several lines, e.g. the candidates of an ambiguous prefix: each line made safe)
-        for line in f"hint: {exc.hint}".split("\n"):
-            click.echo(paste(safe_text(line, lines=False)), err=True)
+        for line in f"hint: {shown(exc.hint)}".split("\n"):
+            click.echo(safe_text(line, lines=False), err=True)
 
 
 def _quiet_broken_pipe() -> None:

@@ -22,6 +22,7 @@ from samctl.cli.common import (
 )
 from samctl.cli.writeopts import force_option, lock_wait_option
 from samctl.core.scope import MOVE
+from samctl.said import Suggestion, said
 
 
 @click.command("attic")
@@ -73,7 +74,7 @@ def command(ctx, state, verify, repair, force, lock_wait, fmt):
         report_findings(found)
         raise errors.NotFound(
             "no store with an attic found: samctl only reads the stores it found",
-            hint="`samctl stores` shows what samctl finds",
+            hint=said("`", Suggestion("stores"), "` shows what samctl finds"),
         )
     per, repaired, left = [], [], False
     for store in stores:

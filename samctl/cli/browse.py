@@ -12,6 +12,7 @@ import click
 
 from samctl.cli.common import examples, report_findings, scope_of
 from samctl.errors import SamctlError, UsageError
+from samctl.said import Suggestion, said
 
 
 def textual_missing() -> bool:
@@ -47,7 +48,15 @@ def command(ctx):
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError(
             "samctl browse needs a terminal (its input and output); nothing was done",
-            hint="in a pipe or a script, `samctl ls`, `samctl search` and `samctl show` say the same",
+            hint=said(
+                "in a pipe or a script, `",
+                Suggestion("ls"),
+                "`, `",
+                Suggestion("search"),
+                "` and `",
+                Suggestion("show"),
+                "` say the same",
+            ),
         )
     findings: list = []
     stores = stores_in_scope(ctx, findings)

@@ -65,15 +65,18 @@ def current_scope():
 
 def suggest(ctx, command: str, cid: str | None = None, store=None, rest: str = "") -> str:
     """A command to paste (``samctl restore ID``), with ``store``'s --root only when it is needed."""
-    from samctl.core.scope import Suggestion
+    from samctl.said import Suggestion
 
     return run_of(ctx).scope.render(Suggestion(command, cid, store, rest))
 
 
-def paste(text: str, path: str = "") -> str:
-    """A lower layer's message with its backquoted samctl commands given the --root they need."""
+def shown(text, path: str = "") -> str:
+    """A message for a person (samctl.said): each command it suggests rendered by this run's scope, with the
+    --root of its store (else of the store ``path`` is in) only when the pasted command needs it."""
+    from samctl.said import render
+
     scope = current_scope()
-    return scope.paste(text, path) if scope is not None else text
+    return render(text, (lambda s: scope.render(s, path)) if scope is not None else None)
 
 
 def say_skipped(ctx, skipped, fmt: str = "text") -> list:
@@ -248,7 +251,7 @@ def report_findings(findings, quiet: bool = False, kinds: bool | None = None) ->
     for f in findings:
         if (quiet or not kinds and f.code in UNKNOWN_KIND) and f.severity == "info":
             continue
-        click.echo(paste(f.line(), path=str(f.path or "")), err=True)
+        click.echo(f.line(shown(f.reason, path=str(f.path or ""))), err=True)
 
 
 def exit_for(findings) -> int:

@@ -7,11 +7,20 @@ import time
 
 import click
 
-from samctl import errors
 from samctl.cli import size_option
-from samctl.cli.common import emit_json, examples, exit_with, human_size, run_of, say_failed, say_skipped, scope_of
+from samctl.cli.common import (
+    emit_json,
+    examples,
+    exit_with,
+    human_size,
+    report_findings,
+    run_of,
+    say_failed,
+    say_skipped,
+    scope_of,
+)
 from samctl.cli.writeopts import dry_run_option, force_option, format_opt, ignore_unreadable_option, lock_wait_option
-from samctl.core.scope import MOVE
+from samctl.core.scope import MOVE, Outcome
 from samctl.safetext import safe_text
 from samctl.timeparse import parse_age
 
@@ -74,25 +83,50 @@ def command(ctx, grace, log_threshold, dry_run, force, ignore_unreadable, lock_w
         lock_wait=lock_wait,
         ignore_unreadable=ignore_unreadable,
     )
-    if len(stores) == 1 and not scope.several:  # (one store: its errors raised, its document as it always was)
-        rep = _one(stores[0], opts, fmt, quiet, verbose, dry_run, several=False)
-        exit_with(errors.PARTIAL if _problems(rep) else errors.OK)
-        return
+    several = len(stores) != 1 or scope.several
     skipped = say_skipped(ctx, scope.skipped, fmt)
-    outcomes = scope.run(lambda s: _one(s, opts, fmt, quiet, verbose, dry_run, several=True), stores)
-    say_failed(outcomes)
+    if several:
+        outcomes = scope.run(lambda s: _one(s, opts, fmt, quiet, verbose, dry_run, several=True), stores)
+        say_failed(outcomes)
+    else:  # (one store: its errors raised as they always were)
+        outcomes = [Outcome(stores[0], "done", value=_one(stores[0], opts, fmt, quiet, verbose, dry_run, False))]
+    reports = [(o.store, o.value) for o in outcomes if o.status == "done"]
     if fmt == "json":
-        emit_json(
+        emit_json(_document(reports, skipped, dry_run, scope.findings))
+    else:
+        report_findings(scope.findings, quiet=quiet)
+    exit_with(scope.exit_code(outcomes, partial=any(_problems(rep) for _, rep in reports)))
+
+
+def _document(reports: list, skipped: list, dry_run: bool, found: list) -> dict:
+    """compact's JSON (docs/json.md), one shape for one store or several: every action, repair and finding
+    (each naming its store), the counts and bytes over all, one row per store compacted, and the stores
+    left out (``skipped``: samctl cannot write them)."""
+    counts: dict = {}
+    for _, rep in reports:
+        for kind, n in rep.counts().items():
+            counts[kind] = counts.get(kind, 0) + n
+    return {
+        "dry_run": dry_run,
+        "actions": [dict(a, store=store.name) for store, rep in reports for a in rep.actions],
+        "repaired": [line for _, rep in reports for line in rep.repaired],
+        "findings": [dict(f.to_dict(), store=store.name) for store, rep in reports for f in rep.findings]
+        + [dict(f.to_dict(), store=None) for f in found],
+        "counts": counts,
+        "bytes_before": sum(rep.bytes_before for _, rep in reports),
+        "bytes_after": sum(rep.bytes_after for _, rep in reports),
+        "stores": [
             {
-                "stores": [
-                    dict(o.value.to_dict(), store=o.store.name, root=str(o.store.conv_dir))
-                    for o in outcomes
-                    if o.status == "done"
-                ],
-                "skipped": skipped,
+                "store": store.name,
+                "root": str(store.conv_dir),
+                "counts": rep.counts(),
+                "bytes_before": rep.bytes_before,
+                "bytes_after": rep.bytes_after,
             }
-        )
-    exit_with(scope.exit_code(outcomes, partial=any(_problems(o.value) for o in outcomes if o.status == "done")))
+            for store, rep in reports
+        ],
+        "skipped": skipped,
+    }
 
 
 def _problems(rep) -> list:
@@ -101,7 +135,7 @@ def _problems(rep) -> list:
 
 
 def _one(store, opts, fmt, quiet, verbose, dry_run, several):
-    """compact of one store, its report printed (text; json: of one store only)."""
+    """compact of one store, its report printed (text; the json document is the caller's)."""
     from samctl.attic.compact import compact
 
     if several and fmt == "text" and (verbose or not quiet):
@@ -112,10 +146,7 @@ def _one(store, opts, fmt, quiet, verbose, dry_run, several):
     finally:
         if progress:
             progress.clear()
-    if fmt == "json":
-        if not several:
-            emit_json(rep.to_dict())
-    else:
+    if fmt != "json":
         for line in rep.repaired:
             if not quiet:
                 click.echo(f"repaired: {line}", err=True)

@@ -10,6 +10,7 @@ from samctl.cli.common import complete_ids, examples, findings_first, finish, re
 from samctl.cli.projectopts import project_options, project_spec
 from samctl.core.export import FORMATS
 from samctl.errors import UsageError
+from samctl.said import Suggestion, said
 
 
 class _Progress:
@@ -86,7 +87,13 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, p
     if not ids and not all_:
         raise UsageError(
             "nothing to export: give conversation IDs or --all",
-            hint="`samctl ls` lists the ids; then e.g. `samctl export ID --to markdown`",
+            hint=said(
+                "`",
+                Suggestion("ls"),
+                "` lists the ids; then e.g. `",
+                Suggestion("export", "ID", rest="--to markdown"),
+                "`",
+            ),
         )
     if (since is not None or until is not None) and not all_:
         raise UsageError("--since/--until choose from --all", hint="add --all, or drop --since/--until")

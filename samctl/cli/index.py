@@ -7,7 +7,19 @@ import time
 
 import click
 
-from samctl.cli.common import emit_json, examples, finish, human_size, paste, report_findings, scope_of
+from samctl.cli.common import (
+    emit_json,
+    examples,
+    exit_for,
+    exit_with,
+    human_size,
+    report_findings,
+    say_failed,
+    say_skipped,
+    scope_of,
+    shown,
+)
+from samctl.core.scope import Outcome
 
 
 class _Progress:
@@ -80,35 +92,60 @@ def command(ctx, rebuild, update, fmt):
     foreign or outdated one is rebuilt, and deleting it costs only time. Showing the state also
     checks every byte of it against its checksums, and drops an index that fails.
     """
-    from samctl.errors import SamctlError
+    from samctl.errors import UsageError
 
     if rebuild and update:
         raise click.UsageError("give --update or --rebuild, not both (--rebuild reads every file anyway)")
     scope = scope_of(ctx)
     stores = scope.stores()
-    if len(stores) == 1:
-        return _one(stores[0], rebuild, update, fmt, cache=scope.cache)
-    docs, code = [], 0  # every store's index, one after the other (json: one document each, in a list)
-    for store in stores:
-        if fmt == "text":
+    if not scope.cache:
+        raise UsageError(
+            "the index is a cache, and --no-cache turns caches off",
+            hint="leave out --no-cache (searches with --no-cache read the files directly)",
+        )
+    several = len(stores) > 1
+    skipped = []
+    if several:  # (a store samctl keeps no index of, e.g. an export read whole each time, is left out)
+        skipped = [(s, _NO_INDEX) for s in stores if not s.use_cache and not s.cache_note]
+        stores = [s for s in stores if s.use_cache or s.cache_note]
+    skipped = say_skipped(ctx, skipped, fmt)
+    findings: list = []
+
+    def one(store):
+        if several and fmt == "text":
             click.echo(f"== {store.describe()}", err=True)
-        try:
-            docs.append(dict(_one(store, rebuild, update, fmt, several=True, cache=scope.cache), store=store.name))
-        except click.exceptions.Exit as exc:
-            code = code or exc.exit_code
-        except SamctlError as exc:
-            from samctl.cli import report_error
+        return _one(store, rebuild, update, fmt, findings)
 
-            report_error(exc)
-            code = code or exc.exit_code
+    # (one store: its errors raised as they always were; of several, one failing is reported)
+    outcomes = scope.run(one, stores) if several else [Outcome(stores[0], "done", value=one(stores[0]))]
+    say_failed(outcomes)
     if fmt == "json":
-        emit_json(docs)
-    if code:
-        raise click.exceptions.Exit(code)
+        emit_json(
+            {
+                "stores": [_dated(o.value) for o in outcomes if o.status == "done"],
+                "findings": [dict(f.to_dict(), store=s.name) for s, f in findings]
+                + [dict(f.to_dict(), store=None) for f in scope.findings],
+                "skipped": skipped,
+            }
+        )
+    else:
+        report_findings([f for _, f in findings] + scope.findings)
+    exit_with(scope.exit_code(outcomes, partial=bool(exit_for([f for _, f in findings]))))
 
 
-def _one(store, rebuild: bool, update: bool, fmt: str, several: bool = False, cache: bool = True) -> dict:
-    """One store's index: its state shown (json: printed here only for one store), after an update when asked."""
+def _dated(st: dict) -> dict:
+    """An index's state with its times as every JSON document of samctl gives them: UTC, ISO 8601."""
+    from samctl.timeparse import format_utc
+
+    return dict(st, created=format_utc(st["created"]), updated=format_utc(st["updated"]))
+
+
+_NO_INDEX = "samctl keeps no index of it (a search reads its files directly)"
+
+
+def _one(store, rebuild: bool, update: bool, fmt: str, findings: list) -> dict:
+    """One store's index: its state (text: shown here), after an update when asked; what the files read
+    meanwhile said goes to ``findings`` as (store, finding)."""
     from samctl.errors import SamctlError, UsageError
     from samctl.search import index as ix
 
@@ -116,24 +153,19 @@ def _one(store, rebuild: bool, update: bool, fmt: str, several: bool = False, ca
         raise SamctlError("the index lives in samctl's cache folder, which this run cannot use (above)")
     if not store.use_cache:
         raise UsageError(
-            "the index is a cache, and "
-            + (
-                "--no-cache turns caches off"
-                if not cache
-                else "samctl keeps none for this store (a search reads its files directly)"
-            ),
-            hint="leave out --no-cache (searches with --no-cache read the files directly)" if not cache else None,
+            "the index is a cache, and samctl keeps none for this store (a search reads its files directly)"
         )
     if rebuild or update:
         progress = progress_printer(sys.stderr)
-        findings: list = []
+        found: list = []
         try:
-            idx = ix.refresh(store, findings, rebuild=rebuild, progress=progress)
+            idx = ix.refresh(store, found, rebuild=rebuild, progress=progress)
         except ix.BadIndex as exc:
             raise SamctlError(f"could not write the index: {exc}") from None
         finally:
             if progress:
                 progress.done()
+        findings += [(store, f) for f in found]
         if fmt == "text":
             what = (
                 "rebuilt" if idx.rebuilt else (f"updated: {len(idx.read)} files read again, {len(idx.removed)} removed")
@@ -143,14 +175,8 @@ def _one(store, rebuild: bool, update: bool, fmt: str, several: bool = False, ca
     if st["exists"] and st["problems"]:
         ix.invalidate(store)  # never trusted: dropped now, rebuilt by the next search
         st["dropped"] = True
-    if fmt == "json":
-        if not several:
-            emit_json(st)
-    else:
-        click.echo(paste(_text(st)))
-    if rebuild or update:  # what the files read meanwhile said, as search says it
-        report_findings(findings)
-        finish(findings)
+    if fmt == "text":
+        click.echo(_text(st))
     return st
 
 
@@ -165,11 +191,18 @@ def _ago(seconds) -> str:
 
 
 def _text(st: dict) -> str:
+    from samctl.said import Suggestion, said
     from samctl.timeparse import format_local
 
+    root = str(st["root"])  # (the suggested commands name this store's --root when the run named it)
     lines = [f"index:    {st['path']}"]
     if not st["exists"]:
-        lines.append("state:    not built yet (the next search builds it; or `samctl index --update`)")
+        lines.append(
+            shown(
+                said("state:    not built yet (the next search builds it; or `", Suggestion("index --update"), "`)"),
+                root,
+            )
+        )
         return "\n".join(lines)
     if st["problems"]:
         lines.append("state:    could not be used and was dropped; the next search rebuilds it:")
@@ -181,7 +214,16 @@ def _text(st: dict) -> str:
         f"rows:     {sum(rows.values()):,} ({rows['memory']:,} memories, {rows['message']:,} messages, "
         f"{rows['archived']:,} archived messages); {st['dead']:,} superseded, awaiting compaction"
     )
-    lines.append(f"files:    {st['files']:,} indexed, {st['files_with_findings']:,} with problems (`samctl check`)")
+    lines.append(
+        shown(
+            said(
+                f"files:    {st['files']:,} indexed, {st['files_with_findings']:,} with problems (`",
+                Suggestion("check"),
+                "`)",
+            ),
+            root,
+        )
+    )
     lines.append(f"size:     {human_size(st['size'])} in {st['segments']} segment{'s' if st['segments'] != 1 else ''}")
     lines.append(f"updated:  {format_local(st['updated'])} ({_ago(st['age'])}); built {format_local(st['created'])}")
     stale = st["stale"]

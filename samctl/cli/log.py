@@ -70,7 +70,7 @@ def command(ctx, conversation_id, types, fmt):
             "reason": read.reason,
         }
     if fmt == "json":
-        emit_json({"id": cid, "path": str(path), "size": read.size, "events": rows, "stop": stop})
+        emit_json({"id": cid, "store": store.name, "path": str(path), "size": read.size, "events": rows, "stop": stop})
     elif fmt == "jsonl":
         emit_jsonl(rows)
     elif rows:

@@ -112,7 +112,7 @@ def command(ctx, conversation_id, dry_run, to, use, from_file, force, lock_wait,
             [(store, conversation_id)] = scope.resolve([conversation_id])
         plan = _recover(store, conversation_id, dry_run, to, use, from_file, force, lock_wait, yes)
     if fmt == "json":
-        emit_json(dict(plan.to_dict(), dry_run=dry_run))
+        emit_json(dict(plan.to_dict(), store=store.name, dry_run=dry_run))
     else:
         _print(plan, dry_run, to)
         report_findings(plan.warnings)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from samctl.cli.common import complete_attic_ids, examples, exit_for, findings_first, scope_of
+from samctl.cli.common import complete_attic_ids, examples, findings_first, scope_of
 from samctl.cli.writeopts import dry_run_option, force_option, format_opt, lock_wait_option, render
 from samctl.core.scope import MOVE
+from samctl.said import Suggestion, said
 
 
 @click.command("restore")
@@ -56,31 +57,17 @@ def command(ctx, ids, as_new, entry, touch, dry_run, force, lock_wait, fmt):
     Each ID is looked for in the attic of every store samctl finds (or of
     each --root given), and restored in its own store.
     """
-    from samctl.errors import NotFound, UsageError
+    from samctl.errors import UsageError
 
     if entry and len(ids) > 1:
         raise UsageError("--entry names one entry: give at most one ID with it")
     how = dict(as_new=as_new, dry_run=dry_run, force=force, lock_wait=lock_wait, touch=touch)
-    scope = scope_of(ctx, MOVE)
-    if len(scope.roots) == 1:
-        scope.refuse(scope.found()[0])
-    stores = [s for s in scope.found() if not scope.reason(s)]  # (the stores samctl only reads have no attic)
-    if len(stores) != 1:
-        return _across(scope, stores, ids, entry, how, fmt)
-    store = stores[0]
-    try:
-        entries = _entries(store, ids, entry)
-    except NotFound as exc:
-        from samctl.attic import entries as atticmod
-
-        atticmod.check_attic_folders(store)  # (an attic that is a file or a link: that is what to say)
-        if _interrupted(store):  # a move a crash interrupted may be what holds it: say what settles that
-            exc.hint = _PENDING
-        raise
-    render(_restore_in(store, entries, how), fmt, same_said=_SAME)
+    _restore(ctx, scope_of(ctx, MOVE), ids, entry, how, fmt)
 
 
-_PENDING = "an interrupted move is pending: `samctl attic --repair` finishes or undoes it; then try again"
+_PENDING = said(
+    "an interrupted move is pending: `", Suggestion("attic --repair"), "` finishes or undoes it; then try again"
+)
 
 
 def _interrupted(store) -> bool:
@@ -114,9 +101,12 @@ def _restore_in(store, entries: list, how: dict):
         report = restore.restore_many(store, entries, **how)
     except SamctlError as exc:  # refused before settling anything: an interrupted move stays pending, say so
         if _interrupted(store):
-            exc.hint = (
-                f"{exc.hint}; " if exc.hint else ""
-            ) + "an interrupted move is pending: `samctl attic --repair` finishes or undoes it"
+            exc.hint = said(
+                f"{exc.hint}; " if exc.hint else "",
+                "an interrupted move is pending: `",
+                Suggestion("attic --repair"),
+                "` finishes or undoes it",
+            )
         raise
     warning = store.cleanup_warning()
     if (
@@ -130,80 +120,126 @@ def _restore_in(store, entries: list, how: dict):
     return report
 
 
-def _across(scope, stores, ids, entry, how: dict, fmt: str) -> None:
-    """restore over several stores (issue #23): each text resolved across the attics of every store that
-    has one (the stores samctl only reads have none: left out), an ambiguous one listing its candidates
-    with their stores (exit 2); a store or attic that cannot be read is a finding (exit 3), the others
-    still answer.  Nothing is done unless every id is found and none exists again in its store; then
-    each store's entries are restored there, one store after the other."""
+def _restore(ctx, scope, ids, entry, how: dict, fmt: str) -> None:
+    """restore over the run's scope, one store or several (docs/scope.md): each text resolved across the
+    attics of every store that has one (``Scope.resolve``; the stores samctl only reads have none), an
+    ambiguous one listing its candidates with their stores (exit 2); of several stores, an attic that cannot
+    be listed is a finding (exit 3) and the others still answer.  Nothing is done unless every id is found
+    and none exists again in its store; then each store's entries are restored there, in turn
+    (``Scope.run``): one store failing on the way is reported and the others restored.  One report, each
+    item naming its ``store``."""
     from samctl import errors
-    from samctl.attic import entries as atticmod
     from samctl.attic.lifecycle import Report
+    from samctl.cli.common import exit_with, say_failed, say_skipped
+    from samctl.core.scope import Outcome
 
     found = scope.findings
     with findings_first(found):
-        if not stores:
-            raise errors.NotFound(
-                "no store with an attic found: samctl only reads the stores it found",
-                hint="`samctl stores` shows what samctl finds",
-            )
         if not ids and not entry:
+            if len(scope.roots) == 1:
+                scope.refuse(scope.found()[0])
             raise errors.UsageError(
-                "name the conversation to restore", hint="`samctl attic` lists what can be restored"
+                "name the conversation to restore", hint=said("`", Suggestion("attic"), "` lists what can be restored")
             )
-        for s in stores:  # (lists the attic's names, reads no manifest: a finding if it cannot be listed)
-            atticmod.list_entries(s, found, want=lambda stem, cid: False)
-        groups = _entry_across(stores, ids, entry) if entry else _ids_across(stores, ids)
+        groups = _entry_groups(scope, ids, entry) if entry else _id_groups(scope, ids)
         if len(groups) > 1 and not how["dry_run"]:  # nothing is done if one exists again, in any store
-            for store, entries in groups.items():
+            for store, entries in groups:
                 _restore_in(store, entries, dict(how, dry_run=True))
-    merged, code = Report(dry_run=how["dry_run"], findings=list(found)), 0
-    for store, entries in groups.items():
-        try:
-            with findings_first(found if len(groups) == 1 else []):
-                report = _restore_in(store, entries, how)
-        except errors.SamctlError as exc:
-            if len(groups) == 1:
-                raise
-            from samctl.cli import report_error
+    of = {id(s): entries for s, entries in groups}
+    stores = [s for s, _ in groups]
 
-            report_error(exc)  # (of several stores, one busy or gone: the others are still restored)
-            code = code or exc.exit_code
-            continue
-        merged.items += [dict(it, store=store.name) for it in report.items]
-        merged.findings += report.findings
-        merged.repaired += report.repaired
+    def one(store):
+        with findings_first(found if len(groups) == 1 else []):
+            return _restore_in(store, of[id(store)], how)
+
+    # (one store: its errors raised as they always were; of several, one busy or gone is reported)
+    outcomes = scope.run(one, stores) if len(groups) > 1 else [Outcome(stores[0], "done", value=one(stores[0]))]
+    say_failed(outcomes)
+    merged = Report(dry_run=how["dry_run"], findings=list(found))
+    for o in outcomes:
+        if o.status == "done":
+            merged.items += [dict(it, store=o.store.name) for it in o.value.items]
+            merged.findings += o.value.findings
+            merged.repaired += o.value.repaired
+    code = scope.exit_code(outcomes)
+    # (the stores samctl only reads have no attic: left out, said under -v and in JSON)
+    left = [(s, scope.reason(s)) for s in scope.found() if scope.reason(s)] if len(scope.roots) != 1 else []
     try:
-        render(merged, fmt, same_said=_SAME)
+        render(merged, fmt, same_said=_SAME, skipped=say_skipped(ctx, left, fmt))
     except click.exceptions.Exit as exc:
-        code = code or exc.exit_code
-    code = code or exit_for(found)
-    if code:
-        raise click.exceptions.Exit(code)
+        code = code if code not in (errors.OK, errors.PARTIAL) else exc.exit_code
+    exit_with(code)
 
 
-def _ids_across(stores, ids) -> dict:
-    """{store: its entries} for the texts ``ids``, each resolved across the stores' attics."""
+def _attic_of(scope):
+    """``view(store)`` for ``Scope.resolve``: the ids in the store's attic (None: samctl only reads the
+    store, it has no attic).  Of several stores, an attic that cannot be listed is a finding."""
+    from samctl.attic import entries as atticmod
+    from samctl.attic.lifecycle import attic_view
+
+    several = len(scope.found()) > 1
+
+    def view(s):
+        if scope.reason(s):
+            return None
+        if several:  # (lists the attic's names, reads no manifest)
+            atticmod.list_entries(s, scope.findings, want=lambda stem, cid: False)
+        return attic_view(s, atticmod.named_ids(s, atticmod.RESTORABLE))
+
+    return view
+
+
+def _id_groups(scope, ids) -> list:
+    """[(store, its entries)] for the texts ``ids``, each resolved across the attics in scope."""
     from samctl.attic import entries as atticmod
     from samctl.attic import restore
-    from samctl.attic.lifecycle import attic_view
     from samctl.errors import NotFound
-    from samctl.stores.resolve import resolve_many_across
 
-    views = {}
-    for s in stores:
-        views[id(s)] = attic_view(s, atticmod.named_ids(s, atticmod.RESTORABLE))
-    of = {id(v): s for s, v in zip(stores, views.values())}
+    if len(scope.roots) == 1:
+        scope.refuse(scope.found()[0])
+    able = [s for s in scope.found() if not scope.reason(s)]
+    if not able:
+        raise NotFound(
+            "no store with an attic found: samctl only reads the stores it found",
+            hint=said("`", Suggestion("stores"), "` shows what samctl finds"),
+        )
     try:
-        hits = resolve_many_across(list(views.values()), ids)
+        hits = scope.resolve(ids, view=_attic_of(scope))
     except NotFound as exc:
-        # (as with one store: a move a crash interrupted may be what holds it)
-        exc.hint = _PENDING if any(map(_interrupted, stores)) else "`samctl attic` lists them"
+        if len(able) == 1:
+            atticmod.check_attic_folders(able[0])  # (an attic that is a file or a link: that is what to say)
+        # a move a crash interrupted may be what holds it: say what settles that
+        exc.hint = (
+            _PENDING
+            if any(map(_interrupted, able))
+            else said("`", Suggestion("attic"), "` lists them")
+            if len(able) > 1
+            else exc.hint
+        )
         raise
     wanted: dict = {}
-    for view, cid in hits:
-        wanted.setdefault(of[id(view)], []).append(cid)
-    return {store: restore.find_entries(store, cids) for store, cids in wanted.items()}
+    for store, cid in hits:
+        wanted.setdefault(id(store), (store, []))[1].append(cid)
+    return [(store, restore.find_entries(store, cids)) for store, cids in wanted.values()]
+
+
+def _entry_groups(scope, ids, entry: str) -> list:
+    """[(store, [the entry])] for ``--entry``: the one store whose attic holds it (one store: its own
+    errors)."""
+    from samctl import errors
+    from samctl.attic import restore
+
+    if len(scope.roots) == 1:
+        scope.refuse(scope.found()[0])
+    stores = [s for s in scope.found() if not scope.reason(s)]
+    if not stores:
+        raise errors.NotFound(
+            "no store with an attic found: samctl only reads the stores it found",
+            hint=said("`", Suggestion("stores"), "` shows what samctl finds"),
+        )
+    if len(stores) == 1:
+        return [(stores[0], [restore.find_entry(stores[0], ids[0] if ids else None, entry)])]
+    return list(_entry_across(stores, ids, entry).items())
 
 
 def _entry_across(stores, ids, entry: str) -> dict:
@@ -225,7 +261,8 @@ def _entry_across(stores, ids, entry: str) -> dict:
             continue
     if not hits:
         raise NotFound(
-            f"no restorable attic entry matches {entry!r} in any store's attic", hint="`samctl attic` lists the entries"
+            f"no restorable attic entry matches {entry!r} in any store's attic",
+            hint=said("`", Suggestion("attic"), "` lists the entries"),
         )
     if len(hits) > 1:
         some = ", ".join(f"{e.stem} ({s.name})" for s, e in hits[:5])

@@ -86,7 +86,7 @@ def _text(result: dict, months: int) -> str:
                 (
                     one_line(x["id"]),
                     human_size(x["size"]),
-                    x["messages"] if x["messages"] is not None else "-",
+                    x["message_count"] if x["message_count"] is not None else "-",
                     _clip(one_line(x["title"]), 50),
                 )
                 for x in s["largest"]

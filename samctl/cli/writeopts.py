@@ -92,8 +92,8 @@ def move_all(
     """rm or archive over ``pairs`` (``targets_of``): ``plan(store, ids)`` (a ``Selection``; it may refuse,
     before anything changes) in each store, ``ask(targets, explicit)`` once for the whole plan, then
     ``act(store, selection)`` (a ``Report``) in each store in turn: one store failing on the way (busy,
-    exit 5) is reported and the others still act.  One report, each item naming its ``store`` when there
-    are several; the stores skipped (they cannot do it) listed under -v and in JSON, never findings.
+    exit 5) is reported and the others still act.  One report, the same with one store or several
+    (docs/json.md): each item naming its ``store``; the stores skipped (they cannot do it) listed under -v and in JSON, never findings.
     ``hint(items, store)``: the line under it.  Exit by ``Scope.exit_code``."""
     from samctl.attic.lifecycle import Report
     from samctl.cli.common import exit_with, say_failed, say_skipped
@@ -116,7 +116,7 @@ def move_all(
                 nothing_said,
                 plans[0][0] if len(plans) == 1 else None,
                 problems + found,
-                skipped if several else None,
+                skipped,
             )
         else:
             report_findings(found)
@@ -142,7 +142,7 @@ def move_all(
     say_failed(outcomes)
     for o in outcomes:
         if o.status == "done" and o.value is not None:
-            merged.items += [dict(it, store=o.store.name) if several else it for it in o.value.items]
+            merged.items += [dict(it, store=o.store.name) for it in o.value.items]
             merged.findings += o.value.findings
             merged.repaired += o.value.repaired
     code = scope.exit_code(outcomes)
@@ -152,7 +152,7 @@ def move_all(
             fmt,
             hint(merged.items, plans[0][0] if len(plans) == 1 else None) if hint and merged.items else None,
             quiet=quiet,
-            skipped=skipped if several else None,
+            skipped=skipped,
         )
     except click.exceptions.Exit as exc:
         code = code if code not in (errors.OK, errors.PARTIAL) else exc.exit_code
@@ -230,7 +230,7 @@ def _one_line(text) -> str:
 
 
 def _doc(report, skipped) -> dict:
-    """A report's JSON document; with several stores, the stores skipped (they cannot do it)."""
+    """A report's JSON document (docs/json.md): ``skipped``, the stores left out (they cannot do it)."""
     doc = report.to_dict()
     if skipped is not None:
         doc["skipped"] = skipped

@@ -6,6 +6,7 @@ from samctl import fsafe
 from samctl.errors import FileProblem
 from samctl.lock import held_by_another
 from samctl.model import ERROR, INFO, WARNING, Finding
+from samctl.said import said
 from samctl.stores.resolve import resolve_id
 
 
@@ -27,7 +28,7 @@ def load_conversation(store, text: str, findings: list):
             Finding(
                 "pending-move",
                 str(store.conv_dir),
-                f"an interrupted move holds {cid} half done, so what is shown may be part of it; {SETTLE}",
+                said(f"an interrupted move holds {cid} half done, so what is shown may be part of it; ", SETTLE),
                 WARNING,
                 cid,
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from samctl.errors import UsageError
+from samctl.said import Suggestion, said
 from samctl.stores.resolve import resolve_id
 
 
@@ -15,7 +16,7 @@ def log_rows(store, text: str, types: tuple = ()):
     if not store.has_event_logs:
         raise UsageError(
             f"samctl log reads event logs; {store.app_name} keeps no event log",
-            hint=f"use `samctl show ID` for a {store.app_name} conversation",
+            hint=said("use `", Suggestion("show", "ID"), f"` for a {store.app_name} conversation"),
         )
     unknown = [t for t in types if t not in store.event_types]
     if unknown:

@@ -18,6 +18,7 @@ from samctl.attic import journal as repair
 from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import WARNING, Finding, RecoveryPlan
+from samctl.said import Suggestion, said
 from samctl.stores import logtail as tail
 from samctl.stores.resolve import resolve_id
 
@@ -33,7 +34,7 @@ def _refuse_unless_file(path: Path) -> None:
         raise SamctlError(
             f"{path} is {fsafe.describe_mode(st.st_mode)}, not a file; samctl does not replace it, "
             "so nothing was written",
-            hint="move it aside (see `samctl check`), then recover again",
+            hint=said("move it aside (see `", Suggestion("check"), "`), then recover again"),
         )
 
 
@@ -128,7 +129,11 @@ def recover(
         if not held:
             raise
         if dry_run:
-            exc.hint = "an interrupted move holds it: `samctl attic --repair` finishes or undoes it; then try again"
+            exc.hint = said(
+                "an interrupted move holds it: `",
+                Suggestion("attic --repair"),
+                "` finishes or undoes it; then try again",
+            )
             raise
         plan = None  # (what a half-moved conversation lacks: planned again once the move is settled)
     if to is not None:
@@ -157,7 +162,9 @@ def recover(
         if cid in repair.pending_ids(store):
             raise SamctlError(
                 f"an interrupted move of {cid} could not be settled; nothing was recovered",
-                hint="`samctl attic` says what is wrong; `samctl attic --repair` tries again",
+                hint=said(
+                    "`", Suggestion("attic"), "` says what is wrong; `", Suggestion("attic --repair"), "` tries again"
+                ),
             )
         if plan is None or repaired or _stamps(store.recovery_inputs(cid, source)) != stamps:  # moved on
             try:
@@ -168,7 +175,7 @@ def recover(
                 raise NotFound(
                     f"{cid} was on its way to the attic when a samctl was interrupted; that move is now "
                     "finished, so there is nothing in the store to recover",
-                    hint=f"`samctl restore {cid}` brings it back",
+                    hint=said("`", Suggestion("restore", cid), "` brings it back"),
                 ) from None
         plan = execute(plan)
         plan.repaired, plan.warnings = repaired, plan.warnings + left

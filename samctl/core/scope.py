@@ -32,22 +32,12 @@ from samctl import errors, fsafe
 from samctl.core.places import store_folder_holding
 from samctl.model import WARNING, Finding
 from samctl.safetext import one_line, safe_text
+from samctl.said import Suggestion, said
 from samctl.stores import found_stores, open_store, where_looked
 from samctl.stores.base import Caps
 from samctl.stores.resolve import resolve_many, resolve_many_across
 
 READ, MOVE, REWRITE = 0, 1, 2  # what a command does to a store's files (each needs more of the store)
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """A command samctl suggests (``undo with: samctl restore ID``): rendered by ``Scope.render`` with the
-    store's ``--root`` only when the pasted command would not find the store by itself."""
-
-    command: str  # "restore", "attic --repair", "show"
-    id: str | None = None
-    store: object = None
-    rest: str = ""  # what follows the id ("--at 12")
 
 
 @dataclass
@@ -120,7 +110,7 @@ class Scope:
                     raise errors.NotFound(
                         f"no store could be read: {len(failed)} places, none of them a store "
                         "samctl can read (see above)",
-                        hint="`samctl stores` shows what samctl finds",
+                        hint=said("`", Suggestion("stores"), "` shows what samctl finds"),
                     )
                 raise errors.NotFound(
                     f"no store found: samctl looked in {where_looked()}",
@@ -149,7 +139,9 @@ class Scope:
         if limited:  # (a command that does not read this kind of store yet: the kind is in the reason)
             raise errors.UsageError(
                 f"{limited}; nothing was done",
-                hint="use ls, show or export (e.g. `samctl export --to jsonl` piped to grep)",
+                hint=said(
+                    "use ls, show or export (e.g. `", Suggestion("export", rest="--to jsonl"), "` piped to grep)"
+                ),
             )
         why = self.reason(store)
         if why:
@@ -179,7 +171,7 @@ class Scope:
                 names = ", ".join(s.describe() for s in found)
                 raise errors.UsageError(
                     f"no store {self.what} can act on: {names}; nothing was done",
-                    hint="`samctl stores` lists what samctl finds and what it can do",
+                    hint=said("`", Suggestion("stores"), "` lists what samctl finds and what it can do"),
                 )
             if len(able) > 1:
                 names = ", ".join(s.describe() for s in able)
@@ -205,7 +197,7 @@ class Scope:
         if not views:
             raise errors.UsageError(
                 f"none of the {len(stores)} stores found has what {self.what} reads; nothing was done",
-                hint="`samctl stores` lists them and what each can do",
+                hint=said("`", Suggestion("stores"), "` lists them and what each can do"),
             )
         of = {id(v): s for s, v in views}
         try:
@@ -255,11 +247,11 @@ class Scope:
 
     # -- suggestions -------------------------------------------------------------------------------
 
-    def render(self, s: Suggestion) -> str:
+    def render(self, s: Suggestion, path: str = "") -> str:
         """``samctl [--root R] COMMAND [ID] [REST]``, the root only when the run named its stores on the
-        command line (a pasted command would otherwise look elsewhere)."""
-        parts = ["samctl", self.root_arg(s.store), s.command, s.id or "", s.rest]
-        return " ".join(p for p in parts if p)
+        command line (a pasted command would otherwise look elsewhere): the root of ``s.store``, else of
+        the store ``path`` lies in (a finding's), else every root of the run."""
+        return s.words(self.root_arg(s.store if s.store is not None else (path or None)))
 
     def root_arg(self, store=None) -> str:
         """``--root R`` for a suggestion about ``store`` (R shell-quoted and safe to print), or ``""``
@@ -285,14 +277,6 @@ class Scope:
                     for r in [self._typed.get(id(s), str(s.conv_dir))]
                 ] or list(self.roots)
         return " ".join(f"--root {safe_text(shlex.quote(str(r)), lines=False)}" for r in roots)
-
-    def paste(self, text: str, path: str = "") -> str:
-        """``text`` (a finding's or an error's, written by a lower layer) with each backquoted samctl command
-        given the ``--root`` of the store ``path`` is about (else this run's), when one is needed."""
-        if not self.named or "`samctl " not in text:
-            return text
-        arg = self.root_arg(path or None)
-        return text.replace("`samctl ", f"`samctl {arg} ") if arg else text
 
     # -- inside ------------------------------------------------------------------------------------
 

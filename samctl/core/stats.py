@@ -179,7 +179,7 @@ def store_stats(store, findings: list, top: int = 5, metas: list | None = None) 
         "bytes": size,
         "files": files,
         "conversation_bytes": sum(m.size or 0 for m in metas),
-        "largest": [{"id": m.id, "title": m.title, "size": m.size, "messages": m.message_count} for m in largest],
+        "largest": [{"id": m.id, "title": m.title, "size": m.size, "message_count": m.message_count} for m in largest],
         "by_month": dict(sorted(months.items())),
     }
 

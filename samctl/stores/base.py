@@ -16,6 +16,7 @@ from typing import NamedTuple
 from samctl import fsafe
 from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
 from samctl.model import ERROR, Finding
+from samctl.said import BIGGER_CAP, Suggestion, said
 
 
 @dataclass
@@ -157,7 +158,15 @@ class Store:
     def capabilities(cls) -> list[str]:
         """What samctl can do with this kind of store, in words (``samctl stores``)."""
         out = ["read"] if cls.read_only else ["read", "move"] if cls.moves_only else ["read", "write"]
-        out += [what for what, has in (("memories", cls.has_memories), ("event logs", cls.has_event_logs)) if has]
+        out += [
+            what
+            for what, has in (
+                ("memories", cls.has_memories),
+                ("event logs", cls.has_event_logs),
+                ("usage", cls.has_usage),
+            )
+            if has
+        ]
         return out
 
     def __init__(self, conv_dir: Path, base: Path, caps: Caps | None = None, cache: bool = True):
@@ -223,24 +232,24 @@ class Store:
         try:
             conv = self.load(cid, findings)
         except FileProblem as exc:
-            extra = f"; {fsafe.TOO_LARGE_HINT}" if exc.code == "too-large" else ""
-            findings.append(Finding(exc.code, str(exc.path), exc.message + extra, ERROR, cid))
+            extra = said("; ", BIGGER_CAP) if exc.code == "too-large" else ""
+            findings.append(Finding(exc.code, str(exc.path), said(exc.message, extra), ERROR, cid))
             return None
         if conv is None:
             # a file skipped only for its size is not damaged: recover would not help, a bigger cap does
             too_large = any(f.code == "too-large" for f in findings[start:])
             what = (
-                fsafe.TOO_LARGE_HINT
+                BIGGER_CAP
                 if too_large
-                else f"try `samctl recover {cid}`"
+                else said("try `", Suggestion("recover", cid), "`")
                 if not (self.read_only or self.moves_only)
-                else "`samctl check` says why"
+                else said("`", Suggestion("check"), "` says why")
             )  # (recover refuses those)
             findings.append(
                 Finding(
                     "unreadable-conversation",
                     str(self.conv_dir),
-                    f"nothing of {cid} could be read; " + what,
+                    said(f"nothing of {cid} could be read; ", what),
                     ERROR,
                     cid,
                 )

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.errors import SamctlError
+from samctl.said import Suggestion, said
 
 
 @dataclass
@@ -41,7 +42,10 @@ def sibling(path: Path, suffix: str) -> Path:
     while fsafe.lstat(p) is not None:
         n += 1
         if n > 999:
-            raise SamctlError(f"too many {suffix} files next to {path}", hint="run `samctl compact` to clear old ones")
+            raise SamctlError(
+                f"too many {suffix} files next to {path}",
+                hint=said("run `", Suggestion("compact"), "` to clear old ones"),
+            )
         p = base.with_name(f"{base.name}.{n}")
     return p
 

@@ -13,6 +13,7 @@ import bisect
 
 from samctl.errors import NotFound, UsageError
 from samctl.safetext import quoted
+from samctl.said import Suggestion, said
 
 
 class Listed:
@@ -21,9 +22,9 @@ class Listed:
     ``where`` is the folder named when nothing matches (the store's conversations by default),
     ``hint`` says which command lists what there is to match."""
 
-    def __init__(self, store, ids=None, where=None, hint="`samctl ls` lists them"):
+    def __init__(self, store, ids=None, where=None, hint=None):
         self._store = store
-        self.hint = hint
+        self.hint = hint if hint is not None else said("`", Suggestion("ls"), "` lists them")
         self._ids = sorted(set(store.all_ids() if ids is None else ids))
         self._own = ids is None  # the store's own ids (an attic view's are conversations, every one)
         self._set = set(self._ids)
@@ -68,7 +69,7 @@ def resolve_id(store, text: str) -> str:
         shown = quoted(text)
         raise UsageError(
             f"{shown} is not a {store.name} conversation id or id prefix",
-            hint=f"ids look like {store.id_rule}; `samctl ls` lists them",
+            hint=said(f"ids look like {store.id_rule}; `", Suggestion("ls"), "` lists them"),
         )
     want = store.normalize_prefix(text)
     if not isinstance(store, Listed) and store.valid_id(want) and store.has_id(want):
@@ -121,7 +122,7 @@ def _across(stores, text, views: dict):
         rules = "; ".join(dict.fromkeys(f"{s.name}: {s.id_rule}" for s in stores))
         raise UsageError(
             f"{quoted(text)} is not a conversation id or id prefix of any store",
-            hint=f"ids look like {rules}; `samctl ls` lists them",
+            hint=said(f"ids look like {rules}; `", Suggestion("ls"), "` lists them"),
         )
     exact = [
         (s, s.normalize_prefix(text))
@@ -141,7 +142,9 @@ def _across(stores, text, views: dict):
         matches = real or matches  # the candidates worth listing
     if not matches:
         where = ", ".join(str(s.conv_dir) for s in stores)
-        raise NotFound(f"no conversation matches {quoted(text)} in {where}", hint="`samctl ls` lists them")
+        raise NotFound(
+            f"no conversation matches {quoted(text)} in {where}", hint=said("`", Suggestion("ls"), "` lists them")
+        )
     if len(matches) > 1:
         kinds = [s.name for s in {id(s): s for s, _ in matches}.values()]
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from samctl import fsafe
 from samctl.errors import FileProblem, NotFound, SamctlError, UnsafePath, UsageError
+from samctl.said import Suggestion, said
 
 LIVE_MINUTES = 10.0
 MAX_LIVE_MINUTES = 10_000_000.0  # (19 years: any larger value counts as this, never as "inf minutes")
@@ -143,8 +144,12 @@ class KeptSessions:
             raise FileProblem(
                 "duplicate-id",
                 path,
-                f"{self.unit} {cid} is also in {twin}; samctl moves a {self.unit} "
-                "only while one file holds its id (`samctl check` lists them)",
+                said(
+                    f"{self.unit} {cid} is also in {twin}; samctl moves a {self.unit} "
+                    "only while one file holds its id (`",
+                    Suggestion("check"),
+                    "` lists them)",
+                ),
             )
         conv = str(self.conv_dir) + os.sep
         out = []

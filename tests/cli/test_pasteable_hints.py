@@ -47,13 +47,25 @@ def test_error_hints_and_findings_name_the_root(run, mermaid_demo):
     assert e.exit_code != 0 and "--root" in e.stderr
 
 
-def test_prose_that_mentions_samctl_is_left_alone():
-    code = (
-        "from samctl.core.scope import Scope; s = Scope(roots=('/x',), named=True);"
-        "print(s.paste('another samctl is writing; run `samctl attic --repair`'))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out == "another samctl is writing; run `samctl --root /x attic --repair`\n"
+def test_a_suggestion_is_structure_rendered_once_with_its_root():
+    """Lower layers write a suggested command as a Suggestion (samctl.said); the cli renders it with the --root
+    of its store, and no text is ever searched for "`samctl " to rewrite."""
+    import pickle
+
+    from samctl.core.scope import Scope
+    from samctl.said import Suggestion, render, said
+
+    s = Scope(roots=("/x",), named=True)
+    msg = said("another samctl is writing; run `", Suggestion("attic --repair"), "`")
+    assert msg == "another samctl is writing; run `samctl attic --repair`"  # (as plain text: no --root)
+    assert render(msg, s.render) == "another samctl is writing; run `samctl --root /x attic --repair`"
+    assert render(pickle.loads(pickle.dumps(msg)), s.render) == render(msg, s.render)  # (from a worker process)
+    prose = "the file says `samctl ls` and samctl is fine"  # (text from a file, or plain prose: as it is)
+    assert render(prose, s.render) == prose
+    assert render(said("x ", msg, " y"), Scope().render) == "x another samctl is writing; run `samctl attic --repair` y"
+    import samctl.core.scope as scope
+
+    assert not hasattr(scope.Scope, "paste")  # (the text replace is gone)
 
 
 def test_the_users_own_words_are_not_rewritten(run, sam_demo):

@@ -298,7 +298,9 @@ def test_recover_with_an_unreadable_store_recovers_and_says_so(run, machine):  #
 def test_index_shows_every_stores_index_and_log_finds_its_store(run, machine):  # noqa: F811
     before = _everything(machine)
     r = run("--root", machine / "proj", "--root", _root(machine, SAM), "index", "--format", "json")
-    assert r.exit_code == 0 and sorted(d["store"] for d in json.loads(r.stdout)) == ["mermaid", "sam"], r.stderr
+    assert r.exit_code == 0 and sorted(d["store"] for d in json.loads(r.stdout)["stores"]) == ["mermaid", "sam"], (
+        r.stderr
+    )
     log = run("--root", machine / "proj", "--root", _root(machine, SAM), "log", "20260810_1403")
     assert log.exit_code == 0 and "clean end" in log.stderr, log.stderr  # (the one store with event logs)
     assert _everything(machine) == before

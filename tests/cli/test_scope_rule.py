@@ -65,7 +65,47 @@ def test_the_readme_cron_line_is_silent_and_exits_0(run, home):
     r = run("archive", "--copy", "--older-than", "20d", "--all-stores", "-q")
     assert r.exit_code == 0 and r.stdout == "" and r.stderr == "", r.stderr
     again = run("compact", "--all-stores", "-q")
-    assert again.exit_code == 0 and again.stdout == "", again.stderr
+    assert again.exit_code == 0 and again.stdout == "" and again.stderr == "", again.stderr
+
+
+# Each command of the README's table, as a new user types it on this home (no --root), and what it does:
+# 0 (it worked), or 2 where the rule of docs/scope.md refuses, saying why and the way on.
+README_RUNS = {
+    "stores": (["stores"], 0, None),
+    "ls": (["ls"], 0, None),
+    "show": (["show", "0b7c", "--no-pager"], 0, None),
+    "search": (["search", "login"], 0, None),
+    "export": (["export", "0b7c", "--to", "markdown"], 0, None),
+    "resume": (["resume", "0b7c"], 0, None),
+    "usage": (["usage", "--by", "model"], 0, None),
+    "stats": (["stats"], 0, None),
+    "check": (["check"], 0, None),
+    "rm": (["rm", "5d1e", "--yes"], 0, None),
+    "restore": (["restore", "5d1e"], 0, None),
+    "archive": (["archive", "--copy", "--older-than", "20d", "--all-stores"], 0, None),
+    "attic": (["attic"], 0, None),
+    "index": (["index"], 0, None),
+    "compact": (["compact"], 2, "--all-stores"),  # (a writer by filters over two stores: which, or each)
+    "recover": (["recover", "0b7c", "--dry-run"], 2, "only moves its files"),  # (Claude Code's files: never rewritten)
+    "log": (["log", "0b7c"], 2, "has what log reads"),  # (event logs: mermaid's)
+    "browse": None,  # (a terminal application: tests/cli/test_browse_cli.py)
+}
+
+
+def test_every_readme_command_works_without_root(run, home):
+    import re
+
+    table = (REPO / "README.md").read_text().split("## Commands", 1)[1]
+    verbs = set(re.findall(r"^\| `samctl (\w+)", table, re.M)) | set(re.findall(r", `(\w+)`", table))
+    assert verbs and verbs <= README_RUNS.keys(), verbs - README_RUNS.keys()
+    for verb in sorted(verbs, key=list(README_RUNS).index):
+        if README_RUNS[verb] is None:
+            continue
+        args, code, said = README_RUNS[verb]
+        r = run(*args)
+        assert r.exit_code == code and "no store found" not in r.stderr, (args, r.exit_code, r.stderr)
+        assert said is None or said in r.stderr, (args, r.stderr)
+        assert code or r.stdout or verb in ("check", "attic"), args  # (those two say "nothing wrong" on stderr)
 
 
 def test_rm_by_filter_of_every_store_asks_once_and_refuses_without_it(run, home):

@@ -51,7 +51,8 @@ def test_every_store_of_the_machine_once_with_the_counts_ls_gives(run, machine):
         assert x["read_only"] == (x["store"] not in ("sam", "mermaid", "claude-code", "codex"))
     caps = {x["store"]: x["capabilities"] for x in rows}
     assert caps["sam"] == ["read", "write", "memories"] and caps["mermaid"] == ["read", "write", "event logs"]
-    assert caps["codex"] == ["read", "move"] and caps["llm"] == ["read"]
+    assert caps["codex"] == caps["claude-code"] == ["read", "move", "usage"]  # (declared by the store: has_usage)
+    assert caps["llm"] == ["read", "usage"] and caps["chatgpt"] == ["read"]
     assert (fingerprint(tmp / "home"), fingerprint(tmp / "proj")) == before
     table = run("stores", env=env)
     assert table.exit_code == 0 and table.stdout.splitlines()[0].split() == ["STORE", "ROOT", "CONVERSATIONS", "CAN"]

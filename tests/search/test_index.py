@@ -76,7 +76,7 @@ def test_a_store_without_rows(tmp_path, monkeypatch, run):
     assert idx.rows == 0 and findings == [] and idx.segments == []
     r = run("--root", base, "search", "budget")
     assert r.exit_code == 1 and "no matches" in r.stderr
-    assert json.loads(run("--root", base, "index", "--format", "json").stdout)["valid"] is True
+    assert json.loads(run("--root", base, "index", "--format", "json").stdout)["stores"][0]["valid"] is True
 
 
 def test_no_cache_writes_no_index(sam, run):
@@ -329,11 +329,11 @@ def test_concurrent_builders_do_not_corrupt_the_index(sam):
 def test_index_command_state_and_rebuild(run, sam):
     r = run("--root", sam, "index", "--format", "json")
     assert r.exit_code == 0, r.stderr
-    doc = json.loads(r.stdout)
+    doc = json.loads(r.stdout)["stores"][0]  # (one store: a list of one, docs/json.md)
     assert doc["exists"] is False
     r = run("--root", sam, "index", "--rebuild")
     assert r.exit_code == 0, r.stderr
-    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)["stores"][0]
     assert doc["exists"] and doc["rows"]["memory"] == 3 and doc["rows"]["message"] > 5
     assert doc["files"] >= 5 and doc["size"] > 0 and doc["stale"] == [] and doc["age"] >= 0
     assert doc["valid"] is True
@@ -342,7 +342,7 @@ def test_index_command_state_and_rebuild(run, sam):
     insert_memory(
         sam / "conversations" / SAM_ID / "memory.db", "99999999-0000-4000-8000-000000000009", SAM_ID, "x", None
     )
-    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)["stores"][0]
     assert [s["key"] for s in doc["stale"]] == [f"{SAM_ID}/memory.db"]
     assert "1 file changed" in run("--root", sam, "index").stdout
 
@@ -351,11 +351,11 @@ def test_index_verify_finds_flipped_data(run, sam):
     run("--root", sam, "index", "--rebuild")
     seg = _segment(ix.index_dir(open_store(str(sam))))
     _flip(seg, 200)  # inside the vectors
-    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)["stores"][0]
     assert doc["valid"] is False and doc["problems"] and doc["dropped"]
     r = run("--root", sam, "search", "budget")  # dropped: the next search rebuilds
     assert r.exit_code == 0
-    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)["stores"][0]
     assert doc["valid"] is True
 
 
@@ -516,7 +516,7 @@ def test_index_check_reads_every_table_of_the_manifest(run, sam):
     run("--root", sam, "index", "--rebuild")
     d = ix.index_dir(open_store(str(sam)))
     _flip(d / "manifest", _table_at(d, 2) + 3)
-    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)
+    doc = json.loads(run("--root", sam, "index", "--format", "json").stdout)["stores"][0]
     assert doc["valid"] is False and any("manifest" in p for p in doc["problems"]) and doc["dropped"]
 
 

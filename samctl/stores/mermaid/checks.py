@@ -18,6 +18,7 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 from samctl.model import ERROR, INFO, WARNING, Finding
+from samctl.said import Suggestion, said
 from samctl.stores import dupkeys, treecheck, workers
 from samctl.stores.mermaid import decode, eventlog
 from samctl.stores.mermaid.decode import CONFLICT_RE, MERMAID_ID_RE, TMP_RE, Rejected, short_reason
@@ -75,8 +76,8 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
                 if m.group(2)
                 else "a concurrent writer's diverted copy: compare it, then adopt it"
             )
-            use = f"samctl recover {m.group(1)} --use {shlex.quote(p)}"
-            findings.append(Finding("conflict", p, f"{what} with `{use}` or remove it", WARNING, m.group(1)))
+            use = Suggestion("recover", m.group(1), rest=f"--use {shlex.quote(p)}")
+            findings.append(Finding("conflict", p, said(f"{what} with `", use, "` or remove it"), WARNING, m.group(1)))
             treecheck.mode(p, st, findings, fixes, fix)
             continue
         stem, _, ext = e.name.rpartition(".")
@@ -105,7 +106,7 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
                 Finding(
                     "samctl-backup",
                     p,
-                    "a copy samctl keeps (recover, check --fix); `samctl compact` removes it later",
+                    said("a copy samctl keeps (recover, check --fix); `", Suggestion("compact"), "` removes it later"),
                     INFO,
                 )
             )
@@ -213,8 +214,11 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
             Finding(
                 "meta-orphan",
                 p,
-                "sidecar without a snapshot: mermaid still lists it, but loading "
-                f"fails unless the log folds (try `samctl recover {cid}`)",
+                said(
+                    "sidecar without a snapshot: mermaid still lists it, but loading fails unless the log folds (try `",
+                    Suggestion("recover", cid),
+                    "`)",
+                ),
                 conversation=cid,
             )
         )
@@ -254,8 +258,12 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
             torn = tail.apply(tail.plan(p, read))
             fixes.append(f"{p}: torn tail " + (f"cut (bytes kept in {torn})" if torn else "terminated with a newline"))
         else:
-            live = " (not trimmed: mermaid has the session open)" if fix else f" (`samctl recover {cid}` trims it)"
-            findings.append(Finding("log-torn-tail", p, read.reason + live, WARNING, cid))
+            live = (
+                " (not trimmed: mermaid has the session open)"
+                if fix
+                else said(" (`", Suggestion("recover", cid), "` trims it)")
+            )
+            findings.append(Finding("log-torn-tail", p, said(read.reason, live), WARNING, cid))
     findings.extend(log_findings(cid, p, read))
     dup = _repeated_in_log(p, read, store.caps.log)
     if dup:
@@ -282,9 +290,12 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
             Finding(
                 "log-only",
                 p,
-                f"the log holds {len(folded['messages'])} messages but there is "
-                "neither a snapshot nor a sidecar, so mermaid does not list this session; "
-                f"`samctl recover {cid}` rebuilds them",
+                said(
+                    f"the log holds {len(folded['messages'])} messages but there is "
+                    "neither a snapshot nor a sidecar, so mermaid does not list this session; `",
+                    Suggestion("recover", cid),
+                    "` rebuilds them",
+                ),
                 WARNING,
                 cid,
             )

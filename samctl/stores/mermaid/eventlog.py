@@ -20,6 +20,7 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem, SamctlError
 from samctl.gcpause import gc_paused
+from samctl.said import Suggestion, said
 from samctl.stores.base import FreshLog
 
 __all__ = [
@@ -853,7 +854,9 @@ def fresh_log(data: bytes):
 
     read = parse_log(data)
     if read.stop is not None or not read.usable:
-        raise SamctlError(f"the log is not clean ({read.reason}); `samctl check` says more; left alone")
+        raise SamctlError(
+            said(f"the log is not clean ({read.reason}); `", Suggestion("check"), "` says more; left alone")
+        )
     doc = fold(read.events)
     if doc is None:
         raise SamctlError("the log does not fold; left alone")

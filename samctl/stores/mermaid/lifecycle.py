@@ -25,6 +25,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.errors import FileProblem, SamctlError
+from samctl.said import Suggestion, said
 from samctl.stores.mermaid import decode, encode
 
 EXTS = ("json", "meta", "jsonl")
@@ -45,7 +46,11 @@ def conversation_files(store, cid: str, stats: dict | None = None) -> list[Path]
             raise FileProblem(
                 "not-regular",
                 p,
-                f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only regular files (see `samctl check`)",
+                said(
+                    f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only regular files (see `",
+                    Suggestion("check"),
+                    "`)",
+                ),
             )
         out.append(p)
         if stats is not None:
@@ -89,7 +94,7 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
             except (orjson.JSONDecodeError, decode.Rejected) as exc:
                 raise SamctlError(
                     f"cannot restore {old} under a new id: its snapshot is not readable ({exc})",
-                    hint="restore it under its own id, then `samctl recover` it",
+                    hint=said("restore it under its own id, then `", Suggestion("recover"), "` it"),
                 ) from None
             doc["id"] = new
             data = encode.snapshot_bytes(doc)

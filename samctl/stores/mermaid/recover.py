@@ -16,6 +16,7 @@ import orjson
 from samctl import errors, fsafe
 from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
 from samctl.model import NothingToRecover, RecoveryPlan, refuse_over_cap
+from samctl.said import Suggestion, said
 from samctl.stores import dupkeys
 from samctl.stores import logtail as tailfix
 from samctl.stores.base import Caps
@@ -186,10 +187,18 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         raise LeftUnfixed(
             f"left {cid} as it is: " + "; ".join(unfixed),
             hint=(
-                f"samctl never rewrites an event log; `samctl log {cid}` shows its events and where mermaid stops "
-                "reading: what lies beyond, and every later append, is invisible to a fold (docs/formats/mermaid.md §4.4)"
+                said(
+                    "samctl never rewrites an event log; `",
+                    Suggestion("log", cid),
+                    "` shows its events and where mermaid stops reading: what lies beyond, and every later "
+                    "append, is invisible to a fold (docs/formats/mermaid.md §4.4)",
+                )
                 if broken
-                else f"mermaid 0.25 loads the snapshot (docs/formats/mermaid.md §0.1); `samctl log {cid}` shows what the log holds"
+                else said(
+                    "mermaid 0.25 loads the snapshot (docs/formats/mermaid.md §0.1); `",
+                    Suggestion("log", cid),
+                    "` shows what the log holds",
+                )
             ),
         )
     return plan

@@ -23,6 +23,7 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recency
+from samctl.said import Suggestion, said
 from samctl.stores import workers
 from samctl.stores.base import Store
 from samctl.stores.mermaid import decode, eventlog
@@ -262,8 +263,11 @@ class MermaidStore(Store):
                 if found:
                     cid = os.path.basename(str(p))[:-5]
                     raise Rejected(
-                        f"{dupkeys.say(found)} (serde refuses a repeated field; `samctl recover {cid}` "
-                        "rewrites it with the last value of each, as samctl reads it)"
+                        said(
+                            f"{dupkeys.say(found)} (serde refuses a repeated field; `",
+                            Suggestion("recover", cid),
+                            "` rewrites it with the last value of each, as samctl reads it)",
+                        )
                     )
         except orjson.JSONDecodeError as exc:
             findings.append(Finding("bad-json", str(p), f"not valid JSON: {short_reason(exc)}"))
@@ -316,8 +320,11 @@ class MermaidStore(Store):
             Finding(
                 "from-log",
                 str(log),
-                f"no readable snapshot ({log.stem}.json); this transcript is the event "
-                f"log's fold (`samctl recover {log.stem}` rebuilds the snapshot)",
+                said(
+                    f"no readable snapshot ({log.stem}.json); this transcript is the event log's fold (`",
+                    Suggestion("recover", log.stem),
+                    "` rebuilds the snapshot)",
+                ),
                 WARNING,
                 log.stem,
             )

@@ -21,6 +21,7 @@ import orjson
 from samctl import fsafe
 from samctl.errors import FileProblem
 from samctl.model import ERROR, WARNING, Finding
+from samctl.said import Suggestion, said
 from samctl.stores import treecheck, workers
 from samctl.stores.sam import decode, schema
 from samctl.stores.sam.dbvalues import UUID_RE
@@ -334,8 +335,11 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
                 Finding(
                     "leftover-tmp",
                     e.path,
-                    "SAM stopped in the middle of a save; "
-                    f"`samctl recover {cid or os.path.basename(folder)}` can use this copy",
+                    said(
+                        "SAM stopped in the middle of a save; `",
+                        Suggestion("recover", cid or os.path.basename(folder)),
+                        "` can use this copy",
+                    ),
                     WARNING,
                     cid,
                 )
@@ -350,7 +354,7 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
                 Finding(
                     "samctl-backup",
                     e.path,
-                    "a copy samctl keeps (recover, check --fix); `samctl compact` removes it later",
+                    said("a copy samctl keeps (recover, check --fix); `", Suggestion("compact"), "` removes it later"),
                     INFO,
                     cid,
                 )

@@ -10,6 +10,7 @@ import tempfile
 
 from samctl import fsafe
 from samctl.model import ERROR, INFO, Finding
+from samctl.said import Suggestion, said
 from samctl.stores.sam import memorydb, package, schema
 from samctl.stores.sam.encode import package_bytes
 
@@ -41,8 +42,11 @@ def package_for(store, conv, findings: list, exported_at: str) -> bytes | None:
             Finding(
                 "package-refused",
                 conv.meta.path or str(store.conv_dir),
-                f"SAM's import would refuse this conversation ({first.where}: {first.reason}); "
-                f"skipped. `samctl check` shows every problem",
+                said(
+                    f"SAM's import would refuse this conversation ({first.where}: {first.reason}); skipped. `",
+                    Suggestion("check"),
+                    "` shows every problem",
+                ),
                 ERROR,
                 conv.meta.id,
             )

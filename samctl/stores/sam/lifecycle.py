@@ -26,6 +26,7 @@ import orjson
 
 from samctl import fsafe
 from samctl.errors import FileProblem, NotFound, SamctlError
+from samctl.said import Suggestion, said
 from samctl.stores.sam import decode, sqlitefile
 
 SCOPE_FILES = ("memory.db", "memory.db-journal", "memory.db-wal", "memory.db-shm")
@@ -77,8 +78,11 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
         some = ", ".join(sorted(users)[:3])
         raise SamctlError(
             f"{cid} is the shared-topic memory scope of {some}; it is never removed while in use",
-            hint="purge the conversations that use it first (`samctl rm --purge ID`): one in the "
-            "attic can be restored, and needs its memories back",
+            hint=said(
+                "purge the conversations that use it first (`",
+                Suggestion("rm --purge", "ID"),
+                "`): one in the attic can be restored, and needs its memories back",
+            ),
         )
     unknown = [u for u in unreadable if u != cid]
     if unknown and not has_primary:
@@ -86,8 +90,13 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
         raise SamctlError(
             f"{cid} may be the shared-topic memory scope of a conversation that cannot be read "
             f"({unreadable_names(unknown)}); it is not removed while that is so",
-            hint="`samctl check` says what is wrong with them (`samctl recover ID` may help); "
-            "--ignore-unreadable removes the scope anyway",
+            hint=said(
+                "`",
+                Suggestion("check"),
+                "` says what is wrong with them (`",
+                Suggestion("recover", "ID"),
+                "` may help); --ignore-unreadable removes the scope anyway",
+            ),
         )
     out: list[Path] = [folder] if not users else []
     if not users:
@@ -111,8 +120,11 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
                 raise FileProblem(
                     "not-regular",
                     p,
-                    f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves "
-                    "only files and folders (see `samctl check`)",
+                    said(
+                        f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves only files and folders (see `",
+                        Suggestion("check"),
+                        "`)",
+                    ),
                 )
     return out
 
@@ -154,7 +166,7 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
         except (orjson.JSONDecodeError, ValueError, TypeError) as exc:
             raise SamctlError(
                 f"cannot restore {old} under a new id: its conversation.json cannot be rewritten ({str(exc)[:120]})",
-                hint="restore it under its own id, then `samctl recover` it",
+                hint=said("restore it under its own id, then `", Suggestion("recover"), "` it"),
             ) from None
         fsafe.write_atomic(conv, data)
     for db, table in (("memory.db", "conversation_memories"), ("context_archive.db", "context_archives")):
