@@ -165,12 +165,14 @@ def _before(conv, at: int) -> str:
 def _json_model(conv, show_all: bool, min_importance, at: int | None = None) -> dict:
     """samctl's JSON model (README, as ``export --to json``) holding the messages the text and markdown formats
     show: hidden ones only with --all, and only those at --min-importance or above.  ``message_count`` counts
-    every stored message, ``exported_messages`` those in ``messages``.  With --at: the messages from that
+    the messages shown by default (as ``ls`` counts them), ``stored_messages`` every stored message, hidden
+    ones included, ``exported_messages`` those in ``messages``.  With --at: the messages from that
     position on (that one always), and ``at``, its position."""
     msgs = [m for i, m in render.shown(conv.messages, show_all, min_importance, at) if at is None or i >= at]
     d = conv.to_dict()
     d["messages"] = [m.to_dict() for m in msgs]
-    d["message_count"] = len(conv.messages)
+    d["message_count"] = sum(1 for _ in render.visible(conv.messages, False))
+    d["stored_messages"] = len(conv.messages)
     d["exported_messages"] = len(msgs)
     if at is not None:
         d["at"] = at

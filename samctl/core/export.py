@@ -94,11 +94,13 @@ def shown(conv, include_hidden: bool) -> list:
 
 
 def export_dict(conv, include_hidden: bool) -> dict:
-    """samctl's JSON model of a conversation (documented in the README), hidden messages filtered."""
+    """samctl's JSON model of a conversation (docs/json.md), hidden messages filtered.  ``message_count`` is
+    what ``ls`` counts (the messages shown by default), ``stored_messages`` every stored one."""
     msgs = shown(conv, include_hidden)
     d = conv.to_dict()
     d["messages"] = [m.to_dict() for m in msgs]
-    d["message_count"] = len(conv.messages)
+    d["message_count"] = len(shown(conv, False))
+    d["stored_messages"] = len(conv.messages)
     d["exported_messages"] = len(msgs)
     return d
 

@@ -120,7 +120,7 @@ def test_positions_are_the_stored_order_in_read_only_stores(run, tmp_path, name,
     before = fingerprint(root)
     cid = _ids(run, root)[0]
     whole = _json(run, root, cid, "--all")
-    n = whole["message_count"]
+    n = whole["stored_messages"]
     assert n == len(whole["messages"]) > 1
     for i in range(n):
         doc = _json(run, root, cid, "--all", "--at", str(i))

@@ -37,11 +37,11 @@ def test_json_leaves_hidden_messages_out_unless_all(run, sam_demo):
     doc = _json(run, sam_demo, SAM_BUDGET)
     assert "Continue." not in [m["content"] for m in doc["messages"]]
     assert not any(m["hidden"] for m in doc["messages"])
-    assert doc["message_count"] == 4 and doc["exported_messages"] == 3
+    assert doc["message_count"] == 3 and doc["stored_messages"] == 4 and doc["exported_messages"] == 3
     assert len(_md_headings(run, sam_demo, SAM_BUDGET)) == 3
     doc = _json(run, sam_demo, SAM_BUDGET, "--all")
     assert [m["content"] for m in doc["messages"]][-1] == "Continue."
-    assert doc["message_count"] == doc["exported_messages"] == 4
+    assert doc["stored_messages"] == doc["exported_messages"] == 4
 
 
 def test_json_all_and_min_importance_combine(run, sam_demo):

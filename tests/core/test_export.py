@@ -76,7 +76,7 @@ def test_hidden_messages_follow_the_app_unless_asked(sam_demo):
 def test_json_is_samctls_model_with_hidden_filtered(sam_demo):
     doc = json.loads(_one("json", sam_demo, Q3)[0])
     assert doc["id"] == Q3 and doc["store"] == "sam" and doc["title"] == "Q3 budget"
-    assert doc["message_count"] == 4 and doc["exported_messages"] == 3
+    assert doc["stored_messages"] == 4 and doc["exported_messages"] == 3
     assert [m["role"] for m in doc["messages"]] == ["user", "reasoning", "assistant"]
     assert doc["messages"][1]["reasoning"].startswith("Check last quarter")
     doc_all = json.loads(_one("json", sam_demo, Q3, include_hidden=True)[0])
