@@ -1,6 +1,7 @@
 """samctl: a toolkit for the conversation archives of SAM and mermaid-cli.
 
-Layers (data flows one way): cli -> core -> formats -> fsafe.  See README.md.
+Layers (data flows one way): cli -> core -> {search, attic, render} -> stores -> bottom modules
+(model, fs/, lock, errors, ...).  See docs/ARCHITECTURE.md.
 """
 
 __version__ = "0.1.0"

@@ -1,6 +1,6 @@
 """The shape of samctl/ (docs/ARCHITECTURE.md), read from its imports with an AST walk: data flows one way.
 
-    cli -> core -> {search, attic, render} -> stores -> {model, timeparse, importance, safetext, lock, fsafe, errors}
+    cli -> core -> {search, attic, render} -> stores -> {model, timeparse, importance, safetext, lock, fs, errors}
 
 Every import counts, at the top of a module or inside a function.  A layer imports only layers below it
 (search, attic and render are siblings: none imports another); no import cycles; a concrete store package

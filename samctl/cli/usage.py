@@ -86,9 +86,9 @@ def command(ctx, by, since, until, store_names, project, model, breakdown, price
         stores = scope.stores()
         rep = report(collect([s for s in stores if not q.stores or s.name in q.stores], findings), q, prices)
     if output is not None:
-        from samctl import fsafe
+        from samctl.fs import writing
 
-        fsafe.write_atomic(output, _render(rep, fmt, chart).encode())
+        writing.write_atomic(output, _render(rep, fmt, chart).encode())
     elif fmt == "jsonl":
         emit_jsonl(rep["rows"])
     elif fmt == "json":

@@ -1,7 +1,7 @@
 """What every store module provides.
 
 A Store is bound to one root on disk.  It validates ids before building any
-path, reads only through samctl.fsafe, and reports every problem it meets as a
+path, reads only through samctl.fs, and reports every problem it meets as a
 Finding instead of raising, except when the caller asked for one thing that
 cannot be had (then a SamctlError).
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from samctl import fsafe
 from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
+from samctl.fs import reading, safepaths, userdirs
 from samctl.model import ERROR, Finding
 
 
@@ -22,9 +22,9 @@ from samctl.model import ERROR, Finding
 class Caps:
     """Size caps for reads; ``--max-file-size`` sets all three to one value."""
 
-    snapshot: int = fsafe.SNAPSHOT_CAP
-    log: int = fsafe.LOG_CAP
-    other: int = fsafe.SNAPSHOT_CAP
+    snapshot: int = reading.SNAPSHOT_CAP
+    log: int = reading.LOG_CAP
+    other: int = reading.SNAPSHOT_CAP
 
     @classmethod
     def uniform(cls, n: int) -> Caps:
@@ -171,10 +171,10 @@ class Store:
         # cache off for a cache folder in the app's folders around the store).
         self.cache_note = None  # (finding code, reason) when the cache is off for one of those reasons
         if cache:
-            if fsafe.is_inside(self.root_real, fsafe.cache_dir()):
+            if safepaths.is_inside(self.root_real, userdirs.cache_dir()):
                 self.cache_note = ("cache-in-store", "samctl's cache folder is inside the store")
             else:
-                why = fsafe.cache_unusable(fsafe.cache_dir()) or fsafe.own_folder_problem(fsafe.cache_dir())
+                why = userdirs.cache_unusable(userdirs.cache_dir()) or userdirs.own_folder_problem(userdirs.cache_dir())
                 self.cache_note = ("cache-unusable", f"samctl cannot use its cache folder: {why}") if why else None
         self.use_cache = cache and self.cache_note is None
 
@@ -223,14 +223,14 @@ class Store:
         try:
             conv = self.load(cid, findings)
         except FileProblem as exc:
-            extra = f"; {fsafe.TOO_LARGE_HINT}" if exc.code == "too-large" else ""
+            extra = f"; {reading.TOO_LARGE_HINT}" if exc.code == "too-large" else ""
             findings.append(Finding(exc.code, str(exc.path), exc.message + extra, ERROR, cid))
             return None
         if conv is None:
             # a file skipped only for its size is not damaged: recover would not help, a bigger cap does
             too_large = any(f.code == "too-large" for f in findings[start:])
             what = (
-                fsafe.TOO_LARGE_HINT
+                reading.TOO_LARGE_HINT
                 if too_large
                 else f"try `samctl recover {cid}`"
                 if not (self.read_only or self.moves_only)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import reading, removing, writing
 from samctl.model import Finding
 from samctl.search.index import folderstate
 from samctl.search.index.folderstate import digest, pack, unpack
@@ -88,7 +88,7 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
         "order": [k for k in current if k in with_findings],
     }
     try:  # (the head on a line of its own: a search reads it, and the folders only where it states them)
-        fsafe.write_atomic(d / RECORD, orjson.dumps(head) + b"\n" + pack(saved, folders))
+        writing.write_atomic(d / RECORD, orjson.dumps(head) + b"\n" + pack(saved, folders))
     except (OSError, UnicodeError, TypeError):  # (orjson refuses a surrogate: no record, a full check next time)
         pass
 
@@ -201,7 +201,7 @@ def recent(d: Path, child: bool = False) -> Recent | None:
     """The last full check if it may still hold (``Recent.holds`` says whether it does), else None;
     ``child``: many folders are stated by a child process (``Recent``)."""
     try:
-        head, _, body = fsafe.read_capped(d / RECORD, 1 << 30).partition(b"\n")
+        head, _, body = reading.read_capped(d / RECORD, 1 << 30).partition(b"\n")
         r = orjson.loads(head)
         if not (0 <= time.time() - r["at"] <= recheck_seconds()) or r["manifest"] != manifest_sig(d):
             return None
@@ -215,6 +215,6 @@ def recent(d: Path, child: bool = False) -> Recent | None:
 
 def forget(d: Path) -> None:
     try:
-        fsafe.unlink(d / RECORD)
+        removing.unlink(d / RECORD)
     except OSError:
         pass

@@ -17,8 +17,8 @@ from itertools import accumulate
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem, SamctlError
+from samctl.fs import filemodes, reading
 from samctl.gcpause import gc_paused
 from samctl.stores.base import FreshLog
 
@@ -608,21 +608,21 @@ def _check_header(read: LogRead) -> LogRead:
     return read
 
 
-def read_log_file(path, cap: int = fsafe.LOG_CAP) -> LogRead:
+def read_log_file(path, cap: int = reading.LOG_CAP) -> LogRead:
     """Read ``path`` with mermaid's rules: over ``cap`` -> "too-large" without reading.
 
     Raises FileProblem (missing, symlink, not-regular, unreadable) as
-    ``fsafe.read_capped`` does.
+    ``reading.read_capped`` does.
     """
-    st = fsafe.lstat(path)
+    st = filemodes.lstat(path)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
         return _too_large(st.st_size, cap)
     try:
-        data = fsafe.read_capped(path, cap)
+        data = reading.read_capped(path, cap)
     except FileProblem as exc:
         if exc.code != "too-large":
             raise
-        st = fsafe.lstat(path)
+        st = filemodes.lstat(path)
         return _too_large(st.st_size if st is not None else cap + 1, cap)  # it grew while we read
     return parse_log(data)
 
@@ -782,7 +782,7 @@ def _fold(events: list, local_tz) -> dict | None:
     return doc
 
 
-def fold_file(path, cap: int = fsafe.LOG_CAP, local_tz=None) -> tuple[dict | None, LogRead]:
+def fold_file(path, cap: int = reading.LOG_CAP, local_tz=None) -> tuple[dict | None, LogRead]:
     """``read_log_file`` then ``fold`` when the read is usable."""
     read = read_log_file(path, cap)
     return (fold(read.events, local_tz) if read.usable else None), read
