@@ -19,12 +19,11 @@ import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from samctl import heap
 from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.model import ERROR, INFO, Finding
 from samctl.safetext import quoted
+from samctl.search import heap, scoring
 from samctl.search import index as ix
-from samctl.search import scoring
 from samctl.search.hits import (  # noqa: F401
     KIND_ORDER,
     RESCORE_MARGIN,

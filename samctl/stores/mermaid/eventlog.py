@@ -21,6 +21,7 @@ from samctl.errors import FileProblem, SamctlError
 from samctl.fs import filemodes, reading
 from samctl.gcpause import gc_paused
 from samctl.stores.base import FreshLog
+from samctl.timeparse import days_from_civil
 
 __all__ = [
     "MERMAID_ID_RE",
@@ -137,14 +138,6 @@ def is_timestamp(s) -> bool:
     return type(s) is str and _TS_RE.match(s) is not None and (s[8:10] <= "28" or _day_ok(s))
 
 
-def _days_from_civil(y: int, m: int, d: int) -> int:
-    y -= m <= 2
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
-
-
 def _civil_from_days(z: int) -> tuple[int, int, int]:
     z += 719468
     era = z // 146097
@@ -177,7 +170,7 @@ def parse_rfc3339(s) -> tuple[int, int, int] | None:
     off = 0
     if rest[0] in "+-":
         off = (int(rest[1:3]) * 3600 + int(rest[4:6]) * 60) * (1 if rest[0] == "+" else -1)
-    secs = _days_from_civil(y, mo, d) * 86400 + hh * 3600 + mm * 60 + ss - off
+    secs = days_from_civil(y, mo, d) * 86400 + hh * 3600 + mm * 60 + ss - off
     return secs, nanos, off
 
 
