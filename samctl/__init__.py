@@ -1,6 +1,6 @@
 """samctl: a toolkit for the conversation archives of SAM and mermaid-cli.
 
-Layers (data flows one way): cli -> core -> {search, attic, render} -> stores -> bottom modules
+Layers (data flows one way): cli -> core -> {search, attic, render, report} -> stores -> bottom modules
 (model, fs/, lock, errors, ...).  See docs/ARCHITECTURE.md.
 """
 

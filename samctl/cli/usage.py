@@ -10,8 +10,8 @@ import sys
 import click
 
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, report_findings, scope_of, table
-from samctl.core.usage import GROUPS, TOKEN_FIELDS, UsageQuery, collect, load_prices, report
 from samctl.gcpause import gc_paused
+from samctl.report.usage import GROUPS, TOKEN_FIELDS, UsageQuery, collect, load_prices, report
 from samctl.stores import STORES
 from samctl.timeparse import parse_when
 

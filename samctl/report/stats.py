@@ -14,9 +14,9 @@ import time
 from collections import Counter
 from datetime import datetime
 
-from samctl.core.listing import project_matcher, project_name
 from samctl.fs import filemodes
 from samctl.model import recency
+from samctl.projects import project_matcher, project_name
 from samctl.stores.metacache import MetaCache
 
 
