@@ -131,7 +131,7 @@ def _restore_in(store, entries: list, how: dict):
 
 
 def _across(scope, stores, ids, entry, how: dict, fmt: str) -> None:
-    """restore over several stores (issue #23): each text resolved across the attics of every store that
+    """restore over several stores: each text resolved across the attics of every store that
     has one (the stores samctl only reads have none: left out), an ambiguous one listing its candidates
     with their stores (exit 2); a store or attic that cannot be read is a finding (exit 3), the others
     still answer.  Nothing is done unless every id is found and none exists again in its store; then

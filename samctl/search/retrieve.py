@@ -514,7 +514,7 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
 
 
 FOLD_WINDOW = 1 << 18  # bytes of text lowered at a time by ``_rows_holding`` (a longer row: the row);
-# small, so that the allocator reuses its buffers: 4 MiB windows were fresh pages each, 2x the CPU
+# small, so that the allocator reuses its buffers: a large window is fresh pages from the kernel each time
 
 
 def _rows_holding(seg, mask, nb):

@@ -146,7 +146,7 @@ _READER_NAMES = (
 
 def _reader_store(p: Path):
     """An llm ``logs.db`` (its folder or the file) or a ChatGPT export (folder or ``.zip``): read-only
-    stores (issue #23).  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
+    stores.  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
     folder does.  Returns locate's tuple, the file itself as the second item for a file root.  Their
     modules are imported only when a name says it may be one (every command locates its store)."""
     if not (p.name.lower().endswith((".db", ".zip")) or any(os.path.lexists(p / n) for n in _READER_NAMES)):

@@ -64,7 +64,7 @@ class UsageRecord(NamedTuple):
 def _contained(name: str, fn):
     """``fn`` (a reading method of a Store) with any exception that is not a SamctlError turned into an
     ``internal-error`` finding and the method's "nothing" answer: a bug that one store's hostile file
-    reaches stops that store's part of a command, never the other stores' (issue #31).  The finding says
+    reaches stops that store's part of a command, never the other stores'.  The finding says
     "internal error" and where, so the adversarial harness still counts it as a crash."""
     empty = {"list_metas": list, "check": list, "search_sources": dict}.get(name, lambda: None)
 
