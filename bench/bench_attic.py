@@ -16,7 +16,7 @@ verify every hash, manifest, then remove the originals); restore =
 ``restore.restore_many`` of every entry, as ``samctl restore ID...`` does
 (check the archive's sha256, decompress, check every member's sha256, write,
 place, drop the entry).  Both share their fsyncs in batches (barriers where
-the order must reach the disk: ``fsafe.sync_batch``).  The
+the order must reach the disk: ``syncing.sync_batch``).  The
 baseline is ``zstd -LEVEL`` compressing the same files into a folder
 (``--output-dir-flat``), and ``zstd -d`` of those files into another folder:
 no hashing, no verification, no fsync.  Throughput is original bytes per

@@ -6,8 +6,10 @@
   lock is released when the process dies, so a crash never leaves it stuck.
 - ``flock_waiting(fd, wait, timed_out, waiting)``: the waiting ``flock`` of both ``store_lock``
   and the search index's writer lock (``search.index.update``); a descriptor it locked is in
-  ``fsafe.HELD_LOCKS`` until ``fsafe.unlock``, so that a forked worker closes its copy
-  (``fsafe.close_inherited_locks``): a worker never keeps a lock after its parent is gone.
+  ``HELD_LOCKS`` until ``unlock``, so that a forked worker closes its copy
+  (``close_inherited_locks``): a worker never keeps a lock after its parent is gone.
+- ``open_lock_file(path)``, ``flock_held(path)``: a lock file opened 0600 without following a symlink;
+  whether some process holds an ``flock`` on a file (a probe that creates nothing).
 - ``ensure_app_idle(store, ids, force)``: raises Busy when the owning app is
   using what a command would touch (SAM: a running SAM process; mermaid: the
   session's scratch ``.lock`` held), unless ``force``.
@@ -24,9 +26,55 @@ import stat
 import time
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import Busy, SamctlError, UnsafePath
+from samctl.fs import filemodes, writing
+from samctl.fs.filemodes import FILE_MODE
 from samctl.model import WARNING, Finding
+
+
+def flock_held(path: str | os.PathLike) -> bool:
+    """True if some process holds an exclusive or shared ``flock`` on ``path`` right now.  A probe:
+    nothing is created or written (a missing file, or one that cannot be opened, is not held)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (releases the lock if the probe took it)
+    return False
+
+
+HELD_LOCKS: set = set()  # the descriptors on which this process holds an flock (``samctl.lock`` adds them)
+
+
+def unlock(fd: int) -> None:
+    """Close ``fd``, a descriptor in ``HELD_LOCKS``: its flock goes with the last descriptor on it."""
+    HELD_LOCKS.discard(fd)
+    os.close(fd)
+
+
+def close_inherited_locks() -> None:
+    """In a worker forked while its parent held locks: close the worker's copies of those
+    descriptors.  The parent's own stay open, so its locks are as they were (an flock goes only
+    when every descriptor on it is closed); but a worker that outlives a killed parent holds none,
+    and the next samctl does not wait for it."""
+    for fd in list(HELD_LOCKS):
+        HELD_LOCKS.discard(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def open_lock_file(path: str | os.PathLike, nonblock: bool = False) -> int:
+    """A read-write fd of a lock file, created 0600 if missing, never through a symlink (``nonblock``: a FIFO
+    put there does not block the open).  Raises OSError."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_NONBLOCK if nonblock else 0)
+    return os.open(path, flags, FILE_MODE)
 
 
 def samctl_dir(store) -> Path:
@@ -42,7 +90,7 @@ def flock_waiting(fd: int, wait: float, timed_out, waiting=None) -> None:
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fsafe.HELD_LOCKS.add(fd)
+            HELD_LOCKS.add(fd)
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
@@ -58,21 +106,21 @@ def _open_lock(store) -> tuple[Path, int]:
     a symlink (the folder or the file), never anything but a regular file; a refusal says what is
     in the way, it is never an internal error."""
     folder = samctl_dir(store)
-    st = fsafe.lstat(folder)
+    st = filemodes.lstat(folder)
     if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
         raise UnsafePath(
-            f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's lock folder; nothing was written",
+            f"{folder} is {filemodes.describe_mode(st.st_mode)}, not samctl's lock folder; nothing was written",
             hint="move it out of the way; samctl never writes through a symlink",
         )
     path = folder / "lock"
     try:
-        fsafe.make_private_dir(folder)
-        fd = fsafe.open_lock_file(path, nonblock=True)
+        writing.make_private_dir(folder)
+        fd = open_lock_file(path, nonblock=True)
     except OSError as exc:
-        st = fsafe.lstat(path)
+        st = filemodes.lstat(path)
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise UnsafePath(
-                f"{path} is {fsafe.describe_mode(st.st_mode)}, not samctl's lock file; nothing was written",
+                f"{path} is {filemodes.describe_mode(st.st_mode)}, not samctl's lock file; nothing was written",
                 hint="move it out of the way",
             ) from None
         raise SamctlError(
@@ -89,7 +137,7 @@ def _open_lock(store) -> tuple[Path, int]:
 
 def held_by_another(store) -> bool:
     """True if another samctl holds the store's lock right now (read-only: nothing is created)."""
-    return fsafe.flock_held(samctl_dir(store) / "lock")
+    return flock_held(samctl_dir(store) / "lock")
 
 
 @contextlib.contextmanager
@@ -110,7 +158,7 @@ def store_lock(store, wait: float = 0.0):
             pass
         yield path
     finally:
-        fsafe.unlock(fd)  # closing the descriptor releases the flock
+        unlock(fd)  # closing the descriptor releases the flock
 
 
 def ensure_app_idle(store, ids=(), force: bool = False) -> None:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from samctl import fsafe
 from samctl.errors import SamctlError
+from samctl.fs import filemodes, safepaths
 from samctl.safetext import safe_text
 from samctl.said import BIGGER_CAP, said
 from samctl.timeparse import format_utc
@@ -63,9 +63,9 @@ class Finding:
 
 
 def _shown(path) -> str:
-    """An absolute path by samctl's one rule (``fsafe.shown``); anything else as it is (a path built
+    """An absolute path by samctl's one rule (``safepaths.shown``); anything else as it is (a path built
     from a relative --root already is relative to the current folder; some "paths" are ids)."""
-    return fsafe.shown(path) if isinstance(path, str) and os.path.isabs(path) else path
+    return safepaths.shown(path) if isinstance(path, str) and os.path.isabs(path) else path
 
 
 @dataclass(slots=True)
@@ -233,14 +233,14 @@ CAP_HINT = said("a file is over samctl's read cap: ", BIGGER_CAP)
 
 
 def over_cap(text: str) -> bool:
-    """Whether ``text`` (a message or finding) says a file was skipped for its size (``fsafe.read_capped``)."""
+    """Whether ``text`` (a message or finding) says a file was skipped for its size (``reading.read_capped``)."""
     return "-byte cap" in text
 
 
 def refuse_over_cap(path: Path, cap: int, app: str) -> None:
     """NothingToRecover if ``path`` is a file bigger than the read cap ``cap`` while ``app`` would
     read it: samctl cannot tell whether it is damaged, and must not replace it with an older copy."""
-    st = fsafe.lstat(path)
+    st = filemodes.lstat(path)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
         raise NothingToRecover(
             f"{path} is {st.st_size} bytes, over samctl's {cap}-byte cap, so samctl cannot "

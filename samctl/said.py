@@ -63,6 +63,6 @@ def render(text, command: Callable[[Suggestion], str] | None = None) -> str:
     return "".join(command(p) if isinstance(p, Suggestion) else str(p) for p in text.parts)
 
 
-# What to do about a ``too-large`` file (fsafe's word, as a suggestion): it is not damaged, only bigger than
+# What to do about a ``too-large`` file (samctl.fs's word, as a suggestion): it is not damaged, only bigger than
 # samctl reads by default.
 BIGGER_CAP = Said("read it with a bigger cap, e.g. `", Suggestion("--max-file-size 1G ..."), "`")

@@ -22,7 +22,7 @@ _TS_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?
 _OFFSETS: dict = {}
 
 
-def _days_from_civil(y: int, m: int, d: int) -> int:
+def days_from_civil(y: int, m: int, d: int) -> int:
     """Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm)."""
     y -= m <= 2
     era = y // 400
@@ -80,7 +80,7 @@ def _minute(s: str):
         )
         if len(_MINUTES) >= _SEEN_MAX:
             _MINUTES.clear()
-        v = _MINUTES[key] = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 if ok else None
+        v = _MINUTES[key] = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 if ok else None
     return v
 
 

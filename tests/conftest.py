@@ -36,7 +36,7 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("TZ", "UTC")
     # every search checks every file (the quick path, trusting a recent check: tests/search/test_index_checked.py)
     monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "0")
-    # fsync is a no-op in tests (test-only switch, samctl/fsafe.py); a test of durability unsets it
+    # fsync is a no-op in tests (test-only switch, samctl/fs/syncing.py); a test of durability unsets it
     monkeypatch.setenv("SAMCTL_TEST_NO_FSYNC", "1")
 
 
@@ -156,7 +156,7 @@ def folder_write_rule(monkeypatch):
     else may)."""
     import errno
 
-    from samctl import fsafe
+    from samctl.fs import writing
 
     def check(*paths):
         for p in paths:
@@ -181,7 +181,7 @@ def folder_write_rule(monkeypatch):
         ("link", 2),
     ):
         monkeypatch.setattr(os, name, guard(getattr(os, name), n))
-    if fsafe.renameat2 is fsafe._UNSET:
-        fsafe.renameat2 = fsafe._load_renameat2()
-    if fsafe.renameat2 is not None:
-        monkeypatch.setattr(fsafe, "renameat2", guard(fsafe.renameat2, 2))
+    if writing.renameat2 is writing._UNSET:
+        writing.renameat2 = writing._load_renameat2()
+    if writing.renameat2 is not None:
+        monkeypatch.setattr(writing, "renameat2", guard(writing.renameat2, 2))

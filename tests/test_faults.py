@@ -2,7 +2,7 @@
 
 For each scenario and each N = 1, 2, ... until the command completes, a fresh
 copy of a fixture tree is made and the command runs in a forked child whose
-``samctl.fsafe.fault_hook`` fires at the Nth write step: a real SIGKILL of
+``samctl.fs.faults.fault_hook`` fires at the Nth write step: a real SIGKILL of
 the child, an injected exception, or a SIGTERM (which samctl's entry point
 handles: it cleans up, so no temp file of its own may be left, then dies of
 the signal).  Then, in the parent:
@@ -38,10 +38,10 @@ import samctl.attic.compact  # noqa: F401
 import samctl.attic.lifecycle  # noqa: F401
 import samctl.attic.restore  # noqa: F401
 import samctl.cli
-from samctl import fsafe
 from samctl.attic import entries as attic
 from samctl.attic import journal as repair
 from samctl.cli import cli
+from samctl.fs import faults
 from samctl.stores import open_store
 from samctl.stores.mermaid import eventlog
 from tests.cli.test_compact import long_session
@@ -397,7 +397,7 @@ def _run_child(args: list, n: int, mode: str, shared: Path | None = None) -> int
                         return
                     raise Injected(step)
 
-            fsafe.fault_hook = hook
+            faults.fault_hook = hook
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
             os.dup2(null, 2)

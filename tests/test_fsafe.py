@@ -5,32 +5,32 @@ import time
 
 import pytest
 
-from samctl import fsafe
 from samctl.errors import FileProblem, UnsafePath
+from samctl.fs import faults, filemodes, reading, removing, safepaths, syncing, writing
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "../x", "a/b", "a\\b", "x\0y", "/etc/passwd", "a" * 256])
 def test_check_component_refuses_anything_but_one_plain_name(name):
     with pytest.raises(UnsafePath):
-        fsafe.check_component(name)
+        safepaths.check_component(name)
 
 
 def test_check_component_accepts_plain_names():
-    assert fsafe.check_component("20260101_120000_001.json") == "20260101_120000_001.json"
+    assert safepaths.check_component("20260101_120000_001.json") == "20260101_120000_001.json"
 
 
 def test_read_capped_reads_a_file_at_the_cap(tmp_path):
     p = tmp_path / "f"
     p.write_bytes(b"x" * 100)
-    assert fsafe.read_capped(p, 100) == b"x" * 100
+    assert reading.read_capped(p, 100) == b"x" * 100
 
 
 def test_read_capped_refuses_one_byte_over_before_reading(tmp_path):
     p = tmp_path / "f"
     with open(p, "wb") as f:
-        f.truncate(fsafe.SNAPSHOT_CAP + 1)  # sparse, as mermaid's own test
+        f.truncate(reading.SNAPSHOT_CAP + 1)  # sparse, as mermaid's own test
     with pytest.raises(FileProblem) as e:
-        fsafe.read_capped(p, fsafe.SNAPSHOT_CAP)
+        reading.read_capped(p, reading.SNAPSHOT_CAP)
     assert e.value.code == "too-large"
     assert "67108865 bytes" in e.value.message
 
@@ -48,7 +48,7 @@ def test_read_capped_refuses_what_is_not_a_regular_file(tmp_path, kind, code):
     elif kind == "dir":
         p.mkdir()
     with pytest.raises(FileProblem) as e:
-        fsafe.read_capped(p, 1000)
+        reading.read_capped(p, 1000)
     assert e.value.code == code
 
 
@@ -58,7 +58,7 @@ def test_read_capped_reports_unreadable(tmp_path):
     p.write_text("x")
     p.chmod(0)
     with pytest.raises(FileProblem) as e:
-        fsafe.read_capped(p, 10)
+        reading.read_capped(p, 10)
     assert e.value.code == "unreadable"
 
 
@@ -66,8 +66,8 @@ def test_write_atomic_creates_0600_and_leaves_no_temp(tmp_path):
     p = tmp_path / "a.json"
     p.write_text("old")
     p.chmod(0o644)
-    fsafe.write_atomic(p, b"new")
-    fsafe.write_atomic(p, b"newer")
+    writing.write_atomic(p, b"new")
+    writing.write_atomic(p, b"newer")
     assert p.read_bytes() == b"newer"
     assert stat.S_IMODE(p.stat().st_mode) == 0o600
     assert sorted(os.listdir(tmp_path)) == ["a.json"]
@@ -82,9 +82,9 @@ def test_write_atomic_interrupted_at_any_step_leaves_old_or_new(tmp_path, step, 
         if s == step:
             raise RuntimeError("injected")
 
-    monkeypatch.setattr(fsafe, "fault_hook", boom)
+    monkeypatch.setattr(faults, "fault_hook", boom)
     with pytest.raises(RuntimeError):
-        fsafe.write_atomic(p, b"new")
+        writing.write_atomic(p, b"new")
     assert p.read_bytes() in (b"old", b"new")
     if step != "dir-fsync":
         assert p.read_bytes() == b"old"
@@ -92,7 +92,7 @@ def test_write_atomic_interrupted_at_any_step_leaves_old_or_new(tmp_path, step, 
 
 
 def test_temp_name_is_the_one_mermaids_sweeper_knows(tmp_path):
-    name = fsafe.tmp_name("20260101_120000_001.json")
+    name = writing.tmp_name("20260101_120000_001.json")
     assert name.startswith(".20260101_120000_001.json.")
     assert name.endswith(".tmp")
     pid, n = name[len(".20260101_120000_001.json.") : -4].split(".")
@@ -109,34 +109,34 @@ def test_stale_temps_only_old_temps_of_that_target(tmp_path):
     os.utime(old, (t, t))
     os.utime(other, (t, t))
     os.utime(tmp_path / "x.json", (t, t))
-    assert fsafe.stale_temps(tmp_path, "x.json") == [old]
-    assert sorted(fsafe.stale_temps(tmp_path)) == sorted([old, other])
+    assert writing.stale_temps(tmp_path, "x.json") == [old]
+    assert sorted(writing.stale_temps(tmp_path)) == sorted([old, other])
 
 
 def test_mode_problem_and_tighten(tmp_path):
     p = tmp_path / "f"
     p.write_text("")
     p.chmod(0o644)
-    assert "0644" in fsafe.mode_problem(p.stat())
-    assert fsafe.tighten_mode(p) == 0o600
-    assert fsafe.mode_problem(p.stat()) is None
+    assert "0644" in filemodes.mode_problem(p.stat())
+    assert filemodes.tighten_mode(p) == 0o600
+    assert filemodes.mode_problem(p.stat()) is None
     d = tmp_path / "d"
     d.mkdir(mode=0o755)
     d.chmod(0o755)
-    assert fsafe.tighten_mode(d) == 0o700
+    assert filemodes.tighten_mode(d) == 0o700
 
 
 def test_is_inside(tmp_path):
     root = str(tmp_path.resolve())
     (tmp_path / "in").write_text("")
     os.symlink("/etc", tmp_path / "out")
-    assert fsafe.is_inside(root, tmp_path / "in")
-    assert not fsafe.is_inside(root, tmp_path / "out")
-    assert not fsafe.is_inside(root + "x", tmp_path / "in")
+    assert safepaths.is_inside(root, tmp_path / "in")
+    assert not safepaths.is_inside(root, tmp_path / "out")
+    assert not safepaths.is_inside(root + "x", tmp_path / "in")
 
 
 def test_make_private_dir(tmp_path):
-    d = fsafe.make_private_dir(tmp_path / "a" / "b")
+    d = writing.make_private_dir(tmp_path / "a" / "b")
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
 
@@ -153,49 +153,49 @@ def _count_fsyncs(monkeypatch):
 
 
 def test_sync_batch_defers_every_fsync_to_one_syncfs_per_barrier(tmp_path, monkeypatch):
-    if fsafe._load_syncfs() is None:
+    if syncing._load_syncfs() is None:
         pytest.skip("no syncfs here")
     fsyncs = _count_fsyncs(monkeypatch)
     syncs = []
-    monkeypatch.setattr(fsafe, "syncfs", lambda fd: syncs.append(os.fstat(fd).st_dev))
+    monkeypatch.setattr(syncing, "syncfs", lambda fd: syncs.append(os.fstat(fd).st_dev))
     steps = []
-    monkeypatch.setattr(fsafe, "fault_hook", steps.append)
-    with fsafe.sync_batch() as batch:
+    monkeypatch.setattr(faults, "fault_hook", steps.append)
+    with syncing.sync_batch() as batch:
         for i in range(20):
-            fsafe.write_atomic(tmp_path / f"f{i}", b"x")
+            writing.write_atomic(tmp_path / f"f{i}", b"x")
         assert syncs == []
         batch.barrier()
         assert syncs == [os.stat(tmp_path).st_dev]
         batch.barrier()  # nothing written since: nothing to sync
         assert len(syncs) == 1
-        fsafe.write_atomic(tmp_path / "last", b"y")
+        writing.write_atomic(tmp_path / "last", b"y")
     assert len(syncs) == 2  # the block's last writes are made durable when it ends
     assert fsyncs == [] and steps.count("sync") == 2
-    assert (tmp_path / "f7").read_bytes() == b"x" and fsafe._batch is None
+    assert (tmp_path / "f7").read_bytes() == b"x" and syncing._batch is None
 
 
 def test_without_syncfs_a_batch_fsyncs_every_write_as_usual(tmp_path, monkeypatch):
     fsyncs = _count_fsyncs(monkeypatch)
-    monkeypatch.setattr(fsafe, "syncfs", None)
-    with fsafe.sync_batch() as batch:
-        fsafe.write_atomic(tmp_path / "a", b"x")
+    monkeypatch.setattr(syncing, "syncfs", None)
+    with syncing.sync_batch() as batch:
+        writing.write_atomic(tmp_path / "a", b"x")
         batch.barrier()
     assert len(fsyncs) == 2  # the file, then its folder
 
 
 def test_a_failed_syncfs_is_an_error_and_the_batch_ends(tmp_path, monkeypatch):
-    if fsafe._load_syncfs() is None:
+    if syncing._load_syncfs() is None:
         pytest.skip("no syncfs here")
 
     def eio(fd):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(fsafe, "syncfs", eio)
+    monkeypatch.setattr(syncing, "syncfs", eio)
     with pytest.raises(OSError):
-        with fsafe.sync_batch() as batch:
-            fsafe.write_atomic(tmp_path / "a", b"x")
+        with syncing.sync_batch() as batch:
+            writing.write_atomic(tmp_path / "a", b"x")
             batch.barrier()
-    assert fsafe._batch is None
+    assert syncing._batch is None
 
 
 def test_a_batch_writes_back_early_in_the_background_and_its_barrier_still_syncs_last(tmp_path, monkeypatch):
@@ -204,7 +204,7 @@ def test_a_batch_writes_back_early_in_the_background_and_its_barrier_still_syncs
     is not an error: the barrier's own syncfs reports what is wrong."""
     import threading
 
-    if fsafe._load_syncfs() is None:
+    if syncing._load_syncfs() is None:
         pytest.skip("no syncfs here")
     calls = []  # (thread name, number of files written when it ran)
     written = []
@@ -215,11 +215,11 @@ def test_a_batch_writes_back_early_in_the_background_and_its_barrier_still_syncs
             time.sleep(0.02)  # counts as useful (not tmpfs-fast), so early writebacks go on
             raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(fsafe, "syncfs", slow_syncfs)
-    monkeypatch.setattr(fsafe.SyncBatch, "EARLY", 100)
-    with fsafe.sync_batch() as batch:
+    monkeypatch.setattr(syncing, "syncfs", slow_syncfs)
+    monkeypatch.setattr(syncing.SyncBatch, "EARLY", 100)
+    with syncing.sync_batch() as batch:
         for i in range(10):
-            fsafe.write_atomic(tmp_path / f"f{i}", b"x" * 60)
+            writing.write_atomic(tmp_path / f"f{i}", b"x" * 60)
             written.append(i)
         batch.barrier()
         assert batch.early is None  # waited for
@@ -227,23 +227,23 @@ def test_a_batch_writes_back_early_in_the_background_and_its_barrier_still_syncs
     own = [c for c in calls if c[0] != "samctl-writeback"]
     assert early and early[0][1] <= 2  # started after the second file (120 bytes), while writing went on
     assert own == [(threading.main_thread().name, 10)]  # the barrier: once, after every write
-    assert calls.index(own[0]) == len(calls) - 1 and fsafe._batch is None
+    assert calls.index(own[0]) == len(calls) - 1 and syncing._batch is None
 
 
 def test_early_writebacks_stop_where_they_have_nothing_to_wait_for(tmp_path, monkeypatch):
     """On tmpfs a syncfs returns at once: a batch stops starting threads for nothing."""
     import threading
 
-    if fsafe._load_syncfs() is None:
+    if syncing._load_syncfs() is None:
         pytest.skip("no syncfs here")
     early = []
     monkeypatch.setattr(
-        fsafe, "syncfs", lambda fd: early.append(1) if threading.current_thread().name == "samctl-writeback" else None
+        syncing, "syncfs", lambda fd: early.append(1) if threading.current_thread().name == "samctl-writeback" else None
     )
-    monkeypatch.setattr(fsafe.SyncBatch, "EARLY", 1)
-    with fsafe.sync_batch() as batch:
+    monkeypatch.setattr(syncing.SyncBatch, "EARLY", 1)
+    with syncing.sync_batch() as batch:
         for i in range(20):
-            fsafe.write_atomic(tmp_path / f"f{i}", b"x")
+            writing.write_atomic(tmp_path / f"f{i}", b"x")
             if batch.early is not None:
                 batch.early.join()
         assert not batch.early_on
@@ -255,19 +255,19 @@ def test_early_writebacks_stop_where_they_have_nothing_to_wait_for(tmp_path, mon
 
 @pytest.mark.parametrize("native", [True, False], ids=["renameat2", "link-then-unlink"])
 def test_move_new_moves_and_never_replaces(tmp_path, monkeypatch, native):
-    if native and fsafe._load_renameat2() is None:
+    if native and writing._load_renameat2() is None:
         pytest.skip("no renameat2 here")
     if not native:
-        monkeypatch.setattr(fsafe, "renameat2", None)
+        monkeypatch.setattr(writing, "renameat2", None)
     src, dst, other = tmp_path / "src", tmp_path / "dst", tmp_path / "other"
     src.write_bytes(b"staged")
     os.chmod(src, 0o640)
     os.utime(src, ns=(1, 1_600_000_000_123_456_789))
     other.write_bytes(b"someone else's")
     with pytest.raises(FileExistsError):
-        fsafe.move_new(src, other)
+        writing.move_new(src, other)
     assert other.read_bytes() == b"someone else's" and src.read_bytes() == b"staged"
-    fsafe.move_new(src, dst)
+    writing.move_new(src, dst)
     st = os.lstat(dst)
     assert not src.exists() and dst.read_bytes() == b"staged"
     assert (stat.S_IMODE(st.st_mode), st.st_mtime_ns) == (0o640, 1_600_000_000_123_456_789)
@@ -277,9 +277,9 @@ def test_move_new_falls_back_where_the_file_system_refuses_renameat2(tmp_path, m
     def einval(src, dst):
         raise OSError(errno.EINVAL, "Invalid argument")
 
-    monkeypatch.setattr(fsafe, "renameat2", einval)
+    monkeypatch.setattr(writing, "renameat2", einval)
     (tmp_path / "a").write_bytes(b"x")
-    fsafe.move_new(tmp_path / "a", tmp_path / "b")
+    writing.move_new(tmp_path / "a", tmp_path / "b")
     assert sorted(os.listdir(tmp_path)) == ["b"]
 
 
@@ -291,7 +291,7 @@ def test_remove_tree_removes_read_only_folders_as_a_user_would_need(tmp_path, fo
     (top / "sub" / "deeper" / "f").write_text("y")
     os.chmod(top / "sub" / "deeper", 0o555)
     os.chmod(top / "sub", 0o555)
-    fsafe.remove_tree(top)
+    removing.remove_tree(top)
     assert not top.exists()
 
 
@@ -309,7 +309,7 @@ def test_remove_tree_lists_a_folder_without_read_permission_after_making_it_read
 
     monkeypatch.setattr(os, "scandir", scandir)
     os.chmod(top, 0o333)
-    fsafe.remove_tree(top)
+    removing.remove_tree(top)
     assert not top.exists()
 
 
@@ -317,8 +317,8 @@ def test_the_test_only_switch_skips_fsync_and_nothing_else(tmp_path, monkeypatch
     calls = []
     real = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
-    fsafe.write_atomic(tmp_path / "a", b"x")  # conftest sets SAMCTL_TEST_NO_FSYNC=1
+    writing.write_atomic(tmp_path / "a", b"x")  # conftest sets SAMCTL_TEST_NO_FSYNC=1
     assert calls == [] and (tmp_path / "a").read_bytes() == b"x"
     monkeypatch.delenv("SAMCTL_TEST_NO_FSYNC")
-    fsafe.write_atomic(tmp_path / "b", b"y")
+    writing.write_atomic(tmp_path / "b", b"y")
     assert len(calls) == 2 and (tmp_path / "b").read_bytes() == b"y"  # the file, then its folder

@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-from samctl import heap
+from samctl.search import heap
 
 LOOP = """
 import resource, sys
 import numpy as np
-from samctl import heap
+from samctl.search import heap
 if sys.argv[1] == "kept":
     assert heap.keep_freed_memory()
 xs = [np.ones(1 << 20) for _ in range(4)]  # (the first round: pages faulted in either way)

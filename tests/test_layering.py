@@ -1,9 +1,9 @@
 """The shape of samctl/ (docs/ARCHITECTURE.md), read from its imports with an AST walk: data flows one way.
 
-    cli -> core -> {search, attic, render} -> stores -> {model, timeparse, importance, safetext, lock, fsafe, errors}
+    cli -> core -> {search, attic, render, report} -> stores -> {model, timeparse, importance, safetext, lock, fs, errors}
 
 Every import counts, at the top of a module or inside a function.  A layer imports only layers below it
-(search, attic and render are siblings: none imports another); no import cycles; a concrete store package
+(search, attic, render and report are siblings: none imports another); no import cycles; a concrete store package
 (``stores/<name>/``) is imported only from inside ``stores/``, where the registry (``stores/__init__``) picks it;
 nothing outside ``stores/`` compares a store's name with a literal.
 """
@@ -24,6 +24,7 @@ RANK = {
     "search": 3,
     "attic": 3,
     "render": 3,
+    "report": 3,
     "stores": 2,
 }  # else 1 (bottom)
 
@@ -189,6 +190,7 @@ def _tree(tmp_path, files: dict) -> Path:
     [
         ({"stores/base.py": "from samctl.core import check\n", "core/check.py": ""}, wrong_way),
         ({"search/a.py": "from samctl.attic import b\n", "attic/b.py": ""}, wrong_way),
+        ({"report/a.py": "from samctl.core import b\n", "core/b.py": ""}, wrong_way),
         ({"core/a.py": "def f():\n    from samctl.core import b\n", "core/b.py": "import samctl.core.a\n"}, cycles),
         ({"core/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),
         ({"stores/llm/a.py": "from samctl.stores.sam import store\n", "stores/sam/store.py": ""}, store_imports),

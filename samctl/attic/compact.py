@@ -18,18 +18,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.attic import entries as atticmod
 from samctl.attic import tarzst
 from samctl.attic.journal import drop_journal, pending, settle, write_journal
 from samctl.errors import SamctlError
+from samctl.fs import filemodes, reading, removing, writing
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.said import Suggestion, said
 
 # The only names compact removes (fullmatch): what samctl itself writes, or the store's own writer.
 _BACKUP_RE = re.compile(r".+\.([0-9]{8}T[0-9]{6}Z)\.(bak|torn)(\.[0-9]+)?")  # tail.sibling: <name>.<UTC time>.bak[.n]
-_TEMP_RE = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")  # fsafe.tmp_name, mermaid's own: .<name>.<pid>.<n>.tmp
+_TEMP_RE = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")  # writing.tmp_name, mermaid's own: .<name>.<pid>.<n>.tmp
 SETTLE_SECONDS = 0.05
 LIVE_WATCH_SECONDS = 1.0  # how long the replaced log is watched when a session is live right after the swap
 READ_CAP = 1 << 31  # compact reads logs past mermaid's cap: rescuing those is its job
@@ -38,7 +38,7 @@ READ_CAP = 1 << 31  # compact reads logs past mermaid's cap: rescuing those is i
 @dataclass
 class CompactOptions:
     grace: float = 30 * 86400.0
-    log_threshold: int = fsafe.LOG_CAP // 2
+    log_threshold: int = reading.LOG_CAP // 2
     idle: float = 60.0
     dry_run: bool = False
     force: bool = False
@@ -87,7 +87,7 @@ def _usage(store) -> int:
     for top in (store.conv_dir, atticmod.attic_dir(store)):
         for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
             for n in filenames:
-                st = fsafe.lstat(os.path.join(dirpath, n))
+                st = filemodes.lstat(os.path.join(dirpath, n))
                 if st is not None and stat.S_ISREG(st.st_mode):
                     total += st.st_size
     return total
@@ -154,7 +154,7 @@ def _purge_attic(store, opts, rep, now) -> None:
                 )
             )
         else:
-            st = fsafe.lstat(e.manifest_path)  # (the manifest goes too: a dry run's estimate counts it)
+            st = filemodes.lstat(e.manifest_path)  # (the manifest goes too: a dry run's estimate counts it)
             size = e.tar_size + (st.st_size if st is not None else 0)
             if not opts.dry_run:
                 atticmod.drop(e)
@@ -210,7 +210,7 @@ def _logs(store, opts, rep, now, progress) -> None:
     for i, (cid, path) in enumerate(logs):
         if progress:
             progress(i, total, path.name)
-        st = fsafe.lstat(path)
+        st = filemodes.lstat(path)
         if st is None or not stat.S_ISREG(st.st_mode):
             continue
         if st.st_size == 0:
@@ -238,7 +238,7 @@ def _logs(store, opts, rep, now, progress) -> None:
         try:
             if torn:
                 _trim_tail(store, cid, path, opts, rep)
-            st = fsafe.lstat(path)
+            st = filemodes.lstat(path)
             if st is not None and st.st_size > opts.log_threshold:
                 _rewrite_log(store, cid, path, opts, rep, now)
         except atticmod.Changed as exc:
@@ -251,7 +251,7 @@ def _logs(store, opts, rep, now, progress) -> None:
 
 def _ends_torn(path: Path) -> bool:
     try:
-        f, st = fsafe.open_regular(path)
+        f, st = reading.open_regular(path)
     except SamctlError:
         return False
     try:
@@ -287,7 +287,7 @@ def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
 
 
 def _rewrite_log(store, cid: str, path: Path, opts, rep, now) -> None:
-    f, st = fsafe.open_regular(path)
+    f, st = reading.open_regular(path)
     fd_old = f.fileno()
     try:
         if st.st_size > READ_CAP:
@@ -410,7 +410,7 @@ def _history_estimate(data: bytes, level: int) -> int:
 
 
 def _entry_bytes(entry) -> int:
-    st = fsafe.lstat(entry.manifest_path)
+    st = filemodes.lstat(entry.manifest_path)
     return entry.tar_size + (st.st_size if st is not None else 0)
 
 
@@ -467,21 +467,21 @@ def _swap(path: Path, fd_old: int, size0: int, data: bytes, new: bytes, mode: in
     was swapped in the end (the log grew before the swap, or the swap was
     undone because of a late append).
     """
-    tmp = fsafe.write_temp(path, new, mode)
-    cur, old = fsafe.lstat(path), os.fstat(fd_old)
+    tmp = writing.write_temp(path, new, mode)
+    cur, old = filemodes.lstat(path), os.fstat(fd_old)
     if (
         cur is None
         or (cur.st_ino, cur.st_dev) != (old.st_ino, old.st_dev)
         or cur.st_size != size0
         or old.st_size != size0
     ):
-        fsafe.discard_temp(tmp)
+        writing.discard_temp(tmp)
         return False
     opened: list[int] = []
     try:
-        fd_new = fsafe.open_read_fd(tmp, nofollow=False)
+        fd_new = reading.open_read_fd(tmp, nofollow=False)
         opened.append(fd_new)
-        fsafe.commit_temp(tmp, path)
+        writing.commit_temp(tmp, path)
         watch, waited = SETTLE_SECONDS, 0.0
         while True:
             time.sleep(SETTLE_SECONDS)
@@ -513,13 +513,13 @@ def _put_back(path: Path, mode: int, content: bytes, replaced: list, cur_fd: int
             r[1] += len(g)
         tail = _settled_growth(cur_fd, cur_base)
         candidate = content + tail
-        tmp = fsafe.write_temp(path, candidate, mode)
+        tmp = writing.write_temp(path, candidate, mode)
         if os.fstat(cur_fd).st_size != cur_base + len(tail):
-            fsafe.discard_temp(tmp)  # more arrived meanwhile: read again
+            writing.discard_temp(tmp)  # more arrived meanwhile: read again
             continue
-        nfd = fsafe.open_read_fd(tmp, nofollow=False)
+        nfd = reading.open_read_fd(tmp, nofollow=False)
         opened.append(nfd)
-        fsafe.commit_temp(tmp, path)
+        writing.commit_temp(tmp, path)
         content = candidate
         replaced.append([cur_fd, cur_base + len(tail)])
         cur_fd, cur_base = nfd, len(candidate)
@@ -539,7 +539,7 @@ def _old_enough(st, now: float, age: float) -> bool:
 def _remove_file(path: Path, st, kind: str, opts, rep, detail: str) -> None:
     if not opts.dry_run:
         try:
-            fsafe.remove(path)
+            removing.remove(path)
         except OSError as exc:
             rep.findings.append(Finding("compact-skipped", str(path), f"cannot remove: {exc.strerror}", WARNING))
             return
@@ -552,12 +552,12 @@ def _sweep_folder(store, folder: Path, opts, rep, now) -> None:
     except OSError:
         return
     for e in entries:
-        st = fsafe.lstat(e.path)
+        st = filemodes.lstat(e.path)
         if st is None or not stat.S_ISREG(st.st_mode):
             continue
         n = e.name
         if _TEMP_RE.fullmatch(n) or store.is_app_temp(n):
-            if _old_enough(st, now, fsafe.STALE_TMP_SECONDS):
+            if _old_enough(st, now, writing.STALE_TMP_SECONDS):
                 _remove_file(Path(e.path), st, "remove-temp", opts, rep, "stale temp file")
         elif m := _BACKUP_RE.fullmatch(n):
             # the grace runs from when the copy was made (its name), not from its mtime: recover sets

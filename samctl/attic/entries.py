@@ -16,7 +16,6 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.attic import (
     ATTIC,  # noqa: F401 - the attic's own name, used here and by its callers
     tarscan,
@@ -27,6 +26,7 @@ from samctl.attic.entry import LEVEL, MANIFEST_SUFFIX, MANIFEST_VERSION, TAR_SUF
 from samctl.attic.tarscan import ABSOLUTE_CAP, finding
 from samctl.attic.tarzst import Member, safe_member_name
 from samctl.errors import SamctlError, UnsafePath
+from samctl.fs import filemodes, reading, removing, syncing, writing
 from samctl.model import WARNING, Finding
 from samctl.said import Suggestion, said
 
@@ -63,10 +63,10 @@ def check_attic_folders(store) -> dict:
     p = attic_dir(store)
     out = {}
     for folder in (p, p / JOURNAL, p / STAGING):
-        st = fsafe.lstat(folder)
+        st = filemodes.lstat(folder)
         if st is not None and (stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode)):
             raise UnsafePath(
-                f"{folder} is {fsafe.describe_mode(st.st_mode)}, not samctl's attic folder; nothing was changed",
+                f"{folder} is {filemodes.describe_mode(st.st_mode)}, not samctl's attic folder; nothing was changed",
                 hint="move it out of the way: samctl keeps its attic in a "
                 "folder of its own and never reads or writes through a link there",
             )
@@ -80,9 +80,9 @@ def ensure_attic(store) -> Path:
     p = attic_dir(store)
     for folder, st in check_attic_folders(store).items():
         if st is None:
-            fsafe.make_private_dir(folder)
-        elif folder == p and stat.S_IMODE(st.st_mode) != fsafe.DIR_MODE:
-            os.chmod(p, fsafe.DIR_MODE)
+            writing.make_private_dir(folder)
+        elif folder == p and stat.S_IMODE(st.st_mode) != filemodes.DIR_MODE:
+            os.chmod(p, filemodes.DIR_MODE)
     return p
 
 
@@ -153,18 +153,18 @@ def pack(
     stem = stem or new_stem(attic, cid, state, now)
     tar_path = attic / (stem + TAR_SUFFIX)
     if total is None:
-        total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
+        total = sum(st.st_size for st in (filemodes.lstat(p) for p in paths) if st is not None)
     in_memory = total <= tarzst.SMALL
     if isinstance(built, BaseException):
         _reraise(built)
-    tmp, f = fsafe.create_temp(tar_path, buffering=0 if in_memory else 1 << 20)
+    tmp, f = writing.create_temp(tar_path, buffering=0 if in_memory else 1 << 20)
     try:
         written = tarzst.write(store, paths, f, level, in_memory, total, built)
-        fsafe.finish_temp(f)
-        fsafe.commit_temp(tmp, tar_path, sync_dir=False)  # the manifest's commit fsyncs the folder
+        writing.finish_temp(f)
+        writing.commit_temp(tmp, tar_path, sync_dir=False)  # the manifest's commit fsyncs the folder
     except BaseException as exc:
         f.close()
-        fsafe.discard_temp(tmp)
+        writing.discard_temp(tmp)
         _reraise(exc)
     for m in written.members:  # (a conversation's file with special bits: archived, and restored, without them)
         m.mode &= PERMISSIONS[m.type]
@@ -191,7 +191,7 @@ def pack(
                 f"the archive of {cid} did not read back as written ({problems[0].reason}); nothing was moved", problems
             )
     except BaseException:
-        fsafe.remove(tar_path)
+        removing.remove(tar_path)
         raise
     commit_entry(entry)
     return entry
@@ -225,10 +225,10 @@ def commit_entry(entry: Entry) -> None:
     """Write the manifest of a packed entry: from now on the entry exists.  On failure
     the entry's files are removed and the error raised."""
     try:
-        fsafe.write_atomic(entry.manifest_path, orjson.dumps(entry.manifest(), option=orjson.OPT_INDENT_2))
+        writing.write_atomic(entry.manifest_path, orjson.dumps(entry.manifest(), option=orjson.OPT_INDENT_2))
     except BaseException:
-        fsafe.remove(entry.manifest_path)  # the commit record first, should it have made it
-        fsafe.remove(entry.tar_path)
+        removing.remove(entry.manifest_path)  # the commit record first, should it have made it
+        removing.remove(entry.tar_path)
         raise
 
 
@@ -253,17 +253,17 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
     def sink(m: Member, ti, chunks) -> bool:
         target = f"{base}/{m.name}"  # a safe member name: plain components, checked by _scan
         if m.type == "dir":
-            fsafe.make_dir(target)
+            writing.make_dir(target)
             names.append(m.name)
             return True
         parent = os.path.dirname(target) if "/" in m.name else base
         if parent != base and not os.path.isdir(parent):
-            fsafe.make_private_dir(parent)  # a member whose folder stayed in the store (a shared scope)
-        f = fsafe.create_new(target)  # the staging folder is private: no temp name needed
+            writing.make_private_dir(parent)  # a member whose folder stayed in the store (a shared scope)
+        f = writing.create_new(target)  # the staging folder is private: no temp name needed
         try:
             for b in chunks:
-                fsafe.write_all(f, b)
-            fsafe.finish_temp(f, m.mode, m.mtime_ns)
+                writing.write_all(f, b)
+            writing.finish_temp(f, m.mode, m.mtime_ns)
         except BaseException:
             f.close()
             raise
@@ -272,7 +272,7 @@ def unpack(entry: Entry, dest: Path, absolute_cap: int = ABSOLUTE_CAP, archive=N
 
     def undo() -> None:  # what was extracted goes (dest holds no other entry's top-level names)
         for top in sorted({m.name.split("/")[0] for m in entry.members}):
-            fsafe.remove_tree(dest / top, sync_parent=False)
+            removing.remove_tree(dest / top, sync_parent=False)
         names.clear()
 
     problems = tarscan.scan(entry, sink, absolute_cap, check_tar_first=True, archive=archive, undo=undo)
@@ -315,7 +315,7 @@ def load_manifest(store, path: Path | str, data: bytes | None = None, attic: Pat
     if parsed is None:
         raise bad("the name is not <id>.<state>.<stamp>.manifest.json")
     try:
-        d = orjson.loads(fsafe.read_capped(path, MANIFEST_CAP) if data is None else data)
+        d = orjson.loads(reading.read_capped(path, MANIFEST_CAP) if data is None else data)
     except SamctlError as exc:
         raise bad(exc.message) from None
     except orjson.JSONDecodeError as exc:
@@ -377,7 +377,7 @@ def load_manifest(store, path: Path | str, data: bytes | None = None, attic: Pat
 def _attic_names(store, findings: list) -> tuple[Path, list[str]] | None:
     """The attic and its file names, or None (with a finding if it is not samctl's folder or unreadable)."""
     attic = attic_dir(store)
-    st = fsafe.lstat(attic)
+    st = filemodes.lstat(attic)
     if st is None:
         return None
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
@@ -385,7 +385,7 @@ def _attic_names(store, findings: list) -> tuple[Path, list[str]] | None:
             Finding(
                 "attic-unsafe",
                 str(attic),
-                f"is {fsafe.describe_mode(st.st_mode)}, not samctl's "
+                f"is {filemodes.describe_mode(st.st_mode)}, not samctl's "
                 "attic folder: not read (samctl never follows a link there)",
             )
         )
@@ -437,7 +437,7 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
             data = None
             if want_bytes is not None:
                 try:
-                    data = fsafe.read_capped(base + n, MANIFEST_CAP)
+                    data = reading.read_capped(base + n, MANIFEST_CAP)
                 except SamctlError:
                     data = None  # (load_manifest says what is wrong with it)
                 if data is not None and not want_bytes(data):
@@ -447,7 +447,7 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
             findings.extend(exc.findings)
             continue
         tar = base + stem + TAR_SUFFIX
-        st = fsafe.lstat(tar)
+        st = filemodes.lstat(tar)
         if st is None:
             findings.append(finding(e, "attic-missing", "the manifest's archive is missing"))
             continue
@@ -456,15 +456,15 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
                 finding(e, "attic-tampered", f"the archive is {st.st_size} bytes, the manifest says {e.tar_size}")
             )
             continue
-        for p, pst in ((tar, st), (base + n, fsafe.lstat(base + n))):
-            why = fsafe.mode_problem(pst) if pst is not None else None
+        for p, pst in ((tar, st), (base + n, filemodes.lstat(base + n))):
+            why = filemodes.mode_problem(pst) if pst is not None else None
             if why:  # the attic holds whole conversations: it must stay private
                 findings.append(Finding("attic-mode", p, why, WARNING, e.id))
         if e.state in states:
             entries.append(e)
     journal = attic / JOURNAL
     for stem in sorted(tars - stems):
-        pending = fsafe.lstat(journal / (stem + ".json")) is not None
+        pending = filemodes.lstat(journal / (stem + ".json")) is not None
         findings.append(
             Finding(
                 "attic-incomplete",
@@ -483,9 +483,9 @@ def list_entries(store, findings: list, states=STATES, want=None, want_bytes=Non
 
 def drop(entry: Entry) -> None:
     """Remove an entry: the manifest first (the entry stops existing), then its archive."""
-    fsafe.remove(entry.manifest_path)
-    fsafe.remove(entry.tar_path)
-    fsafe.fsync_dir(entry.attic)
+    removing.remove(entry.manifest_path)
+    removing.remove(entry.tar_path)
+    syncing.fsync_dir(entry.attic)
 
 
 def named_ids(store, states=RESTORABLE) -> set[str]:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.attic import entries as atticmod
 from samctl.attic import tarzst
 from samctl.errors import SamctlError, UnsafePath
+from samctl.fs import faults, filemodes, reading, removing, safepaths, syncing, writing
 from samctl.lock import held_by_another
 from samctl.model import INFO, WARNING, Finding
 from samctl.said import Said, Suggestion, said
@@ -37,11 +37,11 @@ def journal_path(attic: Path, name: str) -> Path:
 
 
 def write_journal(attic: Path, name: str, record: dict) -> None:
-    fsafe.write_atomic(journal_path(attic, name), orjson.dumps(record))
+    writing.write_atomic(journal_path(attic, name), orjson.dumps(record))
 
 
 def drop_journal(attic: Path, name: str) -> None:
-    fsafe.remove(journal_path(attic, name))
+    removing.remove(journal_path(attic, name))
 
 
 def write_batch(attic: Path, moves: list[dict]) -> str:
@@ -72,7 +72,7 @@ def _moves_of(rec, name: str) -> list[dict]:
 def sha256_file(p) -> str | None:
     """The sha256 of a regular file's bytes, or None if it cannot be read as one."""
     try:
-        return fsafe.sha256_of(p)[1]
+        return reading.sha256_of(p)[1]
     except SamctlError:
         return None
 
@@ -102,29 +102,29 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None
     conv, stage = str(store.conv_dir), str(staging)
     touched = {conv}
     # the conversations folder itself may be a symlink the user chose (check reports it); below it, never
-    conv_st = conv_st or fsafe.lstat(store.root_real)
+    conv_st = conv_st or filemodes.lstat(store.root_real)
     for n, m in placement_order([(n, m) for n, m in zip(names, entry.members) if n is not None]):
         dst, src = f"{conv}/{n}", f"{stage}/{n}"
         if not _make_parents(conv, n, touched):  # a symlink (or file) where a folder should be: never write through
             conflicts.append(n)
             continue
         if m.type == "dir":
-            if fsafe.lstat(dst) is None:
-                fsafe.step("mkdir")
-                fsafe.make_dir(dst)
+            if filemodes.lstat(dst) is None:
+                faults.step("mkdir")
+                writing.make_dir(dst)
             continue
         parent = os.path.dirname(dst) if "/" in n else conv
-        pst = fsafe.lstat(parent) if parent != conv else conv_st
+        pst = filemodes.lstat(parent) if parent != conv else conv_st
         if pst is None or not stat.S_ISDIR(pst.st_mode):
             conflicts.append(n)
             continue
         try:
-            fsafe.move_new(src, dst)
+            writing.move_new(src, dst)
         except (FileExistsError, FileNotFoundError):
-            st = fsafe.lstat(dst)
+            st = filemodes.lstat(dst)
             if st is None:
                 raise  # the staged copy is gone and nothing is in its place
-            sst = fsafe.lstat(src)
+            sst = filemodes.lstat(src)
             # placed before a crash: moved (the staging copy is private, only this moves it out), or
             # linked by an older samctl
             if (
@@ -138,12 +138,12 @@ def place(store, entry: atticmod.Entry, staging: Path, names: list, conv_st=None
         touched.add(parent)
     for n, m in zip(names, entry.members):
         p = f"{conv}/{n}"
-        st = fsafe.lstat(p) if m.type == "dir" and n is not None else None
+        st = filemodes.lstat(p) if m.type == "dir" and n is not None else None
         if st is not None and stat.S_ISDIR(st.st_mode):  # never through a link someone put there
             os.chmod(p, m.mode)
             os.utime(p, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
     for d in sorted(touched, key=lambda p: -p.count("/")):
-        fsafe.fsync_dir(d)
+        syncing.fsync_dir(d)
     return conflicts
 
 
@@ -154,10 +154,10 @@ def _make_parents(conv: str, name: str, touched: set) -> bool:
     p = conv
     for part in name.split("/")[:-1]:
         parent, p = p, f"{p}/{part}"
-        st = fsafe.lstat(p)
+        st = filemodes.lstat(p)
         if st is None:
-            fsafe.step("mkdir")
-            fsafe.make_dir(p)
+            faults.step("mkdir")
+            writing.make_dir(p)
             touched.add(parent)
         elif not stat.S_ISDIR(st.st_mode):
             return False
@@ -179,7 +179,7 @@ def pending_ids(store) -> list[str]:
         return out
     for n in names:
         try:
-            moves = _moves_of(orjson.loads(fsafe.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
+            moves = _moves_of(orjson.loads(reading.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
         except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             continue
         for m in moves:
@@ -256,7 +256,7 @@ def pending_moves(store) -> list:
     for n in names:
         path = str(journal / n)
         try:
-            moves = _moves_of(orjson.loads(fsafe.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
+            moves = _moves_of(orjson.loads(reading.read_capped(journal / n, 1 << 24)), n[: -len(".json")])
         except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             out.append(
                 Finding("pending-move", path, said("an unreadable journal record of an interrupted move; ", SETTLE))
@@ -315,7 +315,7 @@ def repair(store, full: bool = False) -> list[str]:
     for n in records:
         path, name = journal / n, n[: -len(".json")]
         try:
-            moves = _moves_of(orjson.loads(fsafe.read_capped(path, 1 << 24)), name)
+            moves = _moves_of(orjson.loads(reading.read_capped(path, 1 << 24)), name)
         except (SamctlError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             done.append(f"ignored an unreadable journal record {path}")
             continue
@@ -351,7 +351,7 @@ def repair(store, full: bool = False) -> list[str]:
         leftovers = []
     for n in leftovers:
         try:
-            fsafe.remove_tree(staging / n)
+            removing.remove_tree(staging / n)
             done.append(f"removed leftover staging copy {n}")
         except OSError as exc:
             done.append(Left(f"could not remove leftover staging copy {n} ({exc.strerror}: {exc.filename})"))
@@ -362,12 +362,12 @@ def repair(store, full: bool = False) -> list[str]:
     for n in sorted(names):
         if n.endswith(atticmod.TAR_SUFFIX):
             stem = n[: -len(atticmod.TAR_SUFFIX)]
-            if fsafe.lstat(attic / (stem + atticmod.MANIFEST_SUFFIX)) is None and stem not in keep_stems:
-                fsafe.remove(attic / n)
+            if filemodes.lstat(attic / (stem + atticmod.MANIFEST_SUFFIX)) is None and stem not in keep_stems:
+                removing.remove(attic / n)
                 done.append(f"removed {n}: an archive whose move never completed")
     # Only samctl writes the journal, and under the lock we hold: a temp there is a crash's, whatever its age.
-    for p in fsafe.stale_temps(attic) + fsafe.stale_temps(journal, now=float("inf")):
-        fsafe.remove(p)
+    for p in writing.stale_temps(attic) + writing.stale_temps(journal, now=float("inf")):
+        removing.remove(p)
     return done
 
 
@@ -426,8 +426,8 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     cid = rec.get("id")
     manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
     trash = attic / atticmod.STAGING / f"{stem}.trash"
-    if fsafe.lstat(manifest) is None:
-        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+    if filemodes.lstat(manifest) is None:
+        removing.remove(attic / (stem + atticmod.TAR_SUFFIX))
         return f"{cid}: undid an interrupted move to the attic (the store copy was never touched)"
     try:
         entry = atticmod.load_manifest(store, manifest)
@@ -441,10 +441,10 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
             and type(files) is list
             and files
             and all(type(n) is str and tarzst.safe_member_name(n, parsed[0], store.name) for n in files)
-            and all(fsafe.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)
+            and all(filemodes.lstat(store.conv_dir.joinpath(*n.split("/"))) is not None for n in files)
         ):
-            fsafe.remove(manifest)
-            fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+            removing.remove(manifest)
+            removing.remove(attic / (stem + atticmod.TAR_SUFFIX))
             return (
                 f"{cid}: undid an interrupted move to the attic (its manifest was cut short; the store copy is whole)"
             )
@@ -453,18 +453,18 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
     leftovers = [(m, store.conv_dir.joinpath(*m.name.split("/"))) for m in entry.members]
     for m, p in leftovers:  # a move that set files aside (another app's session) first puts them back
         q = aside_name(p, stem)
-        if m.type == "file" and fsafe.lstat(q) is not None:
+        if m.type == "file" and filemodes.lstat(q) is not None:
             put_back(p, q)
-            fsafe.fsync_dir(p.parent)
-    present = [(m, p) for m, p in leftovers if fsafe.lstat(p) is not None]
+            syncing.fsync_dir(p.parent)
+    present = [(m, p) for m, p in leftovers if filemodes.lstat(p) is not None]
     if problems:
-        if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
+        if all(m.type == "dir" or filemodes.lstat(p) is not None for m, p in leftovers):
             atticmod.drop(entry)
             return f"{cid}: the interrupted move left a damaged archive; it was removed, the store copy is whole"
         return None  # neither copy is whole: leave everything for a person (attic lists the finding)
     changed = [m.name for m, p in present if m.type == "file" and sha256_file(p) != m.sha256]
     if changed:  # used since (a stuck move, the app kept writing): the store's copy is the newer one
-        if all(m.type == "dir" or fsafe.lstat(p) is not None for m, p in leftovers):
+        if all(m.type == "dir" or filemodes.lstat(p) is not None for m, p in leftovers):
             atticmod.drop(entry)  # nothing of it was removed yet: the move is undone, whole in the store
             return (
                 f"{cid}: undid an interrupted move to the attic: {', '.join(changed[:3])} changed since it "
@@ -476,13 +476,13 @@ def _repair_out(store, attic: Path, stem: str, rec: dict) -> str | None:
         )
     for m, p in present:
         if m.type == "file":
-            fsafe.remove(p)
+            removing.remove(p)
     for m, p in sorted(present, key=lambda mp: -mp[0].name.count("/")):
         if m.type == "dir":
-            fsafe.remove_dir_if_empty(p)
-    fsafe.fsync_dir(store.conv_dir)
-    if fsafe.lstat(trash) is not None:
-        fsafe.remove_tree(trash)
+            removing.remove_dir_if_empty(p)
+    syncing.fsync_dir(store.conv_dir)
+    if filemodes.lstat(trash) is not None:
+        removing.remove_tree(trash)
     return f"{cid}: finished an interrupted move to the attic ({entry.stem})"
 
 
@@ -531,14 +531,14 @@ def _repair_copy(store, attic: Path, stem: str, rec: dict) -> str:
     the older kept entries the record names go (as the copy would have done next)."""
     cid = rec.get("id")
     manifest, tar = attic / (stem + atticmod.MANIFEST_SUFFIX), attic / (stem + atticmod.TAR_SUFFIX)
-    if fsafe.lstat(manifest) is None:
-        fsafe.remove(tar)
+    if filemodes.lstat(manifest) is None:
+        removing.remove(tar)
         return f"{cid}: undid an interrupted copy to the attic (the original was never touched)"
     try:
         entry = atticmod.load_manifest(store, manifest)
     except atticmod.AtticProblem:  # cut short by a power loss: never committed
-        fsafe.remove(manifest)
-        fsafe.remove(tar)
+        removing.remove(manifest)
+        removing.remove(tar)
         return f"{cid}: undid an interrupted copy to the attic (its manifest was cut short; the original is whole)"
     if atticmod.verify(entry):
         atticmod.drop(entry)
@@ -548,21 +548,21 @@ def _repair_copy(store, attic: Path, stem: str, rec: dict) -> str:
         parsed = atticmod.parse_stem(old) if type(old) is str else None
         if parsed is None or parsed[:2] != (entry.id, "kept") or old == stem:
             continue  # (only this conversation's older kept copies, never what a tampered record names)
-        fsafe.remove(attic / (old + atticmod.MANIFEST_SUFFIX))
-        fsafe.remove(attic / (old + atticmod.TAR_SUFFIX))
-    fsafe.fsync_dir(attic)
+        removing.remove(attic / (old + atticmod.MANIFEST_SUFFIX))
+        removing.remove(attic / (old + atticmod.TAR_SUFFIX))
+    syncing.fsync_dir(attic)
     return f"{cid}: finished an interrupted copy to the attic ({stem})"
 
 
 def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
     manifest = attic / (stem + atticmod.MANIFEST_SUFFIX)
     cid = rec.get("id")
-    if fsafe.lstat(manifest) is not None:
+    if filemodes.lstat(manifest) is not None:
         names = rec.get("names")
         parts = str(rec.get("staging", "")).split("/")
         try:
             entry = atticmod.load_manifest(store, manifest)
-            staging = attic.joinpath(atticmod.STAGING, *map(fsafe.check_component, parts))
+            staging = attic.joinpath(atticmod.STAGING, *map(safepaths.check_component, parts))
         except (atticmod.AtticProblem, UnsafePath):
             return Left(
                 f"{cid}: an interrupted restore cannot be finished (its manifest or record is damaged); "
@@ -570,13 +570,13 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
                 Suggestion("attic"),
                 "` says what is wrong",
             )
-        if entry.state == "kept" and fsafe.lstat(staging) is None and _all_placed(store, entry, names):
+        if entry.state == "kept" and filemodes.lstat(staging) is None and _all_placed(store, entry, names):
             # a kept copy stays once restored: its staging copy went, only the record was left
             return f"{cid}: finished an interrupted restore (its kept copy stays in the attic)"
         if (
             type(names) is not list
             or len(names) != len(entry.members)
-            or fsafe.lstat(staging) is None
+            or filemodes.lstat(staging) is None
             or not all(
                 n is None or type(n) is str and tarzst.safe_member_name(n, str(rec.get("new_id")), store.name)
                 for n in names
@@ -602,7 +602,7 @@ def _repair_restore(store, attic: Path, stem: str, rec: dict) -> str | None:
                 f"({exc.strerror}); a later repair removes it"
             )
     else:
-        fsafe.remove(attic / (stem + atticmod.TAR_SUFFIX))
+        removing.remove(attic / (stem + atticmod.TAR_SUFFIX))
     return f"{cid}: finished an interrupted restore"  # the staging copy goes with the record's other debris
 
 
@@ -636,10 +636,10 @@ def repair_log(store, attic: Path, stem: str, rec: dict) -> str | None:
     if parsed is None or parsed[:2] != (cid, "history"):
         return None  # never drop an entry a (tampered) record points at that is not this log's history
     manifest, tar = attic / (stem + atticmod.MANIFEST_SUFFIX), attic / (stem + atticmod.TAR_SUFFIX)
-    for p in fsafe.stale_temps(store.conv_dir, f"{cid}.jsonl", now=float("inf")):  # at any age
-        fsafe.remove(p)  # our own unfinished new log (mermaid never writes its log through a temp)
-    if fsafe.lstat(manifest) is None:
-        fsafe.remove(tar)
+    for p in writing.stale_temps(store.conv_dir, f"{cid}.jsonl", now=float("inf")):  # at any age
+        removing.remove(p)  # our own unfinished new log (mermaid never writes its log through a temp)
+    if filemodes.lstat(manifest) is None:
+        removing.remove(tar)
         return (
             f"{cid}: undid an interrupted log rewrite: its history segment was not committed (or was "
             "already dropped), so the log holds the old events"
@@ -673,7 +673,7 @@ def _log_head(path: Path, rec: dict) -> tuple[str | None, int]:
     if not all(type(n) is int and n >= 0 for n in sizes) or not all(type(h) is str for h in shas):
         return None, 0
     try:
-        f, st = fsafe.open_regular(path)
+        f, st = reading.open_regular(path)
     except SamctlError:
         return None, 0
     try:
@@ -689,7 +689,7 @@ def _head_sha256(fd: int, n: int) -> str | None:
     """The sha256 of the first ``n`` bytes of ``fd``; None if it holds fewer."""
     h, off = hashlib.sha256(), 0
     while off < n:
-        b = os.pread(fd, min(fsafe.MIB, n - off), off)
+        b = os.pread(fd, min(reading.MIB, n - off), off)
         if not b:
             return None
         h.update(b)

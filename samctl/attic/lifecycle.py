@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.attic import entries as atticmod
 from samctl.attic import tarscan, tarzst
 from samctl.attic.journal import aside_name, drop_journal, put_back, settle, sha256_file, write_batch
 from samctl.errors import Busy, FileProblem, NotFound, SamctlError, UsageError
+from samctl.fs import faults, filemodes, removing, syncing, writing
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, INFO, WARNING, Finding, last_activity, recency, title_key
 from samctl.said import Suggestion, said
@@ -327,7 +327,7 @@ def topic_refs(store, ids, ignore_unreadable: bool = False) -> Refs | None:
         return None
     refs = Refs(found)
     refs.unreadable = [] if ignore_unreadable else unreadable
-    scopes = {cid for cid in ids if fsafe.lstat(store.folder(cid)) is not None}
+    scopes = {cid for cid in ids if filemodes.lstat(store.folder(cid)) is not None}
     if scopes:
         # a manifest naming its scope is parsed only if it names one of these (a byte search: an
         # attic of thousands costs reads, not parses); older ones, which do not say, always are
@@ -425,7 +425,7 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
     committed the older kept entries of each (``drops``: id -> entries) are dropped.
 
     The module docstring's order holds for each conversation; a batch has one
-    journal record, and its fsyncs are shared (``fsafe.sync_batch``), with a
+    journal record, and its fsyncs are shared (``syncing.sync_batch``), with a
     barrier wherever the order must reach the disk: the record, then the
     archives and their manifests (the commit point), then the removals of the
     originals, then the record goes.  An archive and its manifest may reach
@@ -449,7 +449,7 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
                 ) from None
             failed += [(t, exc) for t in batch]
             continue
-        with fsafe.sync_batch() as sync:
+        with syncing.sync_batch() as sync:
             outs, taken = [], set()
             for t in batch:
                 try:
@@ -493,7 +493,7 @@ def move_out_many(store, targets: list, state: str, refs=None, now: float | None
                     _remove_originals(store, attic, o.stem, o.paths, _unchanged(o))
                     moved.append((o.target, o.entry, None))
                 except (SamctlError, OSError) as exc:
-                    left = [p for p in o.paths if fsafe.lstat(p) is not None]
+                    left = [p for p in o.paths if filemodes.lstat(p) is not None]
                     if len(left) < len(o.paths):  # whole in the attic, partly still in the store: say so
                         moved.append((o.target, o.entry, (left, exc)))
                         continue
@@ -558,7 +558,7 @@ def _unchanged(o: _Out) -> list:
     """The originals' lstat results; raise (after dropping the entry) if one changed since it was archived."""
     stats = []
     for path in o.paths:
-        st = fsafe.lstat(path)
+        st = filemodes.lstat(path)
         if st is None or (st.st_ino, st.st_size, st.st_mtime_ns) != o.before[path]:
             atticmod.drop(o.entry)
             raise SamctlError(
@@ -588,22 +588,22 @@ def _remove_originals(store, attic: Path, stem: str, paths: list, stats: list) -
     if stat.S_ISDIR(stats[0].st_mode) and first.parent == store.conv_dir:
         # SAM: the whole folder leaves conversations/ in one rename, then is deleted.
         trash = attic / atticmod.STAGING / f"{stem}.trash"
-        fsafe.step("rename")
+        faults.step("rename")
         try:
-            fsafe.rename(first, trash)
+            writing.rename(first, trash)
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise  # (a read-only conversations folder: nothing may be deleted in place either)
             trash = first  # another file system: delete in place
-        fsafe.fsync_dir(store.conv_dir)
-        fsafe.remove_tree(trash)
+        syncing.fsync_dir(store.conv_dir)
+        removing.remove_tree(trash)
         return
     files = [p for p, st in zip(paths, stats) if not stat.S_ISDIR(st.st_mode)]
     for p in _removal_order(files):
-        fsafe.remove(p)
+        removing.remove(p)
     for p in sorted((p for p in paths if p not in files), key=lambda p: -len(p.parts)):
-        fsafe.remove_dir_if_empty(p)
-    fsafe.fsync_dir(store.conv_dir)
+        removing.remove_dir_if_empty(p)
+    syncing.fsync_dir(store.conv_dir)
 
 
 def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
@@ -623,10 +623,10 @@ def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
     try:
         for p, st in files:
             q = aside_name(p, stem)
-            fsafe.step("set-aside")
+            faults.step("set-aside")
             os.rename(p, q)
             aside.append((p, q, st))
-        fsafe.step("watch")
+        faults.step("watch")
         why = _written_meanwhile(store, aside)
     except OSError as exc:
         why = f"it could not be set aside: {exc.strerror or exc}"
@@ -634,17 +634,17 @@ def _remove_watched(store, stem: str, paths: list, stats: list) -> None:
         for p, q, _ in reversed(aside):
             put_back(p, q)
         for p, q, _ in aside:
-            fsafe.fsync_dir(p.parent)
+            syncing.fsync_dir(p.parent)
         raise Busy(
             f"{paths[0]}: {why} while samctl moved it; it is back as it was and nothing was moved",
             hint=f"{store.app_name} is using it: wait until it is idle, then try again",
         )
     for p, q, _ in aside:
-        fsafe.remove(q)
+        removing.remove(q)
     for p in sorted((p for p, st in zip(paths, stats) if stat.S_ISDIR(st.st_mode)), key=lambda p: -len(p.parts)):
-        fsafe.remove_dir_if_empty(p)
+        removing.remove_dir_if_empty(p)
     for folder in {p.parent for p, _ in files}:
-        fsafe.fsync_dir(folder)
+        syncing.fsync_dir(folder)
 
 
 def _written_meanwhile(store, aside: list) -> str | None:

@@ -3,10 +3,10 @@
 Nothing is lost (attic/entries.py): extract into a private staging folder,
 checking every hash (and, with ``as_new``, rewrite the id inside the
 copies), write a journal record, move each file to its name without ever
-replacing anything (``fsafe.move_new``: bytes, mode and mtime come along),
+replacing anything (``writing.move_new``: bytes, mode and mtime come along),
 then drop the attic entry (manifest first), then the journal record and the
 staging folder.  Entries go in batches of ``lifecycle.BATCH`` that share one
-journal record, one staging folder and their fsyncs (``fsafe.sync_batch``),
+journal record, one staging folder and their fsyncs (``syncing.sync_batch``),
 with a barrier wherever the order must reach the disk.  A crash leaves the
 batch's record in ``samctl-attic/.journal``; ``attic/journal.py`` finishes
 each move it describes.  In a big batch of small entries, worker processes
@@ -21,12 +21,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.attic import entries as atticmod
 from samctl.attic import lifecycle, tarscan, tarzst
 from samctl.attic.journal import drop_journal, pending_ids, place, settle, sha256_file, write_batch, write_journal
 from samctl.attic.lifecycle import Report, attic_view, reason
 from samctl.errors import NotFound, SamctlError, UsageError
+from samctl.fs import filemodes, removing, syncing, writing
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import ERROR, WARNING, Finding
 from samctl.safetext import quoted
@@ -208,7 +208,7 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
         report.findings += left
         store.forget_listing()
         # another samctl (or the repair just done) may have restored or purged some meanwhile
-        there = {r.entry.id for r in plans if fsafe.lstat(r.entry.manifest_path) is not None}
+        there = {r.entry.id for r in plans if filemodes.lstat(r.entry.manifest_path) is not None}
         lifecycle.gone_meanwhile(report, [r.entry.id for r in plans], there)
         plans = [r for r in plans if r.entry.id in there]
         entries = [r.entry for r in plans]
@@ -278,7 +278,7 @@ def _touch(store, r: _Restore) -> None:
     base = str(store.conv_dir) + os.sep
     for n, m in zip(r.names, r.entry.members):
         if m.type == "file" and n is not None:
-            fsafe.touch(base + n)
+            writing.touch(base + n)
 
 
 def _restore_plans(store, entries: list, as_new: bool, held=()) -> list:
@@ -323,11 +323,11 @@ def _restore_batch(store, plans: list) -> list:
     """
     attic = atticmod.ensure_attic(store)
     folder = attic / atticmod.STAGING / f"{plans[0].entry.stem}.{os.getpid()}"
-    if fsafe.lstat(folder) is not None:
-        fsafe.remove_tree(folder)
-    fsafe.make_dir(folder)
+    if filemodes.lstat(folder) is not None:
+        removing.remove_tree(folder)
+    writing.make_dir(folder)
     out, staged, placed, left = [], [], [], []
-    with fsafe.sync_batch() as sync:
+    with syncing.sync_batch() as sync:
         for r, exc in _stage_all(store, folder, plans, sync):
             if exc is None:
                 staged.append(r)
@@ -341,7 +341,7 @@ def _restore_batch(store, plans: list) -> list:
                 out += [(r, exc) for r in staged]
                 staged = []
         sync.barrier()  # the staged copies and the record are on disk before anything is placed
-        conv_st = fsafe.lstat(store.root_real)
+        conv_st = filemodes.lstat(store.root_real)
         for r in staged:
             try:
                 conflicts = place(store, r.entry, r.staging, r.names, conv_st)
@@ -389,7 +389,7 @@ def _restore_batch(store, plans: list) -> list:
         if left:
             write_journal(attic, record, {"op": "batch", "moves": [_restore_record(r, folder) for r in left]})
         else:
-            fsafe.remove_tree(folder, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
+            removing.remove_tree(folder, sync_parent=False)  # scratch: repair sweeps it if a crash brings it back
             if record is not None:
                 drop_journal(attic, record)
     kept_plans = {id(r) for r, _ in kept}
@@ -451,7 +451,7 @@ def _stage_all(store, folder: Path, plans: list, sync):
     (``_claim``, then ``_extract``), in order.  A batch of at least ``PARALLEL_STAGE`` small
     entries is extracted by worker processes, into the staging folder only (``_extract`` reads
     the attic and writes nothing else; the store is changed here, later); their writes are left
-    to the batch's next barrier (``fsafe.synced_by_parent``), which covers the staging folder.
+    to the batch's next barrier (``syncing.synced_by_parent``), which covers the staging folder.
     Otherwise the entries are extracted here, each archive read ahead on a helper thread.  A crash
     meanwhile leaves only the staging folder (no journal record yet), which repair sweeps."""
     claimed: set = set()
@@ -466,7 +466,7 @@ def _stage_all(store, folder: Path, plans: list, sync):
                 yield r, exc
             archive = None  # let it go before the next one is waited for: at most AHEAD are held
         return
-    defer = fsafe.batch_defers()
+    defer = syncing.batch_defers()
     items: list = []
     for i, r in enumerate(plans):
         try:
@@ -498,7 +498,7 @@ def _stage_one(store, item):
         return item
     folder, defer, entry, new, names, staging = item
     r = _Restore(entry, new, names, {}, staging)
-    with fsafe.synced_by_parent(defer):
+    with syncing.synced_by_parent(defer):
         try:
             _extract(store, folder, r)
         except (SamctlError, OSError) as exc:
@@ -518,7 +518,7 @@ def _claim(folder: Path, i: int, r: _Restore, claimed: set) -> None:
         r.staging = folder
     else:
         r.staging = folder / str(i)
-        fsafe.make_dir(r.staging)
+        writing.make_dir(r.staging)
 
 
 def _extract(store, folder: Path, r: _Restore, archive=None) -> None:
@@ -533,5 +533,5 @@ def _extract(store, folder: Path, r: _Restore, archive=None) -> None:
             r.names = [None if renames.get(m.name, n) is None else n for n, m in zip(r.names, entry.members)]
     except BaseException:
         if r.staging != folder:
-            fsafe.remove_tree(r.staging)
+            removing.remove_tree(r.staging)
         raise

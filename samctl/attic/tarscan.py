@@ -22,7 +22,6 @@ import hashlib
 import io
 import os
 
-from samctl import fsafe
 from samctl.attic.entry import Entry
 from samctl.attic.tarzst import (
     CHUNK,
@@ -36,6 +35,7 @@ from samctl.attic.tarzst import (
     safe_member_name,
 )
 from samctl.errors import SamctlError
+from samctl.fs import reading
 from samctl.model import ERROR, Finding
 
 PARALLEL_HASH = 256 << 10  # a tar this big is hashed on a helper thread while its files are written
@@ -58,7 +58,7 @@ def read_back(entry: Entry, compressed: bytes, tar: bytes | None) -> list:
     import zstandard  # (lazy: zstandard: slow to import)
 
     try:
-        back = fsafe.read_capped(entry.tar_path, len(compressed))
+        back = reading.read_capped(entry.tar_path, len(compressed))
     except SamctlError as exc:
         return [finding(entry, "attic-missing", exc.message)]
     if back != compressed:
@@ -112,11 +112,11 @@ def read_archive(entry: Entry):
     overlaps the decompression of the other.)"""
     try:
         if entry.tar_size <= READ_WHOLE:
-            data = fsafe.read_capped(entry.tar_path, entry.tar_size)
+            data = reading.read_capped(entry.tar_path, entry.tar_size)
             return data, len(data), hashlib.sha256(data).hexdigest()
-        f, _ = fsafe.open_regular(entry.tar_path)
+        f, _ = reading.open_regular(entry.tar_path)
         try:
-            n, digest = fsafe.sha256_of_file(f)
+            n, digest = reading.sha256_of_file(f)
             f.seek(0)
         except BaseException:
             f.close()
@@ -195,7 +195,7 @@ def scan(
             ]
     try:
         # (a big archive checked first: the file it was hashed from)
-        f = io.BytesIO(data) if isinstance(data, bytes) else data or fsafe.open_regular(entry.tar_path)[0]
+        f = io.BytesIO(data) if isinstance(data, bytes) else data or reading.open_regular(entry.tar_path)[0]
     except SamctlError as exc:
         return [finding(entry, "attic-missing", exc.message)]
     want = {m.name: m for m in entry.members}

@@ -27,8 +27,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import FileProblem, UnsafePath
+from samctl.fs import filemodes, reading, safepaths, writing
 from samctl.stores import store_class
 
 CHUNK = 1 << 20  # reads and writes of big members and streams
@@ -78,7 +78,7 @@ def safe_member_name(name, cid: str, store_name: str) -> bool:
         return False
     try:
         for p in parts:
-            fsafe.check_component(p)
+            safepaths.check_component(p)
     except UnsafePath:
         return False
     return store_class(store_name).member_belongs(parts, cid)
@@ -251,7 +251,7 @@ def write(store, paths: list, f, level: int, in_memory: bool, total: int, built:
     if not in_memory:
         return Written(*tar_streamed(store, paths, f, level, total))
     w = built or build(store, paths, level)
-    fsafe.write_all(f, w.compressed)
+    writing.write_all(f, w.compressed)
     return w
 
 
@@ -261,7 +261,7 @@ def tar_streamed(store, paths: list, f, level: int, total: int | None = None) ->
     import tarfile  # (lazy: tarfile: not loaded by ls or --help)
 
     if total is None:
-        total = sum(st.st_size for st in (fsafe.lstat(p) for p in paths) if st is not None)
+        total = sum(st.st_size for st in (filemodes.lstat(p) for p in paths) if st is not None)
     threads = -1 if total >= _THREAD_MIN * 2 else 0  # big inputs: every core, like `zstd -T0`
     hw = _HashWriter(f)
     zw = compressor(level, threads).stream_writer(hw, closefd=False)
@@ -283,9 +283,9 @@ def tar_in_memory(store, paths: list) -> tuple[list, bytes]:
         sp = str(p)
         rel = member_name(store, p)
         try:
-            f, st = fsafe.open_regular(sp)
+            f, st = reading.open_regular(sp)
         except FileProblem as exc:
-            st = fsafe.lstat(sp)
+            st = filemodes.lstat(sp)
             if exc.code != "not-regular" or st is None or not stat.S_ISDIR(st.st_mode):
                 raise
             f = None  # a folder (SAM's conversation folder) is a member too
@@ -373,7 +373,7 @@ def _add(tf, store, p: Path) -> Member:
     if stat.S_ISDIR(st.st_mode):
         tf.addfile(ti)
         return Member(rel, "dir", 0, None, ti.mode, st.st_mtime_ns)
-    f, st = fsafe.open_regular(p)
+    f, st = reading.open_regular(p)
     try:
         ti.size = st.st_size
         ti.mode = stat.S_IMODE(st.st_mode)

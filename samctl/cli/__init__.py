@@ -199,7 +199,7 @@ def _say_quietly(text: str) -> None:
 
 
 def _to_devnull(fd: int) -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)  # (fsafe exception: /dev/null, no file of samctl's)
+    devnull = os.open(os.devnull, os.O_WRONLY)  # (samctl.fs exception: /dev/null, no file of samctl's)
     try:
         os.dup2(devnull, fd)
     finally:

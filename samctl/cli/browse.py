@@ -1,4 +1,4 @@
-"""samctl browse: a terminal browser over every archive (issue #38), with search as you type.
+"""samctl browse: a terminal browser over every archive, with search as you type.
 
 Textual is an optional extra (``pip install 'samctl[tui]'``): this module imports it only inside the
 command, after checking it is there, so ``samctl --help`` and every other command never load it.

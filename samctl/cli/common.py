@@ -429,7 +429,7 @@ def _completion_stores(ctx) -> list:
     return Scope(roots=tuple(ctx.find_root().params.get("roots") or ()) or env_roots()).found()
 
 
-# -- tables that fit the terminal (issue #33) --------------------------------------------------------------
+# -- tables that fit the terminal --------------------------------------------------------------------------
 
 
 def terminal_width() -> int | None:

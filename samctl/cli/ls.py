@@ -151,5 +151,5 @@ def _table(metas, date_style: str = "relative", header: bool = True) -> None:
 
 
 def _title(m) -> str:
-    """The title, and the session a resumed one continues (#35)."""
+    """The title, and the session a resumed one continues."""
     return one_line(m.title) + (f" (continues {one_line(m.continues[:8])})" if m.continues else "")

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from samctl import errors, fsafe
+from samctl import errors
 from samctl.cli.common import (
     Number,
     complete_ids,
@@ -21,6 +21,7 @@ from samctl.cli.common import (
 )
 from samctl.cli.projectopts import project_options, project_spec
 from samctl.cli.writeopts import force_option, lock_wait_option
+from samctl.fs import safepaths
 from samctl.search.query import HELP as QUERY_HELP
 
 
@@ -275,7 +276,7 @@ def command(
     if touch:
         for s in memories:  # (each SAM store its own memories, under its own lock)
             base = os.path.realpath(s.base)
-            mine = [h for h in hits if h.kind == "memory" and h.source and fsafe.is_inside(base, h.source)]
+            mine = [h for h in hits if h.kind == "memory" and h.source and safepaths.is_inside(base, h.source)]
             findings += _touch(s, mine, force, lock_wait, findings)
     if fmt == "json":
         emit_json(list(map(_row, hits)))

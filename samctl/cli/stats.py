@@ -6,7 +6,7 @@ import click
 
 from samctl.cli.common import emit_json, examples, finish, format_option, human_size, report_findings, scope_of
 from samctl.cli.projectopts import project_options, project_spec
-from samctl.core.stats import BY_KEYS
+from samctl.report.stats import BY_KEYS
 
 
 @click.command("stats")
@@ -48,7 +48,7 @@ def command(ctx, roots, top, months, by, project, here, fmt):
     else every store samctl finds), its largest conversations, and activity per month (by last
     update). Read-only.
     """
-    from samctl.core.stats import stats_report
+    from samctl.report.stats import stats_report
 
     project = project_spec(project, here)
     scope = scope_of(ctx)
@@ -71,7 +71,7 @@ def command(ctx, roots, top, months, by, project, here, fmt):
 
 def _text(result: dict, months: int) -> str:
     from samctl.cli.common import table
-    from samctl.core.stats import bar, month_range
+    from samctl.report.stats import bar, month_range
     from samctl.safetext import one_line, safe_text
 
     out = []

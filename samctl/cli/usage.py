@@ -10,8 +10,8 @@ import sys
 import click
 
 from samctl.cli.common import emit_json, emit_jsonl, examples, finish, report_findings, scope_of, table
-from samctl.core.usage import GROUPS, TOKEN_FIELDS, UsageQuery, collect, load_prices, report
 from samctl.gcpause import gc_paused
+from samctl.report.usage import GROUPS, TOKEN_FIELDS, UsageQuery, collect, load_prices, report
 from samctl.stores import STORES
 from samctl.timeparse import parse_when
 
@@ -86,9 +86,9 @@ def command(ctx, by, since, until, store_names, project, model, breakdown, price
         stores = scope.stores()
         rep = report(collect([s for s in stores if not q.stores or s.name in q.stores], findings), q, prices)
     if output is not None:
-        from samctl import fsafe
+        from samctl.fs import writing
 
-        fsafe.write_atomic(output, _render(rep, fmt, chart).encode())
+        writing.write_atomic(output, _render(rep, fmt, chart).encode())
     elif fmt == "jsonl":
         emit_jsonl(rep["rows"])
     elif fmt == "json":

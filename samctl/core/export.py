@@ -15,7 +15,7 @@ Rules:
   format; a package that dropped stored messages would lose data on import).
 - A conversation that cannot be read, or whose package SAM would refuse, is a
   finding and is skipped; the rest are exported.
-- Files are written atomically (``fsafe``), 0600, in folders created 0700.
+- Files are written atomically (``fs.writing``), 0600, in folders created 0700.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.core.listing import ListQuery, list_across, list_conversations
 from samctl.core.load import load_resolved
 from samctl.core.places import store_folder_holding
 from samctl.errors import SamctlError, UsageError
+from samctl.fs import removing, safepaths, writing
 from samctl.model import INFO, Finding
 from samctl.render import text as render
 from samctl.stores import exporter
@@ -251,18 +251,18 @@ def export(
                 made=made,
             )
             if not res.files:
-                fsafe.remove_empty_dirs(made)
+                removing.remove_empty_dirs(made)
                 findings.append(Finding("not-written", str(plan.path), f"nothing was written to {plan.path}", INFO))
             return res
         if plan.kind == "file":
             assert path is not None  # (a file plan always names its file)
             try:
-                with fsafe.atomic_writer(fsafe.make_private_dir(path.parent, made) / path.name) as out:
+                with writing.atomic_writer(writing.make_private_dir(path.parent, made) / path.name) as out:
                     _to_stream(conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
                     if res.exported == 0 and ids:  # every one skipped: an empty file would replace a good one
                         raise _NothingToWrite
             except _NothingToWrite:
-                fsafe.remove_empty_dirs(made)
+                removing.remove_empty_dirs(made)
                 findings.append(
                     Finding(
                         "not-written",
@@ -305,14 +305,14 @@ def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported
             res.skipped += 1
             continue
         if not res.files:
-            fsafe.make_private_dir(folder, made)
-        name = fsafe.check_component(conv.meta.id + EXTENSIONS[fmt])
+            writing.make_private_dir(folder, made)
+        name = safepaths.check_component(conv.meta.id + EXTENSIONS[fmt])
         n = 1
         while name in names:  # one id in two stores (a copied project): never overwrite what this run wrote
             n += 1
-            name = fsafe.check_component(f"{conv.meta.id}-{n}{EXTENSIONS[fmt]}")
+            name = safepaths.check_component(f"{conv.meta.id}-{n}{EXTENSIONS[fmt]}")
         names.add(name)
-        fsafe.write_atomic(folder / name, data)
+        writing.write_atomic(folder / name, data)
         res.files.append(str(folder / name))
         res.exported += 1
         if index:
@@ -329,7 +329,7 @@ def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported
     if index and entries:
         from samctl.render import html  # (lazy: not loaded by ls or --help)
 
-        fsafe.write_atomic(folder / "index.html", html.index_page(entries).encode("utf-8", "surrogateescape"))
+        writing.write_atomic(folder / "index.html", html.index_page(entries).encode("utf-8", "surrogateescape"))
         res.files.append(str(folder / "index.html"))
 
 

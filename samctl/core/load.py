@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import reading
 from samctl.lock import held_by_another
 from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.said import said
@@ -72,7 +72,7 @@ def raw_bytes(store, text: str, findings: list):
                 )
             )
             return part
-        return fsafe.read_capped(path, store.caps.snapshot)
+        return reading.read_capped(path, store.caps.snapshot)
     except FileProblem as exc:
         findings.append(Finding(exc.code, str(path), exc.message, ERROR, cid))
         return None

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from samctl import fsafe
 from samctl.attic import ATTIC, attic_dir
 from samctl.errors import SamctlError
+from samctl.fs import safepaths
 from samctl.lock import samctl_dir
 
 
@@ -22,7 +22,7 @@ def store_folder_holding(store, p) -> str | None:
         (os.path.realpath(_lock(store)), "samctl's own folder"),
         (app, f"{store.app_name}'s folder ({app})"),
     ):
-        if folder is not None and fsafe.within(folder, real):
+        if folder is not None and safepaths.within(folder, real):
             return what
     return None
 

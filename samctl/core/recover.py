@@ -13,9 +13,9 @@ import os
 import stat
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.attic import journal as repair
 from samctl.errors import NotFound, SamctlError, UsageError
+from samctl.fs import faults, filemodes, reading, safepaths, syncing, writing
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
 from samctl.model import WARNING, Finding, RecoveryPlan
 from samctl.said import Suggestion, said
@@ -29,10 +29,10 @@ def backup_path(target: Path, suffix: str = "bak") -> Path:
 
 def _refuse_unless_file(path: Path) -> None:
     """Only a regular file (or nothing) is ever replaced: never a folder, a FIFO, a device or a symlink."""
-    st = fsafe.lstat(path)
+    st = filemodes.lstat(path)
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise SamctlError(
-            f"{path} is {fsafe.describe_mode(st.st_mode)}, not a file; samctl does not replace it, "
+            f"{path} is {filemodes.describe_mode(st.st_mode)}, not a file; samctl does not replace it, "
             "so nothing was written",
             hint=said("move it aside (see `", Suggestion("check"), "`), then recover again"),
         )
@@ -47,8 +47,8 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
             _refuse_unless_file(path)
     if to is not None:
         dest = Path(to)
-        data = plan.new_bytes if plan.new_bytes is not None else fsafe.read_capped(plan.target, 1 << 31)
-        fsafe.write_atomic(dest, data)
+        data = plan.new_bytes if plan.new_bytes is not None else reading.read_capped(plan.target, 1 << 31)
+        writing.write_atomic(dest, data)
         plan.written.append(dest)
         return plan
     if plan.tail is not None:
@@ -56,26 +56,26 @@ def execute(plan: RecoveryPlan, to: Path | None = None) -> RecoveryPlan:
         if torn is not None:
             plan.written.append(torn)
     if plan.new_bytes is not None:
-        if fsafe.lstat(plan.target) is not None:
+        if filemodes.lstat(plan.target) is not None:
             try:
-                old = fsafe.read_capped(plan.target, 1 << 31)
+                old = reading.read_capped(plan.target, 1 << 31)
             except Exception:  # noqa: BLE001 - a FIFO or the like: nothing to keep
                 old = None
             if old is not None:
                 bak = backup_path(plan.target)
-                fsafe.step("bak")
-                fsafe.write_atomic(bak, old)
+                faults.step("bak")
+                writing.write_atomic(bak, old)
                 plan.written.append(bak)
-        fsafe.write_atomic(plan.target, plan.new_bytes)
+        writing.write_atomic(plan.target, plan.new_bytes)
         plan.written.append(plan.target)
     for path, data in plan.sidecars:
-        fsafe.write_atomic(path, data)
+        writing.write_atomic(path, data)
         plan.written.append(path)
     for path in plan.set_aside:  # after the new file: a crash before this leaves it for the next recover
         bak = backup_path(path)
-        fsafe.move_new(path, bak)
+        writing.move_new(path, bak)
         os.chmod(bak, 0o600)
-        fsafe.fsync_dir(bak.parent)
+        syncing.fsync_dir(bak.parent)
         plan.written.append(bak)
     return plan
 
@@ -93,7 +93,7 @@ def destination(store, plan: RecoveryPlan, to) -> Path:
     dest = Path(to)
     if dest.is_dir():
         dest = dest / plan.target.name
-    if fsafe.is_inside(store.root_real, dest):
+    if safepaths.is_inside(store.root_real, dest):
         raise UsageError(
             f"{dest} is inside the store ({store.conv_dir}); --to writes the recovered document "
             "elsewhere, so nothing was written",
@@ -187,6 +187,6 @@ def _stamps(paths: list) -> list:
     that keeps the size and puts the mtime back still moves the ctime)."""
     out = []
     for p in paths:
-        st = fsafe.lstat(p)
+        st = filemodes.lstat(p)
         out.append((str(p), None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)))
     return out

@@ -28,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from samctl import errors, fsafe
+from samctl import errors
 from samctl.core.places import store_folder_holding
+from samctl.fs import userdirs
 from samctl.model import WARNING, Finding
 from samctl.safetext import one_line, safe_text
 from samctl.said import Suggestion, said
@@ -296,7 +297,7 @@ class Scope:
         once per run why a store runs without the cache."""
 
         if store.use_cache:
-            what = store_folder_holding(store, fsafe.cache_dir())
+            what = store_folder_holding(store, userdirs.cache_dir())
             if what is not None:  # e.g. SAMCTL_CACHE_DIR set to the SAM base folder
                 store.cache_note = ("cache-in-store", f"samctl's cache folder is inside {what}")
                 store.use_cache = False
@@ -306,7 +307,7 @@ class Scope:
             self.note(
                 Finding(
                     code,
-                    str(fsafe.cache_dir()),
+                    str(userdirs.cache_dir()),
                     f"{why}; this run uses no cache (set "
                     "SAMCTL_CACHE_DIR to a folder samctl may write, outside every store)",
                     WARNING,

@@ -1,4 +1,4 @@
-"""Charts of a usage report (core/usage.py ``report``): a terminal bar chart and a self-contained HTML page.
+"""Charts of a usage report (report/usage.py ``report``): a terminal bar chart and a self-contained HTML page.
 
 Plain strings, no terminal codes.  Every text that comes from a file (a project path, a model or session id)
 goes through ``safetext.one_line`` for the terminal and ``html.escape`` for the page; the page loads nothing

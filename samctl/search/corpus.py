@@ -119,7 +119,7 @@ class IndexCorpus:
         if self.size and int(self.role_code.max()) >= len(ROLES):
             raise BadIndex("role codes out of range")
         # 2 less 2 for a user's row, less 1 for an assistant's: comparisons and subtractions of whole
-        # arrays (a gather through a table, or a masked assignment, of a million small codes costs 10x more)
+        # arrays (a gather through a table, or a masked assignment, costs far more per code)
         self.role = np.full(self.size, 2, np.int8)
         for name, v in _ROLE_SIDE.items():
             hit = (self.role_code == ROLES.index(name)).view(np.int8)

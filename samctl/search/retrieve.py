@@ -19,12 +19,11 @@ import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from samctl import heap
 from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.model import ERROR, INFO, Finding
 from samctl.safetext import quoted
+from samctl.search import heap, scoring
 from samctl.search import index as ix
-from samctl.search import scoring
 from samctl.search.hits import (  # noqa: F401
     KIND_ORDER,
     RESCORE_MARGIN,
@@ -515,7 +514,7 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
 
 
 FOLD_WINDOW = 1 << 18  # bytes of text lowered at a time by ``_rows_holding`` (a longer row: the row);
-# small, so that the allocator reuses its buffers: 4 MiB windows were fresh pages each, 2x the CPU
+# small, so that the allocator reuses its buffers: a large window is fresh pages from the kernel each time
 
 
 def _rows_holding(seg, mask, nb):

@@ -14,8 +14,8 @@ import os
 import re
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import Denied, FileProblem, NotFound
+from samctl.fs import reading, safepaths, userdirs
 from samctl.model import ERROR, Finding
 from samctl.stores.base import Caps, Store
 
@@ -61,15 +61,15 @@ def locate(root: str | None) -> tuple[str, Path, Path]:
             raise PermissionError(errno.EACCES, "Permission denied", str(conv))
     except PermissionError as exc:
         raise denied(exc.filename) from None
-    # every path printed from here on is built on these: printed by fsafe.shown's one rule
-    return kind, Path(fsafe.shown(conv)), Path(fsafe.shown(base))
+    # every path printed from here on is built on these: printed by safepaths.shown's one rule
+    return kind, Path(safepaths.shown(conv)), Path(safepaths.shown(base))
 
 
 def denied(path) -> Denied:
     """The error for a store path samctl may not read: names the first folder on ``path`` that
     samctl may not enter, else ``path`` itself (a folder it may enter but not list, or a file)."""
     return Denied(
-        fsafe.shown(fsafe.first_closed(path or ".")),
+        safepaths.shown(userdirs.first_closed(path or ".")),
         hint="samctl needs to read the store's folders; check their owner and mode (ls -ld), "
         "or run samctl as the user who owns them",
     )
@@ -146,7 +146,7 @@ _READER_NAMES = (
 
 def _reader_store(p: Path):
     """An llm ``logs.db`` (its folder or the file) or a ChatGPT export (folder or ``.zip``): read-only
-    stores (issue #23).  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
+    stores.  Tried first: an export folder holds a ``conversations.json``, as SAM's legacy
     folder does.  Returns locate's tuple, the file itself as the second item for a file root.  Their
     modules are imported only when a name says it may be one (every command locates its store)."""
     if not (p.name.lower().endswith((".db", ".zip")) or any(os.path.lexists(p / n) for n in _READER_NAMES)):
@@ -234,7 +234,7 @@ def config_roots(findings: list) -> list[Path]:
     if not path.is_absolute():  # (no home folder to find it in)
         return []
     try:
-        data = fsafe.read_capped(path, 1 << 20)
+        data = reading.read_capped(path, 1 << 20)
     except FileProblem as exc:
         if exc.code != "missing":
             findings.append(Finding(exc.code, str(path), exc.message, ERROR))
@@ -283,7 +283,7 @@ def found_stores(
         try:
             store = open_store(str(p), caps, cache)
         except NotFound as exc:
-            findings.append(Finding("store-unreadable", fsafe.shown(str(p)), exc.message, ERROR))
+            findings.append(Finding("store-unreadable", safepaths.shown(str(p)), exc.message, ERROR))
             if failed is not None:
                 failed.append(exc)
             continue
@@ -299,7 +299,10 @@ def _outermost(stores: list) -> list:
         s
         for s in stores
         if not any(
-            o is not s and o.name == s.name and o.root_real != s.root_real and fsafe.within(o.root_real, s.root_real)
+            o is not s
+            and o.name == s.name
+            and o.root_real != s.root_real
+            and safepaths.within(o.root_real, s.root_real)
             for o in stores
         )
     ]

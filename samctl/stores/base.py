@@ -1,7 +1,7 @@
 """What every store module provides.
 
 A Store is bound to one root on disk.  It validates ids before building any
-path, reads only through samctl.fsafe, and reports every problem it meets as a
+path, reads only through samctl.fs, and reports every problem it meets as a
 Finding instead of raising, except when the caller asked for one thing that
 cannot be had (then a SamctlError).
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from samctl import fsafe
 from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
+from samctl.fs import reading, safepaths, userdirs
 from samctl.model import ERROR, Finding
 from samctl.said import BIGGER_CAP, Suggestion, said
 
@@ -23,9 +23,9 @@ from samctl.said import BIGGER_CAP, Suggestion, said
 class Caps:
     """Size caps for reads; ``--max-file-size`` sets all three to one value."""
 
-    snapshot: int = fsafe.SNAPSHOT_CAP
-    log: int = fsafe.LOG_CAP
-    other: int = fsafe.SNAPSHOT_CAP
+    snapshot: int = reading.SNAPSHOT_CAP
+    log: int = reading.LOG_CAP
+    other: int = reading.SNAPSHOT_CAP
 
     @classmethod
     def uniform(cls, n: int) -> Caps:
@@ -180,10 +180,10 @@ class Store:
         # cache off for a cache folder in the app's folders around the store).
         self.cache_note = None  # (finding code, reason) when the cache is off for one of those reasons
         if cache:
-            if fsafe.is_inside(self.root_real, fsafe.cache_dir()):
+            if safepaths.is_inside(self.root_real, userdirs.cache_dir()):
                 self.cache_note = ("cache-in-store", "samctl's cache folder is inside the store")
             else:
-                why = fsafe.cache_unusable(fsafe.cache_dir()) or fsafe.own_folder_problem(fsafe.cache_dir())
+                why = userdirs.cache_unusable(userdirs.cache_dir()) or userdirs.own_folder_problem(userdirs.cache_dir())
                 self.cache_note = ("cache-unusable", f"samctl cannot use its cache folder: {why}") if why else None
         self.use_cache = cache and self.cache_note is None
 

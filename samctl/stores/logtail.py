@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import SamctlError
+from samctl.fs import faults, filemodes, reading, writing
 from samctl.said import Suggestion, said
 
 
@@ -39,7 +39,7 @@ def sibling(path: Path, suffix: str) -> Path:
     base = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.{suffix}")
     p = base
     n = 0
-    while fsafe.lstat(p) is not None:
+    while filemodes.lstat(p) is not None:
         n += 1
         if n > 999:
             raise SamctlError(
@@ -52,14 +52,14 @@ def sibling(path: Path, suffix: str) -> Path:
 
 def apply(tail: TailRepair) -> Path | None:
     """Carry out the repair; return the ``.torn`` file written (None when a newline was added)."""
-    st = fsafe.lstat(tail.log)
+    st = filemodes.lstat(tail.log)
     if st is None or st.st_size != tail.size:
         raise SamctlError(
             f"{tail.log} changed while samctl was reading it (another writer?); nothing was trimmed",
             hint="make sure mermaid is not using the session, then run the command again",
         )
     if tail.add_newline:
-        fd = fsafe.open_append_fd(tail.log)
+        fd = writing.open_append_fd(tail.log)
         try:
             os.write(fd, b"\n")
             os.fsync(fd)
@@ -70,10 +70,10 @@ def apply(tail: TailRepair) -> Path | None:
         f.seek(tail.offset)
         cut = f.read()
     torn = sibling(tail.log, "torn")
-    fsafe.write_atomic(torn, cut)
-    fsafe.step("truncate")
+    writing.write_atomic(torn, cut)
+    faults.step("truncate")
     os.truncate(tail.log, tail.offset)
-    fd = fsafe.open_read_fd(tail.log)
+    fd = reading.open_read_fd(tail.log)
     try:
         os.fsync(fd)
     finally:

@@ -15,8 +15,8 @@ import time
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import reading, userdirs, writing
 
 VERSION = 8  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
 # 6: one-file-each rows carry project, branch, continues, copied messages and model; 7: SAM rows carry the model;
@@ -36,7 +36,7 @@ class MetaCache:
         self.enabled = enabled
         self.caps = [caps.snapshot, caps.log, caps.other] if caps is not None else None
         key = hashlib.sha256(f"{kind}\0{root_real}".encode("utf-8", "surrogateescape")).hexdigest()[:24]
-        self.path = fsafe.cache_dir() / f"{kind}-meta-{key}.json"
+        self.path = userdirs.cache_dir() / f"{kind}-meta-{key}.json"
         self.stamp = None  # the folder stamp saved with the entries, if any (set by load)
         self.extra = None  # what the store saved beside the stamp (set by load)
 
@@ -45,7 +45,7 @@ class MetaCache:
         if not self.enabled:
             return {}
         try:
-            doc = orjson.loads(fsafe.read_capped(self.path, 1 << 31))
+            doc = orjson.loads(reading.read_capped(self.path, 1 << 31))
         except (FileProblem, orjson.JSONDecodeError):
             return {}
         if (
@@ -79,8 +79,8 @@ class MetaCache:
             doc["folder"], doc["extra"] = stamp, extra
         try:
             data = orjson.dumps(doc)
-            fsafe.make_private_dir(self.path.parent)
-            fsafe.write_atomic(self.path, data)
+            writing.make_private_dir(self.path.parent)
+            writing.write_atomic(self.path, data)
         except (OSError, orjson.JSONEncodeError):  # JSONEncodeError: a file name that is not UTF-8
             pass  # a cache that cannot be written costs only time
 

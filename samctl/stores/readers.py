@@ -84,11 +84,11 @@ def _named_by(var: str, p: Path) -> bool:
 def _has_attic(kind: str, conv: Path) -> bool:
     """True if samctl keeps an attic for the store whose conversations folder is ``conv``: samctl moved
     sessions out of that place, which stays a store however few it still holds (the undo needs it)."""
-    from samctl import fsafe  # (lazy: only a folder no other rule claimed asks)
+    from samctl.fs import userdirs  # (lazy: only a folder no other rule claimed asks)
     from samctl.stores.sessionfiles import root_key  # (lazy: as above)
 
     try:
-        return os.path.lexists(fsafe.data_dir() / "attic" / kind / root_key(os.path.realpath(conv)))
+        return os.path.lexists(userdirs.data_dir() / "attic" / kind / root_key(os.path.realpath(conv)))
     except (OSError, ValueError):
         return False
 

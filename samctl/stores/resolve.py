@@ -98,7 +98,7 @@ def resolve_many(store, texts) -> list[str]:
 
 def resolve_across(stores, text: str):
     """``(store, id)`` for what a user typed, looked up in every store of ``stores`` (the cross-store
-    view, issue #23), by ``resolve_id``'s rules: an exact id in one store wins; else a unique prefix
+    view), by ``resolve_id``'s rules: an exact id in one store wins; else a unique prefix
     (of a conversation) among all stores.  Two or more matches are ambiguous: a usage error listing
     the candidates with their stores.  A text no store's rule accepts is a usage error; none matching,
     NotFound naming every store's folder."""

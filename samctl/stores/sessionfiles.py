@@ -1,7 +1,7 @@
 """Another app's sessions, one file each (Claude Code, Codex CLI), as samctl moves them to and from its attic.
 
 - The attic lives in samctl's own data folder, ``<data>/attic/<store kind>/<key of the root>/`` (``<data>``:
-  ``fsafe.data_dir()``; 0700 folders, 0600 files), and samctl's lock in ``<data>/locks/<kind>/<key>/``:
+  ``userdirs.data_dir()``; 0700 folders, 0600 files), and samctl's lock in ``<data>/locks/<kind>/<key>/``:
   never in the app's folders, which the app lists and cleans.  The key is the conversations folder's real
   path, made readable, plus a hash of it.
 - A session's files are its file, plus what the store's ``companions`` adds (Claude Code: the folder of
@@ -24,8 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import FileProblem, NotFound, SamctlError, UnsafePath, UsageError
+from samctl.fs import filemodes, removing, safepaths, syncing, userdirs
 from samctl.said import Suggestion, said
 
 LIVE_MINUTES = 10.0
@@ -97,11 +97,11 @@ class KeptSessions:
     # where samctl keeps its own files for this store -----------------------------------
     def _samctl_place(self, what: str) -> Path:
         """``<data>/<what>/<kind>/<key>``; UnsafePath if a folder on the way (from samctl's data folder
-        down) is a symlink, another user's, or open to others' writes (``fsafe.own_folder_problem``): no
+        down) is a symlink, another user's, or open to others' writes (``userdirs.own_folder_problem``): no
         link leads samctl's attic among the app's files, and no other user's files into samctl's attic."""
-        data = fsafe.data_dir()
+        data = userdirs.data_dir()
         place = data / what / self.name / root_key(self.root_real)
-        why = fsafe.own_folder_problem(data, place)
+        why = userdirs.own_folder_problem(data, place)
         if why is not None:
             raise UnsafePath(
                 f"samctl's data folder cannot be used: {why}; nothing was done",
@@ -116,9 +116,11 @@ class KeptSessions:
     def lock_folder(self) -> Path:
         """samctl's lock folder for this store; UnsafePath when samctl's data folder is inside the app's
         folder (every writing command takes the lock first, so none writes there; reading commands read on)."""
-        data = fsafe.data_dir()
+        data = userdirs.data_dir()
         app = os.path.realpath(self.base)
-        if any(fsafe.is_inside(app, p) or fsafe.is_inside(self.root_real, p) for p in (data, self.attic_folder())):
+        if any(
+            safepaths.is_inside(app, p) or safepaths.is_inside(self.root_real, p) for p in (data, self.attic_folder())
+        ):
             raise UnsafePath(
                 f"samctl's data folder {data} is inside {self.app_name}'s folder {self.base}: its "
                 "attic would be among the app's files; nothing was done",
@@ -154,7 +156,7 @@ class KeptSessions:
         conv = str(self.conv_dir) + os.sep
         out = []
         for p in [path, *self.companions(path)]:
-            st = fsafe.lstat(p)
+            st = filemodes.lstat(p)
             if st is None:
                 if p == path:
                     raise NotFound(f"no {self.unit} {cid} in {self.conv_dir}")
@@ -163,7 +165,7 @@ class KeptSessions:
                 raise FileProblem(
                     "not-regular",
                     p,
-                    f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only regular files and folders",
+                    f"{p} is {filemodes.describe_mode(st.st_mode)}; samctl moves only regular files and folders",
                 )
             name = str(p)[len(conv) :] if str(p).startswith(conv) else None
             parts = name.split("/") if name else []
@@ -172,7 +174,7 @@ class KeptSessions:
                 if not 0 < len(parts) <= MAX_DEPTH:
                     raise UnsafePath("too deep")
                 for part in parts:
-                    fsafe.check_component(part)
+                    safepaths.check_component(part)
             except (AttributeError, UnicodeEncodeError, UnsafePath):
                 raise FileProblem(
                     "bad-name",
@@ -202,7 +204,7 @@ class KeptSessions:
         while todo:
             p, depth = todo.pop()
             out.append(p)
-            st = fsafe.lstat(p)
+            st = filemodes.lstat(p)
             if st is None or not stat.S_ISDIR(st.st_mode):
                 continue
             if depth >= MAX_DEPTH:
@@ -277,12 +279,12 @@ class KeptSessions:
         paths = self.conversation_files(cid, stats=stats)
         removed = []
         for p in paths:
-            if not stat.S_ISDIR(stats[p].st_mode) and fsafe.remove(p):
+            if not stat.S_ISDIR(stats[p].st_mode) and removing.remove(p):
                 removed.append(str(p))
         for p in sorted((p for p in paths if stat.S_ISDIR(stats[p].st_mode)), key=lambda p: -len(p.parts)):
-            if fsafe.remove_dir_if_empty(p):
+            if removing.remove_dir_if_empty(p):
                 removed.append(str(p))
-        fsafe.fsync_dir(paths[0].parent)
+        syncing.fsync_dir(paths[0].parent)
         return removed
 
     def identity_files(self, cid: str) -> list[str]:

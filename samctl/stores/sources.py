@@ -14,7 +14,7 @@ import stat
 import time
 from typing import NamedTuple
 
-from samctl import fsafe
+from samctl.fs import filemodes
 from samctl.importance import message_importance
 from samctl.model import ERROR, Finding
 from samctl.stores.metacache import RACY_SECONDS
@@ -67,7 +67,7 @@ def unstattable(path: str, exc: OSError, conv) -> Finding:
 
 
 def not_regular(path: str, mode: int, conv) -> Finding:
-    return Finding("not-regular", path, f"is {fsafe.describe_mode(mode)}, not a file", ERROR, conv)
+    return Finding("not-regular", path, f"is {filemodes.describe_mode(mode)}, not a file", ERROR, conv)
 
 
 def utf8_name(name: str) -> bool:

@@ -13,8 +13,8 @@ import sqlite3
 import stat
 from urllib.parse import quote
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import filemodes, reading
 from samctl.model import ERROR, Finding
 
 DEFAULT_TIMEOUT = 2.0  # seconds to wait for a lock SAM holds while it writes
@@ -65,11 +65,11 @@ def rw_uri(path) -> str:
 def preflight(path, writing: bool = False) -> bool:
     """Check the file before SQLite sees it; True if it must be opened ``immutable``.
 
-    Raises FileProblem: ``missing``/``symlink``/``not-regular``/``unreadable`` (as fsafe),
+    Raises FileProblem: ``missing``/``symlink``/``not-regular``/``unreadable`` (as ``fs.reading``),
     ``db-not-sqlite``, ``db-corrupt`` (truncated header), ``db-wal`` (WAL mode with a log; not
     when ``writing``: a writer merges the log as SQLite does).
     """
-    f, st = fsafe.open_regular(path)
+    f, st = reading.open_regular(path)
     with f:
         try:
             head = f.read(100)
@@ -83,7 +83,7 @@ def preflight(path, writing: bool = False) -> bool:
         raise FileProblem("db-corrupt", path, f"truncated: {len(head)} bytes, shorter than a SQLite header")
     if writing:
         return False
-    wal = fsafe.lstat(os.fspath(path) + "-wal")
+    wal = filemodes.lstat(os.fspath(path) + "-wal")
     if head[18] == 2 or head[19] == 2:  # WAL mode; SAM always uses a rollback journal
         if wal is not None and (wal.st_size > 0 or not stat.S_ISREG(wal.st_mode)):
             raise FileProblem(
@@ -102,7 +102,7 @@ def preflight(path, writing: bool = False) -> bool:
 
 def rollback_mode(path) -> bool:
     try:
-        f, _ = fsafe.open_regular(path)
+        f, _ = reading.open_regular(path)
     except FileProblem:
         return False
     with f:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import stat
 
-from samctl import fsafe
+from samctl.fs import filemodes, safepaths
 from samctl.model import WARNING, Finding
 
 
@@ -18,7 +18,7 @@ def symlink(root_real: str, p: str, findings: list) -> None:
         target = os.readlink(p)
     except OSError:
         target = "?"
-    if not fsafe.is_inside(root_real, p):
+    if not safepaths.is_inside(root_real, p):
         findings.append(
             Finding("symlink-escape", p, f"symlink leads out of the store (-> {target[:80]}); never followed")
         )
@@ -30,12 +30,12 @@ def mode(p, st, findings: list, fixes: list, fix: bool, cid=None) -> None:
     """A finding when ``p`` is open to group/others; with ``fix``, tighten it and say so instead."""
     if st is None:
         return
-    why = fsafe.mode_problem(st)
+    why = filemodes.mode_problem(st)
     if why is None:
         return
     if fix:
         try:
-            new = fsafe.tighten_mode(p)
+            new = filemodes.tighten_mode(p)
             fixes.append(f"{p}: mode {stat.S_IMODE(st.st_mode):04o} -> {new:04o}")
             return
         except OSError as exc:

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import reading
 from samctl.model import Finding
 from samctl.stores.base import UsageRecord
 from samctl.stores.metacache import MetaCache
@@ -100,7 +100,7 @@ def _valid(entry: list) -> bool:
 
 def _read(store, f: UsageFile, parse) -> list | None:
     try:
-        data = fsafe.read_capped(f.path, store.caps.log)
+        data = reading.read_capped(f.path, store.caps.log)
     except FileProblem as exc:
         return [f.st.st_size, f.st.st_mtime_ns, None, [[exc.code, exc.message, "error"]], []]
     project, rows, found = parse(data, f.path, f.session)

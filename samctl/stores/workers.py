@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from samctl import fsafe, gcpause
+from samctl import gcpause, lock
 from samctl.errors import SamctlError
 from samctl.stores import store_class
 from samctl.stores.base import Caps
@@ -46,7 +46,7 @@ def _init(spec) -> None:
     kind, conv, base, caps, parent = spec
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (not samctl's own handler, forked along: see cli.main)
     gc.enable()  # (a parent that paused its collector, as a refresh does, forks workers with it paused)
-    fsafe.close_inherited_locks()
+    lock.close_inherited_locks()
     gcpause.keep_frozen()  # (the parent froze its objects before forking: see _shared_with_workers)
     threading.Thread(target=_exit_with, args=(parent,), name="samctl-parent-watch", daemon=True).start()
     _store = store_class(kind)(Path(conv), Path(base), Caps(*caps), False)

@@ -165,7 +165,7 @@ class ConvList(ScrollView, can_focus=True):
 class BlockList(ScrollView, can_focus=True):
     """Items of several lines each (search results, transcript blocks), wrapped to the width once and
     painted line by line: laying out thousands of items costs their wrapping, never a widget each
-    (an OptionList of 50 three-line results took about 100 ms to lay out).  One item is highlighted;
+    (a widget per result, as an OptionList makes, is laid out slowly enough to be seen).  One item is highlighted;
     Enter or a click on it posts ``Selected``."""
 
     BINDINGS = MOVES

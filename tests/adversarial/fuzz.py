@@ -255,7 +255,14 @@ def main(argv: list[str]) -> None:
     sys.path.insert(0, str(REPO))
     with atheris.instrument_imports(include=["samctl"]):
         import samctl.core.load  # noqa: F401
-        import samctl.fsafe  # noqa: F401
+        import samctl.fs.faults  # noqa: F401
+        import samctl.fs.filemodes  # noqa: F401
+        import samctl.fs.reading  # noqa: F401
+        import samctl.fs.removing  # noqa: F401
+        import samctl.fs.safepaths  # noqa: F401
+        import samctl.fs.syncing  # noqa: F401
+        import samctl.fs.userdirs  # noqa: F401
+        import samctl.fs.writing  # noqa: F401
         import samctl.stores.logtail  # noqa: F401
         import samctl.stores.mermaid.checks  # noqa: F401
         import samctl.stores.mermaid.decode  # noqa: F401

@@ -17,7 +17,7 @@ def test_two_writers_racing_lose_nothing_and_exit_0(verb, state, tmp_path):
     import time
 
     from bench import gen_archive as gen
-    from samctl import fsafe
+    from samctl import lock as samctl_lock
 
     gen.make_mermaid(tmp_path, 300, seed=5, progress=False)
     conv = tmp_path / ".mermaid" / "conversations"
@@ -39,7 +39,7 @@ def test_two_writers_racing_lose_nothing_and_exit_0(verb, state, tmp_path):
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)]
     lock = tmp_path / ".mermaid" / ".samctl" / "lock"
     deadline = time.monotonic() + 60
-    while not fsafe.flock_held(lock) and procs[0].poll() is None and time.monotonic() < deadline:
+    while not samctl_lock.flock_held(lock) and procs[0].poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)  # the second one starts once the first is writing: it selects while it waits
     procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
     outs = [p.communicate(timeout=300) for p in procs]

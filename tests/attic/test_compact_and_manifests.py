@@ -15,8 +15,8 @@ import make_fixtures
 import orjson
 import pytest
 
-from samctl import fsafe
 from samctl.attic import entries as attic
+from samctl.fs import faults
 from samctl.stores import open_store
 from tests.cli.test_compact import LONG, MID, SID, age, conv, fold_of, long_session
 from tests.cli.test_lifecycle import attic_of
@@ -47,10 +47,10 @@ def _crash_compact(run, monkeypatch, root: Path, after_swap: bool) -> tuple[byte
         ):
             raise Crash(step)
 
-    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    monkeypatch.setattr(faults, "fault_hook", hook)
     with pytest.raises(Crash):
         run("--root", root, "compact", "--log-threshold", "8K")
-    monkeypatch.setattr(fsafe, "fault_hook", None)
+    monkeypatch.setattr(faults, "fault_hook", None)
     assert [p.name for p in (attic_of(root) / ".journal").iterdir()] != []  # the rewrite's record is left
     return old, log
 

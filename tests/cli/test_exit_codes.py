@@ -405,12 +405,12 @@ def test_5_mermaid_has_the_session_open(run, mermaid_demo):
 
 @pytest.mark.parametrize("args", [("ls",), ("check",), ("stats",), ("rm", MID), ("show", MID)], ids=lambda a: a[0])
 def test_130_ctrl_c(run, mermaid_demo, monkeypatch, args):
-    from samctl import fsafe
+    from samctl.fs import filemodes
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fsafe, "lstat", interrupted)  # (every command looks at a file through it)
+    monkeypatch.setattr(filemodes, "lstat", interrupted)  # (every command looks at a file through it)
     fp = fingerprint(conv(mermaid_demo))
     r = run("--root", mermaid_demo, "--no-cache", *args)
     assert r.exit_code == 130 and "interrupted" in r.stderr, r.output

@@ -204,7 +204,7 @@ LATE = b'{"type":"summary","summary":"written during the move","leafUuid":"late"
 
 
 def _hook(monkeypatch, at: str, action):
-    from samctl import fsafe
+    from samctl.fs import faults
 
     fired = []
 
@@ -213,7 +213,7 @@ def _hook(monkeypatch, at: str, action):
             fired.append(name)
             action()
 
-    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    monkeypatch.setattr(faults, "fault_hook", hook)
     return fired
 
 
@@ -347,7 +347,7 @@ class _Crash(BaseException):
 
 @pytest.mark.parametrize("late", [False, True])
 def test_a_crash_after_the_set_aside_is_settled_by_the_next_run(home, run, monkeypatch, late):  # noqa: F811
-    from samctl import fsafe
+    from samctl.fs import faults
 
     s = _session(home, C1)
     before = s.read_bytes()
@@ -360,10 +360,10 @@ def test_a_crash_after_the_set_aside_is_settled_by_the_next_run(home, run, monke
                     f.write(LATE)
             raise _Crash()
 
-    monkeypatch.setattr(fsafe, "fault_hook", crash)
+    monkeypatch.setattr(faults, "fault_hook", crash)
     with pytest.raises(_Crash):
         run("--root", home / ".claude", "rm", "--force", C1)
-    monkeypatch.setattr(fsafe, "fault_hook", None)
+    monkeypatch.setattr(faults, "fault_hook", None)
     assert not s.exists() and _asides(s.parent)  # hidden from the app, beside the session
     r = run("--root", home / ".claude", "attic", "--repair")
     assert r.exit_code == 0, r.stderr

@@ -687,10 +687,10 @@ def test_rm_of_many_shares_its_fsyncs_in_ordered_barriers(run, mermaid_demo, mon
     """Three conversations, one batch: its journal record, then archives and manifests (each archive
     written before its manifest), then removals, each set reaching the disk (a barrier) before the
     next begins."""
-    from samctl import fsafe
+    from samctl.fs import faults
 
     events = []
-    monkeypatch.setattr(fsafe, "fault_hook", lambda step: events.append(step) if step == "sync" else None)
+    monkeypatch.setattr(faults, "fault_hook", lambda step: events.append(step) if step == "sync" else None)
     real_replace = os.replace
 
     def replace(src, dst, *a, **k):
@@ -876,11 +876,11 @@ def _rm_all(run, root):
 
 
 def test_restore_many_brings_every_one_back_in_one_batch(run, mermaid_demo, monkeypatch):
-    from samctl import fsafe
+    from samctl.fs import faults
 
     ids, before = _rm_all(run, mermaid_demo)
     syncs = []
-    monkeypatch.setattr(fsafe, "fault_hook", lambda step: syncs.append(step) if step == "sync" else None)
+    monkeypatch.setattr(faults, "fault_hook", lambda step: syncs.append(step) if step == "sync" else None)
     r = run("--root", mermaid_demo, "restore", *[cid[:13] for cid in ids])
     assert r.exit_code == 0, r.stderr
     assert len(syncs) == 3  # staged + journal records; placed; entries dropped
@@ -965,10 +965,10 @@ def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid
     else:  # listed fine, then cannot be read (an I/O error, permissions gone): a finding, never a crash
         import errno
 
-        from samctl import fsafe
         from samctl.errors import FileProblem
+        from samctl.fs import reading
 
-        real, failed = fsafe.read_capped, []
+        real, failed = reading.read_capped, []
 
         def read_capped(path, cap):
             if str(path) == str(tar):
@@ -978,7 +978,7 @@ def test_restore_many_reports_a_damaged_entry_and_restores_the_rest(run, mermaid
                 raise FileProblem("unreadable", path, f"{path}: Input/output error")
             return real(path, cap)
 
-        monkeypatch.setattr(fsafe, "read_capped", read_capped)
+        monkeypatch.setattr(reading, "read_capped", read_capped)
     r = run("--root", mermaid_demo, "restore", *ids)
     assert r.exit_code == 3, r.stderr
     assert "not-restored" in r.stderr and MID in r.stderr
@@ -1033,16 +1033,16 @@ def test_restore_entry_with_several_ids_is_a_usage_error(run, mermaid_demo):
 
 def _fail_unlink_of(monkeypatch, suffix: str):
     """Every unlink of a path ending in ``suffix`` fails as on a read-only or immutable file."""
-    from samctl import fsafe
+    from samctl.fs import removing
 
-    real = fsafe.remove
+    real = removing.remove
 
     def remove(path, missing_ok=True):
         if str(path).endswith(suffix):
             raise PermissionError(13, "Permission denied", str(path))
         return real(path, missing_ok)
 
-    monkeypatch.setattr(fsafe, "remove", remove)
+    monkeypatch.setattr(removing, "remove", remove)
 
 
 def test_rm_that_cannot_remove_the_first_original_undoes_the_move(run, mermaid_demo, monkeypatch):
@@ -1102,7 +1102,7 @@ def _restore_stopped_before_placing(run, root, monkeypatch, cid):
     """``rm`` then ``restore`` of ``cid``, stopped (an exception) at its first rename into the store,
     after the barrier that made the staged copy durable: its journal record and staging copy stay,
     as after a crash."""
-    from samctl import fsafe
+    from samctl.fs import faults
 
     assert run("--root", root, "rm", cid).exit_code == 0
     seen = []
@@ -1112,9 +1112,9 @@ def _restore_stopped_before_placing(run, root, monkeypatch, cid):
         if step == "rename" and "sync" in seen:
             raise _Stop(step)
 
-    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    monkeypatch.setattr(faults, "fault_hook", hook)
     assert run("--root", root, "restore", cid).exit_code == 1  # (samctl reports the exception)
-    monkeypatch.setattr(fsafe, "fault_hook", None)
+    monkeypatch.setattr(faults, "fault_hook", None)
     assert list((attic_of(root) / ".journal").glob("*.json"))
 
 
@@ -1308,7 +1308,7 @@ def _interrupt_rm(run, root, cid, monkeypatch, step="rename", nth=1):
     """Run `rm cid` and stop it at the ``nth`` ``step`` past the commit point, where the originals go
     (SAM: the folder's rename out of conversations/; mermaid: each file's unlink): the journal
     record is left for repair to finish."""
-    from samctl import fsafe
+    from samctl.fs import faults
 
     barriers, seen = [], []
 
@@ -1320,10 +1320,10 @@ def _interrupt_rm(run, root, cid, monkeypatch, step="rename", nth=1):
             if len(seen) == nth:
                 raise _Stop(name)
 
-    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    monkeypatch.setattr(faults, "fault_hook", hook)
     r = run("--root", root, "rm", cid)
     assert r.exit_code == 1 and "_Stop" in r.stderr, r.output  # (samctl's last resort: an internal error)
-    monkeypatch.setattr(fsafe, "fault_hook", None)
+    monkeypatch.setattr(faults, "fault_hook", None)
     assert os.listdir(attic_of(root) / ".journal")
 
 
@@ -1443,16 +1443,16 @@ def test_restore_entry_takes_a_name_or_its_path_in_this_attic_only(run, mermaid_
 
 
 def test_a_trash_copy_that_cannot_be_cleared_is_said_and_repair_clears_it(run, sam_demo, monkeypatch):
-    from samctl import fsafe
+    from samctl.fs import removing
 
-    real = fsafe.remove_tree
+    real = removing.remove_tree
 
     def stuck(path, *a, **k):
         if str(path).endswith(".trash"):
             raise PermissionError(13, "Permission denied", str(path))
         return real(path, *a, **k)
 
-    monkeypatch.setattr(fsafe, "remove_tree", stuck)
+    monkeypatch.setattr(removing, "remove_tree", stuck)
     r = run("--root", sam_demo, "rm", SID)
     assert r.exit_code == 0 and "warning: trash-left" in r.stderr and "gone from the store" in r.stderr, r.output
     assert "could not be removed from the store" not in r.stderr

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from samctl import fsafe
+from samctl.fs import faults
 from tests.conftest import fingerprint, make_fixtures
 
 SPEC_ID = "20260810_140307_512"
@@ -208,14 +208,14 @@ def test_recover_interrupted_at_any_step_leaves_old_or_new(run, torn, monkeypatc
                 raise RuntimeError("injected")
             seen.append(s)
 
-    monkeypatch.setattr(fsafe, "fault_hook", hook)
+    monkeypatch.setattr(faults, "fault_hook", hook)
     with pytest.raises(RuntimeError):
         from samctl.core.recover import recover
         from samctl.stores import open_store
 
         recover(open_store(str(torn)), SPEC_ID)
         raise RuntimeError("injected")  # the step never came up twice: still a valid run
-    monkeypatch.setattr(fsafe, "fault_hook", None)
+    monkeypatch.setattr(faults, "fault_hook", None)
     now = (conv / f"{SPEC_ID}.json").read_bytes()
     assert now in (behind, (SPEC / f"{SPEC_ID}.json").read_bytes())
     assert not [p for p in conv.iterdir() if p.name.endswith(".tmp")]

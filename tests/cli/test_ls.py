@@ -265,7 +265,7 @@ def _ls_rows(run, root, *extra):
 
 
 def test_mermaid_unchanged_folder_is_listed_without_a_stat_per_sidecar(run, mermaid_demo, monkeypatch, tmp_path):
-    from samctl import fsafe
+    from samctl.fs import filemodes
 
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "c"))
     conv = mermaid_demo / ".mermaid" / "conversations"
@@ -278,7 +278,7 @@ def test_mermaid_unchanged_folder_is_listed_without_a_stat_per_sidecar(run, merm
     def no_lstat(*a, **k):
         raise AssertionError("a sidecar was stat'ed although the folder is unchanged")
 
-    monkeypatch.setattr(fsafe, "lstat", no_lstat)
+    monkeypatch.setattr(filemodes, "lstat", no_lstat)
     warm = run("--root", mermaid_demo, "ls", "--format", "jsonl")
     assert (warm.stdout, warm.stderr, warm.exit_code) == (cold.stdout, cold.stderr, 0)
 

@@ -5,8 +5,6 @@ default store it needs nothing."""
 from __future__ import annotations
 
 import shlex
-import subprocess
-import sys
 
 MERMAID_ID = "20260812_091500_004"
 

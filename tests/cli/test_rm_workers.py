@@ -103,9 +103,9 @@ def test_a_conversation_that_cannot_be_read_stays_and_the_others_move(
 
 def _archive_on_disk_flipped(monkeypatch):
     """MID's archive changes on disk between its write and its read-back."""
-    from samctl import fsafe
+    from samctl.fs import writing
 
-    real = fsafe.commit_temp
+    real = writing.commit_temp
 
     def commit_then_flip(tmp, path, sync_dir=True):
         real(tmp, path, sync_dir)
@@ -115,7 +115,7 @@ def _archive_on_disk_flipped(monkeypatch):
             with open(path, "wb") as f:
                 f.write(data)
 
-    monkeypatch.setattr(fsafe, "commit_temp", commit_then_flip)
+    monkeypatch.setattr(writing, "commit_temp", commit_then_flip)
 
 
 def _compressed_otherwise(monkeypatch):

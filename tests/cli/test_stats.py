@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from samctl.core.stats import bar, month_range
+from samctl.report.stats import bar, month_range
 from tests.conftest import fingerprint
 
 

@@ -15,7 +15,7 @@ from tests.conftest import REPO
 
 _DRIVER = r"""
 import os, signal, sys
-from samctl import fsafe
+from samctl.fs import faults
 import samctl.cli
 
 count = 0
@@ -26,7 +26,7 @@ def hook(step):
     if count == int(os.environ["TERM_AT_STEP"]):
         os.kill(os.getpid(), signal.SIGTERM)
 
-fsafe.fault_hook = hook
+faults.fault_hook = hook
 sys.argv = ["samctl", *sys.argv[1:]]
 samctl.cli.main()
 """

@@ -333,11 +333,11 @@ def test_codex_rollouts_through_the_command(tmp_path, run):
 
 
 def test_a_tampered_usage_cache_is_read_again_never_trusted(tmp_path, run, monkeypatch):
-    from samctl import fsafe
+    from samctl.fs import userdirs
 
     root = _tree(tmp_path, "same")
     _, first = _json(run, root)
-    [cache] = [p for p in fsafe.cache_dir().iterdir() if p.name.startswith("claude-code-usage-")]
+    [cache] = [p for p in userdirs.cache_dir().iterdir() if p.name.startswith("claude-code-usage-")]
     assert oct(cache.stat().st_mode & 0o777) == "0o600"
     doc = json.loads(cache.read_text())
     names = sorted(doc["entries"])

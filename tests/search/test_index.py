@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from samctl.fs import userdirs
 from samctl.search import index as ix
 from samctl.search import retrieve as sx
 from samctl.stores import open_store
@@ -52,7 +53,7 @@ def test_index_lives_in_the_cache_private(sam):
     idx, findings = refresh(sam)
     assert findings == [] and idx.rebuilt
     d = ix.index_dir(open_store(str(sam)))
-    assert d.parent == ix.fsafe.cache_dir()
+    assert d.parent == userdirs.cache_dir()
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
     for p in d.iterdir():
         assert stat.S_IMODE(os.lstat(p).st_mode) == 0o600, p
@@ -80,7 +81,7 @@ def test_a_store_without_rows(tmp_path, monkeypatch, run):
 
 
 def test_no_cache_writes_no_index(sam, run):
-    cache = ix.fsafe.cache_dir()
+    cache = userdirs.cache_dir()
     r = run("--root", sam, "--no-cache", "search", "budget")
     assert r.exit_code == 0, r.stderr
     assert not list(cache.glob("search-*"))

@@ -55,9 +55,7 @@ def test_titles_project_branch_and_model_from_the_real_rollouts(run, home):
     assert rows[DESK]["title"] == "[REDACTED_MESSAGE len=98 sha=c002ff99]"
     assert (rows[EXEC]["project"], rows[EXEC]["branch"]) == ("/tmp/agent-history-real-agent/codex/workspace", None)
     assert (rows[DESK]["project"], rows[DESK]["branch"]) == ("/redacted/path/ea96e59ed9", "main")
-    models = {
-        cid: json.loads(run("--root", home, "show", cid, "--format", "json").stdout)["model"] for cid in rows
-    }
+    models = {cid: json.loads(run("--root", home, "show", cid, "--format", "json").stdout)["model"] for cid in rows}
     assert models == {EXEC: "gpt-5.5", DESK: "gpt-5.3-codex", STOP: "gpt-5.3-codex"}
     groups = json.loads(run("--root", home, "stats", "--by", "model", "--format", "json").stdout)["groups"]
     assert {g["key"]: g["conversations"] for g in groups} == {"gpt-5.5": 1, "gpt-5.3-codex": 2}

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import reading
 from samctl.stores.mermaid import eventlog
 from samctl.stores.mermaid.encode import log_line_bytes, snapshot_bytes
 from samctl.stores.mermaid.eventlog import (
@@ -986,14 +986,14 @@ def test_read_log_file_symlink_is_refused(tmp_path):
 def test_read_log_file_over_the_cap_is_never_read(tmp_path, monkeypatch):
     p = tmp_path / f"{SID}.jsonl"
     with open(p, "wb") as f:
-        f.truncate(fsafe.LOG_CAP + 1)  # sparse: 128 MiB + 1 without the disk space
+        f.truncate(reading.LOG_CAP + 1)  # sparse: 128 MiB + 1 without the disk space
 
     def boom(*a, **k):
         raise AssertionError("read a file over the cap")
 
-    monkeypatch.setattr(fsafe, "read_capped", boom)
+    monkeypatch.setattr(reading, "read_capped", boom)
     read = read_log_file(p)
-    assert read.stop == "too-large" and read.size == fsafe.LOG_CAP + 1 and read.events == []
+    assert read.stop == "too-large" and read.size == reading.LOG_CAP + 1 and read.events == []
     assert not read.usable and not read.torn
     doc, read = fold_file(p)
     assert doc is None and read.stop == "too-large"
@@ -1014,7 +1014,7 @@ def test_read_log_file_file_growing_past_the_cap_while_read(tmp_path, monkeypatc
     def grew(path, cap):
         raise FileProblem("too-large", path, "grew")
 
-    monkeypatch.setattr(fsafe, "read_capped", grew)
+    monkeypatch.setattr(reading, "read_capped", grew)
     assert read_log_file(p).stop == "too-large"
 
 

@@ -7,7 +7,6 @@ is imported only inside functions.  This module is the facade: it re-exports the
 Design notes: docs/search-index.md, "search/index/__init__.py".
 """
 
-from samctl import fsafe
 from samctl.search.index.format import (
     CALL,
     FLAG_BASE_DB,
@@ -40,7 +39,6 @@ __all__ = [
     "encode_text",
     "load_numpy",
     "discover",
-    "fsafe",
     "index_dir",
     "invalidate",
     "lower_ascii",

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import reading, removing, writing
 from samctl.model import Finding
 from samctl.search.index import folderstate
 from samctl.search.index.folderstate import digest, pack, unpack
@@ -59,8 +59,8 @@ def manifest_sig(d: Path) -> str | None:
 def _folders(current: dict) -> list:
     """Every folder holding a source file, and the folder above each, by the folder above them:
     [[parent, [name, ...]], ...], sorted."""
-    # (each path's folder by rpartition, then dirname once per distinct one: what dirname gives each
-    # path with a slash, for 200,000 paths in 20 ms instead of 140)
+    # (each path's folder by rpartition, then dirname once per distinct one: the same as dirname of each
+    # path with a slash, with one dirname call per folder rather than per file)
     heads = {p.rpartition("/")[0] for src in current.values() for p in src.paths}
     parents = {os.path.dirname(h + "/_") for h in heads}
     groups: dict = {}
@@ -88,7 +88,7 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
         "order": [k for k in current if k in with_findings],
     }
     try:  # (the head on a line of its own: a search reads it, and the folders only where it states them)
-        fsafe.write_atomic(d / RECORD, orjson.dumps(head) + b"\n" + pack(saved, folders))
+        writing.write_atomic(d / RECORD, orjson.dumps(head) + b"\n" + pack(saved, folders))
     except (OSError, UnicodeError, TypeError):  # (orjson refuses a surrogate: no record, a full check next time)
         pass
 
@@ -97,13 +97,12 @@ class Recent:
     """A full check that still holds if its folders are as it saw them: ``found`` (discovery findings),
     ``order`` (of the sources with findings); ``holds()`` says whether they are.
 
-    A few folders are stated at once.  Many (10,000 SAM conversation folders: 20 ms of ``stat``) are
-    stated while the search ranks: in a thread, or, with ``child``, by a child process
-    (``folderstate.py``, reading the record at ``path``) on the other core.  In a thread each ``stat``
-    waits for its turn of the GIL against the ranking; a child takes 8 ms to start but does not slow
-    the ranking, which pays when there is much of it (several stores searched together: p50 67.5 ->
-    51.8 ms on the 4-store machine of bench/bench_cross_search.py) and not when there is little (the
-    SAM store alone: 36.9 -> 51.0 ms).  A thread does it, too, when no child can be started."""
+    A few folders are stated at once.  Many (``OUT_OF_LINE_AT`` or more) are stated while the search
+    ranks: in a thread, or, with ``child``, by a child process (``folderstate.py``, reading the record
+    at ``path``) on the other core.  The caller asks for a child when several stores are searched: in a
+    thread each ``stat`` waits for its turn of the GIL against the ranking, while a child, which costs a
+    process start, does not slow the ranking; a single store's ranking is too short to hide that start.
+    A thread does it, too, when no child can be started (figures: docs/search-index.md, bench/README.md)."""
 
     def __init__(self, found: list, order: list, names: int, body: bytes, saved: str, path: Path, child: bool = False):
         self.found, self.order = found, order
@@ -135,7 +134,7 @@ class Recent:
         return bool(self._same and self._same[0])
 
 
-OUT_OF_LINE_AT = 1000  # folders: fewer are stated at once (2 ms), more while the search ranks
+OUT_OF_LINE_AT = 1000  # folders: fewer are stated at once (cheaper than starting anything), more while the search ranks
 
 
 def _spawn(path: Path):
@@ -151,7 +150,8 @@ def _spawn(path: Path):
 
 class _Child:
     """A process started by ``posix_spawn`` (no fork of this process's memory, no import of
-    ``subprocess``: 4 ms), its output read from a pipe by ``answer()``, and always waited for."""
+    ``subprocess``: the start is on the search's path), its output read from a pipe by ``answer()``,
+    and always waited for."""
 
     def __init__(self, argv: list):
         r, w = os.pipe()  # (both close on exec: the child's stdout is a copy of w)
@@ -201,7 +201,7 @@ def recent(d: Path, child: bool = False) -> Recent | None:
     """The last full check if it may still hold (``Recent.holds`` says whether it does), else None;
     ``child``: many folders are stated by a child process (``Recent``)."""
     try:
-        head, _, body = fsafe.read_capped(d / RECORD, 1 << 30).partition(b"\n")
+        head, _, body = reading.read_capped(d / RECORD, 1 << 30).partition(b"\n")
         r = orjson.loads(head)
         if not (0 <= time.time() - r["at"] <= recheck_seconds()) or r["manifest"] != manifest_sig(d):
             return None
@@ -215,6 +215,6 @@ def recent(d: Path, child: bool = False) -> Recent | None:
 
 def forget(d: Path) -> None:
     try:
-        fsafe.unlink(d / RECORD)
+        removing.unlink(d / RECORD)
     except OSError:
         pass

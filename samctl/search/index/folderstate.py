@@ -4,8 +4,8 @@ that tells whether a record's folders still have the digest it saved.
 ``checked.Recent`` runs this file as ``python -I -S -B folderstate.py RECORD`` to state 10,000 SAM
 conversation folders on the other core while the search ranks: in a thread of the search, each
 ``stat`` waited for its turn of the GIL against the ranking.  So this module imports nothing of samctl
-and as little of the standard library as it can (no ``json``, whose import takes 7 ms, no
-``hashlib``, whose OpenSSL takes 2: the child's start is on the search's path), and ``checked`` uses
+and as little of the standard library as it can (no ``json``, no ``hashlib`` and its OpenSSL: every
+import is on the search's path, in the child's start), and ``checked`` uses
 its ``digest`` and ``pack``/``unpack``: one definition.
 
 The record (``checked``): one line of JSON (its head: no raw newline, as orjson writes it), then the

@@ -19,7 +19,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from samctl import fsafe
+from samctl.fs import reading, userdirs
 from samctl.search import text
 
 INDEX_VERSION = 8  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
@@ -100,7 +100,7 @@ def open_mapped(path: Path, label: str, size_problem) -> tuple:
     when it cannot be opened or mapped, is not a regular file, or ``size_problem(size)`` says what is
     wrong with its size (None: nothing).  The caller keeps or closes the descriptor."""
     try:
-        fd = fsafe.open_read_fd(path)
+        fd = reading.open_read_fd(path)
     except OSError as exc:
         raise BadIndex(f"{label}: {exc.strerror or exc}") from None
     try:
@@ -132,14 +132,14 @@ def meta_dtype():
 
 def index_dir(store) -> Path:
     key = hashlib.sha256(store.root_real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return fsafe.cache_dir() / f"search-{store.name}-{key}"
+    return userdirs.cache_dir() / f"search-{store.name}-{key}"
 
 
 def home_problem(d: Path) -> str | None:
     """Why the index folder ``d`` in the cache is not samctl's own (a symlink, another user's, open to
-    others' writes: ``fsafe.own_folder_problem``), or None.  Such a folder is never read, written or
+    others' writes: ``userdirs.own_folder_problem``), or None.  Such a folder is never read, written or
     cleaned: what a link leads to may be an app's folder, and its ``*.seg`` files are not samctl's."""
-    return fsafe.own_folder_problem(fsafe.cache_dir(), d)
+    return userdirs.own_folder_problem(userdirs.cache_dir(), d)
 
 
 def term_key_of(tok: str) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
+from samctl.fs import writing
 from samctl.model import ERROR, INFO, Finding
 from samctl.search.index.format import (
     INDEX_VERSION,
@@ -51,7 +51,7 @@ def write_manifest_bytes(path: Path, body: dict, version: int = INDEX_VERSION) -
     head["tables"] = [[len(t), zlib.crc32(t)] for t in tables]
     head = orjson.dumps(head)
     data = b"\n".join([head] + tables)
-    fsafe.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(head)) + data)
+    writing.write_atomic(path, MANIFEST_MAGIC + struct.pack("<II", version, zlib.crc32(head)) + data)
 
 
 HEAD = ("v", "root", "store", "terms", "token_hash", "created", "updated")

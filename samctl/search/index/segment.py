@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from samctl import fsafe
+from samctl.fs import writing
 from samctl.search.index.format import (
     ALIGN,
     CTYPES,
@@ -75,14 +75,14 @@ class SegmentWriter:
         self.crc: dict[str, int] = {}
         self.tmp = self.f = None
         if path is not None:
-            self.tmp, self.f = fsafe.create_temp(path)
+            self.tmp, self.f = writing.create_temp(path)
             self.f.write(SEGMENT_MAGIC + struct.pack("<I", INDEX_VERSION) + b"\0" * (PREAMBLE - 12))
             self.pos = PREAMBLE
 
     def discard(self) -> None:
         if self.f is not None:
             self.f.close()
-            fsafe.discard_temp(self.tmp)
+            writing.discard_temp(self.tmp)
             self.f = None
 
     def conv_map(self, names: list):
@@ -256,9 +256,9 @@ class SegmentWriter:
             self.f.write(header)
             self.f.write(TRAILER.pack(self.pos, len(header), hcrc, TRAILER_MAGIC))
             size = self.pos + len(header) + TRAILER.size
-            fsafe.finish_temp(self.f)
+            writing.finish_temp(self.f)
             self.f = None
-            fsafe.commit_temp(self.tmp, self.path)
+            writing.commit_temp(self.tmp, self.path)
         except BaseException:
             self.discard()
             raise

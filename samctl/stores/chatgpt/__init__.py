@@ -1,0 +1,1 @@
+"""The store of ChatGPT's data export (``conversations.json``): read-only."""

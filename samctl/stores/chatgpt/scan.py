@@ -7,8 +7,9 @@ longer) plus the element being collected, at most ``cap`` bytes; a longer elemen
 bytes dropped as they stream past, a long string included, wherever it sits in the element) and
 reported, and so is one nested deeper than ``values.MAX_DEPTH``.  Nesting depth is a counter, not recursion.
 
-A 300 MB export parsed whole by ``orjson.loads`` peaks at 1.9 GB RSS (measured, bench/); this scan
-peaks at about the largest conversation times the parser's expansion (~6x) plus the buffer.
+An export parsed whole holds every conversation's objects at once, several times the file's size; this
+scan holds about the largest conversation's (times the parser's expansion) plus the buffer (figures:
+docs/other-assistants.md, bench/README.md).
 """
 
 from __future__ import annotations

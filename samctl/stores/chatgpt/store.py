@@ -20,8 +20,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import FileProblem, NotFound, UsageError
+from samctl.fs import reading, safepaths
 from samctl.model import INFO, WARNING, Finding, recency
 from samctl.stores.base import Store
 from samctl.stores.chatgpt import decode, scan
@@ -93,9 +93,9 @@ class ChatgptStore(Store):
         else:
             chosen = [n for _, n in shards]
         for n in chosen:
-            p = fsafe.child(self.conv_dir, n)
+            p = safepaths.child(self.conv_dir, n)
             try:
-                f, _ = fsafe.open_regular(p)  # never through a symlink, never a FIFO
+                f, _ = reading.open_regular(p)  # never through a symlink, never a FIFO
             except FileProblem as exc:
                 findings.append(Finding(exc.code, str(p), exc.message))
                 continue
@@ -105,7 +105,7 @@ class ChatgptStore(Store):
     def _zip_sources(self, findings: list):
         zp = str(self.zip_path)
         try:
-            f, _ = fsafe.open_regular(self.zip_path)
+            f, _ = reading.open_regular(self.zip_path)
         except FileProblem as exc:
             findings.append(Finding(exc.code, zp, exc.message))
             return
@@ -234,7 +234,7 @@ class ChatgptStore(Store):
         """``length`` bytes at ``offset`` of a conversations file (a zip member: of its spool), or None."""
         try:
             if self.zip_path is None:
-                f, _ = fsafe.open_regular(where)
+                f, _ = reading.open_regular(where)
                 with f:
                     f.seek(offset)
                     return f.read(length)
@@ -398,7 +398,7 @@ def _zip_holds_export(p: Path) -> bool:
     """Whether the zip at ``p`` has ``conversations.json`` or its shards (one read of its directory); a
     zip too large to list is taken as one (the store then refuses it with a finding)."""
     try:
-        f, _ = fsafe.open_regular(p)
+        f, _ = reading.open_regular(p)
     except FileProblem:
         return False
     with f:
@@ -430,7 +430,7 @@ def looks_like_export(p: Path):
         if names & {"chat.html", "user.json", "message_feedback.json", "export_manifest.json"}:
             return "dir", p
         try:
-            f, _ = fsafe.open_regular(p / SINGLE)
+            f, _ = reading.open_regular(p / SINGLE)
             with f:
                 head = f.read(1 << 16)
         except (FileProblem, OSError):

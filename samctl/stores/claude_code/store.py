@@ -15,8 +15,8 @@ import stat
 import time
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import filemodes, reading, safepaths
 from samctl.model import WARNING, Finding
 from samctl.stores.base import Store
 from samctl.stores.claude_code.decode import AGENT_RE, SESSION_RE, agent_ids, decode_session
@@ -67,7 +67,7 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
                             Finding(
                                 "not-regular",
                                 p,
-                                f"is not a regular file ({fsafe.describe_mode(st.st_mode)})",
+                                f"is not a regular file ({filemodes.describe_mode(st.st_mode)})",
                                 WARNING,
                                 cid,
                             )
@@ -94,8 +94,8 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     def _read(self, cid: str, findings: list, with_agents: bool):
         path = self.raw_path(cid)
         try:
-            st = fsafe.lstat(path)
-            data = fsafe.read_capped(path, self.caps.log)
+            st = filemodes.lstat(path)
+            data = reading.read_capped(path, self.caps.log)
         except FileProblem as exc:
             findings.append(Finding(exc.code, str(path), exc.message, "error", cid))
             return None
@@ -109,8 +109,8 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         """``(agent id, path, bytes)`` of the session's sub-agent transcripts (both layouts)."""
         out, seen = [], set()
         folder = path.parent / path.stem / "subagents"
-        st = fsafe.lstat(path.parent / path.stem)
-        sub = fsafe.lstat(folder)
+        st = filemodes.lstat(path.parent / path.stem)
+        sub = filemodes.lstat(folder)
         candidates = []
         for p, s in ((path.parent / path.stem, st), (folder, sub)):
             if s is not None and stat.S_ISLNK(s.st_mode):
@@ -131,15 +131,15 @@ class ClaudeCodeStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         for agent in sorted(agent_ids(data)):
             n = f"agent-{agent}.jsonl"
             if AGENT_RE.match(agent):
-                candidates.append((n, str(fsafe.child(path.parent, n))))
+                candidates.append((n, str(safepaths.child(path.parent, n))))
         for n, p in candidates:
             if not (n.startswith("agent-") and n.endswith(".jsonl")) or not AGENT_RE.match(n[6:-6]) or p in seen:
                 continue
             seen.add(p)
-            if fsafe.lstat(p) is None:
+            if filemodes.lstat(p) is None:
                 continue
             try:
-                out.append((n[6:-6], p, fsafe.read_capped(p, self.caps.log)))
+                out.append((n[6:-6], p, reading.read_capped(p, self.caps.log)))
             except FileProblem as exc:
                 findings.append(Finding(exc.code, p, exc.message, WARNING, cid))
         return out

@@ -7,7 +7,7 @@ its ``<session>/subagents/agent-*.jsonl`` and the older ``agent-*.jsonl`` beside
 its parent session's).  Invariants:
 - a response is counted once: its key is ``message.id:requestId`` (the message id alone when there is no
   request id), the same on every streamed line of it, in a resumed copy and in a sub-agent transcript; the
-  caller (core/usage.py) keeps the first by file order;
+  caller (report/usage.py) keeps the first by file order;
 - a hostile value (a count that is not a non-negative JSON integer, a model that is not a string) skips that
   line's usage with a finding; nothing here raises on file content.
 """

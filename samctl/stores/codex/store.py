@@ -18,8 +18,8 @@ import stat
 import time
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import filemodes, reading
 from samctl.model import WARNING, Finding
 from samctl.stores.base import Store
 from samctl.stores.codex.decode import NAME_RE, UUID_RE, decode_rollout
@@ -96,7 +96,9 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     findings.append(
-                        Finding("not-regular", p, f"is not a regular file ({fsafe.describe_mode(st.st_mode)})", WARNING)
+                        Finding(
+                            "not-regular", p, f"is not a regular file ({filemodes.describe_mode(st.st_mode)})", WARNING
+                        )
                     )
                     continue
                 yield p, m.group(2).lower(), "." + m.group(3), st
@@ -129,9 +131,9 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
         if self._titles is None:
             self._titles = {}
             p = os.path.join(str(self.conv_dir), "session_index.jsonl")
-            if fsafe.lstat(p) is not None:
+            if filemodes.lstat(p) is not None:
                 try:
-                    data = fsafe.read_capped(p, self.caps.other)
+                    data = reading.read_capped(p, self.caps.other)
                 except FileProblem as exc:
                     self._scan_findings.append(Finding(exc.code, p, exc.message, WARNING))
                     return self._titles
@@ -147,8 +149,8 @@ class CodexStore(KeptSessions, UuidPrefixes, OneFileEach, Store):
     def _read(self, cid: str, findings: list, index_title: str | None):
         path = str(self.raw_path(cid))
         try:
-            st = fsafe.lstat(path)
-            data = fsafe.read_capped(path, self.caps.log)
+            st = filemodes.lstat(path)
+            data = reading.read_capped(path, self.caps.log)
             if path.endswith(".zst"):
                 data = decompress(data, self.caps.log, path)
         except FileProblem as exc:

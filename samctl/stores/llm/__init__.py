@@ -1,0 +1,1 @@
+"""The store of Simon Willison's ``llm`` logs database (``logs.db``): read-only."""

@@ -217,7 +217,7 @@ def _printable(v):
 def default_db(env=None, platform: str | None = None) -> Path:
     """Where ``llm logs path`` says the database is, computed without calling llm (its ``user_dir()``
     creates the folder): ``$LLM_USER_PATH/logs.db``, else click's app dir for ``io.datasette.llm``.
-    For the cross-store view (issue #23); nothing here reads or creates it."""
+    For the cross-store view (every store found at once); nothing here reads or creates it."""
     env = os.environ if env is None else env
     platform = sys.platform if platform is None else platform
     if env.get("LLM_USER_PATH"):

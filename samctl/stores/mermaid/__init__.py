@@ -1,0 +1,1 @@
+"""The store of mermaid-cli's conversations (``.mermaid/conversations``): read and written."""

@@ -15,8 +15,8 @@ import time
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import filemodes, reading, writing
 from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.said import Suggestion, said
 from samctl.stores import dupkeys, treecheck, workers
@@ -85,7 +85,9 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
             by_id.setdefault(stem, {})[ext] = (p, st)
             if not stat.S_ISREG(st.st_mode):
                 findings.append(
-                    Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=stem)
+                    Finding(
+                        "not-regular", p, f"is {filemodes.describe_mode(st.st_mode)}, not a file", conversation=stem
+                    )
                 )
             else:
                 treecheck.mode(p, st, findings, fixes, fixing(stem), stem)
@@ -96,7 +98,7 @@ def check_tree(store, findings: list, fix: bool, force: bool = False) -> list[st
         m = TMP_RE.match(e.name)
         if m:
             age = now - st.st_mtime
-            if age >= fsafe.STALE_TMP_SECONDS:
+            if age >= writing.STALE_TMP_SECONDS:
                 findings.append(
                     Finding("stale-tmp", p, f"temp file left by an interrupted write {int(age)} s ago", WARNING)
                 )
@@ -177,7 +179,7 @@ def _write_meta(store, cid: str, doc: dict, old: bytes | None = None) -> str:
     from samctl.stores.mermaid import encode  # (lazy: not loaded by ls or --help)
 
     path = store.path(cid, "meta")
-    fsafe.write_atomic(path, encode.meta_bytes(encode.meta_dict(doc, sidecar_title(old))))
+    writing.write_atomic(path, encode.meta_bytes(encode.meta_dict(doc, sidecar_title(old))))
     return f"{path}: rebuilt from the snapshot"
 
 
@@ -192,7 +194,7 @@ def sidecar_title(data: bytes | None):
 
 def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
     try:
-        data = fsafe.read_capped(p, store.caps.other)
+        data = reading.read_capped(p, store.caps.other)
         m = orjson.loads(data)
         decode.check_meta(m)
         found = dupkeys.in_mermaid(data, "meta")
@@ -318,7 +320,7 @@ def _repeated_in_log(p, read, cap: int) -> str | None:
     if not read.events:
         return None
     try:
-        data = fsafe.read_capped(p, cap)
+        data = reading.read_capped(p, cap)
     except FileProblem:
         return None
     lines = data.split(b"\n", len(read.events))[: len(read.events)]

@@ -17,11 +17,12 @@ from itertools import accumulate
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem, SamctlError
+from samctl.fs import filemodes, reading
 from samctl.gcpause import gc_paused
 from samctl.said import Suggestion, said
 from samctl.stores.base import FreshLog
+from samctl.timeparse import days_from_civil
 
 __all__ = [
     "MERMAID_ID_RE",
@@ -138,14 +139,6 @@ def is_timestamp(s) -> bool:
     return type(s) is str and _TS_RE.match(s) is not None and (s[8:10] <= "28" or _day_ok(s))
 
 
-def _days_from_civil(y: int, m: int, d: int) -> int:
-    y -= m <= 2
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
-
-
 def _civil_from_days(z: int) -> tuple[int, int, int]:
     z += 719468
     era = z // 146097
@@ -178,7 +171,7 @@ def parse_rfc3339(s) -> tuple[int, int, int] | None:
     off = 0
     if rest[0] in "+-":
         off = (int(rest[1:3]) * 3600 + int(rest[4:6]) * 60) * (1 if rest[0] == "+" else -1)
-    secs = _days_from_civil(y, mo, d) * 86400 + hh * 3600 + mm * 60 + ss - off
+    secs = days_from_civil(y, mo, d) * 86400 + hh * 3600 + mm * 60 + ss - off
     return secs, nanos, off
 
 
@@ -609,21 +602,21 @@ def _check_header(read: LogRead) -> LogRead:
     return read
 
 
-def read_log_file(path, cap: int = fsafe.LOG_CAP) -> LogRead:
+def read_log_file(path, cap: int = reading.LOG_CAP) -> LogRead:
     """Read ``path`` with mermaid's rules: over ``cap`` -> "too-large" without reading.
 
     Raises FileProblem (missing, symlink, not-regular, unreadable) as
-    ``fsafe.read_capped`` does.
+    ``reading.read_capped`` does.
     """
-    st = fsafe.lstat(path)
+    st = filemodes.lstat(path)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
         return _too_large(st.st_size, cap)
     try:
-        data = fsafe.read_capped(path, cap)
+        data = reading.read_capped(path, cap)
     except FileProblem as exc:
         if exc.code != "too-large":
             raise
-        st = fsafe.lstat(path)
+        st = filemodes.lstat(path)
         return _too_large(st.st_size if st is not None else cap + 1, cap)  # it grew while we read
     return parse_log(data)
 
@@ -783,7 +776,7 @@ def _fold(events: list, local_tz) -> dict | None:
     return doc
 
 
-def fold_file(path, cap: int = fsafe.LOG_CAP, local_tz=None) -> tuple[dict | None, LogRead]:
+def fold_file(path, cap: int = reading.LOG_CAP, local_tz=None) -> tuple[dict | None, LogRead]:
     """``read_log_file`` then ``fold`` when the read is usable."""
     read = read_log_file(path, cap)
     return (fold(read.events, local_tz) if read.usable else None), read

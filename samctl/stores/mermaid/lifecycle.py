@@ -23,8 +23,8 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem, SamctlError
+from samctl.fs import filemodes, reading, removing, safepaths, syncing, writing
 from samctl.said import Suggestion, said
 from samctl.stores.mermaid import decode, encode
 
@@ -39,7 +39,7 @@ def conversation_files(store, cid: str, stats: dict | None = None) -> list[Path]
     out = []
     snapshot = store.path(cid, "json")  # checks the id once: the names differ only in a fixed extension
     for p in (snapshot.with_suffix(f".{e}") for e in EXTS):
-        st = fsafe.lstat(p)
+        st = filemodes.lstat(p)
         if st is None:
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -47,7 +47,7 @@ def conversation_files(store, cid: str, stats: dict | None = None) -> list[Path]
                 "not-regular",
                 p,
                 said(
-                    f"{p} is {fsafe.describe_mode(st.st_mode)}; samctl moves only regular files (see `",
+                    f"{p} is {filemodes.describe_mode(st.st_mode)}; samctl moves only regular files (see `",
                     Suggestion("check"),
                     "`)",
                 ),
@@ -84,9 +84,9 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
     renames = {}
     for name in names:
         ext = name[len(old) + 1 :]
-        src = fsafe.child(folder, name)
-        dst = fsafe.child(folder, f"{new}.{ext}")
-        data = fsafe.read_capped(src, 1 << 31)
+        src = safepaths.child(folder, name)
+        dst = safepaths.child(folder, f"{new}.{ext}")
+        data = reading.read_capped(src, 1 << 31)
         if ext == "json":
             try:
                 doc = orjson.loads(data)
@@ -110,9 +110,9 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
                 data = encode.meta_bytes(meta)
         elif ext == "jsonl":
             data = _retarget_log(data, old, new)
-        fsafe.write_atomic(dst, data)
+        writing.write_atomic(dst, data)
         if dst != src:
-            fsafe.remove(src)
+            removing.remove(src)
         renames[name] = dst.name
     return renames
 
@@ -136,26 +136,26 @@ def purge(store, cid: str) -> list[str]:
     """Delete ``cid`` for good as mermaid does (mermaid.md §7); the paths removed."""
     removed = []
     snap = store.path(cid, "json")
-    st = fsafe.lstat(snap)
+    st = filemodes.lstat(snap)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise FileProblem("not-regular", snap, "is a folder, not a snapshot; not removed")
     try:
-        if fsafe.remove(snap):
+        if removing.remove(snap):
             removed.append(str(snap))
     except OSError as exc:
         raise SamctlError(f"cannot remove {snap}: {exc.strerror}") from None
     for ext in ("meta", "jsonl"):
         p = store.path(cid, ext)
         try:
-            if fsafe.lstat(p) is not None and not stat.S_ISDIR(fsafe.lstat(p).st_mode) and fsafe.remove(p):
+            if filemodes.lstat(p) is not None and not stat.S_ISDIR(filemodes.lstat(p).st_mode) and removing.remove(p):
                 removed.append(str(p))
         except OSError:
             pass
-    fsafe.fsync_dir(store.conv_dir)
+    syncing.fsync_dir(store.conv_dir)
     scratch = scratch_dir(store, cid)
     if scratch is not None and not store.session_is_live(cid):
         try:
-            fsafe.remove_tree(scratch)
+            removing.remove_tree(scratch)
             removed.append(str(scratch))
         except OSError:
             pass
@@ -166,13 +166,13 @@ def scratch_dir(store, cid: str) -> Path | None:
     """The session's scratch folder if it exists and is safely ours (not through a symlink), else None."""
     lock = store.scratch_lock_path(cid)
     top = Path(tempfile.gettempdir()) / f"mermaid-{os.getuid()}"
-    st_top = fsafe.lstat(top)
+    st_top = filemodes.lstat(top)
     if st_top is None or not stat.S_ISDIR(st_top.st_mode) or st_top.st_uid != os.getuid():
         return None
     folder = lock.parent
     p = folder
     while p != top:  # every folder between the top and the scratch dir must be a real folder
-        st = fsafe.lstat(p)
+        st = filemodes.lstat(p)
         if st is None or not stat.S_ISDIR(st.st_mode):
             return None
         p = p.parent

@@ -5,8 +5,8 @@ The reading itself (caps, prefix semantics, where and why it stopped) is ``event
 
 from __future__ import annotations
 
-from samctl import fsafe
 from samctl.errors import NotFound
+from samctl.fs import filemodes
 from samctl.stores.mermaid import eventlog
 
 
@@ -55,7 +55,7 @@ def summarize(event: dict, previous_state: dict | None = None) -> str:
 def log_rows(store, cid: str, types: tuple = ()):
     """(path, rows, LogRead) for the log of conversation ``cid`` (NotFound when it has none)."""
     path = store.path(cid, "jsonl")
-    if fsafe.lstat(path) is None:
+    if filemodes.lstat(path) is None:
         raise NotFound(f"conversation {cid} has no event log ({path.name})")
     read = eventlog.read_log_file(path, store.caps.log)
     rows = []

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import orjson
 
-from samctl import errors, fsafe
+from samctl import errors
 from samctl.errors import FileProblem, NotFound, SamctlError, UsageError
+from samctl.fs import filemodes, reading
 from samctl.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.said import Suggestion, said
 from samctl.stores import dupkeys
@@ -48,7 +49,7 @@ def _read_conflict(store, cid: str, use) -> tuple[dict, list[str]]:
             if read.stop is not None:
                 notes.append(f"{p.name}: {read.reason} (its events up to there are used)")
         else:
-            doc = orjson.loads(fsafe.read_capped(p, store.caps.snapshot))
+            doc = orjson.loads(reading.read_capped(p, store.caps.snapshot))
         decode.check_snapshot(doc)
     except FileProblem as exc:
         raise UsageError(f"{use}: {exc.message}") from None
@@ -96,12 +97,12 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
     snap = None
     if store.caps.snapshot < Caps().snapshot:  # a cap lowered below mermaid's own: mermaid reads the file
         refuse_over_cap(snap_path, store.caps.snapshot, "mermaid")
-    if fsafe.lstat(snap_path) is not None:
+    if filemodes.lstat(snap_path) is not None:
         snap = store.read_snapshot(snap_path, findings, stem_must_match=True)
         if snap is not None and snap["id"] != cid:
             snap = None
         if snap is not None:
-            current_bytes = fsafe.read_capped(snap_path, store.caps.snapshot)
+            current_bytes = reading.read_capped(snap_path, store.caps.snapshot)
     plan = RecoveryPlan(
         cid=cid,
         target=snap_path,
@@ -117,7 +118,7 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         )
     unfixed: list[str] = []
     read = None
-    if fsafe.lstat(log_path) is not None:
+    if filemodes.lstat(log_path) is not None:
         try:
             read = eventlog.read_log_file(log_path, store.caps.log)
         except FileProblem as exc:
@@ -145,7 +146,7 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         plan.source = str(use)
         plan.changes += notes
     elif snap is None and (folded is None or not folded["messages"]):
-        if folded is not None and fsafe.lstat(snap_path) is None:
+        if folded is not None and filemodes.lstat(snap_path) is None:
             raise NeverPersisted(
                 f"nothing to recover for {cid}: there is no snapshot and its log folds to no "
                 "messages; mermaid never persists a message-less session, so nothing is lost"
@@ -174,7 +175,7 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
             plan.new_bytes = new
     plan.messages_after = len(doc["messages"])
     try:
-        meta_now = fsafe.read_capped(meta_path, store.caps.other)
+        meta_now = reading.read_capped(meta_path, store.caps.other)
     except FileProblem:
         meta_now = None
     meta = encode.meta_bytes(encode.meta_dict(doc, checks.sidecar_title(meta_now)))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 
-from samctl import fsafe
 from samctl.errors import NotFound
+from samctl.fs import reading
 from samctl.stores import workers
 from samctl.stores.mermaid.decode import MERMAID_ID_RE
 from samctl.stores.sources import Found, Source, message_rows
@@ -48,7 +48,7 @@ def _stated(store, ids: list) -> tuple[list, list]:
 
 def _state(found: Found, conv_dir: str, ids: list, listed: set | None) -> None:
     try:
-        fd = fsafe.open_dir_fd(conv_dir)
+        fd = reading.open_dir_fd(conv_dir)
     except OSError as exc:
         raise NotFound(f"cannot open {conv_dir}: {exc.strerror}") from None
     try:

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
+from samctl import lock
 from samctl.errors import FileProblem, NotFound, UsageError
+from samctl.fs import filemodes, reading, safepaths
 from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.said import Suggestion, said
 from samctl.stores import workers
@@ -76,7 +77,7 @@ class MermaidStore(Store):
     def path(self, cid: str, ext: str) -> Path:
         if not decode.valid_id(cid):
             raise FileProblem("bad-id", cid, "invalid conversation id")
-        return fsafe.child(self.conv_dir, f"{cid}.{ext}")
+        return safepaths.child(self.conv_dir, f"{cid}.{ext}")
 
     def raw_path(self, cid: str) -> Path:
         return self.path(cid, "json")
@@ -103,7 +104,7 @@ class MermaidStore(Store):
         cache = cache_file.load()
         listing = _Listing.of(cache_file.extra)
         try:
-            dir_fd = fsafe.open_dir_fd(conv)
+            dir_fd = reading.open_dir_fd(conv)
         except OSError as exc:
             raise NotFound(f"cannot list {conv}: {exc.strerror}") from None
         try:
@@ -159,14 +160,14 @@ class MermaidStore(Store):
         probes, todo = [], []
         for n in names:
             p = conv + os.sep + n
-            st = fsafe.lstat(p)
+            st = filemodes.lstat(p)
             if st is None:
                 continue
             if not stat.S_ISREG(st.st_mode):
                 why = (
                     "is a symlink (samctl does not follow symlinks)"
                     if stat.S_ISLNK(st.st_mode)
-                    else f"is not a regular file ({fsafe.describe_mode(st.st_mode)})"
+                    else f"is not a regular file ({filemodes.describe_mode(st.st_mode)})"
                 )
                 code = "symlink" if stat.S_ISLNK(st.st_mode) else "not-regular"
                 probes.append((n, p, 0, False, Finding(code, p, why)))
@@ -216,7 +217,7 @@ class MermaidStore(Store):
     def _scan_meta(self, p: str, st, name_set) -> list:
         """[size, mtime_ns, listing row or None (skipped), [code, reason] or None] of one sidecar."""
         try:
-            doc = orjson.loads(fsafe.read_capped(p, self.caps.other))
+            doc = orjson.loads(reading.read_capped(p, self.caps.other))
             updated_ts = decode.check_meta(doc)
         except FileProblem as exc:
             return [st.st_size, st.st_mtime_ns, None, [exc.code, exc.message]]
@@ -246,7 +247,7 @@ class MermaidStore(Store):
         """The parsed snapshot at ``p``, or None with a finding.  ``strict`` (check): also refuse a
         field repeated in one of mermaid's structs, as serde does (a second parse: not for listings)."""
         try:
-            data = fsafe.read_capped(p, self.caps.snapshot)
+            data = reading.read_capped(p, self.caps.snapshot)
         except FileProblem as exc:
             findings.append(Finding(exc.code, str(p), exc.message))
             return None
@@ -288,20 +289,20 @@ class MermaidStore(Store):
         snap, meta, log = self._files(cid)
         doc = None
         source = snap
-        if fsafe.lstat(snap) is not None:
+        if filemodes.lstat(snap) is not None:
             doc = self.read_snapshot(snap, findings)
         if doc is None:
             doc = self._fold(log, findings)
             source = f"{log} (folded)"
         if doc is None:
-            if fsafe.lstat(snap) is None and fsafe.lstat(log) is None and fsafe.lstat(meta) is None:
+            if filemodes.lstat(snap) is None and filemodes.lstat(log) is None and filemodes.lstat(meta) is None:
                 raise NotFound(f"no conversation {cid} in {self.conv_dir}")
             return None
         return self._conversation(doc, source, (snap, meta, log))
 
     def _files(self, cid: str) -> tuple[str, str, str]:
         """``str(self.path(cid, ext))`` for json, meta and jsonl, the id checked once (a valid id with
-        any of these extensions is one safe name, what ``fsafe.child`` checks) and one path built."""
+        any of these extensions is one safe name, what ``safepaths.child`` checks) and one path built."""
         if not decode.valid_id(cid):
             raise FileProblem("bad-id", cid, "invalid conversation id")
         if self._prefix_of is not self.conv_dir:  # what str(conv_dir / name) puts before a name ("" for ".")
@@ -339,7 +340,7 @@ class MermaidStore(Store):
         """``conversation_from_doc`` with the session's ``_files`` at hand."""
         size = 0
         for p in files:
-            st = fsafe.lstat(p)
+            st = filemodes.lstat(p)
             if st is not None and stat.S_ISREG(st.st_mode):
                 size += st.st_size
         meta = decode.meta_from_snapshot(doc, source, size)
@@ -349,7 +350,7 @@ class MermaidStore(Store):
         return Conversation(meta=meta, messages=messages, raw=doc, model=doc.get("model_name"), source=source)
 
     def _fold(self, log, findings: list):
-        if fsafe.lstat(log) is None:
+        if filemodes.lstat(log) is None:
             return None
 
         try:
@@ -474,7 +475,7 @@ class MermaidStore(Store):
 
     def session_is_live(self, cid: str) -> bool:
         """True if a mermaid process holds the session's scratch ``.lock`` (mermaid.md §1)."""
-        return fsafe.flock_held(self.scratch_lock_path(cid))
+        return lock.flock_held(self.scratch_lock_path(cid))
 
     # lifecycle: rm, restore, archive (the rules live in stores/mermaid/lifecycle.py) --------
     def conversation_files(self, cid: str, refs=None, stats: dict | None = None) -> list[Path]:

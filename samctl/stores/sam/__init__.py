@@ -1,0 +1,1 @@
+"""The store of SAM's conversations and memory databases: read and written."""

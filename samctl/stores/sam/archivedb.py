@@ -15,7 +15,7 @@ import sqlite3
 
 import orjson
 
-from samctl import fsafe
+from samctl.fs import filemodes
 from samctl.model import WARNING
 from samctl.safetext import quoted
 from samctl.stores.sam.dbvalues import APPLE_EPOCH, format_db_date, is_uuid, parse_db_date
@@ -164,7 +164,7 @@ def encode_archive_messages(messages: list[dict]) -> str:
     return json.dumps(messages, separators=(",", ":"), ensure_ascii=False, allow_nan=False).replace("/", "\\/")
 
 
-def create_archive_db(path, rows=(), mode: int = fsafe.FILE_MODE):
+def create_archive_db(path, rows=(), mode: int = filemodes.FILE_MODE):
     """Make a ``context_archive.db`` with the sam.md §8 schema and insert ``rows``; for tests and fixtures.
 
     A row is a dict with the sam.md §8 columns (``messages`` and ``key_topics`` as Python lists may

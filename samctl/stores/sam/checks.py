@@ -18,8 +18,8 @@ import time
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import filemodes, reading, writing
 from samctl.model import ERROR, WARNING, Finding
 from samctl.said import Suggestion, said
 from samctl.stores import treecheck, workers
@@ -79,7 +79,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             continue
         if not stat.S_ISDIR(st.st_mode):
             if not stat.S_ISREG(st.st_mode):
-                findings.append(Finding("not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}"))
+                findings.append(Finding("not-regular", e.path, f"is {filemodes.describe_mode(st.st_mode)}"))
             else:
                 treecheck.mode(e.path, st, findings, fixes, fix)
                 if e.name == "conversations.json":
@@ -105,7 +105,7 @@ def check_tree(store, findings: list, fix: bool) -> list[str]:
             topic_ids.setdefault(topic, []).append(e.name.upper())
         if not has_conversation:
             scopeless.append(e)
-    if fsafe.lstat(root / "conversations.json") is not None:  # SAM migrates these: their scopes are in use
+    if filemodes.lstat(root / "conversations.json") is not None:  # SAM migrates these: their scopes are in use
         legacy_problems: list = []
         for cid, doc in store.legacy_docs(legacy_problems).items():
             if topic := decode.shared_topic_id(doc):
@@ -122,7 +122,7 @@ def _missing_scopes(store, present: set, topic_ids: dict, findings: list) -> Non
     """``scope-missing`` (info) for each scope a conversation names that has no folder (SAM creates it
     empty on its next memory store); ``core.check`` says whether the attic holds it."""
     missing = sorted(
-        t for t in topic_ids if t not in present and UUID_RE.match(t) and fsafe.lstat(store.folder(t)) is None
+        t for t in topic_ids if t not in present and UUID_RE.match(t) and filemodes.lstat(store.folder(t)) is None
     )
     for t in missing:
         users = ", ".join(sorted(topic_ids[t])[:3])
@@ -204,7 +204,7 @@ def _check_folder(store, name: str, path: str, st, fix: bool) -> tuple:
 def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
     if not stat.S_ISREG(st.st_mode):
         findings.append(
-            Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid)
+            Finding("not-regular", p, f"is {filemodes.describe_mode(st.st_mode)}, not a file", conversation=cid)
         )
         return None
     doc, problem = store.parse_file(p)
@@ -240,7 +240,7 @@ def _check_repeated_keys(store, cid, p, findings) -> None:
     from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
     try:
-        found = dupkeys.anywhere(fsafe.read_capped(p, store.caps.snapshot))
+        found = dupkeys.anywhere(reading.read_capped(p, store.caps.snapshot))
     except FileProblem:
         return
     for where, key in found:
@@ -261,7 +261,7 @@ def _check_legacy(store, path: str, findings: list) -> None:
     """What SAM would refuse in the legacy ``conversations.json`` (sam.md §5.4): the file is decoded as
     one array of ConversationData, so an element that does not decode fails the whole file."""
     try:
-        arr = orjson.loads(fsafe.read_capped(path, store.caps.snapshot))
+        arr = orjson.loads(reading.read_capped(path, store.caps.snapshot))
     except (FileProblem, orjson.JSONDecodeError):
         return  # legacy_docs reported it
     if not isinstance(arr, list):
@@ -287,7 +287,7 @@ def _check_legacy(store, path: str, findings: list) -> None:
 def _check_active(store, path: str, findings: list) -> None:
     """``active-conversation.json`` (sam.md §6.1): SAM falls back to no selection when it cannot use it."""
     try:
-        doc = orjson.loads(fsafe.read_capped(path, store.caps.other))
+        doc = orjson.loads(reading.read_capped(path, store.caps.other))
     except FileProblem as exc:
         findings.append(Finding(exc.code, path, exc.message, WARNING))
         return
@@ -315,7 +315,7 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
         return
     now = time.time()
     for e in entries:
-        st = fsafe.lstat(e.path)
+        st = filemodes.lstat(e.path)
         if st is None:
             continue
         if stat.S_ISLNK(st.st_mode):
@@ -325,7 +325,7 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
             if not stat.S_ISDIR(st.st_mode) or e.name in KNOWN_FILES or e.name == "conversation.json.tmp":
                 findings.append(
                     Finding(
-                        "not-regular", e.path, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid
+                        "not-regular", e.path, f"is {filemodes.describe_mode(st.st_mode)}, not a file", conversation=cid
                     )
                 )
             continue
@@ -345,7 +345,7 @@ def _check_folder_files(store, folder, cid, findings, fixes, fix):
                 )
             )
         elif e.name.endswith(".tmp"):
-            if now - st.st_mtime >= fsafe.STALE_TMP_SECONDS:
+            if now - st.st_mtime >= writing.STALE_TMP_SECONDS:
                 findings.append(Finding("stale-tmp", e.path, "temp file left behind by an earlier save", WARNING, cid))
         elif e.name in DATABASES:
             _check_db(e.path, e.name, folder, cid, findings)

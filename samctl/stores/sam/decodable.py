@@ -2,9 +2,9 @@
 listing, which asks that of every conversation.json and needs no more than the first reason.
 
 ``schema.validate_conversation`` walks a document building a path for every value and reports
-every problem, warnings included: 279 µs for a generated 14 KB conversation (bench/gen_archive.py).
-The predicates answer yes or no in 90 µs; only a document they do not pass is walked again by
-``schema`` to say where and why.
+every problem, warnings included, which is more than the listing needs.  The predicates only answer yes
+or no, without building paths; only a document they do not pass is walked again by ``schema`` to say
+where and why (figures: bench/README.md, "Figures behind the code's rules").
 
 Invariants:
 - ``first_error(doc, strict_json)`` is the first error-severity problem ``validate_conversation``

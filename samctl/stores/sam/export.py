@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tempfile
 
-from samctl import fsafe
+from samctl.fs import filemodes
 from samctl.model import ERROR, INFO, Finding
 from samctl.said import Suggestion, said
 from samctl.stores.sam import memorydb, package, schema
@@ -70,7 +70,7 @@ def package_for(store, conv, findings: list, exported_at: str) -> bytes | None:
 def _sam_memories(store, cid: str, findings: list) -> list:
     """Rows of ``CONV/<id>/memory.db`` whose conversation_id is this one (SAM's getAllMemories)."""
     path = store.folder(cid) / "memory.db"
-    if fsafe.lstat(path) is None:
+    if filemodes.lstat(path) is None:
         return []
     rows = memorydb.read_memories(path, findings, scope_id=cid) or []
     return [r for r in rows if str(_row_field(r, "conversation_id") or cid).upper() == cid.upper()]

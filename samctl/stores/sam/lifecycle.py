@@ -24,8 +24,8 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem, NotFound, SamctlError
+from samctl.fs import faults, filemodes, reading, removing, safepaths, syncing, writing
 from samctl.said import Suggestion, said
 from samctl.stores.sam import decode, sqlitefile
 
@@ -53,7 +53,7 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     stats = {} if stats is None else stats
     cid = cid.upper()
     folder = store.folder(cid)
-    st = fsafe.lstat(folder)
+    st = filemodes.lstat(folder)
     if st is None:
         if cid in store.legacy_docs([]):
             raise SamctlError(
@@ -65,7 +65,7 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
         raise FileProblem(
             "not-regular",
             folder,
-            f"{folder} is {fsafe.describe_mode(st.st_mode)}, not a folder; samctl does not move it",
+            f"{folder} is {filemodes.describe_mode(st.st_mode)}, not a folder; samctl does not move it",
         )
     if refs is None:
         unreadable: list = []
@@ -73,7 +73,7 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
     else:
         unreadable = list(getattr(refs, "unreadable", ()))
     users = refs.get(cid, set()) - {cid}
-    has_primary = fsafe.lstat(folder / PRIMARY) is not None
+    has_primary = filemodes.lstat(folder / PRIMARY) is not None
     if users and not has_primary:
         some = ", ".join(sorted(users)[:3])
         raise SamctlError(
@@ -105,7 +105,7 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
         dirnames.sort()
         for name in sorted(dirnames) + sorted(filenames):
             p = Path(dirpath) / name
-            pst = fsafe.lstat(p)
+            pst = filemodes.lstat(p)
             if pst is None:
                 continue
             if stat.S_ISDIR(pst.st_mode):
@@ -121,7 +121,7 @@ def conversation_files(store, cid: str, refs: dict | None = None, stats: dict | 
                     "not-regular",
                     p,
                     said(
-                        f"{p} is {fsafe.describe_mode(pst.st_mode)}; samctl moves only files and folders (see `",
+                        f"{p} is {filemodes.describe_mode(pst.st_mode)}; samctl moves only files and folders (see `",
                         Suggestion("check"),
                         "`)",
                     ),
@@ -151,11 +151,11 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
     from samctl.stores.sam import encode  # (lazy: not loaded by ls or --help)
 
     old_dir = names[0].split("/", 1)[0]
-    top = fsafe.child(folder, old_dir)
+    top = safepaths.child(folder, old_dir)
     conv = top / PRIMARY
-    if fsafe.lstat(conv) is not None:
+    if filemodes.lstat(conv) is not None:
         try:
-            doc = orjson.loads(fsafe.read_capped(conv, 1 << 31))
+            doc = orjson.loads(reading.read_capped(conv, 1 << 31))
             if not isinstance(doc, dict):
                 raise ValueError("not an object")
             if isinstance(doc.get("id"), str) and doc["id"].upper() == old.upper():
@@ -168,18 +168,20 @@ def retarget(store, folder: Path, names: list[str], old: str, new: str) -> dict:
                 f"cannot restore {old} under a new id: its conversation.json cannot be rewritten ({str(exc)[:120]})",
                 hint=said("restore it under its own id, then `", Suggestion("recover"), "` it"),
             ) from None
-        fsafe.write_atomic(conv, data)
+        writing.write_atomic(conv, data)
     for db, table in (("memory.db", "conversation_memories"), ("context_archive.db", "context_archives")):
         p = top / db
-        if fsafe.lstat(p) is not None:
+        if filemodes.lstat(p) is not None:
             _retarget_db(p, table, old, new)
-    new_top = fsafe.child(folder, new)
-    fsafe.step("rename")
-    fsafe.rename(top, new_top)
+    new_top = safepaths.child(folder, new)
+    faults.step("rename")
+    writing.rename(top, new_top)
     # writing a database merges its -wal into it and removes the -wal (and -shm): those are not placed
     renamed = {n: new + n[len(old_dir) :] for n in names}
     return {
-        n: None if n.rsplit("/", 1)[-1] in _DB_SIDECARS and fsafe.lstat(folder.joinpath(*to.split("/"))) is None else to
+        n: None
+        if n.rsplit("/", 1)[-1] in _DB_SIDECARS and filemodes.lstat(folder.joinpath(*to.split("/"))) is None
+        else to
         for n, to in renamed.items()
     }
 
@@ -191,7 +193,7 @@ def _retarget_db(path: Path, table: str, old: str, new: str) -> None:
     """Rewrite ``conversation_id`` in a staged database.  One that is not SAM's exactly (a trigger,
     another table, not a database: ``sqlitefile.write_transaction``) refuses the whole restore of
     this conversation under a new id, rather than bring it back with memories under the old id."""
-    st = fsafe.lstat(path)
+    st = filemodes.lstat(path)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
         return  # an empty database SAM fills on its next open: nothing to rewrite
     try:
@@ -215,22 +217,22 @@ def purge(store, cid: str, refs: dict | None = None) -> list[str]:
     folder = store.folder(cid)
     removed = []
     primary = folder / PRIMARY
-    if fsafe.lstat(primary) is not None:
-        fsafe.remove(primary)
+    if filemodes.lstat(primary) is not None:
+        removing.remove(primary)
         removed.append(str(primary))
     if files and files[0] == folder:
-        fsafe.remove_tree(folder)
+        removing.remove_tree(folder)
         removed.append(str(folder))
     else:
         for p in reversed(files):
-            st = fsafe.lstat(p)
+            st = filemodes.lstat(p)
             if st is None:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                fsafe.remove_dir_if_empty(p)
+                removing.remove_dir_if_empty(p)
             else:
-                fsafe.remove(p)
+                removing.remove(p)
             removed.append(str(p))
-        fsafe.fsync_dir(folder)
-    fsafe.fsync_dir(store.conv_dir)
+        syncing.fsync_dir(folder)
+    syncing.fsync_dir(store.conv_dir)
     return removed

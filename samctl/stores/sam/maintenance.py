@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from samctl import fsafe
 from samctl.errors import FileProblem, SamctlError
+from samctl.fs import faults, filemodes
 from samctl.stores.sam import sqlitefile
 
 
@@ -16,7 +16,7 @@ def vacuum(path: Path, dry_run: bool) -> tuple[int, int]:
     no hot journal rolled back), says what the real run would refuse, and estimates the size.
     SamctlError when it cannot or must not be vacuumed."""
     table = sqlitefile.MEMORY_TABLE if path.name == "memory.db" else sqlitefile.ARCHIVE_TABLE
-    st = fsafe.lstat(path)
+    st = filemodes.lstat(path)
     size = st.st_size if st is not None else 0
     if not size:
         return 0, 0  # an empty database SAM fills on its next open: nothing to vacuum
@@ -42,11 +42,11 @@ def vacuum(path: Path, dry_run: bool) -> tuple[int, int]:
             return 0, size
         if dry_run:
             return free, max(0, size - free * page)
-        fsafe.step("vacuum")
+        faults.step("vacuum")
         db.execute("VACUUM")
     except sqlite3.Error as exc:
         raise SamctlError(f"cannot VACUUM: {exc}") from None
     finally:
         db.close()
-    after = fsafe.lstat(path)
+    after = filemodes.lstat(path)
     return free, after.st_size if after else 0

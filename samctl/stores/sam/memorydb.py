@@ -17,8 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from samctl import fsafe
 from samctl.errors import Busy, FileProblem
+from samctl.fs import filemodes, reading
 from samctl.model import WARNING
 from samctl.safetext import quoted
 from samctl.stores.sam.archivedb import ARCHIVE_REASONS, create_archive_db, encode_archive_messages, read_archives
@@ -302,7 +302,7 @@ def touch_memories(path, ids, now: float | datetime | None = None, timeout: floa
     """
     ids = list(ids)
     stamp = format_db_date(now)
-    fh, _ = fsafe.open_regular(path)  # missing / symlink / not a regular file -> FileProblem
+    fh, _ = reading.open_regular(path)  # missing / symlink / not a regular file -> FileProblem
     fh.close()
     if not ids:
         return 0
@@ -362,7 +362,7 @@ def _memory_values(row) -> tuple:
     return values
 
 
-def create_memory_db(path, rows=(), mode: int = fsafe.FILE_MODE):
+def create_memory_db(path, rows=(), mode: int = filemodes.FILE_MODE):
     """Make a ``memory.db`` as SAM does (sam.md §7.2 schema, sam.md §15.3 Python route) and insert ``rows``.
 
     For tests and fixtures.  A row is a ``MemoryRow``, a dict (``embedding`` may be a list of

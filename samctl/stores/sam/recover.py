@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem, SamctlError, UsageError
+from samctl.fs import filemodes, reading
 from samctl.model import NothingToRecover, RecoveryPlan, refuse_over_cap
 from samctl.stores import dupkeys
 from samctl.stores.sam import encode, repair, schema
@@ -33,7 +33,7 @@ def _from_file(path: Path, cap: int, notes: list, label: str):
     file is a JSON object with a message array as it stands, False when ``doc`` was salvaged from
     it piece by piece (its messages, at least)."""
     try:
-        data = fsafe.read_capped(path, cap)
+        data = reading.read_capped(path, cap)
     except FileProblem as exc:
         if exc.code != "missing":
             notes.append(f"{label}: {exc.message}")
@@ -88,7 +88,7 @@ def _from_backups(conv_dir: Path, cid: str, cap: int, notes: list):
         return out
     for p in names:
         try:
-            arr = orjson.loads(fsafe.read_capped(p, cap))
+            arr = orjson.loads(reading.read_capped(p, cap))
         except (FileProblem, orjson.JSONDecodeError):
             notes.append(f"{p.name}: unreadable legacy backup, skipped")
             continue
@@ -100,7 +100,7 @@ def _from_backups(conv_dir: Path, cid: str, cap: int, notes: list):
 
 def _from_package(path, cid: str, cap: int) -> dict | None:
     try:
-        pkg = orjson.loads(fsafe.read_capped(Path(path), cap))
+        pkg = orjson.loads(reading.read_capped(Path(path), cap))
     except FileProblem as exc:
         raise UsageError(f"{path}: {exc.message}") from None
     except orjson.JSONDecodeError as exc:
@@ -150,7 +150,7 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
     sources += _from_backups(store.conv_dir, cid, cap, notes)
     legacy = (
         store.legacy_docs([]).get(cid)
-        if fsafe.lstat(target) is not None and store.parse_file(target)[0] is None
+        if filemodes.lstat(target) is not None and store.parse_file(target)[0] is None
         else None
     )
     if legacy is not None:  # what SAM shows while the file does not decode (sam.md §5.3), and show/search too
@@ -189,7 +189,7 @@ def plan_recovery(store, cid: str, from_file=None) -> RecoveryPlan:
         msgs.sort(key=lambda m: str(m.get("lastModified") or m.get("timestamp") or ""))
     if msgs or isinstance(base.get("messages"), list):
         merged["messages"] = msgs  # (else repair says what the base held instead of an array)
-    st = fsafe.lstat(target)
+    st = filemodes.lstat(target)
     fixed, changes = repair.repair_conversation(
         merged,
         fallback_id=cid,

@@ -11,8 +11,8 @@ import os
 import re
 import stat
 
-from samctl import fsafe
 from samctl.errors import FileProblem, NotFound
+from samctl.fs import reading
 from samctl.importance import importance
 from samctl.model import ERROR, Finding
 from samctl.stores.sam import decode
@@ -45,7 +45,7 @@ def sources(store, findings: list, scope: set | None = None) -> dict[str, Source
     files = [(sep + f, "/" + f, kind, holds) for f, kind, holds in FILES]
     statat = os.stat
     try:  # stat relative to the folder: the kernel walks two path components instead of all of them
-        dirfd = fsafe.open_dir_fd(conv_dir)
+        dirfd = reading.open_dir_fd(conv_dir)
     except OSError as exc:
         raise NotFound(f"cannot open {conv_dir}: {exc.strerror}") from None
     odd = False

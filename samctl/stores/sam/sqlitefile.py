@@ -15,8 +15,8 @@ import stat
 from collections import Counter
 from contextlib import contextmanager
 
-from samctl import fsafe
 from samctl.errors import FileProblem
+from samctl.fs import filemodes
 from samctl.model import ERROR, WARNING, Finding
 from samctl.stores.sqlite import (  # noqa: F401
     DEFAULT_TIMEOUT,
@@ -217,7 +217,7 @@ def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
 def open_checked(path, findings: list, table: str, timeout: float, scope_id: str | None, missing_ok: bool):
     """Open read-only and check the schema; None (after adding findings) if nothing can be read."""
     spath = os.fspath(path)
-    st = fsafe.lstat(spath)
+    st = filemodes.lstat(spath)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
         findings.append(
             Finding("db-empty", spath, "0-byte database (SAM creates its tables on its next open)", WARNING, scope_id)
@@ -233,7 +233,7 @@ def open_checked(path, findings: list, table: str, timeout: float, scope_id: str
     except SQLITE_ERRORS as exc:
         findings.append(sqlite_finding(exc, spath, scope_id))
         return None
-    wal = fsafe.lstat(spath + "-wal")
+    wal = filemodes.lstat(spath + "-wal")
     if wal is not None and rollback_mode(spath):
         findings.append(
             Finding(

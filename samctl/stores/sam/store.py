@@ -18,8 +18,8 @@ from pathlib import Path
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
+from samctl.fs import filemodes, reading, safepaths, userdirs
 from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recency
 from samctl.stores import workers
 from samctl.stores.base import Store
@@ -87,7 +87,7 @@ class SamStore(Store):
         return sorted(ids)
 
     def has_id(self, cid: str) -> bool:
-        st = fsafe.lstat(os.path.join(self.conv_dir, cid)) if self.valid_id(cid) else None
+        st = filemodes.lstat(os.path.join(self.conv_dir, cid)) if self.valid_id(cid) else None
         return True if st is not None and stat.S_ISDIR(st.st_mode) else super().has_id(cid)
 
     def holds_conversation(self, cid: str) -> bool:
@@ -95,7 +95,7 @@ class SamStore(Store):
         or the conversation lives in an odd folder or the legacy file."""
         folder = self.folder(cid)
         return (
-            any(fsafe.lstat(folder / n) is not None for n in ("conversation.json", "conversation.json.tmp"))
+            any(filemodes.lstat(folder / n) is not None for n in ("conversation.json", "conversation.json.tmp"))
             or cid in self.odd_folders()
             or cid in self.legacy_docs([])
         )
@@ -109,7 +109,7 @@ class SamStore(Store):
             if UUID_RE.match(e.name):
                 continue
             p = os.path.join(e.path, "conversation.json")
-            st = fsafe.lstat(p)
+            st = filemodes.lstat(p)
             if st is None or not stat.S_ISREG(st.st_mode):
                 continue
             doc, _ = self.parse_file(p)
@@ -122,7 +122,7 @@ class SamStore(Store):
         """The conversation.json SAM loads for ``cid``: the one in the folder named by the id, else
         one in an oddly named folder that gives the id, else where the first would be."""
         p = self.folder(cid) / "conversation.json"
-        if fsafe.lstat(p) is None:
+        if filemodes.lstat(p) is None:
             odd = self.odd_folders().get(cid.upper())
             if odd is not None:
                 return self.conv_dir / odd / "conversation.json"  # a name scandir gave: one component
@@ -131,7 +131,7 @@ class SamStore(Store):
     def _refuse_odd(self, cid: str) -> None:
         """Raise SamctlError if ``cid`` lives only in an oddly named folder: samctl's lifecycle
         commands move a conversation's own folder, and this one has two candidates."""
-        if fsafe.lstat(self.folder(cid) / "conversation.json") is not None:
+        if filemodes.lstat(self.folder(cid) / "conversation.json") is not None:
             return
         odd = self.odd_folders().get(cid.upper())
         if odd is not None:
@@ -148,17 +148,17 @@ class SamStore(Store):
         saves it and keeps its memories, whether or not it holds the conversation.json."""
         if not self.valid_id(cid):
             raise FileProblem("bad-id", cid, "invalid conversation id")
-        p = fsafe.child(self.conv_dir, cid.upper())
-        if fsafe.lstat(p) is None:
+        p = safepaths.child(self.conv_dir, cid.upper())
+        if filemodes.lstat(p) is None:
             # SAM accepts any folder name; find a lowercase twin rather than guess.
             for e in self._folders():
                 if e.name.upper() == cid.upper():
-                    return fsafe.child(self.conv_dir, e.name)
+                    return safepaths.child(self.conv_dir, e.name)
         return p
 
     def raw_path(self, cid: str) -> Path:
         p = self._primary(cid)
-        if fsafe.lstat(p) is None and cid.upper() in self.legacy_docs([]):
+        if filemodes.lstat(p) is None and cid.upper() in self.legacy_docs([]):
             return self.conv_dir / "conversations.json"
         return p
 
@@ -241,7 +241,12 @@ class SamStore(Store):
                 taken.add(e.name.upper())
             if not stat.S_ISREG(st.st_mode):
                 probes.append(
-                    (e.name, p, False, Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file"))
+                    (
+                        e.name,
+                        p,
+                        False,
+                        Finding("not-regular", p, f"is {filemodes.describe_mode(st.st_mode)}, not a file"),
+                    )
                 )
                 continue
             entry = self._cached(cache.get(e.name), st)
@@ -312,7 +317,7 @@ class SamStore(Store):
 
     def parse_file(self, p) -> tuple[dict | None, list | None]:
         try:
-            data = fsafe.read_capped(p, self.caps.snapshot)
+            data = reading.read_capped(p, self.caps.snapshot)
         except FileProblem as exc:
             return None, [exc.code, exc.message]
         if too_costly(data):
@@ -334,10 +339,10 @@ class SamStore(Store):
     def legacy_docs(self, findings: list) -> dict:
         """Conversations of the legacy single-file store, by uppercase id."""
         p = self.conv_dir / "conversations.json"
-        if fsafe.lstat(p) is None:
+        if filemodes.lstat(p) is None:
             return {}
         try:
-            arr = orjson.loads(fsafe.read_capped(p, self.caps.snapshot))
+            arr = orjson.loads(reading.read_capped(p, self.caps.snapshot))
         except FileProblem as exc:
             findings.append(Finding(exc.code, str(p), exc.message))
             return {}
@@ -359,10 +364,10 @@ class SamStore(Store):
         try:
             os.lstat(p)
         except PermissionError:  # its folder is closed to samctl: say so, not "no conversation"
-            raise Denied(fsafe.shown(fsafe.first_closed(p.parent))) from None
+            raise Denied(safepaths.shown(userdirs.first_closed(p.parent))) from None
         except OSError:
             pass
-        if fsafe.lstat(p) is None:
+        if filemodes.lstat(p) is None:
             legacy = self.legacy_docs(findings).get(cid.upper())
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
@@ -382,7 +387,7 @@ class SamStore(Store):
         return self.conversation_from_doc(doc, str(p), cid.upper())
 
     def conversation_from_doc(self, doc: dict, source: str, cid: str) -> Conversation:
-        st = fsafe.lstat(source)
+        st = filemodes.lstat(source)
         meta = decode.meta(doc, source, st.st_size if st else None, cid, st.st_mtime if st else None)
         meta.id = cid
         raw_msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
@@ -439,7 +444,7 @@ class SamStore(Store):
         its conversation.json parsed, nothing decoded (a conversation of 150,000 messages took seconds to
         load whole), else as ``load`` finds it (the legacy file, an oddly named folder)."""
         try:
-            doc = orjson.loads(fsafe.read_capped(self._primary(cid), self.caps.snapshot))
+            doc = orjson.loads(reading.read_capped(self._primary(cid), self.caps.snapshot))
         except Exception:  # noqa: BLE001 - (missing, unreadable, too large, not JSON: the loader below tries)
             doc = None
         if isinstance(doc, dict):
@@ -465,7 +470,7 @@ class SamStore(Store):
         for e in self._folders():
             for name in ("memory.db", "context_archive.db"):
                 p = Path(e.path) / name
-                st = fsafe.lstat(p)
+                st = filemodes.lstat(p)
                 if st is not None and stat.S_ISREG(st.st_mode):
                     out.append((p, st))
         return out
@@ -586,7 +591,7 @@ class SamStore(Store):
                 refs.setdefault(topic, set()).add(e.name.upper())
             elif not known and unreadable is not None:
                 unreadable.append(e.name.upper())
-        if fsafe.lstat(self.conv_dir / "conversations.json") is not None:
+        if filemodes.lstat(self.conv_dir / "conversations.json") is not None:
             legacy: list = []
             for cid, doc in self.legacy_docs(legacy).items():
                 topic = decode.shared_topic_id(doc)

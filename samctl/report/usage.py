@@ -27,8 +27,8 @@ from typing import Any
 
 import orjson
 
-from samctl import fsafe
 from samctl.errors import FileProblem, UsageError
+from samctl.fs import reading
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "block")
 ROW_KEY = {
@@ -87,7 +87,7 @@ def load_prices(path: str | None = None) -> Prices:
     output, cache_write, cache_read}}}).  UsageError for a file that cannot be read or has a bad price."""
     where = str(path) if path is not None else str(shipped_prices_path())
     try:
-        doc = orjson.loads(fsafe.read_capped(where, PRICES_CAP))
+        doc = orjson.loads(reading.read_capped(where, PRICES_CAP))
     except FileProblem as exc:
         raise UsageError(f"--prices {where}: {exc.message}") from None
     except orjson.JSONDecodeError as exc:

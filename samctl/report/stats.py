@@ -14,9 +14,9 @@ import time
 from collections import Counter
 from datetime import datetime
 
-from samctl import fsafe
-from samctl.core.listing import project_matcher, project_name
+from samctl.fs import filemodes
 from samctl.model import recency
+from samctl.projects import project_matcher, project_name
 from samctl.stores.metacache import MetaCache
 
 
@@ -72,7 +72,7 @@ def _counted(store, dbs: list, findings: list) -> int:
     now_ns = time.time_ns()
     total = 0
     for path, scope in dbs:
-        files = [fsafe.lstat(path + suffix) for suffix in ("", "-wal", "-journal")]
+        files = [filemodes.lstat(path + suffix) for suffix in ("", "-wal", "-journal")]
         st = files[0]
         if st is None:
             continue  # no database there (a scope is a folder; its memory.db comes with the first memory)

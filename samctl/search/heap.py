@@ -3,10 +3,9 @@
 A ranked search makes and drops a few dozen arrays of a value per row (8 MiB each for a million rows).
 glibc's malloc serves such a block by mmap, or, once one has been freed, from its heap, which it shrinks
 again as soon as the free space at its top passes a threshold; either way the pages of each new array
-are faulted in and zeroed by the kernel again.  Measured on 1.2 M rows ("portland budget", in a loop):
-15,000 page faults and 26 ms of system time per query, 66 ms in all; with the settings below 250
-faults, 2 ms and 40 ms (docs/search-index.md, "Memory between arrays").  The peak is the same: only the
-shrinking and growing between arrays stops, and the memory goes back when the process ends.
+are faulted in and zeroed by the kernel again, a cost paid per array rather than per row.  So freed blocks
+are kept for reuse (figures: docs/search-index.md, "Memory between arrays").  The peak is the same: only
+the shrinking and growing between arrays stops, and the memory goes back when the process ends.
 
 Elsewhere than on glibc (macOS, musl) this does nothing.
 """
