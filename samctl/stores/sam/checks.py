@@ -206,10 +206,11 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
             Finding("not-regular", p, f"is {fsafe.describe_mode(st.st_mode)}, not a file", conversation=cid)
         )
         return None
-    doc, problem = store.parse_file(p)
+    data, doc, problem = store.read_file(p)
     if problem:
         findings.append(Finding(problem[0], p, problem[1], conversation=cid))
         return None
+    repeated = _repeated_keys(data, doc)  # (before anything reads doc: the scan needs it as parsed)
     for prob in schema.validate_conversation(doc):
         if prob.severity == "error":
             findings.append(
@@ -217,7 +218,7 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
             )
         else:
             findings.append(Finding(prob.code, p, f"{prob.where}: {prob.reason}", WARNING, cid))
-    _check_repeated_keys(store, cid, p, findings)
+    _say_repeated_keys(repeated, cid, p, findings)
     fid = doc.get("id")
     if isinstance(fid, str) and fid.upper() != folder.upper():
         findings.append(
@@ -233,15 +234,16 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
     return doc
 
 
-def _check_repeated_keys(store, cid, p, findings) -> None:
-    """A warning per key written twice in one object: samctl reads the last, and whether SAM's
-    decoder (Apple's) refuses the file or keeps either value is not known."""
+def _repeated_keys(data: bytes, doc: dict) -> list:
+    """``(where, key)`` of each key written twice in one object of ``data`` (``doc``: its parse)."""
     from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
-    try:
-        found = dupkeys.anywhere(fsafe.read_capped(p, store.caps.snapshot))
-    except FileProblem:
-        return
+    return dupkeys.anywhere(data, doc)
+
+
+def _say_repeated_keys(found: list, cid, p, findings) -> None:
+    """A warning per key written twice in one object: samctl reads the last, and whether SAM's
+    decoder (Apple's) refuses the file or keeps either value is not known."""
     for where, key in found:
         findings.append(
             Finding(
