@@ -22,7 +22,7 @@ from samctl import fsafe
 from samctl.errors import FileProblem
 from samctl.model import ERROR, WARNING, Finding
 from samctl.stores import treecheck, workers
-from samctl.stores.sam import decode, schema
+from samctl.stores.sam import decodable, decode, schema
 from samctl.stores.sam.dbvalues import UUID_RE
 
 INFO = "info"
@@ -211,7 +211,7 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
         findings.append(Finding(problem[0], p, problem[1], conversation=cid))
         return None
     repeated = _repeated_keys(data, doc)  # (before anything reads doc: the scan needs it as parsed)
-    for prob in schema.validate_conversation(doc):
+    for prob in _problems(doc):
         if prob.severity == "error":
             findings.append(
                 Finding("sam-reject", p, f"SAM would skip this conversation: {prob.where}: {prob.reason}", ERROR, cid)
@@ -232,6 +232,15 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
             )
         )  # sam.md §4.5.8
     return doc
+
+
+def _problems(doc: dict) -> list:
+    """``schema.validate_conversation(doc)`` for a document orjson parsed: the compiled predicates
+    say whether there is any error (most documents have none), so only a document with one is
+    walked for every error; the warnings are always looked for."""
+    if decodable.first_error(doc, strict_json=True) is None:
+        return schema.warnings_of(doc)
+    return schema.validate_conversation(doc)
 
 
 def _repeated_keys(data: bytes, doc: dict) -> list:

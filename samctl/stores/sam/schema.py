@@ -647,6 +647,15 @@ def validate_conversation(doc) -> list[Problem]:
     return out
 
 
+def warnings_of(doc) -> list[Problem]:
+    """The warning-severity problems of ``validate_conversation(doc)``, in its order (no errors
+    looked for: for a document ``decodable.first_error`` passed)."""
+    out: list[Problem] = []
+    if isinstance(doc, dict):
+        _warnings(doc, out)
+    return out
+
+
 def errors_of(doc) -> list[Problem]:
     """The error-severity problems of ``validate_conversation(doc)``, in its order (no warnings
     looked for).  ``decodable.first_error`` is the fast way to ask for the first one."""

@@ -1,0 +1,41 @@
+"""check's SAM validation asks the compiled predicates first and walks the schema only for a document
+with an error (issue #32): its problems are ``schema.validate_conversation``'s, warnings included,
+in the same order, on every document orjson can give."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from samctl.stores.sam import checks, schema
+from tests.stores.test_sam_decodable import RICH_PATHS, _strict, rich
+from tests.stores.test_sam_schema import DELETE, ERROR_CASES, example, json_values, mutate
+
+
+def agrees(doc) -> None:
+    strict = _strict(doc)
+    if isinstance(strict, dict):
+        assert checks._problems(strict) == schema.validate_conversation(strict)
+
+
+def test_documents_with_warnings_and_errors_agree():
+    doc = rich()
+    m = doc["messages"][0]
+    m["isStreaming"] = True
+    m["toolStatus"] = "running"
+    doc["enabledMiniPromptIds"] = []
+    assert schema.validate_conversation(_strict(doc)), "the warnings are there"
+    agrees(doc)
+    for path, value, _code, _where in ERROR_CASES:
+        agrees(mutate(example(), path, value))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(RICH_PATHS), json_values | st.just(DELETE))
+def test_random_mutations_agree(path, value):
+    doc = rich()
+    try:
+        mutate(doc, path, value)
+    except (KeyError, IndexError, TypeError):
+        return
+    agrees(doc)
