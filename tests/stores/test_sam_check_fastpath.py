@@ -39,3 +39,27 @@ def test_random_mutations_agree(path, value):
     except (KeyError, IndexError, TypeError):
         return
     agrees(doc)
+
+
+def test_the_schema_answer_is_kept_per_schema_never_across_two(tmp_path):
+    """check reads the schema of thousands of memory.db files SAM wrote alike: the answer is kept by
+    the text of sqlite_master, so a database whose schema differs is still examined."""
+    import sqlite3
+
+    from samctl.stores.sam import memorydb, sqlitefile
+
+    clean, extra, again = (tmp_path / f"{n}.db" for n in ("clean", "extra", "again"))
+    for p in (clean, extra, again):
+        memorydb.create_memory_db(p)
+    with sqlite3.connect(extra) as db:
+        db.execute(f'ALTER TABLE "{memorydb.MEMORY_TABLE}" ADD COLUMN surplus TEXT')
+    answers = []
+    for p in (clean, extra, again, extra):
+        conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+        try:
+            answers.append(sqlitefile.schema_problems(conn, memorydb.MEMORY_TABLE))
+        finally:
+            conn.close()
+    assert answers[0] == answers[2] == [] and answers[1] == answers[3] == ["unexpected column surplus"]
+    answers[1].append("a caller's own change")
+    assert sqlitefile.schema_problems(sqlite3.connect(extra), memorydb.MEMORY_TABLE) == ["unexpected column surplus"]

@@ -281,9 +281,26 @@ def _schema_check(conn: sqlite3.Connection, table: str) -> tuple[list[str], list
     Minor: other column types/constraints, extra columns, missing or different indexes, extra
     tables, views or triggers.
     """
+    master = tuple(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())
+    key = (table, master)
+    known = _SCHEMAS.get(key)
+    if known is None:
+        known = _schema_differences(conn, table, [r[:3] for r in master])
+        if len(_SCHEMAS) >= 64:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = known
+    return list(known[0]), list(known[1])
+
+
+# (table, every row of sqlite_master with its SQL) -> (fatal, minor): SQLite builds a database's schema
+# from those rows alone, so databases written by one SAM build (a store holds thousands) share an answer.
+_SCHEMAS: dict = {}
+
+
+def _schema_differences(conn: sqlite3.Connection, table: str, objects: list) -> tuple[list[str], list[str]]:
+    """``_schema_check`` for a schema not seen yet; ``objects``: (type, name, tbl_name) of sqlite_master."""
     fatal: list[str] = []
     minor: list[str] = []
-    objects = conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
     kinds = {name: kind for kind, name, _ in objects}
     if table not in kinds:
         return [f"no table {table}"], []
