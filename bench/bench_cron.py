@@ -8,7 +8,8 @@ Each samctl figure is the whole process (start-up included), page cache and samc
 cache warm (the first run of each is not counted).  Floors, one Python process each:
   stats:            lstat every file under the store (its byte count walks them all) and parse
                     each mermaid ``.meta`` / count the rows of each SAM ``memory.db``;
-  compact --dry-run: lstat every file under the store and read the last byte of every event log;
+  compact --dry-run: lstat every file under the store, read the last byte of every event log and
+                    the free-page count of every SAM database (opened read-only);
   export jsonl:     read and orjson-parse every snapshot (mermaid ``.json``, SAM ``conversation.json``)
                     and write one orjson line per message to /dev/null.
 """
@@ -70,7 +71,13 @@ def floor_stats(root: str) -> int:
 def floor_compact(root: str) -> int:
     n = 0
     for p in walk_lstat(root):
-        if p.endswith(".jsonl"):
+        if p.endswith((os.sep + "memory.db", os.sep + "context_archive.db")):
+            conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+            try:
+                n += conn.execute("PRAGMA freelist_count").fetchone()[0]
+            finally:
+                conn.close()
+        elif p.endswith(".jsonl"):
             fd = os.open(p, os.O_RDONLY)
             try:
                 size = os.fstat(fd).st_size

@@ -63,3 +63,17 @@ def test_the_schema_answer_is_kept_per_schema_never_across_two(tmp_path):
     assert answers[0] == answers[2] == [] and answers[1] == answers[3] == ["unexpected column surplus"]
     answers[1].append("a caller's own change")
     assert sqlitefile.schema_problems(sqlite3.connect(extra), memorydb.MEMORY_TABLE) == ["unexpected column surplus"]
+
+
+def test_the_write_check_is_kept_per_schema_never_across_two(tmp_path):
+    import sqlite3
+
+    from samctl.stores.sam import memorydb, sqlitefile
+
+    clean, trigger = tmp_path / "clean.db", tmp_path / "trigger.db"
+    for p in (clean, trigger):
+        memorydb.create_memory_db(p)
+    with sqlite3.connect(trigger) as db:
+        db.execute(f'CREATE TRIGGER t AFTER DELETE ON "{memorydb.MEMORY_TABLE}" BEGIN SELECT 1; END')
+    got = [sqlitefile.exact_schema_problem(sqlite3.connect(p), memorydb.MEMORY_TABLE) for p in (clean, trigger, clean)]
+    assert got == [None, "unexpected trigger t", None]

@@ -195,10 +195,28 @@ def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
     """The first way the schema differs from the spec's for ``table`` (sam.md §7.2, §8), or None: every
     ``schema_problems`` line, and any object besides the table, its indexes and SQLite's automatic
     index (no trigger, view or other table, whatever its name), and no hidden or generated column."""
-    problems = schema_problems(conn, table)
+    master = _master(conn)
+    key = ("exact", table, master)
+    if key not in _SCHEMAS:
+        problem = _exact_problem(conn, table, master)
+        if len(_SCHEMAS) >= 64:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = problem
+    return _SCHEMAS[key]
+
+
+def _master(conn: sqlite3.Connection) -> tuple:
+    """Every row of sqlite_master with its SQL: what SQLite builds the database's schema from."""
+    return tuple(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())
+
+
+def _exact_problem(conn: sqlite3.Connection, table: str, master: tuple) -> str | None:
+    """``exact_schema_problem`` for a schema not seen yet (``master``: ``_master(conn)``)."""
+    fatal, minor = _schema_check(conn, table, master)
+    problems = fatal + minor
     if problems:
         return problems[0] + (f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else "")
-    for kind, name, tbl in conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall():
+    for kind, name, tbl, _ in master:
         if kind == "table" and name == table:
             continue
         if (
@@ -274,14 +292,14 @@ def _norm_default(d):
     return d
 
 
-def _schema_check(conn: sqlite3.Connection, table: str) -> tuple[list[str], list[str]]:
+def _schema_check(conn: sqlite3.Connection, table: str, master: tuple | None = None) -> tuple[list[str], list[str]]:
     """(fatal, minor) differences from the spec's schema of ``table``.
 
     Fatal: the table or one of its columns is missing, or it has no rowid; rows cannot be read.
     Minor: other column types/constraints, extra columns, missing or different indexes, extra
     tables, views or triggers.
     """
-    master = tuple(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())
+    master = _master(conn) if master is None else master
     key = (table, master)
     known = _SCHEMAS.get(key)
     if known is None:
