@@ -15,7 +15,6 @@ import json
 
 import orjson
 
-
 _UNPARSED = object()  # (no parse given: dupkeys parses the text itself)
 
 

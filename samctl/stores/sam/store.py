@@ -322,10 +322,8 @@ class SamStore(Store):
         except orjson.JSONDecodeError as exc:
             if str(exc).startswith("number is infinity"):  # valid JSON, but no Int or Double holds it
                 where = str(exc).partition(": ")[2]
-                return data, None, [
-                    "sam-reject",
-                    f"a number beyond the range of a Double ({where}): SAM skips the whole conversation",
-                ]
+                why = f"a number beyond the range of a Double ({where}): SAM skips the whole conversation"
+                return data, None, ["sam-reject", why]
             return data, None, ["bad-json", f"not valid JSON (SAM skips the whole conversation): {_short(exc)}"]
         if not isinstance(doc, dict):
             return data, None, ["sam-reject", f"top level is {type(doc).__name__}, not an object (SAM skips it)"]
