@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Benchmark `samctl check` on mermaid trees against the floor measured in the same run.
+"""Benchmark `samctl check` on mermaid and SAM trees against the floor measured in the same run.
 
-    python bench/bench_check.py --mermaid 3000 --mermaid 10000 [--messages-mean 40] [--repeat 3]
+    python bench/bench_check.py --mermaid 3000 --mermaid 10000 [--messages-mean 40] [--sam 3000] [--repeat 3]
 
-floor: one process, page cache warm: read every file of the conversations folder and parse it
-with orjson (snapshot, ``.meta``, every line of each ``.jsonl``), nothing else.
+floor, mermaid: one process, page cache warm: read every file of the conversations folder and parse
+it with orjson (snapshot, ``.meta``, every line of each ``.jsonl``), nothing else.
+floor, SAM: one process: read and orjson-parse every ``conversation.json``, and open each
+``memory.db`` read-only and read all its rows.
 samctl: the whole ``samctl check`` process (exit 0 expected: the generated tree is clean).
 Prints medians (wall and CPU of the children for samctl) and the ratio to the floor, and the cost
 per session, so that two sizes show whether it grows with the archive.
@@ -49,6 +51,37 @@ def floor(conv: str) -> int:
     return n
 
 
+def sam_floor(conv: str) -> int:
+    """Read and orjson-parse every conversation.json, read every row of every memory.db; rows read."""
+    import sqlite3
+
+    n = 0
+    for name in os.listdir(conv):
+        folder = os.path.join(conv, name)
+        try:
+            with open(os.path.join(folder, "conversation.json"), "rb") as f:
+                orjson.loads(f.read())
+                n += 1
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        db = os.path.join(folder, "memory.db")
+        if os.path.exists(db):
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                n += len(conn.execute('SELECT * FROM "conversation_memories"').fetchall())
+            finally:
+                conn.close()
+    return n
+
+
+def tightened(base: Path) -> Path:
+    """``base`` after one ``samctl check --fix``: the generator writes SAM trees with mode 0644, a
+    warning per file that check would print on every run (and exit 3)."""
+    exe = str(Path(sys.executable).with_name("samctl"))
+    subprocess.run([exe, "--root", str(base), "check", "--fix", "-q"], capture_output=True)
+    return base
+
+
 def samctl_check(root: Path, repeat: int) -> tuple[float, float]:
     """(median wall, median CPU of the child and its workers) of the whole `samctl check` process."""
     exe = str(Path(sys.executable).with_name("samctl"))
@@ -67,30 +100,46 @@ def samctl_check(root: Path, repeat: int) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
+def _measure(what: str, n: int, floor_fn, root: Path, repeat: int) -> tuple:
+    f, fc = medians(floor_fn, repeat)
+    s, sc = samctl_check(root, repeat)
+    print(f"{what}, median of {repeat}:")
+    print(f"  floor (read + parse every file, 1 process): {f:.3f} s wall, {fc:.3f} s CPU")
+    print(
+        f"  samctl check (whole process):               {s:.3f} s wall, {sc:.3f} s CPU; "
+        f"ratio {s / f:.2f}x wall (goal <= 2x), {sc / fc:.2f}x CPU; {s / n * 1000:.2f} ms/session"
+    )
+    return n, f, fc, s, sc
+
+
+def _per_session(rows: list) -> None:
+    if len(rows) > 1:
+        (n0, f0, _, s0, _), (n1, f1, _, s1, _) = rows[0], rows[-1]
+        print(f"per-session cost {n1} vs {n0}: samctl {s1 / n1 / (s0 / n0):.2f}x, floor {f1 / n1 / (f0 / n0):.2f}x")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mermaid", type=int, action="append", help="sessions in a tree (repeatable)")
+    ap.add_argument("--sam", type=int, action="append", help="SAM conversations in a tree (repeatable)")
     ap.add_argument("--messages-mean", type=float, default=40)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE / "out")
     a = ap.parse_args()
     os.environ.setdefault("SAMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="samctl-bench-cache-"))
     rows = []
-    for n in a.mermaid or [3000]:
+    for n in a.mermaid or ([] if a.sam else [3000]):
         root = generate("mermaid", n, a.out, a.messages_mean)
         conv = str(root / ".mermaid" / "conversations")
-        f, fc = medians(lambda: floor(conv), a.repeat)
-        s, sc = samctl_check(root, a.repeat)
-        rows.append((n, f, fc, s, sc))
-        print(f"mermaid {n} x {a.messages_mean:g}, median of {a.repeat}:")
-        print(f"  floor (read + orjson every file, 1 process): {f:.3f} s wall, {fc:.3f} s CPU")
-        print(
-            f"  samctl check (whole process):                {s:.3f} s wall, {sc:.3f} s CPU; "
-            f"ratio {s / f:.2f}x wall (goal <= 2x), {sc / fc:.2f}x CPU; {s / n * 1000:.2f} ms/session"
-        )
-    if len(rows) > 1:
-        (n0, f0, _, s0, _), (n1, f1, _, s1, _) = rows[0], rows[-1]
-        print(f"per-session cost {n1} vs {n0}: samctl {s1 / n1 / (s0 / n0):.2f}x, floor {f1 / n1 / (f0 / n0):.2f}x")
+        rows.append(_measure(f"mermaid {n} x {a.messages_mean:g}", n, lambda c=conv: floor(c), root, a.repeat))
+    _per_session(rows)
+    rows = []
+    for n in a.sam or []:
+        root = generate("sam", n, a.out)
+        base = tightened(next(p for p in root.rglob("conversations") if p.is_dir()).parent)
+        conv = str(base / "conversations")
+        rows.append(_measure(f"SAM {n}", n, lambda c=conv: sam_floor(c), base, a.repeat))
+    _per_session(rows)
     return 0
 
 

@@ -150,11 +150,30 @@ def bench_sam(n: int, repeat: int, out: Path) -> None:
 
     cold_t = medians(cold, repeat)[0]
     run_samctl(args)
-    warm_t = medians(lambda: run_samctl(args), repeat)[0]
+    warm_t, warm_c = medians(lambda: run_samctl(args), repeat)
+    floor_t, floor_c = medians(lambda: floor_sam_warm(str(base / "conversations"), cache), repeat)
     print(f"SAM ls --format jsonl, {n} conversations (median of {repeat}):")
+    print(f"  floor (stat every conversation.json, read the cache): {floor_t:.3f} s, {floor_c:.3f} s CPU")
     print(f"  cold (no cache):  {cold_t:.3f} s")
     print(f"  warm (cache):     {warm_t:.3f} s   warm is {cold_t / warm_t:.1f}x faster (goal >= 20x)")
+    print(f"  warm / floor:     {warm_t / floor_t:.2f}x wall, {warm_c / floor_c:.2f}x CPU (goal <= 1.5x)")
     shutil.rmtree(cache, ignore_errors=True)
+
+
+def floor_sam_warm(conv: str, cache: Path) -> int:
+    """What a warm SAM listing cannot do without, in one process: lstat every conversation.json and
+    read and parse samctl's listing cache for the store."""
+    n = 0
+    for name in os.listdir(conv):
+        try:
+            os.lstat(os.path.join(conv, name, "conversation.json"))
+            n += 1
+        except OSError:
+            pass
+    for p in cache.glob("sam-meta-*.json"):
+        with open(p, "rb") as f:
+            orjson.loads(f.read())
+    return n
 
 
 def main() -> int:

@@ -15,6 +15,8 @@ import json
 
 import orjson
 
+_UNPARSED = object()  # (no parse given: dupkeys parses the text itself)
+
 
 class _Repeated(dict):
     """A parsed object that had repeated keys (``repeated``, in the order they first repeated)."""
@@ -22,8 +24,9 @@ class _Repeated(dict):
     __slots__ = ("repeated",)
 
 
-def _no_repeats(data: bytes) -> bool:
+def _no_repeats(data: bytes, parsed=_UNPARSED) -> bool:
     """True only if no object in the text repeats a key (False: it may, or it is not JSON).
+    ``parsed``: what ``orjson.loads(data)`` gave, if the caller has it (one parse less).
 
     orjson keeps one member per distinct key.  The text's colons are one per key token plus
     those inside its strings; orjson's compact output of what it parsed has one per member plus
@@ -33,16 +36,24 @@ def _no_repeats(data: bytes) -> bool:
     if b"\\u003" in data:
         return False
     try:
-        out = orjson.dumps(orjson.loads(data))
+        out = orjson.dumps(orjson.loads(data) if parsed is _UNPARSED else parsed)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return False
     return data.count(b":") == out.count(b":")
 
 
-def _parse(data: bytes):
+def may_repeat(data: bytes, parsed) -> bool:
+    """False only if no object of ``data`` repeats a key, ``parsed`` being what orjson gave for it:
+    one JSON text, or several (the lines of an event log, ``parsed`` the list of their values).
+    For several texts the counts add up line by line, and no line's output has more colons than
+    its text, so equal sums still mean no line repeats a key."""
+    return not _no_repeats(data, parsed)
+
+
+def _parse(data: bytes, parsed=_UNPARSED):
     """(the parsed text with ``_Repeated`` objects, whether any); (None, False) if it is not JSON
     or holds no repeated key."""
-    if _no_repeats(data):
+    if _no_repeats(data, parsed):
         return None, False
     seen_any = []
 
@@ -65,10 +76,11 @@ def _parse(data: bytes):
         return None, False
 
 
-def anywhere(data: bytes) -> list[tuple[str, str]]:
+def anywhere(data: bytes, parsed=_UNPARSED) -> list[tuple[str, str]]:
     """``(where, key)`` of every repeated key in the text, at any depth (SAM: whether its decoder
-    refuses one is not known, so each is worth a warning)."""
-    doc, any_ = _parse(data)
+    refuses one is not known, so each is worth a warning).  ``parsed``: ``orjson.loads(data)``,
+    unchanged, if the caller has it."""
+    doc, any_ = _parse(data, parsed)
     out: list = []
     if not any_:
         return out
@@ -232,11 +244,12 @@ SCHEMA = {
 }
 
 
-def in_mermaid(data: bytes, kind: str) -> list[tuple[str, str]]:
+def in_mermaid(data: bytes, kind: str, parsed=_UNPARSED) -> list[tuple[str, str]]:
     """``(where, key)`` of each field repeated in one of mermaid's structs in the text: ``kind`` is
     "snapshot", "line" (an event-log line) or "meta" ("any": a non-empty list if any object at all
-    repeats a key).  [] when there is none (or no JSON)."""
-    doc, any_ = _parse(data)
+    repeats a key).  [] when there is none (or no JSON).  ``parsed``: ``orjson.loads(data)``,
+    unchanged, if the caller has it (the text is then parsed again only where a key may repeat)."""
+    doc, any_ = _parse(data, parsed)
     out: list = []
     if any_ and kind == "any":  # (a cheap first look: whether any object repeats a key at all)
         out.append(("", ""))

@@ -197,7 +197,7 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         data = reading.read_capped(p, store.caps.other)
         m = orjson.loads(data)
         decode.check_meta(m)
-        found = dupkeys.in_mermaid(data, "meta")
+        found = dupkeys.in_mermaid(data, "meta", m)
         if found:
             raise Rejected(f"{dupkeys.say(found)} (serde refuses a repeated field)")
     except FileProblem as exc:
@@ -249,7 +249,7 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
     listing and ``--continue`` never show it (mermaid.md §6).
     """
     try:
-        read = eventlog.read_log_file(p, store.caps.log)
+        read, data = eventlog.read_log_bytes(p, store.caps.log)
     except FileProblem as exc:
         findings.append(Finding(exc.code, p, exc.message, conversation=cid))
         return
@@ -267,7 +267,7 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
             )
             findings.append(Finding("log-torn-tail", p, said(read.reason, live), WARNING, cid))
     findings.extend(log_findings(cid, p, read))
-    dup = _repeated_in_log(p, read, store.caps.log)
+    dup = _repeated_in_log(data, read)
     if dup:
         findings.append(
             Finding(
@@ -314,16 +314,16 @@ def _check_log(store, cid, p, doc, findings, fixes, fix, hidden: bool) -> None:
         )
 
 
-def _repeated_in_log(p, read, cap: int) -> str | None:
+def _repeated_in_log(data: bytes, read) -> str | None:
     """Where the first line mermaid reads has a field repeated in one of its structs, else None.
-    The lines read are parsed once more, all in one go (check only)."""
+    ``data``: the log's bytes, ``read`` their parse.  The lines are parsed again only when the
+    colon count says a key may repeat (check only)."""
     if not read.events:
         return None
-    try:
-        data = reading.read_capped(p, cap)
-    except FileProblem:
+    text = eventlog.events_text(read, data)
+    if not dupkeys.may_repeat(text, read.events):
         return None
-    lines = data.split(b"\n", len(read.events))[: len(read.events)]
+    lines = text.split(b"\n", len(read.events))[: len(read.events)]
     if dupkeys.in_mermaid(b"[" + b",".join(lines) + b"]", "any") == []:
         return None
     offset = 0

@@ -31,6 +31,8 @@ __all__ = [
     "LogRead",
     "parse_log",
     "read_log_file",
+    "read_log_bytes",
+    "events_text",
     "torn_tail",
     "fold",
     "fold_file",
@@ -407,6 +409,8 @@ def _check_envelope(obj) -> str | None:
     if type(ev) is not dict:
         return f"event is {json_type(ev)}, not an object"
     t = ev.get("type", _ABSENT)
+    if t == "message" and complete_message(ev.get("message")):
+        return None  # the line most of a log is: its check, without two calls on the way
     check = _EVENT_CHECKS.get(t) if type(t) is str else None
     if check is None:
         return f"unknown event type {t!r}" if type(t) is str else f"event.type is {json_type(t)}"
@@ -608,17 +612,34 @@ def read_log_file(path, cap: int = reading.LOG_CAP) -> LogRead:
     Raises FileProblem (missing, symlink, not-regular, unreadable) as
     ``reading.read_capped`` does.
     """
+    return read_log_bytes(path, cap)[0]
+
+
+def read_log_bytes(path, cap: int = reading.LOG_CAP) -> tuple[LogRead, bytes]:
+    """``read_log_file`` and the bytes it read (b"" when too large): for a reader that looks at
+    the text again (check's duplicate-key scan) without reading the file twice."""
     st = filemodes.lstat(path)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > cap:
-        return _too_large(st.st_size, cap)
+        return _too_large(st.st_size, cap), b""
     try:
         data = reading.read_capped(path, cap)
     except FileProblem as exc:
         if exc.code != "too-large":
             raise
         st = filemodes.lstat(path)
-        return _too_large(st.st_size if st is not None else cap + 1, cap)  # it grew while we read
-    return parse_log(data)
+        return _too_large(st.st_size if st is not None else cap + 1, cap), b""  # it grew while we read
+    return parse_log(data), data
+
+
+def events_text(read: LogRead, data: bytes) -> bytes:
+    """The part of ``data`` whose lines ``read.events`` are (the first ``len(read.events)`` lines;
+    newlines between them)."""
+    n = len(read.events)
+    if read.stop is None or (read.stop == "torn-tail" and read.tail_complete):
+        return data  # every line is an event (a trailing newline adds no line)
+    if read.stop in ("malformed", "invalid-utf8", "torn-tail"):
+        return data[: read.stop_offset]  # the lines before the one reading stopped at
+    return b"\n".join(data.split(b"\n", n)[:n])
 
 
 def _too_large(size: int, cap: int) -> LogRead:

@@ -260,7 +260,7 @@ class MermaidStore(Store):
             if strict:
                 from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
-                found = dupkeys.in_mermaid(data, "snapshot")
+                found = dupkeys.in_mermaid(data, "snapshot", doc)
                 if found:
                     cid = os.path.basename(str(p))[:-5]
                     raise Rejected(

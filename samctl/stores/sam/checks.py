@@ -23,7 +23,7 @@ from samctl.fs import filemodes, reading, writing
 from samctl.model import ERROR, WARNING, Finding
 from samctl.said import Suggestion, said
 from samctl.stores import treecheck, workers
-from samctl.stores.sam import decode, schema
+from samctl.stores.sam import decodable, decode, schema
 from samctl.stores.sam.dbvalues import UUID_RE
 
 INFO = "info"
@@ -207,18 +207,19 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
             Finding("not-regular", p, f"is {filemodes.describe_mode(st.st_mode)}, not a file", conversation=cid)
         )
         return None
-    doc, problem = store.parse_file(p)
+    data, doc, problem = store.read_file(p)
     if problem:
         findings.append(Finding(problem[0], p, problem[1], conversation=cid))
         return None
-    for prob in schema.validate_conversation(doc):
+    repeated = _repeated_keys(data, doc)  # (before anything reads doc: the scan needs it as parsed)
+    for prob in _problems(doc):
         if prob.severity == "error":
             findings.append(
                 Finding("sam-reject", p, f"SAM would skip this conversation: {prob.where}: {prob.reason}", ERROR, cid)
             )
         else:
             findings.append(Finding(prob.code, p, f"{prob.where}: {prob.reason}", WARNING, cid))
-    _check_repeated_keys(store, cid, p, findings)
+    _say_repeated_keys(repeated, cid, p, findings)
     fid = doc.get("id")
     if isinstance(fid, str) and fid.upper() != folder.upper():
         findings.append(
@@ -234,15 +235,25 @@ def _check_conversation(store, cid, folder, p, st, findings, fixes, fix):
     return doc
 
 
-def _check_repeated_keys(store, cid, p, findings) -> None:
-    """A warning per key written twice in one object: samctl reads the last, and whether SAM's
-    decoder (Apple's) refuses the file or keeps either value is not known."""
+def _problems(doc: dict) -> list:
+    """``schema.validate_conversation(doc)`` for a document orjson parsed: the compiled predicates
+    say whether there is any error (most documents have none), so only a document with one is
+    walked for every error; the warnings are always looked for."""
+    if decodable.first_error(doc, strict_json=True) is None:
+        return schema.warnings_of(doc)
+    return schema.validate_conversation(doc)
+
+
+def _repeated_keys(data: bytes, doc: dict) -> list:
+    """``(where, key)`` of each key written twice in one object of ``data`` (``doc``: its parse)."""
     from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
-    try:
-        found = dupkeys.anywhere(reading.read_capped(p, store.caps.snapshot))
-    except FileProblem:
-        return
+    return dupkeys.anywhere(data, doc)
+
+
+def _say_repeated_keys(found: list, cid, p, findings) -> None:
+    """A warning per key written twice in one object: samctl reads the last, and whether SAM's
+    decoder (Apple's) refuses the file or keeps either value is not known."""
     for where, key in found:
         findings.append(
             Finding(

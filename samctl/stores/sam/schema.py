@@ -618,7 +618,8 @@ def _warnings(doc: dict, out: list) -> None:
         tcid = m.get("toolCallId")
         if isinstance(tcid, str) and tcid not in call_ids:
             _warn(out, "orphan-tool-result", p + ("toolCallId",), f"no toolCalls entry has id {_short(tcid)}")
-        ts, lm = parse_date(m.get("timestamp")), parse_date(m.get("lastModified"))
+        lm = parse_date(m.get("lastModified"))  # (most messages have none: their timestamp is not parsed)
+        ts = parse_date(m.get("timestamp")) if lm is not None else None
         if ts is not None and lm is not None and lm < ts:
             _warn(out, "modified-before-created", p + ("lastModified",), "lastModified is earlier than timestamp")
         why = flag_problem(m)
@@ -642,6 +643,15 @@ def validate_conversation(doc) -> list[Problem]:
     ``doc`` is any decoded JSON value.  Never raises; never modifies ``doc``.
     """
     out = errors_of(doc)
+    if isinstance(doc, dict):
+        _warnings(doc, out)
+    return out
+
+
+def warnings_of(doc) -> list[Problem]:
+    """The warning-severity problems of ``validate_conversation(doc)``, in its order (no errors
+    looked for: for a document ``decodable.first_error`` passed)."""
+    out: list[Problem] = []
     if isinstance(doc, dict):
         _warnings(doc, out)
     return out

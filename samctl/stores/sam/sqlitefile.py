@@ -195,10 +195,28 @@ def exact_schema_problem(conn: sqlite3.Connection, table: str) -> str | None:
     """The first way the schema differs from the spec's for ``table`` (sam.md §7.2, §8), or None: every
     ``schema_problems`` line, and any object besides the table, its indexes and SQLite's automatic
     index (no trigger, view or other table, whatever its name), and no hidden or generated column."""
-    problems = schema_problems(conn, table)
+    master = _master(conn)
+    key = ("exact", table, master)
+    if key not in _SCHEMAS:
+        problem = _exact_problem(conn, table, master)
+        if len(_SCHEMAS) >= 64:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = problem
+    return _SCHEMAS[key]
+
+
+def _master(conn: sqlite3.Connection) -> tuple:
+    """Every row of sqlite_master with its SQL: what SQLite builds the database's schema from."""
+    return tuple(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())
+
+
+def _exact_problem(conn: sqlite3.Connection, table: str, master: tuple) -> str | None:
+    """``exact_schema_problem`` for a schema not seen yet (``master``: ``_master(conn)``)."""
+    fatal, minor = _schema_check(conn, table, master)
+    problems = fatal + minor
     if problems:
         return problems[0] + (f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else "")
-    for kind, name, tbl in conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall():
+    for kind, name, tbl, _ in master:
         if kind == "table" and name == table:
             continue
         if (
@@ -274,16 +292,33 @@ def _norm_default(d):
     return d
 
 
-def _schema_check(conn: sqlite3.Connection, table: str) -> tuple[list[str], list[str]]:
+def _schema_check(conn: sqlite3.Connection, table: str, master: tuple | None = None) -> tuple[list[str], list[str]]:
     """(fatal, minor) differences from the spec's schema of ``table``.
 
     Fatal: the table or one of its columns is missing, or it has no rowid; rows cannot be read.
     Minor: other column types/constraints, extra columns, missing or different indexes, extra
     tables, views or triggers.
     """
+    master = _master(conn) if master is None else master
+    key = (table, master)
+    known = _SCHEMAS.get(key)
+    if known is None:
+        known = _schema_differences(conn, table, [r[:3] for r in master])
+        if len(_SCHEMAS) >= 64:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = known
+    return list(known[0]), list(known[1])
+
+
+# (table, every row of sqlite_master with its SQL) -> (fatal, minor): SQLite builds a database's schema
+# from those rows alone, so databases written by one SAM build (a store holds thousands) share an answer.
+_SCHEMAS: dict = {}
+
+
+def _schema_differences(conn: sqlite3.Connection, table: str, objects: list) -> tuple[list[str], list[str]]:
+    """``_schema_check`` for a schema not seen yet; ``objects``: (type, name, tbl_name) of sqlite_master."""
     fatal: list[str] = []
     minor: list[str] = []
-    objects = conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
     kinds = {name: kind for kind, name, _ in objects}
     if table not in kinds:
         return [f"no table {table}"], []

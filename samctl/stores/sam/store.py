@@ -316,25 +316,27 @@ class SamStore(Store):
         return [st.st_size, st.st_mtime_ns, meta_d, problem, topic, ctime]
 
     def parse_file(self, p) -> tuple[dict | None, list | None]:
+        return self.read_file(p)[1:]
+
+    def read_file(self, p) -> tuple[bytes | None, dict | None, list | None]:
+        """(the bytes read or None, the parsed conversation or None, [code, reason] or None)."""
         try:
             data = reading.read_capped(p, self.caps.snapshot)
         except FileProblem as exc:
-            return None, [exc.code, exc.message]
+            return None, None, [exc.code, exc.message]
         if too_costly(data):
-            return None, ["too-large", too_costly(data)]
+            return data, None, ["too-large", too_costly(data)]
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             if str(exc).startswith("number is infinity"):  # valid JSON, but no Int or Double holds it
                 where = str(exc).partition(": ")[2]
-                return None, [
-                    "sam-reject",
-                    f"a number beyond the range of a Double ({where}): SAM skips the whole conversation",
-                ]
-            return None, ["bad-json", f"not valid JSON (SAM skips the whole conversation): {_short(exc)}"]
+                why = f"a number beyond the range of a Double ({where}): SAM skips the whole conversation"
+                return data, None, ["sam-reject", why]
+            return data, None, ["bad-json", f"not valid JSON (SAM skips the whole conversation): {_short(exc)}"]
         if not isinstance(doc, dict):
-            return None, ["sam-reject", f"top level is {type(doc).__name__}, not an object (SAM skips it)"]
-        return doc, None
+            return data, None, ["sam-reject", f"top level is {type(doc).__name__}, not an object (SAM skips it)"]
+        return data, doc, None
 
     def legacy_docs(self, findings: list) -> dict:
         """Conversations of the legacy single-file store, by uppercase id."""
