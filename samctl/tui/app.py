@@ -21,13 +21,12 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
-from samctl.core.listing import ListQuery, list_across
 from samctl.errors import SamctlError, UsageError
 from samctl.gcpause import gc_paused
-from samctl.model import ERROR, Finding
+from samctl.model import ERROR
 from samctl.safetext import one_line
 from samctl.stores import STORES
-from samctl.tui import actions
+from samctl.tui import actions, preload
 from samctl.tui import rows as R
 from samctl.tui.convlist import BlockList, ConvList
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen
@@ -337,8 +336,10 @@ class BrowseApp(App):
         Binding("question_mark", "help", "Keys"),
     ]
 
-    def __init__(self, stores: list, findings: list | None = None, now: float | None = None):
+    def __init__(self, stores: list, findings: list | None = None, now: float | None = None, preload=None):
         super().__init__()
+        self.preload = preload  # a child listing the stores (tui.preload), read by the first load
+        self.partial: set = set()  # id() of the stores of which only the first rows are shown yet
         self.stores = list(stores)
         self.findings = list(findings or [])
         self.fixed_now = now
@@ -374,39 +375,50 @@ class BrowseApp(App):
 
     @work(thread=True, exclusive=True, group="load")
     def load(self) -> None:
-        """Every store's conversations, one store after the other, each shown as it comes."""
+        """Every store's conversations, one store after the other, each shown as it comes: first what the
+        child started by ``samctl browse`` sent (``preload``; once), then, listed here, every store it did
+        not finish."""
         self.call_from_thread(self._reset)
-        for store in self.stores:
-            findings: list = []
-            try:
-                metas = list_across([store], ListQuery(), findings)
-            except SamctlError as exc:
-                metas = []
-                findings.append(Finding("store-unreadable", str(store.conv_dir), exc.message, ERROR))
-            except Exception as exc:  # noqa: BLE001 - (one store's bug: the others are still listed)
-                if debugging():
-                    raise
-                metas = []
-                findings.append(
-                    Finding(
-                        "store-unreadable", str(store.conv_dir), f"internal error: {type(exc).__name__}: {exc}", ERROR
-                    )
-                )
+        pre, self.preload = self.preload, None
+        done: set = set()
+        if pre is not None:
+            for frame in pre.frames():
+                if not (isinstance(frame, tuple) and frame and 0 <= frame[1] < len(self.stores)):
+                    break
+                store = self.stores[frame[1]]
+                with gc_paused():  # (a row per conversation, none in a cycle: see gcpause)
+                    got = [R.Row.of(store, m) for m in frame[2]]
+                if frame[0] == "head":
+                    self.call_from_thread(self._add, got, [], store, False)
+                else:
+                    self.call_from_thread(self._add, got, frame[3], store)
+                    done.add(frame[1])
+        for i, store in enumerate(self.stores):
+            if i in done:
+                continue
+            metas, findings = preload.list_store(store)
             got = [R.Row.of(store, m) for m in metas]
-            self.call_from_thread(self._add, got, findings)
+            self.call_from_thread(self._add, got, findings, store)
         self.call_from_thread(self._done)
 
     def _reset(self) -> None:
-        self.rows, self.loaded, self.loading = [], 0, True
+        self.rows, self.loaded, self.loading, self.partial = [], 0, True, set()
         self.generation += 1
         if self.fixed_now is None:
             self.now = time.time()
 
-    def _add(self, got: list, findings: list) -> None:
+    def _add(self, got: list, findings: list, store=None, whole: bool = True) -> None:
+        """Show ``got``, ``store``'s rows: its first ones (``whole`` False) or all of them, which replace
+        the first ones shown before."""
         with gc_paused():  # (a row per conversation, none in a cycle: see gcpause)
+            if id(store) in self.partial:
+                self.rows = [r for r in self.rows if r.store is not store]
+                self.partial.discard(id(store))
             self.rows += got
+            if not whole:
+                self.partial.add(id(store))
             self.generation += 1
-            self.loaded += 1
+            self.loaded += whole
             self.findings += findings
             self.main.show_rows()
 
