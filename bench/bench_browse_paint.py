@@ -139,7 +139,8 @@ def main() -> int:
         )
         title = newest_title(samctl, env)[:30]
         first = re.escape(title.encode())
-        marks = {"rows": first, "listed": rb"\d[\d,]* of \d[\d,]* conversations in \d+ stores?"}
+        # (the status line once every store is listed: no "loading n/m stores… " before the count)
+        marks = {"rows": first, "listed": rb"(?<![\d,])(?<!stores\xe2\x80\xa6 )[1-9][\d,]* of [\d,]+ conversations in"}
         floor, paint, listed, bare = [], [], [], []
         print(
             f"samctl browse first paint: {len(roots)} store(s), {a.runs} runs, {os.cpu_count()} CPUs, "
