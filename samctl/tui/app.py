@@ -11,7 +11,9 @@ Every action calls ``tui.actions``, which calls the functions the commands call.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from contextlib import contextmanager
 
 from rich.text import Text
 from textual import work
@@ -31,7 +33,11 @@ from samctl.tui import rows as R
 from samctl.tui.convlist import BlockList, ConvList
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen
 
-SEARCH_LIMIT = 200  # hits asked of the index per query (grouped by conversation)
+SEARCH_LIMIT = 200  # hits asked of the index per query at most (grouped by conversation)
+# A keystroke asks only for a screenful of hits (a search's cost grows with the hits it makes: their
+# snippets, their grouping); more are asked when the cursor nears the last result.
+FIRST_HITS = 40
+TRUST = 600.0  # seconds the browser's searches trust the index's last full check (see ``_trusting``)
 
 
 class MainScreen(Screen):
@@ -157,10 +163,12 @@ class MainScreen(Screen):
             )
             self.query_one("#list").display = mode == "filter"
             self.query_one("#results").display = mode == "search"
-            app.groups, app.searched = [], False
+            app.groups, app.searched, app.asked = [], False, None
             self.query_one("#results", BlockList).set_items([])
             if mode == "filter":
                 self.show_rows()
+            else:
+                self.warm()
             self.update_status("")
         box.focus()
 
@@ -195,7 +203,7 @@ class MainScreen(Screen):
 
     # --- search ------------------------------------------------------------------------------
 
-    def run_search(self, text: str, seq: int) -> None:
+    def run_search(self, text: str, seq: int, limit: int = FIRST_HITS) -> None:
         """Search ``text`` now if no search is running; else once the running one ends (only the latest
         text waits: what was typed in between is never searched)."""
         app = self.browse
@@ -208,13 +216,33 @@ class MainScreen(Screen):
             return
         app.searching = True
         self.update_status("searching…")
-        self._search_worker(text, seq)
+        self._search_worker(text, seq, limit)
+
+    def warm(self) -> None:
+        """Bring the indexes up to date in the background as the search box opens, before the first key
+        (a search that finds its index's last full check too old checks every file: seconds on a large
+        archive); the keys typed meanwhile wait for it as for a search."""
+        app = self.browse
+        if app.warmed or app.searching:
+            return
+        app.warmed = app.searching = True
+        self._warm_worker()
 
     @work(thread=True, group="search")
-    def _search_worker(self, text: str, seq: int) -> None:
+    def _warm_worker(self) -> None:
         app = self.browse
         try:
-            groups = R.grouped(app.search(text))
+            app.refresh_indexes()
+        except Exception:  # noqa: BLE001 - (the first search meets the same problem and says it)
+            if debugging():
+                raise
+        app.call_from_thread(self._searched, None, -1, "")
+
+    @work(thread=True, group="search")
+    def _search_worker(self, text: str, seq: int, limit: int = FIRST_HITS) -> None:
+        app = self.browse
+        try:
+            groups = R.grouped(app.search(text, limit))
             note = ""
         except SamctlError as exc:
             groups, note = [], one_line(exc.message)
@@ -222,12 +250,15 @@ class MainScreen(Screen):
             if debugging():
                 raise
             groups, note = [], one_line(f"search failed: internal error: {type(exc).__name__}: {exc}")
-        app.call_from_thread(self._searched, groups, seq, note)
+        app.call_from_thread(self._searched, groups, seq, note, text, limit)
 
-    def _searched(self, groups: list, seq: int, note: str) -> None:
+    def _searched(self, groups, seq: int, note: str, text: str = "", limit: int = 0) -> None:
         app = self.browse
         app.searching = False
-        self.show_groups(groups, seq, note)
+        if groups is not None:
+            if seq == app.search_seq:
+                app.asked = (text, limit, sum(len(g.hits) for g in groups) >= limit)
+            self.show_groups(groups, seq, note, keep=limit > FIRST_HITS)
         if app.pending is not None:
             (text, seq), app.pending = app.pending, None
             self.run_search(text, seq)
@@ -241,6 +272,22 @@ class MainScreen(Screen):
         results = self.query_one("#results", BlockList)
         results.set_items([_group_prompt(g, width, app.now) for g in groups], (results.highlighted or 0) if keep else 0)
         self.update_status(note)
+
+    def more(self) -> None:
+        """The results' cursor is within a screen of the last result and the index may hold more: ask
+        for ``SEARCH_LIMIT`` hits of the same text (the cursor stays)."""
+        app = self.browse
+        if app.mode != "search" or app.asked is None or app.searching or app.pending is not None:
+            return
+        text, limit, full = app.asked
+        results = self.query_one("#results", BlockList)
+        if not full or limit >= SEARCH_LIMIT or (results.highlighted or 0) < len(app.groups) - self.size.height // 2:
+            return
+        app.asked = None
+        self.run_search(text, app.search_seq, SEARCH_LIMIT)
+
+    def on_block_list_highlighted(self, event) -> None:
+        self.more()
 
     def on_block_list_selected(self, event: BlockList.Selected) -> None:
         app = self.browse
@@ -314,6 +361,27 @@ def _group_prompt(g: R.Group, width: int, now: float) -> Text:
     return t
 
 
+_env_lock = threading.Lock()
+
+
+@contextmanager
+def _trusting(seconds: float):
+    """Searches typed in the browser trust the index's last full check for ``seconds`` (instead of
+    ``samctl search``'s 30): files added, removed or saved by a rename are still seen at once (their
+    folders are stated at every search), a file changed in place within that time is not.  The box
+    brings the indexes up to date when it opens (``MainScreen.warm``), so a keystroke never pays a
+    check of every file.  SAMCTL_INDEX_RECHECK, when the user sets it, is kept."""
+    with _env_lock:
+        if "SAMCTL_INDEX_RECHECK" in os.environ:
+            yield
+            return
+        os.environ["SAMCTL_INDEX_RECHECK"] = str(seconds)
+        try:
+            yield
+        finally:
+            os.environ.pop("SAMCTL_INDEX_RECHECK", None)
+
+
 def debugging() -> bool:
     """SAMCTL_DEBUG=1: an internal error is raised (Textual shows the traceback), as the commands do."""
     return os.environ.get("SAMCTL_DEBUG") == "1"
@@ -362,6 +430,8 @@ class BrowseApp(App):
         self.search_seq = 0
         self.searching = False  # a search worker is running
         self.pending = None  # (text, seq) to search when it ends
+        self.warmed = False  # the indexes were brought up to date when the search box first opened
+        self.asked = None  # (text, limit, whether it got all it asked) of the results shown
         self.copied: list = []  # what was put on the clipboard (the tests read it)
 
     def on_mount(self) -> None:
@@ -431,7 +501,16 @@ class BrowseApp(App):
 
     # --- search ------------------------------------------------------------------------------
 
-    def search(self, text: str) -> list:
+    def refresh_indexes(self) -> None:
+        """Every store's index brought up to date, by ``samctl search``'s rule (a full check of every
+        file unless the last one is recent)."""
+        from samctl.search.index.update import refresh  # (lazy: as search)
+
+        for store in self.stores:
+            if store.use_cache:
+                refresh(store, [])
+
+    def search(self, text: str, limit: int = SEARCH_LIMIT) -> list:
         """The hits of ``text`` (the query syntax of ``samctl search``) over the stores in scope, best
         first, as ``samctl search`` gets them (a malformed query raises UsageError)."""
         from samctl.search import query as ql  # (lazy: the search modules load numpy, wanted at the first search)
@@ -443,9 +522,10 @@ class BrowseApp(App):
         stores = [s for s in self.stores if not plan.stores or s.name in plan.stores]
         if not stores:
             return []
-        q = retrieve.SearchQuery(text=text, where=plan.where, limit=SEARCH_LIMIT)
+        q = retrieve.SearchQuery(text=text, where=plan.where, limit=limit)
         findings: list = []
-        return retrieve.search(stores, q, findings, None, plan)
+        with _trusting(TRUST):
+            return retrieve.search(stores, q, findings, None, plan)
 
     def store_named(self, g: R.Group):
         """The store a search group's hits came from (``Hit.store`` names its kind; of several stores of
