@@ -53,13 +53,14 @@ def command(ctx):
         )
     findings: list = []
     stores = stores_in_scope(ctx, findings)
-    from samctl.tui import preload
+    from samctl.tui import firstrows, preload
 
+    first = firstrows.load(stores)  # (the newest rows of the last run: painted before this run's listing)
     pre = preload.start(stores)  # (listing in a child while Textual is imported: before any thread)
     try:
         from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)
 
-        app = BrowseApp(stores, findings, preload=pre)
+        app = BrowseApp(stores, findings, preload=pre, first=first)
         app.run()
     finally:
         if pre is not None:

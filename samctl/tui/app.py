@@ -10,6 +10,7 @@ Every action calls ``tui.actions``, which calls the functions the commands call.
 
 from __future__ import annotations
 
+import heapq
 import os
 import threading
 import time
@@ -28,7 +29,7 @@ from samctl.gcpause import gc_paused
 from samctl.model import ERROR
 from samctl.safetext import one_line
 from samctl.stores import STORES
-from samctl.tui import actions, preload
+from samctl.tui import actions, firstrows, preload
 from samctl.tui import rows as R
 from samctl.tui.convlist import BlockList, ConvList
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen
@@ -72,8 +73,9 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#results").display = False
         self.query_one("#list").focus()
-        self.update_status()
-        self.browse.load()  # (after the columns exist: the first rows may come before the next paint)
+        self.browse._reset()  # (the rows kept from the last run, if any, in the first frame)
+        self.show_rows()
+        self.browse.load(reset=False)  # (after the columns exist: the first rows may come before the next paint)
 
     # --- what is shown -----------------------------------------------------------------------
 
@@ -404,8 +406,9 @@ class BrowseApp(App):
         Binding("question_mark", "help", "Keys"),
     ]
 
-    def __init__(self, stores: list, findings: list | None = None, now: float | None = None, preload=None):
+    def __init__(self, stores: list, findings: list | None = None, now: float | None = None, preload=None, first=None):
         super().__init__()
+        self.first = list(first or [])  # [(store, meta)] kept from the last run (tui.firstrows), shown first
         self.preload = preload  # a child listing the stores (tui.preload), read by the first load
         self.partial: set = set()  # id() of the stores of which only the first rows are shown yet
         self.stores = list(stores)
@@ -444,11 +447,12 @@ class BrowseApp(App):
     # --- the listing, in the background ------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="load")
-    def load(self) -> None:
+    def load(self, reset: bool = True) -> None:
         """Every store's conversations, one store after the other, each shown as it comes: first what the
         child started by ``samctl browse`` sent (``preload``; once), then, listed here, every store it did
         not finish."""
-        self.call_from_thread(self._reset)
+        if reset:
+            self.call_from_thread(self._reset)
         pre, self.preload = self.preload, None
         done: set = set()
         if pre is not None:
@@ -472,7 +476,11 @@ class BrowseApp(App):
         self.call_from_thread(self._done)
 
     def _reset(self) -> None:
-        self.rows, self.loaded, self.loading, self.partial = [], 0, True, set()
+        """No row yet, or (once) the rows kept from the last run (``tui.firstrows``), each store's
+        replaced by its listing."""
+        first, self.first = self.first, []
+        self.rows = [R.Row.of(store, meta) for store, meta in first]
+        self.loaded, self.loading, self.partial = 0, True, {id(r.store) for r in self.rows}
         self.generation += 1
         if self.fixed_now is None:
             self.now = time.time()
@@ -494,10 +502,17 @@ class BrowseApp(App):
 
     def _done(self) -> None:
         self.loading = False
+        self._keep_first(list(self.rows))
         bad = [f for f in self.findings if f.severity == ERROR]
         self.main.update_status(
             f"{len(bad)} problem{'s' if len(bad) != 1 else ''} (samctl check says more)" if bad else None
         )
+
+    @work(thread=True, group="keep")
+    def _keep_first(self, rows: list) -> None:
+        """The newest rows, kept for the next run's first frame."""
+        newest = heapq.nlargest(firstrows.KEEP, rows, key=lambda r: r.when)
+        firstrows.save(self.stores, [(r.store, r.meta) for r in newest])
 
     # --- search ------------------------------------------------------------------------------
 

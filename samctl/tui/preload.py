@@ -19,13 +19,16 @@ thread, as it does when the list is loaded again.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import pickle
 import signal
 import struct
 from operator import attrgetter
 
-from samctl.model import ConversationMeta
+from samctl.core.listing import ListQuery, list_across
+from samctl.errors import SamctlError
+from samctl.model import ERROR, ConversationMeta, Finding
 
 HEAD = 200  # conversations of a store sent before the rest: more than a screen holds
 _LEN = struct.Struct("<Q")
@@ -34,10 +37,6 @@ FIELDS = tuple(f.name for f in dataclasses.fields(ConversationMeta))  # (positio
 
 def list_store(store) -> tuple[list, list]:
     """A store's conversations, newest first, and the findings; a store that fails is one finding."""
-    from samctl.core.listing import ListQuery, list_across
-    from samctl.errors import SamctlError
-    from samctl.model import ERROR, Finding
-
     findings: list = []
     try:
         metas = list_across([store], ListQuery(), findings)
@@ -117,8 +116,6 @@ def start(stores: list) -> Preload | None:
         return Preload(pid, r)
     code = 0
     try:  # the child
-        import gc
-
         gc.disable()  # (a short life making many acyclic objects: nothing for the collector to find)
         os.close(r)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the parent decides when it ends)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import threading
 
 import pytest
 
@@ -149,3 +150,53 @@ def test_a_store_the_child_cannot_list_is_a_problem_and_the_others_are_shown(sto
     app = run_app([Broken(1), *stores], pre)
     assert [f.code for f in app.findings] == ["store-unreadable"] and "RuntimeError: boom" in app.findings[0].reason
     assert len(app.rows) == len(run_app(stores, None).rows)
+
+
+# --- the first screen kept from the last run (samctl/tui/firstrows.py) -------------------------
+
+
+def test_the_newest_rows_are_kept_and_painted_first_then_replaced_by_the_listing(stores, demo):
+    from samctl.tui import firstrows
+
+    assert firstrows.load(stores) == []
+    alone = run_app(stores, None)
+    kept = firstrows.load(stores)
+    assert [(s.name, m.id) for s, m in kept] == [(r.store.name, r.meta.id) for r in alone.shown][: firstrows.KEEP]
+    assert oct(os.stat(firstrows._path(stores)).st_mode & 0o777) == "0o600"
+    assert firstrows.load(stores[:2]) == []  # (another scope: not this file)
+
+    gate = threading.Event()
+    sam = stores[0]
+    real = sam.list_metas
+    sam.list_metas = lambda findings: (gate.wait(10), real(findings))[1]
+    before = fingerprint(demo)
+    app = BrowseApp(stores, now=NOW, first=kept[:3])
+
+    async def go():
+        async with app.run_test(size=(110, 30)) as pilot:
+            await pilot.pause(0.3)
+            status = str(app.main.query_one("#status").render())
+            first_titles = [r.meta.title for r in app.shown][:3]
+            assert first_titles[0] == kept[0][1].title and "loading" in status
+            gate.set()
+            await settle(pilot)
+
+    asyncio.run(go())
+    assert shown(app) == shown(alone)  # (each store's kept rows replaced by its listing: none twice)
+    assert fingerprint(demo) == before
+
+
+def test_a_kept_file_that_is_garbage_or_foreign_is_ignored_and_no_cache_keeps_nothing(stores):
+    from samctl.tui import firstrows
+
+    run_app(stores, None)
+    path = firstrows._path(stores)
+    good = path.read_bytes()
+    for bad in (b"{", b"[]", good.replace(b'"v":1', b'"v":99'), good.replace(b'"rows":[[0,', b'"rows":[[77,')):
+        path.write_bytes(bad)
+        assert firstrows.load(stores) == []
+    path.unlink()
+    for s in stores:
+        s.use_cache = False
+    run_app(stores, None)
+    assert not path.exists() and firstrows.load(stores) == []
