@@ -75,7 +75,8 @@ class MainScreen(Screen):
         self.query_one("#list").focus()
         self.browse._reset()  # (the rows kept from the last run, if any, in the first frame)
         self.show_rows()
-        self.browse.load(reset=False)  # (after the columns exist: the first rows may come before the next paint)
+        # the listing once the first frame is painted: its thread would hold the GIL during it
+        self.call_after_refresh(self.browse.load, False)
 
     # --- what is shown -----------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ the child writes nothing but frames to its pipe, never touches the terminal, and
 ``os._exit`` (no ``atexit`` handler or buffered output of the parent's runs twice); a store the child
 did not finish (it died, was killed, or a frame is malformed) is simply absent from ``frames()``, and the
 caller lists it itself.  Without ``os.fork`` (Windows), ``start`` returns None and the caller lists in a
-thread, as it does when the list is loaded again.
+thread, as it does when the list is loaded again; ``samctl browse`` starts the child only when a core is
+free (``core_free``).
 """
 
 from __future__ import annotations
@@ -98,6 +99,17 @@ class Preload:
             except OSError:
                 pass
             self.fd = -1
+
+
+def core_free() -> bool:
+    """Whether a core is idle enough for the child to run beside the parent (load average below the
+    cores less one): on a busy machine the child only takes CPU from Textual's start (measured on
+    2 cores at load 6: the first frame 0.94 s without it, 1.9 s with it; see bench/README.md)."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return False
+    return load < (os.cpu_count() or 1) - 1
 
 
 def start(stores: list) -> Preload | None:
