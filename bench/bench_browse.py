@@ -209,13 +209,56 @@ def search_keys(tree: str | None = None, cache: str | None = None, words=WORDS) 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def scroll_keys(tree: str, cache: str | None, child: bool = False) -> None:
+    """Paging keys pressed while ``tree`` is still being listed (in the background, as samctl browse does
+    with no child): the time of each key until its frame is painted, and how many came before every row
+    was in.  The list moves over the rows already there: no key waits for the disk.  ``child``: listed by
+    a forked child (tui/preload.py), as samctl browse does when a core is free."""
+    import os
+
+    if cache:
+        os.environ["SAMCTL_CACHE_DIR"] = cache
+    from samctl.stores import open_store
+    from samctl.stores.base import Caps
+    from samctl.tui import preload
+    from samctl.tui.app import BrowseApp
+
+    stores = [open_store(tree, Caps(), True)]
+    pre = preload.start(stores) if child else None
+    app = BrowseApp(stores, now=1_790_000_000.0, preload=pre)
+    during: list = []
+    after: list = []
+
+    async def run():
+        async with app.run_test(size=(160, 48)) as pilot:
+            for i in range(400):
+                loading = app.loading
+                t0 = time.perf_counter()
+                await pilot.press("pagedown" if i % 10 else "home")
+                (during if loading else after).append(time.perf_counter() - t0)
+                if not loading and len(after) >= 20:
+                    break
+
+    asyncio.run(run())
+    if pre is not None:
+        pre.close()
+    q = lambda xs: f"median {statistics.median(xs) * 1000:.0f} ms, max {max(xs) * 1000:.0f} ms ({len(xs)} keys)"  # noqa: E731
+    print(
+        f"paging keys ({tree}, {len(app.rows):,} rows, {'child' if child else 'thread'}): while listing {q(during)}; after {q(after)}"
+    )
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--tree", help="search keys only, on this store root (its index warm in --cache)")
     ap.add_argument("--cache", help="SAMCTL_CACHE_DIR of --tree")
+    ap.add_argument("--scroll", action="store_true", help="with --tree: paging keys while it is listed")
+    ap.add_argument("--child", action="store_true", help="with --scroll: listed by a forked child")
     a = ap.parse_args()
-    if a.tree:
+    if a.tree and a.scroll:
+        scroll_keys(a.tree, a.cache, a.child)
+    elif a.tree:
         search_keys(a.tree, a.cache)
     else:
         main(a.rows)

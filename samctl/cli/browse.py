@@ -56,8 +56,7 @@ def command(ctx):
     from samctl.tui import firstrows, preload
 
     first = firstrows.load(stores)  # (the newest rows of the last run: painted before this run's listing)
-    # listing in a child while Textual is imported (before any thread), when a core is free for it
-    pre = preload.start(stores) if preload.core_free() else None
+    pre = preload.start(stores)  # (listing in a child while Textual is imported: before any thread)
     try:
         from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)
 

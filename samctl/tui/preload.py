@@ -13,8 +13,10 @@ the child writes nothing but frames to its pipe, never touches the terminal, and
 ``os._exit`` (no ``atexit`` handler or buffered output of the parent's runs twice); a store the child
 did not finish (it died, was killed, or a frame is malformed) is simply absent from ``frames()``, and the
 caller lists it itself.  Without ``os.fork`` (Windows), ``start`` returns None and the caller lists in a
-thread, as it does when the list is loaded again; ``samctl browse`` starts the child only when a core is
-free (``core_free``).
+thread, as it does when the list is loaded again.  The child runs at a lower priority (nice 10): on a
+busy machine it takes no CPU from Textual's start, on an idle one it has a core of its own.  Besides
+time, it keeps the browser's keys quick while a large archive is listed: a thread listing there would
+hold the interpreter's lock for most of a second at a time (the listing cache's parse).
 """
 
 from __future__ import annotations
@@ -101,17 +103,6 @@ class Preload:
             self.fd = -1
 
 
-def core_free() -> bool:
-    """Whether a core is idle enough for the child to run beside the parent (load average below the
-    cores less one): on a busy machine the child only takes CPU from Textual's start (measured on
-    2 cores at load 6: the first frame 0.94 s without it, 1.9 s with it; see bench/README.md)."""
-    try:
-        load = os.getloadavg()[0]
-    except (OSError, AttributeError):
-        return False
-    return load < (os.cpu_count() or 1) - 1
-
-
 def start(stores: list) -> Preload | None:
     """Fork a child listing ``stores`` (call before any thread is started); None where it cannot."""
     if not stores or not hasattr(os, "fork"):
@@ -129,6 +120,10 @@ def start(stores: list) -> Preload | None:
     code = 0
     try:  # the child
         gc.disable()  # (a short life making many acyclic objects: nothing for the collector to find)
+        try:
+            os.nice(10)  # (the parent's start first: see the module's docstring)
+        except OSError:
+            pass
         os.close(r)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the parent decides when it ends)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

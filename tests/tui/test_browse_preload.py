@@ -200,13 +200,3 @@ def test_a_kept_file_that_is_garbage_or_foreign_is_ignored_and_no_cache_keeps_no
         s.use_cache = False
     run_app(stores, None)
     assert not path.exists() and firstrows.load(stores) == []
-
-
-def test_the_child_is_started_only_when_a_core_is_free(monkeypatch):
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.0, 0.0))
-    assert preload.core_free()
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 0.0, 0.0))
-    assert not preload.core_free()
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    assert preload.core_free()
