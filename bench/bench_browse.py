@@ -19,10 +19,7 @@ import statistics
 import time
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=100_000)
-    args = ap.parse_args()
+def main(n: int) -> None:
 
     t = time.perf_counter()
     from samctl.model import ConversationMeta
@@ -43,7 +40,7 @@ def main() -> None:
             message_count=12,
             size=1000,
         )
-        for i in range(args.rows)
+        for i in range(n)
     ]
 
     class Store:
@@ -119,10 +116,15 @@ def main() -> None:
     )
 
 
-def search_keys() -> None:
-    """A keystroke in the search box (its Changed event) to its results painted, on a copy of
-    fixtures/demo with a warm index: the search plus what the browser adds (the worker, grouping, the
-    paint).  Each key is typed once the last one's results are in."""
+WORDS = ("budget", "deadline", "portland", "invoice", "meeting", "zanzibar", "quokka", "database review")
+
+
+def search_keys(tree: str | None = None, cache: str | None = None, words=WORDS) -> list:
+    """A keystroke in the search box (its Changed event) to its results painted (no debounce: a search
+    starts at the keystroke), with a warm index: the search plus what the browser adds (the worker,
+    grouping, the paint).  Each key is typed once the last one's results are in (a search per key).
+    ``tree``: a store root whose index is in ``cache`` (bench_search.py's 1.2 M-message tree); default:
+    a copy of fixtures/demo's four stores."""
     import os
     import shutil
     import tempfile
@@ -130,32 +132,48 @@ def search_keys() -> None:
 
     tmp = Path(tempfile.mkdtemp())
     try:
-        os.environ.update(SAMCTL_CACHE_DIR=str(tmp / "cache"), XDG_DATA_HOME=str(tmp / "data"), HOME=str(tmp))
-        shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "demo", tmp / "demo", symlinks=True)
+        os.environ.update(SAMCTL_CACHE_DIR=cache or str(tmp / "cache"), XDG_DATA_HOME=str(tmp / "data"), HOME=str(tmp))
         from samctl.stores import open_store
         from samctl.stores.base import Caps
         from samctl.tui.app import BrowseApp, MainScreen
 
+        if tree:
+            roots = [tree]
+        else:
+            shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "demo", tmp / "demo", symlinks=True)
+            roots = [str(tmp / "demo" / r) for r in ("SAM", "mermaid-project", "claude_code", "codex")]
+
         typed: dict = {}
-        real_changed, real_searched = MainScreen.on_input_changed, MainScreen._searched
+        searched_at: dict = {}
+        real_changed, real_searched, real_worker = (
+            MainScreen.on_input_changed,
+            MainScreen._searched,
+            BrowseApp.search,
+        )
 
         def changed(self, event):
             typed[self.app.search_seq + 1] = time.perf_counter()
             real_changed(self, event)
 
-        def searched(self, groups, seq, note):
-            real_searched(self, groups, seq, note)
-            if seq == self.app.search_seq and seq in typed:
+        def search(self, text, *rest):
+            t0 = time.perf_counter()
+            try:
+                return real_worker(self, text, *rest)
+            finally:
+                searched_at[text] = time.perf_counter() - t0
+
+        def searched(self, groups, seq, *rest):
+            real_searched(self, groups, seq, *rest)
+            if groups is not None and seq == self.app.search_seq and seq in typed:
                 t0 = typed[seq]
                 self.call_after_refresh(lambda: times.append(time.perf_counter() - t0))
 
-        MainScreen.on_input_changed, MainScreen._searched = changed, searched
+        MainScreen.on_input_changed, MainScreen._searched, BrowseApp.search = changed, searched, search
 
-        stores = [
-            open_store(str(tmp / "demo" / r), Caps(), True) for r in ("SAM", "mermaid-project", "claude_code", "codex")
-        ]
+        stores = [open_store(r, Caps(), True) for r in roots]
         app = BrowseApp(stores, now=1_790_000_000.0)
         times: list = []
+        alone: list = []
 
         async def run():
             async with app.run_test(size=(160, 48)) as pilot:
@@ -164,25 +182,84 @@ def search_keys() -> None:
                 while app.searching:
                     await pilot.pause(0.05)
                 del times[:]
-                for word in ("budget", "timeout", "portland", "login"):
-                    await pilot.press(*["backspace"] * 10)
+                for word in words:
+                    await pilot.press(*["backspace"] * 20)
                     while app.searching or app.pending:
                         await pilot.pause(0.01)
                     for ch in word:
+                        n = len(times)
+                        searched_at.clear()
                         await pilot.press(ch)
-                        while app.searching or app.pending:
-                            await pilot.pause(0.01)
-                        await pilot.pause(0.05)
+                        for _ in range(2000):  # (at most 10 s: a key whose paint is never seen is left out)
+                            if not (app.searching or app.pending or len(times) == n):
+                                break
+                            await pilot.pause(0.005)
+                        alone.extend(searched_at.values())
 
         asyncio.run(run())
+        where = f"{roots[0]}" if tree else "fixtures/demo, 4 stores"
+        q = statistics.quantiles(times, n=20)
         print(
-            f"search key to results (fixtures/demo, 4 stores, warm index): median "
-            f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms, {len(times)} keys"
+            f"search key to results ({where}, warm index, no debounce): median "
+            f"{statistics.median(times) * 1000:.0f} ms, p95 {q[-1] * 1000:.0f} ms, max {max(times) * 1000:.0f} ms, "
+            f"{len(times)} keys; the search alone (BrowseApp.search) median {statistics.median(alone) * 1000:.0f} ms"
         )
+        return times
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def scroll_keys(tree: str, cache: str | None, child: bool = False) -> None:
+    """Paging keys pressed while ``tree`` is still being listed (in the background, as samctl browse does
+    with no child): the time of each key until its frame is painted, and how many came before every row
+    was in.  The list moves over the rows already there: no key waits for the disk.  ``child``: listed by
+    a forked child (tui/preload.py), as samctl browse does when a core is free."""
+    import os
+
+    if cache:
+        os.environ["SAMCTL_CACHE_DIR"] = cache
+    from samctl.stores import open_store
+    from samctl.stores.base import Caps
+    from samctl.tui import preload
+    from samctl.tui.app import BrowseApp
+
+    stores = [open_store(tree, Caps(), True)]
+    pre = preload.start(stores) if child else None
+    app = BrowseApp(stores, now=1_790_000_000.0, preload=pre)
+    during: list = []
+    after: list = []
+
+    async def run():
+        async with app.run_test(size=(160, 48)) as pilot:
+            for i in range(400):
+                loading = app.loading
+                t0 = time.perf_counter()
+                await pilot.press("pagedown" if i % 10 else "home")
+                (during if loading else after).append(time.perf_counter() - t0)
+                if not loading and len(after) >= 20:
+                    break
+
+    asyncio.run(run())
+    if pre is not None:
+        pre.close()
+    q = lambda xs: f"median {statistics.median(xs) * 1000:.0f} ms, max {max(xs) * 1000:.0f} ms ({len(xs)} keys)"  # noqa: E731
+    print(
+        f"paging keys ({tree}, {len(app.rows):,} rows, {'child' if child else 'thread'}): while listing {q(during)}; after {q(after)}"
+    )
+
+
 if __name__ == "__main__":
-    main()
-    search_keys()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--tree", help="search keys only, on this store root (its index warm in --cache)")
+    ap.add_argument("--cache", help="SAMCTL_CACHE_DIR of --tree")
+    ap.add_argument("--scroll", action="store_true", help="with --tree: paging keys while it is listed")
+    ap.add_argument("--child", action="store_true", help="with --scroll: listed by a forked child")
+    a = ap.parse_args()
+    if a.tree and a.scroll:
+        scroll_keys(a.tree, a.cache, a.child)
+    elif a.tree:
+        search_keys(a.tree, a.cache)
+    else:
+        main(a.rows)
+        search_keys()

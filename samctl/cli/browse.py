@@ -16,11 +16,13 @@ from samctl.said import Suggestion, said
 
 
 def textual_missing() -> bool:
+    """Whether Textual cannot be imported (found, not imported: the listing starts before it loads)."""
+    from importlib.util import find_spec
+
     try:
-        import textual  # noqa: F401 - (only here: no other command loads it)
-    except ImportError:
+        return find_spec("textual") is None
+    except (ImportError, ValueError):
         return True
-    return False
 
 
 def stores_in_scope(ctx, findings: list) -> list:
@@ -60,10 +62,18 @@ def command(ctx):
         )
     findings: list = []
     stores = stores_in_scope(ctx, findings)
-    from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)
+    from samctl.tui import firstrows, preload
 
-    app = BrowseApp(stores, findings)
-    app.run()
+    first = firstrows.load(stores)  # (the newest rows of the last run: painted before this run's listing)
+    pre = preload.start(stores)  # (listing in a child while Textual is imported: before any thread)
+    try:
+        from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)
+
+        app = BrowseApp(stores, findings, preload=pre, first=first)
+        app.run()
+    finally:
+        if pre is not None:
+            pre.close()
     report_findings([f for f in app.findings if f.severity == "error"])
     if app.return_code:
         raise SamctlError("the browser stopped with an error")

@@ -10,8 +10,11 @@ Every action calls ``tui.actions``, which calls the functions the commands call.
 
 from __future__ import annotations
 
+import heapq
 import os
+import threading
 import time
+from contextlib import contextmanager
 
 from rich.text import Text
 from textual import work
@@ -21,18 +24,21 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
-from samctl.core.listing import ListQuery, list_across
 from samctl.errors import SamctlError, UsageError
 from samctl.gcpause import gc_paused
-from samctl.model import ERROR, Finding
+from samctl.model import ERROR
 from samctl.safetext import one_line
 from samctl.stores import STORES
-from samctl.tui import actions
+from samctl.tui import actions, firstrows, preload
 from samctl.tui import rows as R
 from samctl.tui.convlist import BlockList, ConvList
 from samctl.tui.screens import AtticScreen, ConfirmScreen, ExportScreen, HelpScreen, TranscriptScreen
 
-SEARCH_LIMIT = 200  # hits asked of the index per query (grouped by conversation)
+SEARCH_LIMIT = 200  # hits asked of the index per query at most (grouped by conversation)
+# A keystroke asks only for a screenful of hits (a search's cost grows with the hits it makes: their
+# snippets, their grouping); more are asked when the cursor nears the last result.
+FIRST_HITS = 40
+TRUST = 600.0  # seconds the browser's searches trust the index's last full check (see ``_trusting``)
 
 
 class MainScreen(Screen):
@@ -67,8 +73,10 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#results").display = False
         self.query_one("#list").focus()
-        self.update_status()
-        self.browse.load()  # (after the columns exist: the first rows may come before the next paint)
+        self.browse._reset()  # (the rows kept from the last run, if any, in the first frame)
+        self.show_rows()
+        # the listing once the first frame is painted: its thread would hold the GIL during it
+        self.call_after_refresh(self.browse.load, False)
 
     # --- what is shown -----------------------------------------------------------------------
 
@@ -158,10 +166,12 @@ class MainScreen(Screen):
             )
             self.query_one("#list").display = mode == "filter"
             self.query_one("#results").display = mode == "search"
-            app.groups, app.searched = [], False
+            app.groups, app.searched, app.asked = [], False, None
             self.query_one("#results", BlockList).set_items([])
             if mode == "filter":
                 self.show_rows()
+            else:
+                self.warm()
             self.update_status("")
         box.focus()
 
@@ -196,7 +206,7 @@ class MainScreen(Screen):
 
     # --- search ------------------------------------------------------------------------------
 
-    def run_search(self, text: str, seq: int) -> None:
+    def run_search(self, text: str, seq: int, limit: int = FIRST_HITS) -> None:
         """Search ``text`` now if no search is running; else once the running one ends (only the latest
         text waits: what was typed in between is never searched)."""
         app = self.browse
@@ -209,13 +219,33 @@ class MainScreen(Screen):
             return
         app.searching = True
         self.update_status("searching…")
-        self._search_worker(text, seq)
+        self._search_worker(text, seq, limit)
+
+    def warm(self) -> None:
+        """Bring the indexes up to date in the background as the search box opens, before the first key
+        (a search that finds its index's last full check too old checks every file: seconds on a large
+        archive); the keys typed meanwhile wait for it as for a search."""
+        app = self.browse
+        if app.warmed or app.searching:
+            return
+        app.warmed = app.searching = True
+        self._warm_worker()
 
     @work(thread=True, group="search")
-    def _search_worker(self, text: str, seq: int) -> None:
+    def _warm_worker(self) -> None:
         app = self.browse
         try:
-            groups = R.grouped(app.search(text))
+            app.refresh_indexes()
+        except Exception:  # noqa: BLE001 - (the first search meets the same problem and says it)
+            if debugging():
+                raise
+        app.call_from_thread(self._searched, None, -1, "")
+
+    @work(thread=True, group="search")
+    def _search_worker(self, text: str, seq: int, limit: int = FIRST_HITS) -> None:
+        app = self.browse
+        try:
+            groups = R.grouped(app.search(text, limit))
             note = ""
         except SamctlError as exc:
             groups, note = [], one_line(exc.message)
@@ -223,12 +253,15 @@ class MainScreen(Screen):
             if debugging():
                 raise
             groups, note = [], one_line(f"search failed: internal error: {type(exc).__name__}: {exc}")
-        app.call_from_thread(self._searched, groups, seq, note)
+        app.call_from_thread(self._searched, groups, seq, note, text, limit)
 
-    def _searched(self, groups: list, seq: int, note: str) -> None:
+    def _searched(self, groups, seq: int, note: str, text: str = "", limit: int = 0) -> None:
         app = self.browse
         app.searching = False
-        self.show_groups(groups, seq, note)
+        if groups is not None:
+            if seq == app.search_seq:
+                app.asked = (text, limit, sum(len(g.hits) for g in groups) >= limit)
+            self.show_groups(groups, seq, note, keep=limit > FIRST_HITS)
         if app.pending is not None:
             (text, seq), app.pending = app.pending, None
             self.run_search(text, seq)
@@ -242,6 +275,22 @@ class MainScreen(Screen):
         results = self.query_one("#results", BlockList)
         results.set_items([_group_prompt(g, width, app.now) for g in groups], (results.highlighted or 0) if keep else 0)
         self.update_status(note)
+
+    def more(self) -> None:
+        """The results' cursor is within a screen of the last result and the index may hold more: ask
+        for ``SEARCH_LIMIT`` hits of the same text (the cursor stays)."""
+        app = self.browse
+        if app.mode != "search" or app.asked is None or app.searching or app.pending is not None:
+            return
+        text, limit, full = app.asked
+        results = self.query_one("#results", BlockList)
+        if not full or limit >= SEARCH_LIMIT or (results.highlighted or 0) < len(app.groups) - self.size.height // 2:
+            return
+        app.asked = None
+        self.run_search(text, app.search_seq, SEARCH_LIMIT)
+
+    def on_block_list_highlighted(self, event) -> None:
+        self.more()
 
     def on_block_list_selected(self, event: BlockList.Selected) -> None:
         app = self.browse
@@ -315,6 +364,27 @@ def _group_prompt(g: R.Group, width: int, now: float) -> Text:
     return t
 
 
+_env_lock = threading.Lock()
+
+
+@contextmanager
+def _trusting(seconds: float):
+    """Searches typed in the browser trust the index's last full check for ``seconds`` (instead of
+    ``samctl search``'s 30): files added, removed or saved by a rename are still seen at once (their
+    folders are stated at every search), a file changed in place within that time is not.  The box
+    brings the indexes up to date when it opens (``MainScreen.warm``), so a keystroke never pays a
+    check of every file.  SAMCTL_INDEX_RECHECK, when the user sets it, is kept."""
+    with _env_lock:
+        if "SAMCTL_INDEX_RECHECK" in os.environ:
+            yield
+            return
+        os.environ["SAMCTL_INDEX_RECHECK"] = str(seconds)
+        try:
+            yield
+        finally:
+            os.environ.pop("SAMCTL_INDEX_RECHECK", None)
+
+
 def debugging() -> bool:
     """SAMCTL_DEBUG=1: an internal error is raised (Textual shows the traceback), as the commands do."""
     return os.environ.get("SAMCTL_DEBUG") == "1"
@@ -337,8 +407,11 @@ class BrowseApp(App):
         Binding("question_mark", "help", "Keys"),
     ]
 
-    def __init__(self, stores: list, findings: list | None = None, now: float | None = None):
+    def __init__(self, stores: list, findings: list | None = None, now: float | None = None, preload=None, first=None):
         super().__init__()
+        self.first = list(first or [])  # [(store, meta)] kept from the last run (tui.firstrows), shown first
+        self.preload = preload  # a child listing the stores (tui.preload), read by the first load
+        self.partial: set = set()  # id() of the stores of which only the first rows are shown yet
         self.stores = list(stores)
         self.findings = list(findings or [])
         self.fixed_now = now
@@ -361,6 +434,8 @@ class BrowseApp(App):
         self.search_seq = 0
         self.searching = False  # a search worker is running
         self.pending = None  # (text, seq) to search when it ends
+        self.warmed = False  # the indexes were brought up to date when the search box first opened
+        self.asked = None  # (text, limit, whether it got all it asked) of the results shown
         self.copied: list = []  # what was put on the clipboard (the tests read it)
 
     def on_mount(self) -> None:
@@ -373,53 +448,85 @@ class BrowseApp(App):
     # --- the listing, in the background ------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="load")
-    def load(self) -> None:
-        """Every store's conversations, one store after the other, each shown as it comes."""
-        self.call_from_thread(self._reset)
-        for store in self.stores:
-            findings: list = []
-            try:
-                metas = list_across([store], ListQuery(), findings)
-            except SamctlError as exc:
-                metas = []
-                findings.append(Finding("store-unreadable", str(store.conv_dir), exc.message, ERROR))
-            except Exception as exc:  # noqa: BLE001 - (one store's bug: the others are still listed)
-                if debugging():
-                    raise
-                metas = []
-                findings.append(
-                    Finding(
-                        "store-unreadable", str(store.conv_dir), f"internal error: {type(exc).__name__}: {exc}", ERROR
-                    )
-                )
+    def load(self, reset: bool = True) -> None:
+        """Every store's conversations, one store after the other, each shown as it comes: first what the
+        child started by ``samctl browse`` sent (``preload``; once), then, listed here, every store it did
+        not finish."""
+        if reset:
+            self.call_from_thread(self._reset)
+        pre, self.preload = self.preload, None
+        done: set = set()
+        if pre is not None:
+            for frame in pre.frames():
+                if not (isinstance(frame, tuple) and frame and 0 <= frame[1] < len(self.stores)):
+                    break
+                store = self.stores[frame[1]]
+                with gc_paused():  # (a row per conversation, none in a cycle: see gcpause)
+                    got = [R.Row.of(store, m) for m in frame[2]]
+                if frame[0] == "head":
+                    self.call_from_thread(self._add, got, [], store, False)
+                else:
+                    self.call_from_thread(self._add, got, frame[3], store)
+                    done.add(frame[1])
+        for i, store in enumerate(self.stores):
+            if i in done:
+                continue
+            metas, findings = preload.list_store(store)
             got = [R.Row.of(store, m) for m in metas]
-            self.call_from_thread(self._add, got, findings)
+            self.call_from_thread(self._add, got, findings, store)
         self.call_from_thread(self._done)
 
     def _reset(self) -> None:
-        self.rows, self.loaded, self.loading = [], 0, True
+        """No row yet, or (once) the rows kept from the last run (``tui.firstrows``), each store's
+        replaced by its listing."""
+        first, self.first = self.first, []
+        self.rows = [R.Row.of(store, meta) for store, meta in first]
+        self.loaded, self.loading, self.partial = 0, True, {id(r.store) for r in self.rows}
         self.generation += 1
         if self.fixed_now is None:
             self.now = time.time()
 
-    def _add(self, got: list, findings: list) -> None:
+    def _add(self, got: list, findings: list, store=None, whole: bool = True) -> None:
+        """Show ``got``, ``store``'s rows: its first ones (``whole`` False) or all of them, which replace
+        the first ones shown before."""
         with gc_paused():  # (a row per conversation, none in a cycle: see gcpause)
+            if id(store) in self.partial:
+                self.rows = [r for r in self.rows if r.store is not store]
+                self.partial.discard(id(store))
             self.rows += got
+            if not whole:
+                self.partial.add(id(store))
             self.generation += 1
-            self.loaded += 1
+            self.loaded += whole
             self.findings += findings
             self.main.show_rows()
 
     def _done(self) -> None:
         self.loading = False
+        self._keep_first(list(self.rows))
         bad = [f for f in self.findings if f.severity == ERROR]
         self.main.update_status(
             f"{len(bad)} problem{'s' if len(bad) != 1 else ''} (samctl check says more)" if bad else None
         )
 
+    @work(thread=True, group="keep")
+    def _keep_first(self, rows: list) -> None:
+        """The newest rows, kept for the next run's first frame."""
+        newest = heapq.nlargest(firstrows.KEEP, rows, key=lambda r: r.when)
+        firstrows.save(self.stores, [(r.store, r.meta) for r in newest])
+
     # --- search ------------------------------------------------------------------------------
 
-    def search(self, text: str) -> list:
+    def refresh_indexes(self) -> None:
+        """Every store's index brought up to date, by ``samctl search``'s rule (a full check of every
+        file unless the last one is recent)."""
+        from samctl.search.index.update import refresh  # (lazy: as search)
+
+        for store in self.stores:
+            if store.use_cache:
+                refresh(store, [])
+
+    def search(self, text: str, limit: int = SEARCH_LIMIT) -> list:
         """The hits of ``text`` (the query syntax of ``samctl search``) over the stores in scope, best
         first, as ``samctl search`` gets them (a malformed query raises UsageError)."""
         from samctl.search import query as ql  # (lazy: the search modules load numpy, wanted at the first search)
@@ -431,9 +538,10 @@ class BrowseApp(App):
         stores = [s for s in self.stores if not plan.stores or s.name in plan.stores]
         if not stores:
             return []
-        q = retrieve.SearchQuery(text=text, where=plan.where, limit=SEARCH_LIMIT)
+        q = retrieve.SearchQuery(text=text, where=plan.where, limit=limit)
         findings: list = []
-        return retrieve.search(stores, q, findings, None, plan)
+        with _trusting(TRUST):
+            return retrieve.search(stores, q, findings, None, plan)
 
     def store_named(self, g: R.Group):
         """The store a search group's hits came from (``Hit.store`` names its kind; of several stores of

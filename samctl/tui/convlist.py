@@ -181,6 +181,13 @@ class BlockList(ScrollView, can_focus=True):
             super().__init__()
             self.index = index
 
+    class Highlighted(Message):
+        """The cursor moved (by a key or the mouse) to item ``index``."""
+
+        def __init__(self, index: int):
+            super().__init__()
+            self.index = index
+
     def __init__(self, **kw):
         super().__init__(**kw)
         self.prompts: list = []
@@ -260,6 +267,7 @@ class BlockList(ScrollView, can_focus=True):
         else:
             self._highlighted = max(0, min(i, len(self.prompts) - 1))
             self.scroll_to_highlight()
+            self.post_message(self.Highlighted(self._highlighted))
         self.refresh()
 
     def scroll_to_highlight(self, top: bool = False) -> None:
