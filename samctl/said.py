@@ -1,4 +1,4 @@
-"""Messages that suggest a samctl command, carried as structure (issue #33, docs/scope.md).
+"""Messages that suggest a samctl command, carried as structure (docs/scope.md).
 
 A lower layer (a store, the attic, core) that tells the user what to run next writes the command as a
 ``Suggestion`` (command, id, store) inside a ``Said``: a ``str`` whose value is the message with each

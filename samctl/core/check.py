@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from samctl.attic import entries as attic
 from samctl.lock import ensure_app_idle, store_lock
 from samctl.model import WARNING
+from samctl.said import Suggestion, said
 
 
 @dataclass
@@ -81,7 +82,9 @@ def _missing_scopes_in_attic(store, findings: list) -> None:
         scope = os.path.basename(f.path)
         if scope in in_attic:
             f.severity = WARNING
-            f.reason += f" but in the attic: `samctl restore {scope}` brings its memories back"
+            f.reason = said(
+                f.reason, " but in the attic: `", Suggestion("restore", scope, store), "` brings its memories back"
+            )
         else:
             f.reason += (
                 f" and not in the attic: {store.app_name} starts it empty when it next stores a memory "

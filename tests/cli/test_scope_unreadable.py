@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 
 import orjson
 import pytest
@@ -84,6 +85,8 @@ def test_ignore_unreadable_removes_it_and_check_then_says_where_the_scope_went(r
     assert len(got) == 1 and got[0]["severity"] == "warning", got
     assert TOPIC in got[0]["reason"] and PINNED in got[0]["reason"] and "attic" in got[0]["reason"]
     assert f"samctl restore {TOPIC}" in got[0]["reason"]
+    said = run("--root", sam_demo, "check").stderr  # as text: the command pastes as it is, --root included
+    assert f"`samctl --root {shlex.quote(str(sam_demo))} restore {TOPIC}` brings its memories back" in said
     # purged for good: check says its memories are not here
     r = run("--root", sam_demo, "rm", "--purge", TOPIC, "--yes")
     assert r.exit_code == 0, r.output
