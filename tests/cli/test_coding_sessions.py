@@ -160,8 +160,8 @@ def test_resume_prints_each_apps_own_command(run, demo):
     assert r.exit_code == 0 and r.stdout == f"cd /home/ana/api && claude --resume {S1}\n"
     r = run(*_roots(demo), "resume", T1)
     assert r.stdout == f"cd /home/ana/api && codex resume {T1}\n"
-    r = run("--root", demo / "llm", "resume", "01kg0000000000000000000005")
-    assert r.stdout.startswith("llm -c --cid 01kg0000000000000000000005 -d ") and "logs.db" in r.stdout
+    r = run("--root", demo / "llm", "resume", "01kzr0smm0w4j8n2t6y1b5e9ka")
+    assert r.stdout.startswith("llm -c --cid 01kzr0smm0w4j8n2t6y1b5e9ka -d ") and "logs.db" in r.stdout
 
 
 def test_resume_refuses_a_store_without_one(run, demo):

@@ -24,7 +24,7 @@ ONE_OF_EACH = [
     ("mermaid", "20260810_1403", "Fix the flaky test"),
     ("claude-code", "0b7c", "login timeout"),
     ("codex", "019c4a2e", "auth test failures"),
-    ("llm", "01kg0000000000000000000005", "Summarise instead"),
+    ("llm", "01kzr0smm0w4j8n2t6y1b5e9ka", "Summarise instead"),
     ("chatgpt", "0f9e", "What is the speed of light?"),
 ]
 

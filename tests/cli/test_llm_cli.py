@@ -8,7 +8,7 @@ import pytest
 from tests.cli.readonly_stores import WRITES, demo_copy
 from tests.conftest import fingerprint
 
-T1 = "01kg0000000000000000000001"
+T1 = "01kznhts80q7m2x5c9v3d8f6hb"
 C2 = "01kf3a0c1dq2w3e4r5t6y7v8j9"
 
 
@@ -22,7 +22,7 @@ def test_ls_all_generations(run, llm):
     r = run("--root", llm, "ls", "--format", "json")
     assert r.exit_code == 0, r.stderr
     rows = json.loads(r.stdout)
-    assert [x["id"] for x in rows][:2] == ["01kg0000000000000000000005", T1]
+    assert [x["id"] for x in rows][:2] == ["01kzr0smm0w4j8n2t6y1b5e9ka", T1]
     assert {x["store"] for x in rows} == {"llm"} and len(rows) == 6
     assert fingerprint(llm) == before
 
@@ -51,7 +51,7 @@ def test_show_text_markdown_json_raw(run, llm):
 
 
 def test_show_unknown_and_bad_ids(run, llm):
-    r = run("--root", llm, "show", "01kz")
+    r = run("--root", llm, "show", "01kx")
     assert r.exit_code == 4 and "no conversation" in r.stderr
     r = run("--root", llm, "show", "../../etc/passwd")
     assert r.exit_code == 2 and "Traceback" not in r.stderr

@@ -248,7 +248,7 @@ def test_attic_of_several_stores_goes_on_past_an_unreadable_one(run, attics):
 @pytest.mark.parametrize(
     "prefix,what",
     [
-        ("01kg0000000000000000000005", "samctl only reads it, and recover writes"),
+        ("01kzr0smm0w4j8n2t6y1b5e9ka", "samctl only reads it, and recover writes"),
         ("0f9e", "samctl only reads it, and recover writes"),
         ("019c4a31", "recover would rewrite them"),
     ],

@@ -25,7 +25,7 @@ ONE_EACH = [
     ("claude-code", ("home", ".claude"), "0b7c", "0b7c9d2e-3f41-4a6b-8c9d-0e1f2a3b4c5d"),
     ("codex", ("home", ".codex"), "019c4a2e", "019c4a2e-7b1d-7c3e-9f20-1a2b3c4d5e6f"),
 ]
-LLM, CHATGPT = "01kg0000000000000000000005", "0f9e"
+LLM, CHATGPT = "01kzr0smm0w4j8n2t6y1b5e9ka", "0f9e"
 
 
 def _attic(run, parts, tmp) -> list:
