@@ -365,8 +365,13 @@ def _row(h) -> dict:
     return d
 
 
+def _only(stores):
+    """The one store of a list of one, else None."""
+    return stores[0] if stores and len(stores) == 1 else None
+
+
 def _table(hits, query: str, several: bool = False) -> None:
-    from samctl.cli.common import suggest
+    from samctl.cli.common import run_of, suggest
     from samctl.safetext import one_line, quoted
     from samctl.timeparse import format_local
 
@@ -382,6 +387,12 @@ def _table(hits, query: str, several: bool = False) -> None:
     # on a terminal: short ids, a relative date, KIND only when a hit is not a message (SAM's memories)
     kinds = not tty or any(h.kind != "message" for h in hits)
     short = short_ids(h.conversation_id for h in hits) if tty else {}
+    ctx = click.get_current_context()
+    # a hit names its store by kind; the suggested command carries that store's --root when no other store
+    # of the run is of the same kind, else every root of the run
+    kinds_of: dict = {}
+    for s in run_of(ctx).scope.found():
+        kinds_of.setdefault(s.name, []).append(s)
     idw = max([12] + [len(v) for v in short.values()]) if tty else 36
     datew = 9 if tty else 16
     kind = f"{'KIND':<8} " if kinds else ""
@@ -400,7 +411,8 @@ def _table(hits, query: str, several: bool = False) -> None:
         # (the suggested command: whole id, as pasted)
         if h.kind in ("message", "call") and h.position is not None and h.position >= 0:
             out.append(
-                "       " + suggest(click.get_current_context(), "show", h.conversation_id, rest=f"--at {h.position}")
+                "       "
+                + suggest(ctx, "show", h.conversation_id, _only(kinds_of.get(h.store)), rest=f"--at {h.position}")
             )
     click.echo("\n".join(out))
 

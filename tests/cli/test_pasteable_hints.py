@@ -82,3 +82,17 @@ def test_a_root_with_control_characters_never_reaches_the_terminal_raw(run, merm
     r = run("--root", odd, "restore", MERMAID_ID)
     assert r.exit_code == 4 and "--root" in r.stderr
     assert "\x1b" not in r.stderr and "\x07" not in r.stderr
+
+
+def test_a_search_hit_suggests_show_with_its_own_store_s_root(run, mermaid_demo, sam_demo):
+    """Over several named stores, a hit's `show` command names the root of the store it came from only, so it
+    pastes as it is and stays short."""
+    r = run("--root", sam_demo, "--root", mermaid_demo, "search", "flaky")
+    assert r.exit_code == 0, r.stderr
+    shows = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("samctl ") and " show " in x]
+    assert shows, r.stdout
+    for line in shows:
+        assert line.startswith(f"samctl --root {shlex.quote(str(mermaid_demo))} show "), line
+        assert str(sam_demo) not in line
+    argv = shlex.split(shows[0])[1:]
+    assert run(*argv, "--no-pager").exit_code == 0
