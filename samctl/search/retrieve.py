@@ -88,11 +88,16 @@ def resolve_scope(store, texts) -> set | None:
     return scope
 
 
-def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, notes: list | None = None) -> list[Hit]:
+def search(
+    stores, q: SearchQuery, findings: list, progress=None, plan=None, notes: list | None = None, within=None
+) -> list[Hit]:
     """The hits of ``q`` in ``stores`` (one store, or a list: ranked together, statistics over all of
     them), best first.  Bad files become ``findings``; raises UsageError/NotFound.  ``plan``: the
     parsed query (``search.query``) for the default ranking.  ``notes``: where the lines to say on
-    stderr about how the query was read go (a quoted phrase found nowhere, searched as words)."""
+    stderr about how the query was read go (a quoted phrase found nowhere, searched as words).
+    ``within`` (--project): id(store) -> the only conversation ids whose rows may be hits (a store
+    not in it has none); the other rows still count in the statistics, but are never ranked, so a
+    conversation with few hits is never crowded out by others."""
     heap.keep_freed_memory()  # (arrays of a value per row, made and dropped: their pages kept for the next)
     stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]
     if q.like and len(stores) > 1:
@@ -100,6 +105,9 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
     where = [_check(s, q) for s in stores][0]
     scopes = _scopes(stores, q.conversations)
     stores = [s for s in stores if id(s) in scopes]
+    hits_in = scopes if within is None else _within(scopes, within)  # (what may be a hit; scopes: what to refresh)
+    if not any(v is None or v for v in hits_in.values()):
+        return []
     if q.like:
         from samctl.search import like  # (lazy: not loaded by ls or --help)
 
@@ -115,7 +123,7 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
                 q,
                 findings,
                 progress,
-                lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, scope), q),
+                lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, hits_in[id(store)]), q),
                 scope,
             )
 
@@ -128,7 +136,7 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
     plan = plan or Query(words=(q.text,))
 
     def answer(pairs):
-        hits = ranked.search(pairs, q, plan, _hit, scopes)
+        hits = ranked.search(pairs, q, plan, _hit, hits_in)
         if hits or not plan.phrases:
             return hits
         # a quoted phrase people remember is often not word for word what was said: one found nowhere
@@ -140,7 +148,7 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
                 f"note: no match for the phrase{'s' if len(plan.phrases) > 1 else ''} {said} word for "
                 f"word; searched for {'their' if len(plan.phrases) > 1 else 'its'} words"
             )
-        return ranked.search(pairs, q, loose, _hit, scopes)
+        return ranked.search(pairs, q, loose, _hit, hits_in)
 
     return _with_indexes(stores, q, findings, progress, answer)
 
@@ -158,6 +166,16 @@ def _scopes(stores: list, texts) -> dict:
             missing = missing or exc
     if not out:
         raise missing
+    return out
+
+
+def _within(scopes: dict, within: dict) -> dict:
+    """id(store) -> the conversations whose rows may be hits: those of ``scopes`` (None: all) that
+    ``within`` keeps too."""
+    out = {}
+    for k, scope in scopes.items():
+        keep = set(within.get(k, ()))
+        out[k] = keep if scope is None else scope & keep
     return out
 
 
