@@ -71,11 +71,16 @@ def test_a_message_in_many_copies_is_one_hit_from_the_newest(run, tmp_path, n):
         copied = [h for h in got if h["id"] in _copied_uuids(root)]
         assert copied and {h["conversation_id"] for h in copied} == {ids[-1]}, query
         assert all(h["id"] for h in copied)
-    # the same with --exact and --rank sam
+    # the same with --exact and --rank sam: one hit per message, from the newest copy, and -n hits
+    whole = {"--exact": None, "--rank": None}
     for extra in (["--exact"], ["--rank", "sam", "--threshold", "0"]):
+        every = _search(run, root, "login", "-n", "1000", *extra)
+        whole[extra[0]] = len({(h["kind"], h["id"] or (h["conversation_id"], h["position"])) for h in every})
         got = _search(run, root, "login", "-n", n, *extra)
         keys = [(h["kind"], h["id"] or (h["conversation_id"], h["position"])) for h in got]
-        assert got and len(keys) == len(set(keys)), extra
+        assert got and len(keys) == len(set(keys)) == min(int(n), whole[extra[0]]), extra
+        copied = [h for h in got if h["id"] in _copied_uuids(root)]
+        assert copied and {h["conversation_id"] for h in copied} == {ids[-1]}, extra
     assert fingerprint(root) == before
 
 

@@ -64,7 +64,8 @@ def test_a_project_whose_hits_rank_below_thousands_of_others_finds_them(run, tmp
     assert r.exit_code == 0, r.stderr
     got = json.loads(r.stdout)
     assert [h["conversation_id"] for h in got] == [ranked[i]["conversation_id"] for i in small]
-    assert got[0]["position"] == 1 and got[0]["score"] == ranked[small[0]]["score"]  # (ranked as in the whole store: statistics of all)
+    # ranked as in the whole store: the statistics are of every row
+    assert got[0]["position"] == 1 and got[0]["score"] == ranked[small[0]]["score"]
     big = json.loads(run("--root", root, "search", "quokka", "--project", "big", "-n", "5", "--format", "json").stdout)
     assert len(big) == 5 and all(h["conversation_id"].startswith("a") for h in big)
     for extra in (["--exact"], ["--rank", "sam", "--threshold", "0"]):
