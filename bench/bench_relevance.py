@@ -366,7 +366,10 @@ def both_ablation() -> list:
     full = rank.Params()
     return [
         ("default", full),
-        ("without k1/b 1.2/0.75 (0.9/0.4)", replace(full, k1=0.9, b=0.4)),
+        ("k1/b 1.2/0.75 (the previous default)", replace(full, k1=1.2, b=0.75)),
+        ("k1/b 0.9/0.4 (issue 22's)", replace(full, k1=0.9, b=0.4)),
+        ("diversity from a conversation's 5th row (free 3, the previous default)", replace(full, diversify_free=3)),
+        ("the previous default (k1/b 1.2/0.75, free 3)", replace(full, k1=1.2, b=0.75, diversify_free=3)),
         ("without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
         ("without 2nd neighbours", replace(full, prev2=0, next2=0)),
         ("without the long-turn damping (ctx_len)", replace(full, ctx_len=0)),
