@@ -127,3 +127,21 @@ def test_interleave():
     assert "".join(h.conversation_id for h in interleave(hs, 0)) == "aaaaabac"
     assert "".join(h.conversation_id for h in interleave([H(c) for c in "aaaaa"], 2)) == "aaaaa"
     assert sorted(map(id, interleave(hs, 1))) == sorted(map(id, hs))
+
+
+def test_only_rows_that_can_be_copies_are_looked_at(run, tmp_path, monkeypatch):
+    """Looking for a hit's copies reads each candidate's id from the index: only rows with a hit's own score
+    and date are candidates (many rows share an own score: the same words in a turn of the same length)."""
+    from samctl.search import grouped
+    from tests.search.test_project import _session
+
+    root = tmp_path / "claude"
+    _session(root, str(tmp_path / "work"), "0000000c-1111-4111-8111-000000000003", ["quokka said"] * 300)
+    met = []
+    real = grouped.Copies.meet
+    monkeypatch.setattr(grouped.Copies, "meet", lambda self, r: met.append(r) or real(self, r))
+    before = fingerprint(root)
+    got = _search(run, root, "quokka", "-n", "5")
+    assert len(got) == 5 and len({h["id"] for h in got}) == 5
+    assert len(met) < 10, len(met)  # (every other row of the 300 shares the hits' own score, none a date)
+    assert fingerprint(root) == before
