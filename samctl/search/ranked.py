@@ -214,9 +214,9 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
 
 def _titled(index, words: list) -> dict:
     """Every conversation of ``index``'s table -> whether its title holds every one of ``words``."""
-    ids, titles = index.manifest.ids_and_titles()
+    ids, titles, folded = index.manifest.ids_titles_folded()
     held = dict.fromkeys(ids, False)
-    held.update((ids[i], True) for i in titles_matching(titles, words))
+    held.update((ids[i], True) for i in titles_matching(titles, words, folded))
     return held
 
 
