@@ -119,10 +119,16 @@ def newest_copies(found: list, memo: dict) -> list:
     """Of FOUND = [(key, segment, row, item)], one entry per key: the copy in the newest conversation
     (its latest date; then the greatest conversation id, as ``Copies.newest``), in the order of the
     first of its copies."""
-    best: dict = {}
+    groups: dict = {}
     for k, seg, r, item in found:
-        c = int(seg.r_conv[r])
-        rank = (latest(seg, c, memo), seg.convs[c])
-        if k not in best or rank > best[k][0]:
-            best[k] = (rank, item, best[k][2] if k in best else len(best))
-    return [item for _, item, _ in sorted(best.values(), key=lambda v: v[2])]
+        groups.setdefault(k, []).append((seg, r, item))
+    out = []
+    for copies in groups.values():  # (a conversation's latest date is read only where there are copies)
+        if len(copies) == 1:
+            out.append(copies[0][2])
+            continue
+        best = max(
+            copies, key=lambda x: (latest(x[0], int(x[0].r_conv[x[1]]), memo), x[0].convs[int(x[0].r_conv[x[1]])])
+        )
+        out.append(best[2])
+    return out
