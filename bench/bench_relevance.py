@@ -289,7 +289,7 @@ def evaluate(data: list, params) -> tuple[np.ndarray, list]:
 
 
 GRID = dict(
-    k1=[0.5, 0.7, 0.9, 1.2, 1.5],
+    k1=[0.5, 0.7, 0.9, 1.0, 1.2, 1.5],
     b=[0.2, 0.3, 0.4, 0.5, 0.6, 0.75],
     date=[0, 0.5, 1, 1.5, 2],
     prev=[0.3, 0.45, 0.6, 0.75, 0.9],
@@ -299,6 +299,7 @@ GRID = dict(
     conversation=[0, 0.25, 0.5, 0.75, 1.0],
     addressee=[0, 0.3, 0.5, 0.7, 0.9, 1.2],
     diversify=[0, 0.03, 0.05, 0.08, 0.12],
+    diversify_free=[1, 2, 3],
 )
 
 
