@@ -657,6 +657,9 @@ def measure_queries(root: Path, c: dict, rounds: int, rank: str | None) -> dict:
                     f"    {cat:<12} n={len(xs):<3} p50 {ms(pct(xs, 50)):>11}  max {ms(max(xs)):>11}"
                     + (f"   floor p50 {ms(pct(ys, 50))}" if ys else "")
                 )
+        titled = [med[q] for _, q in QUERIES if "title:" in q and q in med]
+        if titled:
+            print(f"    title: queries n={len(titled)}: p50 {ms(pct(titled, 50))}, max {ms(max(titled))}")
         slow = sorted(med, key=med.get, reverse=True)[:3]
         print("    slowest: " + "; ".join(f"{q!r} {ms(med[q])}" for q in slow))
     if errors:
