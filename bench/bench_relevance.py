@@ -289,7 +289,7 @@ def evaluate(data: list, params) -> tuple[np.ndarray, list]:
 
 
 GRID = dict(
-    k1=[0.5, 0.7, 0.9, 1.2, 1.5],
+    k1=[0.5, 0.7, 0.9, 1.0, 1.2, 1.5],
     b=[0.2, 0.3, 0.4, 0.5, 0.6, 0.75],
     date=[0, 0.5, 1, 1.5, 2],
     prev=[0.3, 0.45, 0.6, 0.75, 0.9],
@@ -299,6 +299,7 @@ GRID = dict(
     conversation=[0, 0.25, 0.5, 0.75, 1.0],
     addressee=[0, 0.3, 0.5, 0.7, 0.9, 1.2],
     diversify=[0, 0.03, 0.05, 0.08, 0.12],
+    diversify_free=[1, 2, 3],
 )
 
 
@@ -366,7 +367,10 @@ def both_ablation() -> list:
     full = rank.Params()
     return [
         ("default", full),
-        ("without k1/b 1.2/0.75 (0.9/0.4)", replace(full, k1=0.9, b=0.4)),
+        ("k1/b 1.2/0.75 (the previous default)", replace(full, k1=1.2, b=0.75)),
+        ("k1/b 0.9/0.4 (issue 22's)", replace(full, k1=0.9, b=0.4)),
+        ("diversity from a conversation's 5th row (free 3, the previous default)", replace(full, diversify_free=3)),
+        ("the previous default (k1/b 1.2/0.75, free 3)", replace(full, k1=1.2, b=0.75, diversify_free=3)),
         ("without neighbours", replace(full, prev=0, next=0, prev2=0, next2=0)),
         ("without 2nd neighbours", replace(full, prev2=0, next2=0)),
         ("without the long-turn damping (ctx_len)", replace(full, ctx_len=0)),

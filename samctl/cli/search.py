@@ -57,9 +57,6 @@ class _SearchCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-PROJECT_POOL = 5000  # with --project/--here: the best this many hits are searched for the project's
-
-
 @click.command("search", cls=_SearchCommand, epilog=QUERY_HELP)
 @click.argument("query", nargs=-1)
 @click.option(
@@ -238,17 +235,18 @@ def command(
             raise UsageError("--touch updates SAM memories; this is a " + stores[0].name + " store, which has none")
         for s in memories:
             ensure_app_idle(s, force=force)
-    keep = None
+    within = None
     if project_spec(project, here) is not None:  # the project's conversations, of the stores that have any
         from samctl.core.listing import project_members
 
         keep = project_members(stores, project_spec(project, here), findings)
-        stores = [s for s in stores if any(name == s.name for name, _ in keep)]
+        within = {id(s): {c for name, c in keep if name == s.name} for s in stores}
+        stores = [s for s in stores if within[id(s)]]
     q = core.SearchQuery(
         text=text,
         conversations=tuple(conversations),
         where=where,
-        limit=limit if keep is None else max(PROJECT_POOL, limit),
+        limit=limit,
         threshold=0.3 if threshold is None else threshold,
         since=parse_when(since) if since is not None else None,
         until=parse_when(until, end=True) if until is not None else None,
@@ -265,12 +263,10 @@ def command(
     progress = progress_printer(sys.stderr)
     notes: list = []
     try:
-        hits = core.search(stores, q, findings, progress, plan, notes) if stores else []
+        hits = core.search(stores, q, findings, progress, plan, notes, within) if stores else []
     finally:
         if progress:
             progress.done()
-    if keep is not None:
-        hits = [h for h in hits if (h.store, h.conversation_id) in keep][:limit]
     for line in notes:
         click.echo(line, err=True)
     if touch:

@@ -101,12 +101,34 @@ class Copies:
     def _latest(self, r: int) -> float:
         """The latest date of row R's conversation (in its segment), -inf when none is known."""
         part, local = self.corpus.locate(r)
-        seg = part.seg
-        c = int(seg.r_conv[local])
-        got = self._newest.get((id(seg), c))
-        if got is None:
-            np = self.corpus.np
-            dates = seg.meta["date"][(seg.r_conv == c) & seg.alive]
-            dates = dates[~np.isnan(dates)]
-            got = self._newest[(id(seg), c)] = float(dates.max()) if dates.size else -math.inf
-        return got
+        return latest(part.seg, int(part.seg.r_conv[local]), self._newest)
+
+
+def latest(seg, c: int, memo: dict) -> float:
+    """The latest date of the alive rows of conversation C (a code of ``seg.convs``) in SEG, -inf when
+    none is known (a conversation's rows are all in one segment); MEMO: (id(seg), c) -> it."""
+    got = memo.get((id(seg), c))
+    if got is None:
+        dates = seg.meta["date"][(seg.r_conv == c) & seg.alive]
+        dates = dates[dates == dates]  # (NaN: no date)
+        got = memo[(id(seg), c)] = float(dates.max()) if dates.size else -math.inf
+    return got
+
+
+def newest_copies(found: list, memo: dict) -> list:
+    """Of FOUND = [(key, segment, row, item)], one entry per key: the copy in the newest conversation
+    (its latest date; then the greatest conversation id, as ``Copies.newest``), in the order of the
+    first of its copies."""
+    groups: dict = {}
+    for k, seg, r, item in found:
+        groups.setdefault(k, []).append((seg, r, item))
+    out = []
+    for copies in groups.values():  # (a conversation's latest date is read only where there are copies)
+        if len(copies) == 1:
+            out.append(copies[0][2])
+            continue
+        best = max(
+            copies, key=lambda x: (latest(x[0], int(x[0].r_conv[x[1]]), memo), x[0].convs[int(x[0].r_conv[x[1]])])
+        )
+        out.append(best[2])
+    return out

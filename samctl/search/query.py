@@ -17,12 +17,13 @@ at most ``MAX_TERMS`` terms, so no query can make the engine do unbounded work.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
 from samctl.errors import UsageError
 from samctl.safetext import quoted
-from samctl.search.text import WORD_CHARS, fold, tokens, words
+from samctl.search.text import WORD_CHARS, fold, folded_title, tokens, words  # noqa: F401
 
 MAX_TERMS = 256  # words (a phrase's each), prefixes and filters of one query
 MIN_PREFIX = 2  # characters before a *: a shorter prefix would expand to most of the vocabulary
@@ -143,11 +144,14 @@ def title_matches(title: str | None, word: str) -> bool:
 _ODD_SPACES = ("  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")  # (ASCII space runs)
 
 
-def titles_matching(titles: list, words: list) -> set[int]:
+def titles_matching(titles: list, words: list, folded: list | None = None) -> set[int]:
     """The indexes of ``titles`` that ``title_matches(title, word)`` for every one of ``words``, folded as
     one string (a call per title costs more than the search): folding is character by character, so the
-    titles joined by NUL fold to their foldings joined by NUL.  A title or word holding a NUL is matched alone."""
+    titles joined by NUL fold to their foldings joined by NUL.  A title or word holding a NUL is matched alone.
+    ``folded``: the titles' ``folded_title`` already (the index keeps them): only the words are folded."""
     alone = {i for i, t in enumerate(titles) if t and "\0" in t}
+    if folded is not None:
+        return _matching(titles, words, "\0".join(f or "" for f in folded), alone)
     pieces = ["" if not t or i in alone else t for i, t in enumerate(titles)]
     # ASCII titles fold by lower(), all at once; the others one by one (then lower() must leave them be)
     pieces = [t if t.isascii() else fold(t) for t in pieces]
@@ -164,24 +168,24 @@ def titles_matching(titles: list, words: list) -> set[int]:
         big = "\0".join([t if t.isascii() else " ".join(t.split()) for t in big.split("\0")])
     if any(c in big for c in _ODD_SPACES):
         big = " ".join(big.split())
-    starts, at = [0], big.find("\0")
-    while at >= 0:
-        starts.append(at + 1)
-        at = big.find("\0", at + 1)
+    return _matching(titles, words, big, alone)
+
+
+def _matching(titles: list, words: list, big: str, alone: set) -> set[int]:
+    """``titles_matching`` over BIG, the titles' folded forms joined by NUL ("" for those in ALONE): every
+    match of a word found by one regular expression scan, its title by a binary search of the titles'
+    starts (a common word is in tens of thousands of titles: no Python step per character or title)."""
+    starts = list(itertools.accumulate((len(t) + 1 for t in big.split("\0")), initial=0))
     out = None
     for word in words:
         w = " ".join(fold(word).split())
         if "\0" in w:
             got = {i for i, t in enumerate(titles) if title_matches(t, word)}
+        elif not w:  # ("" is in every title)
+            got = {i for i, t in enumerate(titles) if t}
         else:
-            got, at = {i for i in alone if title_matches(titles[i], word)}, big.find(w)
-            while at >= 0:
-                i = bisect.bisect_right(starts, at) - 1
-                if titles[i] and i not in alone:
-                    got.add(i)
-                if i + 1 >= len(starts):
-                    break
-                at = big.find(w, starts[i + 1])
+            got = {i for i in alone if title_matches(titles[i], word)}
+            got.update(bisect.bisect_right(starts, m.start()) - 1 for m in re.finditer(re.escape(w), big))
         out = got if out is None else out & got
     return out if out is not None else set(range(len(titles)))
 

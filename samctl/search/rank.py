@@ -24,8 +24,8 @@ ROLES = {"user": 0, "assistant": 1}  # other roles (tool, system) are 2: never a
 class Params:
     """Ranking parameters; the defaults are the ones bench/bench_relevance.py measured best."""
 
-    k1: float = 1.2
-    b: float = 0.75
+    k1: float = 1.0
+    b: float = 0.6
     date: float = 1.0  # weight of the date field
     prev: float = 0.6  # share of the previous turn's score
     next: float = 0.4  # share of the next turn's score
@@ -36,7 +36,7 @@ class Params:
     addressee_skew: float = 20.0  # a word names side X if the other side has it in >= skew x the rows X has it in
     addressee_min_rows: int = 10  # ... and in at least this many rows
     diversify: float = 0.05  # the j-th best row of a conversation (from 0) scores / (1 + diversify x (j - free))
-    diversify_free: int = 3  # ... when j > free: a conversation's first rows keep their score
+    diversify_free: int = 1  # ... when j > free: a conversation's first rows keep their score
     ctx_len: float = 50.0  # a row longer than this many terms neither gives nor takes full neighbour evidence:
     # both are x min(1, ctx_len / length).  A short turn ("Yes, last week") is read in its neighbours' light;
     # a long one (an assistant's reply repeating the question's words) stands on its own words, and must

@@ -104,16 +104,18 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
 
 
 def _meet_copies(corpus: IndexCorpus, own, score, allowed, rows, gate) -> None:
-    """Show GATE the copies of ROWS that scored too little to be met: a copy of a message has its text,
-    so its own score, and scores near it (its neighbours and conversation may differ); the rows scoring
-    at least half the least of ROWS with the own score of one of them are looked at."""
+    """Show GATE the copies of ROWS that scored too little to be met: a copy of a message has its text
+    and its date, so its own score, and scores near it (its neighbours and conversation may differ); the
+    rows scoring at least half the least of ROWS with the own score and the date of one of them are
+    looked at (own and date compared as arrays first: many rows share an own score, few a date too)."""
     np = corpus.np
     if not rows:
         return
     taken = np.asarray(rows, np.int64)
     pool = np.flatnonzero(score >= 0.5 * float(score[taken].min()))
-    vals = np.unique(own[taken])
-    pool = pool[np.isin(own[pool], vals)]
+    pool = pool[np.isin(own[pool], np.unique(own[taken]))]
+    date = corpus.date
+    pool = pool[np.isin(np.nan_to_num(date[pool], nan=-np.inf), np.nan_to_num(date[taken], nan=-np.inf))]
     pool = allowed(np.setdiff1d(pool, taken))
     for r in pool[:4096].tolist():  # (a bound: copies of a page of hits)
         gate.meet(r)
@@ -212,9 +214,9 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
 
 def _titled(index, words: list) -> dict:
     """Every conversation of ``index``'s table -> whether its title holds every one of ``words``."""
-    ids, titles = index.manifest.ids_and_titles()
+    ids, titles, folded = index.manifest.ids_titles_folded()
     held = dict.fromkeys(ids, False)
-    held.update((ids[i], True) for i in titles_matching(titles, words))
+    held.update((ids[i], True) for i in titles_matching(titles, words, folded))
     return held
 
 

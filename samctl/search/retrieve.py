@@ -22,7 +22,7 @@ from pathlib import Path
 from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.model import ERROR, INFO, Finding
 from samctl.safetext import quoted
-from samctl.search import heap, scoring
+from samctl.search import grouped, heap, scoring
 from samctl.search import index as ix
 from samctl.search.hits import (  # noqa: F401
     KIND_ORDER,
@@ -87,11 +87,16 @@ def resolve_scope(store, texts) -> set | None:
     return scope
 
 
-def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, notes: list | None = None) -> list[Hit]:
+def search(
+    stores, q: SearchQuery, findings: list, progress=None, plan=None, notes: list | None = None, within=None
+) -> list[Hit]:
     """The hits of ``q`` in ``stores`` (one store, or a list: ranked together, statistics over all of
     them), best first.  Bad files become ``findings``; raises UsageError/NotFound.  ``plan``: the
     parsed query (``search.query``) for the default ranking.  ``notes``: where the lines to say on
-    stderr about how the query was read go (a quoted phrase found nowhere, searched as words)."""
+    stderr about how the query was read go (a quoted phrase found nowhere, searched as words).
+    ``within`` (--project): id(store) -> the only conversation ids whose rows may be hits (a store
+    not in it has none); the other rows still count in the statistics, but are never ranked, so a
+    conversation with few hits is never crowded out by others."""
     heap.keep_freed_memory()  # (arrays of a value per row, made and dropped: their pages kept for the next)
     stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]
     if q.like and len(stores) > 1:
@@ -99,6 +104,9 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
     where = [_check(s, q) for s in stores][0]
     scopes = _scopes(stores, q.conversations)
     stores = [s for s in stores if id(s) in scopes]
+    hits_in = scopes if within is None else _within(scopes, within)  # (what may be a hit; scopes: what to refresh)
+    if not any(v is None or v for v in hits_in.values()):
+        return []
     if q.like:
         from samctl.search import like  # (lazy: not loaded by ls or --help)
 
@@ -114,11 +122,9 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
                 q,
                 findings,
                 progress,
-                lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, scope), q),
+                lambda pairs: _best(*_candidates(store, pairs[0][1], q, where, hits_in[id(store)]), q),
                 scope,
             )
-
-        from samctl.search import grouped  # (lazy: as ranked, only a search needs it)
 
         return grouped.unique(_merged([one(s) for s in stores], q, _exact_order if q.exact else sort_key))
     from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
@@ -127,7 +133,7 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
     plan = plan or Query(words=(q.text,))
 
     def answer(pairs):
-        hits = ranked.search(pairs, q, plan, _hit, scopes)
+        hits = ranked.search(pairs, q, plan, _hit, hits_in)
         if hits or not plan.phrases:
             return hits
         # a quoted phrase people remember is often not word for word what was said: one found nowhere
@@ -139,7 +145,7 @@ def search(stores, q: SearchQuery, findings: list, progress=None, plan=None, not
                 f"note: no match for the phrase{'s' if len(plan.phrases) > 1 else ''} {said} word for "
                 f"word; searched for {'their' if len(plan.phrases) > 1 else 'its'} words"
             )
-        return ranked.search(pairs, q, loose, _hit, scopes)
+        return ranked.search(pairs, q, loose, _hit, hits_in)
 
     return _with_indexes(stores, q, findings, progress, answer)
 
@@ -157,6 +163,16 @@ def _scopes(stores: list, texts) -> dict:
             missing = missing or exc
     if not out:
         raise missing
+    return out
+
+
+def _within(scopes: dict, within: dict) -> dict:
+    """id(store) -> the conversations whose rows may be hits: those of ``scopes`` (None: all) that
+    ``within`` keeps too."""
+    out = {}
+    for k, scope in scopes.items():
+        keep = set(within.get(k, ()))
+        out[k] = keep if scope is None else scope & keep
     return out
 
 
@@ -348,6 +364,7 @@ def _cut(found: list, limit: int) -> list:
     return found
 
 
+EXACT_COPIES = 4096  # --exact: at most this many rows beyond the limit are looked at for copies of a message
 SAM_CHUNK = 1 << 15  # rows embedded at a time by --rank sam (256 float32 each: 32 MiB)
 
 
@@ -379,11 +396,20 @@ def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_
         keep = score >= floor
         found.append((seg, rows[keep], score[keep]))
     total = sum(len(r) for _, r, _ in found)
-    if total > q.limit + RESCORE_MARGIN:
-        found = _cut(found, q.limit)
-    keys = [approx for _, _, approx in found]
-    hits = [_hit(store, idx, seg, r, seg.text(r)) for seg, rows, _ in found for r in rows.tolist()]
-    return _Candidates(np.concatenate(keys) if keys else np.zeros(0, dtype=np.float32), hits), total
+    limit = q.limit
+    while True:  # (copies of a message, which score alike, count once: the cut widened until enough)
+        cut = _cut(found, limit) if total > limit + RESCORE_MARGIN else found
+        rows = [(seg, r, approx) for seg, rs, ap in cut for r, approx in zip(rs.tolist(), ap.tolist())]
+        one = grouped.newest_copies(
+            [((int(seg.meta[r]["kind"]), seg.ref(r) or (id(seg), r)), seg, r, (seg, r, a)) for seg, r, a in rows],
+            {},
+        )
+        if len(one) >= q.limit or cut is found:
+            break
+        limit *= 4
+    keys = np.array([a for _, _, a in one], dtype=np.float32)
+    hits = [_hit(store, idx, seg, r, seg.text(r)) for seg, r, _ in one]
+    return _Candidates(keys, hits), total
 
 
 def _hit(store, idx, seg, r: int, text: str) -> Hit:
@@ -495,21 +521,42 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
     whole, date, kind, conv, pos = (np.concatenate(c) for c in zip(*cols))
     keys = (pos, conv, kind, -date, ~whole)  # np.lexsort sorts by the last first
     order = np.lexsort(keys)
-    last = order[min(q.limit, total) - 1]
-    # the first ``limit`` and every row tied with the last of them (only the id tells those apart)
-    keep = np.zeros(total, dtype=bool)
-    keep[order[: q.limit]] = True
-    keep |= np.logical_and.reduce([k == k[last] for k in keys])
+    # the first ``limit`` messages, each counted once however many copies (a resumed session's) hold it,
+    # and every row of the last one's (whole, date, kind): the copies of a message share those, so all
+    # its copies are met and the newest can be chosen
+    starts = [0]
+    for _, rows in found:
+        starts.append(starts[-1] + len(rows))
+    seen: set = set()
+    picked, block = [], None
+    for j in order.tolist():
+        here = (bool(whole[j]), float(date[j]), int(kind[j]))
+        if (len(seen) >= q.limit and here != block) or len(picked) >= q.limit + EXACT_COPIES:
+            break
+        s = bisect.bisect_right(starts, j) - 1
+        seg, r = found[s][0], int(found[s][1][j - starts[s]])
+        k = (here[2], seg.ref(r) or (seg.convs[int(seg.r_conv[r])], int(pos[j])))
+        seen.add(k)
+        picked.append((k, seg, r, j))
+        block = here
+    one = grouped.newest_copies([(k, seg, r, (seg, r, j)) for k, seg, r, j in picked], {})
+
+    # of those, the first ``limit`` in the results' order and every row tied with the last of them (only
+    # the id tells those apart): Hits are made of these only
+    def tie(x):
+        j = x[2]
+        return (not whole[j], -float(date[j]), int(kind[j]), int(conv[j]), int(pos[j]))
+
+    one.sort(key=tie)
+    if len(one) > q.limit:
+        last = tie(one[q.limit - 1])
+        one = one[: q.limit] + [x for x in one[q.limit :] if tie(x) == last]
     hits, hkeys = [], []
-    at = 0
-    for seg, rows in found:
-        for i in np.flatnonzero(keep[at : at + len(rows)]).tolist():
-            r = int(rows[i])
-            h = _hit(store, idx, seg, r, seg.text(r))
-            h.exact = "whole" if whole[at + i] else "substring"
-            hits.append(h)
-            hkeys.append(_exact_key(bool(whole[at + i]), float(date[at + i]), h))
-        at += len(rows)
+    for seg, r, j in one:
+        h = _hit(store, idx, seg, r, seg.text(r))
+        h.exact = "whole" if whole[j] else "substring"
+        hits.append(h)
+        hkeys.append(_exact_key(bool(whole[j]), float(date[j]), h))
     return _Candidates(hkeys, hits).cut(q.limit), total
 
 

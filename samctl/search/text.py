@@ -59,6 +59,14 @@ def fold(text: str) -> str:
     return fold_whole(text)
 
 
+def folded_title(title: str | None) -> str | None:
+    """TITLE as a ``title:`` filter compares it (``query.title_matches``: folded, whitespace runs one space),
+    as the index keeps it; None for no title, or one holding a NUL (matched alone: ``query.titles_matching``)."""
+    if not title or "\0" in title:
+        return None
+    return " ".join(fold(title).split())
+
+
 def fold_whole(text: str) -> str:
     """``fold`` by its definition: case folding, NFKD, the marks of ``_ACCENTS`` removed, NFC."""
     text = _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold()))

@@ -71,11 +71,16 @@ def test_a_message_in_many_copies_is_one_hit_from_the_newest(run, tmp_path, n):
         copied = [h for h in got if h["id"] in _copied_uuids(root)]
         assert copied and {h["conversation_id"] for h in copied} == {ids[-1]}, query
         assert all(h["id"] for h in copied)
-    # the same with --exact and --rank sam
+    # the same with --exact and --rank sam: one hit per message, from the newest copy, and -n hits
+    whole = {"--exact": None, "--rank": None}
     for extra in (["--exact"], ["--rank", "sam", "--threshold", "0"]):
+        every = _search(run, root, "login", "-n", "1000", *extra)
+        whole[extra[0]] = len({(h["kind"], h["id"] or (h["conversation_id"], h["position"])) for h in every})
         got = _search(run, root, "login", "-n", n, *extra)
         keys = [(h["kind"], h["id"] or (h["conversation_id"], h["position"])) for h in got]
-        assert got and len(keys) == len(set(keys)), extra
+        assert got and len(keys) == len(set(keys)) == min(int(n), whole[extra[0]]), extra
+        copied = [h for h in got if h["id"] in _copied_uuids(root)]
+        assert copied and {h["conversation_id"] for h in copied} == {ids[-1]}, extra
     assert fingerprint(root) == before
 
 
@@ -122,3 +127,21 @@ def test_interleave():
     assert "".join(h.conversation_id for h in interleave(hs, 0)) == "aaaaabac"
     assert "".join(h.conversation_id for h in interleave([H(c) for c in "aaaaa"], 2)) == "aaaaa"
     assert sorted(map(id, interleave(hs, 1))) == sorted(map(id, hs))
+
+
+def test_only_rows_that_can_be_copies_are_looked_at(run, tmp_path, monkeypatch):
+    """Looking for a hit's copies reads each candidate's id from the index: only rows with a hit's own score
+    and date are candidates (many rows share an own score: the same words in a turn of the same length)."""
+    from samctl.search import grouped
+    from tests.search.test_project import _session
+
+    root = tmp_path / "claude"
+    _session(root, str(tmp_path / "work"), "0000000c-1111-4111-8111-000000000003", ["quokka said"] * 300)
+    met = []
+    real = grouped.Copies.meet
+    monkeypatch.setattr(grouped.Copies, "meet", lambda self, r: met.append(r) or real(self, r))
+    before = fingerprint(root)
+    got = _search(run, root, "quokka", "-n", "5")
+    assert len(got) == 5 and len({h["id"] for h in got}) == 5
+    assert len(met) < 10, len(met)  # (every other row of the 300 shares the hits' own score, none a date)
+    assert fingerprint(root) == before

@@ -69,9 +69,10 @@ def test_a_claude_code_bash_command_is_found_and_shown_as_the_call(run, tmp_path
 
 def test_tool_and_in_args_narrow_to_calls(run, tmp_path):
     root = _claude(tmp_path)
-    every = _search(run, root, "login", "-n", "100")
+    # (--per-conversation 0: hits in score order, which a conversation's run of hits would change)
+    every = _search(run, root, "login", "-n", "100", "--per-conversation", "0")
     assert {h["kind"] for h in every} == {"message", "call"}
-    args = _search(run, root, "login in:args", "-n", "100")
+    args = _search(run, root, "login in:args", "-n", "100", "--per-conversation", "0")
     assert args == [h for h in every if h["kind"] == "call"]
     assert {h["text"].partition("(")[0] for h in args} == {"Bash", "Grep", "Task"}  # (Bash: its description)
     grep = _search(run, root, "login tool:grep", "-n", "100")

@@ -22,12 +22,13 @@ from pathlib import Path
 from samctl.fs import reading, userdirs
 from samctl.search import text
 
-INDEX_VERSION = 8  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
+INDEX_VERSION = 9  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
 # 5: the manifest's tables checked when used, its conversations in buckets; 6: a row's folded text kept
 # only where it is not ``lower_ascii`` of its text, a posting's count in a byte and its row in two;
 # 7: samctl's own markers of a conversation's shape (Claude Code side branches, Codex rollbacks) no rows;
 # each conversation's length in terms and count of messages kept per segment (c_len, c_msgs); 8: a
-# message's tool calls rows of their own (kind "call", after the source's other rows)
+# message's tool calls rows of their own (kind "call", after the source's other rows); 9: each
+# conversation's folded title kept in the manifest (its "conv" table's column "folded")
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"

@@ -28,11 +28,13 @@ from samctl.search.index.format import (
     load_numpy,
     open_mapped,
 )
+from samctl.search.text import folded_title
 
 TABLES = ("src", "notes", "conv")  # parsed and checked when used; "conv" is a list of buckets, a line each
 NOTES_SUMMED = 10  # more sources than this with notes (info findings): a search says one line per code
 BUCKET = 256  # conversations per bucket of the conversation table, about: a title costs parsing one bucket
-CONV_COLS = ("pos", "ids", "titles", "topics", "topic_names")  # a bucket's columns; pos: order found
+CONV_COLS = ("pos", "ids", "titles", "topics", "topic_names", "folded")  # a bucket's columns; pos: order
+# found; folded: the title as ``title:`` compares it (``query.folded_title``), so a query folds no title
 
 
 def bucket_of(cid: str, buckets: int) -> int:
@@ -90,7 +92,9 @@ def encode_manifest(man: dict) -> dict:
     buckets = [{k: [] for k in CONV_COLS} for _ in range(n)]
     for pos, c in enumerate(convs):
         b = buckets[bucket_of(c["id"], n)]
-        for k, v in zip(CONV_COLS, (pos, c["id"], c.get("title"), c.get("topic"), c.get("topic_name"))):
+        if "folded" not in c:  # (kept in the info: a refresh folds only the titles it read)
+            c["folded"] = folded_title(c.get("title"))
+        for k, v in zip(CONV_COLS, (pos, c["id"], c.get("title"), c.get("topic"), c.get("topic_name"), c["folded"])):
             b[k].append(v)
     summed: dict = {}  # code -> [notes, sources]
     for rows in noted.values():
@@ -201,17 +205,25 @@ class Manifest:
                     at = sorted(rows)  # (not so: sorted, as well as they can be)
                     break
                 at[r[0]] = r
-            self._convs = {i: {"id": i, "title": t, "topic": tp, "topic_name": tn} for _, i, t, tp, tn in at}
+            self._convs = {
+                i: {"id": i, "title": t, "topic": tp, "topic_name": tn, "folded": f} for _, i, t, tp, tn, f in at
+            }
         return self._convs
 
     def ids_and_titles(self) -> tuple[list, list]:
         """Every conversation's id and title (None: none), bucket by bucket."""
-        ids, titles = [], []
+        ids, titles, _ = self.ids_titles_folded()
+        return ids, titles
+
+    def ids_titles_folded(self) -> tuple[list, list, list]:
+        """Every conversation's id, title and folded title (``query.folded_title``), bucket by bucket."""
+        ids, titles, folded = [], [], []
         for i in range(self.buckets):
             b = self._table(("conv", i))
             ids += b["ids"]
             titles += b["titles"]
-        return ids, titles
+            folded += b["folded"]
+        return ids, titles, folded
 
     def title_of(self, cid: str) -> str:
         """The conversation's title; for a shared-topic scope "<topic name> (shared topic)"; else ""."""
@@ -483,6 +495,7 @@ def _checked_bucket(raw) -> dict:
             and _strs(b["titles"], n, True)
             and _strs(b["topics"], n, True)
             and _strs(b["topic_names"], n, True)
+            and _strs(b["folded"], n, True)
         )
     except (KeyError, TypeError, AttributeError):
         ok = False
