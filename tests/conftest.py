@@ -1,8 +1,14 @@
 """Shared fixtures: trees built by fixtures/make_fixtures.py into tmp_path, a
-CliRunner with separate stderr, and a tree fingerprint for read-only proofs."""
+CliRunner with separate stderr, and a tree fingerprint for read-only proofs.
+
+Also the run's rules: tests marked ``slow`` (long sweeps) run only when the -m expression names them
+(``.ci/run``); each test is independent of order and of other pytest-xdist workers (its own HOME, cache,
+data dir and tmp path); the adversarial tally of every worker is added up and printed once.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -18,6 +24,57 @@ _spec = importlib.util.spec_from_file_location("make_fixtures", REPO / "fixtures
 make_fixtures = importlib.util.module_from_spec(_spec)
 sys.modules["make_fixtures"] = make_fixtures
 _spec.loader.exec_module(make_fixtures)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests run only when the -m expression asks for them (``-m slow``, ``-m "slow or not slow"``):
+    the README's test command leaves them to ``.ci/run``."""
+    if "slow" in (config.option.markexpr or ""):
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if item.get_closest_marker("slow") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands its adversarial tally (tests/adversarial/harness.py) to the controller."""
+    harness = sys.modules.get("tests.adversarial.harness")
+    out = getattr(session.config, "workeroutput", None)
+    if harness is not None and out is not None:
+        out["adversarial_tally"] = dataclasses.asdict(harness.TALLY)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """The controller adds up the tallies of its workers."""
+    tally = getattr(node, "workeroutput", {}).get("adversarial_tally")
+    if tally:
+        from tests.adversarial.harness import TALLY
+
+        TALLY.add(tally)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The adversarial line, when adversarial tests ran: printed, and kept in test-artifacts/adversarial.txt."""
+    harness = sys.modules.get("tests.adversarial.harness")
+    if harness is None or not harness.TALLY.cases:
+        return
+    tally = harness.TALLY
+    line = tally.line()
+    if os.geteuid() != 0:
+        line += f" [as uid {os.geteuid()}]"
+    terminalreporter.write_line(line)
+    for p in tally.problems[:40]:
+        terminalreporter.write_line(f"  {p}")
+    folder = Path(os.environ.get("SAMCTL_ARTIFACTS") or REPO / "test-artifacts")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "adversarial.txt").write_text(line + "\n" + "".join(f"  {p}\n" for p in tally.problems))
+    except OSError as exc:
+        terminalreporter.write_line(f"(could not write {folder}/adversarial.txt: {exc.strerror})")
 
 
 @pytest.fixture(autouse=True)

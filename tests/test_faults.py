@@ -480,8 +480,25 @@ def _stage_one_noting(store, item):
     return _real_stage_one(store, item)
 
 
-@pytest.mark.parametrize("mode", ["kill", "raise", "term"])
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
+# The README's test command runs one case of each class (every command, store and way of stopping, and
+# the worker path); .ci/run runs every scenario in every mode (-m slow).
+FAST_STOPS = {
+    ("rm-mermaid", "kill"),
+    ("archive-sam", "raise"),
+    ("restore-claude", "term"),
+    ("compact-mermaid", "kill"),
+    ("copy-again-claude", "raise"),
+    ("restore-many-mermaid-in-workers", "kill"),
+    ("rm-all-stores-codex", "term"),
+}
+STOPS = [
+    pytest.param(s, m, marks=() if (s, m) in FAST_STOPS else pytest.mark.slow, id=f"{s}-{m}")
+    for s in SCENARIOS
+    for m in ("kill", "raise", "term")
+]
+
+
+@pytest.mark.parametrize("scenario, mode", STOPS)
 def test_stopped_at_every_write_step(scenario, mode, templates, tmp_path, monkeypatch):
     if scenario.endswith("in-workers"):  # (the forked command, and its workers, inherit these)
         monkeypatch.setattr(samctl.attic.lifecycle, "PARALLEL_PACK", 2)

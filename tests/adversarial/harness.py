@@ -42,6 +42,14 @@ class Tally:
         if len(self.problems) < 200:
             self.problems.append(f"{kind}: {what}")
 
+    def add(self, other: dict) -> None:
+        """Add the counts of another process (a pytest-xdist worker: tests/conftest.py) to these."""
+        for kind, value in other.items():
+            if kind == "problems":
+                self.problems.extend(value[: max(0, 200 - len(self.problems))])
+            else:
+                setattr(self, kind, getattr(self, kind) + value)
+
     def line(self) -> str:
         return (
             f"adversarial: {self.cases} cases, {self.crashes} crashes, {self.changed} changed bytes, "

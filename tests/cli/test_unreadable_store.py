@@ -68,8 +68,22 @@ LEVELS = {
 }
 
 
-@pytest.mark.parametrize("mode", [0o000, 0o100], ids=["closed", "exec-only"])
-@pytest.mark.parametrize("level", LEVELS)
+# The README's test command runs one case of each class (each store, a store's own folder and its
+# conversations folder, named or found, closed and exec-only); .ci/run runs them all (-m slow).
+FAST_LEVELS = {
+    ("sam-base", 0o000),
+    ("sam-conversations-given", 0o100),
+    ("mermaid-dotmermaid", 0o000),
+    ("mermaid-conversations", 0o100),
+}
+CLOSED = [
+    pytest.param(level, mode, marks=() if (level, mode) in FAST_LEVELS else pytest.mark.slow, id=f"{level}-{name}")
+    for level in LEVELS
+    for mode, name in ((0o000, "closed"), (0o100, "exec-only"))
+]
+
+
+@pytest.mark.parametrize("level, mode", CLOSED)
 def test_every_command_says_permission_denied_for_a_closed_store_folder(trees, level, mode):
     # was: "internal error: PermissionError ... this is a bug" (exit 1) from store detection, or, for
     # conversations/, a mix of exit 4 (ls), 3 (check) and 0 (attic, compact)
