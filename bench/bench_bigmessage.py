@@ -201,7 +201,7 @@ def main() -> int:
             print(f"  {label:20s} {w:6.3f} s" + (f" = {w / rw:4.1f}x rg" if rw else "") + f"; {m:.0f} MiB")
         # the search alone, in this process (no interpreter start-up, no imports)
         os.environ.update(SAMCTL_CACHE_DIR=str(cache))
-        from samctl.search import retrieve as sx
+        from samctl.search import dispatch as sx
         from samctl.stores import base as fbase
         from samctl.stores import open_store
 

@@ -10,7 +10,7 @@ Each store's index is brought up to date once (a child process per store: its ti
 printed, never counted as a query).  Then issue #22's measures, over the union and each store alone:
 
 - warm query in-process over bench_search.py's fixed 100 QUERIES (its ``searcher``: the stores found,
-  or opened, and ``retrieve.search`` each time, as a search does): p50/p95/max of the per-query medians,
+  or opened, and ``dispatch.search`` each time, as a search does): p50/p95/max of the per-query medians,
   per category; per query (median over queries) the union's time / the biggest store's (the one that
   takes longest alone) and / the sum of the single stores'.  Rounds are interleaved: in each, every
   query runs over the union and then over each store, so a busy machine slows them all alike;
@@ -61,7 +61,7 @@ def find_stores():
 
 def union_opener(text: str):
     """A function returning the stores a `samctl search TEXT` searches: every store found, narrowed to
-    the query's store:NAME as the CLI does (cli/search.py) before ``retrieve.search``."""
+    the query's store:NAME as the CLI does (cli/search.py) before ``dispatch.search``."""
     from samctl.search.query import parse
     from samctl.stores import STORES
 

@@ -18,7 +18,7 @@ The rows are the alive rows of samctl's index in DIR (``open_index(open_store(PA
 - per query of bench_search.py's fixed QUERIES, translated where the engine has an equivalent (plain
   words -> OR, ``+w`` -> AND, ``-w`` -> NOT, ``"a phrase"``, ``prefix*``; a query with a field filter is
   skipped and counted): the top 10 by BM25 (FTS5: ``SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY
-  bm25(t) LIMIT 10``), timed against samctl's in-process search of the same text (``retrieve.search`` as
+  bm25(t) LIMIT 10``), timed against samctl's in-process search of the same text (``dispatch.search`` as
   bench_search.py calls it, ``-n 10``), in turns (samctl, FTS5, tantivy, query by query) so machine noise
   hits every engine alike; medians of ``--rounds`` runs after a warm-up run; p50/p95 and the ratio
   to samctl per category.

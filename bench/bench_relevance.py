@@ -7,7 +7,7 @@
                                     [--ablation] [--out DIR]
 
 ``--both`` measures the two benchmarks together, as a ranking is chosen on both, and prints one table:
-plain BM25, the ranking in-process (``rank.score`` over the messages read back) and ``samctl search``
+plain BM25, the ranking in-process (``bm25.score`` over the messages read back) and ``samctl search``
 through the CLI (LoCoMo as a mermaid archive, LongMemEval as a Claude Code store: one person's
 haystack, one session a conversation, one turn a message); ``--ablation`` adds each feature removed
 from the default, on both.  LongMemEval (../shared/eval/longmemeval-dev/README.md): turn recall@1/5/10
@@ -24,7 +24,7 @@ archive, it prints R@1/5/10/25 (share of evidence turns among the top K, average
 - ``samctl search Q --in messages -n 25`` as it is today (SAM's memory scoring), through the CLI
   in-process (click's CliRunner), on each store;
 - plain BM25, the baseline computed in the same run: lowercase ``\\w+`` tokens, Okapi k1=1.2 b=0.75;
-- the new ranking (``samctl.search.rank``, default ``Params``) over the messages read back from the
+- the new ranking (``samctl.search.bm25``, default ``Params``) over the messages read back from the
   archive with samctl's own loader (``open_store`` + ``load_resolved``);
 - an ablation (features added one by one, and each removed from the full ranking);
 - leave-one-conversation-out: parameters tuned (coordinate ascent on R@5+R@10+R@25 over a fixed
@@ -58,7 +58,7 @@ sys.path.insert(0, str(HERE.parent))
 import numpy as np  # noqa: E402
 
 from fixtures import make_fixtures as mf  # noqa: E402
-from samctl.search import rank  # noqa: E402
+from samctl.search import bm25  # noqa: E402
 
 KS = (1, 5, 10, 25)
 GOAL = {5: 0.64, 10: 0.73, 25: 0.85}
@@ -212,9 +212,9 @@ def today(root: Path, question: str, where: dict, runner, cli, *extra) -> list |
 
 def lme_corpus(item: dict):
     """(Corpus, [(session index, turn index)] per row) of one haystack, in-process."""
-    corpus, ids = rank.Corpus(), []
+    corpus, ids = bm25.Corpus(), []
     for n, (_sid, t0, turns) in enumerate(item["sessions"]):
-        corpus.add_conversation(rank.Message(t["content"], t["role"], t0 + 5 * i) for i, t in enumerate(turns))
+        corpus.add_conversation(bm25.Message(t["content"], t["role"], t0 + 5 * i) for i, t in enumerate(turns))
         ids += [(n, i) for i in range(len(turns))]
     return corpus, ids
 
@@ -234,7 +234,7 @@ def lme_evaluate(data: list, params) -> np.ndarray:
     """In-process figures over DATA [(item, corpus, ids)]."""
     tot = np.zeros(4)
     for item, corpus, ids in data:
-        tot += lme_measure(item, [ids[r] for r in rank.top_k(rank.score(corpus, item["question"], params), 50)])
+        tot += lme_measure(item, [ids[r] for r in bm25.top_k(bm25.score(corpus, item["question"], params), 50)])
     return tot / len(data)
 
 
@@ -245,10 +245,10 @@ def read_back(root: Path, where: dict):
 
     store = open_store(str(root), None, False)
     findings: list = []
-    corpus, dias = rank.Corpus(), []
+    corpus, dias = bm25.Corpus(), []
     for meta in sorted(store.list_metas(findings), key=lambda m: (m.created_ts or 0, m.id)):
         conv = load_resolved(store, meta.id, findings)
-        corpus.add_conversation(rank.Message(m.content, m.role, m.timestamp_ts) for m in conv.messages)
+        corpus.add_conversation(bm25.Message(m.content, m.role, m.timestamp_ts) for m in conv.messages)
         dias += [where.get((meta.id, i)) for i in range(len(conv.messages))]
     if findings:
         raise SystemExit(f"{root}: the archive has findings: {findings[:3]}")
@@ -283,7 +283,7 @@ def evaluate(data: list, params) -> tuple[np.ndarray, list]:
     for corpus, dias, questions in data:
         tot = np.zeros(len(KS))
         for q, ev, _ in questions:
-            tot += recall([dias[r] for r in rank.top_k(rank.score(corpus, q, params), 25)], ev)
+            tot += recall([dias[r] for r in bm25.top_k(bm25.score(corpus, q, params), 25)], ev)
         per.append((tot, len(questions)))
     return sum(t for t, _ in per) / sum(n for _, n in per), per
 
@@ -303,7 +303,7 @@ GRID = dict(
 )
 
 
-def tune(data: list, start=rank.Params(), rounds: int = 2):
+def tune(data: list, start=bm25.Params(), rounds: int = 2):
     """Coordinate ascent over GRID on R@5 + R@10 + R@25, from START."""
 
     def objective(p):
@@ -325,7 +325,7 @@ def tune(data: list, start=rank.Params(), rounds: int = 2):
 
 
 def ablation() -> list:
-    full, none = rank.Params(), rank.BASELINE
+    full, none = bm25.Params(), bm25.BASELINE
     ctx = dict(prev=full.prev, next=full.next, prev2=full.prev2, next2=full.next2)
     added = [
         ("tokenizer (stems, stop words, folding), Okapi 1.2/0.75", none),
@@ -364,7 +364,7 @@ BOTH_GOALS = {"LoCoMo": (None, 0.70, 0.77, 0.86), "LongMemEval": (None, 0.72, 0.
 
 def both_ablation() -> list:
     """Each feature of the default removed (both benchmarks are measured on each)."""
-    full = rank.Params()
+    full = bm25.Params()
     return [
         ("default", full),
         ("k1/b 1.2/0.75 (the previous default)", replace(full, k1=1.2, b=0.75)),
@@ -406,7 +406,7 @@ def run_both(locomo: Path, lme_dir: Path, out: Path, args) -> None:
         plain = PlainBM25([t for _, turns in c["sessions"] for _, t, _ in turns])
         plain_dias = [d for _, turns in c["sessions"] for _, _, d in turns]
         for q, ev, _ in c["questions"]:
-            plain_l += recall([plain_dias[i] for i in rank.top_k(plain.score(q), 25)], ev)
+            plain_l += recall([plain_dias[i] for i in bm25.top_k(plain.score(q), 25)], ev)
             if not args.no_cli:
                 cli_l += recall(today(root, q, where, runner, cli) or [], ev)
     items = read_longmemeval(lme_dir)
@@ -415,7 +415,7 @@ def run_both(locomo: Path, lme_dir: Path, out: Path, args) -> None:
         corpus, ids = lme_corpus(item)
         lme_data.append((item, corpus, ids))
         plain = PlainBM25([t["content"] for _, _, turns in item["sessions"] for t in turns])
-        plain_m += lme_measure(item, [ids[r] for r in rank.top_k(plain.score(item["question"]), 50)])
+        plain_m += lme_measure(item, [ids[r] for r in bm25.top_k(plain.score(item["question"]), 50)])
         if not args.no_cli:
             root = out / "claude-code" / f"q{k:03d}"
             where = write_claude_code(root, item, f"q{k}")
@@ -441,7 +441,7 @@ def run_both(locomo: Path, lme_dir: Path, out: Path, args) -> None:
             hits = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
             cli_m += lme_measure(item, [where.get((h["conversation_id"], h["position"]), (-1, -1)) for h in hits])
     nm = len(items)
-    rank_l, rank_m = evaluate(loc_data, rank.Params())[0], lme_evaluate(lme_data, rank.Params())
+    rank_l, rank_m = evaluate(loc_data, bm25.Params())[0], lme_evaluate(lme_data, bm25.Params())
     print(
         f"\n{len(convs)} LoCoMo conversations ({nl} questions, mermaid), {nm} LongMemEval questions "
         f"(Claude Code); {time.monotonic() - t0:.0f} s\n"
@@ -537,7 +537,7 @@ def run_store(store: str, convs: list, out: Path, args) -> None:
         plain_dias = [d for _, turns in c["sessions"] for _, _, d in turns]
         for q, ev, _ in c["questions"]:
             s = plain.score(q)
-            plain_r += recall([plain_dias[i] for i in rank.top_k(s, 25)], ev)
+            plain_r += recall([plain_dias[i] for i in bm25.top_k(s, 25)], ev)
             if not args.no_cli:
                 got = today(root, q, where, runner, cli)
                 if got is None:
@@ -553,8 +553,8 @@ def run_store(store: str, convs: list, out: Path, args) -> None:
         for q in refused:
             print(f"  refused by the query parser (counted as found nothing): {q!r}")
     print(line("plain BM25 (lowercase words, Okapi k1=1.2 b=0.75)", plain_r / n))
-    full, per = evaluate(data, rank.Params())
-    print(line("new ranking (samctl.search.rank, default Params)", full))
+    full, per = evaluate(data, bm25.Params())
+    print(line("new ranking (samctl.search.bm25, default Params)", full))
     print(line("  goal (issue 22)", [math.nan] + [GOAL[k] for k in KS[1:]]).replace("nan", "  -"))
     print(line("  DRAGON (LoCoMo paper, Table 3)", [math.nan] + [DRAGON[k] for k in KS[1:]]).replace("nan", "  -"))
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -16,7 +16,7 @@ Trees are generated once into --out by gen_archive.py and reused: mermaid ``--co
   RSS summed, and PSS summed, which counts a page shared by several processes once; plus the largest
   single process's ``ru_maxrss``; goal <= 500 MiB), index size on disk against the text (goal <= 2x);
   baseline: the read floor, every snapshot read and ``orjson.loads``-ed in one process;
-- warm query in-process (``open_store`` + ``retrieve.search``, index up to date, page cache warm) over
+- warm query in-process (``open_store`` + ``dispatch.search``, index up to date, page cache warm) over
   the fixed list of 100 QUERIES below: p50 and p95 of the per-query medians (goals 50 ms / 250 ms), by
   category, against the floor: a plain numpy BM25 (lowercase ``\\w+``, k1 1.2, b 0.75) over postings
   of the query terms built in this run, timed in turns with samctl.  A query the engine rejects is
@@ -31,7 +31,7 @@ Trees are generated once into --out by gen_archive.py and reused: mermaid ``--co
 - with ``--refreshed N``: the warm queries again over the index refreshed N times, a different 1% of the
   conversations edited before each (dead rows and small segments, as a long-used index has them).
 
-Only stable entry points are used (``open_store``, ``retrieve.search``, ``SearchQuery``, ``index.refresh``,
+Only stable entry points are used (``open_store``, ``dispatch.search``, ``SearchQuery``, ``index.refresh``,
 the CLI); a field or function the engine lacks is skipped and said.  Nothing passes or fails.
 """
 
@@ -495,7 +495,7 @@ def make_query(text: str, **kw):
 def searcher(root, text: str, **kw):
     """A function running one search in this process (the store opened each time, as a search does).
     ``root``: a store's root, or a function returning the stores to search together (bench_cross_search)."""
-    from samctl.search import retrieve
+    from samctl.search import dispatch
     from samctl.stores import open_store
 
     def run():
@@ -506,7 +506,7 @@ def searcher(root, text: str, **kw):
 
             plan = parse(text)
         q = make_query(text, **dict(kw, where=kw.get("where") or (plan.where if plan else None)))
-        return retrieve.search(root() if callable(root) else open_store(str(root)), q, [], None, plan)
+        return dispatch.search(root() if callable(root) else open_store(str(root)), q, [], None, plan)
 
     return run
 

@@ -206,7 +206,7 @@ def command(
     never changes the store, unless --touch.
     """
     from samctl.errors import UsageError
-    from samctl.search import retrieve as core
+    from samctl.search import dispatch as core
     from samctl.timeparse import parse_when
 
     text = " ".join(query)
@@ -336,7 +336,7 @@ def _what_to_try(q) -> str:
 def _touch(store, hits, force, lock_wait, findings) -> list:
     from samctl.attic.journal import settle_first
     from samctl.lock import ensure_app_idle, store_lock
-    from samctl.search import retrieve as core
+    from samctl.search import dispatch as core
 
     with store_lock(store, lock_wait):
         ensure_app_idle(store, force=force)

@@ -1,4 +1,4 @@
-"""The rows of one or more opened indexes as one corpus for ranking (``search/rank.py``'s interface).
+"""The rows of one or more opened indexes as one corpus for ranking (``search/bm25.py``'s interface).
 
 Rows are numbered across every segment of every index in turn.  Statistics (how many rows hold a
 term, lengths, their mean) are over the alive rows of the whole union, computed at query time, so an
@@ -144,7 +144,7 @@ class IndexCorpus:
             self._dates = np.concatenate([p.seg.meta["date"] for p in self.parts]) if self.parts else np.zeros(0)
         return self._dates
 
-    # -- rank.py's interface
+    # -- bm25.py's interface
     def rows(self):
         return self.same, self.group, self.role
 

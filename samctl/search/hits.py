@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from samctl.search import scoring
+from samctl.search import sam_scoring
 from samctl.timeparse import format_utc
 
 EXCERPT = 75  # characters either side of the hit (docs/formats/sam.md §11)
@@ -96,8 +96,8 @@ def find_ci(text: str, needle: str) -> int:
     """Index in ``text`` of the first case-insensitive occurrence of ``needle`` (-1 if none).
     A long text is lowercased a window at a time (windows overlap by the needle's length), not
     copied whole."""
-    if len(text) > 4 * scoring.PIECE:
-        step = scoring.PIECE
+    if len(text) > 4 * sam_scoring.PIECE:
+        step = sam_scoring.PIECE
         for start in range(0, len(text), step):
             i = find_ci(text[start : start + step + len(needle)], needle)
             if i >= 0:
@@ -112,15 +112,15 @@ def find_ci(text: str, needle: str) -> int:
 
 
 def folded_find(text: str, needle: str) -> int:
-    """Where in ``text`` the folded ``needle`` starts, found in ``scoring.fold(text)`` (which may be
+    """Where in ``text`` the folded ``needle`` starts, found in ``sam_scoring.fold(text)`` (which may be
     shorter) and mapped back: the shortest prefix of ``text`` that folds to that many characters."""
-    j = scoring.fold(text).find(needle)
+    j = sam_scoring.fold(text).find(needle)
     if j < 0:
         return -1
     lo, hi = 0, len(text)
     while lo < hi:
         mid = (lo + hi) // 2
-        if len(scoring.fold(text[:mid])) < j:
+        if len(sam_scoring.fold(text[:mid])) < j:
             lo = mid + 1
         else:
             hi = mid
@@ -130,7 +130,7 @@ def folded_find(text: str, needle: str) -> int:
 def snippet(text: str, query: str) -> str:
     """The excerpt around the first word of the query found in the text (the start otherwise)."""
     best, size = -1, 0
-    words = {w.strip(".,;:!?\"'()[]{}") for w in scoring.tokens(query)} | scoring.tokens(query)
+    words = {w.strip(".,;:!?\"'()[]{}") for w in sam_scoring.tokens(query)} | sam_scoring.tokens(query)
     for w in sorted(w for w in words if len(w) > 2):
         i = find_ci(text, w)
         if i >= 0 and (best < 0 or i < best):
@@ -143,7 +143,7 @@ def term_snippet(text: str, terms: set, ctx: int = EXCERPT) -> tuple[str, list]:
     the (start, end) of those words in the excerpt); the start of the text and no marks if none."""
     from samctl.search import text as tx  # (lazy: not loaded by ls or --help)
 
-    head = text[: 4 * scoring.PIECE]  # (a huge text: its matches are looked for in its beginning)
+    head = text[: 4 * sam_scoring.PIECE]  # (a huge text: its matches are looked for in its beginning)
     found = tx.spans(head, terms)
     if not found:
         return excerpt(text, 0, 0), []

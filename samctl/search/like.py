@@ -6,7 +6,7 @@ computes it; the keyword part uses QUERY, or the memory's own text.  Stored vect
 the memory databases, which the index does not copy: each is read once, scored with numpy, and
 only the best ``limit + RESCORE_MARGIN`` rows are kept and scored again exactly.
 
-Read-only, like the rest of search (``search/retrieve.py``, which hands ``--like`` queries here).
+Read-only, like the rest of search (``search/dispatch.py``, which hands ``--like`` queries here).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 
 from samctl.errors import PARTIAL, NotFound, SamctlError, UsageError
 from samctl.search import index as ix
-from samctl.search import scoring
+from samctl.search import sam_scoring
 from samctl.search.hits import RESCORE_MARGIN, Hit, SearchQuery, snippet, sort_key
 
 
@@ -59,7 +59,7 @@ def _find_seed(store, like: str, sources):
             f"memory {mid} has no usable stored vector ({len(blob) if isinstance(blob, bytes) else 0} bytes)",
             hint="--like needs a memory with an embedding",
         )
-    vec = scoring.unpack_vector(blob)
+    vec = sam_scoring.unpack_vector(blob)
     if not all(map(math.isfinite, vec)):
         raise UsageError(f"memory {mid} has NaN or infinity in its stored vector")
     return mid, blob, content if isinstance(content, str) else "", cid, path
@@ -76,7 +76,7 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
     qnorm = float(np.sqrt(qvec @ qvec))
     length = len(blob)
     qtext = q.text if q.text.strip() else content
-    qt = scoring.tokens(qtext)
+    qt = sam_scoring.tokens(qtext)
     size = q.limit + RESCORE_MARGIN
     heap: list = []  # (approximate score, tiebreak, row info), the best ``size``
     seq = 0
@@ -105,7 +105,7 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
                 c = np.where(norms > 0, dots / (norms * qnorm), 0.0)
             cos[same] = c
         for r, c in zip(rows, cos.tolist()):
-            approx = c + scoring.text_boost(qt, r.content)
+            approx = c + sam_scoring.text_boost(qt, r.content)
             if approx < q.threshold - 1e-9:
                 continue
             seq += 1
@@ -114,11 +114,11 @@ def search_like(store, q: SearchQuery, scope, findings: list) -> list[Hit]:
                 heapq.heappush(heap, item)
             elif item > heap[0]:
                 heapq.heapreplace(heap, item)
-    qlist = scoring.unpack_vector(blob)
+    qlist = sam_scoring.unpack_vector(blob)
     hits = []
     for _, _, (r, src) in heap:
-        cos = scoring.cosine(qlist, r.vector()) if r.embedding and len(r.embedding) == length else 0.0
-        boost = scoring.text_boost(qt, r.content)
+        cos = sam_scoring.cosine(qlist, r.vector()) if r.embedding and len(r.embedding) == length else 0.0
+        boost = sam_scoring.text_boost(qt, r.content)
         score = cos + boost
         if score < q.threshold:
             continue

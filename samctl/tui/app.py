@@ -529,8 +529,8 @@ class BrowseApp(App):
     def search(self, text: str, limit: int = SEARCH_LIMIT) -> list:
         """The hits of ``text`` (the query syntax of ``samctl search``) over the stores in scope, best
         first, as ``samctl search`` gets them (a malformed query raises UsageError)."""
+        from samctl.search import dispatch  # (lazy: as query)
         from samctl.search import query as ql  # (lazy: the search modules load numpy, wanted at the first search)
-        from samctl.search import retrieve  # (lazy: as query)
 
         plan = ql.parse(text, stores=tuple(STORES))
         if plan.is_empty():
@@ -538,10 +538,10 @@ class BrowseApp(App):
         stores = [s for s in self.stores if not plan.stores or s.name in plan.stores]
         if not stores:
             return []
-        q = retrieve.SearchQuery(text=text, where=plan.where, limit=limit)
+        q = dispatch.SearchQuery(text=text, where=plan.where, limit=limit)
         findings: list = []
         with _trusting(TRUST):
-            return retrieve.search(stores, q, findings, None, plan)
+            return dispatch.search(stores, q, findings, None, plan)
 
     def store_named(self, g: R.Group):
         """The store a search group's hits came from (``Hit.store`` names its kind; of several stores of

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from samctl.importance import importance
-from samctl.search.scoring import cosine, embed, keyword_boost, tokens
+from samctl.search.sam_scoring import cosine, embed, keyword_boost, tokens
 from tests.conftest import fingerprint
 from tests.search_helpers import (
     API_ID,

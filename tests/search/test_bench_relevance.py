@@ -73,9 +73,9 @@ def test_archives_are_real_trees_samctl_reads(tiny, tmp_path, store, monkeypatch
     assert r.exit_code == 0, r.output
     corpus, dias = br.read_back(root, where)
     assert dias == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
-    from samctl.search import rank
+    from samctl.search import bm25
 
-    assert dias[rank.top_k(rank.score(corpus, "Where did he hike in the Alps?"), 1)[0]] == "D2:1"
+    assert dias[bm25.top_k(bm25.score(corpus, "Where did he hike in the Alps?"), 1)[0]] == "D2:1"
     found = br.today(root, "hiking Alps", where, CliRunner(), cli)
     assert found and found[0] == "D2:1"
 

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from samctl.fs import userdirs
+from samctl.search import dispatch as sx
 from samctl.search import index as ix
-from samctl.search import retrieve as sx
 from samctl.stores import open_store
 from tests.conftest import fingerprint
 from tests.search_helpers import SAM_ID, TOPIC, age, insert_memory

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from bench import gen_archive as gen
+from samctl.search import dispatch as sx
 from samctl.search import index as ix
-from samctl.search import retrieve as sx
 from samctl.search.index import rows as ixrows
 from samctl.search.index import update as ixupdate
 from samctl.stores import open_store

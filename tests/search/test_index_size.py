@@ -11,9 +11,9 @@ import random
 import pytest
 
 from bench import gen_archive as gen
+from samctl.search import dispatch as sx
 from samctl.search import index as ix
-from samctl.search import retrieve as sx
-from samctl.search import scoring
+from samctl.search import sam_scoring
 from samctl.search.index import rows as ixrows
 from samctl.search.index.segment import SegmentWriter
 from samctl.stores import open_store
@@ -47,7 +47,7 @@ def test_the_folded_text_is_kept_only_where_lowering_the_text_does_not_give_it()
     chunk = ixrows.process([_batch([t for t, _ in FOLDS])])
     assert [n > 0 for n in chunk.ltext_len.tolist()] == [d for _, d in FOLDS]
     stored = [t for t, d in FOLDS if d]
-    assert bytes(chunk.ltext) == b"".join(ix.encode_text(scoring.fold(t)) for t in stored)
+    assert bytes(chunk.ltext) == b"".join(ix.encode_text(sam_scoring.fold(t)) for t in stored)
 
 
 def _batch(texts):
@@ -68,9 +68,9 @@ def test_rows_holding_folds_as_the_index_folded():
         texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 6))) for _ in range(rnd.randint(1, 12))]
         seg = _segment(texts)
         mask = np.array([rnd.random() < 0.7 for _ in texts])
-        needle = scoring.fold("".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 3))))
+        needle = sam_scoring.fold("".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 3))))
         got = sx._rows_holding(seg, mask, ix.encode_text(needle)).tolist()
-        assert got == [i for i, t in enumerate(texts) if mask[i] and needle in scoring.fold(t)], (texts, needle)
+        assert got == [i for i, t in enumerate(texts) if mask[i] and needle in sam_scoring.fold(t)], (texts, needle)
 
 
 def test_rows_holding_lowers_a_long_run_a_window_at_a_time(monkeypatch):

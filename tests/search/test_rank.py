@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from samctl.search import rank
-from samctl.search.rank import BASELINE, Corpus, Message, Params, search, top_k
+from samctl.search import bm25
+from samctl.search.bm25 import BASELINE, Corpus, Message, Params, search, top_k
 
 JULY, MARCH = 1688212800.0, 1678190400.0  # 2023-07-01 12:00Z, 2023-03-07 12:00Z
 
@@ -27,7 +27,7 @@ def rows(c, query, params=Params(), k=10):
 
 def test_baseline_is_okapi_bm25_by_hand():
     c = corpus(["apple banana", "apple apple cherry date", "banana"])
-    got = rank.score(c, "apple", BASELINE)
+    got = bm25.score(c, "apple", BASELINE)
     n, df, avgdl = 3, 2, (2 + 4 + 1) / 3
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
 
@@ -77,7 +77,7 @@ def test_a_reply_is_found_by_the_question_it_answers():
 
 def test_neighbours_never_cross_conversations():
     c = corpus(["quokka sighting"], ["unrelated first turn", "second"])
-    s = rank.score(c, "quokka")
+    s = bm25.score(c, "quokka")
     assert s[1] == 0 and s[2] == 0
 
 
@@ -104,11 +104,11 @@ def test_addressee_favours_the_side_a_name_calls():
         conv.append(Message(f"Great job Mel, running {i} is fun", "assistant"))
     c = corpus(conv)
     flat = replace(Params(), diversify=0)  # (diversity depends on the other rows' scores)
-    s0 = rank.parts(c, "Mel running", replace(flat, addressee=0))["score"]
-    s1 = rank.parts(c, "Mel running", flat)["score"]
+    s0 = bm25.parts(c, "Mel running", replace(flat, addressee=0))["score"]
+    s1 = bm25.parts(c, "Mel running", flat)["score"]
     assert np.all(s1[0::2] > s0[0::2]) and np.all(s1[1::2] == s0[1::2])
     few = corpus(conv[:8])  # "mel" in fewer rows than addressee_min_rows: no side is inferred
-    assert rank.parts(few, "Mel running")["addressee"].max() == 0
+    assert bm25.parts(few, "Mel running")["addressee"].max() == 0
 
 
 def test_a_name_weighs_less_in_the_text_than_a_topic_word():
@@ -120,10 +120,10 @@ def test_a_name_weighs_less_in_the_text_than_a_topic_word():
         conv.append(Message(f"Great job Mel, running {i} is fun", "assistant"))
     c = corpus(conv)
     p = Params()
-    want = rank.bm25(c, "text", ["run"], p) + p.name_weight * rank.bm25(c, "text", ["mel"], p)
+    want = bm25.bm25(c, "text", ["run"], p) + p.name_weight * bm25.bm25(c, "text", ["mel"], p)
     assert p.name_weight < 1
-    assert rank.parts(c, "Mel running")["own"] == pytest.approx(want)
-    assert rank.parts(c, "Mel running", BASELINE)["own"] == pytest.approx(rank.bm25(c, "text", ["mel", "run"]))
+    assert bm25.parts(c, "Mel running")["own"] == pytest.approx(want)
+    assert bm25.parts(c, "Mel running", BASELINE)["own"] == pytest.approx(bm25.bm25(c, "text", ["mel", "run"]))
 
 
 def test_a_topic_one_side_talks_about_more_is_no_name():
@@ -134,9 +134,9 @@ def test_a_topic_one_side_talks_about_more_is_no_name():
         conv.append(Message(f"My pottery class {i} was fun", "user"))
         conv.append(Message(f"Great job Mel{', nice pottery' if i < 2 else ''}", "assistant"))
     c = corpus(conv)
-    a = rank.parts(c, "Mel pottery")["addressee"]
+    a = bm25.parts(c, "Mel pottery")["addressee"]
     assert np.all(a[0::2] > 0) and np.all(a[1::2] == 0)
-    assert a[1::2].max() == 0 and rank.parts(c, "pottery")["addressee"].max() == 0
+    assert a[1::2].max() == 0 and bm25.parts(c, "pottery")["addressee"].max() == 0
 
 
 def test_diversity_lets_another_conversation_in():
@@ -149,7 +149,7 @@ def test_diversity_lets_another_conversation_in():
     assert all(order.index(other) < order.index(r) for r in bordering)
     flat = rows(c, "quokka", replace(Params(), diversify=0), k=19)
     assert all(flat.index(other) > flat.index(r) for r in bordering[1:])  # without it, after them all
-    p = rank.parts(c, "quokka")
+    p = bm25.parts(c, "quokka")
     assert p["diversity"].max() == 0 and p["diversity"][other] == 0
     assert sorted(p["score"][r] > 0 for r in range(19)) == sorted(p["score"] > 0)
 
@@ -157,11 +157,11 @@ def test_diversity_lets_another_conversation_in():
 def test_diversity_does_not_depend_on_row_numbers(monkeypatch):
     # two conversations whose rows tie; with a pool smaller than their rows, which rows are in it must
     # not depend on which conversation was indexed first (a refresh renumbers rows)
-    monkeypatch.setattr(rank, "DIVERSIFY_POOL", 6)
+    monkeypatch.setattr(bm25, "DIVERSIFY_POOL", 6)
     a, b = [f"quokka alpha {i}" for i in range(12)], [f"quokka beta {i}" for i in range(12)]
-    ab, ba = rank.score(corpus(a, b), "quokka"), rank.score(corpus(b, a), "quokka")
+    ab, ba = bm25.score(corpus(a, b), "quokka"), bm25.score(corpus(b, a), "quokka")
     assert ab[:12].tolist() == pytest.approx(ba[12:].tolist()) and ab[12:].tolist() == pytest.approx(ba[:12].tolist())
-    assert rank.parts(corpus(a, b), "quokka")["diversity"].min() < 0
+    assert bm25.parts(corpus(a, b), "quokka")["diversity"].min() < 0
 
 
 def test_statistics_are_global_at_query_time_refresh_equals_rebuild():
@@ -176,11 +176,11 @@ def test_statistics_are_global_at_query_time_refresh_equals_rebuild():
     texts_r = a + ["-"] * len(b_old) + cc + b_new
     texts_b = a + cc + b_new
     for q in ("budget", "zanzibar budget", "quokkas", "delta", "alpha budget review"):
-        sr, sb = rank.score(refreshed, q), rank.score(rebuilt, q)
+        sr, sb = bm25.score(refreshed, q), bm25.score(rebuilt, q)
         got_r = sorted((texts_r[r], round(sr[r], 12)) for r in range(len(texts_r)) if sr[r] > 0)
         got_b = sorted((texts_b[r], round(sb[r], 12)) for r in range(len(texts_b)) if sb[r] > 0)
         assert got_r == got_b, q
-    assert rank.score(refreshed, "quokkas").max() == 0  # the removed text is gone from every statistic
+    assert bm25.score(refreshed, "quokkas").max() == 0  # the removed text is gone from every statistic
 
 
 def test_top_k_order_ties_and_zeros():
@@ -205,7 +205,7 @@ def test_parts_add_up():
             Message("The tent leaked", "user", JULY),
         ]
     )
-    p = rank.parts(c, "When did we go camping in July?")
+    p = bm25.parts(c, "When did we go camping in July?")
     base = p["own"] + p["date"] + p["context"] + p["conversation"]
     assert p["score"] == pytest.approx(base + p["addressee"] + p["diversity"] + p["reply"])
     assert top_k(p["score"], 1).tolist() == [0]
@@ -226,14 +226,14 @@ def test_frozen_arrays_rank_exactly_like_the_corpus(tmp_path):
     )
     c.remove_conversation(2)
     c.add_conversation(["zanzibar again", "budget camping"])
-    frozen = rank.FrozenCorpus.from_corpus(c)
+    frozen = bm25.FrozenCorpus.from_corpus(c)
     for name, a in frozen.arrays.items():  # memory-mapped from disk, as an index would be
         np.save(tmp_path / f"{name}.npy", a)
-    mapped = rank.FrozenCorpus({n: np.load(tmp_path / f"{n}.npy", mmap_mode="r") for n in frozen.arrays}, frozen.vocab)
+    mapped = bm25.FrozenCorpus({n: np.load(tmp_path / f"{n}.npy", mmap_mode="r") for n in frozen.arrays}, frozen.vocab)
     for q in ("camping in July", "budget trip", "東京", "quokka", "zanzibar", "Mel camping", "", "nothing"):
-        want = rank.score(c, q)
-        assert rank.score(frozen, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
-        assert rank.score(mapped, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
+        want = bm25.score(c, q)
+        assert bm25.score(frozen, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
+        assert bm25.score(mapped, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
 
 
 def _context_by_gathers(base, same, p):
@@ -261,4 +261,4 @@ def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence, linked):
     base = np.where(rng.random(n) < evidence, rng.random(n) * 5, 0.0)
     base[[0, 1, n - 1]] = [1.5, 0.0, 2.5]  # the ends
     want = _context_by_gathers(base, same, Params())
-    assert rank._context(base, same, Params(), int(np.count_nonzero(base))).tolist() == want.tolist()
+    assert bm25._context(base, same, Params(), int(np.count_nonzero(base))).tolist() == want.tolist()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench import gen_archive as gen
-from samctl.search import rank, ranked, retrieve
+from samctl.search import bm25, dispatch, fulltext
 from samctl.search.hits import SearchQuery
 from samctl.search.query import parse
 from samctl.stores import open_store
@@ -35,11 +35,11 @@ def tree(tmp_path_factory):
 
 def _search(root, text, limit, monkeypatch, floor):
     if not floor:
-        real = rank.parts
-        monkeypatch.setattr(rank, "parts", lambda *a, **kw: real(*a[:4]))  # (no info: no floor)
+        real = bm25.parts
+        monkeypatch.setattr(bm25, "parts", lambda *a, **kw: real(*a[:4]))  # (no info: no floor)
     plan = parse(text)
     q = SearchQuery(text=text, limit=limit, where=plan.where)
-    hits = retrieve.search(open_store(str(root)), q, [], None, plan)
+    hits = dispatch.search(open_store(str(root)), q, [], None, plan)
     monkeypatch.undo()
     return [(h.conversation_id, h.position, h.kind, h.score) for h in hits]
 
@@ -56,17 +56,17 @@ def test_the_floor_never_changes_the_hits(tree, text, limit, monkeypatch, tmp_pa
 def test_the_floor_is_used_and_given_up_when_too_few_rows_are_above_it(tree, monkeypatch, tmp_path):
     monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "cache"))
     calls = []
-    real = ranked._best_rows
+    real = fulltext._best_rows
 
     def spy(*a, **kw):
         got = real(*a, **kw)
         calls.append((a[5] if len(a) > 5 else kw.get("complete", True), got is None))
         return got
 
-    monkeypatch.setattr(ranked, "_best_rows", spy)
+    monkeypatch.setattr(fulltext, "_best_rows", spy)
     for text, limit in (("budget", 10), ("budget", 1500)):
         plan = parse(text)
-        assert retrieve.search(open_store(str(tree)), SearchQuery(text=text, limit=limit), [], None, plan)
+        assert dispatch.search(open_store(str(tree)), SearchQuery(text=text, limit=limit), [], None, plan)
     assert calls == [(False, False), (False, True), (True, False)]  # used; then too few above it: all rows
 
 
@@ -92,18 +92,18 @@ def test_rows_tied_beyond_the_limit_are_ordered_as_their_hits_would_be(tmp_path,
     def hits(limit):
         return [
             (h.conversation_id, h.position, h.kind, h.score, h.ref)
-            for h in retrieve.search(open_store(str(root)), SearchQuery(text=text, limit=limit), [], None, plan)
+            for h in dispatch.search(open_store(str(root)), SearchQuery(text=text, limit=limit), [], None, plan)
         ]
 
     cheap = {n: hits(n) for n in (1, 3, 7)}
 
     def full_key(corpus, score, r):
         part, local = corpus.locate(int(r))
-        h = retrieve._hit(part.store, part.index, part.seg, local, part.seg.text(local))
+        h = dispatch._hit(part.store, part.index, part.seg, local, part.seg.text(local))
         h.score = float(score[r])
         return sort_key(h)
 
     used = []
-    monkeypatch.setattr(ranked, "_key", lambda *a: used.append(1) or full_key(*a))
+    monkeypatch.setattr(fulltext, "_key", lambda *a: used.append(1) or full_key(*a))
     assert cheap == {n: hits(n) for n in (1, 3, 7)} and all(cheap.values())
     assert len(used) > 7  # (there were rows tied beyond the limit to order)

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samctl.importance import importance
-from samctl.search import scoring
-from samctl.search.scoring import (
+from samctl.search import sam_scoring
+from samctl.search.sam_scoring import (
     SAM_WHITESPACE,
     STABLE_HASH,
     cosine,
@@ -113,7 +113,7 @@ def test_tokens_split_on_sam_whitespace_only():
 
 
 def test_python_whitespace_is_sam_whitespace_plus_four_separators():
-    # the fast path of scoring._sam_split relies on this exact relation
+    # the fast path of sam_scoring._sam_split relies on this exact relation
     py = {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
     assert py - set(SAM_WHITESPACE) == {"\x1c", "\x1d", "\x1e", "\x1f"}
     assert set(SAM_WHITESPACE) <= py
@@ -132,7 +132,7 @@ def test_sam_split_matches_definition(s):
             cur += ch
     if cur:
         expected.append(cur)
-    assert scoring._sam_split(s) == expected
+    assert sam_scoring._sam_split(s) == expected
 
 
 def test_tokens_canonical_equivalence():
@@ -242,11 +242,11 @@ def test_stable_hash_is_signed_nfc_fnv():
     assert STABLE_HASH("foobar") == 0x85944171F73967E8 - (1 << 64)
     assert STABLE_HASH("caf\u00e9") == STABLE_HASH("cafe\u0301")
     assert STABLE_HASH("\ud800") == STABLE_HASH("\ud800")  # lone surrogates do not raise
-    assert scoring.STABLE_HASH_NAME == "fnv1a64-nfc-utf8"
+    assert sam_scoring.STABLE_HASH_NAME == "fnv1a64-nfc-utf8"
 
 
 def test_stable_hash_is_stable_across_processes():
-    code = "from samctl.search.scoring import STABLE_HASH; print(STABLE_HASH('portland'), STABLE_HASH('wëather'))"
+    code = "from samctl.search.sam_scoring import STABLE_HASH; print(STABLE_HASH('portland'), STABLE_HASH('wëather'))"
     outs = {
         subprocess.run(
             [sys.executable, "-c", code],
@@ -276,7 +276,7 @@ def reference_embed(text):
     if not clean:
         return None
     low = unicodedata.normalize("NFC", clean.lower())
-    words = [w for w in scoring._sam_split(low) if w]
+    words = [w for w in sam_scoring._sam_split(low) if w]
     unique = set(words)
     v = [0.0] * 256
     for w in unique:
@@ -350,7 +350,7 @@ def test_embed_ranks_similar_text_higher():
 
 def test_embed_after_memo_trim_is_unchanged(monkeypatch):
     before = embed(MEM2)
-    monkeypatch.setattr(scoring, "_MEMO_MAX", 0)
+    monkeypatch.setattr(sam_scoring, "_MEMO_MAX", 0)
     assert embed(MEM2) == before  # memos cleared on every call
     assert embed(MEM2) == before
 
@@ -416,7 +416,7 @@ def test_ascii_trigram_vectorised_hash_matches_memo():
     text = "".join(chr(c) for c in range(128)) * 2
     buf = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     idx = np.arange(len(text) - 2, dtype=np.int64)
-    got = scoring._ascii_trigram_buckets(np, buf, idx)
+    got = sam_scoring._ascii_trigram_buckets(np, buf, idx)
     want = [128 + abs(STABLE_HASH(text[k : k + 3])) % 128 for k in range(len(text) - 2)]
     assert got.tolist() == want
 
@@ -431,7 +431,7 @@ def test_embed_many_equals_embed_on_any_texts(texts):
 
 
 def test_scoring_import_does_not_import_numpy():
-    code = "import sys, samctl.search.scoring as s; s.embed('abc def'); print('numpy' in sys.modules)"
+    code = "import sys, samctl.search.sam_scoring as s; s.embed('abc def'); print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "False"
 

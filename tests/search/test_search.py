@@ -1,4 +1,4 @@
-"""search.retrieve: the ranking equals SAM's brute force (docs/formats/sam.md §7.7), excerpts (§11), importance."""
+"""search.dispatch: the ranking equals SAM's brute force (docs/formats/sam.md §7.7), excerpts (§11), importance."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from samctl.importance import message_importance
 from samctl.model import Message
-from samctl.search import retrieve as sx
-from samctl.search import scoring
+from samctl.search import dispatch as sx
+from samctl.search import sam_scoring
 from samctl.stores import open_store
 from samctl.stores.sam.memorydb import create_memory_db
 from tests.search_helpers import age, vec
@@ -65,11 +65,11 @@ def _tree(base: Path, texts: list[str]) -> None:
 
 def _brute(query: str, texts: list[str], threshold: float) -> list[tuple[str, float]]:
     """SAM's retrieveRelevantMemories, row by row (docs/formats/sam.md §7.7), with samctl's embedding."""
-    q = scoring.embed(query)
-    qt = scoring.tokens(query)
+    q = sam_scoring.embed(query)
+    qt = sam_scoring.tokens(query)
     out = []
     for i, t in enumerate(texts):
-        s = scoring.cosine(q, scoring.embed(t)) + scoring.keyword_boost(qt, scoring.tokens(t))
+        s = sam_scoring.cosine(q, sam_scoring.embed(t)) + sam_scoring.keyword_boost(qt, sam_scoring.tokens(t))
         if s >= threshold:
             out.append((f"{i:08X}-0000-4000-8000-{i:012X}", s))
     out.sort(key=lambda x: -x[1])

@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from samctl.search import retrieve as sx
-from samctl.search import scoring
+from samctl.search import dispatch as sx
+from samctl.search import sam_scoring
 from samctl.search.index import rows as ixrows
 from samctl.search.index.segment import SegmentWriter
 from samctl.stores import open_store
@@ -75,7 +75,7 @@ def test_rows_holding_finds_what_a_row_by_row_test_finds():
         mask = np.array([rnd.random() < 0.7 for _ in texts])
         needle = "".join(rnd.choice("ab") for _ in range(rnd.randint(1, 3)))
         got = sx._rows_holding(seg, mask, needle.encode()).tolist()
-        assert got == [i for i, t in enumerate(texts) if mask[i] and needle in scoring.fold(t)], (texts, needle)
+        assert got == [i for i, t in enumerate(texts) if mask[i] and needle in sam_scoring.fold(t)], (texts, needle)
 
 
 def test_a_conversation_named_with_c_is_not_decoded_to_find_its_topic(sam_demo, monkeypatch):

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from bench import gen_archive as gen
-from samctl.search import retrieve as sx
+from samctl.search import dispatch as sx
 from samctl.search.index import rows as ixrows
 from samctl.stores import open_store
 from samctl.stores.sam.memorydb import create_archive_db

@@ -239,9 +239,9 @@ def test_postings_of_many_texts_at_once_are_those_of_each_row():
 
 @pytest.mark.parametrize("piece", [1 << 18, 16])
 def test_postings_across_a_flush_and_a_reset_of_the_memo(monkeypatch, piece):
-    from samctl.search import scoring
+    from samctl.search import sam_scoring
 
-    monkeypatch.setattr(scoring, "PIECE", piece)  # (16: most texts are long ones, counted a piece at a time)
+    monkeypatch.setattr(sam_scoring, "PIECE", piece)  # (16: most texts are long ones, counted a piece at a time)
     monkeypatch.setattr(rows, "FLUSH_WORDS", 3)
     monkeypatch.setattr(rows._Terms, "LIMIT", 4)
     texts = HOSTILE_TEXTS + ["one two three four five six seven", "spotter-dov budget"]

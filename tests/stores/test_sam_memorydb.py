@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from samctl.errors import Busy, FileProblem
 from samctl.model import ERROR, WARNING
-from samctl.search.scoring import cosine
+from samctl.search.sam_scoring import cosine
 from samctl.stores.sam import memorydb as mdb
 from samctl.stores.sam.memorydb import (
     ARCHIVE_SCHEMA_SQL,

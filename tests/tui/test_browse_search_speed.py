@@ -142,16 +142,16 @@ def test_the_real_warm_up_makes_the_index_and_the_first_key_finds_it(stores):
 
 
 def test_searches_trust_the_last_check_longer_unless_the_user_said(stores, monkeypatch):
-    from samctl.search import retrieve
+    from samctl.search import dispatch
 
     seen: list = []
-    real = retrieve.search
+    real = dispatch.search
 
     def spy(*a, **kw):
         seen.append(os.environ.get("SAMCTL_INDEX_RECHECK"))
         return real(*a, **kw)
 
-    monkeypatch.setattr(retrieve, "search", spy)
+    monkeypatch.setattr(dispatch, "search", spy)
     monkeypatch.delenv("SAMCTL_INDEX_RECHECK", raising=False)
     app = A.BrowseApp(stores, now=NOW)
     app.search("budget")

@@ -160,7 +160,7 @@ def encode_text(s: str) -> bytes:
 
 def lower_ascii(b):
     """``b`` (bytes or bytearray) with its ASCII capitals lowered, every other byte as it is
-    (``bytes.lower``): the folded form (``scoring.fold``) of an ASCII text's UTF-8, and of most
+    (``bytes.lower``): the folded form (``sam_scoring.fold``) of an ASCII text's UTF-8, and of most
     others' (a row's section ``ltext`` holds its folded form only where this is not it)."""
     return b.lower()
 

@@ -5,7 +5,7 @@ Data model
 ----------
 ``Index``: the ``Manifest``, the opened ``Segment`` list (each with its ``alive`` mask: not in a
 dead range, not hidden), the count of alive rows, and what the refresh that produced it did
-(``read``, ``removed``, ``rebuilt``).  The query path (``search.retrieve``) works on this: candidate
+(``read``, ``removed``, ``rebuilt``).  The query path (``search.dispatch``) works on this: candidate
 selection over ``meta``, BM25 over the term postings (``search.corpus``).
 
 Invariants

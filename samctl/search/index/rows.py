@@ -13,7 +13,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-from samctl.search import scoring
+from samctl.search import sam_scoring
 from samctl.search import text as tx
 from samctl.search.calls import call_text
 from samctl.search.index.format import (
@@ -154,11 +154,11 @@ def _blob(pieces) -> tuple:
 
 
 def _folded_blob(texts) -> tuple:
-    """``_blob`` of the folded form of each text (``encode_text(scoring.fold(t))``), left empty where it
+    """``_blob`` of the folded form of each text (``encode_text(sam_scoring.fold(t))``), left empty where it
     is the text's UTF-8 with A-Z lowered (``format.lower_ascii``: every ASCII text, and most others),
     which a search makes itself; kept only where folding changes more (a capital outside ASCII, a
     decomposed accent).  A long text is folded and appended a piece at a time (folding does not change
-    across the spaces and newlines the pieces are cut at: ``scoring.split_pieces``), so its folded form
+    across the spaces and newlines the pieces are cut at: ``sam_scoring.split_pieces``), so its folded form
     is never held whole besides the blob."""
     out = bytearray()
     lens = []
@@ -166,8 +166,8 @@ def _folded_blob(texts) -> tuple:
         before = len(out)
         if not t.isascii():
             same = True
-            for piece in scoring.split_pieces(t) if len(t) > scoring.PIECE else (t,):
-                folded = encode_text(scoring.fold(piece))
+            for piece in sam_scoring.split_pieces(t) if len(t) > sam_scoring.PIECE else (t,):
+                folded = encode_text(sam_scoring.fold(piece))
                 same = same and folded == lower_ascii(encode_text(piece))
                 out += folded
             if same:
@@ -226,10 +226,10 @@ FLUSH_WORDS = 1 << 18  # words held as strings at a time before they are made te
 
 
 def _long_text_counts(text: str) -> Counter:
-    """Term id -> count in a text longer than ``scoring.PIECE``, a piece at a time: what is held is
+    """Term id -> count in a text longer than ``sam_scoring.PIECE``, a piece at a time: what is held is
     one piece's words and the distinct terms, never a list of all the text's words."""
     out: Counter = Counter()
-    for piece in scoring.split_pieces(text):
+    for piece in sam_scoring.split_pieces(text):
         found = tx.folded_words(piece)
         if found is None:
             out.update(map(_TERMS.term_id, tx.tokens(piece)))
@@ -266,7 +266,7 @@ def _postings(texts: list[str]):
             runs.clear()
 
     for i, t in enumerate(texts):
-        if len(t) > scoring.PIECE:
+        if len(t) > sam_scoring.PIECE:
             longs.append((i, _long_text_counts(t)))
             continue
         found = tx.folded_words(t)

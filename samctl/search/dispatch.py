@@ -4,7 +4,7 @@ A result and its score are the same with or without the index and equal to a row
 (candidates are rescored exactly, in float64); ties by (kind, conversation id, position).  Nothing here
 writes into a store: ``touch`` is called by the CLI after checking SAM is not running.
 
-Design notes: docs/search-index.md, "search/retrieve.py".
+Design notes: docs/search-index.md, "search/dispatch.py".
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.model import ERROR, INFO, Finding
 from samctl.safetext import quoted
-from samctl.search import grouped, heap, scoring
+from samctl.search import grouped, heap, sam_scoring
 from samctl.search import index as ix
 from samctl.search.hits import (  # noqa: F401
     KIND_ORDER,
@@ -127,13 +127,13 @@ def search(
             )
 
         return grouped.unique(_merged([one(s) for s in stores], q, _exact_order if q.exact else sort_key))
-    from samctl.search import ranked  # (lazy: numpy-heavy, not loaded by ls or --help)
+    from samctl.search import fulltext  # (lazy: numpy-heavy, not loaded by ls or --help)
     from samctl.search.query import Query  # (lazy: as ranked)
 
     plan = plan or Query(words=(q.text,))
 
     def answer(pairs):
-        hits = ranked.search(pairs, q, plan, _hit, hits_in)
+        hits = fulltext.search(pairs, q, plan, _hit, hits_in)
         if hits or not plan.phrases:
             return hits
         # a quoted phrase people remember is often not word for word what was said: one found nowhere
@@ -145,7 +145,7 @@ def search(
                 f"note: no match for the phrase{'s' if len(plan.phrases) > 1 else ''} {said} word for "
                 f"word; searched for {'their' if len(plan.phrases) > 1 else 'its'} words"
             )
-        return ranked.search(pairs, q, loose, _hit, hits_in)
+        return fulltext.search(pairs, q, loose, _hit, hits_in)
 
     return _with_indexes(stores, q, findings, progress, answer)
 
@@ -312,7 +312,7 @@ def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
     first, the first ``limit``; with --exact, the first ``limit`` in ``_exact_key`` order."""
     if q.exact:
         out = cands.cut(q.limit).hits
-        needle = scoring.fold(q.text)
+        needle = sam_scoring.fold(q.text)
         for h in out:
             text = h.text if h.text.isascii() else unicodedata.normalize("NFC", h.text)  # (what matched)
             i = find_ci(text, needle)
@@ -322,11 +322,11 @@ def _best(cands: _Candidates, total: int, q: SearchQuery) -> list[Hit]:
         return out
     if total > q.limit + RESCORE_MARGIN:
         cands = cands.cut(q.limit)
-    qv, qt = scoring.embed(q.text), scoring.tokens(q.text)
+    qv, qt = sam_scoring.embed(q.text), sam_scoring.tokens(q.text)
     hits = []
     for h in cands.hits:  # each candidate's score, exactly
-        h.cosine = scoring.cosine(qv, scoring.embed(h.text)) if qv is not None else 0.0
-        h.boost = scoring.text_boost(qt, h.text)
+        h.cosine = sam_scoring.cosine(qv, sam_scoring.embed(h.text)) if qv is not None else 0.0
+        h.boost = sam_scoring.text_boost(qt, h.text)
         h.score = h.cosine + h.boost
         if h.score >= q.threshold:
             hits.append(h)
@@ -374,8 +374,8 @@ def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_
     vectors).  The boost is computed exactly where it can be non-zero: in the rows whose folded
     text holds one of the query's words (a word the row has, its folded text holds)."""
     np = ix.load_numpy()
-    qv = scoring.embed(q.text)
-    qt = scoring.tokens(q.text)
+    qv = sam_scoring.embed(q.text)
+    qt = sam_scoring.tokens(q.text)
     q32 = np.array(qv, dtype=np.float32) if qv is not None else None
     needles = [ix.encode_text(t) for t in sorted(qt)]
     floor = q.threshold - EPS
@@ -386,13 +386,13 @@ def _scored_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_
         if q32 is not None:
             for a in range(0, len(rows), SAM_CHUNK):
                 part = rows[a : a + SAM_CHUNK].tolist()
-                vecs = scoring.embed_many([seg.text(r) for r in part])
+                vecs = sam_scoring.embed_many([seg.text(r) for r in part])
                 score[a : a + len(part)] = _dots(vecs, q32)
         if needles:
             with_word = _rows_holding(seg, mask, needles)
             at = np.searchsorted(rows, with_word)
             for i, r in zip(at.tolist(), with_word.tolist()):
-                score[i] += scoring.text_boost(qt, seg.text(r))
+                score[i] += sam_scoring.text_boost(qt, seg.text(r))
         keep = score >= floor
         found.append((seg, rows[keep], score[keep]))
     total = sum(len(r) for _, r, _ in found)
@@ -496,7 +496,7 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
     which of them can be among the first ``limit`` is decided on numpy arrays of their keys, and
     only those become Hits (a common word in 150,000 messages made 90,000 Hits: 8 s)."""
     np = ix.load_numpy()
-    needle = scoring.fold(q.text)  # as the index folds every text (rows.process)
+    needle = sam_scoring.fold(q.text)  # as the index folds every text (rows.process)
     nb = ix.encode_text(needle)
     found = []  # (segment, rows)
     for seg, mask in _masks(idx, q, where, scope):

@@ -3,7 +3,7 @@
 Statistics are global and computed at query time, so an index refreshed in parts ranks like one built from
 scratch; ties are broken by row number.
 
-Design notes: docs/search-index.md, "search/rank.py".
+Design notes: docs/search-index.md, "search/bm25.py".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""samctl search's default ranking: BM25 with conversation-aware evidence (``rank.py``) over the index.
+"""samctl search's default ranking: BM25 with conversation-aware evidence (``bm25.py``) over the index.
 
 ``search`` scores every alive row of the given indexes as one corpus (``corpus.IndexCorpus``), keeps
 the rows the filters and the query's operators allow, and returns the best as Hits, ordered by score,
@@ -6,12 +6,12 @@ then as every search orders (``hits.sort_key``), so an index rebuilt and one ref
 same list.  A phrase is checked on the text of the rows that would be shown, best first, until enough
 have it.
 
-Design notes: docs/search-index.md, "search/ranked.py".
+Design notes: docs/search-index.md, "search/fulltext.py".
 """
 
 from __future__ import annotations
 
-from samctl.search import grouped, rank
+from samctl.search import bm25, grouped
 from samctl.search import text as tx
 from samctl.search.calls import is_call_of
 from samctl.search.corpus import IndexCorpus, terms_with_prefix
@@ -28,7 +28,7 @@ def _word_terms(word: str) -> list[str]:
     return list(dict.fromkeys(tx.tokens(word)))
 
 
-def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = rank.Params()) -> list[Hit]:
+def search(pairs: list, q, plan, make_hit, scopes: dict, params: bm25.Params = bm25.Params()) -> list[Hit]:
     """The best ``q.limit`` rows of ``pairs`` = [(store, Index)] for ``plan`` (a parsed query), as Hits
     made by ``make_hit(store, index, segment, row, text)``; ``scopes``: id(store) -> the conversations
     --conversation names in it (None: all)."""
@@ -37,11 +37,11 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: rank.Params = r
     expand = {p: terms_with_prefix(segments, p) for p in (*plan.prefixes, *plan.required_prefixes)}
     extra = [t for p in (*plan.prefixes, *plan.required_prefixes) for t in expand[p]]
     # (the segments holding none of the ranked terms: rows scoring 0, left out but for their statistics)
-    corpus = IndexCorpus(pairs, rank.ranked_terms(plan.ranked_text, extra))
+    corpus = IndexCorpus(pairs, bm25.ranked_terms(plan.ranked_text, extra))
     if not corpus.size:
         return []
     info: dict = {}
-    got = rank.parts(corpus, plan.ranked_text, params, extra, info)
+    got = bm25.parts(corpus, plan.ranked_text, params, extra, info)
     score = got["score"]
     masks = [corpus.live]  # (a row scoring > 0 is alive; belt and braces) and what filters and operators keep
     f = _filters(corpus, q, plan, scopes)

@@ -6,7 +6,7 @@ Pure functions, no I/O; numpy is imported only inside ``embed_many``; ``embed(t)
 ``embed_many([t])[0]`` are bit-identical.  Which section of docs/formats/sam.md each function follows, and
 the approximations: see below.
 
-Design notes: docs/search-index.md, "search/scoring.py".
+Design notes: docs/search-index.md, "search/sam_scoring.py".
 """
 
 from __future__ import annotations
