@@ -380,26 +380,29 @@ def _table(hits, query: str, several: bool = False) -> None:
     tty = width is not None
     bold = tty and not os.environ.get("NO_COLOR")
     store = f"{'STORE':<12} " if several else ""
-    # on a terminal: short ids, a relative date, KIND only when a hit is not a message (SAM's memories)
-    kinds = not tty or any(h.kind != "message" for h in hits)
+    # on a terminal: short ids under ID, a relative date, and no KIND column: a hit that is not a message
+    # (a tool call, SAM's memories) says its kind in ROLE, so the title keeps the width
+    kinds = not tty
     short = short_ids(h.conversation_id for h in hits) if tty else {}
     ctx = click.get_current_context()
     # a hit names its store by kind; the suggested command carries that store's --root when no other store
     # of the run is of the same kind, else every root of the run
-    kinds_of: dict = {}
+    stores_by_kind: dict = {}
     for s in run_of(ctx).scope.found():
-        kinds_of.setdefault(s.name, []).append(s)
-    idw = max([12] + [len(v) for v in short.values()]) if tty else 36
+        stores_by_kind.setdefault(s.name, []).append(s)
+    idw = max([8] + [len(v) for v in short.values()]) if tty else 36
     datew = 9 if tty else 16
     kind = f"{'KIND':<8} " if kinds else ""
-    out = [f"{'SCORE':<6} {store}{kind}{'CONVERSATION':<{idw}}  {'DATE':<{datew}}  {'ROLE':<9}  TITLE"]
+    id_head = "ID" if tty else "CONVERSATION"
+    out = [f"{'SCORE':<6} {store}{kind}{id_head:<{idw}}  {'DATE':<{datew}}  {'ROLE':<9}  TITLE"]
     for h in hits:
         score = "exact" if h.score is None and h.exact == "whole" else ("-" if h.score is None else f"{h.score:.3f}")
         store = f"{h.store:<12} " if several else ""
         kind = f"{h.kind:<8} " if kinds else ""
+        role = h.role if kinds or h.kind == "message" else h.kind
         cid = short.get(h.conversation_id, h.conversation_id)
         date = relative_date(h.date_ts) if tty else format_local(h.date_ts)
-        line = f"{score:<6} {store}{kind}{cid:<{idw}}  {date:<{datew}}  {(h.role or '-'):<9}  {one_line(h.title)}"
+        line = f"{score:<6} {store}{kind}{cid:<{idw}}  {date:<{datew}}  {(role or '-'):<9}  {one_line(h.title)}"
         out.append(clip(line, width) if width else line)
         out.append("       " + _snippet(h, width, bold, query))
         if h.context:
@@ -408,7 +411,7 @@ def _table(hits, query: str, several: bool = False) -> None:
         if h.kind in ("message", "call") and h.position is not None and h.position >= 0:
             out.append(
                 "       "
-                + suggest(ctx, "show", h.conversation_id, _only(kinds_of.get(h.store)), rest=f"--at {h.position}")
+                + suggest(ctx, "show", h.conversation_id, _only(stores_by_kind.get(h.store)), rest=f"--at {h.position}")
             )
     click.echo("\n".join(out))
 
@@ -435,7 +438,7 @@ def _conversation_lines(hits, several: bool) -> None:
         )
         for h in hits
     ]
-    headers = ["SCORE", "HITS", "STORE", "CONVERSATION", "AT", "DATE", "TITLE"]
+    headers = ["SCORE", "HITS", "STORE", "ID" if width is not None else "CONVERSATION", "AT", "DATE", "TITLE"]
     if not several:
         rows, headers = [r[:2] + r[3:] for r in rows], headers[:2] + headers[3:]
     click.echo(fit_table(rows, headers, width))

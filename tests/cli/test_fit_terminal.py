@@ -58,6 +58,12 @@ def test_a_title_keeps_half_the_width_at_120_and_piped_ids_are_whole(run, machin
     head = _on_a_terminal(["ls"], 120)[0]  # (a new user's home: Claude Code and Codex)
     assert 120 - head.index("TITLE") >= 60, head
     assert "CREATED" not in head and "PIN" not in head  # (one date; no pinned conversation: no PIN column)
+    llm = machine / "home" / ".config" / "io.datasette.llm" / "logs.db"  # (and one with llm added: tool calls)
+    monkeypatch.setenv("SAMCTL_ROOT", os.pathsep.join([os.environ["SAMCTL_ROOT"], str(llm)]))
+    assert 120 - _on_a_terminal(["ls"], 120)[0].index("TITLE") >= 60
+    for args in (["search", "login"], ["search", "-l", "login"]):
+        head = _on_a_terminal(args, 120)[0]
+        assert 120 - head.index("TITLE") >= 60, (args, head)
     monkeypatch.delenv("SAMCTL_ROOT")
     assert "PIN" in _on_a_terminal(["ls"], 120)[0]  # (SAM has a pinned conversation)
     piped = run("ls")
