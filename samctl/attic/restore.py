@@ -232,12 +232,12 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
                     if touch:
                         try:
                             _touch(store, r)
-                        except OSError as exc:  # restored all the same, with the mtimes it had
+                        except OSError as touch_exc:  # restored all the same, with the mtimes it had
                             report.findings.append(
                                 Finding(
                                     "not-touched",
                                     r.new,
-                                    f"{r.new} is restored, but its mtime could not be set: {reason(exc)}",
+                                    f"{r.new} is restored, but its mtime could not be set: {reason(touch_exc)}",
                                     WARNING,
                                     r.new,
                                 )
