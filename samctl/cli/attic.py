@@ -184,7 +184,8 @@ def _one(store, state, verify: bool, repair: bool, force: bool, lock_wait: float
     from samctl.attic import journal as repairmod
     from samctl.lock import ensure_app_idle, store_lock
 
-    lines, left = [], []
+    lines: list[str] = []
+    left: list = []
     if repair:
 
         def app_idle() -> None:  # only moves touch the store (debris is the attic's): only they wait for the app

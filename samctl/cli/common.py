@@ -13,11 +13,15 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
 import orjson
 
 from samctl import errors
+
+if TYPE_CHECKING:  # (not imported at start-up: the group makes the Scope)
+    from samctl.core.scope import Scope
 
 
 @dataclass
@@ -25,12 +29,16 @@ class Run:
     """Per-run state, on the click context (``ctx.obj``): the ``Scope`` of this run (core/scope.py) and
     the group's options.  Nothing of a run lives in a module global."""
 
-    scope: object
+    scope: Scope
     verbose: bool = False
 
 
 def run_of(ctx: click.Context) -> Run:
-    return ctx.find_object(Run)
+    """This run's state; every command runs under the group, which puts it on the context."""
+    run = ctx.find_object(Run)
+    if run is None:
+        raise RuntimeError("no samctl run on this click context")
+    return run
 
 
 def scope_of(ctx: click.Context, need: int = 0, filters: bool = False, limit=None, what: str | None = None):
@@ -38,7 +46,7 @@ def scope_of(ctx: click.Context, need: int = 0, filters: bool = False, limit=Non
     whether it selects by ``filters``, ``limit(store)`` (a reason it cannot read that store), ``what`` names
     it in messages (default: the command's name)."""
     scope = run_of(ctx).scope
-    return scope.declare(what or (ctx.command.name if ctx.command else "this command"), need, filters, limit)
+    return scope.declare(what or (ctx.command.name if ctx.command else None) or "this command", need, filters, limit)
 
 
 def make_scope(roots, named: bool, all_stores: bool, max_file_size, cache: bool):

@@ -107,7 +107,7 @@ def _table(metas, date_style: str = "relative", header: bool = True) -> None:
         return
     width = terminal_width()
     if width is None:  # piped: whole values, for scripts
-        rows = [
+        rows: list = [
             (
                 one_line(m.id),
                 format_local(m.created_ts),

@@ -426,7 +426,7 @@ def _conversation_lines(hits, several: bool) -> None:
     width = terminal_width()
     short = short_ids(h.conversation_id for h in hits) if width is not None else {}
     date = relative_date if width is not None else format_local
-    rows = [
+    rows: list = [
         (
             "-" if h.score is None else f"{h.score:.3f}",
             h.conversation_hits or 1,

@@ -192,7 +192,7 @@ def _page(text: str, pager, at: int | None = None, starts: dict | None = None, b
         _environ("LESS", os.environ.get("LESS") or "FRX"),
         _environ("PAGER", shlex.join(argv) if argv else os.environ.get("PAGER")),
     ):
-        if at is not None:
+        if at is not None and starts is not None:
             line = starts[at]
             if argv and os.path.basename(argv[0]) in ("less", "more"):
                 with _environ("PAGER", shlex.join(argv + [f"+{line}"])):
@@ -230,7 +230,7 @@ def _pager_argv() -> list[str] | None:
 
 
 @contextlib.contextmanager
-def _environ(name: str, value: str):
+def _environ(name: str, value: str | None):
     old = os.environ.get(name)
     if value is None:  # (nothing to set: left as it is)
         yield

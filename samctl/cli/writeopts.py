@@ -196,7 +196,9 @@ def say_kept(sel, fmt: str) -> list:
     return kept
 
 
-def nothing(fmt: str, dry_run: bool, kept: list, message: str, store=None, problems: list = (), skipped=None) -> None:
+def nothing(
+    fmt: str, dry_run: bool, kept: list, message: str, store=None, problems: list | tuple = (), skipped=None
+) -> None:
     """Nothing selected: the json format still prints a report (empty ``items``), a script reads it.
     ``problems`` (``Selection.problems``): what was chosen but cannot be moved, exit 3.  Nothing is
     written, so an interrupted move is not settled: said, with what settles it."""

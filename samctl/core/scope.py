@@ -35,7 +35,7 @@ from samctl.model import WARNING, Finding
 from samctl.safetext import one_line, safe_text
 from samctl.said import Suggestion, said
 from samctl.stores import found_stores, open_store, where_looked
-from samctl.stores.base import Caps
+from samctl.stores.base import Caps, Store
 from samctl.stores.resolve import resolve_many, resolve_many_across
 
 READ, MOVE, REWRITE = 0, 1, 2  # what a command does to a store's files (each needs more of the store)
@@ -46,11 +46,11 @@ class Outcome:
     """What came of a command on one store: ``done`` (``value`` is the action's result), ``skipped``
     (``reason``: the store cannot do it), or ``failed`` (``code``, ``reason``: the error's message)."""
 
-    store: object
+    store: Store
     status: str
     reason: str = ""
     code: int = errors.OK
-    value: object = None
+    value: Any = None
     hint: str | None = None
 
 

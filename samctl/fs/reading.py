@@ -53,7 +53,7 @@ def read_capped(path: str | os.PathLike, cap: int) -> bytes:
             raise FileProblem("not-regular", path, f"is not a regular file ({filemodes.describe_mode(st.st_mode)})")
         if st.st_size > cap:
             raise FileProblem("too-large", path, f"{st.st_size} bytes is over the {cap}-byte cap")
-        chunks = []
+        chunks: list[bytes] = []
         left = cap + 1  # one more than the cap: notices a file that grew while we read
         while left > 0:
             # The whole file in one read (one buffer, no join to copy it); 16 MiB at a time

@@ -16,6 +16,7 @@ import contextlib
 import os
 import sys
 import time
+from typing import Any
 
 from samctl.fs import faults
 
@@ -81,7 +82,7 @@ def _load_syncfs():
 _UNSET = object()
 
 
-syncfs = _UNSET  # syncfs(fd) for the file system of fd, or None where there is none (set on first use)
+syncfs: Any = _UNSET  # syncfs(fd) for the file system of fd, or None where there is none (set on first use)
 
 
 _batch = None

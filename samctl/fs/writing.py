@@ -19,6 +19,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from samctl.fs import faults, removing, safepaths, syncing
 from samctl.fs.filemodes import DIR_MODE, FILE_MODE
@@ -118,9 +119,9 @@ def stale_temps(parent: str | os.PathLike, name: str | None = None, now: float |
     """
     now = time.time() if now is None else now
     prefix = f".{name}." if name else "."
-    out = []
+    out: list[Path] = []
     try:
-        entries = list(os.scandir(parent))
+        entries = list(os.scandir(os.fspath(parent)))
     except OSError:
         return out
     for e in entries:
@@ -302,4 +303,4 @@ def write_all(f, data) -> None:
 
 
 _UNSET = object()
-renameat2 = _UNSET  # renameat2(src, dst) with RENAME_NOREPLACE, or None where there is none (set on first use)
+renameat2: Any = _UNSET  # renameat2(src, dst) with RENAME_NOREPLACE, or None where there is none (set on first use)

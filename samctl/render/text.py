@@ -176,9 +176,9 @@ def to_text(
                 out.append(style(f"(reasoning folded: {n} line{'s' if n != 1 else ''}; --reasoning shows it)", "dim"))
         if msg.content:
             out.append(safe_text(msg.content))
-        for at in msg.attachments:
+        for att in msg.attachments:  # (not ``at``: that names the message shown whatever the filters)
             out.append(
-                safe_text(at["text"]) if at.get("type") == "text" else style(safe_text(attachment_line(at)), "dim")
+                safe_text(att["text"]) if att.get("type") == "text" else style(safe_text(attachment_line(att)), "dim")
             )
         for tc in msg.tool_calls:  # as the app shows it: Bash(git status); ids only in --raw and JSON
             out.append(style(f"  → {safe_text(tool_label(tc.name, tc.arguments))}", "tool"))
@@ -291,8 +291,9 @@ def to_markdown(
     for key, value in (("project", m.project), ("branch", m.branch), ("continues", m.continues)):
         if value:
             out.append(f"- **{key}:** {_code_span(value)}")
-    if resume_text(conv):
-        out.append(f"- **resume:** {_code_span(resume_text(conv))}")
+    resume = resume_text(conv)
+    if resume:
+        out.append(f"- **resume:** {_code_span(resume)}")
     out.append("")
     marks = {}
     for i, msg in shown(conv.messages, include_hidden, min_importance, at):
