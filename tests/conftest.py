@@ -4,6 +4,9 @@ CliRunner with separate stderr, and a tree fingerprint for read-only proofs.
 Also the run's rules: tests marked ``slow`` (long sweeps) run only when the -m expression names them
 (``.ci/run``); each test is independent of order and of other pytest-xdist workers (its own HOME, cache,
 data dir and tmp path); the adversarial tally of every worker is added up and printed once.
+
+Hypothesis: the default run tries at most ``FAST_EXAMPLES`` examples per property (a test's own lower figure
+stands); ``SAMCTL_TEST_THOROUGH=1`` (set by ``.ci/run``'s slow stage) runs every property at its full figure.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings as hypothesis_settings
 
 REPO = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("make_fixtures", REPO / "fixtures" / "make_fixtures.py")
@@ -26,9 +30,29 @@ sys.modules["make_fixtures"] = make_fixtures
 _spec.loader.exec_module(make_fixtures)
 
 
+# The default run's cap on examples per property; the thorough run keeps each test's own figure.
+FAST_EXAMPLES = 50
+THOROUGH = os.environ.get("SAMCTL_TEST_THOROUGH") == "1"
+hypothesis_settings.register_profile("fast", max_examples=FAST_EXAMPLES)
+hypothesis_settings.register_profile("thorough")
+hypothesis_settings.load_profile("thorough" if THOROUGH else "fast")
+
+
+def _cap_examples(item) -> None:
+    """An explicit ``@settings(max_examples=N)`` overrides any profile, so the fast run lowers N on the test
+    itself (hypothesis reads these settings when the test is called, not when it is decorated)."""
+    fn = getattr(item, "obj", None)
+    current = getattr(fn, "_hypothesis_internal_use_settings", None)
+    if current is not None and current.max_examples > FAST_EXAMPLES:
+        fn._hypothesis_internal_use_settings = hypothesis_settings(current, max_examples=FAST_EXAMPLES)
+
+
 def pytest_collection_modifyitems(config, items):
     """Slow tests run only when the -m expression asks for them (``-m slow``, ``-m "slow or not slow"``):
-    the README's test command leaves them to ``.ci/run``."""
+    the README's test command leaves them to ``.ci/run``. Outside the thorough run, properties are capped."""
+    if not THOROUGH:
+        for item in items:
+            _cap_examples(item)
     if "slow" in (config.option.markexpr or ""):
         return
     keep, drop = [], []

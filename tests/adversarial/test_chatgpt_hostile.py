@@ -88,7 +88,7 @@ def test_hostile_export_folder(tmp_path, name):
 
 
 def test_huge_conversation_over_the_cap(tmp_path):
-    c = _convs(lambda c: c[1]["mapping"]["a2"]["message"]["content"].update(parts=["x" * (3 << 20)]))
+    c = _convs(lambda c: c[1]["mapping"]["a2"]["message"]["content"].update(parts=["x" * (3 << 19)]))
     root = _folder(tmp_path, _dump(c))
     run_all(tmp_path / "tree", root, tmp_path / "out", set(), ids=[SINE], extra=[["--max-file-size", "1M", "ls"]])
     from tests.adversarial.harness import invoke

@@ -178,7 +178,18 @@ def run_readonly(case, tmp_path, subprocess_sample: bool) -> None:
     assert not failures, "\n\n".join(failures)
 
 
-@pytest.mark.parametrize("case", [c for c in ALL if c.fast and not c.heavy], ids=lambda c: c.name)
+def _one_of_each_class(cases):
+    """The default run keeps the first case of each class (category, store, broken pipe or not) and marks the
+    rest slow: every class is still run by the README's command, every case by .ci/adversarial."""
+    seen, params = set(), []
+    for c in cases:
+        cls = (c.category, c.store, bool(c.broken_pipe))
+        params.append(pytest.param(c, id=c.name, marks=() if cls not in seen else pytest.mark.slow))
+        seen.add(cls)
+    return params
+
+
+@pytest.mark.parametrize("case", _one_of_each_class([c for c in ALL if c.fast and not c.heavy]))
 def test_readonly_fast(case, tmp_path):
     run_readonly(case, tmp_path, subprocess_sample=True)
 
@@ -207,3 +218,10 @@ def test_every_category_is_covered():
     assert want <= hostile.categories()
     fast = {c.category for c in ALL if c.fast}
     assert want <= fast | {"permissions"}, want - fast
+
+
+def test_default_run_keeps_every_class():
+    params = _one_of_each_class([c for c in ALL if c.fast and not c.heavy])
+    every = {(p.values[0].category, p.values[0].store, bool(p.values[0].broken_pipe)) for p in params}
+    default = {(p.values[0].category, p.values[0].store, bool(p.values[0].broken_pipe)) for p in params if not p.marks}
+    assert default == every
