@@ -22,6 +22,7 @@ from pathlib import Path
 from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.model import ERROR, INFO, Finding
 from samctl.safetext import quoted
+from samctl.said import Suggestion, said
 from samctl.search import grouped, heap, sam_scoring
 from samctl.search import index as ix
 from samctl.search.hits import (  # noqa: F401
@@ -65,7 +66,11 @@ def _check(store, q: SearchQuery) -> str:
         if not _UUID_PREFIX.match(q.like) or not _UUID.match(q.like + _TEMPLATE[len(q.like) :]):
             raise UsageError(
                 f"{q.like!r} is not a memory id or id prefix",
-                hint="memory ids are UUIDs; `samctl search QUERY --in memories --format json` shows them",
+                hint=said(
+                    "memory ids are UUIDs; `",
+                    Suggestion("search", rest="QUERY --in memories --format json"),
+                    "` shows them",
+                ),
             )
     if q.limit < 0:
         raise UsageError("--limit must be 0 or more")

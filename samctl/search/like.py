@@ -15,6 +15,7 @@ import heapq
 import math
 
 from samctl.errors import PARTIAL, NotFound, SamctlError, UsageError
+from samctl.said import Suggestion, said
 from samctl.search import index as ix
 from samctl.search import sam_scoring
 from samctl.search.hits import RESCORE_MARGIN, Hit, SearchQuery, snippet, sort_key
@@ -43,12 +44,16 @@ def _find_seed(store, like: str, sources):
         raise _SeedUnread(
             f"no readable memory {like}; {len(unread)} memory database(s) could not be read: "
             + "; ".join(f.line() for f in unread[:3]),
-            hint="try again once SAM is idle, or see `samctl check`",
+            hint=said("try again once SAM is idle, or see `", Suggestion("check", None, store), "`"),
         )
     if not seen:
         raise NotFound(
             f"no memory {like} in {store.conv_dir}",
-            hint="memory ids are listed by `samctl search QUERY --in memories --format json`",
+            hint=said(
+                "memory ids are listed by `",
+                Suggestion("search", None, store, "QUERY --in memories --format json"),
+                "`",
+            ),
         )
     if len(seen) > 1:
         some = ", ".join(sorted(seen)[:5])

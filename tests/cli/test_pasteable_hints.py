@@ -96,3 +96,12 @@ def test_a_search_hit_suggests_show_with_its_own_store_s_root(run, mermaid_demo,
         assert str(sam_demo) not in line
     argv = shlex.split(shows[0])[1:]
     assert run(*argv, "--no-pager").exit_code == 0
+
+
+def test_search_like_hints_name_the_root(run, sam_demo):
+    """search's own hints (an unknown memory, a bad memory id) are suggestions too: pasted, they find the store."""
+    root = shlex.quote(str(sam_demo))
+    for like in ("0000aaaa", "zz"):
+        r = run("--root", sam_demo, "search", "--like", like)
+        assert r.exit_code in (2, 4), r.stderr
+        assert f"`samctl --root {root} search QUERY --in memories --format json`" in r.stderr, r.stderr

@@ -18,6 +18,7 @@ import orjson
 
 from samctl.fs import writing
 from samctl.model import ERROR, INFO, Finding
+from samctl.said import Suggestion, said
 from samctl.search.index.format import (
     INDEX_VERSION,
     MANIFEST_MAGIC,
@@ -261,7 +262,7 @@ class Manifest:
                     Finding(
                         code,
                         self.body["root"],
-                        f"{n:,} notes in {files:,} files of this store (`samctl check` lists each)",
+                        said(f"{n:,} notes in {files:,} files of this store (`", Suggestion("check"), "` lists each)"),
                         INFO,
                     )
                 )
