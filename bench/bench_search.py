@@ -753,6 +753,20 @@ def edit(path: str, stamp: float) -> None:
     os.utime(path, (stamp, stamp))
 
 
+def _edit_files(paths, saved: dict, edit, stamp: float, kind: str) -> None:
+    """Edit each of ``paths`` in place at ``stamp`` (its first bytes and times kept in ``saved`` to put back);
+    for SAM, its memory.db is touched too, as SAM would write both."""
+    for p in paths:
+        if p not in saved:
+            st = os.stat(p)
+            saved[p] = (open(p, "rb").read(), st.st_atime_ns, st.st_mtime_ns)
+        edit(p, stamp)
+        if kind == "sam":
+            db = os.path.join(os.path.dirname(p), "memory.db")
+            if os.path.exists(db):
+                os.utime(db, (stamp, stamp))
+
+
 def measure_refresh(root: Path, kind: str, repeat: int, full: float | None) -> None:
     from samctl.search import index as ix
     from samctl.stores import open_store
@@ -768,15 +782,7 @@ def measure_refresh(root: Path, kind: str, repeat: int, full: float | None) -> N
         for i in range(repeat):
             batch = pool[i * k : (i + 1) * k] or rng.sample(files, k)
             stamp = time.time() - 10  # older than the racy window: the refresh trusts what it reads
-            for p in batch:
-                if p not in saved:
-                    st = os.stat(p)
-                    saved[p] = (open(p, "rb").read(), st.st_atime_ns, st.st_mtime_ns)
-                edit(p, stamp)
-                if kind == "sam":
-                    db = os.path.join(os.path.dirname(p), "memory.db")
-                    if os.path.exists(db):
-                        os.utime(db, (stamp, stamp))
+            _edit_files(batch, saved, edit, stamp, kind)
             t = time.perf_counter()
             idx = ix.refresh(open_store(str(root)), [])
             times.append(time.perf_counter() - t)
@@ -823,15 +829,7 @@ def measure_refreshed(root: Path, kind: str, c: dict, times: int, rounds: int, r
         for i in range(times):
             progress(f"refresh {i + 1} of {times} after editing 1%")
             stamp = time.time() - 10
-            for p in pool[i * k : (i + 1) * k]:
-                if p not in saved:
-                    st = os.stat(p)
-                    saved[p] = (open(p, "rb").read(), st.st_atime_ns, st.st_mtime_ns)
-                edit(p, stamp)
-                if kind == "sam":
-                    db = os.path.join(os.path.dirname(p), "memory.db")
-                    if os.path.exists(db):
-                        os.utime(db, (stamp, stamp))
+            _edit_files(pool[i * k : (i + 1) * k], saved, edit, stamp, kind)
             idx = ix.refresh(open_store(str(root)), [])
         rows = sum(seg.rows for seg in idx.segments)
         alive = sum(int(seg.alive.sum()) for seg in idx.segments)
