@@ -119,6 +119,8 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "0")
     # fsync is a no-op in tests (test-only switch, samctl/fs/syncing.py); a test of durability unsets it
     monkeypatch.setenv("SAMCTL_TEST_NO_FSYNC", "1")
+    # a locked SQLite database is given up on after 0.1 s, not 2 s (test-only switch, samctl/stores/sqlite.py)
+    monkeypatch.setenv("SAMCTL_TEST_LOCK_WAIT", "0.1")
 
 
 @pytest.fixture

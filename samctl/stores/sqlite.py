@@ -19,6 +19,19 @@ from samctl.model import ERROR, Finding
 
 DEFAULT_TIMEOUT = 2.0  # seconds to wait for a lock SAM holds while it writes
 
+
+def lock_wait(timeout: float) -> float:
+    """``timeout``, or less in samctl's own test suite: tests/conftest.py sets SAMCTL_TEST_LOCK_WAIT
+    so that a test of a locked database does not sit out the whole wait (a test-only switch, as
+    SAMCTL_TEST_NO_FSYNC; a test of the wait itself unsets it)."""
+    wait = os.environ.get("SAMCTL_TEST_LOCK_WAIT")
+    if wait is None:
+        return timeout
+    try:
+        return min(timeout, float(wait))
+    except ValueError:
+        return timeout
+
 _SQLITE_MAGIC = b"SQLite format 3\0"
 
 
@@ -121,7 +134,7 @@ def open_readonly(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
     SQLITE_READONLY_ROLLBACK (SAM rolls it back on its next open; samctl never does).
     """
     immutable = preflight(path)
-    conn = sqlite3.connect(ro_uri(path, immutable), uri=True, timeout=timeout, isolation_level=None)
+    conn = sqlite3.connect(ro_uri(path, immutable), uri=True, timeout=lock_wait(timeout), isolation_level=None)
     conn.text_factory = text_factory  # values with invalid UTF-8 become BadText, never an exception
     try:
         conn.execute("PRAGMA query_only=ON")
@@ -165,7 +178,7 @@ def open_readwrite(path, timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection
     write guard to check before it writes.  Raises FileProblem (as ``preflight``, or ``db-unreadable``)."""
     preflight(path, writing=True)
     try:
-        conn = sqlite3.connect(rw_uri(path), uri=True, timeout=timeout, isolation_level=None)
+        conn = sqlite3.connect(rw_uri(path), uri=True, timeout=lock_wait(timeout), isolation_level=None)
     except SQLITE_ERRORS as exc:
         raise FileProblem("db-unreadable", path, f"cannot open for writing: {exc}") from None
     try:

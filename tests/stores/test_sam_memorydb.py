@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 from samctl.errors import Busy, FileProblem
 from samctl.model import ERROR, WARNING
 from samctl.search.sam_scoring import cosine
+from samctl.stores import sqlite as sqlitestore
 from samctl.stores.sam import memorydb as mdb
 from samctl.stores.sam.memorydb import (
     ARCHIVE_SCHEMA_SQL,
@@ -858,3 +860,25 @@ def test_corrupt_text_in_sqlite_master_is_a_finding_not_a_crash(tmp_path):
     findings = []
     rows = read_memories(p, findings, scope_id=SCOPE)
     assert all(isinstance(r, MemoryRow) for r in rows)
+
+
+def test_a_lock_released_within_the_wait_is_waited_for(spec_db, exclusive_lock, monkeypatch):
+    """Without the test-only SAMCTL_TEST_LOCK_WAIT, a reader waits out a lock SAM holds briefly."""
+    monkeypatch.delenv("SAMCTL_TEST_LOCK_WAIT")
+    proc = exclusive_lock(spec_db)
+    releaser = threading.Timer(0.3, proc.stdin.close)
+    releaser.start()
+    findings = []
+    try:
+        assert len(read_memories(spec_db, findings)) == 2 and findings == []
+    finally:
+        releaser.join()
+
+
+def test_the_test_lock_wait_only_shortens_the_wait(monkeypatch):
+    monkeypatch.setenv("SAMCTL_TEST_LOCK_WAIT", "0.1")
+    assert sqlitestore.lock_wait(2.0) == 0.1 and sqlitestore.lock_wait(0.0) == 0.0
+    monkeypatch.setenv("SAMCTL_TEST_LOCK_WAIT", "not a number")
+    assert sqlitestore.lock_wait(2.0) == 2.0
+    monkeypatch.delenv("SAMCTL_TEST_LOCK_WAIT")
+    assert sqlitestore.lock_wait(2.0) == 2.0
