@@ -24,30 +24,41 @@ class _Repeated(dict):
     __slots__ = ("repeated",)
 
 
-def _no_repeats(data: bytes, parsed=_UNPARSED) -> bool:
+def _no_repeats(data: bytes, parsed=_UNPARSED, lines: bool = False) -> bool:
     """True only if no object in the text repeats a key (False: it may, or it is not JSON).
-    ``parsed``: what ``orjson.loads(data)`` gave, if the caller has it (one parse less).
+    ``parsed``: what ``orjson.loads(data)`` gave, if the caller has it (one parse less); with
+    ``lines``, ``data`` is JSON texts one per line and ``parsed`` the list of their values.
 
-    orjson keeps one member per distinct key.  The text's colons are one per key token plus
-    those inside its strings; orjson's compact output of what it parsed has one per member plus
-    those inside its strings, which are the text's strings decoded less those of the members it
-    dropped.  With no ``\\u003`` in the text (an escaped colon: else the slow path), decoding
-    adds no colon, so equal counts mean as many members as key tokens: no key repeated."""
-    if b"\\u003" in data:
-        return False
+    First the usual case: the text is exactly what orjson writes of its parse (compact, as mermaid's
+    log lines and sidecars, or with a 2-space indent, as its snapshots), so it has as many members
+    as orjson kept: none repeated.  Else the colons are counted: the text's are one per key token
+    plus those inside its strings; orjson's output of what it parsed has one per member plus those
+    inside its strings, which are the text's strings decoded less those of the members it dropped.
+    With no ``\\u003`` in the text (an escaped colon: else the slow path), decoding adds no colon,
+    so equal counts mean as many members as key tokens: no key repeated."""
     try:
-        out = orjson.dumps(orjson.loads(data) if parsed is _UNPARSED else parsed)
+        value = orjson.loads(data) if parsed is _UNPARSED else parsed
+        pretty = data[:2] in (b"{\n", b"[\n")
+        out = orjson.dumps(value, option=orjson.OPT_INDENT_2 if pretty else None)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return False
+    if lines:
+        if out == b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]":
+            return True
+    elif out == data:
+        return True
+    if b"\\u003" in data:
         return False
     return data.count(b":") == out.count(b":")
 
 
-def may_repeat(data: bytes, parsed) -> bool:
+def may_repeat(data: bytes, parsed, lines: bool = False) -> bool:
     """False only if no object of ``data`` repeats a key, ``parsed`` being what orjson gave for it:
-    one JSON text, or several (the lines of an event log, ``parsed`` the list of their values).
+    one JSON text, or with ``lines`` several, one per line (an event log, ``parsed`` the list of
+    their values).
     For several texts the counts add up line by line, and no line's output has more colons than
     its text, so equal sums still mean no line repeats a key."""
-    return not _no_repeats(data, parsed)
+    return not _no_repeats(data, parsed, lines)
 
 
 def _parse(data: bytes, parsed=_UNPARSED):

@@ -62,3 +62,33 @@ def test_colons_inside_strings_do_not_hide_a_repeat(data):
 
 def test_spaced_colons_and_colons_in_strings_without_repeats_skip_the_full_parse():
     assert dupkeys._no_repeats(b'{"a" : "b:c", "d"\n:\t[{"e": "::"}]}')
+
+
+def test_a_text_that_is_orjsons_own_output_needs_no_count():
+    """A text byte for byte what orjson writes of its parse (compact, or the 2-space indent of mermaid's
+    snapshots) keeps every member: no repeat, even where the colon count would have to give up."""
+    import orjson
+
+    doc = {"a": "a backslash then u003a: \\u003a", "b": [{"c": ":"}], "d": {}}
+    for text in (orjson.dumps(doc), orjson.dumps(doc, option=orjson.OPT_INDENT_2)):
+        assert b"\\u003" in text  # (the colon count's slow path)
+        assert dupkeys._no_repeats(text) and dupkeys.anywhere(text) == []
+
+
+@pytest.mark.parametrize("data", REPEATS)
+def test_a_repeat_in_one_line_of_many_is_found(data):
+    import orjson
+
+    clean = orjson.dumps({"v": 1, "seq": 0, "event": {"type": "started"}})
+    lines = [clean, data.replace(b"\n", b" "), clean]
+    text = b"\n".join(lines) + b"\n"
+    assert dupkeys.may_repeat(text, [orjson.loads(x) for x in lines], lines=True)
+
+
+def test_lines_each_orjsons_own_output_have_no_repeat():
+    import orjson
+
+    values = [{"v": 1, "seq": i, "event": {"type": "message", "message": {"content": "a\nb: \\u003a"}}} for i in range(3)]
+    text = b"".join(orjson.dumps(v) + b"\n" for v in values)
+    assert not dupkeys.may_repeat(text, values, lines=True)
+    assert not dupkeys.may_repeat(text.rstrip(b"\n"), values, lines=True)  # (a last line without its newline)

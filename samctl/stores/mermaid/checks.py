@@ -321,7 +321,7 @@ def _repeated_in_log(data: bytes, read) -> str | None:
     if not read.events:
         return None
     text = eventlog.events_text(read, data)
-    if not dupkeys.may_repeat(text, read.events):
+    if not dupkeys.may_repeat(text, read.events, lines=True):
         return None
     lines = text.split(b"\n", len(read.events))[: len(read.events)]
     if dupkeys.in_mermaid(b"[" + b",".join(lines) + b"]", "any") == []:
