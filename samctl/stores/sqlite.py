@@ -32,6 +32,7 @@ def lock_wait(timeout: float) -> float:
     except ValueError:
         return timeout
 
+
 _SQLITE_MAGIC = b"SQLite format 3\0"
 
 
