@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -37,7 +38,7 @@ from samctl.errors import SamctlError, UsageError
 from samctl.fs import removing, safepaths, writing
 from samctl.model import INFO, Finding
 from samctl.render import text as render
-from samctl.stores import exporter
+from samctl.stores import exporter, workers
 from samctl.stores.resolve import resolve_many, resolve_many_across
 from samctl.timeparse import format_utc
 
@@ -234,22 +235,28 @@ def export(
             if progress:
                 progress(i + 1, len(ids))
 
+    def rendered(index_link: bool):  # Rendered, in order
+        job = (fmt, include_hidden, exported_at, index_link, many)
+        done = 0
+        for owner, run in _runs(pairs):
+            items = [(cid, *job) for cid in run]
+            for got, found in workers.ordered_items(owner, _load_and_render, items, PARALLEL_EXPORT, EXPORT_PART):
+                findings.extend(found)
+                done += 1
+                if got is None:
+                    res.skipped += 1
+                else:
+                    yield got
+                if progress:
+                    progress(done, len(ids))
+
     made: list = []  # folders -o named that did not exist: they go again if nothing is written
     try:
         path = plan.path
         if plan.kind == "folder":
             assert path is not None  # (a folder plan always names its folder)
-            _to_folder(
-                conversations(),
-                fmt,
-                path,
-                findings,
-                res,
-                include_hidden,
-                exported_at,
-                index=(fmt == "html" and many),
-                made=made,
-            )
+            index = fmt == "html" and many
+            _to_folder(rendered(index), fmt, path, res, index, made)
             if not res.files:
                 removing.remove_empty_dirs(made)
                 findings.append(Finding("not-written", str(plan.path), f"nothing was written to {plan.path}", INFO))
@@ -258,7 +265,7 @@ def export(
             assert path is not None  # (a file plan always names its file)
             try:
                 with writing.atomic_writer(writing.make_private_dir(path.parent, made) / path.name) as out:
-                    _to_stream(conversations(), fmt, out, findings, res, include_hidden, exported_at, many)
+                    _to_stream(rendered(False), conversations, fmt, out, findings, res, exported_at, many)
                     if res.exported == 0 and ids:  # every one skipped: an empty file would replace a good one
                         raise _NothingToWrite
             except _NothingToWrite:
@@ -285,7 +292,7 @@ def export(
             hint="check that the folder can be written and the disk has room; "
             f"{res.exported} conversation(s) were written before this",
         ) from None
-    _to_stream(conversations(), fmt, stdout, findings, res, include_hidden, exported_at, many)
+    _to_stream(rendered(False), conversations, fmt, stdout, findings, res, exported_at, many)
     stdout.flush()
     return res
 
@@ -294,36 +301,73 @@ class _NothingToWrite(Exception):
     """Every conversation of a one-file export was skipped: the temp goes, the old file stays."""
 
 
-def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported_at, index: bool, made: list):
-    """One file per conversation (``convs``: (store, conversation) pairs) in ``folder``, made (into
-    ``made``) when the first one is written."""
+# A run of this many conversations of one store is loaded and rendered in worker processes (fewer:
+# here, as starting the workers would cost more than it saves), EXPORT_PART to a unit of work.
+PARALLEL_EXPORT = 64
+EXPORT_PART = 8
+
+
+@dataclass
+class Rendered:
+    """One conversation loaded and rendered: ``data`` None if its format refused it; ``shown``, the
+    messages an index page counts."""
+
+    meta: object
+    data: bytes | None
+    shown: int
+
+
+def _runs(pairs: list):
+    """``(store, [id, ...])`` for each run of consecutive pairs of one store, in order."""
+    for owner, run in itertools.groupby(pairs, key=lambda p: id(p[0])):
+        run = list(run)
+        yield run[0][0], [cid for _, cid in run]
+
+
+def _load_and_render(store, item) -> tuple:
+    """``(Rendered or None if it could not be loaded, its findings)`` for one id: a unit of work any
+    process can do (``workers.ordered_items``), findings kept in the order one process makes them."""
+    cid, fmt, include_hidden, exported_at, index_link, many = item
+    found: list = []
+    conv = load_resolved(store, cid, found)
+    if conv is None:
+        return None, found
+    if fmt == "json" and many:  # one item of the array
+        data = _json_bytes(export_dict(conv, include_hidden))
+    else:
+        data = render_one(fmt, store, conv, include_hidden, found, exported_at, index_link)
+    return Rendered(conv.meta, data, len(shown(conv, include_hidden)) if index_link else 0), found
+
+
+def _to_folder(done, fmt, folder: Path, res, index: bool, made: list):
+    """One file per conversation (``done``: Rendered, in order) in ``folder``, made (into ``made``) when
+    the first one is written."""
     entries = []
     names: set = set()
-    for store, conv in convs:
-        data = render_one(fmt, store, conv, include_hidden, findings, exported_at, index_link=index)
-        if data is None:
+    for r in done:
+        if r.data is None:
             res.skipped += 1
             continue
         if not res.files:
             writing.make_private_dir(folder, made)
-        name = safepaths.check_component(conv.meta.id + EXTENSIONS[fmt])
+        name = safepaths.check_component(r.meta.id + EXTENSIONS[fmt])
         n = 1
         while name in names:  # one id in two stores (a copied project): never overwrite what this run wrote
             n += 1
-            name = safepaths.check_component(f"{conv.meta.id}-{n}{EXTENSIONS[fmt]}")
+            name = safepaths.check_component(f"{r.meta.id}-{n}{EXTENSIONS[fmt]}")
         names.add(name)
-        writing.write_atomic(folder / name, data)
+        writing.write_atomic(folder / name, r.data)
         res.files.append(str(folder / name))
         res.exported += 1
         if index:
             entries.append(
                 {
                     "file": name,
-                    "id": conv.meta.id,
-                    "title": conv.meta.title,
-                    "updated_ts": conv.meta.updated_ts,
-                    "messages": len(shown(conv, include_hidden)),
-                    "store": conv.meta.store,
+                    "id": r.meta.id,
+                    "title": r.meta.title,
+                    "updated_ts": r.meta.updated_ts,
+                    "messages": r.shown,
+                    "store": r.meta.store,
                 }
             )
     if index and entries:
@@ -333,31 +377,26 @@ def _to_folder(convs, fmt, folder: Path, findings, res, include_hidden, exported
         res.files.append(str(folder / "index.html"))
 
 
-def _to_stream(convs, fmt, out, findings, res, include_hidden, exported_at, many: bool):
-    """Write every conversation (``convs``: (store, conversation) pairs) to one binary stream ``out``."""
-    if not many:
-        for store, conv in convs:
-            data = render_one(fmt, store, conv, include_hidden, findings, exported_at)
-            if data is None:
-                res.skipped += 1
-            else:
-                out.write(data)
-                res.exported += 1
-        return
-    if fmt == "jsonl":
-        for store, conv in convs:
-            out.write(render_one(fmt, store, conv, include_hidden, findings, exported_at))
-            res.exported += 1
-    elif fmt == "json":
-        out.write(b"[")
-        for _store, conv in convs:
-            out.write(b"\n" if res.exported == 0 else b",\n")
-            out.write(_json_bytes(export_dict(conv, include_hidden)))
-            res.exported += 1
-        out.write(b"\n]\n")
-    elif fmt == "sam-package":
-        done, skipped = exporter("sam-package").bulk(convs, out, findings, exported_at)
-        res.exported += done
+def _to_stream(done, conversations, fmt, out, findings, res, exported_at, many: bool):
+    """Write every conversation to one binary stream ``out``: ``done`` (Rendered, in order), or for
+    a SAM bulk package ``conversations()`` ((store, conversation) pairs), which the package's
+    header counts before any is written."""
+    if fmt == "sam-package" and many:
+        done_n, skipped = exporter("sam-package").bulk(conversations(), out, findings, exported_at)
+        res.exported += done_n
         res.skipped += skipped
-    else:  # plan_output refuses this; kept as a guard
+        return
+    if many and fmt not in MULTI_STREAM:  # plan_output refuses this; kept as a guard
         raise UsageError(f"{fmt} of several conversations needs a folder", hint="add -o FOLDER")
+    if many and fmt == "json":
+        out.write(b"[")
+    for r in done:
+        if r.data is None:
+            res.skipped += 1
+            continue
+        if many and fmt == "json":
+            out.write(b"\n" if res.exported == 0 else b",\n")
+        out.write(r.data)
+        res.exported += 1
+    if many and fmt == "json":
+        out.write(b"\n]\n")

@@ -88,7 +88,9 @@ def test_a_repeat_in_one_line_of_many_is_found(data):
 def test_lines_each_orjsons_own_output_have_no_repeat():
     import orjson
 
-    values = [{"v": 1, "seq": i, "event": {"type": "message", "message": {"content": "a\nb: \\u003a"}}} for i in range(3)]
+    values = [
+        {"v": 1, "seq": i, "event": {"type": "message", "message": {"content": "a\nb: \\u003a"}}} for i in range(3)
+    ]
     text = b"".join(orjson.dumps(v) + b"\n" for v in values)
     assert not dupkeys.may_repeat(text, values, lines=True)
     assert not dupkeys.may_repeat(text.rstrip(b"\n"), values, lines=True)  # (a last line without its newline)
