@@ -83,13 +83,24 @@ class CompactReport:
 
 
 def _usage(store) -> int:
+    """Bytes of the regular files under the store's conversations folder and its attic (symlinks
+    not followed, unreadable folders skipped)."""
     total = 0
-    for top in (store.conv_dir, atticmod.attic_dir(store)):
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-            for n in filenames:
-                st = filemodes.lstat(os.path.join(dirpath, n))
-                if st is not None and stat.S_ISREG(st.st_mode):
-                    total += st.st_size
+    todo = [store.conv_dir, atticmod.attic_dir(store)]
+    while todo:
+        try:
+            it = os.scandir(todo.pop())
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append(e.path)
+                    elif e.is_file(follow_symlinks=False):
+                        total += e.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue  # (gone since it was listed)
     return total
 
 
@@ -210,12 +221,9 @@ def _logs(store, opts, rep, now, progress) -> None:
     for i, (cid, path) in enumerate(logs):
         if progress:
             progress(i, total, path.name)
-        st = filemodes.lstat(path)
-        if st is None or not stat.S_ISREG(st.st_mode):
+        st, torn = _tail(path)
+        if st is None or st.st_size == 0:
             continue
-        if st.st_size == 0:
-            continue
-        torn = _ends_torn(path)
         big = st.st_size > opts.log_threshold
         if not torn and not big:
             continue
@@ -249,17 +257,25 @@ def _logs(store, opts, rep, now, progress) -> None:
         progress(total, total, "")
 
 
-def _ends_torn(path: Path) -> bool:
+def _tail(path: Path) -> tuple:
+    """``(stat, whether the last byte is not a newline)`` of a regular file, from one open (not torn
+    when it cannot be read: its lstat then); ``(None, False)`` for anything else (missing, a symlink,
+    a FIFO)."""
     try:
-        f, st = reading.open_regular(path)
-    except SamctlError:
-        return False
+        fd = reading.open_read_fd(path)
+    except OSError:
+        st = filemodes.lstat(path)
+        return (st if st is not None and stat.S_ISREG(st.st_mode) else None), False
     try:
-        if st.st_size == 0:
-            return False
-        return os.pread(f.fileno(), 1, st.st_size - 1) != b"\n"
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, False
+        try:
+            return st, st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n"
+        except OSError:
+            return st, False
     finally:
-        f.close()
+        os.close(fd)
 
 
 def _trim_tail(store, cid: str, path: Path, opts, rep) -> None:
@@ -552,14 +568,18 @@ def _sweep_folder(store, folder: Path, opts, rep, now) -> None:
     except OSError:
         return
     for e in entries:
+        n = e.name
+        temp = _TEMP_RE.fullmatch(n) or store.is_app_temp(n)
+        m = None if temp else _BACKUP_RE.fullmatch(n)
+        if not temp and m is None:
+            continue  # (the name says it is no file of this sweep: not even stat-ed)
         st = filemodes.lstat(e.path)
         if st is None or not stat.S_ISREG(st.st_mode):
             continue
-        n = e.name
-        if _TEMP_RE.fullmatch(n) or store.is_app_temp(n):
+        if temp:
             if _old_enough(st, now, writing.STALE_TMP_SECONDS):
                 _remove_file(Path(e.path), st, "remove-temp", opts, rep, "stale temp file")
-        elif m := _BACKUP_RE.fullmatch(n):
+        else:
             # the grace runs from when the copy was made (its name), not from its mtime: recover sets
             # SAM's leftover .tmp aside by a rename, keeping that file's (perhaps old) mtime
             made = calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%SZ"))
