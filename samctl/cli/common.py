@@ -155,11 +155,18 @@ _RAW_CONTROL = re.compile(rb"\x7f|\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\
 
 
 def _escape_controls(data: bytes) -> bytes:
+    if b"\x7f" not in data and b"\xc2" not in data and b"\xe2" not in data:
+        return data  # (none of those bytes: nothing to escape, and no pattern to run)
     return _RAW_CONTROL.sub(lambda m: b"\\u%04x" % ord(m.group().decode()), data)
 
 
 def _json(obj, option: int) -> bytes:
     """``obj`` as JSON bytes: orjson, then anything a terminal would act on escaped."""
+    return _escape_controls(_json_unescaped(obj, option))
+
+
+def _json_unescaped(obj, option: int) -> bytes:
+    """``_json`` before the escapes (JSON lines escape a whole batch at once: a newline is none of them)."""
     try:
         data = orjson.dumps(obj, option=option)
     except TypeError:  # orjson.JSONEncodeError: a str that is not UTF-8 (a file name), an int past 64 bits
@@ -173,7 +180,7 @@ def _json(obj, option: int) -> bytes:
             data = json.dumps(
                 obj, ensure_ascii=False, indent=indent, default=str, separators=None if indent else (",", ":")
             ).encode("utf-8")
-    return _escape_controls(data)
+    return data
 
 
 def printable(obj):
@@ -236,14 +243,14 @@ def emit_jsonl(rows) -> None:
     out.flush()  # whatever was written as text goes first
     batch: list = []
     for r in rows:
-        batch.append(_json(r, orjson.OPT_NON_STR_KEYS))
+        batch.append(_json_unescaped(r, orjson.OPT_NON_STR_KEYS))
         if len(batch) == 4096:
             batch.append(b"")
-            raw.write(b"\n".join(batch))
+            raw.write(_escape_controls(b"\n".join(batch)))
             batch.clear()
     if batch:
         batch.append(b"")
-        raw.write(b"\n".join(batch))
+        raw.write(_escape_controls(b"\n".join(batch)))
     raw.flush()
 
 
