@@ -144,6 +144,18 @@ class IndexCorpus:
             self._dates = np.concatenate([p.seg.meta["date"] for p in self.parts]) if self.parts else np.zeros(0)
         return self._dates
 
+    def dates_at(self, rows):
+        """The dates of ``rows`` (sorted corpus row numbers), without joining every segment's."""
+        np = self.np
+        if self._dates is not None or not len(rows):
+            return self.date[rows]
+        out = np.empty(len(rows))
+        bounds = np.searchsorted(rows, [p.start for p in self.parts] + [self.size])
+        for p, a, b in zip(self.parts, bounds[:-1], bounds[1:]):
+            if a < b:
+                out[a:b] = p.seg.meta["date"][rows[a:b] - p.start]
+        return out
+
     # -- bm25.py's interface
     def rows(self):
         return self.same, self.group, self.role

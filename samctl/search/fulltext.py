@@ -114,8 +114,8 @@ def _meet_copies(corpus: IndexCorpus, own, score, allowed, rows, gate) -> None:
     taken = np.asarray(rows, np.int64)
     pool = np.flatnonzero(score >= 0.5 * float(score[taken].min()))
     pool = pool[np.isin(own[pool], np.unique(own[taken]))]
-    date = corpus.date
-    pool = pool[np.isin(np.nan_to_num(date[pool], nan=-np.inf), np.nan_to_num(date[taken], nan=-np.inf))]
+    at = corpus.dates_at
+    pool = pool[np.isin(np.nan_to_num(at(pool), nan=-np.inf), np.nan_to_num(at(np.sort(taken)), nan=-np.inf))]
     pool = allowed(np.setdiff1d(pool, taken))
     for r in pool[:4096].tolist():  # (a bound: copies of a page of hits)
         gate.meet(r)

@@ -296,6 +296,26 @@ def test_conversation_postings_are_the_bincount_of_their_rows(tree, monkeypatch,
     assert checked > 50
 
 
+def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch):
+    """``IndexCorpus.dates_at`` reads a few rows' dates from their segments: the same values (NaN where
+    a row has none) as the whole joined array gives, at the edges of every segment too."""
+    from samctl.search.corpus import IndexCorpus
+
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    _results(tree)
+    store = open_store(str(tree))
+    corpus = IndexCorpus([(store, ix.open_index(store))])
+    np = corpus.np
+    assert len(corpus.parts) >= 4
+    edges = [p.start for p in corpus.parts] + [p.start + p.seg.rows - 1 for p in corpus.parts]
+    picks = np.random.default_rng(3).choice(corpus.size, 40, replace=False)
+    for rows in (np.unique(np.r_[edges, picks]), np.arange(corpus.size), np.zeros(0, np.int64)):
+        rows = rows.astype(np.int64)
+        got = IndexCorpus([(store, ix.open_index(store))]).dates_at(rows)
+        assert np.array_equal(got, corpus.date[rows], equal_nan=True)
+
+
 PRUNE_QUERIES = (
     "budget",
     "quokka",
