@@ -319,8 +319,8 @@ class Rendered:
 
 def _runs(pairs: list):
     """``(store, [id, ...])`` for each run of consecutive pairs of one store, in order."""
-    for owner, run in itertools.groupby(pairs, key=lambda p: id(p[0])):
-        run = list(run)
+    for _, group in itertools.groupby(pairs, key=lambda p: id(p[0])):
+        run = list(group)
         yield run[0][0], [cid for _, cid in run]
 
 
@@ -332,6 +332,7 @@ def _load_and_render(store, item) -> tuple:
     conv = load_resolved(store, cid, found)
     if conv is None:
         return None, found
+    data: bytes | None
     if fmt == "json" and many:  # one item of the array
         data = _json_bytes(export_dict(conv, include_hidden))
     else:
