@@ -1,8 +1,9 @@
 """export: conversations as Markdown, HTML, JSON, JSONL or SAM import packages.
 
 Streaming: the selection is a list of ids (from the listing, which holds only
-metas); conversations are loaded one at a time, rendered, written and dropped,
-so memory stays flat however large the archive.  Outputs that hold several
+metas); conversations are loaded and rendered a few at a time (in worker
+processes when one store has many), written in order and dropped, so memory
+stays flat however large the archive.  Outputs that hold several
 conversations in one stream (a JSON array, JSONL, a SAM bulk package) are
 written piece by piece; the bulk package, whose header counts the
 conversations, is spooled to an anonymous temp file first.

@@ -147,8 +147,8 @@ class IndexCorpus:
     def dates_at(self, rows):
         """The dates of ``rows`` (sorted corpus row numbers), without joining every segment's."""
         np = self.np
-        if self._dates is not None or not len(rows):
-            return self.date[rows]
+        if self._dates is not None:
+            return self._dates[rows]
         out = np.empty(len(rows))
         bounds = np.searchsorted(rows, [p.start for p in self.parts] + [self.size])
         for p, a, b in zip(self.parts, bounds[:-1], bounds[1:]):
