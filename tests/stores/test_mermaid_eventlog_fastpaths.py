@@ -108,3 +108,36 @@ def test_state_shortcut_takes_a_line_without_its_null_fields_and_names_the_first
     bad = {**e, "plan": 3, "safety_mode": 4}
     assert E._state(bad) == "state.safety_mode is an integer"  # struct order, not the line's
     assert E._state({**e, "cumulative_token_usage": None}) == "state.cumulative_token_usage is null"
+
+
+def _depth_of(v) -> int:
+    """The reference: the level of the deepest container in ``v`` (a container is level 1)."""
+    if type(v) is dict:
+        v = list(v.values())
+    if type(v) is not list:
+        return 0
+    return 1 + max((_depth_of(c) for c in v), default=0)
+
+
+NESTED = st.recursive(
+    st.one_of(st.none(), st.integers(0, 3), st.just("x"), st.just([]), st.just({})),
+    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.sampled_from("abc"), kids, max_size=3)),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NESTED.filter(lambda v: type(v) in (dict, list)), st.integers(1, 8))
+def test_deeper_than_agrees_with_the_depth(doc, limit):
+    assert E.deeper_than(doc, limit) == (_depth_of(doc) > limit)
+
+
+def test_deeper_than_at_serde_limit_on_a_wide_document():
+    """A snapshot-like document: many shallow containers beside one chain exactly at, then past, the limit."""
+    chain: list = []
+    for _ in range(E.MAX_DEPTH - 3):  # MAX_DEPTH - 2 levels; with the top object and its list: MAX_DEPTH
+        chain = [chain]
+    doc = {"messages": [{"actions": [], "metadata": {}} for _ in range(200)] + [chain]}
+    assert not E.deeper_than(doc, E.MAX_DEPTH)
+    doc["messages"][-1] = [chain]
+    assert E.deeper_than(doc, E.MAX_DEPTH)

@@ -438,15 +438,14 @@ def _bytes_depth(line: bytes) -> int:
 
 
 def deeper_than(obj, limit: int) -> bool:
-    stack = [(obj, 1)]
-    while stack:
-        v, d = stack.pop()
-        if d > limit:
-            return True
-        for c in v.values() if type(v) is dict else v:
-            if type(c) is dict or type(c) is list:
-                stack.append((c, d + 1))
-    return False
+    """True if the container ``obj`` (level 1) holds a container at a level past ``limit``.
+    Walked a level at a time: one comprehension per level, not a push and pop per container."""
+    level = [obj]
+    for _ in range(limit):
+        level = [c for v in level for c in (v.values() if type(v) is dict else v) if type(c) is dict or type(c) is list]
+        if not level:
+            return False
+    return True
 
 
 _BAD_UTF8 = "not valid UTF-8"
