@@ -266,6 +266,8 @@ class SamStore(Store):
             meta_d, problem = entry[2], entry[3]
             if problem:
                 findings.append(Finding(problem[0], p, problem[1], conversation=name.upper()))
+            elif meta_d is not None and entry[5] is not None:
+                _decodable_at(p, entry)
             if meta_d is not None:
                 m = ConversationMeta(**meta_d)
                 m.path = p
@@ -383,7 +385,7 @@ class SamStore(Store):
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             return None
-        rejection = _first_rejection(doc)
+        rejection = None if _still_decodable(p) else _first_rejection(doc)
         if rejection:
             findings.append(Finding(rejection[0], str(p), rejection[1], WARNING, cid.upper()))
         return self.conversation_from_doc(doc, str(p), cid.upper())
@@ -641,6 +643,32 @@ SCAN_PART = 250  # files per unit of work handed to a worker
 def _scan_one(store, item) -> list:
     """``_scan`` of one ``(path, lstat, folder name)``."""
     return store._scan(*item)
+
+
+# _DECODABLE: path of a conversation.json -> (size, mtime_ns, ctime_ns) it had when this process's
+# listing knew SAM decodes it (its cache row, or the read that made the row, found no problem).  A load
+# of that file (export --all loads every listed one) skips the decodability walk, the largest part of
+# a load, only while all three still hold after its read: a write, or a copy that puts the mtime back,
+# changes the ctime, which nothing sets back; the row keeps a ctime only once it is out of the racy
+# window.  Filled before worker processes fork, so they see it too; bounded, dropped when full.
+_DECODABLE: dict = {}
+_DECODABLE_MAX = 1 << 18
+
+
+def _decodable_at(p: str, entry: list) -> None:
+    """Note that the listing's ``entry`` (``_scan``'s row for ``p``, with a ctime) found no problem."""
+    if len(_DECODABLE) >= _DECODABLE_MAX:
+        _DECODABLE.clear()
+    _DECODABLE[p] = (entry[0], entry[1], entry[5])
+
+
+def _still_decodable(p) -> bool:
+    """True if ``p`` (just read) is as it was when a listing of this process found SAM decodes it."""
+    known = _DECODABLE.get(os.fspath(p))
+    if known is None:
+        return False
+    st = filemodes.lstat(p)
+    return st is not None and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == known
 
 
 def _first_rejection(doc: dict) -> list | None:
