@@ -96,3 +96,27 @@ def test_an_unchanged_file_is_not_walked_and_a_fresh_process_walks_it(aged_sam, 
     monkeypatch.setattr(sam_store, "_DECODABLE", {}, raising=False)  # (what a process that listed nothing knows)
     assert _store(aged_sam).load_listed(cid, found) is not None
     assert walks == [1] and found == []
+
+
+def test_a_load_judges_each_message_hidden_once_and_counts_what_ls_counts(tmp_path, monkeypatch):
+    """The meta's message count comes from the messages the load decodes, not from a second pass."""
+    from samctl.stores.sam import decode
+
+    base = tmp_path / "SAM"
+    make_fixtures.build_demo_sam(base)
+    store = _store(base)
+    cid = store.list_metas([])[0].id
+    path = base / "conversations" / cid / "conversation.json"
+    doc = orjson.loads(path.read_bytes())
+    extra = [dict(doc["messages"][0], content="", id=doc["messages"][0]["id"][:-1] + "0"), 7, "text", None]
+    extra.append(dict(doc["messages"][0], isSystemGenerated=True, id=doc["messages"][0]["id"][:-1] + "1"))
+    doc["messages"] += extra
+    path.write_bytes(orjson.dumps(doc))
+    calls: list = []
+    real = decode.hidden_by_ui
+    monkeypatch.setattr(decode, "hidden_by_ui", lambda m: calls.append(1) or real(m))
+    conv = store.load_listed(cid, [])
+    dicts = [m for m in doc["messages"] if isinstance(m, dict)]
+    assert len(calls) == len(dicts) == len(conv.messages)
+    monkeypatch.setattr(decode, "hidden_by_ui", real)
+    assert conv.meta.message_count == decode.shown_count(doc["messages"]) <= len(dicts) - 2

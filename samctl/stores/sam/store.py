@@ -392,10 +392,11 @@ class SamStore(Store):
 
     def conversation_from_doc(self, doc: dict, source: str, cid: str) -> Conversation:
         st = filemodes.lstat(source)
-        meta = decode.meta(doc, source, st.st_size if st else None, cid, st.st_mtime if st else None)
-        meta.id = cid
         raw_msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
         messages = [m for m in (decode.message(x) for x in raw_msgs) if m is not None]
+        shown = sum(not m.hidden for m in messages)  # (``decode.shown_count``: the objects among them, not hidden)
+        meta = decode.meta(doc, source, st.st_size if st else None, cid, st.st_mtime if st else None, shown)
+        meta.id = cid
         return Conversation(meta=meta, messages=messages, raw=doc, model=decode.model_name(doc), source=source)
 
     # search ----------------------------------------------------------------
