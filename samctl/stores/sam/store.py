@@ -221,6 +221,9 @@ class SamStore(Store):
         taken: set[str] = set()  # ids whose own folder holds a conversation.json (_primary loads that one)
         now_ns = time.time_ns()
         probes, todo = [], []  # (folder name, path, cacheable?, cache entry, or None: read it, or a Finding)
+        if len(_DECODABLE) >= _DECODABLE_MAX:
+            _DECODABLE.clear()
+        decodable = _DECODABLE
         for e in self._folders():
             p = os.path.join(e.path, "conversation.json")
             try:
@@ -266,8 +269,8 @@ class SamStore(Store):
             meta_d, problem = entry[2], entry[3]
             if problem:
                 findings.append(Finding(problem[0], p, problem[1], conversation=name.upper()))
-            elif meta_d is not None and entry[5] is not None:
-                _decodable_at(p, entry)
+            elif entry[5] is not None and meta_d is not None:
+                decodable[p] = entry  # (see _DECODABLE)
             if meta_d is not None:
                 m = ConversationMeta(**meta_d)
                 m.path = p
@@ -646,30 +649,24 @@ def _scan_one(store, item) -> list:
     return store._scan(*item)
 
 
-# _DECODABLE: path of a conversation.json -> (size, mtime_ns, ctime_ns) it had when this process's
-# listing knew SAM decodes it (its cache row, or the read that made the row, found no problem).  A load
-# of that file (export --all loads every listed one) skips the decodability walk, the largest part of
-# a load, only while all three still hold after its read: a write, or a copy that puts the mtime back,
-# changes the ctime, which nothing sets back; the row keeps a ctime only once it is out of the racy
-# window.  Filled before worker processes fork, so they see it too; bounded, dropped when full.
+# _DECODABLE: path of a conversation.json -> the listing's row for it (``_scan``'s: size, mtime_ns, ...,
+# ctime_ns) when this process's listing knew SAM decodes it (the row, cached or just made, has no
+# problem, and a ctime).  A load of that file (export --all loads every listed one) skips the
+# decodability walk, the largest part of a load, only while size, mtime and ctime still hold after its
+# read: a write, or a copy that puts the mtime back, changes the ctime, which nothing sets back; a row
+# keeps a ctime only once it is out of the racy window.  Filled before worker processes fork, so they
+# see it too; bounded (dropped when full, at the start of a listing).
 _DECODABLE: dict = {}
 _DECODABLE_MAX = 1 << 18
 
 
-def _decodable_at(p: str, entry: list) -> None:
-    """Note that the listing's ``entry`` (``_scan``'s row for ``p``, with a ctime) found no problem."""
-    if len(_DECODABLE) >= _DECODABLE_MAX:
-        _DECODABLE.clear()
-    _DECODABLE[p] = (entry[0], entry[1], entry[5])
-
-
 def _still_decodable(p) -> bool:
     """True if ``p`` (just read) is as it was when a listing of this process found SAM decodes it."""
-    known = _DECODABLE.get(os.fspath(p))
-    if known is None:
+    row = _DECODABLE.get(os.fspath(p))
+    if row is None:
         return False
     st = filemodes.lstat(p)
-    return st is not None and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == known
+    return st is not None and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (row[0], row[1], row[5])
 
 
 def _first_rejection(doc: dict) -> list | None:
