@@ -102,8 +102,11 @@ def shown_count(msgs) -> int:
     return sum(1 for m in msgs if isinstance(m, dict) and not hidden_by_ui(m)) if isinstance(msgs, list) else 0
 
 
-def meta(doc: dict, path: str, size: int, fallback_id: str, mtime: float | None = None) -> ConversationMeta:
-    """``mtime``: the file's, which bounds its message times (``newest_message_ts``)."""
+def meta(
+    doc: dict, path: str, size: int, fallback_id: str, mtime: float | None = None, shown: int | None = None
+) -> ConversationMeta:
+    """``mtime``: the file's, which bounds its message times (``newest_message_ts``); ``shown``:
+    ``shown_count`` of its messages, if the caller has it (a load decodes them anyway)."""
     msgs = doc.get("messages")
     created = doc.get("created") if isinstance(doc.get("created"), str) else None
     updated = doc.get("updated") if isinstance(doc.get("updated"), str) else None
@@ -115,7 +118,7 @@ def meta(doc: dict, path: str, size: int, fallback_id: str, mtime: float | None 
         updated=updated,
         created_ts=parse_timestamp(created),
         updated_ts=parse_timestamp(updated),
-        message_count=shown_count(msgs),
+        message_count=shown_count(msgs) if shown is None else shown,
         size=size,
         pinned=_bool(doc.get("isPinned")),
         path=path,

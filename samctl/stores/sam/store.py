@@ -221,6 +221,9 @@ class SamStore(Store):
         taken: set[str] = set()  # ids whose own folder holds a conversation.json (_primary loads that one)
         now_ns = time.time_ns()
         probes, todo = [], []  # (folder name, path, cacheable?, cache entry, or None: read it, or a Finding)
+        if len(_DECODABLE) >= _DECODABLE_MAX:
+            _DECODABLE.clear()
+        decodable = _DECODABLE
         for e in self._folders():
             p = os.path.join(e.path, "conversation.json")
             try:
@@ -266,6 +269,8 @@ class SamStore(Store):
             meta_d, problem = entry[2], entry[3]
             if problem:
                 findings.append(Finding(problem[0], p, problem[1], conversation=name.upper()))
+            elif entry[5] is not None and meta_d is not None:
+                decodable[p] = entry  # (see _DECODABLE)
             if meta_d is not None:
                 m = ConversationMeta(**meta_d)
                 m.path = p
@@ -383,17 +388,18 @@ class SamStore(Store):
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             return None
-        rejection = _first_rejection(doc)
+        rejection = None if _still_decodable(p) else _first_rejection(doc)
         if rejection:
             findings.append(Finding(rejection[0], str(p), rejection[1], WARNING, cid.upper()))
         return self.conversation_from_doc(doc, str(p), cid.upper())
 
     def conversation_from_doc(self, doc: dict, source: str, cid: str) -> Conversation:
         st = filemodes.lstat(source)
-        meta = decode.meta(doc, source, st.st_size if st else None, cid, st.st_mtime if st else None)
-        meta.id = cid
         raw_msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
         messages = [m for m in (decode.message(x) for x in raw_msgs) if m is not None]
+        shown = sum(not m.hidden for m in messages)  # (``decode.shown_count``: the objects among them, not hidden)
+        meta = decode.meta(doc, source, st.st_size if st else None, cid, st.st_mtime if st else None, shown)
+        meta.id = cid
         return Conversation(meta=meta, messages=messages, raw=doc, model=decode.model_name(doc), source=source)
 
     # search ----------------------------------------------------------------
@@ -641,6 +647,26 @@ SCAN_PART = 250  # files per unit of work handed to a worker
 def _scan_one(store, item) -> list:
     """``_scan`` of one ``(path, lstat, folder name)``."""
     return store._scan(*item)
+
+
+# _DECODABLE: path of a conversation.json -> the listing's row for it (``_scan``'s: size, mtime_ns, ...,
+# ctime_ns) when this process's listing knew SAM decodes it (the row, cached or just made, has no
+# problem, and a ctime).  A load of that file (export --all loads every listed one) skips the
+# decodability walk, the largest part of a load, only while size, mtime and ctime still hold after its
+# read: a write, or a copy that puts the mtime back, changes the ctime, which nothing sets back; a row
+# keeps a ctime only once it is out of the racy window.  Filled before worker processes fork, so they
+# see it too; bounded (dropped when full, at the start of a listing).
+_DECODABLE: dict = {}
+_DECODABLE_MAX = 1 << 18
+
+
+def _still_decodable(p) -> bool:
+    """True if ``p`` (just read) is as it was when a listing of this process found SAM decodes it."""
+    row = _DECODABLE.get(os.fspath(p))
+    if row is None:
+        return False
+    st = filemodes.lstat(p)
+    return st is not None and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (row[0], row[1], row[5])
 
 
 def _first_rejection(doc: dict) -> list | None:
