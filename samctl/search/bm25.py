@@ -95,6 +95,7 @@ class Corpus:
         self._rows_of: list[list[int]] = []
         self._cache = None  # rows() arrays; None after any change
         self._lens: dict = {}  # field -> lengths(), valid while _cache is
+        self._memo: dict = {}  # what ranking derives from the rows alone, valid while _cache is
 
     def _index(self, fld: str, key: int, terms: list[str]) -> None:
         for term, tf in Counter(terms).items():
@@ -182,7 +183,14 @@ class Corpus:
             same = (prev >= 0) & (prev == np.arange(prev.size) - 1)
             self._cache = (same, np.asarray(self._group, np.int64), np.asarray(self._role, np.int64))
             self._lens = {}
+            self._memo = {}
         return self._cache
+
+    @property
+    def memo(self) -> dict:
+        """Arrays ranking derives from the rows alone (``rows``, ``lengths``), kept until a change."""
+        self.rows()
+        return self._memo
 
     @property
     def size(self) -> int:
@@ -199,6 +207,7 @@ class FrozenCorpus:
 
     def __init__(self, arrays: dict, vocab: dict):
         self.arrays, self.vocab = arrays, vocab
+        self.memo: dict = {}
 
     @classmethod
     def from_corpus(cls, corpus: Corpus) -> FrozenCorpus:
@@ -293,7 +302,10 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         base = own + date
     nz = int(np.count_nonzero(base))  # s > 0 exactly where a row or a neighbour has evidence
     if params.ctx_len and nz and (params.prev or params.next or params.prev2 or params.next2):
-        damp = np.minimum(1.0, params.ctx_len / np.maximum(corpus.lengths("text")[0], 1.0))
+        damp = corpus.memo.get(("damp", params.ctx_len))
+        if damp is None:
+            damp = np.minimum(1.0, params.ctx_len / np.maximum(corpus.lengths("text")[0], 1.0))
+            corpus.memo[("damp", params.ctx_len)] = damp
         context = _context(base * damp, same, params, nz)
         context *= damp
     else:
@@ -444,7 +456,11 @@ def _addressed(corpus, terms, role, params):
         if ratio is None:
             ratio = np.ones(2)
             if params.addressee_by_words:
-                tok = np.bincount(role, weights=corpus.lengths("text")[0], minlength=3)[:2]
+                tok = corpus.memo.get("words by side")
+                if tok is None:
+                    tok = corpus.memo["words by side"] = np.bincount(
+                        role, weights=corpus.lengths("text")[0], minlength=3
+                    )[:2]
                 if tok.all():
                     ratio = np.maximum(1.0, np.array([tok[1] / tok[0], tok[0] / tok[1]]))
         for side in (0, 1):

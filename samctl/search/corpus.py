@@ -52,6 +52,85 @@ def terms_with_prefix(segments, prefix: str, cap: int = 512) -> list[str]:
     return sorted(found)[:cap]
 
 
+class _Static:
+    """The per-row arrays of a list of parts that no query changes (see ``_static``)."""
+
+    def __init__(self, parts: list, size: int):
+        np = load_numpy()
+        self.keys = [p.seg.a for p in parts]  # (held, so that ``is`` never matches a new segment at an old address)
+        self.alive = [None if p.seg.all_alive else p.seg.alive for p in parts]
+        self.memo: dict = {}
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt)
+        segs = [p.seg for p in parts]
+        self.live = cat([s.alive for s in segs], bool)
+        self.kind = cat([s.r_kind for s in segs], np.uint8)
+        self.role_code = cat([s.r_role for s in segs], np.uint8)
+        # (integers, 0 where dead: sums of them are exact, so BM25 sees what float64 lengths gave it;
+        # each segment's written in place, times its alive rows where some are not: one pass, not three)
+        self.length = np.empty(size, np.uint32)
+        for p in parts:
+            lengths = self.length[p.start : p.start + p.seg.rows]
+            if p.seg.all_alive:
+                lengths[:] = p.seg.r_len
+            else:
+                np.multiply(p.seg.r_len, p.seg.alive, out=lengths)
+        self.group = np.empty(size, np.int32 if size < 1 << 31 else np.int64)  # (half the traffic)
+        base = 0
+        for p in parts:
+            s, c = p.seg, p.seg.r_conv
+            if len(c) and (int(c.min()) < 0 or int(c.max()) >= s.nconvs):
+                raise BadIndex(f"{s.name}: conversation codes out of range")
+            np.add(c, base, out=self.group[p.start : p.start + s.rows])
+            base += s.nconvs
+        self.groups = base
+        np.putmask(self.group, (self.kind != MESSAGE) | ~self.live, -1)  # groups hold alive messages only
+        # same[i]: row i-1 is row i's previous turn (a conversation's rows are adjacent in its segment;
+        # group numbers never span segments)
+        self.same = np.zeros(size, bool)
+        if size > 1:
+            np.equal(self.group[1:], self.group[:-1], out=self.same[1:])
+            self.same[1:] &= self.group[1:] >= 0
+        if size and int(self.role_code.max()) >= len(ROLES):
+            raise BadIndex("role codes out of range")
+        # 2 less 2 for a user's row, less 1 for an assistant's: comparisons and subtractions of whole
+        # arrays (a gather through a table, or a masked assignment, costs far more per code)
+        self.role = np.full(size, 2, np.int8)
+        for name, v in _ROLE_SIDE.items():
+            hit = (self.role_code == ROLES.index(name)).view(np.int8)
+            for _ in range(2 - v):
+                self.role -= hit
+
+    def serves(self, parts: list) -> bool:
+        """Whether these arrays are those of ``parts``: the same segments (the very arrays mapped), in
+        the same order, with the same alive rows."""
+        np = load_numpy()
+        if len(parts) != len(self.keys):
+            return False
+        for p, a, alive in zip(parts, self.keys, self.alive):
+            if p.seg.a is not a or (alive is None) != p.seg.all_alive:
+                return False
+            if alive is not None and not np.array_equal(alive, p.seg.alive):
+                return False
+        return True
+
+
+# The arrays of the last corpora built in this process, newest last: a process that searches again
+# (browse, a bench) over the same segments and alive rows reuses them and what was derived from them.
+_STATIC: list = []
+_KEPT_STATIC = 2
+
+
+def _static(parts: list, size: int) -> _Static:
+    for i, got in enumerate(_STATIC):
+        if got.serves(parts):
+            _STATIC.append(_STATIC.pop(i))
+            return got
+    got = _Static(parts, size)
+    _STATIC.append(got)
+    del _STATIC[:-_KEPT_STATIC]
+    return got
+
+
 class IndexCorpus:
     """``postings``/``lengths``/``rows``/``size`` over the alive rows of ``indexes`` = [(store, Index)].
 
@@ -85,49 +164,12 @@ class IndexCorpus:
         self.size = at
         self._bg: dict = {}
         self.starts = [p.start for p in self.parts]
-        cat = lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt)
-        segs = [p.seg for p in self.parts]
-        self.live = cat([s.alive for s in segs], bool)
-        self.kind = cat([s.r_kind for s in segs], np.uint8)
-        self.role_code = cat([s.r_role for s in segs], np.uint8)
-        # (integers, 0 where dead: sums of them are exact, so BM25 sees what float64 lengths gave it;
-        # each segment's written in place, times its alive rows where some are not: one pass, not three)
-        self.length = np.empty(self.size, np.uint32)
-        for p in self.parts:
-            lengths = self.length[p.start : p.start + p.seg.rows]
-            if p.seg.all_alive:
-                lengths[:] = p.seg.r_len
-            else:
-                np.multiply(p.seg.r_len, p.seg.alive, out=lengths)
-        self._dates = None
-        self.group = np.empty(self.size, np.int32 if self.size < 1 << 31 else np.int64)  # (half the traffic)
-        base = 0
-        for p in self.parts:
-            s, c = p.seg, p.seg.r_conv
-            if len(c) and (int(c.min()) < 0 or int(c.max()) >= s.nconvs):
-                raise BadIndex(f"{s.name}: conversation codes out of range")
-            np.add(c, base, out=self.group[p.start : p.start + s.rows])
-            base += s.nconvs
-        self.groups = base
-        np.putmask(self.group, (self.kind != MESSAGE) | ~self.live, -1)  # groups hold alive messages only
-        # same[i]: row i-1 is row i's previous turn (a conversation's rows are adjacent in its segment;
-        # group numbers never span segments)
-        self.same = np.zeros(self.size, bool)
-        if self.size > 1:
-            np.equal(self.group[1:], self.group[:-1], out=self.same[1:])
-            self.same[1:] &= self.group[1:] >= 0
-        if self.size and int(self.role_code.max()) >= len(ROLES):
-            raise BadIndex("role codes out of range")
-        # 2 less 2 for a user's row, less 1 for an assistant's: comparisons and subtractions of whole
-        # arrays (a gather through a table, or a masked assignment, costs far more per code)
-        self.role = np.full(self.size, 2, np.int8)
-        for name, v in _ROLE_SIDE.items():
-            hit = (self.role_code == ROLES.index(name)).view(np.int8)
-            for _ in range(2 - v):
-                self.role -= hit
         self._post: dict = {}
-        self._lens: dict = {}
-        self._ymd = None
+        got = _static(self.parts, self.size)
+        self.live, self.kind, self.role_code, self.length = got.live, got.kind, got.role_code, got.length
+        self.group, self.groups, self.same, self.role = got.group, got.groups, got.same, got.role
+        self.memo = got.memo  # (what is derived from these arrays alone: kept while they are)
+        self._lens = got.memo.setdefault("lengths", {})
 
     def neighbour(self, r: int, step: int) -> int:
         """Row ``r``'s turn ``step`` (-1 before, 1 after) in its conversation, or -1."""
@@ -139,16 +181,16 @@ class IndexCorpus:
     @property
     def date(self):
         """Every row's date (Unix seconds, NaN: none): read only by a query that needs it."""
-        if self._dates is None:
+        if "dates" not in self.memo:
             np = self.np
-            self._dates = np.concatenate([p.seg.meta["date"] for p in self.parts]) if self.parts else np.zeros(0)
-        return self._dates
+            self.memo["dates"] = np.concatenate([p.seg.meta["date"] for p in self.parts]) if self.parts else np.zeros(0)
+        return self.memo["dates"]
 
     def dates_at(self, rows):
         """The dates of ``rows`` (sorted corpus row numbers), without joining every segment's."""
         np = self.np
-        if self._dates is not None:
-            return self._dates[rows]
+        if "dates" in self.memo:
+            return self.memo["dates"][rows]
         out = np.empty(len(rows))
         bounds = np.searchsorted(rows, [p.start for p in self.parts] + [self.size])
         for p, a, b in zip(self.parts, bounds[:-1], bounds[1:]):
@@ -267,14 +309,14 @@ class IndexCorpus:
         month = tx.month_of(term)
         if not (month or _YEAR.match(term) or _ISO_DAY.match(term)):
             return np.empty(0, np.int64), np.empty(0, np.float64)
-        if self._ymd is None:
+        if "ymd" not in self.memo:
             ok = self.live & ~np.isnan(self.date) & (np.abs(np.nan_to_num(self.date)) < 1e11)
             days = np.floor(np.where(ok, self.date, 0) / 86400).astype("datetime64[D]")
             y = days.astype("datetime64[Y]").astype(np.int64) + 1970
             m = days.astype("datetime64[M]").astype(np.int64) % 12 + 1
             d = (days - days.astype("datetime64[M]")).astype(np.int64) + 1
-            self._ymd = (ok, y, m, d)
-        ok, y, m, d = self._ymd
+            self.memo["ymd"] = (ok, y, m, d)
+        ok, y, m, d = self.memo["ymd"]
         if month:
             hit = ok & (m == month)
         elif _YEAR.match(term):

@@ -524,10 +524,11 @@ def test_index_check_reads_every_table_of_the_manifest(run, sam):
 def test_segments_past_the_descriptor_budget_read_through_their_map(sam, monkeypatch):
     """When a quarter of the open-files limit is taken by segments, more segments read through their
     map instead of keeping a descriptor: the same answers."""
-    from samctl.search.index import segment
+    from samctl.search.index import opened, segment
 
     want = query(sam)
     monkeypatch.setattr(segment, "_FDS", [10**9])  # (every descriptor already taken)
+    monkeypatch.setattr(opened, "_OPENED", {})  # (none kept from the query above: each opened again)
     idx, _ = refresh(sam)
     assert idx.segments and all(s.fd is None for s in idx.segments)
     assert query(sam) == want

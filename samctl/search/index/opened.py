@@ -19,6 +19,7 @@ Invariants
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from pathlib import Path
@@ -66,13 +67,43 @@ class Index:
         return self.manifest.findings(scope, order)
 
 
+# Index folder -> {segment name: (identity, Segment)} of the last open in this process, so that a process
+# searching many times (browse, a bench) maps and checks each segment once.  A segment file is never
+# changed once in place; its identity is what the manifest says of it (size, header checksum) and the
+# file's stat (inode, size, times): a file replaced or written in place is opened again.  Each open
+# holds only the segments its manifest names (those dropped are unmapped); at most _KEPT_FOLDERS folders.
+_OPENED: dict = {}
+_KEPT_FOLDERS = 8
+
+
+def _segments(d: Path, m: Manifest, root: str) -> list[Segment]:
+    """The segments manifest ``m`` names, each a copy of the one opened (its alive mask is per open)."""
+    before = _OPENED.pop(str(d), {})
+    now, out = {}, []
+    for info in m.segments:
+        path = d / info["name"]
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise BadIndex(f"{info['name']}: missing") from None
+        ident = (root, info["size"], info["hcrc"], st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        got = before.get(info["name"])
+        seg = got[1] if got is not None and got[0] == ident else Segment.open(path, root, info)
+        now[info["name"]] = (ident, seg)
+        out.append(copy.copy(seg))
+    while len(_OPENED) >= _KEPT_FOLDERS:
+        _OPENED.pop(next(iter(_OPENED)))
+    _OPENED[str(d)] = now
+    return out
+
+
 def open_index(store, d: Path | None = None) -> Index:
     """The index as it is on disk in ``d`` (default: the store's, in the cache); raises BadIndex."""
     d = d or index_dir(store)
     for attempt in range(2):
         m = read_manifest(d / "manifest", store)
         try:
-            return Index(m, [Segment.open(d / s["name"], store.root_real, s) for s in m.segments], d)
+            return Index(m, _segments(d, m, store.root_real), d)
         except BadIndex:
             if attempt:
                 raise
