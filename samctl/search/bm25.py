@@ -14,6 +14,7 @@ from dataclasses import field as _field
 
 import numpy as np
 
+from samctl.search import halves
 from samctl.search import text as tx
 
 FIELDS = ("text", "date", "conv")  # conv: one document per conversation, not per row
@@ -260,14 +261,26 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     lens, live = corpus.lengths(fld)
     scores = np.zeros(lens.size)
     bg_n, bg_total = corpus.background(fld)  # (keys not among these rows that count all the same)
-    n = int(np.count_nonzero(live)) + bg_n
+    memo = getattr(corpus, "memo", {})
+    alive, total = memo.get(("alive and length", fld)) or memo.setdefault(
+        ("alive and length", fld), (int(np.count_nonzero(live)), float(lens.sum()))
+    )
+    n = alive + bg_n
     if n == 0:
         return scores
-    mean = (float(lens.sum()) + bg_total) / n or 1.0  # (lengths are 0 where not alive; integers: exact)
+    mean = (total + bg_total) / n or 1.0  # (lengths are 0 where not alive; integers: exact)
+    norms = None
+    if len(found) > 1 or found[0][1].size * 8 > lens.size:  # (one rare term: its keys' norms alone)
+        got = memo.get(("norm", fld, params.k1, params.b))  # (the last mean's only: it moves with the corpus)
+        if got is not None and got[0] == mean:
+            norms = got[1]
+        else:  # (every key's, as the formula below gives it for a few)
+            norms = params.k1 * (1 - params.b + params.b * lens / mean)
+            memo[("norm", fld, params.k1, params.b)] = (mean, norms)
     for i, (term, keys, tfs) in enumerate(found):
         idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
         w = 1.0 if weights is None else weights.get(term, 1.0)
-        norm = params.k1 * (1 - params.b + params.b * lens[keys] / mean)
+        norm = params.k1 * (1 - params.b + params.b * lens[keys] / mean) if norms is None else norms.take(keys)
         part = w * idf * tfs * (params.k1 + 1) / (tfs + norm)
         if i:
             scores[keys] += part
@@ -301,31 +314,68 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         date = params.date * bm25(corpus, "date", terms, params)
         base = own + date
     nz = int(np.count_nonzero(base))  # s > 0 exactly where a row or a neighbour has evidence
-    if params.ctx_len and nz and (params.prev or params.next or params.prev2 or params.next2):
+    n = corpus.size
+    ctx = params.prev or params.next or params.prev2 or params.next2
+    damp = None
+    if params.ctx_len and nz and ctx:
         damp = corpus.memo.get(("damp", params.ctx_len))
         if damp is None:
             damp = np.minimum(1.0, params.ctx_len / np.maximum(corpus.lengths("text")[0], 1.0))
             corpus.memo[("damp", params.ctx_len)] = damp
-        context = _context(base * damp, same, params, nz)
+    if n > 2 and nz and ctx and _sparse(base, same, nz) is None:
+        # every row: in two halves at once (each row's values computed alone, as one pass would)
+        shares = _shares(same, params, corpus.memo)
+        given = base if damp is None else np.empty(n)
+        if damp is not None:
+            halves.run(n, lambda a, b: np.multiply(base[a:b], damp[a:b], out=given[a:b]))
+        context, s = np.empty(n), np.empty(n)
+
+        def first(a, b):
+            _context_rows(given, shares, context, a, b)
+            if damp is not None:
+                context[a:b] *= damp[a:b]
+            np.add(base[a:b], context[a:b], out=s[a:b])
+
+        halves.run(n, first)
+    elif damp is not None:
+        context = _context(base * damp, same, params, nz, corpus.memo)
         context *= damp
+        s = base + context
     else:
-        context = _context(base, same, params, nz)
-    s = base + context
-    conv = zero
+        context = _context(base, same, params, nz, corpus.memo)
+        s = base + context
+    conv = addressee = reply = zero
+    table = None
     if params.conversation and nz:
         cs = bm25(corpus, "conv", terms, params)
         if cs.any():
-            conv = np.append(params.conversation * (cs / cs.max() * s.max()), 0.0)[group]  # (group -1: the 0)
-            s += conv
-    addressee = zero
+            table = np.append(params.conversation * (cs / cs.max() * s.max()), 0.0)  # (group -1: the 0)
+            conv = np.empty(n)
+    sides_of = None
     if params.addressee and sides.any() and nz:
-        addressee = s * params.addressee
-        addressee *= np.append(sides, 0.0)[role]
-        s += addressee
-    reply = zero
+        sides_of = np.append(sides, 0.0)
+        addressee = np.empty(n)
+    share = None
     if params.reply != 1 and nz:
-        reply = s * np.where(role == ROLES["assistant"], params.reply - 1.0, 0.0)
-        s += reply
+        share = corpus.memo.get(("reply", params.reply))
+        if share is None:
+            share = corpus.memo[("reply", params.reply)] = np.where(role == ROLES["assistant"], params.reply - 1.0, 0.0)
+        reply = np.empty(n)
+
+    def then(a, b):  # (the conversation's share, then the addressee's, then the reply's: in that order)
+        if table is not None:
+            np.take(table, group[a:b], out=conv[a:b])
+            s[a:b] += conv[a:b]
+        if sides_of is not None:
+            np.multiply(s[a:b], params.addressee, out=addressee[a:b])
+            addressee[a:b] *= sides_of[role[a:b]]
+            s[a:b] += addressee[a:b]
+        if share is not None:
+            np.multiply(s[a:b], share[a:b], out=reply[a:b])
+            s[a:b] += reply[a:b]
+
+    if table is not None or sides_of is not None or share is not None:
+        halves.run(n, then)
     diversity = zero
     if params.diversify and nz:
         diversity = np.zeros(corpus.size)
@@ -350,7 +400,21 @@ def _zeros(n: int) -> np.ndarray:
     return np.broadcast_to(np.zeros(1), (n,))
 
 
-def _context(base, same, params, nz: int) -> np.ndarray:
+def _sparse(base, same, nz: int):
+    """The rows ``_context`` touches when few have evidence (or few a neighbour), else None: every row."""
+    n = base.size
+    if nz * 32 < n:  # few rows with evidence: only their neighbours are touched (past about 1 in 32, the
+        # dense passes over every row cost less than indexing the scattered ones)
+        return np.flatnonzero(base)
+    if np.count_nonzero(same) * 16 < n:  # few rows with a neighbour (SAM's memories have none): only
+        # the rows with evidence and a neighbour, before (same[r]) or after (same[r + 1])
+        at = np.flatnonzero(base)
+        after = np.minimum(at + 1, n - 1)
+        return at[same[at] | (same[after] & (after > at))]
+    return None
+
+
+def _context(base, same, params, nz: int, memo: dict | None = None) -> np.ndarray:
     """What each row gets from its neighbours' ``base`` scores (one and two turns before and after, in
     the same conversation): slices of the row order, since a conversation's rows are adjacent.  Each
     row adds its neighbours' shares in one order (before, after, two before, two after) on either path.
@@ -358,15 +422,7 @@ def _context(base, same, params, nz: int) -> np.ndarray:
     n = base.size
     if n < 2 or not nz:
         return np.zeros(n)
-    at = None
-    if nz * 32 < n:  # few rows with evidence: only their neighbours are touched (past about 1 in 32, the
-        # dense passes over every row cost less than indexing the scattered ones)
-        at = np.flatnonzero(base)
-    elif np.count_nonzero(same) * 16 < n:  # few rows with a neighbour (SAM's memories have none): only
-        # the rows with evidence and a neighbour, before (same[r]) or after (same[r + 1])
-        at = np.flatnonzero(base)
-        after = np.minimum(at + 1, n - 1)
-        at = at[same[at] | (same[after] & (after > at))]
+    at = _sparse(base, same, nz)
     if at is not None:
         out = np.zeros(n)
         for step, w, two in (
@@ -382,25 +438,53 @@ def _context(base, same, params, nz: int) -> np.ndarray:
             link = same[hi] & same[hi - 1] if two else same[hi]
             out[to[link]] += w * base[src[link]]  # (each row once per step: the dense order of additions)
         return out
-    # x * True is x, x * False is 0; the first share is written, not added to zeros (0.0 + x is x)
     out = np.empty(n)
-    out[0] = 0.0
-    np.multiply(base[:-1], same[1:], out=out[1:])  # [i-1]: row i's previous turn's score
-    out[1:] *= params.prev
-    tmp = np.empty(n - 1)  # one scratch array
-    np.multiply(base[1:], same[1:], out=tmp)  # [i]: row i's next turn's score
-    tmp *= params.next
-    out[:-1] += tmp
-    if n > 2:
-        same2 = same[2:] & same[1:-1]  # rows i and i+2 in one conversation
-        t2 = tmp[: n - 2]
-        np.multiply(base[:-2], same2, out=t2)
-        t2 *= params.prev2
-        out[2:] += t2
-        np.multiply(base[2:], same2, out=t2)
-        t2 *= params.next2
-        out[:-2] += t2
+    _context_rows(base, _shares(same, params, {} if memo is None else memo), out, 0, n)
     return out
+
+
+def _context_rows(base, shares, out, lo: int, hi: int) -> None:
+    """``out[lo:hi]``: rows lo..hi-1's shares of their neighbours' ``base`` (all of ``base`` read).
+
+    Each share is base x (its weight where the pair is in one conversation, else 0): x * w or 0, as
+    (x * same) * w gave it; the first is written, not added to zeros (0.0 + x is x)."""
+    wp, wn, wp2, wn2 = shares
+    n = base.size
+    tmp = np.empty(hi - lo)  # one scratch array
+    a = max(lo, 1)
+    np.multiply(base[a - 1 : hi - 1], wp[a - 1 : hi - 1], out=out[a:hi])  # [i-1]: row i's previous turn
+    if lo == 0:
+        out[0] = 0.0
+    e = min(hi, n - 1)
+    if e > lo:
+        t = tmp[: e - lo]
+        np.multiply(base[lo + 1 : e + 1], wn[lo:e], out=t)  # [i+1]: row i's next turn
+        out[lo:e] += t
+    a = max(lo, 2)
+    if hi > a:
+        t = tmp[: hi - a]
+        np.multiply(base[a - 2 : hi - 2], wp2[a - 2 : hi - 2], out=t)
+        out[a:hi] += t
+    e = min(hi, n - 2)
+    if e > lo:
+        t = tmp[: e - lo]
+        np.multiply(base[lo + 2 : e + 2], wn2[lo:e], out=t)
+        out[lo:e] += t
+
+
+def _shares(same, params, memo: dict) -> tuple:
+    """(prev, next, prev2, next2) weights of each pair of rows one and two apart, 0 for a pair not in one
+    conversation: a function of the rows alone, kept in ``memo``."""
+    key = ("shares", params.prev, params.next, params.prev2, params.next2)
+    got = memo.get(key)
+    if got is None:
+        one = same[1:]
+        two = same[2:] & same[1:-1]  # rows i and i+2 in one conversation
+        got = memo[key] = tuple(
+            np.where(m, w, 0.0)
+            for m, w in ((one, params.prev), (one, params.next), (two, params.prev2), (two, params.next2))
+        )
+    return got
 
 
 def _diversity(s, group, params, out):

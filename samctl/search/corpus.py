@@ -286,20 +286,10 @@ class IndexCorpus:
     def _conv(self, term: str):
         np = self.np
         rows, tfs = self.postings("text", term)
-        g = self.group[rows]
-        ok = g >= 0
-        if not ok.any():
-            return np.empty(0, np.int64), np.empty(0, np.float64)
-        g, tfs = g[ok], tfs[ok]
-        if g.size > 1 and not (g[1:] >= g[:-1]).all():  # (groups numbered in row order: never so far)
-            tf = np.bincount(g, weights=tfs, minlength=self.groups)
-            keys = np.flatnonzero(tf)
-            return keys, tf[keys]
-        # runs of one group, summed as differences of a running sum: the postings' work, not the groups'
-        # (counts are integers: their sums are exact in any order; reduceat took twice as long)
-        first = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
-        run = np.concatenate(([0.0], np.cumsum(tfs)))
-        return g[first].astype(np.int64), run[np.append(first[1:], g.size)] - run[first]
+        # each conversation's count summed (integers: exact in any order); a row of none (-1) in bin 0
+        tf = np.bincount(self.group.take(rows) + 1, weights=tfs, minlength=self.groups + 1)[1:]
+        keys = np.flatnonzero(tf)
+        return keys, tf[keys]
 
     def _date(self, term: str):
         """Rows whose date's terms (``text.date_terms``: month stem, year, ISO day) include ``term``."""

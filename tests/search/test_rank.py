@@ -262,3 +262,75 @@ def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence, linked):
     base[[0, 1, n - 1]] = [1.5, 0.0, 2.5]  # the ends
     want = _context_by_gathers(base, same, Params())
     assert bm25._context(base, same, Params(), int(np.count_nonzero(base))).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 2500, 4997, 4998, 4999])
+def test_neighbour_evidence_of_a_slice_of_rows_is_that_of_the_whole(cut):
+    """``_context_rows`` over [0, cut) and [cut, n) (what two threads each do) gives every row what one
+    pass gives it, bit for bit, wherever the cut falls (near the ends included)."""
+    rng = np.random.default_rng(cut)
+    n = 5000
+    same = rng.random(n) < 0.8
+    same[0] = False
+    base = np.where(rng.random(n) < 0.5, rng.random(n) * 5, 0.0)
+    want = _context_by_gathers(base, same, Params())
+    shares = bm25._shares(same, Params(), {})
+    out = np.full(n, np.nan)
+    bm25._context_rows(base, shares, out, 0, cut)
+    bm25._context_rows(base, shares, out, cut, n)
+    assert out.tolist() == want.tolist()
+
+
+def _corpus_of(seed: int, conversations: int = 300) -> Corpus:
+    rng = np.random.default_rng(seed)
+    words = "budget deadline portland hotel trip review the a zanzibar Mel Ana".split()
+    c = Corpus()
+    for _ in range(conversations):
+        c.add_conversation(
+            [
+                Message(" ".join(rng.choice(words, rng.integers(1, 80))), role=("user", "assistant")[i % 2])
+                for i in range(int(rng.integers(1, 12)))
+            ]
+        )
+    return c
+
+
+@pytest.mark.parametrize("query", ["budget", "zanzibar hotel", "thanks Mel the trip", "review"])
+def test_parts_are_the_same_in_two_halves_or_one(query, monkeypatch):
+    """Every part of every row, computed in two threads (each half of the rows) or in one: bit for bit."""
+    from samctl.search import halves
+
+    corpus = _corpus_of(3)
+    monkeypatch.setattr(halves, "MIN_ROWS", 1 << 62)
+    one = bm25.parts(corpus, query)
+    monkeypatch.setattr(halves, "MIN_ROWS", 1)
+    two = bm25.parts(_corpus_of(3), query)
+    assert one.keys() == two.keys()
+    for k in one:
+        assert np.asarray(one[k]).tolist() == np.asarray(two[k]).tolist(), k
+    assert np.count_nonzero(one["context"]) and np.count_nonzero(one["reply"])
+
+
+def test_halves_work_in_a_forked_child():
+    """A pool's thread does not survive a fork: a child makes its own (no wait for a thread that is not there)."""
+    import multiprocessing
+
+    from samctl.search import halves
+
+    def job(lo, hi, out):
+        out[lo:hi] = np.arange(lo, hi)
+
+    out = np.zeros(1 << 19)
+    halves.run(out.size, lambda a, b: job(a, b, out))  # (the parent's thread made)
+    assert out.tolist() == list(range(out.size))
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply_async(_halves_in_child).get(timeout=60) == (1 << 19) * ((1 << 19) - 1) // 2
+
+
+def _halves_in_child() -> int:
+    from samctl.search import halves
+
+    out = np.zeros(1 << 19)
+    halves.run(out.size, lambda a, b: out.__setitem__(slice(a, b), np.arange(a, b)))
+    return int(out.sum())

@@ -311,7 +311,9 @@ class Segment:
     def __init__(self, name: str, rows: int, convs: list | None, arrays: dict, nconvs: int | None = None):
         self.name = name
         self.rows = rows
-        self._convs = convs  # None: decoded from the section "convs" when first used
+        # what is decoded from the file when first used ("convs", "terms"): one dict, shared by the
+        # copies each open of an index makes (opened.py), so a process decodes it once
+        self._decoded: dict = {} if convs is None else {"convs": convs}
         self.nconvs = len(convs) if convs is not None else nconvs
         self.a = arrays
         self.bufs: dict = {}  # "text"/"ltext"/"ref" -> (buffer with .find and slicing, base offset)
@@ -332,15 +334,16 @@ class Segment:
     @property
     def convs(self) -> list:
         """The conversation ids, by the segment's index of them (``meta["conv"]``)."""
-        if self._convs is None:
+        got = self._decoded.get("convs")
+        if got is None:
             try:
                 got = orjson.loads(bytes(self.a["convs"]))
             except orjson.JSONDecodeError:
                 got = None
             if not (isinstance(got, list) and len(got) == self.nconvs and set(map(type, got)) <= {str}):
                 raise BadIndex(f"{self.name}: bad conversation table")
-            self._convs = got
-        return self._convs
+            self._decoded["convs"] = got
+        return got
 
     def row(self, i: int) -> tuple:
         """(kind, role, content type, conversation id) of row ``i``; BadIndex if a code is out of range."""
@@ -467,10 +470,11 @@ class Segment:
 
     def terms(self) -> list[str]:
         """Every index term of this segment, sorted (``prefix*`` looks them up)."""
-        if "_terms" not in self.__dict__:
+        got = self._decoded.get("terms")
+        if got is None:
             raw = bytes(self.a["voc"])
-            self.__dict__["_terms"] = raw.decode("utf-8", "surrogatepass").split("\n") if raw else []
-        return self.__dict__["_terms"]
+            got = self._decoded["terms"] = raw.decode("utf-8", "surrogatepass").split("\n") if raw else []
+        return got
 
     def ref(self, i: int) -> str:
         return self.blob("ref", i).decode("utf-8", "surrogatepass")
