@@ -17,7 +17,7 @@ from samctl.search.calls import is_call_of
 from samctl.search.corpus import IndexCorpus, terms_with_prefix
 from samctl.search.hits import KIND_ORDER, Hit, sort_key, term_snippet
 from samctl.search.index.format import CALL, MEMORY, ROLES, load_numpy
-from samctl.search.query import phrase_test, title_matches, titles_matching
+from samctl.search.query import FoldedTitles, phrase_test, title_matches
 
 MAX_TIES = 2000  # rows tied with the last one shown that are still ordered by sort_key
 NEIGHBOURS = ((-1, "before"), (1, "after"))
@@ -202,22 +202,48 @@ def _filters(corpus: IndexCorpus, q, plan, scopes: dict):
             if plan.titles and wanted.any():
                 if id(p.index) not in titled:
                     titled[id(p.index)] = _titled(p.index, plan.titles)
-                held = list(map(titled[id(p.index)].get, convs))  # True, False, None: not in the table
-                for i in (i for i, h in enumerate(held) if h is None):  # (a shared topic: titled after it)
+                at = _table_positions(p.index, p.seg)  # (-1: not in the table)
+                held = titled[id(p.index)][at]
+                for i in np.flatnonzero(at < 0).tolist():  # (a shared topic: titled after it)
                     held[i] = all(title_matches(p.index.title_of(convs[i]), w) for w in plan.titles)
-                wanted &= np.array(held, bool)
+                wanted &= held
             conv = p.seg.r_conv
             per_part.append(wanted[conv] if len(convs) else np.zeros(p.seg.rows, bool))
         keep &= np.concatenate(per_part)
     return keep
 
 
-def _titled(index, words: list) -> dict:
-    """Every conversation of ``index``'s table -> whether its title holds every one of ``words``."""
-    ids, titles, folded = index.manifest.ids_titles_folded()
-    held = dict.fromkeys(ids, False)
-    held.update((ids[i], True) for i in titles_matching(titles, words, folded))
+def _titled(index, words: list):
+    """Whether the title of each conversation of ``index``'s table holds every one of ``words`` (a bool
+    array in the table's order, one more False at its end: the place of a conversation not in it)."""
+    np = load_numpy()
+    table = _titles(index)
+    held = np.zeros(len(table.titles) + 1, bool)
+    held[list(table.matching(words))] = True
     return held
+
+
+def _titles(index) -> FoldedTitles:
+    """The titles of ``index``'s conversation table, ready for matching (kept with its manifest)."""
+    memo = index.manifest.memo
+    if "titles" not in memo:
+        ids, titles, folded = index.manifest.ids_titles_folded()
+        memo["titles"] = FoldedTitles(titles, folded)
+        memo["title positions"] = dict(zip(ids, range(len(ids))))
+    return memo["titles"]
+
+
+def _table_positions(index, seg):
+    """Each conversation of segment ``seg``: its position in ``index``'s conversation table, -1 if not
+    there (kept with the manifest, by segment)."""
+    memo = index.manifest.memo.setdefault("segment positions", {})
+    got = memo.get(seg.name)
+    if got is None:
+        _titles(index)
+        where = index.manifest.memo["title positions"]
+        np = load_numpy()
+        got = memo[seg.name] = np.fromiter((where.get(c, -1) for c in seg.convs), np.int64, len(seg.convs))
+    return got
 
 
 def _best_rows(

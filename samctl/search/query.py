@@ -144,14 +144,29 @@ def title_matches(title: str | None, word: str) -> bool:
 _ODD_SPACES = ("  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")  # (ASCII space runs)
 
 
+class FoldedTitles:
+    """Titles and their ``folded_title`` (the index keeps them) made ready for ``titles_matching`` once,
+    for a process that asks again (browse, the in-process bench): the folded titles joined, and where
+    each starts."""
+
+    def __init__(self, titles: list, folded: list):
+        self.titles = titles
+        self.alone = {i for i, t in enumerate(titles) if t and "\0" in t}
+        self.big = "\0".join(f or "" for f in folded)
+        self.starts = _starts(self.big)
+
+    def matching(self, words: list) -> set[int]:
+        return _matching(self.titles, words, self.big, self.alone, self.starts)
+
+
 def titles_matching(titles: list, words: list, folded: list | None = None) -> set[int]:
     """The indexes of ``titles`` that ``title_matches(title, word)`` for every one of ``words``, folded as
     one string (a call per title costs more than the search): folding is character by character, so the
     titles joined by NUL fold to their foldings joined by NUL.  A title or word holding a NUL is matched alone.
     ``folded``: the titles' ``folded_title`` already (the index keeps them): only the words are folded."""
-    alone = {i for i, t in enumerate(titles) if t and "\0" in t}
     if folded is not None:
-        return _matching(titles, words, "\0".join(f or "" for f in folded), alone)
+        return FoldedTitles(titles, folded).matching(words)
+    alone = {i for i, t in enumerate(titles) if t and "\0" in t}
     pieces = ["" if not t or i in alone else t for i, t in enumerate(titles)]
     # ASCII titles fold by lower(), all at once; the others one by one (then lower() must leave them be)
     pieces = [t if t.isascii() else fold(t) for t in pieces]
@@ -171,11 +186,16 @@ def titles_matching(titles: list, words: list, folded: list | None = None) -> se
     return _matching(titles, words, big, alone)
 
 
-def _matching(titles: list, words: list, big: str, alone: set) -> set[int]:
+def _starts(big: str) -> list[int]:
+    """Where each title of BIG (titles joined by NUL) starts, and its end plus one."""
+    return list(itertools.accumulate((len(t) + 1 for t in big.split("\0")), initial=0))
+
+
+def _matching(titles: list, words: list, big: str, alone: set, starts: list | None = None) -> set[int]:
     """``titles_matching`` over BIG, the titles' folded forms joined by NUL ("" for those in ALONE): every
     match of a word found by one regular expression scan, its title by a binary search of the titles'
     starts (a common word is in tens of thousands of titles: no Python step per character or title)."""
-    starts = list(itertools.accumulate((len(t) + 1 for t in big.split("\0")), initial=0))
+    starts = _starts(big) if starts is None else starts
     out = None
     for word in words:
         w = " ".join(fold(word).split())

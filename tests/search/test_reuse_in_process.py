@@ -27,7 +27,7 @@ def tree(tmp_path, monkeypatch):
     return tmp_path / "m"
 
 
-def _hits(root, texts=("budget", "quokka deadline", "role:user portland")):
+def _hits(root, texts=("budget", "quokka deadline", "role:user portland", "title:portland", "title:summary budget")):
     out = []
     for text in texts:
         findings: list = []
@@ -51,8 +51,21 @@ def test_segments_are_mapped_once_and_each_open_has_its_own_alive_rows(tree):
     b = ix.open_index(open_store(str(tree)))
     assert a.segments and [s.a for s in a.segments] == [s.a for s in b.segments]
     assert all(x.a is y.a and x is not y for x, y in zip(a.segments, b.segments))
-    a.segments[0].alive[:] = False  # (what one open's rows are does not reach another's)
+    with pytest.raises(ValueError):  # (the alive rows of a manifest are shared, never changed)
+        a.segments[0].alive[:] = False
+    a.segments[0].alive = a.segments[0].alive & False  # (what one open's rows are does not reach another's)
     assert b.segments[0].alive.all()
+
+
+def test_a_manifest_written_in_place_is_checked_again(tree):
+    _hits(tree)
+    store = open_store(str(tree))
+    path = ix.index_dir(store) / "manifest"
+    raw = bytearray(path.read_bytes())
+    raw[20] ^= 0xFF  # (in its head: the checksum no longer matches)
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ix.BadIndex):
+        ix.open_index(store)
 
 
 def test_a_segment_written_in_place_is_checked_again(tree):
@@ -69,6 +82,7 @@ def test_a_segment_written_in_place_is_checked_again(tree):
 
 def test_the_corpus_arrays_are_reused_only_for_the_same_alive_rows(tree):
     want = _hits(tree)
+    assert all(want)  # (each query finds something: titles too)
     store = open_store(str(tree))
     pairs = [(store, ix.open_index(store))]
     first = corpus_mod.IndexCorpus(pairs)

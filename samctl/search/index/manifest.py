@@ -134,6 +134,7 @@ class Manifest:
         )
         self.buckets = len(self._tables) - 2
         self._sources = self._convs = self._sig = None
+        self.memo: dict = {}  # what is derived from this manifest alone, for whoever reads it again
 
     def _table(self, name: str):
         t = self._tables[name]

@@ -48,17 +48,22 @@ class Index:
         self.rebuilt = False
         self.replaced = 0
         dead = {s["name"]: s["dead"] for s in manifest.segments}
+        kept = manifest.memo.setdefault("alive", {})  # segment -> (dead rows, alive, all alive, count)
         for seg in segments:
-            ranges = dead.get(seg.name, ())
-            # (expanded once, from the array read_manifest checked: the conversations' lengths use them too)
-            seg.dead_rows = dead_rows(manifest.dead_arrays.get(seg.name, ranges)) if ranges else None
-            alive = alive_mask(seg.rows, ranges, seg.dead_rows)
-            h = manifest.hidden.get(seg.name)
-            if h:
-                alive[np.asarray(h, dtype=np.int64)] = False
-            seg.alive = alive
-            seg.all_alive = not ranges and not h
-        self.rows = sum(s.rows if s.all_alive else int(np.count_nonzero(s.alive)) for s in segments)
+            got = kept.get(seg.name)
+            if got is None or got[1].size != seg.rows:
+                ranges = dead.get(seg.name, ())
+                # (expanded once, from the array read_manifest checked: the conversations' lengths use them too)
+                rows = dead_rows(manifest.dead_arrays.get(seg.name, ranges)) if ranges else None
+                alive = alive_mask(seg.rows, ranges, rows)
+                h = manifest.hidden.get(seg.name)
+                if h:
+                    alive[np.asarray(h, dtype=np.int64)] = False
+                alive.setflags(write=False)  # (shared by every open of this manifest)
+                every = not ranges and not h
+                got = kept[seg.name] = (rows, alive, every, seg.rows if every else int(np.count_nonzero(alive)))
+            seg.dead_rows, seg.alive, seg.all_alive = got[0], got[1], got[2]
+        self.rows = sum(kept[s.name][3] for s in segments)
 
     def title_of(self, cid: str) -> str:
         return self.manifest.title_of(cid)
@@ -97,11 +102,37 @@ def _segments(d: Path, m: Manifest, root: str) -> list[Segment]:
     return out
 
 
+# Index folder -> (identity, Manifest) of the last read in this process: a manifest is replaced by a
+# rename, never written in place; its identity is the file's stat (inode, size, times) and the store
+# it was checked for.  What is derived from it alone is kept with it (``Manifest.memo``).
+_MANIFESTS: dict = {}
+
+
+def _manifest(d: Path, store) -> Manifest:
+    path = d / "manifest"
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    ident = None
+    if st is not None:
+        ident = (store.root_real, store.name, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        got = _MANIFESTS.get(str(d))
+        if got is not None and got[0] == ident:
+            return got[1]
+    m = read_manifest(path, store)
+    if ident is not None:
+        while len(_MANIFESTS) >= _KEPT_FOLDERS:
+            _MANIFESTS.pop(next(iter(_MANIFESTS)))
+        _MANIFESTS[str(d)] = (ident, m)
+    return m
+
+
 def open_index(store, d: Path | None = None) -> Index:
     """The index as it is on disk in ``d`` (default: the store's, in the cache); raises BadIndex."""
     d = d or index_dir(store)
     for attempt in range(2):
-        m = read_manifest(d / "manifest", store)
+        m = _manifest(d, store)
         try:
             return Index(m, _segments(d, m, store.root_real), d)
         except BadIndex:
