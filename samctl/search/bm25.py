@@ -14,7 +14,7 @@ from dataclasses import field as _field
 
 import numpy as np
 
-from samctl.search import halves
+from samctl.search import halves, subset
 from samctl.search import text as tx
 
 FIELDS = ("text", "date", "conv")  # conv: one document per conversation, not per row
@@ -262,9 +262,7 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     scores = np.zeros(lens.size)
     bg_n, bg_total = corpus.background(fld)  # (keys not among these rows that count all the same)
     memo = getattr(corpus, "memo", {})
-    alive, total = memo.get(("alive and length", fld)) or memo.setdefault(
-        ("alive and length", fld), (int(np.count_nonzero(live)), float(lens.sum()))
-    )
+    alive, total = subset.alive_and_length(corpus, fld)
     n = alive + bg_n
     if n == 0:
         return scores
@@ -300,8 +298,14 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
     score at or above which every row diversity weighed lies (0 if none).
 
     Arrays are added in place where the sum is not a part itself: a query over a million rows is
-    mostly memory traffic, and every new array costs its pages."""
+    mostly memory traffic, and every new array costs its pages.  When the query's words are in few
+    conversations, only their rows are ranked (``subset.py``: the same scores)."""
     terms = ranked_terms(query, extra_terms)
+    if not isinstance(corpus, subset.Subset):
+        rows = subset.evidence_rows(corpus, terms, bool(params.date))
+        if rows is not None:
+            got = parts(subset.Subset(corpus, rows), query, params, extra_terms, info)
+            return {k: _spread(v, rows, corpus.size) for k, v in got.items()}
     same, group, role = corpus.rows()
     sides, names = (
         _addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1 else (np.zeros(2), set())
@@ -393,6 +397,15 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         "reply": reply,
         "score": s,
     }
+
+
+def _spread(values, rows, n: int) -> np.ndarray:
+    """An array of ``n`` zeros with ``values`` at ``rows`` (a part 0 everywhere stays ``_zeros``)."""
+    if values.strides == (0,):
+        return _zeros(n)
+    out = np.zeros(n)
+    out[rows] = values
+    return out
 
 
 def _zeros(n: int) -> np.ndarray:

@@ -334,3 +334,46 @@ def _halves_in_child() -> int:
     out = np.zeros(1 << 19)
     halves.run(out.size, lambda a, b: out.__setitem__(slice(a, b), np.arange(a, b)))
     return int(out.sum())
+
+
+@pytest.mark.parametrize("query", ["zanzibar", "zanzibar quokka", "quokka 7", "thanks zanzibar"])
+def test_a_rare_word_ranked_on_its_conversations_alone_scores_as_over_every_row(query, monkeypatch):
+    """``subset.py``: the rows of the conversations holding a query word, ranked alone with the whole
+    corpus's statistics, get every part of every row as ranking every row gives them, bit for bit;
+    removed conversations (rows of none) and rows of a word in no conversation included."""
+    from samctl.search import subset
+
+    def corpus():
+        rng = np.random.default_rng(5)
+        words = "budget deadline portland hotel trip review the a Mel Ana".split()
+        c = Corpus()
+        for _ in range(600):
+            n = int(rng.integers(1, 12))
+            c.add_conversation(
+                [
+                    Message(" ".join(rng.choice(words, rng.integers(1, 60))), ("user", "assistant")[i % 2])
+                    for i in range(n)
+                ]
+            )
+        for g in rng.choice(600, 60, replace=False):
+            c.remove_conversation(int(g))
+        for i in range(30):  # (rare words in a few conversations, among others' rows)
+            c.add_conversation(
+                [Message("budget trip"), Message(f"zanzibar quokka {i % 9}"), Message("thanks Mel", role="assistant")]
+            )
+            c.add_conversation([Message(" ".join(rng.choice(words, 20)))])
+        return c
+
+    every = corpus()
+    real = subset.evidence_rows
+    monkeypatch.setattr(subset, "evidence_rows", lambda *a: None)
+    want = bm25.parts(every, query)
+    monkeypatch.setattr(subset, "evidence_rows", real)
+    few = corpus()
+    rows = subset.evidence_rows(few, bm25.ranked_terms(query), True)
+    assert rows is not None and 0 < rows.size * subset.FEW <= few.size
+    got = bm25.parts(few, query)
+    for k in want:
+        assert np.asarray(got[k]).tolist() == np.asarray(want[k]).tolist(), k
+    assert np.count_nonzero(want["score"]) and np.count_nonzero(want["context"])
+    assert np.count_nonzero(want["conversation"]) and np.count_nonzero(want["reply"])
