@@ -278,7 +278,11 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     for i, (term, keys, tfs) in enumerate(found):
         idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
         w = 1.0 if weights is None else weights.get(term, 1.0)
-        norm = params.k1 * (1 - params.b + params.b * lens[keys] / mean) if norms is None else norms.take(keys)
+        norm = (
+            params.k1 * (1 - params.b + params.b * lens[keys] / mean)
+            if norms is None
+            else norms.take(keys, mode="wrap")
+        )
         part = w * idf * tfs * (params.k1 + 1) / (tfs + norm)
         if i:
             scores[keys] += part
@@ -339,21 +343,27 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
             if damp is not None:
                 context[a:b] *= damp[a:b]
             np.add(base[a:b], context[a:b], out=s[a:b])
+            peak[a > 0] = s[a:b].max()
 
+        peak = [-np.inf, -np.inf]  # (each half's best score: the best is theirs)
         halves.run(n, first)
+        best = max(peak)
     elif damp is not None:
         context = _context(base * damp, same, params, nz, corpus.memo)
         context *= damp
         s = base + context
+        best = None
     else:
         context = _context(base, same, params, nz, corpus.memo)
         s = base + context
+        best = None
     conv = addressee = reply = zero
     table = None
     if params.conversation and nz:
         cs = bm25(corpus, "conv", terms, params)
         if cs.any():
-            table = np.append(params.conversation * (cs / cs.max() * s.max()), 0.0)  # (group -1: the 0)
+            top = float(s.max()) if best is None else best
+            table = np.append(params.conversation * (cs / cs.max() * top), 0.0)  # (group -1: the 0)
             conv = np.empty(n)
     sides_of = None
     if params.addressee and sides.any() and nz:
@@ -368,7 +378,9 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
 
     def then(a, b):  # (the conversation's share, then the addressee's, then the reply's: in that order)
         if table is not None:
-            np.take(table, group[a:b], out=conv[a:b])
+            # (mode "wrap": -1 is the last, as indexing gives it; every index is in range, checked where
+            # read, and numpy's default mode checks each again, at several times the cost of the take)
+            np.take(table, group[a:b], out=conv[a:b], mode="wrap")
             s[a:b] += conv[a:b]
         if sides_of is not None:
             np.multiply(s[a:b], params.addressee, out=addressee[a:b])
@@ -377,13 +389,16 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         if share is not None:
             np.multiply(s[a:b], share[a:b], out=reply[a:b])
             s[a:b] += reply[a:b]
+        peak[a > 0] = s[a:b].max() if b > a else -np.inf
 
     if table is not None or sides_of is not None or share is not None:
+        peak = [-np.inf, -np.inf]
         halves.run(n, then)
+        best = max(peak)
     diversity = zero
     if params.diversify and nz:
         diversity = np.zeros(corpus.size)
-        cand, cut = _diversity(s, group, params, diversity)
+        cand, cut = _diversity(s, group, params, diversity, best)
         s[cand] += diversity[cand]
         if info is not None:
             info["floor"] = cut
@@ -500,14 +515,14 @@ def _shares(same, params, memo: dict) -> tuple:
     return got
 
 
-def _diversity(s, group, params, out):
+def _diversity(s, group, params, out, best: float | None = None):
     """Into ``out``: what each of the best rows loses for the better rows of its conversation before it
     (<= 0).  Returns (those rows, the pool's cut: every row scoring at least it is among them).
 
     Diminishing returns per conversation: the evidence for a question is often spread over several
     conversations, and a conversation's context and conversation-level score lift many of its rows at once.
     """
-    top = _at_least(s, DIVERSIFY_POOL)
+    top = _at_least(s, DIVERSIFY_POOL, best)
     vals = s[top]
     k = min(DIVERSIFY_POOL, vals.size)
     cut = np.partition(vals, vals.size - k)[vals.size - k]
@@ -524,16 +539,28 @@ def _diversity(s, group, params, out):
     return cand, float(cut)
 
 
-def _at_least(s, k: int) -> np.ndarray:
+def _at_least(s, k: int, best: float | None = None) -> np.ndarray:
     """Rows with a positive score, at least the ``k`` best of them (all if fewer): those above half the
-    best score, a quarter, ... (a partition of them is cheaper than one of every row)."""
-    t = float(s.max()) / 2
+    best score (``best``: s.max(), when known), a quarter, ... (a partition of them is cheaper than one
+    of every row)."""
+    t = (float(s.max()) if best is None else best) / 2
     for _ in range(8):
-        top = np.flatnonzero(s >= t)
+        top = _rows_at_least(s, t)
         if top.size >= k:
             return top
         t /= 4
     return np.flatnonzero(s > 0)
+
+
+def _rows_at_least(s, t: float) -> np.ndarray:
+    """``np.flatnonzero(s >= t)``, each half of the rows in its thread."""
+    found = [None, None]
+
+    def half(a, b):
+        found[a > 0] = np.flatnonzero(s[a:b] >= t) + a
+
+    halves.run(s.size, half)
+    return found[0] if found[1] is None else np.concatenate(found)
 
 
 def _addressed(corpus, terms, role, params):

@@ -287,7 +287,7 @@ class IndexCorpus:
         np = self.np
         rows, tfs = self.postings("text", term)
         # each conversation's count summed (integers: exact in any order); a row of none (-1) in bin 0
-        tf = np.bincount(self.group.take(rows) + 1, weights=tfs, minlength=self.groups + 1)[1:]
+        tf = np.bincount(self.group.take(rows, mode="wrap") + 1, weights=tfs, minlength=self.groups + 1)[1:]
         keys = np.flatnonzero(tf)
         return keys, tf[keys]
 

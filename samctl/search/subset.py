@@ -49,7 +49,7 @@ def evidence_rows(corpus, terms, with_dates: bool):
     shifted = memo.get("group + 1")
     if shifted is None:
         shifted = memo["group + 1"] = group.astype(np.int64 if groups >= 1 << 31 else np.int32) + 1
-    mask = wanted.take(shifted)
+    mask = wanted.take(shifted, mode="wrap")
     for r in held:
         mask[r] = True  # (a row of no conversation holding a term: itself)
     rows = np.flatnonzero(mask)
