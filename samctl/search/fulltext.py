@@ -258,10 +258,12 @@ def _best_rows(
     np = corpus.np
     if not len(cand):
         return [] if complete else None
-    phrases = [phrase_test(p) for p in plan.phrases]
+    phrases = [phrase_test(p).many for p in plan.phrases]
     if plan.tools:
-        phrases.append(lambda text: any(is_call_of(text, name) for name in plan.tools))
-    unwanted = [phrase_test(p) for p in plan.excluded_phrases]
+        phrases.append(lambda texts: [any(is_call_of(t, name) for name in plan.tools) for t in texts])
+    unwanted = [phrase_test(p).many for p in plan.excluded_phrases]
+    verdict: dict = {}  # row -> whether its text passes them (read a batch ahead: each test runs once a batch)
+    batch = 32
     take = limit * 4 + 64
     out: list[int] = []
     at = 0
@@ -283,8 +285,17 @@ def _best_rows(
         if len(out) >= limit + MAX_TIES:
             break
         if phrases or unwanted:
-            text = _row_text(corpus, r)
-            if not all(holds(text) for holds in phrases) or any(holds(text) for holds in unwanted):
+            if r not in verdict:
+                ahead = [int(x) for x in order[at - 1 : at - 1 + batch]]
+                batch = min(batch * 2, 1024)
+                texts = [_row_text(corpus, x) for x in ahead]
+                good = [True] * len(ahead)
+                for holding in phrases:
+                    good = [g and h for g, h in zip(good, holding(texts))]
+                for holding in unwanted:
+                    good = [g and not h for g, h in zip(good, holding(texts))]
+                verdict.update(zip(ahead, good))
+            if not verdict[r]:
                 continue
         if gate is not None and not gate.take(r):  # (a copy of a row taken, or past a conversation's share)
             continue

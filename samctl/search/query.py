@@ -120,18 +120,52 @@ def holds_phrase(text: str, phrase: str) -> bool:
 def phrase_test(phrase: str):
     """``holds_phrase(text, phrase)`` as a function of ``text``, faster on texts without the phrase: a
     regular expression over the folded text first (the phrase's words with only separators between them,
-    a superset of what ``holds_phrase`` accepts), the word-by-word comparison only where it matches."""
-    want = _sequence(phrase)
-    if not want:
-        return lambda text: False
-    between = f"(?:[^{WORD_CHARS[1:-1]}]|[-'.])*"  # what may lie between two words of the sequence
-    loose = re.compile(between.join(re.escape(w) for w in want))
+    a superset of what ``holds_phrase`` accepts), the word-by-word comparison only where it matches.
+    Its ``many(texts)`` answers for several texts at once (see ``PhraseTest.many``)."""
+    return PhraseTest(phrase)
 
-    def holds(text: str) -> bool:
+
+class PhraseTest:
+    """``phrase_test``'s function: ``test(text)``, and ``test.many(texts)``."""
+
+    SEP = "\n\0\n"  # (no word character: the loose expression may cross it; ``many`` sees where it does)
+
+    def __init__(self, phrase: str):
+        self.phrase = phrase
+        want = _sequence(phrase)
+        between = f"(?:[^{WORD_CHARS[1:-1]}]|[-'.])*"  # what may lie between two words of the sequence
+        self.loose = re.compile(between.join(re.escape(w) for w in want)) if want else None
+
+    def __call__(self, text: str) -> bool:
+        if self.loose is None:
+            return False
         folded = fold(text.replace("\u2019", "'").replace("\u2018", "'"))  # (as text.words folds)
-        return loose.search(folded) is not None and holds_phrase(text, phrase)
+        return self.loose.search(folded) is not None and holds_phrase(text, self.phrase)
 
-    return holds
+    def many(self, texts: list) -> list[bool]:
+        """``[test(t) for t in texts]``, running the loose expression once over the folded texts joined.
+        A text with a match of its own is touched by a match of the scan; each text touched is searched
+        again within its own span (a match of the scan may cross a separator)."""
+        if self.loose is None:
+            return [False] * len(texts)
+        # (each text folded alone, as ``test(text)`` folds it: a text that is not ASCII costs its own
+        # folding, not the batch's)
+        parts = [fold(t.replace("\u2019", "'").replace("\u2018", "'")) for t in texts]
+        if any(self.SEP in p for p in parts):  # (a text holding the separator: one by one)
+            return [self(t) for t in texts]
+        starts = list(itertools.accumulate((len(p) + len(self.SEP) for p in parts), initial=0))
+        folded = self.SEP.join(parts)
+        maybe: set = set()
+        for m in self.loose.finditer(folded):
+            first = bisect.bisect_right(starts, m.start()) - 1
+            last = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
+            maybe.update(range(first, last + 1))
+        out = [False] * len(texts)
+        end = len(self.SEP)
+        for i in maybe:  # (its own match, within its own span: what ``test(text)`` would find)
+            own = self.loose.search(folded, starts[i], starts[i + 1] - end) is not None
+            out[i] = own and holds_phrase(texts[i], self.phrase)
+        return out
 
 
 def title_matches(title: str | None, word: str) -> bool:

@@ -436,3 +436,40 @@ def test_phrase_test_agrees_with_holds_phrase(phrase):
     got = [holds(t) for t in PHRASE_TEXTS]
     assert got == [holds_phrase(t, phrase) for t in PHRASE_TEXTS]
     assert sum(got) >= {"budget deadline": 4, "load config": 2}.get(phrase, 0)  # (the texts do hold some)
+
+
+@pytest.mark.parametrize("phrase", PHRASES)
+def test_a_phrase_tested_on_many_texts_at_once_answers_as_one_by_one(phrase):
+    """``many`` folds the texts joined and scans them once: the same answers as each text alone, in any
+    order, whatever the texts end or start with (a match that would cross from one text into the next,
+    a text holding the separator itself, accents, scripts without spaces)."""
+    import random
+
+    from samctl.search.query import PhraseTest, holds_phrase, phrase_test
+
+    test = phrase_test(phrase)
+    texts = list(PHRASE_TEXTS) + [
+        "budget",
+        "deadline budget",
+        "... deadline",
+        "plan " + PhraseTest.SEP + " strasse",
+        "strasse",
+        "",
+        "é",
+        "\u0301deadline",
+    ]
+    rnd = random.Random(phrase)
+    for _ in range(20):
+        rnd.shuffle(texts)
+        got = test.many(texts)
+        assert got == [holds_phrase(t, phrase) for t in texts]
+    assert test.many([]) == []
+
+
+def test_a_match_crossing_into_the_next_text_does_not_hide_its_own():
+    """Scanning "deadline" + separator + "deadline deadline" finds one match across the two; the second
+    text's own match overlaps it and is still found."""
+    from samctl.search.query import phrase_test
+
+    assert phrase_test("deadline deadline").many(["deadline", "deadline deadline"]) == [False, True]
+    assert phrase_test("budget deadline").many(["budget", "deadline. budget, deadline"]) == [False, True]
