@@ -322,6 +322,30 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         date = params.date * bm25(corpus, "date", terms, params)
         base = own + date
     nz = int(np.count_nonzero(base))  # s > 0 exactly where a row or a neighbour has evidence
+    context, s, best = _with_context(corpus, base, same, params, nz)
+    conv, addressee, reply, best = _with_shares(corpus, s, best, terms, sides, params, nz)
+    diversity = zero
+    if params.diversify and nz:
+        diversity = np.zeros(corpus.size)
+        cand, cut = _diversity(s, group, params, diversity, best)
+        s[cand] += diversity[cand]
+        if info is not None:
+            info["floor"] = cut
+    return {
+        "own": own,
+        "date": date,
+        "context": context,
+        "conversation": conv,
+        "addressee": addressee,
+        "diversity": diversity,
+        "reply": reply,
+        "score": s,
+    }
+
+
+def _with_context(corpus, base, same, params, nz: int):
+    """(context, base + context, the best of those or None): each row's share of its neighbours' ``base``
+    (damped for long rows), over every row in two halves at once when most rows are concerned."""
     n = corpus.size
     ctx = params.prev or params.next or params.prev2 or params.next2
     damp = None
@@ -357,6 +381,15 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         context = _context(base, same, params, nz, corpus.memo)
         s = base + context
         best = None
+    return context, s, best
+
+
+def _with_shares(corpus, s, best, terms, sides, params, nz: int):
+    """(conversation, addressee, reply, the best score or None): the conversation's share, then the
+    addressee's, then the reply's, each added into ``s`` in that order, in two halves at once."""
+    zero = _zeros(corpus.size)
+    n = corpus.size
+    _same, group, role = corpus.rows()
     conv = addressee = reply = zero
     table = None
     if params.conversation and nz:
@@ -395,23 +428,7 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         peak = [-np.inf, -np.inf]
         halves.run(n, then)
         best = max(peak)
-    diversity = zero
-    if params.diversify and nz:
-        diversity = np.zeros(corpus.size)
-        cand, cut = _diversity(s, group, params, diversity, best)
-        s[cand] += diversity[cand]
-        if info is not None:
-            info["floor"] = cut
-    return {
-        "own": own,
-        "date": date,
-        "context": context,
-        "conversation": conv,
-        "addressee": addressee,
-        "diversity": diversity,
-        "reply": reply,
-        "score": s,
-    }
+    return conv, addressee, reply, best
 
 
 def _spread(values, rows, n: int) -> np.ndarray:
