@@ -562,14 +562,14 @@ def _at_least(s, k: int, best: float | None = None) -> np.ndarray:
     of every row)."""
     t = (float(s.max()) if best is None else best) / 2
     for _ in range(8):
-        top = _rows_at_least(s, t)
+        top = rows_at_least(s, t)
         if top.size >= k:
             return top
         t /= 4
     return np.flatnonzero(s > 0)
 
 
-def _rows_at_least(s, t: float) -> np.ndarray:
+def rows_at_least(s, t: float) -> np.ndarray:
     """``np.flatnonzero(s >= t)``, each half of the rows in its thread."""
     found = [None, None]
 

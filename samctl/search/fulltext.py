@@ -72,7 +72,7 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: bm25.Params = b
     rows, gate = None, None
     if info.get("floor", 0) > 0:  # the best rows first: enough of them are at or above the pool's cut
         gate = grouped.Copies(corpus)
-        rows = _best_rows(corpus, score, allowed(np.flatnonzero(score >= info["floor"])), limit, plan, False, gate)
+        rows = _best_rows(corpus, score, allowed(bm25.rows_at_least(score, info["floor"])), limit, plan, False, gate)
     if rows is None:
         gate = grouped.Copies(corpus)
         rows = _best_rows(corpus, score, allowed(np.flatnonzero(score > 0)), limit, plan, True, gate)
@@ -112,7 +112,7 @@ def _meet_copies(corpus: IndexCorpus, own, score, allowed, rows, gate) -> None:
     if not rows:
         return
     taken = np.asarray(rows, np.int64)
-    pool = np.flatnonzero(score >= 0.5 * float(score[taken].min()))
+    pool = bm25.rows_at_least(score, 0.5 * float(score[taken].min()))
     pool = pool[np.isin(own[pool], np.unique(own[taken]))]
     at = corpus.dates_at
     pool = pool[np.isin(np.nan_to_num(at(pool), nan=-np.inf), np.nan_to_num(at(np.sort(taken)), nan=-np.inf))]
