@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import threading
 
 from samctl.search.index.format import MESSAGE, ROLES, BadIndex, load_numpy, token_key
 
@@ -118,17 +119,19 @@ class _Static:
 # (browse, a bench) over the same segments and alive rows reuses them and what was derived from them.
 _STATIC: list = []
 _KEPT_STATIC = 2
+_STATIC_LOCK = threading.Lock()  # (searches in several threads share the list)
 
 
 def _static(parts: list, size: int) -> _Static:
-    for i, got in enumerate(_STATIC):
-        if got.serves(parts):
-            _STATIC.append(_STATIC.pop(i))
-            return got
-    got = _Static(parts, size)
-    _STATIC.append(got)
-    del _STATIC[:-_KEPT_STATIC]
-    return got
+    with _STATIC_LOCK:
+        for i, got in enumerate(_STATIC):
+            if got.serves(parts):
+                _STATIC.append(_STATIC.pop(i))
+                return got
+        got = _Static(parts, size)
+        _STATIC.append(got)
+        del _STATIC[:-_KEPT_STATIC]
+        return got
 
 
 class IndexCorpus:

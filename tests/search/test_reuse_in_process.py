@@ -121,3 +121,14 @@ def test_a_row_dead_in_a_segment_kept_makes_new_arrays(tree):
     again = corpus([0, 1])
     assert again.live is not first.live and not again.live[1] and first.live[1]
     assert again.length[1] == 0 and first.length[1] > 0
+
+
+def test_searches_in_several_threads_at_once_give_the_answers_of_one(tree):
+    """What a process keeps is shared by its threads: searches running at once each give the hits a
+    search alone gives (and none fails: a failure would be taken for a broken index)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    want = _fresh(tree)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: _hits(tree), range(8)))
+    assert all(g == want for g in got)

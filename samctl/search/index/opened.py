@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -79,10 +80,12 @@ class Index:
 # holds only the segments its manifest names (those dropped are unmapped); at most _KEPT_FOLDERS folders.
 _OPENED: dict = {}
 _KEPT_FOLDERS = 8
+_LOCK = threading.Lock()  # (what is kept is shared by the threads of a process)
 
 
 def _segments(d: Path, m: Manifest, root: str) -> list[Segment]:
-    """The segments manifest ``m`` names, each a copy of the one opened (its alive mask is per open)."""
+    """The segments manifest ``m`` names, each a copy of the one opened (its alive mask is per open).
+    (Two searches at once in one process: each finds what the other left, or opens again.)"""
     before = _OPENED.pop(str(d), {})
     now, out = {}, []
     for info in m.segments:
@@ -96,9 +99,10 @@ def _segments(d: Path, m: Manifest, root: str) -> list[Segment]:
         seg = got[1] if got is not None and got[0] == ident else Segment.open(path, root, info)
         now[info["name"]] = (ident, seg)
         out.append(copy.copy(seg))
-    while len(_OPENED) >= _KEPT_FOLDERS:
-        _OPENED.pop(next(iter(_OPENED)))
-    _OPENED[str(d)] = now
+    with _LOCK:
+        while len(_OPENED) >= _KEPT_FOLDERS:
+            _OPENED.pop(next(iter(_OPENED)), None)
+        _OPENED[str(d)] = now
     return out
 
 
@@ -122,9 +126,10 @@ def _manifest(d: Path, store) -> Manifest:
             return got[1]
     m = read_manifest(path, store)
     if ident is not None:
-        while len(_MANIFESTS) >= _KEPT_FOLDERS:
-            _MANIFESTS.pop(next(iter(_MANIFESTS)))
-        _MANIFESTS[str(d)] = (ident, m)
+        with _LOCK:
+            while len(_MANIFESTS) >= _KEPT_FOLDERS:
+                _MANIFESTS.pop(next(iter(_MANIFESTS)), None)
+            _MANIFESTS[str(d)] = (ident, m)
     return m
 
 
