@@ -114,6 +114,28 @@ def preflight(path, writing: bool = False) -> bool:
     return False
 
 
+def free_pages_in_header(path) -> int | None:
+    """The free-page count a rollback-journal database's header gives (offset 36), or None when the
+    header alone cannot be trusted: not a whole SQLite header, WAL mode, or a -journal or -wal beside
+    it (a hot journal means the main file may be mid-transaction).  SQLite keeps that count in every
+    commit, so with none of those it is what ``PRAGMA freelist_count`` reads."""
+    try:
+        f, _ = reading.open_regular(path)
+    except FileProblem:
+        return None
+    with f:
+        try:
+            head = f.read(100)
+        except OSError:
+            return None
+    if len(head) < 100 or head[:16] != _SQLITE_MAGIC or head[18] == 2 or head[19] == 2:
+        return None
+    name = os.fspath(path)
+    if filemodes.lstat(name + "-journal") is not None or filemodes.lstat(name + "-wal") is not None:
+        return None
+    return int.from_bytes(head[36:40], "big")
+
+
 def rollback_mode(path) -> bool:
     try:
         f, _ = reading.open_regular(path)

@@ -127,6 +127,23 @@ def test_compact_does_not_vacuum_a_database_with_its_own_schema(run, sam_demo, w
         assert state(db) == before
 
 
+@pytest.mark.parametrize("what", HOSTILE)
+def test_compact_leaves_a_database_without_free_pages_unopened(run, sam_demo, what):
+    """Nothing to vacuum: neither run opens it, so its schema is not compact's business (check's is)."""
+    db = conv(sam_demo) / SID / "memory.db"
+    add(db, what)
+    c = sqlite3.connect(db)
+    assert c.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    c.close()
+    before = state(db)
+    for dry in (["--dry-run"], []):
+        r = run("--root", sam_demo, "compact", "--force", "-v", *dry)
+        assert r.exit_code == 0, r.output
+        assert "not vacuumed" not in r.stderr and "memory.db" not in r.stderr, r.stderr
+        assert state(db) == before
+        assert sorted(p.name for p in db.parent.iterdir() if p.name.startswith("memory.db")) == ["memory.db"]
+
+
 def test_compact_still_vacuums_a_database_of_sams_schema(run, sam_demo):
     db = conv(sam_demo) / SID / "memory.db"
     c = sqlite3.connect(db)

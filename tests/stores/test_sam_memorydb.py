@@ -882,3 +882,36 @@ def test_the_test_lock_wait_only_shortens_the_wait(monkeypatch):
     assert sqlitestore.lock_wait(2.0) == 2.0
     monkeypatch.delenv("SAMCTL_TEST_LOCK_WAIT")
     assert sqlitestore.lock_wait(2.0) == 2.0
+
+
+# --- the free-page count from the header (compact skips a database with none) -------------------------
+
+
+def test_free_pages_in_header_is_what_sqlite_counts(folder):
+    p = create_memory_db(folder / "memory.db", [good(i, content="x" * 900) for i in range(300)])
+    assert sqlitestore.free_pages_in_header(p) == 0
+    conn = sqlite3.connect(p)
+    conn.execute("DELETE FROM conversation_memories WHERE rowid % 2 = 0")
+    conn.commit()
+    counted = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    conn.close()
+    assert counted > 0 and sqlitestore.free_pages_in_header(p) == counted
+
+
+def test_free_pages_in_header_is_not_trusted_beside_a_journal_or_log(folder):
+    p = create_memory_db(folder / "memory.db", [good(i, content="x" * 900) for i in range(300)])
+    make_hot_journal(p)  # the main file may be mid-transaction
+    assert sqlitestore.free_pages_in_header(p) is None
+    wal = folder / "wal" / "memory.db"
+    wal.parent.mkdir()
+    make_wal(wal, keep_log=False)
+    assert sqlitestore.free_pages_in_header(wal) is None  # WAL mode: the log may hold newer pages
+
+
+@pytest.mark.parametrize("content", [b"", b"SQLite format 3\0" + b"\0" * 20, b"not a database" * 10])
+def test_free_pages_in_header_of_what_is_not_a_whole_header_is_none(folder, content):
+    p = folder / "memory.db"
+    p.write_bytes(content)
+    assert sqlitestore.free_pages_in_header(p) is None
+    (folder / "link.db").symlink_to(p)
+    assert sqlitestore.free_pages_in_header(folder / "link.db") is None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from samctl.errors import FileProblem, SamctlError
 from samctl.fs import faults, filemodes
+from samctl.stores import sqlite
 from samctl.stores.sam import sqlitefile
 
 
@@ -14,12 +15,15 @@ def vacuum(path: Path, dry_run: bool) -> tuple[int, int]:
     """(free pages, size after) of VACUUMing ``path``, only if its schema is exactly SAM's
     (``sqlitefile.open_for_writing``).  A dry run opens it read-only for real (no -shm or -wal created,
     no hot journal rolled back), says what the real run would refuse, and estimates the size.
-    SamctlError when it cannot or must not be vacuumed."""
+    SamctlError when it cannot or must not be vacuumed.  A database whose header says it has no
+    free pages is not opened at all, whatever its schema: there is nothing to do to it."""
     table = sqlitefile.MEMORY_TABLE if path.name == "memory.db" else sqlitefile.ARCHIVE_TABLE
     st = filemodes.lstat(path)
     size = st.st_size if st is not None else 0
     if not size:
         return 0, 0  # an empty database SAM fills on its next open: nothing to vacuum
+    if sqlite.free_pages_in_header(path) == 0:
+        return 0, size  # nothing to vacuum, so nothing to open (a cron run meets mostly these)
     try:
         if dry_run:
             db = sqlitefile.open_readonly(path, timeout=0)

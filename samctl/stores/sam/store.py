@@ -477,10 +477,10 @@ class SamStore(Store):
         out = []
         for e in self._folders():
             for name in ("memory.db", "context_archive.db"):
-                p = Path(e.path) / name
+                p = os.path.join(e.path, name)
                 st = filemodes.lstat(p)
                 if st is not None and stat.S_ISREG(st.st_mode):
-                    out.append((p, st))
+                    out.append((Path(p), st))  # (a Path only for what exists: most have no archive)
         return out
 
     def vacuum(self, path: Path, dry_run: bool) -> tuple[int, int]:
