@@ -190,10 +190,15 @@ def parse_when(text: str, now: float | None = None, end: bool = False) -> float:
     )
 
 
+_YEAR_10000 = 253402300800  # epoch seconds of 10000-01-01: %Y writes four digits up to there
+
+
 def format_utc(ts: float | None) -> str | None:
     """ISO 8601 UTC: whole seconds as stored by SAM's JSON, milliseconds when there are any."""
     if ts is None:
         return None
+    if 0 <= ts < _YEAR_10000 and ts == int(ts):  # whole seconds (SAM's own): no datetime needed, twice as fast
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
     try:
         dt = datetime.fromtimestamp(ts, timezone.utc)
     except (OverflowError, OSError, ValueError):

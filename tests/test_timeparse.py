@@ -3,9 +3,11 @@
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from samctl.errors import UsageError
-from samctl.timeparse import parse_when
+from samctl.timeparse import format_utc, parse_when
 
 NOV = datetime(2026, 11, 30, 12, tzinfo=timezone.utc).timestamp()  # "now": winter time in New York
 
@@ -242,3 +244,27 @@ def test_parse_timestamp_memo_stays_bounded():
         t = f"2026-08-{1 + i % 28:02d}T{i // 60 % 24:02d}:{i % 60:02d}:12.{i:06d}Z"
         assert timeparse.parse_timestamp(t) == _reference_parse(t)
     assert len(timeparse._SEEN) <= timeparse._SEEN_MAX and len(timeparse._MINUTES) <= timeparse._SEEN_MAX
+
+
+@pytest.mark.parametrize(
+    "ts,text",
+    [
+        (0, "1970-01-01T00:00:00Z"),
+        (1786370531.0, "2026-08-10T14:02:11Z"),
+        (1786370531.25, "2026-08-10T14:02:11.250Z"),
+        (1786370531.0004, "2026-08-10T14:02:11Z"),  # under a millisecond: whole seconds
+        (-1.0, "1969-12-31T23:59:59Z"),
+        (253402300799.0, "9999-12-31T23:59:59Z"),
+        (1e20, None),
+        (float("nan"), None),
+    ],
+)
+def test_format_utc_is_iso_with_milliseconds_only_when_there_are_some(ts, text):
+    assert format_utc(ts) == text
+
+
+@given(st.floats(min_value=-1e10, max_value=2.5e11) | st.integers(min_value=-(10**10), max_value=25 * 10**10))
+def test_format_utc_of_any_time_is_what_datetime_writes(ts):
+    dt = datetime.fromtimestamp(ts, timezone.utc)
+    spec = "seconds" if dt.microsecond // 1000 == 0 else "milliseconds"
+    assert format_utc(ts) == dt.isoformat(timespec=spec).replace("+00:00", "Z")
