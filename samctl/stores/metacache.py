@@ -18,9 +18,9 @@ import orjson
 from samctl.errors import FileProblem
 from samctl.fs import reading, userdirs, writing
 
-VERSION = 8  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
+VERSION = 9  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
 # 6: one-file-each rows carry project, branch, continues, copied messages and model; 7: SAM rows carry the model;
-# 8: mermaid rows carry the git branch
+# 8: mermaid rows carry the git branch; 9: a SAM row's meta is a list in the model's field order
 RACY_SECONDS = 2.0
 
 

@@ -15,6 +15,7 @@ import os
 import orjson
 import pytest
 
+from samctl.stores.sam.store import _META_KEYS
 from tests.conftest import fingerprint
 
 SAM_BIG = "8B58CBC4-ACA7-4811-AE66-C01921690310"  # 4832 bytes: over a 4K cap
@@ -84,6 +85,8 @@ def test_mermaid_capped_ls_does_not_hide_a_conversation_from_a_later_ls(
 
 BAD_FIELDS = [
     ("title", None),
+    ("model", 3),
+    ("active_ts", "x"),
     ("title", 5),
     ("updated_ts", "x"),
     ("created_ts", [1]),
@@ -102,6 +105,29 @@ BAD_FIELDS = [
 ]
 
 
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda meta: meta.append(None),  # a field too many
+        lambda meta: meta.pop(),  # one too few
+        lambda meta: meta.clear(),
+    ],
+)
+def test_sam_cache_with_a_meta_of_another_width_is_rescanned(run, sam_demo, tmp_path, monkeypatch, tamper):
+    cache = tmp_path / "c"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    _age(sam_demo)
+    want = run("--root", sam_demo, "ls", "--format", "jsonl")
+    (path,) = _cache_files(cache, "sam")
+    doc = orjson.loads(path.read_bytes())
+    for entry in doc["entries"].values():
+        tamper(entry[2])
+    path.write_bytes(orjson.dumps(doc))
+    got = run("--root", sam_demo, "ls", "--format", "jsonl")
+    assert (got.exit_code, got.stderr, got.stdout) == (0, "", want.stdout)
+    assert run("--root", sam_demo, "show", SAM_BIG).exit_code == 0  # (cached_title reads the rows too)
+
+
 @pytest.mark.parametrize("field,value", BAD_FIELDS, ids=[f"{f}={v!r}" for f, v in BAD_FIELDS])
 def test_sam_cache_with_mistyped_fields_is_rescanned(run, sam_demo, tmp_path, monkeypatch, field, value):
     cache = tmp_path / "c"
@@ -112,7 +138,7 @@ def test_sam_cache_with_mistyped_fields_is_rescanned(run, sam_demo, tmp_path, mo
     doc = orjson.loads(path.read_bytes())
     assert len(doc["entries"]) == 3
     for entry in doc["entries"].values():
-        entry[2][field] = value
+        entry[2][_META_KEYS.index(field)] = value  # (a row's meta: a list in the model's field order)
     path.write_bytes(orjson.dumps(doc))
     before = fingerprint(sam_demo)
     for args in (
@@ -130,7 +156,6 @@ def test_sam_cache_with_mistyped_fields_is_rescanned(run, sam_demo, tmp_path, mo
 
 def test_sam_cache_checks_every_field_of_the_model_in_its_order():
     from samctl.model import ConversationMeta
-    from samctl.stores.sam.store import _META_KEYS
 
     # the fields SAM fills (project, branch and continues always None), in the model's order; the one after
     # them stays at its default

@@ -31,8 +31,9 @@ from samctl.stores.values import too_costly
 _PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
 _OPT_STR = (str, type(None))
 _OPT_NUM = (int, float, type(None))
-# The types each field of a cached ConversationMeta may have, in the model's field order (the order
-# _scan saves them in): a cache is untrusted input (README §Caches).
+# The types each field of a cached ConversationMeta may have, in the model's field order: _scan saves
+# them as a list in this order (no keys to parse or check), which ConversationMeta takes positionally.
+# A cache is untrusted input (README §Caches).
 _META_TYPES = {
     "store": (str,),
     "id": (str,),
@@ -52,6 +53,7 @@ _META_TYPES = {
     "model": _OPT_STR,
 }
 _META_KEYS = tuple(_META_TYPES)
+_TITLE = _META_KEYS.index("title")
 # Every allowed tuple of field types (864): one set lookup per entry keeps a warm ``ls`` fast.
 _META_SIGNATURES = frozenset(itertools.product(*_META_TYPES.values()))
 
@@ -186,10 +188,7 @@ class SamStore(Store):
         if (entry[4] is not None and type(entry[4]) is not str) or (entry[5] is not None and type(entry[5]) is not int):
             return None
         if meta is not None and not (
-            type(meta) is dict
-            and tuple(meta) == _META_KEYS
-            and tuple(map(type, meta.values())) in _META_SIGNATURES
-            and meta["store"] == "sam"
+            type(meta) is list and tuple(map(type, meta)) in _META_SIGNATURES and meta[0] == "sam"
         ):
             return None
         if problem is not None and not (
@@ -202,8 +201,8 @@ class SamStore(Store):
     def cached_title(self, name: str) -> str | None:
         """The title samctl's listing cache remembers for the conversation in folder ``name`` (any age)."""
         entry = self._load_cache().get(name)
-        if isinstance(entry, list) and len(entry) == CACHE_ENTRY_WIDTH and isinstance(entry[2], dict):
-            title = entry[2].get("title")
+        if isinstance(entry, list) and len(entry) == CACHE_ENTRY_WIDTH and isinstance(entry[2], list):
+            title = entry[2][_TITLE] if len(entry[2]) == len(_META_KEYS) else None
             if isinstance(title, str) and title:
                 return title
         return None
@@ -272,7 +271,7 @@ class SamStore(Store):
             elif entry[5] is not None and meta_d is not None:
                 decodable[p] = entry  # (see _DECODABLE)
             if meta_d is not None:
-                m = ConversationMeta(**meta_d)
+                m = ConversationMeta(*meta_d)
                 m.path = p
                 if UUID_RE.match(name):
                     m.id = name.upper()
@@ -313,7 +312,7 @@ class SamStore(Store):
         meta_d = topic = None
         if doc is not None:
             m = decode.meta(doc, p, st.st_size, folder.upper(), st.st_mtime)
-            meta_d = {k: getattr(m, k) for k in _META_KEYS}  # (the fields SAM has; the others stay None)
+            meta_d = [getattr(m, k) for k in _META_KEYS]  # (the fields SAM has; the others stay None)
             if problem is None:
                 problem = _first_rejection(doc)
             topic = decode.shared_topic_id(doc)
