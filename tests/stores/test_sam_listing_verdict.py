@@ -120,3 +120,17 @@ def test_a_load_judges_each_message_hidden_once_and_counts_what_ls_counts(tmp_pa
     assert len(calls) == len(dicts) == len(conv.messages)
     monkeypatch.setattr(decode, "hidden_by_ui", real)
     assert conv.meta.message_count == decode.shown_count(doc["messages"]) <= len(dicts) - 2
+
+
+def test_a_load_after_the_listing_has_the_meta_a_load_without_it_makes(aged_sam, monkeypatch):
+    """The load takes the listing's row for an unchanged file instead of deriving the meta again: the
+    same meta, field by field, whether the row was just scanned or came from the cache."""
+    for _ in ("scanned", "cached"):
+        store = _store(aged_sam)
+        metas = store.list_metas([])
+        assert len(metas) >= 3
+        listed = {m.id: store.load_listed(m.id, []).meta for m in metas}
+        monkeypatch.setattr(sam_store, "_DECODABLE", {}, raising=False)
+        alone = {m.id: _store(aged_sam).load_listed(m.id, []).meta for m in metas}
+        assert listed == alone
+        assert all(m.path.endswith("conversation.json") and m.message_count is not None for m in listed.values())

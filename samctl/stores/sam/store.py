@@ -387,17 +387,24 @@ class SamStore(Store):
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             return None
-        rejection = None if _still_decodable(p) else _first_rejection(doc)
+        listed = _still_decodable(p)
+        rejection = None if listed is not None else _first_rejection(doc)
         if rejection:
             findings.append(Finding(rejection[0], str(p), rejection[1], WARNING, cid.upper()))
-        return self.conversation_from_doc(doc, str(p), cid.upper())
+        return self.conversation_from_doc(doc, str(p), cid.upper(), listed)
 
-    def conversation_from_doc(self, doc: dict, source: str, cid: str) -> Conversation:
-        st = filemodes.lstat(source)
+    def conversation_from_doc(self, doc: dict, source: str, cid: str, listed: list | None = None) -> Conversation:
+        """``listed``: the listing's row for ``source`` while the file is unchanged (``_still_decodable``),
+        whose meta is what ``decode.meta`` would make of ``doc`` (it was made from these bytes)."""
         raw_msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
         messages = [m for m in (decode.message(x) for x in raw_msgs) if m is not None]
-        shown = sum(not m.hidden for m in messages)  # (``decode.shown_count``: the objects among them, not hidden)
-        meta = decode.meta(doc, source, st.st_size if st else None, cid, st.st_mtime if st else None, shown)
+        if listed is not None:
+            meta = ConversationMeta(*listed[2])
+            meta.path = source
+        else:
+            st = filemodes.lstat(source)
+            shown = sum(not m.hidden for m in messages)  # (``decode.shown_count``: the objects, not hidden)
+            meta = decode.meta(doc, source, st.st_size if st else None, cid, st.st_mtime if st else None, shown)
         meta.id = cid
         return Conversation(meta=meta, messages=messages, raw=doc, model=decode.model_name(doc), source=source)
 
@@ -659,13 +666,15 @@ _DECODABLE: dict = {}
 _DECODABLE_MAX = 1 << 18
 
 
-def _still_decodable(p) -> bool:
-    """True if ``p`` (just read) is as it was when a listing of this process found SAM decodes it."""
+def _still_decodable(p) -> list | None:
+    """The listing's row for ``p`` (just read) if a listing of this process found SAM decodes it and the
+    file is as it was then, else None."""
     row = _DECODABLE.get(os.fspath(p))
     if row is None:
-        return False
+        return None
     st = filemodes.lstat(p)
-    return st is not None and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (row[0], row[1], row[5])
+    same = st is not None and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (row[0], row[1], row[5])
+    return row if same else None
 
 
 def _first_rejection(doc: dict) -> list | None:
