@@ -91,10 +91,14 @@ def _parse(s: str, naive_tz) -> float | None:
     if m is None:
         return None
     # Every field up to the seconds is a fixed number of \d, each one character: sliced, not grouped.
-    minute = _minute(s)
+    minute = _MINUTES.get(s[:16], _MISS)
+    if minute is _MISS:
+        minute = _minute(s)
     sec = int(s[17:19])
     if minute is None or sec > 60:
         return None
+    if len(s) == 20:  # no fraction, and a one-letter zone: Z or z (SAM's own form)
+        return minute + sec + 0.0
     frac, zone = m.group(7, 8)
     if zone is None:
         try:
