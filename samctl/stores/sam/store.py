@@ -181,8 +181,12 @@ class SamStore(Store):
     def _cached(entry, st):
         """The cached row ``_scan`` made, or None if stale or malformed: every field must have the
         type ``_scan`` gives it, since ``ls`` sorts and adds by them."""
-        entry = MetaCache.fresh(entry, st, CACHE_ENTRY_WIDTH)
-        if entry is None:
+        if not (
+            type(entry) is list
+            and len(entry) == CACHE_ENTRY_WIDTH
+            and entry[0] == st.st_size
+            and entry[1] == st.st_mtime_ns
+        ):  # (``MetaCache.fresh``, inline: once per conversation of every listing)
             return None
         meta, problem = entry[2], entry[3]
         if (entry[4] is not None and type(entry[4]) is not str) or (entry[5] is not None and type(entry[5]) is not int):
@@ -224,7 +228,7 @@ class SamStore(Store):
             _DECODABLE.clear()
         decodable = _DECODABLE
         for e in self._folders():
-            p = os.path.join(e.path, "conversation.json")
+            p = e.path + _SLASH_FILE  # (os.path.join, without its checks: e.path never ends in a separator)
             try:
                 st = os.lstat(p)
             except FileNotFoundError:
@@ -586,7 +590,7 @@ class SamStore(Store):
         cache = self._cache().load()
         refs: dict[str, set[str]] = {}
         for e in self._folders():
-            p = os.path.join(e.path, "conversation.json")
+            p = e.path + _SLASH_FILE  # (os.path.join, without its checks: e.path never ends in a separator)
             try:
                 st = os.lstat(p)
             except FileNotFoundError:
@@ -645,6 +649,7 @@ class SamStore(Store):
 
 
 _APP_TEMP_RE = re.compile(r"[^.].*\.tmp(\.[0-9]+)?")
+_SLASH_FILE = os.sep + "conversation.json"
 CACHE_ENTRY_WIDTH = 6  # the fields of a listing cache entry, as ``SamStore._scan`` makes it
 PARALLEL_SCAN = 2000  # files to read from which a listing reads them in worker processes
 SCAN_PART = 250  # files per unit of work handed to a worker
