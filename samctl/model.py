@@ -23,7 +23,7 @@ from samctl.errors import SamctlError
 from samctl.fs import filemodes, safepaths
 from samctl.safetext import safe_text
 from samctl.said import BIGGER_CAP, said
-from samctl.timeparse import format_utc
+from samctl.timeparse import format_utc, parse_timestamp
 
 ROLES = ("user", "assistant", "tool", "reasoning", "system")
 
@@ -148,6 +148,11 @@ def tool_calls_from_openai(v) -> list[ToolCall]:
     return out
 
 
+# ``Message(..., timestamp_ts=PARSE_LATER)``: the number is parsed from ``timestamp`` when first read.
+# An export to JSON never reads it, and parsing every message's time was a fifth of a mermaid export.
+PARSE_LATER = float("nan")  # (a float, so the field keeps its type; compared by identity, never by value)
+
+
 @dataclass(slots=True)
 class Message:
     role: str
@@ -172,6 +177,17 @@ class Message:
     copied: bool = False  # a copy of a message of the session this one continues (a resume copies history)
     exit_code: int | None = None  # a tool result's exit code, where the app records one
     duration: float | None = None  # a tool result's wall time in seconds, where the app records one
+
+    def __post_init__(self) -> None:
+        if self.timestamp_ts is PARSE_LATER:
+            del self.timestamp_ts  # (an unset slot: reading it calls __getattr__)
+
+    def __getattr__(self, name: str):
+        """Only reached for an unset slot: ``timestamp_ts`` left to be parsed (``PARSE_LATER``)."""
+        if name != "timestamp_ts":
+            raise AttributeError(name)
+        ts = self.timestamp_ts = parse_timestamp(self.timestamp)
+        return ts
 
     def to_dict(self) -> dict:
         d: dict[str, Any] = {

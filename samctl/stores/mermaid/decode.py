@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 
-from samctl.model import ConversationMeta, Message, tool_calls_from_openai
+from samctl.model import PARSE_LATER, ConversationMeta, Message, tool_calls_from_openai
 from samctl.stores.mermaid import eventlog
 from samctl.stores.mermaid.eventlog import MERMAID_ID_RE
 from samctl.timeparse import parse_timestamp
@@ -290,7 +290,7 @@ def message(m: dict) -> Message:
         role=ROLE_MAP.get(m["role"], "system"),
         content=m["content"],
         timestamp=ts,
-        timestamp_ts=parse_timestamp(ts),
+        timestamp_ts=PARSE_LATER,
         tool_calls=tool_calls_from_openai(tool_calls) if tool_calls else [],  # (nothing to read in a falsy value)
         tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
         tool_name=tool_name if isinstance(tool_name, str) else None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 
-from samctl.model import ConversationMeta, Message, tool_calls_from_openai
+from samctl.model import PARSE_LATER, ConversationMeta, Message, tool_calls_from_openai
 from samctl.timeparse import format_utc, parse_timestamp
 
 
@@ -62,7 +62,7 @@ def message(m) -> Message | None:
         role=role_of(m),
         content=_str(m.get("content")),
         timestamp=ts,
-        timestamp_ts=parse_timestamp(ts),
+        timestamp_ts=PARSE_LATER,
         id=m.get("id") if isinstance(m.get("id"), str) else None,
         tool_calls=tool_calls_from_openai(m.get("toolCalls")),
         tool_call_id=m.get("toolCallId") if isinstance(m.get("toolCallId"), str) else None,
