@@ -107,11 +107,22 @@ def export_dict(conv, include_hidden: bool) -> dict:
     return d
 
 
-def jsonl_rows(conv, include_hidden: bool):
+def jsonl_bytes(conv, include_hidden: bool) -> bytes:
+    """One JSON line per message shown: its conversation, store and place, then the message (docs/json.md).
+    The rows are made in one pass and dumped in one more (an export writes millions of them)."""
+    head = {"conversation_id": conv.meta.id, "store": conv.meta.store}
+    rows = []
     for i, m in enumerate(shown(conv, include_hidden)):
-        row = {"conversation_id": conv.meta.id, "store": conv.meta.store, "seq": i}
+        row = {**head, "seq": i}
         row.update(m.to_dict())
-        yield row
+        rows.append(row)
+    dumps, option = orjson.dumps, orjson.OPT_NON_STR_KEYS
+    try:
+        lines = [dumps(r, option=option) for r in rows]
+    except TypeError:  # (what _json_bytes falls back for: each row again, through it)
+        lines = [_json_bytes(r, indent=False) for r in rows]
+    lines.append(b"")
+    return b"\n".join(lines)
 
 
 def _json_bytes(obj, indent: bool = True) -> bytes:
@@ -140,7 +151,7 @@ def render_one(
     if fmt == "json":
         return _json_bytes(export_dict(conv, include_hidden)) + b"\n"
     if fmt == "jsonl":
-        return b"".join(_json_bytes(r, indent=False) + b"\n" for r in jsonl_rows(conv, include_hidden))
+        return jsonl_bytes(conv, include_hidden)
     if fmt == "sam-package":
         return exporter("sam-package").package_for(store, conv, findings, exported_at)
     raise UsageError(f"unknown export format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")

@@ -389,3 +389,26 @@ def test_output_files_are_private(sam_demo, tmp_path):
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o700 and stat.S_IMODE(os.stat(out.parent).st_mode) == 0o700
     assert sorted(p.name for p in out.iterdir()) == sorted([f"{i}.html" for i in ids] + ["index.html"])
     assert all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in out.iterdir())
+
+
+def test_jsonl_rows_are_one_line_a_message_even_past_64_bit_integers():
+    """A raw value orjson cannot write (an integer past 64 bits) sends the rows through the slower writer:
+    the same lines, in the same order, every one of them."""
+    from samctl.model import Conversation, ConversationMeta, Message
+
+    meta = ConversationMeta("mermaid", SPEC_MERMAID, "t")
+    msgs = [
+        Message("user", "first", "2026-08-10T14:03:07Z"),
+        Message("assistant", "big", actions=[{"n": 2**70}]),
+        Message("system", "hidden", hidden=True),
+    ]
+    conv = Conversation(meta=meta, messages=msgs)
+    for hidden in (False, True):
+        lines = core.jsonl_bytes(conv, hidden).decode().split("\n")
+        assert lines[-1] == ""  # every line ends in a newline, the last too
+        rows = [json.loads(x) for x in lines[:-1]]
+        assert [(r["seq"], r["content"]) for r in rows] == list(enumerate(["first", "big", "hidden"][: 2 + hidden]))
+        assert rows[1]["actions"] == [{"n": 2**70}]
+        assert all(list(r)[:4] == ["conversation_id", "store", "seq", "id"] for r in rows)
+    conv.messages = []
+    assert core.jsonl_bytes(conv, True) == b""
