@@ -17,7 +17,7 @@ import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samctl.errors import SamctlError
 from samctl.fs import filemodes, safepaths
@@ -182,12 +182,14 @@ class Message:
         if self.timestamp_ts is PARSE_LATER:
             del self.timestamp_ts  # (an unset slot: reading it calls __getattr__)
 
-    def __getattr__(self, name: str):
-        """Only reached for an unset slot: ``timestamp_ts`` left to be parsed (``PARSE_LATER``)."""
-        if name != "timestamp_ts":
-            raise AttributeError(name)
-        ts = self.timestamp_ts = parse_timestamp(self.timestamp)
-        return ts
+    if not TYPE_CHECKING:  # (hidden from mypy, which would otherwise accept any attribute of a Message)
+
+        def __getattr__(self, name: str):
+            """Only reached for an unset slot: ``timestamp_ts`` left to be parsed (``PARSE_LATER``)."""
+            if name != "timestamp_ts":
+                raise AttributeError(name)
+            ts = self.timestamp_ts = parse_timestamp(self.timestamp)
+            return ts
 
     def to_dict(self) -> dict:
         d: dict[str, Any] = {
