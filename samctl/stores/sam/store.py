@@ -181,12 +181,8 @@ class SamStore(Store):
     def _cached(entry, st):
         """The cached row ``_scan`` made, or None if stale or malformed: every field must have the
         type ``_scan`` gives it, since ``ls`` sorts and adds by them."""
-        if not (
-            type(entry) is list
-            and len(entry) == CACHE_ENTRY_WIDTH
-            and entry[0] == st.st_size
-            and entry[1] == st.st_mtime_ns
-        ):  # (``MetaCache.fresh``, inline: once per conversation of every listing)
+        entry = MetaCache.fresh(entry, st, CACHE_ENTRY_WIDTH)
+        if entry is None:
             return None
         meta, problem = entry[2], entry[3]
         if (entry[4] is not None and type(entry[4]) is not str) or (entry[5] is not None and type(entry[5]) is not int):
