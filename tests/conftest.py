@@ -17,6 +17,7 @@ import importlib.util
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -101,15 +102,26 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(f"(could not write {folder}/adversarial.txt: {exc.strerror})")
 
 
+@pytest.fixture(scope="session")
+def _env_folders(tmp_path_factory) -> Path:
+    """One folder per worker that holds each test's own cache, data and home folders (``_isolated_env``)."""
+    return tmp_path_factory.mktemp("env", numbered=False)
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path_factory, monkeypatch):
+def _isolated_env(_env_folders, monkeypatch):
     """Never touch the user's cache or real stores; SAM is never 'running' unless a test says so.
     HOME and every app's own variable point at an empty folder: without --root, the reading commands
-    cover every store found on the machine (issue #23), and a test must find only what it made."""
-    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))  # the attic of Claude Code, Codex
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
+    cover every store found on the machine (issue #23), and a test must find only what it made.
+
+    The folders are made with ``tempfile.mkdtemp``, not ``tmp_path_factory.mktemp``: the latter lists the
+    whole base folder to number each new one, which made the setup of 4,000 tests cost a minute."""
+    own = Path(tempfile.mkdtemp(dir=_env_folders))
+    for name in ("cache", "data", "home"):
+        (own / name).mkdir()
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(own / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(own / "data"))  # the attic of Claude Code, Codex
+    monkeypatch.setenv("HOME", str(own / "home"))
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "LLM_USER_PATH", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SAMCTL_ASSUME_SAM_RUNNING", "0")
