@@ -438,8 +438,9 @@ class BrowseApp(App):
         self.asked = None  # (text, limit, whether it got all it asked) of the results shown
         self.copied: list = []  # what was put on the clipboard (the tests read it)
 
-    def on_mount(self) -> None:
-        self.push_screen(MainScreen())
+    def get_default_screen(self) -> Screen:
+        """The main screen is the first one: no empty default screen is laid out and painted before it."""
+        return MainScreen()
 
     @property
     def main(self) -> MainScreen:
