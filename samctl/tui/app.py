@@ -113,11 +113,8 @@ class MainScreen(Screen):
                 else "type a query (the syntax of samctl search)"
             )
         else:
-            loading = f"loading {app.loaded}/{len(app.stores)} stores… " if app.loading else ""
-            arrow = "↑" if app.reverse else "↓"
-            what = (
-                f"{loading}{len(app.shown)} of {len(app.rows)} conversations in {len(app.stores)} "
-                f"store{'s' if len(app.stores) != 1 else ''} · sort {app.sort_key} {arrow}"
+            what = R.list_status(
+                app.loading, app.loaded, len(app.stores), len(app.shown), len(app.rows), app.sort_key, app.reverse
             )
         line = what + (f" · {app.note}" if app.note else "")
         self.query_one("#status", Static).update(Text(line))

@@ -16,8 +16,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-COLUMNS = (("STORE", 11), ("PROJECT", 14), ("WHEN", 10), ("MSGS", 5), ("TITLE", 0))  # 0: the rest of the line
-GAP = 2
+from samctl.tui.rows import COLUMNS, line
+
 # The keys both lists answer to themselves; the screens add the vi keys.
 MOVES = [
     Binding("enter", "select", "Open", show=False),
@@ -149,17 +149,8 @@ class ConvList(ScrollView, can_focus=True):
         return self._strip(self.cells(self.rows[i]), width, style)
 
     def _strip(self, cells, width: int, style) -> Strip:
-        line = Text(" ", style=style, no_wrap=True, end="")
-        for k, ((name, w), cell) in enumerate(zip(COLUMNS, cells)):
-            if k in self.hidden:
-                continue
-            piece = Text(str(cell), no_wrap=True, end="")
-            if w:
-                piece.truncate(w, overflow="ellipsis", pad=True)
-                piece.append(" " * GAP)
-            line.append_text(piece)
-        line.truncate(width, overflow="ellipsis", pad=True)
-        return Strip(line.render(self.app.console), width)
+        text = Text(line(cells, self.hidden, width), style=style, no_wrap=True, end="")
+        return Strip(text.render(self.app.console), width)
 
 
 class BlockList(ScrollView, can_focus=True):

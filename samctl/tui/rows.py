@@ -13,12 +13,16 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len, set_cell_size
+
 from samctl.core.listing import project_name
 from samctl.model import recency
 from samctl.safetext import one_line, safe_text
 from samctl.timeparse import format_local
 
 SORT_KEYS = ("updated", "created", "title", "messages", "size")  # as `samctl ls --sort`
+COLUMNS = (("STORE", 11), ("PROJECT", 14), ("WHEN", 10), ("MSGS", 5), ("TITLE", 0))  # 0: the rest of the line
+GAP = 2
 CUT_LINES = 12  # a block longer than this shows its first lines until expanded
 
 
@@ -89,6 +93,34 @@ def cells(row: Row, now: float) -> tuple:
         relative(row.when, now),
         str(m.message_count) if m.message_count is not None else "-",
         one_line(m.title),
+    )
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` in exactly ``width`` terminal cells: padded, or cut with an ellipsis (as Rich's
+    ``Text.truncate(width, overflow="ellipsis", pad=True)``)."""
+    n = cell_len(text)
+    if n <= width:
+        return text + " " * (width - n)
+    return set_cell_size(text, width - 1) + "…"
+
+
+def line(cells, hidden, width: int) -> str:
+    """One line of the conversation list (its header or a row) in ``width`` cells: a space, then each
+    column not in ``hidden`` (indexes of COLUMNS) in its width and GAP spaces, the last one the rest."""
+    parts = [" "]
+    for k, ((_, w), cell) in enumerate(zip(COLUMNS, cells)):
+        if k not in hidden:
+            parts.append(fit(str(cell), w) + " " * GAP if w else str(cell))
+    return fit("".join(parts), width)
+
+
+def list_status(loading: bool, loaded: int, stores: int, shown: int, rows: int, sort_key: str, reverse: bool) -> str:
+    """The status line under the list: what is shown of how many, from how many stores, in which order."""
+    head = f"loading {loaded}/{stores} stores… " if loading else ""
+    arrow = "↑" if reverse else "↓"
+    return (
+        f"{head}{shown} of {rows} conversations in {stores} store{'s' if stores != 1 else ''} · sort {sort_key} {arrow}"
     )
 
 
