@@ -62,16 +62,20 @@ def command(ctx):
         )
     findings: list = []
     stores = stores_in_scope(ctx, findings)
-    from samctl.tui import firstrows, preload
+    from samctl.tui import firstrows, preload, prepaint
 
     first = firstrows.load(stores)  # (the newest rows of the last run: painted before this run's listing)
+    painted = prepaint.paint(first, len(stores))  # (by samctl, while Textual is imported)
     pre = preload.start(stores)  # (listing in a child while Textual is imported: before any thread)
+    app = None
     try:
         from samctl.tui.app import BrowseApp  # (Textual: only here, once it is known to be installed)
 
-        app = BrowseApp(stores, findings, preload=pre, first=first)
+        app = BrowseApp(stores, findings, preload=pre, first=first, prepainted=painted is not None)
         app.run()
     finally:
+        if painted is not None:
+            painted.restore(screen_taken=app is not None and app.screen_taken)
         if pre is not None:
             pre.close()
     report_findings([f for f in app.findings if f.severity == "error"])

@@ -236,7 +236,7 @@ class MainScreen(Screen):
         except Exception:  # noqa: BLE001 - (the first search meets the same problem and says it)
             if debugging():
                 raise
-        app.call_from_thread(self._searched, None, -1, "")
+        app.from_worker(self._searched, None, -1, "")
 
     @work(thread=True, group="search")
     def _search_worker(self, text: str, seq: int, limit: int = FIRST_HITS) -> None:
@@ -250,7 +250,7 @@ class MainScreen(Screen):
             if debugging():
                 raise
             groups, note = [], one_line(f"search failed: internal error: {type(exc).__name__}: {exc}")
-        app.call_from_thread(self._searched, groups, seq, note, text, limit)
+        app.from_worker(self._searched, groups, seq, note, text, limit)
 
     def _searched(self, groups, seq: int, note: str, text: str = "", limit: int = 0) -> None:
         app = self.browse
@@ -387,6 +387,22 @@ def debugging() -> bool:
     return os.environ.get("SAMCTL_DEBUG") == "1"
 
 
+def _keeping_driver():
+    """Textual's terminal driver, less its first switch to the alternate screen: samctl's own first frame
+    (``tui.prepaint``) is there already, and the switch would blank it until Textual's first frame."""
+    from textual.drivers.linux_driver import LinuxDriver  # (lazy: only once samctl painted first, on POSIX)
+
+    class KeepingDriver(LinuxDriver):
+        def write(self, data: str) -> None:
+            app = self._app
+            if not app.screen_taken and data == "\x1b[?1049h":
+                app.screen_taken = True
+                return
+            super().write(data)
+
+    return KeepingDriver
+
+
 class BrowseApp(App):
     """``samctl browse``.  ``stores``: the stores in scope (opened by the command); ``now``: the time
     relative dates count from (fixed by the tests); ``findings``: what opening the stores found."""
@@ -404,8 +420,18 @@ class BrowseApp(App):
         Binding("question_mark", "help", "Keys"),
     ]
 
-    def __init__(self, stores: list, findings: list | None = None, now: float | None = None, preload=None, first=None):
-        super().__init__()
+    def __init__(
+        self,
+        stores: list,
+        findings: list | None = None,
+        now: float | None = None,
+        preload=None,
+        first=None,
+        prepainted: bool = False,
+    ):
+        super().__init__(driver_class=_keeping_driver() if prepainted else None)
+        self.screen_taken = False  # the driver took over the screen samctl painted first (tui.prepaint)
+        self.leaving = False  # exit was called: the widgets are being taken down
         self.first = list(first or [])  # [(store, meta)] kept from the last run (tui.firstrows), shown first
         self.preload = preload  # a child listing the stores (tui.preload), read by the first load
         self.partial: set = set()  # id() of the stores of which only the first rows are shown yet
@@ -435,6 +461,23 @@ class BrowseApp(App):
         self.asked = None  # (text, limit, whether it got all it asked) of the results shown
         self.copied: list = []  # what was put on the clipboard (the tests read it)
 
+    def exit(self, *args, **kw) -> None:
+        self.leaving = True
+        super().exit(*args, **kw)
+
+    def from_worker(self, fn, *args) -> None:
+        """``fn(*args)`` on the app's thread, called by a worker: unless the app is leaving by then (a
+        listing or search that ends after a quit key must not meet a screen being taken down)."""
+
+        def unless_leaving() -> None:
+            if not self.leaving:
+                fn(*args)
+
+        try:
+            self.call_from_thread(unless_leaving)
+        except RuntimeError:  # (the app is gone: what the worker made is not wanted)
+            pass
+
     def get_default_screen(self) -> Screen:
         """The main screen is the first one: no empty default screen is laid out and painted before it."""
         return MainScreen()
@@ -451,7 +494,7 @@ class BrowseApp(App):
         child started by ``samctl browse`` sent (``preload``; once), then, listed here, every store it did
         not finish."""
         if reset:
-            self.call_from_thread(self._reset)
+            self.from_worker(self._reset)
         pre, self.preload = self.preload, None
         done: set = set()
         if pre is not None:
@@ -462,17 +505,17 @@ class BrowseApp(App):
                 with gc_paused():  # (a row per conversation, none in a cycle: see gcpause)
                     got = [R.Row.of(store, m) for m in frame[2]]
                 if frame[0] == "head":
-                    self.call_from_thread(self._add, got, [], store, False)
+                    self.from_worker(self._add, got, [], store, False)
                 else:
-                    self.call_from_thread(self._add, got, frame[3], store)
+                    self.from_worker(self._add, got, frame[3], store)
                     done.add(frame[1])
         for i, store in enumerate(self.stores):
             if i in done:
                 continue
             metas, findings = preload.list_store(store)
             got = [R.Row.of(store, m) for m in metas]
-            self.call_from_thread(self._add, got, findings, store)
-        self.call_from_thread(self._done)
+            self.from_worker(self._add, got, findings, store)
+        self.from_worker(self._done)
 
     def _reset(self) -> None:
         """No row yet, or (once) the rows kept from the last run (``tui.firstrows``), each store's

@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from samctl.tui.rows import COLUMNS, line
+from samctl.tui import rows as R
 
 # The keys both lists answer to themselves; the screens add the vi keys.
 MOVES = [
@@ -55,7 +55,7 @@ class ConvList(ScrollView, can_focus=True):
         self.cells = cells
         self.rows: list = []
         self.cursor_row = 0
-        self.hidden: set = set()  # indexes of COLUMNS not shown (PROJECT when no row has one)
+        self.hidden: set = set()  # indexes of R.COLUMNS not shown (PROJECT when no row has one)
 
     # --- the API the screen (and the tests) use: that of DataTable's rows ----------------------
 
@@ -136,7 +136,9 @@ class ConvList(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if y == 0:
-            return self._strip([name for name, _ in COLUMNS], width, self.get_component_rich_style("convlist--header"))
+            return self._strip(
+                [name for name, _ in R.COLUMNS], width, self.get_component_rich_style("convlist--header")
+            )
         i = int(self.scroll_offset.y) + y - 1
         if i >= len(self.rows):
             return Strip.blank(width, self.rich_style)
@@ -149,7 +151,7 @@ class ConvList(ScrollView, can_focus=True):
         return self._strip(self.cells(self.rows[i]), width, style)
 
     def _strip(self, cells, width: int, style) -> Strip:
-        text = Text(line(cells, self.hidden, width), style=style, no_wrap=True, end="")
+        text = Text(R.line(cells, self.hidden, width), style=style, no_wrap=True, end="")
         return Strip(text.render(self.app.console), width)
 
 

@@ -100,7 +100,7 @@ class TranscriptScreen(Screen):
         with gc_paused():  # (thousands of lines made at once, none of them in a cycle: see gcpause)
             prompts = [prompt_of(got, i, "") for i in range(len(got))]
             lines = [wrapped(p, width, self.app.console) for p in prompts] if width > 1 else None
-        self.app.call_from_thread(self._show, got, note, prompts, lines, width)
+        self.app.from_worker(self._show, got, note, prompts, lines, width)
 
     def _show(self, got: list, note: str, prompts: list, lines, width: int) -> None:
         self.blocks = got
@@ -297,7 +297,7 @@ class AtticScreen(Screen):
     def _load(self) -> None:
         findings: list = []
         got = actions.attic_entries(self.app.stores, findings)
-        self.app.call_from_thread(self._show, got)
+        self.app.from_worker(self._show, got)
 
     def _show(self, got: list) -> None:
         self.entries = got

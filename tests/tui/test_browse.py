@@ -101,6 +101,44 @@ def test_first_paint_does_not_wait_for_the_listing(demo):
     asyncio.run(go())
 
 
+def test_a_listing_that_ends_after_the_quit_key_is_dropped(demo):
+    """q while a store is still being listed: what the listing brings once the app is leaving is not shown
+    on a screen being taken down (it raised NoMatches, and the browser exited 1); and a worker's result
+    for an app that is not running is dropped."""
+    gate, done = threading.Event(), threading.Event()
+    [store] = open_stores(demo, ("SAM",))
+    real = store.list_metas
+
+    def slow(findings):
+        gate.wait(10)
+        try:
+            return real(findings)
+        finally:
+            done.set()
+
+    store.list_metas = slow
+    app = BrowseApp([store], now=NOW)
+    real_exit = app.exit
+
+    def exit_then_list(*a, **kw):
+        real_exit(*a, **kw)
+        gate.set()
+        done.wait(10)  # (the rows are on their way to the app's thread while it leaves)
+
+    app.exit = exit_then_list
+
+    async def go():
+        async with app.run_test(size=(100, 24)) as pilot:
+            await pilot.pause(0.1)
+            await pilot.press("q")
+
+    asyncio.run(go())
+    assert done.is_set() and app.return_code == 0 and app.rows == []
+    called: list = []
+    BrowseApp([store]).from_worker(called.append, 1)  # (never run: no loop to run it on)
+    assert called == []
+
+
 def test_filter_as_you_type_by_title_project_and_store(stores):
     async def steps(pilot):
         app = pilot.app
