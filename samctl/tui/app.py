@@ -434,6 +434,7 @@ class BrowseApp(App):
         self.leaving = False  # exit was called: the widgets are being taken down
         self.first = list(first or [])  # [(store, meta)] kept from the last run (tui.firstrows), shown first
         self.preload = preload  # a child listing the stores (tui.preload), read by the first load
+        self.listing = preload  # the same child, stopped when the app exits (the command reaps it)
         self.partial: set = set()  # id() of the stores of which only the first rows are shown yet
         self.stores = list(stores)
         self.findings = list(findings or [])
@@ -462,7 +463,11 @@ class BrowseApp(App):
         self.copied: list = []  # what was put on the clipboard (the tests read it)
 
     def exit(self, *args, **kw) -> None:
+        """Leave at once: the listing (its child, and the loop that shows what it sends) stops here too,
+        so quitting never waits for a large archive to be listed."""
         self.leaving = True
+        if self.listing is not None:
+            self.listing.stop()
         super().exit(*args, **kw)
 
     def from_worker(self, fn, *args) -> None:
@@ -499,6 +504,8 @@ class BrowseApp(App):
         done: set = set()
         if pre is not None:
             for frame in pre.frames():
+                if self.leaving:
+                    return
                 if not (isinstance(frame, tuple) and frame and 0 <= frame[1] < len(self.stores)):
                     break
                 store = self.stores[frame[1]]
@@ -510,6 +517,8 @@ class BrowseApp(App):
                     self.from_worker(self._add, got, frame[3], store)
                     done.add(frame[1])
         for i, store in enumerate(self.stores):
+            if self.leaving:
+                return
             if i in done:
                 continue
             metas, findings = preload.list_store(store)

@@ -83,13 +83,18 @@ class Preload:
         except OSError:
             return
 
-    def close(self) -> None:
-        """Stop the child if it still runs, and reap it (idempotent)."""
+    def stop(self) -> None:
+        """Stop the child if it still runs: ``frames()`` then ends at what it sent whole."""
         if self.pid:
             try:
                 os.kill(self.pid, signal.SIGTERM)
             except OSError:
                 pass
+
+    def close(self) -> None:
+        """Stop the child if it still runs, and reap it (idempotent)."""
+        if self.pid:
+            self.stop()
             try:
                 os.waitpid(self.pid, 0)
             except OSError:

@@ -200,3 +200,32 @@ def test_a_kept_file_that_is_garbage_or_foreign_is_ignored_and_no_cache_keeps_no
         s.use_cache = False
     run_app(stores, None)
     assert not path.exists() and firstrows.load(stores) == []
+
+
+def test_quitting_while_the_child_lists_stops_it_and_lists_nothing_more(demo, monkeypatch):
+    """q while the child is still listing: the app stops the child (SIGTERM) and its loop, instead of
+    waiting for a large archive to be listed before it can leave (it waited about 2 s at 100,000)."""
+    import signal
+    import time
+
+    from tests.tui.conftest import open_stores
+
+    [store] = open_stores(demo, ("SAM",))
+    monkeypatch.setattr(store, "list_metas", lambda findings: time.sleep(20) or [])  # (in the child, forked below)
+    pre = preload.start([store])
+    pid = pre.pid
+    app = BrowseApp([store], now=NOW, preload=pre)
+
+    async def go():
+        async with app.run_test(size=(100, 24)) as pilot:
+            await pilot.pause(0.1)
+            await pilot.press("q")
+
+    try:
+        asyncio.run(go())
+        _, status = os.waitpid(pid, 0)
+        pre.pid = 0  # (reaped here)
+    finally:
+        pre.close()
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+    assert app.return_code == 0 and app.rows == []
