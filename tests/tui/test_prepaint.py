@@ -37,12 +37,14 @@ def kept_rows(stores) -> list:
     return [(r.store, r.meta) for r in R.ordered([R.Row.of(s, m) for s, m in pairs])]
 
 
-def test_the_frame_is_what_textual_paints_first(stores):
+@pytest.mark.parametrize("size", [(80, 24), (110, 30), (160, 48)])
+def test_the_frame_is_what_textual_paints_first(stores, size):
     """Line for line, the list and the status line of samctl's frame are those of the browser's first
     frame over the same kept rows (the listing held back, as it is while Textual starts)."""
     kept = kept_rows(stores)
-    lines = prepaint.frame(kept, len(stores), 110, 30, NOW)
-    assert len(lines) == 29 and all(cell_len(x) <= 110 for x in lines)
+    width, height = size
+    lines = prepaint.frame(kept, len(stores), width, height, NOW)
+    assert len(lines) == height - 1 and all(cell_len(x) <= width for x in lines)
 
     gate = threading.Event()
     for s in stores:
@@ -52,7 +54,7 @@ def test_the_frame_is_what_textual_paints_first(stores):
     painted: list = []
 
     async def go():
-        async with app.run_test(size=(110, 30)) as pilot:
+        async with app.run_test(size=size) as pilot:
             await pilot.pause()
             lst = app.main.query_one("#list")
             painted.extend(lst.render_line(y).text for y in range(lst.size.height))
@@ -62,7 +64,7 @@ def test_the_frame_is_what_textual_paints_first(stores):
 
     asyncio.run(go())
     assert painted[0].split() == ["STORE", "PROJECT", "WHEN", "MSGS", "TITLE"]
-    assert [x.rstrip() for x in painted[:-1]] == [x.rstrip() for x in lines[1:28]]
+    assert [x.rstrip() for x in painted[:-1]] == [x.rstrip() for x in lines[1:-1]]
     assert painted[-1] == lines[-1].rstrip() and "loading 0/5 stores" in painted[-1]
     assert kept[0][1].title in lines[2]
 
