@@ -393,10 +393,15 @@ def _keeping_driver():
     from textual.drivers.linux_driver import LinuxDriver  # (lazy: only once samctl painted first, on POSIX)
 
     class KeepingDriver(LinuxDriver):
+        switched = False
+
+        def start_application_mode(self) -> None:
+            self._app.screen_taken = True  # (from here on, Textual leaves the alternate screen itself)
+            super().start_application_mode()
+
         def write(self, data: str) -> None:
-            app = self._app
-            if not app.screen_taken and data == "\x1b[?1049h":
-                app.screen_taken = True
+            if not self.switched and data == "\x1b[?1049h":
+                self.switched = True
                 return
             super().write(data)
 
@@ -430,7 +435,7 @@ class BrowseApp(App):
         prepainted: bool = False,
     ):
         super().__init__(driver_class=_keeping_driver() if prepainted else None)
-        self.screen_taken = False  # the driver took over the screen samctl painted first (tui.prepaint)
+        self.screen_taken = False  # Textual's driver took over the terminal samctl painted first (tui.prepaint)
         self.leaving = False  # exit was called: the widgets are being taken down
         self.first = list(first or [])  # [(store, meta)] kept from the last run (tui.firstrows), shown first
         self.preload = preload  # a child listing the stores (tui.preload), read by the first load

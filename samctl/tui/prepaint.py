@@ -17,8 +17,12 @@ alternate screen itself when Textual never took it over (an error before its sta
 from __future__ import annotations
 
 import os
-import termios
 import time
+
+try:
+    import termios
+except ImportError:  # (Windows: no first frame of samctl's own)
+    termios = None  # type: ignore[assignment]
 
 from samctl.tui import rows as R
 
@@ -60,7 +64,7 @@ def frame(first: list, stores: int, width: int, height: int, now: float) -> list
 def paint(first: list, stores: int, fd: int = 0, out: int = 1) -> Painted | None:
     """Write the first frame to ``out`` when it and ``fd`` (the input) are a terminal and rows were kept;
     None when not."""
-    if not first or os.environ.get("TERM", "dumb") == "dumb":
+    if not first or termios is None or os.environ.get("TERM", "dumb") == "dumb":
         return None
     try:
         if not (os.isatty(fd) and os.isatty(out)):
