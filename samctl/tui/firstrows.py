@@ -25,6 +25,30 @@ from samctl.tui.preload import FIELDS
 VERSION = 1
 KEEP = 200  # rows kept: more than a screen holds
 CAP = 4 << 20
+_N = type(None)
+_TEXT, _TEXT_N, _NUM_N, _INT_N = (str,), (str, _N), (float, int, _N), (int, _N)
+# The types each field of a kept row may have (ConversationMeta's, as orjson reads them back), in FIELDS'
+# order: a row with any other is a file samctl did not write, and none of it is shown.
+KINDS = {
+    "store": _TEXT,
+    "id": _TEXT,
+    "title": _TEXT,
+    "created": _TEXT_N,
+    "updated": _TEXT_N,
+    "created_ts": _NUM_N,
+    "updated_ts": _NUM_N,
+    "message_count": _INT_N,
+    "size": _INT_N,
+    "pinned": (bool,),
+    "path": _TEXT,
+    "active_ts": _NUM_N,
+    "project": _TEXT_N,
+    "branch": _TEXT_N,
+    "continues": _TEXT_N,
+    "model": _TEXT_N,
+    "copied_messages": (int,),
+}
+_ROW_KINDS = tuple(KINDS[f] for f in FIELDS)
 
 
 def _scope(stores: list) -> list:
@@ -59,11 +83,16 @@ def load(stores: list) -> list:
     out = []
     try:
         for i, values in doc["rows"][:KEEP]:
-            meta = ConversationMeta(*values)
-            if not (isinstance(meta.id, str) and isinstance(meta.title, str)) or not 0 <= i < len(stores):
+            if (
+                type(i) is not int
+                or not 0 <= i < len(stores)
+                or type(values) is not list
+                or len(values) != len(_ROW_KINDS)
+                or any(type(v) not in kinds for v, kinds in zip(values, _ROW_KINDS))
+            ):
                 return []
-            out.append((stores[i], meta))
-    except (TypeError, ValueError):
+            out.append((stores[i], ConversationMeta(*values)))
+    except (TypeError, ValueError):  # (a row that is not a pair)
         return []
     return out
 

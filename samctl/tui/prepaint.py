@@ -72,13 +72,13 @@ def paint(first: list, stores: int, fd: int = 0, out: int = 1) -> Painted | None
         width, height = os.get_terminal_size(out)
         if width < MIN_SIZE[0] or height < MIN_SIZE[1]:
             return None
+        lines = frame(first, stores, width, height, time.time())  # (before the terminal is touched)
         attrs = termios.tcgetattr(fd)
         quiet = termios.tcgetattr(fd)
         quiet[3] &= ~(termios.ECHO | termios.ICANON)  # (lflag: keys wait for Textual, unechoed)
         termios.tcsetattr(fd, termios.TCSANOW, quiet)
     except (OSError, ValueError, termios.error):
         return None
-    lines = frame(first, stores, width, height, time.time())
     head, body, status = lines[:1], lines[1:-1], lines[-1]
     text = [ENTER, "\x1b[2m" + head[0] + "\x1b[22m", "\x1b[2;1H\x1b[1m" + body[0] + "\x1b[22m"]
     for y, text_line in enumerate(body[1:], start=3):

@@ -202,6 +202,33 @@ def test_a_kept_file_that_is_garbage_or_foreign_is_ignored_and_no_cache_keeps_no
     assert not path.exists() and firstrows.load(stores) == []
 
 
+@pytest.mark.parametrize(
+    "field,value",
+    [("project", 5), ("message_count", "12"), ("updated_ts", "soon"), ("pinned", 1), ("store", None), ("size", 1.5)],
+)
+def test_a_kept_row_with_a_field_of_the_wrong_type_drops_the_file(stores, field, value):
+    """The kept file is untrusted (a row is a list of the meta's fields): one value of a type the meta never
+    has, and nothing of it is shown (a project of 5 or an updated_ts of "soon" raised where the browser makes
+    its rows, in Textual's first frame and in samctl's)."""
+    import orjson
+
+    from samctl.tui import firstrows
+
+    run_app(stores, None)
+    path = firstrows._path(stores)
+    doc = orjson.loads(path.read_bytes())
+    assert len(firstrows.load(stores)) == len(doc["rows"])
+    doc["rows"][0][1][doc["fields"].index(field)] = value
+    path.write_bytes(orjson.dumps(doc))
+    assert firstrows.load(stores) == []
+
+
+def test_the_kept_rows_know_the_type_of_every_field_of_the_meta():
+    from samctl.tui import firstrows
+
+    assert tuple(firstrows.KINDS) == preload.FIELDS
+
+
 def test_quitting_while_the_child_lists_stops_it_and_lists_nothing_more(demo, monkeypatch):
     """q while the child is still listing: the app stops the child (SIGTERM) and its loop, instead of
     waiting for a large archive to be listed before it can leave (it waited about 2 s at 100,000)."""
