@@ -79,11 +79,10 @@ def paint(first: list, stores: int, fd: int = 0, out: int = 1) -> Painted | None
         termios.tcsetattr(fd, termios.TCSANOW, quiet)
     except (OSError, ValueError, termios.error):
         return None
-    head, body, status = lines[:1], lines[1:-1], lines[-1]
-    text = [ENTER, "\x1b[2m" + head[0] + "\x1b[22m", "\x1b[2;1H\x1b[1m" + body[0] + "\x1b[22m"]
-    for y, text_line in enumerate(body[1:], start=3):
-        style = ("\x1b[7m", "\x1b[27m") if y == 3 else ("", "")
-        text.append(f"\x1b[{y};1H{style[0]}{text_line}{style[1]}")
+    # the box dim, the header bold, the cursor's row and the status line reversed; each line placed
+    box, header, rows, status = lines[0], lines[1], lines[2:-1], lines[-1]
+    text = [ENTER, f"\x1b[2m{box}\x1b[22m", f"\x1b[2;1H\x1b[1m{header}\x1b[22m"]
+    text += [f"\x1b[{y};1H\x1b[7m{row}\x1b[27m" if y == 3 else f"\x1b[{y};1H{row}" for y, row in enumerate(rows, 3)]
     text.append(f"\x1b[{height - 1};1H\x1b[7m{status}\x1b[27m")
     painted = Painted(fd, out, attrs)
     data = memoryview("".join(text).encode())
