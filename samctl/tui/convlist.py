@@ -37,7 +37,7 @@ class ConvList(ScrollView, can_focus=True):
     BINDINGS = MOVES
     COMPONENT_CLASSES = {"convlist--header", "convlist--cursor", "convlist--odd"}
     DEFAULT_CSS = """
-    ConvList { height: 1fr; }
+    ConvList { height: 1fr; overflow-x: hidden; }
     ConvList > .convlist--header { text-style: bold; color: $text-accent; background: $panel; }
     ConvList > .convlist--cursor { background: $block-cursor-background; color: $block-cursor-foreground;
                                    text-style: bold; }
@@ -134,7 +134,7 @@ class ConvList(ScrollView, can_focus=True):
     # --- painting -----------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.scrollable_content_region.width  # (less the scrollbar: the ellipsis of a cut title shows)
         if y == 0:
             return self._strip(
                 [name for name, _ in R.COLUMNS], width, self.get_component_rich_style("convlist--header")

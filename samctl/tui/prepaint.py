@@ -54,8 +54,10 @@ def frame(first: list, stores: int, width: int, height: int, now: float) -> list
     cursor), the status line; ``first``: [(store, meta)] newest first."""
     rows = R.ordered([R.Row.of(store, meta) for store, meta in first])
     hidden = () if any(r.project for r in rows) else (1,)
-    lines = [R.fit("filter: " + PLACEHOLDER, width), R.line([n for n, _ in R.COLUMNS], hidden, width)]
-    lines += [R.line(R.cells(r, now), hidden, width) for r in rows[: height - 4]]
+    fits = height - 4  # rows under the list's header
+    inner = width - R.SCROLLBAR if len(rows) > fits else width  # (Textual's scrollbar takes the rest)
+    lines = [R.fit("filter: " + PLACEHOLDER, width), R.line([n for n, _ in R.COLUMNS], hidden, inner)]
+    lines += [R.line(R.cells(r, now), hidden, inner) for r in rows[:fits]]
     lines += [""] * (height - 2 - len(lines))
     lines.append(R.fit(R.list_status(True, 0, stores, len(rows), len(rows), "updated", False), width))
     return lines

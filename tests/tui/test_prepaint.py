@@ -5,6 +5,7 @@ terminal's modes put back as they were; keys typed on it reach the browser; Text
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fcntl
 import os
 import re
@@ -37,11 +38,24 @@ def kept_rows(stores) -> list:
     return [(r.store, r.meta) for r in R.ordered([R.Row.of(s, m) for s, m in pairs])]
 
 
+def many(kept: list, n: int) -> list:
+    """``n`` rows made of ``kept``'s, each its own id, newest first: more than a screen holds."""
+    out = []
+    for i in range(n):
+        store, meta = kept[i % len(kept)]
+        out.append((store, dataclasses.replace(meta, id=f"{meta.id}-{i}", updated_ts=NOW - 60 * (i + 1))))
+    return out
+
+
 @pytest.mark.parametrize("size", [(80, 24), (110, 30), (160, 48)])
-def test_the_frame_is_what_textual_paints_first(stores, size):
+@pytest.mark.parametrize("longer", [False, True], ids=["fits", "longer than the screen"])
+def test_the_frame_is_what_textual_paints_first(stores, size, longer):
     """Line for line, the list and the status line of samctl's frame are those of the browser's first
-    frame over the same kept rows (the listing held back, as it is while Textual starts)."""
+    frame over the same kept rows (the listing held back, as it is while Textual starts); with more rows
+    than the screen holds too, where Textual's scrollbar takes the list's last columns."""
     kept = kept_rows(stores)
+    if longer:
+        kept = many(kept, 60)
     width, height = size
     lines = prepaint.frame(kept, len(stores), width, height, NOW)
     assert len(lines) == height - 1 and all(cell_len(x) <= width for x in lines)
@@ -65,7 +79,7 @@ def test_the_frame_is_what_textual_paints_first(stores, size):
     asyncio.run(go())
     assert painted[0].split() == ["STORE", "PROJECT", "WHEN", "MSGS", "TITLE"]
     assert [x.rstrip() for x in painted[:-1]] == [x.rstrip() for x in lines[1:-1]]
-    assert painted[-1] == lines[-1].rstrip() and "loading 0/5 stores" in painted[-1]
+    assert painted[-1] == lines[-1].rstrip() and f"loading 0/5 stores… {len(kept)} of {len(kept)}" in painted[-1]
     assert kept[0][1].title in lines[2]
 
 
