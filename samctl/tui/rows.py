@@ -23,9 +23,8 @@ from samctl.timeparse import format_local
 SORT_KEYS = ("updated", "created", "title", "messages", "size")  # as `samctl ls --sort`
 COLUMNS = (("STORE", 11), ("PROJECT", 14), ("WHEN", 10), ("MSGS", 5), ("TITLE", 0))  # 0: the rest of the line
 GAP = 2
-SCROLLBAR = (
-    2  # the columns of Textual's vertical scrollbar (scrollbar-size-vertical), beside a list longer than its screen
-)
+# The columns of Textual's vertical scrollbar (scrollbar-size-vertical), beside a list longer than its screen.
+SCROLLBAR = 2
 CUT_LINES = 12  # a block longer than this shows its first lines until expanded
 
 
