@@ -26,6 +26,9 @@ WORD_CHARS = "[\\w\u0591-\u05bd\u05bf-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06
 _W = WORD_CHARS
 # A word: word characters, with inner hyphens, apostrophes or dots kept together (spotter-dov, don't, v1.2).
 _TOKEN = re.compile(f"{_W}+(?:[-'.]{_W}+)*")
+# _TOKEN for a text known to be ASCII: the same matches there (no class beyond \w holds an ASCII
+# character), found about 1.5x faster (tokenizing is a fifth of an index build).
+_ASCII_TOKEN = re.compile(r"\w+(?:[-'.]\w+)*", re.ASCII)
 
 # English stop words (Snowball's list, trimmed to function words; pronouns and auxiliaries included).
 STOP = frozenset(
@@ -175,9 +178,11 @@ def folded_words(text: str) -> list[str] | None:
     """The words of TEXT folded as ``words`` folds them, not yet made terms (``word_terms``); None
     when TEXT holds a script written without spaces (its terms then come from ``tokens``)."""
     if text.isascii():
-        return _TOKEN.findall(text.lower())
+        return _ASCII_TOKEN.findall(text.lower())
     low = fold(text.replace("\u2019", "'").replace("\u2018", "'"))  # (as ``words`` folds)
-    return _TOKEN.findall(low) if low.isascii() or not _NOSPACE_RUN.search(low) else None
+    if low.isascii():
+        return _ASCII_TOKEN.findall(low)
+    return None if _NOSPACE_RUN.search(low) else _TOKEN.findall(low)
 
 
 def word_terms(word: str) -> tuple[str, ...]:

@@ -268,6 +268,13 @@ def test_folding_character_by_character_is_folding_the_whole(text):
         assert folded_words(text) == [w for w, _ in words(text)]
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.characters(max_codepoint=0x7F), max_size=60) | st.text("aZ9_ -'.\t", max_size=60))
+def test_ascii_words_are_found_as_the_unicode_pattern_finds_them(text):
+    """``folded_words`` reads an ASCII text with a pattern of its own: the words are ``words``'s."""
+    assert folded_words(text) == [w for w, _ in words(text)]
+
+
 def test_every_character_folded_alone_to_ascii_is_its_fold():
     assert len(ascii_folds()) > 900
     for ch, f in ascii_folds().items():
