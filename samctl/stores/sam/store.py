@@ -372,12 +372,10 @@ class SamStore(Store):
         except PermissionError:  # its folder is closed to samctl: say so, not "no conversation"
             raise Denied(safepaths.shown(userdirs.first_closed(p.parent))) from None
         except OSError:
-            pass
-        if filemodes.lstat(p) is None:
             legacy = self.legacy_docs(findings).get(cid.upper())
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
-            raise NotFound(f"no conversation {cid} in {self.conv_dir}")
+            raise NotFound(f"no conversation {cid} in {self.conv_dir}") from None
         doc, problem = self.parse_file(p)
         if problem:
             findings.append(Finding(problem[0], str(p), problem[1], conversation=cid.upper()))
