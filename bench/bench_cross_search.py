@@ -5,7 +5,7 @@
                                        [--rounds R] [--repeat R] [--out DIR] [--cache DIR] [--no-cli]
 
 The machine is bench_cross_ls.py's synthetic home (built once into --out by its ``build``, reused when
-there).  The stores are found as `samctl search` without --root finds them (``cli.common.stores_of``).
+there).  The stores are found as `samctl search` without --root finds them (``core.scope.Scope``).
 Each store's index is brought up to date once (a child process per store: its time and peak memory are
 printed, never counted as a query).  Then issue #22's measures, over the union and each store alone:
 
@@ -49,14 +49,11 @@ REFRESH = (
 
 
 def find_stores():
-    """The stores `samctl search` without --root covers, found by the CLI's own ``stores_of``."""
-    import click
+    """The stores `samctl search` without --root covers, found by the CLI's own ``Scope``."""
+    from samctl.core.scope import READ, Scope
+    from samctl.stores.base import Caps
 
-    from samctl.cli.common import Options, stores_of
-
-    findings: list = []
-    with click.Context(click.Command("search"), obj=Options()) as ctx:
-        return stores_of(ctx, findings, every=True)
+    return Scope(caps=Caps()).declare("search", READ).stores()
 
 
 def union_opener(text: str):
