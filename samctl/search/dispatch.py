@@ -226,10 +226,12 @@ def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer
                     )
                 )
             hits = answer(pairs)
-        except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError):
+        except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError) as exc:
             for p in pending or ():
                 p.holds()  # (its thread finished before a rebuild forks workers)
             if len(tmps) == len(stores) or os.environ.get("SAMCTL_DEBUG") == "1":
+                raise
+            if attempt == 1 and _samctls_own(exc, pairs, stores):
                 raise
             attempt += 1
             continue  # an index that cannot be used: rebuild it, then do without
@@ -244,6 +246,23 @@ def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer
             _note_replaced(store, idx, findings)
         return hits
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _samctls_own(exc: Exception, pairs: list, stores: list) -> bool:
+    """Whether an error on indexes just rebuilt is a bug of samctl's, not of the indexes: one that is
+    no index's (not BadIndex or OSError), with every index opened and every byte of it matching its
+    checksum.  Building them again in temporary folders would write the same bytes and fail the same
+    way: one more full build of every store before the error is shown."""
+    if isinstance(exc, (ix.BadIndex, OSError)) or len(pairs) != len(stores):
+        return False
+    try:
+        for _, idx in pairs:
+            idx.manifest.check()
+            if any(seg.verify() for seg in idx.segments):
+                return False
+    except (ix.BadIndex, OSError, ValueError):
+        return False
+    return True
 
 
 def _note_replaced(store, idx, findings: list) -> None:

@@ -196,6 +196,49 @@ def test_offsets_found_wrong_by_a_query_make_it_rebuild(sam, name, monkeypatch):
     assert {p.name for p in d.iterdir() if p.name.endswith(".seg")}.isdisjoint(before)  # rebuilt
 
 
+@pytest.mark.parametrize("error", [IndexError, KeyError, ValueError])
+def test_a_ranking_bug_on_a_whole_index_costs_one_rebuild_not_two(sam, error, monkeypatch):
+    """An error that is no index's, raised again by an index just rebuilt whose every byte matches its
+    checksum, is samctl's own: shown at once, not after a third build in a temporary folder."""
+    from samctl.search import fulltext
+
+    monkeypatch.delenv("SAMCTL_DEBUG")
+    refresh(sam)
+    builds = []
+    real_refresh = ix.refresh
+
+    def counted(store, findings, **kw):
+        builds.append((kw.get("rebuild"), kw.get("home") is not None))
+        return real_refresh(store, findings, **kw)
+
+    def broken(*a, **kw):
+        raise error("a ranking bug")
+
+    monkeypatch.setattr(ix, "refresh", counted)
+    monkeypatch.setattr(fulltext, "search", broken)
+    with pytest.raises(error, match="a ranking bug"):
+        query(sam)
+    assert builds == [(False, False), (True, False)]  # the index as it was, then rebuilt once
+
+
+def test_an_error_a_rebuild_cures_is_never_shown(sam, monkeypatch):
+    """The first try fails, the rebuilt index answers: the search gives its hits (a broken index)."""
+    from samctl.search import fulltext
+
+    monkeypatch.delenv("SAMCTL_DEBUG")
+    want = query(sam)
+    real_search, calls = fulltext.search, []
+
+    def once_broken(*a, **kw):
+        calls.append(1)
+        if len(calls) == 1:
+            raise IndexError("offsets of a broken segment")
+        return real_search(*a, **kw)
+
+    monkeypatch.setattr(fulltext, "search", once_broken)
+    assert query(sam) == want and len(calls) == 2
+
+
 def test_an_index_of_another_root_is_rebuilt(sam, tmp_path):
     other = tmp_path / "other" / "SAM"
     shutil.copytree(sam, other)
