@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from samctl.search.index.format import BadIndex
+
 
 def key(store: str, kind: str, conversation: str, position: int, ref: str | None) -> tuple:
     """What makes two hits the same: a message's own id (its copies share it), else where it is."""
@@ -58,7 +60,8 @@ class Copies:
         self.corpus = corpus
         self.first: dict = {}  # key -> the row taken
         self.copies: dict = {}  # row taken -> the other rows met with its key
-        self._newest: dict = {}
+        self._dates: dict = {}  # ``latest``'s memo
+        self._segment_dates: dict = {}  # id(segment) -> each of its conversations' latest date
 
     def _where(self, r: int) -> tuple:
         part, local = self.corpus.locate(int(r))
@@ -94,14 +97,59 @@ class Copies:
 
     def newest(self, r: int) -> int:
         rows = [int(r)] + self.copies.get(int(r), [])
-        # (copies as new as each other: the greatest conversation id, not a row number, which depends on
-        # how the index was built)
-        return max(rows, key=lambda x: (self._latest(x), self._where(x)[1])) if len(rows) > 1 else int(r)
+        if len(rows) == 1:
+            return int(r)
+        # the first copy of the latest conversation date, then of the greatest conversation id (copies as
+        # new as each other: not a row number, which depends on how the index was built); as arrays,
+        # since a message may have thousands of copies
+        np = self.corpus.np
+        at = np.asarray(rows, np.int64)
+        which = np.searchsorted(np.asarray(self.corpus.starts, np.int64), at, side="right") - 1
+        codes, dates = np.empty(len(at), np.int64), np.empty(len(at))
+        parts = np.unique(which).tolist()
+        for k in parts:
+            part, sel = self.corpus.parts[k], which == k
+            seg = part.seg
+            codes[sel] = c = seg.r_conv[at[sel] - part.start]
+            if not 0 <= int(c.min()) <= int(c.max()) < seg.nconvs:
+                raise BadIndex(f"{seg.name}: a row's conversation is out of range")
+            few = np.unique(c)
+            if len(few) <= FEW_CONVERSATIONS:  # (each one's date alone: cheaper than the whole segment's)
+                each = np.array([latest(seg, x, self._dates) for x in few.tolist()])
+                dates[sel] = each[np.searchsorted(few, c)]
+            else:
+                dates[sel] = self._conversation_dates(seg)[c]
+        at_latest = dates == dates.max()
+        names = {
+            (k, c): (self.corpus.parts[k].store.name, self.corpus.parts[k].seg.convs[c])
+            for k in parts
+            for c in np.unique(codes[at_latest & (which == k)]).tolist()
+        }
+        best = max(names.values())
+        chosen = np.zeros(len(at), bool)
+        for (k, c), name in names.items():
+            if name == best:
+                chosen |= (which == k) & (codes == c)
+        return rows[int(np.flatnonzero(at_latest & chosen)[0])]
 
-    def _latest(self, r: int) -> float:
-        """The latest date of row R's conversation (in its segment), -inf when none is known."""
-        part, local = self.corpus.locate(r)
-        return latest(part.seg, int(part.seg.r_conv[local]), self._newest)
+    def _conversation_dates(self, seg):
+        """Each conversation's latest date in SEG (``latest`` of every code at once)."""
+        got = self._segment_dates.get(id(seg))
+        if got is None:
+            np = self.corpus.np
+            conv = seg.r_conv
+            if len(conv) and not 0 <= int(conv.min()) <= int(conv.max()) < seg.nconvs:
+                raise BadIndex(f"{seg.name}: a row's conversation is out of range")
+            dates = seg.meta["date"]
+            ok = seg.alive & (dates == dates)  # (NaN: no date)
+            got = self._segment_dates[id(seg)] = np.full(seg.nconvs, -math.inf)
+            np.maximum.at(got, conv[ok], dates[ok])
+        return got
+
+
+# Copies in at most this many conversations of a segment: each one's latest date is found alone (a pass
+# over the segment's rows each, 0.03 ms for 60,000 rows), else every conversation's at once (0.8 ms).
+FEW_CONVERSATIONS = 16
 
 
 def latest(seg, c: int, memo: dict) -> float:

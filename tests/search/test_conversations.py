@@ -59,8 +59,16 @@ def _search(run, root, *args):
     return json.loads(r.stdout)
 
 
+@pytest.fixture(params=[16, 0], ids=["dates-one-by-one", "dates-of-a-whole-segment"])
+def few(request, monkeypatch):
+    """Both ways ``Copies.newest`` finds the copies' conversation dates."""
+    from samctl.search import grouped
+
+    monkeypatch.setattr(grouped, "FEW_CONVERSATIONS", request.param)
+
+
 @pytest.mark.parametrize("n", ["6", "100"])
-def test_a_message_in_many_copies_is_one_hit_from_the_newest(run, tmp_path, n):
+def test_a_message_in_many_copies_is_one_hit_from_the_newest(run, tmp_path, n, few):
     root, ids = _resumed(tmp_path)
     before = fingerprint(root)
     for query in ("login", "timeout test", "mail server fixture"):
@@ -82,6 +90,23 @@ def test_a_message_in_many_copies_is_one_hit_from_the_newest(run, tmp_path, n):
         copied = [h for h in got if h["id"] in _copied_uuids(root)]
         assert copied and {h["conversation_id"] for h in copied} == {ids[-1]}, extra
     assert fingerprint(root) == before
+
+
+def test_copies_as_new_as_each_other_give_the_greatest_conversation_id(run, tmp_path, few):
+    """Copies whose conversations end at the same time: the hit comes from the greatest conversation id,
+    whatever order the files were written and indexed in (here the greatest is written first)."""
+    root = tmp_path / "claude"
+    shutil.copytree(REPO / "fixtures" / "demo" / "claude_code", root, symlinks=True)
+    proj = root / "projects" / "-home-ana-api"
+    text = (proj / f"{S1}.jsonl").read_text()
+    ids = [f"{k:08x}-1111-4111-8111-{k:012x}" for k in (0xFE, 0x03, 0x7A, 0x10)]
+    for sid in ids:
+        (proj / f"{sid}.jsonl").write_text(text.replace(S1, sid))
+    for query in ("login", "timeout test"):
+        got = _search(run, root, query, "-n", "20")
+        copied = [h for h in got if h["id"] in _copied_uuids(root)]
+        assert copied and {h["conversation_id"] for h in copied} == {max(ids + [S1])}, query
+        assert len({(h["kind"], h["id"]) for h in got}) == len(got)
 
 
 def test_conversations_one_line_each(run, tmp_path):
