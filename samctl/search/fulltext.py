@@ -263,7 +263,7 @@ def _best_rows(
         phrases.append(lambda texts: [any(is_call_of(t, name) for name in plan.tools) for t in texts])
     unwanted = [phrase_test(p).many for p in plan.excluded_phrases]
     verdict: dict = {}  # row -> whether its text passes them (read a batch ahead: each test runs once a batch)
-    batch = 32
+    batch = keys_ahead = 32
     take = limit * 4 + 64
     out: list[int] = []
     at = 0
@@ -297,8 +297,12 @@ def _best_rows(
                 verdict.update(zip(ahead, good))
             if not verdict[r]:
                 continue
-        if gate is not None and not gate.take(r):  # (a copy of a row taken, or past a conversation's share)
-            continue
+        if gate is not None:
+            if not gate.knows(r):  # (the next rows' keys at once: a message may have thousands of copies)
+                gate.prepare(order[at - 1 : at - 1 + keys_ahead])
+                keys_ahead = min(keys_ahead * 2, 4096)
+            if not gate.take(r):  # (a copy of a row taken, or past a conversation's share)
+                continue
         out.append(r)
     if not complete and len(out) < limit:  # (only when every row of ``cand`` was seen)
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from samctl.search.index.format import BadIndex
+from samctl.search.index.format import CTYPES, KINDS, ROLES, BadIndex
 
 
 def key(store: str, kind: str, conversation: str, position: int, ref: str | None) -> tuple:
@@ -61,13 +61,49 @@ class Copies:
         self.first: dict = {}  # key -> the row taken
         self.copies: dict = {}  # row taken -> the other rows met with its key
         self._dates: dict = {}  # ``latest``'s memo
+        self._known: dict = {}  # row -> its ``_where``, worked out ahead (``prepare``), until asked for
         self._segment_dates: dict = {}  # id(segment) -> each of its conversations' latest date
 
     def _where(self, r: int) -> tuple:
+        """(row R's ``key``, (its store, its conversation))."""
+        got = self._known.pop(r, None)
+        if got is not None:
+            return got
         part, local = self.corpus.locate(int(r))
         kind, _role, _ctype, conv = part.seg.row(local)
         ref = part.seg.ref(local)
         return key(part.store.name, kind, conv, int(part.seg.meta[local]["pos"]), ref), (part.store.name, conv)
+
+    def knows(self, r: int) -> bool:
+        """Whether row R's ``_where`` was worked out ahead."""
+        return r in self._known
+
+    def prepare(self, rows) -> None:
+        """Work out ``_where`` of ROWS (an array of rows about to be met) at once: the same answers, and
+        the same BadIndex for a code out of range, as one row at a time, without a call per field."""
+        np = self.corpus.np
+        rows = np.asarray(rows, np.int64)
+        which = np.searchsorted(np.asarray(self.corpus.starts, np.int64), rows, side="right") - 1
+        for k in np.unique(which).tolist():
+            part = self.corpus.parts[k]
+            seg, store, mine = part.seg, part.store.name, rows[which == k]
+            local = mine - part.start
+            m = seg.a["meta"][local]
+            kinds, convs = m["kind"], m["conv"]
+            if (
+                (kinds >= len(KINDS)).any()
+                or (m["role"] >= len(ROLES)).any()
+                or (m["ctype"] >= len(CTYPES)).any()
+                or (convs < 0).any()
+                or (convs >= seg.nconvs).any()
+            ):
+                raise BadIndex(f"{seg.name}: a row has codes out of range")
+            names = seg.convs
+            for r, kind, c, pos, ref in zip(
+                mine.tolist(), kinds.tolist(), convs.tolist(), m["pos"].tolist(), seg.refs(local)
+            ):
+                conv = names[c]
+                self._known[r] = key(store, KINDS[kind], conv, pos, ref), (store, conv)
 
     def take(self, r: int) -> bool:
         k, _ = self._where(r)

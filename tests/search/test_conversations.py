@@ -109,6 +109,35 @@ def test_copies_as_new_as_each_other_give_the_greatest_conversation_id(run, tmp_
         assert len({(h["kind"], h["id"]) for h in got}) == len(got)
 
 
+def test_keys_worked_out_ahead_are_those_of_one_row_at_a_time(tmp_path, monkeypatch):
+    """``Copies.prepare`` gives every row the ``_where`` one row at a time gives, and refuses a row whose
+    codes are out of range as that does (BadIndex)."""
+    import numpy as np
+
+    from samctl.search import index as ix
+    from samctl.search.corpus import IndexCorpus
+    from samctl.search.grouped import Copies
+    from samctl.stores import open_store
+
+    root, _ = _resumed(tmp_path)
+    store = open_store(str(root))
+    corpus = IndexCorpus([(store, ix.refresh(store, []))])
+    rows = np.arange(corpus.size, dtype=np.int64)
+    one = [Copies(corpus)._where(r) for r in rows.tolist()]
+    ahead = Copies(corpus)
+    ahead.prepare(rows[::-1])
+    assert all(ahead.knows(r) for r in rows.tolist())
+    assert [ahead._where(r) for r in rows.tolist()] == one and not ahead._known
+    seg = corpus.parts[0].seg
+    meta = seg.a["meta"].copy()
+    meta["kind"][3] = 99
+    monkeypatch.setitem(seg.__dict__["a"], "meta", meta)
+    with pytest.raises(ix.BadIndex):
+        Copies(corpus)._where(int(corpus.parts[0].start) + 3)
+    with pytest.raises(ix.BadIndex):
+        Copies(corpus).prepare(rows[:10])
+
+
 def test_conversations_one_line_each(run, tmp_path):
     root, ids = _resumed(tmp_path)
     got = _search(run, root, "login", "-l", "-n", "50")
