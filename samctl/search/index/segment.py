@@ -486,7 +486,9 @@ class Segment:
         if len(rows) and ((a < 0) | (a > b) | (b > len(self.a["ref"]))).any():
             raise BadIndex(f"{self.name}: ref offsets are not consistent")
         buf, base = self.bufs["ref"]
-        return [bytes(buf[base + x : base + y]).decode("utf-8", "surrogatepass") for x, y in zip(a.tolist(), b.tolist())]
+        return [
+            bytes(buf[base + x : base + y]).decode("utf-8", "surrogatepass") for x, y in zip(a.tolist(), b.tolist())
+        ]
 
     @classmethod
     def open(cls, path: Path, root: str, expect: dict) -> Segment:
