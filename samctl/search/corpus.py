@@ -326,6 +326,11 @@ class IndexCorpus:
         p = self.parts[bisect.bisect_right(self.starts, row) - 1]
         return p, row - p.start
 
+    def part_numbers(self, rows):
+        """For an int64 array of corpus rows, the number in ``parts`` of the part holding each (``locate``
+        of many rows at once)."""
+        return self.np.searchsorted(self.np.asarray(self.starts, self.np.int64), rows, side="right") - 1
+
     def terms_with_prefix(self, prefix: str, cap: int = 512) -> list[str]:
         """Index terms (of any part) that start with ``prefix``, at most ``cap`` of them, sorted."""
         return terms_with_prefix((p.seg for p in self.parts), prefix, cap)

@@ -83,7 +83,7 @@ class Copies:
         the same BadIndex for a code out of range, as one row at a time, without a call per field."""
         np = self.corpus.np
         rows = np.asarray(rows, np.int64)
-        which = np.searchsorted(np.asarray(self.corpus.starts, np.int64), rows, side="right") - 1
+        which = self.corpus.part_numbers(rows)
         for k in np.unique(which).tolist():
             part = self.corpus.parts[k]
             seg, store, mine = part.seg, part.store.name, rows[which == k]
@@ -140,7 +140,7 @@ class Copies:
         # since a message may have thousands of copies
         np = self.corpus.np
         at = np.asarray(rows, np.int64)
-        which = np.searchsorted(np.asarray(self.corpus.starts, np.int64), at, side="right") - 1
+        which = self.corpus.part_numbers(at)
         codes, dates = np.empty(len(at), np.int64), np.empty(len(at))
         parts = np.unique(which).tolist()
         for k in parts:
