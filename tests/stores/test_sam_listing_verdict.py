@@ -134,3 +134,28 @@ def test_a_load_after_the_listing_has_the_meta_a_load_without_it_makes(aged_sam,
         alone = {m.id: _store(aged_sam).load_listed(m.id, []).meta for m in metas}
         assert listed == alone
         assert all(m.path.endswith("conversation.json") and m.message_count is not None for m in listed.values())
+
+
+def test_a_chmod_after_the_listing_is_read_again_once_and_then_skipped(run, aged_sam, monkeypatch):
+    """A chmod (``check --fix`` tightens modes) changes every ctime and no size or mtime: the cached
+    rows stay fresh but their ctime is stale, so without a new scan no later load could skip its walk
+    and ``rm`` would parse every file for its topic.  The next listing reads such a file again (once)."""
+    assert run("--root", aged_sam, "ls").exit_code == 0  # (fills the listing cache)
+    files = sorted((aged_sam / "conversations").glob("*/conversation.json"))
+    assert files
+    for p in files:
+        os.chmod(p, 0o400)
+        os.chmod(p, 0o600)
+    time.sleep(2 * RACY)
+    monkeypatch.setattr(sam_store, "_DECODABLE", {}, raising=False)
+    scans: list = []
+    real_scan = sam_store.SamStore._scan
+    monkeypatch.setattr(sam_store.SamStore, "_scan", lambda self, *a: scans.append(1) or real_scan(self, *a))
+    assert run("--root", aged_sam, "ls").exit_code == 0
+    assert len(scans) == len(files)  # read again, once each: the new ctime is cached
+    monkeypatch.setattr(sam_store, "_DECODABLE", {}, raising=False)
+    scans.clear()
+    walks = _walks(monkeypatch)
+    r = run("--root", aged_sam, "export", "--all", "--to", "jsonl")
+    assert r.exit_code == 0, r.stderr
+    assert scans == [] and walks == []

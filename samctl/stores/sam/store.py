@@ -252,6 +252,10 @@ class SamStore(Store):
                 )
                 continue
             entry = self._cached(cache.get(e.name), st)
+            if entry is not None and entry[5] != st.st_ctime_ns and now_ns - st.st_ctime_ns >= RACY_SECONDS * 1e9:
+                # a settled ctime the row lacks (a chmod, as check --fix makes): read once more, or no
+                # load could ever skip its walk (_still_decodable) nor topic_refs its parse
+                entry = None
             if entry is None:
                 todo.append((p, st, e.name))
             probes.append((e.name, p, MetaCache.cacheable(st, now_ns), entry))  # (not the lstat: one per file)
