@@ -106,13 +106,14 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, p
         parse_when(since) if since is not None else None,
         parse_when(until, end=True) if until is not None else None,
     )
+    sizes: dict = {}  # (store, id) -> bytes, of those the listing gives
     if len(stores) == 1:
         store = stores[0]
-        selected = core.select_ids(store, ids, all_, since, until, findings, project)
+        selected = core.select_ids(store, ids, all_, since, until, findings, project, sizes)
     else:  # several stores: (store, id) pairs
         store = stores
         with findings_first(findings):
-            selected = core.select_across(stores, ids, all_, since, until, findings, project)
+            selected = core.select_across(stores, ids, all_, since, until, findings, project, sizes)
     many = all_ or len(selected) > 1
     plan = core.plan_output(output, fmt, many, store)
     show = progress if progress is not None else (all_ and sys.stderr.isatty())
@@ -128,6 +129,7 @@ def command(ctx, ids, all_, since, until, fmt, output, all_messages, progress, p
             stdout=_Stdout() if plan.kind == "stdout" else None,
             progress=bar,
             as_many=many,
+            sizes=sizes,
         )
     finally:
         if bar:

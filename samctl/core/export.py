@@ -68,23 +68,32 @@ class Plan:
 # -- selection --------------------------------------------------------------------------------
 
 
-def select_ids(store, ids, all_: bool, since, until, findings: list, project: str | None = None) -> list[str]:
-    """The ids to export: the given ones (resolved, in order) or every listed conversation (of ``project``)."""
+def select_ids(
+    store, ids, all_: bool, since, until, findings: list, project: str | None = None, sizes: dict | None = None
+) -> list[str]:
+    """The ids to export: the given ones (resolved, in order) or every listed conversation (of ``project``).
+    ``sizes``, if given, gets the listing's size of each listed one (``export`` sizes its units of work by them)."""
     if all_:
-        return [m.id for m in list_conversations(store, ListQuery(since=since, until=until, project=project), findings)]
+        metas = list_conversations(store, ListQuery(since=since, until=until, project=project), findings)
+        if sizes is not None:
+            sizes.update(((store, m.id), m.size) for m in metas)
+        return [m.id for m in metas]
 
     return resolve_many(store, ids)
 
 
 def select_across(
-    stores: list, ids, all_: bool, since, until, findings: list, project: str | None = None
+    stores: list, ids, all_: bool, since, until, findings: list, project: str | None = None, sizes: dict | None = None
 ) -> list[tuple]:
     """``select_ids`` over several stores: ``(store, id)`` pairs, the given ids resolved across them
     (``resolve_many_across``), or every listed conversation of all of them in one order (``ls``'s)."""
     if all_:
         owners: dict = {}
         metas = list_across(stores, ListQuery(since=since, until=until, project=project), findings, owners)
-        return [(owners[id(m)], m.id) for m in metas]
+        pairs = [(owners[id(m)], m.id) for m in metas]
+        if sizes is not None:
+            sizes.update(zip(pairs, (m.size for m in metas)))
+        return pairs
     return resolve_many_across(stores, ids)
 
 
@@ -222,12 +231,14 @@ def export(
     progress: Callable[[int, int], None] | None = None,
     exported_at: str | None = None,
     as_many: bool = False,
+    sizes: dict | None = None,
 ) -> ExportResult:
     """Export the conversations ``ids`` (already resolved) as ``fmt`` to ``plan``.
 
     ``ids`` are ids of ``store``, or ``(store, id)`` pairs (``select_across``: several stores).
     ``stdout`` is a binary stream (used when ``plan.kind == "stdout"``); ``progress``
-    is called with (done, total) after each conversation.
+    is called with (done, total) after each conversation.  ``sizes``: ``(store, id)`` -> bytes of its
+    files, where known (``select_ids``), which bound the units of work handed to worker processes.
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
@@ -250,9 +261,14 @@ def export(
     def rendered(index_link: bool):  # Rendered, in order
         job = (fmt, include_hidden, exported_at, index_link, many)
         done = 0
+        known = sizes or {}
         for owner, run in _runs(pairs):
             items = [(cid, *job) for cid in run]
-            for got, found in workers.ordered_items(owner, _load_and_render, items, PARALLEL_EXPORT, EXPORT_PART):
+            weight = _weigher(owner, known)
+            parts = workers.ordered_items(
+                owner, _load_and_render, items, PARALLEL_EXPORT, EXPORT_PART, EXPORT_PART_BYTES, weight
+            )
+            for got, found in parts:
                 findings.extend(found)
                 done += 1
                 if got is None:
@@ -314,9 +330,19 @@ class _NothingToWrite(Exception):
 
 
 # A run of this many conversations of one store is loaded and rendered in worker processes (fewer:
-# here, as starting the workers would cost more than it saves), EXPORT_PART to a unit of work.
+# here, as starting the workers would cost more than it saves).  A unit of work is EXPORT_PART of
+# them, or fewer once their files reach EXPORT_PART_BYTES: many small ones (SAM chats) share the cost
+# of handing out a unit, and a worker never holds more than about that much of large ones.  A
+# conversation of unknown size counts as an eighth of the bound: 8 to a unit.
 PARALLEL_EXPORT = 64
-EXPORT_PART = 8
+EXPORT_PART = 64
+EXPORT_PART_BYTES = 1 << 20
+
+
+def _weigher(owner, sizes: dict):
+    """The weight of a unit of work's item (``(id, ...)``): the bytes of the conversation's files."""
+    unknown = EXPORT_PART_BYTES // 8
+    return lambda item: sizes.get((owner, item[0])) or unknown
 
 
 @dataclass

@@ -412,3 +412,47 @@ def test_jsonl_rows_are_one_line_a_message_even_past_64_bit_integers():
         assert all(list(r)[:4] == ["conversation_id", "store", "seq", "id"] for r in rows)
     conv.messages = []
     assert core.jsonl_bytes(conv, True) == b""
+
+
+def _units(monkeypatch) -> list:
+    """The units of work ``export`` hands out (sizes of each), run here in this process."""
+    from samctl.stores import workers
+
+    units: list = []
+    real = workers.ordered_map
+
+    def recording(store, fn, parts, n_jobs=None, min_parts=2, ahead=None):
+        units.extend(len(items) for _, items in parts)
+        return real(store, fn, parts, 1)
+
+    monkeypatch.setattr(workers, "ordered_map", recording)
+    monkeypatch.setattr(core, "PARALLEL_EXPORT", 1)
+    return units
+
+
+@pytest.mark.parametrize(
+    "each, expected",
+    [
+        (None, [3]),  # sizes unknown: 8 to a unit (3 here)
+        (1, [3]),  # small: up to EXPORT_PART to a unit
+        (core.EXPORT_PART_BYTES // 2, [2, 1]),  # large: a unit stops once its files reach the bound
+        (core.EXPORT_PART_BYTES * 3, [1, 1, 1]),
+    ],
+)
+def test_units_of_work_are_bounded_by_the_bytes_of_their_files(sam_demo, monkeypatch, each, expected):
+    store = open_store(str(sam_demo))
+    sizes: dict = {}
+    ids = core.select_ids(store, (), True, None, None, [], sizes=sizes)
+    assert sorted(sizes) == sorted((store, i) for i in ids) and all(v > 0 for v in sizes.values())
+    if each is not None:
+        sizes = {k: each for k in sizes}
+    units = _units(monkeypatch)
+    out = io.BytesIO()
+    res = core.export(store, ids, "jsonl", core.Plan("stdout"), [], stdout=out, sizes=None if each is None else sizes)
+    assert res.exported == 3 and out.getvalue().count(b"\n") > 3
+    assert units == expected
+
+
+def test_many_unknown_sizes_go_eight_to_a_unit(monkeypatch):
+    weigh = core._weigher(object(), {})
+    assert core.EXPORT_PART_BYTES // weigh(("any-id",)) == 8 <= core.EXPORT_PART
