@@ -12,8 +12,11 @@ printed, never counted as a query).  Then issue #22's measures, over the union a
 - warm query in-process over bench_search.py's fixed 100 QUERIES (its ``searcher``: the stores found,
   or opened, and ``dispatch.search`` each time, as a search does): p50/p95/max of the per-query medians,
   per category; per query (median over queries) the union's time / the biggest store's (the one that
-  takes longest alone) and / the sum of the single stores'.  Rounds are interleaved: in each, every
-  query runs over the union and then over each store, so a busy machine slows them all alike;
+  takes longest alone) and / the sum of the single stores'.  In each round the union's 100 queries run,
+  then each store's (``--order target``, the default: a process searches one set of stores again and
+  again, as ``browse`` does, and keeps the arrays of the last two it searched); ``--order query`` runs
+  each query over the union and then over each store before the next query, so a busy machine slows
+  them all alike, but every search then finds the arrays of another set of stores;
 - the whole `samctl search` process (no --root) for every tenth query: median wall and peak RSS, beside a
   bare `python -c pass` (bench_search's ``launch``).
 
@@ -86,8 +89,9 @@ def build(roots: dict, env: dict) -> None:
         )
 
 
-def measure_queries(roots: dict, rounds: int) -> dict:
-    """{target: {query: median seconds}} for "union" and each store's name; errors printed."""
+def measure_queries(roots: dict, rounds: int, order: str = "target") -> dict:
+    """{target: {query: median seconds}} for "union" and each store's name; errors printed.  ``order``:
+    "target" (each target's queries together, in each round) or "query" (each query over every target)."""
     targets = {"union": None, **roots}
     fns = {}
     for _, q in bs.QUERIES:
@@ -102,9 +106,11 @@ def measure_queries(roots: dict, rounds: int) -> dict:
         else:
             ok.append(key)
     times = {key: [] for key in ok}
+    if order == "target":
+        ok.sort(key=lambda key: list(targets).index(key[0]))  # (stable: the queries stay in their order)
     for i in range(rounds):
         bs.progress(f"query pass {i + 1} of {rounds + 1} ({time.perf_counter() - t0:.0f} s so far)")
-        for key in ok:  # (ordered query by query: the union, then each store, so load hits all alike)
+        for key in ok:
             t = time.perf_counter()
             fns[key]()
             times[key].append(time.perf_counter() - t)
@@ -112,8 +118,9 @@ def measure_queries(roots: dict, rounds: int) -> dict:
     for (t, q), ts in times.items():
         med[t][q] = statistics.median(ts)
     cats = list(dict.fromkeys(c for c, _ in bs.QUERIES))
+    how = "each target in turn" if order == "target" else "each query over every target"
     print(
-        f"\nwarm query in-process, median of {rounds} rounds each (goals of issue #22: p50 <= "
+        f"\nwarm query in-process ({how}), median of {rounds} rounds each (goals of issue #22: p50 <= "
         f"{bs.ms(bs.GOALS['p50'])}, p95 <= {bs.ms(bs.GOALS['p95'])})"
     )
     print(f"  {'':<12} {'n':>4} {'p50':>11} {'p95':>11} {'max':>11}")
@@ -170,6 +177,12 @@ def main(argv=None) -> int:
     ap.add_argument("--claude-code", type=int, default=5000)
     ap.add_argument("--codex", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=3, help="timed passes over the 100 queries (default 3)")
+    ap.add_argument(
+        "--order",
+        choices=("target", "query"),
+        default="target",
+        help="each target's queries together (default), or each query over every target in turn",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="runs of each whole-process query (default 3)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/samctl-bench-cross"), help="the machine (bench_cross_ls's)")
     ap.add_argument(
@@ -202,7 +215,7 @@ def main(argv=None) -> int:
     )
     print("indexes (once; not a query):")
     build(roots, env)
-    med = measure_queries(roots, a.rounds)
+    med = measure_queries(roots, a.rounds, a.order)
     if not a.no_cli:
         measure_cli(env, str(out), med, a.repeat)
     print(
