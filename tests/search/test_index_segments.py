@@ -296,10 +296,19 @@ def test_conversation_postings_are_the_bincount_of_their_rows(tree, monkeypatch,
     assert checked > 50
 
 
-def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch):
+@pytest.mark.parametrize("dense", [0, 1 << 30], ids=["through the map", "records read"])
+def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch, dense):
     """``IndexCorpus.dates_at`` reads a few rows' dates from their segments: the same values (NaN where
-    a row has none) as the whole joined array gives, at the edges of every segment too."""
+    a row has none) as the whole joined array gives, at the edges of every segment too, whether it
+    gathers them through the segment's map or reads the records of their stretch (many rows)."""
+    from samctl.search import corpus as corpus_module
     from samctl.search.corpus import IndexCorpus
+    from samctl.search.index.segment import Segment
+
+    monkeypatch.setattr(corpus_module, "_DENSE", dense)
+    reads: list = []
+    real_read = Segment.read
+    monkeypatch.setattr(Segment, "read", lambda self, name, a, b: reads.append(name) or real_read(self, name, a, b))
 
     monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
     monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
@@ -314,6 +323,7 @@ def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch):
         rows = rows.astype(np.int64)
         got = IndexCorpus([(store, ix.open_index(store))]).dates_at(rows)
         assert np.array_equal(got, corpus.date[rows], equal_nan=True)
+    assert ("meta" in reads) == bool(dense)
 
 
 PRUNE_QUERIES = (
