@@ -134,11 +134,6 @@ def _static(parts: list, size: int) -> _Static:
         return got
 
 
-# Rows of a segment at least 1 in _DENSE of a stretch of its rows: their records are read as the stretch
-# (a copy, freed after), not through the map, whose pages stay counted as this process's memory.
-_DENSE = 1024
-
-
 class IndexCorpus:
     """``postings``/``lengths``/``rows``/``size`` over the alive rows of ``indexes`` = [(store, Index)].
 
@@ -203,12 +198,7 @@ class IndexCorpus:
         bounds = np.searchsorted(rows, [p.start for p in self.parts] + [self.size])
         for p, a, b in zip(self.parts, bounds[:-1], bounds[1:]):
             if a < b:
-                local = rows[a:b] - p.start
-                lo, hi = int(local[0]), int(local[-1]) + 1
-                if hi - lo <= _DENSE * (b - a):  # many rows of a stretch: its records read (pread), not mapped
-                    out[a:b] = p.seg.read("meta", lo, hi)["date"][local - lo]
-                else:
-                    out[a:b] = p.seg.meta["date"][local]
+                out[a:b] = p.seg.records(rows[a:b] - p.start)["date"]
         return out
 
     # -- bm25.py's interface

@@ -301,11 +301,11 @@ def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch, den
     """``IndexCorpus.dates_at`` reads a few rows' dates from their segments: the same values (NaN where
     a row has none) as the whole joined array gives, at the edges of every segment too, whether it
     gathers them through the segment's map or reads the records of their stretch (many rows)."""
-    from samctl.search import corpus as corpus_module
     from samctl.search.corpus import IndexCorpus
+    from samctl.search.index import segment as segment_module
     from samctl.search.index.segment import Segment
 
-    monkeypatch.setattr(corpus_module, "_DENSE", dense)
+    monkeypatch.setattr(segment_module, "DENSE", dense)
     reads: list = []
     real_read = Segment.read
     monkeypatch.setattr(Segment, "read", lambda self, name, a, b: reads.append(name) or real_read(self, name, a, b))

@@ -305,6 +305,11 @@ def _dtype(spec):
     return dt
 
 
+# Rows at least 1 in DENSE of a stretch of a segment's rows: ``records`` reads the stretch rather than
+# touch them through the map, whose pages (and those around them) stay counted as this process's memory.
+DENSE = 1024
+
+
 class Segment:
     """An opened segment: numpy views (on a read-only mmap, or in memory) plus what queries need."""
 
@@ -380,6 +385,16 @@ class Segment:
             return arr[a:b]
         item = arr.dtype.itemsize
         return load_numpy().frombuffer(self._pread(name, a * item, (b - a) * item), dtype=arr.dtype)
+
+    def records(self, rows):
+        """The meta records of ROWS (an int64 array).  Rows at least 1 in DENSE of their stretch have the
+        stretch read (``read``: a copy, freed after); fewer are taken through the map, a few pages."""
+        if self.fd is None or not len(rows):
+            return self.a["meta"][rows]
+        lo, hi = int(rows.min()), int(rows.max()) + 1
+        if hi - lo <= DENSE * len(rows):
+            return self.read("meta", lo, hi)[rows - lo]
+        return self.a["meta"][rows]
 
     def blob_bytes(self, kind: str, lo: int, hi: int) -> bytes:
         """Bytes ``lo`` to ``hi`` of the blob ``kind``, copied (pread from a file: see ``read``)."""
