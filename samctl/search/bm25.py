@@ -311,6 +311,9 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
             got = parts(subset.Subset(corpus, rows), query, params, extra_terms, info)
             return {k: _spread(v, rows, corpus.size) for k, v in got.items()}
     same, group, role = corpus.rows()
+    # (the conversations' BM25 in the other thread while this one scores the rows: each scatters and
+    # gathers through its own arrays, and both wait on memory more than on a core)
+    conv_scores = halves.aside(corpus.size, lambda: bm25(corpus, "conv", terms, params)) if params.conversation else None
     sides, names = (
         _addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1 else (np.zeros(2), set())
     )
@@ -323,7 +326,7 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         base = own + date
     nz = int(np.count_nonzero(base))  # s > 0 exactly where a row or a neighbour has evidence
     context, s, best = _with_context(corpus, base, same, params, nz)
-    conv, addressee, reply, best = _with_shares(corpus, s, best, terms, sides, params, nz)
+    conv, addressee, reply, best = _with_shares(corpus, s, best, conv_scores, sides, params, nz)
     diversity = zero
     if params.diversify and nz:
         diversity = np.zeros(corpus.size)
@@ -345,55 +348,39 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
 
 def _with_context(corpus, base, same, params, nz: int):
     """(context, base + context, the best of those or None): each row's share of its neighbours' ``base``
-    (damped for long rows), over every row in two halves at once when most rows are concerned."""
+    (``_shares``: damped for long rows), over every row in two halves at once when most rows are concerned."""
     n = corpus.size
-    ctx = params.prev or params.next or params.prev2 or params.next2
-    damp = None
-    if params.ctx_len and nz and ctx:
-        damp = corpus.memo.get(("damp", params.ctx_len))
-        if damp is None:
-            damp = np.minimum(1.0, params.ctx_len / np.maximum(corpus.lengths("text")[0], 1.0))
-            corpus.memo[("damp", params.ctx_len)] = damp
-    if n > 2 and nz and ctx and _sparse(base, same, nz) is None:
+    if not (params.prev or params.next or params.prev2 or params.next2) or not nz:
+        return _zeros(n), base.copy(), None
+    lengths = corpus.lengths("text")[0] if params.ctx_len else None
+    if n > 2 and _sparse(base, same, nz) is None:
         # every row: in two halves at once (each row's values computed alone, as one pass would)
-        shares = _shares(same, params, corpus.memo)
-        given = base if damp is None else np.empty(n)
-        if damp is not None:
-            halves.run(n, lambda a, b: np.multiply(base[a:b], damp[a:b], out=given[a:b]))
+        shares = _shares(same, params, corpus.memo, lengths)
         context, s = np.empty(n), np.empty(n)
 
         def first(a, b):
-            _context_rows(given, shares, context, a, b)
-            if damp is not None:
-                context[a:b] *= damp[a:b]
+            _context_rows(base, shares, context, a, b)
             np.add(base[a:b], context[a:b], out=s[a:b])
             peak[a > 0] = s[a:b].max()
 
         peak = [-np.inf, -np.inf]  # (each half's best score: the best is theirs)
         halves.run(n, first)
-        best = max(peak)
-    elif damp is not None:
-        context = _context(base * damp, same, params, nz, corpus.memo)
-        context *= damp
-        s = base + context
-        best = None
-    else:
-        context = _context(base, same, params, nz, corpus.memo)
-        s = base + context
-        best = None
-    return context, s, best
+        return context, s, max(peak)
+    context = _context(base, same, params, nz, corpus.memo, lengths)
+    return context, base + context, None
 
 
-def _with_shares(corpus, s, best, terms, sides, params, nz: int):
+def _with_shares(corpus, s, best, conv_scores, sides, params, nz: int):
     """(conversation, addressee, reply, the best score or None): the conversation's share, then the
-    addressee's, then the reply's, each added into ``s`` in that order, in two halves at once."""
+    addressee's, then the reply's, each added into ``s`` in that order, in two halves at once.
+    ``conv_scores``: the future of each conversation's BM25 (None: no conversation share)."""
     zero = _zeros(corpus.size)
     n = corpus.size
     _same, group, role = corpus.rows()
     conv = addressee = reply = zero
     table = None
-    if params.conversation and nz:
-        cs = bm25(corpus, "conv", terms, params)
+    cs = None if conv_scores is None else conv_scores.result()  # (asked for even when unused: it is done)
+    if cs is not None and nz:
         if cs.any():
             top = float(s.max()) if best is None else best
             table = np.append(params.conversation * (cs / cs.max() * top), 0.0)  # (group -1: the 0)
@@ -459,11 +446,12 @@ def _sparse(base, same, nz: int):
     return None
 
 
-def _context(base, same, params, nz: int, memo: dict | None = None) -> np.ndarray:
+def _context(base, same, params, nz: int, memo: dict | None = None, lengths=None) -> np.ndarray:
     """What each row gets from its neighbours' ``base`` scores (one and two turns before and after, in
     the same conversation): slices of the row order, since a conversation's rows are adjacent.  Each
-    row adds its neighbours' shares in one order (before, after, two before, two after) on either path.
-    ``nz``: how many rows of ``base`` are not 0."""
+    row adds its neighbours' shares in one order (before, after, two before, two after) on either path,
+    each share ``base`` x the pair's coefficient of ``_shares`` (worked out here for the pairs touched).
+    ``nz``: how many rows of ``base`` are not 0; ``lengths``: each row's, to damp long rows (None: not)."""
     n = base.size
     if n < 2 or not nz:
         return np.zeros(n)
@@ -481,10 +469,12 @@ def _context(base, same, params, nz: int, memo: dict | None = None) -> np.ndarra
             src, to = at[ok], to[ok]
             hi = np.maximum(src, to)  # the later row of the pair (or of its last step)
             link = same[hi] & same[hi - 1] if two else same[hi]
-            out[to[link]] += w * base[src[link]]  # (each row once per step: the dense order of additions)
+            src, to, hi = src[link], to[link], hi[link]
+            c = w if lengths is None else w * (_damp(lengths[np.minimum(src, to)], params) * _damp(lengths[hi], params))
+            out[to] += c * base[src]  # (each row once per step: the dense order of additions)
         return out
     out = np.empty(n)
-    _context_rows(base, _shares(same, params, {} if memo is None else memo), out, 0, n)
+    _context_rows(base, _shares(same, params, {} if memo is None else memo, lengths), out, 0, n)
     return out
 
 
@@ -517,18 +507,30 @@ def _context_rows(base, shares, out, lo: int, hi: int) -> None:
         out[lo:e] += t
 
 
-def _shares(same, params, memo: dict) -> tuple:
-    """(prev, next, prev2, next2) weights of each pair of rows one and two apart, 0 for a pair not in one
-    conversation: a function of the rows alone, kept in ``memo``."""
-    key = ("shares", params.prev, params.next, params.prev2, params.next2)
+def _damp(lengths, params) -> np.ndarray:
+    """How much of its neighbours' evidence a row of each of ``lengths`` gives and takes: all of it up to
+    ``ctx_len`` terms, less beyond (``Params.ctx_len``)."""
+    return np.minimum(1.0, params.ctx_len / np.maximum(lengths, 1.0))
+
+
+def _shares(same, params, memo: dict, lengths=None) -> tuple:
+    """(prev, next, prev2, next2) coefficients of each pair of rows one and two apart: the weight, x both
+    rows' ``_damp`` (earlier x later) when ``lengths`` are given, where the pair is in one conversation,
+    else 0.  A function of the rows alone, kept in ``memo``; ``_context`` gives the same, bit for bit."""
+    key = ("shares", params.prev, params.next, params.prev2, params.next2, params.ctx_len if lengths is not None else 0)
     got = memo.get(key)
     if got is None:
         one = same[1:]
         two = same[2:] & same[1:-1]  # rows i and i+2 in one conversation
-        got = memo[key] = tuple(
+        got = tuple(
             np.where(m, w, 0.0)
             for m, w in ((one, params.prev), (one, params.next), (two, params.prev2), (two, params.next2))
         )
+        if lengths is not None:
+            damp = _damp(lengths, params)
+            pair1, pair2 = damp[:-1] * damp[1:], damp[:-2] * damp[2:]
+            got = tuple(np.multiply(w, p, out=w) for w, p in zip(got, (pair1, pair1, pair2, pair2)))
+        memo[key] = got
     return got
 
 

@@ -46,6 +46,12 @@ def evidence_rows(corpus, terms, with_dates: bool):
         wanted[group[r] + 1] = True
     wanted[0] = False
     memo = getattr(corpus, "memo", {})
+    per_group = memo.get("rows by group + 1")
+    if per_group is None:
+        per_group = memo["rows by group + 1"] = np.bincount(group + 1, minlength=groups + 1)
+    if int(per_group[wanted].sum()) * FEW > n:  # (their conversations' rows alone are too many: no pass
+        # over every row to find them)
+        return None
     shifted = memo.get("group + 1")
     if shifted is None:
         shifted = memo["group + 1"] = group.astype(np.int64 if groups >= 1 << 31 else np.int32) + 1

@@ -300,7 +300,9 @@ def test_conversation_postings_are_the_bincount_of_their_rows(tree, monkeypatch,
 def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch, dense):
     """``IndexCorpus.dates_at`` reads a few rows' dates from their segments: the same values (NaN where
     a row has none) as the whole joined array gives, at the edges of every segment too, whether it
-    gathers them through the segment's map or reads the records of their stretch (many rows)."""
+    gathers them through the segment's map or reads the records of their stretch (many rows); asked
+    again over the same arrays, it answers from every row's dates, read once and kept."""
+    from samctl.search import corpus as corpus_module
     from samctl.search.corpus import IndexCorpus
     from samctl.search.index import segment as segment_module
     from samctl.search.index.segment import Segment
@@ -319,11 +321,21 @@ def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch, den
     assert len(corpus.parts) >= 4
     edges = [p.start for p in corpus.parts] + [p.start + p.seg.rows - 1 for p in corpus.parts]
     picks = np.random.default_rng(3).choice(corpus.size, 40, replace=False)
+    every = np.concatenate([p.seg.a["meta"]["date"] for p in corpus.parts])
+    assert not np.isnan(every).all()
     for rows in (np.unique(np.r_[edges, picks]), np.arange(corpus.size), np.zeros(0, np.int64)):
         rows = rows.astype(np.int64)
+        corpus_module._STATIC.clear()  # (a first call over these arrays)
+        reads.clear()
         got = IndexCorpus([(store, ix.open_index(store))]).dates_at(rows)
-        assert np.array_equal(got, corpus.date[rows], equal_nan=True)
-    assert ("meta" in reads) == bool(dense)
+        assert np.array_equal(got, every[rows], equal_nan=True)
+        assert ("meta" in reads) == (bool(dense) and len(rows) > 0)
+    again = IndexCorpus([(store, ix.open_index(store))])
+    assert "dates" not in again.memo
+    reads.clear()
+    assert np.array_equal(again.dates_at(picks[:5].astype(np.int64)), every[picks[:5]], equal_nan=True)
+    assert "dates" in again.memo and reads == ["meta"] * len(again.parts)
+    assert np.array_equal(again.dates_at(np.sort(picks).astype(np.int64)), every[np.sort(picks)], equal_nan=True)
 
 
 PRUNE_QUERIES = (

@@ -236,8 +236,9 @@ def test_frozen_arrays_rank_exactly_like_the_corpus(tmp_path):
         assert bm25.score(mapped, q).tolist() == pytest.approx(want.tolist(), rel=1e-6)
 
 
-def _context_by_gathers(base, same, p):
-    """The neighbour evidence as first written: every row's neighbours gathered by row number."""
+def _context_by_gathers(base, same, p, lengths=None):
+    """The neighbour evidence as first written: every row's neighbours gathered by row number, each
+    share x the pair's damping (earlier row's x later row's) when ``lengths`` are given."""
     n = base.size
     idx = np.arange(n)
     prev = np.where(same, idx - 1, -1)
@@ -245,14 +246,21 @@ def _context_by_gathers(base, same, p):
     nxt[:-1] = np.where(same[1:], idx[1:], -1)
     b = np.append(base, 0.0)
     prev2, next2 = np.append(prev, -1)[prev], np.append(nxt, -1)[nxt]
-    return p.prev * b[prev] + p.next * b[nxt] + p.prev2 * b[prev2] + p.next2 * b[next2]
+    d = np.append(np.ones(n) if lengths is None else np.minimum(1.0, p.ctx_len / np.maximum(lengths, 1.0)), 1.0)
+    out = np.zeros(n)
+    for w, j in ((p.prev, prev), (p.next, nxt), (p.prev2, prev2), (p.next2, next2)):
+        lo, hi = np.minimum(idx, j), np.maximum(idx, j)
+        c = w if lengths is None else w * (d[lo] * d[hi])
+        out += np.where(j >= 0, c * b[j], 0.0)
+    return out
 
 
+@pytest.mark.parametrize("damped", [False, True])
 @pytest.mark.parametrize("evidence", [0.001, 0.05, 0.5])
 @pytest.mark.parametrize("linked", [0.8, 0.04])
-def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence, linked):
+def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence, linked, damped):
     """Few rows with evidence, or few rows with a neighbour (SAM's memories have none), take the sparse
-    path, the others the dense one: both equal the gathers, bit for bit."""
+    path, the others the dense one: both equal the gathers, bit for bit, long rows damped or not."""
     rng = np.random.default_rng(7)
     n = 5000
     same = rng.random(n) < linked
@@ -260,8 +268,12 @@ def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence, linked):
     same[n - 1] = True  # (the last row linked: the row after it does not exist)
     base = np.where(rng.random(n) < evidence, rng.random(n) * 5, 0.0)
     base[[0, 1, n - 1]] = [1.5, 0.0, 2.5]  # the ends
-    want = _context_by_gathers(base, same, Params())
-    assert bm25._context(base, same, Params(), int(np.count_nonzero(base))).tolist() == want.tolist()
+    lengths = rng.integers(0, 200, n).astype(np.uint32) if damped else None
+    want = _context_by_gathers(base, same, Params(), lengths)
+    nz = int(np.count_nonzero(base))
+    assert bm25._context(base, same, Params(), nz, {}, lengths).tolist() == want.tolist()
+    if damped:  # (damping changes the figures)
+        assert want.tolist() != _context_by_gathers(base, same, Params()).tolist()
 
 
 @pytest.mark.parametrize("cut", [1, 2, 3, 2500, 4997, 4998, 4999])
