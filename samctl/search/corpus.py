@@ -168,6 +168,7 @@ class IndexCorpus:
         self._bg: dict = {}
         self.starts = [p.start for p in self.parts]
         self._post: dict = {}
+        self._asked_dates = False
         got = _static(self.parts, self.size)
         self.live, self.kind, self.role_code, self.length = got.live, got.kind, got.role_code, got.length
         self.group, self.groups, self.same, self.role = got.group, got.groups, got.same, got.role
@@ -192,13 +193,16 @@ class IndexCorpus:
         return self.memo["dates"]
 
     def dates_at(self, rows):
-        """The dates of ``rows`` (sorted corpus row numbers), without joining every segment's the first
-        time; from the second, every row's are read once (a stretch of records at a time, the dates kept:
-        8 of their 52 bytes) and kept with these arrays, for a process that searches again (browse)."""
+        """The dates of ``rows`` (sorted corpus row numbers), without joining every segment's in the first
+        search over these arrays; from the second search, every row's are read once (a stretch of records
+        at a time, the dates kept: 8 of their 52 bytes) and kept with the arrays, for a process that
+        searches again (browse)."""
         np = self.np
         memo = self.memo
-        calls = memo["dates_at calls"] = memo.get("dates_at calls", 0) + 1
-        if "dates" in memo or calls > 1:
+        if not self._asked_dates:  # (searches that asked, counted once each)
+            self._asked_dates = True
+            memo["searches asking dates"] = memo.get("searches asking dates", 0) + 1
+        if "dates" in memo or memo["searches asking dates"] > 1:
             return self.date[rows]
         out = np.empty(len(rows))
         bounds = np.searchsorted(rows, [p.start for p in self.parts] + [self.size])

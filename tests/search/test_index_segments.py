@@ -300,8 +300,8 @@ def test_conversation_postings_are_the_bincount_of_their_rows(tree, monkeypatch,
 def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch, dense):
     """``IndexCorpus.dates_at`` reads a few rows' dates from their segments: the same values (NaN where
     a row has none) as the whole joined array gives, at the edges of every segment too, whether it
-    gathers them through the segment's map or reads the records of their stretch (many rows); asked
-    again over the same arrays, it answers from every row's dates, read once and kept."""
+    gathers them through the segment's map or reads the records of their stretch (many rows); asked by
+    a second search over the same arrays, it answers from every row's dates, read once and kept."""
     from samctl.search import corpus as corpus_module
     from samctl.search.corpus import IndexCorpus
     from samctl.search.index import segment as segment_module
@@ -327,9 +327,10 @@ def test_dates_of_some_rows_are_those_of_every_rows_dates(tree, monkeypatch, den
         rows = rows.astype(np.int64)
         corpus_module._STATIC.clear()  # (a first call over these arrays)
         reads.clear()
-        got = IndexCorpus([(store, ix.open_index(store))]).dates_at(rows)
-        assert np.array_equal(got, every[rows], equal_nan=True)
-        assert ("meta" in reads) == (bool(dense) and len(rows) > 0)
+        first = IndexCorpus([(store, ix.open_index(store))])
+        assert np.array_equal(first.dates_at(rows), every[rows], equal_nan=True)
+        assert np.array_equal(first.dates_at(rows[::2]), every[rows[::2]], equal_nan=True)  # (one search, twice)
+        assert ("meta" in reads) == (bool(dense) and len(rows) > 0) and "dates" not in first.memo
     again = IndexCorpus([(store, ix.open_index(store))])
     assert "dates" not in again.memo
     reads.clear()
