@@ -183,6 +183,38 @@ def test_a_corrupt_index_is_rebuilt_never_trusted(sam, name):
     assert query(sam) == want
 
 
+def test_a_full_check_keeps_none_of_the_tables_it_decoded(sam, monkeypatch):
+    """A full check decodes and checks every table of the manifest (for 100,000 sources, hundreds of MiB
+    of objects, which a search then held while it ranked); the index it returns keeps none of them and
+    decodes each again, checked, when read: the same sources, titles and findings, and a table whose
+    bytes changed since is refused."""
+    from samctl.search.index.manifest import Manifest, read_manifest
+
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "0")  # (every refresh checks fully)
+    checks: list = []
+    real_check = Manifest.check
+    monkeypatch.setattr(Manifest, "check", lambda self: checks.append(self) or real_check(self))
+    want = query(sam)
+    idx, findings = refresh(sam)
+    m = idx.manifest
+    assert checks and checks[-1] is m  # (every table was decoded, then)
+    assert m._raw and all(m._tables[k] is m._raw[k] for k in m._raw)
+    assert m._sources is None and m._sig is None and m._convs is None
+    store = open_store(str(sam))
+    fresh = read_manifest(ix.index_dir(store) / "manifest", store)
+    assert m.sources() == fresh.sources() and m.ids_titles_folded() == fresh.ids_titles_folded()
+    assert query(sam) == want and refresh(sam)[1] == findings
+    m.forget_decoded()
+    at = len(m.mapped) - 2  # (a byte of the last table: the file is changed in place, under the map)
+    with open(ix.index_dir(store) / "manifest", "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(b"0" if byte != b"0" else b"1")
+    with pytest.raises(ix.BadIndex):
+        m.check()
+
+
 @pytest.mark.parametrize("name", sorted(LAZY_CORRUPTIONS))
 def test_offsets_found_wrong_by_a_query_make_it_rebuild(sam, name, monkeypatch):
     """Found when a hit is read: the search rebuilds the index and answers as before."""

@@ -9,6 +9,7 @@ Design notes: docs/search-index.md, "search/index/manifest.py".
 from __future__ import annotations
 
 import itertools
+import mmap
 import os
 import struct
 import zlib
@@ -133,6 +134,8 @@ class Manifest:
             else {"src": body["src"], "notes": body["notes"], **{("conv", i): b for i, b in enumerate(body["conv"])}}
         )
         self.buckets = len(self._tables) - 2
+        self._raw = {k: t for k, t in self._tables.items() if isinstance(t, tuple)}  # (views of ``mapped``)
+        self.mapped = None  # the file's map, when read from one
         self._sources = self._convs = self._sig = None
         self.memo: dict = {}  # what is derived from this manifest alone, for whoever reads it again
 
@@ -156,6 +159,20 @@ class Manifest:
         """Every table checked (crc32, types) now rather than when first used; raises BadIndex."""
         for name in list(self._tables):
             self._table(name)
+
+    def forget_decoded(self) -> None:
+        """Drop the tables decoded from the file and what was made of them (a full check decodes every
+        one, hundreds of MiB of objects for 100,000 sources; a search then reads a few buckets): each is
+        decoded, and checked, again when next read.  ``memo`` stays."""
+        self._tables.update(self._raw)
+        self._sources = self._convs = self._sig = None
+        madvise = getattr(self.mapped, "madvise", None)
+        if madvise is not None and hasattr(mmap, "MADV_DONTNEED"):  # (the pages read stay in the page cache,
+            # not in this process: a table read again is mapped again)
+            try:
+                madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):
+                pass
 
     @property
     def src(self) -> dict:
@@ -398,7 +415,9 @@ def read_manifest(path: Path, store) -> Manifest:
                 raise BadIndex("manifest: bad source details")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
-    return Manifest(m, tables, dead)
+    man = Manifest(m, tables, dead)
+    man.mapped = raw
+    return man
 
 
 def _mapped(path: Path):

@@ -253,6 +253,7 @@ def _refresh(
             if scope is None:
                 checked.save(d, current, disc, _with_findings(idx))
             findings.extend(idx.findings(scope, current))
+            idx.manifest.forget_decoded()  # (what the check read: not what a search reads)
             return idx
     old = _older_version_bytes(d)
     try:
@@ -273,6 +274,9 @@ def _refresh(
     if scope is None:
         checked.save(d, current, disc, _with_findings(new))
     findings.extend(new.findings(scope, current))  # (in discover's order, whatever was read again)
+    new.manifest.forget_decoded()
+    if idx is not None:
+        idx.manifest.forget_decoded()  # (an older manifest, kept for reuse until replaced)
     return new
 
 
