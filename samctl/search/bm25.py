@@ -311,9 +311,6 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
             got = parts(subset.Subset(corpus, rows), query, params, extra_terms, info)
             return {k: _spread(v, rows, corpus.size) for k, v in got.items()}
     same, group, role = corpus.rows()
-    # (the conversations' BM25 in the other thread while this one scores the rows: each scatters and
-    # gathers through its own arrays, and both wait on memory more than on a core)
-    conv_scores = halves.aside(corpus.size, lambda: bm25(corpus, "conv", terms, params)) if params.conversation else None
     sides, names = (
         _addressed(corpus, terms, role, params) if params.addressee or params.name_weight != 1 else (np.zeros(2), set())
     )
@@ -326,7 +323,7 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         base = own + date
     nz = int(np.count_nonzero(base))  # s > 0 exactly where a row or a neighbour has evidence
     context, s, best = _with_context(corpus, base, same, params, nz)
-    conv, addressee, reply, best = _with_shares(corpus, s, best, conv_scores, sides, params, nz)
+    conv, addressee, reply, best = _with_shares(corpus, s, best, terms, sides, params, nz)
     diversity = zero
     if params.diversify and nz:
         diversity = np.zeros(corpus.size)
@@ -370,17 +367,16 @@ def _with_context(corpus, base, same, params, nz: int):
     return context, base + context, None
 
 
-def _with_shares(corpus, s, best, conv_scores, sides, params, nz: int):
+def _with_shares(corpus, s, best, terms, sides, params, nz: int):
     """(conversation, addressee, reply, the best score or None): the conversation's share, then the
-    addressee's, then the reply's, each added into ``s`` in that order, in two halves at once.
-    ``conv_scores``: the future of each conversation's BM25 (None: no conversation share)."""
+    addressee's, then the reply's, each added into ``s`` in that order, in two halves at once."""
     zero = _zeros(corpus.size)
     n = corpus.size
     _same, group, role = corpus.rows()
     conv = addressee = reply = zero
     table = None
-    cs = None if conv_scores is None else conv_scores.result()  # (asked for even when unused: it is done)
-    if cs is not None and nz:
+    if params.conversation and nz:
+        cs = bm25(corpus, "conv", terms, params)
         if cs.any():
             top = float(s.max()) if best is None else best
             table = np.append(params.conversation * (cs / cs.max() * top), 0.0)  # (group -1: the 0)

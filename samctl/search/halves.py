@@ -10,7 +10,7 @@ thread does not survive a fork).
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 MIN_ROWS = 1 << 18  # below this many rows a pass is too short to be worth a hand-off
 _POOL: list = [None, None]  # (executor of one thread, the pid that made it)
@@ -28,19 +28,6 @@ def run(n: int, fn) -> None:
         fn(0, half)
     finally:
         other.result()
-
-
-def aside(n: int, fn):
-    """``fn()`` begun in the other thread (for ``n`` rows, as ``run`` decides): a future whose ``result()``
-    waits for it.  For work independent of the caller's until then; ``run`` meanwhile waits behind it."""
-    if n < MIN_ROWS or (os.cpu_count() or 1) < 2:
-        done: Future = Future()
-        try:
-            done.set_result(fn())
-        except BaseException as e:  # (raised where the result is asked for, as from the thread)
-            done.set_exception(e)
-        return done
-    return _executor().submit(fn)
 
 
 def _executor() -> ThreadPoolExecutor:
