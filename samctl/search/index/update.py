@@ -275,8 +275,6 @@ def _refresh(
         checked.save(d, current, disc, _with_findings(new))
     findings.extend(new.findings(scope, current))  # (in discover's order, whatever was read again)
     new.manifest.forget_decoded()
-    if idx is not None:
-        idx.manifest.forget_decoded()  # (an older manifest, kept for reuse until replaced)
     return new
 
 
