@@ -135,6 +135,7 @@ class Manifest:
         )
         self.buckets = len(self._tables) - 2
         self._raw = {k: t for k, t in self._tables.items() if isinstance(t, tuple)}  # (views of ``mapped``)
+        self._checked: set = set()  # the tables found good (a table forgotten is checked again when read)
         self.mapped = None  # the file's map, when read from one
         self._sources = self._convs = self._sig = None
         self.memo: dict = {}  # what is derived from this manifest alone, for whoever reads it again
@@ -153,17 +154,20 @@ class Manifest:
                 else _checked_bucket(raw)
             )
             self._tables[name] = t
+            self._checked.add(name)
         return t
 
     def check(self) -> None:
-        """Every table checked (crc32, types) now rather than when first used; raises BadIndex."""
+        """Every table checked (crc32, types) now rather than when first used, once; raises BadIndex."""
         for name in list(self._tables):
-            self._table(name)
+            if name not in self._checked:
+                self._table(name)
 
     def forget_decoded(self) -> None:
         """Drop the tables decoded from the file and what was made of them (a full check decodes every
         one, hundreds of MiB of objects for 100,000 sources; a search then reads a few buckets): each is
-        decoded, and checked, again when next read.  ``memo`` stays."""
+        decoded, and checked, again when next read; ``check`` passes over the ones found good before.
+        ``memo`` stays."""
         self._tables.update(self._raw)
         self._sources = self._convs = self._sig = None
         madvise = getattr(self.mapped, "madvise", None)
