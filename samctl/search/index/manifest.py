@@ -121,7 +121,7 @@ def encode_manifest(man: dict) -> dict:
 class Manifest:
     """A checked manifest: the segment table, and lazy views of the source and conversation tables."""
 
-    def __init__(self, body: dict, tables: dict | None = None, dead: dict | None = None):
+    def __init__(self, body: dict, tables: dict | None = None, dead: dict | None = None, mapped=None):
         self.body = body
         self.segments = body["segments"]
         self.dead_arrays = dead or {}  # segment -> its dead ranges as checked (an int64 array), when read
@@ -134,9 +134,9 @@ class Manifest:
             else {"src": body["src"], "notes": body["notes"], **{("conv", i): b for i, b in enumerate(body["conv"])}}
         )
         self.buckets = len(self._tables) - 2
-        self._raw = {k: t for k, t in self._tables.items() if isinstance(t, tuple)}  # (views of ``mapped``)
+        self._raw = {k: t for k, t in self._tables.items() if isinstance(t, tuple)}  # (as read, to read again)
         self._checked: set = set()  # the tables found good (a table forgotten is checked again when read)
-        self.mapped = None  # the file's map, when read from one
+        self.mapped = mapped  # the file's map, when read from one (``tables`` are views of it)
         self._sources = self._convs = self._sig = None
         self.memo: dict = {}  # what is derived from this manifest alone, for whoever reads it again
 
@@ -419,9 +419,7 @@ def read_manifest(path: Path, store) -> Manifest:
                 raise BadIndex("manifest: bad source details")
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
         raise BadIndex("manifest: missing or mistyped fields") from None
-    man = Manifest(m, tables, dead)
-    man.mapped = raw
-    return man
+    return Manifest(m, tables, dead, raw)
 
 
 def _mapped(path: Path):
