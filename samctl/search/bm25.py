@@ -350,7 +350,11 @@ def _with_context(corpus, base, same, params, nz: int):
     if not (params.prev or params.next or params.prev2 or params.next2) or not nz:
         return _zeros(n), base.copy(), None
     lengths = corpus.lengths("text")[0] if params.ctx_len else None
-    if n > 2 and _sparse(base, same, nz) is None:
+    at = _sparse(base, same, nz) if n > 2 else None
+    if at is not None:  # (few rows concerned: theirs alone)
+        context = _sparse_context(base, same, params, at, lengths)
+        return context, base + context, None
+    if n > 2:
         # every row: in two halves at once (each row's values computed alone, as one pass would)
         shares = _shares(same, params, corpus.memo, lengths)
         context, s = np.empty(n), np.empty(n)
@@ -453,24 +457,30 @@ def _context(base, same, params, nz: int, memo: dict | None = None, lengths=None
         return np.zeros(n)
     at = _sparse(base, same, nz)
     if at is not None:
-        out = np.zeros(n)
-        for step, w, two in (
-            (1, params.prev, False),
-            (-1, params.next, False),
-            (2, params.prev2, True),
-            (-2, params.next2, True),
-        ):
-            to = at + step
-            ok = (to >= 0) & (to < n)
-            src, to = at[ok], to[ok]
-            hi = np.maximum(src, to)  # the later row of the pair (or of its last step)
-            link = same[hi] & same[hi - 1] if two else same[hi]
-            src, to, hi = src[link], to[link], hi[link]
-            c = w if lengths is None else w * (_damp(lengths[np.minimum(src, to)], params) * _damp(lengths[hi], params))
-            out[to] += c * base[src]  # (each row once per step: the dense order of additions)
-        return out
+        return _sparse_context(base, same, params, at, lengths)
     out = np.empty(n)
     _context_rows(base, _shares(same, params, {} if memo is None else memo, lengths), out, 0, n)
+    return out
+
+
+def _sparse_context(base, same, params, at, lengths) -> np.ndarray:
+    """``_context`` for the rows ``_sparse`` found (``at``): each neighbour's share added to them alone."""
+    n = base.size
+    out = np.zeros(n)
+    for step, w, two in (
+        (1, params.prev, False),
+        (-1, params.next, False),
+        (2, params.prev2, True),
+        (-2, params.next2, True),
+    ):
+        to = at + step
+        ok = (to >= 0) & (to < n)
+        src, to = at[ok], to[ok]
+        hi = np.maximum(src, to)  # the later row of the pair (or of its last step)
+        link = same[hi] & same[hi - 1] if two else same[hi]
+        src, to, hi = src[link], to[link], hi[link]
+        c = w if lengths is None else w * (_damp(lengths[np.minimum(src, to)], params) * _damp(lengths[hi], params))
+        out[to] += c * base[src]  # (each row once per step: the dense order of additions)
     return out
 
 
