@@ -231,7 +231,9 @@ def emit_json(obj) -> None:
 
 
 def emit_jsonl(rows) -> None:
-    """One compact JSON document per line; written as bytes in batches when stdout has a buffer."""
+    """One compact JSON document per line; written as bytes in batches when stdout has a buffer.  Each row is
+    copied into one growing buffer as soon as it is dumped: holding thousands of dumped rows until a join
+    costs more than dumping them, since each is a fresh allocation of its own (bench/README.md)."""
     out = sys.stdout
     raw = getattr(out, "buffer", None)
     if raw is None:
@@ -241,17 +243,19 @@ def emit_jsonl(rows) -> None:
         out.flush()
         return
     out.flush()  # whatever was written as text goes first
-    batch: list = []
+    batch = bytearray()
     for r in rows:
-        batch.append(_json_unescaped(r, orjson.OPT_NON_STR_KEYS))
-        if len(batch) == 4096:
-            batch.append(b"")
-            raw.write(_escape_controls(b"\n".join(batch)))
+        batch += _json_unescaped(r, orjson.OPT_NON_STR_KEYS)
+        batch += b"\n"
+        if len(batch) >= _BATCH_BYTES:
+            raw.write(_escape_controls(batch))
             batch.clear()
     if batch:
-        batch.append(b"")
-        raw.write(_escape_controls(b"\n".join(batch)))
+        raw.write(_escape_controls(batch))
     raw.flush()
+
+
+_BATCH_BYTES = 1 << 20
 
 
 def report_findings(findings, quiet: bool = False, kinds: bool | None = None) -> None:
