@@ -195,14 +195,24 @@ def parse_when(text: str, now: float | None = None, end: bool = False) -> float:
 
 
 _YEAR_10000 = 253402300800  # epoch seconds of 10000-01-01: %Y writes four digits up to there
+_DAY_TEXT: dict[int, str] = {}  # days since the epoch -> "YYYY-MM-DDT" (a listing spans few days, each met often)
+_TWO_DIGITS = [f"{i:02d}" for i in range(60)]
 
 
 def format_utc(ts: float | None) -> str | None:
     """ISO 8601 UTC: whole seconds as stored by SAM's JSON, milliseconds when there are any."""
     if ts is None:
         return None
-    if 0 <= ts < _YEAR_10000 and ts == int(ts):  # whole seconds (SAM's own): no datetime needed, twice as fast
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    if 0 <= ts < _YEAR_10000 and ts == int(ts):  # whole seconds (SAM's own): no datetime, each day's text once
+        days, secs = divmod(int(ts), 86400)
+        day = _DAY_TEXT.get(days)
+        if day is None:
+            if len(_DAY_TEXT) >= 1 << 16:
+                _DAY_TEXT.clear()
+            day = _DAY_TEXT[days] = time.strftime("%Y-%m-%dT", time.gmtime(days * 86400))
+        hours, secs = divmod(secs, 3600)
+        minutes, secs = divmod(secs, 60)
+        return f"{day}{_TWO_DIGITS[hours]}:{_TWO_DIGITS[minutes]}:{_TWO_DIGITS[secs]}Z"
     try:
         dt = datetime.fromtimestamp(ts, timezone.utc)
     except (OverflowError, OSError, ValueError):
