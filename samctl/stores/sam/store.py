@@ -217,51 +217,50 @@ class SamStore(Store):
         fresh: dict = {}
         metas: list[ConversationMeta] = []
         odd: list[tuple[str, ConversationMeta]] = []  # (folder name, meta) of oddly named folders
-        taken: set[str] = set()  # ids whose own folder holds a conversation.json (_primary loads that one)
         now_ns = time.time_ns()
-        probes, todo = [], []  # (folder name, path, cacheable?, cache entry, or None: read it, or a Finding)
+        settled_ns = now_ns - int(RACY_SECONDS * 1e9)  # a time at or before this is out of the racy window
+        # (folder name, path, named by a UUID?, cacheable?, cache entry, or None: read it, or a Finding)
+        probes: list[tuple] = []
+        todo = []
         if len(_DECODABLE) >= _DECODABLE_MAX:
             _DECODABLE.clear()
-        decodable = _DECODABLE
-        for e in self._folders():
-            p = e.path + _SLASH_FILE  # (os.path.join, without its checks: e.path never ends in a separator)
-            try:
-                st = os.lstat(p)
-            except FileNotFoundError:
-                continue  # a memory scope or leftover folder: not a conversation
-            except OSError as exc:  # the folder is closed to us: say so rather than skip it silently
-                probes.append(
-                    (
-                        e.name,
-                        p,
-                        False,
-                        Finding("unreadable", p, f"cannot stat: {exc.strerror}", conversation=e.name.upper()),
-                    )
-                )
-                continue
-            if UUID_RE.match(e.name):
-                taken.add(e.name.upper())
-            if not stat.S_ISREG(st.st_mode):
-                probes.append(
-                    (
-                        e.name,
-                        p,
-                        False,
-                        Finding("not-regular", p, f"is {filemodes.describe_mode(st.st_mode)}, not a file"),
-                    )
-                )
-                continue
-            entry = self._cached(cache.get(e.name), st)
-            if entry is not None and entry[5] != st.st_ctime_ns and now_ns - st.st_ctime_ns >= RACY_SECONDS * 1e9:
-                # a settled ctime the row lacks (a chmod, as check --fix makes): read once more, or no
-                # load could ever skip its walk (_still_decodable) nor topic_refs its parse
-                entry = None
-            if entry is None:
-                todo.append((p, st, e.name))
-            probes.append((e.name, p, MetaCache.cacheable(st, now_ns), entry))  # (not the lstat: one per file)
+        decodable, cached, uuid_match, lstat = _DECODABLE, self._cached, UUID_RE.match, os.lstat
+        folders = self._folders()
+        base = os.path.join(self.conv_dir, "")
+        try:
+            dir_fd = reading.open_dir_fd(self.conv_dir)  # names stated relative to it: shorter lookups
+        except OSError as exc:
+            raise NotFound(f"cannot list {self.conv_dir}: {exc.strerror}") from None
+        try:
+            for e in folders:
+                name = e.name
+                p = base + name + _SLASH_FILE
+                try:
+                    st = lstat(name + _SLASH_FILE, dir_fd=dir_fd)
+                except FileNotFoundError:
+                    continue  # a memory scope or leftover folder: not a conversation
+                except OSError as exc:  # the folder is closed to us: say so rather than skip it silently
+                    problem = Finding("unreadable", p, f"cannot stat: {exc.strerror}", conversation=name.upper())
+                    probes.append((name, p, False, False, problem))
+                    continue
+                own = uuid_match(name) is not None
+                if not stat.S_ISREG(st.st_mode):
+                    problem = Finding("not-regular", p, f"is {filemodes.describe_mode(st.st_mode)}, not a file")
+                    probes.append((name, p, own, False, problem))
+                    continue
+                entry = cached(cache.get(name), st)
+                if entry is not None and entry[5] != st.st_ctime_ns and st.st_ctime_ns <= settled_ns:
+                    # a settled ctime the row lacks (a chmod, as check --fix makes): read once more, or no
+                    # load could ever skip its walk (_still_decodable) nor topic_refs its parse
+                    entry = None
+                if entry is None:
+                    todo.append((p, st, name))
+                probes.append((name, p, own, st.st_mtime_ns <= settled_ns, entry))  # (MetaCache.cacheable)
+        finally:
+            os.close(dir_fd)
         # what the cache has nothing for (every file, the first time): in worker processes when there is much
         scanned = workers.ordered_items(self, _scan_one, todo, PARALLEL_SCAN, SCAN_PART)
-        for name, p, cacheable, entry in probes:
+        for name, p, own, cacheable, entry in probes:
             if isinstance(entry, Finding):
                 findings.append(entry)
                 continue
@@ -277,13 +276,16 @@ class SamStore(Store):
             if meta_d is not None:
                 m = ConversationMeta(*meta_d)
                 m.path = p
-                if UUID_RE.match(name):
-                    m.id = name.upper()
+                if own:
+                    if m.id != name:
+                        m.id = name.upper()
                     metas.append(m)
-                elif UUID_RE.match(m.id):  # the file's id; one naming no valid id has a finding (SAM skips it)
+                elif uuid_match(m.id):  # the file's id; one naming no valid id has a finding (SAM skips it)
                     odd.append((name, m))
         if todo or len(fresh) != len(cache):
             cache_file.save(fresh)
+        # ids whose own folder holds a conversation.json (``_primary`` loads that one): only odd ones need them
+        taken = {name.upper() for name, _, own, _, _ in probes if own} if odd else set()
         for _, m in sorted(odd, key=lambda x: x[0]):  # the order odd_folders breaks ties in
             if m.id in taken:
                 findings.append(
