@@ -211,6 +211,14 @@ def pools_with(monkeypatch, settings: dict) -> list:
     return made
 
 
+def resealed(doc: dict) -> bytes:
+    """A listing cache's document, changed by a test, sealed as samctl seals what it writes: what reaches
+    the checks of each entry (a cache whose seal is broken is ignored whole, ``metacache.is_sealed``)."""
+    from samctl.stores.metacache import seal
+
+    return seal({k: v for k, v in doc.items() if k != "sum"})
+
+
 def fingerprint(root: Path) -> dict:
     """Every entry under root (not following symlinks): kind, mode, size, mtime_ns, sha256 of regular files."""
     out = {}

@@ -1,8 +1,9 @@
 """A disposable listing cache per store root, in the user's cache folder.
 
-Disposable and untrusted: one 0600 file per (store kind, root) in the cache folder, ignored when unreadable,
-foreign, or made under other caps or another time zone; an entry is trusted only while its file's (size,
-mtime_ns) match, and racy files are never stored.  The store is never touched.
+Disposable: one 0600 file per (store kind, root) in the cache folder, ignored when unreadable, damaged or
+changed since samctl wrote it (it begins with the CRC-32 of the rest), foreign, or made under other caps or
+another time zone; an entry is trusted only while its file's (size, mtime_ns) match, and racy files are
+never stored.  The store is never touched.
 
 Design notes: docs/stores.md, "stores/metacache.py".
 """
@@ -12,21 +13,45 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+import zlib
 
 import orjson
 
 from samctl.errors import FileProblem
 from samctl.fs import reading, userdirs, writing
 
-VERSION = 9  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
+VERSION = 10  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
 # 6: one-file-each rows carry project, branch, continues, copied messages and model; 7: SAM rows carry the model;
-# 8: mermaid rows carry the git branch; 9: a SAM row's meta is a list in the model's field order
+# 8: mermaid rows carry the git branch; 9: a SAM row's meta is a list in the model's field order; 10: sealed
 RACY_SECONDS = 2.0
 
 
 def _zone() -> list:
     """This process's time zone, as far as it shapes a row (a mermaid id is read in local time)."""
     return [os.environ.get("TZ"), time.timezone, time.altzone, *time.tzname]
+
+
+# A cache begins with the CRC-32 of everything after its first field, as eight hex digits: one that was cut
+# short, damaged or edited since samctl wrote it is ignored as a whole, so what samctl wrote is all a store
+# reads (a SAM listing then needs no check of each field's type).  It stays one JSON document.
+_SEAL = b'{"sum":"'
+_SEALED_FROM = len(_SEAL) + 10  # (the digits and '",')
+
+
+def seal(doc: dict) -> bytes:
+    """``doc`` (a non-empty dict, without the key "sum") as a cache file's bytes."""
+    rest = memoryview(orjson.dumps(doc))[1:]
+    return b'%s%08x",%s' % (_SEAL, zlib.crc32(rest), rest)
+
+
+def is_sealed(data: bytes) -> bool:
+    """Whether ``data`` is a cache file's bytes as ``seal`` made them."""
+    digits = data[len(_SEAL) : _SEALED_FROM - 2]
+    return (
+        data[: len(_SEAL)] == _SEAL
+        and data[_SEALED_FROM - 2 : _SEALED_FROM] == b'",'
+        and digits == b"%08x" % zlib.crc32(memoryview(data)[_SEALED_FROM:])
+    )
 
 
 class MetaCache:
@@ -45,7 +70,10 @@ class MetaCache:
         if not self.enabled:
             return {}
         try:
-            doc = orjson.loads(reading.read_capped(self.path, 1 << 31))
+            data = reading.read_capped(self.path, 1 << 31)
+            if not is_sealed(data):
+                return {}
+            doc = orjson.loads(data)
         except (FileProblem, orjson.JSONDecodeError):
             return {}
         if (
@@ -78,7 +106,7 @@ class MetaCache:
         if stamp is not None:
             doc["folder"], doc["extra"] = stamp, extra
         try:
-            data = orjson.dumps(doc)
+            data = seal(doc)
             writing.make_private_dir(self.path.parent)
             writing.write_atomic(self.path, data)
         except (OSError, orjson.JSONEncodeError):  # JSONEncodeError: a file name that is not UTF-8

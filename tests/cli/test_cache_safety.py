@@ -1,7 +1,9 @@
 """The listing caches never change what a read-only command reports, and never land in the store.
 
 - A capped run (``--max-file-size``) does not leave its ``too-large`` verdicts to later runs.
-- A cache entry with mistyped fields is rescanned, never trusted (no internal error).
+- A cache changed since samctl wrote it (its seal broken) is ignored as a whole, and written again.
+- A cache entry with mistyped fields is rescanned, never trusted (no internal error); SAM's rows carry the
+  types its listing trusts, since it checks the seal, not each field.
 - A mermaid cache cannot put an id that breaks the id rule into a listing.
 - A cache folder inside the store is not used: nothing is written there.
 - The JSON model's ``size`` is the one ``ls`` reports (mermaid: snapshot + sidecar + log).
@@ -15,8 +17,9 @@ import os
 import orjson
 import pytest
 
+from samctl.stores.metacache import is_sealed
 from samctl.stores.sam.store import _META_KEYS
-from tests.conftest import fingerprint
+from tests.conftest import fingerprint, resealed
 
 SAM_BIG = "8B58CBC4-ACA7-4811-AE66-C01921690310"  # 4832 bytes: over a 4K cap
 SAM_IDS = {"C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B", SAM_BIG, "D3B2A1C0-9F8E-4D7C-AB6A-5F4E3D2C1B0A"}
@@ -36,6 +39,74 @@ def _ids(result) -> set:
 
 def _cache_files(cache, kind):
     return sorted(cache.glob(f"{kind}-meta-*.json"))
+
+
+# --- a cache changed since samctl wrote it is ignored as a whole ---------------------------------
+
+
+def _same_json_other_bytes(data: bytes) -> bytes:
+    return orjson.dumps(orjson.loads(data), option=orjson.OPT_INDENT_2)
+
+
+def _a_title_changed(data: bytes) -> bytes:
+    """The first letter of a title the cache holds, its case swapped: still valid JSON, with the same sizes
+    and times, so only the seal tells."""
+    sam = data.find(b'["sam","')
+    if sam >= 0:  # a SAM row's meta: ["sam","<id>","<title>",...
+        at = data.index(b'","', sam + len(b'["sam","')) + 3
+    else:  # mermaid's listing, in columns
+        at = data.index(b'"titles":["') + len(b'"titles":["')
+    assert data[at : at + 1].isalpha()
+    return data[:at] + bytes([data[at] ^ 0x20]) + data[at + 1 :]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda data: data[: len(data) // 2],  # cut short
+        lambda data: data + b" ",
+        _same_json_other_bytes,  # the same document, written by something else
+        _a_title_changed,
+        lambda data: data.replace(b'{"sum":"', b'{"sum":"0', 1)[:-1],
+    ],
+    ids=["cut-short", "a-byte-more", "same-json-other-bytes", "a-title-changed", "seal-shifted"],
+)
+@pytest.mark.parametrize("kind", ["sam", "mermaid"])
+def test_a_cache_changed_since_samctl_wrote_it_is_ignored_and_written_again(
+    run, sam_demo, mermaid_demo, tmp_path, monkeypatch, kind, change
+):
+    root = sam_demo if kind == "sam" else mermaid_demo
+    cache = tmp_path / "c"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    _age(root)
+    want = run("--root", root, "--no-cache", "ls", "--format", "jsonl")
+    run("--root", root, "ls")
+    (path,) = _cache_files(cache, kind)
+    data = path.read_bytes()
+    assert is_sealed(data) and orjson.loads(data)["entries"]
+    changed = change(data)
+    assert changed != data and not is_sealed(changed)
+    path.write_bytes(changed)
+    before = fingerprint(root)
+    got = run("--root", root, "ls", "--format", "jsonl")
+    assert (got.exit_code, got.stderr, got.stdout) == (0, "", want.stdout)
+    assert is_sealed(path.read_bytes())  # written again, whole
+    assert fingerprint(root) == before
+
+
+def test_a_resealed_change_is_read_as_written(run, sam_demo, tmp_path, monkeypatch):
+    """The other side of the seal: an entry changed and sealed again is trusted (so the test above shows that
+    the seal, not a rescan of every file, is what kept the change out)."""
+    cache = tmp_path / "c"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    _age(sam_demo)
+    run("--root", sam_demo, "ls")
+    (path,) = _cache_files(cache, "sam")
+    doc = orjson.loads(path.read_bytes())
+    doc["entries"][SAM_BIG][2][_META_KEYS.index("title")] = "Sealed again"
+    path.write_bytes(resealed(doc))
+    got = run("--root", sam_demo, "ls", "--format", "jsonl")
+    assert {json.loads(x)["id"]: json.loads(x)["title"] for x in got.stdout.splitlines()}[SAM_BIG] == "Sealed again"
 
 
 # --- the cache does not carry one run's caps into the next -------------------------------
@@ -154,6 +225,69 @@ def test_sam_cache_with_mistyped_fields_is_rescanned(run, sam_demo, tmp_path, mo
     assert fingerprint(sam_demo) == before
 
 
+_OPT_STR, _OPT_NUM = (str, type(None)), (int, float, type(None))
+# The types SAM's listing takes each cached field to have (it sorts, adds and prints by them).
+_SCAN_TYPES = {
+    "store": (str,),
+    "id": (str,),
+    "title": (str,),
+    "created": _OPT_STR,
+    "updated": _OPT_STR,
+    "created_ts": _OPT_NUM,
+    "updated_ts": _OPT_NUM,
+    "message_count": (int, type(None)),
+    "size": (int, type(None)),
+    "pinned": (bool,),
+    "path": (str,),
+    "active_ts": _OPT_NUM,
+    "project": (type(None),),
+    "branch": (type(None),),
+    "continues": (type(None),),
+    "model": _OPT_STR,
+}
+ODD_DOCS = [
+    {"id": 5, "title": 7, "created": 1.5, "updated": None, "messages": {"a": 1}, "isPinned": "yes"},
+    {"title": None, "created": "yesterday", "updated": "2026-13-45T99:00:00Z", "messages": [1, "x", None]},
+    {"messages": [{"timestamp": 3, "isFromUser": "no", "content": 5}], "settings": {"model": 9}},
+    {"isPinned": 1, "messages": None, "title": ["a"], "settings": "gpt"},
+    [],
+    "text",
+]
+
+
+def test_sam_scan_gives_each_field_the_type_the_listing_trusts(sam_broken, tmp_path):
+    from samctl.stores import open_store
+    from tests.conftest import make_fixtures
+
+    base, _ = sam_broken
+    demo = tmp_path / "demo" / "SAM"
+    make_fixtures.build_demo_sam(demo)
+    odd = tmp_path / "odd" / "conversations"
+    for i, doc in enumerate(ODD_DOCS):
+        folder = odd / f"0000000{i}-0000-4000-8000-000000000000"
+        folder.mkdir(parents=True)
+        (folder / "conversation.json").write_bytes(orjson.dumps(doc))
+    assert tuple(_SCAN_TYPES) == _META_KEYS
+    rows = 0
+    for root in (demo, base, odd.parent):
+        store = open_store(str(root))
+        for p in sorted(store.conv_dir.glob("*/conversation.json")):
+            st = os.lstat(p)
+            if not os.path.isfile(p):
+                continue
+            row = store._scan(str(p), st, p.parent.name)
+            if row[2] is None:
+                continue
+            rows += 1
+            assert len(row[2]) == len(_META_KEYS), p
+            for key, value in zip(_META_KEYS, row[2]):
+                assert type(value) in _SCAN_TYPES[key], (p, key, value)
+            assert row[3] is None or (type(row[3]) is list and [type(x) for x in row[3]] == [str, str])
+            assert row[4] is None or type(row[4]) is str
+            assert row[5] is None or type(row[5]) is int
+    assert rows >= len(ODD_DOCS) + 4
+
+
 def test_sam_cache_checks_every_field_of_the_model_in_its_order():
     from samctl.model import ConversationMeta
 
@@ -200,7 +334,7 @@ def test_mermaid_cache_ids_must_keep_the_id_rule(run, mermaid_demo, tmp_path, mo
         for entry in doc["entries"].values():
             if entry[2] is not None:
                 entry[2][0] = evil
-    path.write_bytes(orjson.dumps(doc))
+    path.write_bytes(resealed(doc))
     got = run("--root", mermaid_demo, "ls", "--format", "jsonl")
     assert (got.exit_code, got.stdout, got.stderr) == (0, want.stdout, "")
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fingerprint
+from tests.conftest import fingerprint, resealed
 
 MERMAID_IDS = ["20260901_170000_250", "20260812_091500_004", "20260810_140307_512"]
 SAM_IDS = [
@@ -378,7 +378,7 @@ def _set(col, value):
 def test_mermaid_tampered_trusted_cache_is_rescanned_silently(run, mermaid_demo, monkeypatch, tmp_path, tamper):
     cold, f, doc = _trusted_cache(run, mermaid_demo, monkeypatch, tmp_path)
     tamper(doc)
-    f.write_text(json.dumps(doc))
+    f.write_bytes(resealed(doc))
     for _ in range(2):  # the rescan, then the listing it saved again
         r = run("--root", mermaid_demo, "ls", "--format", "jsonl")
         assert (r.stdout, r.stderr, r.exit_code) == (cold.stdout, "", 0)
@@ -387,12 +387,12 @@ def test_mermaid_tampered_trusted_cache_is_rescanned_silently(run, mermaid_demo,
 def test_mermaid_a_row_index_without_its_listing_is_rescanned(run, mermaid_demo, monkeypatch, tmp_path):
     cold, f, doc = _trusted_cache(run, mermaid_demo, monkeypatch, tmp_path)
     doc["folder"][0] += 1  # the folder changed: the entries are looked at one by one
-    f.write_text(json.dumps(doc))
+    f.write_bytes(resealed(doc))
     assert run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout == cold.stdout
     doc = json.loads(f.read_bytes())
     doc["folder"][0] += 1
     del doc["extra"]  # and their rows are gone
-    f.write_text(json.dumps(doc))
+    f.write_bytes(resealed(doc))
     assert run("--root", mermaid_demo, "ls", "--format", "jsonl").stdout == cold.stdout
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fingerprint
+from tests.conftest import fingerprint, resealed
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "usage"
 A = "11111111-1111-4111-8111-111111111111"
@@ -345,7 +345,7 @@ def test_a_tampered_usage_cache_is_read_again_never_trusted(tmp_path, run, monke
     doc["entries"][names[1]][4] = {"not": "rows"}
     doc["entries"][names[2]][3] = [["code", 5, "warning"]]
     doc["entries"][names[3]][4][0][1] = ["model"]
-    cache.write_text(json.dumps(doc))
+    cache.write_bytes(resealed(doc))
     r, again = _json(run, root)
     assert r.exit_code == 0 and again == first
 

@@ -9,7 +9,6 @@ Design notes: docs/stores.md, "stores/sam/store.py".
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import stat
@@ -29,33 +28,30 @@ from samctl.stores.sam.dbvalues import UUID_RE
 from samctl.stores.values import too_costly
 
 _PREFIX_TEMPLATE = "00000000-0000-0000-0000-000000000000"
-_OPT_STR = (str, type(None))
-_OPT_NUM = (int, float, type(None))
-# The types each field of a cached ConversationMeta may have, in the model's field order: _scan saves
-# them as a list in this order (no keys to parse or check), which ConversationMeta takes positionally.
-# A cache is untrusted input (README §Caches).
-_META_TYPES = {
-    "store": (str,),
-    "id": (str,),
-    "title": (str,),
-    "created": _OPT_STR,
-    "updated": _OPT_STR,
-    "created_ts": _OPT_NUM,
-    "updated_ts": _OPT_NUM,
-    "message_count": (int, type(None)),
-    "size": (int, type(None)),
-    "pinned": (bool,),
-    "path": (str,),
-    "active_ts": _OPT_NUM,
-    "project": (type(None),),  # (SAM records none of these three)
-    "branch": (type(None),),
-    "continues": (type(None),),
-    "model": _OPT_STR,
-}
-_META_KEYS = tuple(_META_TYPES)
+# The fields of a cached ConversationMeta, in the model's field order: _scan saves them as a list in this
+# order (no keys to parse), which ConversationMeta takes positionally (SAM records no project, branch or
+# continued session).  A cache is what samctl wrote or nothing (``metacache.is_sealed``), so their types
+# are those _scan gave them (tests/cli/test_cache_safety.py holds _scan to them).
+_META_KEYS = (
+    "store",
+    "id",
+    "title",
+    "created",
+    "updated",
+    "created_ts",
+    "updated_ts",
+    "message_count",
+    "size",
+    "pinned",
+    "path",
+    "active_ts",
+    "project",
+    "branch",
+    "continues",
+    "model",
+)
 _TITLE = _META_KEYS.index("title")
-# Every allowed tuple of field types (864): one set lookup per entry keeps a warm ``ls`` fast.
-_META_SIGNATURES = frozenset(itertools.product(*_META_TYPES.values()))
+_META_WIDTH = len(_META_KEYS)
 
 
 class SamStore(Store):
@@ -179,23 +175,17 @@ class SamStore(Store):
 
     @staticmethod
     def _cached(entry, st):
-        """The cached row ``_scan`` made, or None if stale or malformed: every field must have the
-        type ``_scan`` gives it, since ``ls`` sorts and adds by them."""
-        entry = MetaCache.fresh(entry, st, CACHE_ENTRY_WIDTH)
-        if entry is None:
-            return None
-        meta, problem = entry[2], entry[3]
-        if (entry[4] is not None and type(entry[4]) is not str) or (entry[5] is not None and type(entry[5]) is not int):
-            return None
-        if meta is not None and not (
-            type(meta) is list and tuple(map(type, meta)) in _META_SIGNATURES and meta[0] == "sam"
+        """The cached row ``_scan`` made, or None if stale or of another width (``MetaCache.fresh``, written
+        out: a warm ``ls`` asks once per conversation)."""
+        if (
+            type(entry) is list
+            and len(entry) == CACHE_ENTRY_WIDTH
+            and entry[0] == st.st_size
+            and entry[1] == st.st_mtime_ns
+            and (entry[2] is None or len(entry[2]) == _META_WIDTH)
         ):
-            return None
-        if problem is not None and not (
-            type(problem) is list and len(problem) == 2 and all(type(x) is str for x in problem)
-        ):
-            return None
-        return entry
+            return entry
+        return None
 
     # listing ---------------------------------------------------------------
     def cached_title(self, name: str) -> str | None:
@@ -302,9 +292,10 @@ class SamStore(Store):
                 continue
             taken.add(m.id)
             metas.append(m)
-        seen = {m.id for m in metas}
         legacy = self.conv_dir / "conversations.json"
-        for cid, doc in self.legacy_docs(findings).items():
+        docs = self.legacy_docs(findings)
+        seen = {m.id for m in metas} if docs else set()
+        for cid, doc in docs.items():
             if cid not in seen:
                 metas.append(decode.meta(doc, str(legacy), None, cid))
         metas.sort(key=recency, reverse=True)
