@@ -116,7 +116,8 @@ def last_activity(m: ConversationMeta) -> float | None:
 
 def recency(m: ConversationMeta) -> float:
     """The order of a listing, newest first when reversed: last activity, else created, else 0."""
-    t = last_activity(m)
+    a, u = m.active_ts, m.updated_ts  # (last_activity, written out: a listing sorts by this)
+    t = a if u is None or (a is not None and a > u) else u
     return t if t is not None else (m.created_ts or 0.0)
 
 

@@ -243,9 +243,12 @@ def emit_jsonl(rows) -> None:
         out.flush()
         return
     out.flush()  # whatever was written as text goes first
-    batch = bytearray()
+    batch, dumps_row, option = bytearray(), orjson.dumps, orjson.OPT_NON_STR_KEYS
     for r in rows:
-        batch += _json_unescaped(r, orjson.OPT_NON_STR_KEYS)
+        try:
+            batch += dumps_row(r, option=option)
+        except TypeError:  # (what _json_unescaped falls back for: this row again, through it)
+            batch += _json_unescaped(r, option)
         batch += b"\n"
         if len(batch) >= _BATCH_BYTES:
             raw.write(_escape_controls(batch))

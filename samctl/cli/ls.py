@@ -93,7 +93,8 @@ def _row(m) -> dict:
     """One conversation in ls's JSON (docs/json.md): ``message_count`` is the number, as in show and search
     (``messages`` is only ever a list)."""
     d = m.to_dict()
-    d["message_count"] = d.pop("messages")
+    del d["messages"]
+    d["message_count"] = m.message_count
     return d
 
 
