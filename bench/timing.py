@@ -21,6 +21,25 @@ def medians(fn, repeat: int, warm: bool = True) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
+def paired_ratios(fn, floor_fn, repeat: int) -> dict:
+    """``fn`` and ``floor_fn`` called in turn ``repeat`` times (who goes first alternates), after one
+    warm-up call of each: the median wall and CPU time of each, and the median of the pairs' ratios.
+    A pair runs within a fraction of a second, so a slow minute of a shared machine slows both
+    sides of it alike; medians of two separate series can each catch a different minute."""
+    fn(), floor_fn()
+    got: dict = {"wall": [], "cpu": [], "floor_wall": [], "floor_cpu": []}
+    for i in range(repeat):
+        for side in ("", "floor_") if i % 2 == 0 else ("floor_", ""):
+            t, c = time.perf_counter(), time.process_time()
+            (floor_fn if side else fn)()
+            got[side + "wall"].append(time.perf_counter() - t)
+            got[side + "cpu"].append(time.process_time() - c)
+    out = {k: statistics.median(v) for k, v in got.items()}
+    out["wall_ratio"] = statistics.median(a / b for a, b in zip(got["wall"], got["floor_wall"]))
+    out["cpu_ratio"] = statistics.median(a / b for a, b in zip(got["cpu"], got["floor_cpu"]))
+    return out
+
+
 class PeakAnonymousMemory:
     """``with PeakAnonymousMemory() as peak: ...``; then ``peak.mib``: the most anonymous memory
     (``RssAnon`` of /proc/self/status, Linux) this process held during the block, sampled every
