@@ -227,6 +227,31 @@ class Message:
         return d
 
 
+# Message's first fields, in order: the decoders of the stores read most (SAM, mermaid) pass them by position,
+# since 16 keywords cost about 1 us a message in CPython 3.11, a tenth of an export (tests/stores/
+# test_message_fields.py holds the order and what each decoder puts where).
+MESSAGE_FIELDS = (
+    "role",
+    "content",
+    "timestamp",
+    "timestamp_ts",
+    "id",
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "tool_status",
+    "reasoning",
+    "kind",
+    "importance",
+    "hidden",
+    "marker",
+    "pinned",
+    "actions",
+    "attachments",
+    "raw",
+)
+
+
 @dataclass(slots=True)
 class Conversation:
     meta: ConversationMeta

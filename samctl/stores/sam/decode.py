@@ -58,23 +58,25 @@ def message(m) -> Message | None:
     ts = m.get("timestamp") if isinstance(m.get("timestamp"), str) else None
     imp = m.get("importance")
     reasoning = m.get("reasoningContent")
-    return Message(
-        role=role_of(m),
-        content=_str(m.get("content")),
-        timestamp=ts,
-        timestamp_ts=PARSE_LATER,
-        id=m.get("id") if isinstance(m.get("id"), str) else None,
-        tool_calls=tool_calls_from_openai(m.get("toolCalls")),
-        tool_call_id=m.get("toolCallId") if isinstance(m.get("toolCallId"), str) else None,
-        tool_name=m.get("toolName") if isinstance(m.get("toolName"), str) else None,
-        tool_status=m.get("toolStatus") if isinstance(m.get("toolStatus"), str) else None,
-        reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
-        kind=_str(m.get("type"), None),
-        importance=float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) else None,
-        hidden=hidden_by_ui(m),
-        pinned=_bool(m.get("isPinned")),
-        attachments=content_parts(m.get("contentParts")),
-        raw=m,
+    return Message(  # (by position, in MESSAGE_FIELDS order: keywords cost a tenth of an export)
+        role_of(m),  # role
+        _str(m.get("content")),  # content
+        ts,  # timestamp
+        PARSE_LATER,  # timestamp_ts
+        m.get("id") if isinstance(m.get("id"), str) else None,  # id
+        tool_calls_from_openai(m.get("toolCalls")),  # tool_calls
+        m.get("toolCallId") if isinstance(m.get("toolCallId"), str) else None,  # tool_call_id
+        m.get("toolName") if isinstance(m.get("toolName"), str) else None,  # tool_name
+        m.get("toolStatus") if isinstance(m.get("toolStatus"), str) else None,  # tool_status
+        reasoning if isinstance(reasoning, str) and reasoning else None,  # reasoning
+        _str(m.get("type"), None),  # kind
+        float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) else None,  # importance
+        hidden_by_ui(m),  # hidden
+        False,  # marker
+        _bool(m.get("isPinned")),  # pinned
+        [],  # actions
+        content_parts(m.get("contentParts")),  # attachments
+        m,  # raw
     )
 
 
