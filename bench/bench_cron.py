@@ -35,7 +35,6 @@ sys.path.insert(0, str(HERE))
 
 from bench_check import tightened  # noqa: E402 - bench/ is on the path just above
 from bench_ls import generate  # noqa: E402
-from timing import medians  # noqa: E402
 
 
 def walk_lstat(root: str) -> list[str]:
@@ -105,40 +104,57 @@ def floor_export(conv: str, sam: bool) -> int:
     return n
 
 
-def samctl(args: list[str], repeat: int) -> tuple[float, float]:
-    """(median wall, median CPU of the child and its workers) of the whole samctl process, stdout to /dev/null."""
+def samctl_once(args: list[str]) -> tuple[float, float]:
+    """(wall, CPU of the child and its workers) of one whole samctl process, stdout to /dev/null."""
     exe = str(Path(sys.executable).with_name("samctl"))
     # as installed: samctl's modules from their compiled bytecode (written by the first run), not
     # compiled from source by every process as they are when PYTHONDONTWRITEBYTECODE is set
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    wall, cpu = [], []
-    for i in range(repeat + 1):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        r = subprocess.run([exe, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        w = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if r.returncode != 0:
-            sys.exit(f"samctl {' '.join(args)} exited {r.returncode}: {r.stderr[-2000:]}")
-        if i:  # the first run warms the page cache and samctl's listing cache
-            wall.append(w)
-            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-    return statistics.median(wall), statistics.median(cpu)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    r = subprocess.run([exe, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    w = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        sys.exit(f"samctl {' '.join(args)} exited {r.returncode}: {r.stderr[-2000:]}")
+    return w, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def paired(args: list[str], floor_fn, repeat: int) -> dict:
+    """samctl and its floor in turn (who goes first alternates), after one run of each that warms the page
+    cache and samctl's listing cache: medians of each, and the median of the pairs' ratios (a pair runs
+    seconds apart, so a slow minute of a shared machine slows both sides of it alike)."""
+    samctl_once(args)
+    floor_fn()
+    got: dict = {"wall": [], "cpu": [], "floor_wall": [], "floor_cpu": []}
+    for i in range(repeat):
+        for side in ("", "floor_") if i % 2 == 0 else ("floor_", ""):
+            if side:
+                t, c = time.perf_counter(), time.process_time()
+                floor_fn()
+                w, cpu = time.perf_counter() - t, time.process_time() - c
+            else:
+                w, cpu = samctl_once(args)
+            got[side + "wall"].append(w)
+            got[side + "cpu"].append(cpu)
+    out = {k: statistics.median(v) for k, v in got.items()}
+    out["wall_ratio"] = statistics.median(a / b for a, b in zip(got["wall"], got["floor_wall"]))
+    out["cpu_ratio"] = statistics.median(a / b for a, b in zip(got["cpu"], got["floor_cpu"]))
+    return out
 
 
 def bench(what: str, root: Path, store_dir: str, conv: str, sam: bool, repeat: int) -> None:
-    print(f"{what}, median of {repeat} (wall / CPU; goal: each <= 2x its floor):")
+    print(f"{what}, median of {repeat} pairs (wall / CPU; goal: each <= 2x its floor):")
     cases = [
         ("stats", ["stats"], lambda: floor_stats(store_dir)),
         ("compact --dry-run", ["compact", "--dry-run"], lambda: floor_compact(store_dir)),
         ("export --all --to jsonl", ["export", "--all", "--to", "jsonl"], lambda: floor_export(conv, sam)),
     ]
     for name, args, floor_fn in cases:
-        f, fc = medians(floor_fn, repeat)
-        s, sc = samctl(["--root", str(root), *args], repeat)
+        got = paired(["--root", str(root), *args], floor_fn, repeat)
         print(
-            f"  {name:24s} floor {f:7.3f} s / {fc:7.3f} s   samctl {s:7.3f} s / {sc:7.3f} s   "
-            f"ratio {s / f:5.2f}x wall, {sc / fc:5.2f}x CPU"
+            f"  {name:24s} floor {got['floor_wall']:7.3f} s / {got['floor_cpu']:7.3f} s   samctl {got['wall']:7.3f} s / "
+            f"{got['cpu']:7.3f} s   ratio {got['wall_ratio']:5.2f}x wall, {got['cpu_ratio']:5.2f}x CPU"
         )
 
 
