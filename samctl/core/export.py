@@ -258,8 +258,8 @@ def export(
             if progress:
                 progress(i + 1, len(ids))
 
-    def rendered(index_link: bool):  # Rendered, in order
-        job = (fmt, include_hidden, exported_at, index_link, many)
+    def rendered(index_link: bool, to_folder: bool = False):  # Rendered, in order
+        job = (fmt, include_hidden, exported_at, index_link, many, to_folder)
         done = 0
         known = sizes or {}
         for owner, run in _runs(pairs):
@@ -284,7 +284,7 @@ def export(
         if plan.kind == "folder":
             assert path is not None  # (a folder plan always names its folder)
             index = fmt == "html" and many
-            _to_folder(rendered(index), fmt, path, res, index, made)
+            _to_folder(rendered(index, to_folder=True), fmt, path, res, index, made)
             if not res.files:
                 removing.remove_empty_dirs(made)
                 findings.append(Finding("not-written", str(plan.path), f"nothing was written to {plan.path}", INFO))
@@ -347,8 +347,8 @@ def _weigher(owner, sizes: dict):
 
 @dataclass
 class Rendered:
-    """One conversation loaded and rendered: ``data`` None if its format refused it; ``shown``, the
-    messages an index page counts."""
+    """One conversation loaded and rendered: ``data`` None if its format refused it; ``meta`` only for a
+    folder (what names its file); ``shown``, the messages an index page counts."""
 
     meta: object
     data: bytes | None
@@ -365,7 +365,7 @@ def _runs(pairs: list):
 def _load_and_render(store, item) -> tuple:
     """``(Rendered or None if it could not be loaded, its findings)`` for one id: a unit of work any
     process can do (``workers.ordered_items``), findings kept in the order one process makes them."""
-    cid, fmt, include_hidden, exported_at, index_link, many = item
+    cid, fmt, include_hidden, exported_at, index_link, many, to_folder = item
     found: list = []
     conv = load_resolved(store, cid, found)
     if conv is None:
@@ -375,7 +375,10 @@ def _load_and_render(store, item) -> tuple:
         data = _json_bytes(export_dict(conv, include_hidden))
     else:
         data = render_one(fmt, store, conv, include_hidden, found, exported_at, index_link)
-    return Rendered(conv.meta, data, len(shown(conv, include_hidden)) if index_link else 0), found
+    # (a stream needs only the bytes: a meta sent back for each of 10,000 conversations cost a worker and the
+    # parent 5 us each to pickle and unpickle)
+    meta = conv.meta if to_folder else None
+    return Rendered(meta, data, len(shown(conv, include_hidden)) if index_link else 0), found
 
 
 def _to_folder(done, fmt, folder: Path, res, index: bool, made: list):
