@@ -154,7 +154,9 @@ def bench_sam(n: int, repeat: int, out: Path) -> None:
     got = paired_ratios(lambda: run_samctl(args), lambda: floor_sam_warm(str(base / "conversations"), cache), repeat)
     warm_t = got["wall"]
     print(f"SAM ls --format jsonl, {n} conversations (median of {repeat}):")
-    print(f"  floor (stat every conversation.json, read the cache): {got['floor_wall']:.3f} s, {got['floor_cpu']:.3f} s CPU")
+    print(
+        f"  floor (stat every conversation.json, read the cache): {got['floor_wall']:.3f} s, {got['floor_cpu']:.3f} s CPU"
+    )
     print(f"  cold (no cache):  {cold_t:.3f} s")
     print(f"  warm (cache):     {warm_t:.3f} s   warm is {cold_t / warm_t:.1f}x faster (goal >= 20x)")
     print(

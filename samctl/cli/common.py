@@ -251,10 +251,10 @@ def emit_jsonl(rows) -> None:
             batch += _json_unescaped(r, option)
         batch += b"\n"
         if len(batch) >= _BATCH_BYTES:
-            raw.write(_escape_controls(batch))
+            raw.write(_escape_controls(bytes(batch)))
             batch.clear()
     if batch:
-        raw.write(_escape_controls(batch))
+        raw.write(_escape_controls(bytes(batch)))
     raw.flush()
 
 
