@@ -41,6 +41,16 @@ def _cache_files(cache, kind):
     return sorted(cache.glob(f"{kind}-meta-*.json"))
 
 
+def _sam_cache_after_ls(run, root, tmp_path, monkeypatch):
+    """(the path, the document) of SAM's listing cache after an ls of ``root``, its files aged to be cached."""
+    cache = tmp_path / "c"
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
+    _age(root)
+    run("--root", root, "ls")
+    (path,) = _cache_files(cache, "sam")
+    return path, orjson.loads(path.read_bytes())
+
+
 # --- a cache changed since samctl wrote it is ignored as a whole ---------------------------------
 
 
@@ -97,12 +107,7 @@ def test_a_cache_changed_since_samctl_wrote_it_is_ignored_and_written_again(
 def test_a_resealed_change_is_read_as_written(run, sam_demo, tmp_path, monkeypatch):
     """The other side of the seal: an entry changed and sealed again is trusted (so the test above shows that
     the seal, not a rescan of every file, is what kept the change out)."""
-    cache = tmp_path / "c"
-    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
-    _age(sam_demo)
-    run("--root", sam_demo, "ls")
-    (path,) = _cache_files(cache, "sam")
-    doc = orjson.loads(path.read_bytes())
+    path, doc = _sam_cache_after_ls(run, sam_demo, tmp_path, monkeypatch)
     doc["entries"][SAM_BIG][2][_META_KEYS.index("title")] = "Sealed again"
     path.write_bytes(resealed(doc))
     got = run("--root", sam_demo, "ls", "--format", "jsonl")
@@ -298,12 +303,7 @@ def test_sam_cache_checks_every_field_of_the_model_in_its_order():
 
 
 def test_sam_cache_with_a_mistyped_finding_is_rescanned(run, sam_demo, tmp_path, monkeypatch):
-    cache = tmp_path / "c"
-    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(cache))
-    _age(sam_demo)
-    run("--root", sam_demo, "ls")
-    (path,) = _cache_files(cache, "sam")
-    doc = orjson.loads(path.read_bytes())
+    path, doc = _sam_cache_after_ls(run, sam_demo, tmp_path, monkeypatch)
     for entry in doc["entries"].values():
         entry[3] = [1, None]
     path.write_bytes(orjson.dumps(doc))
