@@ -20,7 +20,6 @@ import argparse
 import os
 import resource
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_check import tightened  # noqa: E402 - bench/ is on the path just above
 from bench_ls import generate  # noqa: E402
+from timing import paired_ratios, timed  # noqa: E402
 
 
 def walk_lstat(root: str) -> list[str]:
@@ -120,29 +120,6 @@ def samctl_once(args: list[str]) -> tuple[float, float]:
     return w, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
-def paired(args: list[str], floor_fn, repeat: int) -> dict:
-    """samctl and its floor in turn (who goes first alternates), after one run of each that warms the page
-    cache and samctl's listing cache: medians of each, and the median of the pairs' ratios (a pair runs
-    seconds apart, so a slow minute of a shared machine slows both sides of it alike)."""
-    samctl_once(args)
-    floor_fn()
-    got: dict = {"wall": [], "cpu": [], "floor_wall": [], "floor_cpu": []}
-    for i in range(repeat):
-        for side in ("", "floor_") if i % 2 == 0 else ("floor_", ""):
-            if side:
-                t, c = time.perf_counter(), time.process_time()
-                floor_fn()
-                w, cpu = time.perf_counter() - t, time.process_time() - c
-            else:
-                w, cpu = samctl_once(args)
-            got[side + "wall"].append(w)
-            got[side + "cpu"].append(cpu)
-    out = {k: statistics.median(v) for k, v in got.items()}
-    out["wall_ratio"] = statistics.median(a / b for a, b in zip(got["wall"], got["floor_wall"]))
-    out["cpu_ratio"] = statistics.median(a / b for a, b in zip(got["cpu"], got["floor_cpu"]))
-    return out
-
-
 def bench(what: str, root: Path, store_dir: str, conv: str, sam: bool, repeat: int) -> None:
     print(f"{what}, median of {repeat} pairs (wall / CPU; goal: each <= 2x its floor):")
     cases = [
@@ -151,7 +128,8 @@ def bench(what: str, root: Path, store_dir: str, conv: str, sam: bool, repeat: i
         ("export --all --to jsonl", ["export", "--all", "--to", "jsonl"], lambda: floor_export(conv, sam)),
     ]
     for name, args, floor_fn in cases:
-        got = paired(["--root", str(root), *args], floor_fn, repeat)
+        argv = ["--root", str(root), *args]
+        got = paired_ratios(lambda: samctl_once(argv), timed(floor_fn), repeat)
         print(
             f"  {name:24s} floor {got['floor_wall']:7.3f} s / {got['floor_cpu']:7.3f} s   samctl {got['wall']:7.3f} s / "
             f"{got['cpu']:7.3f} s   ratio {got['wall_ratio']:5.2f}x wall, {got['cpu_ratio']:5.2f}x CPU"

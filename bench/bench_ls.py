@@ -34,7 +34,7 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from timing import medians, paired_ratios  # noqa: E402 - bench/ is on the path just above
+from timing import medians, paired_ratios, timed  # noqa: E402 - bench/ is on the path just above
 
 
 def generate(kind: str, n: int, out: Path, messages_mean: float | None = None) -> Path:
@@ -151,7 +151,9 @@ def bench_sam(n: int, repeat: int, out: Path) -> None:
     cold_t = medians(cold, repeat)[0]
     run_samctl(args)
     # warm and floor in turn: the ratio is the median of pairs run moments apart
-    got = paired_ratios(lambda: run_samctl(args), lambda: floor_sam_warm(str(base / "conversations"), cache), repeat)
+    got = paired_ratios(
+        timed(lambda: run_samctl(args)), timed(lambda: floor_sam_warm(str(base / "conversations"), cache)), repeat
+    )
     warm_t = got["wall"]
     print(f"SAM ls --format jsonl, {n} conversations (median of {repeat}):")
     print(

@@ -21,19 +21,30 @@ def medians(fn, repeat: int, warm: bool = True) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
-def paired_ratios(fn, floor_fn, repeat: int) -> dict:
-    """``fn`` and ``floor_fn`` called in turn ``repeat`` times (who goes first alternates), after one
-    warm-up call of each: the median wall and CPU time of each, and the median of the pairs' ratios.
-    A pair runs within a fraction of a second, so a slow minute of a shared machine slows both
-    sides of it alike; medians of two separate series can each catch a different minute."""
-    fn(), floor_fn()
+def timed(fn):
+    """``fn`` as a run for ``paired_ratios``: called here, its (wall, CPU of this process)."""
+
+    def run() -> tuple[float, float]:
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        return time.perf_counter() - t, time.process_time() - c
+
+    return run
+
+
+def paired_ratios(run, floor_run, repeat: int) -> dict:
+    """``run`` and ``floor_run`` (each returns its (wall, CPU): ``timed``, or a child's own) called in turn
+    ``repeat`` times (who goes first alternates), after one warm-up call of each: the median wall and CPU
+    time of each, and the median of the pairs' ratios.  A pair runs within seconds, so a slow minute of a
+    shared machine slows both sides of it alike; medians of two separate series can each catch a different
+    minute."""
+    run(), floor_run()
     got: dict = {"wall": [], "cpu": [], "floor_wall": [], "floor_cpu": []}
     for i in range(repeat):
         for side in ("", "floor_") if i % 2 == 0 else ("floor_", ""):
-            t, c = time.perf_counter(), time.process_time()
-            (floor_fn if side else fn)()
-            got[side + "wall"].append(time.perf_counter() - t)
-            got[side + "cpu"].append(time.process_time() - c)
+            wall, cpu = (floor_run if side else run)()
+            got[side + "wall"].append(wall)
+            got[side + "cpu"].append(cpu)
     out = {k: statistics.median(v) for k, v in got.items()}
     out["wall_ratio"] = statistics.median(a / b for a, b in zip(got["wall"], got["floor_wall"]))
     out["cpu_ratio"] = statistics.median(a / b for a, b in zip(got["cpu"], got["floor_cpu"]))

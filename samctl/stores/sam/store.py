@@ -192,7 +192,7 @@ class SamStore(Store):
         """The title samctl's listing cache remembers for the conversation in folder ``name`` (any age)."""
         entry = self._load_cache().get(name)
         if isinstance(entry, list) and len(entry) == CACHE_ENTRY_WIDTH and isinstance(entry[2], list):
-            title = entry[2][_TITLE] if len(entry[2]) == len(_META_KEYS) else None
+            title = entry[2][_TITLE] if len(entry[2]) == _META_WIDTH else None
             if isinstance(title, str) and title:
                 return title
         return None
