@@ -22,25 +22,26 @@ def _bool(v):
     return v is True
 
 
+_ROLE_OF_TYPE = {"toolExecution": "tool", "thinking": "reasoning", "systemStatus": "system"}
+
+
 def role_of(m: dict) -> str:
     """sam.md §4.3 recommended mapping: user / tool / reasoning / assistant."""
-    if _bool(m.get("isFromUser")):
+    if m.get("isFromUser") is True:
         return "user"
     t = m.get("type")
-    if t == "toolExecution":
-        return "tool"
-    if t == "thinking":
-        return "reasoning"
-    if t == "systemStatus":
-        return "system"
-    return "assistant"
+    return _ROLE_OF_TYPE.get(t, "assistant") if isinstance(t, str) else "assistant"
 
 
 def hidden_by_ui(m: dict) -> bool:
     """What SAM's UI hides (sam.md §10.4): system-generated turns and empty messages."""
-    if _bool(m.get("isSystemGenerated")):
+    if m.get("isSystemGenerated") is True:
         return True
-    content = _str(m.get("content")).replace("<think>", "").replace("</think>", "").strip()
+    content = _str(m.get("content"))
+    lead = content.lstrip()
+    if lead and lead[0] != "<":  # a first visible character no tag can hold: shown, without the replaces
+        return False
+    content = content.replace("<think>", "").replace("</think>", "").strip()
     if content:
         return False
     if m.get("type") == "toolExecution" or _bool(m.get("isToolMessage")) and m.get("type") != "thinking":
@@ -55,27 +56,28 @@ def hidden_by_ui(m: dict) -> bool:
 def message(m) -> Message | None:
     if not isinstance(m, dict):
         return None
-    ts = m.get("timestamp") if isinstance(m.get("timestamp"), str) else None
-    imp = m.get("importance")
-    reasoning = m.get("reasoningContent")
+    get = m.get  # (each field read once, without a helper call: this runs for every message of an export)
+    content, ts, mid, kind = get("content"), get("timestamp"), get("id"), get("type")
+    calls, call_id, name, status = get("toolCalls"), get("toolCallId"), get("toolName"), get("toolStatus")
+    imp, reasoning, parts = get("importance"), get("reasoningContent"), get("contentParts")
     return Message(  # (by position, in MESSAGE_FIELDS order: keywords cost a tenth of an export)
         role_of(m),  # role
-        _str(m.get("content")),  # content
-        ts,  # timestamp
+        content if isinstance(content, str) else "",  # content
+        ts if isinstance(ts, str) else None,  # timestamp
         PARSE_LATER,  # timestamp_ts
-        m.get("id") if isinstance(m.get("id"), str) else None,  # id
-        tool_calls_from_openai(m.get("toolCalls")),  # tool_calls
-        m.get("toolCallId") if isinstance(m.get("toolCallId"), str) else None,  # tool_call_id
-        m.get("toolName") if isinstance(m.get("toolName"), str) else None,  # tool_name
-        m.get("toolStatus") if isinstance(m.get("toolStatus"), str) else None,  # tool_status
+        mid if isinstance(mid, str) else None,  # id
+        tool_calls_from_openai(calls) if calls else [],  # tool_calls (nothing to read in a falsy value)
+        call_id if isinstance(call_id, str) else None,  # tool_call_id
+        name if isinstance(name, str) else None,  # tool_name
+        status if isinstance(status, str) else None,  # tool_status
         reasoning if isinstance(reasoning, str) and reasoning else None,  # reasoning
-        _str(m.get("type"), None),  # kind
+        kind if isinstance(kind, str) else None,  # kind
         float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) else None,  # importance
         hidden_by_ui(m),  # hidden
         False,  # marker
-        _bool(m.get("isPinned")),  # pinned
+        get("isPinned") is True,  # pinned
         [],  # actions
-        content_parts(m.get("contentParts")),  # attachments
+        content_parts(parts) if parts else [],  # attachments (likewise)
         m,  # raw
     )
 
