@@ -63,6 +63,7 @@ def test_the_complete_message_shortcut_reports_what_the_full_rules_report(demo_d
     docs = list(_variants(demo_doc))
     fast = [_outcome(decode.check_snapshot, d) for d in docs]
     monkeypatch.setattr(eventlog, "complete_message", lambda m: False)  # every message by the full rules
+    monkeypatch.setattr(decode, "complete_messages", lambda msgs: None)  # (and the depth walked from the top)
     full = [_outcome(decode.check_snapshot, d) for d in docs]
     assert fast == full
     assert fast.count(None) > 20 and len(set(fast)) > 20  # both kinds of outcome were tried
@@ -95,6 +96,9 @@ def test_the_bracket_count_skips_the_depth_walk_only_where_nothing_can_be_too_de
     opens = data.count(b"[") + data.count(b"{")
     assert _outcome(decode.check_snapshot, d, opens) == _outcome(decode.check_snapshot, d)
     assert (_outcome(decode.check_snapshot, d) is not None) == (depth > eventlog.MAX_DEPTH)
+    assert decode._too_deep(d, None) == (depth > eventlog.MAX_DEPTH)  # the walk from the top agrees
+    if where in ("metadata", "actions", "bare"):  # the walk from the messages' fields was the one taken
+        assert decode.complete_messages(d["messages"]) is not None or where == "bare"
 
 
 def eventlog_nested(depth: int) -> str:

@@ -8,7 +8,9 @@ what the rule refuses would let samctl fold a line mermaid stops at.
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from samctl.stores.mermaid import decode
 from samctl.stores.mermaid import eventlog as E
+from tests.test_timeparse import EDGE_TIMESTAMPS
 
 VALUES = st.one_of(
     st.none(),
@@ -141,3 +143,64 @@ def test_deeper_than_at_serde_limit_on_a_wide_document():
     assert not E.deeper_than(doc, E.MAX_DEPTH)
     doc["messages"][-1] = [chain]
     assert E.deeper_than(doc, E.MAX_DEPTH)
+
+
+# --- a snapshot's messages checked a field at a time (decode.complete_messages) --------------------------
+
+EDGE_TEXTS = [t for t in EDGE_TIMESTAMPS if type(t) is str]
+TIMES = st.one_of(
+    st.sampled_from(EDGE_TEXTS),
+    st.sampled_from(["0000-01-01T00:00:00Z", "2026-08-10T14:03:07." + "5" * 1100 + "Z", ""]),
+    st.builds(lambda a, b: f"{a}\n{b}", st.sampled_from(EDGE_TEXTS), st.sampled_from(EDGE_TEXTS)),
+    st.text(alphabet="0123456789-:TZ.+\n ", max_size=30),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(TIMES, max_size=6))
+def test_all_timestamps_is_is_timestamp_of_each(times):
+    assert E.all_timestamps(times) == (bool(times) and all(map(E.is_timestamp, times)))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(_changes(E.MESSAGE_FIELDS), st.booleans(), st.one_of(st.none(), TIMES)),
+            st.sampled_from([None, [], "x", 1]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_complete_messages_is_the_message_rule_for_each(spec):
+    msgs = []
+    for s in spec:
+        if type(s) is not tuple:
+            msgs.append(s)
+            continue
+        changes, extra, ts = s
+        m = _perturbed(BASE_MESSAGE, changes, extra)
+        if ts is not None:
+            m["timestamp"] = ts
+        msgs.append(m)
+    want = all(E.complete_message(m) and decode.readable_time(m["timestamp"]) for m in msgs)
+    got = decode.complete_messages(msgs)
+    assert (got is not None) == want
+    if want:  # what may hold a container: every value of those fields, message by message, field by field
+        fields = [
+            k
+            for k in E.MESSAGE_FIELDS
+            if k in ("metadata", "actions", "images", "image_numbers", "tool_calls", "provider_continuation")
+        ]
+        assert sorted(map(repr, got)) == sorted(repr(m[k]) for m in msgs for k in fields)
+
+
+def test_complete_messages_takes_a_message_in_either_key_order_and_refuses_a_shuffled_extra_key():
+    forward = dict(BASE_MESSAGE)
+    backward = dict(reversed(list(BASE_MESSAGE.items())))
+    assert decode.complete_messages([forward, backward]) is not None
+    assert decode.complete_messages([forward, {**backward, "extra": 1}]) is None
+    short = dict(BASE_MESSAGE)
+    del short["tool_name"]
+    assert decode.complete_messages([forward, {**short, "extra": None}]) is None  # 13 keys, one unknown

@@ -118,11 +118,13 @@ def _empty_tasks() -> dict:
 # date and time, any number of fraction digits, 'Z'/'z' or +-HH:MM, leap second 60.
 # Fixed widths up to the seconds, so the day check can slice; no capture groups
 # on the hot path (it runs twice per log line).
-_TS_RE = re.compile(
+_TS = (
     r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt ]"
     r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?"
-    r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])\Z"
+    r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 )
+_TS_RE = re.compile(_TS + r"\Z")
+_TS_LINES_RE = re.compile(f"(?:{_TS}\n)*{_TS}")  # (no newline can match inside _TS)
 _MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
@@ -139,6 +141,16 @@ def _day_ok(s: str) -> bool:
 def is_timestamp(s) -> bool:
     """True if ``s`` is a string mermaid reads as a timestamp (mermaid.md §2.7)."""
     return type(s) is str and _TS_RE.match(s) is not None and (s[8:10] <= "28" or _day_ok(s))
+
+
+def all_timestamps(times: list[str]) -> bool:
+    """``all(map(is_timestamp, times))`` for strings, in one match of them all joined by newlines."""
+    joined = "\n".join(times)
+    return (
+        _TS_LINES_RE.fullmatch(joined) is not None
+        and joined.count("\n") == len(times) - 1  # (a string holding a newline would pass as two)
+        and all(_day_ok(t) for t in times if t[8:10] > "28")
+    )
 
 
 def _civil_from_days(z: int) -> tuple[int, int, int]:
