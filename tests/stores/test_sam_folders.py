@@ -237,3 +237,21 @@ def test_recover_of_a_torn_folder_copy_takes_the_legacy_copys_messages_too(run, 
     r = run("--root", base, "show", LEGACY[:8])
     assert r.exit_code == 0, r.output
     assert all(f"legacy text kiwi {i}" in r.stdout for i in range(4))
+
+
+def test_a_load_reads_the_file_primary_names_in_every_kind_of_folder(sam_demo):
+    """load's direct path (the folder named by the uppercase id) names the file ``_primary`` names, and
+    the other places (an odd folder, a lowercase twin, no folder) still come through ``_primary``."""
+    _odd_folder(sam_demo)
+    conv = sam_demo / "conversations"
+    twin = "C2A1F0E4-3B5D-4E6F-8A9B-0C1D2E3F4A5B"
+    (conv / twin).rename(conv / twin.lower())
+    store = open_store(str(sam_demo))
+    names = [f.name for f in conv.iterdir() if f.is_dir() and (f / "conversation.json").exists()]
+    ids = [ODD if n == "imported" else n.upper() for n in names]
+    assert ODD in ids and twin in ids and API in ids
+    for cid in [*ids, ODD.lower(), API.lower()]:
+        conv_ = store.load(cid, [])
+        assert conv_ is not None and conv_.source == str(store._primary(cid)), cid
+        direct = (conv / cid.upper() / "conversation.json").exists()
+        assert (store._own_file(cid) == conv_.source) == direct, cid
