@@ -192,14 +192,16 @@ class Message:
             ts = self.timestamp_ts = parse_timestamp(self.timestamp)
             return ts
 
-    def to_dict(self) -> dict:
-        d: dict[str, Any] = {
-            "id": self.id,
-            "role": self.role,
-            "content": self.content,
-            "timestamp": self.timestamp,
-            "kind": self.kind,
-        }
+    def to_dict(self, d: dict | None = None) -> dict:
+        """samctl's JSON model of the message (docs/json.md), its keys after those of ``d`` if given
+        (filled in place: an export's row starts with its conversation and place)."""
+        if d is None:
+            d = {}
+        d["id"] = self.id
+        d["role"] = self.role
+        d["content"] = self.content
+        d["timestamp"] = self.timestamp
+        d["kind"] = self.kind
         if self.tool_calls:
             d["tool_calls"] = [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in self.tool_calls]
         if self.tool_call_id is not None:

@@ -119,12 +119,11 @@ def export_dict(conv, include_hidden: bool) -> dict:
 def jsonl_bytes(conv, include_hidden: bool) -> bytes:
     """One JSON line per message shown: its conversation, store and place, then the message (docs/json.md).
     The rows are made in one pass and dumped in one more (an export writes millions of them)."""
-    head = {"conversation_id": conv.meta.id, "store": conv.meta.store}
-    rows = []
-    for i, m in enumerate(shown(conv, include_hidden)):
-        row = {**head, "seq": i}
-        row.update(m.to_dict())
-        rows.append(row)
+    cid, store = conv.meta.id, conv.meta.store
+    rows = [
+        m.to_dict({"conversation_id": cid, "store": store, "seq": i})
+        for i, m in enumerate(render.visible(conv.messages, include_hidden))
+    ]
     dumps, option = orjson.dumps, orjson.OPT_NON_STR_KEYS
     try:
         lines = [dumps(r, option=option) for r in rows]
