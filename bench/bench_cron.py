@@ -2,7 +2,7 @@
 """Benchmark the other cron commands (`stats`, `compact --dry-run`, `export --all --to jsonl`), each
 against its own floor measured in the same run, on the bench generator's trees (issue #32).
 
-    python bench/bench_cron.py --mermaid 3000 [--sam 3000] [--messages-mean 40] [--repeat 3]
+    python bench/bench_cron.py --mermaid 3000 [--sam 3000] [--messages-mean 40] [--repeat 3] [--only compact]
 
 Each samctl figure is the whole process (start-up included), page cache and samctl's listing
 cache warm (the first run of each is not counted).  Floors, one Python process each:
@@ -120,7 +120,7 @@ def samctl_once(args: list[str]) -> tuple[float, float]:
     return w, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
-def bench(what: str, root: Path, store_dir: str, conv: str, sam: bool, repeat: int) -> None:
+def bench(what: str, root: Path, store_dir: str, conv: str, sam: bool, repeat: int, only: list | None) -> None:
     print(f"{what}, median of {repeat} pairs (wall / CPU; goal: each <= 2x its floor):")
     cases = [
         ("stats", ["stats"], lambda: floor_stats(store_dir)),
@@ -128,6 +128,8 @@ def bench(what: str, root: Path, store_dir: str, conv: str, sam: bool, repeat: i
         ("export --all --to jsonl", ["export", "--all", "--to", "jsonl"], lambda: floor_export(conv, sam)),
     ]
     for name, args, floor_fn in cases:
+        if only and args[0] not in only:
+            continue
         argv = ["--root", str(root), *args]
         got = paired_ratios(lambda: samctl_once(argv), timed(floor_fn), repeat)
         print(
@@ -143,16 +145,19 @@ def main() -> int:
     ap.add_argument("--messages-mean", type=float, default=40)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE / "out")
+    ap.add_argument("--only", action="append", choices=["stats", "compact", "export"], help="these cases (repeatable)")
     a = ap.parse_args()
     os.environ.setdefault("SAMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="samctl-bench-cache-"))
     for n in a.mermaid or ([] if a.sam else [3000]):
         root = generate("mermaid", n, a.out, a.messages_mean)
         store_dir = str(root / ".mermaid")
-        bench(f"mermaid {n} x {a.messages_mean:g}", root, store_dir, store_dir + "/conversations", False, a.repeat)
+        bench(
+            f"mermaid {n} x {a.messages_mean:g}", root, store_dir, store_dir + "/conversations", False, a.repeat, a.only
+        )
     for n in a.sam or []:
         root = generate("sam", n, a.out)
         base = tightened(next(p for p in root.rglob("conversations") if p.is_dir()).parent)
-        bench(f"SAM {n}", base, str(base), str(base / "conversations"), True, a.repeat)
+        bench(f"SAM {n}", base, str(base), str(base / "conversations"), True, a.repeat, a.only)
     return 0
 
 

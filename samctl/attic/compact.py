@@ -218,15 +218,16 @@ def _some(ids: list) -> str:
 def _logs(store, opts, rep, now, progress) -> None:
     logs = store.event_logs()
     total = len(logs)
-    for i, (cid, path) in enumerate(logs):
+    for i, (cid, name) in enumerate(logs):
         if progress:
-            progress(i, total, path.name)
-        st, torn = _tail(path)
+            progress(i, total, os.path.basename(name))
+        st, torn = _tail(name)
         if st is None or st.st_size == 0:
             continue
         big = st.st_size > opts.log_threshold
         if not torn and not big:
             continue
+        path = Path(name)
         if store.session_is_live(cid):  # even with --force: the app caches where it appends (mermaid: the seq)
             rep.findings.append(
                 Finding("skipped-live", str(path), f"{store.app_name} has this session open; left alone", INFO, cid)
@@ -257,7 +258,7 @@ def _logs(store, opts, rep, now, progress) -> None:
         progress(total, total, "")
 
 
-def _tail(path: Path) -> tuple:
+def _tail(path: str) -> tuple:
     """``(stat, whether the last byte is not a newline)`` of a regular file, from one open (not torn
     when it cannot be read: its lstat then); ``(None, False)`` for anything else (missing, a symlink,
     a FIFO)."""
@@ -569,8 +570,9 @@ def _sweep_folder(store, folder: Path, opts, rep, now) -> None:
         return
     for e in entries:
         n = e.name
-        temp = _TEMP_RE.fullmatch(n) or store.is_app_temp(n)
-        m = None if temp else _BACKUP_RE.fullmatch(n)
+        # (each pattern only where its fixed part is in the name: a store folder holds tens of thousands)
+        temp = n.endswith(".tmp") and _TEMP_RE.fullmatch(n) or store.is_app_temp(n)
+        m = None if temp or not ("Z.bak" in n or "Z.torn" in n) else _BACKUP_RE.fullmatch(n)
         if not temp and m is None:
             continue  # (the name says it is no file of this sweep: not even stat-ed)
         st = filemodes.lstat(e.path)

@@ -309,8 +309,9 @@ class Store:
     def event_log_path(self, cid: str) -> Path:
         raise NotImplementedError
 
-    def event_logs(self) -> list[tuple[str, Path]]:
-        """(id, path) of every event log in the store, by name."""
+    def event_logs(self) -> list[tuple[str, str]]:
+        """(id, path) of every event log in the store, by name; paths as strings (a store holds tens of
+        thousands, and compact makes a Path only of one it works on)."""
         return []
 
     def read_event_log(self, path: Path, cap: int):

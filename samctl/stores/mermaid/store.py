@@ -374,12 +374,13 @@ class MermaidStore(Store):
     def event_log_path(self, cid: str) -> Path:
         return self.path(cid, "jsonl")
 
-    def event_logs(self) -> list[tuple[str, Path]]:
+    def event_logs(self) -> list[tuple[str, str]]:
         try:
             names = sorted(n for n in os.listdir(self.conv_dir) if n.endswith(".jsonl"))
         except OSError:
             return []
-        return [(n[:-6], self.conv_dir / n) for n in names if self.valid_id(n[:-6])]
+        base = os.path.join(self.conv_dir, "")
+        return [(n[:-6], base + n) for n in names if self.valid_id(n[:-6])]
 
     def read_event_log(self, path: Path, cap: int):
         return eventlog.read_log_file(path, cap)
