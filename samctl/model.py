@@ -88,14 +88,16 @@ class ConversationMeta:
     model: str | None = None  # the model the listing knows of (``stats --by model``), or None
     copied_messages: int = 0  # of message_count, how many are copies of the continued session's (stats skips them)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, count_key: str = "messages") -> dict:
+        """The meta in samctl's JSON (docs/json.md); the message count under ``count_key`` (ls and search
+        rows call it ``message_count``, ``messages`` being only ever a list there)."""
         return {
             "id": self.id,
             "title": self.title,
             "created": self.created,
             "updated": self.updated,
             "last_activity": format_utc(last_activity(self)),  # what ls orders and filters by
-            "messages": self.message_count,
+            count_key: self.message_count,
             "size": self.size,
             "pinned": self.pinned,
             "store": self.store,

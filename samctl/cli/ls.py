@@ -92,10 +92,7 @@ def command(
 def _row(m) -> dict:
     """One conversation in ls's JSON (docs/json.md): ``message_count`` is the number, as in show and search
     (``messages`` is only ever a list)."""
-    d = m.to_dict()
-    del d["messages"]
-    d["message_count"] = m.message_count
-    return d
+    return m.to_dict("message_count")
 
 
 def _table(metas, date_style: str = "relative", header: bool = True) -> None:
