@@ -124,6 +124,11 @@ def jsonl_bytes(conv, include_hidden: bool) -> bytes:
         m.to_dict({"conversation_id": cid, "store": store, "seq": i})
         for i, m in enumerate(render.visible(conv.messages, include_hidden))
     ]
+    return _jsonl(rows)
+
+
+def _jsonl(rows: list) -> bytes:
+    """One JSON line per row."""
     dumps, option = orjson.dumps, orjson.OPT_NON_STR_KEYS
     try:
         lines = [dumps(r, option=option) for r in rows]
@@ -366,6 +371,10 @@ def _load_and_render(store, item) -> tuple:
     process can do (``workers.ordered_items``), findings kept in the order one process makes them."""
     cid, fmt, include_hidden, exported_at, index_link, many, to_folder = item
     found: list = []
+    if fmt == "jsonl" and not to_folder:  # the rows straight from the stored messages, where the store can
+        rows = store.message_rows(cid, found, include_hidden)
+        if rows is not None:
+            return Rendered(None, _jsonl(rows), 0), found
     conv = load_resolved(store, cid, found)
     if conv is None:
         return None, found

@@ -98,7 +98,7 @@ def _contained(name: str, fn):
         rows._contained = True  # type: ignore[attr-defined]  # (a mark the class hook reads)
         return rows
 
-    at = 1 if name == "load" else 0  # where ``findings`` is among the positional arguments
+    at = 1 if name in ("load", "message_rows") else 0  # where ``findings`` is among the positional arguments
 
     @functools.wraps(fn)
     def call(self, *args, **kwargs):
@@ -110,14 +110,14 @@ def _contained(name: str, fn):
         except SamctlError:
             raise
         except Exception as exc:  # noqa: BLE001 - contained, reported as a finding
-            findings.append(finding(self, exc, args[0] if name == "load" and args else None))
+            findings.append(finding(self, exc, args[0] if at and args else None))
             return empty()
 
     call._contained = True  # type: ignore[attr-defined]  # (as above)
     return call
 
 
-_CONTAINED = ("list_metas", "load", "check", "search_sources", "source_rows")
+_CONTAINED = ("list_metas", "load", "message_rows", "check", "search_sources", "source_rows")
 
 
 class Store:
@@ -270,6 +270,12 @@ class Store:
                 Finding("missing", str(self.conv_dir), f"{cid}: {exc.message} (removed while samctl ran?)", ERROR, cid)
             )
             return None
+
+    def message_rows(self, cid: str, findings: list, include_hidden: bool) -> list[dict] | None:
+        """What an export writes as JSON lines for ``cid`` (``core.export.jsonl_bytes``'s rows: docs/json.md),
+        made straight from the stored messages where the store can, without building its conversation;
+        None (nothing added to ``findings``) where it cannot: the caller then loads the conversation."""
+        return None
 
     def load_notes(self, conv) -> list:
         """Findings every reader of a whole conversation shows with it (e.g. that it was rebuilt from a log)."""

@@ -333,14 +333,17 @@ def images(m: dict) -> list:
     )
 
 
+def _kind(v) -> str:
+    """A message's kind as samctl reads it: "normal" when absent or not a string, "unknown" when new."""
+    if not isinstance(v, str):
+        return "normal"
+    return v if v in KINDS else "unknown"
+
+
 def message(m: dict) -> Message:
     """The model message of a checked snapshot message (``check_snapshot`` passed it)."""
     get = m.get
-    kind = get("kind")
-    if not isinstance(kind, str):
-        kind = "normal"
-    elif kind not in KINDS:
-        kind = "unknown"
+    kind = _kind(get("kind"))
     thinking = get("thinking")
     tool_calls = get("tool_calls")
     tool_call_id = get("tool_call_id")
@@ -367,3 +370,53 @@ def message(m: dict) -> Message:
         images(m) if get("images") else [],  # attachments (likewise)
         m,  # raw
     )
+
+
+def message_rows(msgs: list, conversation_id: str, include_hidden: bool) -> list[dict]:
+    """The JSON line of each message an export shows (``Message.to_dict`` after the conversation's id,
+    store and the place among the messages shown) of a checked snapshot's ``msgs``, made without a
+    Message: what ``message`` and ``to_dict`` make, field for field and in the same order (a fifth
+    of an export was building Messages only to turn them into dicts; a test holds the two paths
+    together)."""
+    rows = []
+    for m in msgs:
+        get = m.get
+        kind = _kind(get("kind"))
+        hidden = kind == "recovery_nudge"
+        if hidden and not include_hidden:
+            continue
+        d = {
+            "conversation_id": conversation_id,
+            "store": "mermaid",
+            "seq": len(rows),
+            "id": None,
+            "role": ROLE_MAP.get(m["role"], "system"),
+            "content": m["content"],
+            "timestamp": m["timestamp"],
+            "kind": kind,
+        }
+        v = get("tool_calls")
+        if v:
+            calls = tool_calls_from_openai(v)
+            if calls:
+                d["tool_calls"] = [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in calls]
+        v = get("tool_call_id")
+        if isinstance(v, str):
+            d["tool_call_id"] = v
+        v = get("tool_name")
+        if isinstance(v, str):
+            d["tool_name"] = v
+        v = get("thinking")
+        if isinstance(v, str) and v:
+            d["reasoning"] = v
+        v = get("actions")
+        if isinstance(v, list) and v:
+            d["actions"] = v
+        if get("images"):
+            v = images(m)
+            if v:
+                d["attachments"] = v
+        d["hidden"] = hidden
+        d["pinned"] = False
+        rows.append(d)
+    return rows

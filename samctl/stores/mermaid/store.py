@@ -300,6 +300,23 @@ class MermaidStore(Store):
             return None
         return self._conversation(doc, source, (snap, meta, log))
 
+    def message_rows(self, cid: str, findings: list, include_hidden: bool) -> list[dict] | None:
+        """An export's rows of ``cid`` made straight from its snapshot (``decode.message_rows``); None, with
+        nothing added to ``findings``, when the snapshot cannot be read as it is (``load`` then takes its
+        other ways, the log's fold, and says why)."""
+        try:
+            snap = self._files(cid)[0]
+        except FileProblem:  # (an invalid id: load says so)
+            return None
+        if filemodes.lstat(snap) is None:
+            return None
+        found: list = []
+        doc = self.read_snapshot(snap, found)
+        if doc is None:
+            return None
+        findings.extend(found)
+        return decode.message_rows(doc["messages"], doc["id"], include_hidden)
+
     def _files(self, cid: str) -> tuple[str, str, str]:
         """``str(self.path(cid, ext))`` for json, meta and jsonl, the id checked once (a valid id with
         any of these extensions is one safe name, what ``safepaths.child`` checks) and one path built."""

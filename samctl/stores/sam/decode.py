@@ -82,6 +82,58 @@ def message(m) -> Message | None:
     )
 
 
+def message_rows(msgs: list, conversation_id: str, include_hidden: bool) -> list[dict]:
+    """The JSON line of each message an export shows (``Message.to_dict`` after the conversation's id,
+    store and the place among the messages shown), made without a Message: what ``message`` and
+    ``to_dict`` make, field for field and in the same order (a test holds the two paths together)."""
+    rows = []
+    for m in msgs:
+        if not isinstance(m, dict):
+            continue
+        hidden = hidden_by_ui(m)
+        if hidden and not include_hidden:
+            continue
+        get = m.get
+        content, ts, mid, kind = get("content"), get("timestamp"), get("id"), get("type")
+        d = {
+            "conversation_id": conversation_id,
+            "store": "sam",
+            "seq": len(rows),
+            "id": mid if isinstance(mid, str) else None,
+            "role": role_of(m),
+            "content": content if isinstance(content, str) else "",
+            "timestamp": ts if isinstance(ts, str) else None,
+            "kind": kind if isinstance(kind, str) else None,
+        }
+        v = get("toolCalls")
+        if v:
+            calls = tool_calls_from_openai(v)
+            if calls:
+                d["tool_calls"] = [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in calls]
+        for key, field in _OPTIONAL_TEXTS:
+            v = get(key)
+            if isinstance(v, str):
+                d[field] = v
+        v = get("reasoningContent")
+        if isinstance(v, str) and v:
+            d["reasoning"] = v
+        v = get("importance")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            d["importance"] = float(v)
+        v = get("contentParts")
+        if v:
+            v = content_parts(v)
+            if v:
+                d["attachments"] = v
+        d["hidden"] = hidden
+        d["pinned"] = get("isPinned") is True
+        rows.append(d)
+    return rows
+
+
+_OPTIONAL_TEXTS = (("toolCallId", "tool_call_id"), ("toolName", "tool_name"), ("toolStatus", "tool_status"))
+
+
 _PART_URL = {"image_url": "image", "video_url": "video", "audio_url": "audio"}
 
 

@@ -370,6 +370,32 @@ class SamStore(Store):
         return out
 
     # loading ---------------------------------------------------------------
+    def message_rows(self, cid: str, findings: list, include_hidden: bool) -> list[dict] | None:
+        """An export's rows of ``cid`` made straight from its conversation.json (``decode.message_rows``),
+        when it is in the folder named by the id and parses; None, with nothing added to ``findings``,
+        otherwise (``load`` then takes its other ways and says why)."""
+        try:
+            p = self._own_file(cid)
+        except FileProblem:  # (an invalid id: load says so)
+            return None
+        if filemodes.lstat(p) is None:
+            return None
+        doc, problem = self.parse_file(p)
+        if problem:
+            return None
+        self._note_rejection(p, doc, cid, findings)
+        msgs = doc.get("messages")
+        return decode.message_rows(msgs if isinstance(msgs, list) else [], cid.upper(), include_hidden)
+
+    def _note_rejection(self, p, doc: dict, cid: str, findings: list) -> list | None:
+        """The listing's row for ``p`` if unchanged since (``_still_decodable``); else, if SAM would skip
+        the file, a finding saying why (samctl still reads it)."""
+        listed = _still_decodable(p)
+        rejection = None if listed is not None else _first_rejection(doc)
+        if rejection:
+            findings.append(Finding(rejection[0], str(p), rejection[1], WARNING, cid.upper()))
+        return listed
+
     def load(self, cid: str, findings: list):
         p: str | Path = self._own_file(cid)
         if filemodes.lstat(p) is None:  # not in the folder named by the id: _primary's other places
@@ -392,10 +418,7 @@ class SamStore(Store):
             if legacy is not None:
                 return self.conversation_from_doc(legacy, str(self.conv_dir / "conversations.json"), cid.upper())
             return None
-        listed = _still_decodable(p)
-        rejection = None if listed is not None else _first_rejection(doc)
-        if rejection:
-            findings.append(Finding(rejection[0], str(p), rejection[1], WARNING, cid.upper()))
+        listed = self._note_rejection(p, doc, cid, findings)
         return self.conversation_from_doc(doc, str(p), cid.upper(), listed)
 
     def conversation_from_doc(self, doc: dict, source: str, cid: str, listed: list | None = None) -> Conversation:
