@@ -124,9 +124,9 @@ def check_snapshot(doc, opens: int | None = None) -> None:
 
 
 def _too_deep(doc: dict, held: list | None) -> bool:
-    """``deeper_than(doc, MAX_DEPTH)``.  ``held``: the containers the messages hold (level 4), if
-    known: the walk then starts from them and the other top-level values, not from every field of
-    every message."""
+    """``deeper_than(doc, MAX_DEPTH)``.  ``held``: the values of the messages' fields that may be
+    containers (level 4), if known (``complete_messages``): the walk then starts from them and the
+    other top-level values, not from every field of every message."""
     limit = eventlog.MAX_DEPTH
     if held is None:
         return eventlog.deeper_than(doc, limit)
@@ -163,8 +163,8 @@ _DICTS = {dict}
 def complete_messages(msgs: list) -> list | None:
     """The values of ``msgs``' fields that may be containers if every item is a message with every
     field of its type and a readable time (``complete_message`` and ``readable_time`` pass each),
-    else None.  Checked a field at a time across all messages (C-level passes), not a message at a
-    time: a fraction of the cost of 13 subscripts per message."""
+    else None.  Checked a field at a time across all messages, each in one C-level pass, and the
+    times in one match: with the shorter depth walk this allows, a sixth less than a message at a time."""
     n = len(msgs)
     if set(map(type, msgs)) - _DICTS or sum(map(len, msgs)) != n * len(_FIELDS):
         return None
