@@ -8,8 +8,8 @@ it with orjson (snapshot, ``.meta``, every line of each ``.jsonl``), nothing els
 floor, SAM: one process: read and orjson-parse every ``conversation.json``, and open each
 ``memory.db`` read-only and read all its rows.
 samctl: the whole ``samctl check`` process (exit 0 expected: the generated tree is clean).
-Prints medians (wall and CPU of the children for samctl) and the ratio to the floor, and the cost
-per session, so that two sizes show whether it grows with the archive.
+Runs the two in turn and prints their medians (wall and CPU of the children for samctl), the median
+of the pairs' ratios, and the cost per session, so that two sizes show whether it grows with the archive.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from bench_ls import generate  # noqa: E402 - bench/ is on the path just above
-from timing import medians  # noqa: E402
+from timing import paired_ratios, timed  # noqa: E402
 
 
 def floor(conv: str) -> int:
@@ -82,35 +81,32 @@ def tightened(base: Path) -> Path:
     return base
 
 
-def samctl_check(root: Path, repeat: int) -> tuple[float, float]:
-    """(median wall, median CPU of the child and its workers) of the whole `samctl check` process."""
+def check_once(root: Path) -> tuple[float, float]:
+    """(wall, CPU of the child and its workers) of one whole `samctl check` process."""
     exe = str(Path(sys.executable).with_name("samctl"))
     # as installed: samctl's modules from their compiled bytecode (written by the first run), not
     # compiled from source by every process as they are when PYTHONDONTWRITEBYTECODE is set
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    wall, cpu = [], []
-    for i in range(repeat + 1):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        r = subprocess.run([exe, "--root", str(root), "check"], capture_output=True, text=True, env=env)
-        w = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if r.returncode != 0:
-            sys.exit(f"samctl check exited {r.returncode}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
-        if i:  # the first run warms the page cache and samctl's caches
-            wall.append(w)
-            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-    return statistics.median(wall), statistics.median(cpu)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    r = subprocess.run([exe, "--root", str(root), "check"], capture_output=True, text=True, env=env)
+    w = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        sys.exit(f"samctl check exited {r.returncode}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return w, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def _measure(what: str, n: int, floor_fn, root: Path, repeat: int) -> tuple:
-    f, fc = medians(floor_fn, repeat)
-    s, sc = samctl_check(root, repeat)
-    print(f"{what}, median of {repeat}:")
+    """samctl's check and the floor in turn, ``repeat`` pairs after a warm-up of each (page cache,
+    samctl's caches); the ratio is the median of the pairs' (``timing.paired_ratios``)."""
+    got = paired_ratios(lambda: check_once(root), timed(floor_fn), repeat)
+    f, fc, s, sc = got["floor_wall"], got["floor_cpu"], got["wall"], got["cpu"]
+    print(f"{what}, median of {repeat} pairs:")
     print(f"  floor (read + parse every file, 1 process): {f:.3f} s wall, {fc:.3f} s CPU")
     print(
         f"  samctl check (whole process):               {s:.3f} s wall, {sc:.3f} s CPU; "
-        f"ratio {s / f:.2f}x wall (goal <= 2x), {sc / fc:.2f}x CPU; {s / n * 1000:.2f} ms/session"
+        f"ratio {got['wall_ratio']:.2f}x wall (goal <= 2x), {got['cpu_ratio']:.2f}x CPU; {s / n * 1000:.2f} ms/session"
     )
     return n, f, fc, s, sc
 
