@@ -15,7 +15,7 @@ import pytest
 
 from samctl import importance as imp
 from samctl.stores import open_store
-from samctl.stores.mermaid import decode, eventlog
+from samctl.stores.mermaid import decode, envelope
 from tests.conftest import make_fixtures as mf
 from tests.test_timeparse import EDGE_TIMESTAMPS
 
@@ -41,7 +41,7 @@ def _variants(doc):
             d = copy.deepcopy(doc)
             (d["messages"][-1] if key == "timestamp" else d)[key] = t
             yield d
-    for field in eventlog.MESSAGE_FIELDS:
+    for field in envelope.MESSAGE_FIELDS:
         for value in (None, True, 1, 1.5, "x", [], {}, ["x"], {"a": 1}):
             d = copy.deepcopy(doc)
             d["messages"][0][field] = value
@@ -62,7 +62,7 @@ def _variants(doc):
 def test_the_complete_message_shortcut_reports_what_the_full_rules_report(demo_doc, monkeypatch):
     docs = list(_variants(demo_doc))
     fast = [_outcome(decode.check_snapshot, d) for d in docs]
-    monkeypatch.setattr(eventlog, "complete_message", lambda m: False)  # every message by the full rules
+    monkeypatch.setattr(envelope, "complete_message", lambda m: False)  # every message by the full rules
     monkeypatch.setattr(decode, "complete_messages", lambda msgs: None)  # (and the depth walked from the top)
     full = [_outcome(decode.check_snapshot, d) for d in docs]
     assert fast == full
@@ -95,8 +95,8 @@ def test_the_bracket_count_skips_the_depth_walk_only_where_nothing_can_be_too_de
     data = orjson.dumps(d)
     opens = data.count(b"[") + data.count(b"{")
     assert _outcome(decode.check_snapshot, d, opens) == _outcome(decode.check_snapshot, d)
-    assert (_outcome(decode.check_snapshot, d) is not None) == (depth > eventlog.MAX_DEPTH)
-    assert decode._too_deep(d, None) == (depth > eventlog.MAX_DEPTH)  # the walk from the top agrees
+    assert (_outcome(decode.check_snapshot, d) is not None) == (depth > envelope.MAX_DEPTH)
+    assert decode._too_deep(d, None) == (depth > envelope.MAX_DEPTH)  # the walk from the top agrees
     if where in ("metadata", "actions", "bare"):  # the walk from the messages' fields was the one taken
         assert decode.complete_messages(d["messages"]) is not None or where == "bare"
 
@@ -109,7 +109,7 @@ def test_a_snapshot_one_level_too_deep_is_still_refused_by_every_reader(mermaid_
     conv = mermaid_demo / ".mermaid" / "conversations"
     p = conv / f"{mf.MERMAID_ID}.json"
     doc = orjson.loads(p.read_bytes())
-    doc["messages"][0]["metadata"] = orjson.loads(eventlog_nested(eventlog.MAX_DEPTH - 2))  # depth 128 in all
+    doc["messages"][0]["metadata"] = orjson.loads(eventlog_nested(envelope.MAX_DEPTH - 2))  # depth 128 in all
     p.write_bytes(orjson.dumps(doc))
     before = {q.name: q.read_bytes() for q in conv.iterdir()}
     found: list = []

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samctl.stores.mermaid import decode as mermaid_decode
-from samctl.stores.mermaid import eventlog
+from samctl.stores.mermaid import envelope
 from samctl.stores.mermaid.store import MermaidStore
 from samctl.stores.sam import decode as sam_decode
 from samctl.stores.sam.store import SamStore
@@ -27,7 +27,7 @@ def _through_the_model(decoded: list, cid: str, store: str, include_hidden: bool
 
 MERMAID_CHANGES = st.lists(
     st.tuples(
-        st.sampled_from([k for k in eventlog.MESSAGE_FIELDS if k not in ("role", "content", "timestamp")]),
+        st.sampled_from([k for k in envelope.MESSAGE_FIELDS if k not in ("role", "content", "timestamp")]),
         st.one_of(
             VALUES,
             st.just(MISSING),
@@ -49,7 +49,7 @@ def test_mermaid_rows_are_the_models_rows(spec, include_hidden):
     for changes, role in spec:
         m = _perturbed(BASE_MESSAGE, changes, False)
         m["role"] = role
-        if eventlog.check_message(m, "m") is None:  # what a snapshot mermaid loads can hold
+        if envelope.check_message(m, "m") is None:  # what a snapshot mermaid loads can hold
             msgs.append(m)
     got = orjson.dumps(mermaid_decode.message_rows(msgs, "20260810_140307_512", include_hidden))
     decoded = [mermaid_decode.message(m) for m in msgs]

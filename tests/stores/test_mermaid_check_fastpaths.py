@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from samctl.stores.mermaid import decode, eventlog
+from samctl.stores.mermaid import decode, envelope
 from samctl.timeparse import parse_timestamp
 
 DIGITS = st.text("0123456789", min_size=1, max_size=2)
@@ -24,10 +24,10 @@ TIMES = st.builds(
 @settings(max_examples=400, deadline=None)
 @given(TIMES)
 def test_readable_time_is_parse_timestamp_for_what_is_timestamp_passed(s):
-    if eventlog.is_timestamp(s):
+    if envelope.is_timestamp(s):
         assert decode.readable_time(s) == (parse_timestamp(s) is not None), s
 
 
 def test_the_two_refusals_it_names():
     for s in ("0000-01-01T00:00:00Z", "2024-01-01T00:00:00." + "1" * 1010 + "Z"):
-        assert eventlog.is_timestamp(s) and parse_timestamp(s) is None and not decode.readable_time(s)
+        assert envelope.is_timestamp(s) and parse_timestamp(s) is None and not decode.readable_time(s)

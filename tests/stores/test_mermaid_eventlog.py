@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from samctl.errors import FileProblem
 from samctl.fs import reading
-from samctl.stores.mermaid import eventlog
+from samctl.stores.mermaid import envelope, eventlog
 from samctl.stores.mermaid.encode import log_line_bytes, snapshot_bytes
+from samctl.stores.mermaid.envelope import is_timestamp, parse_rfc3339
 from samctl.stores.mermaid.eventlog import (
     MERMAID_ID_RE,
     STOPS,
@@ -28,10 +29,8 @@ from samctl.stores.mermaid.eventlog import (
     backfill_events,
     fold,
     fold_file,
-    is_timestamp,
     normalize_message,
     parse_log,
-    parse_rfc3339,
     read_log_file,
     torn_tail,
 )
@@ -469,7 +468,7 @@ ALL_EVENTS = [
 
 
 def test_item_26_every_variant_parses_and_round_trips_byte_for_byte():
-    assert sorted(e["type"] for e in ALL_EVENTS) == sorted(eventlog.EVENT_TYPES)
+    assert sorted(e["type"] for e in ALL_EVENTS) == sorted(envelope.EVENT_TYPES)
     data = log(*ALL_EVENTS)
     read = parse_log(data)
     assert read.stop is None, read.reason
@@ -732,7 +731,7 @@ def test_item_11_unknown_role_and_kind_map_like_mermaid():
 def test_item_11_minimal_message_gets_every_field():
     m = {"role": "User", "content": "c", "timestamp": TS, "citations": [1]}
     out = normalize_message(m)
-    assert list(out) == list(eventlog.MESSAGE_FIELDS) + ["citations"]  # keys of newer builds kept, last
+    assert list(out) == list(envelope.MESSAGE_FIELDS) + ["citations"]  # keys of newer builds kept, last
     assert out == message("User", "c") | {"citations": [1]}
     assert m == {"role": "User", "content": "c", "timestamp": TS, "citations": [1]}
 
@@ -878,9 +877,9 @@ def test_nesting_limit_is_serde_jsons():
         return log_line_bytes(env(msg_ev("User", "q", metadata=v), 1))
 
     # envelope, event and message are 3 levels; metadata adds the rest
-    ok = parse_log(log(started()) + nested(eventlog.MAX_DEPTH - 3))
+    ok = parse_log(log(started()) + nested(envelope.MAX_DEPTH - 3))
     assert ok.stop is None and len(ok.events) == 2
-    bad = parse_log(log(started()) + nested(eventlog.MAX_DEPTH - 2))
+    bad = parse_log(log(started()) + nested(envelope.MAX_DEPTH - 2))
     assert bad.stop == "malformed" and "nested deeper" in bad.reason
 
 

@@ -8,8 +8,8 @@ what the rule refuses would let samctl fold a line mermaid stops at.
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from samctl.stores.mermaid import decode
-from samctl.stores.mermaid import eventlog as E
+from samctl.stores.mermaid import decode, eventlog
+from samctl.stores.mermaid import envelope as E
 from tests.test_timeparse import EDGE_TIMESTAMPS
 
 VALUES = st.one_of(
@@ -98,7 +98,7 @@ def test_message_shortcut_takes_every_valid_type_combination():
 
 
 @settings(max_examples=3000, deadline=None)
-@given(_changes(("type", *E.SCALARS)), st.booleans())
+@given(_changes(("type", *eventlog.SCALARS)), st.booleans())
 def test_state_shortcut_agrees_with_the_rule(changes, extra):
     e = _perturbed(BASE_STATE, changes, extra)
     assert E._state(e) == E._state_problem(e)

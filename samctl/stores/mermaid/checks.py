@@ -22,7 +22,7 @@ from samctl.said import Suggestion, said
 from samctl.stores import dupkeys, treecheck, workers
 from samctl.stores.mermaid import decode, eventlog
 from samctl.stores.mermaid.decode import CONFLICT_RE, MERMAID_ID_RE, TMP_RE, Rejected, short_reason
-from samctl.stores.mermaid.eventlog import parse_rfc3339
+from samctl.stores.mermaid.envelope import parse_rfc3339
 
 _SAMCTL_LEFTOVER = (".torn", ".bak")
 

@@ -15,7 +15,7 @@ import re
 import time
 
 from samctl.model import PARSE_LATER, ConversationMeta, Message, tool_calls_from_openai
-from samctl.stores.mermaid import eventlog
+from samctl.stores.mermaid import envelope
 from samctl.stores.mermaid.eventlog import MERMAID_ID_RE
 from samctl.timeparse import parse_timestamp
 
@@ -97,7 +97,7 @@ def check_snapshot(doc, opens: int | None = None) -> None:
     _need_ts(doc, "updated_at")
     held = complete_messages(msgs)
     if held is None:  # some message is not as mermaid writes it: each by the full rules
-        complete = eventlog.complete_message
+        complete = envelope.complete_message
         for i, m in enumerate(msgs):
             if complete(m) and readable_time(m["timestamp"]):
                 continue  # every field there and of its type: the checks below all pass
@@ -107,34 +107,34 @@ def check_snapshot(doc, opens: int | None = None) -> None:
             _need(m, "role", str, where)
             _need(m, "content", str, where)
             _need_ts(m, "timestamp", where)
-            why = eventlog.check_message(m, f"messages[{i}]")
+            why = envelope.check_message(m, f"messages[{i}]")
             if why:
                 raise Rejected(why)
     for key, kinds in _SNAPSHOT_OPTIONAL:
         if key in doc and type(doc[key]) not in kinds:
-            raise Rejected(f"{key} is {eventlog.json_type(doc[key])}, not {' or '.join(_KIND_NAMES[k] for k in kinds)}")
+            raise Rejected(f"{key} is {envelope.json_type(doc[key])}, not {' or '.join(_KIND_NAMES[k] for k in kinds)}")
     hist = doc.get("input_history")
     if hist and any(type(h) is not str for h in hist):
         raise Rejected("input_history holds a value that is not a string")
     comps = doc.get("compactions")
     if comps and any(type(c) is not dict for c in comps):
         raise Rejected("compactions holds a value that is not an object")
-    if (opens is None or opens > eventlog.MAX_DEPTH) and _too_deep(doc, held):
-        raise Rejected(f"nested deeper than serde_json's limit ({eventlog.MAX_DEPTH} levels)")
+    if (opens is None or opens > envelope.MAX_DEPTH) and _too_deep(doc, held):
+        raise Rejected(f"nested deeper than serde_json's limit ({envelope.MAX_DEPTH} levels)")
 
 
 def _too_deep(doc: dict, held: list | None) -> bool:
     """``deeper_than(doc, MAX_DEPTH)``.  ``held``: the values of the messages' fields that may be
     containers (level 4), if known (``complete_messages``): the walk then starts from them and the
     other top-level values, not from every field of every message."""
-    limit = eventlog.MAX_DEPTH
+    limit = envelope.MAX_DEPTH
     if held is None:
-        return eventlog.deeper_than(doc, limit)
+        return envelope.deeper_than(doc, limit)
     rest = [v for k, v in doc.items() if k != "messages"]  # stands for the document: its values are level 2
-    return eventlog.deeper_than(rest, limit) or eventlog.deeper_than(held, limit - 2)  # held: level 4
+    return envelope.deeper_than(rest, limit) or envelope.deeper_than(held, limit - 2)  # held: level 4
 
 
-# The value types a complete message (every field of eventlog.MESSAGE_FIELDS) may hold in each
+# The value types a complete message (every field of envelope.MESSAGE_FIELDS) may hold in each
 # field, by check_message's rules (metadata: any JSON value), and the fields that hold containers.
 _ANY_JSON = frozenset((dict, list, str, int, float, bool, type(None)))
 _S, _S_N, _L_N = frozenset((str,)), frozenset((str, type(None))), frozenset((list, type(None)))
@@ -175,13 +175,13 @@ def complete_messages(msgs: list) -> list | None:
     except KeyError:
         return None
     times = list(map(_TIME, msgs))
-    if not eventlog.all_timestamps(times) or max(map(len, times)) > 1024 or "0000" in map(_YEAR, times):
+    if not envelope.all_timestamps(times) or max(map(len, times)) > 1024 or "0000" in map(_YEAR, times):
         return None  # (the last two: what readable_time refuses)
     return list(itertools.chain.from_iterable(map(get, msgs) for get in _HOLDERS))
 
 
 def readable_time(s: str) -> bool:
-    """``parse_timestamp(s) is not None`` for a string ``eventlog.is_timestamp`` passed, without
+    """``parse_timestamp(s) is not None`` for a string ``envelope.is_timestamp`` passed, without
     parsing it (every message has its own timestamp, so a memo never hits): of those strings
     samctl's parser refuses only the year 0000 and those over 1024 characters."""
     return len(s) <= 1024 and not s.startswith("0000")
