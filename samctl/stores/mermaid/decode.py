@@ -77,14 +77,14 @@ _SNAPSHOT_OPTIONAL = (
 )
 
 
-def check_snapshot(doc, opens: int | None = None) -> None:
+def check_snapshot(doc) -> None:
     """Raise Rejected unless mermaid would deserialize ``doc`` as ConversationHistory.
 
     Checks what serde's typed parse checks: required fields, the JSON kind of
     every typed field (top level and each message, the same rules as the event
-    log's), and serde_json's nesting limit.  ``opens``: the number of ``[`` and
-    ``{`` bytes in the text ``doc`` was parsed from, if known (each level of
-    nesting opens one: at most MAX_DEPTH of them cannot nest deeper).
+    log's), and serde_json's nesting limit.  The nesting is always walked: a walk
+    costs per container, and a count of the text's brackets that could spare it
+    costs per byte, more than the walk of any snapshot it spares.
     """
     if not isinstance(doc, dict):
         raise Rejected(f"top level is {type(doc).__name__}, not an object")
@@ -119,7 +119,7 @@ def check_snapshot(doc, opens: int | None = None) -> None:
     comps = doc.get("compactions")
     if comps and any(type(c) is not dict for c in comps):
         raise Rejected("compactions holds a value that is not an object")
-    if (opens is None or opens > envelope.MAX_DEPTH) and _too_deep(doc, held):
+    if _too_deep(doc, held):
         raise Rejected(f"nested deeper than serde_json's limit ({envelope.MAX_DEPTH} levels)")
 
 

@@ -328,13 +328,6 @@ _HUGE = 1 << 16  # above this many open brackets, measure depth on the bytes bef
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKETS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
-
-
-def opening_brackets(data: bytes) -> int:
-    """How many ``[`` and ``{`` bytes ``data`` holds (one pass): a JSON text with at most N of them
-    cannot nest deeper than N levels, each level opening one."""
-    return len(data.translate(None, _NOT_OPENING))
 
 
 def _bytes_depth(line: bytes) -> int:

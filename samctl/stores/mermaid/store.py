@@ -27,7 +27,7 @@ from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recen
 from samctl.said import Suggestion, said
 from samctl.stores import workers
 from samctl.stores.base import Store
-from samctl.stores.mermaid import decode, envelope, eventlog
+from samctl.stores.mermaid import decode, eventlog
 from samctl.stores.mermaid.decode import MERMAID_ID_RE, Rejected, short_reason
 from samctl.stores.mermaid.envelope import EVENT_TYPES
 from samctl.stores.metacache import MetaCache
@@ -256,7 +256,7 @@ class MermaidStore(Store):
             return None
         try:
             doc = orjson.loads(data)
-            decode.check_snapshot(doc, envelope.opening_brackets(data))
+            decode.check_snapshot(doc)
             if strict:
                 from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
 
