@@ -5,6 +5,7 @@ else they defer to ``_message_problem`` / ``_state_problem``. A shortcut that ac
 what the rule refuses would let samctl fold a line mermaid stops at.
 """
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -204,3 +205,54 @@ def test_complete_messages_takes_a_message_in_either_key_order_and_refuses_a_shu
     short = dict(BASE_MESSAGE)
     del short["tool_name"]
     assert decode.complete_messages([forward, {**short, "extra": None}]) is None  # 13 keys, one unknown
+
+
+def _nested(depth: int):
+    v: object = 0
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+def _line(seq: int, kind: str, depth: int) -> bytes:
+    """One log line: a message whose metadata nests ``depth`` levels (3 more for the envelope), a message
+    with brackets in its text only, or a line that is not JSON."""
+    if kind == "junk":
+        return b"{not json"
+    msg = dict(BASE_MESSAGE, metadata=_nested(depth)) if kind == "deep" else dict(BASE_MESSAGE, content="[{" * depth)
+    env = {"v": 1, "seq": seq, "ts": "2026-08-10T14:03:07.512Z", "event": {"type": "message", "message": msg}}
+    return orjson.dumps(env)
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["deep", "text", "junk"]),
+            st.sampled_from([0, 2, E.MAX_DEPTH - 4, E.MAX_DEPTH - 3, E.MAX_DEPTH - 2, E.MAX_DEPTH + 3]),
+        ),
+        max_size=6,
+    )
+)
+def test_a_log_is_read_as_its_lines_one_by_one(spec):
+    """``parse_log`` (each line's brackets counted in one pass over the log) stops where ``parse_line`` of
+    each line in turn first refuses one, for the same reason, having kept the lines before it."""
+    started = {"type": "started", "session_id": "20260810_140307_512", "project_path": "/p", "model_id": "m"}
+    first = {
+        "v": 1,
+        "seq": 0,
+        "ts": "2026-08-10T14:03:07.512Z",
+        "event": dict(started, created_at="2026-08-10T14:03:07.512Z"),
+    }
+    lines = [orjson.dumps(first)] + [_line(i + 1, kind, depth) for i, (kind, depth) in enumerate(spec)]
+    read = eventlog.parse_log(b"\n".join(lines) + b"\n")
+    kept, why = [], None
+    for line in lines:
+        obj, why = E.parse_line(line)
+        if why is not None:
+            break
+        kept.append(obj)
+    assert read.events == kept
+    assert (read.stop is None) == (why is None)
+    if why is not None:
+        assert read.stop_line == len(kept) and why.split(" (")[0] in read.reason
