@@ -256,3 +256,11 @@ def test_a_log_is_read_as_its_lines_one_by_one(spec):
     assert (read.stop is None) == (why is None)
     if why is not None:
         assert read.stop_line == len(kept) and why.split(" (")[0] in read.reason
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_changes(E.MESSAGE_FIELDS), st.booleans())
+def test_complete_message_is_every_field_and_no_other_of_its_type(changes, extra):
+    m = _perturbed(BASE_MESSAGE, changes, extra)
+    want = m.keys() == set(E.MESSAGE_FIELDS) and E._message_problem(m, "m") is None
+    assert E.complete_message(m) == want
