@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from samctl.stores import dupkeys
 
@@ -94,3 +96,38 @@ def test_lines_each_orjsons_own_output_have_no_repeat():
     text = b"".join(orjson.dumps(v) + b"\n" for v in values)
     assert not dupkeys.may_repeat(text, values, lines=True)
     assert not dupkeys.may_repeat(text.rstrip(b"\n"), values, lines=True)  # (a last line without its newline)
+
+
+def _log_is_orjsons_own(text: bytes, values: list) -> bool:
+    """The rule as first written: the log, its newlines read as commas, in brackets, is orjson's output."""
+    import orjson
+
+    return orjson.dumps(values) == b"[" + text.rstrip(b"\n").replace(b"\n", b",") + b"]"
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(["a", "b", "é"]), st.one_of(st.integers(-9, 99), st.text(max_size=3))),
+        max_size=4,
+    ),
+    st.sampled_from([b"", b"\n", b"\n\n"]),
+    st.sampled_from([None, b" ", b",", b"\n", "drop"]),
+)
+def test_a_log_is_orjsons_own_output_exactly_when_it_reads_so(values, end, splice):
+    """The log's comparison with orjson's output (one copy of the log) says what the first rule said, for
+    logs ending with any number of newlines, logs with a byte put in where none belongs, and logs whose
+    last line is missing from the text."""
+    import orjson
+
+    text = b"\n".join(orjson.dumps(v) for v in values) + end
+    if splice == "drop":
+        text = b"\n".join(orjson.dumps(v) for v in values[:-1]) + end
+    elif splice is not None and text:
+        text = text[:1] + splice + text[1:]
+    if _log_is_orjsons_own(text, values):
+        assert dupkeys._no_repeats(text, values, lines=True)
+    else:
+        assert dupkeys._no_repeats(text, values, lines=True) == (
+            b"\\u003" not in text and text.count(b":") == orjson.dumps(values).count(b":")
+        )
