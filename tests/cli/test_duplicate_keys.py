@@ -161,7 +161,7 @@ def test_ls_and_show_never_parse_twice(run, mermaid_demo, sam_demo, monkeypatch)
     def second_parse(*a, **k):
         raise AssertionError("a second parse on a listing's path")
 
-    monkeypatch.setattr(dupkeys, "_parse", second_parse)
+    monkeypatch.setattr(dupkeys, "parse_marked", second_parse)
     for root, cid in ((mermaid_demo, MID), (sam_demo, SID)):
         for args in (("--no-cache", "ls"), ("show", cid), ("search", "budget", "--no-index")):
             r = run("--root", root, *args)

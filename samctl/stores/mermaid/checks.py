@@ -20,7 +20,7 @@ from samctl.fs import filemodes, reading, writing
 from samctl.model import ERROR, INFO, WARNING, Finding
 from samctl.said import Suggestion, said
 from samctl.stores import dupkeys, treecheck, workers
-from samctl.stores.mermaid import decode, eventlog
+from samctl.stores.mermaid import decode, eventlog, structs
 from samctl.stores.mermaid.decode import CONFLICT_RE, MERMAID_ID_RE, TMP_RE, Rejected, short_reason
 from samctl.stores.mermaid.envelope import parse_rfc3339
 
@@ -197,7 +197,7 @@ def _check_meta(store, cid, p, snap, doc, findings, fixes, fix) -> None:
         data = reading.read_capped(p, store.caps.other)
         m = orjson.loads(data)
         decode.check_meta(m)
-        found = dupkeys.in_mermaid(data, "meta", m)
+        found = structs.repeated_fields(data, "meta", m)
         if found:
             raise Rejected(f"{dupkeys.say(found)} (serde refuses a repeated field)")
     except FileProblem as exc:
@@ -324,11 +324,11 @@ def _repeated_in_log(data: bytes, read) -> str | None:
     if not dupkeys.may_repeat(text, read.events, lines=True):
         return None
     lines = text.split(b"\n", len(read.events))[: len(read.events)]
-    if dupkeys.in_mermaid(b"[" + b",".join(lines) + b"]", "any") == []:
+    if structs.repeated_fields(b"[" + b",".join(lines) + b"]", "any") == []:
         return None
     offset = 0
     for n, line in enumerate(lines):
-        found = dupkeys.in_mermaid(line, "line")
+        found = structs.repeated_fields(line, "line")
         if found:
             return f"line {n + 1} at byte {offset}: {dupkeys.say(found)}"
         offset += len(line) + 1

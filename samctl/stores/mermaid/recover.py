@@ -21,7 +21,7 @@ from samctl.said import Suggestion, said
 from samctl.stores import dupkeys
 from samctl.stores import logtail as tailfix
 from samctl.stores.base import Caps
-from samctl.stores.mermaid import checks, decode, encode, eventlog
+from samctl.stores.mermaid import checks, decode, encode, eventlog, structs
 
 
 class NeverPersisted(NotFound):
@@ -111,7 +111,7 @@ def plan_recovery(store, cid: str, use=None) -> RecoveryPlan:
         messages_before=len(snap["messages"]) if snap else None,
     )
     plan.changes += [f"snapshot unusable: {f.code}: {f.reason}" for f in findings]
-    repeated = dupkeys.in_mermaid(current_bytes, "snapshot") if current_bytes is not None else []
+    repeated = structs.repeated_fields(current_bytes, "snapshot") if current_bytes is not None else []
     if repeated:  # mermaid refuses the file; samctl read it keeping the last of each: written back so
         plan.changes.append(
             f"snapshot: {dupkeys.say(repeated)}, which mermaid refuses: rewritten with the last value of each"

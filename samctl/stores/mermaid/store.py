@@ -259,8 +259,9 @@ class MermaidStore(Store):
             decode.check_snapshot(doc)
             if strict:
                 from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
+                from samctl.stores.mermaid import structs
 
-                found = dupkeys.in_mermaid(data, "snapshot", doc)
+                found = structs.repeated_fields(data, "snapshot", doc)
                 if found:
                     cid = os.path.basename(str(p))[:-5]
                     raise Rejected(
