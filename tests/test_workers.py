@@ -302,6 +302,30 @@ def test_a_worker_that_dies_is_an_error_that_says_so(mermaid_demo):
     assert "run the command again" in exc.value.hint and "SAMCTL_JOBS=1" in exc.value.hint
 
 
+def test_a_worker_death_seen_by_a_submit_is_the_same_error(mermaid_demo, monkeypatch):
+    """The pool can learn of a dead worker before its result is asked for: the next submit raises then
+    (seen in CI when the killed worker's part was among the first), and it says the same."""
+    import concurrent.futures
+    from concurrent.futures.process import BrokenProcessPool
+
+    from samctl.errors import SamctlError
+
+    real, calls = concurrent.futures.ProcessPoolExecutor.submit, []
+
+    def submit(self, *a, **k):
+        calls.append(1)
+        if len(calls) == 5:  # (the first after the four given out ahead)
+            raise BrokenProcessPool("A child process terminated abruptly")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", submit)
+    store = open_store(str(mermaid_demo))
+    with pytest.raises(SamctlError) as exc:
+        list(workers.ordered_map(store, _die_on_two, [[i + 10] for i in range(8)], n_jobs=2))
+    assert exc.value.message == "a worker process stopped before it finished its work (killed, or out of memory?)"
+    assert len(calls) == 5
+
+
 def _pause_costs(store, part):
     """In a worker: whether a pause asks gc for its freeze count (a walk of every frozen object)."""
     import gc

@@ -99,27 +99,26 @@ def ordered_map(store, fn, parts: list, n_jobs: int | None = None, min_parts: in
         # at most AHEAD parts per worker submitted and not yet handed back: results never pile up
         # in memory when the caller is slower than the workers (pool.map would submit them all)
         todo = iter(parts)
-        gc.freeze()  # (the workers fork at the first submit: see _shared_with_workers)
-        try:
-            pending = collections.deque(
-                pool.submit(_run, fn, part) for part in itertools.islice(todo, (ahead or AHEAD) * n_jobs)
-            )
-        finally:
-            gc.unfreeze()
-        while pending:
-            done = pending.popleft()
-            part = next(todo, _END)
-            if part is not _END:
-                pending.append(pool.submit(_run, fn, part))
+        try:  # (a worker's death is seen by the next submit or by its result, whichever comes first)
+            gc.freeze()  # (the workers fork at the first submit: see _shared_with_workers)
             try:
-                result = done.result()
-            except BrokenProcessPool:
-                raise SamctlError(
-                    "a worker process stopped before it finished its work (killed, or out of memory?)",
-                    hint="run the command again (a move it interrupted is finished "
-                    "first); SAMCTL_JOBS=1 does all the work in one process",
-                ) from None
-            yield result
+                pending = collections.deque(
+                    pool.submit(_run, fn, part) for part in itertools.islice(todo, (ahead or AHEAD) * n_jobs)
+                )
+            finally:
+                gc.unfreeze()
+            while pending:
+                done = pending.popleft()
+                part = next(todo, _END)
+                if part is not _END:
+                    pending.append(pool.submit(_run, fn, part))
+                yield done.result()
+        except BrokenProcessPool:
+            raise SamctlError(
+                "a worker process stopped before it finished its work (killed, or out of memory?)",
+                hint="run the command again (a move it interrupted is finished "
+                "first); SAMCTL_JOBS=1 does all the work in one process",
+            ) from None
 
 
 AHEAD = 2
