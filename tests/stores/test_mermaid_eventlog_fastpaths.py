@@ -224,7 +224,7 @@ def _line(seq: int, kind: str, depth: int) -> bytes:
     return orjson.dumps(env)
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(
     st.lists(
         st.tuples(
