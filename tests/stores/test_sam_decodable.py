@@ -171,3 +171,24 @@ def test_dates_agree(date, where):
     }
     mutate(doc, where, date)
     same(doc)
+
+
+def test_a_dates_verdict_is_the_parsers():
+    """``_date`` (its fields compared as text) says what ``schema.parse_date_parts`` says of a date
+    without a fraction: every field at and past the ends of its range, leap days of three kinds of year."""
+    import itertools
+
+    grid = itertools.product(
+        ["0000", "0001", "2024", "2025", "2100", "2000", "9999"],
+        ["00", "01", "02", "04", "09", "12", "13", "19"],
+        ["00", "01", "28", "29", "30", "31", "32"],
+        ["00", "23", "24"],
+        ["00", "59", "60"],
+        ["00", "59", "60"],
+        ["", ".5"],
+        ["Z", "+23:59", "+24:00", "-23:60"],
+    )
+    for year, month, day, hour, minute, second, fraction, zone in grid:
+        s = f"{year}-{month}-{day}T{hour}:{minute}:{second}{fraction}{zone}"
+        parts = schema.parse_date_parts(s)
+        assert decodable._date(s) == (parts is not None and not parts[1]), s

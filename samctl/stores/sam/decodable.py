@@ -45,13 +45,20 @@ LOOSE_DEPTH = schema.MAX_DEPTH - SCHEMA_DEPTH  # nesting allowed under a key the
 
 
 def _date(v) -> bool:
-    """``schema.parse_date_parts(v)`` is not None and has no fraction, without computing the instant."""
+    """``schema.parse_date_parts(v)`` is not None and has no fraction, without computing the instant.
+    DATE_RE's groups are fixed runs of ASCII digits, so they compare as text; only a day past the
+    28th asks its month how long it is."""
     m = DATE_RE.match(v) if isinstance(v, str) else None
-    if m is None or m[7] or (m[9] and (int(m[10]) > 23 or int(m[11]) > 59)):
+    if m is None or m[7] or (m[9] and (m[10] > "23" or m[11] > "59")):
         return False
+    day = m[3]
+    if not (m[1] != "0000" and "01" <= m[2] <= "12" and "01" <= day and m[4] <= "23" and m[5] <= "59" and m[6] <= "59"):
+        return False  # year 0, month 13, hour 24, second 60 ...
+    if day <= "28":
+        return True
     try:
-        datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]))
-    except ValueError:  # month 13, Feb 30, hour 24, second 60, year 0 ...
+        datetime(int(m[1]), int(m[2]), int(day))
+    except ValueError:  # Feb 30, Apr 31 ...
         return False
     return True
 
