@@ -192,3 +192,26 @@ def test_a_dates_verdict_is_the_parsers():
         s = f"{year}-{month}-{day}T{hour}:{minute}:{second}{fraction}{zone}"
         parts = schema.parse_date_parts(s)
         assert decodable._date(s) == (parts is not None and not parts[1]), s
+
+
+@pytest.mark.parametrize("ts", ["2026-08-10T14:02:13Z", "2026-08-10T16:02:13+02:00", "2025-12-31T23:59:59Z"])
+@pytest.mark.parametrize(
+    "lm",
+    [
+        None,
+        DELETE,
+        "2026-08-10T14:02:12Z",
+        "2026-08-10T14:02:13Z",
+        "2026-08-10T14:02:14Z",
+        "2026-08-10T15:02:12+01:00",
+        "2026-08-10T13:02:14-01:00",
+        "2025-12-31T23:59:58Z",
+        "2027-01-01T00:00:00Z",
+    ],
+)
+def test_warnings_of_a_decodable_document_are_validate_conversations(ts, lm):
+    """``warnings_of`` (dates of one zone compared as text) finds the warnings the full walk finds."""
+    doc = mutate(mutate(example(), ("messages", 1, "timestamp"), ts), ("messages", 1, "lastModified"), lm)
+    assert decodable.first_error(doc, strict_json=True) is None
+    full = [(p.code, p.where) for p in schema.validate_conversation(doc) if p.severity != "error"]
+    assert [(p.code, p.where) for p in schema.warnings_of(doc)] == full

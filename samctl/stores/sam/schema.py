@@ -589,7 +589,9 @@ def _warn(out: list, code: str, path: tuple, reason: str) -> None:
     out.append(Problem(WARNING, code, where_of(path), reason, path))
 
 
-def _warnings(doc: dict, out: list) -> None:
+def _warnings(doc: dict, out: list, decodes: bool = False) -> None:
+    """The warnings of ``doc``; ``decodes``: ``decodable.first_error`` passed it, so each message's
+    ``timestamp`` and ``lastModified`` is a valid date of whole seconds, or absent or null."""
     msgs = doc.get("messages")
     msgs = msgs if isinstance(msgs, list) else []
     call_ids = set()
@@ -618,9 +620,14 @@ def _warnings(doc: dict, out: list) -> None:
         tcid = m.get("toolCallId")
         if isinstance(tcid, str) and tcid not in call_ids:
             _warn(out, "orphan-tool-result", p + ("toolCallId",), f"no toolCalls entry has id {_short(tcid)}")
-        lm = parse_date(m.get("lastModified"))  # (most messages have none: their timestamp is not parsed)
-        ts = parse_date(m.get("timestamp")) if lm is not None else None
-        if ts is not None and lm is not None and lm < ts:
+        lm, ts = m.get("lastModified"), m.get("timestamp")
+        if decodes and type(lm) is str and type(ts) is str and len(lm) == len(ts) == 20 and lm[19] == ts[19] == "Z":
+            earlier = lm < ts  # (two valid dates of whole seconds in UTC: their text orders them)
+        else:
+            lm = parse_date(lm)  # (most messages have none: their timestamp is not parsed)
+            ts = parse_date(ts) if lm is not None else None
+            earlier = ts is not None and lm is not None and lm < ts
+        if earlier:
             _warn(out, "modified-before-created", p + ("lastModified",), "lastModified is earlier than timestamp")
         why = flag_problem(m)
         if why:
@@ -653,7 +660,7 @@ def warnings_of(doc) -> list[Problem]:
     looked for: for a document ``decodable.first_error`` passed)."""
     out: list[Problem] = []
     if isinstance(doc, dict):
-        _warnings(doc, out)
+        _warnings(doc, out, decodes=True)
     return out
 
 
