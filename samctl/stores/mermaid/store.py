@@ -259,7 +259,7 @@ class MermaidStore(Store):
             decode.check_snapshot(doc)
             if strict:
                 from samctl.stores import dupkeys  # (lazy: not loaded by ls or --help)
-                from samctl.stores.mermaid import structs
+                from samctl.stores.mermaid import structs  # (lazy: not loaded by ls or --help)
 
                 found = structs.repeated_fields(data, "snapshot", doc)
                 if found:
