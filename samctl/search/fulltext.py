@@ -116,9 +116,8 @@ def _meet_copies(corpus: IndexCorpus, own, score, allowed, rows, gate) -> None:
     pool = pool[np.isin(own[pool], np.unique(own[taken]))]
     at = corpus.dates_at
     pool = pool[np.isin(np.nan_to_num(at(pool), nan=-np.inf), np.nan_to_num(at(np.sort(taken)), nan=-np.inf))]
-    pool = allowed(np.setdiff1d(pool, taken))
-    for r in pool[:4096].tolist():  # (a bound: copies of a page of hits)
-        gate.meet(r)
+    pool = allowed(pool[~np.isin(pool, taken)])
+    gate.meet(pool[:4096])  # (a bound: copies of a page of hits)
 
 
 def _conversation_hits(corpus: IndexCorpus, score, allowed, rows) -> dict:
@@ -246,15 +245,15 @@ def _table_positions(index, seg):
     return got
 
 
-def _best_rows(
-    corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool = True, gate=None
-) -> list[int] | None:
+def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool, gate) -> list[int] | None:
     """Rows of ``cand`` (the rows allowed), best score first: the first ``limit`` whose text holds every
     phrase of the query (and none it excludes), plus the rows tied with the last of them (at most MAX_TIES).
 
     ``complete`` False: ``cand`` is every allowed row scoring at least some floor; None when they are
     not enough to decide (fewer than ``limit`` found): the rows below the floor could be next.
-    ``gate`` (``grouped.Copies``): rows it does not ``take`` are passed over."""
+    ``gate`` (``grouped.Copies``): a copy of a row taken is passed over (and remembered as its copy).
+    Rows are met in runs (arrays), each twice as long as the one before, since a message may have
+    thousands of copies to pass over; the result is the one of meeting them one at a time."""
     np = corpus.np
     if not len(cand):
         return [] if complete else None
@@ -262,11 +261,9 @@ def _best_rows(
     if plan.tools:
         phrases.append(lambda texts: [any(is_call_of(t, name) for name in plan.tools) for t in texts])
     unwanted = [phrase_test(p).many for p in plan.excluded_phrases]
-    verdict: dict = {}  # row -> whether its text passes them (read a batch ahead: each test runs once a batch)
-    batch = keys_ahead = 32
     take = limit * 4 + 64
     out: list[int] = []
-    at = 0
+    at, step = 0, 32
     order = None
     while True:
         if order is None or at >= len(order):
@@ -278,35 +275,49 @@ def _best_rows(
             order, at = part, (at if order is not None else 0)
             if at >= len(order):
                 break
-        r = int(order[at])
-        at += 1
-        if out and len(out) >= limit and score[r] < score[out[-1]]:
-            break
-        if len(out) >= limit + MAX_TIES:
-            break
+        run = order[at : at + step]
+        at += len(run)
+        step = min(step * 2, 4096)
+        ok = np.ones(len(run), bool)
         if phrases or unwanted:
-            if r not in verdict:
-                ahead = [int(x) for x in order[at - 1 : at - 1 + batch]]
-                batch = min(batch * 2, 1024)
-                texts = [_row_text(corpus, x) for x in ahead]
-                good = [True] * len(ahead)
-                for holding in phrases:
-                    good = [g and h for g, h in zip(good, holding(texts))]
-                for holding in unwanted:
-                    good = [g and not h for g, h in zip(good, holding(texts))]
-                verdict.update(zip(ahead, good))
-            if not verdict[r]:
-                continue
-        if gate is not None:
-            if not gate.knows(r):  # (the next rows' keys at once: a message may have thousands of copies)
-                gate.prepare(order[at - 1 : at - 1 + keys_ahead])
-                keys_ahead = min(keys_ahead * 2, 4096)
-            if not gate.take(r):  # (a copy of a row taken, or past a conversation's share)
-                continue
-        out.append(r)
+            texts = [_row_text(corpus, x) for x in run.tolist()]
+            for holding in phrases:
+                ok &= np.array(holding(texts), bool)
+            for holding in unwanted:
+                ok &= ~np.array(holding(texts), bool)
+        ids = gate.ids(run)
+        new = np.zeros(len(run), bool)
+        passing = np.flatnonzero(ok)
+        new[passing[gate.fresh(ids[passing])]] = True
+        stop = _stop(score, run, new, out, limit)
+        out += gate.commit(run[:stop][ok[:stop]], ids[:stop][ok[:stop]], new[:stop][ok[:stop]])
+        if stop < len(run):
+            break
     if not complete and len(out) < limit:  # (only when every row of ``cand`` was seen)
         return None
     return out
+
+
+def _stop(score, run, new, out: list, limit: int) -> int:
+    """How many rows of RUN (rows met in order; NEW: those to be taken) are met before the walk stops: at
+    a row scoring less than the last one taken once ``limit`` are taken, or once MAX_TIES more are."""
+    taking = new.nonzero()[0]
+    stop = len(run)
+    room = limit + MAX_TIES - len(out)  # (rows still to take before the walk stops)
+    if room <= 0:
+        return 0
+    if len(taking) >= room:
+        stop = int(taking[room - 1]) + 1
+    need = max(limit, 1)  # (the score rule needs a row taken)
+    if len(out) >= need:
+        after, least = 0, score[out[-1]]
+    elif len(taking) >= need - len(out):
+        j = int(taking[need - len(out) - 1])
+        after, least = j + 1, score[run[j]]
+    else:
+        return stop
+    below = (score[run[after:stop]] < least).nonzero()[0]
+    return after + int(below[0]) if len(below) else stop
 
 
 def _row_text(corpus: IndexCorpus, r: int) -> str:

@@ -53,66 +53,113 @@ def interleave(hits: list, run: int) -> list:
 
 
 class Copies:
-    """A gate over rows met best first: ``take(r)`` is False for a copy of a row already taken;
-    ``newest(r)`` the copy of taken row R in the newest conversation among those met."""
+    """A gate over rows met best first, a run (an array) at a time: ``fresh`` marks the rows of a run that
+    are the first of their message, ``commit`` takes them and remembers the others as copies of the row
+    taken; ``newest(r)`` is the copy of taken row R in the newest conversation among those met.  A message
+    may have thousands of copies, so rows are handled as arrays and each distinct key read once."""
 
     def __init__(self, corpus):
         self.corpus = corpus
-        self.first: dict = {}  # key -> the row taken
-        self.copies: dict = {}  # row taken -> the other rows met with its key
+        self._numbers: dict = {}  # key -> its number (``ids``)
+        self.first: dict = {}  # key number -> the row taken
+        self.copies: dict = {}  # row taken -> arrays of the other rows met with its key
         self._dates: dict = {}  # ``latest``'s memo
-        self._known: dict = {}  # row -> its ``_where``, worked out ahead (``prepare``), until asked for
         self._segment_dates: dict = {}  # id(segment) -> each of its conversations' latest date
 
     def _where(self, r: int) -> tuple:
         """(row R's ``key``, (its store, its conversation))."""
-        got = self._known.pop(r, None)
-        if got is not None:
-            return got
         part, local = self.corpus.locate(int(r))
         kind, _role, _ctype, conv = part.seg.row(local)
         ref = part.seg.ref(local)
         return key(part.store.name, kind, conv, int(part.seg.meta[local]["pos"]), ref), (part.store.name, conv)
 
-    def knows(self, r: int) -> bool:
-        """Whether row R's ``_where`` was worked out ahead."""
-        return r in self._known
-
-    def prepare(self, rows) -> None:
-        """Work out ``_where`` of ROWS (an array of rows about to be met) at once: the same answers, and
-        the same BadIndex for a code out of range, as one row at a time, without a call per field."""
+    def ids(self, rows):
+        """The number of each of ROWS' ``key`` (an int64 array of corpus rows; the same number, the same
+        key), each distinct key decoded once however many rows hold it; BadIndex for a row whose codes or
+        ref offsets are out of range, as ``_where``."""
         np = self.corpus.np
         rows = np.asarray(rows, np.int64)
+        out = np.empty(len(rows), np.int64)
         which = self.corpus.part_numbers(rows)
         for k in np.unique(which).tolist():
             part = self.corpus.parts[k]
-            seg, store, mine = part.seg, part.store.name, rows[which == k]
-            local = mine - part.start
-            m = seg.a["meta"][local]
-            kinds, convs = m["kind"], m["conv"]
-            if (
-                (kinds >= len(KINDS)).any()
-                or (m["role"] >= len(ROLES)).any()
-                or (m["ctype"] >= len(CTYPES)).any()
-                or (convs < 0).any()
-                or (convs >= seg.nconvs).any()
-            ):
-                raise BadIndex(f"{seg.name}: a row has codes out of range")
-            names = seg.convs
-            for r, kind, c, pos, ref in zip(
-                mine.tolist(), kinds.tolist(), convs.tolist(), m["pos"].tolist(), seg.refs(local)
-            ):
-                conv = names[c]
-                self._known[r] = key(store, KINDS[kind], conv, pos, ref), (store, conv)
+            at = np.flatnonzero(which == k)
+            out[at] = self._segment_ids(part.seg, part.store.name, rows[at] - part.start)
+        return out
 
-    def take(self, r: int) -> bool:
-        k, _ = self._where(r)
-        taken = self.first.get(k)
-        if taken is not None:
-            self.copies.setdefault(taken, []).append(int(r))
-            return False
-        self.first[k] = int(r)
-        return True
+    def _segment_ids(self, seg, store: str, local):
+        np = self.corpus.np
+        m = seg.a["meta"]  # (each field gathered alone: a copy of whole records costs 15 times more)
+        kinds, convs, pos = seg.r_kind[local], seg.r_conv[local], m["pos"][local]
+        if (
+            (kinds >= len(KINDS)).any()
+            or (m["role"][local] >= len(ROLES)).any()
+            or (m["ctype"][local] >= len(CTYPES)).any()
+            or (convs < 0).any()
+            or (convs >= seg.nconvs).any()
+        ):
+            raise BadIndex(f"{seg.name}: a row has codes out of range")
+        off, blob = seg.a["ref_off"], seg.a["ref"]
+        a, b = off[local], off[local + 1]
+        if len(local) and ((a < 0) | (a > b) | (b > len(blob))).any():
+            raise BadIndex(f"{seg.name}: ref offsets are not consistent")
+        lengths = b - a
+        out = np.empty(len(local), np.int64)
+        for n in np.unique(lengths).tolist():
+            at = np.flatnonzero(lengths == n)
+            if n == 0:  # no id of its own: where it is
+                cols = np.stack([kinds[at].astype(np.int64), convs[at].astype(np.int64), pos[at]], 1)
+                first, inverse = _same_rows(np, cols.view(np.uint8))
+                keys = [key(store, KINDS[kd], seg.convs[c], p, None) for kd, c, p in cols[first].tolist()]
+            elif n <= GATHERED_REF:  # (each row's kind and ref bytes as one row of a matrix)
+                both = np.empty((len(at), n + 1), np.uint8)
+                both[:, 0] = kinds[at]
+                both[:, 1:] = blob[a[at][:, None] + np.arange(n)]
+                first, inverse = _same_rows(np, both)
+                keys = [
+                    key(store, KINDS[v[0]], "", 0, v[1:].decode("utf-8", "surrogatepass"))
+                    for v in map(bytes, both[first])
+                ]
+            else:  # (a long ref: its rows one by one rather than a matrix of its length)
+                keys = [
+                    key(store, KINDS[kd], "", 0, bytes(blob[x : x + n]).decode("utf-8", "surrogatepass"))
+                    for kd, x in zip(kinds[at].tolist(), a[at].tolist())
+                ]
+                inverse = np.arange(len(at))
+            numbers = np.array([self._numbers.setdefault(k_, len(self._numbers)) for k_ in keys], np.int64)
+            out[at] = numbers[inverse.ravel()]
+        return out
+
+    def fresh(self, ids):
+        """A mask over IDS (the key numbers of rows met, in order): the first row of each key not taken."""
+        np = self.corpus.np
+        out = np.zeros(len(ids), bool)
+        if len(ids):
+            distinct, at = np.unique(ids, return_index=True)
+            out[at[[i not in self.first for i in distinct.tolist()]]] = True
+        return out
+
+    def commit(self, rows, ids, taken) -> list[int]:
+        """Take the rows of ROWS where TAKEN (a ``fresh`` mask) is True; remember the others as copies."""
+        got = rows[taken].tolist()
+        self.first.update(zip(ids[taken].tolist(), got))
+        self.meet(rows[~taken], ids[~taken])
+        return got
+
+    def meet(self, rows, ids=None) -> None:
+        """ROWS (an array of rows not taken; IDS their ``ids``) remembered where they are copies of a row
+        taken."""
+        np = self.corpus.np
+        if not len(rows):
+            return
+        ids = self.ids(rows) if ids is None else ids
+        order = np.argsort(ids, kind="stable")
+        ids, rows = ids[order], rows[order]
+        cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        for i, same in zip(ids[np.r_[0, cuts]].tolist(), np.split(rows, cuts)):
+            taken = self.first.get(i)
+            if taken is not None:
+                self.copies.setdefault(taken, []).append(same)
 
     def best_of_each(self, rows: list) -> list:
         """The first of ROWS of each conversation (of each store), in their order."""
@@ -124,22 +171,15 @@ class Copies:
                 out.append(r)
         return out
 
-    def meet(self, r: int) -> None:
-        """Row R, not taken: remembered if it is a copy of a row taken."""
-        k, _ = self._where(r)
-        taken = self.first.get(k)
-        if taken is not None and taken != int(r) and int(r) not in self.copies.get(taken, ()):
-            self.copies.setdefault(taken, []).append(int(r))
-
     def newest(self, r: int) -> int:
-        rows = [int(r)] + self.copies.get(int(r), [])
-        if len(rows) == 1:
-            return int(r)
-        # the first copy of the latest conversation date, then of the greatest conversation id (copies as
-        # new as each other: not a row number, which depends on how the index was built); as arrays,
-        # since a message may have thousands of copies
         np = self.corpus.np
-        at = np.asarray(rows, np.int64)
+        if not self.copies.get(int(r)):
+            return int(r)
+        at = np.concatenate([np.array([int(r)], np.int64), *self.copies[int(r)]])
+        _, once = np.unique(at, return_index=True)
+        at = at[np.sort(once)]  # (each row once, in the order met)
+        # the first copy of the latest conversation date, then of the greatest conversation id (copies as
+        # new as each other: not a row number, which depends on how the index was built)
         which = self.corpus.part_numbers(at)
         codes, dates = np.empty(len(at), np.int64), np.empty(len(at))
         parts = np.unique(which).tolist()
@@ -154,17 +194,18 @@ class Copies:
             else:
                 dates[sel] = self._conversation_dates(seg)[c]
         at_latest = dates == dates.max()
-        names = {
-            (k, c): (self.corpus.parts[k].store.name, self.corpus.parts[k].seg.convs[c])
-            for k in parts
-            for c in np.unique(codes[at_latest & (which == k)]).tolist()
-        }
-        best = max(names.values())
-        chosen = np.zeros(len(at), bool)
-        for (k, c), name in names.items():
-            if name == best:
-                chosen |= (which == k) & (codes == c)
-        return rows[int(np.flatnonzero(at_latest & chosen)[0])]
+        best, chosen = None, np.zeros(len(at), bool)
+        for k in parts:
+            here = at_latest & (which == k)
+            if here.any():
+                part = self.corpus.parts[k]
+                c = max(np.unique(codes[here]).tolist(), key=part.seg.convs.__getitem__)
+                name = (part.store.name, part.seg.convs[c])
+                if best is None or name > best:
+                    best, chosen = name, np.zeros(len(at), bool)
+                if name == best:
+                    chosen |= (which == k) & (codes == c)
+        return int(at[np.flatnonzero(at_latest & chosen)[0]])
 
     def _conversation_dates(self, seg):
         """Each conversation's latest date in SEG (``latest`` of every code at once)."""
@@ -179,9 +220,40 @@ class Copies:
         return got
 
 
+# A ref of at most this many bytes is compared as a fixed-size value with the other rows' of its length
+# (a matrix of rows x bytes); a longer one (no store writes one) is decoded row by row.
+GATHERED_REF = 128
+
+
+def _splitmix(n: int) -> tuple:
+    """N odd 64-bit weights, always the same (SplitMix64 from 34): ``_same_rows``'s hash of a row."""
+    out, x, mask = [], 34, (1 << 64) - 1
+    for _ in range(n):
+        x = (x + 0x9E3779B97F4A7C15) & mask
+        z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        out.append((z ^ (z >> 31)) | 1)
+    return tuple(out)
+
+
+_WEIGHTS = _splitmix(GATHERED_REF + 1)  # (a ref's bytes and its kind; or a row's kind, conversation, place)
+
 # Copies in at most this many conversations of a segment: each one's latest date is found alone (a pass
 # over the segment's rows each, 0.03 ms for 60,000 rows), else every conversation's at once (0.8 ms).
 FEW_CONVERSATIONS = 16
+
+
+def _same_rows(np, m):
+    """(the first row of each distinct row of M, a uint8 matrix; the number of each row's among them):
+    rows hashed to one integer each and the hashes' equals checked byte for byte (a sort of integers,
+    not of byte strings); two distinct rows of one hash, never seen, fall back to comparing the bytes."""
+    if m.shape[1] <= len(_WEIGHTS):
+        weights = np.array(_WEIGHTS[: m.shape[1]], np.uint64)
+        _, first, inverse = np.unique(m.astype(np.uint64) @ weights, True, True)
+        if (m == m[first[inverse]]).all():
+            return first, inverse
+    _, first, inverse = np.unique(np.ascontiguousarray(m).view(f"V{m.shape[1]}").ravel(), True, True)
+    return first, inverse
 
 
 def latest(seg, c: int, memo: dict) -> float:

@@ -109,9 +109,9 @@ def test_copies_as_new_as_each_other_give_the_greatest_conversation_id(run, tmp_
         assert len({(h["kind"], h["id"]) for h in got}) == len(got)
 
 
-def test_keys_worked_out_ahead_are_those_of_one_row_at_a_time(tmp_path, monkeypatch):
-    """``Copies.prepare`` gives every row the ``_where`` one row at a time gives, and refuses a row whose
-    codes are out of range as that does (BadIndex)."""
+def test_key_numbers_read_as_arrays_match_the_keys_of_one_row_at_a_time(tmp_path, monkeypatch):
+    """``Copies.ids`` gives two rows the same number exactly when ``_where`` gives them the same key, in
+    any order and in runs split anywhere, and refuses a row whose codes are out of range as that does."""
     import numpy as np
 
     from samctl.search import index as ix
@@ -123,19 +123,38 @@ def test_keys_worked_out_ahead_are_those_of_one_row_at_a_time(tmp_path, monkeypa
     store = open_store(str(root))
     corpus = IndexCorpus([(store, ix.refresh(store, []))])
     rows = np.arange(corpus.size, dtype=np.int64)
-    one = [Copies(corpus)._where(r) for r in rows.tolist()]
-    ahead = Copies(corpus)
-    ahead.prepare(rows[::-1])
-    assert all(ahead.knows(r) for r in rows.tolist())
-    assert [ahead._where(r) for r in rows.tolist()] == one and not ahead._known
+    keys = [Copies(corpus)._where(r)[0] for r in rows.tolist()]
+    assert len(set(keys)) < len(keys)  # (copies share keys)
+    gate = Copies(corpus)
+    order = np.random.default_rng(5).permutation(rows)
+    ids = np.concatenate([gate.ids(part) for part in np.array_split(order, 7)])
+    number = dict(zip(order.tolist(), ids.tolist()))
+    for r, s in zip(rows.tolist(), np.random.default_rng(6).permutation(rows).tolist()):
+        assert (number[r] == number[s]) == (keys[r] == keys[s])
     seg = corpus.parts[0].seg
     meta = seg.a["meta"].copy()
-    meta["kind"][3] = 99
+    meta["role"][3] = 99
     monkeypatch.setitem(seg.__dict__["a"], "meta", meta)
     with pytest.raises(ix.BadIndex):
         Copies(corpus)._where(int(corpus.parts[0].start) + 3)
     with pytest.raises(ix.BadIndex):
-        Copies(corpus).prepare(rows[:10])
+        Copies(corpus).ids(rows[:10])
+
+
+def test_rows_hashed_alike_but_different_are_still_told_apart(monkeypatch):
+    """``_same_rows`` groups rows by a hash; rows that differ but share one are compared byte for byte."""
+    import numpy as np
+
+    from samctl.search import grouped
+
+    m = np.array([[1, 2], [1, 2], [2, 1], [0, 0]], np.uint8)
+    first, inverse = grouped._same_rows(np, m)
+    assert [tuple(m[first[i]]) for i in inverse] == [tuple(r) for r in m]
+    assert inverse[0] == inverse[1] and len(set(inverse.tolist())) == 3
+    monkeypatch.setattr(grouped, "_WEIGHTS", (1, 1))  # ([1, 2] and [2, 1] then hash alike)
+    first, inverse = grouped._same_rows(np, m)
+    assert [tuple(m[first[i]]) for i in inverse] == [tuple(r) for r in m]
+    assert len(set(inverse.tolist())) == 3
 
 
 def test_conversations_one_line_each(run, tmp_path):
@@ -193,7 +212,7 @@ def test_only_rows_that_can_be_copies_are_looked_at(run, tmp_path, monkeypatch):
     _session(root, str(tmp_path / "work"), "0000000c-1111-4111-8111-000000000003", ["quokka said"] * 300)
     met = []
     real = grouped.Copies.meet
-    monkeypatch.setattr(grouped.Copies, "meet", lambda self, r: met.append(r) or real(self, r))
+    monkeypatch.setattr(grouped.Copies, "meet", lambda self, rows, ids=None: met.extend(rows) or real(self, rows, ids))
     before = fingerprint(root)
     got = _search(run, root, "quokka", "-n", "5")
     assert len(got) == 5 and len({h["id"] for h in got}) == 5

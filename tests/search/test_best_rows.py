@@ -1,0 +1,74 @@
+"""``fulltext._best_rows`` meets rows in runs (arrays) with the copies gate; what it takes, and the copies it
+remembers, are those of meeting the rows one at a time, as this file's reference does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from samctl.search import fulltext, grouped
+
+
+class Gate(grouped.Copies):
+    """``Copies`` whose key numbers are given (KEYS[row]) rather than read from an index."""
+
+    def __init__(self, keys):
+        super().__init__(type("Corpus", (), {"np": np})())
+        self.keys = np.asarray(keys, np.int64)
+
+    def ids(self, rows):
+        return self.keys[np.asarray(rows, np.int64)]
+
+
+class Plan:
+    def __init__(self, phrased: bool):
+        self.phrases, self.tools, self.excluded_phrases = (["x"] if phrased else []), [], []
+
+
+def reference(score, cand, limit, keys, passes, ties):
+    """The rows taken and the copies remembered, meeting the rows one by one, best first."""
+    order = cand[np.lexsort((cand, -score[cand]))].tolist()
+    out, first, copies = [], {}, {}
+    for r in order:
+        if out and len(out) >= limit and score[r] < score[out[-1]]:
+            break
+        if len(out) >= limit + ties:
+            break
+        if passes is not None and not passes[r]:
+            continue
+        if keys[r] in first:
+            copies.setdefault(first[keys[r]], []).append(r)
+            continue
+        first[keys[r]] = r
+        out.append(r)
+    return out, copies
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6), st.booleans()), min_size=1, max_size=140),
+    limit=st.integers(0, 12),
+    ties=st.integers(0, 6),
+    phrased=st.booleans(),
+)
+def test_runs_take_what_one_row_at_a_time_takes(data, limit, ties, phrased):
+    """Up to 140 rows: runs of 32, 64 and the rest (the walk's first order holds them all)."""
+    score = np.array([float(s) for s, _, _ in data])
+    keys = [k for _, k, _ in data]
+    passes = [p for _, _, p in data] if phrased else None
+    cand = np.flatnonzero(score > 0)
+    verdicts = type("Test", (), {"many": staticmethod(lambda texts: [passes[int(t)] for t in texts])})()
+    gate = Gate(keys)
+    corpus = type("Corpus", (), {"np": np})()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fulltext, "MAX_TIES", ties)
+        mp.setattr(fulltext, "_row_text", lambda corpus, r: str(r))
+        mp.setattr(fulltext, "phrase_test", lambda p: verdicts)
+        got = fulltext._best_rows(corpus, score, cand, limit, Plan(phrased), True, gate)
+    want, copies = reference(score, cand, limit, keys, passes, ties)
+    assert got == want
+    assert {r: sorted(np.concatenate(c).tolist()) for r, c in gate.copies.items()} == {
+        r: sorted(c) for r, c in copies.items()
+    }
