@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from samctl.errors import SamctlError
 from samctl.fs import filemodes, safepaths
 from samctl.safetext import safe_text
@@ -87,6 +89,9 @@ class ConversationMeta:
     continues: str | None = None  # the id of the session whose history this one copies (a resume), or None
     model: str | None = None  # the model the listing knows of (``stats --by model``), or None
     copied_messages: int = 0  # of message_count, how many are copies of the continued session's (stats skips them)
+    # ``listed_json(self)`` as a store's listing cache held it (None: made from the fields when asked);
+    # a store sets it only on a meta whose fields are those it was made from
+    json_row: str | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self, count_key: str = "messages") -> dict:
         """The meta in samctl's JSON (docs/json.md); the message count under ``count_key`` (ls and search
@@ -106,6 +111,15 @@ class ConversationMeta:
             "branch": self.branch,
             "continues": self.continues,
         }
+
+
+def listed_json(m: ConversationMeta) -> str | None:
+    """``m``'s row in ``ls --format jsonl`` (``to_dict("message_count")``) as JSON text, or None when
+    orjson refuses it as it is (a lone surrogate: the JSON writer's own fallback makes that row)."""
+    try:
+        return orjson.dumps(m.to_dict("message_count")).decode()
+    except TypeError:
+        return None
 
 
 def last_activity(m: ConversationMeta) -> float | None:

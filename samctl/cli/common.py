@@ -231,24 +231,28 @@ def emit_json(obj) -> None:
 
 
 def emit_jsonl(rows) -> None:
-    """One compact JSON document per line; written as bytes in batches when stdout has a buffer.  Each row is
+    """One compact JSON document per line (a row is a value to write, or JSON text already written: orjson
+    parsed it, so it is valid UTF-8); written as bytes in batches when stdout has a buffer.  Each row is
     copied into one growing buffer as soon as it is dumped: holding thousands of dumped rows until a join
     costs more than dumping them, since each is a fresh allocation of its own (bench/README.md)."""
     out = sys.stdout
     raw = getattr(out, "buffer", None)
     if raw is None:
         for r in rows:
-            out.write(dumps(r))
+            out.write(_escape_controls(r.encode()).decode() if type(r) is str else dumps(r))
             out.write("\n")
         out.flush()
         return
     out.flush()  # whatever was written as text goes first
     batch, dumps_row, option = bytearray(), orjson.dumps, orjson.OPT_NON_STR_KEYS
     for r in rows:
-        try:
-            batch += dumps_row(r, option=option)
-        except TypeError:  # (what _json_unescaped falls back for: this row again, through it)
-            batch += _json_unescaped(r, option)
+        if type(r) is str:  # (a row already written as JSON text: ConversationMeta.json_row)
+            batch += r.encode()
+        else:
+            try:
+                batch += dumps_row(r, option=option)
+            except TypeError:  # (what _json_unescaped falls back for: this row again, through it)
+                batch += _json_unescaped(r, option)
         batch += b"\n"
         if len(batch) >= _BATCH_BYTES:
             raw.write(_escape_controls(bytes(batch)))

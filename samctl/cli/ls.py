@@ -78,7 +78,7 @@ def command(
     with gc_paused():  # a listing is 100,000s of small objects, none of them in a cycle
         metas = list_across(stores, query, findings)
         if fmt == "jsonl":
-            emit_jsonl(map(_row, metas))
+            emit_jsonl(m.json_row if m.json_row is not None else _row(m) for m in metas)
         elif fmt == "json":
             emit_json(list(map(_row, metas)))
         elif ids_only:

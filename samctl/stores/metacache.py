@@ -20,9 +20,10 @@ import orjson
 from samctl.errors import FileProblem
 from samctl.fs import reading, userdirs, writing
 
-VERSION = 10  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
+VERSION = 11  # 4: a mermaid sidecar row's created carries the writer's offset; 5: SAM rows' active_ts and shared topic;
 # 6: one-file-each rows carry project, branch, continues, copied messages and model; 7: SAM rows carry the model;
-# 8: mermaid rows carry the git branch; 9: a SAM row's meta is a list in the model's field order; 10: sealed
+# 8: mermaid rows carry the git branch; 9: a SAM row's meta is a list in the model's field order; 10: sealed;
+# 11: a SAM row carries its ls JSON row
 RACY_SECONDS = 2.0
 
 

@@ -35,7 +35,8 @@ from samctl.model import ERROR, ConversationMeta, Finding
 
 HEAD = 200  # conversations of a store sent before the rest: more than a screen holds
 _LEN = struct.Struct("<Q")
-FIELDS = tuple(f.name for f in dataclasses.fields(ConversationMeta))  # (positional: the constructor's order)
+# (positional: the constructor's order; a cached ls row is ls's alone)
+FIELDS = tuple(f.name for f in dataclasses.fields(ConversationMeta) if f.name != "json_row")
 
 
 def list_store(store) -> tuple[list, list]:

@@ -17,6 +17,7 @@ import os
 import orjson
 import pytest
 
+from samctl.model import ConversationMeta, listed_json
 from samctl.stores.metacache import is_sealed
 from samctl.stores.sam.store import _META_KEYS
 from tests.conftest import fingerprint, resealed
@@ -108,7 +109,9 @@ def test_a_resealed_change_is_read_as_written(run, sam_demo, tmp_path, monkeypat
     """The other side of the seal: an entry changed and sealed again is trusted (so the test above shows that
     the seal, not a rescan of every file, is what kept the change out)."""
     path, doc = _sam_cache_after_ls(run, sam_demo, tmp_path, monkeypatch)
-    doc["entries"][SAM_BIG][2][_META_KEYS.index("title")] = "Sealed again"
+    entry = doc["entries"][SAM_BIG]
+    entry[2][_META_KEYS.index("title")] = "Sealed again"
+    entry[6] = orjson.dumps(dict(orjson.loads(entry[6]), title="Sealed again")).decode()  # (its ls row too)
     path.write_bytes(resealed(doc))
     got = run("--root", sam_demo, "ls", "--format", "jsonl")
     assert {json.loads(x)["id"]: json.loads(x)["title"] for x in got.stdout.splitlines()}[SAM_BIG] == "Sealed again"
@@ -290,16 +293,18 @@ def test_sam_scan_gives_each_field_the_type_the_listing_trusts(sam_broken, tmp_p
             assert row[3] is None or (type(row[3]) is list and [type(x) for x in row[3]] == [str, str])
             assert row[4] is None or type(row[4]) is str
             assert row[5] is None or type(row[5]) is int
+            # its ls row: what ls writes of the meta the row makes (the meta's own JSON, key for key)
+            meta = ConversationMeta(*row[2])
+            assert type(row[6]) is str and row[6] == listed_json(meta)
+            assert orjson.loads(row[6]) == orjson.loads(orjson.dumps(meta.to_dict("message_count")))
     assert rows >= len(ODD_DOCS) + 4
 
 
 def test_sam_cache_checks_every_field_of_the_model_in_its_order():
-    from samctl.model import ConversationMeta
-
     # the fields SAM fills (project, branch and continues always None), in the model's order; the one after
     # them stays at its default
     assert _META_KEYS == tuple(ConversationMeta.__slots__)[: len(_META_KEYS)]
-    assert set(ConversationMeta.__slots__[len(_META_KEYS) :]) == {"copied_messages"}
+    assert set(ConversationMeta.__slots__[len(_META_KEYS) :]) == {"copied_messages", "json_row"}
 
 
 def test_sam_cache_with_a_mistyped_finding_is_rescanned(run, sam_demo, tmp_path, monkeypatch):
@@ -426,3 +431,35 @@ def test_mermaid_json_model_size_of_a_session_folded_from_its_log(run, mermaid_d
     own = sum(os.path.getsize(conv / f"{cid}.{ext}") for ext in ("json", "meta", "jsonl"))
     shown = run("--root", mermaid_demo, "show", cid, "--format", "json", "--no-pager")
     assert json.loads(shown.stdout)["size"] == own
+
+
+def test_a_warm_sam_ls_writes_what_a_cold_one_writes_from_any_spelling_of_the_root(
+    run, sam_demo, tmp_path, monkeypatch
+):
+    """A cached row's ls JSON is written only for a meta whose fields it was made from: not where the root
+    is spelled another way (another path) or a folder's name is not its id as the file gives it."""
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "c"))
+    conv = sam_demo / "conversations"
+    (conv / SAM_BIG).rename(conv / SAM_BIG.lower())
+    other = tmp_path / "other"
+    other.symlink_to(sam_demo)
+    _age(sam_demo)
+    before = fingerprint(sam_demo)
+    for root in (sam_demo, other, sam_demo):
+        want = run("--root", root, "--no-cache", "ls", "--format", "jsonl")
+        assert want.exit_code == 0 and f'"path":"{root}' in want.stdout
+        for _ in range(2):  # the run that fills the cache, then one that reads it
+            got = run("--root", root, "ls", "--format", "jsonl")
+            assert (got.exit_code, got.stderr, got.stdout) == (0, want.stderr, want.stdout)
+    assert fingerprint(sam_demo) == before
+
+
+def test_a_warm_sam_listing_gives_its_metas_their_cached_ls_rows(sam_demo, tmp_path, monkeypatch):
+    from samctl.stores import open_store
+
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "c"))
+    _age(sam_demo)
+    cold = open_store(str(sam_demo)).list_metas([])
+    warm = open_store(str(sam_demo)).list_metas([])
+    assert warm == cold and {m.id for m in warm} == SAM_IDS
+    assert all(m.json_row is not None and m.json_row == listed_json(m) for m in warm)

@@ -19,7 +19,7 @@ import orjson
 
 from samctl.errors import Denied, FileProblem, NotFound, SamctlError, UsageError
 from samctl.fs import filemodes, reading, safepaths, userdirs
-from samctl.model import WARNING, Conversation, ConversationMeta, Finding, recency
+from samctl.model import WARNING, Conversation, ConversationMeta, Finding, listed_json, recency
 from samctl.stores import workers
 from samctl.stores.base import Store
 from samctl.stores.metacache import RACY_SECONDS, MetaCache
@@ -51,6 +51,7 @@ _META_KEYS = (
     "model",
 )
 _TITLE = _META_KEYS.index("title")
+_PATH = _META_KEYS.index("path")
 _META_WIDTH = len(_META_KEYS)
 
 
@@ -277,6 +278,8 @@ class SamStore(Store):
                 if own:
                     if m.id != name:
                         m.id = name.upper()
+                    if m.id == meta_d[1] and p == meta_d[_PATH]:  # (the fields its ls row was made from)
+                        m.json_row = entry[6]
                     metas.append(m)
                 elif uuid_match(m.id):  # the file's id; one naming no valid id has a finding (SAM skips it)
                     odd.append((name, m))
@@ -311,18 +314,19 @@ class SamStore(Store):
 
     def _scan(self, p: str, st, folder: str) -> list:
         """[size, mtime_ns, meta fields or None, [code, reason] or None, shared topic or None, ctime_ns or
-        None] for one file (the ctime only once it is out of the racy window: ``topic_refs`` trusts
+        None, the meta's ``listed_json`` or None] for one file (the ctime only once it is out of the racy window: ``topic_refs`` trusts
         the topic only while the ctime is unchanged too, which no copy that puts an mtime back keeps)."""
         doc, problem = self.parse_file(p)
-        meta_d = topic = None
+        meta_d = topic = row = None
         if doc is not None:
             m = decode.meta(doc, p, st.st_size, folder.upper(), st.st_mtime)
             meta_d = [getattr(m, k) for k in _META_KEYS]  # (the fields SAM has; the others stay None)
+            row = listed_json(ConversationMeta(*meta_d))  # (what a listing's meta of this row writes)
             if problem is None:
                 problem = _first_rejection(doc)
             topic = decode.shared_topic_id(doc)
         ctime = st.st_ctime_ns if time.time_ns() - st.st_ctime_ns >= RACY_SECONDS * 1e9 else None
-        return [st.st_size, st.st_mtime_ns, meta_d, problem, topic, ctime]
+        return [st.st_size, st.st_mtime_ns, meta_d, problem, topic, ctime, row]
 
     def parse_file(self, p) -> tuple[dict | None, list | None]:
         return self.read_file(p)[1:]
@@ -674,7 +678,7 @@ class SamStore(Store):
 
 _APP_TEMP_RE = re.compile(r"[^.].*\.tmp(\.[0-9]+)?")
 _SLASH_FILE = os.sep + "conversation.json"
-CACHE_ENTRY_WIDTH = 6  # the fields of a listing cache entry, as ``SamStore._scan`` makes it
+CACHE_ENTRY_WIDTH = 7  # the fields of a listing cache entry, as ``SamStore._scan`` makes it
 PARALLEL_SCAN = 2000  # files to read from which a listing reads them in worker processes
 SCAN_PART = 250  # files per unit of work handed to a worker
 
