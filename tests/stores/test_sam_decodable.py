@@ -192,6 +192,9 @@ def test_a_dates_verdict_is_the_parsers():
         s = f"{year}-{month}-{day}T{hour}:{minute}:{second}{fraction}{zone}"
         parts = schema.parse_date_parts(s)
         assert decodable._date(s) == (parts is not None and not parts[1]), s
+    for s in ["2026-08-10T14:02:13Z\n", " 2026-08-10T14:02:13Z", "\u0662026-08-10T14:02:13Z", "2026-08-10t14:02:13Z"]:
+        parts = schema.parse_date_parts(s)
+        assert decodable._date(s) == (parts is not None and not parts[1]), s
 
 
 @pytest.mark.parametrize("ts", ["2026-08-10T14:02:13Z", "2026-08-10T16:02:13+02:00", "2025-12-31T23:59:59Z"])

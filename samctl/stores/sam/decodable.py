@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
 from datetime import datetime
 
 from samctl.stores.sam import schema
@@ -44,10 +45,18 @@ SCHEMA_DEPTH = 8  # containers the schema itself nests, at most (conversation, m
 LOOSE_DEPTH = schema.MAX_DEPTH - SCHEMA_DEPTH  # nesting allowed under a key the schema does not know
 
 
+# The form SAM writes, in UTC on a day every month has: a date ``_date`` takes, read by one match.
+_PLAIN_DATE = re.compile(
+    r"(?!0000)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z\Z"
+).match
+
+
 def _date(v) -> bool:
     """``schema.parse_date_parts(v)`` is not None and has no fraction, without computing the instant.
     DATE_RE's groups are fixed runs of ASCII digits, so they compare as text; only a day past the
     28th asks its month how long it is."""
+    if type(v) is str and _PLAIN_DATE(v) is not None:
+        return True
     m = DATE_RE.match(v) if isinstance(v, str) else None
     if m is None or m[7] or (m[9] and (m[10] > "23" or m[11] > "59")):
         return False
@@ -122,12 +131,17 @@ class _Compiler:
         if isinstance(kind, Object):
             subs: dict = {}
             required = frozenset(key for key, (_, req) in kind.fields.items() if req)
+            # key -> the type whose values its predicate takes all of (a string's, a boolean's): a value
+            # of exactly that type passes without a call, any other goes to the predicate
+            exact = {key: _EXACT[sub] for key, (sub, _) in kind.fields.items() if sub in _EXACT}
 
             def obj(v) -> bool:
                 # the keys present, not every key of the kind: most optional ones are absent
                 if not isinstance(v, dict) or not required <= v.keys():
                     return False
                 for key, x in v.items():
+                    if type(x) is exact.get(key):
+                        continue
                     sub = subs.get(key)
                     if sub is None:
                         if not _nests_within(x, LOOSE_DEPTH):
@@ -162,6 +176,7 @@ class _Compiler:
         return _leaf(kind)
 
 
+_EXACT = {STRING: str, BOOL: bool}  # (``_leaf``'s predicates of these take every value of the type)
 _conversation = None
 
 

@@ -606,7 +606,7 @@ def _warnings(doc: dict, out: list, decodes: bool = False) -> None:
             continue
         p = ("messages", i)
         mid = m.get("id")
-        if is_uuid(mid):
+        if decodes or is_uuid(mid):  # (a message that decodes has a UUID for its id)
             j = first_index.setdefault(mid.upper(), i)
             if j != i:
                 _warn(out, "duplicate-message-id", p + ("id",), f"same id as messages[{j}]")
