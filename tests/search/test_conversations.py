@@ -125,12 +125,13 @@ def test_key_numbers_read_as_arrays_match_the_keys_of_one_row_at_a_time(tmp_path
     rows = np.arange(corpus.size, dtype=np.int64)
     keys = [Copies(corpus)._where(r)[0] for r in rows.tolist()]
     assert len(set(keys)) < len(keys)  # (copies share keys)
-    gate = Copies(corpus)
     order = np.random.default_rng(5).permutation(rows)
-    ids = np.concatenate([gate.ids(part) for part in np.array_split(order, 7)])
-    number = dict(zip(order.tolist(), ids.tolist()))
-    for r, s in zip(rows.tolist(), np.random.default_rng(6).permutation(rows).tolist()):
-        assert (number[r] == number[s]) == (keys[r] == keys[s])
+    for runs in (7, len(order) // 3):  # (runs of many rows of a segment, read as arrays, and of a few)
+        gate = Copies(corpus)
+        ids = np.concatenate([gate.ids(part) for part in np.array_split(order, runs)])
+        number = dict(zip(order.tolist(), ids.tolist()))
+        for r, s in zip(rows.tolist(), np.random.default_rng(6).permutation(rows).tolist()):
+            assert (number[r] == number[s]) == (keys[r] == keys[s])
     seg = corpus.parts[0].seg
     meta = seg.a["meta"].copy()
     meta["role"][3] = 99
