@@ -590,8 +590,9 @@ def _warn(out: list, code: str, path: tuple, reason: str) -> None:
 
 
 def _warnings(doc: dict, out: list, decodes: bool = False) -> None:
-    """The warnings of ``doc``; ``decodes``: ``decodable.first_error`` passed it, so each message's
-    ``timestamp`` and ``lastModified`` is a valid date of whole seconds, or absent or null."""
+    """The warnings of ``doc``; ``decodes``: ``decodable.first_error`` passed it, so each message is an
+    object whose ``id`` is a UUID and whose ``timestamp`` and ``lastModified`` are valid dates of whole
+    seconds, or absent or null."""
     msgs = doc.get("messages")
     msgs = msgs if isinstance(msgs, list) else []
     call_ids = set()
