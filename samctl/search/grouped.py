@@ -84,25 +84,27 @@ class Copies:
         for k in np.unique(which).tolist():
             part = self.corpus.parts[k]
             at = np.flatnonzero(which == k)
-            if len(at) < FEW_ROWS:  # (a row at a time: the arrays' passes cost more for a few rows)
-                number = self._numbers.setdefault
-                out[at] = [number(self._where(r)[0], len(self._numbers)) for r in rows[at].tolist()]
+            if len(at) < FEW_ROWS:  # (their keys made one by one: the arrays' passes cost more for a few)
+                out[at] = self._few_ids(part.seg, part.store.name, rows[at] - part.start)
             else:
                 out[at] = self._segment_ids(part.seg, part.store.name, rows[at] - part.start)
         return out
+
+    def _few_ids(self, seg, store: str, local) -> list[int]:
+        m = seg.a["meta"][local]
+        kinds, convs = m["kind"], m["conv"]
+        _check_codes(seg, kinds, m["role"], m["ctype"], convs)
+        names, number = seg.convs, self._numbers.setdefault
+        return [
+            number(key(store, KINDS[kind], names[c], pos, ref), len(self._numbers))
+            for kind, c, pos, ref in zip(kinds.tolist(), convs.tolist(), m["pos"].tolist(), seg.refs(local))
+        ]
 
     def _segment_ids(self, seg, store: str, local):
         np = self.corpus.np
         m = seg.a["meta"]  # (each field gathered alone: a copy of whole records costs 15 times more)
         kinds, convs, pos = seg.r_kind[local], seg.r_conv[local], m["pos"][local]
-        if (
-            (kinds >= len(KINDS)).any()
-            or (m["role"][local] >= len(ROLES)).any()
-            or (m["ctype"][local] >= len(CTYPES)).any()
-            or (convs < 0).any()
-            or (convs >= seg.nconvs).any()
-        ):
-            raise BadIndex(f"{seg.name}: a row has codes out of range")
+        _check_codes(seg, kinds, m["role"][local], m["ctype"][local], convs)
         off, blob = seg.a["ref_off"], seg.a["ref"]
         a, b = off[local], off[local + 1]
         if len(local) and ((a < 0) | (a > b) | (b > len(blob))).any():
@@ -224,8 +226,8 @@ class Copies:
         return got
 
 
-# Fewer rows than this of one segment are keyed one by one (``_where``), more as arrays: a segment's
-# passes cost about 40 us whatever the rows, a row alone 2 to 3 us.
+# Fewer rows than this of one segment have their keys made one by one (``_few_ids``), more as arrays:
+# the arrays' passes cost about 40 us a segment whatever the rows, a key made alone about 1 us.
 FEW_ROWS = 16
 
 # A ref of at most this many bytes is compared as a fixed-size value with the other rows' of its length
@@ -249,6 +251,19 @@ _WEIGHTS = _splitmix(GATHERED_REF + 1)  # (a ref's bytes and its kind; or a row'
 # Copies in at most this many conversations of a segment: each one's latest date is found alone (a pass
 # over the segment's rows each, 0.03 ms for 60,000 rows), else every conversation's at once (0.8 ms).
 FEW_CONVERSATIONS = 16
+
+
+def _check_codes(seg, kinds, roles, ctypes, convs) -> None:
+    """BadIndex unless every code of the rows given (arrays) names a kind, role, content type and
+    conversation of SEG, as ``Segment.row`` asks of one row."""
+    if (
+        (kinds >= len(KINDS)).any()
+        or (roles >= len(ROLES)).any()
+        or (ctypes >= len(CTYPES)).any()
+        or (convs < 0).any()
+        or (convs >= seg.nconvs).any()
+    ):
+        raise BadIndex(f"{seg.name}: a row has codes out of range")
 
 
 def _same_rows(np, m):
