@@ -94,21 +94,24 @@ class Copies:
         m = seg.a["meta"][local]
         kinds, convs = m["kind"], m["conv"]
         _check_codes(seg, kinds, m["role"], m["ctype"], convs)
-        names, number = seg.convs, self._numbers.setdefault
-        return [
-            number(key(store, KINDS[kind], names[c], pos, ref), len(self._numbers))
+        names = seg.convs
+        return self._number(
+            key(store, KINDS[kind], names[c], pos, ref)
             for kind, c, pos, ref in zip(kinds.tolist(), convs.tolist(), m["pos"].tolist(), seg.refs(local))
-        ]
+        )
+
+    def _number(self, keys) -> list[int]:
+        """The number of each of KEYS (a new key gets the next one)."""
+        number = self._numbers.setdefault
+        return [number(k, len(self._numbers)) for k in keys]
 
     def _segment_ids(self, seg, store: str, local):
         np = self.corpus.np
         m = seg.a["meta"]  # (each field gathered alone: a copy of whole records costs 15 times more)
         kinds, convs, pos = seg.r_kind[local], seg.r_conv[local], m["pos"][local]
         _check_codes(seg, kinds, m["role"][local], m["ctype"][local], convs)
-        off, blob = seg.a["ref_off"], seg.a["ref"]
-        a, b = off[local], off[local + 1]
-        if len(local) and ((a < 0) | (a > b) | (b > len(blob))).any():
-            raise BadIndex(f"{seg.name}: ref offsets are not consistent")
+        blob = seg.a["ref"]
+        a, b = seg.ref_bounds(local)
         lengths = b - a
         out = np.empty(len(local), np.int64)
         for n in np.unique(lengths).tolist():
@@ -132,7 +135,7 @@ class Copies:
                     for kd, x in zip(kinds[at].tolist(), a[at].tolist())
                 ]
                 inverse = np.arange(len(at))
-            numbers = np.array([self._numbers.setdefault(k_, len(self._numbers)) for k_ in keys], np.int64)
+            numbers = np.array(self._number(keys), np.int64)
             out[at] = numbers[inverse.ravel()]
         return out
 

@@ -494,12 +494,18 @@ class Segment:
     def ref(self, i: int) -> str:
         return self.blob("ref", i).decode("utf-8", "surrogatepass")
 
-    def refs(self, rows) -> list[str]:
-        """``ref`` of each of ROWS (an int64 array), their offsets checked at once (BadIndex as ``ref``)."""
+    def ref_bounds(self, rows) -> tuple:
+        """(start, end) arrays of ROWS' (an int64 array) bytes in the ref blob, checked at once (BadIndex
+        as ``ref``)."""
         off = self.a["ref_off"]
         a, b = off[rows], off[rows + 1]
         if len(rows) and ((a < 0) | (a > b) | (b > len(self.a["ref"]))).any():
             raise BadIndex(f"{self.name}: ref offsets are not consistent")
+        return a, b
+
+    def refs(self, rows) -> list[str]:
+        """``ref`` of each of ROWS (an int64 array), their offsets checked at once (BadIndex as ``ref``)."""
+        a, b = self.ref_bounds(rows)
         buf, base = self.bufs["ref"]
         return [
             bytes(buf[base + x : base + y]).decode("utf-8", "surrogatepass") for x, y in zip(a.tolist(), b.tolist())
