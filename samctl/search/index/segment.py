@@ -110,9 +110,14 @@ class SegmentWriter:
         self.tok_hash.append(self.np.asarray(hashes, dtype=self.np.uint64))
         self.tok_row.append(self.np.asarray(rows, dtype=self.np.int32))
         self.tok_tf.append(self.np.asarray(tfs, dtype=self.np.uint16))
+        self.held += POSTING_BYTES * len(self.tok_row[-1])
+        self.add_terms(vocab)
+
+    def add_terms(self, vocab) -> None:
+        """Terms of the segment's vocabulary (``prefix*`` looks them up; one with no posting is harmless)."""
         before = len(self.vocab)
         self.vocab.update(vocab)
-        self.held += POSTING_BYTES * len(self.tok_row[-1]) + 16 * (len(self.vocab) - before)
+        self.held += 16 * (len(self.vocab) - before)
 
     def estimate(self) -> int:
         """About the size of the segment file if it were finished now (a posting counted before

@@ -437,12 +437,17 @@ def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
             idx = np.flatnonzero(alive)
             if not len(idx):
                 continue
+            keys, prow, tfs = _postings(seg)
+            per_row = np.bincount(prow, minlength=seg.rows)
             cum = np.zeros(seg.rows + 1, dtype=np.int64)  # bytes of rows [0, i) in a segment file
-            np.cumsum(_row_bytes(seg), out=cum[1:])
+            np.cumsum(_row_bytes(seg, per_row), out=cum[1:])
+            npost = np.zeros(seg.rows + 1, dtype=np.int64)  # postings of rows [0, i)
+            np.cumsum(per_row, out=npost[1:])
             cuts = np.unique(np.asarray(cuts_of.get(seg.name, []), dtype=np.int64))
-            by_row = _postings_by_row(seg)
             vocab = seg.terms()
             conv_map = None
+            fed: list = []  # pieces of ``seg`` in ``w`` whose postings are not added yet: (first row, end, new first)
+            unsent = 0  # ... and how many postings they hold
             # runs of alive rows: contiguous in every section, and whole sources (dead rows are)
             breaks = np.flatnonzero(np.diff(idx) != 1)
             starts = np.concatenate(([idx[0]], idx[breaks + 1]))
@@ -451,24 +456,28 @@ def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
                 while a < b:
                     if w is None:
                         w, conv_map = SegmentWriter(root, _new_segment_path(d)), None
-                    c = _cut(cum, cuts, a, b, SEGMENT_BYTES - w.estimate(), w.rows == 0)
+                    room = SEGMENT_BYTES - w.estimate() - POSTING_BYTES * unsent
+                    c = _cut(cum, cuts, a, b, room, w.rows == 0)
                     if c is None:  # the next source does not fit: this segment is full
+                        _add_postings(w, seg.rows, fed, keys, prow, tfs)
+                        unsent = 0
                         done.append(w.finish())
                         w = None
                         continue
                     if conv_map is None:
                         conv_map = w.conv_map(seg.convs)
+                        w.add_terms(vocab)
                     blobs, lens = {}, {}
                     for k in ("text", "ltext", "ref"):
                         blobs[k] = seg.span(k, a, c)
                         lens[k] = np.diff(seg.a[k + "_off"][a : c + 1])
                     first = w.add_rows(seg.meta[a:c], conv_map, blobs, lens)
-                    keys, rows, tfs = by_row
-                    lo, hi = np.searchsorted(rows, (a, c))
-                    w.add_postings(keys[lo:hi], rows[lo:hi] - a + first, tfs[lo:hi], vocab)  # (a term with no
-                    # posting left is harmless: prefix* finds no rows for it)
+                    fed.append((a, c, first))
+                    unsent += int(npost[c] - npost[a])
                     pieces.setdefault(seg.name, []).append((a, c, w.name, first))
                     a = c
+            if w is not None:
+                _add_postings(w, seg.rows, fed, keys, prow, tfs)
         if w is not None:
             done.append(w.finish())
             w = None
@@ -489,24 +498,46 @@ def _rewrite(d: Path, root: str, man: dict, opened: list[Segment], names: set):
     return man, opened
 
 
-def _row_bytes(seg: Segment):
+def _row_bytes(seg: Segment, postings_per_row):
     """About what each row of ``seg`` costs a segment file (``SegmentWriter.estimate``'s measure)."""
     np = load_numpy()
     b = np.full(seg.rows, ROW_BYTES, dtype=np.int64)
     for k in ("text", "ltext", "ref"):
         b += np.diff(seg.a[k + "_off"])
-    rows = seg.posting_rows()
-    b += POSTING_BYTES * np.bincount(rows[(rows >= 0) & (rows < seg.rows)], minlength=seg.rows)
+    b += POSTING_BYTES * postings_per_row
     return b
 
 
-def _postings_by_row(seg: Segment):
-    """(term keys, rows, counts) of every posting of ``seg``, ordered by row."""
+def _postings(seg: Segment):
+    """(term keys, rows, counts) of every posting of ``seg`` in its order (by key, a key's rows ascending),
+    those of rows past the segment's left out (they point nowhere)."""
     np = load_numpy()
     rows = seg.posting_rows()
     keys = np.repeat(seg.tok_keys, np.diff(seg.tok_ptr))
-    order = np.argsort(rows, kind="stable")
-    return keys[order], rows[order], seg.tfs()[order]
+    tfs = seg.tfs()
+    if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= seg.rows):
+        ok = (rows >= 0) & (rows < seg.rows)
+        keys, rows, tfs = keys[ok], rows[ok], tfs[ok]
+    return keys, rows, tfs
+
+
+def _add_postings(w: SegmentWriter, nrows: int, fed: list, keys, rows, tfs) -> None:
+    """Add to ``w`` the postings of the rows ``fed`` (pieces of a segment of ``nrows`` rows whose postings
+    are ``keys, rows, tfs``: (first row, end, first row in ``w``)) at once, renumbered; ``fed`` is emptied.
+
+    Taken in the segment's order, by key: the renumbering keeps each key's rows ascending, so the writer
+    merges runs already sorted rather than sorting every posting again (a rewrite of 1.3 M rows spent
+    half its time sorting postings by row and back)."""
+    if not fed:
+        return
+    np = load_numpy()
+    new = np.full(nrows, -1, dtype=np.int64)
+    for a, c, first in fed:
+        new[a:c] = np.arange(first, first + c - a)
+    moved = new[rows]
+    keep = moved >= 0
+    w.add_postings(keys[keep], moved[keep], tfs[keep], ())
+    fed.clear()
 
 
 def _cut(cum, cuts, a: int, b: int, room: int, empty: bool) -> int | None:
