@@ -823,10 +823,13 @@ def measure_refresh(root: Path, kind: str, repeat: int, full: float | None) -> N
     ix.refresh(open_store(str(root)), [])  # (the files put back: the index current again, untimed)
 
 
-def measure_refreshed(root: Path, kind: str, c: dict, times: int, rounds: int, rank: str | None) -> None:
+def measure_refreshed(
+    root: Path, kind: str, c: dict, times: int, rounds: int, rank: str | None, full: float | None
+) -> None:
     """The warm queries again over an index refreshed TIMES times, each after editing a different 1% of the
-    conversations (their old rows dead, their new ones in new segments, compaction as a refresh does it);
-    the files are put back byte for byte afterwards and the index brought up to date (untimed)."""
+    conversations (their old rows dead, their new ones in new segments, compaction as a refresh does it:
+    what those refreshes cost, the rewrites of decayed segments included, is said too); the files are put
+    back byte for byte afterwards and the index brought up to date (untimed)."""
     from samctl.search import index as ix
     from samctl.stores import open_store
 
@@ -835,12 +838,18 @@ def measure_refreshed(root: Path, kind: str, c: dict, times: int, rounds: int, r
     rng = random.Random(2)
     pool = rng.sample(files, min(len(files), k * times))
     saved = {}
+    spent = []
     try:
         for i in range(times):
             progress(f"refresh {i + 1} of {times} after editing 1%")
             stamp = time.time() - 10
             _edit_files(pool[i * k : (i + 1) * k], saved, edit, stamp, kind)
+            t = time.perf_counter()
             idx = ix.refresh(open_store(str(root)), [])
+            spent.append(time.perf_counter() - t)
+        mean, most = statistics.mean(spent), max(spent)
+        shares = f" ({mean / full:.1%} and {most / full:.1%} of the full build)" if full else ""
+        print(f"  {times} refreshes after editing 1%: mean {mean:.2f} s, max {most:.2f} s{shares}")
         rows = sum(seg.rows for seg in idx.segments)
         alive = sum(int(seg.alive.sum()) for seg in idx.segments)
         print(
@@ -895,7 +904,7 @@ def bench_tree(label: str, root: Path, kind: str, a, cache: Path) -> None:
         guarded("--exact vs rg", measure_exact, root, env, a.repeat, not a.no_cold)
     guarded("refresh", measure_refresh, root, kind, a.repeat, full)
     if a.refreshed:
-        guarded("refreshed index", measure_refreshed, root, kind, c, a.refreshed, a.rounds, a.rank)
+        guarded("refreshed index", measure_refreshed, root, kind, c, a.refreshed, a.rounds, a.rank, full)
     print(f"  ({time.perf_counter() - t0:,.0f} s for this tree)")
 
 

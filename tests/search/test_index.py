@@ -15,6 +15,7 @@ import pytest
 from samctl.fs import userdirs
 from samctl.search import dispatch as sx
 from samctl.search import index as ix
+from samctl.search.index import update as ixupdate
 from samctl.stores import open_store
 from tests.conftest import fingerprint
 from tests.search_helpers import SAM_ID, TOPIC, age, insert_memory
@@ -346,8 +347,9 @@ def test_scoped_refresh_reads_only_the_scope(sam):
     assert f"{TOPIC}/memory.db" not in idx.read and f"{SAM_ID}/memory.db" in idx.read
 
 
-def test_compaction_keeps_results(sam):
+def test_compaction_keeps_results(sam, monkeypatch):
     db = sam / "conversations" / SAM_ID / "memory.db"
+    monkeypatch.setattr(ixupdate, "DEAD_FRACTION", 0.3)  # (the big segment decays with each note: not yet)
     first, _ = refresh(sam)
     base = first.segments[0].name
     for i in range(ix.MAX_SEGMENTS + 3):

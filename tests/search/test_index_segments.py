@@ -172,6 +172,7 @@ def test_small_segments_are_merged_up_to_the_cap(tree, monkeypatch):
     """Refreshes that each read a few sessions leave small segments; once there are too many they
     are merged, into segments no bigger than the cap."""
     monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", 1 << 30)
+    monkeypatch.setattr(ixupdate, "DEAD_FRACTION", 0.3)  # (the big segment is not to decay here)
     _results(tree)
     (base,) = [s.name for s in ix.open_index(open_store(str(tree))).segments]
     cap = 256 << 10  # a session is far under half of it: each refresh leaves a small segment
@@ -189,6 +190,47 @@ def test_small_segments_are_merged_up_to_the_cap(tree, monkeypatch):
         assert len([n for n in sizes if n < cap // 2]) <= ix.MAX_SEGMENTS - 1
         merged |= len(sizes) < i + 1
     assert merged
+    assert _results(tree) == _one_segment_results(tree)
+
+
+def _entry(name: str, rows: int, dead: int, size: int = 40 << 20) -> dict:
+    return {"name": name, "rows": rows, "size": size, "dead": [[0, dead]] if dead else []}
+
+
+def test_decayed_segments_are_rewritten_a_few_a_refresh_most_decayed_first():
+    rows = 1000
+    segs = [_entry(f"s{i}", rows, 105 + 10 * i) for i in range(6)]  # all past DEAD_FRACTION (0.1)
+    segs.append(_entry("fresh", rows, 90))  # not decayed
+    got = ixupdate._to_rewrite(segs)
+    assert got == {"s5", "s4", "s3", "s2"} and ixupdate.REWRITE_AT_ONCE == 4
+    segs.append(_entry("rotten", rows, 310))  # past ROTTEN_FRACTION: rewritten whatever the rest
+    segs.append(_entry("rotten2", rows, 400))
+    assert ixupdate._to_rewrite(segs) == {"rotten2", "rotten", "s5", "s4"}
+    rotten = [_entry(f"r{i}", rows, 301 + i) for i in range(6)]
+    assert ixupdate._to_rewrite(segs + rotten) == {"rotten2", "rotten"} | {f"r{i}" for i in range(6)}
+    assert ixupdate._to_rewrite([_entry("a", rows, 100), _entry("b", rows, 0)]) == set()  # (10%: not past it)
+
+
+def test_segments_that_decay_together_are_rewritten_over_several_refreshes(tree, monkeypatch):
+    """Sessions changed all over the store decay every segment at once; the refreshes that follow rewrite
+    them a few at a time, and every search finds what a build from nothing finds."""
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", CAP)
+    monkeypatch.setattr(ixrows, "CHUNK_SOURCES", 1)
+    monkeypatch.setattr(ixupdate, "REWRITE_AT_ONCE", 2)
+    store = open_store(str(tree))
+    built = {s.name for s in ix.refresh(store, []).segments}
+    snaps = sorted((tree / ".mermaid" / "conversations").glob("*.json"))
+    _change(snaps[::4])  # a session in four: most segments past DEAD_FRACTION
+    idx = ix.refresh(store, [])
+    left = built & {s.name for s in idx.segments}
+    assert len(left) == len(built) - 2
+    waiting = [e for e in idx.manifest.segments if e["name"] in left and ixupdate._to_rewrite([e])]
+    assert waiting  # decayed too, left for the refreshes that follow
+    for i in range(3):
+        _change([snaps[1 + 4 * i]], 1700 - i)  # (a refresh with nothing to read writes nothing)
+        now = built & {s.name for s in ix.refresh(store, []).segments}
+        assert now < left
+        left = now
     assert _results(tree) == _one_segment_results(tree)
 
 

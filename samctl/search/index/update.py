@@ -45,7 +45,9 @@ from samctl.search.index.sources import discover, stale
 from samctl.stores.sources import TRANSIENT_CODES
 
 MAX_SEGMENTS = 6
-DEAD_FRACTION = 0.3
+DEAD_FRACTION = 0.1  # a segment with more of its rows dead is rewritten (a search pays for its dead rows) ...
+REWRITE_AT_ONCE = 4  # ... this many a refresh, most decayed first ...
+ROTTEN_FRACTION = 0.3  # ... and every one with more than this dead (see ``_to_rewrite``)
 SEGMENT_BYTES = 64 << 20  # a segment is cut (between sources) once it holds this much: what a build or
 # rewrite holds in memory at a time is bounded by it, whatever the size of the store
 LOCK_WAIT = 600.0  # seconds to wait for another samctl that is refreshing the index
@@ -401,15 +403,22 @@ def _to_rewrite(segments: list) -> set:
     """The segments to rewrite now (empty: none).
 
     A segment with more than ``DEAD_FRACTION`` of its rows dead is rewritten (with what is alive
-    in it), and the small segments refreshes leave are merged once there are more than
-    ``MAX_SEGMENTS`` of them besides the "sealed" ones (those of ``SEGMENT_BYTES / 2`` or more,
-    and the biggest).  So a refresh that read a few files never pays for rewriting a big segment
-    that has not decayed, and no rewrite holds more than one ``SEGMENT_BYTES`` segment in memory
-    at a time (``_rewrite``).
+    in it): the ``REWRITE_AT_ONCE`` most decayed of them, and every one past ``ROTTEN_FRACTION``
+    (changes spread over a store decay every segment at the same pace: the rest wait for the next
+    refreshes rather than one refresh rewriting the whole index).  The small segments refreshes
+    leave are merged once there are more than ``MAX_SEGMENTS`` of them besides the "sealed" ones
+    (those of ``SEGMENT_BYTES / 2`` or more, and the biggest).  So a refresh that read a few files
+    never pays for rewriting a big segment that has not decayed, and no rewrite holds more than one
+    ``SEGMENT_BYTES`` segment in memory at a time (``_rewrite``).
     """
     if not segments:
         return set()
-    out = {s["name"] for s in segments if _dead_count(s) > DEAD_FRACTION * s["rows"]}
+    decayed = sorted(
+        (s for s in segments if _dead_count(s) > DEAD_FRACTION * s["rows"]), key=lambda s: -_dead_count(s) / s["rows"]
+    )
+    out = {
+        s["name"] for i, s in enumerate(decayed) if i < REWRITE_AT_ONCE or _dead_count(s) > ROTTEN_FRACTION * s["rows"]
+    }
     biggest = max(segments, key=lambda s: s["size"])["name"]
     small = {s["name"] for s in segments if s["size"] < SEGMENT_BYTES // 2} - {biggest}
     if len(small) > MAX_SEGMENTS - 1:
