@@ -71,6 +71,12 @@ def progress_printer(stream, interval: float = 0.2, delay: float = 0.5):
 @click.option("--rebuild", is_flag=True, help="Build the index again from every file of the store.")
 @click.option("--update", is_flag=True, help="Bring the index up to date now (what a search does first).")
 @click.option(
+    "--compact",
+    is_flag=True,
+    help="Bring the index up to date, then rewrite its segments that hold superseded rows and merge its "
+    "small ones: searches pass over no superseded row. No file is read again for it.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(("text", "json")),
@@ -81,10 +87,11 @@ def progress_printer(stream, interval: float = 0.2, delay: float = 0.5):
 @examples(
     "samctl index",
     "samctl index --update      # e.g. from cron, so that searches start warm",
+    "samctl index --compact     # after many changes: drop what they superseded",
     "samctl index --rebuild --format json",
 )
 @click.pass_context
-def command(ctx, rebuild, update, fmt):
+def command(ctx, rebuild, update, compact, fmt):
     """Show the state of samctl's search index of each store: rows, files, size, age, and the
     files that changed since it was updated (the next search re-reads just those).
 
@@ -94,8 +101,11 @@ def command(ctx, rebuild, update, fmt):
     """
     from samctl.errors import UsageError
 
-    if rebuild and update:
-        raise click.UsageError("give --update or --rebuild, not both (--rebuild reads every file anyway)")
+    if rebuild and (update or compact):
+        raise click.UsageError(
+            f"give --{'update' if update else 'compact'} or --rebuild, not both (--rebuild reads every file "
+            "and writes the index anew anyway)"
+        )
     scope = scope_of(ctx)
     stores = scope.stores()
     if not scope.cache:
@@ -114,7 +124,7 @@ def command(ctx, rebuild, update, fmt):
     def one(store):
         if several and fmt == "text":
             click.echo(f"== {store.describe()}", err=True)
-        return _one(store, rebuild, update, fmt, findings)
+        return _one(store, rebuild, update, compact, fmt, findings)
 
     # (one store: its errors raised as they always were; of several, one failing is reported)
     outcomes = scope.run(one, stores) if several else [Outcome(stores[0], "done", value=one(stores[0]))]
@@ -143,7 +153,7 @@ def _dated(st: dict) -> dict:
 _NO_INDEX = "samctl keeps no index of it (a search reads its files directly)"
 
 
-def _one(store, rebuild: bool, update: bool, fmt: str, findings: list) -> dict:
+def _one(store, rebuild: bool, update: bool, compact: bool, fmt: str, findings: list) -> dict:
     """One store's index: its state (text: shown here), after an update when asked; what the files read
     meanwhile said goes to ``findings`` as (store, finding)."""
     from samctl.errors import SamctlError, UsageError
@@ -155,11 +165,11 @@ def _one(store, rebuild: bool, update: bool, fmt: str, findings: list) -> dict:
         raise UsageError(
             "the index is a cache, and samctl keeps none for this store (a search reads its files directly)"
         )
-    if rebuild or update:
+    if rebuild or update or compact:
         progress = progress_printer(sys.stderr)
         found: list = []
         try:
-            idx = ix.refresh(store, found, rebuild=rebuild, progress=progress)
+            idx = ix.refresh(store, found, rebuild=rebuild, progress=progress, compact=compact)
         except ix.BadIndex as exc:
             raise SamctlError(f"could not write the index: {exc}") from None
         finally:
@@ -170,8 +180,18 @@ def _one(store, rebuild: bool, update: bool, fmt: str, findings: list) -> dict:
             what = (
                 "rebuilt" if idx.rebuilt else (f"updated: {len(idx.read)} files read again, {len(idx.removed)} removed")
             )
+            if compact:
+                n, dead = idx.compacted
+                what += (
+                    f"; compacted: {n} segment{'s' if n != 1 else ''} rewritten, {dead:,} superseded rows dropped"
+                    if n
+                    else "; nothing to compact"
+                )
             click.echo(f"index {what}", err=True)
     st = ix.state(store)
+    if compact:
+        n, dead = idx.compacted
+        st["compacted"] = {"segments": n, "superseded_rows": dead}
     if st["exists"] and st["problems"]:
         ix.invalidate(store)  # never trusted: dropped now, rebuilt by the next search
         st["dropped"] = True

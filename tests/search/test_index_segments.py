@@ -234,6 +234,44 @@ def test_segments_that_decay_together_are_rewritten_over_several_refreshes(tree,
     assert _results(tree) == _one_segment_results(tree)
 
 
+def test_index_compact_drops_every_superseded_row_and_finds_the_same(tree, monkeypatch, run):
+    """``samctl index --compact``: segments with any dead row rewritten, the small ones merged, nothing read
+    again; the answers those of a build; a second run has nothing left to do."""
+    import json
+
+    monkeypatch.setattr(ixupdate, "SEGMENT_BYTES", 1 << 30)
+    store = open_store(str(tree))
+    ix.refresh(store, [])
+    snaps = sorted((tree / ".mermaid" / "conversations").glob("*.json"))
+    for i in range(3):  # three refreshes of a session each: a few dead rows, three small segments
+        _change([snaps[7 * i]], 1700 - i)
+        ix.refresh(store, [])
+    before = json.loads(run("--root", tree, "index", "--format", "json").stdout)["stores"][0]
+    assert 0 < before["dead"] < 0.1 * sum(before["rows"].values())  # (below what a refresh compacts)
+    want = _results(tree)
+    files = {p.name: p.stat().st_mtime_ns for p in snaps}
+    r = run("--root", tree, "index", "--compact")
+    assert r.exit_code == 0, r.stderr
+    assert before["segments"] == 4
+    assert f"compacted: 4 segments rewritten, {before['dead']:,} superseded rows dropped" in r.stderr
+    after = json.loads(run("--root", tree, "index", "--format", "json").stdout)["stores"][0]
+    assert after["dead"] == 0 and after["segments"] == 1 and after["stale"] == []
+    assert sum(after["rows"].values()) == sum(before["rows"].values())
+    assert {p.name: p.stat().st_mtime_ns for p in snaps} == files  # (the store only read)
+    assert _results(tree) == want == _one_segment_results(tree)
+    r = run("--root", tree, "index", "--compact", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["stores"][0]["compacted"] == {"segments": 0, "superseded_rows": 0}
+    from tests.cli.test_json_schema import SCHEMAS, _check
+
+    _check(json.loads(r.stdout), SCHEMAS["index"])
+
+
+def test_index_compact_with_rebuild_is_a_usage_error(tree, run):
+    r = run("--root", tree, "index", "--compact", "--rebuild")
+    assert r.exit_code == 2 and "give --compact or --rebuild, not both" in r.stderr
+    assert not ix.index_dir(open_store(str(tree))).exists()
+
+
 def _index_files(d) -> dict:
     return {p.name: p.read_bytes() for p in d.iterdir() if p.name != "lock"}
 

@@ -48,6 +48,7 @@ class Index:
         self.removed: list[str] = []
         self.rebuilt = False
         self.replaced = 0
+        self.compacted = (0, 0)  # (segments rewritten, dead rows they held) by ``refresh(compact=True)``
         dead = {s["name"]: s["dead"] for s in manifest.segments}
         kept = manifest.memo.setdefault("alive", {})  # segment -> (dead rows, alive, all alive, count)
         for seg in segments:

@@ -180,6 +180,7 @@ def refresh(
     home: Path | None = None,
     pending: list | None = None,
     child_check: bool = False,
+    compact: bool = False,
 ) -> Index:
     """``_refresh`` with Python's cyclic collector paused: a refresh builds and drops a few hundred
     thousand small dicts and strings (the manifest's tables, every source's signature), none of them
@@ -195,6 +196,7 @@ def refresh(
             home=home,
             pending=pending,
             child_check=child_check,
+            compact=compact,
         )
 
 
@@ -209,6 +211,7 @@ def _refresh(
     home: Path | None,
     pending: list | None,
     child_check: bool = False,
+    compact: bool = False,
 ) -> Index:
     """The store's index, brought up to date for ``scope`` (all sources when None).
 
@@ -220,7 +223,10 @@ def _refresh(
     last full check may be trusted before its folders are stated; its ``checked.Recent`` is
     appended, and the caller must see ``holds()`` before using what it found (else refresh again
     without ``pending``); ``child_check``: its folders may be stated by a child process (``checked.Recent``:
-    for a caller with much to do meanwhile).
+    for a caller with much to do meanwhile).  ``compact`` (``samctl index --compact``): then every segment
+    holding dead rows rewritten and the small ones merged, whatever their share (``_to_rewrite``): a
+    search passes over no dead row; no file is read again for it.  ``Index.compacted``: (segments
+    rewritten, dead rows they held).
     """
     d = home or index_dir(store)
     why = None if home is not None else home_problem(d)
@@ -233,7 +239,7 @@ def _refresh(
             )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    if scope is None and not rebuild:
+    if scope is None and not rebuild and not compact:
         quick = checked.recent(d, child_check and pending is not None)
         idx = try_open(store, d) if quick is not None else None
         if idx is not None and (pending is not None or quick.holds()):
@@ -251,7 +257,7 @@ def _refresh(
     idx = None if rebuild else try_open(store, d, whole=True)
     if idx is not None:
         changed, removed = stale(idx.manifest, current, scope)
-        if not changed and not removed:
+        if not changed and not removed and not (compact and _to_rewrite(idx.manifest.segments, everything=True)):
             if scope is None:
                 checked.save(d, current, disc, _with_findings(idx))
             findings.extend(idx.findings(scope, current))
@@ -264,8 +270,9 @@ def _refresh(
             if not rebuild and (idx is None or before is None or checked.manifest_sig(d) != before):
                 idx = try_open(store, d, whole=True)  # (another samctl may have changed it meanwhile)
             changed, removed = stale(idx.manifest if idx else None, current, scope)
-            if idx is None or changed or removed:
-                _update(store, d, idx, current, changed, removed, progress, jobs)
+            compacted = (0, 0)
+            if idx is None or changed or removed or (compact and _to_rewrite(idx.manifest.segments, everything=True)):
+                compacted = _update(store, d, idx, current, changed, removed, progress, jobs, everything=compact)
             new = open_index(store, d)
     except OSError as exc:
         raise BadIndex(f"cannot write the index in {d}: {exc.strerror or exc}") from None
@@ -273,6 +280,7 @@ def _refresh(
     new.removed = sorted(removed)
     new.rebuilt = idx is None
     new.replaced = old
+    new.compacted = compacted
     if scope is None:
         checked.save(d, current, disc, _with_findings(new))
     findings.extend(new.findings(scope, current))  # (in discover's order, whatever was read again)
@@ -299,7 +307,11 @@ def _older_version_bytes(d: Path) -> int:
         return 0
 
 
-def _update(store, d: Path, idx: Index | None, current: dict, changed: list, removed: list, progress, jobs) -> None:
+def _update(
+    store, d: Path, idx: Index | None, current: dict, changed: list, removed: list, progress, jobs, everything=False
+) -> tuple[int, int]:
+    """Read ``changed`` again, drop ``removed``, compact (``_to_rewrite``; ``everything``: every segment with a
+    dead row) and write the manifest: (segments rewritten, dead rows they held)."""
     now = time.time()
     root = store.root_real
     if idx is None:
@@ -349,18 +361,19 @@ def _update(store, d: Path, idx: Index | None, current: dict, changed: list, rem
             cap=SEGMENT_BYTES,
         )
     try:
-        man = _settle(d, root, man, segs, infos, entries)
+        man, compacted = _settle(d, root, man, segs, infos, entries, everything)
     except BaseException:
         _unlink_finished(d, infos)  # no manifest names them yet: the index stays as it was
         raise
     man["updated"] = now
     write_manifest_bytes(d / "manifest", encode_manifest(man))
     _gc(d, {s["name"] for s in man["segments"]})
+    return compacted
 
 
-def _settle(d: Path, root: str, man: dict, segs: dict, infos: list, entries: dict) -> dict:
-    """``man`` with the new segments ``infos`` (and their sources, ``entries``) in, the segments
-    no row is alive in out, and what ``_to_rewrite`` picks rewritten."""
+def _settle(d: Path, root: str, man: dict, segs: dict, infos: list, entries: dict, everything: bool = False):
+    """(``man`` with the new segments ``infos`` (and their sources, ``entries``) in, the segments no row is
+    alive in out, and what ``_to_rewrite`` picks rewritten; (segments rewritten, dead rows they held))."""
     for info in infos:
         if info["rows"]:
             man["segments"].append(info)
@@ -378,11 +391,12 @@ def _settle(d: Path, root: str, man: dict, segs: dict, infos: list, entries: dic
         if e["seg"] not in live:
             e["seg"], e["start"], e["end"] = None, 0, 0
     opened = [segs.get(s["name"]) or Segment.open(d / s["name"], root, s) for s in man["segments"]]
-    rewrite = _to_rewrite(man["segments"])
+    rewrite = _to_rewrite(man["segments"], everything)
+    dropped = sum(_dead_count(s) for s in man["segments"] if s["name"] in rewrite)
     if rewrite:
         man, opened = _rewrite(d, root, man, opened, rewrite)
     man["hidden"] = _hidden(man, opened)
-    return man
+    return man, (len(rewrite), dropped)
 
 
 def _merge_ranges(ranges: list) -> list:
@@ -399,8 +413,9 @@ def _dead_count(s: dict) -> int:
     return sum(b - a for a, b in s["dead"])
 
 
-def _to_rewrite(segments: list) -> set:
-    """The segments to rewrite now (empty: none).
+def _to_rewrite(segments: list, everything: bool = False) -> set:
+    """The segments to rewrite now (empty: none); ``everything``: every one holding a dead row, and the
+    small ones if there are two or more (``samctl index --compact``).
 
     A segment with more than ``DEAD_FRACTION`` of its rows dead is rewritten (with what is alive
     in it): the ``REWRITE_AT_ONCE`` most decayed of them, and every one past ``ROTTEN_FRACTION``
@@ -413,14 +428,16 @@ def _to_rewrite(segments: list) -> set:
     """
     if not segments:
         return set()
+    biggest = max(segments, key=lambda s: s["size"])["name"]
+    small = {s["name"] for s in segments if s["size"] < SEGMENT_BYTES // 2} - {biggest}
+    if everything:
+        return {s["name"] for s in segments if s["dead"]} | (small if len(small) > 1 else set())
     decayed = sorted(
         (s for s in segments if _dead_count(s) > DEAD_FRACTION * s["rows"]), key=lambda s: -_dead_count(s) / s["rows"]
     )
     out = {
         s["name"] for i, s in enumerate(decayed) if i < REWRITE_AT_ONCE or _dead_count(s) > ROTTEN_FRACTION * s["rows"]
     }
-    biggest = max(segments, key=lambda s: s["size"])["name"]
-    small = {s["name"] for s in segments if s["size"] < SEGMENT_BYTES // 2} - {biggest}
     if len(small) > MAX_SEGMENTS - 1:
         out |= small
     return out
