@@ -270,7 +270,10 @@ def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: boo
             if order is not None and len(order) >= len(cand):
                 break
             n = min(len(cand), max(take, 2 * (len(order) if order is not None else 0)))
-            part = cand if n >= len(cand) else cand[np.argpartition(-score[cand], n - 1)[:n]]
+            part = cand
+            if n < len(cand):  # the best N, and every row tied with the last of them: the rows met before stay
+                s = score[cand]  # the first of the order (ties, by row, could otherwise come before them)
+                part = cand[s >= np.partition(s, len(s) - n)[len(s) - n]]
             part = part[np.lexsort((part, -score[part]))]
             order, at = part, (at if order is not None else 0)
             if at >= len(order):

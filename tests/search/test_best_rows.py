@@ -72,3 +72,28 @@ def test_runs_take_what_one_row_at_a_time_takes(data, limit, ties, phrased):
     assert {r: sorted(np.concatenate(c).tolist()) for r, c in gate.copies.items()} == {
         r: sorted(c) for r, c in copies.items()
     }
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    scores=st.lists(st.integers(0, 3), min_size=150, max_size=400),
+    copies=st.integers(1, 40),
+    limit=st.integers(0, 12),
+    ties=st.integers(0, 6),
+)
+def test_rows_tied_across_the_walks_widening_order_are_met_in_order(scores, copies, limit, ties):
+    """More rows than the walk's first order holds, most of them tied: each widening of the order keeps
+    the rows met before as its first rows (a tie is never cut between two widenings)."""
+    score = np.array(scores, float)
+    keys = [i % copies for i in range(len(scores))]
+    cand = np.flatnonzero(score > 0)
+    gate = Gate(keys)
+    corpus = type("Corpus", (), {"np": np})()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fulltext, "MAX_TIES", ties)
+        got = fulltext._best_rows(corpus, score, cand, limit, Plan(False), True, gate)
+    want, copied = reference(score, cand, limit, keys, None, ties)
+    assert got == want
+    assert {r: sorted(np.concatenate(c).tolist()) for r, c in gate.copies.items()} == {
+        r: sorted(c) for r, c in copied.items()
+    }
