@@ -69,13 +69,13 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: bm25.Params = b
     limit = q.limit * 2 if q.per_conversation else q.limit
     if q.by_conversation:
         limit = max(q.limit * 10, 100)
-    rows, gate = None, None
-    if info.get("floor", 0) > 0:  # the best rows first: enough of them are at or above the pool's cut
-        gate = grouped.Copies(corpus)
-        rows = _best_rows(corpus, score, allowed(bm25.rows_at_least(score, info["floor"])), limit, plan, False, gate)
-    if rows is None:
-        gate = grouped.Copies(corpus)
-        rows = _best_rows(corpus, score, allowed(np.flatnonzero(score > 0)), limit, plan, True, gate)
+    rows, gate, taken = None, grouped.Copies(corpus), []
+    floor = info.get("floor", 0)
+    if floor > 0:  # the best rows first: enough of them are at or above the pool's cut
+        rows = _best_rows(corpus, score, allowed(bm25.rows_at_least(score, floor)), limit, plan, False, gate, taken)
+    if rows is None:  # (too few there: the walk goes on below the cut, from where it stopped)
+        below = np.flatnonzero((score > 0) & (score < floor) if floor > 0 else score > 0)
+        rows = _best_rows(corpus, score, allowed(below), limit, plan, True, gate, taken)
     _meet_copies(corpus, got["own"], score, allowed, rows, gate)
     rows = [gate.newest(r) for r in rows]  # (a message met in several copies: the newest copy's row)
     terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
@@ -245,7 +245,9 @@ def _table_positions(index, seg):
     return got
 
 
-def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool, gate) -> list[int] | None:
+def _best_rows(
+    corpus: IndexCorpus, score, cand, limit: int, plan, complete: bool, gate, taken: list | None = None
+) -> list[int] | None:
     """Rows of ``cand`` (the rows allowed), best score first: the first ``limit`` whose text holds every
     phrase of the query (and none it excludes), plus the rows tied with the last of them (at most MAX_TIES).
 
@@ -253,16 +255,18 @@ def _best_rows(corpus: IndexCorpus, score, cand, limit: int, plan, complete: boo
     not enough to decide (fewer than ``limit`` found): the rows below the floor could be next.
     ``gate`` (``grouped.Copies``): a copy of a row taken is passed over (and remembered as its copy).
     Rows are met in runs (arrays), each twice as long as the one before, since a message may have
-    thousands of copies to pass over; the result is the one of meeting them one at a time."""
+    thousands of copies to pass over; the result is the one of meeting them one at a time.
+    ``taken``: the rows a walk over rows scoring more than every row of ``cand`` took (it met every one of
+    them, with ``gate``): this walk goes on from there, and adds to it, as one walk over both would."""
     np = corpus.np
+    out: list[int] = [] if taken is None else taken
     if not len(cand):
-        return [] if complete else None
+        return out if complete else None
     phrases = [phrase_test(p).many for p in plan.phrases]
     if plan.tools:
         phrases.append(lambda texts: [any(is_call_of(t, name) for name in plan.tools) for t in texts])
     unwanted = [phrase_test(p).many for p in plan.excluded_phrases]
     take = limit * 4 + 64
-    out: list[int] = []
     at, step = 0, 32
     order = None
     while True:

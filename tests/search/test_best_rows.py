@@ -74,6 +74,40 @@ def test_runs_take_what_one_row_at_a_time_takes(data, limit, ties, phrased):
     }
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6), st.booleans()), min_size=1, max_size=140),
+    limit=st.integers(0, 12),
+    ties=st.integers(0, 6),
+    phrased=st.booleans(),
+    floor=st.integers(1, 5),
+)
+def test_a_walk_that_goes_on_below_a_floor_takes_what_one_walk_takes(data, limit, ties, phrased, floor):
+    """The rows at or above a floor walked first (``complete`` False); when too few are taken there, the
+    walk goes on below it with the same gate and rows taken (``search``): what one walk over all takes."""
+    score = np.array([float(s) for s, _, _ in data])
+    keys = [k for _, k, _ in data]
+    passes = [p for _, _, p in data] if phrased else None
+    verdicts = type("Test", (), {"many": staticmethod(lambda texts: [passes[int(t)] for t in texts])})()
+    gate = Gate(keys)
+    corpus = type("Corpus", (), {"np": np})()
+    taken: list = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fulltext, "MAX_TIES", ties)
+        mp.setattr(fulltext, "_row_text", lambda corpus, r: str(r))
+        mp.setattr(fulltext, "phrase_test", lambda p: verdicts)
+        above = np.flatnonzero(score >= floor)
+        got = fulltext._best_rows(corpus, score, above, limit, Plan(phrased), False, gate, taken)
+        if got is None:
+            below = np.flatnonzero((score > 0) & (score < floor))
+            got = fulltext._best_rows(corpus, score, below, limit, Plan(phrased), True, gate, taken)
+    want, copies = reference(score, np.flatnonzero(score > 0), limit, keys, passes, ties)
+    assert got == want
+    assert {r: sorted(np.concatenate(c).tolist()) for r, c in gate.copies.items()} == {
+        r: sorted(c) for r, c in copies.items()
+    }
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     scores=st.lists(st.integers(0, 3), min_size=150, max_size=400),
