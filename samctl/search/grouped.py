@@ -196,6 +196,9 @@ class Copies:
             part, sel = self.corpus.parts[k], which == k
             seg = part.seg
             codes[sel] = c = seg.r_conv[at[sel] - part.start]  # (in range: the corpus checked every code)
+            if id(seg) in self._segment_dates:  # (every conversation's already found: no need to count them)
+                dates[sel] = self._segment_dates[id(seg)][c]
+                continue
             few = np.unique(c)
             if len(few) <= FEW_CONVERSATIONS:  # (each one's date alone: cheaper than the whole segment's)
                 each = np.array([latest(seg, x, self._dates) for x in few.tolist()])
