@@ -300,7 +300,8 @@ def _best_rows(
         out += gate.commit(run[:stop][ok[:stop]], ids[:stop][ok[:stop]], new[:stop][ok[:stop]])
         if stop < len(run):
             break
-    if not complete and len(out) < limit:  # (only when every row of ``cand`` was seen)
+    # (only when every row of ``cand`` was seen; and at least one, as ``_stop``'s score rule needs a row taken)
+    if not complete and len(out) < max(limit, 1):
         return None
     return out
 

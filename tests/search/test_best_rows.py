@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from samctl.search import fulltext, grouped
@@ -82,6 +82,7 @@ def test_runs_take_what_one_row_at_a_time_takes(data, limit, ties, phrased):
     phrased=st.booleans(),
     floor=st.integers(1, 5),
 )
+@example(data=[(1, 0, True), (2, 0, False)], limit=0, ties=1, phrased=True, floor=2)  # (none taken above it)
 def test_a_walk_that_goes_on_below_a_floor_takes_what_one_walk_takes(data, limit, ties, phrased, floor):
     """The rows at or above a floor walked first (``complete`` False); when too few are taken there, the
     walk goes on below it with the same gate and rows taken (``search``): what one walk over all takes."""

@@ -308,7 +308,15 @@ def _older_version_bytes(d: Path) -> int:
 
 
 def _update(
-    store, d: Path, idx: Index | None, current: dict, changed: list, removed: list, progress, jobs, everything=False
+    store,
+    d: Path,
+    idx: Index | None,
+    current: dict,
+    changed: list,
+    removed: list,
+    progress,
+    jobs,
+    everything: bool = False,
 ) -> tuple[int, int]:
     """Read ``changed`` again, drop ``removed``, compact (``_to_rewrite``; ``everything``: every segment with a
     dead row) and write the manifest: (segments rewritten, dead rows they held)."""
