@@ -46,28 +46,29 @@ def reference(score, cand, limit, keys, passes, ties):
     return out, copies
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    data=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6), st.booleans()), min_size=1, max_size=140),
-    limit=st.integers(0, 12),
-    ties=st.integers(0, 6),
-    phrased=st.booleans(),
-)
-def test_runs_take_what_one_row_at_a_time_takes(data, limit, ties, phrased):
-    """Up to 140 rows: runs of 32, 64 and the rest (the walk's first order holds them all)."""
-    score = np.array([float(s) for s, _, _ in data])
-    keys = [k for _, k, _ in data]
-    passes = [p for _, _, p in data] if phrased else None
-    cand = np.flatnonzero(score > 0)
+# (score, key, whether its text holds the phrase) of each row
+ROWS = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6), st.booleans()), min_size=1, max_size=140)
+
+
+def _walks(score, keys, limit, ties, passes, *cands):
+    """``_best_rows`` over each of CANDS in turn (the first ``complete`` only when it is the last), going on
+    while the walk before gave up, with one gate and the rows taken: (what the last walk gave, the gate)."""
     verdicts = type("Test", (), {"many": staticmethod(lambda texts: [passes[int(t)] for t in texts])})()
-    gate = Gate(keys)
+    gate, taken = Gate(keys), []
     corpus = type("Corpus", (), {"np": np})()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(fulltext, "MAX_TIES", ties)
         mp.setattr(fulltext, "_row_text", lambda corpus, r: str(r))
         mp.setattr(fulltext, "phrase_test", lambda p: verdicts)
-        got = fulltext._best_rows(corpus, score, cand, limit, Plan(phrased), True, gate)
-    want, copies = reference(score, cand, limit, keys, passes, ties)
+        for i, cand in enumerate(cands):
+            complete = i == len(cands) - 1
+            got = fulltext._best_rows(corpus, score, cand, limit, Plan(passes is not None), complete, gate, taken)
+            if got is not None:
+                break
+    return got, gate
+
+
+def _check(got, gate, want, copies) -> None:
     assert got == want
     assert {r: sorted(np.concatenate(c).tolist()) for r, c in gate.copies.items()} == {
         r: sorted(c) for r, c in copies.items()
@@ -75,13 +76,18 @@ def test_runs_take_what_one_row_at_a_time_takes(data, limit, ties, phrased):
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    data=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6), st.booleans()), min_size=1, max_size=140),
-    limit=st.integers(0, 12),
-    ties=st.integers(0, 6),
-    phrased=st.booleans(),
-    floor=st.integers(1, 5),
-)
+@given(data=ROWS, limit=st.integers(0, 12), ties=st.integers(0, 6), phrased=st.booleans())
+def test_runs_take_what_one_row_at_a_time_takes(data, limit, ties, phrased):
+    """Up to 140 rows: runs of 32, 64 and the rest (the walk's first order holds them all)."""
+    score = np.array([float(s) for s, _, _ in data])
+    keys = [k for _, k, _ in data]
+    passes = [p for _, _, p in data] if phrased else None
+    cand = np.flatnonzero(score > 0)
+    _check(*_walks(score, keys, limit, ties, passes, cand), *reference(score, cand, limit, keys, passes, ties))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=ROWS, limit=st.integers(0, 12), ties=st.integers(0, 6), phrased=st.booleans(), floor=st.integers(1, 5))
 @example(data=[(1, 0, True), (2, 0, False)], limit=0, ties=1, phrased=True, floor=2)  # (none taken above it)
 def test_a_walk_that_goes_on_below_a_floor_takes_what_one_walk_takes(data, limit, ties, phrased, floor):
     """The rows at or above a floor walked first (``complete`` False); when too few are taken there, the
@@ -89,24 +95,9 @@ def test_a_walk_that_goes_on_below_a_floor_takes_what_one_walk_takes(data, limit
     score = np.array([float(s) for s, _, _ in data])
     keys = [k for _, k, _ in data]
     passes = [p for _, _, p in data] if phrased else None
-    verdicts = type("Test", (), {"many": staticmethod(lambda texts: [passes[int(t)] for t in texts])})()
-    gate = Gate(keys)
-    corpus = type("Corpus", (), {"np": np})()
-    taken: list = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fulltext, "MAX_TIES", ties)
-        mp.setattr(fulltext, "_row_text", lambda corpus, r: str(r))
-        mp.setattr(fulltext, "phrase_test", lambda p: verdicts)
-        above = np.flatnonzero(score >= floor)
-        got = fulltext._best_rows(corpus, score, above, limit, Plan(phrased), False, gate, taken)
-        if got is None:
-            below = np.flatnonzero((score > 0) & (score < floor))
-            got = fulltext._best_rows(corpus, score, below, limit, Plan(phrased), True, gate, taken)
-    want, copies = reference(score, np.flatnonzero(score > 0), limit, keys, passes, ties)
-    assert got == want
-    assert {r: sorted(np.concatenate(c).tolist()) for r, c in gate.copies.items()} == {
-        r: sorted(c) for r, c in copies.items()
-    }
+    above, below = np.flatnonzero(score >= floor), np.flatnonzero((score > 0) & (score < floor))
+    want = reference(score, np.flatnonzero(score > 0), limit, keys, passes, ties)
+    _check(*_walks(score, keys, limit, ties, passes, above, below), *want)
 
 
 @settings(max_examples=100, deadline=None)
@@ -122,13 +113,4 @@ def test_rows_tied_across_the_walks_widening_order_are_met_in_order(scores, copi
     score = np.array(scores, float)
     keys = [i % copies for i in range(len(scores))]
     cand = np.flatnonzero(score > 0)
-    gate = Gate(keys)
-    corpus = type("Corpus", (), {"np": np})()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fulltext, "MAX_TIES", ties)
-        got = fulltext._best_rows(corpus, score, cand, limit, Plan(False), True, gate)
-    want, copied = reference(score, cand, limit, keys, None, ties)
-    assert got == want
-    assert {r: sorted(np.concatenate(c).tolist()) for r, c in gate.copies.items()} == {
-        r: sorted(c) for r, c in copied.items()
-    }
+    _check(*_walks(score, keys, limit, ties, None, cand), *reference(score, cand, limit, keys, None, ties))
