@@ -195,7 +195,7 @@ class IndexCorpus:
     def dates_at(self, rows):
         """The dates of ``rows`` (sorted corpus row numbers), without joining every segment's in the first
         search over these arrays; from the second search, every row's are read once (a stretch of records
-        at a time, the dates kept: 8 of their 52 bytes) and kept with the arrays, for a process that
+        at a time, the dates kept: 8 of their 60 bytes) and kept with the arrays, for a process that
         searches again (browse)."""
         np = self.np
         memo = self.memo

@@ -10,9 +10,9 @@ latest).  Invariants: no two hits of one result list have the same ``key``; ``in
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
-
-from samctl.search.index.format import CTYPES, KINDS, ROLES, BadIndex
 
 
 def key(store: str, kind: str, conversation: str, position: int, ref: str | None) -> tuple:
@@ -60,8 +60,7 @@ class Copies:
 
     def __init__(self, corpus):
         self.corpus = corpus
-        self._numbers: dict = {}  # key -> its number (``ids``)
-        self.first: dict = {}  # key number -> the row taken
+        self.first: dict = {}  # copy key (``ids``) -> the row taken
         self.copies: dict = {}  # row taken -> arrays of the other rows met with its key
         self._dates: dict = {}  # ``latest``'s memo
         self._segment_dates: dict = {}  # id(segment) -> each of its conversations' latest date
@@ -74,70 +73,18 @@ class Copies:
         return key(part.store.name, kind, conv, int(part.seg.meta[local]["pos"]), ref), (part.store.name, conv)
 
     def ids(self, rows):
-        """The number of each of ROWS' ``key`` (an int64 array of corpus rows; the same number, the same
-        key), each distinct key decoded once however many rows hold it; BadIndex for a row whose codes or
-        ref offsets are out of range, as ``_where``."""
+        """The copy key of each of ROWS (an int64 array of corpus rows) as an int64 array: the index's
+        ``copy_key`` mixed with its store's name, so two rows have the same one when ``key`` gives them the
+        same key (or, about 1 in 2**64 per pair, two messages' keys collide: one is not shown)."""
         np = self.corpus.np
         rows = np.asarray(rows, np.int64)
-        out = np.empty(len(rows), np.int64)
+        out = np.empty(len(rows), np.uint64)
         which = self.corpus.part_numbers(rows)
         for k in np.unique(which).tolist():
             part = self.corpus.parts[k]
             at = np.flatnonzero(which == k)
-            if len(at) < FEW_ROWS:  # (their keys made one by one: the arrays' passes cost more for a few)
-                out[at] = self._few_ids(part.seg, part.store.name, rows[at] - part.start)
-            else:
-                out[at] = self._segment_ids(part.seg, part.store.name, rows[at] - part.start)
-        return out
-
-    def _few_ids(self, seg, store: str, local) -> list[int]:
-        m = seg.a["meta"][local]
-        kinds, convs = m["kind"], m["conv"]
-        _check_codes(seg, kinds, m["role"], m["ctype"], convs)
-        names = seg.convs
-        return self._number(
-            key(store, KINDS[kind], names[c], pos, ref)
-            for kind, c, pos, ref in zip(kinds.tolist(), convs.tolist(), m["pos"].tolist(), seg.refs(local))
-        )
-
-    def _number(self, keys) -> list[int]:
-        """The number of each of KEYS (a new key gets the next one)."""
-        number = self._numbers.setdefault
-        return [number(k, len(self._numbers)) for k in keys]
-
-    def _segment_ids(self, seg, store: str, local):
-        np = self.corpus.np
-        m = seg.a["meta"]  # (each field gathered alone: a copy of whole records costs 15 times more)
-        kinds, convs, pos = seg.r_kind[local], seg.r_conv[local], m["pos"][local]
-        _check_codes(seg, kinds, m["role"][local], m["ctype"][local], convs)
-        blob = seg.a["ref"]
-        a, b = seg.ref_bounds(local)
-        lengths = b - a
-        out = np.empty(len(local), np.int64)
-        for n in np.unique(lengths).tolist():
-            at = np.flatnonzero(lengths == n)
-            if n == 0:  # no id of its own: where it is
-                cols = np.stack([kinds[at].astype(np.int64), convs[at].astype(np.int64), pos[at]], 1)
-                first, inverse = _same_rows(np, cols.view(np.uint8))
-                keys = [key(store, KINDS[kd], seg.convs[c], p, None) for kd, c, p in cols[first].tolist()]
-            elif n <= GATHERED_REF:  # (each row's kind and ref bytes as one row of a matrix)
-                both = np.empty((len(at), n + 1), np.uint8)
-                both[:, 0] = kinds[at]
-                both[:, 1:] = blob[a[at][:, None] + np.arange(n)]
-                first, inverse = _same_rows(np, both)
-                keys = [
-                    key(store, KINDS[v[0]], "", 0, v[1:].decode("utf-8", "surrogatepass"))
-                    for v in map(bytes, both[first])
-                ]
-            else:  # (a long ref: its rows one by one rather than a matrix of its length)
-                keys = [
-                    key(store, KINDS[kd], "", 0, bytes(blob[x : x + n]).decode("utf-8", "surrogatepass"))
-                    for kd, x in zip(kinds[at].tolist(), a[at].tolist())
-                ]
-                inverse = np.arange(len(at))
-            numbers = np.array(self._number(keys), np.int64)
-            out[at] = numbers[inverse.ravel()]
-        return out
+            out[at] = part.seg.r_copy[rows[at] - part.start] ^ np.uint64(_salt(part.store.name))
+        return out.view(np.int64)
 
     def fresh(self, ids):
         """A mask over IDS (the key numbers of rows met, in order): the first row of each key not taken."""
@@ -181,14 +128,14 @@ class Copies:
         return out
 
     def newest(self, r: int) -> int:
+        """The copy of taken row R to show: of the copies met, the first in the conversation of the latest
+        date, then of the greatest id (copies as new as each other: not a row number, which depends on how
+        the index was built)."""
         np = self.corpus.np
         if not self.copies.get(int(r)):
             return int(r)
+        # (a row met twice is the same row: its first place is the one that counts, so no dedupe)
         at = np.concatenate([np.array([int(r)], np.int64), *self.copies[int(r)]])
-        _, once = np.unique(at, return_index=True)
-        at = at[np.sort(once)]  # (each row once, in the order met)
-        # the first copy of the latest conversation date, then of the greatest conversation id (copies as
-        # new as each other: not a row number, which depends on how the index was built)
         which = self.corpus.part_numbers(at)
         codes, dates = np.empty(len(at), np.int64), np.empty(len(at))
         parts = np.unique(which).tolist()
@@ -211,7 +158,7 @@ class Copies:
             here = at_latest & (which == k)
             if here.any():
                 part = self.corpus.parts[k]
-                c = max(np.unique(codes[here]).tolist(), key=part.seg.convs.__getitem__)
+                c = _greatest(part.seg, codes[here])
                 name = (part.store.name, part.seg.convs[c])
                 if best is None or name > best:
                     best, chosen = name, np.zeros(len(at), bool)
@@ -232,57 +179,24 @@ class Copies:
         return got
 
 
-# Fewer rows than this of one segment have their keys made one by one (``_few_ids``), more as arrays:
-# the arrays' passes cost about 40 us a segment whatever the rows, a key made alone about 1 us.
-FEW_ROWS = 16
-
-# A ref of at most this many bytes is compared as a fixed-size value with the other rows' of its length
-# (a matrix of rows x bytes); a longer one (no store writes one) is decoded row by row.
-GATHERED_REF = 128
-
-
-def _splitmix(n: int) -> tuple:
-    """N odd 64-bit weights, always the same (SplitMix64 from 34): ``_same_rows``'s hash of a row."""
-    out, x, mask = [], 34, (1 << 64) - 1
-    for _ in range(n):
-        x = (x + 0x9E3779B97F4A7C15) & mask
-        z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-        out.append((z ^ (z >> 31)) | 1)
-    return tuple(out)
-
-
-_WEIGHTS = _splitmix(GATHERED_REF + 1)  # (a ref's bytes and its kind; or a row's kind, conversation, place)
-
 # Copies in at most this many conversations of a segment: each one's latest date is found alone (a pass
 # over the segment's rows each, 0.03 ms for 60,000 rows), else every conversation's at once (0.8 ms).
 FEW_CONVERSATIONS = 16
 
 
-def _check_codes(seg, kinds, roles, ctypes, convs) -> None:
-    """BadIndex unless every code of the rows given (arrays) names a kind, role, content type and
-    conversation of SEG, as ``Segment.row`` asks of one row."""
-    if (
-        (kinds >= len(KINDS)).any()
-        or (roles >= len(ROLES)).any()
-        or (ctypes >= len(CTYPES)).any()
-        or (convs < 0).any()
-        or (convs >= seg.nconvs).any()
-    ):
-        raise BadIndex(f"{seg.name}: a row has codes out of range")
+@functools.cache
+def _salt(store: str) -> int:
+    """A store's 64-bit mix for its rows' copy keys (the same key in two stores: two messages)."""
+    return int.from_bytes(hashlib.blake2b(store.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
-def _same_rows(np, m):
-    """(the first row of each distinct row of M, a uint8 matrix; the number of each row's among them):
-    rows hashed to one integer each and the hashes' equals checked byte for byte (a sort of integers,
-    not of byte strings); two distinct rows of one hash, never seen, fall back to comparing the bytes."""
-    if m.shape[1] <= len(_WEIGHTS):
-        weights = np.array(_WEIGHTS[: m.shape[1]], np.uint64)
-        _, first, inverse = np.unique(m.astype(np.uint64) @ weights, True, True)
-        if (m == m[first[inverse]]).all():
-            return first, inverse
-    _, first, inverse = np.unique(np.ascontiguousarray(m).view(f"V{m.shape[1]}").ravel(), True, True)
-    return first, inverse
+def _greatest(seg, codes) -> int:
+    """Of CODES (conversations of SEG, an array), the one of the greatest id; many are compared by their
+    places in the segment's ids sorted (``Segment.conversation_ranks``)."""
+    if len(codes) <= FEW_CONVERSATIONS:
+        return max(codes.tolist(), key=seg.convs.__getitem__)
+    rank = seg.conversation_ranks()
+    return int(codes[rank[codes].argmax()])
 
 
 def latest(seg, c: int, memo: dict) -> float:

@@ -109,57 +109,47 @@ def test_copies_as_new_as_each_other_give_the_greatest_conversation_id(run, tmp_
         assert len({(h["kind"], h["id"]) for h in got}) == len(got)
 
 
-def test_key_numbers_read_as_arrays_match_the_keys_of_one_row_at_a_time(tmp_path, monkeypatch):
-    """``Copies.ids`` gives two rows the same number exactly when ``_where`` gives them the same key, in
-    any order and in runs split anywhere, and refuses a row whose codes are out of range as that does."""
+def test_copy_keys_match_the_keys_of_one_row_at_a_time(tmp_path, monkeypatch):
+    """``Copies.ids`` gives two rows the same key exactly when ``_where`` gives them the same key (in any
+    order, in runs split anywhere), after a rewrite of the index's segments too, and the key stored for a
+    row is ``copy_key`` of its fields; two stores' rows never share one."""
     import numpy as np
 
     from samctl.search import index as ix
     from samctl.search.corpus import IndexCorpus
     from samctl.search.grouped import Copies
+    from samctl.search.index import update as ixupdate
+    from samctl.search.index.format import copy_key
     from samctl.stores import open_store
 
-    root, _ = _resumed(tmp_path)
+    root, ids = _resumed(tmp_path)
     store = open_store(str(root))
-    corpus = IndexCorpus([(store, ix.refresh(store, []))])
-    rows = np.arange(corpus.size, dtype=np.int64)
-    keys = [Copies(corpus)._where(r)[0] for r in rows.tolist()]
-    assert len(set(keys)) < len(keys)  # (copies share keys)
-    order = np.random.default_rng(5).permutation(rows)
-    for runs in (7, len(order) // 3):  # (runs of many rows of a segment, read as arrays, and of a few)
-        gate = Copies(corpus)
-        ids = np.concatenate([gate.ids(part) for part in np.array_split(order, runs)])
-        number = dict(zip(order.tolist(), ids.tolist()))
-        for r, s in zip(rows.tolist(), np.random.default_rng(6).permutation(rows).tolist()):
-            assert (number[r] == number[s]) == (keys[r] == keys[s])
-    seg = corpus.parts[0].seg
-    meta = seg.a["meta"].copy()
-    meta["role"][3] = 99
-    monkeypatch.setitem(seg.__dict__["a"], "meta", meta)
-    with pytest.raises(ix.BadIndex):
-        Copies(corpus)._where(int(corpus.parts[0].start) + 3)
-    from samctl.search.grouped import FEW_ROWS
-
-    assert corpus.parts[0].seg.rows >= FEW_ROWS
-    for some in (rows[:10], rows[: corpus.parts[0].seg.rows]):  # (a few rows of the segment; many)
-        with pytest.raises(ix.BadIndex):
-            Copies(corpus).ids(some)
-
-
-def test_rows_hashed_alike_but_different_are_still_told_apart(monkeypatch):
-    """``_same_rows`` groups rows by a hash; rows that differ but share one are compared byte for byte."""
-    import numpy as np
-
-    from samctl.search import grouped
-
-    m = np.array([[1, 2], [1, 2], [2, 1], [0, 0]], np.uint8)
-    first, inverse = grouped._same_rows(np, m)
-    assert [tuple(m[first[i]]) for i in inverse] == [tuple(r) for r in m]
-    assert inverse[0] == inverse[1] and len(set(inverse.tolist())) == 3
-    monkeypatch.setattr(grouped, "_WEIGHTS", (1, 1))  # ([1, 2] and [2, 1] then hash alike)
-    first, inverse = grouped._same_rows(np, m)
-    assert [tuple(m[first[i]]) for i in inverse] == [tuple(r) for r in m]
-    assert len(set(inverse.tolist())) == 3
+    for rewrite in (False, True):
+        if rewrite:  # every segment rewritten from the rows of the last ones (the key travels with them)
+            monkeypatch.setattr(ixupdate, "DEAD_FRACTION", 0.0)
+            (root / "projects" / "-home-ana-api" / f"{ids[0]}.jsonl").unlink()
+        corpus = IndexCorpus([(store, ix.refresh(store, []))])
+        rows = np.arange(corpus.size, dtype=np.int64)
+        keys = [Copies(corpus)._where(r)[0] for r in rows.tolist()]
+        assert len(set(keys)) < len(keys)  # (copies share keys)
+        order = np.random.default_rng(5).permutation(rows)
+        for runs in (7, len(order) // 3):
+            gate = Copies(corpus)
+            got = np.concatenate([gate.ids(part) for part in np.array_split(order, runs)])
+            number = dict(zip(order.tolist(), got.tolist()))
+            for r, s in zip(rows.tolist(), np.random.default_rng(6).permutation(rows).tolist()):
+                assert (number[r] == number[s]) == (keys[r] == keys[s])
+        for p in corpus.parts:
+            seg = p.seg
+            for i in range(seg.rows):
+                m = seg.a["meta"][i]
+                want = copy_key(int(m["kind"]), seg.convs[int(m["conv"])], int(m["pos"]), seg.ref(i).encode())
+                assert int(seg.r_copy[i]) == int(m["copy"]) == want
+    other = IndexCorpus([(store, ix.refresh(store, [])), (open_store(str(root)), ix.refresh(store, []))])
+    other.parts[len(other.parts) // 2].store.name = "another"
+    half = other.size // 2
+    both = Copies(other).ids(np.arange(other.size, dtype=np.int64))
+    assert not set(both[:half].tolist()) & set(both[half:].tolist())
 
 
 def test_conversations_one_line_each(run, tmp_path):

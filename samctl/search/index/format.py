@@ -22,13 +22,14 @@ from pathlib import Path
 from samctl.fs import reading, userdirs
 from samctl.search import text
 
-INDEX_VERSION = 9  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
+INDEX_VERSION = 10  # 2: a crc32 per row; 3: lowered text NFC-normalised; 4: BM25 postings, no vectors;
 # 5: the manifest's tables checked when used, its conversations in buckets; 6: a row's folded text kept
 # only where it is not ``lower_ascii`` of its text, a posting's count in a byte and its row in two;
 # 7: samctl's own markers of a conversation's shape (Claude Code side branches, Codex rollbacks) no rows;
 # each conversation's length in terms and count of messages kept per segment (c_len, c_msgs); 8: a
 # message's tool calls rows of their own (kind "call", after the source's other rows); 9: each
-# conversation's folded title kept in the manifest (its "conv" table's column "folded")
+# conversation's folded title kept in the manifest (its "conv" table's column "folded"); 10: each row's
+# copy key (``copy_key``) in its meta record and a column of its own, "r_copy"
 MANIFEST_MAGIC = b"SAMCTLIX"
 SEGMENT_MAGIC = b"SAMCTLSG"
 TRAILER_MAGIC = b"SGTRAIL1"
@@ -56,6 +57,7 @@ META_FIELDS = [
     ("dim", "<i4"),
     ("dkey", "<u8"),
     ("crc", "<u4"),
+    ("copy", "<u8"),
 ]
 # section name -> (dtype, shape rule); shape rules use R (rows), K (keys), P (postings), X (postings
 # counted 255 or more), B (bytes)
@@ -77,12 +79,13 @@ SECTIONS = {
     "tok_bigtf": ("<u2", ("X",)),  # their counts
     "voc": ("|u1", ("B",)),
     "convs": ("|u1", ("B",)),  # the conversation ids, a JSON list (decoded only when a query needs them)
-    # what ranking reads of every row, each column contiguous (the meta records are 52 bytes apart:
+    # what ranking reads of every row, each column contiguous (the meta records are 60 bytes apart:
     # reading one of their fields for a million rows reads all of them)
     "r_len": ("<u4", ("R",)),
     "r_conv": ("<i4", ("R",)),
     "r_kind": ("|u1", ("R",)),
     "r_role": ("|u1", ("R",)),
+    "r_copy": ("<u8", ("R",)),  # ``copy_key``: rows of one key are copies of one message (search shows one)
     # per conversation of the segment (as ``convs`` numbers them): its message rows' terms summed (BM25's
     # length of the conversation as one document) and how many message rows it has, as written (a
     # search recounts a segment some of whose rows died since)
@@ -196,6 +199,20 @@ def row_crc_head(conv, kind, role, ctype, flags, pos, date, imp, dim, ntext: int
     """``row_crc`` up to the text: the crc32 of what precedes the blobs (so a caller can go on with
     the blobs read in place)."""
     return zlib.crc32(f"{conv}|{kind}|{role}|{ctype}|{flags}|{pos}|{date!r}|{imp!r}|{dim}|{ntext}|{nltext}|".encode())
+
+
+def copy_key(kind: int, conv: str, pos: int, ref: bytes) -> int:
+    """What makes two rows of a store copies of one message (a resumed Claude Code session holds the
+    earlier history again, with the same ids): its kind and id (``ref``), or where it is when it has no
+    id: ``grouped.key``'s fields but the store, as a blake2b-64 key like a term's (two messages sharing
+    one are as unlikely as two terms doing so; a search shows one of them)."""
+    if ref:
+        h = hashlib.blake2b(b"%dr" % kind, digest_size=8)
+        h.update(ref)
+    else:
+        h = hashlib.blake2b(b"%dp%d:" % (kind, pos), digest_size=8)
+        h.update(encode_text(conv))
+    return int.from_bytes(h.digest(), "little")
 
 
 def dedupe_key(conv: str, text: str, encoded: bytes | None = None) -> int:

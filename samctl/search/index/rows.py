@@ -24,6 +24,7 @@ from samctl.search.index.format import (
     MEMORY,
     MESSAGE,
     ROLES,
+    copy_key,
     dedupe_key,
     encode_text,
     load_numpy,
@@ -342,14 +343,16 @@ def process(batches: list[Batch]) -> Chunk:
     ref, ref_len = _blob(encode_text(r) for b in batches for r in b.refs)
     cols = [meta[k].tolist() for k in ("kind", "role", "ctype", "flags", "pos", "date", "imp", "dim")]
     toff, loff, roff = (np.concatenate(([0], np.cumsum(x))).tolist() for x in (text_len, ltext_len, ref_len))
-    dkeys, crcs = [], []
+    dkeys, crcs, copies = [], [], []
     with memoryview(text) as tv, memoryview(ltext) as lv, memoryview(ref) as rv:
         for i, (c, *fields) in enumerate(zip(cstrs, *cols)):
             with tv[toff[i] : toff[i + 1]] as t, lv[loff[i] : loff[i + 1]] as lt, rv[roff[i] : roff[i + 1]] as r:
                 dkeys.append(dedupe_key(c, texts[i], t) if fields[0] != MEMORY else 0)
                 crcs.append(row_crc(c, *fields, t, lt, r))
+                copies.append(copy_key(fields[0], c, fields[4], r))
     meta["dkey"] = np.array(dkeys, dtype=np.uint64)
     meta["crc"] = crcs
+    meta["copy"] = np.array(copies, dtype=np.uint64)
     return Chunk(
         keys=[b.key for b in batches],
         counts=[len(b.texts) for b in batches],

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 BLOCK_BITS = 16  # a posting's row is stored as its low 16 bits; the rest is its group's block
 BIG_TF = 255  # a posting counted this many times or more has its count in tok_bigtf
-ROW_BYTES = 52 + 3 * 8  # what a row costs a segment besides its blobs and postings: meta, offsets
+ROW_BYTES = 60 + 3 * 8  # what a row costs a segment besides its blobs and postings: meta, offsets
 POSTING_BYTES = 8 + 4 + 2  # a term key, a row and a count, before they are grouped
 
 
@@ -172,7 +172,13 @@ class SegmentWriter:
         out["voc"] = np.frombuffer(voc, dtype=np.uint8)
         out["convs"] = np.frombuffer(orjson.dumps(list(self.conv_index)), dtype=np.uint8)
         meta = out["meta"]
-        for name, field in (("r_len", "ntok"), ("r_conv", "conv"), ("r_kind", "kind"), ("r_role", "role")):
+        for name, field in (
+            ("r_len", "ntok"),
+            ("r_conv", "conv"),
+            ("r_kind", "kind"),
+            ("r_role", "role"),
+            ("r_copy", "copy"),
+        ):
             out[name] = np.ascontiguousarray(meta[field])
         msg = out["r_kind"] == MESSAGE
         conv, nconvs = out["r_conv"][msg], len(self.conv_index)
@@ -230,6 +236,7 @@ class SegmentWriter:
                 "r_conv",
                 "r_kind",
                 "r_role",
+                "r_copy",
                 "c_len",
                 "c_msgs",
             ):
@@ -353,6 +360,17 @@ class Segment:
             if not (isinstance(got, list) and len(got) == self.nconvs and set(map(type, got)) <= {str}):
                 raise BadIndex(f"{self.name}: bad conversation table")
             self._decoded["convs"] = got
+        return got
+
+    def conversation_ranks(self):
+        """Each conversation's place among the segment's ids sorted (an int64 array by ``convs``'s
+        numbering; decoded once, as ``convs``): the greatest of many ids without comparing strings."""
+        got = self._decoded.get("ranks")
+        if got is None:
+            names = self.convs
+            got = load_numpy().empty(len(names), "int64")
+            got[sorted(range(len(names)), key=names.__getitem__)] = range(len(names))
+            self._decoded["ranks"] = got
         return got
 
     def row(self, i: int) -> tuple:

@@ -607,7 +607,7 @@ def _hidden(man: dict, opened: list[Segment]) -> dict:
 
     Kinds come from the one-byte column, dedupe keys (only when a segment holds archived rows) from
     the meta records read with pread: never the records through the map, whose pages would all stay
-    counted as this process's memory (52 bytes a row: 200 MiB for 4 million rows)."""
+    counted as this process's memory (60 bytes a row: 240 MiB for 4 million rows)."""
     np = load_numpy()
     per = []
     for entry, seg in zip(man["segments"], opened):
@@ -616,7 +616,7 @@ def _hidden(man: dict, opened: list[Segment]) -> dict:
         per.append((entry["name"], seg, alive, kind))
     if not any(np.any(k == ARCHIVED) for _, _, _, k in per):
         return {}
-    # each segment's keys read once (8 bytes a row kept, not its 52-byte records)
+    # each segment's keys read once (8 bytes a row kept, not its 60-byte records)
     dkeys = [np.ascontiguousarray(seg.read("meta", 0, seg.rows)["dkey"]) for _, seg, _, _ in per]
     keys = np.unique(np.concatenate([d[alive & (kind == MESSAGE)] for d, (_, _, alive, kind) in zip(dkeys, per)]))
     out = {}
