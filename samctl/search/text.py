@@ -8,6 +8,7 @@ never raises on any ``str`` (NUL, lone surrogates, RTL, emoji included).
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 import time
@@ -56,10 +57,10 @@ def fold(text: str) -> str:
     """Lowercase, accents removed, NFC: 'Zürich' -> 'zurich'; kana voicing marks and Hangul kept."""
     if text.isascii():
         return text.lower()
-    quick = _NON_ASCII.sub(_fold_to_ascii, text)
-    if quick.isascii():  # (every character folds to ASCII alone: the same as folding the whole, faster)
-        return quick.lower()
-    return fold_whole(text)
+    try:  # (every character folds alone: the same as folding the whole, faster)
+        return _NON_ASCII.sub(_fold_alone, text).lower()
+    except KeyError:  # (one that does not: a capital beyond ASCII, a script of its own, a mark to compose)
+        return fold_whole(text)
 
 
 def folded_title(title: str | None) -> str | None:
@@ -94,11 +95,67 @@ def ascii_folds() -> dict[str, str]:
     }
 
 
-def _fold_to_ascii(m: re.Match) -> str:
-    """A run of non-ASCII characters, each folded alone where that gives ASCII, else left as it is."""
-    table = ascii_folds()
+@functools.lru_cache(maxsize=1)
+def kept_alone() -> frozenset:
+    """Characters beyond ASCII that ``fold_whole`` keeps as they are wherever they stand, and that are part of
+    no word: symbols and punctuation (°, €, —, “, →, emoji) and the joiners of emoji (ZWJ, variation
+    selectors) with no decomposition, no case, no combining class; none of them joins a neighbour in NFC
+    (the characters that do are marks, Indic vowel signs and Hangul jamo), for the blocks where they are."""
+    word = re.compile(WORD_CHARS)
+    out = set()
+    for a, b in (
+        (0x80, 0x370),
+        (0x2000, 0x2C00),
+        (0x3000, 0x3040),
+        (0xFE00, 0xFE10),
+        (0xFF00, 0xFFF0),
+        (0x1F000, 0x1FB00),
+    ):
+        for c in map(chr, range(a, b)):
+            cat = unicodedata.category(c)
+            if (
+                (cat[0] in "SP" or c == "\u200d" or "\ufe00" <= c <= "\ufe0f")
+                and not unicodedata.decomposition(c)
+                and not unicodedata.combining(c)
+                and c.casefold() == c.lower() == c.upper() == c == fold_whole(c)
+                and not word.match(c)
+                and not _NOSPACE_RUN.match(c)
+            ):
+                out.add(c)
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _alone() -> dict[str, str]:
+    """Character -> its fold alone: ``ascii_folds`` and ``kept_alone`` (as themselves)."""
+    return {**{c: c for c in kept_alone()}, **ascii_folds()}
+
+
+def _fold_alone(m: re.Match) -> str:
+    """A run of non-ASCII characters, each folded alone; KeyError for one that cannot be."""
+    table = _alone()
     g = m.group()
-    return table.get(g, g) if len(g) == 1 else "".join([table.get(c, c) for c in g])
+    return table[g] if len(g) == 1 else "".join([table[c] for c in g])
+
+
+@functools.lru_cache(maxsize=1)
+def _as_ascii_table() -> dict[str, str]:
+    """Character -> what ``folded_words`` reads in its place: its fold alone (``ascii_folds``), a space for
+    one of ``kept_alone`` (no word's, as a space), ' for the typographic apostrophes."""
+    table = dict.fromkeys(kept_alone(), " ")
+    table.update(ascii_folds())
+    table.update({"\u2019": "'", "\u2018": "'"})
+    return table
+
+
+def _as_ascii(exc: UnicodeEncodeError) -> tuple[str, int]:
+    """The error handler "samctl-words" of an ASCII encoding: a run of characters beyond ASCII as
+    ``_as_ascii_table`` says (KeyError, out of the encoding, for a character it lacks)."""
+    table = _as_ascii_table()
+    return "".join([table[c] for c in exc.object[exc.start : exc.end]]), exc.end
+
+
+codecs.register_error("samctl-words", _as_ascii)
 
 
 def _ngrams(run: str) -> list[str]:
@@ -179,6 +236,14 @@ def folded_words(text: str) -> list[str] | None:
     when TEXT holds a script written without spaces (its terms then come from ``tokens``)."""
     if text.isascii():
         return _ASCII_TOKEN.findall(text.lower())
+    # Most such texts are ASCII with a few accents and symbols: the encoder finds them (a regular
+    # expression reads every character again), each run made ASCII by ``_as_ascii``.
+    try:
+        plain = text.encode("ascii", "samctl-words")
+    except KeyError:
+        pass
+    else:
+        return _ASCII_TOKEN.findall(plain.decode("ascii").lower())
     low = fold(text.replace("\u2019", "'").replace("\u2018", "'"))  # (as ``words`` folds)
     if low.isascii():
         return _ASCII_TOKEN.findall(low)

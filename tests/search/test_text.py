@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from samctl.search.index import rows
 from samctl.search.text import (
     ascii_folds,
+    kept_alone,
     date_terms,
     fold,
     fold_whole,
@@ -252,7 +253,9 @@ def test_postings_across_a_flush_and_a_reset_of_the_memo(monkeypatch, piece):
 
 
 _FOLDABLE = st.sampled_from(
-    sorted(ascii_folds()) + list("aZ9 -'.\u00e9\u0301\u0327\u00df\u4e00\u0130\u2019\u210b\u0345")
+    sorted(ascii_folds())
+    + sorted(kept_alone())
+    + list("aZ9 -'.\u00e9\u0301\u0327\u00df\u4e00\u0130\u2019\u210b\u0345\u1100\u1161\u11a8\u0b47\u0b3e\u3099\u00a0")
 )
 
 
@@ -280,3 +283,16 @@ def test_every_character_folded_alone_to_ascii_is_its_fold():
     for ch, f in ascii_folds().items():
         assert f.isascii() and f == fold_whole(ch) == f.lower()
     assert "\u210b" not in ascii_folds() and fold("\u210b") == fold_whole("\u210b") == "H"  # (ℋ: NFKD gives a capital)
+
+
+def test_characters_kept_alone_are_kept_beside_any_neighbour():
+    """Each of ``kept_alone`` stays as it is, and leaves its neighbours as they are, when the whole text is
+    folded: after and before a letter, an accent, a Hangul jamo, an Indic vowel sign, another of them."""
+    kept = kept_alone()
+    assert len(kept) > 4000 and {"°", "€", "—", "→", "😀", "\u200d", "\ufe0f"} <= kept
+    around = ["a", "E", "\u00e9", "\u0301", "\u1100", "\u1161", "\u0b47", "\u0b3e", "\u3099", "°", "1", " "]
+    for ch in sorted(kept):
+        assert fold_whole(ch) == ch and not words(ch)
+        for n in around:
+            for text in (n + ch, ch + n, n + ch + n):
+                assert fold_whole(text) == fold_whole(text.replace(ch, "|")).replace("|", ch), (ch, n)
