@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from samctl.search.index import rows
 from samctl.search.text import (
     ascii_folds,
-    kept_alone,
     date_terms,
     fold,
     fold_whole,
     folded_words,
+    kept_alone,
     query_dates,
     query_terms,
     stem,
