@@ -559,7 +559,8 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
             break
         s = bisect.bisect_right(starts, j) - 1
         seg, r = found[s][0], int(found[s][1][j - starts[s]])
-        k = (here[2], seg.ref(r) or (seg.convs[int(seg.r_conv[r])], int(pos[j])))
+        where = (seg.convs[int(seg.r_conv[r])], int(pos[j]), seg.text(r) if here[2] == ix.CALL else "")
+        k = (here[2], seg.ref(r) or where)  # (a message's calls share its place: their texts differ)
         seen.add(k)
         picked.append((k, seg, r, j))
         block = here

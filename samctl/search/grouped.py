@@ -15,13 +15,16 @@ import hashlib
 import math
 
 
-def key(store: str, kind: str, conversation: str, position: int, ref: str | None) -> tuple:
-    """What makes two hits the same: a message's own id (its copies share it), else where it is."""
-    return (store, kind, ref) if ref else (store, kind, conversation, position)
+def key(store: str, kind: str, conversation: str, position: int, ref: str | None, text: str = "") -> tuple:
+    """What makes two hits the same: a message's own id (its copies share it), else where it is, and for a
+    call its text (the calls of a message share its place)."""
+    if ref:
+        return (store, kind, ref)
+    return (store, kind, conversation, position, text) if kind == "call" else (store, kind, conversation, position)
 
 
 def hit_key(h) -> tuple:
-    return key(h.store, h.kind, h.conversation_id, h.position, h.ref)
+    return key(h.store, h.kind, h.conversation_id, h.position, h.ref, h.text)
 
 
 def unique(hits: list) -> list:
@@ -70,7 +73,8 @@ class Copies:
         part, local = self.corpus.locate(int(r))
         kind, _role, _ctype, conv = part.seg.row(local)
         ref = part.seg.ref(local)
-        return key(part.store.name, kind, conv, int(part.seg.meta[local]["pos"]), ref), (part.store.name, conv)
+        text = part.seg.text(local) if kind == "call" and not ref else ""
+        return key(part.store.name, kind, conv, int(part.seg.meta[local]["pos"]), ref, text), (part.store.name, conv)
 
     def ids(self, rows):
         """The copy key of each of ROWS (an int64 array of corpus rows) as an int64 array: the index's

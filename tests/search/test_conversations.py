@@ -143,7 +143,8 @@ def test_copy_keys_match_the_keys_of_one_row_at_a_time(tmp_path, monkeypatch):
             seg = p.seg
             for i in range(seg.rows):
                 m = seg.a["meta"][i]
-                want = copy_key(int(m["kind"]), seg.convs[int(m["conv"])], int(m["pos"]), seg.ref(i).encode())
+                conv, text = seg.convs[int(m["conv"])], seg.text(i).encode()
+                want = copy_key(int(m["kind"]), conv, int(m["pos"]), seg.ref(i).encode(), text)
                 assert int(seg.r_copy[i]) == int(m["copy"]) == want
     other = IndexCorpus([(store, ix.refresh(store, [])), (open_store(str(root)), ix.refresh(store, []))])
     other.parts[len(other.parts) // 2].store.name = "another"

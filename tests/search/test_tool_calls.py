@@ -103,3 +103,31 @@ def test_codex_llm_and_mermaid_calls(run, tmp_path, mermaid_demo):
     assert got and got[0]["text"] == "weather(Lyon)"
     got = _search(run, mermaid_demo, "fn report in:args")
     assert got and got[0]["text"] == "grep(fn report)"
+
+
+def test_two_calls_of_one_message_without_ids_are_two_hits(run, tmp_path):
+    """llm may record a response's tool calls with no tool_call_id: two calls of one message share its place,
+    and are still two hits (their texts tell them apart), by the default ranking and by --exact (--rank sam
+    ranks messages and memories, not calls)."""
+    import importlib.util
+    import sqlite3
+
+    spec = importlib.util.spec_from_file_location("make_llm", REPO / "fixtures" / "make_llm.py")
+    make_llm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_llm)
+    db = make_llm.write_demo(tmp_path / "llm")
+    c = sqlite3.connect(db)
+    response, tool = c.execute("SELECT response_id, tool_id FROM tool_calls WHERE name = 'weather'").fetchone()
+    c.execute("UPDATE tool_calls SET tool_call_id = NULL")
+    c.execute(
+        "INSERT INTO tool_calls (response_id, tool_id, name, arguments, tool_call_id) VALUES (?, ?, ?, ?, NULL)",
+        (response, tool, "weather", '{"city": "Paris"}'),
+    )
+    c.commit()
+    c.close()
+    before = fingerprint(db.parent)
+    for extra in ([], ["--exact"]):
+        got = _search(run, db, "weather" if extra else "weather in:args", "-n", "20", *extra)
+        calls = sorted(h["text"] for h in got if h["kind"] == "call")
+        assert calls == ["weather(Lyon)", "weather(Paris)"], (extra, got)
+    assert fingerprint(db.parent) == before

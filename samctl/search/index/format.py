@@ -201,17 +201,21 @@ def row_crc_head(conv, kind, role, ctype, flags, pos, date, imp, dim, ntext: int
     return zlib.crc32(f"{conv}|{kind}|{role}|{ctype}|{flags}|{pos}|{date!r}|{imp!r}|{dim}|{ntext}|{nltext}|".encode())
 
 
-def copy_key(kind: int, conv: str, pos: int, ref: bytes) -> int:
+def copy_key(kind: int, conv: str, pos: int, ref: bytes, text: bytes = b"") -> int:
     """What makes two rows of a store copies of one message (a resumed Claude Code session holds the
     earlier history again, with the same ids): its kind and id (``ref``), or where it is when it has no
-    id: ``grouped.key``'s fields but the store, as a blake2b-64 key like a term's (two messages sharing
-    one are as unlikely as two terms doing so; a search shows one of them)."""
+    id, and a call's text too (a message's calls share its place): ``grouped.key``'s fields but the store,
+    as a blake2b-64 key like a term's (two messages sharing one are as unlikely as two terms doing so; a
+    search shows one of them)."""
     if ref:
         h = hashlib.blake2b(b"%dr" % kind, digest_size=8)
         h.update(ref)
     else:
         h = hashlib.blake2b(b"%dp%d:" % (kind, pos), digest_size=8)
         h.update(encode_text(conv))
+        if kind == CALL:
+            h.update(b"\0")
+            h.update(text)
     return int.from_bytes(h.digest(), "little")
 
 

@@ -349,7 +349,7 @@ def process(batches: list[Batch]) -> Chunk:
             with tv[toff[i] : toff[i + 1]] as t, lv[loff[i] : loff[i + 1]] as lt, rv[roff[i] : roff[i + 1]] as r:
                 dkeys.append(dedupe_key(c, texts[i], t) if fields[0] != MEMORY else 0)
                 crcs.append(row_crc(c, *fields, t, lt, r))
-                copies.append(copy_key(fields[0], c, fields[4], r))
+                copies.append(copy_key(fields[0], c, fields[4], r, t))
     meta["dkey"] = np.array(dkeys, dtype=np.uint64)
     meta["crc"] = crcs
     meta["copy"] = np.array(copies, dtype=np.uint64)
