@@ -91,7 +91,7 @@ class Copies:
         return out.view(np.int64)
 
     def fresh(self, ids):
-        """A mask over IDS (the key numbers of rows met, in order): the first row of each key not taken."""
+        """A mask over IDS (the copy keys of rows met, in order): the first row of each key not taken."""
         np = self.corpus.np
         out = np.zeros(len(ids), bool)
         if len(ids):

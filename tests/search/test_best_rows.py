@@ -12,7 +12,7 @@ from samctl.search import fulltext, grouped
 
 
 class Gate(grouped.Copies):
-    """``Copies`` whose key numbers are given (KEYS[row]) rather than read from an index."""
+    """``Copies`` whose copy keys are given (KEYS[row]) rather than read from an index."""
 
     def __init__(self, keys):
         super().__init__(type("Corpus", (), {"np": np})())
