@@ -57,10 +57,10 @@ def fold(text: str) -> str:
     """Lowercase, accents removed, NFC: 'Zürich' -> 'zurich'; kana voicing marks and Hangul kept."""
     if text.isascii():
         return text.lower()
-    try:  # (every character folds alone: the same as folding the whole, faster)
-        return _NON_ASCII.sub(_fold_alone, text).lower()
-    except KeyError:  # (one that does not: a capital beyond ASCII, a script of its own, a mark to compose)
-        return fold_whole(text)
+    quick = _NON_ASCII.sub(_fold_to_ascii, text)
+    if quick.isascii():  # (every character folds to ASCII alone: the same as folding the whole, faster)
+        return quick.lower()
+    return fold_whole(text)
 
 
 def folded_title(title: str | None) -> str | None:
@@ -100,7 +100,9 @@ def kept_alone() -> frozenset:
     """Characters beyond ASCII that ``fold_whole`` keeps as they are wherever they stand, and that are part of
     no word: symbols and punctuation (°, €, —, “, →, emoji) and the joiners of emoji (ZWJ, variation
     selectors) with no decomposition, no case, no combining class; none of them joins a neighbour in NFC
-    (the characters that do are marks, Indic vowel signs and Hangul jamo), for the blocks where they are."""
+    (the characters that do are marks, Indic vowel signs and Hangul jamo), for the blocks where they are.
+    ``folded_words`` reads them as spaces when indexing (made once per process, in a few ms: the query's
+    ``fold`` of a few texts does not wait for it)."""
     word = re.compile(WORD_CHARS)
     out = set()
     for a, b in (
@@ -112,12 +114,13 @@ def kept_alone() -> frozenset:
         (0x1F000, 0x1FB00),
     ):
         for c in map(chr, range(a, b)):
-            cat = unicodedata.category(c)
+            # (no decomposition, no case, not an accent: ``fold_whole`` keeps it, without calling it)
             if (
-                (cat[0] in "SP" or c == "\u200d" or "\ufe00" <= c <= "\ufe0f")
+                (unicodedata.category(c)[0] in "SP" or c == "\u200d" or "\ufe00" <= c <= "\ufe0f")
                 and not unicodedata.decomposition(c)
                 and not unicodedata.combining(c)
-                and c.casefold() == c.lower() == c.upper() == c == fold_whole(c)
+                and c.casefold() == c.lower() == c.upper() == c
+                and not _ACCENTS.match(c)
                 and not word.match(c)
                 and not _NOSPACE_RUN.match(c)
             ):
@@ -125,17 +128,11 @@ def kept_alone() -> frozenset:
     return frozenset(out)
 
 
-@functools.lru_cache(maxsize=1)
-def _alone() -> dict[str, str]:
-    """Character -> its fold alone: ``ascii_folds`` and ``kept_alone`` (as themselves)."""
-    return {**{c: c for c in kept_alone()}, **ascii_folds()}
-
-
-def _fold_alone(m: re.Match) -> str:
-    """A run of non-ASCII characters, each folded alone; KeyError for one that cannot be."""
-    table = _alone()
+def _fold_to_ascii(m: re.Match) -> str:
+    """A run of non-ASCII characters, each folded alone where that gives ASCII, else left as it is."""
+    table = ascii_folds()
     g = m.group()
-    return table[g] if len(g) == 1 else "".join([table[c] for c in g])
+    return table.get(g, g) if len(g) == 1 else "".join([table.get(c, c) for c in g])
 
 
 @functools.lru_cache(maxsize=1)
