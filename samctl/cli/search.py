@@ -221,6 +221,8 @@ def command(
     if rank == "bm25" and not exact and not like:
         plan = _parse(text, where)  # (a malformed query is a usage error before any store is looked at)
         where = where or plan.where
+    elif not exact:
+        _refuse_filters(text, "--like" if like else "--rank sam")
     from samctl.core.scope import READ, REWRITE
 
     scope = scope_of(ctx, REWRITE if touch else READ, what="search --touch" if touch else "search")
@@ -305,6 +307,23 @@ def _parse(text: str, where: str | None):
             hint="add a word; filters (role:, in:, title:, store:) only narrow a search",
         )
     return plan
+
+
+def _refuse_filters(text: str, option: str) -> None:
+    """UsageError when a query for SAM's retrieval (``option``: --rank sam, --like) holds a filter: SAM reads
+    the query as words, so role:, in:, title:, store: or tool: would be searched for, not obeyed."""
+    from samctl.errors import UsageError
+    from samctl.search import query as ql
+    from samctl.stores import STORES
+
+    plan = ql.parse(text, stores=tuple(STORES))  # (a malformed filter: its own usage error)
+    ops = (("role:", plan.roles), ("in:", plan.where), ("title:", plan.titles), ("store:", plan.stores))
+    named = [op for op, used in (*ops, ("tool:", plan.tools)) if used]
+    if named:
+        raise UsageError(
+            f"{option} reads the query as words, as SAM does: {', '.join(named)} would not filter it",
+            hint="--in and --conversation narrow it; or leave out " + option + " for the query's filters",
+        )
 
 
 def _what_to_try(q) -> str:

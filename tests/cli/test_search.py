@@ -186,6 +186,28 @@ def test_like_errors(run, sam, mermaid_demo):
     search(run, sam, code=2)  # neither QUERY nor --like
 
 
+def test_sams_retrieval_refuses_the_filters_it_would_read_as_words(run, sam):
+    """--rank sam and --like read the query as SAM does, as words: a filter would be searched for, not obeyed,
+    so it is a usage error (exit 2) that says which and what narrows instead; a colon in words is no filter."""
+    before = fingerprint(sam)
+    for query in (
+        "budget role:assistant",
+        "budget in:memories",
+        "budget title:trip",
+        "budget store:sam",
+        "ls tool:Bash",
+    ):
+        for extra in (["--rank", "sam"], ["--like", MEM1]):
+            r = search(run, sam, query, *extra, code=2)
+            op, option = query.split()[1].split(":")[0] + ":", "--rank sam" if extra[0] == "--rank" else "--like"
+            assert f"{option} reads the query as words, as SAM does: {op} would not filter it" in r.stderr, r.stderr
+            assert "--in and --conversation" in r.stderr
+    assert "role:bot" in search(run, sam, "budget role:bot", "--rank", "sam", code=2).stderr
+    assert hits(run, sam, "the time: budget", "--rank", "sam", "--threshold", "0")  # (not an operator)
+    assert hits(run, sam, "budget role:assistant", "--exact", code=0) == []  # (--exact: a substring, as typed)
+    assert fingerprint(sam) == before
+
+
 # --- exact (docs/formats/sam.md §11) ----------------------------------------------------------------------------------
 
 
