@@ -316,6 +316,9 @@ def _refuse_filters(text: str, option: str) -> None:
     from samctl.search import query as ql
     from samctl.stores import STORES
 
+    names = {w.lstrip("+-").partition(":")[0].lower() for w in text.split() if ":" in w}
+    if not names & set(ql.FILTERS):
+        return  # (no filter: the query is not parsed, "-draft" is a word here)
     plan = ql.parse(text, stores=tuple(STORES))  # (a malformed filter: its own usage error)
     ops = (("role:", plan.roles), ("in:", plan.where), ("title:", plan.titles), ("store:", plan.stores))
     named = [op for op, used in (*ops, ("tool:", plan.tools)) if used]

@@ -204,6 +204,7 @@ def test_sams_retrieval_refuses_the_filters_it_would_read_as_words(run, sam):
             assert "--in and --conversation" in r.stderr
     assert "role:bot" in search(run, sam, "budget role:bot", "--rank", "sam", code=2).stderr
     assert hits(run, sam, "the time: budget", "--rank", "sam", "--threshold", "0")  # (not an operator)
+    search(run, sam, "--rank", "sam", "--", "-draft", code=0)  # (no filter: words, as SAM reads them)
     assert hits(run, sam, "budget role:assistant", "--exact", code=0) == []  # (--exact: a substring, as typed)
     assert fingerprint(sam) == before
 
