@@ -320,8 +320,8 @@ def _refuse_filters(text: str, option: str) -> None:
     if not names & set(ql.FILTERS):
         return  # (no filter: the query is not parsed, "-draft" is a word here)
     plan = ql.parse(text, stores=tuple(STORES))  # (a malformed filter: its own usage error)
-    ops = (("role:", plan.roles), ("in:", plan.where), ("title:", plan.titles), ("store:", plan.stores))
-    named = [op for op, used in (*ops, ("tool:", plan.tools)) if used]
+    used = {"role:": plan.roles, "in:": plan.where, "title:": plan.titles, "store:": plan.stores, "tool:": plan.tools}
+    named = [op for op, on in used.items() if on]
     if named:
         raise UsageError(
             f"{option} reads the query as words, as SAM does: {', '.join(named)} would not filter it",

@@ -559,8 +559,9 @@ def _exact_candidates(store, idx, q: SearchQuery, where: str, scope) -> tuple[_C
             break
         s = bisect.bisect_right(starts, j) - 1
         seg, r = found[s][0], int(found[s][1][j - starts[s]])
-        where = (seg.convs[int(seg.r_conv[r])], int(pos[j]), seg.text(r) if here[2] == ix.CALL else "")
-        k = (here[2], seg.ref(r) or where)  # (a message's calls share its place: their texts differ)
+        k = (here[2], seg.ref(r))
+        if not k[1]:  # where it is; a call's text too (a message's calls share its place)
+            k = (here[2], (seg.convs[int(seg.r_conv[r])], int(pos[j]), seg.text(r) if here[2] == ix.CALL else ""))
         seen.add(k)
         picked.append((k, seg, r, j))
         block = here
