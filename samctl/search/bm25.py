@@ -362,11 +362,9 @@ def _with_context(corpus, base, same, params, nz: int):
         def first(a, b):
             _context_rows(base, shares, context, a, b)
             np.add(base[a:b], context[a:b], out=s[a:b])
-            peak[a > 0] = s[a:b].max()
+            return s[a:b].max()  # (each block's best score: the best is theirs)
 
-        peak = [-np.inf, -np.inf]  # (each half's best score: the best is theirs)
-        halves.run(n, first)
-        return context, s, max(peak)
+        return context, s, max(halves.run(n, first))
     context = _context(base, same, params, nz, corpus.memo, lengths)
     return context, base + context, None
 
@@ -409,12 +407,10 @@ def _with_shares(corpus, s, best, terms, sides, params, nz: int):
         if share is not None:
             np.multiply(s[a:b], share[a:b], out=reply[a:b])
             s[a:b] += reply[a:b]
-        peak[a > 0] = s[a:b].max() if b > a else -np.inf
+        return s[a:b].max()
 
     if table is not None or sides_of is not None or share is not None:
-        peak = [-np.inf, -np.inf]
-        halves.run(n, then)
-        best = max(peak)
+        best = max(halves.run(n, then))
     return conv, addressee, reply, best
 
 
@@ -578,14 +574,9 @@ def _at_least(s, k: int, best: float | None = None) -> np.ndarray:
 
 
 def rows_at_least(s, t: float) -> np.ndarray:
-    """``np.flatnonzero(s >= t)``, each half of the rows in its thread."""
-    found = [None, None]
-
-    def half(a, b):
-        found[a > 0] = np.flatnonzero(s[a:b] >= t) + a
-
-    halves.run(s.size, half)
-    return found[0] if found[1] is None else np.concatenate(found)
+    """``np.flatnonzero(s >= t)``, each half of the rows in its thread (at once: one step, read once)."""
+    found = halves.run(s.size, lambda a, b: np.flatnonzero(s[a:b] >= t) + a, blocks=False)
+    return np.concatenate(found) if found else np.flatnonzero(s >= t)
 
 
 def _addressed(corpus, terms, role, params):

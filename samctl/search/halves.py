@@ -1,10 +1,12 @@
-"""Elementwise work over every row of a corpus, in two halves at once.
+"""Elementwise work over every row of a corpus, in two halves at once, each a block at a time.
 
 numpy releases the GIL in its loops over large arrays, and one core leaves much of the memory
 bandwidth unused, so two threads each doing half of a pass finish it in about half the time (see
-bench/README.md, "search speed").  Only work where each element is computed alone is split: the
-result is the same, bit for bit, as one pass.  A forked child makes its own thread (a pool's
-thread does not survive a fork).
+bench/README.md, "search speed").  Each thread takes its half a block of rows at a time, every step of
+the pass on one block before the next: the block's slices stay in the core's cache from one step to the
+next, where a step over the whole half would read them back from memory.  Only work where each
+element is computed alone is split: the result is the same, bit for bit, as one pass.  A forked child
+makes its own thread (a pool's thread does not survive a fork).
 """
 
 from __future__ import annotations
@@ -13,21 +15,29 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 MIN_ROWS = 1 << 18  # below this many rows a pass is too short to be worth a hand-off
+BLOCK = 1 << 15  # rows: a pass's few float64 arrays of a block fit in a core's cache (L2: 1-4 MiB)
 _POOL: list = [None, None]  # (executor of one thread, the pid that made it)
 
 
-def run(n: int, fn) -> None:
-    """``fn(lo, hi)`` for the halves of ``range(n)``, the second in another thread; both are done when
-    this returns (an exception of either is raised)."""
+def run(n: int, fn, blocks: bool = True) -> list:
+    """``fn(lo, hi)`` for consecutive blocks of ``range(n)`` (``BLOCK`` rows; with ``blocks`` false, a half
+    at once), the second half's in another thread; their results in the order of the rows, once both
+    are done (an exception of either is raised)."""
+    step = BLOCK if blocks else None
     if n < MIN_ROWS or (os.cpu_count() or 1) < 2:
-        fn(0, n)
-        return
+        return _blocks(fn, 0, n, step)
     half = n // 2
-    other = _executor().submit(fn, half, n)
+    other = _executor().submit(_blocks, fn, half, n, step)
     try:
-        fn(0, half)
+        mine = _blocks(fn, 0, half, step)
     finally:
-        other.result()
+        theirs = other.result()
+    return mine + theirs
+
+
+def _blocks(fn, lo: int, hi: int, step: int | None) -> list:
+    step = step or max(hi - lo, 1)
+    return [fn(a, min(a + step, hi)) for a in range(lo, hi, step)]
 
 
 def _executor() -> ThreadPoolExecutor:

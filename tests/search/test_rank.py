@@ -307,15 +307,19 @@ def _corpus_of(seed: int, conversations: int = 300) -> Corpus:
     return c
 
 
+@pytest.mark.parametrize("block", [None, 7, 64])
 @pytest.mark.parametrize("query", ["budget", "zanzibar hotel", "thanks Mel the trip", "review"])
-def test_parts_are_the_same_in_two_halves_or_one(query, monkeypatch):
-    """Every part of every row, computed in two threads (each half of the rows) or in one: bit for bit."""
+def test_parts_are_the_same_in_two_halves_or_one(query, block, monkeypatch):
+    """Every part of every row, computed in one pass or in two threads (each half of the rows, a block
+    of ``block`` rows at a time, None: the half at once): bit for bit."""
     from samctl.search import halves
 
     corpus = _corpus_of(3)
     monkeypatch.setattr(halves, "MIN_ROWS", 1 << 62)
+    monkeypatch.setattr(halves, "BLOCK", 1 << 62)
     one = bm25.parts(corpus, query)
     monkeypatch.setattr(halves, "MIN_ROWS", 1)
+    monkeypatch.setattr(halves, "BLOCK", block)
     two = bm25.parts(_corpus_of(3), query)
     assert one.keys() == two.keys()
     for k in one:
