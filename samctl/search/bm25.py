@@ -259,13 +259,12 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     if not found:
         return np.zeros(corpus.keys(fld))
     lens, live = corpus.lengths(fld)
-    scores = np.zeros(lens.size)
     bg_n, bg_total = corpus.background(fld)  # (keys not among these rows that count all the same)
     memo = getattr(corpus, "memo", {})
     alive, total = subset.alive_and_length(corpus, fld)
     n = alive + bg_n
     if n == 0:
-        return scores
+        return np.zeros(lens.size)
     mean = (total + bg_total) / n or 1.0  # (lengths are 0 where not alive; integers: exact)
     norms = None
     if len(found) > 1 or found[0][1].size * 8 > lens.size:  # (one rare term: its keys' norms alone)
@@ -275,20 +274,23 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
         else:  # (every key's, as the formula below gives it for a few)
             norms = params.k1 * (1 - params.b + params.b * lens / mean)
             memo[("norm", fld, params.k1, params.b)] = (mean, norms)
-    for i, (term, keys, tfs) in enumerate(found):
-        idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
+    keys, parts = [], []
+    for term, k, tfs in found:
+        idf = np.log(1 + (n - k.size + 0.5) / (k.size + 0.5))
         w = 1.0 if weights is None else weights.get(term, 1.0)
-        norm = (
-            params.k1 * (1 - params.b + params.b * lens[keys] / mean)
-            if norms is None
-            else norms.take(keys, mode="wrap")
-        )
-        part = w * idf * tfs * (params.k1 + 1) / (tfs + norm)
-        if i:
-            scores[keys] += part
-        else:  # (0.0 + x is x: the first term's keys are set, not read, added and written)
-            scores[keys] = part
-    return scores
+        norm = params.k1 * (1 - params.b + params.b * lens[k] / mean) if norms is None else norms.take(k, mode="wrap")
+        # w * idf * tfs * (k1 + 1) / (tfs + norm), in that order, in arrays of its own
+        part = np.multiply(tfs, w * idf)
+        part *= params.k1 + 1
+        part /= np.add(tfs, norm, out=norm)
+        keys.append(k)
+        parts.append(part)
+    if len(keys) == 1:
+        scores = np.zeros(lens.size)
+        scores[keys[0]] = parts[0]
+        return scores
+    # each key's parts added in the terms' order from 0.0 (0.0 + x is x), in one pass over them all
+    return np.bincount(np.concatenate(keys), weights=np.concatenate(parts), minlength=lens.size)
 
 
 def ranked_terms(query: str, extra_terms=()) -> list[str]:

@@ -37,6 +37,32 @@ def test_baseline_is_okapi_bm25_by_hand():
     assert got == pytest.approx([part(1, 2), part(2, 4), 0.0])
 
 
+@pytest.mark.parametrize("query", ["budget", "budget hotel the", "thanks Mel the trip", "zanzibar budget review"])
+def test_terms_add_up_in_their_order_as_one_score_each(query):
+    """Several terms' BM25: each key's parts added in the terms' order from the first, bit for bit as
+    by hand (a term's part: w x idf x tf x (k1 + 1) / (tf + norm)); weights (a name's) included."""
+    c = _corpus_of(7)
+    terms = bm25.ranked_terms(query)
+    weights = {"mel": 0.5}
+    lens, _live = c.lengths("text")
+    n = int(np.count_nonzero(_live))
+    mean = float(lens.sum()) / n
+    want = np.zeros(lens.size)
+    seen = np.zeros(lens.size, bool)
+    for t in dict.fromkeys(terms):
+        keys, tfs = c.postings("text", t)
+        if not keys.size:
+            continue
+        idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
+        norm = BASELINE.k1 * (1 - BASELINE.b + BASELINE.b * lens / mean)
+        part = weights.get(t, 1.0) * idf * tfs * (BASELINE.k1 + 1) / (tfs + norm[keys])
+        want[keys] = np.where(seen[keys], want[keys] + part, part)
+        seen[keys] = True
+    got = bm25.bm25(c, "text", terms, BASELINE, weights)
+    assert got.tolist() == want.tolist()
+    assert np.count_nonzero(got)
+
+
 def test_rare_word_beats_common_word():
     c = corpus(["the budget for the trip", "budget budget meeting", "a quokka at the zoo", "budget again"])
     assert rows(c, "budget quokka", BASELINE)[0] == 2
