@@ -300,8 +300,9 @@ def ranked_terms(query: str, extra_terms=()) -> list[str]:
 
 def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: dict | None = None) -> dict:
     """Every row's score and its parts for QUERY (and index terms ``extra_terms``, e.g. a prefix's):
-    own, date, context, conversation, addressee, diversity, reply, score.  ``info["floor"]``, when given: a
-    score at or above which every row diversity weighed lies (0 if none).
+    own, date, context, conversation, addressee, diversity, reply, score.  ``info``, when given, gets
+    "floor": a score at or above which every row diversity weighed lies (0 if none), and "pool": those
+    rows (sorted), among which are all that score at least "floor" (diversity only lowers their scores).
 
     Arrays are added in place where the sum is not a part itself: a query over a million rows is
     mostly memory traffic, and every new array costs its pages.  When the query's words are in few
@@ -311,6 +312,8 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         rows = subset.evidence_rows(corpus, terms, bool(params.date))
         if rows is not None:
             got = parts(subset.Subset(corpus, rows), query, params, extra_terms, info)
+            if info is not None and "pool" in info:
+                info["pool"] = rows[info["pool"]]
             return {k: _spread(v, rows, corpus.size) for k, v in got.items()}
     same, group, role = corpus.rows()
     sides, names = (
@@ -332,7 +335,7 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
         cand, cut = _diversity(s, group, params, diversity, best)
         s[cand] += diversity[cand]
         if info is not None:
-            info["floor"] = cut
+            info["floor"], info["pool"] = cut, cand
     return {
         "own": own,
         "date": date,

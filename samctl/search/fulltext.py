@@ -71,12 +71,20 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: bm25.Params = b
         limit = max(q.limit * 10, 100)
     rows, gate, taken = None, grouped.Copies(corpus), []
     floor = info.get("floor", 0)
+
+    def at_least(t: float):
+        """``bm25.rows_at_least(score, t)``: among the pool's rows when ``t`` is at or above its floor."""
+        if floor > 0 and t >= floor:
+            pool = info["pool"]
+            return pool[score[pool] >= t]
+        return bm25.rows_at_least(score, t)
+
     if floor > 0:  # the best rows first: enough of them are at or above the pool's cut
-        rows = _best_rows(corpus, score, allowed(bm25.rows_at_least(score, floor)), limit, plan, False, gate, taken)
+        rows = _best_rows(corpus, score, allowed(at_least(floor)), limit, plan, False, gate, taken)
     if rows is None:  # (too few there: the walk goes on below the cut, from where it stopped)
         below = np.flatnonzero((score > 0) & (score < floor) if floor > 0 else score > 0)
         rows = _best_rows(corpus, score, allowed(below), limit, plan, True, gate, taken)
-    _meet_copies(corpus, got["own"], score, allowed, rows, gate)
+    _meet_copies(corpus, got["own"], score, allowed, rows, gate, at_least)
     rows = [gate.newest(r) for r in rows]  # (a message met in several copies: the newest copy's row)
     terms = set(tx.query_terms(plan.ranked_text)) | set(extra)
     if len(rows) > limit:  # rows tied with the last shown: ordered by sort_key's fields, read cheaply
@@ -103,16 +111,17 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: bm25.Params = b
     return hits[: q.limit]
 
 
-def _meet_copies(corpus: IndexCorpus, own, score, allowed, rows, gate) -> None:
+def _meet_copies(corpus: IndexCorpus, own, score, allowed, rows, gate, at_least) -> None:
     """Show GATE the copies of ROWS that scored too little to be met: a copy of a message has its text
     and its date, so its own score, and scores near it (its neighbours and conversation may differ); the
     rows scoring at least half the least of ROWS with the own score and the date of one of them are
-    looked at (own and date compared as arrays first: many rows share an own score, few a date too)."""
+    looked at (own and date compared as arrays first: many rows share an own score, few a date too);
+    ``at_least(t)``: the rows scoring at least t."""
     np = corpus.np
     if not rows:
         return
     taken = np.asarray(rows, np.int64)
-    pool = bm25.rows_at_least(score, 0.5 * float(score[taken].min()))
+    pool = at_least(0.5 * float(score[taken].min()))
     pool = pool[np.isin(own[pool], np.unique(own[taken]))]
     at = corpus.dates_at
     pool = pool[np.isin(np.nan_to_num(at(pool), nan=-np.inf), np.nan_to_num(at(np.sort(taken)), nan=-np.inf))]

@@ -353,6 +353,27 @@ def test_parts_are_the_same_in_two_halves_or_one(query, block, monkeypatch):
     assert np.count_nonzero(one["context"]) and np.count_nonzero(one["reply"])
 
 
+@pytest.mark.parametrize("query", ["budget", "zanzibar hotel", "thanks Mel the trip", "quokka", "quokka trip"])
+def test_the_pool_holds_every_row_scoring_at_least_its_floor(query, monkeypatch):
+    """``info["pool"]``: the rows diversity weighed, sorted; after it, those scoring at least any t at or
+    above ``info["floor"]`` are every row that does (the search takes them there, not from every row),
+    a rare word's (ranked on its conversations alone: rows of the whole corpus) too."""
+    monkeypatch.setattr(bm25, "DIVERSIFY_POOL", 25)
+    c = _corpus_of(3, 400)
+    for i in (5, 170, 333):  # a rare word: ranked on these conversations' rows alone
+        c.add_conversation([Message("the quokka trip", role="user"), Message("a quokka, Mel", role="assistant")])
+    subsets = []
+    real = bm25.subset.evidence_rows
+    monkeypatch.setattr(bm25.subset, "evidence_rows", lambda *a: subsets.append(real(*a)) or subsets[-1])
+    info: dict = {}
+    s = bm25.parts(c, query, info=info)["score"]
+    assert (subsets[0] is not None) == (query == "quokka")
+    pool, floor = info["pool"], info["floor"]
+    assert floor > 0 and pool.tolist() == sorted(set(pool.tolist()))
+    for t in (floor, floor * 1.01, (floor + s.max()) / 2, s.max()):
+        assert pool[s[pool] >= t].tolist() == np.flatnonzero(s >= t).tolist() == bm25.rows_at_least(s, t).tolist()
+
+
 def test_halves_work_in_a_forked_child():
     """A pool's thread does not survive a fork: a child makes its own (no wait for a thread that is not there)."""
     import multiprocessing
