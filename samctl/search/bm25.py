@@ -66,6 +66,10 @@ BASELINE = Params(
     reply=1,
     addressee_by_words=False,
 )
+# Every score array's type.  A query reads and writes arrays of every row several times (2.3 M rows
+# over the bench's four stores): float32 halves those bytes and doubles what numpy does per instruction,
+# and a ranking needs no more than its 7 digits (figures: bench/README.md, "float32 scores").
+SCORE = np.float32
 DIVERSIFY_POOL = 1000  # diversity is applied among this many best rows and their ties (a cost bound)
 
 
@@ -257,14 +261,14 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     found = [(t, corpus.postings(fld, t)) for t in dict.fromkeys(terms)]
     found = [(t, keys, tfs) for t, (keys, tfs) in found if keys.size]
     if not found:
-        return np.zeros(corpus.keys(fld))
+        return np.zeros(corpus.keys(fld), SCORE)
     lens, live = corpus.lengths(fld)
     bg_n, bg_total = corpus.background(fld)  # (keys not among these rows that count all the same)
     memo = getattr(corpus, "memo", {})
     alive, total = subset.alive_and_length(corpus, fld)
     n = alive + bg_n
     if n == 0:
-        return np.zeros(lens.size)
+        return np.zeros(lens.size, SCORE)
     mean = (total + bg_total) / n or 1.0  # (lengths are 0 where not alive; integers: exact)
     norms = None
     if len(found) > 1 or found[0][1].size * 8 > lens.size:  # (one rare term: its keys' norms alone)
@@ -272,25 +276,26 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
         if got is not None and got[0] == mean:
             norms = got[1]
         else:  # (every key's, as the formula below gives it for a few)
-            norms = params.k1 * (1 - params.b + params.b * lens / mean)
+            norms = (params.k1 * (1 - params.b + params.b * lens / mean)).astype(SCORE)
             memo[("norm", fld, params.k1, params.b)] = (mean, norms)
-    keys, parts = [], []
+    scores = np.zeros(lens.size, SCORE)
     for term, k, tfs in found:
         idf = np.log(1 + (n - k.size + 0.5) / (k.size + 0.5))
         w = 1.0 if weights is None else weights.get(term, 1.0)
-        norm = params.k1 * (1 - params.b + params.b * lens[k] / mean) if norms is None else norms.take(k, mode="wrap")
+        norm = (
+            (params.k1 * (1 - params.b + params.b * lens[k] / mean)).astype(SCORE)
+            if norms is None
+            else norms.take(k, mode="wrap")
+        )
         # w * idf * tfs * (k1 + 1) / (tfs + norm), in that order, in arrays of its own
-        part = np.multiply(tfs, w * idf)
-        part *= params.k1 + 1
+        tfs = tfs.astype(SCORE, copy=False)
+        part = np.multiply(tfs, SCORE(w * idf))
+        part *= SCORE(params.k1 + 1)
         part /= np.add(tfs, norm, out=norm)
-        keys.append(k)
-        parts.append(part)
-    if len(keys) == 1:
-        scores = np.zeros(lens.size)
-        scores[keys[0]] = parts[0]
-        return scores
-    # each key's parts added in the terms' order from 0.0 (0.0 + x is x), in one pass over them all
-    return np.bincount(np.concatenate(keys), weights=np.concatenate(parts), minlength=lens.size)
+        # (each key's parts added in the terms' order, from 0.0: 0.0 + x is x; numpy's add.at of
+        # float32 is quicker than reading, adding and writing by fancy indexing, or a bincount)
+        np.add.at(scores, k, part)
+    return scores
 
 
 def ranked_terms(query: str, extra_terms=()) -> list[str]:
@@ -331,7 +336,7 @@ def parts(corpus, query: str, params: Params = Params(), extra_terms=(), info: d
     conv, addressee, reply, best = _with_shares(corpus, s, best, terms, sides, params, nz)
     diversity = zero
     if params.diversify and nz:
-        diversity = np.zeros(corpus.size)
+        diversity = np.zeros(corpus.size, SCORE)
         cand, cut = _diversity(s, group, params, diversity, best)
         s[cand] += diversity[cand]
         if info is not None:
@@ -362,7 +367,7 @@ def _with_context(corpus, base, same, params, nz: int):
     if n > 2:
         # every row: in two halves at once (each row's values computed alone, as one pass would)
         shares = _shares(same, params, corpus.memo, lengths)
-        context, s = np.empty(n), np.empty(n)
+        context, s = np.empty(n, SCORE), np.empty(n, SCORE)
 
         def first(a, b):
             _context_rows(base, shares, context, a, b)
@@ -386,18 +391,18 @@ def _with_shares(corpus, s, best, terms, sides, params, nz: int):
         cs = bm25(corpus, "conv", terms, params)
         if cs.any():
             top = float(s.max()) if best is None else best
-            table = np.append(params.conversation * (cs / cs.max() * top), 0.0)  # (group -1: the 0)
-            conv = np.empty(n)
+            table = np.append(params.conversation * (cs / cs.max() * top), 0.0).astype(SCORE)  # (group -1: the 0)
+            conv = np.empty(n, SCORE)
     sides_of = None
     if params.addressee and sides.any() and nz:
-        sides_of = np.append(sides, 0.0)
-        addressee = np.empty(n)
+        sides_of = np.append(sides, 0.0).astype(SCORE)
+        addressee = np.empty(n, SCORE)
     share = None
     if params.reply != 1 and nz:
         share = corpus.memo.get(("reply", params.reply))
         if share is None:
-            share = corpus.memo[("reply", params.reply)] = np.where(role == ROLES["assistant"], params.reply - 1.0, 0.0)
-        reply = np.empty(n)
+            share = corpus.memo[("reply", params.reply)] = np.where(role == ROLES["assistant"], params.reply - 1.0, 0.0).astype(SCORE)
+        reply = np.empty(n, SCORE)
 
     def then(a, b):  # (the conversation's share, then the addressee's, then the reply's: in that order)
         if table is not None:
@@ -423,14 +428,14 @@ def _spread(values, rows, n: int) -> np.ndarray:
     """An array of ``n`` zeros with ``values`` at ``rows`` (a part 0 everywhere stays ``_zeros``)."""
     if values.strides == (0,):
         return _zeros(n)
-    out = np.zeros(n)
+    out = np.zeros(n, values.dtype)
     out[rows] = values
     return out
 
 
 def _zeros(n: int) -> np.ndarray:
     """``n`` zeros, read-only, in no memory of their own (a broadcast of one 0)."""
-    return np.broadcast_to(np.zeros(1), (n,))
+    return np.broadcast_to(np.zeros(1, SCORE), (n,))
 
 
 def _sparse(base, same, nz: int):
@@ -455,11 +460,11 @@ def _context(base, same, params, nz: int, memo: dict | None = None, lengths=None
     ``nz``: how many rows of ``base`` are not 0; ``lengths``: each row's, to damp long rows (None: not)."""
     n = base.size
     if n < 2 or not nz:
-        return np.zeros(n)
+        return np.zeros(n, SCORE)
     at = _sparse(base, same, nz)
     if at is not None:
         return _sparse_context(base, same, params, at, lengths)
-    out = np.empty(n)
+    out = np.empty(n, SCORE)
     _context_rows(base, _shares(same, params, {} if memo is None else memo, lengths), out, 0, n)
     return out
 
@@ -467,7 +472,7 @@ def _context(base, same, params, nz: int, memo: dict | None = None, lengths=None
 def _sparse_context(base, same, params, at, lengths) -> np.ndarray:
     """``_context`` for the rows ``_sparse`` found (``at``): each neighbour's share added to them alone."""
     n = base.size
-    out = np.zeros(n)
+    out = np.zeros(n, SCORE)
     for step, w, two in (
         (1, params.prev, False),
         (-1, params.next, False),
@@ -481,7 +486,7 @@ def _sparse_context(base, same, params, at, lengths) -> np.ndarray:
         link = same[hi] & same[hi - 1] if two else same[hi]
         src, to, hi = src[link], to[link], hi[link]
         c = w if lengths is None else w * (_damp(lengths[np.minimum(src, to)], params) * _damp(lengths[hi], params))
-        out[to] += c * base[src]  # (each row once per step: the dense order of additions)
+        out[to] += SCORE(c) * base[src] if np.ndim(c) == 0 else c.astype(SCORE) * base[src]  # (each row once per step: the dense order of additions)
     return out
 
 
@@ -492,7 +497,7 @@ def _context_rows(base, shares, out, lo: int, hi: int) -> None:
     (x * same) * w gave it; the first is written, not added to zeros (0.0 + x is x)."""
     wp, wn, wp2, wn2 = shares
     n = base.size
-    tmp = np.empty(hi - lo)  # one scratch array
+    tmp = np.empty(hi - lo, SCORE)  # one scratch array
     a = max(lo, 1)
     np.multiply(base[a - 1 : hi - 1], wp[a - 1 : hi - 1], out=out[a:hi])  # [i-1]: row i's previous turn
     if lo == 0:
@@ -537,6 +542,7 @@ def _shares(same, params, memo: dict, lengths=None) -> tuple:
             damp = _damp(lengths, params)
             pair1, pair2 = damp[:-1] * damp[1:], damp[:-2] * damp[2:]
             got = tuple(np.multiply(w, p, out=w) for w, p in zip(got, (pair1, pair1, pair2, pair2)))
+        got = tuple(w.astype(SCORE) for w in got)
         memo[key] = got
     return got
 

@@ -293,8 +293,9 @@ class IndexCorpus:
                     rows.append(r[keep] + p.start)
                     tfs.append(seg.tfs(a, b)[keep])
         if not rows:
-            return np.empty(0, np.int64), np.empty(0, np.float64)
-        return np.concatenate(rows), np.concatenate(tfs).astype(np.float64)
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        # (counts below 2^16: exact as the float32 the scores are, ``bm25.SCORE``)
+        return np.concatenate(rows), np.concatenate(tfs).astype(np.float32)
 
     def _conv(self, term: str):
         np = self.np

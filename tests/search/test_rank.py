@@ -40,22 +40,24 @@ def test_baseline_is_okapi_bm25_by_hand():
 @pytest.mark.parametrize("query", ["budget", "budget hotel the", "thanks Mel the trip", "zanzibar budget review"])
 def test_terms_add_up_in_their_order_as_one_score_each(query):
     """Several terms' BM25: each key's parts added in the terms' order from the first, bit for bit as
-    by hand (a term's part: w x idf x tf x (k1 + 1) / (tf + norm)); weights (a name's) included."""
+    by hand (a term's part: w x idf x tf x (k1 + 1) / (tf + norm), in scores: ``bm25.SCORE``); weights
+    (a name's) included."""
     c = _corpus_of(7)
     terms = bm25.ranked_terms(query)
     weights = {"mel": 0.5}
     lens, _live = c.lengths("text")
     n = int(np.count_nonzero(_live))
     mean = float(lens.sum()) / n
-    want = np.zeros(lens.size)
+    want = np.zeros(lens.size, bm25.SCORE)
     seen = np.zeros(lens.size, bool)
     for t in dict.fromkeys(terms):
         keys, tfs = c.postings("text", t)
         if not keys.size:
             continue
         idf = np.log(1 + (n - keys.size + 0.5) / (keys.size + 0.5))
-        norm = BASELINE.k1 * (1 - BASELINE.b + BASELINE.b * lens / mean)
-        part = weights.get(t, 1.0) * idf * tfs * (BASELINE.k1 + 1) / (tfs + norm[keys])
+        norm = (BASELINE.k1 * (1 - BASELINE.b + BASELINE.b * lens / mean)).astype(bm25.SCORE)
+        tf = tfs.astype(bm25.SCORE)
+        part = bm25.SCORE(weights.get(t, 1.0) * idf) * tf * bm25.SCORE(BASELINE.k1 + 1) / (tf + norm[keys])
         want[keys] = np.where(seen[keys], want[keys] + part, part)
         seen[keys] = True
     got = bm25.bm25(c, "text", terms, BASELINE, weights)
@@ -264,20 +266,21 @@ def test_frozen_arrays_rank_exactly_like_the_corpus(tmp_path):
 
 def _context_by_gathers(base, same, p, lengths=None):
     """The neighbour evidence as first written: every row's neighbours gathered by row number, each
-    share x the pair's damping (earlier row's x later row's) when ``lengths`` are given."""
+    share x the pair's damping (earlier row's x later row's) when ``lengths`` are given, the share made
+    a score (``bm25.SCORE``) before it is multiplied by the neighbour's."""
     n = base.size
     idx = np.arange(n)
     prev = np.where(same, idx - 1, -1)
     nxt = np.full(n, -1)
     nxt[:-1] = np.where(same[1:], idx[1:], -1)
-    b = np.append(base, 0.0)
+    b = np.append(base, base.dtype.type(0))
     prev2, next2 = np.append(prev, -1)[prev], np.append(nxt, -1)[nxt]
     d = np.append(np.ones(n) if lengths is None else np.minimum(1.0, p.ctx_len / np.maximum(lengths, 1.0)), 1.0)
-    out = np.zeros(n)
+    out = np.zeros(n, bm25.SCORE)
     for w, j in ((p.prev, prev), (p.next, nxt), (p.prev2, prev2), (p.next2, next2)):
         lo, hi = np.minimum(idx, j), np.maximum(idx, j)
-        c = w if lengths is None else w * (d[lo] * d[hi])
-        out += np.where(j >= 0, c * b[j], 0.0)
+        c = np.full(n, w) if lengths is None else w * (d[lo] * d[hi])
+        out += np.where(j >= 0, c.astype(bm25.SCORE) * b[j], bm25.SCORE(0))
     return out
 
 
@@ -292,7 +295,7 @@ def test_neighbour_evidence_is_the_same_sparse_or_dense(evidence, linked, damped
     same = rng.random(n) < linked
     same[0] = False
     same[n - 1] = True  # (the last row linked: the row after it does not exist)
-    base = np.where(rng.random(n) < evidence, rng.random(n) * 5, 0.0)
+    base = np.where(rng.random(n) < evidence, rng.random(n) * 5, 0.0).astype(bm25.SCORE)
     base[[0, 1, n - 1]] = [1.5, 0.0, 2.5]  # the ends
     lengths = rng.integers(0, 200, n).astype(np.uint32) if damped else None
     want = _context_by_gathers(base, same, Params(), lengths)
@@ -310,10 +313,10 @@ def test_neighbour_evidence_of_a_slice_of_rows_is_that_of_the_whole(cut):
     n = 5000
     same = rng.random(n) < 0.8
     same[0] = False
-    base = np.where(rng.random(n) < 0.5, rng.random(n) * 5, 0.0)
+    base = np.where(rng.random(n) < 0.5, rng.random(n) * 5, 0.0).astype(bm25.SCORE)
     want = _context_by_gathers(base, same, Params())
     shares = bm25._shares(same, Params(), {})
-    out = np.full(n, np.nan)
+    out = np.full(n, np.nan, bm25.SCORE)
     bm25._context_rows(base, shares, out, 0, cut)
     bm25._context_rows(base, shares, out, cut, n)
     assert out.tolist() == want.tolist()
