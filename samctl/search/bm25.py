@@ -401,7 +401,8 @@ def _with_shares(corpus, s, best, terms, sides, params, nz: int):
     if params.reply != 1 and nz:
         share = corpus.memo.get(("reply", params.reply))
         if share is None:
-            share = corpus.memo[("reply", params.reply)] = np.where(role == ROLES["assistant"], params.reply - 1.0, 0.0).astype(SCORE)
+            share = np.where(role == ROLES["assistant"], params.reply - 1.0, 0.0).astype(SCORE)
+            corpus.memo[("reply", params.reply)] = share
         reply = np.empty(n, SCORE)
 
     def then(a, b):  # (the conversation's share, then the addressee's, then the reply's: in that order)
@@ -486,7 +487,8 @@ def _sparse_context(base, same, params, at, lengths) -> np.ndarray:
         link = same[hi] & same[hi - 1] if two else same[hi]
         src, to, hi = src[link], to[link], hi[link]
         c = w if lengths is None else w * (_damp(lengths[np.minimum(src, to)], params) * _damp(lengths[hi], params))
-        out[to] += SCORE(c) * base[src] if np.ndim(c) == 0 else c.astype(SCORE) * base[src]  # (each row once per step: the dense order of additions)
+        # (each row once per step: the dense order of additions; the share a score first, as in _shares)
+        out[to] += np.asarray(c, SCORE) * base[src]
     return out
 
 
