@@ -23,7 +23,7 @@ from samctl.errors import FileProblem, NotFound, UsageError
 from samctl.model import ERROR, INFO, Finding
 from samctl.safetext import quoted
 from samctl.said import Suggestion, said
-from samctl.search import grouped, heap, sam_scoring
+from samctl.search import grouped, halves, heap, sam_scoring
 from samctl.search import index as ix
 from samctl.search.hits import (  # noqa: F401
     KIND_ORDER,
@@ -225,7 +225,9 @@ def _with_indexes(stores: list, q: SearchQuery, findings: list, progress, answer
                         ),
                     )
                 )
-            hits = answer(pairs)
+            # (a child stating folders on the other core: the ranking's passes in this thread alone)
+            with halves.one_thread(any(p.stating for p in pending or ())):
+                hits = answer(pairs)
         except (ix.BadIndex, IndexError, ValueError, KeyError, UnicodeDecodeError, OSError) as exc:
             for p in pending or ():
                 p.holds()  # (its thread finished before a rebuild forks workers)

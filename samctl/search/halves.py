@@ -12,11 +12,14 @@ makes its own thread (a pool's thread does not survive a fork).
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 MIN_ROWS = 1 << 18  # below this many rows a pass is too short to be worth a hand-off
 BLOCK = 1 << 15  # rows: a pass's few float64 arrays of a block fit in a core's cache (L2: 1-4 MiB)
 _POOL: list = [None, None]  # (executor of one thread, the pid that made it)
+_LOCAL = threading.local()  # .alone: this thread's passes are not split (``one_thread``)
 
 
 def run(n: int, fn, blocks: bool = True) -> list:
@@ -24,7 +27,7 @@ def run(n: int, fn, blocks: bool = True) -> list:
     at once), the second half's in another thread; their results in the order of the rows, once both
     are done (an exception of either is raised)."""
     step = BLOCK if blocks else None
-    if n < MIN_ROWS or (os.cpu_count() or 1) < 2:
+    if n < MIN_ROWS or (os.cpu_count() or 1) < 2 or getattr(_LOCAL, "alone", False):
         return _blocks(fn, 0, n, step)
     half = n // 2
     other = _executor().submit(_blocks, fn, half, n, step)
@@ -33,6 +36,19 @@ def run(n: int, fn, blocks: bool = True) -> list:
     finally:
         theirs = other.result()
     return mine + theirs
+
+
+@contextmanager
+def one_thread(alone: bool = True):
+    """Within, when ``alone``: this thread's passes are not split.  For a search whose other core is
+    taken by a child process it waits for (``checked.Recent``): a second thread would only share a
+    core with it, and the search would wait longer for the child."""
+    before = getattr(_LOCAL, "alone", False)
+    _LOCAL.alone = before or alone
+    try:
+        yield
+    finally:
+        _LOCAL.alone = before
 
 
 def _blocks(fn, lo: int, hi: int, step: int | None) -> list:

@@ -167,6 +167,37 @@ def test_many_folders_stated_while_ranking_see_a_file_replaced(run, tmp_path, mo
     assert not checked.recent(d, child).holds()
 
 
+@pytest.mark.parametrize("child", [False, True], ids=["no child", "child process"])
+def test_the_ranking_keeps_to_one_thread_while_a_child_states_folders(tmp_path, monkeypatch, child):
+    """Two stores searched together, one's folders stated by a child process (on the other core): the
+    ranking's passes stay in the search's thread until it is done; without a child they are split."""
+    from samctl.search import dispatch, halves
+    from samctl.search.hits import SearchQuery
+    from samctl.search.index import checked
+    from samctl.search.query import parse
+
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
+    monkeypatch.setattr(checked, "OUT_OF_LINE_AT", 1 if child else 1 << 30)
+    monkeypatch.setattr(halves, "MIN_ROWS", 1)
+    roots = [tmp_path / "a" / "SAM", tmp_path / "b" / "SAM"]
+    for r in roots:
+        _sam_of_12(r)
+    alone, real = [], halves.run
+    monkeypatch.setattr(halves, "run", lambda *a, **k: alone.append(getattr(halves._LOCAL, "alone", False)) or real(*a, **k))
+
+    def search():
+        alone.clear()
+        q = SearchQuery(text="ledger note", limit=30)
+        hits = dispatch.search([open_store(str(r)) for r in roots], q, [], None, parse(q.text))
+        assert len(hits) == 12  # (the same conversations in both: each one hit)
+        return alone[:]
+
+    search()  # (full checks, recorded)
+    got = search()  # (trusting them while the folders are stated)
+    assert got and (all(got) if child else not any(got))
+    assert not getattr(halves._LOCAL, "alone", False)  # (as it was, after the search)
+
+
 def test_a_child_answer_for_another_record_does_not_hold(tmp_path, monkeypatch):
     """The child reads the record itself: one replaced after it was read here (another samctl's
     full check) gives the other digest, which does not count."""

@@ -377,6 +377,39 @@ def test_the_pool_holds_every_row_scoring_at_least_its_floor(query, monkeypatch)
         assert pool[s[pool] >= t].tolist() == np.flatnonzero(s >= t).tolist() == bm25.rows_at_least(s, t).tolist()
 
 
+def test_one_thread_keeps_every_pass_of_this_thread_in_it(monkeypatch):
+    """Within ``halves.one_thread()`` a pass's blocks all run in the calling thread (nested, and with a
+    false argument inside, still); outside, and in another thread meanwhile, the second half goes to
+    the pool's thread.  The blocks' results come in the rows' order either way."""
+    import threading
+
+    from samctl.search import halves
+
+    monkeypatch.setattr(halves, "MIN_ROWS", 1)
+    monkeypatch.setattr(halves, "BLOCK", 4)
+    me = threading.get_ident()
+
+    def threads(n=64):
+        got = halves.run(n, lambda a, b: (a, threading.get_ident()))
+        assert [a for a, _ in got] == list(range(0, n // 2, 4)) + list(range(n // 2, n, 4))
+        return {t for _, t in got}
+
+    assert len(threads()) == 2
+    with halves.one_thread():
+        assert threads() == {me}
+        with halves.one_thread(False):
+            assert threads() == {me}
+        assert threads() == {me}
+        other: list = []
+        t = threading.Thread(target=lambda: other.append(len(threads())))
+        t.start()
+        t.join()
+        assert other == [2]
+    with halves.one_thread(False):
+        assert len(threads()) == 2
+    assert len(threads()) == 2
+
+
 def test_halves_work_in_a_forked_child():
     """A pool's thread does not survive a fork: a child makes its own (no wait for a thread that is not there)."""
     import multiprocessing

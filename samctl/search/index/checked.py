@@ -124,6 +124,11 @@ class Recent:
         except (TypeError, ValueError, OSError):  # (a record whose folders are not packed as they should)
             self._same.append(False)
 
+    @property
+    def stating(self) -> bool:
+        """Whether a child process states the folders (until ``holds()``)."""
+        return self._child is not None
+
     def holds(self) -> bool:
         if self._child is not None:
             # (the record it read was the one read here: another samctl may have replaced it since)
