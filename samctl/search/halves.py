@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 MIN_ROWS = 1 << 18  # below this many rows a pass is too short to be worth a hand-off
-BLOCK = 1 << 15  # rows: a pass's few float64 arrays of a block fit in a core's cache (L2: 1-4 MiB)
+BLOCK = 1 << 15  # rows: a block of each of a pass's few arrays fits in a core's cache (L2: 1-4 MiB)
 _POOL: list = [None, None]  # (executor of one thread, the pid that made it)
 _LOCAL = threading.local()  # .alone: this thread's passes are not split (``one_thread``)
 
