@@ -96,8 +96,8 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: bm25.Params = b
     for r in rows:
         part, local = corpus.locate(int(r))
         h = make_hit(part.store, part.index, part.seg, local, part.seg.text(local))
-        h.score = float(score[r])
-        h.parts = {k: float(v[r]) for k, v in got.items() if k != "score"}
+        h.score = _shown(score[r])
+        h.parts = {k: _shown(v[r]) for k, v in got.items() if k != "score"}
         h.snippet, h.marks = term_snippet(h.text, terms)
         if not h.marks:
             h.context = _context(corpus, got, int(r), terms)
@@ -109,6 +109,12 @@ def search(pairs: list, q, plan, make_hit, scopes: dict, params: bm25.Params = b
     if not q.by_conversation:
         hits = grouped.interleave(hits, q.per_conversation)
     return hits[: q.limit]
+
+
+def _shown(x) -> float:
+    """A score (float32) as the float its shortest decimal is: 4.6422052, not 4.642205238342285, digits it
+    never had.  Two scores keep their order and their ties: each decimal reads back as its score."""
+    return float(str(x))
 
 
 def _meet_copies(corpus: IndexCorpus, own, score, allowed, rows, gate, at_least) -> None:

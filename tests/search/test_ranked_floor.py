@@ -107,3 +107,21 @@ def test_rows_tied_beyond_the_limit_are_ordered_as_their_hits_would_be(tmp_path,
     monkeypatch.setattr(fulltext, "_key", lambda *a: used.append(1) or full_key(*a))
     assert cheap == {n: hits(n) for n in (1, 3, 7)} and all(cheap.values())
     assert len(used) > 7  # (there were rows tied beyond the limit to order)
+
+
+def test_a_score_is_shown_as_its_shortest_decimal_in_its_order():
+    """``fulltext._shown``: each float32 score as the float of its shortest decimal, which reads back as
+    that score; scores keep their order and their ties (neighbouring float32s included)."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    s = (rng.random(4000) * 30).astype(np.float32)
+    s = np.concatenate([s, np.nextafter(s[:500], np.float32(np.inf)), s[:100], np.float32([0, 1e-7, 3.5])])
+    shown = [fulltext._shown(x) for x in s]
+    assert all(np.float32(v) == x for v, x in zip(shown, s))
+    assert all(len(repr(v)) <= 11 for v in shown)  # (at most 9 significant digits, as float32 needs)
+    order = np.argsort(s, kind="stable")
+    assert [shown[i] for i in order] == sorted(shown)
+    for i in range(len(s)):
+        j = (i * 7919) % len(s)
+        assert (shown[i] == shown[j]) == (s[i] == s[j]) and (shown[i] < shown[j]) == (s[i] < s[j])
