@@ -183,7 +183,9 @@ def test_the_ranking_keeps_to_one_thread_while_a_child_states_folders(tmp_path, 
     for r in roots:
         _sam_of_12(r)
     alone, real = [], halves.run
-    monkeypatch.setattr(halves, "run", lambda *a, **k: alone.append(getattr(halves._LOCAL, "alone", False)) or real(*a, **k))
+    monkeypatch.setattr(
+        halves, "run", lambda *a, **k: alone.append(getattr(halves._LOCAL, "alone", False)) or real(*a, **k)
+    )
 
     def search():
         alone.clear()
