@@ -151,8 +151,8 @@ class Corpus:
         """(keys, tfs) of TERM in field FLD: rows for text/date, conversations for conv."""
         post = self._post[fld].get(term)
         if not post:
-            return np.empty(0, np.int64), np.empty(0, np.float64)
-        return np.fromiter(post.keys(), np.int64, len(post)), np.fromiter(post.values(), np.float64, len(post))
+            return np.empty(0, np.int64), np.empty(0, SCORE)
+        return np.fromiter(post.keys(), np.int64, len(post)), np.fromiter(post.values(), SCORE, len(post))
 
     def keys(self, fld: str) -> int:
         """How many keys field FLD has: rows (text, date) or conversations (conv)."""
@@ -232,9 +232,9 @@ class FrozenCorpus:
     def postings(self, fld: str, term: str):
         i = self.vocab[fld].get(term)
         if i is None:
-            return np.empty(0, np.int64), np.empty(0, np.float64)
+            return np.empty(0, np.int64), np.empty(0, SCORE)
         a, b = self.arrays[f"{fld}.offsets"][i : i + 2]
-        return self.arrays[f"{fld}.keys"][a:b], self.arrays[f"{fld}.tfs"][a:b].astype(np.float64)
+        return self.arrays[f"{fld}.keys"][a:b], self.arrays[f"{fld}.tfs"][a:b]  # (float32: as bm25 reads them)
 
     def keys(self, fld: str) -> int:
         return int(self.arrays[f"{fld}.lengths"].size)
