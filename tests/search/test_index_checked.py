@@ -281,6 +281,25 @@ def test_folderstate_script_answers_0_for_what_it_cannot_check(tmp_path, content
     assert (r.returncode, r.stdout.decode(), r.stderr) == (0, expected, b"")
 
 
+def test_folderstate_script_imports_only_modules_built_into_python(tmp_path):
+    """The child's imports are on the search's path (a union search waits for it): run as it is run,
+    it loads nothing beyond the interpreter's own start but built-in modules and ``_blake2``."""
+    import subprocess
+    import sys
+
+    from samctl.search.index import folderstate
+
+    probe = (
+        "import sys; before = set(sys.modules); sys.path.insert(0, sys.argv[1]); import folderstate; "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    here = os.path.dirname(folderstate.__file__)
+    r = subprocess.run([sys.executable, "-I", "-S", "-B", "-c", probe, here], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    extra = set(r.stdout.split()) - {"folderstate", "_blake2"}
+    assert extra <= set(sys.builtin_module_names), extra
+
+
 def test_mermaid_files_that_are_not_regular_files_are_findings_and_the_rest_is_found(run, mermaid, tmp_path):
     """Discovery states each session's files relative to its folder: a snapshot that is a symlink (not
     followed), a log that is a folder and a snapshot that is a FIFO are each reported with their whole
