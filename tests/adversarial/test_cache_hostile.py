@@ -118,24 +118,10 @@ def test_the_folder_state_child_never_blocks_on_a_fifo(tmp_path):
 
     fifo = tmp_path / "checked"
     os.mkfifo(fifo, 0o600)
-    import io
-    import sys
-
-    out, old = io.StringIO(), sys.stdout
-    sys.stdout = out
-    try:
-        assert folderstate.main(["folderstate", str(fifo)]) == 0
-    finally:
-        sys.stdout = old
-    assert out.getvalue() == "0"
+    assert folderstate.answer(os.fsencode(fifo)) == "0"
     link = tmp_path / "link"
     os.symlink(fifo, link)
-    sys.stdout = out = io.StringIO()
-    try:
-        folderstate.main(["folderstate", str(link)])
-    finally:
-        sys.stdout = old
-    assert out.getvalue() == "0"
+    assert folderstate.answer(os.fsencode(link)) == "0"
 
 
 # --- the index folder a symlink (into the store) ---------------------------------------------------

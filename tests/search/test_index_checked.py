@@ -218,6 +218,145 @@ def test_a_child_answer_for_another_record_does_not_hold(tmp_path, monkeypatch):
     assert not checked.Recent([], [], 3, body, "0" * 32, record, child=False).holds()
 
 
+def _record(tmp_path, folders):
+    """A record of ``folders`` as they are now, written at tmp_path/checked: (path, body, digest)."""
+    from samctl.search.index import folderstate
+
+    saved = folderstate.digest(folders)
+    body = folderstate.pack(saved, folders)
+    (tmp_path / "checked").write_bytes(b"{}\n" + body)
+    return tmp_path / "checked", body, saved
+
+
+def _gone(pid: int) -> bool:
+    """Whether no process ``pid`` is left (none, or none but a zombie nobody waits for)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.fixture
+def one_stater(monkeypatch):
+    """This test's staters alone: none kept by an earlier test, each left ended."""
+    from samctl.search.index import checked
+
+    monkeypatch.setattr(checked, "OUT_OF_LINE_AT", 1)
+    monkeypatch.setattr(checked, "_IDLE", [])
+    yield checked._IDLE
+    for stater in checked._IDLE:
+        stater.end()
+
+
+def test_a_stater_that_answered_states_the_next_record_and_sees_a_change(tmp_path, one_stater):
+    """The child that answered is kept, and states the next record asked of it (no interpreter
+    started again): a folder renamed into since is seen, by the same process."""
+    from samctl.search.index import checked
+
+    for i in range(3):
+        (tmp_path / "f" / str(i)).mkdir(parents=True)
+    folders = [[str(tmp_path / "f"), ["0", "1", "2"]]]
+    path, body, saved = _record(tmp_path, folders)
+    first = checked.Recent([], [], 3, body, saved, path, child=True)
+    pid = first._child.pid
+    assert first.holds() and [s.pid for s in one_stater] == [pid]
+    again = checked.Recent([], [], 3, body, saved, path, child=True)
+    assert again._child.pid == pid and not one_stater and again.holds()
+    (tmp_path / "f" / "1" / "x.tmp").write_text("x")
+    os.replace(tmp_path / "f" / "1" / "x.tmp", tmp_path / "f" / "1" / "conversation.json")
+    changed = checked.Recent([], [], 3, body, saved, path, child=True)
+    assert changed._child.pid == pid and not changed.holds()
+    assert [s.pid for s in one_stater] == [pid]
+
+
+def test_a_kept_stater_reads_relative_paths_from_the_askers_folder(tmp_path, monkeypatch, one_stater):
+    """A record's folders may be relative (a store opened by a relative --root): a kept stater reads
+    them from the folder of the process that asks now, not the one it was started in."""
+    from samctl.search.index import checked
+
+    for side in ("a", "b"):
+        (tmp_path / side / "f" / "0").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a")
+    path, body, saved = _record(tmp_path, [["f", ["0"]]])
+    assert checked.Recent([], [], 1, body, saved, path, child=True).holds() and one_stater
+    monkeypatch.chdir(tmp_path / "b")  # (another folder f/0: another inode)
+    assert not checked.Recent([], [], 1, body, saved, path, child=True).holds()
+    monkeypatch.chdir(tmp_path / "a")
+    assert checked.Recent([], [], 1, body, saved, path, child=True).holds()
+
+
+def test_a_stater_that_died_or_was_left_unread_is_never_asked_again(tmp_path, one_stater):
+    """A kept stater killed meanwhile is replaced by a new one; one asked but never read (a search
+    that failed before ``holds``) is ended, not kept: its answer belongs to no later request."""
+    import gc
+    import signal
+
+    from samctl.search.index import checked
+
+    (tmp_path / "f" / "0").mkdir(parents=True)
+    path, body, saved = _record(tmp_path, [[str(tmp_path / "f"), ["0"]]])
+    assert checked.Recent([], [], 1, body, saved, path, child=True).holds()
+    dead = one_stater[0].pid
+    os.kill(dead, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while not _gone(dead) and time.monotonic() < deadline:  # (the kill takes effect soon, not at once)
+        time.sleep(0.01)
+    quick = checked.Recent([], [], 1, body, saved, path, child=True)
+    assert quick._child.pid != dead and quick.holds()
+    unread = checked.Recent([], [], 1, body, saved, path, child=True)
+    left = unread._child.pid
+    del unread
+    gc.collect()
+    assert _gone(left) and left not in [s.pid for s in one_stater]
+    assert checked.Recent([], [], 1, body, saved, path, child=True).holds()
+
+
+def test_a_forked_copy_ending_a_stater_leaves_it_to_the_process_that_started_it(tmp_path, one_stater):
+    """A worker forked from a process keeping a stater holds a copy of it: ending the copy (as the
+    worker's exit would) kills nothing, and the stater still answers its own process."""
+    from samctl.search.index import checked
+
+    (tmp_path / "f" / "0").mkdir(parents=True)
+    path, body, saved = _record(tmp_path, [[str(tmp_path / "f"), ["0"]]])
+    assert checked.Recent([], [], 1, body, saved, path, child=True).holds()
+    pid = one_stater[0].pid
+    worker = os.fork()
+    if worker == 0:  # pragma: no cover - the forked copy
+        for stater in checked._IDLE:
+            stater.end()
+        os._exit(0)
+    assert os.waitpid(worker, 0)[1] == 0 and not _gone(pid)
+    quick = checked.Recent([], [], 1, body, saved, path, child=True)
+    assert quick._child.pid == pid and quick.holds()
+
+
+def test_no_stater_outlives_the_process_that_searched(tmp_path):
+    """A process that searched several stores twice keeps a stater until it exits, then none is left."""
+    import subprocess
+    import sys
+
+    roots = [tmp_path / "a" / "SAM", tmp_path / "b" / "SAM"]
+    for r in roots:
+        _sam_of_12(r)
+    script = (
+        "import sys\n"
+        "from samctl.search import dispatch\n"
+        "from samctl.search.hits import SearchQuery\n"
+        "from samctl.search.index import checked\n"
+        "from samctl.stores import open_store\n"
+        "checked.OUT_OF_LINE_AT = 1\n"
+        "for _ in range(2):\n"
+        "    q = SearchQuery(text='ledger', limit=30)\n"
+        "    assert len(dispatch.search([open_store(r) for r in sys.argv[1:]], q, [], None)) == 12\n"
+        "print(checked._IDLE[0].pid)\n"
+    )
+    env = dict(os.environ, SAMCTL_INDEX_RECHECK="30", SAMCTL_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", script, *map(str, roots)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert _gone(int(r.stdout))
+
+
 def test_a_child_that_cannot_start_leaves_it_to_a_thread(tmp_path, monkeypatch):
     """No Python to start (a broken interpreter path): the folders are stated in a thread instead."""
     import sys
@@ -225,6 +364,7 @@ def test_a_child_that_cannot_start_leaves_it_to_a_thread(tmp_path, monkeypatch):
     from samctl.search.index import checked, folderstate
 
     monkeypatch.setattr(checked, "OUT_OF_LINE_AT", 1)
+    monkeypatch.setattr(checked, "_IDLE", [])  # (no stater an earlier search left)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     (tmp_path / "f" / "0").mkdir(parents=True)
     folders = [[str(tmp_path / "f"), ["0"]]]
@@ -267,8 +407,9 @@ def test_packed_folders_read_back_as_written(groups):
     ],
 )
 def test_folderstate_script_answers_0_for_what_it_cannot_check(tmp_path, content, expected):
-    """``python -I -S folderstate.py RECORD``: "0" (and the record's digest when it has one) for a
-    record missing, unreadable or malformed, and never fails."""
+    """``python -I -S -B folderstate.py``, asked about a record (from the folder the request names):
+    "0" (and the record's digest when it has one) for a record missing, unreadable or malformed, and
+    never fails; a second request is answered too, and it ends when its stdin does."""
     import subprocess
     import sys
 
@@ -277,8 +418,11 @@ def test_folderstate_script_answers_0_for_what_it_cannot_check(tmp_path, content
     record = tmp_path / "checked"
     if content is not None:
         record.write_bytes(content)
-    r = subprocess.run([sys.executable, "-I", "-S", "-B", folderstate.__file__, str(record)], capture_output=True)
-    assert (r.returncode, r.stdout.decode(), r.stderr) == (0, expected, b"")
+    request = os.fsencode(tmp_path) + b"\0checked\0"  # (the record's path relative to that folder)
+    r = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", folderstate.__file__], input=request * 2, capture_output=True, cwd="/"
+    )
+    assert (r.returncode, r.stdout.decode(), r.stderr) == (0, f"{expected}\n" * 2, b"")
 
 
 def test_folderstate_script_imports_only_modules_built_into_python(tmp_path):

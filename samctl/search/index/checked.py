@@ -17,6 +17,7 @@ Design notes: docs/search-index.md, "search/index/checked.py".
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -98,11 +99,12 @@ class Recent:
     ``order`` (of the sources with findings); ``holds()`` says whether they are.
 
     A few folders are stated at once.  Many (``OUT_OF_LINE_AT`` or more) are stated while the search
-    ranks: in a thread, or, with ``child``, by a child process (``folderstate.py``, reading the record
-    at ``path``) on the other core.  The caller asks for a child when several stores are searched: in a
-    thread each ``stat`` waits for its turn of the GIL against the ranking, while a child, which costs a
-    process start, does not slow the ranking; a single store's ranking is too short to hide that start.
-    A thread does it, too, when no child can be started (figures: docs/search-index.md, bench/README.md)."""
+    ranks: in a thread, or, with ``child``, by a child process (``_Stater``: ``folderstate.py``, which
+    reads the record at ``path``) on the other core.  The caller asks for a child when several stores
+    are searched: in a thread each ``stat`` waits for its turn of the GIL against the ranking, while a
+    child does not slow the ranking; its start (once per process: one that answered is kept for the
+    next search) is hidden by the ranking of several stores, not by a single store's.  A thread does
+    it, too, when no child can be started (figures: docs/search-index.md, bench/README.md)."""
 
     def __init__(self, found: list, order: list, names: int, body: bytes, saved: str, path: Path, child: bool = False):
         self.found, self.order = found, order
@@ -131,8 +133,13 @@ class Recent:
 
     def holds(self) -> bool:
         if self._child is not None:
+            said = self._child.answer()
             # (the record it read was the one read here: another samctl may have replaced it since)
-            self._same.append(self._child.answer() == b"1 " + self._saved.encode())
+            self._same.append(said == b"1 " + self._saved.encode())
+            if said:
+                _keep(self._child)
+            else:
+                self._child.end()
             self._child = None
         if self._thread is not None:
             self._thread.join()
@@ -141,65 +148,116 @@ class Recent:
 
 OUT_OF_LINE_AT = 1000  # folders: fewer are stated at once (cheaper than starting anything), more while the search ranks
 
+_IDLE: list = []  # a ``_Stater`` of this process that answered, kept for its next search
+
 
 def _spawn(path: Path):
-    """``folderstate.py`` started on the record ``path`` (a ``_Child``), or None when it cannot be.
-    Python isolated (-I) and without site (-S): it imports the standard library only."""
+    """A ``_Stater`` asked about the record ``path`` (this process's idle one, else a new one), or None
+    when none can be started.  Python isolated (-I) and without site (-S): it imports the standard
+    library only."""
     if getattr(sys, "frozen", False) or not sys.executable or not hasattr(os, "posix_spawn"):
         return None
+    while _IDLE:
+        try:
+            stater = _IDLE.pop()
+        except IndexError:  # (another thread's search took it meanwhile)
+            break
+        if stater.owner == os.getpid() and stater.ask(path):
+            return stater
+        stater.end()  # (it ended, or it is the stater of the process this one was forked from)
     try:
-        return _Child([sys.executable, "-I", "-S", "-B", folderstate.__file__, str(path)])
+        stater = _Stater([sys.executable, "-I", "-S", "-B", folderstate.__file__])
     except (OSError, ValueError):
         return None
+    if stater.ask(path):
+        return stater
+    stater.end()
+    return None
 
 
-class _Child:
-    """A process started by ``posix_spawn`` (no fork of this process's memory, no import of
-    ``subprocess``: the start is on the search's path), its output read from a pipe by ``answer()``,
-    and always waited for."""
+def _keep(stater) -> None:
+    """``stater``, which answered, kept for the next search (one is enough: another is ended)."""
+    if _IDLE:
+        stater.end()
+    else:
+        _IDLE.append(stater)
+
+
+class _Stater:
+    """``folderstate.py`` serving requests in a process of its own, started by ``posix_spawn`` (no fork
+    of this process's memory, no import of ``subprocess``: the start is on the search's path).  Asked
+    once (``ask``), it is read once (``answer``) before it is asked again: only then is it kept
+    (``_keep``), so no answer is ever read for another request.  It ends when its stdin closes; this
+    process kills it and waits for it when it ends it (``end``), drops it, or exits."""
 
     def __init__(self, argv: list):
-        r, w = os.pipe()  # (both close on exec: the child's stdout is a copy of w)
+        to_child, to_us = os.pipe(), os.pipe()  # (all four close on exec: the child's are copies)
         try:
             pid = os.posix_spawn(
                 argv[0],
                 argv,
                 os.environ,
                 file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_DUP2, w, 1),
+                    (os.POSIX_SPAWN_DUP2, to_child[0], 0),
+                    (os.POSIX_SPAWN_DUP2, to_us[1], 1),
                     (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
                 ],
             )
         except BaseException:
-            os.close(r)
+            _close(to_child[1], to_us[0])
             raise
         finally:
-            os.close(w)
-        self._reap = weakref.finalize(self, _reap, r, pid)  # (never a zombie, whatever happens here)
-        self._fd = r
+            _close(to_child[0], to_us[1])
+        self.owner, self.pid = os.getpid(), pid
+        self._w, self._r = to_child[1], to_us[0]
+        self.end = weakref.finalize(self, _end, self._w, self._r, pid, self.owner)  # (never a zombie)
+
+    def ask(self, path: Path) -> bool:
+        """Write the request for the record ``path`` (from this process's folder); False if it cannot be."""
+        try:
+            request = os.getcwdb() + b"\0" + os.fsencode(path) + b"\0"
+            while request:
+                request = request[os.write(self._w, request) :]
+        except (OSError, ValueError):
+            return False
+        return True
 
     def answer(self) -> bytes:
-        """What the child wrote, or b"" if it did not exit with 0."""
-        out = []
+        """Its line for the request, without the newline, or b"" if it ended without one."""
+        said = b""
         try:
-            while chunk := os.read(self._fd, 1 << 16):
-                out.append(chunk)
+            while not said.endswith(b"\n"):
+                chunk = os.read(self._r, 1 << 16)
+                if not chunk:
+                    return b""
+                said += chunk
         except OSError:
-            out = []
-        return b"".join(out) if self._reap() == 0 else b""
+            return b""
+        return said[:-1]
 
 
-def _reap(fd: int, pid: int) -> int | None:
-    """Close the pipe and wait for the child: its exit code (None if it cannot be had)."""
+def _close(*fds: int) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _end(w: int, r: int, pid: int, owner: int) -> None:
+    """Close the pipes; then, in the process that started it (not a copy forked from it), kill the
+    stater and wait for it (it holds nothing: stating reads only)."""
+    _close(w, r)
+    if os.getpid() != owner:
+        return
     try:
-        os.close(fd)
+        os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
     try:
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    except (ChildProcessError, ValueError):
-        return None
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def recent(d: Path, child: bool = False) -> Recent | None:

@@ -1,12 +1,13 @@
 """The state of many folders as one digest; the folders packed for ``checked``'s record; and a script
 that tells whether a record's folders still have the digest it saved.
 
-``checked.Recent`` runs this file as ``python -I -S -B folderstate.py RECORD`` to state 10,000 SAM
-conversation folders on the other core while the search ranks: in a thread of the search, each
-``stat`` waited for its turn of the GIL against the ranking.  So this module imports nothing of samctl,
+``checked`` runs this file as ``python -I -S -B folderstate.py`` to state 10,000 SAM conversation
+folders on the other core while the search ranks (in a thread of the search, each ``stat`` waited for
+its turn of the GIL against the ranking).  It answers each record's path written to its stdin
+(``serve``), so a process that searches again starts no interpreter.  It imports nothing of samctl,
 and only modules built into the interpreter (``posix`` rather than ``os``, ``_stat``, ``_operator``)
-and ``_blake2``: every import is on the search's path, in the child's start (``os`` and what it
-imports took 1.6 ms of it).  ``checked`` uses its ``digest`` and ``pack``/``unpack``: one definition.
+and ``_blake2``: its start is on the first search's path (``os`` and what it imports took 1.6 ms of
+it).  ``checked`` uses its ``digest`` and ``pack``/``unpack``: one definition.
 
 The record (``checked``): one line of JSON (its head: no raw newline, as orjson writes it), then the
 packed folders, NUL-separated (a path holds no NUL): the digest, then for each parent folder the count
@@ -78,15 +79,14 @@ def unpack(body: bytes) -> tuple[str, list]:
     return tokens[0].decode("ascii"), out
 
 
-def main(argv: list) -> int:
-    """Write "1 DIGEST" when the folders of the record ``argv[1]`` have the digest DIGEST it saved, else
+def answer(record: bytes) -> str:
+    """The line "1 DIGEST" when the folders of the record at ``record`` have the digest DIGEST it saved, else
     "0 DIGEST", or "0" when the record cannot be read: the caller compares DIGEST with the one it read
     (the record may have been replaced since)."""
-    out = "0"
     try:
         # (never through a link; a FIFO put in its place neither blocks the open nor is read)
         flags = posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | getattr(posix, "O_CLOEXEC", 0)
-        fd = posix.open(argv[1], flags)
+        fd = posix.open(record, flags)
         try:
             if not S_ISREG(posix.fstat(fd).st_mode):
                 raise ValueError("not a regular file")
@@ -95,12 +95,29 @@ def main(argv: list) -> int:
             posix.close(fd)
         if len(raw) <= RECORD_CAP:
             saved, groups = unpack(raw.partition(b"\n")[2])
-            out = ("1 " if digest(groups) == saved else "0 ") + saved
+            return ("1 " if digest(groups) == saved else "0 ") + saved
     except (OSError, ValueError, IndexError):
         pass
-    sys.stdout.write(out)
+    return "0"
+
+
+def serve(fd_in: int = 0, fd_out: int = 1) -> int:
+    """Answer the requests read from ``fd_in`` until it ends, one line each on ``fd_out``.  A request is
+    the folder the record's relative paths are from and the record's path, each ended by a NUL: a
+    process that asks again may have changed its folder since this one started."""
+    pending = b""
+    while chunk := posix.read(fd_in, 1 << 16):
+        pending += chunk
+        while pending.count(b"\0") >= 2:
+            here, record, pending = pending.split(b"\0", 2)
+            try:
+                posix.chdir(here)
+                said = answer(record)
+            except OSError:
+                said = "0"
+            posix.write(fd_out, said.encode("ascii") + b"\n")  # (under PIPE_BUF: written whole)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(serve())
