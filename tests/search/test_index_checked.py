@@ -145,6 +145,39 @@ def test_a_sam_conversation_saved_by_rename_is_seen_at_once_among_many(run, tmp_
     assert len(texts(run, base, "ledger")[0]) == 11
 
 
+def test_a_store_opened_by_a_relative_root_is_trusted_from_another_folder(run, tmp_path, monkeypatch):
+    """The record names its folders from the root folder: a store searched as ``--root SAM`` from one
+    folder, then as ``--root a/SAM`` from the one above, is trusted there (no full check)."""
+    from samctl.search.index import checked
+
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
+    monkeypatch.setenv("SAMCTL_CACHE_DIR", str(tmp_path / "cache"))
+    _sam_of_12(tmp_path / "a" / "SAM")
+    monkeypatch.chdir(tmp_path / "a")
+    assert len(texts(run, "SAM", "ledger")[0]) == 12
+    monkeypatch.chdir(tmp_path)
+    quick = checked.recent(ix.index_dir(open_store("a/SAM")))
+    assert quick is not None and quick.holds()
+
+
+def test_no_record_is_saved_from_a_folder_that_was_removed(tmp_path, monkeypatch):
+    """The record's folders are named from the root folder, which needs this process's folder: from
+    one removed meanwhile, no record (a full check next time), and no error."""
+    from types import SimpleNamespace
+
+    from samctl.search.index import checked
+
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
+    (tmp_path / "conv" / "c1").mkdir(parents=True)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    src = SimpleNamespace(trusted=True, paths=[str(tmp_path / "conv" / "c1" / "conversation.json")])
+    checked.save(tmp_path, {"c1": src}, [], set())
+    assert not (tmp_path / checked.RECORD).exists()
+
+
 @pytest.mark.parametrize("child", [False, True], ids=["thread", "child process"])
 def test_many_folders_stated_while_ranking_see_a_file_replaced(run, tmp_path, monkeypatch, child):
     """Past OUT_OF_LINE_AT folders the record is checked in a thread or a child process

@@ -59,11 +59,14 @@ def manifest_sig(d: Path) -> str | None:
 
 def _folders(current: dict) -> list:
     """Every folder holding a source file, and the folder above each, by the folder above them:
-    [[parent, [name, ...]], ...], sorted."""
+    [[parent, [name, ...]], ...], sorted; from the root folder (a store opened by a relative path is
+    the same store from another folder), joined to this process's folder as the kernel would resolve
+    them (no ".." taken away by hand: a link before it leads elsewhere)."""
+    here = os.getcwd()
     # (each path's folder by rpartition, then dirname once per distinct one: the same as dirname of each
     # path with a slash, with one dirname call per folder rather than per file)
     heads = {p.rpartition("/")[0] for src in current.values() for p in src.paths}
-    parents = {os.path.dirname(h + "/_") for h in heads}
+    parents = {os.path.join(here, os.path.dirname(h + "/_")) for h in heads}
     groups: dict = {}
     for f in sorted(parents | {os.path.dirname(p) for p in parents}):
         up, name = os.path.split(f)
@@ -78,7 +81,10 @@ def save(d: Path, current: dict, discovery: list, with_findings: set) -> None:
     unwritable record only costs the next search time."""
     if recheck_seconds() <= 0 or not all(s.trusted for s in current.values()):
         return
-    folders = _folders(current)
+    try:
+        folders = _folders(current)
+    except OSError:  # (this process's folder was removed: no record, a full check next time)
+        return
     saved = digest(folders)
     head = {
         "at": time.time(),
