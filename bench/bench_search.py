@@ -473,7 +473,9 @@ def floor_query(c: dict, q: str, limit: int = 10):
         for rows, w in cols:
             s[rows] += w
         k = min(limit, n)
-        top = np.argpartition(s, n - k)[n - k :] if k else s[:0]
+        # (the best k at the front of the negated scores: numpy 2's select takes 20x longer to find the
+        # k-th from the end above the block of zeros most rows score, 150-300 ms over 1.3 M rows)
+        top = np.argpartition(-s, k - 1)[:k] if k else s[:0]
         return top[np.argsort(-s[top])]
 
     return run
