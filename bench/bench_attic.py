@@ -92,6 +92,7 @@ def samctl_cycle(root: Path):
     """Archive every conversation, then restore every entry; (archive s, restore s, bytes, stored bytes)."""
     from samctl.attic import entries as attic
     from samctl.attic import lifecycle, restore
+    from samctl.attic.targets import Target
     from samctl.stores import open_store
 
     store = open_store(str(root), cache=False)
@@ -102,7 +103,7 @@ def samctl_cycle(root: Path):
             store.conversation_files(cid, refs)
         except Exception:  # noqa: BLE001
             continue
-        targets.append(lifecycle.Target(cid))
+        targets.append(Target(cid))
     os.sync()  # not timed: no one's dirty pages are left for the next step's syncfs to write
     t = time.perf_counter()
     rep = lifecycle.remove(store, targets, "archived")

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from samctl.attic import entries as atticmod
-from samctl.attic import lifecycle, tarscan, tarzst
+from samctl.attic import lifecycle, targets, tarscan, tarzst
 from samctl.attic.journal import drop_journal, pending_ids, place, settle, sha256_file, write_batch, write_journal
-from samctl.attic.lifecycle import Report, attic_view, reason
+from samctl.attic.lifecycle import reason
+from samctl.attic.targets import Report, attic_view
 from samctl.errors import NotFound, SamctlError, UsageError
 from samctl.fs import filemodes, removing, syncing, writing
 from samctl.lock import ensure_app_idle, store_lock, would_refuse
@@ -209,7 +210,7 @@ def _restore(store, entries: list, as_new: bool, dry_run: bool, force: bool, loc
         store.forget_listing()
         # another samctl (or the repair just done) may have restored or purged some meanwhile
         there = {r.entry.id for r in plans if filemodes.lstat(r.entry.manifest_path) is not None}
-        lifecycle.gone_meanwhile(report, [r.entry.id for r in plans], there)
+        targets.gone_meanwhile(report, [r.entry.id for r in plans], there)
         plans = [r for r in plans if r.entry.id in there]
         entries = [r.entry for r in plans]
         if report.repaired:  # the store moved on: what would clash now

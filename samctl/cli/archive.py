@@ -89,7 +89,7 @@ def command(
     own; --older-than acts on the one store samctl can write, or with
     --all-stores on each in turn (docs/scope.md).
     """
-    from samctl.attic import lifecycle
+    from samctl.attic import kept, lifecycle, targets
 
     if not ids and older_than is None:
         raise click.UsageError("say which conversations: --older-than AGE, or ids")
@@ -97,13 +97,13 @@ def command(
     scope = scope_of(ctx, MOVE, filters=not ids)
 
     def plan(store, ids):
-        sel = lifecycle.select(store, ids, age, False, title, include_pinned, keep_last)
-        lifecycle.preflight(store, sel, ignore_unreadable=ignore_unreadable)
-        lifecycle.keep_live(store, sel, force)
+        sel = targets.select(store, ids, age, False, title, include_pinned, keep_last)
+        targets.preflight(store, sel, ignore_unreadable=ignore_unreadable)
+        targets.keep_live(store, sel, force)
         return sel
 
     def act(store, sel):
-        again = lambda confirmed: lifecycle.matching(
+        again = lambda confirmed: targets.matching(
             store,
             confirmed,
             age,
@@ -114,9 +114,7 @@ def command(
         )
         how = dict(dry_run=dry_run, force=force, lock_wait=lock_wait, ignore_unreadable=ignore_unreadable, again=again)
         report = (
-            lifecycle.keep(store, sel.targets, **how)
-            if copy
-            else lifecycle.remove(store, sel.targets, "archived", **how)
+            kept.keep(store, sel.targets, **how) if copy else lifecycle.remove(store, sel.targets, "archived", **how)
         )
         report.findings[:0] = sel.problems
         return report

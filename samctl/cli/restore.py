@@ -129,7 +129,7 @@ def _restore(ctx, scope, ids, entry, how: dict, fmt: str) -> None:
     (``Scope.run``): one store failing on the way is reported and the others restored.  One report, each
     item naming its ``store``."""
     from samctl import errors
-    from samctl.attic.lifecycle import Report
+    from samctl.attic.targets import Report
     from samctl.cli.common import exit_with, say_failed, say_skipped
     from samctl.core.scope import Outcome
 
@@ -175,7 +175,7 @@ def _attic_of(scope):
     """``view(store)`` for ``Scope.resolve``: the ids in the store's attic (None: samctl only reads the
     store, it has no attic).  Of several stores, an attic that cannot be listed is a finding."""
     from samctl.attic import entries as atticmod
-    from samctl.attic.lifecycle import attic_view
+    from samctl.attic.targets import attic_view
 
     several = len(scope.found()) > 1
 

@@ -110,23 +110,23 @@ def command(
 def _plan(store, ids, age, empty, title, purge, include_pinned, ignore_unreadable, force):
     """What rm would take from ``store`` (nothing changes): the selection, checked, live sessions a filter
     found set aside (named ones are refused by the move unless ``force``)."""
-    from samctl.attic import lifecycle
+    from samctl.attic import targets
 
     if purge:
         sel = _purge_selection(store, ids, age, empty, title, include_pinned)
     else:
-        sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
-    lifecycle.preflight(store, sel, purge, ignore_unreadable)
-    lifecycle.keep_live(store, sel, force)
+        sel = targets.select(store, ids, age, empty, title, include_pinned)
+    targets.preflight(store, sel, purge, ignore_unreadable)
+    targets.keep_live(store, sel, force)
     return sel
 
 
 def _act(store, sel, age, empty, title, purge, include_pinned, dry_run, force, lock_wait, ignore_unreadable):
     """Move (or purge) ``sel``'s targets in ``store``: the report, the selection's problems first."""
-    from samctl.attic import lifecycle
+    from samctl.attic import lifecycle, targets
 
     def again(confirmed):  # under the lock: another samctl may have taken some while this one waited
-        return lifecycle.matching(store, confirmed, age, empty, title, include_pinned, attic_too=purge)
+        return targets.matching(store, confirmed, age, empty, title, include_pinned, attic_too=purge)
 
     if purge:
         report = lifecycle.purge(
@@ -155,11 +155,11 @@ def _act(store, sel, age, empty, title, purge, include_pinned, dry_run, force, l
 
 def _purge_selection(store, ids, age, empty, title, include_pinned):
     """Store conversations through the usual selection; ids only in the attic are purged from there."""
-    from samctl.attic import lifecycle
+    from samctl.attic import lifecycle, targets
     from samctl.errors import NotFound
 
     if not ids:
-        sel = lifecycle.select(store, ids, age, empty, title, include_pinned)
+        sel = targets.select(store, ids, age, empty, title, include_pinned)
         lifecycle.keep_pinned_entries(store, sel, include_pinned)
         return sel
     try:
@@ -174,9 +174,9 @@ def _purge_selection(store, ids, age, empty, title, include_pinned):
         raise
     in_store = set(store.all_ids())
     sel = (
-        lifecycle.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned)
+        targets.select(store, [i for i in resolved if i in in_store], age, empty, title, include_pinned)
         if any(i in in_store for i in resolved)
-        else lifecycle.Selection(explicit=True)
+        else targets.Selection(explicit=True)
     )
     lifecycle.keep_pinned_entries(store, sel, include_pinned)
     sel.targets += lifecycle.attic_targets(store, [cid for cid in resolved if cid not in in_store], include_pinned)

@@ -57,7 +57,7 @@ def targets_of(ctx, scope, ids, purge: bool = False) -> list:
     if not ids:
         return [(s, ()) for s in scope.stores()]
     from samctl.attic import entries as atticmod
-    from samctl.attic.lifecycle import attic_view
+    from samctl.attic.targets import attic_view
 
     found = scope.findings
 
@@ -95,7 +95,7 @@ def move_all(
     exit 5) is reported and the others still act.  One report, the same with one store or several
     (docs/json.md): each item naming its ``store``; the stores skipped (they cannot do it) listed under -v and in JSON, never findings.
     ``hint(items, store)``: the line under it.  Exit by ``Scope.exit_code``."""
-    from samctl.attic.lifecycle import Report
+    from samctl.attic.targets import Report
     from samctl.cli.common import exit_with, say_failed, say_skipped
 
     found = scope.findings
@@ -203,7 +203,7 @@ def nothing(
     ``problems`` (``Selection.problems``): what was chosen but cannot be moved, exit 3.  Nothing is
     written, so an interrupted move is not settled: said, with what settles it."""
     from samctl.attic.journal import pending
-    from samctl.attic.lifecycle import Report
+    from samctl.attic.targets import Report
 
     report = Report(dry_run=dry_run, kept=kept, findings=list(problems) + (pending(store) if store is not None else []))
     if fmt == "json":

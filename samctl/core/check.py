@@ -60,7 +60,7 @@ def check(store, fix: bool = False, force: bool = False, lock_wait: float = 0.0)
             # (what settling had to leave; an unsafe attic folder is said once)
             pending += [f for f in repair.pending_moves(store) if f.code != "attic-unsafe"]
     report.findings += pending
-    from samctl.attic.lifecycle import shrunk_since_kept  # (lazy: as journal above)
+    from samctl.attic.kept import shrunk_since_kept  # (lazy: as journal above)
 
     report.findings += shrunk_since_kept(store)
     _missing_scopes_in_attic(store, report.findings)

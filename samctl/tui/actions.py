@@ -45,18 +45,18 @@ def move_to_attic(store, cid: str) -> str:
     """``samctl rm CID`` (confirmed): select, preflight, then ``lifecycle.remove``, which refuses while
     the app is using the store or the session is live (exit 5's message), and nothing moves."""
     from samctl.attic import entries as atticmod  # (lazy: at the first move)
-    from samctl.attic import lifecycle  # (lazy: as entries)
+    from samctl.attic import lifecycle, targets  # (lazy: as entries)
 
     if not writable(store):
         raise UsageError(f"{store.describe()}: samctl only reads it, and rm writes; nothing was done")
-    sel = lifecycle.select(store, [cid])
-    lifecycle.preflight(store, sel)
-    lifecycle.keep_live(store, sel)
+    sel = targets.select(store, [cid])
+    targets.preflight(store, sel)
+    targets.keep_live(store, sel)
     if not sel.targets:
         raise UsageError(f"{cid}: nothing to move; nothing was changed")
 
     def again(confirmed):  # under the lock, as rm: another samctl may have taken it meanwhile
-        return lifecycle.matching(store, confirmed)
+        return targets.matching(store, confirmed)
 
     report = lifecycle.remove(store, sel.targets, "deleted", again=again)
     report.findings[:0] = sel.problems

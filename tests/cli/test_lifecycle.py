@@ -791,11 +791,11 @@ def _committed_not_removed(root, cid):
     journal record, the archive and its manifest, and every original.  The entry."""
     from samctl.attic import entries as atticmod
     from samctl.attic import journal as repair
-    from samctl.attic import lifecycle
+    from samctl.attic import lifecycle, targets
 
     store = open_store(str(root))
     attic = atticmod.ensure_attic(store)
-    out = lifecycle._plan_out(store, attic, lifecycle.Target(cid), "deleted", None, None, set())
+    out = lifecycle._plan_out(store, attic, targets.Target(cid), "deleted", None, None, set())
     repair.write_batch(attic, [out.record(store, "deleted")])
     return atticmod.pack(store, cid, "deleted", out.paths, now=out.now, stem=out.stem)
 
