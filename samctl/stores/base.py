@@ -373,8 +373,12 @@ class Store:
         found = Found(findings)
         for meta in self.list_metas(findings):  # (what cannot be listed is a finding, as for ls)
             if scope is None or meta.id in scope:
-                found.add(meta.id, self.name, [str(self.raw_path(meta.id))], meta.id)
+                found.add(meta.id, self.name, [self.source_path(meta.id)], meta.id)
         return found.sources
+
+    def source_path(self, cid: str) -> str:
+        """The path of listed conversation ``cid``'s file, as ``raw_path`` names it, as a str."""
+        return str(self.raw_path(cid))
 
     def source_rows(self, src, findings: list, infos: list):
         """The ``sources.Row`` of one source, in order; what cannot be read becomes ``findings``, and

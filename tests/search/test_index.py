@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,8 @@ from samctl.search.index import update as ixupdate
 from samctl.stores import open_store
 from tests.conftest import fingerprint
 from tests.search_helpers import SAM_ID, TOPIC, age, insert_memory
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -626,3 +629,16 @@ def test_alive_mask_is_false_exactly_in_the_dead_ranges(rows):
         want = [not any(a <= r < b for a, b in dead) for r in range(rows)]
         assert alive_mask(rows, dead).tolist() == want, (n, dead)
     assert not alive_mask(rows, [[0, rows]] * 20).any()
+
+
+@pytest.mark.parametrize("tree", ["claude_code/projects", "codex"])
+def test_discovery_names_each_session_by_the_file_raw_path_names(tree):
+    """Discovery takes a listed session's path as the store's index holds it (no Path made for each of
+    thousands): the same file ``raw_path`` names, one source per listed session."""
+    store = open_store(str(REPO / "fixtures" / "demo" / tree))
+    found: list = []
+    sources = store.search_sources(found)
+    ids = [m.id for m in store.list_metas([])]
+    assert ids and sorted(sources) == sorted(ids)
+    for cid, src in sources.items():
+        assert src.paths == (str(store.raw_path(cid)),) == (store.source_path(cid),)
