@@ -458,6 +458,21 @@ def test_folderstate_script_answers_0_for_what_it_cannot_check(tmp_path, content
     assert (r.returncode, r.stdout.decode(), r.stderr) == (0, f"{expected}\n" * 2, b"")
 
 
+def test_a_record_over_the_cap_is_not_read(tmp_path, monkeypatch):
+    """A record larger than ``RECORD_CAP`` is answered "0" (a full check), one at the cap is read."""
+    from samctl.search.index import folderstate
+
+    (tmp_path / "f" / "0").mkdir(parents=True)
+    folders = [[str(tmp_path / "f"), ["0"]]]
+    saved = folderstate.digest(folders)
+    record = tmp_path / "checked"
+    record.write_bytes(b"{}\n" + folderstate.pack(saved, folders))
+    monkeypatch.setattr(folderstate, "RECORD_CAP", record.stat().st_size)
+    assert folderstate.answer(os.fsencode(record)) == "1 " + saved
+    monkeypatch.setattr(folderstate, "RECORD_CAP", record.stat().st_size - 1)
+    assert folderstate.answer(os.fsencode(record)) == "0"
+
+
 def test_folderstate_script_imports_only_modules_built_into_python(tmp_path):
     """The child's imports are on the search's path (a union search waits for it): run as it is run,
     it loads nothing beyond the interpreter's own start but built-in modules and ``_blake2``."""
