@@ -160,6 +160,25 @@ def test_a_store_opened_by_a_relative_root_is_trusted_from_another_folder(run, t
     assert quick is not None and quick.holds()
 
 
+def test_a_file_named_from_its_own_folder_is_watched_there(tmp_path, monkeypatch):
+    """A store given as a bare file name from the folder holding it (``--root export.zip``): the record
+    watches that folder, so the last full check holds until the file is replaced there."""
+    from types import SimpleNamespace
+
+    from samctl.search.index import checked
+
+    monkeypatch.setenv("SAMCTL_INDEX_RECHECK", "30")
+    (tmp_path / "dl").mkdir()
+    (tmp_path / "dl" / "export.zip").write_bytes(b"one")
+    (tmp_path / "idx").mkdir()
+    monkeypatch.chdir(tmp_path / "dl")
+    checked.save(tmp_path / "idx", {"k": SimpleNamespace(trusted=True, paths=["export.zip"])}, [], set())
+    assert checked.recent(tmp_path / "idx").holds()
+    (tmp_path / "dl" / "new.zip").write_bytes(b"two")
+    os.replace(tmp_path / "dl" / "new.zip", tmp_path / "dl" / "export.zip")
+    assert not checked.recent(tmp_path / "idx").holds()
+
+
 def test_no_record_is_saved_from_a_folder_that_was_removed(tmp_path, monkeypatch):
     """The record's folders are named from the root folder, which needs this process's folder: from
     one removed meanwhile, no record (a full check next time), and no error."""

@@ -64,9 +64,9 @@ def _folders(current: dict) -> list:
     them (no ".." taken away by hand: a link before it leads elsewhere)."""
     here = os.getcwd()
     # (each path's folder by rpartition, then dirname once per distinct one: the same as dirname of each
-    # path with a slash, with one dirname call per folder rather than per file)
-    heads = {p.rpartition("/")[0] for src in current.values() for p in src.paths}
-    parents = {os.path.join(here, os.path.dirname(h + "/_")) for h in heads}
+    # path with a slash, with one dirname call per folder rather than per file; a bare name is in ``here``)
+    heads = {p.rpartition("/")[0] if "/" in p else None for src in current.values() for p in src.paths}
+    parents = {here if h is None else os.path.join(here, os.path.dirname(h + "/_")) for h in heads}
     groups: dict = {}
     for f in sorted(parents | {os.path.dirname(p) for p in parents}):
         up, name = os.path.split(f)
