@@ -304,7 +304,7 @@ def _parse(text: str, where: str | None):
     if plan.is_empty():
         raise UsageError(
             "nothing to search for: the query has no word to rank or require",
-            hint="add a word; filters (role:, in:, title:, store:) only narrow a search",
+            hint="add a word; filters (role:, in:, title:, store:, tool:) only narrow a search",
         )
     return plan
 

@@ -223,6 +223,7 @@ def test_filters(run, sam):
         ("in:everything budget", "in:everything"),
         ("-budget", "only excludes"),
         ("role:user", "nothing to search for"),
+        ("tool:Bash", "filters (role:, in:, title:, store:, tool:) only narrow"),
     ],
 )
 def test_a_malformed_query_is_a_usage_error_that_says_what(run, sam, query, message):
