@@ -270,23 +270,23 @@ def bm25(corpus, fld: str, terms, params: Params = BASELINE, weights=None) -> np
     if n == 0:
         return np.zeros(lens.size, SCORE)
     mean = (total + bg_total) / n or 1.0  # (lengths are 0 where not alive; integers: exact)
+
+    def norm_of(lengths):  # (one formula for every key's norms and a few keys')
+        return (params.k1 * (1 - params.b + params.b * lengths / mean)).astype(SCORE)
+
     norms = None
     if len(found) > 1 or found[0][1].size * 8 > lens.size:  # (one rare term: its keys' norms alone)
         got = memo.get(("norm", fld, params.k1, params.b))  # (the last mean's only: it moves with the corpus)
         if got is not None and got[0] == mean:
             norms = got[1]
-        else:  # (every key's, as the formula below gives it for a few)
-            norms = (params.k1 * (1 - params.b + params.b * lens / mean)).astype(SCORE)
+        else:
+            norms = norm_of(lens)
             memo[("norm", fld, params.k1, params.b)] = (mean, norms)
     scores = np.zeros(lens.size, SCORE)
     for term, k, tfs in found:
         idf = np.log(1 + (n - k.size + 0.5) / (k.size + 0.5))
         w = 1.0 if weights is None else weights.get(term, 1.0)
-        norm = (
-            (params.k1 * (1 - params.b + params.b * lens[k] / mean)).astype(SCORE)
-            if norms is None
-            else norms.take(k, mode="wrap")
-        )
+        norm = norm_of(lens[k]) if norms is None else norms.take(k, mode="wrap")
         # w * idf * tfs * (k1 + 1) / (tfs + norm), in that order, in arrays of its own
         tfs = tfs.astype(SCORE, copy=False)
         part = np.multiply(tfs, SCORE(w * idf))
